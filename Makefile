@@ -1,0 +1,38 @@
+# Two commands: `make run` and `make test`. Everything else is set up on demand.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
+CONFORMANCE := tests/conformance/node_modules/.installed
+
+.PHONY: run test lint help chromium
+
+help:
+	@echo "make run   - set up and start hyperguild (web server + worker) on http://127.0.0.1:8000"
+	@echo "make test  - set up and run the whole test suite"
+	@echo "make lint  - ruff"
+
+$(STAMP): requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+$(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.json
+	cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error
+	touch $(CONFORMANCE)
+
+# Browser tests drive Debian's chromium; install it when it is missing.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \
+	  (echo "installing Debian chromium for the browser tests" && \
+	   (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+run: $(STAMP)
+	$(BIN)/python manage.py serve
+
+test: $(STAMP) $(CONFORMANCE) chromium
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .

@@ -1,0 +1,77 @@
+"""Writes that belong to the service itself."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from django.db import transaction
+from django.utils import timezone
+
+from hyperguild.models import WorkerHeartbeat
+
+HEARTBEAT_NAME = "qcluster"
+
+
+@transaction.atomic
+def do_record_worker_heartbeat(name: str = HEARTBEAT_NAME) -> WorkerHeartbeat:
+    beat, _ = WorkerHeartbeat.objects.update_or_create(
+        name=name,
+        defaults={"beat_at": timezone.now(), "host": socket.gethostname(), "pid": os.getpid()},
+    )
+    return beat
+
+
+@transaction.atomic
+def do_ensure_schedules() -> list[str]:
+    """Create or update the periodic django-q2 schedules the service needs.
+
+    Each app contributes (name, func, seconds) through `SCHEDULES` in its
+    `tasks.py`; running this twice changes nothing.
+    """
+    from importlib import import_module
+
+    from django.conf import settings
+    from django_q.models import Schedule
+
+    wanted: list[tuple[str, str, int]] = [
+        ("hyperguild-heartbeat", "hyperguild.tasks.heartbeat", settings.HYPERGUILD_WORKER_HEARTBEAT_SECONDS),
+    ]
+    for app in ("brain", "supervisor", "sessions"):
+        try:
+            module = import_module(f"{app}.tasks")
+        except ModuleNotFoundError:
+            continue
+        wanted.extend(getattr(module, "schedules", lambda: [])())
+
+    names = []
+    for name, func, seconds in wanted:
+        # django-q2 schedules count in minutes; sub-minute intervals round up.
+        minutes = max(1, round(seconds / 60))
+        Schedule.objects.update_or_create(
+            name=name,
+            defaults={"func": func, "schedule_type": Schedule.MINUTES, "minutes": minutes, "repeats": -1},
+        )
+        names.append(name)
+    return names
+
+
+@transaction.atomic
+def do_ensure_admin_account(username: str, password: str = "") -> tuple[object | None, str | None]:
+    """Create a superuser if there is none.
+
+    Returns (user, generated_password): the password is returned only when
+    it was generated here, so the caller can print it once.
+    """
+    import secrets
+
+    from django.contrib.auth import get_user_model
+
+    User = get_user_model()
+    if User.objects.filter(is_superuser=True).exists():
+        return None, None
+    generated = None
+    if not password:
+        generated = password = secrets.token_urlsafe(12)
+    user = User.objects.create_superuser(username=username, email="", password=password)
+    return user, generated

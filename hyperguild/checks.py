@@ -1,0 +1,47 @@
+"""Cross-setting rules, as Django system checks.
+
+Apps add their own rules here (one function each, tagged "hyperguild") so
+`manage.py check`, `serve`, the worker and the tests all refuse a
+contradictory configuration with a message that names the variable.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from django.conf import settings
+from django.core.checks import Error, Tags, register  # noqa: F401
+
+
+def is_loopback(host: str) -> bool:
+    if host in {"localhost", "ip6-localhost"}:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def public_bind_problem(host: str) -> str | None:
+    """Why the service must not listen on `host`, or None if it may."""
+    if is_loopback(host) or settings.HYPERGUILD_ALLOW_NO_AUTH:
+        return None
+    missing = [
+        name
+        for name in ("BRAIN_MCP_TOKEN", "SUPERVISOR_MCP_TOKEN", "ROUTING_MCP_TOKEN")
+        if not getattr(settings, name)
+    ]
+    if not missing:
+        return None
+    return (
+        f"Refusing to listen on {host}, beyond loopback, while {', '.join(missing)} "
+        "is empty: anyone on the network could call those endpoints. Set the tokens, "
+        "bind to 127.0.0.1 (HYPERGUILD_HOST), or set HYPERGUILD_ALLOW_NO_AUTH=1 if a proxy in "
+        "front of hyperguild does the authentication."
+    )
+
+
+@register("hyperguild")
+def check_bind_address(app_configs, **kwargs):
+    problem = public_bind_problem(settings.HYPERGUILD_HOST)
+    return [Error(problem, id="hyperguild.E001")] if problem else []

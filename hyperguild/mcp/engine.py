@@ -1,0 +1,359 @@
+"""JSON-RPC dispatch for one MCP endpoint, independent of HTTP.
+
+`Dispatcher.handle(message, ctx)` takes one decoded JSON-RPC request and
+returns the response object. The HTTP view (`views.py`) decides how it
+travels (JSON or SSE) and who may send it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError
+
+logger = logging.getLogger("hyperguild.mcp")
+
+LATEST_PROTOCOL_VERSION = "2025-11-25"
+SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+
+class RpcError(Exception):
+    def __init__(self, code: int, message: str, data: Any = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+def error_response(request_id: Any, code: int, message: str, data: Any = None) -> dict:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+@dataclass
+class CallRecord:
+    """What the structured log line says about one message."""
+
+    method: str = ""
+    tool: str | None = None
+    status: str = "ok"
+    extra: dict = field(default_factory=dict)
+
+
+def classify(message: Any) -> str:
+    """'request', 'notification' or 'response'; raises RpcError if none of them."""
+    if isinstance(message, list):
+        raise RpcError(INVALID_REQUEST, "Batch requests are not supported: send one JSON-RPC message per POST")
+    if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+        raise RpcError(INVALID_REQUEST, 'Invalid request: expected a JSON object with "jsonrpc": "2.0"')
+    has_id = "id" in message
+    if "method" in message:
+        if not isinstance(message["method"], str) or not message["method"]:
+            raise RpcError(INVALID_REQUEST, "Invalid request: method must be a non-empty string")
+        if "params" in message and not isinstance(message["params"], dict):
+            raise RpcError(INVALID_REQUEST, "Invalid request: params must be an object")
+        if not has_id:
+            return "notification"
+        request_id = message["id"]
+        if isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+            raise RpcError(INVALID_REQUEST, "Invalid request: id must be a string or an integer")
+        return "request"
+    if has_id and ("result" in message or "error" in message):
+        return "response"
+    raise RpcError(INVALID_REQUEST, "Invalid request: no method, and not a response")
+
+
+# --- cancellation ------------------------------------------------------------
+
+
+class RunningCalls:
+    """Contexts of calls in flight in this process, for `notifications/cancelled`.
+
+    Keyed by endpoint and request id. MCP over HTTP is stateless here, so two
+    clients could reuse an id; a cancellation then stops both, which is the
+    safe side for a request the client has given up on.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: dict[tuple[str, str], list[ToolContext]] = {}
+
+    @staticmethod
+    def _key(endpoint: str, request_id: Any) -> tuple[str, str]:
+        return endpoint, json.dumps(request_id)
+
+    def add(self, ctx: ToolContext) -> None:
+        with self._lock:
+            self._calls.setdefault(self._key(ctx.endpoint, ctx.request_id), []).append(ctx)
+
+    def remove(self, ctx: ToolContext) -> None:
+        key = self._key(ctx.endpoint, ctx.request_id)
+        with self._lock:
+            contexts = self._calls.get(key, [])
+            if ctx in contexts:
+                contexts.remove(ctx)
+            if not contexts:
+                self._calls.pop(key, None)
+
+    def cancel(self, endpoint: str, request_id: Any) -> int:
+        with self._lock:
+            contexts = list(self._calls.get(self._key(endpoint, request_id), []))
+        for ctx in contexts:
+            ctx.cancelled.set()
+        return len(contexts)
+
+
+RUNNING = RunningCalls()
+
+
+# --- pagination ----------------------------------------------------------------
+
+
+def encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
+
+
+def decode_cursor(cursor: Any) -> int:
+    if cursor is None:
+        return 0
+    try:
+        text = base64.urlsafe_b64decode(str(cursor).encode()).decode()
+        if not text.startswith("o:"):
+            raise ValueError
+        offset = int(text[2:])
+        if offset < 0:
+            raise ValueError
+        return offset
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise RpcError(INVALID_PARAMS, "Invalid cursor: pass back the nextCursor of a previous page") from None
+
+
+# --- output size ---------------------------------------------------------------
+
+TRUNCATION_MARK = " …[truncated]"
+
+
+def fit_to_budget(value: Any, max_chars: int) -> tuple[Any, bool]:
+    """Shrink the largest strings (then the longest lists) until the JSON fits.
+
+    Keeps the shape of the result, so it still matches its schema in all but
+    pathological cases; returns (value, truncated?).
+    """
+    size = len(json.dumps(value, ensure_ascii=False))
+    if size <= max_chars:
+        return value, False
+    value = json.loads(json.dumps(value))  # private copy
+    for _ in range(200):
+        size = len(json.dumps(value, ensure_ascii=False))
+        if size <= max_chars:
+            return value, True
+        excess = size - max_chars
+        container, key, leaf = _largest_leaf(value)
+        if leaf is None:
+            break
+        if isinstance(leaf, str) and len(leaf) > 200:
+            target = len(leaf) - excess - len(TRUNCATION_MARK) - 16
+            keep = target if target >= 100 else max(100, len(leaf) // 2)
+            container[key] = leaf[:keep] + TRUNCATION_MARK
+        elif isinstance(leaf, list) and len(leaf) > 1:
+            container[key] = leaf[: max(1, len(leaf) // 2)]
+        else:
+            break
+    return value, True
+
+
+def _largest_leaf(root: Any) -> tuple[Any, Any, Any]:
+    best: tuple[Any, Any, Any] = (None, None, None)
+    best_size = 0
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else []
+        for key, child in items:
+            if isinstance(child, str) and len(child) > 200:
+                size = len(child)
+            elif isinstance(child, list) and len(child) > 1:
+                size = len(json.dumps(child, ensure_ascii=False))
+            else:
+                size = 0
+            if size > best_size:
+                best, best_size = (node, key, child), size
+            if isinstance(child, (dict, list)):
+                stack.append(child)
+    return best
+
+
+# --- dispatch --------------------------------------------------------------------
+
+
+class Dispatcher:
+    def __init__(self, endpoint: Endpoint):
+        self.endpoint = endpoint
+
+    def handle(self, message: dict, ctx: ToolContext, record: CallRecord) -> dict:
+        """Answer one request (already classified as such)."""
+        method = message["method"]
+        record.method = method
+        params = message.get("params") or {}
+        request_id = message["id"]
+        try:
+            result = self._route(method, params, ctx, record)
+        except RpcError as exc:
+            record.status = f"rpc_error {exc.code}"
+            return error_response(request_id, exc.code, exc.message, exc.data)
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    def _route(self, method: str, params: dict, ctx: ToolContext, record: CallRecord) -> dict:
+        if method == "initialize":
+            return self._initialize(params)
+        if method == "ping":
+            return {}
+        if method == "tools/list":
+            return self._tools_list(params)
+        if method == "tools/call":
+            return self._tools_call(params, ctx, record)
+        if self.endpoint.resources is not None:
+            if method == "resources/list":
+                return self._resources_list(params)
+            if method == "resources/read":
+                return self._resources_read(params)
+            if method == "resources/templates/list":
+                return {"resourceTemplates": self.endpoint.resources.resource_templates()}
+        # server/discover (the 2026 probe) lands here on purpose: -32601 tells
+        # newer clients to fall back to the initialize handshake.
+        raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+
+    def _initialize(self, params: dict) -> dict:
+        requested = params.get("protocolVersion")
+        version = requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
+        capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+        if self.endpoint.resources is not None:
+            capabilities["resources"] = {"subscribe": False, "listChanged": False}
+        result: dict[str, Any] = {
+            "protocolVersion": version,
+            "capabilities": capabilities,
+            "serverInfo": {
+                "name": f"hyperguild-{self.endpoint.name}",
+                "title": self.endpoint.title,
+                "version": settings.VERSION,
+            },
+        }
+        if self.endpoint.instructions:
+            result["instructions"] = self.endpoint.instructions
+        return result
+
+    def _page(self, params: dict) -> tuple[int, int]:
+        return decode_cursor(params.get("cursor")), settings.HYPERGUILD_MCP_PAGE_SIZE
+
+    def _tools_list(self, params: dict) -> dict:
+        offset, size = self._page(params)
+        tools = list(self.endpoint.tools.values())
+        page = tools[offset : offset + size]
+        result: dict[str, Any] = {"tools": [tool.describe() for tool in page]}
+        if offset + size < len(tools):
+            result["nextCursor"] = encode_cursor(offset + size)
+        return result
+
+    def _resources_list(self, params: dict) -> dict:
+        offset, size = self._page(params)
+        assert self.endpoint.resources is not None
+        items, more = self.endpoint.resources.list_resources(offset, size)
+        result: dict[str, Any] = {"resources": items}
+        if more:
+            result["nextCursor"] = encode_cursor(offset + size)
+        return result
+
+    def _resources_read(self, params: dict) -> dict:
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise RpcError(INVALID_PARAMS, "resources/read needs a uri (a string)")
+        assert self.endpoint.resources is not None
+        contents = self.endpoint.resources.read_resource(uri)
+        if contents is None:
+            # -32002 is the spec's "resource not found".
+            raise RpcError(-32002, f"Resource not found: {uri}", {"uri": uri})
+        return {"contents": contents}
+
+    def _tools_call(self, params: dict, ctx: ToolContext, record: CallRecord) -> dict:
+        name = params.get("name")
+        if not isinstance(name, str) or not name:
+            raise RpcError(INVALID_PARAMS, "tools/call needs params.name (the tool's name)")
+        record.tool = name
+        tool = self.endpoint.tools.get(name)
+        if tool is None:
+            known = ", ".join(self.endpoint.tools) or "none"
+            raise RpcError(INVALID_PARAMS, f"Unknown tool: {name} (this endpoint has: {known})")
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise RpcError(INVALID_PARAMS, "tools/call params.arguments must be an object")
+
+        problems = sorted(tool.input_validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        if problems:
+            record.status = "invalid_arguments"
+            return tool_error_result(f"Invalid arguments for {name}: " + "; ".join(_describe(p) for p in problems))
+
+        RUNNING.add(ctx)
+        try:
+            ctx.check_cancelled()
+            structured = tool.handler(arguments, ctx)
+        except ToolCancelled as exc:
+            record.status = "cancelled"
+            return tool_error_result(exc.message)
+        except ToolError as exc:
+            record.status = "tool_error"
+            return tool_error_result(exc.message, exc.data)
+        except Exception as exc:
+            logger.exception("tool %s on /mcp/%s raised", name, self.endpoint.name)
+            record.status = "internal_error"
+            return tool_error_result(f"{name} failed unexpectedly ({type(exc).__name__}: {exc}); see the server log")
+        finally:
+            RUNNING.remove(ctx)
+
+        output_problems = list(tool.output_validator.iter_errors(structured))
+        if output_problems:
+            logger.error("tool %s returned output that breaks its schema: %s", name, _describe(output_problems[0]))
+            record.status = "invalid_output"
+            return tool_error_result(f"{name} produced a result that does not match its outputSchema; see the server log")
+        structured, truncated = fit_to_budget(structured, settings.HYPERGUILD_MCP_MAX_OUTPUT_CHARS)
+        result: dict[str, Any] = {
+            "content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False, indent=1)}],
+            "structuredContent": structured,
+            "isError": False,
+        }
+        if truncated:
+            record.extra["truncated"] = True
+            result["_meta"] = {"hyperguild/truncated": True}
+        return result
+
+
+def tool_error_result(message: str, data: dict | None = None) -> dict:
+    text = message if not data else f"{message}\n{json.dumps(data, ensure_ascii=False)}"
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _describe(error) -> str:
+    path = "/".join(str(part) for part in error.absolute_path)
+    if error.validator == "required":
+        return error.message.replace("is a required property", "is required")
+    if error.validator == "additionalProperties":
+        return error.message
+    where = f"'{path}'" if path else "arguments"
+    return f"{where}: {error.message}"

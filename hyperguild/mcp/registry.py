@@ -1,0 +1,241 @@
+"""Endpoints and the tools (and resources) each one offers.
+
+The engine knows nothing about notes or skills: each app's `tools.py`
+declares its tools on an endpoint and the engine serves whatever is there.
+
+    brain = get_endpoint("brain")
+
+    @brain.tool(name="brain_query", title="Search the brain", description=...,
+                input_schema={...}, output_schema={...}, read_only=True)
+    def brain_query(arguments: dict, ctx: ToolContext) -> dict:
+        ...
+
+A handler returns the structured result (a dict matching `output_schema`)
+or raises `ToolError` with a message the caller can act on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from jsonschema import Draft202012Validator
+
+
+class ToolError(Exception):
+    """A failure the caller should see as an `isError: true` tool result."""
+
+    def __init__(self, message: str, *, data: dict | None = None):
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class ToolCancelled(ToolError):
+    """Raised by `ToolContext.check_cancelled()` once the client cancelled."""
+
+    def __init__(self) -> None:
+        super().__init__("the call was cancelled by the client")
+
+
+class ToolContext:
+    """What a handler may know about and do to the call that runs it."""
+
+    def __init__(
+        self,
+        *,
+        endpoint: str,
+        request_id: Any = None,
+        progress_token: Any = None,
+        emit: Callable[[dict], None] | None = None,
+        client: dict | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.request_id = request_id
+        self.progress_token = progress_token
+        self.client = client or {}
+        self.cancelled = threading.Event()
+        self._emit = emit
+        self._last_progress: float | None = None
+
+    @property
+    def streams_progress(self) -> bool:
+        return self._emit is not None and self.progress_token is not None
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send `notifications/progress` if the client asked for it; else a no-op.
+
+        Progress must increase (the spec says so); a value that does not is
+        nudged just above the previous one so that messages still get through.
+        """
+        if not self.streams_progress:
+            return
+        if self._last_progress is not None and progress <= self._last_progress:
+            progress = self._last_progress + 1e-6
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message:
+            params["message"] = message
+        assert self._emit is not None
+        self._emit({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+
+    def is_cancelled(self) -> bool:
+        return self.cancelled.is_set()
+
+    def check_cancelled(self) -> None:
+        if self.cancelled.is_set():
+            raise ToolCancelled()
+
+
+Handler = Callable[[dict, ToolContext], dict]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    title: str
+    description: str
+    input_schema: dict
+    output_schema: dict
+    handler: Handler
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = False
+    input_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
+    output_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for label, schema in (("input_schema", self.input_schema), ("output_schema", self.output_schema)):
+            if schema.get("type") != "object":
+                raise ValueError(f"tool {self.name}: {label} must be a JSON Schema of type object")
+            Draft202012Validator.check_schema(schema)
+        object.__setattr__(self, "input_validator", Draft202012Validator(self.input_schema))
+        object.__setattr__(self, "output_validator", Draft202012Validator(self.output_schema))
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": self.input_schema,
+            "outputSchema": self.output_schema,
+            "annotations": {
+                "title": self.title,
+                "readOnlyHint": self.read_only,
+                "destructiveHint": self.destructive,
+                "idempotentHint": self.idempotent,
+                "openWorldHint": self.open_world,
+            },
+        }
+
+
+class ResourceProvider(Protocol):
+    """Read-only documents an endpoint exposes as MCP resources."""
+
+    def list_resources(self, offset: int, limit: int) -> tuple[list[dict], bool]:
+        """One page of `{uri, name, title?, description?, mimeType?}` and whether more follow."""
+
+    def read_resource(self, uri: str) -> list[dict] | None:
+        """The contents (`{uri, mimeType, text}` items) of `uri`, or None if unknown."""
+
+    def resource_templates(self) -> list[dict]:
+        """`{uriTemplate, name, description?, mimeType?}` items."""
+
+
+class Endpoint:
+    """One MCP endpoint (`/mcp/<name>`) and what it serves."""
+
+    def __init__(self, name: str, *, title: str, instructions: str = "", token_setting: str | None = None):
+        self.name = name
+        self.title = title
+        self.instructions = instructions
+        self.token_setting = token_setting
+        self.tools: dict[str, Tool] = {}
+        self.resources: ResourceProvider | None = None
+
+    def add(self, tool: Tool) -> Tool:
+        if tool.name in self.tools and self.tools[tool.name].handler is not tool.handler:
+            raise ValueError(f"endpoint {self.name}: tool {tool.name} is registered twice")
+        self.tools[tool.name] = tool
+        return tool
+
+    def tool(self, **spec: Any) -> Callable[[Handler], Handler]:
+        def register(handler: Handler) -> Handler:
+            self.add(Tool(handler=handler, **spec))
+            return handler
+
+        return register
+
+    def token(self) -> str:
+        if not self.token_setting:
+            return ""
+        from django.conf import settings
+
+        return getattr(settings, self.token_setting, "") or ""
+
+
+_ENDPOINTS: dict[str, Endpoint] = {}
+_LOCK = threading.Lock()
+
+
+def register_endpoint(endpoint: Endpoint) -> Endpoint:
+    with _LOCK:
+        existing = _ENDPOINTS.get(endpoint.name)
+        if existing is not None:
+            return existing
+        _ENDPOINTS[endpoint.name] = endpoint
+        return endpoint
+
+
+def get_endpoint(name: str) -> Endpoint:
+    """The endpoint called `name`; the three product endpoints always exist."""
+    with _LOCK:
+        return _ENDPOINTS[name]
+
+
+def find_endpoint(name: str) -> Endpoint | None:
+    with _LOCK:
+        return _ENDPOINTS.get(name)
+
+
+def unregister_endpoint(name: str) -> None:
+    """For tests that mount a throw-away endpoint."""
+    with _LOCK:
+        _ENDPOINTS.pop(name, None)
+
+
+register_endpoint(
+    Endpoint(
+        "brain",
+        title="hyperguild brain",
+        token_setting="BRAIN_MCP_TOKEN",
+        instructions=(
+            "The team's knowledge base. Search it before you work (brain_query, brain_context), "
+            "read notes (brain_get), record what you learn (brain_write) and log the session (session_log)."
+        ),
+    )
+)
+register_endpoint(
+    Endpoint(
+        "supervisor",
+        title="hyperguild supervisor",
+        token_setting="SUPERVISOR_MCP_TOKEN",
+        instructions=(
+            "Skill workers whose results the supervisor verifies itself: TDD red/green/refactor, "
+            "review, debug, spec, retrospective, trainer and tier."
+        ),
+    )
+)
+register_endpoint(
+    Endpoint(
+        "routing",
+        title="hyperguild routing",
+        token_setting="ROUTING_MCP_TOKEN",
+        instructions="Skills answered by a fast or a thinking model, chosen by each skill's observed pass rate.",
+    )
+)

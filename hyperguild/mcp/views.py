@@ -1,0 +1,292 @@
+"""Streamable HTTP transport: one DRF view serves every `/mcp/<endpoint>`.
+
+Three DRF defaults fight the protocol and are overridden here:
+- content negotiation runs before dispatch, so a GET with `Accept:
+  text/event-stream` would get 406 instead of 405: `AcceptAnything`;
+- a 401 carries `WWW-Authenticate` only if the first authenticator has
+  `authenticate_header`: `BearerTokenAuthentication` has one;
+- `SessionAuthentication` enforces CSRF on POST: it is not used at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import hmac
+import json
+import logging
+import threading
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.db import connections
+from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.permissions import BasePermission
+from rest_framework.views import APIView
+
+from hyperguild.mcp.engine import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    RUNNING,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    CallRecord,
+    Dispatcher,
+    RpcError,
+    classify,
+    error_response,
+)
+from hyperguild.mcp.registry import Endpoint, ToolContext, find_endpoint
+
+logger = logging.getLogger("hyperguild.mcp")
+
+# An idle SSE stream gets a comment line this often, so proxies and clients
+# see a live connection during long tool calls.
+SSE_KEEPALIVE_SECONDS = 15.0
+
+
+class TokenClient:
+    """The caller of an MCP endpoint, once its token (if any) checked out."""
+
+    is_authenticated = True
+
+    def __init__(self, endpoint: str, with_token: bool):
+        self.endpoint = endpoint
+        self.with_token = with_token
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    def __init__(self, endpoint: Endpoint):
+        self.endpoint = endpoint
+
+    def authenticate(self, request):
+        expected = self.endpoint.token()
+        if not expected:
+            return TokenClient(self.endpoint.name, with_token=False), None
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            return None
+        scheme, _, value = header.partition(" ")
+        # Constant-time comparison: the token must not leak through timing.
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), expected.encode()):
+            raise exceptions.AuthenticationFailed(f"Invalid bearer token for /mcp/{self.endpoint.name}.")
+        return TokenClient(self.endpoint.name, with_token=True), value
+
+    def authenticate_header(self, request) -> str:
+        return f'Bearer realm="hyperguild-{self.endpoint.name}"'
+
+
+class HasClient(BasePermission):
+    message = "This endpoint needs Authorization: Bearer <token>."
+
+    def has_permission(self, request, view) -> bool:
+        return request.user is not None and getattr(request.user, "is_authenticated", False)
+
+
+class AcceptAnything(BaseContentNegotiation):
+    """Never refuse a request for its Accept header; MCP decides the format itself."""
+
+    def select_parser(self, request, parsers):
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+def origin_allowed(origin: str) -> bool:
+    if not origin:
+        return True  # not a browser: Origin checks protect against browsers
+    try:
+        parts = urlsplit(origin)
+        host_port = f"{parts.scheme}://{parts.hostname}"
+        if parts.hostname and ":" in parts.hostname:
+            host_port = f"{parts.scheme}://[{parts.hostname}]"
+        port = parts.port or ""
+    except ValueError:
+        return False
+    candidate = f"{host_port}:{port}" if port else host_port
+    for allowed in settings.HYPERGUILD_ALLOWED_ORIGINS:
+        if allowed == "*" or candidate == allowed or origin == allowed:
+            return True
+        if allowed.endswith(":*") and (candidate == allowed[:-2] or fnmatch.fnmatchcase(candidate, allowed)):
+            return True
+    return False
+
+
+class McpView(APIView):
+    """POST one JSON-RPC message; GET and DELETE are 405 (no server-initiated stream)."""
+
+    http_method_names = ["get", "post", "delete"]
+    parser_classes: list = []
+    content_negotiation_class = AcceptAnything
+    permission_classes = [HasClient]
+    throttle_classes: list = []
+
+    def dispatch(self, request, *args, **kwargs):
+        self.started = time.monotonic()
+        self.mcp_endpoint = find_endpoint(kwargs.get("endpoint", ""))
+        if self.mcp_endpoint is None:
+            return JsonResponse({"error": f"No MCP endpoint called {kwargs.get('endpoint')!r}."}, status=404)
+        return super().dispatch(request, *args, **kwargs)
+
+    def get_authenticators(self):
+        endpoint = getattr(self, "mcp_endpoint", None)
+        return [BearerTokenAuthentication(endpoint)] if endpoint else []
+
+    def initial(self, request, *args, **kwargs):
+        origin = request.META.get("HTTP_ORIGIN", "")
+        if not origin_allowed(origin):
+            raise exceptions.PermissionDenied(
+                f"Origin {origin} is not allowed; add it to HYPERGUILD_ALLOWED_ORIGINS if it should be."
+            )
+        super().initial(request, *args, **kwargs)
+
+    def handle_exception(self, exc):
+        response = super().handle_exception(exc)
+        self._log(CallRecord(status=f"http {response.status_code}"), response.status_code)
+        return response
+
+    # -- POST -------------------------------------------------------------------
+
+    def post(self, request, endpoint: str):
+        limit = settings.HYPERGUILD_MCP_MAX_BODY
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        if declared > limit:
+            return self._too_large(declared, limit)
+        body = request.body
+        if len(body) > limit:
+            return self._too_large(len(body), limit)
+
+        record = CallRecord()
+        try:
+            message = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            record.status = "parse_error"
+            return self._json(error_response(None, PARSE_ERROR, f"Parse error: {exc}"), 400, record)
+        try:
+            kind = classify(message)
+        except RpcError as exc:
+            record.status = "invalid_request"
+            request_id = message.get("id") if isinstance(message, dict) else None
+            return self._json(error_response(request_id, exc.code, exc.message), 400, record)
+
+        if kind != "request":
+            record.method = message.get("method", "response")
+            if message.get("method") == "notifications/cancelled":
+                params = message.get("params") or {}
+                cancelled = RUNNING.cancel(self.mcp_endpoint.name, params.get("requestId"))
+                record.extra["cancelled_calls"] = cancelled
+            return self._accepted(record)
+
+        version = request.META.get("HTTP_MCP_PROTOCOL_VERSION")
+        if (
+            version
+            and version not in SUPPORTED_PROTOCOL_VERSIONS
+            and message["method"] not in ("initialize", "server/discover")
+        ):
+            record.method, record.status = message["method"], "bad_version"
+            supported = ", ".join(SUPPORTED_PROTOCOL_VERSIONS)
+            return self._json(
+                error_response(message["id"], INVALID_REQUEST, f"Unsupported MCP-Protocol-Version {version}; supported: {supported}"),
+                400,
+                record,
+            )
+
+        params = message.get("params") or {}
+        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        progress_token = meta.get("progressToken")
+        accept = request.META.get("HTTP_ACCEPT", "")
+        wants_sse_only = "text/event-stream" in accept and "application/json" not in accept and "*/*" not in accept
+        accepts_sse = "text/event-stream" in accept or "*/*" in accept
+        streams = message["method"] == "tools/call" and progress_token is not None and accepts_sse
+        if wants_sse_only or streams:
+            return self._stream(message, progress_token, record)
+
+        ctx = ToolContext(endpoint=self.mcp_endpoint.name, request_id=message["id"], progress_token=progress_token)
+        response = Dispatcher(self.mcp_endpoint).handle(message, ctx, record)
+        return self._json(response, 200, record)
+
+    # -- responses ----------------------------------------------------------------
+
+    def _json(self, payload: dict, status: int, record: CallRecord) -> HttpResponse:
+        self._log(record, status)
+        return HttpResponse(json.dumps(payload, ensure_ascii=False), status=status, content_type="application/json")
+
+    def _accepted(self, record: CallRecord) -> HttpResponse:
+        self._log(record, 202)
+        return HttpResponse(status=202)
+
+    def _too_large(self, size: int, limit: int) -> HttpResponse:
+        record = CallRecord(status="too_large")
+        message = f"Request body of {size} bytes is over the limit of {limit} bytes (HYPERGUILD_MCP_MAX_BODY)."
+        return self._json(error_response(None, INVALID_REQUEST, message), 413, record)
+
+    def _stream(self, message: dict, progress_token: Any, record: CallRecord) -> StreamingHttpResponse:
+        endpoint = self.mcp_endpoint
+        view = self
+
+        async def events():
+            loop = asyncio.get_running_loop()
+            queue: asyncio.Queue = asyncio.Queue()
+
+            def emit(payload: dict) -> None:
+                loop.call_soon_threadsafe(queue.put_nowait, ("event", payload))
+
+            ctx = ToolContext(
+                endpoint=endpoint.name, request_id=message["id"], progress_token=progress_token, emit=emit
+            )
+
+            def run() -> None:
+                try:
+                    response = Dispatcher(endpoint).handle(message, ctx, record)
+                except Exception as exc:  # never leave the stream without an answer
+                    logger.exception("MCP dispatch failed")
+                    response = error_response(message["id"], INTERNAL_ERROR, f"Internal error: {exc}")
+                finally:
+                    connections.close_all()
+                loop.call_soon_threadsafe(queue.put_nowait, ("final", response))
+
+            worker = threading.Thread(target=run, name=f"mcp-{endpoint.name}-{message['id']}", daemon=True)
+            worker.start()
+            try:
+                while True:
+                    try:
+                        kind, payload = await asyncio.wait_for(queue.get(), timeout=SSE_KEEPALIVE_SECONDS)
+                    except TimeoutError:
+                        yield b": keepalive\n\n"
+                        continue
+                    yield f"event: message\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
+                    if kind == "final":
+                        break
+            finally:
+                # Reached on normal completion and when the client goes away
+                # (the generator is closed): stop the handler either way.
+                ctx.cancelled.set()
+                view._log(record, 200)
+
+        response = StreamingHttpResponse(events(), content_type="text/event-stream")
+        response["Cache-Control"] = "no-cache"
+        response["X-Accel-Buffering"] = "no"
+        return response
+
+    def _log(self, record: CallRecord, status: int) -> None:
+        duration_ms = round((time.monotonic() - getattr(self, "started", time.monotonic())) * 1000, 1)
+        endpoint = self.mcp_endpoint.name if getattr(self, "mcp_endpoint", None) else "?"
+        line = {
+            "endpoint": endpoint,
+            "method": record.method or None,
+            "tool": record.tool,
+            "status": record.status,
+            "http": status,
+            "duration_ms": duration_ms,
+            **record.extra,
+        }
+        logger.info("mcp %s", json.dumps(line, ensure_ascii=False))

@@ -1,0 +1,251 @@
+"""hyperguild settings: read only from the environment.
+
+Every variable is listed with its default in `.env.example`. Cross-setting
+rules (a half-configured embedder, contradictory routing thresholds, a public
+bind without tokens) are Django system checks in `hyperguild/checks.py`.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from pathlib import Path
+
+import dj_database_url
+
+from hyperguild.lib.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("HYPERGUILD_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+TESTING = "pytest" in sys.modules or env_bool("HYPERGUILD_TESTING")
+
+
+def _secret_key() -> str:
+    configured = env_str("HYPERGUILD_SECRET_KEY")
+    if configured:
+        return configured
+    # No key given: make one once and keep it under var/, so sessions
+    # survive restarts without a secret ever living in the repository.
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    key_file = DATA_DIR / "secret_key"
+    if not key_file.exists():
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    return key_file.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+DEBUG = env_bool("HYPERGUILD_DEBUG", False)
+VERSION = "0.1.0"
+
+# --- Network ---------------------------------------------------------------
+HYPERGUILD_HOST = env_str("HYPERGUILD_HOST", "127.0.0.1")
+HYPERGUILD_PORT = env_int("HYPERGUILD_PORT", 8000, minimum=1, maximum=65535)
+HYPERGUILD_PUBLIC_URL = env_str("HYPERGUILD_PUBLIC_URL", "")
+HYPERGUILD_ALLOW_NO_AUTH = env_bool("HYPERGUILD_ALLOW_NO_AUTH", False)
+ALLOWED_HOSTS = env_list("HYPERGUILD_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+# Origins allowed to call the MCP endpoints; "*" in the port position means any port.
+HYPERGUILD_ALLOWED_ORIGINS = env_list(
+    "HYPERGUILD_ALLOWED_ORIGINS",
+    ["http://localhost:*", "http://127.0.0.1:*", "http://[::1]:*", "https://localhost:*"],
+)
+CSRF_TRUSTED_ORIGINS = env_list("HYPERGUILD_CSRF_TRUSTED_ORIGINS", [])
+
+# --- MCP -------------------------------------------------------------------
+BRAIN_MCP_TOKEN = env_str("BRAIN_MCP_TOKEN")
+SUPERVISOR_MCP_TOKEN = env_str("SUPERVISOR_MCP_TOKEN")
+ROUTING_MCP_TOKEN = env_str("ROUTING_MCP_TOKEN")
+HYPERGUILD_MCP_MAX_BODY = env_int("HYPERGUILD_MCP_MAX_BODY", 1024 * 1024, minimum=1024)
+# Claude Code refuses tool output above 25,000 tokens; ~3 characters a token
+# keeps a safe margin for code and non-English text.
+HYPERGUILD_MCP_MAX_OUTPUT_CHARS = env_int("HYPERGUILD_MCP_MAX_OUTPUT_CHARS", 75_000, minimum=1_000)
+HYPERGUILD_MCP_PAGE_SIZE = env_int("HYPERGUILD_MCP_PAGE_SIZE", 50, minimum=1, maximum=1000)
+
+# --- Admin account created by `make run` ---------------------------------
+HYPERGUILD_ADMIN_USER = env_str("HYPERGUILD_ADMIN_USER", "admin")
+HYPERGUILD_ADMIN_PASSWORD = env_str("HYPERGUILD_ADMIN_PASSWORD")
+
+# --- Worker ----------------------------------------------------------------
+HYPERGUILD_WORKER_HEARTBEAT_SECONDS = env_int("HYPERGUILD_WORKER_HEARTBEAT_SECONDS", 30, minimum=5)
+HYPERGUILD_WORKER_STALE_SECONDS = env_int("HYPERGUILD_WORKER_STALE_SECONDS", 180, minimum=10)
+
+# --- Brain -----------------------------------------------------------------
+BRAIN_DIR = env_str("BRAIN_DIR", "")
+BRAIN_SYNC_INTERVAL = env_int("BRAIN_SYNC_INTERVAL", 300, minimum=10)
+BRAIN_MAX_NOTE_BYTES = env_int("BRAIN_MAX_NOTE_BYTES", 256 * 1024, minimum=1024)
+BRAIN_EMBEDDER = env_choice("BRAIN_EMBEDDER", "local", {"ollama", "openai", "local", "off"})
+BRAIN_EMBED_URL = env_str("BRAIN_EMBED_URL")
+BRAIN_EMBED_MODEL = env_str("BRAIN_EMBED_MODEL")
+BRAIN_EMBED_API_KEY = env_str("BRAIN_EMBED_API_KEY")
+BRAIN_EMBED_SYNC_INTERVAL = env_int("BRAIN_EMBED_SYNC_INTERVAL", 300, minimum=10)
+BRAIN_EMBED_TIMEOUT = env_float("BRAIN_EMBED_TIMEOUT", 30.0, minimum=0.1)
+BRAIN_RERANKER_URL = env_str("BRAIN_RERANKER_URL")
+BRAIN_RERANKER_MODEL = env_str("BRAIN_RERANKER_MODEL", "dengcao/Qwen3-Reranker-0.6B:F16")
+BRAIN_RERANKER_CONCURRENCY = env_int("BRAIN_RERANKER_CONCURRENCY", 4, minimum=1, maximum=64)
+BRAIN_ANSWER_MODEL = env_str("BRAIN_ANSWER_MODEL")
+
+# --- LLM gateway (OpenAI-compatible, e.g. LiteLLM) ---------------------------
+LITELLM_BASE_URL = env_str("LITELLM_BASE_URL")
+LITELLM_API_KEY = env_str("LITELLM_API_KEY")
+HYPERGUILD_HTTP_TIMEOUT = env_float("HYPERGUILD_HTTP_TIMEOUT", 60.0, minimum=0.1)
+HYPERGUILD_HTTP_RETRIES = env_int("HYPERGUILD_HTTP_RETRIES", 2, minimum=0, maximum=10)
+
+# --- Supervisor ------------------------------------------------------------
+CLAUDE_BINARY = env_str("CLAUDE_BINARY", "claude")
+SUPERVISOR_TIMEOUT = env_int("SUPERVISOR_TIMEOUT", 600, minimum=1)
+SUPERVISOR_IDLE_TIMEOUT = env_int("SUPERVISOR_IDLE_TIMEOUT", 300, minimum=1)
+SUPERVISOR_MAX_WORKERS = env_int("SUPERVISOR_MAX_WORKERS", 2, minimum=1)
+SUPERVISOR_QUEUE_WAIT = env_int("SUPERVISOR_QUEUE_WAIT", 300, minimum=0)
+SUPERVISOR_MAX_ATTEMPTS = env_int("SUPERVISOR_MAX_ATTEMPTS", 3, minimum=1, maximum=10)
+SUPERVISOR_TEST_TIMEOUT = env_int("SUPERVISOR_TEST_TIMEOUT", 300, minimum=1)
+SUPERVISOR_OUTPUT_CAP = env_int("SUPERVISOR_OUTPUT_CAP", 64 * 1024, minimum=1024)
+SUPERVISOR_PERMISSION_MODE = env_str("SUPERVISOR_PERMISSION_MODE", "acceptEdits")
+SUPERVISOR_MAX_TURNS = env_int("SUPERVISOR_MAX_TURNS", 30, minimum=1)
+SUPERVISOR_CONFIG_DIR = env_str("SUPERVISOR_CONFIG_DIR", str(BASE_DIR / "supervisor" / "disciplines"))
+SUPERVISOR_MODELS_FILE = env_str("SUPERVISOR_MODELS_FILE", str(BASE_DIR / "supervisor" / "models.yaml"))
+SUPERVISOR_ALLOWED_ROOTS = env_list("SUPERVISOR_ALLOWED_ROOTS", [], separator=":")
+SUPERVISOR_TIER_ANTHROPIC_URL = env_str("SUPERVISOR_TIER_ANTHROPIC_URL", "https://api.anthropic.com")
+SUPERVISOR_TIER_LITELLM_URL = env_str("SUPERVISOR_TIER_LITELLM_URL", LITELLM_BASE_URL)
+SUPERVISOR_TIER_CACHE_SECONDS = env_int("SUPERVISOR_TIER_CACHE_SECONDS", 60, minimum=0)
+SUPERVISOR_TIER_PROBE_TIMEOUT = env_float("SUPERVISOR_TIER_PROBE_TIMEOUT", 3.0, minimum=0.1)
+
+# --- Routing (Mode 2) ------------------------------------------------------
+HYPERGUILD_FAST_MODEL = env_str("HYPERGUILD_FAST_MODEL", "fast")
+HYPERGUILD_THINKING_MODEL = env_str("HYPERGUILD_THINKING_MODEL", "thinking")
+HYPERGUILD_ROUTE_WINDOW = env_int("HYPERGUILD_ROUTE_WINDOW", 50, minimum=1)
+HYPERGUILD_PASS_RATE_TTL_SECONDS = env_int("HYPERGUILD_PASS_RATE_TTL_SECONDS", 60, minimum=0)
+HYPERGUILD_ROUTE_LOCAL_FLOOR = env_float("HYPERGUILD_ROUTE_LOCAL_FLOOR", 0.90)
+HYPERGUILD_ROUTE_LOCAL_CEIL = env_float("HYPERGUILD_ROUTE_LOCAL_CEIL", 0.70)
+HYPERGUILD_ROUTE_MIN_SAMPLES = env_int("HYPERGUILD_ROUTE_MIN_SAMPLES", 10, minimum=0)
+
+# --- Training data -----------------------------------------------------------
+TRAINER_SECRET_PATTERNS_FILE = env_str("TRAINER_SECRET_PATTERNS_FILE", "")
+
+# --- Django ----------------------------------------------------------------
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_q",
+    "hyperguild.apps.HyperguildConfig",
+    "brain.apps.BrainConfig",
+    "supervisor.apps.SupervisorConfig",
+    "sessions.apps.AgentSessionsConfig",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "hyperguild.urls"
+ASGI_APPLICATION = "hyperguild.asgi.application"
+# /mcp/x and /mcp/x/ are both routed explicitly; never redirect a POST.
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def _database() -> dict:
+    url = env_str("DATABASE_URL")
+    if not url:
+        from hyperguild.lib.embedded_db import embedded_database_url
+
+        url = embedded_database_url(DATA_DIR)
+    config = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
+    config["ENGINE"] = "django.db.backends.postgresql"
+    # Parallel test runs (several checkouts, or helpers) on one server need
+    # their own test database names.
+    config["TEST"] = {"NAME": env_str("HYPERGUILD_TEST_DB_NAME", "test_hyperguild")}
+    return config
+
+
+DATABASES = {"default": _database()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "static"
+LOGIN_URL = "/admin/login/"
+LOGIN_REDIRECT_URL = "/"
+
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "hyperguild"},
+}
+
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+    "EXCEPTION_HANDLER": "hyperguild.api.exception_handler",
+}
+
+Q_CLUSTER = {
+    "name": "hyperguild",
+    "orm": "default",
+    "workers": env_int("HYPERGUILD_Q_WORKERS", 2, minimum=1),
+    # timeout must stay below retry, or a slow task runs twice.
+    "timeout": env_int("HYPERGUILD_Q_TIMEOUT", SUPERVISOR_TIMEOUT + 120, minimum=10),
+    "retry": env_int("HYPERGUILD_Q_RETRY", SUPERVISOR_TIMEOUT + 300, minimum=20),
+    "max_attempts": 1,
+    "catch_up": False,
+    "poll": 0.5,
+    "save_limit": 500,
+    "ack_failures": True,
+    "label": "Tasks",
+}
+
+LOG_LEVEL = env_str("HYPERGUILD_LOG_LEVEL", "INFO").upper()
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        "hyperguild": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "brain": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "supervisor": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "sessions": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "django_q": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+    },
+}

@@ -1,0 +1,20 @@
+from django.contrib import admin
+from django.urls import include, path, re_path
+
+from hyperguild import views
+from hyperguild.mcp.views import McpView
+
+mcp_view = McpView.as_view()
+
+urlpatterns = [
+    path("health", views.health, name="health"),
+    # /mcp/x and /mcp/x/ both answer: MCP clients POST and must not be redirected.
+    path("mcp/<slug:endpoint>", mcp_view, name="mcp"),
+    path("mcp/<slug:endpoint>/", mcp_view, name="mcp-slash"),
+    re_path(r"^\.well-known/oauth-(?P<rest>.*)$", views.well_known_not_found, name="well-known-oauth"),
+    re_path(r"^mcp/[\w-]+/?\.well-known/oauth-(?P<rest>.*)$", views.well_known_not_found),
+    path("admin/", admin.site.urls),
+    path("", include("brain.urls")),
+    path("", include("supervisor.urls")),
+    path("", include("sessions.urls")),
+]

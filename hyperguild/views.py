@@ -1,0 +1,52 @@
+"""Service-level views: health and the well-known answers."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import connection
+from django.http import JsonResponse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from hyperguild.models import WorkerHeartbeat
+
+
+@require_GET
+def health(request):
+    """Database, worker heartbeat and version; 200 when all is well, else 503."""
+    report: dict = {"version": settings.VERSION, "time": timezone.now().isoformat()}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+        report["database"] = {"ok": True, "vector": row[0] if row else None}
+    except Exception as exc:  # the point of /health is to report it, not raise
+        report["database"] = {"ok": False, "error": str(exc)}
+        report["worker"] = {"ok": False, "error": "database unavailable"}
+        report["ok"] = False
+        return JsonResponse(report, status=503)
+
+    beat = WorkerHeartbeat.objects.order_by("-beat_at").first()
+    limit = settings.HYPERGUILD_WORKER_STALE_SECONDS
+    if beat is None:
+        report["worker"] = {"ok": False, "error": "no worker has reported yet (is the django-q2 cluster running?)"}
+    else:
+        age = beat.age().total_seconds()
+        report["worker"] = {
+            "ok": age <= limit,
+            "last_beat": beat.beat_at.isoformat(),
+            "age_seconds": round(age, 1),
+            "stale_after_seconds": limit,
+        }
+        if age > limit:
+            report["worker"]["error"] = f"last heartbeat {round(age)} s ago; the worker looks stopped"
+    report["ok"] = report["database"]["ok"] and report["worker"]["ok"]
+    return JsonResponse(report, status=200 if report["ok"] else 503)
+
+
+def well_known_not_found(request, rest: str = ""):
+    """hyperguild does not run an OAuth server: say so in JSON, not an HTML 404."""
+    return JsonResponse(
+        {"error": "not_found", "error_description": "this server uses static bearer tokens, not OAuth"},
+        status=404,
+    )

@@ -1,0 +1,1 @@
+"""MCP tools of this app (registered on import, from AppConfig.ready)."""

@@ -1,0 +1,97 @@
+"""Shared test fixtures: a real ASGI server in a thread, MCP helpers.
+
+Everything runs against the embedded PostgreSQL (pytest-django creates the
+test database on it). `asgi_server` serves the real ASGI application with
+uvicorn on 127.0.0.1 in this process, so tests that use it must also use
+`transactional_db` (the server's threads see only committed data).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import uvicorn
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ThreadedServer:
+    def __init__(self, app, port: int):
+        self.config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+        self.server = uvicorn.Server(self.config)
+        self.thread = threading.Thread(target=self._run, daemon=True, name=f"uvicorn-{port}")
+        self.url = f"http://127.0.0.1:{port}"
+
+    def _run(self) -> None:
+        asyncio.run(self.server.serve())
+
+    def start(self) -> None:
+        self.thread.start()
+        deadline = time.monotonic() + 15
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def asgi_server(django_db_setup, django_db_blocker) -> Iterator[str]:
+    """Base URL of the real ASGI app served by uvicorn on 127.0.0.1."""
+    from hyperguild.asgi import application
+
+    server = ThreadedServer(application, free_port())
+    with django_db_blocker.unblock():
+        server.start()
+    yield server.url
+    server.stop()
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def rpc(method: str, params: dict | None = None, request_id: int | str = 1) -> dict:
+    message: dict = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return message
+
+
+def mcp_post(url: str, message, headers: dict | None = None, timeout: float = 30.0) -> httpx.Response:
+    """POST one message (or any raw body, when `message` is bytes) to an MCP endpoint."""
+    all_headers = {**MCP_HEADERS, **(headers or {})}
+    content = message if isinstance(message, bytes) else json.dumps(message).encode()
+    return httpx.post(url, content=content, headers=all_headers, timeout=timeout)
+
+
+def call_tool(url: str, name: str, arguments: dict, headers: dict | None = None, request_id: int = 1) -> dict:
+    """tools/call over plain JSON; returns the JSON-RPC `result` (asserts no protocol error)."""
+    response = mcp_post(url, rpc("tools/call", {"name": name, "arguments": arguments}, request_id), headers)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert "result" in body, body
+    return body["result"]
+
+
+def parse_sse(text: str) -> list[dict]:
+    """The JSON messages of an SSE body, in order."""
+    messages = []
+    for block in text.split("\n\n"):
+        data = [line[5:].strip() for line in block.splitlines() if line.startswith("data:")]
+        if data:
+            messages.append(json.loads("\n".join(data)))
+    return messages
