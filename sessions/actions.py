@@ -1,0 +1,226 @@
+"""Every write of the sessions app: session log entries and training-data curation."""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from sessions.models import AgentSession, EntrySource, SessionEntry, TrainingExample
+
+MESSAGE_FIELDS = ("prompt", "completion", "chosen", "rejected")
+EDITABLE_FIELDS = (*MESSAGE_FIELDS, "review_note")
+ROLES = {"system", "user", "assistant", "tool"}
+
+
+class InvalidExampleEdit(ValueError):
+    """An edit that would leave a training example in a shape TRL cannot read."""
+
+
+def _session_for_update(
+    external_id: str, *, project: str | None, project_root: str | None, client: dict | None
+) -> AgentSession:
+    """Create the session on first use, then lock its row for the rest of the transaction."""
+    try:
+        # A savepoint so a lost creation race does not abort the outer transaction.
+        with transaction.atomic():
+            AgentSession.objects.get_or_create(
+                external_id=external_id,
+                defaults={"project": project or "", "project_root": project_root or "", "client": client or {}},
+            )
+    except IntegrityError:
+        pass  # another caller created it a moment ago; the locked read below finds it
+    session = AgentSession.objects.select_for_update().get(external_id=external_id)
+    # Metadata fills in what is missing; it never overwrites what an earlier call said.
+    changed = []
+    if project and not session.project:
+        session.project, changed = project, [*changed, "project"]
+    if project_root and not session.project_root:
+        session.project_root, changed = project_root, [*changed, "project_root"]
+    if client and not session.client:
+        session.client, changed = client, [*changed, "client"]
+    if changed:
+        session.save(update_fields=[*changed, "updated_at"])
+    return session
+
+
+def do_log_entry(
+    session_id: str,
+    *,
+    kind: str,
+    skill: str | None = None,
+    phase: str | None = None,
+    status: str | None = None,
+    message: str | None = None,
+    data: Any = None,
+    idempotency_key: str | None = None,
+    project: str | None = None,
+    project_root: str | None = None,
+    client: dict | None = None,
+    source: str = EntrySource.MCP,
+    raw_line: str = "",
+    occurred_at: datetime | None = None,
+) -> tuple[SessionEntry, bool]:
+    """Append one entry to `session_id` (created on first use); returns (entry, created).
+
+    Sequence numbers are gap-free per session: the session row is locked
+    with SELECT ... FOR UPDATE for the whole transaction, so concurrent
+    callers take turns reading and raising `last_seq`. A sequence object or
+    MAX(seq)+1 would leave gaps on rollback or hand out duplicates under
+    concurrency. The idempotency key is checked under the same lock, so two
+    concurrent retries of one call still write a single entry.
+    """
+    with transaction.atomic():
+        session = _session_for_update(session_id, project=project, project_root=project_root, client=client)
+        if idempotency_key is not None:
+            existing = session.entries.filter(idempotency_key=idempotency_key).first()
+            if existing is not None:
+                return existing, False
+        seq = session.last_seq + 1
+        session.last_seq = seq
+        session.save(update_fields=["last_seq", "updated_at"])
+        entry = SessionEntry.objects.create(
+            session=session,
+            seq=seq,
+            kind=kind,
+            skill=skill or "",
+            phase=phase or "",
+            status=status or "",
+            message=message or "",
+            data=data,
+            idempotency_key=idempotency_key,
+            source=source,
+            raw_line=raw_line,
+            occurred_at=occurred_at,
+        )
+    return entry, True
+
+
+@transaction.atomic
+def do_set_session_file_layout(session: AgentSession, layout: dict) -> AgentSession:
+    """Remember how an imported file was laid out (newlines), for a byte-exact export."""
+    session.file_layout = layout
+    session.save(update_fields=["file_layout", "updated_at"])
+    return session
+
+
+# --- training-data curation -----------------------------------------------------------
+
+
+def _reviewer_label(reviewer) -> str:
+    return getattr(reviewer, "get_username", lambda: str(reviewer))() if reviewer is not None else ""
+
+
+def _history(example: TrainingExample, reviewer, action: str, changes: dict | None = None, **extra) -> None:
+    record = {"at": timezone.now().isoformat(), "by": _reviewer_label(reviewer), "action": action}
+    if changes:
+        record["changes"] = changes
+    record.update(extra)
+    example.edits = [*(example.edits or []), record]
+
+
+def validate_messages(name: str, value: Any) -> list[dict]:
+    if not isinstance(value, list) or not value:
+        raise InvalidExampleEdit(f"{name} must be a non-empty list of {{role, content}} messages.")
+    for index, message in enumerate(value):
+        if not isinstance(message, dict) or set(message) != {"role", "content"}:
+            raise InvalidExampleEdit(f"{name}[{index}] must have exactly the keys role and content.")
+        if message["role"] not in ROLES or not isinstance(message["content"], str):
+            raise InvalidExampleEdit(
+                f"{name}[{index}]: role must be one of {', '.join(sorted(ROLES))} and content a string."
+            )
+    return value
+
+
+@transaction.atomic
+def do_approve_example(example: TrainingExample, *, reviewer) -> TrainingExample:
+    example = TrainingExample.objects.select_for_update().get(pk=example.pk)
+    example.status = TrainingExample.Status.APPROVED
+    example.reviewer, example.reviewed_at = reviewer, timezone.now()
+    _history(example, reviewer, "approve")
+    example.save(update_fields=["status", "reviewer", "reviewed_at", "edits", "updated_at"])
+    return example
+
+
+@transaction.atomic
+def do_reject_example(example: TrainingExample, *, reviewer, reason: str = "") -> TrainingExample:
+    example = TrainingExample.objects.select_for_update().get(pk=example.pk)
+    example.status = TrainingExample.Status.REJECTED
+    example.reviewer, example.reviewed_at = reviewer, timezone.now()
+    example.review_note = reason
+    _history(example, reviewer, "reject", reason=reason)
+    example.save(update_fields=["status", "reviewer", "reviewed_at", "review_note", "edits", "updated_at"])
+    return example
+
+
+@transaction.atomic
+def do_edit_example(example: TrainingExample, *, reviewer, **fields: Any) -> TrainingExample:
+    """Change prompt/completion/chosen/rejected/review_note; each change is kept in `edits`."""
+    unknown = set(fields) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise InvalidExampleEdit(f"Cannot edit {', '.join(sorted(unknown))}; editable: {', '.join(EDITABLE_FIELDS)}.")
+    example = TrainingExample.objects.select_for_update().get(pk=example.pk)
+    allowed = {"prompt", "completion"} if example.kind == TrainingExample.Kind.SFT else {"prompt", "chosen", "rejected"}
+    changes = {}
+    for name, value in fields.items():
+        if name in MESSAGE_FIELDS:
+            if name not in allowed:
+                raise InvalidExampleEdit(f"A {example.kind} example has no {name}.")
+            validate_messages(name, value)
+        before = copy.deepcopy(getattr(example, name))
+        if before != value:
+            changes[name] = {"before": before, "after": value}
+            setattr(example, name, value)
+    if not changes:
+        return example
+    example.reviewer = reviewer
+    _history(example, reviewer, "edit", changes)
+    example.save(update_fields=[*changes, "reviewer", "edits", "updated_at"])
+    return example
+
+
+@transaction.atomic
+def do_swap_dpo(example: TrainingExample, *, reviewer) -> TrainingExample:
+    """Exchange chosen and rejected (a reviewer judged the pair the other way round)."""
+    example = TrainingExample.objects.select_for_update().get(pk=example.pk)
+    if example.kind != TrainingExample.Kind.DPO:
+        raise InvalidExampleEdit("Only DPO examples have chosen and rejected to swap.")
+    example.chosen, example.rejected = example.rejected, example.chosen
+    example.reviewer = reviewer
+    _history(example, reviewer, "swap")
+    example.save(update_fields=["chosen", "rejected", "reviewer", "edits", "updated_at"])
+    return example
+
+
+@transaction.atomic
+def do_store_training_example(
+    *,
+    source_key: str,
+    kind: str,
+    skill: str,
+    prompt: list[dict],
+    completion: list[dict] | None = None,
+    chosen: list[dict] | None = None,
+    rejected: list[dict] | None = None,
+    provenance: dict,
+    flags: list[dict] | None = None,
+) -> tuple[TrainingExample, bool]:
+    """Store an extracted candidate once; a second extraction of the same source returns the first."""
+    example, created = TrainingExample.objects.get_or_create(
+        source_key=source_key,
+        defaults={
+            "kind": kind,
+            "skill": skill,
+            "prompt": prompt,
+            "completion": completion or [],
+            "chosen": chosen or [],
+            "rejected": rejected or [],
+            "provenance": provenance,
+            "flagged": bool(flags),
+            "flags": flags or [],
+        },
+    )
+    return example, created
