@@ -36,11 +36,14 @@ def client_for(gateway: FakeOpenAI, **kwargs) -> LLMClient:
 
 
 def test_it_posts_an_openai_chat_request_with_the_bearer_key(gateway):
-    gateway.on("fast", lambda req: Reply.text("hello", model="fast-v1", usage={"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}))
-
-    result = client_for(gateway).chat(
-        [{"role": "user", "content": "hi"}], model="fast", temperature=0.2, max_tokens=50
+    gateway.on(
+        "fast",
+        lambda req: Reply.text(
+            "hello", model="fast-v1", usage={"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
+        ),
     )
+
+    result = client_for(gateway).chat([{"role": "user", "content": "hi"}], model="fast", temperature=0.2, max_tokens=50)
 
     assert result.text == "hello"
     assert result.model == "fast-v1"
