@@ -1,0 +1,463 @@
+"""One definition per skill: its arguments, its result, what its worker must return.
+
+Every skill result shares one shape (`BASE_RESULT_PROPERTIES`):
+
+    {status: pass|fail|error|timeout, phase, skill, file_path, runner_output,
+     verified, model_used, message, run_id, attempts, duration_ms}
+
+plus fields of its own. `status` is the supervisor's verdict: `pass` means
+the work was done and (where something can be checked) verified; `fail`
+means the worker answered but verification failed after every attempt;
+`error` means the worker could not be run or answered nonsense; `timeout`
+means it was killed at the deadline or for going silent.
+
+`SKILLS[name].worker_schema` is the JSON Schema passed to `claude
+--json-schema`: the worker's own report, recorded but never trusted.
+
+The routing endpoint reuses `input_schema()` / `result_schema()` for
+`review`, `debug`, `retrospective` and `trainer`. The logic of
+`retrospective` and `trainer` lives in the sessions app
+(`sessions/retrospective.py`, `sessions/trainer.py`), which registers those
+tools; only their schemas are defined here:
+
+- inputs `{session_id, model?}`;
+- results: the shared shape plus `learnings` (retrospective: candidate notes
+  `{title, body, kind, evidence}`) or `examples` (trainer: training
+  candidates `{kind: sft|dpo, prompt, chosen, rejected?, source_run_id?}`),
+  and `count`.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+
+STATUSES = ["pass", "fail", "error", "timeout"]
+
+_NULLABLE_STRING = {"type": ["string", "null"]}
+
+BASE_RESULT_PROPERTIES: dict = {
+    "status": {"type": "string", "enum": STATUSES, "description": "the supervisor's verdict"},
+    "phase": {"type": "string", "description": "red, green, refactor, review, debug, spec, …"},
+    "skill": {"type": "string"},
+    "file_path": {**_NULLABLE_STRING, "description": "main file the worker wrote, relative to the project root"},
+    "runner_output": {"type": "string", "description": "output of the supervisor's own check (tests, failing_cmd)"},
+    "verified": {"type": ["boolean", "null"], "description": "true/false from the supervisor's own check; null: nothing to check"},
+    "model_used": {"type": "string"},
+    "message": {"type": "string", "description": "what happened, and why the status is what it is"},
+    "run_id": {"type": ["integer", "null"], "description": "the SkillRun record (admin: /admin/supervisor/skillrun/<id>/)"},
+    "attempts": {"type": "integer", "minimum": 0},
+    "duration_ms": {"type": "integer", "minimum": 0},
+}
+BASE_REQUIRED = list(BASE_RESULT_PROPERTIES)
+
+_PROJECT_ROOT = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 1000,
+    "description": "absolute path of the project; must lie under SUPERVISOR_ALLOWED_ROOTS",
+}
+_MODEL = {"type": "string", "minLength": 1, "maxLength": 200, "description": "model override (else the model table)"}
+_SESSION_ID = {"type": "string", "minLength": 1, "maxLength": 200, "description": "your session id, to link the run to the session log"}
+_TEST_CMD = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 2000,
+    "description": "shell command that runs the tests (default: detected from go.mod, package.json, pyproject.toml, …)",
+}
+_REL_PATH = {"type": "string", "minLength": 1, "maxLength": 1000}
+
+FINDING_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "file": {"type": "string", "description": "path relative to the project root"},
+        "line": {"type": "integer", "minimum": 1},
+        "severity": {"type": "string", "enum": ["critical", "major", "minor", "nit"]},
+        "title": {"type": "string"},
+        "rationale": {"type": "string"},
+        "suggestion": {"type": "string"},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "quote": {"type": "string", "description": "the code at that line, copied exactly"},
+    },
+    "required": ["file", "line", "severity", "title", "rationale", "suggestion", "confidence"],
+}
+
+HYPOTHESIS_SCHEMA = {
+    "type": "object",
+    "properties": {"hypothesis": {"type": "string"}, "evidence": {"type": "string"}, "ruled_out": {"type": "boolean"}},
+    "required": ["hypothesis", "evidence"],
+}
+
+LEARNING_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string"},
+        "body": {"type": "string"},
+        "kind": {"type": "string"},
+        "evidence": {"type": "string"},
+    },
+    "required": ["title", "body"],
+}
+
+EXAMPLE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "kind": {"type": "string", "enum": ["sft", "dpo"]},
+        "prompt": {"type": "string"},
+        "chosen": {"type": "string"},
+        "rejected": {"type": ["string", "null"]},
+        "source_run_id": {"type": ["integer", "null"]},
+    },
+    "required": ["kind", "prompt", "chosen"],
+}
+
+_FILES_CHANGED = {"type": "array", "items": {"type": "string"}}
+
+
+def _object(properties: dict, required: list[str]) -> dict:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+@dataclass(frozen=True)
+class SkillSpec:
+    name: str
+    title: str
+    description: str
+    inputs: dict  # properties of the tool's arguments
+    required_inputs: list[str]
+    outputs: dict  # result fields beyond the shared shape
+    worker_schema: dict | None = None  # what `claude --json-schema` must return; None: no claude worker
+    discipline: str | None = None  # file in the disciplines folder
+    allowed_tools: str = "Read,Glob,Grep"
+    phase: str = ""
+    # For TDD phases: what the supervisor's own test run must do ("fail" / "pass").
+    expect_tests: str | None = None
+    read_only: bool = False
+    extra_input_rules: dict = field(default_factory=dict)
+
+    def input_schema(self) -> dict:
+        schema = _object(copy.deepcopy(self.inputs), list(self.required_inputs))
+        schema.update(copy.deepcopy(self.extra_input_rules))
+        return schema
+
+    def result_schema(self) -> dict:
+        properties = {**copy.deepcopy(BASE_RESULT_PROPERTIES), **copy.deepcopy(self.outputs)}
+        schema = {"type": "object", "properties": properties, "required": BASE_REQUIRED + list(self.outputs)}
+        return schema
+
+
+_TDD_OUTPUTS = {
+    "files_changed": {**_FILES_CHANGED, "description": "files the worker says it touched"},
+    "test_cmd": {"type": "string", "description": "the command the supervisor ran"},
+    "worker_report": {"type": ["object", "null"], "description": "the worker's own claim (not trusted)"},
+}
+
+_TDD_WORKER = _object(
+    {
+        "status": {"type": "string", "enum": ["done", "blocked"]},
+        "file_path": {"type": "string", "description": "main file written, relative to the project root"},
+        "files_changed": _FILES_CHANGED,
+        "test_name": {"type": "string"},
+        "summary": {"type": "string"},
+    },
+    ["status", "file_path", "summary"],
+)
+
+SKILLS: dict[str, SkillSpec] = {}
+
+
+def _add(spec: SkillSpec) -> None:
+    SKILLS[spec.name] = spec
+
+
+_add(
+    SkillSpec(
+        name="tdd_red",
+        title="TDD red: write one failing test",
+        description=(
+            "A worker writes exactly one failing test for `spec` (no implementation). The supervisor then runs the "
+            "test command itself: verified=true only if the tests FAIL. Retries with the runner output up to "
+            "SUPERVISOR_MAX_ATTEMPTS times."
+        ),
+        inputs={
+            "project_root": _PROJECT_ROOT,
+            "spec": {"type": "string", "minLength": 1, "maxLength": 20000, "description": "the behaviour to test"},
+            "test_path": {**_REL_PATH, "description": "where the test should go (optional hint)"},
+            "test_cmd": _TEST_CMD,
+            "model": _MODEL,
+            "session_id": _SESSION_ID,
+        },
+        required_inputs=["project_root", "spec"],
+        outputs={**_TDD_OUTPUTS, "test_name": {"type": ["string", "null"]}},
+        worker_schema=_TDD_WORKER,
+        discipline="tdd_red.md",
+        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
+        phase="red",
+        expect_tests="fail",
+    )
+)
+_add(
+    SkillSpec(
+        name="tdd_green",
+        title="TDD green: make the failing test pass",
+        description=(
+            "A worker writes the minimum implementation that makes the test at `test_path` pass. The supervisor runs "
+            "the tests itself: verified=true only if they PASS."
+        ),
+        inputs={
+            "project_root": _PROJECT_ROOT,
+            "test_path": {**_REL_PATH, "description": "the failing test, relative to the project root"},
+            "impl_path": {**_REL_PATH, "description": "where the implementation goes (optional hint)"},
+            "notes": {"type": "string", "maxLength": 20000},
+            "test_cmd": _TEST_CMD,
+            "model": _MODEL,
+            "session_id": _SESSION_ID,
+        },
+        required_inputs=["project_root", "test_path"],
+        outputs=_TDD_OUTPUTS,
+        worker_schema=_TDD_WORKER,
+        discipline="tdd_green.md",
+        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
+        phase="green",
+        expect_tests="pass",
+    )
+)
+_add(
+    SkillSpec(
+        name="tdd_refactor",
+        title="TDD refactor: improve structure, keep tests green",
+        description=(
+            "A worker restructures `impl_path` without changing behaviour. The supervisor runs the tests itself: "
+            "verified=true only if they still PASS."
+        ),
+        inputs={
+            "project_root": _PROJECT_ROOT,
+            "test_path": _REL_PATH,
+            "impl_path": _REL_PATH,
+            "goal": {"type": "string", "maxLength": 20000, "description": "what to improve (optional)"},
+            "test_cmd": _TEST_CMD,
+            "model": _MODEL,
+            "session_id": _SESSION_ID,
+        },
+        required_inputs=["project_root", "test_path", "impl_path"],
+        outputs=_TDD_OUTPUTS,
+        worker_schema=_TDD_WORKER,
+        discipline="tdd_refactor.md",
+        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
+        phase="refactor",
+        expect_tests="pass",
+    )
+)
+_add(
+    SkillSpec(
+        name="review",
+        title="Review code",
+        description=(
+            "A worker reviews `paths` (or the git range `git_range`) and returns findings and a verdict. Each finding "
+            "is grounded: the file and line must exist and the quoted code must be there; others are dropped and "
+            "counted in dropped_findings."
+        ),
+        inputs={
+            "project_root": _PROJECT_ROOT,
+            "paths": {"type": "array", "items": _REL_PATH, "minItems": 1, "maxItems": 200},
+            "git_range": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^[A-Za-z0-9_./~^@{}-]+(\.\.\.?[A-Za-z0-9_./~^@{}-]+)?$"},
+            "focus": {"type": "string", "maxLength": 2000},
+            "model": _MODEL,
+            "session_id": _SESSION_ID,
+        },
+        required_inputs=["project_root"],
+        outputs={
+            "findings": {"type": "array", "items": FINDING_SCHEMA},
+            "verdict": {"type": "string", "enum": ["approve", "request_changes", "comment", "none"]},
+            "dropped_findings": {"type": "integer", "minimum": 0},
+            "summary": {"type": "string"},
+        },
+        worker_schema=_object(
+            {
+                "findings": {"type": "array", "items": FINDING_SCHEMA},
+                "verdict": {"type": "string", "enum": ["approve", "request_changes", "comment"]},
+                "summary": {"type": "string"},
+            },
+            ["findings", "verdict", "summary"],
+        ),
+        discipline="review.md",
+        phase="review",
+        read_only=True,
+        extra_input_rules={"anyOf": [{"required": ["paths"]}, {"required": ["git_range"]}]},
+    )
+)
+_add(
+    SkillSpec(
+        name="debug",
+        title="Debug a failure",
+        description=(
+            "A worker investigates `symptom`, records hypotheses with evidence, finds the root cause and fixes it. "
+            "The supervisor re-runs `failing_cmd` itself and reports whether it passes now (verified)."
+        ),
+        inputs={
+            "project_root": _PROJECT_ROOT,
+            "symptom": {"type": "string", "minLength": 1, "maxLength": 20000},
+            "failing_cmd": {"type": "string", "minLength": 1, "maxLength": 2000},
+            "model": _MODEL,
+            "session_id": _SESSION_ID,
+        },
+        required_inputs=["project_root", "symptom", "failing_cmd"],
+        outputs={
+            "hypotheses": {"type": "array", "items": HYPOTHESIS_SCHEMA},
+            "root_cause": {"type": "string"},
+            "fix": {"type": "string"},
+            "files_changed": _FILES_CHANGED,
+            "failing_cmd_passes": {"type": ["boolean", "null"]},
+            "worker_report": {"type": ["object", "null"]},
+        },
+        worker_schema=_object(
+            {
+                "hypotheses": {"type": "array", "items": HYPOTHESIS_SCHEMA},
+                "root_cause": {"type": "string"},
+                "fix": {"type": "string"},
+                "files_changed": _FILES_CHANGED,
+                "summary": {"type": "string"},
+            },
+            ["hypotheses", "root_cause", "fix"],
+        ),
+        discipline="debug.md",
+        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
+        phase="debug",
+    )
+)
+_add(
+    SkillSpec(
+        name="spec",
+        title="Write a spec",
+        description=(
+            "A worker turns a conversation or notes into a spec with acceptance criteria. The spec is also written "
+            "to the brain as a raw note (when the brain is installed)."
+        ),
+        inputs={
+            "text": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "conversation or notes"},
+            "project": {"type": "string", "maxLength": 200, "description": "project name, for the note"},
+            "project_root": _PROJECT_ROOT,
+            "model": _MODEL,
+            "session_id": _SESSION_ID,
+        },
+        required_inputs=["text"],
+        outputs={
+            "title": {"type": "string"},
+            "spec": {"type": "string"},
+            "acceptance_criteria": {"type": "array", "items": {"type": "string"}},
+            "note_id": {"type": ["integer", "string", "null"], "description": "the raw note in the brain, if written"},
+        },
+        worker_schema=_object(
+            {
+                "title": {"type": "string"},
+                "spec": {"type": "string"},
+                "acceptance_criteria": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "open_questions": {"type": "array", "items": {"type": "string"}},
+            },
+            ["title", "spec", "acceptance_criteria"],
+        ),
+        discipline="spec.md",
+        phase="spec",
+        read_only=True,
+    )
+)
+_add(
+    SkillSpec(
+        name="tier",
+        title="Connectivity tier",
+        description=(
+            "1 full-online (the Anthropic API answers), 2 lan-only (only LiteLLM answers), 3 airplane (neither). "
+            "Cached for SUPERVISOR_TIER_CACHE_SECONDS."
+        ),
+        inputs={"refresh": {"type": "boolean", "description": "ignore the cache"}, "session_id": _SESSION_ID},
+        required_inputs=[],
+        outputs={
+            "tier": {"type": "integer", "enum": [1, 2, 3]},
+            "label": {"type": "string", "enum": ["full-online", "lan-only", "airplane"]},
+            "anthropic_reachable": {"type": "boolean"},
+            "litellm_reachable": {"type": "boolean"},
+            "cached": {"type": "boolean"},
+        },
+        phase="tier",
+        read_only=True,
+    )
+)
+_add(
+    SkillSpec(
+        name="retrospective",
+        title="Session retrospective",
+        description="Turns a session log into candidate notes (raw) for people to review.",
+        inputs={"session_id": {**_SESSION_ID, "description": "the session to look back on"}, "model": _MODEL},
+        required_inputs=["session_id"],
+        outputs={"learnings": {"type": "array", "items": LEARNING_SCHEMA}, "count": {"type": "integer", "minimum": 0}},
+        phase="retrospective",
+    )
+)
+_add(
+    SkillSpec(
+        name="trainer",
+        title="Training candidates from a session",
+        description="Turns a session's verified skill runs into SFT/DPO candidates for curation.",
+        inputs={"session_id": {**_SESSION_ID, "description": "the session to mine"}, "model": _MODEL},
+        required_inputs=["session_id"],
+        outputs={"examples": {"type": "array", "items": EXAMPLE_SCHEMA}, "count": {"type": "integer", "minimum": 0}},
+        phase="trainer",
+    )
+)
+
+WORKER_SKILLS = tuple(name for name, spec in SKILLS.items() if spec.worker_schema is not None)
+
+
+def input_schema(skill: str) -> dict:
+    return SKILLS[skill].input_schema()
+
+
+def result_schema(skill: str) -> dict:
+    return SKILLS[skill].result_schema()
+
+
+def worker_schema(skill: str) -> dict:
+    schema = SKILLS[skill].worker_schema
+    if schema is None:
+        raise KeyError(f"{skill} has no worker")
+    return copy.deepcopy(schema)
+
+
+def empty_result(skill: str, **values) -> dict:
+    """A result in the shared shape with every field present (skill fields get neutral values)."""
+    spec = SKILLS[skill]
+    result: dict = {
+        "status": "error",
+        "phase": spec.phase,
+        "skill": skill,
+        "file_path": None,
+        "runner_output": "",
+        "verified": None,
+        "model_used": "",
+        "message": "",
+        "run_id": None,
+        "attempts": 0,
+        "duration_ms": 0,
+    }
+    for name, schema in spec.outputs.items():
+        result[name] = _neutral(schema)
+    result.update(values)
+    return result
+
+
+def _neutral(schema: dict):
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if "null" in kinds:
+        return None
+    if "array" in kinds:
+        return []
+    if "boolean" in kinds:
+        return False
+    if "integer" in kinds or "number" in kinds:
+        return schema.get("enum", [0])[-1] if "enum" in schema else 0
+    if "string" in kinds:
+        return "none" if "none" in schema.get("enum", []) else (schema.get("enum", [""])[0])
+    if "object" in kinds:
+        return {}
+    return None
