@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
+from django.utils import timezone
 
 
 class NoteStatus(models.TextChoices):
@@ -29,6 +33,26 @@ class NoteQuerySet(models.QuerySet):
 
     def in_hall(self, hall: str):
         return self.filter(hall=hall)
+
+    def exportable(self):
+        """Notes that live in a brain folder: raw and wiki (rejected and archived ones do not)."""
+        return self.filter(status__in=EXPORTED_STATUSES)
+
+
+EXPORTED_STATUSES = (NoteStatus.RAW, NoteStatus.WIKI)
+
+
+def note_content_hash(title: str, frontmatter: dict, body: str) -> str:
+    """sha256 over title, frontmatter (key order does not matter) and body."""
+    canonical = json.dumps([title, frontmatter or {}, body], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def canonical_note_path(status: str, wing: str, hall: str, slug: str) -> str:
+    """Where a note lives in a brain folder: `wiki/<wing>/<hall>/<slug>.md` or `raw/<slug>.md`."""
+    if status == NoteStatus.WIKI:
+        return "/".join(part for part in ("wiki", wing, hall, f"{slug}.md") if part)
+    return f"raw/{slug}.md"
 
 
 class Note(models.Model):
@@ -75,6 +99,36 @@ class Note(models.Model):
     def __str__(self) -> str:
         return self.slug
 
+    # -- state changes (the actions call these inside their transaction) --------
+
+    def compute_hash(self) -> str:
+        return note_content_hash(self.title, self.frontmatter, self.body)
+
+    def canonical_path(self) -> str:
+        return canonical_note_path(self.status, self.wing, self.hall, self.slug)
+
+    def promote(self, *, reviewer, wing: str, hall: str = "") -> None:
+        self.status = NoteStatus.WIKI
+        self.wing, self.hall = wing, hall
+        self.reviewed_by = reviewer
+        self.reviewed_at = timezone.now()
+        self.path = self.canonical_path()
+
+    def reject(self, *, reviewer, reason: str) -> None:
+        self.status = NoteStatus.REJECTED
+        self.reviewed_by = reviewer
+        self.reviewed_at = timezone.now()
+        self.review_note = reason
+
+    def archive(self, *, reason: str = "") -> None:
+        self.status = NoteStatus.ARCHIVED
+        if reason:
+            self.review_note = reason
+
+    @property
+    def is_live(self) -> bool:
+        return self.status in EXPORTED_STATUSES
+
 
 class NoteLink(models.Model):
     """source → target_slug; `target` is filled when a note with that slug exists."""
@@ -119,3 +173,27 @@ class BrainVersion(models.Model):
     def current(cls) -> int:
         row = cls.objects.filter(pk=1).values_list("version", flat=True).first()
         return row or 0
+
+
+class MirrorFile(models.Model):
+    """What the BRAIN_DIR mirror last saw of one file, so it can tell which side changed.
+
+    `disk_hash`/`mtime_ns`/`size` describe the file as last read or written;
+    `note_hash` is the note's content_hash at that moment. A file whose bytes
+    differ from `disk_hash` was edited on disk; a note whose content_hash
+    differs from `note_hash` was changed through the service.
+    """
+
+    path = models.CharField(max_length=500, unique=True)
+    note = models.ForeignKey(Note, null=True, blank=True, on_delete=models.SET_NULL, related_name="mirror_files")
+    disk_hash = models.CharField(max_length=64)
+    note_hash = models.CharField(max_length=64, blank=True)
+    mtime_ns = models.BigIntegerField(default=0)
+    size = models.BigIntegerField(default=0)
+    synced_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["path"]
+
+    def __str__(self) -> str:
+        return self.path
