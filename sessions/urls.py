@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from sessions.api import SessionEntriesView
+
+urlpatterns = [
+    path("sessions/<str:session_id>/entries", SessionEntriesView.as_view(), name="sessions-entries"),
+]
