@@ -105,3 +105,81 @@ class WorkerSlot(models.Model):
 
     def __str__(self) -> str:
         return f"slot {self.number} ({self.holder or 'free'})"
+
+
+class RoutingEntryQuerySet(models.QuerySet):
+    def for_skill(self, skill: str) -> RoutingEntryQuerySet:
+        return self.filter(skill=skill)
+
+    def final(self) -> RoutingEntryQuerySet:
+        """One row per routed call: the entry whose status is the call's outcome."""
+        return self.filter(is_final=True)
+
+    def router_choices(self) -> RoutingEntryQuerySet:
+        """First attempts the router chose itself: what the pass rate is measured on.
+
+        Overrides say nothing about the router's choice, and a fail-open retry
+        is the thinking model rescuing a fast failure (the failure is what
+        counts), so both are left out.
+        """
+        return self.filter(attempt_of__isnull=True).exclude(reason=RoutingEntry.OVERRIDE)
+
+    def since(self, moment) -> RoutingEntryQuerySet:
+        return self.filter(created_at__gte=moment)
+
+
+class RoutingEntry(models.Model):
+    """One routing decision on /mcp/routing (or in routing_sim) and how it ended.
+
+    A call makes one entry, or two when a failed first attempt is retried on
+    the thinking model (fail-open): the retry points at the first attempt
+    with `attempt_of`. Exactly one entry per call has `is_final=True`; its
+    status is the call's outcome.
+    """
+
+    OVERRIDE = "override"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    SAMPLE_BAND = "sample band"
+    MIN_SAMPLES = "min samples"
+    FAIL_OPEN = "fail-open retry"
+    REASON_CHOICES = [(r, r) for r in (OVERRIDE, FLOOR, CEIL, SAMPLE_BAND, MIN_SAMPLES, FAIL_OPEN)]
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    STATUS_CHOICES = [(PASS, "pass"), (FAIL, "fail: answered, but failed a check"), (ERROR, "error: no usable answer")]
+
+    # Request/response bodies are kept for training extraction, capped so a
+    # huge prompt cannot bloat the table.
+    BODY_CAP = 100_000
+
+    skill = models.CharField(max_length=40, db_index=True)
+    model = models.CharField(max_length=200)
+    reason = models.CharField(max_length=20, choices=REASON_CHOICES)
+    pass_rate_seen = models.FloatField(null=True, blank=True, help_text="the skill's pass rate when deciding")
+    samples_seen = models.PositiveIntegerField(default=0, help_text="how many runs that rate was measured on")
+    status = models.CharField(max_length=8, choices=STATUS_CHOICES, db_index=True)
+    is_final = models.BooleanField(default=True, help_text="this entry's status is the call's outcome")
+    attempt_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="retries", help_text="the failed attempt this retries"
+    )
+    latency_ms = models.PositiveIntegerField(default=0)
+    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
+    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
+    total_tokens = models.PositiveIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True, default="", help_text="why the attempt failed")
+    request = models.JSONField(null=True, blank=True, help_text="the messages sent (capped)")
+    response = models.TextField(blank=True, default="", help_text="the model's answer (capped)")
+    session_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    objects = RoutingEntryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "routing entries"
+        indexes = [models.Index(fields=["skill", "-created_at"], name="routing_skill_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.skill} → {self.model} ({self.reason}, {self.status})"
