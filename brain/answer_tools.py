@@ -1,0 +1,139 @@
+"""brain_answer and brain_context on the brain endpoint (imported from brain/tools.py)."""
+
+from __future__ import annotations
+
+from brain.answers import AnswerUnavailable, answer
+from brain.context import ContextInputError, context
+from brain.search import SearchInputError
+from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
+
+brain = get_endpoint("brain")
+
+SOURCE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "n": {"type": "integer", "minimum": 1, "description": "the number the answer cites, as [n]"},
+        "slug": {"type": "string"},
+        "title": {"type": "string"},
+        "path": {"type": "string"},
+        "excerpt": {"type": "string"},
+    },
+    "required": ["n", "slug", "title", "path", "excerpt"],
+}
+
+
+@brain.tool(
+    name="brain_answer",
+    title="Answer a question from the brain",
+    description=(
+        "Answer a question from the team's wiki notes, citing them as [1], [2]… (the numbers of `sources`). "
+        "Candidates are retrieved by search, filtered by the reranker when one is configured, and the LLM "
+        "(BRAIN_ANSWER_MODEL) answers from the kept notes only. Without an LLM the answer is the best passage "
+        "of each source and `synthesized` is false. When no note fits, `sources` is empty and the answer says so."
+    ),
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "question": {"type": "string", "minLength": 1, "maxLength": 2000, "pattern": "\\S"},
+            "limit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 10,
+                "default": 5,
+                "description": "most sources to use (an LLM gets at most 5)",
+            },
+        },
+        "required": ["question"],
+    },
+    output_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "answer": {"type": "string"},
+            "sources": {"type": "array", "items": SOURCE_SCHEMA},
+            "model": {"type": ["string", "null"], "description": "the model that wrote the answer; null if none did"},
+            "reranked": {"type": "boolean", "description": "whether the reranker filtered the candidates"},
+            "synthesized": {"type": "boolean", "description": "true: written by the LLM; false: extracted passages"},
+        },
+        "required": ["answer", "sources", "model", "reranked", "synthesized"],
+    },
+    read_only=True,
+    idempotent=True,
+    # It may call an outside LLM and reranker with the question and notes.
+    open_world=True,
+)
+def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
+    try:
+        return answer(arguments["question"], limit=arguments.get("limit", 5))
+    except SearchInputError as exc:
+        raise ToolError(str(exc))
+    except AnswerUnavailable as exc:
+        raise ToolError(str(exc))
+
+
+@brain.tool(
+    name="brain_context",
+    title="Context for a project",
+    description=(
+        "At session start: the wiki notes (decisions, corrections, surprises) that apply to a project. "
+        "The project's folder name seeds a search, the best hits pull in notes linked within 2 hops, "
+        "and notes mentioning words of `recent_files` paths rank higher."
+    ),
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "project_root": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 1000,
+                "description": "absolute path of the project; its last folder name is the project name",
+            },
+            "recent_files": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": 1000},
+                "maxItems": 100,
+                "description": "paths recently opened or edited; notes sharing words with them are boosted",
+            },
+            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+        },
+        "required": ["project_root"],
+    },
+    output_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "project": {"type": "string"},
+            "entries": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "slug": {"type": "string"},
+                        "title": {"type": "string"},
+                        "doc_path": {"type": "string"},
+                        "excerpt": {"type": "string"},
+                    },
+                    "required": ["slug", "title", "doc_path", "excerpt"],
+                },
+            },
+            "degraded": {"type": "boolean", "description": "true when vector search failed and BM25 answered alone"},
+            "reason": {"type": ["string", "null"]},
+        },
+        "required": ["project", "entries", "degraded", "reason"],
+    },
+    read_only=True,
+    idempotent=True,
+)
+def brain_context(arguments: dict, ctx: ToolContext) -> dict:
+    try:
+        return context(
+            arguments["project_root"],
+            recent_files=arguments.get("recent_files"),
+            limit=arguments.get("limit", 10),
+        )
+    except (ContextInputError, SearchInputError) as exc:
+        raise ToolError(str(exc))

@@ -1,0 +1,124 @@
+"""brain_answer: a question in, an answer with numbered sources out.
+
+    retrieve  search(question) — CANDIDATES, or CANDIDATES_WITH_RERANKER when a
+              reranker is configured (it will throw some away)
+    filter    the reranker's yes/no judgement; kept candidates keep retrieval order
+    answer    at most MAX_LLM_SOURCES sources, numbered [1], [2]…, go to the LLM
+              (BRAIN_ANSWER_MODEL through LITELLM_BASE_URL) with the instruction
+              to answer only from them and cite them by number; without an LLM
+              the answer is extractive: the best passage of each source
+
+Nothing surviving the filter is an answer too: it says so and cites nothing.
+A failing reranker or LLM raises AnswerUnavailable naming the service.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+
+from brain.models import Note
+from brain.search import search
+from hyperguild.lib.llm import LLMError, get_llm_client
+from hyperguild.lib.reranker import RerankerError, get_reranker
+
+CANDIDATES = 10
+CANDIDATES_WITH_RERANKER = 20
+MAX_LLM_SOURCES = 5
+# How much of each source's body the reranker judges and the LLM reads.
+SOURCE_CHARS = 2000
+# Length of the excerpt returned with each source, and of an extractive passage.
+EXCERPT_CHARS = 200
+PASSAGE_CHARS = 600
+
+NOTHING_FOUND = "The brain has no note that answers this question."
+
+SYSTEM_PROMPT = (
+    "You answer questions for a software team using only the numbered sources from the team's "
+    "knowledge base that follow. Cite every statement with the number of the source it comes from, "
+    "in square brackets: [1], [2]. If the sources do not contain the answer, say that they do not; "
+    "never use knowledge from outside the sources."
+)
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+class AnswerUnavailable(Exception):
+    """An upstream service (the reranker or the LLM) failed; the message names it."""
+
+
+def _source_text(note: Note) -> str:
+    return f"{note.title}\n\n{note.body[:SOURCE_CHARS]}"
+
+
+def _excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def best_passage(question: str, body: str) -> str:
+    """The paragraph of `body` sharing most words with the question (the first one on a tie)."""
+    wanted = {word.lower() for word in _WORD.findall(question) if len(word) > 2}
+    paragraphs = [part.strip() for part in re.split(r"\n\s*\n", body) if part.strip()]
+    if not paragraphs:
+        return ""
+    best = max(
+        paragraphs,
+        key=lambda part: (len(wanted & {word.lower() for word in _WORD.findall(part)}), -paragraphs.index(part)),
+    )
+    return _excerpt(best, PASSAGE_CHARS)
+
+
+def user_prompt(question: str, sources: list[tuple[int, Note]]) -> str:
+    blocks = [f"[{n}] {note.title} ({note.slug})\n{note.body[:SOURCE_CHARS].strip()}" for n, note in sources]
+    return "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
+
+
+def answer(question: str, limit: int = 5) -> dict:
+    """`{answer, sources: [{n, slug, title, path, excerpt}], model, reranked, synthesized}`.
+
+    `limit` caps the sources; an LLM never gets more than MAX_LLM_SOURCES.
+    """
+    reranker = get_reranker()
+    response = search(question, limit=CANDIDATES_WITH_RERANKER if reranker else CANDIDATES)
+    notes_by_id = Note.objects.in_bulk([hit.note_id for hit in response.hits])
+    candidates = [notes_by_id[hit.note_id] for hit in response.hits if hit.note_id in notes_by_id]
+    # Search's excerpt is centred on the query words; a note's opening is the fallback.
+    excerpts = {hit.note_id: _excerpt(hit.excerpt) for hit in response.hits if hit.excerpt}
+
+    if reranker is not None and candidates:
+        try:
+            candidates = reranker.filter(question, candidates, text=_source_text)
+        except RerankerError as exc:
+            raise AnswerUnavailable(f"The reranker failed, so no answer was attempted: {exc}") from None
+
+    llm = get_llm_client() if settings.BRAIN_ANSWER_MODEL else None
+    cap = min(limit, MAX_LLM_SOURCES) if llm is not None else limit
+    chosen = list(enumerate(candidates[:cap], start=1))
+    sources = [
+        {"n": n, "slug": note.slug, "title": note.title, "path": note.path, "excerpt": excerpts.get(note.id) or _excerpt(note.body)}
+        for n, note in chosen
+    ]
+    result = {"answer": "", "sources": sources, "model": None, "reranked": reranker is not None, "synthesized": False}
+
+    if not chosen:
+        result["answer"] = NOTHING_FOUND
+        return result
+
+    if llm is None:
+        result["answer"] = "\n\n".join(
+            f"[{n}] {note.title}: {best_passage(question, note.body) or _excerpt(note.body)}" for n, note in chosen
+        )
+        return result
+
+    messages = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": user_prompt(question, chosen)},
+    ]
+    try:
+        chat = llm.chat(messages, model=settings.BRAIN_ANSWER_MODEL, temperature=0)
+    except LLMError as exc:
+        raise AnswerUnavailable(f"The LLM ({settings.BRAIN_ANSWER_MODEL}) failed to answer: {exc}") from None
+    result.update(answer=chat.text.strip(), model=chat.model, synthesized=True)
+    return result

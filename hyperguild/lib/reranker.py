@@ -1,0 +1,203 @@
+"""Qwen3-Reranker on Ollama, used as a yes/no relevance filter.
+
+The model is asked, once per candidate, whether the document meets the
+query, in the exact chat template it was trained on (`raw: true` so Ollama
+applies no template of its own). Its first word after any
+`<think>…</think>` block decides: "yes" keeps the candidate, "no" drops it,
+anything else scores 0 and drops it too. The kept candidates keep their
+retrieval order: this is a filter, not a re-ranker.
+
+    reranker = get_reranker()          # None when BRAIN_RERANKER_URL is empty
+    kept = reranker.filter("how do we deploy?", hits, text=lambda hit: hit.excerpt)
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+import httpx
+from django.conf import settings
+
+T = TypeVar("T")
+
+DEFAULT_INSTRUCTION = "Given a web search query, retrieve relevant passages that answer the query"
+
+# Qwen3-Reranker's published prompt, word for word (the model was trained on it).
+PROMPT_PREFIX = (
+    "<|im_start|>system\n"
+    "Judge whether the Document meets the requirements based on the Query and the Instruct provided. "
+    'Note that the answer can only be "yes" or "no".<|im_end|>\n'
+    "<|im_start|>user\n"
+)
+PROMPT_SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+
+# The answer is one word; a few tokens leave room for a stray space or newline.
+NUM_PREDICT = 4
+# Longer documents are cut: the 0.6B model judges on the opening of a note.
+MAX_DOCUMENT_CHARS = 4000
+# Seconds to wait before retry n (1-based) of one judgement; the last value repeats.
+RETRY_BACKOFF_SECONDS = (0.2, 0.5)
+RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
+
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
+_FIRST_WORD = re.compile(r"\s*([A-Za-z]+)")
+
+
+class RerankerError(Exception):
+    """The reranker service could not judge a candidate (down, timed out, refused the model)."""
+
+
+def build_prompt(query: str, document: str, instruction: str = DEFAULT_INSTRUCTION) -> str:
+    body = f"<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {document}"
+    return PROMPT_PREFIX + body + PROMPT_SUFFIX
+
+
+def score_response(text: str) -> float:
+    """1.0 for "yes", 0.0 for "no" and for anything ambiguous.
+
+    The first word after any `<think>…</think>` block decides; an unclosed
+    `<think>` (the model ran out of tokens while thinking) is ambiguous.
+    """
+    visible = _THINK_BLOCK.sub("", text)
+    if "<think>" in visible:
+        return 0.0
+    match = _FIRST_WORD.match(visible)
+    if match and match.group(1).lower() == "yes":
+        return 1.0
+    return 0.0
+
+
+@dataclass(frozen=True)
+class Judgement:
+    score: float
+    response: str
+
+    @property
+    def keep(self) -> bool:
+        return self.score > 0
+
+
+class RerankerClient:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        concurrency: int = 4,
+        timeout: float = 60.0,
+        retries: int = 2,
+        instruction: str = DEFAULT_INSTRUCTION,
+    ):
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.concurrency = max(1, concurrency)
+        self.timeout = timeout
+        self.retries = retries
+        self.instruction = instruction
+        # httpx.Client is thread-safe; the pool bounds the requests in flight.
+        self._http = httpx.Client(timeout=timeout, limits=httpx.Limits(max_connections=self.concurrency))
+
+    @property
+    def generate_url(self) -> str:
+        return f"{self.base_url}/api/generate"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def payload(self, query: str, document: str) -> dict:
+        return {
+            "model": self.model,
+            "prompt": build_prompt(query, document[:MAX_DOCUMENT_CHARS], self.instruction),
+            "stream": False,
+            "raw": True,
+            "options": {"temperature": 0, "num_predict": NUM_PREDICT},
+        }
+
+    def judge(self, query: str, document: str) -> Judgement:
+        """Ask about one document; raises RerankerError when the service fails."""
+        payload = self.payload(query, document)
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                response = self._http.post(self.generate_url, json=payload)
+            except httpx.TimeoutException:
+                problem = f"timed out after {self.timeout:g}s"
+            except httpx.TransportError as exc:
+                problem = f"could not connect ({exc.__class__.__name__})"
+            else:
+                if response.status_code == 200:
+                    return self._judgement(response)
+                problem = f"HTTP {response.status_code}: {response.text[:300].strip()}"
+                if response.status_code not in RETRYABLE_STATUSES:
+                    raise RerankerError(
+                        f"reranker at {self.base_url} refused model {self.model!r}: {problem}"
+                    )
+            if attempts > self.retries:
+                raise RerankerError(
+                    f"reranker at {self.base_url} (model {self.model!r}) is unavailable after "
+                    f"{attempts} attempt{'s' if attempts != 1 else ''}: {problem}"
+                )
+            time.sleep(RETRY_BACKOFF_SECONDS[min(attempts - 1, len(RETRY_BACKOFF_SECONDS) - 1)])
+
+    def _judgement(self, response: httpx.Response) -> Judgement:
+        try:
+            body = response.json()
+            text = body["response"]
+        except (ValueError, KeyError, TypeError):
+            raise RerankerError(
+                f"reranker at {self.base_url} answered with something that is not an Ollama generate body"
+            ) from None
+        if not isinstance(text, str):
+            raise RerankerError(f"reranker at {self.base_url} answered without a text response")
+        return Judgement(score=score_response(text), response=text)
+
+    def judge_all(self, query: str, documents: Sequence[str]) -> list[Judgement]:
+        """One judgement per document, in order, at most `concurrency` requests in flight."""
+        if not documents:
+            return []
+        if len(documents) == 1 or self.concurrency == 1:
+            return [self.judge(query, document) for document in documents]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(documents)), thread_name_prefix="rerank") as pool:
+            futures = [pool.submit(self.judge, query, document) for document in documents]
+            try:
+                return [future.result() for future in futures]
+            except RerankerError:
+                # One failure fails the whole filter: don't keep calling a service that is down.
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+
+    def filter(self, query: str, candidates: Sequence[T], *, text: Callable[[T], str]) -> list[T]:
+        """The candidates judged relevant, in their original (retrieval) order."""
+        judgements = self.judge_all(query, [text(candidate) for candidate in candidates])
+        return [candidate for candidate, judgement in zip(candidates, judgements, strict=True) if judgement.keep]
+
+
+_clients: dict[tuple, RerankerClient] = {}
+_clients_lock = threading.Lock()
+
+
+def get_reranker() -> RerankerClient | None:
+    """The configured reranker, or None when BRAIN_RERANKER_URL is empty (no filter)."""
+    if not settings.BRAIN_RERANKER_URL:
+        return None
+    key = (
+        settings.BRAIN_RERANKER_URL,
+        settings.BRAIN_RERANKER_MODEL,
+        settings.BRAIN_RERANKER_CONCURRENCY,
+        settings.HYPERGUILD_HTTP_TIMEOUT,
+        settings.HYPERGUILD_HTTP_RETRIES,
+    )
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = RerankerClient(
+                key[0], key[1], concurrency=key[2], timeout=key[3], retries=key[4]
+            )
+        return client
