@@ -1,0 +1,328 @@
+"""Mode 2: answer a skill with the fast or the thinking model, chosen by its observed pass rate.
+
+How a model is chosen (`decide`):
+
+1. A caller's explicit `model` wins (reason "override").
+2. Otherwise the skill's pass rate is read (`pass_rate`): the share of
+   passing entries among the last `HYPERGUILD_ROUTE_WINDOW` attempts the
+   router chose itself (first attempts, overrides excluded; see
+   `RoutingEntryQuerySet.router_choices`). Measuring the router's first choice
+   rather than the call's final outcome matters: the thinking model rescues a
+   failing fast model (fail-open), so final outcomes would stay high while the
+   fast model fails, and the router would never move off it.
+3. Fewer than `HYPERGUILD_ROUTE_MIN_SAMPLES` runs: fast with probability 0.5
+   ("min samples"), so a new skill is neither trusted nor starved.
+   rate ≥ FLOOR: fast ("floor"). rate < CEIL: thinking ("ceil"). In between
+   ("sample band"): fast with probability (rate − CEIL) / (FLOOR − CEIL).
+
+The rate is cached per skill for `HYPERGUILD_PASS_RATE_TTL_SECONDS` in the
+default (process-local) cache: routing reads it on every call, and a minute
+of staleness costs little next to a query per call.
+
+How a call is run (`route`): the chosen model gets one attempt. Pass or fail
+is decided by checks, not by the model (the caller's `attempt` function
+validates the answer and runs the skill's checks). A failed attempt on any
+model other than the thinking model is retried once on the thinking model
+("fail-open retry"). Every attempt is a RoutingEntry; exactly one per call is
+final. If the last attempt failed too, `RoutingFailed` names both models and
+why.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+
+from hyperguild.lib.llm import ChatResult, LLMBadResponse, LLMError
+from hyperguild.mcp.registry import ToolError
+from supervisor.models import RoutingEntry
+
+CACHE_KEY = "routing:pass-rate:{skill}"
+# A new skill (fewer than MIN_SAMPLES runs) goes to the fast model this often.
+MIN_SAMPLES_FAST_PROBABILITY = 0.5
+
+
+class RandomSource(Protocol):
+    def random(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class PassRate:
+    rate: float | None  # None: no runs yet
+    samples: int
+
+
+@dataclass(frozen=True)
+class Decision:
+    model: str
+    reason: str
+    pass_rate: float | None
+    samples: int
+    fast_probability: float | None  # None for override / floor / ceil
+
+    @property
+    def is_fast(self) -> bool:
+        return self.model == settings.HYPERGUILD_FAST_MODEL
+
+
+@dataclass
+class Attempt:
+    """What one model call came to. `status` is decided by checks, never by the model."""
+
+    status: str  # RoutingEntry.PASS / FAIL / ERROR
+    data: Any = None
+    error: str = ""
+    latency_ms: int = 0
+    usage: dict[str, int] | None = None
+    request: Any = None
+    response: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == RoutingEntry.PASS
+
+
+@dataclass
+class Routed:
+    """A routed call that ended in a pass."""
+
+    data: Any
+    entry: RoutingEntry
+    entries: list[RoutingEntry] = field(default_factory=list)
+
+    @property
+    def model(self) -> str:
+        return self.entry.model
+
+    @property
+    def attempts(self) -> int:
+        return len(self.entries)
+
+
+class RoutingFailed(ToolError):
+    """Every attempt failed; the message names each model and why."""
+
+    def __init__(self, message: str, entries: list[RoutingEntry]):
+        super().__init__(message, data={"routing_entries": [e.pk for e in entries]})
+        self.entries = entries
+
+
+# --- the pass rate -------------------------------------------------------------
+
+
+def compute_pass_rate(skill: str) -> PassRate:
+    window = settings.HYPERGUILD_ROUTE_WINDOW
+    statuses = list(
+        RoutingEntry.objects.for_skill(skill)
+        .router_choices()
+        .order_by("-created_at", "-id")
+        .values_list("status", flat=True)[:window]
+    )
+    if not statuses:
+        return PassRate(None, 0)
+    passes = sum(1 for status in statuses if status == RoutingEntry.PASS)
+    return PassRate(passes / len(statuses), len(statuses))
+
+
+def pass_rate(skill: str) -> PassRate:
+    """The skill's pass rate, from the cache when it is younger than the TTL."""
+    ttl = settings.HYPERGUILD_PASS_RATE_TTL_SECONDS
+    if ttl <= 0:
+        return compute_pass_rate(skill)
+    key = CACHE_KEY.format(skill=skill)
+    cached = cache.get(key)
+    if cached is not None:
+        return PassRate(*cached)
+    fresh = compute_pass_rate(skill)
+    cache.set(key, (fresh.rate, fresh.samples), ttl)
+    return fresh
+
+
+def forget_pass_rate(skill: str) -> None:
+    cache.delete(CACHE_KEY.format(skill=skill))
+
+
+# --- the decision --------------------------------------------------------------
+
+
+def fast_probability(rate: float) -> float:
+    """Chance of the fast model in the sample band: 0 at CEIL, rising linearly to 1 at FLOOR."""
+    floor, ceil = settings.HYPERGUILD_ROUTE_LOCAL_FLOOR, settings.HYPERGUILD_ROUTE_LOCAL_CEIL
+    if floor <= ceil:  # degenerate band (system checks allow FLOOR == CEIL): a step
+        return 1.0 if rate >= floor else 0.0
+    return min(1.0, max(0.0, (rate - ceil) / (floor - ceil)))
+
+
+def decide(skill: str, *, override: str | None = None, rng: RandomSource | None = None) -> Decision:
+    fast, thinking = settings.HYPERGUILD_FAST_MODEL, settings.HYPERGUILD_THINKING_MODEL
+    measured = pass_rate(skill)
+    if override:
+        return Decision(override, RoutingEntry.OVERRIDE, measured.rate, measured.samples, None)
+    rng = rng or random
+    if measured.rate is None or measured.samples < settings.HYPERGUILD_ROUTE_MIN_SAMPLES:
+        probability = MIN_SAMPLES_FAST_PROBABILITY
+        model = fast if rng.random() < probability else thinking
+        return Decision(model, RoutingEntry.MIN_SAMPLES, measured.rate, measured.samples, probability)
+    if measured.rate >= settings.HYPERGUILD_ROUTE_LOCAL_FLOOR:
+        return Decision(fast, RoutingEntry.FLOOR, measured.rate, measured.samples, None)
+    if measured.rate < settings.HYPERGUILD_ROUTE_LOCAL_CEIL:
+        return Decision(thinking, RoutingEntry.CEIL, measured.rate, measured.samples, None)
+    probability = fast_probability(measured.rate)
+    model = fast if rng.random() < probability else thinking
+    return Decision(model, RoutingEntry.SAMPLE_BAND, measured.rate, measured.samples, probability)
+
+
+# --- the log -------------------------------------------------------------------
+
+
+def _capped(value: Any, cap: int = RoutingEntry.BODY_CAP) -> Any:
+    if isinstance(value, str):
+        return value[:cap]
+    if isinstance(value, list):
+        # Messages: cap each content string, so the JSON stays valid.
+        out = []
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("content"), str):
+                item = {**item, "content": item["content"][:cap]}
+            out.append(item)
+        return out
+    return value
+
+
+def do_log_routing_entry(
+    *,
+    skill: str,
+    decision: Decision,
+    attempt: Attempt,
+    is_final: bool,
+    attempt_of: RoutingEntry | None = None,
+    session_id: str = "",
+) -> RoutingEntry:
+    """Record one attempt (one INSERT, so concurrent calls cannot lose or merge entries)."""
+    usage = attempt.usage or {}
+    with transaction.atomic():
+        return RoutingEntry.objects.create(
+            skill=skill,
+            model=decision.model,
+            reason=decision.reason,
+            pass_rate_seen=decision.pass_rate,
+            samples_seen=decision.samples,
+            status=attempt.status,
+            is_final=is_final,
+            attempt_of=attempt_of,
+            latency_ms=max(0, attempt.latency_ms),
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            total_tokens=usage.get("total_tokens"),
+            error=attempt.error[:5000],
+            request=_capped(attempt.request),
+            response=_capped(attempt.response or ""),
+            session_id=session_id[:200],
+        )
+
+
+# --- running a routed call -----------------------------------------------------
+
+
+def route(
+    skill: str,
+    attempt: Callable[[str], Attempt],
+    *,
+    override: str | None = None,
+    session_id: str = "",
+    rng: RandomSource | None = None,
+) -> Routed:
+    """Decide, attempt, fail open once onto the thinking model, log every attempt.
+
+    `attempt(model)` makes the call and judges it; it must not raise for a
+    model failure (return an Attempt with status fail/error instead).
+    Raises RoutingFailed (a ToolError) when the last attempt did not pass.
+    """
+    thinking = settings.HYPERGUILD_THINKING_MODEL
+    decision = decide(skill, override=override, rng=rng)
+    first = attempt(decision.model)
+    retry = not first.passed and decision.model != thinking
+    first_entry = do_log_routing_entry(
+        skill=skill, decision=decision, attempt=first, is_final=not retry, session_id=session_id
+    )
+    if first.passed:
+        return Routed(first.data, first_entry, [first_entry])
+    if not retry:
+        raise RoutingFailed(
+            f"{skill}: {decision.model} ({decision.reason}) failed: {first.error}. "
+            "No other model to fall back on (it is the thinking model).",
+            [first_entry],
+        )
+    fallback = Decision(thinking, RoutingEntry.FAIL_OPEN, decision.pass_rate, decision.samples, None)
+    second = attempt(thinking)
+    second_entry = do_log_routing_entry(
+        skill=skill,
+        decision=fallback,
+        attempt=second,
+        is_final=True,
+        attempt_of=first_entry,
+        session_id=session_id,
+    )
+    if second.passed:
+        return Routed(second.data, second_entry, [first_entry, second_entry])
+    raise RoutingFailed(
+        f"{skill}: both models failed. {decision.model} ({decision.reason}): {first.error} "
+        f"Then {thinking} (fail-open retry): {second.error} "
+        "Check the gateway (LITELLM_BASE_URL) knows both models (HYPERGUILD_FAST_MODEL, HYPERGUILD_THINKING_MODEL).",
+        [first_entry, second_entry],
+    )
+
+
+def llm_attempt(
+    client,
+    messages: list[dict],
+    schema: dict,
+    check: Callable[[dict], str | None] | None = None,
+    *,
+    max_tokens: int | None = None,
+) -> Callable[[str], Attempt]:
+    """An `attempt` for `route` that asks a model for JSON matching `schema`, then runs `check`.
+
+    `check(data)` returns None when the answer passes, or the reason it fails;
+    it may also normalise `data` in place (e.g. drop ungrounded findings).
+    """
+
+    def run(model: str) -> Attempt:
+        started = time.monotonic()
+        try:
+            data, result = client.chat_json(messages, model=model, schema=schema, max_tokens=max_tokens)
+        except LLMBadResponse as exc:
+            result: ChatResult | None = getattr(exc, "result", None)
+            return Attempt(
+                RoutingEntry.FAIL,
+                error=f"the answer failed validation: {exc}",
+                latency_ms=result.latency_ms if result else _ms_since(started),
+                usage=result.usage if result else None,
+                request=messages,
+                response=result.text if result else (exc.text or ""),
+            )
+        except LLMError as exc:
+            return Attempt(RoutingEntry.ERROR, error=str(exc), latency_ms=_ms_since(started), request=messages)
+        problem = check(data) if check else None
+        return Attempt(
+            RoutingEntry.FAIL if problem else RoutingEntry.PASS,
+            data=data,
+            error=f"the answer failed a check: {problem}" if problem else "",
+            latency_ms=result.latency_ms,
+            usage=result.usage,
+            request=messages,
+            response=result.text,
+        )
+
+    return run
+
+
+def _ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
