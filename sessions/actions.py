@@ -100,8 +100,9 @@ def do_log_entry(
 
 
 @transaction.atomic
-def do_set_session_file_layout(session: AgentSession, layout: dict) -> AgentSession:
+def do_set_session_file_layout(session_id: str, layout: dict) -> AgentSession:
     """Remember how an imported file was laid out (newlines), for a byte-exact export."""
+    session, _ = AgentSession.objects.get_or_create(external_id=session_id)
     session.file_layout = layout
     session.save(update_fields=["file_layout", "updated_at"])
     return session
