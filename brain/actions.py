@@ -1,0 +1,488 @@
+"""Every write to the brain: one transaction each, validation first.
+
+A bad input raises `BrainInputError` before anything is written. Each write
+recomputes the content hash, rebuilds the note's outgoing links from its
+`[[wikilinks]]` and frontmatter `related:`/`links:` lists, resolves links
+that were waiting for its slug, bumps the corpus version (search indexes
+rebuild on the next query) and, once committed, tells the search side
+(`brain.indexing.note_changed`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from brain.models import BrainVersion, Note, NoteLink, NoteStatus
+from brain.slugs import SlugError, numbered, slugify_path, slugify_title, validate_segment, validate_slug
+from hyperguild.lib.markdown import extract_wikilinks
+
+MAX_TITLE_LENGTH = 300
+MAX_SLUG_ATTEMPTS = 64
+
+
+class BrainInputError(ValueError):
+    """A write the brain refuses; the message says what to change."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+# -- validation ---------------------------------------------------------------
+
+
+def _clean_title(title: Any, *, required: bool = True) -> str:
+    if title is None and not required:
+        return ""
+    if not isinstance(title, str) or not title.strip():
+        raise BrainInputError("title is empty: give the note a short descriptive title.")
+    title = " ".join(title.split())
+    if len(title) > MAX_TITLE_LENGTH:
+        raise BrainInputError(f"title is {len(title)} characters long; keep it under {MAX_TITLE_LENGTH}.")
+    return title
+
+
+def _clean_body(body: Any, *, required: bool = True) -> str:
+    if not isinstance(body, str):
+        raise BrainInputError("body must be markdown text.")
+    if required and not body.strip():
+        raise BrainInputError("body is empty: write the content of the note.")
+    if "\x00" in body:
+        raise BrainInputError("body contains a NUL character; remove it.")
+    size = len(body.encode("utf-8"))
+    limit = settings.BRAIN_MAX_NOTE_BYTES
+    if size > limit:
+        raise BrainInputError(
+            f"body is {size} bytes, over the limit of {limit} bytes (BRAIN_MAX_NOTE_BYTES); split it into several notes."
+        )
+    return body
+
+
+def _clean_frontmatter(frontmatter: Any) -> dict:
+    if frontmatter is None:
+        return {}
+    if not isinstance(frontmatter, dict):
+        raise BrainInputError(
+            f"frontmatter must be a mapping of keys to values (a JSON object), not a {type(frontmatter).__name__}."
+        )
+    # The title lives in its own field; a `title:` key would only disagree with it.
+    return {key: value for key, value in frontmatter.items() if key != "title"}
+
+
+def _clean_slug(slug: Any) -> str | None:
+    if slug is None or slug == "":
+        return None
+    try:
+        return validate_slug(slug)
+    except SlugError as exc:
+        raise BrainInputError(str(exc))
+
+
+def _clean_place(wing: Any, hall: Any, *, wing_required: bool) -> tuple[str, str]:
+    wing = wing or ""
+    hall = hall or ""
+    if wing_required and not wing:
+        raise BrainInputError("wing is required for a wiki note (the first folder under wiki/, e.g. 'concepts').")
+    if hall and not wing:
+        raise BrainInputError("a hall needs a wing: give both, e.g. wing='concepts', hall='python'.")
+    try:
+        return validate_segment(wing, "wing"), validate_segment(hall, "hall")
+    except SlugError as exc:
+        raise BrainInputError(str(exc))
+
+
+# -- links ------------------------------------------------------------------------
+
+
+def link_targets(body: str, frontmatter: dict) -> list[tuple[str, str]]:
+    """(target_slug, kind) pairs of a note, deduplicated, in order."""
+    found: list[tuple[str, str]] = []
+    for link in extract_wikilinks(body):
+        found.append((slugify_path(link.target), NoteLink.Kind.WIKILINK))
+    for key, kind in (("related", NoteLink.Kind.RELATED), ("links", NoteLink.Kind.LINKS)):
+        values = frontmatter.get(key)
+        if isinstance(values, str):
+            values = [values]
+        if not isinstance(values, list):
+            continue
+        for value in values:
+            if not isinstance(value, str):
+                continue
+            wikilinks = extract_wikilinks(value)
+            target = wikilinks[0].target if wikilinks else value
+            found.append((slugify_path(target), kind))
+    seen: set[tuple[str, str]] = set()
+    targets = []
+    for slug, kind in found:
+        if not slug or (slug, kind) in seen:
+            continue
+        try:
+            validate_slug(slug)
+        except SlugError:
+            continue
+        seen.add((slug, kind))
+        targets.append((slug, kind))
+    return targets
+
+
+def _rebuild_links(note: Note) -> None:
+    note.links_out.all().delete()
+    targets = link_targets(note.body, note.frontmatter)
+    existing = dict(Note.objects.filter(slug__in={slug for slug, _ in targets}).values_list("slug", "id"))
+    NoteLink.objects.bulk_create(
+        [NoteLink(source=note, target_slug=slug, target_id=existing.get(slug), kind=kind) for slug, kind in targets]
+    )
+    # Links that waited for this slug resolve now; links to an old slug of this note let go.
+    NoteLink.objects.filter(target_slug=note.slug, target__isnull=True).update(target=note)
+    NoteLink.objects.filter(target=note).exclude(target_slug=note.slug).update(target=None)
+
+
+def _after_write(note: Note, *, corpus_changed: bool = True, links_changed: bool = True) -> None:
+    if links_changed:
+        _rebuild_links(note)
+    if corpus_changed:
+        BrainVersion.bump()
+    note_id = note.id
+
+    def notify() -> None:
+        from brain.indexing import note_changed
+
+        note_changed(note_id)
+
+    transaction.on_commit(notify)
+
+
+# -- slug allocation ------------------------------------------------------------
+
+
+def _insert_with_unique_slug(note: Note, base: str, *, explicit: bool) -> None:
+    """Save a new note under `base`, or `base-2`, `base-3`… when taken.
+
+    Safe under concurrency: the unique index decides, not a prior SELECT. A
+    concurrent insert of the same slug waits for the other transaction and
+    then fails with IntegrityError inside its savepoint; we move on to the
+    next free number. An explicit slug is never renumbered.
+    """
+    if explicit:
+        if Note.objects.filter(slug=base).exists():
+            raise BrainInputError(f"slug {base!r} is already used by another note; choose another or omit slug.")
+        note.slug = base
+        note.path = note.canonical_path()
+        try:
+            with transaction.atomic():
+                note.save()
+        except IntegrityError:
+            raise BrainInputError(f"slug {base!r} is already used by another note; choose another or omit slug.")
+        return
+    number = 1
+    if Note.objects.filter(slug=base).exists():
+        taken = set(Note.objects.filter(slug__startswith=f"{base}-").values_list("slug", flat=True))
+        number = 2
+        while numbered(base, number) in taken:
+            number += 1
+    for _ in range(MAX_SLUG_ATTEMPTS):
+        note.slug = numbered(base, number)
+        note.path = note.canonical_path()
+        try:
+            with transaction.atomic():
+                note.save()
+            return
+        except IntegrityError:
+            number += 1
+    raise BrainInputError(f"could not find a free slug near {base!r}; pass an explicit slug.")
+
+
+def _new_note(
+    *,
+    title: str,
+    body: str,
+    frontmatter: dict,
+    slug: str | None,
+    status: str,
+    wing: str = "",
+    hall: str = "",
+    source: str,
+    provenance: dict | None,
+    session_id: str = "",
+    user=None,
+) -> Note:
+    provenance = {"source": source, **(provenance or {})}
+    if session_id:
+        provenance.setdefault("session_id", session_id)
+    note = Note(
+        title=title,
+        body=body,
+        frontmatter=frontmatter,
+        status=status,
+        wing=wing,
+        hall=hall,
+        source=source,
+        provenance=provenance,
+        session_id=session_id or "",
+        created_by=user if getattr(user, "pk", None) else None,
+    )
+    note.content_hash = note.compute_hash()
+    _insert_with_unique_slug(note, slug or slugify_title(title), explicit=slug is not None)
+    _after_write(note)
+    return note
+
+
+def _check_provenance(provenance: Any) -> dict | None:
+    if provenance is not None and not isinstance(provenance, dict):
+        raise BrainInputError("provenance must be a mapping (a JSON object).")
+    return provenance
+
+
+# -- actions ---------------------------------------------------------------------
+
+
+def do_write_raw_note(
+    *,
+    title: str,
+    body: str,
+    frontmatter: dict | None = None,
+    slug: str | None = None,
+    source: str = "mcp",
+    provenance: dict | None = None,
+    session_id: str = "",
+    user=None,
+) -> Note:
+    """A new note in raw, waiting for review."""
+    title, body = _clean_title(title), _clean_body(body)
+    frontmatter, slug = _clean_frontmatter(frontmatter), _clean_slug(slug)
+    provenance = _check_provenance(provenance)
+    with transaction.atomic():
+        return _new_note(
+            title=title, body=body, frontmatter=frontmatter, slug=slug, status=NoteStatus.RAW,
+            source=source, provenance=provenance, session_id=session_id, user=user,
+        )  # fmt: skip
+
+
+def do_ingest_raw_note(
+    *,
+    title: str,
+    body: str,
+    frontmatter: dict | None = None,
+    slug: str | None = None,
+    source: str = "mcp",
+    provenance: dict | None = None,
+    session_id: str = "",
+    user=None,
+) -> Note:
+    """A document into raw for review (same as writing a raw note, recorded as an ingest)."""
+    provenance = {"method": "ingest", **(_check_provenance(provenance) or {})}
+    return do_write_raw_note(
+        title=title, body=body, frontmatter=frontmatter, slug=slug, source=source,
+        provenance=provenance, session_id=session_id, user=user,
+    )  # fmt: skip
+
+
+def do_ingest_note(
+    *,
+    title: str,
+    body: str,
+    wing: str,
+    hall: str = "",
+    frontmatter: dict | None = None,
+    slug: str | None = None,
+    source: str = "mcp",
+    provenance: dict | None = None,
+    user=None,
+) -> Note:
+    """A document straight into the wiki under wing/hall (for trusted sources)."""
+    title, body = _clean_title(title), _clean_body(body)
+    frontmatter, slug = _clean_frontmatter(frontmatter), _clean_slug(slug)
+    wing, hall = _clean_place(wing, hall, wing_required=True)
+    provenance = {"method": "ingest", **(_check_provenance(provenance) or {})}
+    with transaction.atomic():
+        return _new_note(
+            title=title, body=body, frontmatter=frontmatter, slug=slug, status=NoteStatus.WIKI,
+            wing=wing, hall=hall, source=source, provenance=provenance, user=user,
+        )  # fmt: skip
+
+
+def _locked(note: Note) -> Note:
+    return Note.objects.select_for_update().get(pk=note.pk)
+
+
+def _who(user) -> str:
+    return getattr(user, "get_username", lambda: "")() if user is not None else ""
+
+
+def do_edit_note(note: Note, *, title: str | None = None, body: str | None = None, frontmatter=None, user=None) -> Note:
+    """Change a note's title, body and/or frontmatter (None leaves a field as it is)."""
+    new_title = _clean_title(title) if title is not None else None
+    new_body = _clean_body(body) if body is not None else None
+    new_frontmatter = _clean_frontmatter(frontmatter) if frontmatter is not None else None
+    with transaction.atomic():
+        note = _locked(note)
+        if new_title is not None:
+            note.title = new_title
+        if new_body is not None:
+            note.body = new_body
+        if new_frontmatter is not None:
+            note.frontmatter = new_frontmatter
+        new_hash = note.compute_hash()
+        if new_hash == note.content_hash:
+            return note
+        note.content_hash = new_hash
+        note.provenance = {**note.provenance, "last_edited_by": _who(user) or "service", "last_edited_at": timezone.now().isoformat()}
+        note.save()
+        _after_write(note)
+        return note
+
+
+def do_promote_note(
+    note: Note, *, reviewer, wing: str, hall: str = "", title: str | None = None, slug: str | None = None,
+    body: str | None = None,
+) -> Note:  # fmt: skip
+    """raw → wiki under wing/hall; records the reviewer and when."""
+    wing, hall = _clean_place(wing, hall, wing_required=True)
+    new_title = _clean_title(title) if title is not None else None
+    new_body = _clean_body(body) if body is not None else None
+    new_slug = _clean_slug(slug)
+    with transaction.atomic():
+        note = _locked(note)
+        if note.status != NoteStatus.RAW:
+            raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be promoted.")
+        if new_slug and new_slug != note.slug:
+            if Note.objects.filter(slug=new_slug).exists():
+                raise BrainInputError(f"slug {new_slug!r} is already used by another note; choose another.")
+            note.slug = new_slug
+        if new_title is not None:
+            note.title = new_title
+        if new_body is not None:
+            note.body = new_body
+        note.promote(reviewer=reviewer, wing=wing, hall=hall)
+        note.content_hash = note.compute_hash()
+        note.save()
+        _after_write(note)
+        return note
+
+
+def do_reject_note(note: Note, *, reviewer, reason: str) -> Note:
+    """raw → rejected, with the reason (required) recorded as the review note."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise BrainInputError("a reason is required to reject a note: say why it should not enter the wiki.")
+    with transaction.atomic():
+        note = _locked(note)
+        if note.status != NoteStatus.RAW:
+            raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be rejected.")
+        note.reject(reviewer=reviewer, reason=reason.strip())
+        note.save()
+        _after_write(note, links_changed=False)
+        return note
+
+
+def do_archive_note(note: Note, *, user=None, reason: str = "") -> Note:
+    """Take a note out of search and out of the brain folder; it is never deleted."""
+    with transaction.atomic():
+        note = _locked(note)
+        if note.status == NoteStatus.ARCHIVED:
+            return note
+        note.archive(reason=reason)
+        note.provenance = {**note.provenance, "archived_by": _who(user) or "service"}
+        note.save()
+        _after_write(note, links_changed=False)
+        return note
+
+
+def do_merge_note(note: Note, *, into: Note, reviewer, body: str) -> Note:
+    """Merge a raw note into an existing note: `into` gets `body`, the raw note is archived."""
+    body = _clean_body(body)
+    with transaction.atomic():
+        note, into = _locked(note), _locked(into)
+        if note.pk == into.pk:
+            raise BrainInputError("a note cannot be merged into itself.")
+        if note.status != NoteStatus.RAW:
+            raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be merged.")
+        if into.status == NoteStatus.ARCHIVED:
+            raise BrainInputError(f"note {into.slug} is archived; merge into a live note.")
+        into.body = body
+        into.content_hash = into.compute_hash()
+        into.reviewed_by, into.reviewed_at = reviewer, timezone.now()
+        into.save()
+        _after_write(into)
+        note.archive(reason=f"merged into {into.slug}")
+        note.reviewed_by, note.reviewed_at = reviewer, timezone.now()
+        note.save()
+        _after_write(note, links_changed=False)
+        return into
+
+
+# -- import (used by brain.folder) -----------------------------------------------
+
+
+def do_import_note_file(
+    *,
+    slug: str,
+    title: str,
+    body: str,
+    frontmatter: dict,
+    status: str,
+    wing: str,
+    hall: str,
+    path: str,
+    source: str = "import",
+    restore: bool = False,
+) -> tuple[Note, str]:
+    """Create or update the note `slug` from a file. Returns (note, "added"|"updated"|"unchanged").
+
+    A note whose content, status and place already match is left alone
+    (importing twice changes nothing); only its path is kept current. A
+    rejected or archived note with the same content stays as it is, unless
+    `restore` (the mirror: the file is back on disk) brings it back.
+    """
+    title = _clean_title(title)
+    body = _clean_body(body, required=False)
+    frontmatter = _clean_frontmatter(frontmatter)
+    slug = _clean_slug(slug) or ""
+    if not slug:
+        raise BrainInputError("the file name gives no usable slug.")
+    if status not in (NoteStatus.RAW, NoteStatus.WIKI):
+        raise BrainInputError(f"a file can only hold a raw or wiki note, not {status}.")
+    wing, hall = _clean_place(wing, hall, wing_required=False)
+    with transaction.atomic():
+        note = Note.objects.select_for_update().filter(slug=slug).first()
+        if note is None:
+            note = Note(
+                slug=slug, title=title, body=body, frontmatter=frontmatter, status=status, wing=wing, hall=hall,
+                path=path, source=source, provenance={"source": source, "path": path},
+            )  # fmt: skip
+            note.content_hash = note.compute_hash()
+            try:
+                with transaction.atomic():
+                    note.save()
+            except IntegrityError:
+                raise BrainInputError(f"slug {slug!r} was written by someone else at the same time; import again.")
+            _after_write(note)
+            return note, "added"
+        new_hash = Note(title=title, body=body, frontmatter=frontmatter).compute_hash()
+        same_place = (note.status, note.wing, note.hall) == (status, wing, hall)
+        left_alone = note.status in (NoteStatus.REJECTED, NoteStatus.ARCHIVED) and not restore
+        if new_hash == note.content_hash and (same_place or left_alone):
+            if note.path != path and note.is_live:
+                Note.objects.filter(pk=note.pk).update(path=path)
+                note.path = path
+            return note, "unchanged"
+        note.title, note.body, note.frontmatter = title, body, frontmatter
+        note.status, note.wing, note.hall, note.path = status, wing, hall, path
+        note.content_hash = new_hash
+        note.provenance = {**note.provenance, "last_imported_from": path}
+        note.save()
+        _after_write(note)
+        return note, "updated"
+
+
+def do_archive_notes(notes: Iterable[Note], *, reason: str) -> int:
+    count = 0
+    for note in notes:
+        if note.status != NoteStatus.ARCHIVED:
+            do_archive_note(note, reason=reason)
+            count += 1
+    return count

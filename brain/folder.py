@@ -1,0 +1,364 @@
+"""Brain folders: import, export and the two-way BRAIN_DIR mirror.
+
+Layout (that of an existing hyperguild brain):
+
+    wiki/<wing>/<hall>/<more/folders>/<name>.md   status wiki; wing = first folder, hall = second,
+                                                 deeper folders stay in the slug (`more/folders/name`)
+    raw/<folders>/<name>.md                       status raw; slug = `folders/name`
+    sessions/<session_id>.jsonl                   handed to the sessions app when it has an importer
+
+Folder and file names are slugified (`Café Notes.md` → `cafe-notes`). The
+title comes from frontmatter `title:`, else the first `# heading`, else the
+file name; the stored frontmatter is the rest. Export writes `title:` first,
+then the other keys, so import → export → import is a fixed point and two
+exports are byte-identical.
+
+Only raw and wiki notes live in a folder: rejected and archived notes are
+not exported (they stay in the database, visible in the admin). Importing a
+file whose note was archived or rejected leaves the note as it is when the
+content is the same, and brings it back when the file's content changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.db import transaction
+
+from brain.actions import BrainInputError, do_archive_note, do_import_note_file
+from brain.models import MirrorFile, Note, NoteStatus
+from brain.slugs import slugify_segment
+from hyperguild.lib.markdown import FrontmatterError, parse_markdown, write_markdown
+
+NOTE_FOLDERS = ("wiki", "raw")
+HEADING_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+Progress = Callable[[Iterable], Iterable]
+
+
+class FolderError(ValueError):
+    """A file in a brain folder that cannot become a note."""
+
+
+@dataclass
+class FolderSummary:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    archived: int = 0
+    written: int = 0
+    removed: int = 0
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    sessions: object | None = None
+
+    @property
+    def changes(self) -> int:
+        return self.added + self.updated + self.archived + self.written + self.removed
+
+    def count(self, outcome: str) -> None:
+        setattr(self, outcome, getattr(self, outcome) + 1)
+
+    def as_dict(self) -> dict:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "archived": self.archived,
+            "written": self.written,
+            "removed": self.removed,
+            "errors": [{"file": name, "error": message} for name, message in self.errors],
+        }
+
+
+@dataclass
+class NoteFile:
+    rel_path: str
+    slug: str
+    title: str
+    body: str
+    frontmatter: dict
+    status: str
+    wing: str
+    hall: str
+
+
+def _no_progress(items: Iterable) -> Iterable:
+    return items
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- paths ---------------------------------------------------------------------------
+
+
+def iter_note_files(root: Path) -> list[str]:
+    """Relative paths (with `/`) of every `.md` under wiki/ and raw/, sorted."""
+    found = []
+    for top in NOTE_FOLDERS:
+        base = root / top
+        if not base.is_dir():
+            continue
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in filenames:
+                if name.endswith(".md") and not name.startswith("."):
+                    found.append((Path(dirpath) / name).relative_to(root).as_posix())
+    return sorted(found)
+
+
+def _name_segment(name: str) -> str:
+    segment = slugify_segment(name)
+    if not segment:
+        # A name with nothing transliterable (e.g. only CJK): a stable stand-in.
+        segment = "note-" + hashlib.sha1(name.encode()).hexdigest()[:8]
+    return segment
+
+
+def parse_note_path(rel_path: str) -> tuple[str, str, str, str]:
+    """'wiki/concepts/python/async/gil.md' → ('wiki', 'concepts', 'python', 'async/gil')."""
+    parts = rel_path.split("/")
+    if len(parts) < 2 or parts[0] not in NOTE_FOLDERS or not parts[-1].endswith(".md"):
+        raise FolderError(f"{rel_path} is not under wiki/ or raw/, or is not a .md file")
+    folders = [_name_segment(part) for part in parts[1:-1]]
+    stem = _name_segment(parts[-1][: -len(".md")])
+    if parts[0] == "wiki":
+        wing = folders[0] if folders else ""
+        hall = folders[1] if len(folders) > 1 else ""
+        return NoteStatus.WIKI, wing, hall, "/".join([*folders[2:], stem])
+    return NoteStatus.RAW, "", "", "/".join([*folders, stem])
+
+
+def note_file_path(note: Note) -> str:
+    """Where the mirror keeps `note`: its recorded path if that still says the same thing, else the canonical one."""
+    if note.path:
+        try:
+            if parse_note_path(note.path) == (note.status, note.wing, note.hall, note.slug):
+                return note.path
+        except FolderError:
+            pass
+    return note.canonical_path()
+
+
+# -- reading and writing files --------------------------------------------------------
+
+
+def parse_note_text(rel_path: str, text: str) -> NoteFile:
+    if not text.strip():
+        raise FolderError("the file is empty")
+    status, wing, hall, slug = parse_note_path(rel_path)
+    document = parse_markdown(text)
+    frontmatter = dict(document.frontmatter)
+    title = frontmatter.pop("title", None)
+    if title is not None and not isinstance(title, str):
+        title = str(title)
+    if not title or not title.strip():
+        heading = HEADING_RE.search(document.body)
+        title = heading.group(1) if heading else Path(rel_path).stem.replace("-", " ").replace("_", " ")
+    return NoteFile(
+        rel_path=rel_path, slug=slug, title=title, body=document.body, frontmatter=frontmatter,
+        status=status, wing=wing, hall=hall,
+    )  # fmt: skip
+
+
+def read_note_file(root: Path, rel_path: str) -> NoteFile:
+    try:
+        text = (root / rel_path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise FolderError("the file is not UTF-8 text")
+    return parse_note_text(rel_path, text)
+
+
+def note_file_text(note: Note) -> str:
+    """The exact text a note is exported as."""
+    frontmatter = {"title": note.title, **{k: v for k, v in note.frontmatter.items() if k != "title"}}
+    return write_markdown(frontmatter, note.body)
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)  # atomic: a reader never sees half a note
+
+
+def _import_one(nf: NoteFile, *, restore: bool = False) -> tuple[Note, str]:
+    return do_import_note_file(
+        slug=nf.slug, title=nf.title, body=nf.body, frontmatter=nf.frontmatter, status=nf.status,
+        wing=nf.wing, hall=nf.hall, path=nf.rel_path, restore=restore,
+    )  # fmt: skip
+
+
+def _error_text(exc: Exception) -> str:
+    return getattr(exc, "message", None) or str(exc)
+
+
+# -- import / export ------------------------------------------------------------------
+
+
+def import_folder(root: Path | str, *, progress: Progress = _no_progress, archive_missing: bool = False) -> FolderSummary:
+    """Read a brain folder into the database. Bad files are reported by name and skipped."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FolderError(f"{root} is not a directory")
+    summary = FolderSummary()
+    seen: dict[str, str] = {}
+    for rel_path in progress(iter_note_files(root)):
+        try:
+            nf = read_note_file(root, rel_path)
+            if nf.slug in seen:
+                raise FolderError(f"gives the slug {nf.slug!r}, already taken by {seen[nf.slug]}; rename one of them")
+            seen[nf.slug] = rel_path
+            _, outcome = _import_one(nf)
+        except (FolderError, FrontmatterError, BrainInputError, OSError) as exc:
+            summary.errors.append((rel_path, _error_text(exc)))
+            continue
+        summary.count(outcome)
+    if archive_missing:
+        gone = Note.objects.exportable().filter(source="import").exclude(slug__in=list(seen))
+        for note in gone:
+            do_archive_note(note, reason=f"{note.path} is no longer in the imported folder")
+            summary.archived += 1
+    summary.sessions = import_sessions(root / "sessions")
+    return summary
+
+
+def import_sessions(folder: Path) -> object | None:
+    """Hand `sessions/*.jsonl` to the sessions app, if it has an importer."""
+    if not folder.is_dir():
+        return None
+    for module_name in ("sessions.folder", "sessions.importer"):
+        try:
+            module = __import__(module_name, fromlist=["import_sessions_dir"])
+        except ImportError:
+            continue
+        importer = getattr(module, "import_sessions_dir", None)
+        if importer is not None:
+            return importer(folder)
+    return None
+
+
+def export_folder(root: Path | str, *, progress: Progress = _no_progress) -> FolderSummary:
+    """Write every raw and wiki note under `root`; files already holding the same bytes are left alone."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    summary = FolderSummary()
+    used: dict[str, str] = {}
+    notes = Note.objects.exportable().order_by("slug")
+    for note in progress(notes.iterator()):
+        rel_path = note.canonical_path()
+        if rel_path in used:
+            summary.errors.append((rel_path, f"notes {used[rel_path]} and {note.slug} map to the same file"))
+            continue
+        used[rel_path] = note.slug
+        data = note_file_text(note).encode("utf-8")
+        target = root / rel_path
+        if target.is_file() and target.read_bytes() == data:
+            summary.unchanged += 1
+            continue
+        _write_file(target, data)
+        summary.written += 1
+    return summary
+
+
+# -- the two-way mirror ------------------------------------------------------------------
+
+
+def sync_mirror(root: Path | str) -> FolderSummary:
+    """One round of the BRAIN_DIR mirror.
+
+    1. disk → service: files new or changed since the last round (mtime/size,
+       then hash) are imported; on a conflict the disk edit wins.
+    2. a file removed on disk archives its note (never deletes it).
+    3. service → disk: notes changed since the last round (content hash) are
+       written; a note whose place changed (promoted) moves its file.
+    4. files of notes rejected or archived in the service are removed from disk
+       (only if nobody edited the file since the mirror wrote it).
+    """
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    summary = FolderSummary()
+    on_disk = set(iter_note_files(root))
+    states = {state.path: state for state in MirrorFile.objects.select_related("note")}
+
+    # 1. disk → service
+    for rel_path in sorted(on_disk):
+        full = root / rel_path
+        stat = full.stat()
+        state = states.get(rel_path)
+        if state is not None and (state.mtime_ns, state.size) == (stat.st_mtime_ns, stat.st_size):
+            continue
+        data = full.read_bytes()
+        digest = sha256(data)
+        if state is not None and state.disk_hash == digest:
+            MirrorFile.objects.filter(pk=state.pk).update(mtime_ns=stat.st_mtime_ns, size=stat.st_size)
+            continue
+        try:
+            nf = parse_note_text(rel_path, data.decode("utf-8"))
+            note, outcome = _import_one(nf, restore=True)
+        except (FolderError, FrontmatterError, BrainInputError, UnicodeDecodeError) as exc:
+            summary.errors.append((rel_path, _error_text(exc)))
+            continue
+        summary.count(outcome)
+        MirrorFile.objects.update_or_create(
+            path=rel_path,
+            defaults={"note": note, "disk_hash": digest, "note_hash": note.content_hash,
+                      "mtime_ns": stat.st_mtime_ns, "size": stat.st_size},
+        )  # fmt: skip
+
+    # 2. removed on disk → archived
+    for rel_path, state in states.items():
+        if rel_path in on_disk:
+            continue
+        note = state.note
+        if note is not None:
+            note.refresh_from_db()
+            if note.is_live and note_file_path(note) == rel_path:
+                do_archive_note(note, reason=f"{rel_path} was removed from the brain folder")
+                summary.archived += 1
+        state.delete()
+
+    # 3. service → disk
+    states = {state.path: state for state in MirrorFile.objects.all()}
+    for note in Note.objects.exportable().order_by("slug").iterator():
+        rel_path = note_file_path(note)
+        state = states.get(rel_path)
+        if state is not None and state.note_id == note.id and state.note_hash == note.content_hash:
+            continue
+        data = note_file_text(note).encode("utf-8")
+        full = root / rel_path
+        if not (full.is_file() and full.read_bytes() == data):
+            _write_file(full, data)
+            summary.written += 1
+        stat = full.stat()
+        with transaction.atomic():
+            MirrorFile.objects.update_or_create(
+                path=rel_path,
+                defaults={"note": note, "disk_hash": sha256(data), "note_hash": note.content_hash,
+                          "mtime_ns": stat.st_mtime_ns, "size": stat.st_size},
+            )  # fmt: skip
+            for old in MirrorFile.objects.filter(note=note).exclude(path=rel_path):
+                summary.removed += _remove_if_untouched(root, old)
+
+    # 4. notes that left the folder in the service
+    gone = MirrorFile.objects.filter(note__status__in=[NoteStatus.REJECTED, NoteStatus.ARCHIVED])
+    for state in gone:
+        summary.removed += _remove_if_untouched(root, state)
+    return summary
+
+
+def _remove_if_untouched(root: Path, state: MirrorFile) -> int:
+    """Delete the file the mirror wrote for `state` unless it was edited since; forget the state."""
+    full = root / state.path
+    removed = 0
+    if full.is_file() and sha256(full.read_bytes()) == state.disk_hash:
+        full.unlink()
+        removed = 1
+    state.delete()
+    return removed

@@ -1,0 +1,40 @@
+"""manage.py brain_export DIR — write every raw and wiki note as a brain folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand
+from tqdm import tqdm
+
+from brain.folder import FolderSummary, export_folder
+from brain.models import Note
+
+
+class Command(BaseCommand):
+    help = (
+        "Export raw and wiki notes to DIR as wiki/<wing>/<hall>/<slug>.md and raw/<slug>.md "
+        "(rejected and archived notes are not exported). Two exports are byte-identical."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("directory", type=Path, help="where to write (created if missing)")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def handle(self, *args, directory: Path, no_progress: bool = False, **options):
+        summary = self.export_directory(directory, show_progress=not no_progress)
+        self.report(summary)
+
+    def export_directory(self, directory: Path, *, show_progress: bool = True) -> FolderSummary:
+        total = Note.objects.exportable().count()
+
+        def progress(items):
+            return tqdm(items, total=total, desc="exporting", unit="note", disable=not show_progress, file=self.stderr._out)
+
+        return export_folder(directory, progress=progress)
+
+    def report(self, summary: FolderSummary) -> None:
+        self.stdout.write(f"written {summary.written}, unchanged {summary.unchanged}, errors {len(summary.errors)}")
+        for name, message in summary.errors:
+            self.stdout.write(self.style.WARNING(f"  {name}: {message}"))
+        self.stdout.write(self.style.SUCCESS(f"Exported {summary.written + summary.unchanged} note(s)."))

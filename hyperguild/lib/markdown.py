@@ -1,0 +1,185 @@
+"""Markdown files with YAML frontmatter: parse, write, render, find wikilinks.
+
+Loading is safe: the loader is a `yaml.SafeLoader` subclass (no Python
+objects can be built from a file). It differs from `yaml.safe_load` in one
+way only: timestamps stay strings, so `created: 2024-01-05` comes back as
+the string it was and is written back unquoted. The writer is deterministic
+(keys in the order given, block style, unicode kept), so writing the same
+note twice gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import markdown as markdown_lib
+import nh3
+import yaml
+
+FENCE = "---"
+FENCE_ENDS = ("---", "...")
+
+
+class FrontmatterError(ValueError):
+    """The frontmatter of a markdown file cannot be used (bad YAML, not a mapping, unclosed)."""
+
+
+def _without_timestamps(resolvers: dict) -> dict:
+    return {
+        first: [(tag, regexp) for tag, regexp in entries if tag != "tag:yaml.org,2002:timestamp"]
+        for first, entries in resolvers.items()
+    }
+
+
+class FrontmatterLoader(yaml.SafeLoader):
+    """SafeLoader that leaves dates and times as strings (JSON has no date type)."""
+
+
+FrontmatterLoader.yaml_implicit_resolvers = _without_timestamps(yaml.SafeLoader.yaml_implicit_resolvers)
+
+
+class FrontmatterDumper(yaml.SafeDumper):
+    """SafeDumper that does not quote date-like strings (they load back as strings)."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False):
+        # Lists indented under their key ("key:\n  - a"), the way people write them.
+        return super().increase_indent(flow, False)
+
+
+FrontmatterDumper.yaml_implicit_resolvers = _without_timestamps(yaml.SafeDumper.yaml_implicit_resolvers)
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str):
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+FrontmatterDumper.add_representer(str, _str_representer)
+
+
+@dataclass
+class MarkdownDocument:
+    frontmatter: dict[str, Any] = field(default_factory=dict)
+    body: str = ""
+    has_frontmatter: bool = False
+
+
+def _jsonable(value: Any, where: str) -> Any:
+    """Frontmatter is stored as JSON: keep only what JSON can hold."""
+    if isinstance(value, dict):
+        return {str(key): _jsonable(item, f"{where}.{key}") for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(item, where) for item in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise FrontmatterError(f"frontmatter value at {where} has type {type(value).__name__}, which JSON cannot hold")
+
+
+def parse_frontmatter_text(text: str) -> dict[str, Any]:
+    """YAML text → a mapping; anything else is a FrontmatterError."""
+    try:
+        data = yaml.load(text, Loader=FrontmatterLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise FrontmatterError(f"frontmatter is not valid YAML{where}: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise FrontmatterError(f"frontmatter must be a mapping of keys to values, not a {type(data).__name__}")
+    return _jsonable(data, "frontmatter")
+
+
+def parse_markdown(text: str) -> MarkdownDocument:
+    """Split a markdown file into frontmatter (a dict) and body.
+
+    Frontmatter is present when the first line is `---`; it ends at the next
+    line that is `---` or `...`. The body is everything after that line,
+    byte for byte (line endings normalised to `\\n`).
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip() != FENCE:
+        return MarkdownDocument(body=text)
+    for index in range(1, len(lines)):
+        if lines[index].rstrip() in FENCE_ENDS:
+            frontmatter = parse_frontmatter_text("\n".join(lines[1:index]))
+            return MarkdownDocument(frontmatter=frontmatter, body="\n".join(lines[index + 1 :]), has_frontmatter=True)
+    raise FrontmatterError("frontmatter starts with --- on the first line but is never closed by a --- line")
+
+
+def dump_frontmatter(frontmatter: dict[str, Any]) -> str:
+    return yaml.dump(
+        frontmatter,
+        Dumper=FrontmatterDumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=False,
+        width=10_000,
+    )
+
+
+def write_markdown(frontmatter: dict[str, Any], body: str) -> str:
+    """Frontmatter + body as file text; the same input always gives the same bytes."""
+    if not frontmatter:
+        return body
+    return f"{FENCE}\n{dump_frontmatter(frontmatter)}{FENCE}\n{body}"
+
+
+# -- rendering -----------------------------------------------------------------
+
+ALLOWED_TAGS = {
+    "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "div", "dl", "dt", "em", "h1", "h2", "h3",
+    "h4", "h5", "h6", "hr", "i", "img", "li", "ol", "p", "pre", "span", "strong", "sub", "sup", "table",
+    "tbody", "td", "th", "thead", "tr", "ul",
+}  # fmt: skip
+ALLOWED_ATTRIBUTES = {
+    "a": {"href", "title"},
+    "img": {"src", "alt", "title"},
+    "code": {"class"},
+    "span": {"class"},
+    "div": {"class"},
+    "th": {"align"},
+    "td": {"align"},
+}
+ALLOWED_URL_SCHEMES = {"http", "https", "mailto"}
+
+
+def render_markdown(text: str) -> str:
+    """Markdown → HTML that is safe to show: no scripts, no event handlers, no javascript: URLs."""
+    html = markdown_lib.markdown(text or "", extensions=["fenced_code", "tables", "sane_lists"])
+    return nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes=ALLOWED_ATTRIBUTES,
+        url_schemes=ALLOWED_URL_SCHEMES,
+        link_rel="noopener noreferrer nofollow",
+    )
+
+
+# -- wikilinks -------------------------------------------------------------------
+
+WIKILINK_RE = re.compile(r"\[\[([^\[\]|\n]+?)(?:\|([^\[\]\n]*))?\]\]")
+
+
+@dataclass(frozen=True)
+class WikiLink:
+    target: str
+    label: str
+
+
+def extract_wikilinks(text: str) -> list[WikiLink]:
+    """`[[target]]` and `[[target|label]]` in order of appearance; `#anchors` are dropped from the target."""
+    links = []
+    for match in WIKILINK_RE.finditer(text or ""):
+        target = match.group(1).split("#", 1)[0].strip()
+        if not target:
+            continue
+        label = (match.group(2) or "").strip() or target
+        links.append(WikiLink(target=target, label=label))
+    return links
