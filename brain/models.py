@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+from pgvector.django import VectorField
 
 
 class NoteStatus(models.TextChoices):
@@ -197,3 +198,44 @@ class MirrorFile(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+class NoteChunk(models.Model):
+    """One heading-aware piece of a note (see `brain.chunking`), the unit that gets embedded.
+
+    `content_hash` is the hash of the text the embedder reads (title, heading
+    path, text): an embedding is reused while the hash and the model match.
+    """
+
+    note = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField()
+    heading_path = models.CharField(max_length=1000, blank=True)
+    text = models.TextField(blank=True)
+    content_hash = models.CharField(max_length=64, db_index=True)
+
+    class Meta:
+        ordering = ["note_id", "ordinal"]
+        constraints = [models.UniqueConstraint(fields=["note", "ordinal"], name="notechunk_unique_ordinal")]
+
+    def __str__(self) -> str:
+        return f"{self.note_id}#{self.ordinal}"
+
+
+class Embedding(models.Model):
+    """A chunk's vector under one model. `vector` has no fixed dimension so models of
+    different sizes coexist; each model gets its own partial HNSW index over
+    `vector::vector(<dims>)` (created by `brain.vectors.ensure_index`)."""
+
+    chunk = models.ForeignKey(NoteChunk, on_delete=models.CASCADE, related_name="embeddings")
+    model = models.CharField(max_length=200)
+    dimensions = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    vector = VectorField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["chunk", "model"], name="embedding_unique_chunk_model")]
+        indexes = [models.Index(fields=["model", "content_hash"])]
+
+    def __str__(self) -> str:
+        return f"{self.chunk_id} ({self.model})"
