@@ -177,6 +177,11 @@ def _database() -> dict:
         url = embedded_database_url(DATA_DIR)
     config = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
     config["ENGINE"] = "django.db.backends.postgresql"
+    # The embedded server listens on a unix socket given as ?host=/path;
+    # keep it in HOST, where Django (and tests that hand the URL on) look.
+    socket_dir = config.get("OPTIONS", {}).pop("host", None)
+    if socket_dir and not config.get("HOST"):
+        config["HOST"] = socket_dir
     # Parallel test runs (several checkouts, or helpers) on one server need
     # their own test database names.
     config["TEST"] = {"NAME": env_str("HYPERGUILD_TEST_DB_NAME", "test_hyperguild")}

@@ -20,6 +20,23 @@ import pytest
 import uvicorn
 
 
+def test_database_url() -> str:
+    """A DATABASE_URL that points child processes (qcluster, serve) at the test database."""
+    from urllib.parse import quote
+
+    from django.db import connection
+
+    s = connection.settings_dict
+    user, password = quote(s.get("USER") or ""), quote(s.get("PASSWORD") or "")
+    host = s.get("HOST") or "127.0.0.1"
+    if host.startswith("/"):
+        return f"postgresql://{user}:{password}@{quote(host, safe='')}/{s['NAME']}"
+    return f"postgresql://{user}:{password}@{host}:{s.get('PORT') or 5432}/{s['NAME']}"
+
+
+test_database_url.__test__ = False  # a helper, not a test
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

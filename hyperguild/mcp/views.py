@@ -11,7 +11,6 @@ Three DRF defaults fight the protocol and are overridden here:
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import hmac
 import json
 import logging
@@ -113,8 +112,10 @@ def origin_allowed(origin: str) -> bool:
     for allowed in settings.HYPERGUILD_ALLOWED_ORIGINS:
         if allowed == "*" or candidate == allowed or origin == allowed:
             return True
-        if allowed.endswith(":*") and (candidate == allowed[:-2] or fnmatch.fnmatchcase(candidate, allowed)):
-            return True
+        if allowed.endswith(":*"):
+            base = allowed[:-2]
+            if candidate == base or (candidate.startswith(base + ":") and candidate[len(base) + 1 :].isdigit()):
+                return True
     return False
 
 
@@ -145,6 +146,14 @@ class McpView(APIView):
                 f"Origin {origin} is not allowed; add it to HYPERGUILD_ALLOWED_ORIGINS if it should be."
             )
         super().initial(request, *args, **kwargs)
+
+    def permission_denied(self, request, message=None, code=None):
+        if request.authenticators and not request.successful_authenticator:
+            raise exceptions.NotAuthenticated(
+                f"/mcp/{self.mcp_endpoint.name} needs Authorization: Bearer <token> "
+                f"(the server's {self.mcp_endpoint.token_setting})."
+            )
+        super().permission_denied(request, message, code)
 
     def handle_exception(self, exc):
         response = super().handle_exception(exc)

@@ -1,0 +1,97 @@
+"""`manage.py serve` (what `make run` runs), as a real process tree."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from tests.conftest import free_port, mcp_post, rpc
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_serve_refuses_a_public_address_without_tokens(child_env):
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "serve", "--host", "0.0.0.0", "--port", str(free_port())],
+        cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=60,
+    )
+    assert completed.returncode != 0
+    assert "Refusing to listen on 0.0.0.0" in completed.stderr
+    assert "BRAIN_MCP_TOKEN" in completed.stderr
+
+
+def test_a_public_bind_address_without_tokens_fails_the_system_check(child_env):
+    env = {**child_env, "HYPERGUILD_HOST": "0.0.0.0"}
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert completed.returncode != 0
+    assert "hyperguild.E001" in completed.stderr
+
+
+def test_a_public_bind_address_with_tokens_passes_the_system_check(child_env):
+    env = {**child_env, "HYPERGUILD_HOST": "0.0.0.0", "BRAIN_MCP_TOKEN": "a", "SUPERVISOR_MCP_TOKEN": "b",
+           "ROUTING_MCP_TOKEN": "c"}
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert completed.returncode == 0, completed.stderr
+
+
+def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ctrl_c(child_env):
+    port = free_port()
+    env = {**child_env, "BRAIN_MCP_TOKEN": "tok-brain", "HYPERGUILD_ADMIN_PASSWORD": "pw-from-env-123"}
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--port", str(port)],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "Press Ctrl-C" in line:
+                break
+        output = "".join(lines)
+        base = f"http://127.0.0.1:{port}"
+        assert f"claude mcp add --transport http hyperguild-brain {base}/mcp/brain" in output, output
+        assert '--header "Authorization: Bearer tok-brain"' in output
+        assert re.search(rf"hyperguild-supervisor {re.escape(base)}/mcp/supervisor\n", output)
+        assert re.search(rf"hyperguild-routing {re.escape(base)}/mcp/routing\n", output)
+
+        for name, headers in (("brain", {"Authorization": "Bearer tok-brain"}), ("supervisor", {}), ("routing", {})):
+            assert mcp_post(f"{base}/mcp/{name}", rpc("ping"), headers).status_code == 200
+
+        healthy = None
+        for _ in range(60):  # the worker runs the heartbeat task enqueued at start
+            healthy = httpx.get(f"{base}/health", timeout=5)
+            if healthy.status_code == 200:
+                break
+            time.sleep(0.5)
+        assert healthy is not None and healthy.status_code == 200, healthy.text
+        children = psutil.Process(process.pid).children(recursive=True)
+        assert len(children) >= 2
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            rest = process.communicate(timeout=40)[0]
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
+    assert process.returncode == 0, rest
+    assert "stopped" in rest
+    time.sleep(0.5)
+    assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
