@@ -326,3 +326,73 @@ def llm_attempt(
 
 def _ms_since(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
+
+
+def routing_settings() -> dict:
+    """What the router works with (for the stats endpoint and the dashboard)."""
+    return {
+        "fast_model": settings.HYPERGUILD_FAST_MODEL,
+        "thinking_model": settings.HYPERGUILD_THINKING_MODEL,
+        "floor": settings.HYPERGUILD_ROUTE_LOCAL_FLOOR,
+        "ceil": settings.HYPERGUILD_ROUTE_LOCAL_CEIL,
+        "window": settings.HYPERGUILD_ROUTE_WINDOW,
+        "min_samples": settings.HYPERGUILD_ROUTE_MIN_SAMPLES,
+        "pass_rate_ttl_seconds": settings.HYPERGUILD_PASS_RATE_TTL_SECONDS,
+    }
+
+
+def routing_stats(since) -> dict:
+    """Per-skill pass rates, call counts per model and the fast model's share, for entries since `since`.
+
+    A call is counted once, by its final entry. `pass_rate` is the share of
+    calls that ended in a pass; `router_pass_rate` the share of the router's
+    own first choices that passed (what routing decides on).
+    """
+    from django.db.models import Count, Q
+
+    fast = settings.HYPERGUILD_FAST_MODEL
+    entries = RoutingEntry.objects.since(since)
+    finals = (
+        entries.final()
+        .values("skill", "model")
+        .annotate(calls=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.PASS)))
+        .order_by("skill", "model")
+    )
+    choices = {
+        row["skill"]: row
+        for row in entries.router_choices()
+        .values("skill")
+        .annotate(total=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.PASS)))
+        .order_by("skill")
+    }
+    retries = dict(
+        entries.filter(reason=RoutingEntry.FAIL_OPEN).values_list("skill").annotate(n=Count("id")).order_by("skill")
+    )
+    per_skill: dict[str, dict] = {}
+    models: dict[str, int] = {}
+    for row in finals:
+        skill = per_skill.setdefault(row["skill"], {"calls": 0, "passes": 0, "calls_by_model": {}, "fast_calls": 0})
+        skill["calls"] += row["calls"]
+        skill["passes"] += row["passes"]
+        skill["calls_by_model"][row["model"]] = row["calls"]
+        if row["model"] == fast:
+            skill["fast_calls"] += row["calls"]
+        models[row["model"]] = models.get(row["model"], 0) + row["calls"]
+    skills_out = {}
+    for name, skill in per_skill.items():
+        chosen = choices.get(name)
+        skills_out[name] = {
+            "calls": skill["calls"],
+            "pass_rate": round(skill["passes"] / skill["calls"], 4),
+            "router_pass_rate": round(chosen["passes"] / chosen["total"], 4) if chosen else None,
+            "calls_by_model": skill["calls_by_model"],
+            "fast_share": round(skill["fast_calls"] / skill["calls"], 4),
+            "fail_open_retries": retries.get(name, 0),
+        }
+    total = sum(models.values())
+    return {
+        "calls": total,
+        "calls_by_model": models,
+        "fast_share": round(models.get(fast, 0) / total, 4) if total else None,
+        "skills": skills_out,
+    }

@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from supervisor.routing_api import RoutingStatsView
+
+urlpatterns: list = [
+    path("routing/stats", RoutingStatsView.as_view(), name="supervisor-routing-stats"),
+]
