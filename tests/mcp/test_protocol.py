@@ -316,3 +316,13 @@ def test_a_client_that_goes_away_cancels_its_call(asgi_server, selftest_endpoint
             assert response.headers["content-type"].startswith("text/event-stream")
             assert state.started.wait(10)
     assert state.cancel_seen.wait(10)
+
+
+def test_every_call_writes_one_structured_log_line(asgi_server, selftest_endpoint, caplog):
+    _, _, url = selftest_endpoint
+    with caplog.at_level("INFO", logger="hyperguild.mcp"):
+        call_tool(url, "echo", {"text": "logged"})
+    lines = [json.loads(r.getMessage()[4:]) for r in caplog.records if r.name == "hyperguild.mcp"]
+    assert len(lines) == 1
+    assert lines[0]["endpoint"] == "selftest" and lines[0]["method"] == "tools/call" and lines[0]["tool"] == "echo"
+    assert lines[0]["status"] == "ok" and lines[0]["http"] == 200 and lines[0]["duration_ms"] >= 0
