@@ -86,27 +86,6 @@ class SkillRun(models.Model):
         return self.status not in self.UNFINISHED
 
 
-class WorkerSlot(models.Model):
-    """A seat in the pool of concurrent `claude` workers (SUPERVISOR_MAX_WORKERS seats).
-
-    Workers in any process claim a free seat with a conditional UPDATE; a
-    seat whose holder stopped heart-beating (crashed process) is free again
-    after a grace period.
-    """
-
-    number = models.PositiveSmallIntegerField(unique=True)
-    run = models.ForeignKey(SkillRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    holder = models.CharField(max_length=200, blank=True, default="")
-    claimed_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-
-    class Meta:
-        ordering = ["number"]
-
-    def __str__(self) -> str:
-        return f"slot {self.number} ({self.holder or 'free'})"
-
-
 class RoutingEntryQuerySet(models.QuerySet):
     def for_skill(self, skill: str) -> RoutingEntryQuerySet:
         return self.filter(skill=skill)
