@@ -127,7 +127,11 @@ class RoutingEntry(models.Model):
     PASS = "pass"
     FAIL = "fail"
     ERROR = "error"
-    STATUS_CHOICES = [(PASS, "pass"), (FAIL, "fail: answered, but failed a check"), (ERROR, "error: no usable answer")]
+    STATUS_CHOICES = [
+        (PASS, "pass"),
+        (FAIL, "fail: no passing answer (gateway error, invalid answer or failed check)"),
+        (ERROR, "error: hyperguild could not run the attempt"),
+    ]
 
     # Request/response bodies are kept for training extraction, capped so a
     # huge prompt cannot bloat the table.
@@ -141,7 +145,12 @@ class RoutingEntry(models.Model):
     status = models.CharField(max_length=8, choices=STATUS_CHOICES, db_index=True)
     is_final = models.BooleanField(default=True, help_text="this entry's status is the call's outcome")
     attempt_of = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="retries", help_text="the failed attempt this retries"
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="retries",
+        help_text="the failed attempt this retries",
     )
     latency_ms = models.PositiveIntegerField(default=0)
     prompt_tokens = models.PositiveIntegerField(null=True, blank=True)

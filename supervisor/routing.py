@@ -76,7 +76,7 @@ class Decision:
 class Attempt:
     """What one model call came to. `status` is decided by checks, never by the model."""
 
-    status: str  # RoutingEntry.PASS / FAIL / ERROR
+    status: str  # RoutingEntry.PASS / FAIL / ERROR (see RoutingEntry.STATUS_CHOICES)
     data: Any = None
     error: str = ""
     latency_ms: int = 0
@@ -309,7 +309,8 @@ def llm_attempt(
                 response=result.text if result else (exc.text or ""),
             )
         except LLMError as exc:
-            return Attempt(RoutingEntry.ERROR, error=str(exc), latency_ms=_ms_since(started), request=messages)
+            # Unreachable gateway, unknown model, bad key: for the router this model failed the call.
+            return Attempt(RoutingEntry.FAIL, error=str(exc), latency_ms=_ms_since(started), request=messages)
         problem = check(data) if check else None
         return Attempt(
             RoutingEntry.FAIL if problem else RoutingEntry.PASS,

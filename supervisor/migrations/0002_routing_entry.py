@@ -44,8 +44,8 @@ class Migration(migrations.Migration):
                     models.CharField(
                         choices=[
                             ("pass", "pass"),
-                            ("fail", "fail: answered, but failed a check"),
-                            ("error", "error: no usable answer"),
+                            ("fail", "fail: no passing answer (gateway error, invalid answer or failed check)"),
+                            ("error", "error: hyperguild could not run the attempt"),
                         ],
                         db_index=True,
                         max_length=8,
