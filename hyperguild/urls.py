@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 
-from hyperguild import views
+from hyperguild import ui, views
 from hyperguild.mcp.views import McpView
 
 mcp_view = McpView.as_view()
@@ -17,4 +17,5 @@ urlpatterns = [
     path("", include("brain.urls")),
     path("", include("supervisor.urls")),
     path("", include("sessions.urls")),
+    path("", ui.home, name="hyperguild-home"),
 ]

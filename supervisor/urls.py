@@ -1,7 +1,13 @@
 from django.urls import path
 
+from supervisor import views
 from supervisor.routing_api import RoutingStatsView
 
 urlpatterns: list = [
     path("routing/stats", RoutingStatsView.as_view(), name="supervisor-routing-stats"),
+]
+
+# Browser UI (templates/supervisor/): the routing dashboard. /routing/stats stays the JSON view.
+urlpatterns += [
+    path("routing/", views.routing_dashboard, name="supervisor-routing"),
 ]

@@ -1,0 +1,232 @@
+"""Browser pages for sessions and training-data curation.
+
+Sessions: a list and one timeline per session (entries, skill runs, notes
+written from it). Training: candidates by kind and status, one example with
+its conversation (SFT) or its pair side by side (DPO) and the verification
+evidence, and the curation actions, which all go through `sessions.actions`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count, Q
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils import timezone
+
+from brain.models import Note
+from hyperguild.ui import paginate, staff_action, staff_page
+from sessions import actions
+from sessions.models import AgentSession, SessionEntry, TrainingExample
+from supervisor.models import SkillRun
+
+TIMELINE_LIMIT = 1000  # entries shown on a session page; longer sessions show the first ones and say so
+MESSAGE_FIELDS_BY_KIND = {
+    TrainingExample.Kind.SFT: ("prompt", "completion"),
+    TrainingExample.Kind.DPO: ("prompt", "chosen", "rejected"),
+}
+
+
+# --- sessions -----------------------------------------------------------------------------
+
+
+@login_required
+def session_list(request: HttpRequest) -> HttpResponse:
+    sessions = AgentSession.objects.annotate(n_entries=Count("entries")).order_by("-updated_at", "-id")
+    query = request.GET.get("q", "").strip()[:200]
+    if query:
+        sessions = sessions.filter(Q(external_id__icontains=query) | Q(project__icontains=query))
+    page, querystring = paginate(request, sessions)
+    return render(request, "sessions/session_list.html", {"page_obj": page, "querystring": querystring, "q": query})
+
+
+@login_required
+def session_detail(request: HttpRequest, external_id: str) -> HttpResponse:
+    session = get_object_or_404(AgentSession, external_id=external_id)
+    entries = list(SessionEntry.objects.filter(session=session).order_by("seq")[: TIMELINE_LIMIT + 1])
+    truncated = len(entries) > TIMELINE_LIMIT
+    entries = entries[:TIMELINE_LIMIT]
+    runs = list(SkillRun.objects.in_session(external_id).order_by("created_at"))
+    notes = list(Note.objects.filter(session_id=external_id).only(
+        "id", "slug", "title", "status", "wing", "hall", "created_at"
+    ).order_by("created_at"))
+    # One timeline, in time order: what the session logged, what the supervisor ran, what the brain kept.
+    timeline: list[tuple[datetime, str, object]] = [(e.occurred_at or e.created_at, "entry", e) for e in entries]
+    timeline += [(run.created_at, "run", run) for run in runs]
+    timeline += [(note.created_at, "note", note) for note in notes]
+    timeline.sort(key=lambda item: (item[0] or timezone.now(), item[1]))
+    return render(request, "sessions/session_detail.html", {
+        "session": session, "timeline": timeline, "truncated": truncated, "n_entries": len(entries),
+        "runs": runs, "notes": notes,
+    })
+
+
+# --- training data ------------------------------------------------------------------------
+
+
+class TrainingFilterForm(forms.Form):
+    kind = forms.ChoiceField(required=False, choices=[("", "any kind"), *TrainingExample.Kind.choices])
+    status = forms.ChoiceField(required=False, choices=[("", "any status"), *TrainingExample.Status.choices])
+    skill = forms.CharField(required=False, max_length=100)
+    flagged = forms.ChoiceField(required=False, choices=[("", "flagged or not"), ("1", "flagged"), ("0", "not flagged")])
+
+
+class RejectExampleForm(forms.Form):
+    reason = forms.CharField(required=False, max_length=2000)
+
+
+def _filtered_examples(form: TrainingFilterForm):
+    examples = TrainingExample.objects.all()
+    if form.is_valid():
+        data = form.cleaned_data
+        if data["kind"]:
+            examples = examples.filter(kind=data["kind"])
+        if data["status"]:
+            examples = examples.filter(status=data["status"])
+        if data["skill"]:
+            examples = examples.filter(skill=data["skill"])
+        if data["flagged"]:
+            examples = examples.filter(flagged=data["flagged"] == "1")
+    return examples.select_related("reviewer").order_by("-created_at", "-id")
+
+
+@login_required
+def training_list(request: HttpRequest) -> HttpResponse:
+    params = request.GET.copy()
+    if "status" not in params:
+        params["status"] = TrainingExample.Status.CANDIDATE  # the work waiting is what a curator wants first
+    form = TrainingFilterForm(params)
+    page, querystring = paginate(request, _filtered_examples(form))
+    counts = {
+        (row["kind"], row["status"]): row["n"]
+        for row in TrainingExample.objects.order_by().values("kind", "status").annotate(n=Count("id"))
+    }
+    count_table = [
+        {"kind": kind, "label": label, "cells": [
+            {"status": status, "n": counts.get((kind, status), 0)} for status in TrainingExample.Status.values
+        ]}
+        for kind, label in TrainingExample.Kind.choices
+    ]
+    return render(request, "sessions/training_list.html", {
+        "form": form, "page_obj": page, "querystring": querystring, "count_table": count_table,
+        "statuses": TrainingExample.Status.values,
+        "approved_sft": counts.get(("sft", "approved"), 0), "approved_dpo": counts.get(("dpo", "approved"), 0),
+    })
+
+
+def _example_page(request: HttpRequest, example: TrainingExample, *, errors: list[str] | None = None,
+                  status: int = 200) -> HttpResponse:
+    provenance = example.provenance or {}
+    run_ids = [run for run in provenance.get("runs") or [] if isinstance(run, int)]
+    runs = list(SkillRun.objects.filter(pk__in=run_ids[:50]).order_by("created_at")) if run_ids else []
+    next_example = (
+        TrainingExample.objects.candidates().filter(kind=example.kind).exclude(pk=example.pk)
+        .filter(Q(created_at__lt=example.created_at) | Q(created_at=example.created_at, id__lt=example.id))
+        .only("id").first()
+    )
+    return render(request, "sessions/training_detail.html", {
+        "example": example,
+        "verification": provenance.get("verification"),
+        "verification_json": json.dumps(provenance.get("verification"), indent=2, ensure_ascii=False, default=str),
+        "provenance_json": json.dumps(provenance, indent=2, ensure_ascii=False, default=str),
+        "runs": runs,
+        "session_id": provenance.get("session_id") or "",
+        "next_example": next_example,
+        "editable_fields": [(name, getattr(example, name)) for name in MESSAGE_FIELDS_BY_KIND[example.kind]],
+        "errors": errors or [],
+    }, status=status)
+
+
+@login_required
+def training_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    return _example_page(request, get_object_or_404(TrainingExample, pk=pk))
+
+
+def _after_curation(example: TrainingExample) -> HttpResponse:
+    """Go on to the next candidate of the same kind, or back to the list."""
+    following = (
+        TrainingExample.objects.candidates().filter(kind=example.kind).exclude(pk=example.pk)
+        .order_by("-created_at", "-id").only("id").first()
+    )
+    if following is not None:
+        return redirect("sessions-training-detail", pk=following.pk)
+    return redirect(f"{reverse('sessions-training')}?kind={example.kind}")
+
+
+@staff_action
+def approve_example(request: HttpRequest, pk: int) -> HttpResponse:
+    example = actions.do_approve_example(get_object_or_404(TrainingExample, pk=pk), reviewer=request.user)
+    messages.success(request, f"Approved {example.kind.upper()} example #{example.pk}.")
+    return _after_curation(example)
+
+
+@staff_action
+def reject_example(request: HttpRequest, pk: int) -> HttpResponse:
+    example = get_object_or_404(TrainingExample, pk=pk)
+    form = RejectExampleForm(request.POST)
+    if not form.is_valid():
+        return _example_page(request, example, errors=[str(e) for e in form.errors.get("reason", [])], status=400)
+    example = actions.do_reject_example(example, reviewer=request.user, reason=form.cleaned_data["reason"].strip())
+    messages.success(request, f"Rejected {example.kind.upper()} example #{example.pk}.")
+    return _after_curation(example)
+
+
+@staff_action
+def swap_example(request: HttpRequest, pk: int) -> HttpResponse:
+    example = get_object_or_404(TrainingExample, pk=pk)
+    try:
+        actions.do_swap_dpo(example, reviewer=request.user)
+    except actions.InvalidExampleEdit as exc:
+        return _example_page(request, example, errors=[str(exc)], status=400)
+    messages.success(request, f"Swapped chosen and rejected of #{example.pk}.")
+    return redirect("sessions-training-detail", pk=example.pk)
+
+
+def messages_from_post(post, field: str) -> list[dict] | None:
+    """`<field>-<i>-role` / `<field>-<i>-content` pairs → a message list; None when the form had none."""
+    result = []
+    index = 0
+    while f"{field}-{index}-role" in post:
+        # Browsers send CRLF in textareas; training text keeps the plain newlines it was written with.
+        content = post.get(f"{field}-{index}-content", "").replace("\r\n", "\n")
+        result.append({"role": post[f"{field}-{index}-role"], "content": content})
+        index += 1
+    return result if index else None
+
+
+@staff_action
+def edit_example(request: HttpRequest, pk: int) -> HttpResponse:
+    example = get_object_or_404(TrainingExample, pk=pk)
+    fields = {}
+    for name in MESSAGE_FIELDS_BY_KIND[example.kind]:
+        value = messages_from_post(request.POST, name)
+        if value is not None:
+            fields[name] = value
+    if "review_note" in request.POST:
+        fields["review_note"] = request.POST["review_note"][:2000]
+    try:
+        example = actions.do_edit_example(example, reviewer=request.user, **fields)
+    except actions.InvalidExampleEdit as exc:
+        return _example_page(request, example, errors=[str(exc)], status=400)
+    messages.success(request, f"Saved your edits to #{example.pk}.")
+    return redirect("sessions-training-detail", pk=example.pk)
+
+
+@staff_page
+def export_examples(request: HttpRequest, kind: str) -> HttpResponse:
+    """The approved examples of one kind as JSONL in the shape TRL reads (the `trainer_export` logic)."""
+    from sessions import training_export
+
+    if kind not in TrainingExample.Kind.values:
+        return HttpResponseBadRequest("kind must be sft or dpo")
+    lines = training_export.export_lines(kind)
+    response = HttpResponse("".join(line + "\n" for line in lines), content_type="application/jsonl; charset=utf-8")
+    stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+    response["Content-Disposition"] = f'attachment; filename="hyperguild-{kind}-{stamp}.jsonl"'
+    return response

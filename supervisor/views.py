@@ -1,0 +1,121 @@
+"""The routing dashboard: pass rate per skill over time, calls per model, the latest decisions.
+
+The chart is an SVG drawn on the server (no chart library, works offline);
+`pass_rate_chart` turns bucketed counts into polylines. The pass rate is
+measured the way the router measures it: on first attempts the router chose
+itself (`RoutingEntry.objects.router_choices()`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.db.models import Avg, Count, Max, Min, Q
+from django.db.models.functions import TruncDay, TruncHour
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+
+from supervisor.models import RoutingEntry
+
+WINDOW_CHOICES = (1, 7, 30, 90)
+DEFAULT_WINDOW_DAYS = 30
+LATEST_DECISIONS = 30
+HOURLY_BELOW = timedelta(hours=48)  # shorter spans are bucketed by hour, longer by day
+CHART_WIDTH, CHART_HEIGHT = 760, 260
+CHART_PAD_LEFT, CHART_PAD_RIGHT, CHART_PAD_TOP, CHART_PAD_BOTTOM = 44, 16, 12, 28
+PALETTE = ("#3056d3", "#127a3e", "#b42318", "#8a5a00", "#7a3ec8", "#0e7490", "#c2410c", "#4d7c0f")
+
+
+@dataclass
+class Series:
+    skill: str
+    color: str
+    points: list[tuple[float, float, datetime, float, int]] = field(default_factory=list)  # x, y, when, rate, n
+
+    @property
+    def polyline(self) -> str:
+        return " ".join(f"{x:.1f},{y:.1f}" for x, y, *_ in self.points)
+
+
+def pass_rate_chart(rows: list[dict], start: datetime, end: datetime) -> dict:
+    """rows: {skill, bucket, passed, total} → series with SVG coordinates, plus the axes."""
+    inner_w = CHART_WIDTH - CHART_PAD_LEFT - CHART_PAD_RIGHT
+    inner_h = CHART_HEIGHT - CHART_PAD_TOP - CHART_PAD_BOTTOM
+    span = max((end - start).total_seconds(), 1.0)
+
+    def x_of(moment: datetime) -> float:
+        return CHART_PAD_LEFT + inner_w * min(max((moment - start).total_seconds() / span, 0.0), 1.0)
+
+    def y_of(rate: float) -> float:
+        return CHART_PAD_TOP + inner_h * (1.0 - rate)
+
+    series: dict[str, Series] = {}
+    for row in sorted(rows, key=lambda r: (r["skill"], r["bucket"])):
+        if row["skill"] not in series:
+            series[row["skill"]] = Series(row["skill"], PALETTE[len(series) % len(PALETTE)])
+        rate = row["passed"] / row["total"] if row["total"] else 0.0
+        series[row["skill"]].points.append((x_of(row["bucket"]), y_of(rate), row["bucket"], rate, row["total"]))
+    y_ticks = [{"y": y_of(v), "label": f"{int(v * 100)}%"} for v in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    x_ticks = [{"x": x_of(start + (end - start) * i / 4), "label": (start + (end - start) * i / 4)} for i in range(5)]
+    return {
+        "series": list(series.values()), "width": CHART_WIDTH, "height": CHART_HEIGHT,
+        "y_ticks": y_ticks, "x_ticks": x_ticks, "left": CHART_PAD_LEFT, "right": CHART_WIDTH - CHART_PAD_RIGHT,
+        "top": CHART_PAD_TOP, "bottom": CHART_HEIGHT - CHART_PAD_BOTTOM,
+        "floor_y": y_of(settings.HYPERGUILD_ROUTE_LOCAL_FLOOR), "ceil_y": y_of(settings.HYPERGUILD_ROUTE_LOCAL_CEIL),
+    }
+
+
+@login_required
+def routing_dashboard(request: HttpRequest) -> HttpResponse:
+    try:
+        days = int(request.GET.get("days", DEFAULT_WINDOW_DAYS))
+    except ValueError:
+        days = DEFAULT_WINDOW_DAYS
+    if days not in WINDOW_CHOICES:
+        days = DEFAULT_WINDOW_DAYS
+    now = timezone.now()
+    window = RoutingEntry.objects.since(now - timedelta(days=days))
+    choices = window.router_choices()
+
+    span = choices.aggregate(first=Min("created_at"), last=Max("created_at"))
+    start, end = span["first"] or now - timedelta(days=days), span["last"] or now
+    trunc = TruncHour if end - start < HOURLY_BELOW else TruncDay
+    rows = list(
+        choices.annotate(bucket=trunc("created_at")).values("skill", "bucket").order_by()
+        .annotate(passed=Count("id", filter=Q(status=RoutingEntry.PASS)), total=Count("id"))
+    )
+    if rows:
+        start = min(row["bucket"] for row in rows)
+        end = max(max(row["bucket"] for row in rows), start + (timedelta(hours=1) if trunc is TruncHour else timedelta(days=1)))
+
+    per_skill = list(
+        choices.values("skill").order_by("skill").annotate(
+            total=Count("id"), passed=Count("id", filter=Q(status=RoutingEntry.PASS)),
+            fast=Count("id", filter=Q(model=settings.HYPERGUILD_FAST_MODEL)),
+        )
+    )
+    for row in per_skill:
+        row["pass_rate"] = row["passed"] / row["total"] if row["total"] else None
+        row["fast_share"] = row["fast"] / row["total"] if row["total"] else None
+    per_model = list(
+        window.values("model").order_by().annotate(
+            calls=Count("id"), passed=Count("id", filter=Q(status=RoutingEntry.PASS)), latency=Avg("latency_ms"),
+        ).order_by("-calls")
+    )
+    all_calls = sum(row["calls"] for row in per_model)
+    for row in per_model:
+        row["share"] = row["calls"] / all_calls if all_calls else 0
+    routed = sum(row["total"] for row in per_skill)
+    fast = sum(row["fast"] for row in per_skill)
+    latest = list(window.select_related("attempt_of").order_by("-created_at", "-id")[:LATEST_DECISIONS])
+    return render(request, "supervisor/routing.html", {
+        "days": days, "window_choices": WINDOW_CHOICES, "hourly": trunc is TruncHour,
+        "chart": pass_rate_chart(rows, start, end), "per_skill": per_skill, "per_model": per_model,
+        "routed": routed, "fast_share": (fast / routed) if routed else None, "all_calls": all_calls,
+        "fast_model": settings.HYPERGUILD_FAST_MODEL, "thinking_model": settings.HYPERGUILD_THINKING_MODEL,
+        "latest": latest, "floor": settings.HYPERGUILD_ROUTE_LOCAL_FLOOR, "ceil": settings.HYPERGUILD_ROUTE_LOCAL_CEIL,
+    })
