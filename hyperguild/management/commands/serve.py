@@ -61,7 +61,7 @@ class Command(BaseCommand):
         children: list[subprocess.Popen] = []
         server = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "hyperguild.asgi:application", "--host", host, "--port", str(port),
-             "--timeout-graceful-shutdown", "5", "--no-access-log"],
+             "--timeout-graceful-shutdown", "5", "--no-access-log", "--lifespan", "off"],
             start_new_session=True,
         )
         children.append(server)
