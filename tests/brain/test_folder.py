@@ -1,0 +1,178 @@
+"""Brain folders: import, export, and the two-way mirror."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from brain.actions import do_promote_note, do_reject_note, do_write_raw_note
+from brain.folder import export_folder, import_folder, sync_mirror
+from brain.models import Note, NoteLink, NoteStatus
+from brain.tasks import schedules
+
+pytestmark = pytest.mark.django_db
+
+WINGS = ["concepts", "entities", "sources"]
+HALLS = ["python", "databases", "ops"]
+UNICODE_TITLES = ["Café au lait ☕", "Straße und Öl", "日本語のメモ", "Ελληνικά σημειώσεις", "naïve résumé"]
+
+
+def frontmatter_shape(i: int) -> str:
+    shapes = [
+        "",  # no frontmatter at all: title from the heading
+        f"---\ntitle: Note number {i}\n---\n",
+        f"---\ntitle: 'Quoted: {i}'\ntags:\n  - t{i % 7}\n  - shared\ncreated: 2024-01-{i % 28 + 1:02d}\n---\n",
+        f"---\ntitle: Nested {i}\nmeta:\n  score: {i / 10}\n  flags: [a, b]\nrelated:\n  - '[[note-{(i + 1) % 200}]]'\n---\n",
+        f"---\ntitle: {UNICODE_TITLES[i % len(UNICODE_TITLES)]} {i}\nlinks: note-{(i + 3) % 200}\ndraft: true\n---\n",
+        "---\n---\n",  # empty frontmatter: title from the file name
+    ]
+    return shapes[i % len(shapes)]
+
+
+def make_brain(root: Path, count: int = 210) -> None:
+    for i in range(count):
+        body = f"# Heading {i}\n\nText about topic {i % 11}. See [[note-{(i * 7) % count}]] and [[missing-{i % 5}|a missing one]].\n"
+        if i % 3 == 0:
+            rel = f"raw/note-{i}.md"
+        elif i % 3 == 1:
+            rel = f"wiki/{WINGS[i % 3]}/{HALLS[i % 3]}/note-{i}.md"
+        elif i % 9 == 2:
+            rel = f"wiki/{WINGS[i % 3]}/{HALLS[(i + 1) % 3]}/deeper/down/note-{i}.md"
+        else:
+            rel = f"wiki/{WINGS[(i + 1) % 3]}/note-{i}.md"
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(frontmatter_shape(i) + body, encoding="utf-8")
+    (root / "wiki/concepts/Ünïcode Fïle Name.md").write_text("---\ntitle: Ünïcode file\n---\nbody\n", encoding="utf-8")
+    (root / "wiki/concepts/broken.md").write_text("---\ntitle: [unclosed\n---\nbody\n", encoding="utf-8")
+    (root / "raw/empty.md").write_text("", encoding="utf-8")
+    (root / "training-data").mkdir()
+    (root / "training-data/ignored.md").write_text("not a note", encoding="utf-8")
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_import_export_reimport_is_a_fixed_point(tmp_path):
+    source = tmp_path / "brain"
+    make_brain(source)
+
+    first = import_folder(source)
+    assert first.added == 211
+    assert sorted(name for name, _ in first.errors) == ["raw/empty.md", "wiki/concepts/broken.md"]
+    assert "not valid YAML" in dict(first.errors)["wiki/concepts/broken.md"]
+    assert "empty" in dict(first.errors)["raw/empty.md"]
+
+    again = import_folder(source)
+    assert (again.added, again.updated, again.archived, again.unchanged) == (0, 0, 0, 211)
+
+    export_folder(tmp_path / "export1")
+    reimported = import_folder(tmp_path / "export1")
+    assert reimported.changes == 0 and reimported.errors == []
+    export_folder(tmp_path / "export2")
+    first_export, second_export = tree_bytes(tmp_path / "export1"), tree_bytes(tmp_path / "export2")
+    assert first_export == second_export
+    assert len(first_export) == 211
+
+
+def test_imported_notes_get_their_place_title_and_links_from_the_folder(tmp_path):
+    make_brain(tmp_path, count=30)
+    import_folder(tmp_path)
+    deep = Note.objects.get(slug="deeper/down/note-2")
+    assert (deep.status, deep.wing, deep.hall) == (NoteStatus.WIKI, "sources", "python")
+    assert deep.path == "wiki/sources/python/deeper/down/note-2.md"
+    assert Note.objects.get(slug="note-0").title == "Heading 0"  # no frontmatter: the heading
+    assert Note.objects.get(slug="note-4").title == "naïve résumé 4"
+    assert Note.objects.get(slug="note-4").frontmatter == {"links": "note-7", "draft": True}
+    assert Note.objects.get(slug="note-5").title == "Heading 5"  # empty frontmatter: the heading
+    unicode_name = Note.objects.get(slug="unicode-file-name")
+    assert unicode_name.title == "Ünïcode file"
+    assert NoteLink.objects.filter(source__slug="note-3", target_slug="note-4", kind="related", target__isnull=False).exists()
+    assert NoteLink.objects.filter(target_slug="missing-0", target__isnull=True).exists()
+
+
+def test_the_import_command_prints_a_summary_with_the_broken_file_named(tmp_path):
+    make_brain(tmp_path, count=12)
+    out = io.StringIO()
+    call_command("brain_import", str(tmp_path), "--no-progress", stdout=out, stderr=io.StringIO())
+    text = out.getvalue()
+    assert "added 13, updated 0, unchanged 0, archived 0, errors 2" in text
+    assert "wiki/concepts/broken.md" in text and "raw/empty.md" in text
+    assert "Imported the brain folder" in text
+    out = io.StringIO()
+    call_command("brain_import", str(tmp_path), "--no-progress", stdout=out, stderr=io.StringIO())
+    assert "added 0, updated 0, unchanged 13, archived 0" in out.getvalue()
+
+
+def test_the_export_command_leaves_out_rejected_and_archived_notes(tmp_path, django_user_model):
+    reviewer = django_user_model.objects.create_user("r")
+    do_write_raw_note(title="Keep", body="x")
+    do_reject_note(do_write_raw_note(title="Drop", body="y"), reviewer=reviewer, reason="no")
+    out = io.StringIO()
+    call_command("brain_export", str(tmp_path), "--no-progress", stdout=out, stderr=io.StringIO())
+    assert sorted(tree_bytes(tmp_path)) == ["raw/keep.md"]
+    assert (tmp_path / "raw/keep.md").read_text() == "---\ntitle: Keep\n---\nx"
+    assert "Exported 1 note(s)." in out.getvalue()
+
+
+def test_an_edit_on_disk_is_picked_up_by_the_mirror(tmp_path):
+    note = do_write_raw_note(title="Mirror me", body="first")
+    sync_mirror(tmp_path)
+    path = tmp_path / "raw/mirror-me.md"
+    assert path.read_text() == "---\ntitle: Mirror me\n---\nfirst"
+    path.write_text("---\ntitle: Mirror me\n---\nedited on disk [[elsewhere]]", encoding="utf-8")
+    os.utime(path, ns=(1, 1))  # a different mtime, as an editor would leave
+    summary = sync_mirror(tmp_path)
+    note.refresh_from_db()
+    assert summary.updated == 1
+    assert note.body == "edited on disk [[elsewhere]]"
+    assert note.links_out.filter(target_slug="elsewhere").exists()
+    assert sync_mirror(tmp_path).changes == 0
+
+
+def test_a_file_removed_on_disk_archives_its_note_and_never_deletes_it(tmp_path):
+    note = do_write_raw_note(title="Going away", body="x")
+    sync_mirror(tmp_path)
+    (tmp_path / "raw/going-away.md").unlink()
+    summary = sync_mirror(tmp_path)
+    note.refresh_from_db()
+    assert summary.archived == 1
+    assert note.status == NoteStatus.ARCHIVED and "removed from the brain folder" in note.review_note
+    assert sync_mirror(tmp_path).changes == 0
+    assert not (tmp_path / "raw/going-away.md").exists()
+
+
+def test_notes_written_through_the_service_appear_on_disk_and_move_when_promoted(tmp_path, django_user_model):
+    sync_mirror(tmp_path)
+    note = do_write_raw_note(title="From the service", body="hello")
+    assert sync_mirror(tmp_path).written == 1
+    assert (tmp_path / "raw/from-the-service.md").is_file()
+    do_promote_note(note, reviewer=django_user_model.objects.create_user("r"), wing="concepts", hall="ops")
+    summary = sync_mirror(tmp_path)
+    assert (summary.written, summary.removed) == (1, 1)
+    assert not (tmp_path / "raw/from-the-service.md").exists()
+    assert (tmp_path / "wiki/concepts/ops/from-the-service.md").read_text().endswith("hello")
+    assert Note.objects.get(pk=note.pk).status == NoteStatus.WIKI
+
+
+def test_a_new_file_on_disk_becomes_a_note_and_a_broken_one_is_reported(tmp_path):
+    (tmp_path / "wiki/concepts").mkdir(parents=True)
+    (tmp_path / "wiki/concepts/new.md").write_text("---\ntitle: New\n---\nbody", encoding="utf-8")
+    (tmp_path / "wiki/concepts/bad.md").write_text("---\n- not a mapping\n---\n", encoding="utf-8")
+    summary = sync_mirror(tmp_path)
+    assert summary.added == 1
+    assert [name for name, _ in summary.errors] == ["wiki/concepts/bad.md"]
+    assert Note.objects.get(slug="new").wing == "concepts"
+
+
+def test_the_mirror_schedule_exists_only_with_brain_dir(settings, tmp_path):
+    settings.BRAIN_DIR = ""
+    assert schedules() == []
+    settings.BRAIN_DIR = str(tmp_path)
+    settings.BRAIN_SYNC_INTERVAL = 120
+    assert schedules() == [("brain-mirror", "brain.tasks.sync_brain_dir", 120)]
