@@ -1,0 +1,87 @@
+"""manage.py routing_sim: replay a synthetic workload through the real router.
+
+    manage.py routing_sim --skills review:0.95/0.99,debug:0.6/0.9 --calls 2000 \
+        --drop-at 1000 --drop-to 0.5 --drop-skills review --seed 1
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from tqdm import tqdm
+
+from supervisor.routing_sim import SimReport, SimSpecError, parse_skills, simulate
+
+
+class Command(BaseCommand):
+    help = (
+        "Replay a synthetic workload (per-skill pass probabilities of the fast and the thinking model) through the "
+        "real router, in a transaction that is rolled back, and print thinking calls saved, pass rate lost and "
+        "adaptation to a mid-run quality drop, against always using the thinking model."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--skills",
+            required=True,
+            help="skill:fast/thinking pass probabilities, comma-separated, e.g. review:0.95/0.99,debug:0.6/0.9",
+        )
+        parser.add_argument("--calls", type=int, default=2000, help="routed calls to simulate (default 2000)")
+        parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+        parser.add_argument("--drop-at", type=int, default=None, help="call index where the fast model's quality drops")
+        parser.add_argument(
+            "--drop-to", type=float, default=None, help="the fast model's pass probability after the drop"
+        )
+        parser.add_argument(
+            "--drop-skills", default="", help="comma-separated skills whose fast model drops (default: all of them)"
+        )
+        parser.add_argument(
+            "--ttl",
+            type=int,
+            default=0,
+            help="pass-rate cache TTL in calls' worth of seconds (default 0: fresh rate per call)",
+        )
+        parser.add_argument("--window", type=int, default=None, help="override HYPERGUILD_ROUTE_WINDOW")
+        parser.add_argument("--min-samples", type=int, default=None, help="override HYPERGUILD_ROUTE_MIN_SAMPLES")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def handle(self, *args, **options) -> None:
+        report = self.run(options)
+        for line in report.lines():
+            self.stdout.write(line)
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"routing_sim: {report.thinking_saved:.0%} thinking calls saved at {report.quality_retained:.1%} "
+                "of the always-thinking quality; nothing was kept in the database."
+            )
+        )
+
+    def run(self, options: dict) -> SimReport:
+        calls = options["calls"]
+        if calls < 1:
+            raise CommandError("--calls must be at least 1")
+        if (options["drop_at"] is None) != (options["drop_to"] is None):
+            raise CommandError("--drop-at and --drop-to go together")
+        if options["drop_to"] is not None and not 0 <= options["drop_to"] <= 1:
+            raise CommandError("--drop-to is a pass probability between 0 and 1")
+        if options["drop_at"] is not None and not 0 <= options["drop_at"] < calls:
+            raise CommandError("--drop-at must lie within the calls (0 … calls − 1)")
+        drop_skills = [name.strip() for name in options["drop_skills"].split(",") if name.strip()]
+        bar = None if options["no_progress"] else tqdm(total=calls, unit="call", file=self.stderr, leave=False)
+        try:
+            return simulate(
+                parse_skills(options["skills"]),
+                calls=calls,
+                seed=options["seed"],
+                drop_at=options["drop_at"],
+                drop_to=options["drop_to"],
+                drop_skills=drop_skills,
+                ttl=options["ttl"],
+                window=options["window"],
+                min_samples=options["min_samples"],
+                on_progress=(lambda done: bar.update(1)) if bar else None,
+            )
+        except SimSpecError as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            if bar:
+                bar.close()

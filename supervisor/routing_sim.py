@@ -1,0 +1,240 @@
+"""A synthetic workload replayed through the real router (for `manage.py routing_sim`).
+
+Each skill has a true pass probability per model (`review:0.95/0.99` means
+the fast model passes 95% of review calls, the thinking model 99%). Calls
+go through `supervisor.routing.route` exactly as tool calls do: the real
+pass-rate query, the real decision, fail-open, and real RoutingEntry rows,
+all inside a transaction that is rolled back at the end, so the user's
+database keeps nothing. Skills are prefixed with `sim:` so the real
+history of a skill never leaks into the simulation.
+
+The comparison is on RouteLLM's two axes against "always thinking":
+cost saved (the share of thinking-model calls avoided) at quality retained
+(the router's pass rate as a share of the always-thinking pass rate).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.test.utils import override_settings
+
+from supervisor.models import RoutingEntry
+from supervisor.routing import Attempt, RoutingFailed, route
+
+SIM_PREFIX = "sim:"
+SIM_FAST = "sim-fast"
+SIM_THINKING = "sim-thinking"
+# Adaptation: the dropped skill counts as "moved off the fast model" once the
+# fast model served fewer than half of its last ADAPT_WINDOW calls.
+ADAPT_WINDOW = 20
+
+
+class SimSpecError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class SkillProfile:
+    name: str
+    fast: float
+    thinking: float
+
+
+def parse_skills(text: str) -> list[SkillProfile]:
+    """`review:0.95/0.99,debug:0.6/0.9` → profiles (fast/thinking pass probabilities)."""
+    profiles = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, sep, probabilities = part.partition(":")
+        fast_text, slash, thinking_text = probabilities.partition("/")
+        if not sep or not slash or not name.strip():
+            raise SimSpecError(f"{part!r}: write skill:fast/thinking, e.g. review:0.95/0.99")
+        try:
+            fast, thinking = float(fast_text), float(thinking_text)
+        except ValueError:
+            raise SimSpecError(f"{part!r}: the pass probabilities must be numbers") from None
+        if not (0 <= fast <= 1 and 0 <= thinking <= 1):
+            raise SimSpecError(f"{part!r}: pass probabilities lie between 0 and 1")
+        profiles.append(SkillProfile(name.strip(), fast, thinking))
+    if not profiles:
+        raise SimSpecError("no skills given: e.g. --skills review:0.95/0.99,debug:0.6/0.9")
+    if len({p.name for p in profiles}) != len(profiles):
+        raise SimSpecError("a skill is given twice")
+    return profiles
+
+
+@dataclass
+class SkillTally:
+    calls: int = 0
+    passes: int = 0
+    fast_first: int = 0
+    thinking_calls: int = 0
+    model_calls: int = 0
+    baseline_expected: float = 0.0
+
+
+@dataclass
+class SimReport:
+    calls: int
+    thinking_calls: int
+    model_calls: int
+    passes: int
+    baseline_passes: float  # expected passes of "always thinking"
+    per_skill: dict[str, SkillTally]
+    drop_at: int | None
+    dropped: list[str]
+    # skill → calls of that skill after the drop until the router left the fast model (None: never)
+    adaptation: dict[str, int | None] = field(default_factory=dict)
+    # skill → share of that skill's calls that went to the fast model first, before / after the drop
+    fast_share_before: dict[str, float] = field(default_factory=dict)
+    fast_share_after: dict[str, float] = field(default_factory=dict)
+    entries_written: int = 0
+    entries_left: int = 0
+
+    @property
+    def thinking_saved(self) -> float:
+        return 1 - self.thinking_calls / self.calls if self.calls else 0.0
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passes / self.calls if self.calls else 0.0
+
+    @property
+    def baseline_pass_rate(self) -> float:
+        return self.baseline_passes / self.calls if self.calls else 0.0
+
+    @property
+    def quality_retained(self) -> float:
+        return self.pass_rate / self.baseline_pass_rate if self.baseline_pass_rate else 0.0
+
+    def lines(self) -> list[str]:
+        out = [
+            f"calls: {self.calls}; model calls: {self.model_calls} "
+            f"({self.model_calls - self.calls} fail-open retries); thinking-model calls: {self.thinking_calls} "
+            f"(always thinking: {self.calls})",
+            f"thinking calls saved: {self.thinking_saved:.1%}",
+            f"pass rate: router {self.pass_rate:.1%} vs always thinking {self.baseline_pass_rate:.1%} (expected)",
+            f"pass rate lost: {(self.baseline_pass_rate - self.pass_rate) * 100:+.1f} points "
+            f"({1 - self.quality_retained:.1%} of the always-thinking quality)",
+            f"RouteLLM axes: {self.thinking_saved:.0%} cost saved at {self.quality_retained:.1%} quality retained "
+            "(RouteLLM, MT Bench: 85% at 95%)",
+        ]
+        for name, tally in self.per_skill.items():
+            out.append(
+                f"  {name}: {tally.calls} calls, pass {tally.passes / max(tally.calls, 1):.1%}, "
+                f"fast first {tally.fast_first / max(tally.calls, 1):.1%}, "
+                f"thinking calls {tally.thinking_calls}"
+            )
+        for name in self.dropped:
+            moved = self.adaptation.get(name)
+            moved_text = f"after {moved} of its calls" if moved is not None else "never"
+            out.append(
+                f"adaptation ({name}, fast pass rate dropped at call {self.drop_at}): moved off the fast model "
+                f"{moved_text} (fast share of its last {ADAPT_WINDOW} calls < 50%); fast-first share "
+                f"{self.fast_share_before.get(name, 0):.1%} before the drop, {self.fast_share_after.get(name, 0):.1%} after"
+            )
+        out.append(f"RoutingEntry rows written: {self.entries_written}, left in the database: {self.entries_left}")
+        return out
+
+
+def simulate(
+    profiles: list[SkillProfile],
+    *,
+    calls: int,
+    seed: int = 1,
+    drop_at: int | None = None,
+    drop_to: float | None = None,
+    drop_skills: list[str] | None = None,
+    ttl: int = 0,
+    window: int | None = None,
+    min_samples: int | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> SimReport:
+    """Run `calls` routed calls through the real router and roll every row back."""
+    overrides = {
+        "HYPERGUILD_FAST_MODEL": SIM_FAST,
+        "HYPERGUILD_THINKING_MODEL": SIM_THINKING,
+        "HYPERGUILD_PASS_RATE_TTL_SECONDS": ttl,
+    }
+    if window is not None:
+        overrides["HYPERGUILD_ROUTE_WINDOW"] = window
+    if min_samples is not None:
+        overrides["HYPERGUILD_ROUTE_MIN_SAMPLES"] = min_samples
+    known = {p.name for p in profiles}
+    dropped = list(drop_skills) if drop_skills else ([p.name for p in profiles] if drop_to is not None else [])
+    unknown = set(dropped) - known
+    if unknown:
+        raise SimSpecError(f"--drop-skills names skills not in --skills: {', '.join(sorted(unknown))}")
+    if drop_to is None or drop_at is None:
+        dropped = []
+
+    outcomes = random.Random(seed)  # model answers pass or fail
+    choices = random.Random(seed + 1)  # which skill each call is for
+    router_rng = random.Random(seed + 2)  # the router's sampling
+    tallies = {p.name: SkillTally() for p in profiles}
+    first_models: dict[str, list[tuple[int, bool]]] = {p.name: [] for p in profiles}
+    report = SimReport(0, 0, 0, 0, 0.0, tallies, drop_at if dropped else None, dropped)
+
+    with override_settings(**overrides), transaction.atomic():
+        before = RoutingEntry.objects.count()
+        for index in range(calls):
+            profile = choices.choice(profiles)
+            tally = tallies[profile.name]
+            after_drop = drop_at is not None and index >= drop_at and profile.name in dropped
+            fast_p = drop_to if after_drop else profile.fast
+            attempts: list[str] = []
+
+            def attempt(
+                model: str, *, fast_p: float = fast_p, profile: SkillProfile = profile, attempts=attempts
+            ) -> Attempt:
+                attempts.append(model)
+                p = fast_p if model == SIM_FAST else profile.thinking
+                if outcomes.random() < p:
+                    return Attempt(RoutingEntry.PASS, data={"ok": True})
+                return Attempt(RoutingEntry.FAIL, error="simulated failed check")
+
+            try:
+                route(SIM_PREFIX + profile.name, attempt, session_id="routing_sim", rng=router_rng)
+                passed = True
+            except RoutingFailed:
+                passed = False
+            tally.calls += 1
+            tally.passes += passed
+            tally.model_calls += len(attempts)
+            tally.thinking_calls += attempts.count(SIM_THINKING)
+            tally.fast_first += attempts[0] == SIM_FAST
+            tally.baseline_expected += profile.thinking
+            first_models[profile.name].append((index, attempts[0] == SIM_FAST))
+            if on_progress:
+                on_progress(index + 1)
+        report.entries_written = RoutingEntry.objects.count() - before
+        transaction.set_rollback(True)
+    report.entries_left = RoutingEntry.objects.filter(skill__startswith=SIM_PREFIX, session_id="routing_sim").count()
+
+    report.calls = sum(t.calls for t in tallies.values())
+    report.passes = sum(t.passes for t in tallies.values())
+    report.thinking_calls = sum(t.thinking_calls for t in tallies.values())
+    report.model_calls = sum(t.model_calls for t in tallies.values())
+    report.baseline_passes = sum(t.baseline_expected for t in tallies.values())
+    for name in dropped:
+        history = first_models[name]
+        before_drop = [fast for index, fast in history if index < drop_at]
+        after = [fast for index, fast in history if index >= drop_at]
+        report.fast_share_before[name] = sum(before_drop) / len(before_drop) if before_drop else 0.0
+        report.fast_share_after[name] = sum(after) / len(after) if after else 0.0
+        report.adaptation[name] = calls_until_moved_off(after)
+    return report
+
+
+def calls_until_moved_off(fast_flags: list[bool]) -> int | None:
+    """How many calls until the fast model served fewer than half of the last ADAPT_WINDOW."""
+    for end in range(ADAPT_WINDOW, len(fast_flags) + 1):
+        recent = fast_flags[end - ADAPT_WINDOW : end]
+        if sum(recent) * 2 < ADAPT_WINDOW:
+            return end
+    return None
