@@ -9,7 +9,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from sessions.models import AgentSession, EntrySource, SessionEntry, TrainingExample
+from sessions.models import AgentSession, EntrySource, RetrospectiveRun, SessionEntry, TrainingExample
 
 MESSAGE_FIELDS = ("prompt", "completion", "chosen", "rejected")
 EDITABLE_FIELDS = (*MESSAGE_FIELDS, "review_note")
@@ -106,6 +106,22 @@ def do_set_session_file_layout(session_id: str, layout: dict) -> AgentSession:
     session.file_layout = layout
     session.save(update_fields=["file_layout", "updated_at"])
     return session
+
+
+@transaction.atomic
+def do_record_retrospective(
+    session: AgentSession, *, method: str, model: str, learnings: list[dict], notes_written: list[str], message: str = ""
+) -> RetrospectiveRun:
+    """Keep, for operators, what a retrospective that wrote notes proposed and wrote."""
+    return RetrospectiveRun.objects.create(
+        session=session,
+        method=method,
+        model=model,
+        status=RetrospectiveRun.Status.OK,
+        learnings=learnings,
+        notes_written=notes_written,
+        message=message,
+    )
 
 
 # --- training-data curation -----------------------------------------------------------

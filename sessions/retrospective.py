@@ -1,0 +1,432 @@
+"""Retrospective: a session's log and skill runs → candidate notes in raw.
+
+    run_retrospective(session_id, llm_model=None) -> result dict
+
+How learnings are found:
+- With an LLM configured (`LITELLM_BASE_URL`), the model named by
+  `llm_model`, else `BRAIN_ANSWER_MODEL`, else `HYPERGUILD_THINKING_MODEL`,
+  reads the entries and runs and answers JSON validated against
+  `LLM_ANSWER_SCHEMA` (evidence must name entries that exist). A malformed
+  answer is reported and nothing is written. A gateway that is down or
+  refuses the model falls back to the rules, and the result says so.
+- Without one, rules: failure→pass transitions of a skill (in the log and
+  in the session's SkillRuns), errors followed by a fix, and entries the
+  client marked as decisions, corrections or surprises.
+
+Each learning is compared with the brain (`brain.search`: BM25, fused with
+vectors when an embedder is on): when an existing note already says it
+(`is_near_duplicate`), the learning becomes a suggestion to merge into that
+note instead of a new one. The others become raw notes with provenance
+`{session_id, entries, method, runs, retrospective_key}`; the key is derived
+from the session, kind and evidence, so a second run writes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from sessions.actions import do_record_retrospective
+from sessions.models import AgentSession, SessionEntry
+
+logger = logging.getLogger(__name__)
+
+LEARNING_KINDS = ("decision", "correction", "surprise", "pattern")
+FAIL_STATUSES = frozenset({"fail", "failed", "failure", "error", "timeout", "red"})
+PASS_STATUSES = frozenset({"pass", "passed", "ok", "success", "green", "fixed"})
+FIX_KINDS = frozenset({"fix", "fixed", "resolution"})
+ERROR_KINDS = frozenset({"error", "failure", "exception"})
+# Entry kinds a client uses to mark a learning explicitly → the learning's kind.
+MARKED_KINDS = {"decision": "decision", "correction": "correction", "surprise": "surprise", "pattern": "pattern"}
+
+# Near-duplicate test against the brain: of the distinct (stemmed) words of
+# the learning's title and claim, at least this share must appear in the
+# note, among the top SIMILAR_CANDIDATES search hits (any status but archived).
+NEAR_DUPLICATE_SHARE = 0.75
+SIMILAR_CANDIDATES = 5
+# What the LLM sees of each entry and how many entries at most.
+PROMPT_MESSAGE_CHARS = 600
+PROMPT_MAX_ENTRIES = 400
+MAX_LLM_LEARNINGS = 20
+
+LLM_ANSWER_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["learnings"],
+    "properties": {
+        "learnings": {
+            "type": "array",
+            "maxItems": MAX_LLM_LEARNINGS,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["title", "body", "kind", "evidence"],
+                "properties": {
+                    "title": {"type": "string", "minLength": 3, "maxLength": 200},
+                    "body": {"type": "string", "minLength": 1, "maxLength": 8000},
+                    "kind": {"type": "string", "enum": list(LEARNING_KINDS)},
+                    "evidence": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1}},
+                },
+            },
+        }
+    },
+}
+
+SYSTEM_PROMPT = (
+    "You review the log of a software engineering session and extract what the team should remember. "
+    "Return JSON: {\"learnings\": [{\"title\", \"body\", \"kind\", \"evidence\"}]}. kind is one of "
+    "decision (a choice made and why), correction (a mistake and what fixed it), surprise (something that "
+    "behaved unexpectedly), pattern (a reusable way of working). evidence lists the seq numbers of the "
+    "entries that support it. Only learnings a teammate would want in the wiki; none is a valid answer."
+)
+
+
+class SessionNotFound(LookupError):
+    pass
+
+
+@dataclass
+class Learning:
+    title: str
+    body: str
+    kind: str
+    evidence: list[int]
+    claim: str  # the core statement, used to compare with existing notes
+    method: str
+    runs: list[int] = field(default_factory=list)
+    skill: str = ""
+
+    def key(self, session_id: str) -> str:
+        basis = f"{session_id}|{self.kind}|{','.join(map(str, sorted(self.evidence)))}|{','.join(map(str, sorted(self.runs)))}"
+        return hashlib.sha256(basis.encode()).hexdigest()[:24]
+
+
+# -- rules ---------------------------------------------------------------------------------
+
+
+def _one_line(text: str, limit: int = 90) -> str:
+    line = " ".join((text or "").split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _entry_line(entry: SessionEntry) -> str:
+    parts = [f"#{entry.seq}", entry.kind]
+    parts += [p for p in (entry.skill, entry.phase, entry.status) if p]
+    text = " ".join(parts)
+    return f"{text}: {entry.message}" if entry.message else text
+
+
+def rules_learnings(entries: list[SessionEntry], runs: list) -> list[Learning]:
+    learnings: list[Learning] = []
+    covered_skills: set[str] = set()
+
+    # Entries the client marked explicitly.
+    for entry in entries:
+        kind = MARKED_KINDS.get(entry.kind.lower())
+        if kind and entry.message.strip():
+            learnings.append(
+                Learning(
+                    title=f"{kind.capitalize()}: {_one_line(entry.message)}",
+                    body=f"{entry.message.strip()}\n\nRecorded as a {entry.kind} in the session log (entry {entry.seq}).",
+                    kind=kind,
+                    evidence=[entry.seq],
+                    claim=entry.message,
+                    method="rules",
+                    skill=entry.skill,
+                )
+            )
+
+    # Failure → pass on the same skill: what happened in between is the fix.
+    open_failures: dict[str, SessionEntry] = {}
+    for entry in entries:
+        skill = entry.skill
+        status = entry.status.lower()
+        if not skill:
+            continue
+        if status in FAIL_STATUSES and skill not in open_failures:
+            open_failures[skill] = entry
+        elif status in PASS_STATUSES and skill in open_failures:
+            failed = open_failures.pop(skill)
+            between = [e for e in entries if failed.seq < e.seq < entry.seq and e.message and e.kind.lower() not in MARKED_KINDS]
+            steps = "\n".join(f"- {_entry_line(e)}" for e in between) or "- (nothing logged in between)"
+            claim = f"{skill} failed with {failed.message or failed.status} and then passed"
+            learnings.append(
+                Learning(
+                    title=f"{skill}: from failure to pass — {_one_line(failed.message or failed.status, 60)}",
+                    body=(
+                        f"`{skill}` failed (entry {failed.seq}): {failed.message or failed.status}\n\n"
+                        f"What happened before it passed:\n{steps}\n\n"
+                        f"It passed at entry {entry.seq}: {entry.message or entry.status}"
+                    ),
+                    kind="correction",
+                    evidence=[failed.seq, *[e.seq for e in between], entry.seq],
+                    claim=claim,
+                    method="rules",
+                    skill=skill,
+                )
+            )
+            covered_skills.add(skill)
+
+    # An error entry followed by a fix entry (no skill needed).
+    pending_error: SessionEntry | None = None
+    for entry in entries:
+        kind = entry.kind.lower()
+        if kind in ERROR_KINDS and entry.message:
+            pending_error = entry
+        elif kind in FIX_KINDS and pending_error is not None and entry.message:
+            if entry.skill and entry.skill in covered_skills:
+                pending_error = None
+                continue
+            learnings.append(
+                Learning(
+                    title=f"Fix for: {_one_line(pending_error.message, 80)}",
+                    body=f"Error (entry {pending_error.seq}): {pending_error.message}\n\nFix (entry {entry.seq}): {entry.message}",
+                    kind="correction",
+                    evidence=[pending_error.seq, entry.seq],
+                    claim=f"{pending_error.message} {entry.message}",
+                    method="rules",
+                    skill=entry.skill,
+                )
+            )
+            pending_error = None
+
+    # Skill runs of the session: a failed run of a skill followed by a passing one.
+    failed_runs: dict[str, object] = {}
+    for run in runs:
+        if run.status in ("fail", "error", "timeout") and run.skill not in failed_runs:
+            failed_runs[run.skill] = run
+        elif run.status == "pass" and run.skill in failed_runs:
+            failed = failed_runs.pop(run.skill)
+            if run.skill in covered_skills:
+                # The log already told this story; attach the runs as evidence.
+                for learning in learnings:
+                    if learning.skill == run.skill and learning.kind == "correction" and not learning.runs:
+                        learning.runs = [failed.pk, run.pk]
+                continue
+            why = failed.message or (failed.runner_output or "")[-400:] or failed.status
+            learnings.append(
+                Learning(
+                    title=f"{run.skill}: from failure to pass — {_one_line(why, 60)}",
+                    body=(
+                        f"Skill run {failed.pk} of `{run.skill}` ended {failed.status}: {why}\n\n"
+                        f"Skill run {run.pk} passed (verified={run.verified}): {run.message or 'no message'}"
+                    ),
+                    kind="correction",
+                    evidence=[],
+                    claim=f"{run.skill} {why}",
+                    method="rules",
+                    runs=[failed.pk, run.pk],
+                    skill=run.skill,
+                )
+            )
+            covered_skills.add(run.skill)
+    return learnings
+
+
+# -- LLM ------------------------------------------------------------------------------------
+
+
+class MalformedAnswer(ValueError):
+    pass
+
+
+def llm_model_name(llm_model: str | None = None) -> str:
+    return llm_model or settings.BRAIN_ANSWER_MODEL or settings.HYPERGUILD_THINKING_MODEL
+
+
+def llm_prompt(session: AgentSession, entries: list[SessionEntry], runs: list) -> list[dict]:
+    lines = [f"Session {session.external_id} (project {session.project or 'unknown'})", "", "Entries:"]
+    for entry in entries[-PROMPT_MAX_ENTRIES:]:
+        lines.append(_one_line(_entry_line(entry), PROMPT_MESSAGE_CHARS))
+    if runs:
+        lines += ["", "Skill runs (in order):"]
+        for run in runs:
+            lines.append(_one_line(f"run {run.pk} {run.skill} {run.status} verified={run.verified}: {run.message}", 300))
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
+
+
+def llm_learnings(client, model: str, session: AgentSession, entries: list[SessionEntry], runs: list) -> list[Learning]:
+    from hyperguild.lib.llm import LLMBadResponse
+
+    try:
+        data, _ = client.chat_json(llm_prompt(session, entries, runs), model=model, schema=LLM_ANSWER_SCHEMA)
+    except LLMBadResponse as exc:
+        raise MalformedAnswer(str(exc)) from exc
+    known = {e.seq for e in entries}
+    learnings = []
+    for index, item in enumerate(data["learnings"]):
+        unknown = sorted(set(item["evidence"]) - known)
+        if unknown:
+            raise MalformedAnswer(f"learnings[{index}] cites entries that do not exist: {unknown}")
+        learnings.append(
+            Learning(
+                title=item["title"].strip(),
+                body=item["body"].strip(),
+                kind=item["kind"],
+                evidence=sorted(set(item["evidence"])),
+                claim=f"{item['title']} {item['body']}",
+                method="llm",
+            )
+        )
+    return learnings
+
+
+# -- comparison with the brain ------------------------------------------------------------
+
+
+def is_near_duplicate(learning: Learning, note_title: str, note_body: str) -> bool:
+    from brain.bm25 import tokenize
+
+    words = set(tokenize(f"{learning.title if learning.method == 'llm' else ''} {learning.claim}"))
+    if not words:
+        return False
+    note_words = set(tokenize(f"{note_title} {note_body}"))
+    return len(words & note_words) / len(words) >= NEAR_DUPLICATE_SHARE
+
+
+def similar_note(learning: Learning, *, exclude_session: str):
+    """The existing note that already says this learning, or None."""
+    from brain.models import Note
+    from brain.search import SearchInputError, search
+
+    try:
+        response = search(learning.claim[:2000], limit=SIMILAR_CANDIDATES, status="any")
+    except SearchInputError:
+        return None, None
+    for hit in response.hits:
+        note = Note.objects.filter(pk=hit.note_id).first()
+        if note is None or (note.provenance or {}).get("session_id") == exclude_session and note.source == "retrospective":
+            continue
+        if is_near_duplicate(learning, note.title, note.body):
+            return note, hit.score
+    return None, None
+
+
+# -- the whole run --------------------------------------------------------------------------
+
+
+def _session_runs(session_id: str) -> list:
+    try:
+        from supervisor.models import SkillRun
+    except ImportError:
+        return []
+    return list(SkillRun.objects.in_session(session_id).finished().order_by("created_at", "id"))
+
+
+def _result(**values) -> dict:
+    try:
+        from supervisor.skills import empty_result
+    except ImportError:
+        return {"status": "error", "skill": "retrospective", "learnings": [], "count": 0, **values}
+    return empty_result("retrospective", **values)
+
+
+def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
+    """Look back on one session; write new learnings as raw notes. Safe to run again.
+
+    Raises SessionNotFound when nothing was ever logged under `session_id`.
+    """
+    from brain.actions import do_write_raw_note
+    from brain.models import Note
+    from hyperguild.lib.llm import LLMError, get_llm_client
+
+    started = time.monotonic()
+    session = AgentSession.objects.filter(external_id=session_id).first()
+    if session is None:
+        raise SessionNotFound(f"No session {session_id!r}: log entries with session_log first.")
+    entries = list(session.entries.order_by("seq"))
+    runs = _session_runs(session_id)
+
+    client = get_llm_client()
+    method, model, notice = "rules", "", ""
+    learnings: list[Learning]
+    if client is not None:
+        model = llm_model_name(llm_model)
+        try:
+            learnings = llm_learnings(client, model, session, entries, runs)
+            method = "llm"
+        except MalformedAnswer as exc:
+            return _result(
+                status="error",
+                model_used=model,
+                attempts=1,
+                message=f"The model's answer was malformed ({exc}); nothing was written.",
+                duration_ms=int((time.monotonic() - started) * 1000),
+                method="llm",
+                written=[],
+                merge_suggestions=[],
+            )
+        except LLMError as exc:
+            notice = f"The LLM could not answer ({exc}); used the rules instead. "
+            learnings = rules_learnings(entries, runs)
+    else:
+        learnings = rules_learnings(entries, runs)
+
+    reported, written, merges = [], [], []
+    for learning in learnings:
+        key = learning.key(session_id)
+        item = {
+            "title": learning.title,
+            "body": learning.body,
+            "kind": learning.kind,
+            "evidence": ", ".join(f"entry {s}" for s in learning.evidence) or ", ".join(f"run {r}" for r in learning.runs),
+            "evidence_seqs": learning.evidence,
+            "runs": learning.runs,
+            "method": learning.method,
+            "key": key,
+        }
+        existing = Note.objects.filter(provenance__retrospective_key=key).first()
+        if existing is not None:
+            item.update(outcome="exists", note_slug=existing.slug)
+        else:
+            similar, score = similar_note(learning, exclude_session=session_id)
+            if similar is not None:
+                merge = {"slug": similar.slug, "title": similar.title, "status": similar.status, "score": score}
+                item.update(outcome="merge", merge_into=merge)
+                merges.append({"learning": learning.title, **merge})
+            else:
+                provenance = {
+                    "session_id": session_id,
+                    "entries": learning.evidence,
+                    "runs": learning.runs,
+                    "method": learning.method,
+                    "retrospective_key": key,
+                }
+                if model and learning.method == "llm":
+                    provenance["model"] = model
+                note = do_write_raw_note(
+                    title=learning.title,
+                    body=learning.body,
+                    frontmatter={"kind": learning.kind, "tags": ["retrospective", learning.kind], "session": session_id},
+                    source="retrospective",
+                    provenance=provenance,
+                    session_id=session_id,
+                )
+                item.update(outcome="written", note_slug=note.slug)
+                written.append(note.slug)
+        reported.append(item)
+
+    if written:
+        do_record_retrospective(
+            session, method=method, model=model, learnings=reported, notes_written=written, message=notice.strip()
+        )
+    summary = (
+        f"{len(learnings)} learning(s) by {method}: {len(written)} written to raw, {len(merges)} merge suggestion(s), "
+        f"{len(reported) - len(written) - len(merges)} already written."
+    )
+    return _result(
+        status="pass",
+        model_used=model or "rules",
+        attempts=1 if method == "llm" else 0,
+        message=notice + summary,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        learnings=reported,
+        count=len(reported),
+        method=method,
+        written=written,
+        merge_suggestions=merges,
+    )
