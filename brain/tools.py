@@ -1,3 +1,239 @@
-"""MCP tools of this app (registered on import, from AppConfig.ready)."""
+"""MCP tools of the brain endpoint (registered on import, from AppConfig.ready).
+
+brain_query / brain_get read; brain_write / brain_ingest / brain_ingest_raw
+write through `brain.actions` (not idempotent: each call makes a new note,
+never destructive). Wiki notes are also resources: `brain://note/<slug>`.
+"""
+
+from __future__ import annotations
+
+from brain.actions import BrainInputError, do_ingest_note, do_ingest_raw_note, do_write_raw_note
+from brain.folder import note_file_text
+from brain.models import Note, NoteStatus
+from brain.presenters import (
+    NOTE_DETAIL_SCHEMA,
+    NOTE_REF_SCHEMA,
+    NOTE_URI_PREFIX,
+    QUERY_RESULT_SCHEMA,
+    note_detail,
+    note_ref,
+    note_uri,
+    query_result,
+)
+from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
+
+brain = get_endpoint("brain")
+
+STATUSES = [*NoteStatus.values, "any"]
+TITLE = {"type": "string", "minLength": 1, "maxLength": 300, "description": "a short descriptive title"}
+BODY = {"type": "string", "minLength": 1, "description": "markdown without frontmatter; [[slug]] links to other notes"}
+FRONTMATTER = {
+    "type": "object",
+    "description": "extra metadata (a mapping); `related:` and `links:` lists become links to other notes",
+}
+SLUG = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 200,
+    "description": "optional path-safe slug (lowercase a-z0-9- segments joined by /); derived from the title if omitted",
+}
+SEGMENT = {"type": "string", "maxLength": 100, "description": "lowercase a-z, 0-9 and '-'"}
+SESSION_ID = {"type": "string", "maxLength": 200, "description": "the Claude Code session this note came from"}
+
+
+def _run_write(action, **kwargs) -> dict:
+    try:
+        return note_ref(action(**kwargs))
+    except BrainInputError as exc:
+        raise ToolError(exc.message)
+
+
+@brain.tool(
+    name="brain_query",
+    title="Search the brain",
+    description=(
+        "Search the team's notes (BM25 over title and body, fused with vector search when an embedder is on). "
+        "Returns the best notes with an excerpt. Filter by wing/hall (the first two folders under wiki/) and "
+        "status (default wiki; 'any' means every status but archived). Read the whole note with brain_get."
+    ),
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "words to search for"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+            "wing": SEGMENT,
+            "hall": SEGMENT,
+            "status": {"type": "string", "enum": STATUSES, "default": "wiki"},
+        },
+        "required": ["query"],
+    },
+    output_schema=QUERY_RESULT_SCHEMA,
+    read_only=True,
+    idempotent=True,
+)
+def brain_query(arguments: dict, ctx: ToolContext) -> dict:
+    from brain.search import SearchInputError, search
+
+    try:
+        response = search(
+            arguments["query"],
+            limit=arguments.get("limit", 10),
+            wing=arguments.get("wing") or None,
+            hall=arguments.get("hall") or None,
+            status=arguments.get("status", "wiki"),
+        )
+    except SearchInputError as exc:
+        raise ToolError(str(exc))
+    return query_result(response)
+
+
+@brain.tool(
+    name="brain_get",
+    title="Read a note",
+    description="The whole note for a slug: body, frontmatter, status, place, and its links out (resolved or not) and in.",
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"slug": {**SLUG, "description": "the note's slug, as brain_query returns it"}},
+        "required": ["slug"],
+    },
+    output_schema=NOTE_DETAIL_SCHEMA,
+    read_only=True,
+    idempotent=True,
+)
+def brain_get(arguments: dict, ctx: ToolContext) -> dict:
+    note = Note.objects.filter(slug=arguments["slug"]).first()
+    if note is None:
+        raise ToolError(f"No note with slug {arguments['slug']!r}; find slugs with brain_query.")
+    return note_detail(note)
+
+
+@brain.tool(
+    name="brain_write",
+    title="Write a note into raw",
+    description=(
+        "Record something worth remembering as a new note in raw, where a person reviews it before it enters "
+        "the wiki. Same title twice gives two notes (the slug is numbered). Not idempotent."
+    ),
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"title": TITLE, "body": BODY, "frontmatter": FRONTMATTER, "slug": SLUG, "session_id": SESSION_ID},
+        "required": ["title", "body"],
+    },
+    output_schema=NOTE_REF_SCHEMA,
+)
+def brain_write(arguments: dict, ctx: ToolContext) -> dict:
+    return _run_write(
+        do_write_raw_note,
+        title=arguments["title"],
+        body=arguments["body"],
+        frontmatter=arguments.get("frontmatter"),
+        slug=arguments.get("slug"),
+        session_id=arguments.get("session_id", ""),
+        source="mcp",
+    )
+
+
+@brain.tool(
+    name="brain_ingest",
+    title="Ingest a document into the wiki",
+    description=(
+        "Put a document straight into the wiki under wing/hall (e.g. wing 'sources', hall 'papers'). "
+        "For trusted sources only; anything that needs review goes through brain_ingest_raw. Not idempotent."
+    ),
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "title": TITLE,
+            "body": BODY,
+            "wing": {**SEGMENT, "minLength": 1, "description": "first folder under wiki/, e.g. 'concepts'"},
+            "hall": {**SEGMENT, "description": "second folder under wiki/, optional"},
+            "frontmatter": FRONTMATTER,
+            "slug": SLUG,
+        },
+        "required": ["title", "body", "wing"],
+    },
+    output_schema=NOTE_REF_SCHEMA,
+)
+def brain_ingest(arguments: dict, ctx: ToolContext) -> dict:
+    return _run_write(
+        do_ingest_note,
+        title=arguments["title"],
+        body=arguments["body"],
+        wing=arguments["wing"],
+        hall=arguments.get("hall", ""),
+        frontmatter=arguments.get("frontmatter"),
+        slug=arguments.get("slug"),
+        source="mcp",
+    )
+
+
+@brain.tool(
+    name="brain_ingest_raw",
+    title="Ingest a document into raw",
+    description="Put a document into raw for a person to review and promote into the wiki. Not idempotent.",
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"title": TITLE, "body": BODY, "frontmatter": FRONTMATTER, "slug": SLUG, "session_id": SESSION_ID},
+        "required": ["title", "body"],
+    },
+    output_schema=NOTE_REF_SCHEMA,
+)
+def brain_ingest_raw(arguments: dict, ctx: ToolContext) -> dict:
+    return _run_write(
+        do_ingest_raw_note,
+        title=arguments["title"],
+        body=arguments["body"],
+        frontmatter=arguments.get("frontmatter"),
+        slug=arguments.get("slug"),
+        session_id=arguments.get("session_id", ""),
+        source="mcp",
+    )
+
+
+class WikiNoteResources:
+    """Wiki notes as MCP resources, `brain://note/<slug>`, as markdown with frontmatter."""
+
+    MIME_TYPE = "text/markdown"
+
+    def list_resources(self, offset: int, limit: int) -> tuple[list[dict], bool]:
+        notes = list(Note.objects.wiki().order_by("slug")[offset : offset + limit + 1])
+        items = [
+            {
+                "uri": note_uri(note),
+                "name": note.slug,
+                "title": note.title,
+                "description": "/".join(part for part in (note.wing, note.hall) if part) or "wiki",
+                "mimeType": self.MIME_TYPE,
+            }
+            for note in notes[:limit]
+        ]
+        return items, len(notes) > limit
+
+    def read_resource(self, uri: str) -> list[dict] | None:
+        if not uri.startswith(NOTE_URI_PREFIX):
+            return None
+        note = Note.objects.wiki().filter(slug=uri[len(NOTE_URI_PREFIX) :]).first()
+        if note is None:
+            return None
+        return [{"uri": uri, "mimeType": self.MIME_TYPE, "text": note_file_text(note)}]
+
+    def resource_templates(self) -> list[dict]:
+        return [
+            {
+                "uriTemplate": f"{NOTE_URI_PREFIX}{{slug}}",
+                "name": "wiki-note",
+                "title": "A wiki note",
+                "description": "A wiki note by slug, as markdown with YAML frontmatter.",
+                "mimeType": self.MIME_TYPE,
+            }
+        ]
+
+
+brain.resources = WikiNoteResources()
 
 from brain import answer_tools  # noqa: E402,F401  (brain_answer and brain_context)

@@ -1,0 +1,161 @@
+"""Notes as plain dicts, the same for MCP tools, resources and REST."""
+
+from __future__ import annotations
+
+from brain.models import Note, NoteLink
+
+NOTE_URI_PREFIX = "brain://note/"
+
+
+def note_uri(note: Note) -> str:
+    return f"{NOTE_URI_PREFIX}{note.slug}"
+
+
+def note_ref(note: Note) -> dict:
+    """What a write returns: enough to find the note again."""
+    return {
+        "note_id": note.id,
+        "slug": note.slug,
+        "title": note.title,
+        "status": note.status,
+        "wing": note.wing,
+        "hall": note.hall,
+        "path": note.path,
+        "uri": note_uri(note),
+    }
+
+
+def note_detail(note: Note) -> dict:
+    """The whole note with its links out (resolved or not) and in."""
+    links_out = [
+        {
+            "target_slug": link.target_slug,
+            "kind": link.kind,
+            "resolved": link.target_id is not None,
+            "target_title": link.target.title if link.target_id else None,
+        }
+        for link in note.links_out.select_related("target").order_by("target_slug", "kind")
+    ]
+    links_in = [
+        {"source_slug": link.source.slug, "source_title": link.source.title, "kind": link.kind, "resolved": True}
+        for link in NoteLink.objects.filter(target=note).select_related("source").order_by("source__slug", "kind")
+    ]
+    return {
+        **note_ref(note),
+        "body": note.body,
+        "frontmatter": note.frontmatter,
+        "source": note.source,
+        "session_id": note.session_id,
+        "content_hash": note.content_hash,
+        "review_note": note.review_note,
+        "created_at": note.created_at.isoformat(),
+        "updated_at": note.updated_at.isoformat(),
+        "links_out": links_out,
+        "links_in": links_in,
+    }
+
+
+NOTE_REF_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "note_id": {"type": "integer"},
+        "slug": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "string", "enum": ["raw", "wiki", "rejected", "archived"]},
+        "wing": {"type": "string"},
+        "hall": {"type": "string"},
+        "path": {"type": "string"},
+        "uri": {"type": "string"},
+    },
+    "required": ["note_id", "slug", "title", "status", "wing", "hall", "path", "uri"],
+}
+
+NOTE_DETAIL_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        **NOTE_REF_SCHEMA["properties"],
+        "body": {"type": "string"},
+        "frontmatter": {"type": "object"},
+        "source": {"type": "string"},
+        "session_id": {"type": "string"},
+        "content_hash": {"type": "string"},
+        "review_note": {"type": "string"},
+        "created_at": {"type": "string"},
+        "updated_at": {"type": "string"},
+        "links_out": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "target_slug": {"type": "string"},
+                    "kind": {"type": "string", "enum": ["wikilink", "related", "links"]},
+                    "resolved": {"type": "boolean"},
+                    "target_title": {"type": ["string", "null"]},
+                },
+                "required": ["target_slug", "kind", "resolved", "target_title"],
+            },
+        },
+        "links_in": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "source_slug": {"type": "string"},
+                    "source_title": {"type": "string"},
+                    "kind": {"type": "string", "enum": ["wikilink", "related", "links"]},
+                    "resolved": {"type": "boolean"},
+                },
+                "required": ["source_slug", "source_title", "kind", "resolved"],
+            },
+        },
+    },
+    "required": [
+        *NOTE_REF_SCHEMA["required"], "body", "frontmatter", "source", "session_id", "content_hash",
+        "review_note", "created_at", "updated_at", "links_out", "links_in",
+    ],
+}  # fmt: skip
+
+HIT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "note_id": {"type": "integer"},
+        "slug": {"type": "string"},
+        "title": {"type": "string"},
+        "path": {"type": "string"},
+        "wing": {"type": "string"},
+        "hall": {"type": "string"},
+        "status": {"type": "string"},
+        "score": {"type": "number"},
+        "excerpt": {"type": "string"},
+        "rankers": {"type": "object", "additionalProperties": {"type": "integer"}},
+    },
+    "required": ["note_id", "slug", "title", "path", "wing", "hall", "status", "score", "excerpt", "rankers"],
+}
+
+QUERY_RESULT_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "hits": {"type": "array", "items": HIT_SCHEMA},
+        "count": {"type": "integer"},
+        "degraded": {"type": "boolean", "description": "true when only BM25 answered (the vector side failed)"},
+        "reason": {"type": ["string", "null"]},
+    },
+    "required": ["hits", "count", "degraded", "reason"],
+}
+
+
+def hit_dict(hit) -> dict:
+    if hasattr(hit, "as_dict"):
+        return hit.as_dict()
+    return {key: getattr(hit, key) for key in HIT_SCHEMA["required"]}
+
+
+def query_result(response) -> dict:
+    hits = [hit_dict(hit) for hit in response.hits]
+    return {"hits": hits, "count": len(hits), "degraded": bool(response.degraded), "reason": response.reason}
