@@ -1,2 +1,183 @@
-"""MCP tools of this app (registered on import, from AppConfig.ready)."""
-from supervisor import routing_tools  # noqa: E402,F401  (the /mcp/routing tools)
+"""MCP tools of /mcp/supervisor (registered on import, from AppConfig.ready).
+
+Worker skills do not run in the web process: the handler records a SkillRun,
+enqueues `supervisor.tasks.run_skill` on django-q2 and waits for the row to
+finish, streaming the run's progress to the client at least every
+`PROGRESS_EVERY` seconds. If the client cancels, the handler sets
+`cancel_requested` on the run; the executor (in the worker process) polls it
+and kills the worker's process group.
+
+`retrospective` and `trainer` are registered by the sessions app.
+"""
+
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+from django.db import transaction
+
+from hyperguild.mcp.registry import ToolCancelled, ToolContext, ToolError, get_endpoint
+from supervisor import executor
+from supervisor.actions import do_create_skill_run, do_request_cancel
+from supervisor.model_table import ModelTableError, resolve_model
+from supervisor.models import SkillRun
+from supervisor.roots import resolve_inside, resolve_project_root
+from supervisor.skills import SKILLS, empty_result
+from supervisor.tier import current_tier
+
+POLL_SECONDS = 0.25
+PROGRESS_EVERY = 10.0  # below the 15 s the clients are promised
+
+supervisor = get_endpoint("supervisor")
+
+
+def run_budget_seconds() -> float:
+    """The longest a run can legitimately take, from the settings in force."""
+    per_attempt = settings.SUPERVISOR_TIMEOUT + settings.SUPERVISOR_TEST_TIMEOUT + 2 * executor.KILL_GRACE
+    return settings.SUPERVISOR_QUEUE_WAIT + settings.SUPERVISOR_MAX_ATTEMPTS * per_attempt + 30
+
+
+def enqueue_run(run_id: int) -> None:
+    from django_q.tasks import async_task
+
+    async_task(
+        "supervisor.tasks.run_skill",
+        run_id,
+        task_name=f"skill-run-{run_id}",
+        group="supervisor",
+        timeout=int(run_budget_seconds()),
+    )
+
+
+def _check_paths(skill: str, arguments: dict) -> str:
+    """Refuse bad roots and paths before anything is recorded or spawned."""
+    if "project_root" not in arguments:
+        return ""
+    root = resolve_project_root(arguments["project_root"])
+    for key in ("test_path", "impl_path"):
+        if arguments.get(key):
+            resolve_inside(root, arguments[key])
+    for path in arguments.get("paths") or []:
+        resolve_inside(root, path, must_exist=True)
+    return str(root)
+
+
+def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor") -> SkillRun:
+    root = _check_paths(skill, arguments)
+    try:
+        model = resolve_model(skill, arguments.get("model"))
+    except ModelTableError as exc:
+        raise ToolError(str(exc))
+    run = do_create_skill_run(
+        skill=skill,
+        arguments=arguments,
+        project_root=root,
+        model=model,
+        endpoint=endpoint,
+        session_id=arguments.get("session_id", ""),
+    )
+    transaction.on_commit(lambda: enqueue_run(run.pk))
+    return run
+
+
+def wait_for_run(run: SkillRun, ctx: ToolContext) -> dict:
+    """Block until the run is finished, relaying progress and cancellation."""
+    deadline = time.monotonic() + run_budget_seconds()
+    last_sent_text = None
+    last_sent_at = 0.0
+    ticks = 0
+    ctx.report_progress(0, None, f"{run.skill}: queued (run {run.pk})")
+    while True:
+        current = SkillRun.objects.only("status", "progress", "attempts").get(pk=run.pk)
+        if current.is_finished:
+            break
+        if ctx.is_cancelled():
+            do_request_cancel(run.pk)
+            _wait_until_finished(run.pk, executor.KILL_GRACE * 2 + 5)
+            raise ToolCancelled()
+        now = time.monotonic()
+        if now >= deadline:
+            do_request_cancel(run.pk)
+            raise ToolError(f"{run.skill} run {run.pk} did not finish in {int(run_budget_seconds())} s; it was cancelled")
+        text = current.progress or current.status
+        if text != last_sent_text or now - last_sent_at >= PROGRESS_EVERY:
+            ticks += 1
+            ctx.report_progress(ticks, None, f"{run.skill}: {text}")
+            last_sent_text, last_sent_at = text, now
+        time.sleep(POLL_SECONDS)
+    run.refresh_from_db()
+    if run.status == SkillRun.CANCELLED:
+        raise ToolCancelled()
+    if run.result is None:
+        return empty_result(run.skill, run_id=run.pk, status="error", message=run.message or "the run left no result")
+    return run.result
+
+
+def _wait_until_finished(run_id: int, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if SkillRun.objects.filter(pk=run_id).exclude(status__in=SkillRun.UNFINISHED).exists():
+            return
+        time.sleep(POLL_SECONDS)
+
+
+def _worker_tool(skill: str, *, read_only: bool = False, destructive: bool = False):
+    spec = SKILLS[skill]
+
+    def handler(arguments: dict, ctx: ToolContext) -> dict:
+        run = start_skill_run(skill, arguments)
+        return wait_for_run(run, ctx)
+
+    handler.__name__ = f"{skill}_tool"
+    supervisor.tool(
+        name=skill,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema(),
+        output_schema=spec.result_schema(),
+        read_only=read_only,
+        destructive=destructive,
+        idempotent=False,
+        open_world=True,
+    )(handler)
+    return handler
+
+
+tdd_red = _worker_tool("tdd_red")
+tdd_green = _worker_tool("tdd_green")
+tdd_refactor = _worker_tool("tdd_refactor")
+review = _worker_tool("review", read_only=True)
+debug = _worker_tool("debug")
+spec = _worker_tool("spec")
+
+
+@supervisor.tool(
+    name="tier",
+    title=SKILLS["tier"].title,
+    description=SKILLS["tier"].description,
+    input_schema=SKILLS["tier"].input_schema(),
+    output_schema=SKILLS["tier"].result_schema(),
+    read_only=True,
+    idempotent=True,
+    open_world=True,
+)
+def tier(arguments: dict, ctx: ToolContext) -> dict:
+    started = time.monotonic()
+    found, cached = current_tier(refresh=bool(arguments.get("refresh")))
+    return empty_result(
+        "tier",
+        status="pass",
+        verified=None,
+        message=f"tier {found['tier']} ({found['label']})",
+        duration_ms=int((time.monotonic() - started) * 1000),
+        tier=found["tier"],
+        label=found["label"],
+        anthropic_reachable=found["anthropic_reachable"],
+        litellm_reachable=found["litellm_reachable"],
+        cached=cached,
+    )
+
+
+# The /mcp/routing twins of review, debug, retrospective and trainer (issue 6).
+from supervisor import routing_tools  # noqa: E402,F401

@@ -1,0 +1,90 @@
+"""Every write to supervisor records goes through these functions."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from supervisor.executor import cap
+from supervisor.models import SkillRun
+
+
+@transaction.atomic
+def do_create_skill_run(
+    *,
+    skill: str,
+    arguments: dict,
+    project_root: str = "",
+    model: str = "",
+    endpoint: str = "supervisor",
+    tool: str = "",
+    session_id: str = "",
+    route: str = "",
+    status: str = SkillRun.QUEUED,
+) -> SkillRun:
+    return SkillRun.objects.create(
+        skill=skill,
+        tool=tool or skill,
+        endpoint=endpoint,
+        arguments=arguments,
+        project_root=project_root,
+        model=model,
+        session_id=session_id or "",
+        route=route,
+        status=status,
+    )
+
+
+def do_claim_skill_run(run_id: int) -> SkillRun | None:
+    """queued → running, for exactly one worker; None if someone else has it (or it was cancelled)."""
+    # A conditional UPDATE whose row count is checked: if the task is
+    # delivered twice (django-q retry, two clusters), only one delivery sees
+    # status=queued and runs the worker; the other returns without touching it.
+    claimed = SkillRun.objects.filter(pk=run_id, status=SkillRun.QUEUED, cancel_requested=False).update(
+        status=SkillRun.RUNNING, started_at=timezone.now(), progress="starting"
+    )
+    if claimed != 1:
+        return None
+    return SkillRun.objects.get(pk=run_id)
+
+
+def do_set_run_progress(run_id: int, text: str) -> None:
+    SkillRun.objects.filter(pk=run_id).update(progress=text[:200])
+
+
+def do_request_cancel(run_id: int) -> None:
+    """Ask the run to stop: the executor polls the flag and kills the worker's group.
+
+    A run nobody has claimed yet is cancelled on the spot.
+    """
+    SkillRun.objects.filter(pk=run_id).update(cancel_requested=True)
+    SkillRun.objects.filter(pk=run_id, status=SkillRun.QUEUED).update(
+        status=SkillRun.CANCELLED, finished_at=timezone.now(), message="cancelled before it started"
+    )
+
+
+@transaction.atomic
+def do_finish_skill_run(run_id: int, result: dict, *, attempt_log: list | None = None) -> SkillRun:
+    """Record the final result; a run someone cancelled stays cancelled."""
+    run = SkillRun.objects.select_for_update().get(pk=run_id)
+    last = (attempt_log or [{}])[-1] if attempt_log else {}
+    status = result.get("status", SkillRun.ERROR)
+    if run.cancel_requested and status not in (SkillRun.PASS, SkillRun.FAIL):
+        status = SkillRun.CANCELLED
+    run.status = status
+    run.verified = result.get("verified")
+    run.result = result
+    run.message = result.get("message", "")
+    run.model = result.get("model_used") or run.model
+    run.runner_output = cap(result.get("runner_output") or "")
+    run.attempts = result.get("attempts", 0)
+    run.duration_ms = result.get("duration_ms")
+    run.worker_report = last.get("report") if last else None
+    run.exit_code = last.get("exit_code") if last else None
+    run.stdout = cap(last.get("stdout") or "") if last else ""
+    run.stderr = cap(last.get("stderr") or "") if last else ""
+    run.attempt_log = attempt_log or []
+    run.progress = "finished"
+    run.finished_at = timezone.now()
+    run.save()
+    return run

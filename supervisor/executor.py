@@ -1,0 +1,405 @@
+"""The `claude` process client: run one headless worker, bounded in every way.
+
+    result = run_worker(prompt=..., schema=..., cwd=root, model="sonnet",
+                        allowed_tools="Read,Write", cancel_check=lambda: False)
+
+- The worker gets its own process group (`start_new_session=True`) and no
+  stdin, so the supervisor can stop it and everything it spawned at once.
+- Deadlines: `SUPERVISOR_TIMEOUT` wall clock and `SUPERVISOR_IDLE_TIMEOUT`
+  without any output. On either (or when `cancel_check()` says so) the group
+  gets SIGTERM, and SIGKILL `KILL_GRACE` seconds later if anything is left.
+- At most `SUPERVISOR_MAX_WORKERS` workers run at once across all processes
+  sharing the database: each holds a PostgreSQL advisory lock on one of N
+  slots for as long as it runs (the lock dies with the connection, so a
+  crashed process never leaks a slot). Others wait up to
+  `SUPERVISOR_QUEUE_WAIT` seconds.
+- The answer is the CLI's JSON envelope; the worker's report is its
+  `structured_output` (or JSON inside `result`), validated against the
+  skill's worker schema.
+
+Every setting is read at call time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+from jsonschema import Draft202012Validator
+
+KILL_GRACE = 5.0
+POLL_INTERVAL = 0.1
+CANCEL_CHECK_INTERVAL = 0.5
+# Two int4 keys: this namespace and the slot number (advisory locks are per database).
+SLOT_LOCK_NAMESPACE = 0x48475356  # "HGSV"
+# Enough for any real envelope; only the capped copy is stored.
+PARSE_LIMIT = 16 * 1024 * 1024
+
+# Never handed to a worker or a test command: service secrets and test-runner state.
+_ENV_DROP_PREFIXES = ("HYPERGUILD_", "DJANGO_", "PYTEST_", "Q_CLUSTER")
+_ENV_DROP_NAMES = {"DATABASE_URL", "BRAIN_MCP_TOKEN", "SUPERVISOR_MCP_TOKEN", "ROUTING_MCP_TOKEN"}
+
+
+class QueueFull(Exception):
+    """No worker slot became free within SUPERVISOR_QUEUE_WAIT."""
+
+
+@dataclass
+class WorkerResult:
+    status: str  # ok | error | timeout | cancelled
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    envelope: dict | None = None
+    report: dict | None = None
+    message: str = ""
+    duration_ms: int = 0
+    pid: int | None = None
+    argv: list[str] = field(default_factory=list)
+
+
+def cap(text: str, limit: int | None = None) -> str:
+    """Keep the head and the tail of long output (the tail is where errors are)."""
+    limit = limit or settings.SUPERVISOR_OUTPUT_CAP
+    if len(text) <= limit:
+        return text
+    marker = f"\n…[{len(text) - limit} characters cut]…\n"
+    head = limit // 4
+    tail = limit - head - len(marker)
+    return text[:head] + marker + text[-tail:]
+
+
+def child_environment() -> dict[str, str]:
+    """The environment for a worker or a test command."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in _ENV_DROP_NAMES and not key.startswith(_ENV_DROP_PREFIXES)
+    }
+    # The worker may delegate to local models through the LiteLLM gateway.
+    if settings.LITELLM_BASE_URL:
+        env["LITELLM_BASE_URL"] = settings.LITELLM_BASE_URL
+    if settings.LITELLM_API_KEY:
+        env["LITELLM_API_KEY"] = settings.LITELLM_API_KEY
+    return env
+
+
+def build_argv(*, prompt: str, schema: dict, allowed_tools: str, model: str | None) -> list[str]:
+    argv = [
+        settings.CLAUDE_BINARY,
+        "-p",
+        prompt,
+        "--output-format",
+        "json",
+        "--json-schema",
+        json.dumps(schema, separators=(",", ":")),
+        "--permission-mode",
+        settings.SUPERVISOR_PERMISSION_MODE,
+        "--allowedTools",
+        allowed_tools,
+        "--max-turns",
+        str(settings.SUPERVISOR_MAX_TURNS),
+    ]
+    if model:
+        argv += ["--model", model]
+    return argv
+
+
+# --- slots -----------------------------------------------------------------------
+
+
+@contextmanager
+def worker_slot(on_wait: Callable[[float], None] | None = None) -> Iterator[int]:
+    """Hold one of SUPERVISOR_MAX_WORKERS slots while the block runs."""
+    total = settings.SUPERVISOR_MAX_WORKERS
+    deadline = time.monotonic() + settings.SUPERVISOR_QUEUE_WAIT
+    waited_since = time.monotonic()
+    slot = None
+    while slot is None:
+        with connection.cursor() as cursor:
+            for number in range(1, total + 1):
+                cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [SLOT_LOCK_NAMESPACE, number])
+                if cursor.fetchone()[0]:
+                    slot = number
+                    break
+        if slot is not None:
+            break
+        if time.monotonic() >= deadline:
+            raise QueueFull(
+                f"all {total} worker slots stayed busy for {settings.SUPERVISOR_QUEUE_WAIT} s "
+                "(SUPERVISOR_MAX_WORKERS / SUPERVISOR_QUEUE_WAIT); try again later"
+            )
+        if on_wait is not None:
+            on_wait(time.monotonic() - waited_since)
+        time.sleep(0.5)
+    try:
+        yield slot
+    finally:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [SLOT_LOCK_NAMESPACE, slot])
+        except Exception:  # noqa: BLE001 - a dead connection released the lock already
+            pass
+
+
+# --- process group ---------------------------------------------------------------
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def kill_group(process: subprocess.Popen, grace: float = KILL_GRACE) -> None:
+    """SIGTERM the whole group, SIGKILL whatever is still there after `grace` seconds."""
+    pgid = process.pid  # start_new_session: the leader's pid is the group id
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        process.poll()
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        process.poll()  # reap the leader, or it stays in the group as a zombie
+        if not group_alive(pgid):
+            return
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+class _Drain(threading.Thread):
+    """Reads one pipe to the end, remembering when output last arrived."""
+
+    def __init__(self, pipe, name: str):
+        super().__init__(daemon=True, name=name)
+        self.pipe = pipe
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.last_output = time.monotonic()
+
+    def run(self) -> None:
+        while True:
+            chunk = self.pipe.read1(65536) if hasattr(self.pipe, "read1") else self.pipe.read(65536)
+            if not chunk:
+                break
+            self.last_output = time.monotonic()
+            if self.size < PARSE_LIMIT:
+                self.chunks.append(chunk)
+                self.size += len(chunk)
+        self.pipe.close()
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode("utf-8", errors="replace")
+
+
+def run_process(
+    argv: list[str],
+    *,
+    cwd: Path,
+    timeout: float,
+    idle_timeout: float | None = None,
+    cancel_check: Callable[[], bool] | None = None,
+    shell: bool = False,
+    on_start: Callable[[int], None] | None = None,
+) -> tuple[str, int | None, str, str, int]:
+    """Run to completion or until stopped. Returns (outcome, exit_code, stdout, stderr, pid).
+
+    outcome: "exited", "timeout", "idle" or "cancelled". Whatever the outcome,
+    nothing of the process group is left running afterwards.
+    """
+    process = subprocess.Popen(
+        argv,
+        cwd=str(cwd),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        env=child_environment(),
+        shell=shell,
+    )
+    if on_start is not None:
+        on_start(process.pid)
+    out = _Drain(process.stdout, f"stdout-{process.pid}")
+    err = _Drain(process.stderr, f"stderr-{process.pid}")
+    out.start()
+    err.start()
+    started = time.monotonic()
+    deadline = started + timeout
+    next_cancel_check = started
+    outcome = "exited"
+    while process.poll() is None:
+        now = time.monotonic()
+        if now >= deadline:
+            outcome = "timeout"
+        elif idle_timeout is not None and now - max(out.last_output, err.last_output) >= idle_timeout:
+            outcome = "idle"
+        elif cancel_check is not None and now >= next_cancel_check:
+            next_cancel_check = now + CANCEL_CHECK_INTERVAL
+            if cancel_check():
+                outcome = "cancelled"
+        if outcome != "exited":
+            kill_group(process)
+            break
+        time.sleep(POLL_INTERVAL)
+    if outcome == "exited" and group_alive(process.pid):
+        # The leader is done but left children behind (daemons, watchers):
+        # they are part of the worker and go with it.
+        kill_group(process, grace=1.0)
+    out.join(timeout=KILL_GRACE)
+    err.join(timeout=KILL_GRACE)
+    return outcome, process.returncode, out.text(), err.text(), process.pid
+
+
+# --- the worker ------------------------------------------------------------------
+
+_FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+
+
+def extract_report(envelope: dict) -> dict | None:
+    """`structured_output`, or a JSON object inside `result` (bare or fenced)."""
+    structured = envelope.get("structured_output")
+    if isinstance(structured, dict):
+        return structured
+    result = envelope.get("result")
+    if not isinstance(result, str):
+        return None
+    candidates = [result.strip()] + _FENCED.findall(result)
+    first, last = result.find("{"), result.rfind("}")
+    if 0 <= first < last:
+        candidates.append(result[first : last + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def parse_envelope(stdout: str) -> dict | None:
+    text = stdout.strip()
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        # Some CLI versions print log lines first; the envelope is the last line.
+        for line in reversed(text.splitlines()):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            break
+        else:
+            return None
+    if isinstance(value, list):  # stream-style output: the last "result" event
+        value = next((item for item in reversed(value) if isinstance(item, dict) and item.get("type") == "result"), None)
+    return value if isinstance(value, dict) else None
+
+
+def run_worker(
+    *,
+    prompt: str,
+    schema: dict,
+    cwd: Path,
+    model: str | None,
+    allowed_tools: str,
+    cancel_check: Callable[[], bool] | None = None,
+    on_wait: Callable[[float], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
+) -> WorkerResult:
+    """Run `claude -p` once and return what it did, never raising for worker faults."""
+    argv = build_argv(prompt=prompt, schema=schema, allowed_tools=allowed_tools, model=model)
+    started = time.monotonic()
+    try:
+        with worker_slot(on_wait):
+            if cancel_check is not None and cancel_check():
+                return WorkerResult(status="cancelled", message="cancelled before the worker started", argv=argv)
+            outcome, exit_code, stdout, stderr, pid = run_process(
+                argv,
+                cwd=cwd,
+                timeout=settings.SUPERVISOR_TIMEOUT,
+                idle_timeout=settings.SUPERVISOR_IDLE_TIMEOUT,
+                cancel_check=cancel_check,
+                on_start=on_start,
+            )
+    except QueueFull as exc:
+        return WorkerResult(status="error", message=str(exc), argv=argv)
+    except FileNotFoundError:
+        return WorkerResult(
+            status="error",
+            message=f"the worker binary {settings.CLAUDE_BINARY!r} was not found; install Claude Code or set CLAUDE_BINARY",
+            argv=argv,
+        )
+    except PermissionError:
+        return WorkerResult(status="error", message=f"the worker binary {settings.CLAUDE_BINARY!r} is not executable", argv=argv)
+    duration_ms = int((time.monotonic() - started) * 1000)
+    result = WorkerResult(
+        status="ok",
+        exit_code=exit_code,
+        stdout=cap(stdout),
+        stderr=cap(stderr),
+        duration_ms=duration_ms,
+        pid=pid,
+        argv=argv,
+    )
+    if outcome == "timeout":
+        result.status, result.message = "timeout", f"the worker ran past SUPERVISOR_TIMEOUT ({settings.SUPERVISOR_TIMEOUT} s) and was killed"
+        return result
+    if outcome == "idle":
+        result.status = "timeout"
+        result.message = f"the worker printed nothing for SUPERVISOR_IDLE_TIMEOUT ({settings.SUPERVISOR_IDLE_TIMEOUT} s) and was killed"
+        return result
+    if outcome == "cancelled":
+        result.status, result.message = "cancelled", "the call was cancelled; the worker was killed"
+        return result
+
+    envelope = parse_envelope(stdout)
+    result.envelope = envelope
+    if envelope is None:
+        result.status = "error"
+        result.message = f"the worker exited with code {exit_code} without printing the JSON result"
+        return result
+    if envelope.get("is_error") or exit_code != 0:
+        result.status = "error"
+        detail = envelope.get("result") or envelope.get("subtype") or ""
+        result.message = f"the worker reported an error (exit code {exit_code}): {str(detail)[:500]}"
+        return result
+    report = extract_report(envelope)
+    if report is None:
+        result.status = "error"
+        result.message = "the worker's answer had no structured_output and no JSON object in its result"
+        return result
+    problems = sorted(Draft202012Validator(schema).iter_errors(report), key=lambda e: list(e.absolute_path))
+    if problems:
+        result.status = "error"
+        result.report = report
+        where = "/".join(str(p) for p in problems[0].absolute_path) or "(top level)"
+        result.message = f"the worker's answer does not match the schema at {where}: {problems[0].message}"
+        return result
+    result.report = report
+    return result

@@ -1,0 +1,48 @@
+"""Connectivity tier: 1 full-online, 2 lan-only, 3 airplane.
+
+Probes `SUPERVISOR_TIER_ANTHROPIC_URL` and `SUPERVISOR_TIER_LITELLM_URL`;
+any HTTP answer (even 401/404) means the service is reachable. The result is
+cached for `SUPERVISOR_TIER_CACHE_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+from django.conf import settings
+from django.core.cache import cache
+
+CACHE_KEY = "supervisor:tier"
+LABELS = {1: "full-online", 2: "lan-only", 3: "airplane"}
+
+
+def reachable(url: str) -> bool:
+    if not url:
+        return False
+    try:
+        httpx.get(url, timeout=settings.SUPERVISOR_TIER_PROBE_TIMEOUT, follow_redirects=False)
+    except httpx.HTTPError:
+        return False
+    return True
+
+
+def probe() -> dict:
+    anthropic = reachable(settings.SUPERVISOR_TIER_ANTHROPIC_URL)
+    litellm = reachable(settings.SUPERVISOR_TIER_LITELLM_URL)
+    tier = 1 if anthropic else 2 if litellm else 3
+    return {"tier": tier, "label": LABELS[tier], "anthropic_reachable": anthropic, "litellm_reachable": litellm,
+            "checked_at": time.time()}
+
+
+def current_tier(refresh: bool = False) -> tuple[dict, bool]:
+    """(probe result, whether it came from the cache)."""
+    ttl = settings.SUPERVISOR_TIER_CACHE_SECONDS
+    if not refresh and ttl > 0:
+        cached = cache.get(CACHE_KEY)
+        if cached is not None:
+            return cached, True
+    result = probe()
+    if ttl > 0:
+        cache.set(CACHE_KEY, result, ttl)
+    return result, False

@@ -1,0 +1,142 @@
+"""Fixtures for the supervisor: a fake `claude`, allowed roots, a real Python project, a worker thread.
+
+Where skill runs execute in tests: a background thread of the test process
+(`skill_worker`) picks up queued SkillRuns and calls the real
+`supervisor.tasks.run_skill`, which runs the real executor and real
+subprocesses (the fake claude, pytest). A `qcluster` subprocess per test
+session was the alternative; the thread was chosen because the tests change
+SUPERVISOR_* settings per test with the `settings` fixture, which a separate
+process would not see, and because it keeps the suite fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+FAKE_CLAUDE = Path(__file__).with_name("fake_claude.py")
+
+
+class FakeClaude:
+    def __init__(self, base: Path):
+        self.state = base / "fake-claude-state"
+        self.script_path = base / "fake-claude-script.json"
+        self.state.mkdir()
+        self.script([{"report": {}}])
+
+    def script(self, steps: list[dict]) -> None:
+        self.script_path.write_text(json.dumps(steps))
+
+    def calls(self) -> list[dict]:
+        log = self.state / "calls.jsonl"
+        if not log.exists():
+            return []
+        return [json.loads(line) for line in log.read_text().splitlines()]
+
+    def pids(self) -> list[int]:
+        path = self.state / "pids"
+        return json.loads(path.read_text()) if path.exists() else []
+
+
+@pytest.fixture
+def fake_claude(tmp_path, settings, monkeypatch) -> FakeClaude:
+    fake = FakeClaude(tmp_path)
+    # The shebang's python3 may lack nothing we need: the fake uses the stdlib only.
+    settings.CLAUDE_BINARY = str(FAKE_CLAUDE)
+    settings.SUPERVISOR_TIMEOUT = 30
+    settings.SUPERVISOR_IDLE_TIMEOUT = 30
+    settings.SUPERVISOR_TEST_TIMEOUT = 60
+    settings.SUPERVISOR_MAX_ATTEMPTS = 3
+    settings.SUPERVISOR_QUEUE_WAIT = 10
+    settings.SUPERVISOR_MAX_WORKERS = 2
+    settings.LITELLM_BASE_URL = "http://127.0.0.1:9/litellm"
+    monkeypatch.setenv("FAKE_CLAUDE_STATE", str(fake.state))
+    monkeypatch.setenv("FAKE_CLAUDE_SCRIPT", str(fake.script_path))
+    return fake
+
+
+@pytest.fixture
+def allowed_root(tmp_path, settings) -> Path:
+    root = (tmp_path / "allowed").resolve()
+    root.mkdir()
+    settings.SUPERVISOR_ALLOWED_ROOTS = [str(root)]
+    return root
+
+
+@pytest.fixture
+def python_project(allowed_root) -> Path:
+    """A small real Python project whose tests run with pytest."""
+    project = allowed_root / "calc"
+    (project / "tests").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n')
+    (project / "calc.py").write_text("def double(x):\n    return 2 * x\n")
+    (project / "tests" / "test_double.py").write_text("from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n")
+    return project
+
+
+def process_alive(pid: int) -> bool:
+    """True if `pid` exists and is not a zombie."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.fixture
+def skill_worker(transactional_db):
+    """Runs queued SkillRuns in a background thread, like the django-q2 worker does."""
+    from django.db import connection
+
+    from supervisor.models import SkillRun
+    from supervisor.tasks import run_skill
+
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def loop() -> None:
+        try:
+            while not stop.is_set():
+                for run_id in SkillRun.objects.filter(status=SkillRun.QUEUED).values_list("pk", flat=True):
+                    # run each in its own thread: several runs may be in flight at once
+                    runner = threading.Thread(target=_one, args=(run_id,), daemon=True, name=f"skill-run-{run_id}")
+                    runners.append(runner)
+                    runner.start()
+                time.sleep(0.1)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    started: set[int] = set()
+    runners: list[threading.Thread] = []
+    lock = threading.Lock()
+
+    def _one(run_id: int) -> None:
+        with lock:
+            if run_id in started:
+                return
+            started.add(run_id)
+        try:
+            run_skill(run_id)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=loop, daemon=True, name="skill-worker")
+    thread.start()
+    yield
+    stop.set()
+    thread.join(timeout=10)
+    for runner in list(runners):
+        runner.join(timeout=20)
+    assert not errors, errors
+

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""A stand-in for the `claude` CLI in tests.
+
+It checks the flags the supervisor passes exactly as `claude -p` would need
+them, then plays one step of a script and prints the CLI's JSON envelope.
+
+- FAKE_CLAUDE_SCRIPT: a JSON file with a list of steps; call n plays step n
+  (the last step repeats). The call counter and a log of every call
+  (argv, cwd, pid) live in FAKE_CLAUDE_STATE (a directory).
+- A step: {"write": {"rel/path": "content"}, "report": {...}, "in_result": bool,
+           "hang": bool, "children": n, "ignore_term": bool, "sleep": s,
+           "tick": s, "garbage": bool, "is_error": bool}
+
+`report` becomes `structured_output` (or JSON text in `result` with
+`in_result`). `hang` sleeps forever after spawning `children` sleeping
+children (their pids go to <state>/pids); `sleep` + `tick` prints a dot
+every `tick` seconds for `sleep` seconds (a long but live worker).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+PERMISSION_MODES = {"acceptEdits", "bypassPermissions", "default", "plan", "dontAsk"}
+
+
+def fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def parse(argv: list[str]) -> dict:
+    takes_value = {"-p", "--output-format", "--json-schema", "--permission-mode", "--allowedTools", "--max-turns", "--model"}
+    flags: dict = {}
+    i = 0
+    while i < len(argv):
+        flag = argv[i]
+        if flag not in takes_value:
+            fail(f"unknown option '{flag}'")
+        if i + 1 >= len(argv):
+            fail(f"option '{flag}' argument missing")
+        if flag in flags:
+            fail(f"option '{flag}' given twice")
+        flags[flag] = argv[i + 1]
+        i += 2
+    for required in ("-p", "--output-format", "--json-schema", "--permission-mode", "--allowedTools", "--max-turns"):
+        if required not in flags:
+            fail(f"missing {required}")
+    if not flags["-p"].strip():
+        fail("empty prompt")
+    if flags["--output-format"] != "json":
+        fail("--output-format must be json here")
+    try:
+        schema = json.loads(flags["--json-schema"])
+    except ValueError:
+        fail("--json-schema is not valid JSON")
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        fail("--json-schema must be an object schema")
+    if flags["--permission-mode"] not in PERMISSION_MODES:
+        fail(f"invalid --permission-mode {flags['--permission-mode']}")
+    if not flags["--allowedTools"].strip():
+        fail("--allowedTools is empty")
+    if not flags["--max-turns"].isdigit() or int(flags["--max-turns"]) < 1:
+        fail("--max-turns must be a positive integer")
+    if "--model" in flags and not flags["--model"].strip():
+        fail("--model is empty")
+    return flags
+
+
+def main() -> None:
+    parse(sys.argv[1:])
+    state = os.environ.get("FAKE_CLAUDE_STATE")
+    script_path = os.environ.get("FAKE_CLAUDE_SCRIPT")
+    if not state or not script_path:
+        fail("FAKE_CLAUDE_STATE and FAKE_CLAUDE_SCRIPT must be set")
+    os.makedirs(state, exist_ok=True)
+    with open(script_path) as handle:
+        steps = json.load(handle)
+    counter = os.path.join(state, "count")
+    count = int(open(counter).read()) if os.path.exists(counter) else 0
+    with open(counter, "w") as handle:
+        handle.write(str(count + 1))
+    step = steps[min(count, len(steps) - 1)]
+    with open(os.path.join(state, "calls.jsonl"), "a") as handle:
+        handle.write(json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "pid": os.getpid(), "pgid": os.getpgid(0),
+                                 "litellm": os.environ.get("LITELLM_BASE_URL"), "step": count}) + "\n")
+
+    started = time.monotonic()
+    for rel, content in (step.get("write") or {}).items():
+        os.makedirs(os.path.dirname(rel) or ".", exist_ok=True)
+        with open(rel, "w") as handle:
+            handle.write(content)
+
+    if step.get("hang"):
+        if step.get("ignore_term"):
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        pids = []
+        for _ in range(step.get("children", 0)):
+            child = subprocess.Popen([sys.executable, "-c", "import signal,time\n"
+                                      + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if step.get("ignore_term") else "")
+                                      + "time.sleep(3600)"])
+            pids.append(child.pid)
+        with open(os.path.join(state, "pids"), "w") as handle:
+            json.dump([os.getpid(), *pids], handle)
+        while True:
+            time.sleep(1)
+
+    if step.get("sleep"):
+        end = time.monotonic() + step["sleep"]
+        while time.monotonic() < end:
+            time.sleep(step.get("tick", 0.5))
+            print(".", file=sys.stderr, flush=True)
+
+    if step.get("garbage"):
+        print("this is not json")
+        return
+
+    report = step.get("report", {})
+    envelope = {
+        "type": "result",
+        "subtype": "error_during_execution" if step.get("is_error") else "success",
+        "is_error": bool(step.get("is_error")),
+        "duration_ms": int((time.monotonic() - started) * 1000),
+        "duration_api_ms": 0,
+        "num_turns": 3,
+        "result": ("Done.\n```json\n" + json.dumps(report) + "\n```") if step.get("in_result") else "Done.",
+        "session_id": f"fake-{os.getpid()}",
+        "total_cost_usd": 0.0012,
+        "usage": {"input_tokens": 120, "output_tokens": 40, "cache_read_input_tokens": 0},
+    }
+    if not step.get("in_result"):
+        envelope["structured_output"] = report
+    print(json.dumps(envelope))
+
+
+if __name__ == "__main__":
+    main()
