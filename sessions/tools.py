@@ -113,3 +113,60 @@ def log_entry_from_arguments(arguments: dict, *, source: str) -> dict:
 def session_log(arguments: dict, ctx: ToolContext) -> dict:
     return log_entry_from_arguments(arguments, source="mcp")
 
+
+
+# --- retrospective and trainer on /mcp/supervisor (schemas from supervisor/skills.py) -----------
+
+from supervisor import skills as _skills  # noqa: E402
+
+supervisor = get_endpoint("supervisor")
+
+
+@supervisor.tool(
+    name="retrospective",
+    title=_skills.SKILLS["retrospective"].title,
+    description=(
+        "Look back on a session's log and skill runs and propose learnings {title, body, kind: decision|correction|"
+        "surprise|pattern, evidence}. New ones are written to the brain as raw notes for review; one an existing "
+        "note already covers comes back as a merge suggestion (merge_into). Uses the LLM when LITELLM_BASE_URL is "
+        "set (model: the model argument, else BRAIN_ANSWER_MODEL, else HYPERGUILD_THINKING_MODEL), rules otherwise. "
+        "Running it again on the same session writes nothing new."
+    ),
+    input_schema=_skills.input_schema("retrospective"),
+    output_schema=_skills.result_schema("retrospective"),
+    read_only=False,
+    destructive=False,
+    idempotent=True,
+    open_world=True,
+)
+def retrospective(arguments: dict, ctx: ToolContext) -> dict:
+    from sessions.retrospective import SessionNotFound, run_retrospective
+
+    ctx.report_progress(0, 1, "reading the session")
+    try:
+        result = run_retrospective(arguments["session_id"], llm_model=arguments.get("model"))
+    except SessionNotFound as exc:
+        raise ToolError(str(exc))
+    ctx.report_progress(1, 1, "done")
+    return result
+
+
+@supervisor.tool(
+    name="trainer",
+    title=_skills.SKILLS["trainer"].title,
+    description=(
+        "Turn a session's verified skill runs into training candidates: SFT from runs that passed verification, "
+        "DPO from a failed attempt followed by a passing one on the same task (and from routed calls where one "
+        "model failed its check and the other passed). Secrets are redacted and such examples flagged. Everything "
+        "starts as a candidate for curation in the UI; running it again stores nothing twice."
+    ),
+    input_schema=_skills.input_schema("trainer"),
+    output_schema=_skills.result_schema("trainer"),
+    read_only=False,
+    destructive=False,
+    idempotent=True,
+)
+def trainer(arguments: dict, ctx: ToolContext) -> dict:
+    from sessions.trainer import run_trainer
+
+    return run_trainer(arguments["session_id"])
