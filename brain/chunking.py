@@ -44,10 +44,15 @@ def chunk_note(title: str, body: str, *, max_chars: int = MAX_CHUNK_CHARS) -> li
         pieces.append(("", ""))
     chunks = []
     for ordinal, (heading_path, text) in enumerate(pieces):
-        header = title if not heading_path else f"{title}{HEADING_SEPARATOR}{heading_path}"
-        embed_text = f"{header}\n\n{text}".strip()
-        chunks.append(Chunk(ordinal, heading_path, text, embed_text, content_hash(embed_text)))
+        embedded = embed_text(title, heading_path, text)
+        chunks.append(Chunk(ordinal, heading_path, text, embedded, content_hash(embedded)))
     return chunks
+
+
+def embed_text(title: str, heading_path: str, text: str) -> str:
+    """What the embedder reads for a chunk: the note title and heading path give it context."""
+    header = title if not heading_path else f"{title}{HEADING_SEPARATOR}{heading_path}"
+    return f"{header}\n\n{text}".strip()
 
 
 def _sections(body: str) -> list[tuple[str, str]]:

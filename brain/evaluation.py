@@ -71,12 +71,15 @@ class CachingEmbedder:
     counts only texts really embedded.
     """
 
-    def __init__(self, inner: BaseEmbedder, cache_dir: Path):
+    def __init__(self, inner: BaseEmbedder, cache_dir: Path, part: str = ""):
         self.inner = inner
         self.kind, self.model = inner.kind, inner.model
         cache_dir.mkdir(parents=True, exist_ok=True)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in inner.key)
-        self.path = cache_dir / f"{safe}.bin"
+        # Every `<model>*.bin` file is read; this process appends to its own part.
+        self.path = cache_dir / f"{safe}{part}.bin"
+        self.pattern = f"{safe}*.bin"
+        self.cache_dir = cache_dir
         self.cache: dict[bytes, np.ndarray] = {}
         self.embedded = 0
         self.embed_seconds = 0.0
@@ -96,13 +99,14 @@ class CachingEmbedder:
 
     def _load(self) -> None:
         dims = self.inner.dimensions
-        if not dims or not self.path.exists():
+        if not dims:
             return
         record = HASH_BYTES + 4 * dims
-        data = self.path.read_bytes()
-        for start in range(0, len(data) - record + 1, record):
-            digest = data[start : start + HASH_BYTES]
-            self.cache[digest] = np.frombuffer(data[start + HASH_BYTES : start + record], dtype=np.float32)
+        for path in sorted(self.cache_dir.glob(self.pattern)):
+            data = path.read_bytes()
+            for start in range(0, len(data) - record + 1, record):
+                digest = data[start : start + HASH_BYTES]
+                self.cache[digest] = np.frombuffer(data[start + HASH_BYTES : start + record], dtype=np.float32)
 
     @staticmethod
     def _digest(text: str) -> bytes:

@@ -212,6 +212,9 @@ class NoteChunk(models.Model):
     heading_path = models.CharField(max_length=1000, blank=True)
     text = models.TextField(blank=True)
     content_hash = models.CharField(max_length=64, db_index=True)
+    # md5 of the note's title + "\n" + body when it was chunked (computed by PostgreSQL,
+    # see brain.embedding_sync.NOTE_SOURCE_HASH): a note needs re-chunking when it differs.
+    source_hash = models.CharField(max_length=32, blank=True, db_index=True)
 
     class Meta:
         ordering = ["note_id", "ordinal"]

@@ -7,6 +7,7 @@ from pathlib import Path
 from django.conf import settings
 
 MIRROR_SCHEDULE = "brain-mirror"
+EMBED_SCHEDULE = "brain-embeddings"
 
 
 def schedules() -> list[tuple[str, str, int]]:
@@ -14,6 +15,8 @@ def schedules() -> list[tuple[str, str, int]]:
     wanted: list[tuple[str, str, int]] = []
     if settings.BRAIN_DIR:
         wanted.append((MIRROR_SCHEDULE, "brain.tasks.sync_brain_dir", settings.BRAIN_SYNC_INTERVAL))
+    if settings.BRAIN_EMBEDDER != "off":
+        wanted.append((EMBED_SCHEDULE, "brain.tasks.sync_embeddings", settings.BRAIN_EMBED_SYNC_INTERVAL))
     return wanted
 
 
@@ -24,3 +27,25 @@ def sync_brain_dir() -> dict:
     from brain.folder import sync_mirror
 
     return sync_mirror(Path(settings.BRAIN_DIR)).as_dict()
+
+
+def sync_embeddings() -> dict:
+    """Embed new and changed chunks of every note, drop embeddings of removed ones."""
+    from brain.embedding_sync import sync_embeddings as run_sync
+    from hyperguild.lib.embedders import get_embedder
+
+    embedder = get_embedder()
+    if embedder is None:
+        return {"skipped": "BRAIN_EMBEDDER is off"}
+    return run_sync(embedder).as_dict()
+
+
+def sync_note_embeddings(note_id: int) -> dict:
+    """The same for one note, queued by `brain.indexing.note_changed` right after a write."""
+    from brain.embedding_sync import sync_embeddings as run_sync
+    from hyperguild.lib.embedders import get_embedder
+
+    embedder = get_embedder()
+    if embedder is None:
+        return {"skipped": "BRAIN_EMBEDDER is off"}
+    return run_sync(embedder, note_ids=[note_id]).as_dict()

@@ -1,11 +1,121 @@
-"""Vector side of search (filled in by the embeddings work)."""
+"""The vector side of search: the query embedding against pgvector, through HNSW.
+
+Embeddings of every model live in one table with a dimensionless `vector`
+column. Each model has a partial HNSW index on `vector::vector(<dims>)`
+restricted to `model = '<model>'`; the query casts and filters the same way,
+so the planner can use exactly that model's index.
+"""
 
 from __future__ import annotations
 
+import hashlib
+
+from django.conf import settings
+from django.db import connections, transaction
+
+from hyperguild.lib.embedders import BaseEmbedder, get_embedder
+
+# Chunks fetched per wanted note: a note's chunks compete, its best one counts.
+CHUNKS_PER_NOTE = 2
+HNSW_MIN_EF_SEARCH = 40  # pgvector's default; raised to the number of rows wanted
+HNSW_MAX_EF_SEARCH = 1000  # pgvector's maximum
+EXCERPT_CHARS = 400
+
+_indexed: set[tuple[str, str, int]] = set()
+
 
 def active() -> bool:
-    return False
+    return settings.BRAIN_EMBEDDER != "off"
 
 
-def rank(query: str, *, limit: int, wing=None, hall=None, status=None) -> list[tuple[int, str]]:
-    raise NotImplementedError
+def index_name(model: str, dimensions: int) -> str:
+    digest = hashlib.sha1(model.encode("utf-8")).hexdigest()[:12]
+    return f"brain_emb_hnsw_{digest}_{dimensions}"
+
+
+def _sql_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def ensure_index(model: str, dimensions: int, using: str = "default") -> None:
+    """Create the model's partial HNSW cosine index if missing (once per process and database)."""
+    key = (using, model, int(dimensions))
+    if key in _indexed:
+        return
+    dims = int(dimensions)
+    with connections[using].cursor() as cursor:
+        cursor.execute(
+            f"CREATE INDEX IF NOT EXISTS {index_name(model, dims)} ON brain_embedding "
+            f"USING hnsw ((vector::vector({dims})) vector_cosine_ops) WHERE model = {_sql_literal(model)}"
+        )
+    _indexed.add(key)
+
+
+def forget_indexes() -> None:
+    _indexed.clear()
+
+
+def vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def query_sql(model: str, dimensions: int, *, wing: bool, hall: bool, status: bool) -> str:
+    """The nearest-chunks query. The ORDER BY expression and the model predicate repeat
+    the index's own, so the planner can walk the HNSW graph."""
+    dims = int(dimensions)
+    filters = ["n.status <> 'archived'"]
+    if status:
+        filters.append("n.status = %(status)s")
+    if wing:
+        filters.append("n.wing = %(wing)s")
+    if hall:
+        filters.append("n.hall = %(hall)s")
+    return (
+        f"SELECT c.note_id, c.text, (e.vector::vector({dims})) <=> %(vector)s::vector({dims}) AS distance "
+        "FROM brain_embedding e "
+        "JOIN brain_notechunk c ON c.id = e.chunk_id "
+        "JOIN brain_note n ON n.id = c.note_id "
+        f"WHERE e.model = {_sql_literal(model)} AND e.content_hash = c.content_hash AND {' AND '.join(filters)} "
+        f"ORDER BY (e.vector::vector({dims})) <=> %(vector)s::vector({dims}) "
+        "LIMIT %(limit)s"
+    )
+
+
+def rank(
+    query: str,
+    *,
+    limit: int,
+    wing: str | None = None,
+    hall: str | None = None,
+    status: str | None = None,
+    embedder: BaseEmbedder | None = None,
+    using: str = "default",
+) -> list[tuple[int, str]]:
+    """(note_id, best chunk text) of the `limit` nearest notes, nearest first.
+
+    Raises EmbedderError or a database error; `brain.search` turns those into a degraded answer.
+    """
+    embedder = embedder or get_embedder()
+    if embedder is None:
+        return []
+    vector = embedder.embed_query(query)
+    dims = len(vector)
+    wanted = limit * CHUNKS_PER_NOTE
+    sql = query_sql(embedder.key, dims, wing=bool(wing), hall=bool(hall), status=bool(status))
+    params = {"vector": vector_literal(vector), "limit": wanted, "wing": wing, "hall": hall, "status": status}
+    with transaction.atomic(using=using), connections[using].cursor() as cursor:
+        # ef_search bounds how many rows one HNSW scan can return; iterative scans keep
+        # walking the graph when the note filters drop rows (pgvector ≥ 0.8).
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {min(max(HNSW_MIN_EF_SEARCH, wanted), HNSW_MAX_EF_SEARCH)}")
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    # relaxed_order may return rows slightly out of order: sort, then keep each note's best chunk.
+    rows.sort(key=lambda row: row[2])
+    seen: dict[int, str] = {}
+    for note_id, text, _distance in rows:
+        if note_id not in seen:
+            seen[note_id] = text[:EXCERPT_CHARS]
+        if len(seen) == limit:
+            break
+    return list(seen.items())

@@ -1,0 +1,234 @@
+"""Keep note chunks and their embeddings in step with the notes.
+
+    result = sync_embeddings(embedder)              # every note (schedule, backfill, brain_embed)
+    result = sync_embeddings(embedder, note_ids=[7])  # one note, right after a write
+
+1. Chunks of archived notes are deleted (their embeddings go with them).
+2. Notes whose title/body changed since they were chunked are chunked again;
+   chunks whose text is unchanged keep their rows and their embeddings.
+3. Chunks with no embedding of the active model for their current hash get
+   one: first copied from any embedding of the same model and hash (a moved
+   section is not embedded twice), otherwise from the embedder.
+
+Every step is idempotent. An embedder failure is recorded in `errors` and
+leaves the chunk without a current embedding, so the next sync finishes the
+job; nothing is written twice (one row per chunk and model).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.db.models import Exists, F, OuterRef, Value
+from django.db.models.functions import MD5, Concat
+
+from brain import vectors
+from brain.chunking import chunk_note, embed_text
+from brain.models import Embedding, Note, NoteChunk, NoteStatus
+from hyperguild.lib.embedders import BaseEmbedder, EmbedderError
+
+logger = logging.getLogger(__name__)
+
+EMBED_BATCH = 32  # chunks per embedder call
+RECHUNK_BATCH = 500  # notes loaded at a time while re-chunking
+MAX_FAILED_BATCHES = 3  # a service that keeps failing is not hammered for the whole corpus
+NOTE_SOURCE_HASH = MD5(Concat(F("title"), Value("\n"), F("body")))
+
+
+@dataclass
+class SyncResult:
+    added: int = 0
+    deleted: int = 0
+    rechunked: int = 0
+    pending: int = 0  # chunks still without an embedding when the sync ended
+    errors: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "added": self.added,
+            "deleted": self.deleted,
+            "rechunked": self.rechunked,
+            "pending": self.pending,
+            "errors": list(self.errors),
+        }
+
+
+def sync_embeddings(
+    embedder: BaseEmbedder,
+    *,
+    note_ids: Iterable[int] | None = None,
+    using: str = "default",
+    progress: Callable[[int, int], None] | None = None,
+) -> SyncResult:
+    """One sync pass; `progress(done, total)` is called as chunks are embedded."""
+    result = SyncResult()
+    notes = Note.objects.using(using).all()
+    if note_ids is not None:
+        notes = notes.filter(id__in=list(note_ids))
+    result.deleted += _drop_archived(notes, using)
+    _rechunk_changed(notes, result, using)
+    _embed_missing(embedder, notes, result, using, progress)
+    return result
+
+
+def _drop_archived(notes, using: str) -> int:
+    archived = NoteChunk.objects.using(using).filter(note__in=notes.filter(status=NoteStatus.ARCHIVED))
+    deleted = Embedding.objects.using(using).filter(chunk__in=archived).count()
+    archived.delete()
+    return deleted
+
+
+def stale_notes(notes):
+    """Searchable notes with no chunk carrying their current title/body hash."""
+    current = NoteChunk.objects.filter(note=OuterRef("pk"), source_hash=OuterRef("source"))
+    return notes.exclude(status=NoteStatus.ARCHIVED).annotate(source=NOTE_SOURCE_HASH).filter(~Exists(current))
+
+
+def _rechunk_changed(notes, result: SyncResult, using: str) -> None:
+    while True:
+        batch = list(stale_notes(notes).values_list("id", flat=True)[:RECHUNK_BATCH])
+        if not batch:
+            return
+        for note_id in batch:
+            result.deleted += rechunk_note(note_id, using=using)
+            result.rechunked += 1
+
+
+def rechunk_note(note_id: int, *, using: str = "default") -> int:
+    """Bring one note's chunk rows in line with its text; returns embeddings deleted."""
+    with transaction.atomic(using=using):
+        # The note row lock serialises concurrent syncs of the same note (the write
+        # task and the schedule), so ordinals never collide.
+        note = (
+            Note.objects.using(using)
+            .select_for_update()
+            .annotate(source=NOTE_SOURCE_HASH)
+            .filter(pk=note_id)
+            .first()
+        )
+        if note is None or note.status == NoteStatus.ARCHIVED:
+            return 0
+        wanted = chunk_note(note.title, note.body)
+        existing = {c.ordinal: c for c in NoteChunk.objects.using(using).filter(note_id=note_id)}
+        deleted = 0
+        for chunk in wanted:
+            row = existing.pop(chunk.ordinal, None)
+            if row is None:
+                NoteChunk.objects.using(using).create(
+                    note_id=note_id,
+                    ordinal=chunk.ordinal,
+                    heading_path=chunk.heading_path,
+                    text=chunk.text,
+                    content_hash=chunk.content_hash,
+                    source_hash=note.source,
+                )
+            elif (row.content_hash, row.heading_path, row.text, row.source_hash) != (
+                chunk.content_hash,
+                chunk.heading_path,
+                chunk.text,
+                note.source,
+            ):
+                row.heading_path, row.text = chunk.heading_path, chunk.text
+                row.content_hash, row.source_hash = chunk.content_hash, note.source
+                row.save(using=using)
+        if existing:  # the note got shorter: drop the extra chunks and their embeddings
+            gone = NoteChunk.objects.using(using).filter(id__in=[c.id for c in existing.values()])
+            deleted = Embedding.objects.using(using).filter(chunk__in=gone).count()
+            gone.delete()
+        return deleted
+
+
+def missing_chunks(embedder: BaseEmbedder, notes, using: str = "default"):
+    current = Embedding.objects.using(using).filter(
+        chunk=OuterRef("pk"), model=embedder.key, content_hash=OuterRef("content_hash")
+    )
+    return (
+        NoteChunk.objects.using(using)
+        .filter(note__in=notes.exclude(status=NoteStatus.ARCHIVED))
+        .filter(~Exists(current))
+        .order_by("id")
+    )
+
+
+def _embed_missing(embedder, notes, result: SyncResult, using: str, progress) -> None:
+    todo = list(missing_chunks(embedder, notes, using).values_list("id", "content_hash"))
+    total, done, failed_batches = len(todo), 0, 0
+    if progress:
+        progress(0, total)
+    # 1. Reuse vectors already computed for the same text under the same model.
+    hashes = {h for _, h in todo}
+    known: dict[str, list[float]] = {}
+    for start in range(0, len(todo), 1000):
+        part = {h for _, h in todo[start : start + 1000]}
+        for content_hash, vector in (
+            Embedding.objects.using(using)
+            .filter(model=embedder.key, content_hash__in=part)
+            .values_list("content_hash", "vector")
+        ):
+            known.setdefault(content_hash, list(vector))
+    del hashes
+    for start in range(0, len(todo), EMBED_BATCH):
+        batch = todo[start : start + EMBED_BATCH]
+        fresh = [(cid, h) for cid, h in batch if h not in known]
+        if fresh:
+            texts = _embed_texts([cid for cid, _ in fresh], using)
+            try:
+                vectors_ = embedder.embed_documents([texts[cid] for cid, _ in fresh])
+            except EmbedderError as exc:
+                result.errors.append(f"chunks {fresh[0][0]}–{fresh[-1][0]}: {exc}")
+                failed_batches += 1
+                if failed_batches >= MAX_FAILED_BATCHES:
+                    result.errors.append(
+                        f"stopped after {failed_batches} failed batches; the next sync resumes where this one stopped"
+                    )
+                    break
+                continue
+            for (_, h), vector in zip(fresh, vectors_, strict=True):
+                known[h] = vector
+        rows = [(cid, h, known[h]) for cid, h in batch if h in known]
+        result.added += _store(embedder, rows, using)
+        done += len(batch)
+        if progress:
+            progress(done, total)
+    result.pending = missing_chunks(embedder, notes, using).count()
+
+
+def _embed_texts(chunk_ids: list[int], using: str) -> dict[int, str]:
+    """What the embedder reads for each chunk: rebuilt from the note, as `brain.chunking` made it."""
+    texts = {}
+    for chunk in NoteChunk.objects.using(using).filter(id__in=chunk_ids).select_related("note"):
+        texts[chunk.id] = embed_text(chunk.note.title, chunk.heading_path, chunk.text)
+    return texts
+
+
+def _store(embedder: BaseEmbedder, rows: list[tuple[int, str, list[float]]], using: str) -> int:
+    if not rows:
+        return 0
+    dims = len(rows[0][2])
+    vectors.ensure_index(embedder.key, dims, using=using)
+    with transaction.atomic(using=using):
+        # Lock the chunks: one deleted or re-chunked meanwhile is skipped, and its hash
+        # must still be the one that was embedded, or the vector would be stale.
+        live = dict(
+            NoteChunk.objects.using(using)
+            .select_for_update()
+            .filter(id__in=[cid for cid, _, _ in rows])
+            .values_list("id", "content_hash")
+        )
+        objs = [
+            Embedding(chunk_id=cid, model=embedder.key, dimensions=len(vec), content_hash=h, vector=vec)
+            for cid, h, vec in rows
+            if live.get(cid) == h
+        ]
+        Embedding.objects.using(using).bulk_create(
+            objs,
+            update_conflicts=True,
+            unique_fields=["chunk", "model"],
+            update_fields=["vector", "dimensions", "content_hash"],
+        )
+    return len(objs)
+
+
