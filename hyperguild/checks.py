@@ -72,3 +72,16 @@ def routing_problems() -> list[str]:
 @register("hyperguild")
 def check_routing_settings(app_configs, **kwargs):
     return [Error(problem, id="hyperguild.E010") for problem in routing_problems()]
+
+
+@register("hyperguild")
+def check_brain_embedder(app_configs, **kwargs):
+    """A half-configured embedder stops start-up, naming the variable to set."""
+    from hyperguild.lib.embedders import embedder_problems
+
+    return [
+        Error(message, hint=f"Set {variable}.", id="hyperguild.E020")
+        for variable, message in embedder_problems(
+            settings.BRAIN_EMBEDDER, settings.BRAIN_EMBED_URL, settings.BRAIN_EMBED_MODEL
+        )
+    ]
