@@ -97,7 +97,13 @@ def answer(question: str, limit: int = 5) -> dict:
     cap = min(limit, MAX_LLM_SOURCES) if llm is not None else limit
     chosen = list(enumerate(candidates[:cap], start=1))
     sources = [
-        {"n": n, "slug": note.slug, "title": note.title, "path": note.path, "excerpt": excerpts.get(note.id) or _excerpt(note.body)}
+        {
+            "n": n,
+            "slug": note.slug,
+            "title": note.title,
+            "path": note.path,
+            "excerpt": excerpts.get(note.id) or _excerpt(note.body),
+        }
         for n, note in chosen
     ]
     result = {"answer": "", "sources": sources, "model": None, "reranked": reranker is not None, "synthesized": False}

@@ -15,8 +15,10 @@ scores; a note found several ways keeps its best score, then gets boosts):
    the 4th seed).
 4. Path boost. A candidate whose title or body shares words with the
    recent files' paths (`internal/graphstore/pg.go` → `graphstore`; a word
-   of the note that begins a path token counts too, so "graph" matches it)
-   gains PATH_BOOST per shared token, at most PATH_BOOST_MAX_TOKENS of them.
+   of the note that begins a path word counts too, so "graph" matches it)
+   gains PATH_BOOST per shared word, at most PATH_BOOST_MAX_TOKENS of them.
+   The files a session is touching are strong evidence: one shared word
+   lifts the second seed above the first.
 
 Highest score first; ties keep the order in which candidates were found.
 """
@@ -37,7 +39,7 @@ PATH_SEED_WEIGHT = 0.5
 GRAPH_SEEDS = 3
 GRAPH_DEPTH = 2
 GRAPH_DECAY = 0.5
-PATH_BOOST = 0.25
+PATH_BOOST = 0.75
 PATH_BOOST_MAX_TOKENS = 3
 # Path words shorter than this say nothing (`pg`, `db`, `io`).
 MIN_PATH_TOKEN = 3
@@ -65,10 +67,10 @@ def project_name(project_root: str) -> str:
     return name
 
 
-def path_tokens(paths: list[str]) -> list[str]:
-    """Stemmed words of file paths, in order, without extensions, short or generic words.
+def path_words(paths: list[str]) -> list[str]:
+    """Lowercased words of file paths, in order, without extensions, short or generic words.
 
-    `internal/graphstore/pg.go` → `["graphstor"]`.
+    `internal/graphstore/pg.go` → `["graphstore"]`.
     """
     seen: dict[str, None] = {}
     for path in paths[:MAX_RECENT_FILES]:
@@ -81,17 +83,20 @@ def path_tokens(paths: list[str]) -> list[str]:
                 lowered = word.lower()
                 if len(lowered) < MIN_PATH_TOKEN or lowered in GENERIC_PATH_WORDS or lowered.isdigit():
                     continue
-                for token in bm25.tokenize(lowered):
-                    seen.setdefault(token, None)
+                seen.setdefault(lowered, None)
     return list(seen)
 
 
-def shared_tokens(note_tokens: set[str], wanted: list[str]) -> int:
-    """How many path tokens the note mentions, exactly or as a prefix of MIN_PREFIX+ letters."""
+def shared_words(note_tokens: set[str], words: list[str]) -> int:
+    """How many path words the note mentions: the same stem, or a note word of MIN_PREFIX+
+    letters that begins the path word ("graph" in `graphstore`)."""
     prefixes = [token for token in note_tokens if len(token) >= MIN_PREFIX]
-    return sum(
-        1 for token in wanted if token in note_tokens or any(token.startswith(prefix) for prefix in prefixes)
-    )
+    count = 0
+    for word in words:
+        stems = bm25.tokenize(word)
+        if any(stem in note_tokens for stem in stems) or any(word.startswith(prefix) for prefix in prefixes):
+            count += 1
+    return count
 
 
 def excerpt(body: str) -> str:
@@ -123,7 +128,7 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
     for rank, hit in enumerate(seeds.hits):
         consider(hit.note_id, 1.0 / (1 + rank))
 
-    wanted = path_tokens(recent_files or [])
+    wanted = path_words(recent_files or [])
     if wanted:
         by_path = search(" ".join(wanted), limit=SEED_LIMIT)
         degraded, reason = degraded or by_path.degraded, reason or by_path.reason
@@ -141,7 +146,7 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
             note = notes.get(candidate.note_id)
             if note is None:
                 continue
-            matches = shared_tokens(set(bm25.tokenize(bm25.note_text(note.title, note.body))), wanted)
+            matches = shared_words(set(bm25.tokenize(bm25.note_text(note.title, note.body))), wanted)
             candidate.score += PATH_BOOST * min(matches, PATH_BOOST_MAX_TOKENS)
 
     ranked = sorted(

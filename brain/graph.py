@@ -70,11 +70,7 @@ def links_for(note: Note) -> dict[str, list[dict]]:
     target does not exist yet. `in`: `[{slug, title, kind}]` from notes that
     are not archived.
     """
-    outgoing = (
-        NoteLink.objects.filter(source=note)
-        .select_related("target")
-        .order_by("target_slug", "kind")
-    )
+    outgoing = NoteLink.objects.filter(source=note).select_related("target").order_by("target_slug", "kind")
     out = [
         {
             "slug": link.target_slug,

@@ -136,9 +136,7 @@ class RerankerClient:
                     return self._judgement(response)
                 problem = f"HTTP {response.status_code}: {response.text[:300].strip()}"
                 if response.status_code not in RETRYABLE_STATUSES:
-                    raise RerankerError(
-                        f"reranker at {self.base_url} refused model {self.model!r}: {problem}"
-                    )
+                    raise RerankerError(f"reranker at {self.base_url} refused model {self.model!r}: {problem}")
             if attempts > self.retries:
                 raise RerankerError(
                     f"reranker at {self.base_url} (model {self.model!r}) is unavailable after "
@@ -197,7 +195,5 @@ def get_reranker() -> RerankerClient | None:
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
-            client = _clients[key] = RerankerClient(
-                key[0], key[1], concurrency=key[2], timeout=key[3], retries=key[4]
-            )
+            client = _clients[key] = RerankerClient(key[0], key[1], concurrency=key[2], timeout=key[3], retries=key[4])
         return client

@@ -47,13 +47,14 @@ HYPERGUILD_NOTES = [
         "title": "LiteLLM config drift",
         "wing": "entities",
         "body": "The LiteLLM model list on the LAN box drifted from the repo copy; a model alias vanished and "
-        "every call failed with an unknown model error. Check the config into git and diff it at deploy.",
+        "every call failed with an unknown model error. Check the config into git and diff it at every deploy, "
+        "and alert when the two differ.",
     },
     {
         "slug": "graphstore-postgres",
         "title": "Graph store on PostgreSQL",
         "wing": "concepts",
-        "body": "The graph store keeps note links in PostgreSQL and walks them with one query per hop.",
+        "body": "The graphstore package keeps note links in PostgreSQL and walks them with one query per hop.",
     },
     {
         "slug": "pasta-water",

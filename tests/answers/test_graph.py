@@ -56,7 +56,9 @@ def test_unresolved_links_are_not_edges_until_the_target_appears(db):
 def test_links_for_lists_links_out_and_in(populated_brain):
     links = links_for(populated_brain["llm-gateway"])
     assert links == {
-        "out": [{"slug": "litellm-config-drift", "title": "LiteLLM config drift", "kind": "wikilink", "resolved": True}],
+        "out": [
+            {"slug": "litellm-config-drift", "title": "LiteLLM config drift", "kind": "wikilink", "resolved": True}
+        ],
         "in": [{"slug": "hyperguild-architecture", "title": "hyperguild architecture", "kind": "wikilink"}],
     }
 
