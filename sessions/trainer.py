@@ -409,10 +409,24 @@ def trl_record(example: TrainingExample) -> dict:
 
 
 def trl_errors(kind: str, record: dict) -> list[str]:
-    return [
+    """Schema violations, then the conversational rules TRL relies on (who speaks last)."""
+    errors = [
         f"{'/'.join(str(p) for p in e.absolute_path) or '(record)'}: {e.message}"
         for e in TRL_SCHEMAS[kind].iter_errors(record)
     ]
+    if errors:
+        return errors
+    if kind == "sft":
+        messages = record["messages"]
+        if messages[-1]["role"] != "assistant" or all(m["role"] == "assistant" for m in messages):
+            errors.append("messages: need a prompt and must end with the assistant's answer")
+    else:
+        if record["prompt"][-1]["role"] != "user":
+            errors.append("prompt: must end with a user message")
+        for name in ("chosen", "rejected"):
+            if any(m["role"] != "assistant" for m in record[name]):
+                errors.append(f"{name}: must hold only assistant messages")
+    return errors
 
 
 def export_examples(out: Path | str, *, kind: str, status: str = TrainingExample.Status.APPROVED) -> dict:

@@ -1,0 +1,24 @@
+"""manage.py trainer_extract [--session ID]: turn verified skill runs into SFT/DPO candidates (idempotent)."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from sessions.trainer import run_trainer
+
+
+class Command(BaseCommand):
+    help = "Extract SFT and DPO candidates from verified skill runs and routed calls. Safe to re-run."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--session", dest="session_id", default=None, help="Only this session (default: all).")
+
+    def handle(self, *args, session_id: str | None = None, **options) -> None:
+        result = self.extract(session_id)
+        flagged = sum(1 for e in result["examples"] if e["created"] and e["flagged"])
+        if flagged:
+            self.stderr.write(self.style.WARNING(f"{flagged} new example(s) had secrets redacted and are flagged."))
+        self.stdout.write(self.style.SUCCESS(result["message"]))
+
+    def extract(self, session_id: str | None = None) -> dict:
+        return run_trainer(session_id)
