@@ -299,7 +299,7 @@ def merge_preview(request: HttpRequest, pk: int) -> HttpResponse:
             target = form.cleaned_data["into"]
             body = combined_body(target, note)
     return render(request, "brain/merge.html", {
-        "note": note, "form": form, "target": target, "body": body,
+        "note": note, "form": form, "target": target, "body": body, "into_value": request.GET.get("into", ""),
         "rendered": render_markdown(body) if body else "",
         "wiki_notes": Note.objects.wiki().only("slug", "title").order_by("slug")[:500],
     }, status=200 if target or not request.GET.get("into") else 400)
@@ -329,7 +329,7 @@ def merge_note(request: HttpRequest, pk: int) -> HttpResponse:
     body = request.POST.get("body", "")
     return render(request, "brain/merge.html", {
         "note": note, "form": form, "target": form.cleaned_data.get("into") if hasattr(form, "cleaned_data") else None,
-        "body": body, "rendered": render_markdown(body),
+        "body": body, "rendered": render_markdown(body), "into_value": request.POST.get("into", ""),
         "wiki_notes": Note.objects.wiki().only("slug", "title").order_by("slug")[:500],
     }, status=400)
 
