@@ -85,3 +85,20 @@ def check_brain_embedder(app_configs, **kwargs):
             settings.BRAIN_EMBEDDER, settings.BRAIN_EMBED_URL, settings.BRAIN_EMBED_MODEL
         )
     ]
+
+
+@register("hyperguild")
+def check_answer_model(app_configs, **kwargs):
+    """BRAIN_ANSWER_MODEL without a gateway would silently give extractive answers only."""
+    from django.core.checks import Warning as CheckWarning
+
+    if settings.BRAIN_ANSWER_MODEL and not settings.LITELLM_BASE_URL:
+        return [
+            CheckWarning(
+                f"BRAIN_ANSWER_MODEL={settings.BRAIN_ANSWER_MODEL} is set but LITELLM_BASE_URL is empty: "
+                "brain_answer will return extracted passages, not synthesised answers.",
+                hint="Set LITELLM_BASE_URL to the OpenAI-compatible gateway, or unset BRAIN_ANSWER_MODEL.",
+                id="hyperguild.W040",
+            )
+        ]
+    return []
