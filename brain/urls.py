@@ -1,8 +1,15 @@
 from django.urls import path
 
-from brain import views
+from brain import api, embedding_api, views
 
-urlpatterns: list = []
+# REST (DRF, the /mcp/brain bearer token): see brain/api.py.
+urlpatterns: list = [
+    path("query", api.QueryView.as_view(), name="brain-api-query"),
+    path("write", api.WriteView.as_view(), name="brain-api-write"),
+    path("ingest", api.IngestView.as_view(), name="brain-api-ingest"),
+    path("notes/<path:slug>", api.NoteView.as_view(), name="brain-api-note"),
+    path("backfill-embeddings", embedding_api.BackfillEmbeddingsView.as_view(), name="brain-api-backfill-embeddings"),
+]
 
 # Browser UI (templates/brain/): the review queue, a note, its actions, search.
 urlpatterns += [

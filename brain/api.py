@@ -1,0 +1,135 @@
+"""REST endpoints of the brain (same token as /mcp/brain, same actions and search).
+
+    POST /query          {"query", "limit"?, "wing"?, "hall"?, "status"?}
+    POST /write          {"title", "body", "frontmatter"?, "slug"?, "session_id"?}   → raw
+    POST /ingest         {"title", "body", "wing"?, "hall"?, "frontmatter"?, "slug"?, "raw"?}
+    GET  /notes/<slug>
+"""
+
+from __future__ import annotations
+
+from rest_framework import exceptions, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from brain.actions import BrainInputError, do_ingest_note, do_ingest_raw_note, do_write_raw_note
+from brain.models import Note, NoteStatus
+from brain.presenters import note_detail, note_ref, query_result
+from hyperguild.mcp.registry import get_endpoint
+from hyperguild.mcp.views import BearerTokenAuthentication, HasClient
+
+REST_SOURCE = "rest"
+
+
+class BrainAPIView(APIView):
+    """Authenticated with the /mcp/brain bearer token; errors as {"error", "detail"}."""
+
+    permission_classes = [HasClient]
+    throttle_classes: list = []
+
+    def get_authenticators(self):
+        return [BearerTokenAuthentication(get_endpoint("brain"))]
+
+    def permission_denied(self, request, message=None, code=None):
+        # No credentials at all is a 401 with WWW-Authenticate, as on /mcp/brain (not DRF's 403).
+        if not request.successful_authenticator:
+            raise exceptions.NotAuthenticated("This endpoint needs Authorization: Bearer <BRAIN_MCP_TOKEN>.")
+        super().permission_denied(request, message=message, code=code)
+
+    @staticmethod
+    def refuse(message: str, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
+        return Response({"error": message, "detail": message}, status=code)
+
+
+class FrontmatterField(serializers.JSONField):
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not isinstance(value, dict):
+            raise serializers.ValidationError("frontmatter must be a mapping of keys to values (a JSON object).")
+        return value
+
+
+class QuerySerializer(serializers.Serializer):
+    query = serializers.CharField(max_length=2000, trim_whitespace=True)
+    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+    wing = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    hall = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    status = serializers.ChoiceField(choices=[*NoteStatus.values, "any"], default=NoteStatus.WIKI)
+
+
+class NoteInputSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=300)
+    body = serializers.CharField(trim_whitespace=False)
+    frontmatter = FrontmatterField(required=False)
+    slug = serializers.CharField(max_length=400, required=False, trim_whitespace=False)
+    session_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+
+
+class IngestSerializer(NoteInputSerializer):
+    wing = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    hall = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    raw = serializers.BooleanField(default=False, help_text="true: into raw for review instead of the wiki")
+
+    def validate(self, attrs):
+        if not attrs.get("raw") and not attrs.get("wing"):
+            raise serializers.ValidationError({"wing": "wing is required to ingest into the wiki (or send raw: true)."})
+        return attrs
+
+
+class QueryView(BrainAPIView):
+    def post(self, request):
+        from brain.search import SearchInputError, search
+
+        data = QuerySerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        args = data.validated_data
+        try:
+            response = search(
+                args["query"], limit=args["limit"], wing=args.get("wing") or None,
+                hall=args.get("hall") or None, status=args["status"],
+            )  # fmt: skip
+        except SearchInputError as exc:
+            return self.refuse(str(exc))
+        return Response(query_result(response))
+
+
+class WriteView(BrainAPIView):
+    def post(self, request):
+        data = NoteInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        args = data.validated_data
+        try:
+            note = do_write_raw_note(
+                title=args["title"], body=args["body"], frontmatter=args.get("frontmatter"), slug=args.get("slug"),
+                session_id=args.get("session_id", ""), source=REST_SOURCE,
+            )  # fmt: skip
+        except BrainInputError as exc:
+            return self.refuse(exc.message)
+        return Response(note_ref(note), status=status.HTTP_201_CREATED)
+
+
+class IngestView(BrainAPIView):
+    def post(self, request):
+        data = IngestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        args = data.validated_data
+        common = {
+            "title": args["title"], "body": args["body"], "frontmatter": args.get("frontmatter"),
+            "slug": args.get("slug"), "source": REST_SOURCE,
+        }  # fmt: skip
+        try:
+            if args["raw"]:
+                note = do_ingest_raw_note(**common, session_id=args.get("session_id", ""))
+            else:
+                note = do_ingest_note(**common, wing=args["wing"], hall=args.get("hall", ""))
+        except BrainInputError as exc:
+            return self.refuse(exc.message)
+        return Response(note_ref(note), status=status.HTTP_201_CREATED)
+
+
+class NoteView(BrainAPIView):
+    def get(self, request, slug: str):
+        note = Note.objects.filter(slug=slug).first()
+        if note is None:
+            return self.refuse(f"No note with slug {slug!r}; find slugs with POST /query.", status.HTTP_404_NOT_FOUND)
+        return Response(note_detail(note))
