@@ -102,3 +102,22 @@ def check_answer_model(app_configs, **kwargs):
             )
         ]
     return []
+
+
+@register("hyperguild")
+def check_trainer_secret_patterns(app_configs, **kwargs):
+    """An unreadable TRAINER_SECRET_PATTERNS_FILE or a bad regex in it would let secrets into training data."""
+    path = settings.TRAINER_SECRET_PATTERNS_FILE
+    if not path:
+        return []
+    from django.core.exceptions import ImproperlyConfigured
+
+    from sessions.trainer import load_pattern_file
+
+    try:
+        load_pattern_file(path)
+    except OSError as exc:
+        return [Error(f"TRAINER_SECRET_PATTERNS_FILE={path} cannot be read: {exc}", id="hyperguild.E030")]
+    except ImproperlyConfigured as exc:
+        return [Error(str(exc), hint="One Python regex a line; # starts a comment.", id="hyperguild.E031")]
+    return []

@@ -1,1 +1,95 @@
-from django.contrib import admin  # noqa: F401
+"""Admin for operators: sessions and their (read-only) logs, retrospectives, training curation."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+
+from sessions.actions import do_approve_example, do_reject_example
+from sessions.models import AgentSession, RetrospectiveRun, SessionEntry, TrainingExample
+
+ENTRY_FIELDS = ("seq", "kind", "skill", "phase", "status", "message", "data", "idempotency_key", "source", "occurred_at", "created_at")
+
+
+class ReadOnlyMixin:
+    """Logs are written by the service only; the admin shows them."""
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class SessionEntryInline(ReadOnlyMixin, admin.TabularInline):
+    model = SessionEntry
+    fields = ENTRY_FIELDS
+    readonly_fields = ENTRY_FIELDS
+    extra = 0
+    show_change_link = True
+    ordering = ["seq"]
+
+
+@admin.register(AgentSession)
+class AgentSessionAdmin(admin.ModelAdmin):
+    list_display = ("external_id", "project", "last_seq", "created_at", "updated_at")
+    search_fields = ("external_id", "project", "project_root")
+    list_filter = ("project",)
+    readonly_fields = ("external_id", "project", "project_root", "client", "last_seq", "file_layout", "created_at", "updated_at")
+    inlines = [SessionEntryInline]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # sessions start with their first session_log call
+
+
+@admin.register(SessionEntry)
+class SessionEntryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("session", "seq", "kind", "skill", "phase", "status", "short_message", "created_at")
+    list_filter = ("kind", "status", "source", "skill")
+    search_fields = ("session__external_id", "message", "idempotency_key")
+    list_select_related = ("session",)
+    readonly_fields = ("session", *ENTRY_FIELDS, "raw_line")
+    ordering = ("-created_at",)
+
+    @admin.display(description="message")
+    def short_message(self, obj: SessionEntry) -> str:
+        return obj.message[:80]
+
+
+@admin.register(RetrospectiveRun)
+class RetrospectiveRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("session", "method", "model", "status", "created_at")
+    list_filter = ("method", "status")
+    search_fields = ("session__external_id",)
+    list_select_related = ("session",)
+    readonly_fields = ("session", "method", "model", "status", "message", "learnings", "notes_written", "created_at")
+
+
+@admin.register(TrainingExample)
+class TrainingExampleAdmin(admin.ModelAdmin):
+    list_display = ("id", "kind", "skill", "status", "flagged", "reviewer", "created_at")
+    list_filter = ("kind", "status", "flagged", "skill")
+    search_fields = ("source_key", "skill", "review_note")
+    list_select_related = ("reviewer",)
+    readonly_fields = (
+        "kind", "skill", "prompt", "completion", "chosen", "rejected", "provenance", "status", "reviewer",
+        "reviewed_at", "review_note", "edits", "flagged", "flags", "source_key", "created_at", "updated_at",
+    )  # fmt: skip
+    actions = ["approve", "reject"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # examples come from the trainer; edit them in the curation UI (kept in edit history)
+
+    @admin.action(description="Approve selected examples")
+    def approve(self, request, queryset) -> None:
+        for example in queryset:
+            do_approve_example(example, reviewer=request.user)
+        self.message_user(request, f"Approved {queryset.count()} example(s).", messages.SUCCESS)
+
+    @admin.action(description="Reject selected examples")
+    def reject(self, request, queryset) -> None:
+        for example in queryset:
+            do_reject_example(example, reviewer=request.user, reason="rejected in bulk from the admin")
+        self.message_user(request, f"Rejected {queryset.count()} example(s).", messages.SUCCESS)
