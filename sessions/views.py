@@ -9,7 +9,9 @@ evidence, and the curation actions, which all go through `sessions.actions`.
 from __future__ import annotations
 
 import json
+import tempfile
 from datetime import datetime
+from pathlib import Path
 
 from django import forms
 from django.contrib import messages
@@ -24,6 +26,7 @@ from brain.models import Note
 from hyperguild.ui import paginate, staff_action, staff_page
 from sessions import actions
 from sessions.models import AgentSession, SessionEntry, TrainingExample
+from sessions.trainer import export_examples as export_training_examples
 from supervisor.models import SkillRun
 
 TIMELINE_LIMIT = 1000  # entries shown on a session page; longer sessions show the first ones and say so
@@ -130,9 +133,13 @@ def _example_page(request: HttpRequest, example: TrainingExample, *, errors: lis
         .filter(Q(created_at__lt=example.created_at) | Q(created_at=example.created_at, id__lt=example.id))
         .only("id").first()
     )
+    verification = provenance.get("verification")
+    sides = verification if isinstance(verification, dict) and {"chosen", "rejected"} <= set(verification) else {}
     return render(request, "sessions/training_detail.html", {
         "example": example,
-        "verification": provenance.get("verification"),
+        "verification": verification,
+        "chosen_evidence": sides.get("chosen"),
+        "rejected_evidence": sides.get("rejected"),
         "verification_json": json.dumps(provenance.get("verification"), indent=2, ensure_ascii=False, default=str),
         "provenance_json": json.dumps(provenance, indent=2, ensure_ascii=False, default=str),
         "runs": runs,
@@ -220,13 +227,16 @@ def edit_example(request: HttpRequest, pk: int) -> HttpResponse:
 
 @staff_page
 def export_examples(request: HttpRequest, kind: str) -> HttpResponse:
-    """The approved examples of one kind as JSONL in the shape TRL reads (the `trainer_export` logic)."""
-    from sessions import training_export
-
+    """The approved examples of one kind as JSONL in the shapes TRL reads (the `trainer_export` logic)."""
     if kind not in TrainingExample.Kind.values:
         return HttpResponseBadRequest("kind must be sft or dpo")
-    lines = training_export.export_lines(kind)
-    response = HttpResponse("".join(line + "\n" for line in lines), content_type="application/jsonl; charset=utf-8")
+    with tempfile.TemporaryDirectory(prefix="hyperguild-export-") as folder:
+        summary = export_training_examples(Path(folder) / f"{kind}.jsonl", kind=kind)
+        data = Path(summary["path"]).read_bytes()
+    response = HttpResponse(data, content_type="application/jsonl; charset=utf-8")
     stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-    response["Content-Disposition"] = f'attachment; filename="hyperguild-{kind}-{stamp}.jsonl"'
+    response["Content-Disposition"] = f'attachment; filename="hyperguild-{kind}-approved-{stamp}.jsonl"'
+    # Records that do not fit TRL's shape are left out, as trainer_export does; say how many.
+    response["X-Hyperguild-Written"] = str(summary["written"])
+    response["X-Hyperguild-Left-Out"] = ",".join(str(problem["id"]) for problem in summary["invalid"])
     return response
