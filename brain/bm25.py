@@ -181,7 +181,10 @@ def build_index(rows, version: int) -> BM25Index:
     idf = np.log(n_docs - doc_freq + 0.5) - np.log(doc_freq + 0.5) if n_terms else np.zeros(0)
     if n_terms:
         average_idf = float(idf.sum() / n_terms)
-        idf[idf < 0] = EPSILON * average_idf
+        # rank-bm25 floors negative idf at ε·mean idf. In a tiny brain (a handful of notes)
+        # the mean itself is negative, which would rank a note *lower* the more often it
+        # uses the query word; there the floor is ε instead. Other corpora score identically.
+        idf[idf < 0] = EPSILON * average_idf if average_idf > 0 else EPSILON
     if avgdl > 0:
         weights = tf * (K1 + 1) / (tf + K1 * (1 - B + B * doc_len[docs] / avgdl))
     else:

@@ -103,11 +103,7 @@ def rechunk_note(note_id: int, *, using: str = "default") -> int:
         # The note row lock serialises concurrent syncs of the same note (the write
         # task and the schedule), so ordinals never collide.
         note = (
-            Note.objects.using(using)
-            .select_for_update()
-            .annotate(source=NOTE_SOURCE_HASH)
-            .filter(pk=note_id)
-            .first()
+            Note.objects.using(using).select_for_update().annotate(source=NOTE_SOURCE_HASH).filter(pk=note_id).first()
         )
         if note is None or note.status == NoteStatus.ARCHIVED:
             return 0
@@ -230,5 +226,3 @@ def _store(embedder: BaseEmbedder, rows: list[tuple[int, str, list[float]]], usi
             update_fields=["vector", "dimensions", "content_hash"],
         )
     return len(objs)
-
-

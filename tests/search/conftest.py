@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from brain import bm25, vectors
+from tests.search.fake_embed_server import FakeEmbedServer
+
+
+@pytest.fixture
+def embed_server() -> Iterator[FakeEmbedServer]:
+    server = FakeEmbedServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def ollama_settings(settings, embed_server):
+    """BRAIN_EMBEDDER=ollama pointed at the fake server (8-dimension model)."""
+    settings.BRAIN_EMBEDDER = "ollama"
+    settings.BRAIN_EMBED_URL = embed_server.url
+    settings.BRAIN_EMBED_MODEL = "fake-embed"
+    settings.BRAIN_EMBED_API_KEY = ""
+    settings.BRAIN_EMBED_TIMEOUT = 0.5
+    return settings
+
+
+@pytest.fixture(autouse=True)
+def fresh_search_state():
+    """Each test starts with no cached BM25 index and no remembered HNSW index (new test database)."""
+    bm25.reset()
+    vectors.forget_indexes()
+    yield
+    bm25.reset()
+    vectors.forget_indexes()
