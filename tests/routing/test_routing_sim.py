@@ -1,0 +1,87 @@
+"""Acceptance 5: routing_sim replays a workload through the real router and prints its figures."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from supervisor.models import RoutingEntry
+from supervisor.routing_sim import calls_until_moved_off, parse_skills, simulate
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_prints_savings_quality_and_adaptation_and_keeps_no_rows():
+    out = StringIO()
+    call_command(
+        "routing_sim",
+        "--skills",
+        "review:0.95/0.99,debug:0.6/0.9",
+        "--calls",
+        "120",
+        "--drop-at",
+        "60",
+        "--drop-to",
+        "0.3",
+        "--drop-skills",
+        "review",
+        "--window",
+        "10",
+        "--min-samples",
+        "5",
+        "--seed",
+        "3",
+        "--no-progress",
+        stdout=out,
+    )
+    text = out.getvalue()
+    assert "thinking calls saved:" in text
+    assert "pass rate lost:" in text
+    assert "quality retained" in text
+    assert "adaptation (review, fast pass rate dropped at call 60)" in text
+    assert "left in the database: 0" in text
+    assert RoutingEntry.objects.count() == 0
+
+
+def test_the_router_really_writes_entries_inside_the_rolled_back_run():
+    report = simulate(parse_skills("review:1.0/1.0"), calls=30, seed=1)
+    assert report.entries_written == 30  # the fast model never fails: one entry per call
+    assert report.entries_left == 0
+    assert report.pass_rate == 1.0
+    assert RoutingEntry.objects.count() == 0
+
+
+def test_a_fast_model_that_always_passes_saves_most_thinking_calls():
+    report = simulate(parse_skills("review:1.0/1.0"), calls=200, seed=1)
+    # min-samples phase first (even odds), then the floor keeps everything on the fast model
+    assert report.thinking_saved > 0.9
+    assert report.quality_retained == 1.0
+
+
+def test_adaptation_counts_calls_until_fast_serves_under_half_of_the_last_20():
+    assert calls_until_moved_off([True] * 30) is None
+    assert calls_until_moved_off([False] * 25) == 20
+    assert calls_until_moved_off([True] * 10 + [False] * 30) == 21  # 9 fast of the last 20
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--skills", "review"], "skill:fast/thinking"),
+        (["--skills", "review:1.5/0.9"], "between 0 and 1"),
+        (["--skills", "review:0.9/0.9", "--drop-at", "5"], "go together"),
+        (["--skills", "review:0.9/0.9", "--calls", "0"], "at least 1"),
+        (
+            ["--skills", "review:0.9/0.9", "--drop-at", "5", "--drop-to", "0.5", "--drop-skills", "debug"],
+            "not in --skills",
+        ),
+    ],
+)
+def test_it_refuses_a_bad_workload_and_writes_nothing(arguments, message):
+    with pytest.raises(CommandError, match=message):
+        call_command(
+            "routing_sim", *arguments, "--calls" if "--calls" not in arguments else "--seed", "10", "--no-progress"
+        )
+    assert RoutingEntry.objects.count() == 0
