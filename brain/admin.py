@@ -1,1 +1,108 @@
-from django.contrib import admin  # noqa: F401
+"""Admin for operators: notes and links, with bulk review actions that call the brain actions."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+
+from brain.actions import BrainInputError, do_archive_note, do_promote_note, do_reject_note
+from brain.models import MirrorFile, Note, NoteLink, NoteStatus
+
+
+class LinkOutInline(admin.TabularInline):
+    model = NoteLink
+    fk_name = "source"
+    fields = ("target_slug", "kind", "target")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Note)
+class NoteAdmin(admin.ModelAdmin):
+    list_display = ("slug", "title", "status", "wing", "hall", "source", "reviewed_by", "updated_at")
+    list_filter = ("status", "wing", "hall", "source")
+    search_fields = ("slug", "title", "body", "session_id")
+    list_select_related = ("reviewed_by", "created_by")
+    date_hierarchy = "created_at"
+    # Writes go through the actions (hash, links, search version); the admin only reads fields.
+    readonly_fields = (
+        "slug", "title", "body", "frontmatter", "status", "wing", "hall", "path", "content_hash", "provenance",
+        "source", "session_id", "created_by", "reviewed_by", "reviewed_at", "review_note", "created_at", "updated_at",
+    )  # fmt: skip
+    inlines = [LinkOutInline]
+    actions = ["promote_notes", "reject_notes", "archive_notes"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False  # notes are archived, never deleted
+
+    @admin.action(description="Promote selected raw notes into the wiki (needs a wing in the note or its frontmatter)")
+    def promote_notes(self, request, queryset):
+        done, problems = 0, []
+        for note in queryset.filter(status=NoteStatus.RAW):
+            wing = note.wing or str(note.frontmatter.get("wing", ""))
+            hall = note.hall or str(note.frontmatter.get("hall", ""))
+            try:
+                do_promote_note(note, reviewer=request.user, wing=wing, hall=hall)
+                done += 1
+            except BrainInputError as exc:
+                problems.append(f"{note.slug}: {exc.message}")
+        self._report(request, f"Promoted {done} note(s).", problems)
+
+    @admin.action(description="Reject selected raw notes")
+    def reject_notes(self, request, queryset):
+        done, problems = 0, []
+        for note in queryset.filter(status=NoteStatus.RAW):
+            try:
+                do_reject_note(note, reviewer=request.user, reason=f"rejected in bulk from the admin by {request.user}")
+                done += 1
+            except BrainInputError as exc:
+                problems.append(f"{note.slug}: {exc.message}")
+        self._report(request, f"Rejected {done} note(s).", problems)
+
+    @admin.action(description="Archive selected notes")
+    def archive_notes(self, request, queryset):
+        done = 0
+        for note in queryset.exclude(status=NoteStatus.ARCHIVED):
+            do_archive_note(note, user=request.user, reason=f"archived from the admin by {request.user}")
+            done += 1
+        self._report(request, f"Archived {done} note(s).", [])
+
+    def _report(self, request, summary: str, problems: list[str]) -> None:
+        self.message_user(request, summary, messages.SUCCESS)
+        for problem in problems:
+            self.message_user(request, problem, messages.WARNING)
+
+
+@admin.register(NoteLink)
+class NoteLinkAdmin(admin.ModelAdmin):
+    list_display = ("source", "target_slug", "kind", "target")
+    list_filter = ("kind", ("target", admin.EmptyFieldListFilter))
+    search_fields = ("source__slug", "target_slug")
+    list_select_related = ("source", "target")
+    readonly_fields = ("source", "target_slug", "target", "kind")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(MirrorFile)
+class MirrorFileAdmin(admin.ModelAdmin):
+    list_display = ("path", "note", "synced_at")
+    search_fields = ("path", "note__slug")
+    list_select_related = ("note",)
+    readonly_fields = ("path", "note", "disk_hash", "note_hash", "mtime_ns", "size", "synced_at")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
