@@ -339,49 +339,57 @@ def _sessions_module(name: str) -> bool:
         return False
 
 
-def _routed_session_skill(skill: str, arguments: dict, run_with_model, list_key: str) -> dict:
+def _routed_session_skill(skill: str, arguments: dict, run_with_model, judge, list_key: str) -> dict:
+    """Route a sessions-app skill: `run_with_model(session_id, model)` does the work with the given model,
+    `judge(outcome)` returns None if it passed or why it did not."""
+    from sessions.retrospective import SessionNotFound
+
     started = time.monotonic()
     _client()
-    result_schema = skills.result_schema(skill)
 
     def attempt(model: str) -> Attempt:
         began = time.monotonic()
         try:
             outcome = run_with_model(arguments["session_id"], model)
+        except SessionNotFound:
+            raise  # the caller's mistake, not the model's: out of route() before anything is logged
         except ToolError as exc:
-            return Attempt(RoutingEntry.ERROR, error=exc.message, latency_ms=int((time.monotonic() - began) * 1000))
-        except Exception as exc:  # the sessions logic failed: log it as this model's failure, do not crash the call
-            return Attempt(
-                RoutingEntry.ERROR,
-                error=f"{exc.__class__.__name__}: {exc}",
-                latency_ms=int((time.monotonic() - began) * 1000),
-            )
-        items = outcome.get(list_key) if isinstance(outcome, dict) else None
-        status = RoutingEntry.PASS
-        error = ""
-        if not isinstance(items, list):
-            status, error = RoutingEntry.FAIL, f"the {skill} returned no {list_key} list"
-        elif isinstance(outcome, dict) and outcome.get("status") in {"fail", "error", "timeout"}:
-            status, error = RoutingEntry.FAIL, outcome.get("message") or f"the {skill} ended {outcome['status']}"
+            return Attempt(RoutingEntry.ERROR, error=exc.message, latency_ms=_ms(began))
+        except Exception as exc:  # the sessions logic broke: this attempt errs, the call still ends cleanly
+            return Attempt(RoutingEntry.ERROR, error=f"{exc.__class__.__name__}: {exc}", latency_ms=_ms(began))
+        problem = judge(outcome)
         return Attempt(
-            status,
+            RoutingEntry.FAIL if problem else RoutingEntry.PASS,
             data=outcome,
-            error=error,
-            latency_ms=int((time.monotonic() - began) * 1000),
-            response=str(outcome)[:20000],
+            error=problem or "",
+            latency_ms=_ms(began),
+            response=json.dumps(outcome, default=str)[: RoutingEntry.BODY_CAP],
         )
 
-    routed = route(skill, attempt, override=arguments.get("model"), session_id=arguments["session_id"])
-    outcome = routed.data
-    values = {key: outcome[key] for key in result_schema["properties"] if key in outcome}
-    values[list_key] = outcome[list_key]
-    values["count"] = len(outcome[list_key])
-    values.pop("status", None)
-    values.pop("model_used", None)
-    values.pop("attempts", None)
-    values.pop("duration_ms", None)
-    values.setdefault("message", "")
+    try:
+        routed = route(skill, attempt, override=arguments.get("model"), session_id=arguments["session_id"])
+    except SessionNotFound as exc:
+        raise ToolError(str(exc)) from None
+    values = {
+        key: value
+        for key, value in routed.data.items()
+        if key not in {"status", "model_used", "attempts", "duration_ms", "phase", "skill"}
+    }
+    values["count"] = len(values.get(list_key) or [])
     return _result(skill, routed, started, **values)
+
+
+def _ms(began: float) -> int:
+    return int((time.monotonic() - began) * 1000)
+
+
+def retrospective_judge(outcome: dict) -> str | None:
+    if outcome.get("status") != "pass":
+        return outcome.get("message") or f"the retrospective ended {outcome.get('status')}"
+    if outcome.get("method") != "llm":
+        # The sessions logic falls back to rules when the model fails: for routing, that model failed.
+        return "the model did not answer; the rules answered instead. " + str(outcome.get("message", ""))[:500]
+    return None
 
 
 if _sessions_module("retrospective"):
@@ -389,18 +397,25 @@ if _sessions_module("retrospective"):
     @routing.tool(
         name="retrospective",
         title=skills.SKILLS["retrospective"].title + " (routed)",
-        description=skills.SKILLS["retrospective"].description + " The model is chosen by the router.",
+        description=(
+            "Look back on a session's log and skill runs and propose learnings, written to the brain as raw notes "
+            "(as the supervisor's retrospective does), with the model chosen by the router. The answer passes when "
+            "the model answered valid JSON whose evidence names real entries; otherwise the thinking model retries."
+        ),
         input_schema=skills.input_schema("retrospective"),
         output_schema=skills.result_schema("retrospective"),
+        idempotent=True,
         open_world=True,
     )
     def retrospective(arguments: dict, ctx: ToolContext) -> dict:
         from sessions.retrospective import run_retrospective
 
+        ctx.report_progress(0, 1, "asking the routed model")
         return _routed_session_skill(
             "retrospective",
             arguments,
-            lambda session_id, model: _as_dict(run_retrospective(session_id, llm_model=model)),
+            lambda session_id, model: run_retrospective(session_id, llm_model=model),
+            retrospective_judge,
             "learnings",
         )
 
@@ -410,26 +425,22 @@ if _sessions_module("trainer"):
     @routing.tool(
         name="trainer",
         title=skills.SKILLS["trainer"].title + " (routed)",
-        description=skills.SKILLS["trainer"].description + " The model is chosen by the router.",
+        description=(
+            "Turn a session's verified skill runs and routed retries into SFT/DPO candidates for curation, as the "
+            "supervisor's trainer does. Extraction itself needs no model: the routing decision is logged so the "
+            "trainer appears in /routing/stats like the other skills."
+        ),
         input_schema=skills.input_schema("trainer"),
         output_schema=skills.result_schema("trainer"),
-        open_world=True,
+        idempotent=True,
     )
     def trainer(arguments: dict, ctx: ToolContext) -> dict:
-        from sessions import trainer as trainer_module
+        from sessions.trainer import run_trainer
 
-        run = trainer_module.run_trainer
         return _routed_session_skill(
-            "trainer", arguments, lambda session_id, model: _as_dict(run(session_id, llm_model=model)), "examples"
+            "trainer",
+            arguments,
+            lambda session_id, model: run_trainer(session_id, llm_model=model),
+            lambda outcome: None if outcome.get("status") == "pass" else outcome.get("message", "trainer failed"),
+            "examples",
         )
-
-
-def _as_dict(outcome) -> dict:
-    if isinstance(outcome, dict):
-        return outcome
-    for attribute in ("result", "as_result", "to_dict"):
-        value = getattr(outcome, attribute, None)
-        value = value() if callable(value) else value
-        if isinstance(value, dict):
-            return value
-    raise ToolError(f"unexpected result from the sessions logic: {type(outcome).__name__}")
