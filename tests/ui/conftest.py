@@ -15,9 +15,15 @@ _counter = itertools.count(1)
 
 
 @pytest.fixture(autouse=True)
-def _no_embedder(settings):
+def _bm25_only(settings):
     # The UI is tested on BM25 alone: fast, and the vector side has its own tests.
+    from brain import bm25
+
     settings.BRAIN_EMBEDDER = "off"
+    # Each test's database starts over, and so does the corpus version counter: drop the in-process index.
+    bm25.reset()
+    yield
+    bm25.reset()
 
 
 @pytest.fixture
