@@ -244,8 +244,21 @@ def import_sessions(folder: Path) -> object | None:
     return None
 
 
-def export_folder(root: Path | str, *, progress: Progress = _no_progress) -> FolderSummary:
-    """Write every raw and wiki note under `root`; files already holding the same bytes are left alone."""
+def export_sessions(folder: Path) -> object | None:
+    """Have the sessions app write `sessions/<id>.jsonl`, if it can and there is any session."""
+    try:
+        from sessions.folder import export_sessions_dir
+        from sessions.models import AgentSession
+    except ImportError:
+        return None
+    if not AgentSession.objects.exists():
+        return None
+    return export_sessions_dir(folder)
+
+
+def export_folder(root: Path | str, *, progress: Progress = _no_progress, sessions: bool = True) -> FolderSummary:
+    """Write every raw and wiki note under `root` (and the session logs); files already
+    holding the same bytes are left alone."""
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     summary = FolderSummary()
@@ -264,6 +277,8 @@ def export_folder(root: Path | str, *, progress: Progress = _no_progress) -> Fol
             continue
         _write_file(target, data)
         summary.written += 1
+    if sessions:
+        summary.sessions = export_sessions(root / "sessions")
     return summary
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 from django.conf import settings
 
 MIRROR_SCHEDULE = "brain-mirror"
+# pg advisory lock key: one mirror round at a time across every worker and replica.
+MIRROR_LOCK_KEY = 0x6272_6169_6E00  # "brain\0"
 EMBED_SCHEDULE = "brain-embeddings"
 
 
@@ -24,9 +26,21 @@ def sync_brain_dir() -> dict:
     """One round of the two-way BRAIN_DIR mirror; returns its summary (kept in the django-q2 result)."""
     if not settings.BRAIN_DIR:
         return {"skipped": "BRAIN_DIR is not set"}
+    from django.db import connection
+
     from brain.folder import sync_mirror
 
-    return sync_mirror(Path(settings.BRAIN_DIR)).as_dict()
+    # Two rounds at once (a slow round overlapping the next schedule, or two
+    # clusters) would both see the same file as new; the second one skips.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [MIRROR_LOCK_KEY])
+        if not cursor.fetchone()[0]:
+            return {"skipped": "another mirror round is running"}
+    try:
+        return sync_mirror(Path(settings.BRAIN_DIR)).as_dict()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [MIRROR_LOCK_KEY])
 
 
 def sync_embeddings() -> dict:

@@ -172,7 +172,33 @@ def test_a_new_file_on_disk_becomes_a_note_and_a_broken_one_is_reported(tmp_path
 
 def test_the_mirror_schedule_exists_only_with_brain_dir(settings, tmp_path):
     settings.BRAIN_DIR = ""
-    assert schedules() == []
+    assert [entry for entry in schedules() if entry[0] == "brain-mirror"] == []
     settings.BRAIN_DIR = str(tmp_path)
     settings.BRAIN_SYNC_INTERVAL = 120
-    assert schedules() == [("brain-mirror", "brain.tasks.sync_brain_dir", 120)]
+    assert ("brain-mirror", "brain.tasks.sync_brain_dir", 120) in schedules()
+
+
+def test_the_scheduled_task_mirrors_brain_dir(settings, tmp_path):
+    from brain.tasks import sync_brain_dir
+
+    settings.BRAIN_DIR = ""
+    assert sync_brain_dir() == {"skipped": "BRAIN_DIR is not set"}
+    settings.BRAIN_DIR = str(tmp_path)
+    do_write_raw_note(title="Scheduled", body="x")
+    result = sync_brain_dir()
+    assert result["written"] == 1 and result["errors"] == []
+    assert (tmp_path / "raw/scheduled.md").is_file()
+
+
+def test_session_logs_are_handed_to_the_sessions_app_both_ways(tmp_path):
+    lines = '{"ts": "2025-01-01T10:00:00Z", "kind": "note", "message": "hello"}\n{"ts": "2025-01-01T10:01:00Z", "kind": "decision", "message": "use pg"}\n'
+    (tmp_path / "brain/sessions").mkdir(parents=True)
+    (tmp_path / "brain/sessions/sess-1.jsonl").write_text(lines, encoding="utf-8")
+    (tmp_path / "brain/raw").mkdir()
+    (tmp_path / "brain/raw/a.md").write_text("---\ntitle: A\n---\nbody", encoding="utf-8")
+    summary = import_folder(tmp_path / "brain")
+    assert summary.added == 1
+    assert summary.sessions["files"] == 1 and summary.sessions["entries_created"] == 2
+    assert import_folder(tmp_path / "brain").sessions["entries_created"] == 0
+    export_folder(tmp_path / "out")
+    assert (tmp_path / "out/sessions/sess-1.jsonl").read_text(encoding="utf-8") == lines

@@ -37,4 +37,6 @@ class Command(BaseCommand):
         self.stdout.write(f"written {summary.written}, unchanged {summary.unchanged}, errors {len(summary.errors)}")
         for name, message in summary.errors:
             self.stdout.write(self.style.WARNING(f"  {name}: {message}"))
+        if summary.sessions is not None:
+            self.stdout.write(f"sessions: {summary.sessions}")
         self.stdout.write(self.style.SUCCESS(f"Exported {summary.written + summary.unchanged} note(s)."))
