@@ -238,27 +238,30 @@ def route(
     override: str | None = None,
     session_id: str = "",
     rng: RandomSource | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> Routed:
     """Decide, attempt, fail open once onto the thinking model, log every attempt.
 
     `attempt(model)` makes the call and judges it; it must not raise for a
     model failure (return an Attempt with status fail/error instead).
-    Raises RoutingFailed (a ToolError) when the last attempt did not pass.
+    `cancelled()` true after the first attempt skips the retry (the first
+    attempt is then final). Raises RoutingFailed (a ToolError) when the last
+    attempt did not pass.
     """
     thinking = settings.HYPERGUILD_THINKING_MODEL
     decision = decide(skill, override=override, rng=rng)
     first = attempt(decision.model)
-    retry = not first.passed and decision.model != thinking
+    stopped = bool(cancelled and cancelled())
+    retry = not first.passed and decision.model != thinking and not stopped
     first_entry = do_log_routing_entry(
         skill=skill, decision=decision, attempt=first, is_final=not retry, session_id=session_id
     )
     if first.passed:
         return Routed(first.data, first_entry, [first_entry])
     if not retry:
+        why_not = "the call was cancelled" if stopped else "it is the thinking model, there is nothing to fall back on"
         raise RoutingFailed(
-            f"{skill}: {decision.model} ({decision.reason}) failed: {first.error}. "
-            "No other model to fall back on (it is the thinking model).",
-            [first_entry],
+            f"{skill}: {decision.model} ({decision.reason}) failed: {first.error} No retry: {why_not}.", [first_entry]
         )
     fallback = Decision(thinking, RoutingEntry.FAIL_OPEN, decision.pass_rate, decision.samples, None)
     second = attempt(thinking)

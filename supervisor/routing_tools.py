@@ -227,7 +227,13 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
         client, messages, skills.worker_schema("review"), review_check(root), max_tokens=ANSWER_MAX_TOKENS
     )
     ctx.report_progress(0, 1, "asking the routed model")
-    routed = route("review", attempt, override=arguments.get("model"), session_id=arguments.get("session_id", ""))
+    routed = route(
+        "review",
+        attempt,
+        override=arguments.get("model"),
+        session_id=arguments.get("session_id", ""),
+        cancelled=ctx.is_cancelled,
+    )
     data = routed.data
     return _result(
         "review",
@@ -311,7 +317,13 @@ def debug(arguments: dict, ctx: ToolContext) -> dict:
         client, messages, skills.worker_schema("debug"), debug_check(root), max_tokens=ANSWER_MAX_TOKENS
     )
     ctx.report_progress(1, 2, "asking the routed model")
-    routed = route("debug", attempt, override=arguments.get("model"), session_id=arguments.get("session_id", ""))
+    routed = route(
+        "debug",
+        attempt,
+        override=arguments.get("model"),
+        session_id=arguments.get("session_id", ""),
+        cancelled=ctx.is_cancelled,
+    )
     data = routed.data
     return _result(
         "debug",

@@ -165,3 +165,21 @@ def seed_history_without_clearing_cache(skill: str, *, passes: int, fails: int) 
             attempt=Attempt("pass" if index < passes else "fail"),
             is_final=True,
         )
+
+
+def test_a_cancelled_call_is_not_retried_and_its_first_attempt_is_final():
+    from supervisor.routing import Attempt, RoutingFailed, route
+
+    seed_history("review", 0.95)
+    tried = []
+
+    def attempt(model):
+        tried.append(model)
+        return Attempt("fail", error="invented findings.")
+
+    with pytest.raises(RoutingFailed, match="cancelled"):
+        route("review", attempt, session_id="s-cancel", cancelled=lambda: True)
+
+    assert tried == [FAST]
+    [entry] = RoutingEntry.objects.filter(session_id="s-cancel")
+    assert (entry.status, entry.is_final) == ("fail", True)
