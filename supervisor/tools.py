@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
 from hyperguild.mcp.registry import ToolCancelled, ToolContext, ToolError, get_endpoint
 from supervisor import executor
@@ -126,8 +126,14 @@ def _worker_tool(skill: str, *, read_only: bool = False, destructive: bool = Fal
     spec = SKILLS[skill]
 
     def handler(arguments: dict, ctx: ToolContext) -> dict:
-        run = start_skill_run(skill, arguments)
-        return wait_for_run(run, ctx)
+        try:
+            run = start_skill_run(skill, arguments)
+            return wait_for_run(run, ctx)
+        finally:
+            # The engine may run this in a thread of its own that ends with the
+            # call; its connection would otherwise stay open until GC.
+            if not connection.in_atomic_block:
+                connection.close()
 
     handler.__name__ = f"{skill}_tool"
     supervisor.tool(

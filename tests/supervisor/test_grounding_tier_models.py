@@ -1,0 +1,155 @@
+"""Review grounding, the tier probe, the model table."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+
+import pytest
+
+from supervisor.checks import ground_findings
+from supervisor.model_table import resolve_model
+from supervisor.tasks import run_skill
+from supervisor.tier import current_tier
+from supervisor.tools import start_skill_run
+
+pytestmark = pytest.mark.django_db
+
+
+def finding(**values):
+    base = {"file": "calc.py", "line": 2, "severity": "minor", "title": "t", "rationale": "r", "suggestion": "s", "confidence": 0.5}
+    return {**base, **values}
+
+
+def test_grounding_keeps_real_findings_and_drops_invented_lines_code_and_files(python_project):
+    findings = [
+        finding(quote="return 2 * x"),
+        finding(line=99),
+        finding(quote="return x ** 3"),
+        finding(file="nope.py"),
+        finding(file="../calc/calc.py"),
+        finding(file=str(python_project / "calc.py"), line=1, quote="def double(x):"),
+    ]
+
+    kept, dropped = ground_findings(python_project, findings)
+
+    assert dropped == 4
+    assert [(f["file"], f["line"]) for f in kept] == [("calc.py", 2), ("calc.py", 1)]
+
+
+def test_review_drops_a_finding_that_cites_a_line_or_code_that_does_not_exist(fake_claude, python_project):
+    fake_claude.script([{"report": {"verdict": "request_changes", "summary": "two issues", "findings": [
+        finding(quote="return 2 * x", title="real"),
+        finding(line=40, title="invented line"),
+        finding(quote="os.system(user_input)", title="invented code"),
+    ]}}])
+
+    skill_run = start_skill_run("review", {"project_root": str(python_project), "paths": ["calc.py"]})
+    run_skill(skill_run.pk)
+    skill_run.refresh_from_db()
+
+    result = skill_run.result
+    assert result["status"] == "pass" and result["verdict"] == "request_changes"
+    assert [f["title"] for f in result["findings"]] == ["real"]
+    assert result["dropped_findings"] == 2 and result["verified"] is False
+    assert "2 dropped" in result["message"]
+    argv = fake_claude.calls()[0]["argv"]
+    assert argv[argv.index("--model") + 1] == "opus"  # the table's entry for review
+    assert argv[argv.index("--allowedTools") + 1] == "Read,Glob,Grep"
+
+
+def test_debug_reruns_the_failing_command_and_reports_it_passes_now(fake_claude, python_project):
+    (python_project / "calc.py").write_text("def double(x):\n    return x\n")
+    fake_claude.script([{"write": {"calc.py": "def double(x):\n    return 2 * x\n"}, "report": {
+        "hypotheses": [{"hypothesis": "double returns x", "evidence": "assert 2 == 4"}],
+        "root_cause": "missing factor", "fix": "multiply by 2", "files_changed": ["calc.py"]}}])
+
+    skill_run = start_skill_run("debug", {"project_root": str(python_project), "symptom": "test_double fails",
+                                          "failing_cmd": "python -m pytest -q tests/test_double.py"})
+    run_skill(skill_run.pk)
+    skill_run.refresh_from_db()
+
+    result = skill_run.result
+    assert result["status"] == "pass" and result["failing_cmd_passes"] is True and result["verified"] is True
+    assert result["files_changed"] == ["calc.py"] and result["root_cause"] == "missing factor"
+
+
+def test_spec_returns_the_spec_with_numbered_acceptance_criteria(fake_claude, settings, tmp_path):
+    fake_claude.script([{"report": {"title": "Export", "spec": "Users export notes.", "acceptance_criteria": ["CSV downloads", "UTF-8"]}}])
+    settings.DATA_DIR = tmp_path
+
+    skill_run = start_skill_run("spec", {"text": "we talked about exporting notes", "project": "hg"})
+    run_skill(skill_run.pk)
+    skill_run.refresh_from_db()
+
+    result = skill_run.result
+    assert result["status"] == "pass" and result["title"] == "Export"
+    assert "1. CSV downloads\n2. UTF-8" in result["spec"]
+
+
+class _Probe(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802
+        self.send_response(404)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def probe_server():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Probe)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+@pytest.fixture
+def dead_url():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.mark.parametrize(("anthropic", "litellm", "tier"), [(True, True, 1), (False, True, 2), (False, False, 3)])
+def test_tier_follows_which_probe_servers_answer(settings, probe_server, dead_url, anthropic, litellm, tier):
+    settings.SUPERVISOR_TIER_ANTHROPIC_URL = probe_server if anthropic else dead_url
+    settings.SUPERVISOR_TIER_LITELLM_URL = probe_server if litellm else dead_url
+    settings.SUPERVISOR_TIER_PROBE_TIMEOUT = 1.0
+
+    found, cached = current_tier(refresh=True)
+
+    assert found["tier"] == tier and cached is False
+
+
+def test_tier_is_cached_until_refreshed(settings, probe_server, dead_url):
+    settings.SUPERVISOR_TIER_ANTHROPIC_URL = probe_server
+    settings.SUPERVISOR_TIER_LITELLM_URL = dead_url
+    assert current_tier(refresh=True)[0]["tier"] == 1
+    settings.SUPERVISOR_TIER_ANTHROPIC_URL = dead_url
+
+    found, cached = current_tier()
+
+    assert found["tier"] == 1 and cached is True
+    assert current_tier(refresh=True)[0]["tier"] == 3
+
+
+def test_model_resolution_prefers_the_caller_then_the_skill_entry_then_the_default(tmp_path):
+    table = tmp_path / "models.yaml"
+    table.write_text("default: haiku\nskills:\n  review: opus\n")
+
+    assert resolve_model("review", "my-model", path=table) == "my-model"
+    assert resolve_model("review", None, path=table) == "opus"
+    assert resolve_model("debug", None, path=table) == "haiku"
+
+
+def test_the_models_file_setting_is_read_at_call_time(tmp_path, settings):
+    table = tmp_path / "models.yaml"
+    table.write_text("default: local-qwen\n")
+    settings.SUPERVISOR_MODELS_FILE = str(table)
+
+    assert resolve_model("tdd_red") == "local-qwen"
