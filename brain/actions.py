@@ -96,6 +96,15 @@ def _clean_place(wing: Any, hall: Any, *, wing_required: bool) -> tuple[str, str
         raise BrainInputError(str(exc))
 
 
+def _check_wiki_slug(slug: str | None, hall: str) -> None:
+    """In a folder, folders below the hall belong to the slug; without a hall they would be read back as one."""
+    if slug and "/" in slug and not hall:
+        raise BrainInputError(
+            f"slug {slug!r} has folders, which a wiki note can only have below a hall "
+            "(wiki/<wing>/<hall>/<folders>/<name>.md): give a hall, or a slug without '/'."
+        )
+
+
 # -- links ------------------------------------------------------------------------
 
 
@@ -298,6 +307,7 @@ def do_ingest_note(
     title, body = _clean_title(title), _clean_body(body)
     frontmatter, slug = _clean_frontmatter(frontmatter), _clean_slug(slug)
     wing, hall = _clean_place(wing, hall, wing_required=True)
+    _check_wiki_slug(slug, hall)
     provenance = {"method": "ingest", **(_check_provenance(provenance) or {})}
     with transaction.atomic():
         return _new_note(
@@ -350,6 +360,7 @@ def do_promote_note(
         note = _locked(note)
         if note.status != NoteStatus.RAW:
             raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be promoted.")
+        _check_wiki_slug(new_slug or note.slug, hall)
         if new_slug and new_slug != note.slug:
             if Note.objects.filter(slug=new_slug).exists():
                 raise BrainInputError(f"slug {new_slug!r} is already used by another note; choose another.")

@@ -169,3 +169,14 @@ def test_merge_gives_the_target_the_new_body_and_archives_the_raw_note(reviewer)
     raw.refresh_from_db()
     assert merged.body == "old + new" and merged.content_hash == merged.compute_hash()
     assert (raw.status, raw.review_note) == ("archived", "merged into target")
+
+
+def test_a_wiki_slug_with_folders_needs_a_hall_so_the_folder_reads_back_the_same(reviewer):
+    with pytest.raises(BrainInputError, match="give a hall"):
+        do_ingest_note(title="t", body="b", wing="concepts", slug="deep/name")
+    raw = do_write_raw_note(title="t", body="b", slug="deep/name")
+    with pytest.raises(BrainInputError, match="give a hall"):
+        do_promote_note(raw, reviewer=reviewer, wing="concepts")
+    assert Note.objects.get(pk=raw.pk).status == NoteStatus.RAW
+    ok = do_ingest_note(title="t", body="b", wing="concepts", hall="python", slug="deep/other")
+    assert ok.path == "wiki/concepts/python/deep/other.md"
