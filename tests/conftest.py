@@ -112,3 +112,22 @@ def parse_sse(text: str) -> list[dict]:
         if data:
             messages.append(json.loads("\n".join(data)))
     return messages
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _end_stray_database_connections(django_db_setup, django_db_blocker):
+    """Let pytest-django drop the test database at the end.
+
+    Threads of the in-process ASGI server and of worker fixtures may still
+    hold connections when the session ends; PostgreSQL refuses to drop a
+    database that is in use, so end those connections first.
+    """
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
