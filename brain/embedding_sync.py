@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Value
+from django.db.models import Exists, F, OuterRef, TextField, Value
 from django.db.models.functions import MD5, Concat
 
 from brain import vectors
@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 EMBED_BATCH = 32  # chunks per embedder call
 RECHUNK_BATCH = 500  # notes loaded at a time while re-chunking
 MAX_FAILED_BATCHES = 3  # a service that keeps failing is not hammered for the whole corpus
-NOTE_SOURCE_HASH = MD5(Concat(F("title"), Value("\n"), F("body")))
+NOTE_SOURCE_HASH = MD5(Concat(F("title"), Value("\n"), F("body"), output_field=TextField()))
 
 
 @dataclass
@@ -83,8 +83,8 @@ def _drop_archived(notes, using: str) -> int:
 
 def stale_notes(notes):
     """Searchable notes with no chunk carrying their current title/body hash."""
-    current = NoteChunk.objects.filter(note=OuterRef("pk"), source_hash=OuterRef("source"))
-    return notes.exclude(status=NoteStatus.ARCHIVED).annotate(source=NOTE_SOURCE_HASH).filter(~Exists(current))
+    current = NoteChunk.objects.filter(note=OuterRef("pk"), source_hash=OuterRef("text_md5"))
+    return notes.exclude(status=NoteStatus.ARCHIVED).annotate(text_md5=NOTE_SOURCE_HASH).filter(~Exists(current))
 
 
 def _rechunk_changed(notes, result: SyncResult, using: str) -> None:
@@ -103,7 +103,7 @@ def rechunk_note(note_id: int, *, using: str = "default") -> int:
         # The note row lock serialises concurrent syncs of the same note (the write
         # task and the schedule), so ordinals never collide.
         note = (
-            Note.objects.using(using).select_for_update().annotate(source=NOTE_SOURCE_HASH).filter(pk=note_id).first()
+            Note.objects.using(using).select_for_update().annotate(text_md5=NOTE_SOURCE_HASH).filter(pk=note_id).first()
         )
         if note is None or note.status == NoteStatus.ARCHIVED:
             return 0
@@ -119,16 +119,16 @@ def rechunk_note(note_id: int, *, using: str = "default") -> int:
                     heading_path=chunk.heading_path,
                     text=chunk.text,
                     content_hash=chunk.content_hash,
-                    source_hash=note.source,
+                    source_hash=note.text_md5,
                 )
             elif (row.content_hash, row.heading_path, row.text, row.source_hash) != (
                 chunk.content_hash,
                 chunk.heading_path,
                 chunk.text,
-                note.source,
+                note.text_md5,
             ):
                 row.heading_path, row.text = chunk.heading_path, chunk.text
-                row.content_hash, row.source_hash = chunk.content_hash, note.source
+                row.content_hash, row.source_hash = chunk.content_hash, note.text_md5
                 row.save(using=using)
         if existing:  # the note got shorter: drop the extra chunks and their embeddings
             gone = NoteChunk.objects.using(using).filter(id__in=[c.id for c in existing.values()])

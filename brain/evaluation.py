@@ -10,6 +10,7 @@ import csv
 import hashlib
 import json
 import math
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,24 @@ def load_beir(path: Path, split: str = "test") -> BeirDataset:
             if item["_id"] in qrels:
                 queries[item["_id"]] = item["text"]
     return BeirDataset(corpus=corpus, queries=queries, qrels=qrels)
+
+
+SAMPLE_SEED = 42
+
+
+def sampled_corpus(dataset: BeirDataset, size: int | None) -> list[dict]:
+    """The whole corpus (size None), or every judged document plus seeded random others up to `size`.
+
+    A sample makes every ranker look better than on the full corpus (fewer
+    distractors): compare rankers on the same sample, not with published figures.
+    """
+    if size is None or size >= len(dataset.corpus):
+        return dataset.corpus
+    judged = {doc for rels in dataset.qrels.values() for doc in rels}
+    first = [d for d in dataset.corpus if d["_id"] in judged]
+    rest = [d for d in dataset.corpus if d["_id"] not in judged]
+    random.Random(SAMPLE_SEED).shuffle(rest)
+    return (first + rest)[: max(size, len(first))]
 
 
 def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int = 10) -> float:

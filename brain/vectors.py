@@ -43,7 +43,12 @@ def ensure_index(model: str, dimensions: int, using: str = "default") -> None:
     if key in _indexed:
         return
     dims = int(dimensions)
-    with connections[using].cursor() as cursor:
+    connection = connections[using]
+    with connection.cursor() as cursor:
+        if connection.in_atomic_block:
+            # Inside a transaction that already wrote rows, PostgreSQL refuses CREATE INDEX
+            # while deferred foreign-key checks are pending: run them now.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(
             f"CREATE INDEX IF NOT EXISTS {index_name(model, dims)} ON brain_embedding "
             f"USING hnsw ((vector::vector({dims})) vector_cosine_ops) WHERE model = {_sql_literal(model)}"

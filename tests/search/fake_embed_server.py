@@ -33,6 +33,7 @@ class FakeEmbedServer:
         self.dimensions = dimensions
         self.slow_seconds = slow_seconds
         self.mode = "ok"
+        self.fail_from_request: int | None = None  # 1-based: this request and later ones get a 500
         self.requests: list[dict] = []  # {"path", "headers", "body"}
         self.texts_embedded = 0
         self.lock = threading.Lock()
@@ -52,6 +53,8 @@ class FakeEmbedServer:
                 with server.lock:
                     server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                     mode = server.mode
+                    if server.fail_from_request is not None and len(server.requests) >= server.fail_from_request:
+                        mode = "error"
                 if mode == "slow":
                     time.sleep(server.slow_seconds)
                 if mode == "error":
