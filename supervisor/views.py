@@ -25,8 +25,9 @@ WINDOW_CHOICES = (1, 7, 30, 90)
 DEFAULT_WINDOW_DAYS = 30
 LATEST_DECISIONS = 30
 HOURLY_BELOW = timedelta(hours=48)  # shorter spans are bucketed by hour, longer by day
-CHART_WIDTH, CHART_HEIGHT = 760, 260
-CHART_PAD_LEFT, CHART_PAD_RIGHT, CHART_PAD_TOP, CHART_PAD_BOTTOM = 44, 16, 12, 28
+CHART_WIDTH, CHART_HEIGHT = 1000, 280
+CHART_PAD_LEFT, CHART_PAD_RIGHT, CHART_PAD_TOP, CHART_PAD_BOTTOM = 44, 36, 12, 28
+MAX_X_LABELS = 8
 PALETTE = ("#3056d3", "#127a3e", "#b42318", "#8a5a00", "#7a3ec8", "#0e7490", "#c2410c", "#4d7c0f")
 
 
@@ -60,7 +61,9 @@ def pass_rate_chart(rows: list[dict], start: datetime, end: datetime) -> dict:
         rate = row["passed"] / row["total"] if row["total"] else 0.0
         series[row["skill"]].points.append((x_of(row["bucket"]), y_of(rate), row["bucket"], rate, row["total"]))
     y_ticks = [{"y": y_of(v), "label": f"{int(v * 100)}%"} for v in (0.0, 0.25, 0.5, 0.75, 1.0)]
-    x_ticks = [{"x": x_of(start + (end - start) * i / 4), "label": (start + (end - start) * i / 4)} for i in range(5)]
+    buckets = sorted({row["bucket"] for row in rows})
+    step = max(1, -(-len(buckets) // MAX_X_LABELS))  # ceil: at most MAX_X_LABELS labels
+    x_ticks = [{"x": x_of(moment), "label": moment} for moment in buckets[::step]]
     return {
         "series": list(series.values()), "width": CHART_WIDTH, "height": CHART_HEIGHT,
         "y_ticks": y_ticks, "x_ticks": x_ticks, "left": CHART_PAD_LEFT, "right": CHART_WIDTH - CHART_PAD_RIGHT,

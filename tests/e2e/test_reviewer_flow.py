@@ -28,6 +28,28 @@ HOSTILE_BODY = """A note someone pasted from the web.
 """
 
 
+def _some_routing_history() -> None:
+    from datetime import timedelta
+
+    from django.conf import settings
+    from django.utils import timezone
+    from model_bakery import baker
+
+    from supervisor.models import RoutingEntry
+
+    now = timezone.now()
+    for day, rates in enumerate([(0.6, 0.8), (0.75, 0.7), (0.9, 0.85), (0.95, 0.8)]):
+        for skill, rate in zip(("review", "debug"), rates, strict=True):
+            for i in range(20):
+                fast = rate >= 0.9 or i % 3 == 0
+                baker.make(
+                    RoutingEntry, skill=skill, created_at=now - timedelta(days=3 - day, minutes=i),
+                    model=settings.HYPERGUILD_FAST_MODEL if fast else settings.HYPERGUILD_THINKING_MODEL,
+                    reason="floor" if fast else "sample band", status="pass" if i < rate * 20 else "fail",
+                    pass_rate_seen=rate, samples_seen=40, latency_ms=300 if fast else 2400, session_id="sess-e2e",
+                )
+
+
 @pytest.fixture
 def reviewer(live_ui):
     return get_user_model().objects.create_user("alice", password=PASSWORD, is_staff=True)
@@ -91,7 +113,9 @@ def test_a_reviewer_promotes_into_a_new_wing_rejects_and_the_note_is_found_by_br
     shot(page, "04-session-timeline")
     page.goto(f"{base}/sessions/")
     shot(page, "05-sessions")
+    _some_routing_history()
     page.goto(f"{base}/routing/")
+    assert page.locator("svg.chart polyline").count() == 2
     shot(page, "06-routing")
     page.goto(f"{base}/")
     shot(page, "00-home")
