@@ -8,7 +8,7 @@ from brain.context import context, path_words, project_name
 from brain.models import Note, NoteLink
 from brain.search import search
 from tests.answers.conftest import HYPERGUILD_NOTES, ingest
-from tests.conftest import call_tool, mcp_post, rpc
+from tests.conftest import call_tool, free_port, mcp_post, rpc
 
 PROJECT_ROOT = "/home/someone/dev/hyperguild"
 RELEVANT = {
@@ -172,3 +172,33 @@ def test_the_tool_contract_is_pinned(brain_url):
     assert tool["annotations"]["openWorldHint"] is False
     entry = tool["outputSchema"]["properties"]["entries"]["items"]
     assert entry["required"] == ["slug", "title", "doc_path", "excerpt"]
+
+
+def test_with_hybrid_search_on_it_still_finds_the_project_notes_and_the_two_hop_neighbour(db, settings):
+    from brain.tasks import sync_embeddings
+
+    settings.BRAIN_EMBEDDER = "local"
+    ingest(HYPERGUILD_NOTES)
+    synced = sync_embeddings()
+    assert synced["added"] > 0 and synced["pending"] == 0, synced
+    assert "vector" in search("hyperguild", limit=3).hits[0].rankers
+
+    found = context(PROJECT_ROOT)
+
+    assert found["degraded"] is False
+    assert len(set(slugs(found)) & RELEVANT) >= 3
+    assert "litellm-config-drift" in slugs(found)
+
+
+def test_an_embedder_outage_degrades_to_bm25_and_says_so(db, settings):
+    ingest(HYPERGUILD_NOTES)
+    settings.BRAIN_EMBEDDER = "ollama"
+    settings.BRAIN_EMBED_URL = f"http://127.0.0.1:{free_port()}"
+    settings.BRAIN_EMBED_MODEL = "nomic-embed-text"
+
+    found = context(PROJECT_ROOT)
+
+    assert found["degraded"] is True
+    assert found["reason"]
+    assert len(set(slugs(found)) & RELEVANT) >= 3
+    assert "litellm-config-drift" in slugs(found)
