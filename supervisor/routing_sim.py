@@ -72,6 +72,7 @@ def parse_skills(text: str) -> list[SkillProfile]:
 class SkillTally:
     calls: int = 0
     passes: int = 0
+    first_passes: int = 0
     fast_first: int = 0
     thinking_calls: int = 0
     model_calls: int = 0
@@ -85,6 +86,7 @@ class SimReport:
     model_calls: int
     passes: int
     baseline_passes: float  # expected passes of "always thinking"
+    first_passes: int
     per_skill: dict[str, SkillTally]
     drop_at: int | None
     dropped: list[str]
@@ -119,6 +121,7 @@ class SimReport:
             f"(always thinking: {self.calls})",
             f"thinking calls saved: {self.thinking_saved:.1%}",
             f"pass rate: router {self.pass_rate:.1%} vs always thinking {self.baseline_pass_rate:.1%} (expected)",
+            f"first-answer pass rate (before fail-open): {self.first_passes / max(self.calls, 1):.1%}",
             f"pass rate lost: {(self.baseline_pass_rate - self.pass_rate) * 100:+.1f} points "
             f"({1 - self.quality_retained:.1%} of the always-thinking quality)",
             f"RouteLLM axes: {self.thinking_saved:.0%} cost saved at {self.quality_retained:.1%} quality retained "
@@ -178,7 +181,7 @@ def simulate(
     router_rng = random.Random(seed + 2)  # the router's sampling
     tallies = {p.name: SkillTally() for p in profiles}
     first_models: dict[str, list[tuple[int, bool]]] = {p.name: [] for p in profiles}
-    report = SimReport(0, 0, 0, 0, 0.0, tallies, drop_at if dropped else None, dropped)
+    report = SimReport(0, 0, 0, 0, 0.0, 0, tallies, drop_at if dropped else None, dropped)
 
     with override_settings(**overrides), transaction.atomic():
         before = RoutingEntry.objects.count()
@@ -188,13 +191,20 @@ def simulate(
             after_drop = drop_at is not None and index >= drop_at and profile.name in dropped
             fast_p = drop_to if after_drop else profile.fast
             attempts: list[str] = []
+            results: list[bool] = []
 
             def attempt(
-                model: str, *, fast_p: float = fast_p, profile: SkillProfile = profile, attempts=attempts
+                model: str,
+                *,
+                fast_p: float = fast_p,
+                profile: SkillProfile = profile,
+                attempts=attempts,
+                results=results,
             ) -> Attempt:
                 attempts.append(model)
                 p = fast_p if model == SIM_FAST else profile.thinking
-                if outcomes.random() < p:
+                results.append(outcomes.random() < p)
+                if results[-1]:
                     return Attempt(RoutingEntry.PASS, data={"ok": True})
                 return Attempt(RoutingEntry.FAIL, error="simulated failed check")
 
@@ -205,6 +215,7 @@ def simulate(
                 passed = False
             tally.calls += 1
             tally.passes += passed
+            tally.first_passes += results[0]
             tally.model_calls += len(attempts)
             tally.thinking_calls += attempts.count(SIM_THINKING)
             tally.fast_first += attempts[0] == SIM_FAST
@@ -218,6 +229,7 @@ def simulate(
 
     report.calls = sum(t.calls for t in tallies.values())
     report.passes = sum(t.passes for t in tallies.values())
+    report.first_passes = sum(t.first_passes for t in tallies.values())
     report.thinking_calls = sum(t.thinking_calls for t in tallies.values())
     report.model_calls = sum(t.model_calls for t in tallies.values())
     report.baseline_passes = sum(t.baseline_expected for t in tallies.values())
