@@ -99,6 +99,34 @@ def do_log_entry(
     return entry, True
 
 
+def do_append_entries(session_id: str, entries: list[dict]) -> tuple[int, int]:
+    """Append many entries in one go (imports); returns (created, already there).
+
+    Each item holds SessionEntry fields and must carry an `idempotency_key`.
+    The session row is locked and `last_seq` raised once: updating it line
+    by line inside one transaction would leave thousands of row versions
+    that every later lookup has to walk.
+    """
+    with transaction.atomic():
+        session = _session_for_update(session_id, project=None, project_root=None, client=None)
+        keys = [item["idempotency_key"] for item in entries]
+        known = set(session.entries.filter(idempotency_key__in=keys).values_list("idempotency_key", flat=True))
+        new = [item for item in entries if item["idempotency_key"] not in known]
+        rows = [
+            SessionEntry(
+                session=session,
+                seq=session.last_seq + offset,
+                **{"skill": "", "phase": "", "status": "", "message": "", **item},
+            )
+            for offset, item in enumerate(new, start=1)
+        ]
+        SessionEntry.objects.bulk_create(rows, batch_size=1000)
+        if rows:
+            session.last_seq += len(rows)
+            session.save(update_fields=["last_seq", "updated_at"])
+    return len(rows), len(entries) - len(rows)
+
+
 @transaction.atomic
 def do_set_session_file_layout(session_id: str, layout: dict) -> AgentSession:
     """Remember how an imported file was laid out (newlines), for a byte-exact export."""

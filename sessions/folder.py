@@ -26,7 +26,7 @@ from pathlib import Path
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
-from sessions.actions import do_log_entry, do_set_session_file_layout
+from sessions.actions import do_append_entries, do_set_session_file_layout
 from sessions.models import AgentSession, EntrySource, SessionEntry
 
 SESSION_FILE_SUFFIX = ".jsonl"
@@ -86,6 +86,7 @@ def import_session_file(path: Path) -> dict:
     counts = {"created": 0, "existing": 0, "unparsed": 0}
     seen: Counter[str] = Counter()
     blank_lines: list[int] = []
+    batch: list[dict] = []
     with transaction.atomic():
         existing = AgentSession.objects.filter(external_id=session_id).first()
         # Lines this service itself exported (canonical form): already here, by seq.
@@ -118,14 +119,12 @@ def import_session_file(path: Path) -> dict:
                     "data": obj,
                     "occurred_at": _time(obj),
                 }
-            _, created = do_log_entry(
-                session_id,
-                idempotency_key=f"import:{digest}:{seen[digest]}",
-                source=EntrySource.IMPORT,
-                raw_line=line,
-                **fields,
+            batch.append(
+                {"idempotency_key": f"import:{digest}:{seen[digest]}", "source": EntrySource.IMPORT, "raw_line": line, **fields}
             )
-            counts["created" if created else "existing"] += 1
+        created, already = do_append_entries(session_id, batch)
+        counts["created"] += created
+        counts["existing"] += already
         # An empty file still stands for a session: the layout call creates it.
         do_set_session_file_layout(
             session_id, {"trailing_newline": trailing_newline, "blank_lines": blank_lines, "lines": len(lines)}
