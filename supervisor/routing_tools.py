@@ -23,6 +23,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from django.conf import settings
+
 from hyperguild.lib.llm import get_llm_client
 from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
 from supervisor import skills
@@ -33,7 +35,6 @@ from supervisor.routing import Attempt, Routed, llm_attempt, route
 
 routing = get_endpoint("routing")
 
-DISCIPLINES_DIR = Path(__file__).resolve().parent / "disciplines"
 # What the model may see of the project: enough for a focused review, bounded
 # so one call cannot send a whole repository to the gateway.
 MAX_FILE_CHARS = 60_000
@@ -59,11 +60,18 @@ _FALLBACK_DISCIPLINE = {
 
 
 def discipline(skill: str) -> str:
+    """The skill's discipline file from SUPERVISOR_CONFIG_DIR (the supervisor's own), else a short built-in one.
+
+    `rules.md` is left out: it tells a `claude` worker how to behave in a
+    repository, and the routed model only reads and answers.
+    """
     name = skills.SKILLS[skill].discipline
     if name:
-        path = DISCIPLINES_DIR / name
-        if path.is_file():
+        path = Path(settings.SUPERVISOR_CONFIG_DIR) / name
+        try:
             return path.read_text(encoding="utf-8")
+        except OSError:
+            pass
     return _FALLBACK_DISCIPLINE.get(skill, "")
 
 

@@ -276,3 +276,13 @@ def test_start_up_stops_on_contradictory_routing_settings():
     )
     assert completed.returncode != 0
     assert "HYPERGUILD_ROUTE_LOCAL_CEIL=0.95 is above HYPERGUILD_ROUTE_LOCAL_FLOOR=0.9" in completed.stderr
+
+
+def test_the_routed_prompt_uses_the_supervisors_discipline_file(settings, tmp_path):
+    from supervisor.routing_tools import discipline
+
+    (tmp_path / "review.md").write_text("# House review rules\n")
+    settings.SUPERVISOR_CONFIG_DIR = str(tmp_path)
+    assert discipline("review") == "# House review rules\n"
+    settings.SUPERVISOR_CONFIG_DIR = str(tmp_path / "missing")
+    assert "You review code" in discipline("review")
