@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.urls import reverse
 
 from brain.actions import BrainInputError, do_archive_note, do_promote_note, do_reject_note
-from brain.models import MirrorFile, Note, NoteLink, NoteStatus
+from brain.models import BrainVersion, Embedding, MirrorFile, Note, NoteChunk, NoteLink, NoteStatus
 
 
 class LinkOutInline(admin.TabularInline):
@@ -34,6 +35,9 @@ class NoteAdmin(admin.ModelAdmin):
     )  # fmt: skip
     inlines = [LinkOutInline]
     actions = ["promote_notes", "reject_notes", "archive_notes"]
+
+    def view_on_site(self, obj: Note) -> str:
+        return reverse("brain-note", args=[obj.pk])  # the review UI's page for the note
 
     def has_add_permission(self, request) -> bool:
         return False
@@ -105,4 +109,52 @@ class MirrorFileAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+# -- search internals: read-only, for operators checking what is indexed ----------------
+
+
+@admin.register(NoteChunk)
+class NoteChunkAdmin(admin.ModelAdmin):
+    list_display = ("note", "ordinal", "heading_path", "content_hash")
+    search_fields = ("note__slug", "heading_path", "content_hash")
+    list_select_related = ("note",)
+    readonly_fields = ("note", "ordinal", "heading_path", "text", "content_hash", "source_hash")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Embedding)
+class EmbeddingAdmin(admin.ModelAdmin):
+    list_display = ("chunk", "model", "dimensions", "created_at")
+    list_filter = ("model", "dimensions")
+    search_fields = ("chunk__note__slug", "model", "content_hash")
+    list_select_related = ("chunk", "chunk__note")
+    exclude = ("vector",)  # hundreds of floats help nobody on a form
+    readonly_fields = ("chunk", "model", "dimensions", "content_hash", "created_at")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(BrainVersion)
+class BrainVersionAdmin(admin.ModelAdmin):
+    list_display = ("id", "version")
+    readonly_fields = ("id", "version")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
         return False

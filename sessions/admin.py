@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.urls import reverse
 
-from sessions.actions import do_approve_example, do_reject_example
+from sessions.actions import do_approve_example, do_reject_example, do_swap_dpo
 from sessions.models import AgentSession, RetrospectiveRun, SessionEntry, TrainingExample
 
 ENTRY_FIELDS = ("seq", "kind", "skill", "phase", "status", "message", "data", "idempotency_key", "source", "occurred_at", "created_at")
@@ -39,6 +40,9 @@ class AgentSessionAdmin(admin.ModelAdmin):
     list_filter = ("project",)
     readonly_fields = ("external_id", "project", "project_root", "client", "last_seq", "file_layout", "created_at", "updated_at")
     inlines = [SessionEntryInline]
+
+    def view_on_site(self, obj: AgentSession) -> str:
+        return reverse("sessions-detail", args=[obj.external_id])  # the timeline page
 
     def has_add_permission(self, request) -> bool:
         return False  # sessions start with their first session_log call
@@ -77,7 +81,10 @@ class TrainingExampleAdmin(admin.ModelAdmin):
         "kind", "skill", "prompt", "completion", "chosen", "rejected", "provenance", "status", "reviewer",
         "reviewed_at", "review_note", "edits", "flagged", "flags", "source_key", "created_at", "updated_at",
     )  # fmt: skip
-    actions = ["approve", "reject"]
+    actions = ["approve", "reject", "swap"]
+
+    def view_on_site(self, obj: TrainingExample) -> str:
+        return reverse("sessions-training-detail", args=[obj.pk])  # the curation page
 
     def has_add_permission(self, request) -> bool:
         return False  # examples come from the trainer; edit them in the curation UI (kept in edit history)
@@ -93,3 +100,10 @@ class TrainingExampleAdmin(admin.ModelAdmin):
         for example in queryset:
             do_reject_example(example, reviewer=request.user, reason="rejected in bulk from the admin")
         self.message_user(request, f"Rejected {queryset.count()} example(s).", messages.SUCCESS)
+
+    @admin.action(description="Swap chosen and rejected of selected DPO pairs")
+    def swap(self, request, queryset) -> None:
+        pairs = list(queryset.filter(kind=TrainingExample.Kind.DPO))
+        for example in pairs:
+            do_swap_dpo(example, reviewer=request.user)
+        self.message_user(request, f"Swapped {len(pairs)} DPO pair(s).", messages.SUCCESS)

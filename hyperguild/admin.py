@@ -1,0 +1,22 @@
+"""Admin for the service's own records."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from hyperguild.models import WorkerHeartbeat
+
+
+@admin.register(WorkerHeartbeat)
+class WorkerHeartbeatAdmin(admin.ModelAdmin):
+    """Read-only: written by the worker's heartbeat task, read by /health."""
+
+    list_display = ("name", "beat_at", "host", "pid")
+    search_fields = ("name", "host")
+    readonly_fields = ("name", "beat_at", "host", "pid")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
