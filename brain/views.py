@@ -123,7 +123,7 @@ def _filtered_queue(form: QueueFilterForm):
 
 
 def _wings_and_halls() -> tuple[list[str], list[str]]:
-    pairs = Note.objects.wiki().order_by().values_list("wing", "hall").distinct()
+    pairs = list(Note.objects.wiki().order_by().values_list("wing", "hall").distinct())
     wings = sorted({wing for wing, _ in pairs if wing})
     halls = sorted({hall for _, hall in pairs if hall})
     return wings, halls
