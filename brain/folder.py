@@ -233,12 +233,17 @@ def import_sessions(folder: Path) -> object | None:
     """Hand `sessions/*.jsonl` to the sessions app, if it has an importer."""
     if not folder.is_dir():
         return None
+    from importlib import import_module
+    from importlib.util import find_spec
+
     for module_name in ("sessions.folder", "sessions.importer"):
         try:
-            module = __import__(module_name, fromlist=["import_sessions_dir"])
-        except ImportError:
+            if find_spec(module_name) is None:
+                continue
+        except ModuleNotFoundError:  # no sessions app at all
             continue
-        importer = getattr(module, "import_sessions_dir", None)
+        # Imported without a safety net: a broken importer must fail loudly, not skip the logs.
+        importer = getattr(import_module(module_name), "import_sessions_dir", None)
         if importer is not None:
             return importer(folder)
     return None
