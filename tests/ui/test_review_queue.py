@@ -17,7 +17,7 @@ QUEUE = "/review/"
 
 
 def test_the_queue_lists_raw_notes_newest_first_with_counts(staff_client):
-    older, newer = make_raw_note("Older learning"), make_raw_note("Newer learning")
+    make_raw_note("Older learning"), make_raw_note("Newer learning")
     make_wiki_note("Already in the wiki")
     page = staff_client.get(QUEUE).content.decode()
     assert page.index("Newer learning") < page.index("Older learning")
