@@ -202,3 +202,44 @@ def test_session_logs_are_handed_to_the_sessions_app_both_ways(tmp_path):
     assert import_folder(tmp_path / "brain").sessions["entries_created"] == 0
     export_folder(tmp_path / "out")
     assert (tmp_path / "out/sessions/sess-1.jsonl").read_text(encoding="utf-8") == lines
+
+
+def test_a_note_rejected_in_the_service_leaves_the_folder_and_a_disk_edit_wins_a_conflict(tmp_path, django_user_model):
+    reviewer = django_user_model.objects.create_user("r")
+    doomed = do_write_raw_note(title="Doomed", body="x")
+    contested = do_write_raw_note(title="Contested", body="original")
+    sync_mirror(tmp_path)
+    do_reject_note(doomed, reviewer=reviewer, reason="wrong")
+    from brain.actions import do_edit_note
+
+    do_edit_note(contested, body="service edit")
+    path = tmp_path / "raw/contested.md"
+    path.write_text("---\ntitle: Contested\n---\ndisk edit", encoding="utf-8")
+    os.utime(path, ns=(2, 2))
+    summary = sync_mirror(tmp_path)
+    assert summary.removed == 1 and not (tmp_path / "raw/doomed.md").exists()
+    assert Note.objects.get(pk=doomed.pk).status == NoteStatus.REJECTED
+    assert Note.objects.get(pk=contested.pk).body == "disk edit"
+    assert path.read_text() == "---\ntitle: Contested\n---\ndisk edit"
+    assert sync_mirror(tmp_path).changes == 0
+
+
+def test_importing_a_missing_directory_is_a_command_error(tmp_path):
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="not a directory"):
+        call_command("brain_import", str(tmp_path / "nope"), "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def test_archive_missing_archives_imported_notes_whose_file_is_gone(tmp_path):
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw/stays.md").write_text("---\ntitle: Stays\n---\nx", encoding="utf-8")
+    (tmp_path / "raw/goes.md").write_text("---\ntitle: Goes\n---\ny", encoding="utf-8")
+    import_folder(tmp_path)
+    (tmp_path / "raw/goes.md").unlink()
+    service_note = do_write_raw_note(title="Service note", body="not from the folder")
+    assert import_folder(tmp_path).archived == 0
+    summary = import_folder(tmp_path, archive_missing=True)
+    assert summary.archived == 1
+    assert Note.objects.get(slug="goes").status == NoteStatus.ARCHIVED
+    assert Note.objects.get(pk=service_note.pk).status == NoteStatus.RAW
