@@ -121,3 +121,26 @@ def check_trainer_secret_patterns(app_configs, **kwargs):
     except ImproperlyConfigured as exc:
         return [Error(str(exc), hint="One Python regex a line; # starts a comment.", id="hyperguild.E031")]
     return []
+
+
+@register("hyperguild")
+def check_brain_dir(app_configs, **kwargs):
+    """The mirror writes into BRAIN_DIR: it must be a writable folder (or creatable)."""
+    import os
+    from pathlib import Path
+
+    if not settings.BRAIN_DIR:
+        return []
+    path = Path(settings.BRAIN_DIR)
+    if path.exists() and not path.is_dir():
+        return [Error(f"BRAIN_DIR={path} exists and is not a folder.", hint="Point BRAIN_DIR at a brain folder.", id="hyperguild.E050")]
+    existing = path if path.exists() else path.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        return [
+            Error(
+                f"BRAIN_DIR={path} cannot be written (or created): the mirror would fail every round.",
+                hint="Create the folder and give the service user write access, or unset BRAIN_DIR.",
+                id="hyperguild.E051",
+            )
+        ]
+    return []
