@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -62,8 +63,11 @@ def tokenize(text: str) -> list[str]:
     """Lowercased, NFKC-normalised words without English stopwords, stemmed;
     CJK runs are split into single characters."""
     text = unicodedata.normalize("NFKC", text).lower()
+    words = WORD_RE.findall(text)
+    if not CJK_RE.search(text):  # the common case, checked once per text
+        return [_stem(word) for word in words if word not in STOPWORDS]
     tokens: list[str] = []
-    for word in WORD_RE.findall(text):
+    for word in words:
         if CJK_RE.search(word):
             tokens.extend(ch for ch in word if not ch.isspace())
         elif word not in STOPWORDS:
@@ -148,9 +152,10 @@ def build_index(rows, version: int) -> BM25Index:
     wings: list[str] = []
     halls: list[str] = []
     lengths: list[int] = []
-    term_ids: list[int] = []
-    doc_ids: list[int] = []
-    tfs: list[int] = []
+    # Typed arrays, not lists: 100,000 notes make ~10 million postings.
+    term_ids = array("i")
+    doc_ids = array("i")
+    tfs = array("i")
     for doc, (note_id, title, body, status, wing, hall) in enumerate(rows):
         tokens = tokenize(note_text(title, body))
         ids.append(note_id)
@@ -167,9 +172,9 @@ def build_index(rows, version: int) -> BM25Index:
     n_docs = len(ids)
     doc_len = np.asarray(lengths, dtype=np.float64)
     avgdl = float(doc_len.sum() / n_docs) if n_docs else 0.0
-    terms = np.asarray(term_ids, dtype=np.int64)
-    docs = np.asarray(doc_ids, dtype=np.int64)
-    tf = np.asarray(tfs, dtype=np.float64)
+    terms = np.frombuffer(term_ids, dtype=np.int32).astype(np.int64)
+    docs = np.frombuffer(doc_ids, dtype=np.int32).astype(np.int64)
+    tf = np.frombuffer(tfs, dtype=np.int32).astype(np.float64)
     order = np.argsort(terms, kind="stable")
     terms, docs, tf = terms[order], docs[order], tf[order]
     n_terms = len(vocabulary)

@@ -94,32 +94,64 @@ def search(
     hall = hall or None
 
     tokens = bm25.tokenize(query)
-    n_candidates = limit * BM25_FANOUT
-    bm25_ranking = bm25.current_index().rank(tokens, limit=n_candidates, wing=wing, hall=hall, status=status)
-    rankings: dict[str, list[int]] = {"bm25": [note_id for note_id, _ in bm25_ranking]}
+    ranking = rank_notes(query, depth=limit * BM25_FANOUT, wing=wing, hall=hall, status=status)
+    return SearchResponse(
+        hits=_hits(ranking.fused[:limit], tokens, ranking.passages), degraded=ranking.degraded, reason=ranking.reason
+    )
+
+
+@dataclass
+class Ranking:
+    fused: list[tuple[int, float, dict[str, int]]]  # (note id, score, {ranker: rank}) best first
+    passages: dict[int, str]  # note id → its best chunk, from the vector side
+    degraded: bool = False
+    reason: str | None = None
+
+
+def rank_notes(
+    query: str,
+    *,
+    depth: int,
+    wing: str | None = None,
+    hall: str | None = None,
+    status: str | None = None,
+    rankers: tuple[str, ...] = ("bm25", "vector"),
+    embedder=None,
+) -> Ranking:
+    """BM25 top-`depth` and (embedder on) vector top-`depth`·VECTOR_FANOUT, fused.
+
+    `search()` is this cut to `limit` plus the note fields; `brain_eval` calls it
+    with one ranker at a time and a depth of 100.
+    """
+    rankings: dict[str, list[int]] = {}
+    bm25_scores: dict[int, float] = {}
+    if "bm25" in rankers:
+        bm25_ranking = bm25.current_index().rank(bm25.tokenize(query), limit=depth, wing=wing, hall=hall, status=status)
+        rankings["bm25"] = [note_id for note_id, _ in bm25_ranking]
+        bm25_scores = dict(bm25_ranking)
     passages: dict[int, str] = {}
     degraded, reason = False, None
 
     from brain import vectors  # imported late: it pulls the embedder settings in
 
-    if vectors.active():
+    if "vector" in rankers and (embedder is not None or vectors.active()):
+        vector_depth = depth * VECTOR_FANOUT if "bm25" in rankers else depth
         try:
             vector_ranking = vectors.rank(
-                query, limit=n_candidates * VECTOR_FANOUT, wing=wing, hall=hall, status=status
+                query, limit=vector_depth, wing=wing, hall=hall, status=status, embedder=embedder
             )
         except Exception as exc:  # noqa: BLE001 — an outage lowers quality, it never fails the query
             logger.warning("vector search failed, answering from BM25: %s", exc)
             degraded, reason = True, f"vector search unavailable: {exc}"
         else:
             rankings["vector"] = [note_id for note_id, _ in vector_ranking]
-            passages = {note_id: text for note_id, text in vector_ranking}
+            passages = dict(vector_ranking)
 
-    fused = fuse(rankings, {"bm25": BM25_WEIGHT, "vector": VECTOR_WEIGHT})[:limit]
+    fused = fuse(rankings, {"bm25": BM25_WEIGHT, "vector": VECTOR_WEIGHT})
     if "vector" not in rankings:
         # BM25 alone: report the BM25 score itself, more telling than 1/(k+rank).
-        scores = dict(bm25_ranking)
-        fused = [(note_id, scores[note_id], ranks) for note_id, _, ranks in fused]
-    return SearchResponse(hits=_hits(fused, tokens, passages), degraded=degraded, reason=reason)
+        fused = [(note_id, bm25_scores[note_id], ranks) for note_id, _, ranks in fused]
+    return Ranking(fused=fused, passages=passages, degraded=degraded, reason=reason)
 
 
 def fuse(rankings: dict[str, list[int]], weights: dict[str, float]) -> list[tuple[int, float, dict[str, int]]]:

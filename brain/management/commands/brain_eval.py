@@ -1,0 +1,287 @@
+"""manage.py brain_eval: retrieval quality and latency on a scratch brain.
+
+    brain_eval --dataset ../shared/datasets/scifact [--rankers bm25,dense,hybrid] [--embedder local]
+    brain_eval --synthetic 100000
+
+The command creates a PostgreSQL database of its own next to the service's
+(`hyperguild_eval_<pid>`), migrates it, points this process at it, imports the
+dataset there and drops it at the end: the user's notes are never read or
+written. Document embeddings are cached under var/eval-cache by model and
+text hash, so only the first run with a given embedder pays for them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import connections
+from tqdm import tqdm
+
+from brain import bm25
+from brain.embedding_sync import sync_embeddings
+from brain.evaluation import CachingEmbedder, load_beir, ndcg_at, percentile, recall_at, sampled_corpus
+from brain.models import BrainVersion, Note, NoteStatus
+from brain.search import rank_notes, search
+from hyperguild.lib.embedders import get_embedder
+
+RANKERS = {"bm25": ("bm25",), "dense": ("vector",), "hybrid": ("bm25", "vector")}
+NDCG_K = 10
+RECALL_K = 100
+LATENCY_LIMIT = 10  # hits per timed search(), as brain_query's default
+SYNTHETIC_QUERIES = 300
+SYNTHETIC_VOCABULARY = 30_000
+IMPORT_BATCH = 2000
+EVAL_WING = "eval"
+
+
+class Command(BaseCommand):
+    help = (
+        "Measure brain search on a BEIR-layout dataset (corpus.jsonl, queries.jsonl, qrels/test.tsv): "
+        "nDCG@10, Recall@100 and latency per ranker, embedding throughput; or, with --synthetic N, "
+        "index build time and query latency on N generated notes. Runs in a scratch database."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--dataset", type=Path, help="a BEIR-layout folder")
+        parser.add_argument("--split", default="test", help="qrels file to use (default: test)")
+        parser.add_argument("--rankers", default="bm25", help="comma list of bm25, dense, hybrid (default: bm25)")
+        parser.add_argument(
+            "--embedder", choices=["local", "ollama", "openai"], help="embedder for dense/hybrid (default: settings)"
+        )
+        parser.add_argument("--synthetic", type=int, help="generate this many notes instead of a dataset")
+        parser.add_argument(
+            "--corpus-sample",
+            type=int,
+            help="only the judged documents plus random others up to this many (figures not comparable "
+            "with full-corpus ones; for quick comparisons of rankers)",
+        )
+        parser.add_argument("--cache-dir", type=Path, default=Path(settings.BASE_DIR) / "var" / "eval-cache")
+
+    def handle(self, *args, **options) -> None:
+        if bool(options["dataset"]) == bool(options["synthetic"]):
+            raise CommandError("Give either --dataset DIR or --synthetic N.")
+        rankers = [r.strip() for r in options["rankers"].split(",") if r.strip()]
+        unknown = set(rankers) - set(RANKERS)
+        if unknown:
+            raise CommandError(f"Unknown ranker(s) {', '.join(sorted(unknown))}: use bm25, dense, hybrid.")
+        if options["dataset"] and not (options["dataset"] / "corpus.jsonl").exists():
+            raise CommandError(f"{options['dataset']} has no corpus.jsonl (BEIR layout expected).")
+        if options["embedder"]:
+            settings.BRAIN_EMBEDDER = options["embedder"]
+        elif options["synthetic"]:
+            settings.BRAIN_EMBEDDER = "off"  # 100k notes are not embedded for a latency run
+        needs_vectors = any(r != "bm25" for r in rankers)
+        if needs_vectors and settings.BRAIN_EMBEDDER == "off":
+            raise CommandError("dense and hybrid need an embedder: pass --embedder local (or ollama/openai).")
+
+        with ScratchDatabase(self.stdout) as scratch:
+            self.stdout.write(f"scratch database {scratch.name}")
+            if options["synthetic"]:
+                self.run_synthetic(options["synthetic"])
+            else:
+                self.run_dataset(options, rankers, needs_vectors)
+        self.stdout.write(self.style.SUCCESS("brain_eval done; scratch database dropped."))
+
+    # -- BEIR dataset ------------------------------------------------------------------
+
+    def run_dataset(self, options: dict, rankers: list[str], needs_vectors: bool) -> None:
+        dataset = load_beir(options["dataset"], options["split"])
+        corpus = sampled_corpus(dataset, options["corpus_sample"])
+        if len(corpus) < len(dataset.corpus):
+            self.stdout.write(
+                self.style.WARNING(
+                    f"corpus sample: {len(corpus)} of {len(dataset.corpus)} documents (all judged ones kept); "
+                    "figures are higher than on the full corpus"
+                )
+            )
+        self.stdout.write(f"{len(corpus)} documents, {len(dataset.queries)} queries with judgements")
+        slug_to_doc = self.import_documents(corpus)
+        id_to_doc = {note_id: slug_to_doc[slug] for note_id, slug in Note.objects.values_list("id", "slug")}
+
+        started = time.perf_counter()
+        index = bm25.current_index()
+        self.stdout.write(f"BM25 index: {len(index)} notes built in {time.perf_counter() - started:.2f} s")
+
+        embedder = None
+        if needs_vectors:
+            embedder = CachingEmbedder(get_embedder(), options["cache_dir"])
+            self.embed_corpus(embedder)
+
+        for ranker in rankers:
+            self.evaluate_ranker(ranker, dataset, id_to_doc, embedder)
+
+    def import_documents(self, corpus: list[dict]) -> dict[str, str]:
+        """Scratch notes straight through the ORM: no user data, no mirror, no per-note tasks."""
+        slug_to_doc = {}
+        batch = []
+        for doc in tqdm(corpus, desc="importing", unit="doc", file=self.stderr, disable=None):
+            slug = f"doc-{len(slug_to_doc)}"
+            slug_to_doc[slug] = doc["_id"]
+            title = (doc.get("title") or "").strip()[:300]
+            batch.append(
+                Note(
+                    slug=slug,
+                    title=title,
+                    body=doc.get("text") or "",
+                    status=NoteStatus.WIKI,
+                    wing=EVAL_WING,
+                    path=f"wiki/{EVAL_WING}/{slug}.md",
+                    source="eval",
+                )
+            )
+            if len(batch) >= IMPORT_BATCH:
+                Note.objects.bulk_create(batch)
+                batch = []
+        Note.objects.bulk_create(batch)
+        BrainVersion.bump()
+        return slug_to_doc
+
+    def embed_corpus(self, embedder: CachingEmbedder) -> None:
+        cached_before = len(embedder.cache)
+        bar = tqdm(total=0, desc=f"embedding ({embedder.key})", unit="chunk", file=self.stderr, disable=None)
+
+        def progress(done: int, total: int) -> None:
+            bar.total, bar.n = total, done
+            bar.refresh()
+
+        started = time.perf_counter()
+        result = sync_embeddings(embedder, progress=progress)
+        bar.close()
+        elapsed = time.perf_counter() - started
+        if result.errors:
+            raise CommandError(f"embedding failed: {result.errors[0]}")
+        if embedder.embedded:
+            rate = embedder.embedded / embedder.embed_seconds
+            self.stdout.write(
+                f"embedding throughput: {rate:.2f} chunks/s ({embedder.embedded} chunks embedded in "
+                f"{embedder.embed_seconds:.1f} s; {result.added - embedder.embedded} from the cache)"
+            )
+        else:
+            self.stdout.write(
+                f"embedding throughput: all {result.added} chunks from the cache ({cached_before} cached); "
+                f"sync and pgvector writes took {elapsed:.1f} s"
+            )
+
+    def evaluate_ranker(self, ranker: str, dataset, id_to_doc: dict[int, str], embedder) -> None:
+        ndcgs, recalls, latencies = [], [], []
+        for query_id, text in tqdm(dataset.queries.items(), desc=ranker, unit="query", file=self.stderr, disable=None):
+            ranking = rank_notes(text, depth=RECALL_K, rankers=RANKERS[ranker], embedder=embedder, status=None)
+            if ranking.degraded:
+                raise CommandError(f"{ranker}: {ranking.reason}")
+            docs = [id_to_doc[note_id] for note_id, _, _ in ranking.fused]
+            ndcgs.append(ndcg_at(docs, dataset.qrels[query_id], NDCG_K))
+            recalls.append(recall_at(docs, dataset.qrels[query_id], RECALL_K))
+            latencies.append(self.timed_search(text, ranker))
+        n = len(ndcgs)
+        self.stdout.write(
+            f"{ranker:>6}: nDCG@{NDCG_K} {sum(ndcgs) / n:.4f}  Recall@{RECALL_K} {sum(recalls) / n:.4f}  "
+            f"latency p50 {percentile(latencies, 50):.1f} ms  p95 {percentile(latencies, 95):.1f} ms  ({n} queries)"
+        )
+
+    @staticmethod
+    def timed_search(text: str, ranker: str) -> float:
+        """Milliseconds of one search() as brain_query runs it (the vector side only for dense/hybrid)."""
+        previous = settings.BRAIN_EMBEDDER
+        if ranker == "bm25":
+            settings.BRAIN_EMBEDDER = "off"
+        try:
+            started = time.perf_counter()
+            search(text, limit=LATENCY_LIMIT, status=None)
+            return (time.perf_counter() - started) * 1000
+        finally:
+            settings.BRAIN_EMBEDDER = previous
+
+    # -- synthetic -----------------------------------------------------------------------
+
+    def run_synthetic(self, count: int) -> None:
+        rng = random.Random(7)
+        vocabulary = [_pseudo_word(rng) for _ in range(SYNTHETIC_VOCABULARY)]
+        weights = [1 / (rank + 1) for rank in range(len(vocabulary))]
+        wings = ["eng", "ops", "product", "research", "people"]
+        halls = ["decisions", "howto", "incidents", "notes"]
+        batch = []
+        started = time.perf_counter()
+        for i in tqdm(range(count), desc="generating", unit="note", file=self.stderr, disable=None):
+            title = " ".join(rng.choices(vocabulary, weights, k=rng.randint(2, 6)))
+            body = " ".join(rng.choices(vocabulary, weights, k=rng.randint(40, 200)))
+            wing, hall = rng.choice(wings), rng.choice(halls)
+            batch.append(
+                Note(
+                    slug=f"n-{i}",
+                    title=title,
+                    body=body,
+                    status=NoteStatus.WIKI,
+                    wing=wing,
+                    hall=hall,
+                    path=f"wiki/{wing}/{hall}/n-{i}.md",
+                    source="eval",
+                )  # fmt: skip
+            )
+            if len(batch) >= IMPORT_BATCH:
+                Note.objects.bulk_create(batch)
+                batch = []
+        Note.objects.bulk_create(batch)
+        BrainVersion.bump()
+        self.stdout.write(f"{count} notes generated and stored in {time.perf_counter() - started:.1f} s")
+
+        bm25.reset()
+        started = time.perf_counter()
+        index = bm25.current_index()
+        self.stdout.write(
+            f"BM25 index build: {time.perf_counter() - started:.2f} s for {len(index)} notes, "
+            f"{len(index.vocabulary)} terms, {len(index.posting_docs)} postings"
+        )
+        latencies = []
+        for _ in range(SYNTHETIC_QUERIES):
+            query = " ".join(rng.choices(vocabulary[:5000], k=rng.randint(1, 4)))
+            wing = rng.choice([None, None, rng.choice(wings)])
+            started = time.perf_counter()
+            search(query, limit=LATENCY_LIMIT, wing=wing)
+            latencies.append((time.perf_counter() - started) * 1000)
+        self.stdout.write(
+            f"brain_query (search(), server side, limit {LATENCY_LIMIT}) over {count} notes: "
+            f"p50 {percentile(latencies, 50):.1f} ms  p95 {percentile(latencies, 95):.1f} ms  "
+            f"({SYNTHETIC_QUERIES} queries)"
+        )
+
+
+def _pseudo_word(rng: random.Random) -> str:
+    return "".join(rng.choice("bcdfghklmnprstvz") + rng.choice("aeiou") for _ in range(rng.randint(2, 4)))
+
+
+class ScratchDatabase:
+    """Create `hyperguild_eval_<pid>` on the service's PostgreSQL, point the default alias at it, drop it after."""
+
+    def __init__(self, stdout):
+        self.stdout = stdout
+        self.connection = connections["default"]
+        self.original = self.connection.settings_dict["NAME"]
+        self.name = f"hyperguild_eval_{os.getpid()}"
+
+    def __enter__(self) -> ScratchDatabase:
+        with self.connection.cursor() as cursor:
+            cursor.execute(f'CREATE DATABASE "{self.name}"')
+        self._switch(self.name)
+        call_command("migrate", verbosity=0, interactive=False)
+        bm25.reset()
+        from brain import vectors
+
+        vectors.forget_indexes()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._switch(self.original)
+        bm25.reset()
+        with self.connection.cursor() as cursor:
+            cursor.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+    def _switch(self, name: str) -> None:
+        self.connection.close()
+        self.connection.settings_dict["NAME"] = name
+        settings.DATABASES["default"]["NAME"] = name
