@@ -79,10 +79,8 @@ def _count_by(queryset, field: str):
 
 
 def _training_counts() -> dict[str, int]:
-    try:
-        from sessions.models import TrainingExample
-    except ImportError:  # the sessions app has not grown training data yet
-        return {}
+    from sessions.models import TrainingExample
+
     return {
         row["kind"]: row["n"] for row in _count_by(TrainingExample.objects.filter(status="candidate"), "kind")
     }
