@@ -117,9 +117,9 @@ class CachingEmbedder:
         return self.inner.service
 
     def _load(self) -> None:
+        if not self.inner.dimensions:
+            self.inner.embed_query("dimensions")  # a model we do not know: learn its size once
         dims = self.inner.dimensions
-        if not dims:
-            return
         record = HASH_BYTES + 4 * dims
         for path in sorted(self.cache_dir.glob(self.pattern)):
             data = path.read_bytes()

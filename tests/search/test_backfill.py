@@ -1,0 +1,86 @@
+"""POST /backfill-embeddings and manage.py brain_embed run one embedding sync."""
+
+from __future__ import annotations
+
+import io
+
+import httpx
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from brain import bm25
+from brain.actions import do_ingest_note
+from brain.models import Embedding, NoteChunk
+
+TOKEN = "search-test-token"
+
+
+@pytest.fixture
+def backfill_url(asgi_server, settings, transactional_db, ollama_settings):
+    settings.BRAIN_MCP_TOKEN = TOKEN
+    bm25.reset()
+    return f"{asgi_server}/backfill-embeddings"
+
+
+def test_backfill_embeds_the_notes_and_reports_counts(backfill_url):
+    do_ingest_note(title="Tides", body="## Moon\n\nGravity.\n\n## Sun\n\nLess.", wing="sci")
+    response = httpx.post(backfill_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"added": 2, "deleted": 0, "rechunked": 1, "pending": 0, "errors": []}
+    again = httpx.post(backfill_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30).json()
+    assert (again["added"], again["deleted"], again["errors"]) == (0, 0, [])
+    assert Embedding.objects.count() == 2
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {TOKEN}"}])
+def test_backfill_without_the_brain_token_is_refused_and_writes_nothing(backfill_url, headers):
+    do_ingest_note(title="Tides", body="Moon.", wing="sci")
+    response = httpx.post(backfill_url, headers=headers, timeout=30)
+    assert response.status_code == 401
+    assert "error" in response.json()
+    assert not NoteChunk.objects.exists() and not Embedding.objects.exists()
+
+
+def test_backfill_reports_embedder_errors_in_the_answer(backfill_url, embed_server):
+    do_ingest_note(title="Tides", body="Moon.", wing="sci")
+    embed_server.mode = "error"
+    body = httpx.post(backfill_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30).json()
+    assert body["added"] == 0 and body["pending"] == 1
+    assert len(body["errors"]) == 1 and "HTTP 500" in body["errors"][0]
+
+
+def test_backfill_with_no_embedder_is_a_503_that_says_what_to_set(backfill_url, settings):
+    settings.BRAIN_EMBEDDER = "off"
+    do_ingest_note(title="Tides", body="Moon.", wing="sci")
+    response = httpx.post(backfill_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+    assert response.status_code == 503
+    assert "BRAIN_EMBEDDER" in response.json()["error"]
+    assert not Embedding.objects.exists()
+
+
+@pytest.mark.django_db
+def test_brain_embed_prints_a_success_line(ollama_settings):
+    do_ingest_note(title="Tides", body="Moon.", wing="sci")
+    out, err = io.StringIO(), io.StringIO()
+    call_command("brain_embed", stdout=out, stderr=err)
+    assert "Embedding sync done: added 1, deleted 0" in out.getvalue()
+    assert Embedding.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_brain_embed_fails_with_the_errors_when_the_embedder_is_down(ollama_settings, embed_server):
+    do_ingest_note(title="Tides", body="Moon.", wing="sci")
+    embed_server.mode = "error"
+    err = io.StringIO()
+    with pytest.raises(CommandError, match="Run brain_embed again"):
+        call_command("brain_embed", stdout=io.StringIO(), stderr=err)
+    assert "HTTP 500" in err.getvalue()
+    assert not Embedding.objects.exists()
+
+
+@pytest.mark.django_db
+def test_brain_embed_refuses_to_run_with_the_embedder_off(settings):
+    settings.BRAIN_EMBEDDER = "off"
+    with pytest.raises(CommandError, match="BRAIN_EMBEDDER is off"):
+        call_command("brain_embed", stdout=io.StringIO(), stderr=io.StringIO())
