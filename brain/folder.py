@@ -195,6 +195,14 @@ def _import_one(nf: NoteFile, *, restore: bool = False) -> tuple[Note, str]:
     )  # fmt: skip
 
 
+def _fingerprint(nf: NoteFile) -> tuple[str, str, str, str, str]:
+    """(content_hash, status, wing, hall, path) the note would have after importing `nf` unchanged."""
+    title = " ".join(nf.title.split())
+    frontmatter = {key: value for key, value in nf.frontmatter.items() if key != "title"}
+    content_hash = Note(title=title, body=nf.body, frontmatter=frontmatter).compute_hash()
+    return (content_hash, nf.status, nf.wing, nf.hall, nf.rel_path)
+
+
 def _error_text(exc: Exception) -> str:
     return getattr(exc, "message", None) or str(exc)
 
@@ -209,12 +217,20 @@ def import_folder(root: Path | str, *, progress: Progress = _no_progress, archiv
         raise FolderError(f"{root} is not a directory")
     summary = FolderSummary()
     seen: dict[str, str] = {}
+    # What the database already holds, read once: an unchanged file costs no transaction.
+    known = {
+        row[0]: row[1:]
+        for row in Note.objects.values_list("slug", "content_hash", "status", "wing", "hall", "path").iterator()
+    }
     for rel_path in progress(iter_note_files(root)):
         try:
             nf = read_note_file(root, rel_path)
             if nf.slug in seen:
                 raise FolderError(f"gives the slug {nf.slug!r}, already taken by {seen[nf.slug]}; rename one of them")
             seen[nf.slug] = rel_path
+            if known.get(nf.slug) == _fingerprint(nf):
+                summary.unchanged += 1
+                continue
             _, outcome = _import_one(nf)
         except (FolderError, FrontmatterError, BrainInputError, OSError) as exc:
             summary.errors.append((rel_path, _error_text(exc)))
