@@ -85,9 +85,10 @@ class BM25Index:
 
     version: int
     note_ids: np.ndarray  # int64, position → Note.id
-    statuses: np.ndarray
+    statuses: np.ndarray  # int32 codes of the values in `codes`
     wings: np.ndarray
     halls: np.ndarray
+    codes: dict[str, int]
     vocabulary: dict[str, int]
     idf: np.ndarray  # per term id
     offsets: np.ndarray  # CSR: postings of term t are [offsets[t], offsets[t+1])
@@ -123,12 +124,11 @@ class BM25Index:
             scores[docs] += self.idf[term] * self.posting_weights[start:end]
             matched[docs] = True
         candidates = np.flatnonzero(matched)
-        if status is not None:
-            candidates = candidates[self.statuses[candidates] == status]
-        if wing is not None:
-            candidates = candidates[self.wings[candidates] == wing]
-        if hall is not None:
-            candidates = candidates[self.halls[candidates] == hall]
+        # Filters compare small integer codes, not strings: cheap even with 100,000 candidates.
+        for codes, value in ((self.statuses, status), (self.wings, wing), (self.halls, hall)):
+            if value is not None:
+                code = self.codes.get(value, -1)
+                candidates = candidates[codes[candidates] == code]
         if len(candidates) == 0:
             return []
         cand_scores = scores[candidates]
@@ -195,12 +195,14 @@ def build_index(rows, version: int) -> BM25Index:
     else:
         weights = np.zeros(0)
 
+    codes: dict[str, int] = {}
     return BM25Index(
         version=version,
         note_ids=np.asarray(ids, dtype=np.int64),
-        statuses=np.asarray(statuses, dtype=object),
-        wings=np.asarray(wings, dtype=object),
-        halls=np.asarray(halls, dtype=object),
+        statuses=np.asarray([codes.setdefault(v, len(codes)) for v in statuses], dtype=np.int32),
+        wings=np.asarray([codes.setdefault(v, len(codes)) for v in wings], dtype=np.int32),
+        halls=np.asarray([codes.setdefault(v, len(codes)) for v in halls], dtype=np.int32),
+        codes=codes,
         vocabulary=vocabulary,
         idf=idf,
         offsets=offsets,
