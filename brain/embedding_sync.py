@@ -88,10 +88,16 @@ def stale_notes(notes):
 
 
 def _rechunk_changed(notes, result: SyncResult, using: str) -> None:
+    last_id = 0
     while True:
-        batch = list(stale_notes(notes).values_list("id", flat=True)[:RECHUNK_BATCH])
+        # Walk by id so a note that somehow stays stale is not looped on; one edited again
+        # behind the cursor is queued by its own write and caught by the next sync.
+        batch = list(
+            stale_notes(notes).filter(id__gt=last_id).order_by("id").values_list("id", flat=True)[:RECHUNK_BATCH]
+        )
         if not batch:
             return
+        last_id = batch[-1]
         for note_id in batch:
             result.deleted += rechunk_note(note_id, using=using)
             result.rechunked += 1
