@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import time
 from pathlib import Path
 
@@ -80,12 +81,17 @@ class Command(BaseCommand):
         if needs_vectors and settings.BRAIN_EMBEDDER == "off":
             raise CommandError("dense and hybrid need an embedder: pass --embedder local (or ollama/openai).")
 
-        with ScratchDatabase(self.stdout) as scratch:
-            self.stdout.write(f"scratch database {scratch.name}")
-            if options["synthetic"]:
-                self.run_synthetic(options["synthetic"])
-            else:
-                self.run_dataset(options, rankers, needs_vectors)
+        # A SIGTERM unwinds like Ctrl-C, so the scratch database is dropped either way.
+        previous_handler = signal.signal(signal.SIGTERM, _raise_system_exit)
+        try:
+            with ScratchDatabase(self.stdout) as scratch:
+                self.stdout.write(f"scratch database {scratch.name}")
+                if options["synthetic"]:
+                    self.run_synthetic(options["synthetic"])
+                else:
+                    self.run_dataset(options, rankers, needs_vectors)
+        finally:
+            signal.signal(signal.SIGTERM, previous_handler)
         self.stdout.write(self.style.SUCCESS("brain_eval done; scratch database dropped."))
 
     # -- BEIR dataset ------------------------------------------------------------------
@@ -249,6 +255,10 @@ class Command(BaseCommand):
             f"p50 {percentile(latencies, 50):.1f} ms  p95 {percentile(latencies, 95):.1f} ms  "
             f"({SYNTHETIC_QUERIES} queries)"
         )
+
+
+def _raise_system_exit(signum, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _pseudo_word(rng: random.Random) -> str:
