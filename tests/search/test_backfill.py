@@ -84,3 +84,22 @@ def test_brain_embed_refuses_to_run_with_the_embedder_off(settings):
     settings.BRAIN_EMBEDDER = "off"
     with pytest.raises(CommandError, match="BRAIN_EMBEDDER is off"):
         call_command("brain_embed", stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def test_rest_query_answers_from_bm25_marked_degraded_when_the_embedder_is_down(
+    backfill_url, asgi_server, embed_server
+):
+    from brain.embedding_sync import sync_embeddings
+    from hyperguild.lib.embedders import get_embedder
+
+    note = do_ingest_note(title="Tides", body="Moon gravity.", wing="sci")
+    sync_embeddings(get_embedder())
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    healthy = httpx.post(f"{asgi_server}/query", json={"query": "moon"}, headers=headers, timeout=30).json()
+    assert healthy["degraded"] is False and healthy["hits"][0]["rankers"] == {"bm25": 1, "vector": 1}
+    embed_server.mode = "error"
+    response = httpx.post(f"{asgi_server}/query", json={"query": "moon"}, headers=headers, timeout=30)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["degraded"] is True and "HTTP 500" in body["reason"]
+    assert [(h["slug"], h["rankers"]) for h in body["hits"]] == [(note.slug, {"bm25": 1})]
