@@ -118,6 +118,7 @@ class Command(BaseCommand):
         if needs_vectors:
             embedder = CachingEmbedder(get_embedder(), options["cache_dir"])
             self.embed_corpus(embedder)
+            self.stdout.write(f"vector query plan: {self.vector_plan(embedder, next(iter(dataset.queries.values())))}")
 
         for ranker in rankers:
             self.evaluate_ranker(ranker, dataset, id_to_doc, embedder)
@@ -189,6 +190,19 @@ class Command(BaseCommand):
             f"{ranker:>6}: nDCG@{NDCG_K} {sum(ndcgs) / n:.4f}  Recall@{RECALL_K} {sum(recalls) / n:.4f}  "
             f"latency p50 {percentile(latencies, 50):.1f} ms  p95 {percentile(latencies, 95):.1f} ms  ({n} queries)"
         )
+
+    @staticmethod
+    def vector_plan(embedder, query: str) -> str:
+        """The planner's own choice (nothing forced) for the vector query: index scan or not."""
+        from brain import vectors
+
+        vector = embedder.embed_query(query)
+        sql = vectors.query_sql(embedder.key, len(vector), wing=False, hall=False, status=False)
+        with connections["default"].cursor() as cursor:
+            cursor.execute("EXPLAIN " + sql, {"vector": vectors.vector_literal(vector), "limit": 20})
+            plan = [row[0] for row in cursor.fetchall()]
+        used = [line.strip() for line in plan if "Index Scan using brain_emb_hnsw" in line]
+        return used[0].split(" on ")[0] if used else "no HNSW index scan (" + plan[0].strip() + ")"
 
     @staticmethod
     def timed_search(text: str, ranker: str) -> float:
