@@ -5,7 +5,7 @@
 - BM25 over title + body (`brain.bm25`), top `limit · BM25_FANOUT`.
 - With an embedder active: the query embedding against the note chunks of
   the active model (pgvector HNSW, cosine), top `limit · BM25_FANOUT ·
-  VECTOR_FANOUT` chunks, each note counted once at its best chunk.
+  VECTOR_FANOUT` notes, each note ranked at its best chunk.
 - Reciprocal Rank Fusion: score = Σ weight / (RRF_K + rank) over the rankers
   that found the note. A note only the vector side found is a full result.
 - If the embedder or the vector query fails, BM25 alone answers with
@@ -208,7 +208,8 @@ def excerpt(body: str, tokens: list[str], *, fallback: str | None = None, size: 
     # Centre the window on the first matching word.
     start = 0
     for match in bm25.WORD_RE.finditer(best):
-        if bm25.tokenize(match.group()) and bm25.tokenize(match.group())[0] in wanted:
+        word_tokens = bm25.tokenize(match.group())
+        if word_tokens and word_tokens[0] in wanted:
             start = match.start()
             break
     return _clip(best, max(0, start - size // 4), size)
