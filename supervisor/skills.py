@@ -93,10 +93,17 @@ LEARNING_SCHEMA = {
     "properties": {
         "title": {"type": "string"},
         "body": {"type": "string"},
-        "kind": {"type": "string"},
-        "evidence": {"type": "string"},
+        "kind": {"type": "string", "enum": ["decision", "correction", "surprise", "pattern"]},
+        # The session entries (their seq numbers) the learning rests on.
+        "evidence": {"type": "array", "items": {"type": "integer", "minimum": 1}},
+        "runs": {"type": "array", "items": {"type": "integer"}},
+        "method": {"type": "string"},
+        # written: a new raw note; merge: a near-duplicate of merge_into; exists: written by an earlier run.
+        "outcome": {"type": "string", "enum": ["written", "merge", "exists"]},
+        "note_slug": {"type": "string"},
+        "merge_into": {"type": "object"},
     },
-    "required": ["title", "body"],
+    "required": ["title", "body", "kind", "evidence"],
 }
 
 EXAMPLE_SCHEMA = {
