@@ -53,7 +53,9 @@ def ensure_index(model: str, dimensions: int, using: str = "default") -> None:
             f"CREATE INDEX IF NOT EXISTS {index_name(model, dims)} ON brain_embedding "
             f"USING hnsw ((vector::vector({dims})) vector_cosine_ops) WHERE model = {_sql_literal(model)}"
         )
-    _indexed.add(key)
+    # Remember it only once committed: an index created in a transaction that
+    # rolls back is gone, and the next call must create it again.
+    transaction.on_commit(lambda: _indexed.add(key), using=using)
 
 
 def forget_indexes() -> None:
