@@ -118,6 +118,10 @@ class Command(BaseCommand):
         if needs_vectors:
             embedder = CachingEmbedder(get_embedder(), options["cache_dir"])
             self.embed_corpus(embedder)
+            with connections["default"].cursor() as cursor:
+                # Fresh bulk-loaded tables have no statistics: without them the planner expects
+                # one row and sorts a sequential scan instead of walking the HNSW index.
+                cursor.execute("ANALYZE brain_note, brain_notechunk, brain_embedding")
             self.stdout.write(f"vector query plan: {self.vector_plan(embedder, next(iter(dataset.queries.values())))}")
 
         for ranker in rankers:
