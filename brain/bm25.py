@@ -141,12 +141,53 @@ class BM25Index:
         return [(int(self.note_ids[candidates[i]]), float(cand_scores[i])) for i in order]
 
 
-def build_index(rows, version: int) -> BM25Index:
-    """`rows`: iterable of (id, title, body, status, wing, hall)."""
+class TokenCache:
+    """Each note's term counts, kept between rebuilds and keyed by its content hash.
+
+    Tokenising (NFKC, stemming) is most of an index build; after a write only
+    the notes whose hash changed are read and tokenised again. Term ids come
+    from a vocabulary that only grows, so cached counts stay valid.
+    """
+
+    def __init__(self) -> None:
+        self.vocabulary: dict[str, int] = {}
+        self.notes: dict[int, tuple[str, array, array, int]] = {}  # id → (hash, term ids, tfs, length)
+        self.tokenised = 0  # notes tokenised so far (tests and benchmarks read it)
+
+    def counts(self, text: str) -> tuple[array, array, int]:
+        tokens = tokenize(text)
+        self.tokenised += 1
+        terms, tfs = array("i"), array("i")
+        for token, tf in Counter(tokens).items():
+            terms.append(self.vocabulary.setdefault(token, len(self.vocabulary)))
+            tfs.append(tf)
+        return terms, tfs, len(tokens)
+
+    def lookup(self, note_id: int, content_hash: str) -> tuple[array, array, int] | None:
+        cached = self.notes.get(note_id)
+        if cached is None or not content_hash or cached[0] != content_hash:
+            return None
+        return cached[1], cached[2], cached[3]
+
+    def store(self, note_id: int, content_hash: str, counts: tuple[array, array, int]) -> None:
+        if content_hash:
+            self.notes[note_id] = (content_hash, *counts)
+
+    def forget_except(self, live_ids: set[int]) -> None:
+        for note_id in [i for i in self.notes if i not in live_ids]:
+            del self.notes[note_id]
+
+
+def build_index(rows, version: int, cache: TokenCache | None = None) -> BM25Index:
+    """`rows`: iterable of (id, title, body, status, wing, hall[, content_hash]).
+
+    With a `cache`, `title` and `body` may be None for a note whose content
+    hash the cache already holds.
+    """
     import time
 
     started = time.perf_counter()
-    vocabulary: dict[str, int] = {}
+    cache = cache or TokenCache()
     ids: list[int] = []
     statuses: list[str] = []
     wings: list[str] = []
@@ -156,18 +197,23 @@ def build_index(rows, version: int) -> BM25Index:
     term_ids = array("i")
     doc_ids = array("i")
     tfs = array("i")
-    for doc, (note_id, title, body, status, wing, hall) in enumerate(rows):
-        tokens = tokenize(note_text(title, body))
+    for doc, row in enumerate(rows):
+        note_id, title, body, status, wing, hall = row[:6]
+        content_hash = row[6] if len(row) > 6 else ""
+        counts = cache.lookup(note_id, content_hash)
+        if counts is None:
+            counts = cache.counts(note_text(title, body))
+            cache.store(note_id, content_hash, counts)
+        note_terms, note_tfs, length = counts
         ids.append(note_id)
         statuses.append(status)
         wings.append(wing)
         halls.append(hall)
-        lengths.append(len(tokens))
-        for token, tf in Counter(tokens).items():
-            term = vocabulary.setdefault(token, len(vocabulary))
-            term_ids.append(term)
-            doc_ids.append(doc)
-            tfs.append(tf)
+        lengths.append(length)
+        term_ids.extend(note_terms)
+        tfs.extend(note_tfs)
+        doc_ids.extend([doc] * len(note_terms))
+    vocabulary = cache.vocabulary
 
     n_docs = len(ids)
     doc_len = np.asarray(lengths, dtype=np.float64)
@@ -184,8 +230,12 @@ def build_index(rows, version: int) -> BM25Index:
 
     # rank-bm25's BM25Okapi._calc_idf, vectorised.
     idf = np.log(n_docs - doc_freq + 0.5) - np.log(doc_freq + 0.5) if n_terms else np.zeros(0)
-    if n_terms:
-        average_idf = float(idf.sum() / n_terms)
+    # The cache's vocabulary may hold terms no current note uses; rank-bm25's
+    # mean idf is over the corpus's own terms, so leave those out of it.
+    live = doc_freq > 0
+    n_live = int(live.sum())
+    if n_live:
+        average_idf = float(idf[live].sum() / n_live)
         # rank-bm25 floors negative idf at ε·mean idf. In a tiny brain (a handful of notes)
         # the mean itself is negative, which would rank a note *lower* the more often it
         # uses the query word; there the floor is ε instead. Other corpora score identically.
@@ -229,18 +279,35 @@ def current_index() -> BM25Index:
             return _index
         # The version is read before the rows: a write landing in between
         # bumps it again, so the next search rebuilds rather than keeping a stale index.
-        rows = (
-            Note.objects.searchable()
-            .values_list("id", "title", "body", "status", "wing", "hall")
-            .iterator(chunk_size=5000)
-        )
-        _index = build_index(rows, version)
+        _index = build_index(_rows_for_build(), version, _token_cache)
         builds += 1
         return _index
 
 
+_token_cache = TokenCache()
+FETCH_BATCH = 5000
+
+
+def _rows_for_build():
+    """Every searchable note's fields, with title and body read only for notes
+    whose content hash the token cache does not already hold."""
+    meta = list(Note.objects.searchable().order_by("id").values_list("id", "status", "wing", "hall", "content_hash"))
+    _token_cache.forget_except({row[0] for row in meta})
+    stale = [row[0] for row in meta if _token_cache.lookup(row[0], row[4]) is None]
+    texts: dict[int, tuple[str, str]] = {}
+    for start in range(0, len(stale), FETCH_BATCH):
+        batch = stale[start : start + FETCH_BATCH]
+        texts.update((i, (t, b)) for i, t, b in Note.objects.filter(id__in=batch).values_list("id", "title", "body"))
+    for note_id, status, wing, hall, content_hash in meta:
+        title, body = texts.get(note_id, (None, None))
+        if title is None and _token_cache.lookup(note_id, content_hash) is None:
+            continue  # archived or deleted between the two reads; the version moved, a rebuild follows
+        yield note_id, title, body, status, wing, hall, content_hash
+
+
 def reset() -> None:
     """Forget the cached index (tests, and the eval command between datasets)."""
-    global _index
+    global _index, _token_cache
     with _lock:
         _index = None
+        _token_cache = TokenCache()

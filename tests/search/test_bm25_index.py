@@ -123,3 +123,30 @@ def test_an_empty_query_is_refused(query):
 def test_a_limit_outside_1_to_50_is_refused(limit):
     with pytest.raises(SearchInputError, match="between 1 and 50"):
         search("anything", limit=limit)
+
+
+@pytest.mark.django_db
+def test_a_rebuild_after_a_write_tokenises_only_the_changed_note():
+    bm25.reset()
+    notes = [do_ingest_note(title=f"Note {i}", body=f"vacuum {i} planner", wing="eng") for i in range(6)]
+    search("vacuum")
+    first_pass = bm25._token_cache.tokenised
+    assert first_pass == 6
+
+    do_edit_note(notes[2], body="the planner chose a bitmap scan")
+    hits = search("bitmap").hits
+
+    assert [hit.slug for hit in hits] == [notes[2].slug]
+    assert bm25._token_cache.tokenised == first_pass + 1
+
+
+def test_terms_no_note_uses_any_more_do_not_change_the_scores():
+    rows = sample_corpus(120)
+    cache = bm25.TokenCache()
+    bm25.build_index([(9999, "obsolete words", "zzzonly qqqonly", "wiki", "eng", "ops", "h")] + rows, 1, cache)
+    cached = bm25.build_index(rows, 2, cache)  # the cache's vocabulary still holds the obsolete terms
+    fresh = bm25.build_index(rows, 3)
+    query = bm25.tokenize("postgres vacuum term7")
+    cached_hits, fresh_hits = cached.rank(query, limit=20), fresh.rank(query, limit=20)
+    assert [note_id for note_id, _ in cached_hits] == [note_id for note_id, _ in fresh_hits]
+    assert [score for _, score in cached_hits] == pytest.approx([score for _, score in fresh_hits])
