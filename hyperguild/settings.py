@@ -8,7 +8,6 @@ bind without tokens) are Django system checks in `hyperguild/checks.py`.
 from __future__ import annotations
 
 import secrets
-import sys
 from pathlib import Path
 
 import dj_database_url
@@ -17,7 +16,6 @@ from hyperguild.lib.env import env_bool, env_choice, env_float, env_int, env_lis
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("HYPERGUILD_DATA_DIR", str(BASE_DIR / "var"))).resolve()
-TESTING = "pytest" in sys.modules or env_bool("HYPERGUILD_TESTING")
 
 
 def _secret_key() -> str:
