@@ -55,6 +55,7 @@ class FolderSummary:
     removed: int = 0
     errors: list[tuple[str, str]] = field(default_factory=list)
     sessions: object | None = None
+    training_data: object | None = None
 
     @property
     def changes(self) -> int:
@@ -300,7 +301,20 @@ def export_folder(root: Path | str, *, progress: Progress = _no_progress, sessio
         summary.written += 1
     if sessions:
         summary.sessions = export_sessions(root / "sessions")
+        summary.training_data = export_training_data(root / "training-data")
     return summary
+
+
+def export_training_data(folder: Path) -> object | None:
+    """Have the sessions app write the approved SFT/DPO examples as TRL JSONL, if there are any."""
+    try:
+        from sessions.models import TrainingExample
+        from sessions.trainer import export_training_data_dir
+    except ImportError:
+        return None
+    if not TrainingExample.objects.filter(status=TrainingExample.Status.APPROVED).exists():
+        return None
+    return export_training_data_dir(folder)
 
 
 # -- the two-way mirror ------------------------------------------------------------------

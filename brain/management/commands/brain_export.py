@@ -39,4 +39,6 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING(f"  {name}: {message}"))
         if summary.sessions is not None:
             self.stdout.write(f"sessions: {summary.sessions}")
+        if summary.training_data is not None:
+            self.stdout.write(f"training-data: {summary.training_data}")
         self.stdout.write(self.style.SUCCESS(f"Exported {summary.written + summary.unchanged} note(s)."))
