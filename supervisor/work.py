@@ -232,6 +232,10 @@ def _tdd(ctx: Context) -> dict:
             "Cargo.toml, Gemfile or mix.exs to the project root"
         )
     expect = ctx.spec.expect_tests
+    if ctx.skill in BASELINE_MUST_PASS:
+        stopped = _baseline(ctx, root, test_cmd)
+        if stopped is not None:
+            return stopped
     task = _tdd_task(ctx.skill, args, test_cmd)
     max_attempts = settings.SUPERVISOR_MAX_ATTEMPTS
     previous = None
@@ -300,6 +304,35 @@ def _tdd(ctx: Context) -> dict:
         test_cmd=test_cmd,
         worker_report=last_report,
         **({"test_name": (last_report or {}).get("test_name")} if ctx.skill == "tdd_red" else {}),
+    )
+
+
+# Red and refactor start from a passing suite: otherwise a red run could be "verified"
+# by a failure that was already there, and a refactor could hide a break behind one.
+BASELINE_MUST_PASS = ("tdd_red", "tdd_refactor")
+
+
+def _baseline(ctx: Context, root: Path, test_cmd: str) -> dict | None:
+    """Run the tests before the worker; a result that stops the call, or None to go on."""
+    ctx.progress(f"baseline: running {test_cmd} before the worker")
+    run = run_command(root, test_cmd, ctx.cancel_check)
+    if run.outcome == "cancelled":
+        return ctx.result(status="cancelled", message="cancelled while the baseline tests ran", attempts=0)
+    # A project with no tests yet is a fine start for red.
+    if run.passed or (ctx.skill == "tdd_red" and run.no_tests):
+        return None
+    phase = "red" if ctx.skill == "tdd_red" else "refactor"
+    return ctx.result(
+        status="fail",
+        verified=False,
+        attempts=0,
+        runner_output=run.output,
+        test_cmd=test_cmd,
+        message=(
+            f"the suite already fails before any change (`{test_cmd}` exit code {run.exit_code}"
+            f"{', timed out' if run.outcome == 'timeout' else ''}); {phase} starts from a passing suite: "
+            "make it pass first (tdd_green, or by hand). No worker was started."
+        ),
     )
 
 

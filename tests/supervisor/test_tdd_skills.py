@@ -138,3 +138,36 @@ def test_a_worker_answer_that_breaks_the_schema_is_an_attempt_that_failed(fake_c
     assert skill_run.result["status"] == "pass" and skill_run.result["attempts"] == 3
     assert "does not match the schema" in skill_run.attempt_log[0]["worker_message"]
     assert "without printing the JSON result" in skill_run.attempt_log[1]["worker_message"]
+
+
+def test_red_refuses_a_suite_that_already_fails_and_starts_no_worker(fake_claude, python_project):
+    (python_project / "tests" / "test_broken.py").write_text("def test_already_broken():\n    assert False\n")
+    fake_claude.script([{"write": {"tests/test_add.py": FAILING_TEST}, "report": report()}])
+
+    result = run("tdd_red", {"project_root": str(python_project), "spec": "add(a, b) returns the sum"}).result
+
+    assert result["status"] == "fail" and result["verified"] is False and result["attempts"] == 0
+    assert "already fails before any change" in result["message"]
+    assert "test_already_broken" in result["runner_output"]
+    assert fake_claude.calls() == []
+    assert not (python_project / "tests" / "test_add.py").exists()
+
+
+def test_red_may_start_from_a_project_with_no_tests_yet(fake_claude, python_project):
+    (python_project / "tests" / "test_double.py").unlink()
+    fake_claude.script([{"write": {"tests/test_add.py": FAILING_TEST}, "report": report()}])
+
+    result = run("tdd_red", {"project_root": str(python_project), "spec": "add(a, b) returns the sum"}).result
+
+    assert result["status"] == "pass" and result["verified"] is True
+
+
+def test_refactor_refuses_a_suite_that_already_fails(fake_claude, python_project):
+    (python_project / "tests" / "test_add.py").write_text(FAILING_TEST)
+    fake_claude.script([{"write": {"calc.py": REFACTORED}, "report": report(path="calc.py")}])
+
+    result = run("tdd_refactor", {"project_root": str(python_project), "test_path": "tests/test_add.py", "impl_path": "calc.py"}).result
+
+    assert result["status"] == "fail" and result["attempts"] == 0
+    assert "refactor starts from a passing suite" in result["message"]
+    assert fake_claude.calls() == []
