@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -75,3 +76,23 @@ def do_ensure_admin_account(username: str, password: str = "") -> tuple[object |
         generated = password = secrets.token_urlsafe(12)
     user = User.objects.create_superuser(username=username, email="", password=password)
     return user, generated
+
+
+CANCELLATION_KEEP = timedelta(days=1)
+
+
+@transaction.atomic
+def do_record_mcp_cancellation(endpoint: str, request_id_json: str, reason: str = "") -> None:
+    from hyperguild.models import McpCancellation
+
+    McpCancellation.objects.create(
+        endpoint=endpoint, request_id=request_id_json[:300], reason=(reason or "")[:500], created_at=timezone.now()
+    )
+
+
+@transaction.atomic
+def do_purge_mcp_cancellations() -> int:
+    from hyperguild.models import McpCancellation
+
+    deleted, _ = McpCancellation.objects.filter(created_at__lt=timezone.now() - CANCELLATION_KEEP).delete()
+    return deleted

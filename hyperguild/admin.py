@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from hyperguild.models import WorkerHeartbeat
+from hyperguild.models import McpCancellation, WorkerHeartbeat
 
 
 @admin.register(WorkerHeartbeat)
@@ -14,6 +14,22 @@ class WorkerHeartbeatAdmin(admin.ModelAdmin):
     list_display = ("name", "beat_at", "host", "pid")
     search_fields = ("name", "host")
     readonly_fields = ("name", "beat_at", "host", "pid")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(McpCancellation)
+class McpCancellationAdmin(admin.ModelAdmin):
+    """Read-only log of notifications/cancelled, shared between replicas; purged after a day."""
+
+    list_display = ("endpoint", "request_id", "reason", "created_at")
+    list_filter = ("endpoint",)
+    search_fields = ("request_id", "reason")
+    readonly_fields = ("endpoint", "request_id", "reason", "created_at")
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -25,3 +25,23 @@ class WorkerHeartbeat(models.Model):
 
     def age(self, now=None) -> timedelta:
         return (now or timezone.now()) - self.beat_at
+
+
+class McpCancellation(models.Model):
+    """A `notifications/cancelled` the service received, kept so that every replica sees it.
+
+    MCP over HTTP is stateless here: the cancellation may reach a different
+    replica than the one running the call. Each process with calls in flight
+    polls this table (`hyperguild.mcp.cancellation`); rows are purged after a day.
+    """
+
+    endpoint = models.CharField(max_length=100)
+    request_id = models.CharField(max_length=300)  # JSON of the JSON-RPC id: 7 and "7" differ
+    reason = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["endpoint", "request_id"])]
+
+    def __str__(self) -> str:
+        return f"{self.endpoint} {self.request_id}"

@@ -82,6 +82,12 @@ def classify(message: Any) -> str:
 # --- cancellation ------------------------------------------------------------
 
 
+def request_id_key(request_id: Any) -> str:
+    """A JSON-RPC id as stored text: 7 and "7" stay different."""
+    return json.dumps(request_id)
+
+
+
 class RunningCalls:
     """Contexts of calls in flight in this process, for `notifications/cancelled`.
 
@@ -96,11 +102,19 @@ class RunningCalls:
 
     @staticmethod
     def _key(endpoint: str, request_id: Any) -> tuple[str, str]:
-        return endpoint, json.dumps(request_id)
+        return endpoint, request_id_key(request_id)
 
     def add(self, ctx: ToolContext) -> None:
         with self._lock:
             self._calls.setdefault(self._key(ctx.endpoint, ctx.request_id), []).append(ctx)
+        from hyperguild.mcp.cancellation import ensure_watcher
+
+        ensure_watcher()  # cancellations recorded by other replicas reach this call too
+
+    def snapshot(self) -> list[tuple[str, str, ToolContext]]:
+        """(endpoint, request id as JSON, context) of every call in flight."""
+        with self._lock:
+            return [(endpoint, rid, ctx) for (endpoint, rid), contexts in self._calls.items() for ctx in contexts]
 
     def remove(self, ctx: ToolContext) -> None:
         key = self._key(ctx.endpoint, ctx.request_id)

@@ -17,6 +17,7 @@ or raises `ToolError` with a message the caller can act on.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -57,6 +58,7 @@ class ToolContext:
         self.progress_token = progress_token
         self.client = client or {}
         self.cancelled = threading.Event()
+        self.started_at = time.time()
         self._emit = emit
         self._last_progress: float | None = None
 

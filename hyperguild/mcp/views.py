@@ -28,6 +28,7 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.permissions import BasePermission
 from rest_framework.views import APIView
 
+from hyperguild.actions import do_record_mcp_cancellation
 from hyperguild.mcp.engine import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -39,6 +40,7 @@ from hyperguild.mcp.engine import (
     RpcError,
     classify,
     error_response,
+    request_id_key,
 )
 from hyperguild.mcp.registry import Endpoint, ToolContext, find_endpoint
 
@@ -193,6 +195,13 @@ class McpView(APIView):
                 params = message.get("params") or {}
                 cancelled = RUNNING.cancel(self.mcp_endpoint.name, params.get("requestId"))
                 record.extra["cancelled_calls"] = cancelled
+                try:
+                    # The call may run on another replica: leave the cancellation where it can see it.
+                    do_record_mcp_cancellation(
+                        self.mcp_endpoint.name, request_id_key(params.get("requestId")), str(params.get("reason", ""))
+                    )
+                except Exception:  # a notification is answered 202 whatever happens
+                    logger.exception("could not record the cancellation")
             return self._accepted(record)
 
         version = request.META.get("HTTP_MCP_PROTOCOL_VERSION")

@@ -1,0 +1,87 @@
+"""Cancellations that reach another replica than the one running the call.
+
+The view records every `notifications/cancelled` in the database
+(`McpCancellation`) besides cancelling matching calls in its own process.
+While a process has calls in flight, one watcher thread reads the records
+made since the oldest of them started (one query a second) and sets the
+cancel flag of each call whose endpoint and request id match a record made
+after the call began.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import UTC, datetime
+
+from django.db import connection
+
+logger = logging.getLogger("hyperguild.mcp")
+
+POLL_SECONDS = 1.0
+
+_lock = threading.Lock()
+_thread: threading.Thread | None = None
+
+
+def ensure_watcher() -> None:
+    """Start the process's watcher thread if it is not running."""
+    global _thread
+    with _lock:
+        if _thread is not None and _thread.is_alive():
+            return
+        _thread = threading.Thread(target=_watch, name="mcp-cancellation-watcher", daemon=True)
+        _thread.start()
+
+
+def check_once() -> int:
+    """Apply recorded cancellations to the calls in flight; returns how many were cancelled."""
+    from hyperguild.mcp.engine import RUNNING
+    from hyperguild.models import McpCancellation
+
+    calls = RUNNING.snapshot()
+    if not calls:
+        return 0
+    since = datetime.fromtimestamp(min(ctx.started_at for _, _, ctx in calls), tz=UTC)
+    records = McpCancellation.objects.filter(
+        created_at__gte=since,
+        endpoint__in={endpoint for endpoint, _, _ in calls},
+        request_id__in={request_id for _, request_id, _ in calls},
+    ).values_list("endpoint", "request_id", "created_at")
+    latest: dict[tuple[str, str], float] = {}
+    for endpoint, request_id, created_at in records:
+        key = (endpoint, request_id)
+        latest[key] = max(latest.get(key, 0.0), created_at.timestamp())
+    cancelled = 0
+    for endpoint, request_id, ctx in calls:
+        recorded = latest.get((endpoint, request_id))
+        if recorded is not None and recorded >= ctx.started_at and not ctx.cancelled.is_set():
+            ctx.cancelled.set()
+            cancelled += 1
+    return cancelled
+
+
+def _watch() -> None:
+    from hyperguild.mcp.engine import RUNNING
+
+    idle_polls = 0
+    while True:
+        time.sleep(POLL_SECONDS)
+        try:
+            if RUNNING.snapshot():
+                idle_polls = 0
+                check_once()
+            else:
+                idle_polls += 1
+        except Exception:  # the watcher must outlive a database hiccup
+            logger.exception("could not read MCP cancellations")
+        finally:
+            # One short query a second: do not hold a connection between polls.
+            connection.close()
+        if idle_polls > 60:
+            with _lock:
+                global _thread
+                if not RUNNING.snapshot():
+                    _thread = None
+                    return
