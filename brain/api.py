@@ -8,33 +8,21 @@
 
 from __future__ import annotations
 
-from rest_framework import exceptions, serializers, status
+from rest_framework import serializers, status
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from brain.actions import BrainInputError, do_ingest_note, do_ingest_raw_note, do_write_raw_note
 from brain.models import Note, NoteStatus
 from brain.presenters import note_detail, note_ref, query_result
-from hyperguild.mcp.registry import get_endpoint
-from hyperguild.mcp.views import BearerTokenAuthentication, HasClient
+from hyperguild.api import EndpointTokenAPIView
 
 REST_SOURCE = "rest"
 
 
-class BrainAPIView(APIView):
+class BrainAPIView(EndpointTokenAPIView):
     """Authenticated with the /mcp/brain bearer token; errors as {"error", "detail"}."""
 
-    permission_classes = [HasClient]
-    throttle_classes: list = []
-
-    def get_authenticators(self):
-        return [BearerTokenAuthentication(get_endpoint("brain"))]
-
-    def permission_denied(self, request, message=None, code=None):
-        # No credentials at all is a 401 with WWW-Authenticate, as on /mcp/brain (not DRF's 403).
-        if not request.successful_authenticator:
-            raise exceptions.NotAuthenticated("This endpoint needs Authorization: Bearer <BRAIN_MCP_TOKEN>.")
-        super().permission_denied(request, message=message, code=code)
+    token_endpoint = "brain"
 
     @staticmethod
     def refuse(message: str, code: int = status.HTTP_400_BAD_REQUEST) -> Response:

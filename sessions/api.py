@@ -6,10 +6,9 @@ from jsonschema import Draft202012Validator
 from rest_framework import status as http_status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from hyperguild.mcp.registry import ToolError, get_endpoint
-from hyperguild.mcp.views import BearerTokenAuthentication, HasClient
+from hyperguild.api import EndpointTokenAPIView
+from hyperguild.mcp.registry import ToolError
 from sessions.models import AgentSession
 from sessions.tools import SESSION_ID_PATTERN, SESSION_LOG_INPUT, log_entry_from_arguments
 
@@ -23,13 +22,10 @@ SESSION_ID = Draft202012Validator({"type": "string", "pattern": SESSION_ID_PATTE
 MAX_PAGE = 500
 
 
-class BrainTokenView(APIView):
+class BrainTokenView(EndpointTokenAPIView):
     """Authenticated with the brain endpoint's bearer token, like /mcp/brain."""
 
-    permission_classes = [HasClient]
-
-    def get_authenticators(self):
-        return [BearerTokenAuthentication(get_endpoint("brain"))]
+    token_endpoint = "brain"
 
     @staticmethod
     def check_session_id(session_id: str) -> None:

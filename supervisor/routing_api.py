@@ -7,10 +7,8 @@ from datetime import timedelta
 from django.utils import timezone
 from rest_framework import serializers
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from hyperguild.mcp.registry import get_endpoint
-from hyperguild.mcp.views import BearerTokenAuthentication, HasClient
+from hyperguild.api import EndpointTokenAPIView
 from supervisor.routing import routing_settings, routing_stats
 
 MAX_WINDOW_HOURS = 24 * 366
@@ -26,13 +24,10 @@ class StatsQuery(serializers.Serializer):
     )
 
 
-class RoutingStatsView(APIView):
+class RoutingStatsView(EndpointTokenAPIView):
     """Per-skill pass rates, call counts per model, the fast model's share of calls."""
 
-    permission_classes = [HasClient]
-
-    def get_authenticators(self):
-        return [BearerTokenAuthentication(get_endpoint("routing"))]
+    token_endpoint = "routing"
 
     def get(self, request):
         query = StatsQuery(data=request.query_params)
