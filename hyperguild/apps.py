@@ -1,3 +1,5 @@
+import logging
+
 from django.apps import AppConfig
 
 
@@ -7,4 +9,12 @@ class HyperguildConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from hyperguild import checks  # noqa: F401  (registers system checks)
+        from django.conf import settings
+
+        from hyperguild import checks, env_checks  # noqa: F401  (registers system checks)
+
+        # One line per Go hyperguild variable name, at every start-up, until the
+        # environment uses our names.
+        log = logging.getLogger("hyperguild.env")
+        for notice in getattr(settings, "HYPERGUILD_ENV_ALIAS_NOTICES", []):
+            log.warning(notice)

@@ -12,7 +12,16 @@ from pathlib import Path
 
 import dj_database_url
 
-from hyperguild.lib.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from hyperguild.lib.env import (
+    alias_notices,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+    go_hybrid_rule,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(env_str("HYPERGUILD_DATA_DIR", str(BASE_DIR / "var"))).resolve()
@@ -69,9 +78,14 @@ HYPERGUILD_WORKER_STALE_SECONDS = env_int("HYPERGUILD_WORKER_STALE_SECONDS", 180
 
 # --- Brain -----------------------------------------------------------------
 BRAIN_DIR = env_str("BRAIN_DIR", "")
+# Where the mirror writes session logs (<id>.jsonl); empty = BRAIN_DIR/sessions.
+BRAIN_SESSIONS_DIR = env_str("BRAIN_SESSIONS_DIR", "")
 BRAIN_SYNC_INTERVAL = env_int("BRAIN_SYNC_INTERVAL", 300, minimum=10)
 BRAIN_MAX_NOTE_BYTES = env_int("BRAIN_MAX_NOTE_BYTES", 256 * 1024, minimum=1024)
-BRAIN_EMBEDDER = env_choice("BRAIN_EMBEDDER", "local", {"ollama", "openai", "local", "off"})
+# The Go rule: BRAIN_PG_DSN + BRAIN_EMBED_URL (and no BRAIN_EMBEDDER) means hybrid
+# search on that Ollama; one without the other is reported by `manage.py check`.
+_GO_EMBEDDER, GO_HYBRID_PROBLEM = go_hybrid_rule()
+BRAIN_EMBEDDER = env_choice("BRAIN_EMBEDDER", _GO_EMBEDDER or "local", {"ollama", "openai", "local", "off"})
 BRAIN_EMBED_URL = env_str("BRAIN_EMBED_URL")
 BRAIN_EMBED_MODEL = env_str("BRAIN_EMBED_MODEL")
 BRAIN_EMBED_API_KEY = env_str("BRAIN_EMBED_API_KEY")
@@ -187,6 +201,8 @@ def _database() -> dict:
 
 
 DATABASES = {"default": _database()}
+# One line per Go hyperguild variable name read (or ignored); printed at start-up.
+HYPERGUILD_ENV_ALIAS_NOTICES = alias_notices()
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
