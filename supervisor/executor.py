@@ -224,12 +224,20 @@ def run_process(
     cancel_check: Callable[[], bool] | None = None,
     shell: bool = False,
     on_start: Callable[[int], None] | None = None,
+    env_overrides: dict[str, str | None] | None = None,
 ) -> tuple[str, int | None, str, str, int]:
     """Run to completion or until stopped. Returns (outcome, exit_code, stdout, stderr, pid).
 
     outcome: "exited", "timeout", "idle" or "cancelled". Whatever the outcome,
     nothing of the process group is left running afterwards.
+    `env_overrides` sets variables on top of `child_environment()` (None removes one).
     """
+    env = child_environment()
+    for key, value in (env_overrides or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
     process = subprocess.Popen(
         argv,
         cwd=str(cwd),
@@ -237,7 +245,7 @@ def run_process(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        env=child_environment(),
+        env=env,
         shell=shell,
     )
     if on_start is not None:
@@ -331,8 +339,13 @@ def run_worker(
     cancel_check: Callable[[], bool] | None = None,
     on_wait: Callable[[float], None] | None = None,
     on_start: Callable[[int], None] | None = None,
+    env_overrides: dict[str, str | None] | None = None,
 ) -> WorkerResult:
-    """Run `claude -p` once and return what it did, never raising for worker faults."""
+    """Run `claude -p` once and return what it did, never raising for worker faults.
+
+    `env_overrides` adjusts the worker's environment (e.g. the gateway variables
+    for a `provider/name` model; see `supervisor.model_table.gateway_environment`).
+    """
     argv = build_argv(prompt=prompt, schema=schema, allowed_tools=allowed_tools, model=model)
     started = time.monotonic()
     try:
@@ -346,6 +359,7 @@ def run_worker(
                 idle_timeout=settings.SUPERVISOR_IDLE_TIMEOUT,
                 cancel_check=cancel_check,
                 on_start=on_start,
+                env_overrides=env_overrides,
             )
     except QueueFull as exc:
         return WorkerResult(status="error", message=str(exc), argv=argv)

@@ -6,9 +6,16 @@ model, the skill's entry in the table (`SUPERVISOR_MODELS_FILE`, default
 
     default: sonnet
     skills:
+      tdd: ollama/qwen3-coder-30b-tuned   # the Go hyperguild's key: all three TDD phases
+      tdd_green: sonnet                   # a phase key wins over `tdd`
       review: opus
 
 It is re-read when it changes on disk (users edit it while the service runs).
+
+A model written `provider/name` (`ollama/qwen3-coder-30b-tuned`) is not a
+Claude model: the worker still is Claude Code, but pointed at the LiteLLM
+gateway through Claude Code's own variables (`gateway_environment()`), so the
+whole worker runs on that model and no key ever goes into a prompt.
 """
 
 from __future__ import annotations
@@ -20,6 +27,9 @@ import yaml
 from django.conf import settings
 
 FALLBACK_MODEL = "sonnet"
+TDD_KEY = "tdd"
+NO_GATEWAY_KEY = "no-key"
+TDD_PHASES = ("tdd_red", "tdd_green", "tdd_refactor")
 
 _cache: dict[str, tuple[float, dict]] = {}
 _lock = threading.Lock()
@@ -50,10 +60,12 @@ def load_table(path: str | Path | None = None) -> dict:
     skills = raw.get("skills") or {}
     if not isinstance(skills, dict):
         raise ModelTableError(f"{file}: 'skills' must map skill names to model names")
-    table = {
-        "default": str(raw.get("default") or FALLBACK_MODEL),
-        "skills": {str(name): str(model) for name, model in skills.items() if model},
-    }
+    entries = {str(name): str(model).strip() for name, model in skills.items() if model}
+    shared_tdd = entries.pop(TDD_KEY, None)
+    if shared_tdd:
+        for phase in TDD_PHASES:
+            entries.setdefault(phase, shared_tdd)  # a phase key wins over the shared one
+    table = {"default": str(raw.get("default") or FALLBACK_MODEL).strip(), "skills": entries}
     with _lock:
         _cache[key] = (mtime, table)
     return table
@@ -64,3 +76,50 @@ def resolve_model(skill: str, requested: str | None = None, *, path: str | Path 
         return requested.strip()
     table = load_table(path)
     return table["skills"].get(skill) or table["default"]
+
+
+def is_gateway_model(model: str | None) -> bool:
+    """`provider/name` models (LiteLLM's naming) run through the gateway, not Anthropic's API."""
+    return bool(model) and "/" in model.strip("/")
+
+
+def gateway_problem(model: str | None) -> str | None:
+    """Why a gateway model cannot run with the current settings, or None."""
+    if is_gateway_model(model) and not settings.LITELLM_BASE_URL:
+        return (
+            f"model {model!r} is a provider/name model, which runs the worker through the LiteLLM gateway: "
+            "set LITELLM_BASE_URL (and LITELLM_API_KEY if the gateway wants a key), or choose a Claude model"
+        )
+    return None
+
+
+def gateway_environment(model: str | None) -> dict[str, str | None]:
+    """Variables that point a Claude Code worker at the LiteLLM gateway for a `provider/name` model.
+
+    Claude Code sends its Anthropic messages-format requests to
+    `ANTHROPIC_BASE_URL` (`/v1/messages`, which LiteLLM serves) with
+    `ANTHROPIC_AUTH_TOKEN` as the bearer token. Its background calls use the
+    small/fast model, so every model variable names the same gateway model:
+    the gateway knows no Claude model names. A value of None removes the
+    variable (an Anthropic key must never reach the gateway). Empty for
+    Claude models.
+    """
+    if not is_gateway_model(model):
+        return {}
+    problem = gateway_problem(model)
+    if problem:
+        raise ModelTableError(problem)
+    env = {
+        "ANTHROPIC_BASE_URL": settings.LITELLM_BASE_URL.rstrip("/"),
+        "ANTHROPIC_MODEL": model,
+        "ANTHROPIC_SMALL_FAST_MODEL": model,
+        "ANTHROPIC_DEFAULT_HAIKU_MODEL": model,
+        "ANTHROPIC_DEFAULT_SONNET_MODEL": model,
+        "ANTHROPIC_DEFAULT_OPUS_MODEL": model,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        # Claude Code refuses to start without a credential; a gateway without
+        # a master key accepts any token.
+        "ANTHROPIC_AUTH_TOKEN": settings.LITELLM_API_KEY or NO_GATEWAY_KEY,
+        "ANTHROPIC_API_KEY": None,
+    }
+    return env

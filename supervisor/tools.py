@@ -20,7 +20,7 @@ from django.db import connection, transaction
 from hyperguild.mcp.registry import ToolCancelled, ToolContext, ToolError, get_endpoint
 from supervisor import executor
 from supervisor.actions import do_create_skill_run, do_request_cancel
-from supervisor.model_table import ModelTableError, resolve_model
+from supervisor.model_table import ModelTableError, gateway_problem, resolve_model
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
 from supervisor.skills import SKILLS, empty_result
@@ -69,6 +69,9 @@ def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor"
         model = resolve_model(skill, arguments.get("model"))
     except ModelTableError as exc:
         raise ToolError(str(exc))
+    problem = gateway_problem(model)
+    if problem:
+        raise ToolError(problem)
     run = do_create_skill_run(
         skill=skill,
         arguments=arguments,

@@ -21,7 +21,8 @@ from django.conf import settings
 
 from supervisor import executor
 from supervisor.checks import ground_findings
-from supervisor.model_table import resolve_model
+from supervisor.discipline_files import GO_TDD, describe_missing, find_discipline
+from supervisor.model_table import ModelTableError, gateway_environment, resolve_model
 from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
 from supervisor.skills import SKILLS, empty_result, worker_schema
 
@@ -42,11 +43,19 @@ def disciplines_dir() -> Path:
 
 
 def read_discipline(name: str) -> str:
-    path = disciplines_dir() / name
+    """The discipline `name` (ours, or its Go-layout counterpart: CLAUDE.md, tdd.md)."""
+    folder = disciplines_dir()
+    path = find_discipline(folder, name)
     try:
-        return path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise SkillFailed(f"discipline file {path} cannot be read ({exc}); check SUPERVISOR_CONFIG_DIR") from exc
+        raise SkillFailed(
+            f"discipline file {describe_missing(folder, name)} cannot be read ({exc}); check SUPERVISOR_CONFIG_DIR"
+        ) from exc
+    if path.name == GO_TDD and name != GO_TDD:
+        # One file for three phases: say which one this run is.
+        text = f"{text.rstrip()}\n\nThis run is the {name.removesuffix('.md')} phase."
+    return text
 
 
 def build_prompt(skill: str, task: str) -> str:
@@ -164,6 +173,10 @@ class Context:
         def waiting(seconds: float) -> None:
             self.progress(f"attempt {attempt}: waiting for a free worker slot ({int(seconds)} s)")
 
+        try:
+            gateway_env = gateway_environment(self.model)
+        except ModelTableError as exc:
+            raise SkillFailed(str(exc)) from exc
         return executor.run_worker(
             prompt=build_prompt(self.skill, task),
             schema=worker_schema(self.skill),
@@ -173,6 +186,7 @@ class Context:
             cancel_check=self.cancel_check,
             on_wait=waiting,
             on_start=self.worker_pids.append,
+            env_overrides=gateway_env,
         )
 
     def log(self, attempt: int, worker: executor.WorkerResult, **verification) -> dict:

@@ -12,7 +12,16 @@ them, then plays one step of a script and prints the CLI's JSON envelope.
            "tick": s, "garbage": bool, "is_error": bool}
 
 `report` becomes `structured_output` (or JSON text in `result` with
-`in_result`). `hang` sleeps forever after spawning `children` sleeping
+`in_result`).
+
+Like the real CLI, with ANTHROPIC_BASE_URL set it talks to that server in
+the Anthropic messages format (POST <base>/v1/messages, `Authorization:
+Bearer $ANTHROPIC_AUTH_TOKEN` or `x-api-key: $ANTHROPIC_API_KEY`,
+`anthropic-version`), with the --model (or ANTHROPIC_MODEL) and the prompt.
+The model's answer drives the worker: a JSON object in its text with
+`write`/`report` replaces those of the step. An HTTP error ends the run the
+way the CLI does (an `is_error` envelope, exit code 1). Without
+ANTHROPIC_BASE_URL nothing goes over the network. `hang` sleeps forever after spawning `children` sleeping
 children (their pids go to <state>/pids); `sleep` + `tick` prints a dot
 every `tick` seconds for `sleep` seconds (a long but live worker).
 """
@@ -23,6 +32,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 PERMISSION_MODES = {"acceptEdits", "bypassPermissions", "default", "plan", "dontAsk"}
 
@@ -70,8 +81,33 @@ def parse(argv: list[str]) -> dict:
     return flags
 
 
+def ask_model(flags: dict) -> dict:
+    """One Anthropic messages-format request to ANTHROPIC_BASE_URL; returns the parsed response."""
+    base = os.environ["ANTHROPIC_BASE_URL"].rstrip("/")
+    headers = {"content-type": "application/json", "anthropic-version": "2023-06-01"}
+    if os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+        headers["authorization"] = f"Bearer {os.environ['ANTHROPIC_AUTH_TOKEN']}"
+    elif os.environ.get("ANTHROPIC_API_KEY"):
+        headers["x-api-key"] = os.environ["ANTHROPIC_API_KEY"]
+    body = {
+        "model": flags.get("--model") or os.environ.get("ANTHROPIC_MODEL") or "claude-sonnet-4-5",
+        "max_tokens": 8192,
+        "system": "You are Claude Code, Anthropic's official CLI for Claude.",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": flags["-p"]}]}],
+    }
+    request = urllib.request.Request(f"{base}/v1/messages", data=json.dumps(body).encode(), headers=headers, method="POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def api_error(message: str) -> None:
+    print(json.dumps({"type": "result", "subtype": "success", "is_error": True, "result": f"API Error: {message}",
+                      "duration_ms": 0, "num_turns": 1, "session_id": f"fake-{os.getpid()}"}))
+    sys.exit(1)
+
+
 def main() -> None:
-    parse(sys.argv[1:])
+    flags = parse(sys.argv[1:])
     state = os.environ.get("FAKE_CLAUDE_STATE")
     script_path = os.environ.get("FAKE_CLAUDE_SCRIPT")
     if not state or not script_path:
@@ -86,7 +122,24 @@ def main() -> None:
     step = steps[min(count, len(steps) - 1)]
     with open(os.path.join(state, "calls.jsonl"), "a") as handle:
         handle.write(json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "pid": os.getpid(), "pgid": os.getpgid(0),
-                                 "litellm": os.environ.get("LITELLM_BASE_URL"), "step": count}) + "\n")
+                                 "litellm": os.environ.get("LITELLM_BASE_URL"), "step": count,
+                                 "anthropic_base_url": os.environ.get("ANTHROPIC_BASE_URL"),
+                                 "anthropic_api_key_set": bool(os.environ.get("ANTHROPIC_API_KEY"))}) + "\n")
+
+    if os.environ.get("ANTHROPIC_BASE_URL"):
+        try:
+            answer = ask_model(flags)
+        except urllib.error.HTTPError as exc:
+            api_error(f"{exc.code} {exc.read().decode(errors='replace')[:500]}")
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            api_error(f"Connection error ({exc})")
+        text = "".join(block.get("text", "") for block in answer.get("content", []) if block.get("type") == "text")
+        try:
+            decided = json.loads(text)
+        except ValueError:
+            decided = None
+        if isinstance(decided, dict):
+            step = {**step, **{key: decided[key] for key in ("write", "report") if key in decided}}
 
     started = time.monotonic()
     for rel, content in (step.get("write") or {}).items():
