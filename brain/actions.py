@@ -15,9 +15,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from brain.models import BrainVersion, Note, NoteLink, NoteStatus
+from brain.placement import resolve_targets, suffixes
 from brain.slugs import SlugError, numbered, slugify_path, slugify_title, validate_segment, validate_slug
 from hyperguild.lib.markdown import extract_wikilinks
 
@@ -140,15 +142,24 @@ def link_targets(body: str, frontmatter: dict) -> list[tuple[str, str]]:
 
 
 def _rebuild_links(note: Note) -> None:
+    """Outgoing links resolved to the most specific note (`brain.placement`); links elsewhere that this
+    note may now answer better (or no longer answers) are resolved again."""
     note.links_out.all().delete()
     targets = link_targets(note.body, note.frontmatter)
-    existing = dict(Note.objects.filter(slug__in={slug for slug, _ in targets}).values_list("slug", "id"))
+    resolved = resolve_targets([slug for slug, _ in targets], wing=note.wing, hall=note.hall, exclude_id=note.id)
     NoteLink.objects.bulk_create(
-        [NoteLink(source=note, target_slug=slug, target_id=existing.get(slug), kind=kind) for slug, kind in targets]
+        [NoteLink(source=note, target_slug=slug, target_id=resolved[slug].target_id, kind=kind) for slug, kind in targets]
     )
-    # Links that waited for this slug resolve now; links to an old slug of this note let go.
-    NoteLink.objects.filter(target_slug=note.slug, target__isnull=True).update(target=note)
-    NoteLink.objects.filter(target=note).exclude(target_slug=note.slug).update(target=None)
+    affected = (
+        NoteLink.objects.filter(Q(target_slug__in=suffixes(note.slug)) | Q(target=note))
+        .exclude(source=note)
+        .select_related("source")
+    )
+    for link in affected:
+        answer = resolve_targets([link.target_slug], wing=link.source.wing, hall=link.source.hall,
+                                 exclude_id=link.source_id)[link.target_slug]
+        if answer.target_id != link.target_id:
+            NoteLink.objects.filter(pk=link.pk).update(target_id=answer.target_id)
 
 
 def _after_write(note: Note, *, corpus_changed: bool = True, links_changed: bool = True) -> None:

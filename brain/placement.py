@@ -1,0 +1,109 @@
+"""Slugs unique across wings, and `[[bare-name]]` links resolved to the most specific note.
+
+A brain folder can hold two files with the same name in different wings
+(`wiki/concepts/pgvector.md`, `wiki/entities/pgvector.md`), as the Go
+hyperguild allowed. The rule:
+
+- **Slugs.** A file's note gets the first of these that no other file's note
+  holds: the bare slug (`pgvector`), the wing-qualified one
+  (`entities/pgvector`), the wing-and-hall-qualified one
+  (`entities/databases/pgvector`); a raw note's qualifier is `raw`
+  (`raw/pgvector`). A note keeps its slug for as long as its file keeps its
+  path, so re-importing never renames anything.
+- **Links.** `[[pgvector]]` (or `related: [pgvector]`) may mean any note whose
+  slug is `pgvector` or ends in `/pgvector`. The most specific one wins: the
+  note in the linking note's wing and hall, then in its wing, then any.
+  When several are equally specific the link is **ambiguous**: it resolves to
+  the note holding the bare slug (or the shortest slug), and the ambiguity is
+  reported by the import and shown on the note (`brain_get`).
+  `[[entities/pgvector]]` names one note exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from django.db.models import Q
+
+from brain.models import Note, NoteStatus
+from brain.slugs import MAX_SLUG_LENGTH
+
+RAW_QUALIFIER = "raw"
+
+
+def slug_candidates(status: str, wing: str, hall: str, bare: str) -> list[str]:
+    """The slugs a file's note may take, in order of preference."""
+    if status == NoteStatus.WIKI:
+        qualified = [f"{wing}/{bare}" if wing else "", f"{wing}/{hall}/{bare}" if wing and hall else ""]
+    else:
+        qualified = [f"{RAW_QUALIFIER}/{bare}"]
+    found: list[str] = []
+    for slug in [bare, *qualified]:
+        if slug and slug not in found and len(slug) <= MAX_SLUG_LENGTH:
+            found.append(slug)
+    return found
+
+
+def choose_slug(rel_path: str, candidates: list[str], holder: Callable[[str], str | None]) -> str | None:
+    """The first candidate that is free or already held by the note of `rel_path`; None when all are taken.
+
+    `holder(slug)` is the path of the file whose note holds `slug` ("" for a
+    note with no file, None for a free slug).
+    """
+    for slug in candidates:
+        held_by = holder(slug)
+        if held_by is None or held_by == rel_path:
+            return slug
+    return None
+
+
+def suffixes(slug: str) -> list[str]:
+    """'entities/databases/pgvector' → ['entities/databases/pgvector', 'databases/pgvector', 'pgvector']."""
+    parts = slug.split("/")
+    return ["/".join(parts[index:]) for index in range(len(parts))]
+
+
+@dataclass(frozen=True)
+class Resolution:
+    target_id: int | None
+    target_slug: str | None
+    ambiguous: tuple[str, ...] = ()  # the equally specific candidates, when there are several
+
+
+def _specificity(candidate: tuple, source_wing: str, source_hall: str) -> int:
+    _, _, wing, hall = candidate
+    if source_wing and wing == source_wing:
+        return 2 if source_hall and hall == source_hall else 1
+    return 0
+
+
+def _candidate_filter(targets: Iterable[str]) -> Q:
+    query = Q(pk__in=[])
+    for target in targets:
+        query |= Q(slug=target) | Q(slug__endswith=f"/{target}")
+    return query
+
+
+def resolve_targets(targets: Iterable[str], *, wing: str, hall: str, exclude_id: int | None = None) -> dict[str, Resolution]:
+    """How each link target of a note in (`wing`, `hall`) resolves, in one query."""
+    targets = sorted(set(targets))
+    if not targets:
+        return {}
+    rows = list(Note.objects.filter(_candidate_filter(targets)).values_list("id", "slug", "wing", "hall"))
+    resolved = {}
+    for target in targets:
+        candidates = [row for row in rows if row[1] == target or row[1].endswith(f"/{target}")]
+        if exclude_id is not None and len(candidates) > 1:
+            # A note never resolves its own bare-name link to itself when another note fits.
+            candidates = [row for row in candidates if row[0] != exclude_id] or candidates
+        if not candidates:
+            resolved[target] = Resolution(None, None)
+            continue
+        best = max(_specificity(row, wing, hall) for row in candidates)
+        top = [row for row in candidates if _specificity(row, wing, hall) == best]
+        exact = [row for row in top if row[1] == target]
+        chosen = exact[0] if exact else min(top, key=lambda row: (len(row[1]), row[1]))
+        ambiguous = tuple(sorted(row[1] for row in top)) if len(top) > 1 else ()
+        resolved[target] = Resolution(chosen[0], chosen[1], ambiguous)
+    return resolved
