@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from brain.models import BrainVersion, Note, NoteLink, NoteStatus
+from brain.models import AreaDescription, BrainVersion, Note, NoteLink, NoteStatus, note_content_hash
 from brain.placement import resolve_targets, suffixes
 from brain.slugs import SlugError, numbered, slugify_path, slugify_title, validate_segment, validate_slug
 from hyperguild.lib.markdown import extract_wikilinks
@@ -508,3 +508,31 @@ def do_archive_notes(notes: Iterable[Note], *, reason: str) -> int:
             do_archive_note(note, reason=reason)
             count += 1
     return count
+
+
+def do_import_area_description(
+    *, wing: str, hall: str, title: str, body: str, frontmatter: dict, path: str
+) -> tuple[AreaDescription, str]:
+    """Create or update the description of a wing or hall from its `_index.md`.
+
+    Returns (description, "added"|"updated"|"unchanged"); an unchanged file writes nothing.
+    """
+    title = " ".join((title or "").split())[:MAX_TITLE_LENGTH]
+    body = _clean_body(body, required=False)
+    frontmatter = _clean_frontmatter(frontmatter)
+    wing, hall = _clean_place(wing, hall, wing_required=False)
+    content_hash = note_content_hash(title, frontmatter, body)
+    with transaction.atomic():
+        description = AreaDescription.objects.select_for_update().filter(wing=wing, hall=hall).first()
+        if description is None:
+            description = AreaDescription.objects.create(
+                wing=wing, hall=hall, title=title, body=body, frontmatter=frontmatter, path=path,
+                content_hash=content_hash,
+            )  # fmt: skip
+            return description, "added"
+        if description.content_hash == content_hash and description.path == path:
+            return description, "unchanged"
+        description.title, description.body, description.frontmatter = title, body, frontmatter
+        description.path, description.content_hash = path, content_hash
+        description.save()
+        return description, "updated"

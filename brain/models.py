@@ -52,6 +52,9 @@ def note_content_hash(title: str, frontmatter: dict, body: str) -> str:
 def canonical_note_path(status: str, wing: str, hall: str, slug: str) -> str:
     """Where a note lives in a brain folder: `wiki/<wing>/<hall>/<slug>.md` or `raw/<slug>.md`."""
     if status == NoteStatus.WIKI:
+        if wing and not hall and slug.startswith(f"{wing}/"):
+            # A wing-qualified slug (`entities/pgvector`, see brain.placement): the file is wiki/entities/pgvector.md.
+            slug = slug[len(wing) + 1 :]
         return "/".join(part for part in ("wiki", wing, hall, f"{slug}.md") if part)
     return f"raw/{slug}.md"
 
@@ -242,3 +245,28 @@ class Embedding(models.Model):
 
     def __str__(self) -> str:
         return f"{self.chunk_id} ({self.model})"
+
+
+class AreaDescription(models.Model):
+    """What a wing or a hall is about, from its `_index.md` (the Go hyperguild's convention).
+
+    `wiki/_index.md` describes the whole wiki (wing and hall empty),
+    `wiki/<wing>/_index.md` a wing, `wiki/<wing>/<hall>/_index.md` a hall.
+    These files are descriptions, never notes.
+    """
+
+    wing = models.CharField(max_length=100, blank=True)
+    hall = models.CharField(max_length=100, blank=True)
+    title = models.CharField(max_length=300, blank=True)
+    body = models.TextField(blank=True)
+    frontmatter = models.JSONField(default=dict, blank=True)
+    path = models.CharField(max_length=500)
+    content_hash = models.CharField(max_length=64)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["wing", "hall"]
+        constraints = [models.UniqueConstraint(fields=["wing", "hall"], name="areadescription_unique_place")]
+
+    def __str__(self) -> str:
+        return "/".join(part for part in (self.wing, self.hall) if part) or "(wiki)"

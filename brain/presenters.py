@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from brain.models import Note, NoteLink
+from brain.placement import resolve_targets
 
 NOTE_URI_PREFIX = "brain://note/"
 
@@ -26,15 +27,21 @@ def note_ref(note: Note) -> dict:
 
 
 def note_detail(note: Note) -> dict:
-    """The whole note with its links out (resolved or not) and in."""
+    """The whole note with its links out (resolved or not, and ambiguous ones) and in."""
+    outgoing = list(note.links_out.select_related("target").order_by("target_slug", "kind"))
+    # A bare name that several notes answer equally well is shown with all of them (brain.placement).
+    resolutions = resolve_targets([link.target_slug for link in outgoing], wing=note.wing, hall=note.hall,
+                                  exclude_id=note.id)
     links_out = [
         {
             "target_slug": link.target_slug,
             "kind": link.kind,
             "resolved": link.target_id is not None,
             "target_title": link.target.title if link.target_id else None,
+            "resolved_slug": link.target.slug if link.target_id else None,
+            "ambiguous": list(resolutions[link.target_slug].ambiguous),
         }
-        for link in note.links_out.select_related("target").order_by("target_slug", "kind")
+        for link in outgoing
     ]
     links_in = [
         {"source_slug": link.source.slug, "source_title": link.source.title, "kind": link.kind, "resolved": True}
@@ -94,6 +101,8 @@ NOTE_DETAIL_SCHEMA = {
                     "kind": {"type": "string", "enum": ["wikilink", "related", "links"]},
                     "resolved": {"type": "boolean"},
                     "target_title": {"type": ["string", "null"]},
+                    "resolved_slug": {"type": ["string", "null"]},
+                    "ambiguous": {"type": "array", "items": {"type": "string"}},
                 },
                 "required": ["target_slug", "kind", "resolved", "target_title"],
             },
