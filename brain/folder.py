@@ -30,12 +30,15 @@ from pathlib import Path
 
 from django.db import transaction
 
-from brain.actions import BrainInputError, do_archive_note, do_import_note_file
-from brain.models import MirrorFile, Note, NoteStatus
+from brain.actions import BrainInputError, do_archive_note, do_import_area_description, do_import_note_file
+from brain.models import AreaDescription, MirrorFile, Note, NoteStatus
+from brain.placement import choose_slug, resolve_targets, slug_candidates
 from brain.slugs import slugify_segment
 from hyperguild.lib.markdown import FrontmatterError, parse_markdown, write_markdown
 
 NOTE_FOLDERS = ("wiki", "raw")
+# The Go hyperguild's wing/hall descriptions: wiki/_index.md, wiki/<wing>/_index.md, wiki/<wing>/<hall>/_index.md.
+INDEX_FILE = "_index.md"
 HEADING_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 Progress = Callable[[Iterable], Iterable]
@@ -53,13 +56,15 @@ class FolderSummary:
     archived: int = 0
     written: int = 0
     removed: int = 0
+    descriptions: int = 0  # wing/hall descriptions (_index.md) added or changed
     errors: list[tuple[str, str]] = field(default_factory=list)
+    ambiguous_links: list[str] = field(default_factory=list)  # in notes added or updated by this run
     sessions: object | None = None
     training_data: object | None = None
 
     @property
     def changes(self) -> int:
-        return self.added + self.updated + self.archived + self.written + self.removed
+        return self.added + self.updated + self.archived + self.written + self.removed + self.descriptions
 
     def count(self, outcome: str) -> None:
         setattr(self, outcome, getattr(self, outcome) + 1)
@@ -72,6 +77,8 @@ class FolderSummary:
             "archived": self.archived,
             "written": self.written,
             "removed": self.removed,
+            "descriptions": self.descriptions,
+            "ambiguous_links": list(self.ambiguous_links),
             "errors": [{"file": name, "error": message} for name, message in self.errors],
         }
 
@@ -109,8 +116,18 @@ def iter_note_files(root: Path) -> list[str]:
         for dirpath, dirnames, filenames in os.walk(base):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for name in filenames:
-                if name.endswith(".md") and not name.startswith("."):
+                if name.endswith(".md") and not name.startswith(".") and name != INDEX_FILE:
                     found.append((Path(dirpath) / name).relative_to(root).as_posix())
+    return sorted(found)
+
+
+def iter_index_files(root: Path) -> list[str]:
+    """Relative paths of every `_index.md` under wiki/ and raw/ (descriptions, never notes), sorted."""
+    found = []
+    for top in NOTE_FOLDERS:
+        base = root / top
+        if base.is_dir():
+            found += [path.relative_to(root).as_posix() for path in base.rglob(INDEX_FILE) if path.is_file()]
     return sorted(found)
 
 
@@ -140,10 +157,11 @@ def note_file_path(note: Note) -> str:
     """Where the mirror keeps `note`: its recorded path if that still says the same thing, else the canonical one."""
     if note.path:
         try:
-            if parse_note_path(note.path) == (note.status, note.wing, note.hall, note.slug):
-                return note.path
+            status, wing, hall, bare = parse_note_path(note.path)
         except FolderError:
-            pass
+            return note.canonical_path()
+        if (status, wing, hall) == (note.status, note.wing, note.hall) and note.slug in slug_candidates(status, wing, hall, bare):
+            return note.path
     return note.canonical_path()
 
 
@@ -182,11 +200,93 @@ def note_file_text(note: Note) -> str:
     return write_markdown(frontmatter, note.body)
 
 
+def description_file_text(description: AreaDescription) -> str:
+    """The exact text a wing/hall description is exported as (`_index.md`)."""
+    frontmatter = {k: v for k, v in description.frontmatter.items() if k != "title"}
+    if description.title:
+        frontmatter = {"title": description.title, **frontmatter}
+    return write_markdown(frontmatter, description.body)
+
+
 def _write_file(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_bytes(data)
     os.replace(temporary, path)  # atomic: a reader never sees half a note
+
+
+def place_note_file(nf: NoteFile, on_disk: set[str], claimed: dict[str, str]) -> NoteFile:
+    """Give `nf` its slug under the rule of `brain.placement` (unique across wings).
+
+    A slug is taken when another file of this round claimed it (`claimed`:
+    slug → path, updated here) or when a note holds it whose file is still on
+    disk; a note whose file is gone (moved) gives its slug up. Raises
+    FolderError when every candidate is taken.
+    """
+    candidates = slug_candidates(nf.status, nf.wing, nf.hall, nf.slug)
+    held = dict(Note.objects.filter(slug__in=candidates).values_list("slug", "path"))
+
+    def holder(slug: str) -> str | None:
+        if slug in claimed:
+            return claimed[slug]
+        path = held.get(slug)
+        return path if path and path in on_disk else None
+
+    slug = choose_slug(nf.rel_path, candidates, holder)
+    if slug is None:
+        taken = ", ".join(f"{candidate} ({holder(candidate)})" for candidate in candidates)
+        raise FolderError(f"every slug it could take is taken: {taken}; rename the file")
+    claimed[slug] = nf.rel_path
+    nf.slug = slug
+    return nf
+
+
+def ambiguous_links(notes: list[Note]) -> list[str]:
+    """One line per `[[bare-name]]` of `notes` that several notes answer equally well."""
+    lines = []
+    for note in notes:
+        targets = list(note.links_out.values_list("target_slug", flat=True))
+        for target, answer in resolve_targets(targets, wing=note.wing, hall=note.hall, exclude_id=note.id).items():
+            if answer.ambiguous:
+                others = ", ".join(slug for slug in answer.ambiguous if slug != answer.target_slug)
+                lines.append(f"{note.path or note.slug}: [[{target}]] is ambiguous: resolved to {answer.target_slug} "
+                             f"(also {others}); write [[{answer.ambiguous[-1]}]] to choose")
+    return lines
+
+
+def import_index_file(root: Path, rel_path: str) -> str:
+    """Import one `_index.md` as the description of its wing or hall; returns the action's outcome."""
+    parts = rel_path.split("/")
+    if parts[0] != "wiki" or len(parts) > 4:
+        raise FolderError("an _index.md describes the wiki, a wing or a hall: wiki/_index.md, "
+                          "wiki/<wing>/_index.md or wiki/<wing>/<hall>/_index.md")
+    folders = [_name_segment(part) for part in parts[1:-1]]
+    try:
+        text = (root / rel_path).read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise FolderError("the file is not UTF-8 text")
+    document = parse_markdown(text)
+    frontmatter = dict(document.frontmatter)
+    title = frontmatter.pop("title", None)
+    if not isinstance(title, str) or not title.strip():
+        heading = HEADING_RE.search(document.body)
+        title = heading.group(1) if heading else ""
+    _, outcome = do_import_area_description(
+        wing=folders[0] if folders else "", hall=folders[1] if len(folders) > 1 else "", title=title,
+        body=document.body, frontmatter=frontmatter, path=rel_path,
+    )  # fmt: skip
+    return outcome
+
+
+def import_index_files(root: Path, summary: FolderSummary) -> None:
+    for rel_path in iter_index_files(root):
+        try:
+            outcome = import_index_file(root, rel_path)
+        except (FolderError, FrontmatterError, BrainInputError, OSError) as exc:
+            summary.errors.append((rel_path, _error_text(exc)))
+            continue
+        if outcome != "unchanged":
+            summary.descriptions += 1
 
 
 def _import_one(nf: NoteFile, *, restore: bool = False) -> tuple[Note, str]:
@@ -223,25 +323,30 @@ def import_folder(root: Path | str, *, progress: Progress = _no_progress, archiv
         row[0]: row[1:]
         for row in Note.objects.values_list("slug", "content_hash", "status", "wing", "hall", "path").iterator()
     }
-    for rel_path in progress(iter_note_files(root)):
+    files = iter_note_files(root)
+    on_disk = set(files)
+    changed: list[Note] = []
+    # Wiki files first: a wiki note keeps the bare slug over a raw note of the same name.
+    for rel_path in progress(sorted(files, key=lambda path: (not path.startswith("wiki/"), path))):
         try:
-            nf = read_note_file(root, rel_path)
-            if nf.slug in seen:
-                raise FolderError(f"gives the slug {nf.slug!r}, already taken by {seen[nf.slug]}; rename one of them")
-            seen[nf.slug] = rel_path
+            nf = place_note_file(read_note_file(root, rel_path), on_disk, seen)
             if known.get(nf.slug) == _fingerprint(nf):
                 summary.unchanged += 1
                 continue
-            _, outcome = _import_one(nf)
+            note, outcome = _import_one(nf)
         except (FolderError, FrontmatterError, BrainInputError, OSError) as exc:
             summary.errors.append((rel_path, _error_text(exc)))
             continue
         summary.count(outcome)
+        if outcome != "unchanged":
+            changed.append(note)
+    summary.ambiguous_links = ambiguous_links(changed)
     if archive_missing:
         gone = Note.objects.exportable().filter(source="import").exclude(slug__in=list(seen))
         for note in gone:
             do_archive_note(note, reason=f"{note.path} is no longer in the imported folder")
             summary.archived += 1
+    import_index_files(root, summary)
     summary.sessions = import_sessions(root / "sessions")
     return summary
 
@@ -287,13 +392,21 @@ def export_folder(root: Path | str, *, progress: Progress = _no_progress, sessio
     used: dict[str, str] = {}
     notes = Note.objects.exportable().order_by("slug")
     for note in progress(notes.iterator()):
-        rel_path = note.canonical_path()
+        rel_path = note_file_path(note)
         if rel_path in used:
             summary.errors.append((rel_path, f"notes {used[rel_path]} and {note.slug} map to the same file"))
             continue
         used[rel_path] = note.slug
         data = note_file_text(note).encode("utf-8")
         target = root / rel_path
+        if target.is_file() and target.read_bytes() == data:
+            summary.unchanged += 1
+            continue
+        _write_file(target, data)
+        summary.written += 1
+    for description in AreaDescription.objects.all():
+        target = root / (description.path or "/".join(p for p in ("wiki", description.wing, description.hall, INDEX_FILE) if p))
+        data = description_file_text(description).encode("utf-8")
         if target.is_file() and target.read_bytes() == data:
             summary.unchanged += 1
             continue
@@ -337,8 +450,9 @@ def sync_mirror(root: Path | str) -> FolderSummary:
     on_disk = set(iter_note_files(root))
     states = {state.path: state for state in MirrorFile.objects.select_related("note")}
 
-    # 1. disk → service
-    for rel_path in sorted(on_disk):
+    # 1. disk → service (wiki files first: they keep the bare slug over raw ones)
+    claimed: dict[str, str] = {}
+    for rel_path in sorted(on_disk, key=lambda path: (not path.startswith("wiki/"), path)):
         full = root / rel_path
         stat = full.stat()
         state = states.get(rel_path)
@@ -350,7 +464,7 @@ def sync_mirror(root: Path | str) -> FolderSummary:
             MirrorFile.objects.filter(pk=state.pk).update(mtime_ns=stat.st_mtime_ns, size=stat.st_size)
             continue
         try:
-            nf = parse_note_text(rel_path, data.decode("utf-8"))
+            nf = place_note_file(parse_note_text(rel_path, data.decode("utf-8")), on_disk, claimed)
             note, outcome = _import_one(nf, restore=True)
         except (FolderError, FrontmatterError, BrainInputError, UnicodeDecodeError) as exc:
             summary.errors.append((rel_path, _error_text(exc)))
@@ -361,6 +475,8 @@ def sync_mirror(root: Path | str) -> FolderSummary:
             defaults={"note": note, "disk_hash": digest, "note_hash": note.content_hash,
                       "mtime_ns": stat.st_mtime_ns, "size": stat.st_size},
         )  # fmt: skip
+
+    import_index_files(root, summary)
 
     # 2. removed on disk → archived
     for rel_path, state in states.items():

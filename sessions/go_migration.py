@@ -21,6 +21,7 @@ from pathlib import Path
 from django.conf import settings
 
 from brain.folder import FolderError, import_folder
+from brain.models import AreaDescription
 from hyperguild.lib.env import GO_ALIASES, go_hybrid_rule
 from sessions.folder import import_sessions_dir
 from supervisor.discipline_files import GO_RULES, GO_TDD
@@ -128,8 +129,13 @@ def _import_brain(directory: Path, go_env: dict, env_file: Path | None, report: 
     report.took.append(
         f"notes from {directory}: added {summary.added}, updated {summary.updated}, unchanged {summary.unchanged}"
     )
+    report.changes += summary.descriptions
+    descriptions = AreaDescription.objects.count()
+    report.took.append(f"wing/hall descriptions from _index.md: {descriptions} ({summary.descriptions} added or changed)")
     for name, message in summary.errors:
         report.cannot_use.append(f"{name}: {message}")
+    for line in summary.ambiguous_links:
+        report.mapped.append(line)
     if isinstance(summary.sessions, dict):
         _took_sessions(directory / "sessions", summary.sessions, report)
     # The Go supervisor could keep session logs outside the brain folder.

@@ -165,9 +165,11 @@ def test_brain_get_returns_the_whole_note_with_links_in_and_out(corpus, brain_se
     assert got["title"] == "The GIL" and got["wing"] == "concepts"
     assert got["links_in"] == [{"source_slug": "asyncio-event-loop", "source_title": "Asyncio event loop", "kind": "wikilink", "resolved": True}]
     outgoing = call_tool(url, "brain_get", {"slug": "asyncio-event-loop"}, AUTH)["structuredContent"]["links_out"]
-    assert outgoing == [{"target_slug": "gil", "kind": "wikilink", "resolved": True, "target_title": "The GIL"}]
+    assert outgoing == [{"target_slug": "gil", "kind": "wikilink", "resolved": True, "target_title": "The GIL",
+                         "resolved_slug": "gil", "ambiguous": []}]
     pending = call_tool(url, "brain_get", {"slug": "pending"}, AUTH)["structuredContent"]["links_out"]
-    assert pending == [{"target_slug": "not-yet", "kind": "wikilink", "resolved": False, "target_title": None}]
+    assert pending == [{"target_slug": "not-yet", "kind": "wikilink", "resolved": False, "target_title": None,
+                        "resolved_slug": None, "ambiguous": []}]
     missing = call_tool(url, "brain_get", {"slug": "nope"}, AUTH)
     assert missing["isError"] is True and "brain_query" in missing["content"][0]["text"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from brain.models import Note
+from brain.models import AreaDescription, Note, NoteLink
 from sessions.models import AgentSession, SessionEntry
 
 pytestmark = pytest.mark.django_db
@@ -45,6 +45,8 @@ def migrate(brain: Path, env_file: Path | None = None, *extra: str) -> str:
 def state() -> dict:
     return {
         "notes": sorted(Note.objects.values_list("slug", "status", "wing", "hall", "path", "content_hash", "updated_at")),
+        "links": sorted(NoteLink.objects.values_list("source__slug", "target_slug", "target__slug")),
+        "descriptions": sorted(AreaDescription.objects.values_list("wing", "hall", "content_hash", "updated_at")),
         "entries": sorted(SessionEntry.objects.values_list("session__external_id", "seq", "raw_line")),
     }
 
@@ -63,12 +65,25 @@ def test_a_go_deployment_imports_without_error_or_collision_and_reports_what_it_
     assert notes["wiki/concepts/pgvector.md"].slug == "pgvector"
     assert notes["wiki/entities/pgvector.md"].slug == "entities/pgvector"
     assert notes["raw/2026-01-05-flaky-embedder.md"].status == "raw"
+    links = set(NoteLink.objects.values_list("source__slug", "target_slug", "target__slug"))
+    assert links == {
+        ("entities/pgvector", "pgvector", "pgvector"),  # the concept, not itself
+        ("entities/pgvector", "circuit-breaker", "circuit-breaker"),
+        ("retry-budget", "circuit-breaker", "circuit-breaker"),
+        ("retry-budget", "pgvector", "pgvector"),  # same wing (concepts) is the most specific
+        ("pgvector", "retry-budget", "retry-budget"),
+    }
+    descriptions = {(d.wing, d.hall): d for d in AreaDescription.objects.all()}
+    assert set(descriptions) == {("", ""), ("concepts", ""), ("concepts", "patterns"), ("entities", "")}
+    assert descriptions[("concepts", "patterns")].title == "Patterns"  # from the # heading
+    assert "Products, services and libraries" in descriptions[("entities", "")].body
     session = AgentSession.objects.get(external_id="go-sess-1")
     assert [entry.kind for entry in session.entries.order_by("seq")] == ["decision", "correction"]
 
     took, rest = output.split("Mapped:\n", 1)
     mapped, rest = rest.split("Cannot use:\n", 1)
     cannot_use, lines = rest.split("Put these lines in this service's environment (.env):\n", 1)
+    assert "wing/hall descriptions from _index.md: 4 (4 added or changed)" in took
     assert "added 5" in took and "go-sess-1" not in took and "2 new entries" in took
     assert "LITELLM_BASE_URL (same name here)" in took and "model table" in took
     for mapping in ("BRAIN_PG_DSN → DATABASE_URL", "INGEST_BRAIN_DIR → BRAIN_DIR", "INGEST_PORT → HYPERGUILD_PORT",
@@ -102,7 +117,7 @@ def test_running_it_again_changes_nothing(go_deployment):
 
     assert state() == before
     assert "0 change(s)" in second and "0 change(s)" not in first
-    assert "added 0, updated 0, unchanged 5" in second and "0 new entries, 2 already here" in second
+    assert "added 0, updated 0, unchanged 5" in second and "(0 added or changed)" in second and "0 new entries, 2 already here" in second
     assert first.split("Put these lines")[1].splitlines()[1:-1] == second.split("Put these lines")[1].splitlines()[1:-1]
 
 

@@ -45,6 +45,10 @@ class Command(BaseCommand):
         )
         for name, message in summary.errors:
             self.stdout.write(self.style.WARNING(f"  {name}: {message}"))
+        if summary.descriptions:
+            self.stdout.write(f"wing/hall descriptions (_index.md) added or changed: {summary.descriptions}")
+        for line in summary.ambiguous_links:
+            self.stdout.write(self.style.WARNING(f"  {line}"))
         if summary.sessions is not None:
             self.stdout.write(f"sessions: {summary.sessions}")
         self.stdout.write(self.style.SUCCESS(f"Imported the brain folder: {summary.changes} change(s)."))
