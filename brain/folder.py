@@ -215,6 +215,12 @@ def _write_file(path: Path, data: bytes) -> None:
     os.replace(temporary, path)  # atomic: a reader never sees half a note
 
 
+def claim_order(rel_path: str) -> tuple[bool, int, str]:
+    """The order files claim slugs in: wiki before raw, shallow before deep (`wiki/entities/x.md` gets
+    `entities/x` before `wiki/entities/databases/x.md` could), then by path."""
+    return (not rel_path.startswith("wiki/"), rel_path.count("/"), rel_path)
+
+
 def place_note_file(nf: NoteFile, on_disk: set[str], claimed: dict[str, str]) -> NoteFile:
     """Give `nf` its slug under the rule of `brain.placement` (unique across wings).
 
@@ -326,8 +332,7 @@ def import_folder(root: Path | str, *, progress: Progress = _no_progress, archiv
     files = iter_note_files(root)
     on_disk = set(files)
     changed: list[Note] = []
-    # Wiki files first: a wiki note keeps the bare slug over a raw note of the same name.
-    for rel_path in progress(sorted(files, key=lambda path: (not path.startswith("wiki/"), path))):
+    for rel_path in progress(sorted(files, key=claim_order)):
         try:
             nf = place_note_file(read_note_file(root, rel_path), on_disk, seen)
             if known.get(nf.slug) == _fingerprint(nf):
@@ -450,9 +455,9 @@ def sync_mirror(root: Path | str) -> FolderSummary:
     on_disk = set(iter_note_files(root))
     states = {state.path: state for state in MirrorFile.objects.select_related("note")}
 
-    # 1. disk → service (wiki files first: they keep the bare slug over raw ones)
+    # 1. disk → service
     claimed: dict[str, str] = {}
-    for rel_path in sorted(on_disk, key=lambda path: (not path.startswith("wiki/"), path)):
+    for rel_path in sorted(on_disk, key=claim_order):
         full = root / rel_path
         stat = full.stat()
         state = states.get(rel_path)

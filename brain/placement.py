@@ -8,8 +8,10 @@ hyperguild allowed. The rule:
   holds: the bare slug (`pgvector`), the wing-qualified one
   (`entities/pgvector`), the wing-and-hall-qualified one
   (`entities/databases/pgvector`); a raw note's qualifier is `raw`
-  (`raw/pgvector`). A note keeps its slug for as long as its file keeps its
-  path, so re-importing never renames anything.
+  (`raw/pgvector`); past those, the most qualified one numbered
+  (`entities/databases/pgvector-2`). Files claim in a fixed order (wiki
+  before raw, shallow before deep, then by path). A note keeps its slug for
+  as long as its file keeps its path, so re-importing never renames anything.
 - **Links.** `[[pgvector]]` (or `related: [pgvector]`) may mean any note whose
   slug is `pgvector` or ends in `/pgvector`. The most specific one wins: the
   note in the linking note's wing and hall, then in its wing, then any.
@@ -27,7 +29,7 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from brain.models import Note, NoteStatus
-from brain.slugs import MAX_SLUG_LENGTH
+from brain.slugs import MAX_SLUG_LENGTH, numbered
 
 RAW_QUALIFIER = "raw"
 
@@ -42,6 +44,9 @@ def slug_candidates(status: str, wing: str, hall: str, bare: str) -> list[str]:
     for slug in [bare, *qualified]:
         if slug and slug not in found and len(slug) <= MAX_SLUG_LENGTH:
             found.append(slug)
+    # Last resort (only a folder built to collide gets here): the most qualified slug, numbered.
+    most = found[-1]
+    found += [numbered(most, number) for number in range(2, 10) if numbered(most, number) not in found]
     return found
 
 
