@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 from django.urls import reverse
 
 from brain.actions import BrainInputError, do_archive_note, do_promote_note, do_reject_note
-from brain.models import BrainVersion, Embedding, MirrorFile, Note, NoteChunk, NoteLink, NoteStatus
+from brain.models import AreaDescription, BrainVersion, Embedding, MirrorFile, Note, NoteChunk, NoteLink, NoteStatus
 
 
 class LinkOutInline(admin.TabularInline):
@@ -157,4 +157,20 @@ class BrainVersionAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(AreaDescription)
+class AreaDescriptionAdmin(admin.ModelAdmin):
+    """Wing and hall descriptions from `_index.md`: edited on disk (the mirror picks them up), read-only here."""
+
+    list_display = ("__str__", "title", "path", "updated_at")
+    list_filter = ("wing",)
+    search_fields = ("wing", "hall", "title", "body")
+    readonly_fields = ("wing", "hall", "title", "body", "frontmatter", "path", "content_hash", "updated_at")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
         return False
