@@ -20,9 +20,19 @@ from brain.presenters import (
     note_uri,
     query_result,
 )
-from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
+from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
 
-brain = get_endpoint("brain")
+brain = register_endpoint(
+    Endpoint(
+        "brain",
+        title="hyperguild brain",
+        token_setting="BRAIN_MCP_TOKEN",
+        instructions=(
+            "The team's knowledge base. Search it before you work (brain_query, brain_context), "
+            "read notes (brain_get), record what you learn (brain_write) and log the session (session_log)."
+        ),
+    )
+)
 
 STATUSES = [*NoteStatus.values, "any"]
 TITLE = {"type": "string", "minLength": 1, "maxLength": 300, "description": "a short descriptive title"}
@@ -235,5 +245,3 @@ class WikiNoteResources:
 
 
 brain.resources = WikiNoteResources()
-
-from brain import answer_tools  # noqa: E402,F401  (brain_answer and brain_context)

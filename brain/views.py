@@ -21,6 +21,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from brain import actions
+from brain.hooks import provenance_entries
 from brain.models import Note, NoteStatus
 from hyperguild.lib.markdown import render_markdown
 from hyperguild.ui import paginate, staff_action, staff_page
@@ -169,9 +170,7 @@ def _provenance_entries(note: Note) -> list:
             seqs.append(int(value))
     if not session_id or not seqs:
         return []
-    from sessions.models import SessionEntry
-
-    return list(SessionEntry.objects.for_session(session_id).filter(seq__in=seqs[:200]))
+    return provenance_entries(session_id, seqs[:200])
 
 
 def combined_body(target: Note, note: Note) -> str:

@@ -7,4 +7,5 @@ class SupervisorConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from supervisor import tools  # noqa: F401  (registers the supervisor and routing MCP tools)
+        # Registers the supervisor and routing endpoints and their tools, and the routing settings check.
+        from supervisor import routing_tools, system_checks, tools  # noqa: F401

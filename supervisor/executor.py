@@ -38,6 +38,8 @@ from django.conf import settings
 from django.db import connection
 from jsonschema import Draft202012Validator
 
+from hyperguild.mcp.registry import token_settings
+
 KILL_GRACE = 5.0
 POLL_INTERVAL = 0.1
 CANCEL_CHECK_INTERVAL = 0.5
@@ -46,9 +48,10 @@ SLOT_LOCK_NAMESPACE = 0x48475356  # "HGSV"
 # Enough for any real envelope; only the capped copy is stored.
 PARSE_LIMIT = 16 * 1024 * 1024
 
-# Never handed to a worker or a test command: service secrets and test-runner state.
+# Never handed to a worker or a test command: service secrets (the database and
+# every registered endpoint's token) and test-runner state.
 _ENV_DROP_PREFIXES = ("HYPERGUILD_", "DJANGO_", "PYTEST_", "Q_CLUSTER")
-_ENV_DROP_NAMES = {"DATABASE_URL", "BRAIN_MCP_TOKEN", "SUPERVISOR_MCP_TOKEN", "ROUTING_MCP_TOKEN"}
+_ENV_DROP_NAMES = {"DATABASE_URL"}
 
 
 class QueueFull(Exception):
@@ -82,10 +85,9 @@ def cap(text: str, limit: int | None = None) -> str:
 
 def child_environment() -> dict[str, str]:
     """The environment for a worker or a test command."""
+    dropped = _ENV_DROP_NAMES | set(token_settings())
     env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in _ENV_DROP_NAMES and not key.startswith(_ENV_DROP_PREFIXES)
+        key: value for key, value in os.environ.items() if key not in dropped and not key.startswith(_ENV_DROP_PREFIXES)
     }
     # The worker may delegate to local models through the LiteLLM gateway.
     if settings.LITELLM_BASE_URL:

@@ -11,12 +11,12 @@ import base64
 import binascii
 import json
 import logging
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 
+from hyperguild.mcp.cancellation import RUNNING
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError
 
 logger = logging.getLogger("hyperguild.mcp")
@@ -79,61 +79,6 @@ def classify(message: Any) -> str:
     raise RpcError(INVALID_REQUEST, "Invalid request: no method, and not a response")
 
 
-# --- cancellation ------------------------------------------------------------
-
-
-def request_id_key(request_id: Any) -> str:
-    """A JSON-RPC id as stored text: 7 and "7" stay different."""
-    return json.dumps(request_id)
-
-
-
-class RunningCalls:
-    """Contexts of calls in flight in this process, for `notifications/cancelled`.
-
-    Keyed by endpoint and request id. MCP over HTTP is stateless here, so two
-    clients could reuse an id; a cancellation then stops both, which is the
-    safe side for a request the client has given up on.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._calls: dict[tuple[str, str], list[ToolContext]] = {}
-
-    @staticmethod
-    def _key(endpoint: str, request_id: Any) -> tuple[str, str]:
-        return endpoint, request_id_key(request_id)
-
-    def add(self, ctx: ToolContext) -> None:
-        with self._lock:
-            self._calls.setdefault(self._key(ctx.endpoint, ctx.request_id), []).append(ctx)
-        from hyperguild.mcp.cancellation import ensure_watcher
-
-        ensure_watcher()  # cancellations recorded by other replicas reach this call too
-
-    def snapshot(self) -> list[tuple[str, str, ToolContext]]:
-        """(endpoint, request id as JSON, context) of every call in flight."""
-        with self._lock:
-            return [(endpoint, rid, ctx) for (endpoint, rid), contexts in self._calls.items() for ctx in contexts]
-
-    def remove(self, ctx: ToolContext) -> None:
-        key = self._key(ctx.endpoint, ctx.request_id)
-        with self._lock:
-            contexts = self._calls.get(key, [])
-            if ctx in contexts:
-                contexts.remove(ctx)
-            if not contexts:
-                self._calls.pop(key, None)
-
-    def cancel(self, endpoint: str, request_id: Any) -> int:
-        with self._lock:
-            contexts = list(self._calls.get(self._key(endpoint, request_id), []))
-        for ctx in contexts:
-            ctx.cancelled.set()
-        return len(contexts)
-
-
-RUNNING = RunningCalls()
 
 
 # --- pagination ----------------------------------------------------------------
