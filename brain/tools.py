@@ -20,6 +20,7 @@ from brain.presenters import (
     note_uri,
     query_result,
 )
+from brain.search import SearchInputError, search
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
 
 brain = register_endpoint(
@@ -83,7 +84,6 @@ def _run_write(action, **kwargs) -> dict:
     idempotent=True,
 )
 def brain_query(arguments: dict, ctx: ToolContext) -> dict:
-    from brain.search import SearchInputError, search
 
     try:
         response = search(

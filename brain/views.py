@@ -23,6 +23,7 @@ from django.utils import timezone
 from brain import actions
 from brain.hooks import provenance_entries
 from brain.models import Note, NoteStatus
+from brain.search import SearchInputError, search
 from hyperguild.lib.markdown import render_markdown
 from hyperguild.ui import paginate, staff_action, staff_page
 
@@ -149,7 +150,6 @@ def _after_action(note: Note) -> HttpResponse:
 
 
 def _similar(note: Note) -> list:
-    from brain.search import SearchInputError, search
 
     query = f"{note.title}\n{note.body[:SIMILAR_QUERY_CHARS]}"
     try:
@@ -363,7 +363,6 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def search_page(request: HttpRequest) -> HttpResponse:
-    from brain.search import SearchInputError, search
 
     form = SearchForm(request.GET)
     response, error = None, None

@@ -30,8 +30,15 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from brain.actions import do_write_raw_note
+from brain.bm25 import tokenize
+from brain.models import Note
+from brain.search import SearchInputError, search
+from hyperguild.lib.llm import LLMBadResponse, LLMError, get_llm_client
 from sessions.actions import do_record_retrospective
 from sessions.models import AgentSession, SessionEntry
+from supervisor.models import SkillRun
+from supervisor.skills import empty_result
 
 logger = logging.getLogger(__name__)
 
@@ -250,8 +257,6 @@ def llm_prompt(session: AgentSession, entries: list[SessionEntry], runs: list) -
 
 
 def llm_learnings(client, model: str, session: AgentSession, entries: list[SessionEntry], runs: list) -> list[Learning]:
-    from hyperguild.lib.llm import LLMBadResponse
-
     try:
         data, _ = client.chat_json(llm_prompt(session, entries, runs), model=model, schema=LLM_ANSWER_SCHEMA)
     except LLMBadResponse as exc:
@@ -279,8 +284,6 @@ def llm_learnings(client, model: str, session: AgentSession, entries: list[Sessi
 
 
 def is_near_duplicate(learning: Learning, note_title: str, note_body: str) -> bool:
-    from brain.bm25 import tokenize
-
     words = set(tokenize(f"{learning.title if learning.method == 'llm' else ''} {learning.claim}"))
     if not words:
         return False
@@ -290,9 +293,6 @@ def is_near_duplicate(learning: Learning, note_title: str, note_body: str) -> bo
 
 def similar_note(learning: Learning, *, exclude_session: str):
     """The existing note that already says this learning, or None."""
-    from brain.models import Note
-    from brain.search import SearchInputError, search
-
     try:
         response = search(learning.claim[:2000], limit=SIMILAR_CANDIDATES, status="any")
     except SearchInputError:
@@ -310,18 +310,10 @@ def similar_note(learning: Learning, *, exclude_session: str):
 
 
 def _session_runs(session_id: str) -> list:
-    try:
-        from supervisor.models import SkillRun
-    except ImportError:
-        return []
     return list(SkillRun.objects.in_session(session_id).finished().order_by("created_at", "id"))
 
 
 def _result(**values) -> dict:
-    try:
-        from supervisor.skills import empty_result
-    except ImportError:
-        return {"status": "error", "skill": "retrospective", "learnings": [], "count": 0, **values}
     return empty_result("retrospective", **values)
 
 
@@ -330,10 +322,6 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
 
     Raises SessionNotFound when nothing was ever logged under `session_id`.
     """
-    from brain.actions import do_write_raw_note
-    from brain.models import Note
-    from hyperguild.lib.llm import LLMError, get_llm_client
-
     started = time.monotonic()
     session = AgentSession.objects.filter(external_id=session_id).first()
     if session is None:

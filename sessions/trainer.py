@@ -42,6 +42,8 @@ from jsonschema import Draft202012Validator
 
 from sessions.actions import do_store_training_example
 from sessions.models import TrainingExample
+from supervisor.models import RoutingEntry, SkillRun
+from supervisor.skills import empty_result
 
 # (name, regex). A named group `secret` limits the redaction to that part.
 DEFAULT_SECRET_PATTERNS: list[tuple[str, str]] = [
@@ -209,8 +211,6 @@ def _store(source_key: str, *, kind: str, skill: str, prompt, provenance: dict, 
 
 
 def _runs(session_id: str | None):
-    from supervisor.models import SkillRun
-
     runs = SkillRun.objects.finished().order_by("created_at", "id")
     return list(runs.in_session(session_id) if session_id else runs)
 
@@ -312,10 +312,6 @@ def _routing_prompt(request: Any) -> list[dict] | None:
 
 def extract_from_routing(session_id: str | None) -> list[tuple[TrainingExample, bool]]:
     """Fail-open retries whose first model answered but failed the check while the retry passed."""
-    try:
-        from supervisor.models import RoutingEntry
-    except ImportError:
-        return []
     retries = RoutingEntry.objects.filter(attempt_of__isnull=False, status="pass", attempt_of__status="fail")
     if session_id:
         retries = retries.filter(session_id=session_id)
@@ -370,10 +366,7 @@ def run_trainer(session_id: str | None = None, *, llm_model: str | None = None) 
     `llm_model` is accepted for symmetry with the other skills; extraction needs no model.
     """
     started = time.monotonic()
-    try:
-        runs = _runs(session_id)
-    except ImportError:
-        runs = []
+    runs = _runs(session_id)
     stored = extract_from_runs(runs) + extract_from_routing(session_id)
     new = [example for example, created in stored if created]
     flagged = [example for example in new if example.flagged]
@@ -392,10 +385,6 @@ def run_trainer(session_id: str | None = None, *, llm_model: str | None = None) 
         "count": len(examples),
         "created": len(new),
     }
-    try:
-        from supervisor.skills import empty_result
-    except ImportError:
-        return {"skill": "trainer", **values}
     return empty_result("trainer", **values)
 
 

@@ -7,14 +7,14 @@ import time
 
 from supervisor.actions import do_claim_skill_run, do_finish_skill_run, do_set_run_progress
 from supervisor.models import SkillRun
+from supervisor.skills import empty_result
+from supervisor.work import perform
 
 logger = logging.getLogger("supervisor")
 
 
 def run_skill(run_id: int) -> str:
     """Run one queued SkillRun to the end (worker + verification) and record it."""
-    from supervisor.work import perform
-
     run = do_claim_skill_run(run_id)
     if run is None:
         return "not claimed"
@@ -31,8 +31,6 @@ def run_skill(run_id: int) -> str:
         log = ctx.attempt_log
     except Exception as exc:
         logger.exception("skill run %s failed", run_id)
-        from supervisor.skills import empty_result
-
         result, log = empty_result(run.skill, run_id=run_id, message=f"internal error: {type(exc).__name__}: {exc}"), []
     result["duration_ms"] = int((time.monotonic() - started) * 1000)
     finished = do_finish_skill_run(run_id, result, attempt_log=log)

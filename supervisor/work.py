@@ -19,6 +19,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from brain.actions import do_write_raw_note
 from supervisor import executor
 from supervisor.checks import ground_findings
 from supervisor.model_table import resolve_model
@@ -492,10 +493,6 @@ def _spec(ctx: Context) -> dict:
 
 
 def _write_spec_note(title: str, body: str, ctx: Context) -> tuple[int | str | None, str]:
-    try:
-        from brain.actions import do_write_raw_note  # the brain app is optional
-    except ImportError:
-        return None, " (the brain is not installed, so no raw note was written)"
     provenance = {"skill": "spec", "run_id": ctx.run.pk, "model": ctx.model, "project": ctx.args.get("project", "")}
     try:
         note = do_write_raw_note(
