@@ -5,10 +5,10 @@ counts, and `do_ensure_schedules()` installs every registered schedule. (MCP
 endpoints and tools register with `hyperguild.mcp.registry`; system checks
 with Django's own `django.core.checks.register`.)
 
-    # brain/apps.py
+    # <app>/apps.py
     def ready(self) -> None:
-        register_home_counts(brain_home_counts)   # () -> {"raw_count": 3, ...}
-        register_schedules(brain_schedules)       # () -> [(name, "brain.tasks.f", seconds)]
+        register_home_counts(home_counts)   # () -> {"raw_count": 3, ...}
+        register_schedules(schedules)       # () -> [(name, "<app>.tasks.f", seconds)]
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 Every variable is listed with its default in `.env.example`. Cross-setting
 rules (a half-configured embedder, contradictory routing thresholds, a public
-bind without tokens) are Django system checks in `hyperguild/checks.py`.
+bind without tokens) are Django system checks in `hyperguild/checks.py` and in
+each app's `system_checks.py`.
 """
 
 from __future__ import annotations

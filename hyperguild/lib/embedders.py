@@ -216,7 +216,7 @@ class LocalEmbedder(BaseEmbedder):
 def get_embedder() -> BaseEmbedder | None:
     """The embedder the settings describe, or None when BRAIN_EMBEDDER=off.
 
-    Half-configured embedders never get here: `hyperguild.checks` stops start-up first.
+    Half-configured embedders never get here: a system check (`brain.system_checks`) stops start-up first.
     """
     kind = settings.BRAIN_EMBEDDER
     timeout = settings.BRAIN_EMBED_TIMEOUT

@@ -4,12 +4,12 @@ The engine knows nothing about notes or skills: each app's `tools.py`
 registers its endpoints (name, title, instructions, token setting) and
 declares its tools on them; the engine serves whatever is there.
 
-    brain = register_endpoint(Endpoint("brain", title="hyperguild brain",
-                                       token_setting="BRAIN_MCP_TOKEN", instructions=...))
+    notes = register_endpoint(Endpoint("notes", title="hyperguild notes",
+                                       token_setting="NOTES_MCP_TOKEN", instructions=...))
 
-    @brain.tool(name="brain_query", title="Search the brain", description=...,
+    @notes.tool(name="notes_query", title="Search the notes", description=...,
                 input_schema={...}, output_schema={...}, read_only=True)
-    def brain_query(arguments: dict, ctx: ToolContext) -> dict:
+    def notes_query(arguments: dict, ctx: ToolContext) -> dict:
         ...
 
 A handler returns the structured result (a dict matching `output_schema`)
@@ -210,7 +210,7 @@ def all_endpoints() -> list[Endpoint]:
 
 def token_settings() -> list[str]:
     """The settings that hold the endpoints' bearer tokens, e.g. ["BRAIN_MCP_TOKEN", ...]."""
-    return [endpoint.token_setting for endpoint in all_endpoints() if endpoint.token_setting]
+    return list(dict.fromkeys(endpoint.token_setting for endpoint in all_endpoints() if endpoint.token_setting))
 
 
 def find_endpoint(name: str) -> Endpoint | None:
