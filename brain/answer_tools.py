@@ -1,4 +1,4 @@
-"""brain_answer and brain_context on the brain endpoint (imported from brain/tools.py)."""
+"""brain_answer and brain_context on the brain endpoint (imported by BrainConfig.ready(), after brain/tools.py)."""
 
 from __future__ import annotations
 
