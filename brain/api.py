@@ -67,7 +67,6 @@ class IngestSerializer(NoteInputSerializer):
 
 class QueryView(BrainAPIView):
     def post(self, request):
-
         data = QuerySerializer(data=request.data)
         data.is_valid(raise_exception=True)
         args = data.validated_data

@@ -84,7 +84,6 @@ def _run_write(action, **kwargs) -> dict:
     idempotent=True,
 )
 def brain_query(arguments: dict, ctx: ToolContext) -> dict:
-
     try:
         response = search(
             arguments["query"],

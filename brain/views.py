@@ -150,7 +150,6 @@ def _after_action(note: Note) -> HttpResponse:
 
 
 def _similar(note: Note) -> list:
-
     query = f"{note.title}\n{note.body[:SIMILAR_QUERY_CHARS]}"
     try:
         response = search(query, limit=SIMILAR_NOTES + 1, status="any")
@@ -363,7 +362,6 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def search_page(request: HttpRequest) -> HttpResponse:
-
     form = SearchForm(request.GET)
     response, error = None, None
     if form.is_valid() and form.cleaned_data["q"].strip():
