@@ -34,6 +34,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from django.conf import settings
 
+from hyperguild.lib.text import EXCERPT_CHARS, excerpt
+
 # Defaults; each can be overridden by the Django setting of the same name (see .env.example).
 HYPERGUILD_HTTP_TIMEOUT = 60.0  # seconds per request (connect, read, write, pool)
 HYPERGUILD_HTTP_RETRIES = 2  # retries after the first attempt
@@ -45,24 +47,12 @@ HYPERGUILD_BREAKER_COOLDOWN_SECONDS = 30.0  # seconds an open breaker refuses ca
 
 # Statuses worth another attempt: request timeout, too early, rate limit, and server failures.
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
-# How much of a response body (or any other text) goes into an error message.
-EXCERPT_CHARS = 300
 # Connections kept per pool unless a client asks for another size.
 DEFAULT_MAX_CONNECTIONS = 20
 
 
 def _setting(name: str) -> Any:
     return getattr(settings, name, globals()[name])
-
-
-def excerpt(text: str | bytes | None, limit: int = EXCERPT_CHARS) -> str:
-    """The opening of `text` for an error message: stripped, on one line, cut at `limit` with an ellipsis."""
-    if text is None:
-        return ""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", errors="replace")
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def response_excerpt(response: httpx.Response, limit: int = EXCERPT_CHARS) -> str:
@@ -140,7 +130,7 @@ class CircuitBreaker:
         self.cooldown = cooldown
         self.state = "closed"
         self.failures = 0
-        self.opened_at = 0.0
+        self.open_until = 0.0
         self.last_problem = ""
         self._probing = False
         self._lock = threading.Lock()
@@ -151,18 +141,18 @@ class CircuitBreaker:
     def _cooldown(self) -> float:
         return self.cooldown if self.cooldown is not None else float(_setting("HYPERGUILD_BREAKER_COOLDOWN_SECONDS"))
 
-    def before_call(self) -> tuple[bool, float]:
-        """(allowed, is_probe) as (True, False|True); (False, seconds left) when the call must not go out."""
+    def before_call(self) -> tuple[bool, bool, float]:
+        """(allowed, is_probe, seconds until the next probe may go out)."""
         with self._lock:
             if self.state == "closed":
-                return True, False
-            left = self.opened_at + self._cooldown() - time.monotonic()
+                return True, False, 0.0
+            left = self.open_until - time.monotonic()
             if self.state == "open" and left <= 0:
                 self.state = "half-open"
             if self.state == "half-open" and not self._probing:
                 self._probing = True
-                return True, True
-            return False, max(left, 0.0)
+                return True, True, 0.0
+            return False, False, max(left, 0.0)
 
     def record_success(self) -> None:
         with self._lock:
@@ -173,15 +163,16 @@ class CircuitBreaker:
             self.failures += 1
             self.last_problem = problem
             if self.state == "half-open" or self.failures >= self._threshold():
-                self.state, self.opened_at = "open", time.monotonic()
+                # The cool-down is fixed when the breaker opens.
+                self.state, self.open_until = "open", time.monotonic() + self._cooldown()
             self._probing = False
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             state = self.state
-            if state == "open" and time.monotonic() >= self.opened_at + self._cooldown():
+            retry_in = max(0.0, self.open_until - time.monotonic())
+            if state == "open" and retry_in == 0:
                 state = "half-open"  # the next call is let through as a probe
-            retry_in = max(0.0, self.opened_at + self._cooldown() - time.monotonic()) if state == "open" else 0.0
             return {
                 "state": state,
                 "consecutive_failures": self.failures,
@@ -337,17 +328,17 @@ class ServiceClient:
         """
         url = self.url(path)
         shown = safe_url(url)
-        allowed, probe_or_wait = self.breaker.before_call()
+        allowed, probe, wait = self.breaker.before_call()
         if not allowed:
             raise CircuitOpen(
                 f"{self.service} at {shown} is unavailable: {self.breaker.failures} calls in a row failed "
-                f"(last: {self.breaker.last_problem}); the next try goes out in {probe_or_wait:.0f} s",
+                f"(last: {self.breaker.last_problem}); the next try goes out in {wait:.0f} s",
                 service=self.service,
                 url=shown,
             )
         timeout = self.timeout if timeout is None else timeout
         retries = self.retries if retries is None else retries
-        attempts_allowed = 1 if probe_or_wait else retries + 1  # a half-open probe is one attempt
+        attempts_allowed = 1 if probe else retries + 1  # a half-open probe is one attempt
         attempt = 0
         while True:
             attempt += 1

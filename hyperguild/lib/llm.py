@@ -22,6 +22,7 @@ from django.conf import settings
 
 from hyperguild.lib.http import ServiceClient, ServiceRejected, ServiceUnavailable
 from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
+from hyperguild.lib.text import excerpt
 
 # How much of a non-JSON or malformed answer an LLMBadResponse keeps.
 ERROR_BODY_CHARS = 500
@@ -157,7 +158,7 @@ class LLMClient:
         except ValueError:
             raise LLMBadResponse(
                 f"the gateway answered HTTP {response.status_code} with a body that is not JSON",
-                text=response.text[:ERROR_BODY_CHARS],
+                text=excerpt(response.text, ERROR_BODY_CHARS),
             ) from None
         try:
             message = raw["choices"][0]["message"]
@@ -165,10 +166,10 @@ class LLMClient:
         except (KeyError, IndexError, TypeError, AttributeError):
             raise LLMBadResponse(
                 "the gateway's answer has no choices[0].message (not an OpenAI chat-completions body)",
-                text=response.text[:ERROR_BODY_CHARS],
+                text=excerpt(response.text, ERROR_BODY_CHARS),
             ) from None
         if not isinstance(text, str):
-            raise LLMBadResponse("the model returned no text content", text=response.text[:ERROR_BODY_CHARS])
+            raise LLMBadResponse("the model returned no text content", text=excerpt(response.text, ERROR_BODY_CHARS))
         return ChatResult(
             text=text,
             model=str(raw.get("model") or model),
