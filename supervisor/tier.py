@@ -2,7 +2,9 @@
 
 Probes `SUPERVISOR_TIER_ANTHROPIC_URL` and `SUPERVISOR_TIER_LITELLM_URL`;
 any HTTP answer (even 401/404) means the service is reachable. The result is
-cached for `SUPERVISOR_TIER_CACHE_SECONDS`.
+cached for `SUPERVISOR_TIER_CACHE_SECONDS`. Probes go through hyperguild.lib.http:
+a URL that failed HYPERGUILD_BREAKER_FAILURES probes in a row counts as
+unreachable without a call until its breaker's cool-down ends.
 """
 
 from __future__ import annotations

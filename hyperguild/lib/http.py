@@ -45,7 +45,7 @@ HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS = 10.0  # a server's Retry-After is hono
 HYPERGUILD_BREAKER_FAILURES = 5  # failed calls in a row that open a service's breaker
 HYPERGUILD_BREAKER_COOLDOWN_SECONDS = 30.0  # seconds an open breaker refuses calls before a probe
 
-# Statuses worth another attempt: request timeout, too early, rate limit, and server failures.
+# Statuses below 500 worth another attempt: request timeout, too early, rate limit (every 5xx is too).
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
 # Connections kept per pool unless a client asks for another size.
 DEFAULT_MAX_CONNECTIONS = 20
@@ -153,6 +153,11 @@ class CircuitBreaker:
                 self._probing = True
                 return True, True, 0.0
             return False, False, max(left, 0.0)
+
+    def abandon_probe(self) -> None:
+        """The probe ended in an error of our own (a bad URL): let the next call probe instead."""
+        with self._lock:
+            self._probing = False
 
     def record_success(self) -> None:
         with self._lock:
@@ -342,7 +347,12 @@ class ServiceClient:
         attempt = 0
         while True:
             attempt += 1
-            failed = self._attempt(method, url, json, timeout, any_status)
+            try:
+                failed = self._attempt(method, url, json, timeout, any_status)
+            except Exception:
+                if probe:
+                    self.breaker.abandon_probe()
+                raise
             if isinstance(failed, httpx.Response):
                 self.breaker.record_success()
                 if failed.status_code >= 400 and not any_status:
