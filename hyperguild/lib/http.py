@@ -27,14 +27,17 @@ import email.utils
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from django.conf import settings
 
 from hyperguild.lib.text import EXCERPT_CHARS, excerpt
+
+T = TypeVar("T")
 
 # Defaults; each can be overridden by the Django setting of the same name (see .env.example).
 HYPERGUILD_HTTP_TIMEOUT = 60.0  # seconds per request (connect, read, write, pool)
@@ -227,6 +230,22 @@ def pooled_client(base_url: str, max_connections: int = DEFAULT_MAX_CONNECTIONS)
             limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
             pool = _pools[key] = httpx.Client(limits=limits, follow_redirects=False)
         return pool
+
+
+_configured: dict[tuple, Any] = {}
+_configured_lock = threading.Lock()
+
+
+def configured_client(key: tuple, build: Callable[[], T]) -> T:
+    """One client object per configuration `key` for the whole process, built on first use.
+
+    A changed setting (tests use override_settings) makes a new key, hence a fresh client.
+    """
+    with _configured_lock:
+        client = _configured.get(key)
+        if client is None:
+            client = _configured[key] = build()
+        return client
 
 
 # --- the client ------------------------------------------------------------------------------

@@ -12,7 +12,6 @@ gateway answered nonsense" (LLMBadResponse).
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +19,7 @@ from typing import Any
 import httpx
 from django.conf import settings
 
-from hyperguild.lib.http import ServiceClient, ServiceRejected, ServiceUnavailable
+from hyperguild.lib.http import ServiceClient, ServiceRejected, ServiceUnavailable, configured_client
 from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
 from hyperguild.lib.text import excerpt
 
@@ -208,26 +207,14 @@ class LLMClient:
         return data, result
 
 
-_clients: dict[tuple[str, str, float, int], LLMClient] = {}
-_clients_lock = threading.Lock()
-
-
 def get_llm_client() -> LLMClient | None:
-    """The configured gateway client, or None when LITELLM_BASE_URL is empty (feature stays off).
-
-    One pooled client per configuration, so concurrent calls share connections;
-    a changed setting (tests use override_settings) gets a fresh client.
-    """
+    """The configured gateway client, or None when LITELLM_BASE_URL is empty (feature stays off)."""
     if not settings.LITELLM_BASE_URL:
         return None
-    key = (
+    url, key, timeout, retries = (
         settings.LITELLM_BASE_URL,
         settings.LITELLM_API_KEY,
         settings.HYPERGUILD_HTTP_TIMEOUT,
         settings.HYPERGUILD_HTTP_RETRIES,
     )
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            client = _clients[key] = LLMClient(key[0], key[1], timeout=key[2], retries=key[3])
-        return client
+    return configured_client(("llm", url, key, timeout, retries), lambda: LLMClient(url, key, timeout=timeout, retries=retries))

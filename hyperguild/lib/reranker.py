@@ -14,7 +14,6 @@ retrieval order: this is a filter, not a re-ranker.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from typing import TypeVar
 import httpx
 from django.conf import settings
 
-from hyperguild.lib.http import ServiceClient, ServiceError, ServiceRejected
+from hyperguild.lib.http import ServiceClient, ServiceError, ServiceRejected, configured_client
 
 T = TypeVar("T")
 
@@ -165,23 +164,18 @@ class RerankerClient:
         return [candidate for candidate, judgement in zip(candidates, judgements, strict=True) if judgement.keep]
 
 
-_clients: dict[tuple, RerankerClient] = {}
-_clients_lock = threading.Lock()
-
-
 def get_reranker() -> RerankerClient | None:
     """The configured reranker, or None when BRAIN_RERANKER_URL is empty (no filter)."""
     if not settings.BRAIN_RERANKER_URL:
         return None
-    key = (
+    url, model, concurrency, timeout, retries = (
         settings.BRAIN_RERANKER_URL,
         settings.BRAIN_RERANKER_MODEL,
         settings.BRAIN_RERANKER_CONCURRENCY,
         settings.HYPERGUILD_HTTP_TIMEOUT,
         settings.HYPERGUILD_HTTP_RETRIES,
     )
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            client = _clients[key] = RerankerClient(key[0], key[1], concurrency=key[2], timeout=key[3], retries=key[4])
-        return client
+    return configured_client(
+        ("reranker", url, model, concurrency, timeout, retries),
+        lambda: RerankerClient(url, model, concurrency=concurrency, timeout=timeout, retries=retries),
+    )
