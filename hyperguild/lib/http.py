@@ -11,8 +11,8 @@
   to `retries` more times with exponential backoff and jitter; a Retry-After
   header is honoured up to `HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS`. Any
   other status below 500 is an answer: a 4xx raises ServiceRejected at once.
-- Errors: ServiceError names the service and the URL (credentials stripped)
-  and carries an excerpt of the body, cut by `excerpt()`.
+- Errors: ServiceError names the service and the URL (credentials and query stripped)
+  and carries an excerpt of the body (`response_excerpt`, cut by `hyperguild.lib.text.excerpt`).
 - Circuit breaker, one per service and base URL, process-wide: after
   `HYPERGUILD_BREAKER_FAILURES` calls in a row end unavailable it opens and
   calls fail at once (CircuitOpen) for `HYPERGUILD_BREAKER_COOLDOWN_SECONDS`;
