@@ -35,6 +35,7 @@ from brain.bm25 import tokenize
 from brain.models import Note
 from brain.search import SearchInputError, search
 from hyperguild.lib.llm import LLMBadResponse, LLMError, get_llm_client
+from hyperguild.lib.text import excerpt
 from sessions.actions import do_record_retrospective
 from sessions.models import AgentSession, SessionEntry
 from supervisor.models import SkillRun
@@ -57,6 +58,7 @@ NEAR_DUPLICATE_SHARE = 0.75
 SIMILAR_CANDIDATES = 5
 # What the LLM sees of each entry and how many entries at most.
 PROMPT_MESSAGE_CHARS = 600
+TITLE_CHARS = 90  # of an entry's message quoted in a learning's title
 PROMPT_MAX_ENTRIES = 400
 MAX_LLM_LEARNINGS = 20
 
@@ -115,11 +117,6 @@ class Learning:
 # -- rules ---------------------------------------------------------------------------------
 
 
-def _one_line(text: str, limit: int = 90) -> str:
-    line = " ".join((text or "").split())
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
-
-
 def _entry_line(entry: SessionEntry) -> str:
     parts = [f"#{entry.seq}", entry.kind]
     parts += [p for p in (entry.skill, entry.phase, entry.status) if p]
@@ -137,7 +134,7 @@ def rules_learnings(entries: list[SessionEntry], runs: list) -> list[Learning]:
         if kind and entry.message.strip():
             learnings.append(
                 Learning(
-                    title=f"{kind.capitalize()}: {_one_line(entry.message)}",
+                    title=f"{kind.capitalize()}: {excerpt(entry.message, TITLE_CHARS)}",
                     body=f"{entry.message.strip()}\n\nRecorded as a {entry.kind} in the session log (entry {entry.seq}).",
                     kind=kind,
                     evidence=[entry.seq],
@@ -163,7 +160,7 @@ def rules_learnings(entries: list[SessionEntry], runs: list) -> list[Learning]:
             claim = f"{skill} failed with {failed.message or failed.status} and then passed"
             learnings.append(
                 Learning(
-                    title=f"{skill}: from failure to pass — {_one_line(failed.message or failed.status, 60)}",
+                    title=f"{skill}: from failure to pass — {excerpt(failed.message or failed.status, 60)}",
                     body=(
                         f"`{skill}` failed (entry {failed.seq}): {failed.message or failed.status}\n\n"
                         f"What happened before it passed:\n{steps}\n\n"
@@ -190,7 +187,7 @@ def rules_learnings(entries: list[SessionEntry], runs: list) -> list[Learning]:
                 continue
             learnings.append(
                 Learning(
-                    title=f"Fix for: {_one_line(pending_error.message, 80)}",
+                    title=f"Fix for: {excerpt(pending_error.message, 80)}",
                     body=f"Error (entry {pending_error.seq}): {pending_error.message}\n\nFix (entry {entry.seq}): {entry.message}",
                     kind="correction",
                     evidence=[pending_error.seq, entry.seq],
@@ -217,7 +214,7 @@ def rules_learnings(entries: list[SessionEntry], runs: list) -> list[Learning]:
             why = failed.message or (failed.runner_output or "")[-400:] or failed.status
             learnings.append(
                 Learning(
-                    title=f"{run.skill}: from failure to pass — {_one_line(why, 60)}",
+                    title=f"{run.skill}: from failure to pass — {excerpt(why, 60)}",
                     body=(
                         f"Skill run {failed.pk} of `{run.skill}` ended {failed.status}: {why}\n\n"
                         f"Skill run {run.pk} passed (verified={run.verified}): {run.message or 'no message'}"
@@ -248,11 +245,11 @@ def llm_model_name(llm_model: str | None = None) -> str:
 def llm_prompt(session: AgentSession, entries: list[SessionEntry], runs: list) -> list[dict]:
     lines = [f"Session {session.external_id} (project {session.project or 'unknown'})", "", "Entries:"]
     for entry in entries[-PROMPT_MAX_ENTRIES:]:
-        lines.append(_one_line(_entry_line(entry), PROMPT_MESSAGE_CHARS))
+        lines.append(excerpt(_entry_line(entry), PROMPT_MESSAGE_CHARS))
     if runs:
         lines += ["", "Skill runs (in order):"]
         for run in runs:
-            lines.append(_one_line(f"run {run.pk} {run.skill} {run.status} verified={run.verified}: {run.message}", 300))
+            lines.append(excerpt(f"run {run.pk} {run.skill} {run.status} verified={run.verified}: {run.message}", 300))
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
 
 

@@ -40,6 +40,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from jsonschema import Draft202012Validator
 
+from hyperguild.lib.schema import format_schema_error, schema_problems
 from sessions.actions import do_store_training_example
 from sessions.models import TrainingExample
 from supervisor.models import RoutingEntry, SkillRun
@@ -399,10 +400,7 @@ def trl_record(example: TrainingExample) -> dict:
 
 def trl_errors(kind: str, record: dict) -> list[str]:
     """Schema violations, then the conversational rules TRL relies on (who speaks last)."""
-    errors = [
-        f"{'/'.join(str(p) for p in e.absolute_path) or '(record)'}: {e.message}"
-        for e in TRL_SCHEMAS[kind].iter_errors(record)
-    ]
+    errors = [format_schema_error(e) for e in schema_problems(TRL_SCHEMAS[kind], record)]
     if errors:
         return errors
     if kind == "sft":

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import threading
@@ -36,8 +35,9 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
-from jsonschema import Draft202012Validator
 
+from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
+from hyperguild.lib.text import excerpt
 from hyperguild.mcp.registry import token_settings
 
 KILL_GRACE = 5.0
@@ -277,31 +277,6 @@ def run_process(
 
 # --- the worker ------------------------------------------------------------------
 
-_FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
-
-
-def extract_report(envelope: dict) -> dict | None:
-    """`structured_output`, or a JSON object inside `result` (bare or fenced)."""
-    structured = envelope.get("structured_output")
-    if isinstance(structured, dict):
-        return structured
-    result = envelope.get("result")
-    if not isinstance(result, str):
-        return None
-    candidates = [result.strip()] + _FENCED.findall(result)
-    first, last = result.find("{"), result.rfind("}")
-    if 0 <= first < last:
-        candidates.append(result[first : last + 1])
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
-
-
 def parse_envelope(stdout: str) -> dict | None:
     text = stdout.strip()
     if not text:
@@ -389,19 +364,16 @@ def run_worker(
     if envelope.get("is_error") or exit_code != 0:
         result.status = "error"
         detail = envelope.get("result") or envelope.get("subtype") or ""
-        result.message = f"the worker reported an error (exit code {exit_code}): {str(detail)[:500]}"
+        result.message = f"the worker reported an error (exit code {exit_code}): {excerpt(str(detail), 500)}"
         return result
-    report = extract_report(envelope)
-    if report is None:
+    structured = envelope.get("structured_output")
+    try:
+        result.report = parse_model_json(structured if isinstance(structured, dict) else envelope.get("result"), schema)
+    except ModelJSONError as exc:
         result.status = "error"
-        result.message = "the worker's answer had no structured_output and no JSON object in its result"
-        return result
-    problems = sorted(Draft202012Validator(schema).iter_errors(report), key=lambda e: list(e.absolute_path))
-    if problems:
-        result.status = "error"
-        result.report = report
-        where = "/".join(str(p) for p in problems[0].absolute_path) or "(top level)"
-        result.message = f"the worker's answer does not match the schema at {where}: {problems[0].message}"
-        return result
-    result.report = report
+        result.report = exc.data
+        if exc.data is None:
+            result.message = "the worker's answer had no structured_output and no JSON object in its result"
+        else:
+            result.message = f"the worker's answer {exc.problem}"
     return result

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
+from hyperguild.lib.schema import format_schema_errors, schema_problems
 from hyperguild.mcp.cancellation import RUNNING
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError
 
@@ -264,10 +265,10 @@ class Dispatcher:
         if not isinstance(arguments, dict):
             raise RpcError(INVALID_PARAMS, "tools/call params.arguments must be an object")
 
-        problems = sorted(tool.input_validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        problems = schema_problems(tool.input_validator, arguments)
         if problems:
             record.status = "invalid_arguments"
-            return tool_error_result(f"Invalid arguments for {name}: " + "; ".join(_describe(p) for p in problems))
+            return tool_error_result(f"Invalid arguments for {name}: {format_schema_errors(problems)}")
 
         RUNNING.add(ctx)
         try:
@@ -286,9 +287,9 @@ class Dispatcher:
         finally:
             RUNNING.remove(ctx)
 
-        output_problems = list(tool.output_validator.iter_errors(structured))
+        output_problems = schema_problems(tool.output_validator, structured)
         if output_problems:
-            logger.error("tool %s returned output that breaks its schema: %s", name, _describe(output_problems[0]))
+            logger.error("tool %s returned output that breaks its schema: %s", name, format_schema_errors(output_problems))
             record.status = "invalid_output"
             return tool_error_result(f"{name} produced a result that does not match its outputSchema; see the server log")
         structured, truncated = fit_to_budget(structured, settings.HYPERGUILD_MCP_MAX_OUTPUT_CHARS)
@@ -307,12 +308,3 @@ def tool_error_result(message: str, data: dict | None = None) -> dict:
     text = message if not data else f"{message}\n{json.dumps(data, ensure_ascii=False)}"
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
-
-def _describe(error) -> str:
-    path = "/".join(str(part) for part in error.absolute_path)
-    if error.validator == "required":
-        return error.message.replace("is a required property", "is required")
-    if error.validator == "additionalProperties":
-        return error.message
-    where = f"'{path}'" if path else "arguments"
-    return f"{where}: {error.message}"
