@@ -38,7 +38,8 @@ from hyperguild.lib.markdown import FrontmatterError, parse_markdown, write_mark
 NOTE_FOLDERS = ("wiki", "raw")
 HEADING_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
-Progress = Callable[[Iterable], Iterable]
+# Wraps the files being read or written, e.g. in a progress bar; returns what it is given.
+ProgressWrapper = Callable[[Iterable], Iterable]
 
 
 class FolderError(ValueError):
@@ -196,7 +197,7 @@ def _import_one(nf: NoteFile, *, restore: bool = False) -> tuple[Note, str]:
     )  # fmt: skip
 
 
-def _fingerprint(nf: NoteFile) -> tuple[str, str, str, str, str]:
+def _stored_state_after_import(nf: NoteFile) -> tuple[str, str, str, str, str]:
     """(content_hash, status, wing, hall, path) the note would have after importing `nf` unchanged."""
     title = " ".join(nf.title.split())
     frontmatter = {key: value for key, value in nf.frontmatter.items() if key != "title"}
@@ -211,7 +212,7 @@ def _error_text(exc: Exception) -> str:
 # -- import / export ------------------------------------------------------------------
 
 
-def import_folder(root: Path | str, *, progress: Progress = _no_progress, archive_missing: bool = False) -> FolderSummary:
+def import_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress, archive_missing: bool = False) -> FolderSummary:
     """Read a brain folder into the database. Bad files are reported by name and skipped."""
     root = Path(root)
     if not root.is_dir():
@@ -229,7 +230,7 @@ def import_folder(root: Path | str, *, progress: Progress = _no_progress, archiv
             if nf.slug in seen:
                 raise FolderError(f"gives the slug {nf.slug!r}, already taken by {seen[nf.slug]}; rename one of them")
             seen[nf.slug] = rel_path
-            if known.get(nf.slug) == _fingerprint(nf):
+            if known.get(nf.slug) == _stored_state_after_import(nf):
                 summary.unchanged += 1
                 continue
             _, outcome = _import_one(nf)
@@ -278,7 +279,7 @@ def export_sessions(folder: Path) -> object | None:
     return export_sessions_dir(folder)
 
 
-def export_folder(root: Path | str, *, progress: Progress = _no_progress, sessions: bool = True) -> FolderSummary:
+def export_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress, sessions: bool = True) -> FolderSummary:
     """Write every raw and wiki note under `root` (and the session logs); files already
     holding the same bytes are left alone."""
     root = Path(root)
@@ -309,7 +310,7 @@ def export_training_data(folder: Path) -> object | None:
     """Have the sessions app write the approved SFT/DPO examples as TRL JSONL, if there are any."""
     try:
         from sessions.models import TrainingExample
-        from sessions.trainer import export_training_data_dir
+        from sessions.trl_export import export_training_data_dir
     except ImportError:
         return None
     if not TrainingExample.objects.filter(status=TrainingExample.Status.APPROVED).exists():

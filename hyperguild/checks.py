@@ -112,7 +112,7 @@ def check_trainer_secret_patterns(app_configs, **kwargs):
         return []
     from django.core.exceptions import ImproperlyConfigured
 
-    from sessions.trainer import load_pattern_file
+    from sessions.redaction import load_pattern_file
 
     try:
         load_pattern_file(path)

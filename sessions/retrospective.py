@@ -319,10 +319,10 @@ def _session_runs(session_id: str) -> list:
 
 def _result(**values) -> dict:
     try:
-        from supervisor.skills import empty_result
+        from supervisor.skills import build_result
     except ImportError:
         return {"status": "error", "skill": "retrospective", "learnings": [], "count": 0, **values}
-    return empty_result("retrospective", **values)
+    return build_result("retrospective", **values)
 
 
 def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
