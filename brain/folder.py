@@ -40,7 +40,7 @@ from hyperguild.lib.markdown import FrontmatterError, parse_markdown, write_mark
 NOTE_FOLDERS = ("wiki", "raw")
 HEADING_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
-Progress = Callable[[Iterable], Iterable]
+ProgressWrapper = Callable[[Iterable], Iterable]
 
 
 class FolderError(ValueError):
@@ -213,7 +213,7 @@ def _error_text(exc: Exception) -> str:
 # -- import / export ------------------------------------------------------------------
 
 
-def import_folder(root: Path | str, *, progress: Progress = _no_progress, archive_missing: bool = False) -> FolderSummary:
+def import_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress, archive_missing: bool = False) -> FolderSummary:
     """Read a brain folder into the database. Bad files are reported by name and skipped."""
     root = Path(root)
     if not root.is_dir():
@@ -250,7 +250,7 @@ def import_folder(root: Path | str, *, progress: Progress = _no_progress, archiv
     return summary
 
 
-def export_folder(root: Path | str, *, progress: Progress = _no_progress, sessions: bool = True) -> FolderSummary:
+def export_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress, sessions: bool = True) -> FolderSummary:
     """Write every raw and wiki note under `root` (and the session logs); files already
     holding the same bytes are left alone."""
     root = Path(root)

@@ -9,7 +9,7 @@ from django.db.models import Count
 from brain.hooks import FolderSection
 from sessions.folder import export_sessions_dir, import_sessions_dir
 from sessions.models import AgentSession, SessionEntry, TrainingExample
-from sessions.trainer import export_training_data_dir
+from sessions.trl_export import export_training_data_dir
 
 
 def export_sessions_if_any(folder: Path) -> dict | None:

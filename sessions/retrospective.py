@@ -39,7 +39,7 @@ from hyperguild.lib.text import excerpt
 from sessions.actions import do_record_retrospective
 from sessions.models import AgentSession, SessionEntry
 from supervisor.models import SkillRun
-from supervisor.skills import empty_result
+from supervisor.skills import build_result
 
 logger = logging.getLogger(__name__)
 
@@ -311,7 +311,7 @@ def _session_runs(session_id: str) -> list:
 
 
 def _result(**values) -> dict:
-    return empty_result("retrospective", **values)
+    return build_result("retrospective", **values)
 
 
 def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:

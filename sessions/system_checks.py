@@ -6,7 +6,7 @@ from django.conf import settings
 from django.core.checks import Error, register
 from django.core.exceptions import ImproperlyConfigured
 
-from sessions.trainer import load_pattern_file
+from sessions.redaction import load_pattern_file
 
 
 @register("hyperguild")

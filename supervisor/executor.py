@@ -226,28 +226,32 @@ def run_process(
     cancel_check: Callable[[], bool] | None = None,
     shell: bool = False,
     on_start: Callable[[int], None] | None = None,
+    merge_stderr: bool = False,
 ) -> tuple[str, int | None, str, str, int]:
     """Run to completion or until stopped. Returns (outcome, exit_code, stdout, stderr, pid).
 
     outcome: "exited", "timeout", "idle" or "cancelled". Whatever the outcome,
-    nothing of the process group is left running afterwards.
+    nothing of the process group is left running afterwards. With
+    `merge_stderr` stderr goes into stdout in the order it was written, and
+    the stderr returned is empty.
     """
     process = subprocess.Popen(
         argv,
         cwd=str(cwd),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         start_new_session=True,
         env=child_environment(),
         shell=shell,
     )
     if on_start is not None:
         on_start(process.pid)
-    out = _Drain(process.stdout, f"stdout-{process.pid}")
-    err = _Drain(process.stderr, f"stderr-{process.pid}")
-    out.start()
-    err.start()
+    drains = [_Drain(process.stdout, f"stdout-{process.pid}")]
+    if not merge_stderr:
+        drains.append(_Drain(process.stderr, f"stderr-{process.pid}"))
+    for drain in drains:
+        drain.start()
     started = time.monotonic()
     deadline = started + timeout
     next_cancel_check = started
@@ -256,7 +260,7 @@ def run_process(
         now = time.monotonic()
         if now >= deadline:
             outcome = "timeout"
-        elif idle_timeout is not None and now - max(out.last_output, err.last_output) >= idle_timeout:
+        elif idle_timeout is not None and now - max(drain.last_output for drain in drains) >= idle_timeout:
             outcome = "idle"
         elif cancel_check is not None and now >= next_cancel_check:
             next_cancel_check = now + CANCEL_CHECK_INTERVAL
@@ -270,9 +274,10 @@ def run_process(
         # The leader is done but left children behind (daemons, watchers):
         # they are part of the worker and go with it.
         kill_group(process, grace=1.0)
-    out.join(timeout=KILL_GRACE)
-    err.join(timeout=KILL_GRACE)
-    return outcome, process.returncode, out.text(), err.text(), process.pid
+    for drain in drains:
+        drain.join(timeout=KILL_GRACE)
+    stdout, stderr = drains[0].text(), (drains[1].text() if len(drains) > 1 else "")
+    return outcome, process.returncode, stdout, stderr, process.pid
 
 
 # --- the worker ------------------------------------------------------------------

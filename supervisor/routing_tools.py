@@ -15,10 +15,7 @@ app (`sessions/tools.py`), which runs its own logic with the routed model.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -26,8 +23,8 @@ from django.conf import settings
 
 from hyperguild.lib.llm import get_llm_client
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
-from supervisor import skills
-from supervisor.checks import ground_findings
+from supervisor import executor, skills
+from supervisor.grounding import ground_findings
 from supervisor.models import RoutingEntry
 from supervisor.roots import RootRefused, relative_to_root, resolve_inside, resolve_project_root
 from supervisor.routing import Routed, llm_attempt, route
@@ -132,25 +129,14 @@ def _files_block(files: list[tuple[str, str]]) -> str:
 
 
 def _run(command: list[str] | str, cwd: Path, *, shell: bool = False) -> tuple[int | None, str]:
-    """Run a command in its own process group; (exit code or None on timeout, capped output)."""
-    process = subprocess.Popen(
-        command,
-        cwd=cwd,
-        shell=shell,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        text=True,
-        errors="replace",
+    """Run a command through the executor's process runner; (exit code or None on timeout, capped output)."""
+    argv = ["/bin/sh", "-c", command] if shell else command
+    outcome, exit_code, output, _, _ = executor.run_process(
+        argv, cwd=cwd, timeout=COMMAND_TIMEOUT_SECONDS, merge_stderr=True
     )
-    try:
-        output, _ = process.communicate(timeout=COMMAND_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        return None, (output or "")[-COMMAND_OUTPUT_CHARS:] + f"\n[killed after {COMMAND_TIMEOUT_SECONDS}s]"
-    return process.returncode, (output or "")[-COMMAND_OUTPUT_CHARS:]
+    if outcome == "timeout":
+        return None, output[-COMMAND_OUTPUT_CHARS:] + f"\n[killed after {COMMAND_TIMEOUT_SECONDS}s]"
+    return exit_code, output[-COMMAND_OUTPUT_CHARS:]
 
 
 def routed_result(skill: str, routed: Routed, started: float, **values) -> dict:
@@ -160,7 +146,7 @@ def routed_result(skill: str, routed: Routed, started: float, **values) -> dict:
         if entry.reason != RoutingEntry.FAIL_OPEN
         else f"fail-open retry after {routed.entries[0].model} failed"
     )
-    return skills.empty_result(
+    return skills.build_result(
         skill,
         status="pass",
         model_used=entry.model,

@@ -23,7 +23,7 @@ from supervisor.actions import do_create_skill_run, do_request_cancel
 from supervisor.model_table import ModelTableError, resolve_model
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
-from supervisor.skills import SKILLS, empty_result
+from supervisor.skills import SKILLS, build_result
 from supervisor.tier import current_tier
 
 POLL_SECONDS = 0.25
@@ -120,7 +120,7 @@ def wait_for_run(run: SkillRun, ctx: ToolContext) -> dict:
     if run.status == SkillRun.CANCELLED:
         raise ToolCancelled()
     if run.result is None:
-        return empty_result(run.skill, run_id=run.pk, status="error", message=run.message or "the run left no result")
+        return build_result(run.skill, run_id=run.pk, status="error", message=run.message or "the run left no result")
     return run.result
 
 
@@ -181,7 +181,7 @@ spec = _worker_tool("spec")
 def tier(arguments: dict, ctx: ToolContext) -> dict:
     started = time.monotonic()
     found, cached = current_tier(refresh=bool(arguments.get("refresh")))
-    return empty_result(
+    return build_result(
         "tier",
         status="pass",
         verified=None,
