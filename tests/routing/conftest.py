@@ -7,8 +7,9 @@ import json
 import pytest
 from django.core.cache import cache
 
+from supervisor.actions import do_log_routing_entry
 from supervisor.models import RoutingEntry
-from supervisor.routing import Attempt, Decision, do_log_routing_entry
+from supervisor.routing import Attempt, Decision
 from tests.routing.fake_openai import FakeOpenAI
 
 FAST = "fast-model"
