@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from brain.chunking import chunk_note
+from brain.errors import BrainError
 from brain.models import NOTE_SOURCE_HASH, BrainVersion, Embedding, MirrorFile, Note, NoteChunk, NoteLink, NoteStatus
 from brain.slugs import SlugError, numbered, slugify_path, slugify_title, validate_segment, validate_slug
 from hyperguild.lib.markdown import extract_wikilinks
@@ -26,12 +27,8 @@ MAX_TITLE_LENGTH = 300
 MAX_SLUG_ATTEMPTS = 64
 
 
-class BrainInputError(ValueError):
+class BrainInputError(BrainError, ValueError):
     """A write the brain refuses; the message says what to change."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
 
 
 # -- validation ---------------------------------------------------------------

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from sessions.actions import do_record_retrospective
+from sessions.errors import SessionsError
 from sessions.models import AgentSession, SessionEntry
 
 logger = logging.getLogger(__name__)
@@ -85,8 +86,9 @@ SYSTEM_PROMPT = (
 )
 
 
-class SessionNotFound(LookupError):
-    pass
+class SessionNotFound(SessionsError, LookupError):
+    http_status = 404
+    code = "not_found"
 
 
 @dataclass

@@ -40,8 +40,8 @@ from django.conf import settings
 from django.core.cache import cache
 
 from hyperguild.lib.llm import ChatResult, LLMBadResponse, LLMError
-from hyperguild.mcp.registry import ToolError
 from supervisor.actions import do_log_routing_entry
+from supervisor.errors import SupervisorError
 from supervisor.models import RoutingEntry
 
 CACHE_KEY = "routing:pass-rate:{skill}"
@@ -106,7 +106,7 @@ class Routed:
         return len(self.entries)
 
 
-class RoutingFailed(ToolError):
+class RoutingFailed(SupervisorError):
     """Every attempt failed; the message names each model and why."""
 
     def __init__(self, message: str, entries: list[RoutingEntry]):
@@ -196,7 +196,7 @@ def route(
     `attempt(model)` makes the call and judges it; it must not raise for a
     model failure (return an Attempt with status fail/error instead).
     `cancelled()` true after the first attempt skips the retry (the first
-    attempt is then final). Raises RoutingFailed (a ToolError) when the last
+    attempt is then final). Raises RoutingFailed (a SupervisorError) when the last
     attempt did not pass.
     """
     thinking = settings.HYPERGUILD_THINKING_MODEL

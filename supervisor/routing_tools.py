@@ -29,11 +29,13 @@ from hyperguild.lib.llm import get_llm_client
 from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
 from supervisor import skills
 from supervisor.checks import ground_findings
+from supervisor.errors import SupervisorError
 from supervisor.models import RoutingEntry
 from supervisor.roots import RootRefused, relative_to_root, resolve_inside, resolve_project_root
 from supervisor.routing import Attempt, Routed, llm_attempt, route
 
 routing = get_endpoint("routing")
+routing.translate_errors(SupervisorError)  # RootRefused, RoutingFailed reach the caller as tool errors
 
 # What the model may see of the project: enough for a focused review, bounded
 # so one call cannot send a whole repository to the gateway.

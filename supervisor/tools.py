@@ -20,7 +20,8 @@ from django.db import connection, transaction
 from hyperguild.mcp.registry import ToolCancelled, ToolContext, ToolError, get_endpoint
 from supervisor import executor
 from supervisor.actions import do_create_skill_run, do_request_cancel
-from supervisor.model_table import ModelTableError, resolve_model
+from supervisor.errors import SupervisorError
+from supervisor.model_table import resolve_model
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
 from supervisor.skills import SKILLS, empty_result
@@ -30,6 +31,7 @@ POLL_SECONDS = 0.25
 PROGRESS_EVERY = 10.0  # below the 15 s the clients are promised
 
 supervisor = get_endpoint("supervisor")
+supervisor.translate_errors(SupervisorError)  # RootRefused, ModelTableError… reach the caller as tool errors
 
 
 def run_budget_seconds() -> float:
@@ -65,10 +67,7 @@ def _check_paths(skill: str, arguments: dict) -> str:
 
 def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor") -> SkillRun:
     root = _check_paths(skill, arguments)
-    try:
-        model = resolve_model(skill, arguments.get("model"))
-    except ModelTableError as exc:
-        raise ToolError(str(exc))
+    model = resolve_model(skill, arguments.get("model"))
     run = do_create_skill_run(
         skill=skill,
         arguments=arguments,

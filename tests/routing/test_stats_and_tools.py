@@ -18,7 +18,7 @@ from supervisor import skills
 from supervisor.actions import do_log_routing_entry
 from supervisor.models import RoutingEntry
 from supervisor.routing import Attempt, Decision
-from tests.conftest import call_tool, mcp_post, rpc
+from tests.conftest import call_tool, mcp_post, rest_error, rpc
 from tests.routing.conftest import AUTH, FAST, GOOD_REVIEW, THINKING, seed_history
 from tests.routing.fake_openai import Reply
 
@@ -83,7 +83,7 @@ def test_stats_refuse_a_missing_or_wrong_token(asgi_server, headers):
     response = httpx.get(f"{asgi_server}/routing/stats", headers=headers)
     assert response.status_code == 401
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
-    assert "error" in response.json()
+    rest_error(response)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -98,7 +98,7 @@ def test_stats_refuse_the_brain_token(asgi_server, settings):
 def test_stats_refuse_a_bad_window(asgi_server, window):
     response = httpx.get(f"{asgi_server}/routing/stats", params={"window": window}, headers=AUTH)
     assert response.status_code == 400
-    assert "window" in response.json()["error"]
+    assert "window" in rest_error(response)["details"]
 
 
 @pytest.mark.django_db(transaction=True)

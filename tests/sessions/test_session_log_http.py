@@ -11,7 +11,7 @@ from django.db import connection
 
 from sessions.actions import do_log_entry
 from sessions.models import AgentSession, SessionEntry
-from tests.conftest import call_tool, mcp_post, rpc
+from tests.conftest import call_tool, mcp_post, rest_error, rpc
 
 TOKEN = "brain-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -129,6 +129,7 @@ def test_rest_entries_endpoint_needs_the_brain_token_and_valid_input(transaction
     bad_id = httpx.post(f"{asgi_server}/sessions/a%20b/entries", json={"kind": "note"}, headers=AUTH)
 
     assert no_token.status_code == 401 and wrong.status_code == 401
-    assert bad.status_code == 400 and "status" in bad.json()["error"]
+    assert bad.status_code == 400 and "status" in rest_error(bad)["details"]
+    assert rest_error(not_object)["code"] == "invalid" and "session_id" in rest_error(bad_id)["details"]
     assert not_object.status_code == 400 and bad_id.status_code == 400
     assert not SessionEntry.objects.exists() and not AgentSession.objects.exists()

@@ -1,0 +1,24 @@
+"""The base of every domain error.
+
+Domain code (actions, search, routing, roots…) raises a subclass of its
+app's base error (`brain.errors.BrainError`, `supervisor.errors.SupervisorError`,
+`sessions.errors.SessionsError`), never a transport error. Each door
+translates: an app's `tools.py` declares its base with
+`Endpoint.translate_errors()` so the MCP engine answers an `isError` tool
+result, and the REST views answer the JSON error shape of `hyperguild.api`.
+"""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """A request the service refuses; `message` says what to change, `data` is optional detail."""
+
+    # The HTTP status a REST view answers with (422 would be as defensible; 400 is what the API always used).
+    http_status = 400
+    code = "invalid"
+
+    def __init__(self, message: str, *, data: dict | None = None):
+        super().__init__(message)
+        self.message = message
+        self.data = data
