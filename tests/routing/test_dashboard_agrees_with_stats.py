@@ -2,44 +2,25 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import httpx
 import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
-from django.utils import timezone
 
-from supervisor.actions import do_log_routing_entry
-from supervisor.models import RoutingEntry
-from supervisor.routing import Attempt, Decision
-from tests.routing.conftest import AUTH, FAST, THINKING
-
-
-def log(skill, model, reason, status, *, is_final=True, attempt_of=None, latency_ms=100, days_ago=0.0):
-    entry = do_log_routing_entry(
-        skill=skill,
-        decision=Decision(model, reason, None, 0, None),
-        attempt=Attempt(status, latency_ms=latency_ms),
-        is_final=is_final,
-        attempt_of=attempt_of,
-    )
-    if days_ago:
-        RoutingEntry.objects.filter(pk=entry.pk).update(created_at=timezone.now() - timedelta(days=days_ago))
-    return entry
+from tests.routing.conftest import AUTH, FAST, THINKING, log
 
 
 @pytest.mark.django_db(transaction=True)
 def test_the_dashboard_and_routing_stats_agree_on_every_figure_for_the_same_window(asgi_server):
     for _ in range(3):
         log("review", FAST, "floor", "pass", latency_ms=120)
-    rescued = log("review", FAST, "sample band", "fail", is_final=False, latency_ms=80, days_ago=2)
-    log("review", THINKING, "fail-open retry", "pass", attempt_of=rescued, latency_ms=900, days_ago=2)
+    rescued = log("review", FAST, "sample band", "fail", is_final=False, latency_ms=80, hours_ago=48)
+    log("review", THINKING, "fail-open retry", "pass", attempt_of=rescued, latency_ms=900, hours_ago=48)
     log("review", THINKING, "override", "fail", latency_ms=700)
-    log("debug", THINKING, "ceil", "pass", latency_ms=1500, days_ago=5)
+    log("debug", THINKING, "ceil", "pass", latency_ms=1500, hours_ago=120)
     log("debug", FAST, "min samples", "fail", latency_ms=60)
-    log("debug", THINKING, "ceil", "pass", days_ago=20)  # outside a 7-day window
+    log("debug", THINKING, "ceil", "pass", hours_ago=480)  # outside a 7-day window
 
     staff = get_user_model().objects.create_user("router", password="pw-router-123", is_staff=True)
     client = Client()
