@@ -52,8 +52,7 @@ def _details(value) -> dict:
 def exception_handler(exc, context):
     """DRF errors and DomainErrors as the one JSON error shape."""
     if isinstance(exc, DomainError):
-        details = exc.data if isinstance(exc.data, dict) else {}
-        return Response(error_body(exc.code, exc.message, details), status=exc.http_status)
+        return Response(error_body(exc.code, exc.message, exc.details), status=exc.http_status)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

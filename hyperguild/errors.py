@@ -12,13 +12,18 @@ from __future__ import annotations
 
 
 class DomainError(Exception):
-    """A request the service refuses; `message` says what to change, `data` is optional detail."""
+    """A request the service refuses.
+
+    `message` says what to change; `details` holds per-field messages (`{"field": "message"}`, shown by REST
+    as `error.details`); `data` is structured detail MCP callers get after the message (e.g. entry ids).
+    """
 
     # The HTTP status a REST view answers with (422 would be as defensible; 400 is what the API always used).
     http_status = 400
     code = "invalid"
 
-    def __init__(self, message: str, *, data: dict | None = None):
+    def __init__(self, message: str, *, details: dict | None = None, data: dict | None = None):
         super().__init__(message)
         self.message = message
+        self.details = details or {}
         self.data = data

@@ -99,7 +99,7 @@ _ENTRY_FIELDS = Draft202012Validator(ENTRY_FIELDS_SCHEMA)
 
 def check_session_id(session_id: Any) -> str:
     if not _SESSION_ID.is_valid(session_id):
-        raise EntryRefused(f"session_id: {SESSION_ID_RULE}", data={"session_id": SESSION_ID_RULE})
+        raise EntryRefused(f"session_id: {SESSION_ID_RULE}", details={"session_id": SESSION_ID_RULE})
     return session_id
 
 
@@ -108,16 +108,16 @@ def check_entry_fields(fields: Any) -> dict:
     problems = sorted(_ENTRY_FIELDS.iter_errors(fields), key=lambda e: list(e.absolute_path))
     if problems:
         details = {"/".join(str(p) for p in e.absolute_path) or "body": e.message for e in problems}
-        raise EntryRefused("; ".join(f"{field}: {message}" for field, message in details.items()), data=details)
+        raise EntryRefused("; ".join(f"{field}: {message}" for field, message in details.items()), details=details)
     if "data" in fields:
         size = len(json.dumps(fields["data"], ensure_ascii=False).encode())
         if size > MAX_ENTRY_DATA_BYTES:
             message = f"data is {size} bytes; the limit is {MAX_ENTRY_DATA_BYTES}. Log a summary instead."
-            raise EntryRefused(message, data={"data": message})
+            raise EntryRefused(message, details={"data": message})
     client = fields.get("client")
     if client is not None and len(json.dumps(client).encode()) > MAX_CLIENT_BYTES:
         message = f"client metadata is over {MAX_CLIENT_BYTES} bytes; send name and version only."
-        raise EntryRefused(message, data={"client": message})
+        raise EntryRefused(message, details={"client": message})
     return fields
 
 
