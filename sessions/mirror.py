@@ -20,7 +20,7 @@ from django.conf import settings
 
 from sessions.folder import SESSION_FILE_SUFFIX, import_sessions_dir, session_file_text
 from sessions.models import AgentSession, TrainingExample
-from sessions.trainer import export_training_data_dir
+from sessions.trl_export import export_training_data_dir
 
 
 def sessions_folder(default: Path) -> Path:

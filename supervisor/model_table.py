@@ -26,6 +26,8 @@ from pathlib import Path
 import yaml
 from django.conf import settings
 
+from supervisor.errors import SupervisorError
+
 FALLBACK_MODEL = "sonnet"
 TDD_KEY = "tdd"
 NO_GATEWAY_KEY = "no-key"
@@ -35,7 +37,7 @@ _cache: dict[str, tuple[float, dict]] = {}
 _lock = threading.Lock()
 
 
-class ModelTableError(Exception):
+class ModelTableError(SupervisorError):
     """The model table file exists but cannot be used."""
 
 

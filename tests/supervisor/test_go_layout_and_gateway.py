@@ -13,12 +13,13 @@ import json
 
 import pytest
 
-from hyperguild.mcp.registry import ToolError
+from supervisor.errors import SupervisorError
 from supervisor.model_table import load_table, resolve_model
 from supervisor.models import SkillRun
+from supervisor.prompts import build_prompt
+from supervisor.skills import SkillFailed
 from supervisor.tasks import run_skill
 from supervisor.tools import start_skill_run
-from supervisor.work import SkillFailed, build_prompt
 from tests.supervisor.fake_anthropic import FakeAnthropic
 
 pytestmark = pytest.mark.django_db
@@ -85,7 +86,7 @@ def test_a_missing_discipline_names_both_layouts(tmp_path, settings):
 def test_a_gateway_model_without_a_gateway_is_refused_and_nothing_is_written(go_models_file, settings, python_project):
     settings.LITELLM_BASE_URL = ""
 
-    with pytest.raises(ToolError) as caught:
+    with pytest.raises(SupervisorError) as caught:
         start_skill_run("tdd_red", {"project_root": str(python_project), "spec": "add"})
 
     assert "set LITELLM_BASE_URL" in str(caught.value) and LOCAL_MODEL in str(caught.value)
