@@ -51,7 +51,8 @@ PARSE_LIMIT = 16 * 1024 * 1024
 # Never handed to a worker or a test command: service secrets (the database and
 # every registered endpoint's token) and test-runner state.
 _ENV_DROP_PREFIXES = ("HYPERGUILD_", "DJANGO_", "PYTEST_", "Q_CLUSTER")
-_ENV_DROP_NAMES = {"DATABASE_URL"}
+# BRAIN_PG_DSN is the Go hyperguild's name for DATABASE_URL (read as an alias): the same secret.
+_ENV_DROP_NAMES = {"DATABASE_URL", "BRAIN_PG_DSN"}
 
 
 class QueueFull(Exception):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import Error, Warning, register
 
 
 def routing_problems() -> list[str]:
@@ -31,3 +31,29 @@ def routing_problems() -> list[str]:
 @register("hyperguild")
 def check_routing_settings(app_configs, **kwargs):
     return [Error(problem, id="hyperguild.E010") for problem in routing_problems()]
+
+
+@register("hyperguild")
+def check_gateway_models(app_configs, **kwargs):
+    """provider/name models in the model table run through the LiteLLM gateway, which must be set."""
+    from supervisor.model_table import ModelTableError, is_gateway_model, load_table
+
+    if settings.LITELLM_BASE_URL:
+        return []
+    try:
+        table = load_table()
+    except ModelTableError as exc:
+        return [Error(str(exc), hint="Fix SUPERVISOR_MODELS_FILE.", id="hyperguild.E071")]
+    entries = {"default": table["default"], **table["skills"]}
+    gateway = sorted(f"{name}: {model}" for name, model in entries.items() if is_gateway_model(model))
+    if not gateway:
+        return []
+    return [
+        Warning(
+            f"The model table ({settings.SUPERVISOR_MODELS_FILE}) names provider/name models ({'; '.join(gateway)}), "
+            "which run the Claude Code worker through the LiteLLM gateway, but LITELLM_BASE_URL is empty: those "
+            "skills will be refused.",
+            hint="Set LITELLM_BASE_URL (and LITELLM_API_KEY) to the gateway serving Anthropic /v1/messages.",
+            id="hyperguild.W070",
+        )
+    ]

@@ -150,3 +150,25 @@ def test_a_claude_model_keeps_the_worker_off_the_gateway(fake_claude, python_pro
 
     (call,) = fake_claude.calls()
     assert call["anthropic_base_url"] is None
+
+
+def test_check_warns_about_gateway_models_without_a_gateway(go_models_file, settings):
+    from django.core.checks import run_checks
+
+    settings.LITELLM_BASE_URL = ""
+    found = [message for message in run_checks() if message.id == "hyperguild.W070"]
+
+    assert len(found) == 1 and "tdd_red: ollama/qwen3-coder-30b-tuned" in found[0].msg
+    settings.LITELLM_BASE_URL = "http://127.0.0.1:4000"
+    assert not [message for message in run_checks() if message.id == "hyperguild.W070"]
+
+
+def test_the_go_database_dsn_never_reaches_a_worker(monkeypatch, settings):
+    from supervisor.executor import child_environment
+
+    monkeypatch.setenv("BRAIN_PG_DSN", "postgres://go:secret@db/brain")
+    monkeypatch.setenv("INGEST_BRAIN_DIR", "/srv/brain")
+
+    env = child_environment()
+
+    assert "BRAIN_PG_DSN" not in env and env["INGEST_BRAIN_DIR"] == "/srv/brain"
