@@ -56,3 +56,15 @@ def check_brain_dir(app_configs, **kwargs):
             )
         ]
     return []
+
+
+@register("hyperguild")
+def check_go_hybrid_rule(app_configs, **kwargs):
+    """The Go hyperguild's rule: BRAIN_PG_DSN and BRAIN_EMBED_URL go together, unless BRAIN_EMBEDDER decides.
+
+    The rule itself is applied while the settings are read (`hyperguild.lib.env.go_hybrid_rule`).
+    """
+    problem = settings.GO_HYBRID_PROBLEM
+    if not problem:
+        return []
+    return [Error(problem, hint="See 'Coming from the Go hyperguild' in README.md.", id="hyperguild.E060")]

@@ -11,7 +11,7 @@ class HyperguildConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
-        from hyperguild import checks, env_checks  # noqa: F401  (registers system checks)
+        from hyperguild import checks  # noqa: F401  (registers system checks)
 
         # One line per Go hyperguild variable name, at every start-up, until the
         # environment uses our names.

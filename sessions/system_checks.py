@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.checks import Error, register
+from django.core.checks import Warning as CheckWarning
 from django.core.exceptions import ImproperlyConfigured
 
 from sessions.redaction import load_pattern_file
@@ -21,4 +22,20 @@ def check_trainer_secret_patterns(app_configs, **kwargs):
         return [Error(f"TRAINER_SECRET_PATTERNS_FILE={path} cannot be read: {exc}", id="hyperguild.E030")]
     except ImproperlyConfigured as exc:
         return [Error(str(exc), hint="One Python regex a line; # starts a comment.", id="hyperguild.E031")]
+    return []
+
+
+@register("hyperguild")
+def check_sessions_dir_without_brain_dir(app_configs, **kwargs):
+    """Session logs reach disk through the BRAIN_DIR mirror; a sessions folder alone does nothing."""
+    if settings.BRAIN_SESSIONS_DIR and not settings.BRAIN_DIR:
+        return [
+            CheckWarning(
+                f"BRAIN_SESSIONS_DIR={settings.BRAIN_SESSIONS_DIR} (SUPERVISOR_SESSIONS_DIR in the Go hyperguild) "
+                "is set but BRAIN_DIR is empty: session logs are written to disk by the BRAIN_DIR mirror only, "
+                "so nothing will be written there.",
+                hint="Set BRAIN_DIR (INGEST_BRAIN_DIR in the Go hyperguild) to the brain folder.",
+                id="hyperguild.W061",
+            )
+        ]
     return []
