@@ -55,6 +55,10 @@ def fake_claude(tmp_path, settings, monkeypatch) -> FakeClaude:
     settings.SUPERVISOR_QUEUE_WAIT = 10
     settings.SUPERVISOR_MAX_WORKERS = 2
     settings.LITELLM_BASE_URL = "http://127.0.0.1:9/litellm"
+    # Like the real CLI, the fake talks to ANTHROPIC_BASE_URL when it is set: a developer's own
+    # Claude Code settings must not leak into the tests.
+    for name in ("ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("FAKE_CLAUDE_STATE", str(fake.state))
     monkeypatch.setenv("FAKE_CLAUDE_SCRIPT", str(fake.script_path))
     return fake
