@@ -127,6 +127,8 @@ HYPERGUILD_ROUTE_MIN_SAMPLES = env_int("HYPERGUILD_ROUTE_MIN_SAMPLES", 10, minim
 
 # --- Training data -----------------------------------------------------------
 TRAINER_SECRET_PATTERNS_FILE = env_str("TRAINER_SECRET_PATTERNS_FILE", "")
+# The licence a trainer_export dataset card names (a Hugging Face licence id, e.g. apache-2.0, or "other").
+TRAINER_DATASET_LICENSE = env_str("TRAINER_DATASET_LICENSE", "other")
 
 # --- Django ----------------------------------------------------------------
 INSTALLED_APPS = [

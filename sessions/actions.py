@@ -339,7 +339,8 @@ def do_edit_example(example: TrainingExample, *, reviewer, **fields: Any) -> Tra
         return example
     example.reviewer = reviewer
     _history(example, reviewer, "edit", changes)
-    example.save(update_fields=[*changes, "reviewer", "edits", "updated_at"])
+    example.replay_status = TrainingExample.ReplayStatus.PENDING  # the answer changed: replay it again
+    example.save(update_fields=[*changes, "reviewer", "edits", "replay_status", "updated_at"])
     return example
 
 
@@ -352,7 +353,8 @@ def do_swap_dpo(example: TrainingExample, *, reviewer) -> TrainingExample:
     example.chosen, example.rejected = example.rejected, example.chosen
     example.reviewer = reviewer
     _history(example, reviewer, "swap")
-    example.save(update_fields=["chosen", "rejected", "reviewer", "edits", "updated_at"])
+    example.replay_status = TrainingExample.ReplayStatus.PENDING
+    example.save(update_fields=["chosen", "rejected", "reviewer", "edits", "replay_status", "updated_at"])
     return example
 
 
@@ -385,3 +387,13 @@ def do_store_training_example(
         },
     )
     return example, created
+
+
+@transaction.atomic
+def do_record_replay(example: TrainingExample, outcome: dict) -> TrainingExample:
+    """Keep what `trainer_verify` found (valid / invalid / n/a, why, each side's test run)."""
+    example = TrainingExample.objects.select_for_update().get(pk=example.pk)
+    example.replay_status = outcome["status"]
+    example.replay = {key: value for key, value in outcome.items() if key != "status"}
+    example.save(update_fields=["replay_status", "replay", "updated_at"])
+    return example

@@ -10,10 +10,10 @@ from hyperguild.lib.redaction import (  # noqa: F401 - re-exported
     DEFAULT_SECRET_PATTERNS,
     REDACTED,
     add_counts,
-    redact_fields,
-    redaction_summary,
     load_pattern_file,
     redact,
+    redact_fields,
     redact_value,
+    redaction_summary,
     secret_patterns,
 )

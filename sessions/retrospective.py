@@ -37,9 +37,9 @@ from brain.search import SearchInputError, search
 from hyperguild.lib.llm import LLMBadResponse, LLMError, get_llm_client
 from hyperguild.lib.text import excerpt
 from sessions.actions import do_record_retrospective
-from sessions.redaction import redact_fields
 from sessions.errors import SessionsError
 from sessions.models import AgentSession, SessionEntry
+from sessions.redaction import redact_fields
 from supervisor.models import SkillRun
 from supervisor.skills import build_result
 

@@ -31,8 +31,10 @@ BLOB_LIMIT = 256 * 1024
 
 
 class ChangeRecorder:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, keep: list[str | None] = ()):
         self.root = root
+        # Files the run may touch whose text is kept even if unchanged (a TDD task's test_path, impl_path).
+        self.keep = [path for path in keep if path]
         self.start = capture(root)
         self.current = self.start
         self.blobs: dict[str, str | None] = {}
@@ -79,6 +81,8 @@ class ChangeRecorder:
 
     def record(self, *, test_cmd: str, before: TestRun | None, after: TestRun | None) -> dict:
         files, diff, truncated = self._files(self.start, self.current)
+        for path in self.keep:
+            self._blob(self.start, path)
         return {
             "test_cmd": test_cmd,
             "before": _test_run(before),

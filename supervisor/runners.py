@@ -155,7 +155,7 @@ def run_tdd(ctx: RunContext) -> dict:
     stopped, baseline = _baseline(ctx, root, test_cmd)
     if stopped is not None:
         return stopped
-    recorder = ChangeRecorder(root)
+    recorder = ChangeRecorder(root, keep=[args.get("test_path"), args.get("impl_path")])
     task = tdd_task(ctx.skill, args, test_cmd)
     max_attempts = settings.SUPERVISOR_MAX_ATTEMPTS
     previous = None
