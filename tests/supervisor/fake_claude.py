@@ -8,7 +8,7 @@ them, then plays one step of a script and prints the CLI's JSON envelope.
   (the last step repeats). The call counter and a log of every call
   (argv, cwd, pid) live in FAKE_CLAUDE_STATE (a directory).
 - A step: {"write": {"rel/path": "content"}, "delete": ["rel/path"], "write_bytes": {"rel/path": "hex"},
-           "report": {...}, "in_result": bool,
+           "stderr": "text", "report": {...}, "in_result": bool,
            "hang": bool, "children": n, "ignore_term": bool, "sleep": s,
            "tick": s, "garbage": bool, "is_error": bool}
 
@@ -121,6 +121,9 @@ def main() -> None:
         while time.monotonic() < end:
             time.sleep(step.get("tick", 0.5))
             print(".", file=sys.stderr, flush=True)
+
+    if step.get("stderr"):
+        print(step["stderr"], file=sys.stderr, flush=True)
 
     if step.get("garbage"):
         print("this is not json")

@@ -1,0 +1,179 @@
+"""Training data that teaches: a run's change captured, turned into examples, replayed, exported as a dataset.
+
+Real parts: the fake `claude` writes files in a real Python project, the
+supervisor runs pytest itself, trainer_verify replays in a scratch folder
+with pytest again, and the export is read back by Hugging Face `datasets`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from sessions.actions import do_approve_example
+from sessions.models import TrainingExample
+from sessions.trainer import run_trainer
+from supervisor.models import SkillRun
+from supervisor.tasks import run_skill
+from supervisor.tools import start_skill_run
+from tests.supervisor.conftest import allowed_root, fake_claude, python_project  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.django_db
+
+SESSION = "teach-1"
+FAILING_TEST = "from calc import add\n\n\ndef test_add_sums_two_numbers():\n    assert add(2, 3) == 5\n"
+WRONG_IMPL = "def double(x):\n    return 2 * x\n\n\ndef add(a, b):\n    return a - b\n"
+RIGHT_IMPL = "def double(x):\n    return 2 * x\n\n\ndef add(a, b):\n    return a + b\n"
+
+def report(summary: str, path: str) -> dict:
+    return {"status": "done", "file_path": path, "summary": summary}
+
+def run(skill: str, arguments: dict) -> SkillRun:
+    skill_run = start_skill_run(skill, {**arguments, "session_id": SESSION})
+    run_skill(skill_run.pk)
+    skill_run.refresh_from_db()
+    return skill_run
+
+@pytest.fixture
+def red_then_failed_green_then_green(fake_claude, python_project, settings):  # noqa: F811
+    """tdd_red writes a test; a first tdd_green writes a wrong add (not verified); a second writes the right one."""
+    fake_claude.script([
+        {"write": {"tests/test_add.py": FAILING_TEST}, "report": report("wrote a failing test for add", "tests/test_add.py")},
+        {"write": {"calc.py": WRONG_IMPL}, "report": report("add subtracts", "calc.py")},
+        {"write": {"calc.py": RIGHT_IMPL}, "report": report("add returns the sum", "calc.py")},
+    ])  # fmt: skip
+    root = str(python_project)
+    red = run("tdd_red", {"project_root": root, "spec": "add(a, b) returns the sum", "test_path": "tests/test_add.py"})
+    settings.SUPERVISOR_MAX_ATTEMPTS = 1
+    task = {"project_root": root, "test_path": "tests/test_add.py", "impl_path": "calc.py"}
+    failed = run("tdd_green", task)
+    passed = run("tdd_green", task)
+    assert (red.status, failed.status, passed.status) == ("pass", "fail", "pass")
+    return red, failed, passed
+
+def verify(*args) -> str:
+    out = StringIO()
+    call_command("trainer_verify", *args, stdout=out)
+    return out.getvalue()
+
+def check_recorded_change(red: SkillRun, passed: SkillRun) -> None:
+    """A TDD run records pre-state hashes, the bytes before, the diff and the supervisor's test runs before/after."""
+    change = passed.change
+    assert change["test_cmd"] and "pytest" in change["test_cmd"]
+    assert change["before"]["exit_code"] != 0 and change["after"]["exit_code"] == 0  # the supervisor's own runs
+    assert "test_add_sums_two_numbers" in change["before"]["output"]
+    assert set(change["pre_state"]) >= {"calc.py", "tests/test_add.py", "pyproject.toml"}
+    assert [(f["path"], f["status"]) for f in change["files"]] == [("calc.py", "modified")]
+    assert "-    return a - b\n+    return a + b\n" in change["diff"] and change["truncated"] is False
+    assert change["blobs"][change["files"][0]["before"]] == WRONG_IMPL  # the bytes before the worker
+    assert red.change["files"] == [{"path": "tests/test_add.py", "status": "added", "before": None,
+                                    "after": red.change["files"][0]["after"], "binary": False}]
+    assert "new file mode" in red.change["diff"] and "--- /dev/null" in red.change["diff"]
+    assert passed.attempt_log[0]["change"]["diff"] == change["diff"]
+
+def test_red_green_gives_sft_with_the_diff_and_a_dpo_pair_of_differing_changes_that_replay(
+    red_then_failed_green_then_green, tmp_path
+):
+    red, failed, passed = red_then_failed_green_then_green
+    check_recorded_change(red, passed)
+    run_trainer(SESSION)
+
+    green_sft = TrainingExample.objects.get(source_key=f"sft:run:{passed.pk}")
+    completion = green_sft.completion[0]["content"]
+    assert completion.startswith("add returns the sum\n\n```diff\n")
+    assert "+    return a + b" in completion and "--- a/calc.py" in completion
+    user = green_sft.prompt[-1]["content"]
+    assert "Files before the change:" in user and "return a - b" in user and "def test_add_sums_two_numbers" in user
+    provenance = green_sft.provenance
+    assert provenance["runs"] == [passed.pk] and provenance["pre_state"]["run"] == passed.pk
+    assert provenance["verification"]["exit_code_after"] == 0 and provenance["verification"]["test_cmd"]
+
+    red_sft = TrainingExample.objects.get(source_key=f"sft:run:{red.pk}")
+    assert "+++ b/tests/test_add.py" in red_sft.completion[0]["content"]
+
+    dpo = TrainingExample.objects.get(source_key=f"dpo:runs:{failed.pk}:{passed.pk}")
+    chosen, rejected = dpo.chosen[0]["content"], dpo.rejected[0]["content"]
+    assert "+    return a + b" in chosen and "+    return a - b" in rejected and chosen != rejected
+    assert dpo.provenance["pre_state"]["run"] == failed.pk  # both sides apply to the failed run's pre-state
+    assert dpo.provenance["answered_by"] == {"chosen": passed.model, "rejected": failed.model}
+
+    output = verify()
+    assert "3 valid, 0 invalid" in output, output
+    for example in (red_sft, green_sft, dpo):
+        example.refresh_from_db()
+        assert example.replay_status == "valid", example.replay
+    assert dpo.replay["sides"]["chosen"]["verifies"] is True and dpo.replay["sides"]["rejected"]["verifies"] is False
+
+    # Tampering with a stored diff makes the example invalid, and an invalid example stays out of exports.
+    sft = green_sft
+    tampered = sft.completion[0]["content"].replace("+    return a + b", "+    return a * b")
+    TrainingExample.objects.filter(pk=sft.pk).update(completion=[{"role": "assistant", "content": tampered}])
+    dpo = TrainingExample.objects.get(kind="dpo")
+    garbled = dpo.chosen[0]["content"].replace("+    return a + b", "+    return a + b + 1")
+    TrainingExample.objects.filter(pk=dpo.pk).update(chosen=[{"role": "assistant", "content": garbled}])
+
+    output = verify("--kind", "sft")
+    assert "1 valid, 1 invalid" in output, output  # red still replays; the tampered green does not
+    sft.refresh_from_db()
+    assert sft.replay_status == "invalid" and "tests fail" in sft.replay["reason"]
+    verify("--kind", "dpo", "--limit", "1")
+    dpo.refresh_from_db()
+    assert dpo.replay_status == "invalid" and "chosen does not verify" in dpo.replay["reason"]
+
+    for example in TrainingExample.objects.all():
+        do_approve_example(example, reviewer=None)
+    out = StringIO()
+    call_command("trainer_export", str(tmp_path / "sft.jsonl"), kind="sft", stdout=out)
+    lines = (tmp_path / "sft.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and "return a * b" not in lines[0] and "1 left out" in out.getvalue()
+    call_command("trainer_export", str(tmp_path / "all.jsonl"), kind="sft", include_invalid=True, stdout=StringIO())
+    assert len((tmp_path / "all.jsonl").read_text().splitlines()) == 2
+
+def test_the_exported_dataset_loads_with_hf_datasets_and_its_splits_share_no_prompt(
+    red_then_failed_green_then_green, tmp_path
+):
+    from datasets import load_dataset
+
+    run_trainer(SESSION)
+    # More SFT examples with near-duplicate prompts (same words, different spacing/case) beside distinct ones.
+    base = TrainingExample.objects.filter(kind="sft").first()
+    for n in range(12):
+        text = f"Skill: tdd_green\nspec: make feature {n // 2} work"
+        if n % 2:
+            text = "  " + text.upper().replace("\n", "  \n ")
+        TrainingExample.objects.create(
+            kind="sft", skill="tdd_green", source_key=f"extra-{n}", prompt=[{"role": "user", "content": text}],
+            completion=[{"role": "assistant", "content": f"done {n}"}], provenance={"models": ["sonnet"], "runs": []},
+            flags=[{"field": "prompt", "pattern": "openai_key", "count": 1}] if n == 0 else [],
+        )  # fmt: skip
+    for example in TrainingExample.objects.all():
+        do_approve_example(example, reviewer=None)
+    assert base is not None
+
+    out = StringIO()
+    call_command("trainer_export", str(tmp_path / "ds"), eval_share=0.3, license="apache-2.0", stdout=out)
+
+    sft = load_dataset("json", data_files={"train": str(tmp_path / "ds/sft/train.jsonl"),
+                                           "eval": str(tmp_path / "ds/sft/eval.jsonl")})  # fmt: skip
+    assert sft["train"].num_rows + sft["eval"].num_rows == 14
+    assert sft["train"].num_rows > 0 and sft["eval"].num_rows > 0
+    dpo = load_dataset("json", data_files=str(tmp_path / "ds/dpo/train.jsonl"))["train"]
+    dpo_eval = (tmp_path / "ds/dpo/eval.jsonl").read_text().splitlines()
+    assert (dpo.num_rows, dpo_eval) == (1, []) and set(dpo.column_names) == {"prompt", "chosen", "rejected"}
+
+    def normalised(row) -> str:
+        return " ".join(re.findall(r"[a-z0-9_]+", " ".join(m["content"] for m in row["messages"][:-1]).lower()))
+
+    train_prompts = {normalised(row) for row in sft["train"]}
+    eval_prompts = {normalised(row) for row in sft["eval"]}
+    assert train_prompts.isdisjoint(eval_prompts)
+
+    card = (tmp_path / "ds/README.md").read_text()
+    assert card.startswith("---\nlicense: apache-2.0\n")
+    assert "| sft | tdd_green |" in card and "| sft | tdd_red | 1 |" in card
+    assert "| openai_key | 1 |" in card and "## Provenance" in card and "sessions: 1" in card
+    assert json.loads((tmp_path / "ds/sft/train.jsonl").read_text().splitlines()[0])["messages"]
