@@ -39,8 +39,11 @@ def as_text(data: bytes) -> str | object:
 
 
 def file_diff(path: str, before, after) -> str:
-    """One file's part of a unified diff; `before`/`after` are text, None (no such file) or BINARY."""
-    if before == after:
+    """One file's part of a unified diff; `before`/`after` are text, None (no such file) or BINARY.
+
+    Call it for a file whose content changed: two BINARY sides are still named as differing.
+    """
+    if before == after and before is not BINARY:
         return ""
     header = f"diff --git a/{path} b/{path}\n"
     if before is None:

@@ -48,6 +48,7 @@ def test_worker_stdout_stderr_and_report_are_stored_redacted_and_flagged(fake_cl
         "stderr": leak,
         "report": {"status": "done", "file_path": "tests/test_add.py", "summary": leak},
     }])  # fmt: skip
+    do_log_checked_entry("leaky-run", {"kind": "start", "message": "adding add"}, source="mcp")
     run = start_skill_run("tdd_red", {"project_root": str(python_project), "spec": "add", "session_id": "leaky-run"})
     run_skill(run.pk)
     run.refresh_from_db()
@@ -60,7 +61,7 @@ def test_worker_stdout_stderr_and_report_are_stored_redacted_and_flagged(fake_cl
     assert {("stderr", "aws_access_key"), ("stderr", "openai_key"), ("stderr", "private_key"),
             ("stdout", "private_key"), ("worker_report", "openai_key")} <= flagged  # fmt: skip
 
-    client.force_login(get_user_model().objects.create_user("staff", password="x" * 12, is_staff=True))
+    client.force_login(get_user_model().objects.create_superuser("admin", password="x" * 12))
     page = client.get(reverse("sessions-detail", args=["leaky-run"])).content.decode()
     assert "redacted:" in page and AWS_KEY not in page
     admin = client.get(reverse("admin:supervisor_skillrun_change", args=[run.pk]))

@@ -12,9 +12,11 @@ import re
 from io import StringIO
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.urls import reverse
 
-from sessions.actions import do_approve_example
+from sessions.actions import do_approve_example, do_log_entry
 from sessions.models import TrainingExample
 from sessions.trainer import run_trainer
 from supervisor.models import SkillRun
@@ -47,6 +49,7 @@ def red_then_failed_green_then_green(fake_claude, python_project, settings):  # 
         {"write": {"calc.py": RIGHT_IMPL}, "report": report("add returns the sum", "calc.py")},
     ])  # fmt: skip
     root = str(python_project)
+    do_log_entry(SESSION, kind="start", message="add(a, b), test first")
     red = run("tdd_red", {"project_root": root, "spec": "add(a, b) returns the sum", "test_path": "tests/test_add.py"})
     settings.SUPERVISOR_MAX_ATTEMPTS = 1
     task = {"project_root": root, "test_path": "tests/test_add.py", "impl_path": "calc.py"}
@@ -76,7 +79,7 @@ def check_recorded_change(red: SkillRun, passed: SkillRun) -> None:
     assert passed.attempt_log[0]["change"]["diff"] == change["diff"]
 
 def test_red_green_gives_sft_with_the_diff_and_a_dpo_pair_of_differing_changes_that_replay(
-    red_then_failed_green_then_green, tmp_path
+    red_then_failed_green_then_green, tmp_path, client
 ):
     red, failed, passed = red_then_failed_green_then_green
     check_recorded_change(red, passed)
@@ -107,6 +110,15 @@ def test_red_green_gives_sft_with_the_diff_and_a_dpo_pair_of_differing_changes_t
         example.refresh_from_db()
         assert example.replay_status == "valid", example.replay
     assert dpo.replay["sides"]["chosen"]["verifies"] is True and dpo.replay["sides"]["rejected"]["verifies"] is False
+
+    # The curation page shows the diffs, highlighted, side by side for DPO, with the replay result under each.
+    client.force_login(get_user_model().objects.create_user("curator", password="x" * 12, is_staff=True))
+    page = client.get(reverse("sessions-training-detail", args=[dpo.pk])).content.decode()
+    assert 'class="grid two diff-pair"' in page and "replay: replays" in page
+    assert '<span class="d-add">+    return a + b</span>' in page and '<span class="d-add">+    return a - b</span>' in page
+    assert page.count("does not verify") == 1 and page.count(">verifies<") == 1
+    timeline = client.get(reverse("sessions-detail", args=[SESSION])).content.decode()
+    assert "change: 1 file(s)" in timeline and '<span class="d-del">-    return a - b</span>' in timeline
 
     # Tampering with a stored diff makes the example invalid, and an invalid example stays out of exports.
     sft = green_sft
