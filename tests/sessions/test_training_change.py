@@ -145,33 +145,35 @@ def test_red_green_gives_sft_with_the_diff_and_a_dpo_pair_of_differing_changes_t
     call_command("trainer_export", str(tmp_path / "all.jsonl"), kind="sft", include_invalid=True, stdout=StringIO())
     assert len((tmp_path / "all.jsonl").read_text().splitlines()) == 2
 
-def test_the_exported_dataset_loads_with_hf_datasets_and_its_splits_share_no_prompt(
-    red_then_failed_green_then_green, tmp_path
-):
+def test_the_exported_dataset_loads_with_hf_datasets_and_its_splits_share_no_prompt(tmp_path):
     from datasets import load_dataset
 
-    run_trainer(SESSION)
-    # More SFT examples with near-duplicate prompts (same words, different spacing/case) beside distinct ones.
-    base = TrainingExample.objects.filter(kind="sft").first()
+    def example(kind: str, skill: str, key: str, text: str, **fields) -> None:
+        answer = [{"role": "assistant", "content": f"answer to {key}"}]
+        sides = {"completion": answer} if kind == "sft" else {"chosen": answer, "rejected": [{"role": "assistant", "content": "no"}]}
+        TrainingExample.objects.create(
+            kind=kind, skill=skill, source_key=key, prompt=[{"role": "system", "content": "sys"}, {"role": "user", "content": text}],
+            provenance={"models": ["sonnet"], "runs": [len(key)], "session_id": SESSION, "origin": "skill_run"},
+            status="approved", **sides, **fields,
+        )  # fmt: skip
+
+    example("sft", "tdd_red", "red", "Skill: tdd_red\nspec: add returns the sum")
+    example("dpo", "tdd_green", "pair", "Skill: tdd_green\nspec: add returns the sum")
+    example("sft", "tdd_green", "bad", "Skill: tdd_green\nspec: does not replay", replay_status="invalid")
+    # Near-duplicate prompts (same words, other case and spacing) beside distinct ones.
     for n in range(12):
         text = f"Skill: tdd_green\nspec: make feature {n // 2} work"
         if n % 2:
             text = "  " + text.upper().replace("\n", "  \n ")
-        TrainingExample.objects.create(
-            kind="sft", skill="tdd_green", source_key=f"extra-{n}", prompt=[{"role": "user", "content": text}],
-            completion=[{"role": "assistant", "content": f"done {n}"}], provenance={"models": ["sonnet"], "runs": []},
-            flags=[{"field": "prompt", "pattern": "openai_key", "count": 1}] if n == 0 else [],
-        )  # fmt: skip
-    for example in TrainingExample.objects.all():
-        do_approve_example(example, reviewer=None)
-    assert base is not None
+        example("sft", "tdd_green", f"extra-{n}", text,
+                flags=[{"field": "prompt", "pattern": "openai_key", "count": 1}] if n == 0 else [])
 
     out = StringIO()
     call_command("trainer_export", str(tmp_path / "ds"), eval_share=0.3, license="apache-2.0", stdout=out)
 
     sft = load_dataset("json", data_files={"train": str(tmp_path / "ds/sft/train.jsonl"),
                                            "eval": str(tmp_path / "ds/sft/eval.jsonl")})  # fmt: skip
-    assert sft["train"].num_rows + sft["eval"].num_rows == 14
+    assert sft["train"].num_rows + sft["eval"].num_rows == 13  # the example that does not replay is left out
     assert sft["train"].num_rows > 0 and sft["eval"].num_rows > 0
     dpo = load_dataset("json", data_files=str(tmp_path / "ds/dpo/train.jsonl"))["train"]
     dpo_eval = (tmp_path / "ds/dpo/eval.jsonl").read_text().splitlines()
@@ -186,6 +188,42 @@ def test_the_exported_dataset_loads_with_hf_datasets_and_its_splits_share_no_pro
 
     card = (tmp_path / "ds/README.md").read_text()
     assert card.startswith("---\nlicense: apache-2.0\n")
-    assert "| sft | tdd_green |" in card and "| sft | tdd_red | 1 |" in card
+    assert "| sft | tdd_green | 12 |" in card and "| sft | tdd_red | 1 |" in card and "| dpo | tdd_green | 1 |" in card
     assert "| openai_key | 1 |" in card and "## Provenance" in card and "sessions: 1" in card
     assert json.loads((tmp_path / "ds/sft/train.jsonl").read_text().splitlines()[0])["messages"]
+
+
+def test_near_duplicate_prompts_share_a_group_so_they_never_straddle_the_split():
+    from sessions.trl_export import near_duplicate_groups
+
+    long = " ".join(f"word{n}" for n in range(60))
+    texts = [
+        long,
+        long.replace("word30", "changed"),  # one word of sixty differs: a near duplicate
+        long.upper().replace(" ", "   "),  # same words, other case and spacing
+        " ".join(f"other{n}" for n in range(60)),
+        "short prompt",
+    ]
+    groups = near_duplicate_groups(texts)
+    assert groups[0] == groups[1] == groups[2]
+    assert len({groups[0], groups[3], groups[4]}) == 3
+
+
+def test_a_rejected_attempt_then_a_verified_one_in_one_run_gives_a_replayable_pair(fake_claude, python_project):  # noqa: F811
+    (python_project / "tests" / "test_add.py").write_text(FAILING_TEST)  # red done by hand
+    fake_claude.script([
+        {"write": {"calc.py": WRONG_IMPL}, "report": report("add subtracts", "calc.py")},
+        {"write": {"calc.py": RIGHT_IMPL}, "report": report("add returns the sum", "calc.py")},
+    ])  # fmt: skip
+    green = run("tdd_green", {"project_root": str(python_project), "test_path": "tests/test_add.py"})
+    assert green.status == "pass" and [a["verified"] for a in green.attempt_log] == [False, True]
+    assert "-    return a - b\n+    return a + b\n" in green.attempt_log[1]["change"]["diff"]
+
+    run_trainer(SESSION)
+    pair = TrainingExample.objects.get(source_key=f"dpo:attempts:{green.pk}:1:2")
+    assert pair.provenance["pre_state"] == {**pair.provenance["pre_state"], "run": green.pk, "after_attempt": 0}
+    assert "+    return a + b" in pair.chosen[0]["content"] and "+    return a - b" in pair.rejected[0]["content"]
+    sft = TrainingExample.objects.get(source_key=f"sft:run:{green.pk}")
+    assert "+    return a + b" in sft.completion[0]["content"] and "return a - b" not in sft.completion[0]["content"]
+
+    assert "2 valid, 0 invalid" in verify()
