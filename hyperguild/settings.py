@@ -118,6 +118,8 @@ SUPERVISOR_QUEUE_WAIT = env_int("SUPERVISOR_QUEUE_WAIT", 300, minimum=0)
 SUPERVISOR_MAX_ATTEMPTS = env_int("SUPERVISOR_MAX_ATTEMPTS", 3, minimum=1, maximum=10)
 SUPERVISOR_TEST_TIMEOUT = env_int("SUPERVISOR_TEST_TIMEOUT", 300, minimum=1)
 SUPERVISOR_OUTPUT_CAP = env_int("SUPERVISOR_OUTPUT_CAP", 64 * 1024, minimum=1024)
+# Characters of a TDD/debug run's unified diff kept on the run (cut with a marker past it).
+SUPERVISOR_DIFF_CAP = env_int("SUPERVISOR_DIFF_CAP", 200_000, minimum=1024)
 SUPERVISOR_PERMISSION_MODE = env_str("SUPERVISOR_PERMISSION_MODE", "acceptEdits")
 SUPERVISOR_MAX_TURNS = env_int("SUPERVISOR_MAX_TURNS", 30, minimum=1)
 SUPERVISOR_CONFIG_DIR = env_str("SUPERVISOR_CONFIG_DIR", str(BASE_DIR / "supervisor" / "disciplines"))
@@ -139,6 +141,8 @@ HYPERGUILD_ROUTE_MIN_SAMPLES = env_int("HYPERGUILD_ROUTE_MIN_SAMPLES", 10, minim
 
 # --- Training data -----------------------------------------------------------
 TRAINER_SECRET_PATTERNS_FILE = env_str("TRAINER_SECRET_PATTERNS_FILE", "")
+# The licence a trainer_export dataset card names (a Hugging Face licence id, e.g. apache-2.0, or "other").
+TRAINER_DATASET_LICENSE = env_str("TRAINER_DATASET_LICENSE", "other")
 
 # --- Django ----------------------------------------------------------------
 INSTALLED_APPS = [

@@ -13,6 +13,7 @@ from jsonschema import Draft202012Validator
 
 from sessions.errors import EntryRefused
 from sessions.models import AgentSession, EntrySource, RetrospectiveRun, SessionEntry, TrainingExample
+from sessions.redaction import redact_fields
 
 MESSAGE_FIELDS = ("prompt", "completion", "chosen", "rejected")
 EDITABLE_FIELDS = (*MESSAGE_FIELDS, "review_note")
@@ -180,6 +181,7 @@ def do_log_entry(
         seq = session.last_seq + 1
         session.last_seq = seq
         session.save(update_fields=["last_seq", "updated_at"])
+        text, redactions = redact_fields({"message": message or "", "data": data, "raw_line": raw_line})
         entry = SessionEntry.objects.create(
             session=session,
             seq=seq,
@@ -187,11 +189,12 @@ def do_log_entry(
             skill=skill or "",
             phase=phase or "",
             status=status or "",
-            message=message or "",
-            data=data,
+            message=text["message"],
+            data=text["data"],
+            redactions=redactions,
             idempotency_key=idempotency_key,
             source=source,
-            raw_line=raw_line,
+            raw_line=text["raw_line"],
             occurred_at=occurred_at,
         )
     return entry, True
@@ -214,7 +217,7 @@ def do_append_entries(session_id: str, entries: list[dict]) -> tuple[int, int]:
             SessionEntry(
                 session=session,
                 seq=session.last_seq + offset,
-                **{"skill": "", "phase": "", "status": "", "message": "", **item},
+                **_redacted_entry({"skill": "", "phase": "", "status": "", "message": "", **item}),
             )
             for offset, item in enumerate(new, start=1)
         ]
@@ -223,6 +226,13 @@ def do_append_entries(session_id: str, entries: list[dict]) -> tuple[int, int]:
             session.last_seq += len(rows)
             session.save(update_fields=["last_seq", "updated_at"])
     return len(rows), len(entries) - len(rows)
+
+
+def _redacted_entry(item: dict) -> dict:
+    """An entry's fields with secrets taken out of message, data and raw_line, and counted in `redactions`."""
+    fields = {name: item[name] for name in ("message", "data", "raw_line") if name in item}
+    cleaned, redactions = redact_fields(fields)
+    return {**item, **cleaned, "redactions": redactions}
 
 
 @transaction.atomic
@@ -236,10 +246,18 @@ def do_set_session_file_layout(session_id: str, layout: dict) -> AgentSession:
 
 @transaction.atomic
 def do_record_retrospective(
-    session: AgentSession, *, method: str, model: str, learnings: list[dict], notes_written: list[str], message: str = ""
+    session: AgentSession,
+    *,
+    method: str,
+    model: str,
+    learnings: list[dict],
+    notes_written: list[str],
+    message: str = "",
+    redactions: list[dict] | None = None,
 ) -> RetrospectiveRun:
-    """Keep, for operators, what a retrospective that wrote notes proposed and wrote."""
+    """Keep, for operators, what a retrospective that wrote notes proposed and wrote (already redacted)."""
     return RetrospectiveRun.objects.create(
+        redactions=redactions or [],
         session=session,
         method=method,
         model=model,
@@ -321,7 +339,8 @@ def do_edit_example(example: TrainingExample, *, reviewer, **fields: Any) -> Tra
         return example
     example.reviewer = reviewer
     _history(example, reviewer, "edit", changes)
-    example.save(update_fields=[*changes, "reviewer", "edits", "updated_at"])
+    example.replay_status = TrainingExample.ReplayStatus.PENDING  # the answer changed: replay it again
+    example.save(update_fields=[*changes, "reviewer", "edits", "replay_status", "updated_at"])
     return example
 
 
@@ -334,7 +353,8 @@ def do_swap_dpo(example: TrainingExample, *, reviewer) -> TrainingExample:
     example.chosen, example.rejected = example.rejected, example.chosen
     example.reviewer = reviewer
     _history(example, reviewer, "swap")
-    example.save(update_fields=["chosen", "rejected", "reviewer", "edits", "updated_at"])
+    example.replay_status = TrainingExample.ReplayStatus.PENDING
+    example.save(update_fields=["chosen", "rejected", "reviewer", "edits", "replay_status", "updated_at"])
     return example
 
 
@@ -367,3 +387,13 @@ def do_store_training_example(
         },
     )
     return example, created
+
+
+@transaction.atomic
+def do_record_replay(example: TrainingExample, outcome: dict) -> TrainingExample:
+    """Keep what `trainer_verify` found (valid / invalid / n/a, why, each side's test run)."""
+    example = TrainingExample.objects.select_for_update().get(pk=example.pk)
+    example.replay_status = outcome["status"]
+    example.replay = {key: value for key, value in outcome.items() if key != "status"}
+    example.save(update_fields=["replay_status", "replay", "updated_at"])
+    return example

@@ -8,7 +8,7 @@ from django.urls import reverse
 from sessions.actions import do_approve_example, do_reject_example, do_swap_dpo
 from sessions.models import AgentSession, RetrospectiveRun, SessionEntry, TrainingExample
 
-ENTRY_FIELDS = ("seq", "kind", "skill", "phase", "status", "message", "data", "idempotency_key", "source", "occurred_at", "created_at")
+ENTRY_FIELDS = ("seq", "kind", "skill", "phase", "status", "message", "data", "redactions", "idempotency_key", "source", "occurred_at", "created_at")
 
 
 class ReadOnlyMixin:
@@ -68,18 +68,19 @@ class RetrospectiveRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_filter = ("method", "status")
     search_fields = ("session__external_id",)
     list_select_related = ("session",)
-    readonly_fields = ("session", "method", "model", "status", "message", "learnings", "notes_written", "created_at")
+    readonly_fields = ("session", "method", "model", "status", "message", "learnings", "notes_written", "redactions", "created_at")
 
 
 @admin.register(TrainingExample)
 class TrainingExampleAdmin(admin.ModelAdmin):
-    list_display = ("id", "kind", "skill", "status", "flagged", "reviewer", "created_at")
-    list_filter = ("kind", "status", "flagged", "skill")
+    list_display = ("id", "kind", "skill", "status", "flagged", "replay_status", "reviewer", "created_at")
+    list_filter = ("kind", "status", "flagged", "replay_status", "skill")
     search_fields = ("source_key", "skill", "review_note")
     list_select_related = ("reviewer",)
     readonly_fields = (
         "kind", "skill", "prompt", "completion", "chosen", "rejected", "provenance", "status", "reviewer",
-        "reviewed_at", "review_note", "edits", "flagged", "flags", "source_key", "created_at", "updated_at",
+        "reviewed_at", "review_note", "edits", "flagged", "flags", "replay_status", "replay", "source_key",
+        "created_at", "updated_at",
     )  # fmt: skip
     actions = ["approve", "reject", "swap"]
 

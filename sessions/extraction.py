@@ -5,20 +5,31 @@
 
 Where examples come from:
 - **SFT**: a SkillRun that passed and that the supervisor verified itself
-  (`status=pass, verified=True`) with a worker report: the prompt (below) →
-  the worker's report as the assistant's answer.
+  (`status=pass, verified=True`) with a worker report. For a TDD phase (and
+  debug) that recorded its change (`SkillRun.change`), the answer is the
+  change itself: the worker's one-line summary and a ```diff block; the
+  prompt carries the task and the pre-state texts of the files involved. A
+  review's answer is its grounded findings, with the grounding check that
+  passed them. Runs recorded before changes were captured keep the worker's
+  report as the answer.
 - **DPO, across runs**: runs of the same task (skill, project root and
   arguments other than model/session) where one failed verification and a
-  later one passed: rejected = the failed run's report, chosen = the passing.
+  later one passed: rejected = the failed run's change, chosen = the change
+  from the same pre-state (the failed run's) to the state the passing run
+  verified, so both sides apply to one pre-state.
 - **DPO, within a run**: an attempt in `attempt_log` rejected by the
-  supervisor followed by a verified attempt of the same run.
+  supervisor followed by a verified attempt of the same run (changes from
+  the state before the rejected attempt).
 - **DPO, routing**: a RoutingEntry that answered but failed its check and
   was retried (fail-open) on the other model, whose answer passed: its
   stored request is the prompt, the two responses are rejected and chosen.
 
 The prompt is rebuilt from what the run recorded (the worker's own prompt
 text is not stored): a system line naming the skill and a user message
-with the task arguments. Every example is keyed by its source
+with the task arguments. Provenance names the runs, the models that
+really answered, the pre-state (`pre_state`: run, attempt, file count and
+digest; what `trainer_verify` rebuilds) and the verification (test command,
+exit codes before and after). Every example is keyed by its source
 (`source_key`), so extracting again stores nothing twice. Secrets are
 redacted (`sessions.redaction`) before anything is stored; a redacted
 example is flagged and says which field and pattern.
@@ -26,12 +37,17 @@ example is flagged and says which field and pattern.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
+from django.conf import settings
+
+from hyperguild.lib.diffs import BINARY, fenced
 from sessions.actions import do_store_training_example
 from sessions.models import TrainingExample
 from sessions.redaction import redact_value
+from sessions.replay import ContentStore, diff_between, state_hashes
 from supervisor.models import RoutingEntry, SkillRun
 
 SYSTEM_PROMPT = "You are the hyperguild {skill} worker. Do the task and answer with the JSON report the supervisor asks for."
@@ -39,6 +55,12 @@ SYSTEM_PROMPT = "You are the hyperguild {skill} worker. Do the task and answer w
 NOT_TASK_ARGUMENTS = frozenset({"model", "session_id"})
 # How much of a runner's output an example's provenance keeps.
 OUTPUT_TAIL_CHARS = 500
+
+# Skills whose answer is a change to the project (replayable by trainer_verify).
+CHANGE_SKILLS = frozenset({"tdd_red", "tdd_green", "tdd_refactor", "debug"})
+# Pre-state texts shown in a prompt: per file and in all.
+PROMPT_FILE_CHARS = 20_000
+PROMPT_FILES_CHARS = 60_000
 
 Stored = tuple[TrainingExample, bool]
 
@@ -55,9 +77,21 @@ def task_key(run) -> str:
     return json.dumps([run.skill, run.project_root, task_arguments(run)], sort_keys=True, ensure_ascii=False)
 
 
-def prompt_messages(run) -> list[dict]:
+def prompt_messages(run, files: dict[str, str] | None = None) -> list[dict]:
+    """System line + the task; `files` (path -> text before the change) are shown after it."""
     task = "\n".join(f"{k}: {_as_text(v)}" for k, v in task_arguments(run).items())
     user = f"Skill: {run.skill}\n" + (f"Project root: {run.project_root}\n" if run.project_root else "") + task
+    if files:
+        shown, budget = [], PROMPT_FILES_CHARS
+        for path, text in sorted(files.items()):
+            text = text[:PROMPT_FILE_CHARS]
+            if budget - len(text) < 0:
+                shown.append(f"--- {path}: left out (the prompt's file budget is spent)")
+                continue
+            budget -= len(text)
+            shown.append(f"--- {path}\n```\n{text}{'' if text.endswith(chr(10)) or not text else chr(10)}```")
+        user = user.strip() + "\n\nFiles before the change:\n" + "\n".join(shown)
+        user += "\n\nAnswer with a one-line summary, then the change as a unified diff in a ```diff block."
     return [
         {"role": "system", "content": SYSTEM_PROMPT.format(skill=run.skill)},
         {"role": "user", "content": user.strip()},
@@ -79,6 +113,85 @@ def _verification(run, attempt: dict | None = None) -> dict:
         "exit_code": source.get("test_exit_code") if attempt else run.exit_code,
         "runner_output_tail": (output or "")[-OUTPUT_TAIL_CHARS:],
         **({"attempt": attempt.get("attempt")} if attempt else {}),
+        **_test_runs(run),
+    }
+
+
+def _test_runs(run) -> dict:
+    """The test command and the supervisor's own exit codes before and after the worker, when recorded."""
+    change = run.change or {}
+    if not change.get("test_cmd"):
+        return {}
+    return {
+        "test_cmd": change["test_cmd"],
+        "exit_code_before": (change.get("before") or {}).get("exit_code"),
+        "exit_code_after": (change.get("after") or {}).get("exit_code"),
+    }
+
+
+def _pre_state(run, after_attempt: int, hashes: dict) -> dict:
+    """What trainer_verify rebuilds: the run and attempt the state was recorded at, and a digest of it."""
+    digest = hashlib.sha1(json.dumps(sorted(hashes.items())).encode()).hexdigest()
+    return {
+        "run": run.pk,
+        "after_attempt": after_attempt,
+        "files": len(hashes),
+        "digest": digest,
+        "complete": bool((run.change or {}).get("pre_state_complete", True)),
+    }
+
+
+def _summary_line(report: Any) -> str:
+    summary = report.get("summary") if isinstance(report, dict) else None
+    if not isinstance(summary, str) and isinstance(report, dict):
+        summary = report.get("root_cause") or report.get("fix")
+    return (summary or "").strip().splitlines()[0][:300] if (summary or "").strip() else ""
+
+
+def _change_answer(report: Any, diff: str) -> list[dict]:
+    summary = _summary_line(report)
+    return [{"role": "assistant", "content": (summary + "\n\n" if summary else "") + fenced(diff)}]
+
+
+def _has_change(run) -> bool:
+    return run.skill in CHANGE_SKILLS and "pre_state" in (run.change or {})
+
+
+def _prompt_files(run, hashes: dict, store: ContentStore, changed: set[str]) -> dict[str, str]:
+    """Texts, at `hashes`, of the files the change touches and of the task's test/impl files."""
+    args = run.arguments or {}
+    wanted = set(changed) | {args.get(k) for k in ("test_path", "impl_path") if isinstance(args.get(k), str)}
+    files = {}
+    for path in sorted(p for p in wanted if p and p in hashes):
+        text = store.text(path, hashes[path])
+        files[path] = f"[binary or unrecorded file: {path}]" if text is None or text is BINARY else text
+    return files
+
+
+def _changed_paths(before: dict, after: dict) -> set[str]:
+    return {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
+
+
+def _sft_answer(run) -> tuple[list[dict], list[dict], dict]:
+    """(prompt, completion, extra provenance) of a verified run: the change, the grounded review, or the report."""
+    if _has_change(run):
+        store = ContentStore(run.project_root, [run])
+        before, after = state_hashes(run, 0), state_hashes(run, None)
+        prompt = prompt_messages(run, _prompt_files(run, before, store, _changed_paths(before, after)))
+        extra = {"pre_state": _pre_state(run, 0, before), "change": _change_facts(run.change)}
+        return prompt, _change_answer(run.worker_report, run.change.get("diff") or ""), extra
+    if run.skill == "review" and isinstance(run.result, dict):
+        answer = {k: run.result.get(k) for k in ("verdict", "summary", "findings")}
+        check = {"check": "grounding", "grounded_findings": len(answer["findings"] or []),
+                 "dropped_findings": run.result.get("dropped_findings", 0)}
+        return prompt_messages(run), _answer(answer), {"check": check}
+    return prompt_messages(run), _answer(run.worker_report), {}
+
+
+def _change_facts(change: dict) -> dict:
+    return {
+        "files": [{"path": f["path"], "status": f["status"], "binary": f.get("binary", False)} for f in change.get("files") or []],
+        "truncated": bool(change.get("truncated")),
     }
 
 
@@ -99,8 +212,8 @@ def _store(source_key: str, *, kind: str, skill: str, prompt, provenance: dict, 
     )
 
 
-def _store_dpo(source_key: str, run, *, chosen: Any, rejected: Any, origin: str, runs: list, models: list, verification: dict) -> Stored:
-    """A DPO pair of two worker reports for the task of `run`."""
+def _store_dpo(source_key: str, run, *, chosen: Any, rejected: Any, **provenance) -> Stored:
+    """A DPO pair of two worker reports for the task of `run` (runs recorded before changes were captured)."""
     return _store(
         source_key,
         kind="dpo",
@@ -108,7 +221,7 @@ def _store_dpo(source_key: str, run, *, chosen: Any, rejected: Any, origin: str,
         prompt=prompt_messages(run),
         chosen=_answer(chosen),
         rejected=_answer(rejected),
-        provenance={"origin": origin, "session_id": run.session_id, "runs": runs, "models": models, "verification": verification},
+        provenance={"session_id": run.session_id, **provenance},
     )
 
 
@@ -123,41 +236,61 @@ def extract_from_runs(runs: list[SkillRun]) -> list[Stored]:
     for run in runs:
         report = run.worker_report
         if run.status == "pass" and run.verified is True and report is not None:
+            prompt, completion, extra = _sft_answer(run)
             stored.append(
                 _store(
                     f"sft:run:{run.pk}",
                     kind="sft",
                     skill=run.skill,
-                    prompt=prompt_messages(run),
-                    completion=_answer(report),
+                    prompt=prompt,
+                    completion=completion,
                     provenance={
                         "origin": "skill_run",
                         "session_id": run.session_id,
                         "runs": [run.pk],
                         "models": [run.model] if run.model else [],
-                        "verification": _verification(run),
+                        "verification": {**_verification(run), **extra.pop("check", {})},
+                        **extra,
                     },
                 )
             )
             failed_before = pending_failures.pop(task_key(run), [])
             if failed_before:
                 failed = failed_before[-1]  # the attempt closest to the one that worked
-                stored.append(
-                    _store_dpo(
-                        f"dpo:runs:{failed.pk}:{run.pk}",
-                        run,
-                        chosen=report,
-                        rejected=failed.worker_report,
-                        origin="skill_runs",
-                        runs=[failed.pk, run.pk],
-                        models=sorted({m for m in (failed.model, run.model) if m}),
-                        verification={"rejected": _verification(failed), "chosen": _verification(run)},
-                    )
-                )
+                stored.append(_across_runs_pair(failed, run))
         elif run.status == "fail" and run.verified is False and report is not None:
             pending_failures.setdefault(task_key(run), []).append(run)
         stored += _within_run_pairs(run)
     return stored
+
+
+def _across_runs_pair(failed: SkillRun, run: SkillRun) -> Stored:
+    """DPO of a failed run and the later run of the same task that passed."""
+    common = {
+        "origin": "skill_runs",
+        "runs": [failed.pk, run.pk],
+        "models": sorted({m for m in (failed.model, run.model) if m}),
+        "answered_by": {"chosen": run.model, "rejected": failed.model},
+        "verification": {"rejected": _verification(failed), "chosen": _verification(run)},
+    }
+    if _has_change(failed) and _has_change(run):
+        store = ContentStore(run.project_root, [failed, run])
+        base, target = state_hashes(failed, 0), state_hashes(run, None)
+        chosen = diff_between(base, target, store, cap=settings.SUPERVISOR_DIFF_CAP)
+        if chosen is not None:
+            changed = _changed_paths(base, target) | _changed_paths(base, state_hashes(failed, None))
+            return _store(
+                f"dpo:runs:{failed.pk}:{run.pk}",
+                kind="dpo",
+                skill=run.skill,
+                prompt=prompt_messages(run, _prompt_files(run, base, store, changed)),
+                chosen=_change_answer(run.worker_report, chosen),
+                rejected=_change_answer(failed.worker_report, failed.change.get("diff") or ""),
+                provenance={**common, "session_id": run.session_id, "pre_state": _pre_state(failed, 0, base)},
+            )
+    return _store_dpo(
+        f"dpo:runs:{failed.pk}:{run.pk}", run, chosen=run.worker_report, rejected=failed.worker_report, **common
+    )
 
 
 def _within_run_pairs(run: SkillRun) -> list[Stored]:
@@ -171,18 +304,31 @@ def _within_run_pairs(run: SkillRun) -> list[Stored]:
     if not earlier:
         return []
     worst = earlier[-1]
-    return [
-        _store_dpo(
-            f"dpo:attempts:{run.pk}:{worst.get('attempt')}:{chosen.get('attempt')}",
-            run,
-            chosen=chosen["report"],
-            rejected=worst["report"],
-            origin="attempts",
-            runs=[run.pk],
-            models=[run.model] if run.model else [],
-            verification={"rejected": _verification(run, worst), "chosen": _verification(run, chosen)},
-        )
-    ]
+    key = f"dpo:attempts:{run.pk}:{worst.get('attempt')}:{chosen.get('attempt')}"
+    common = {
+        "origin": "attempts",
+        "runs": [run.pk],
+        "models": [run.model] if run.model else [],
+        "answered_by": {"chosen": run.model, "rejected": run.model},
+        "verification": {"rejected": _verification(run, worst), "chosen": _verification(run, chosen)},
+    }
+    if _has_change(run) and "change" in worst:
+        store = ContentStore(run.project_root, [run])
+        base_attempt = (worst.get("attempt") or 1) - 1
+        base, target = state_hashes(run, base_attempt), state_hashes(run, chosen.get("attempt"))
+        chosen_diff = diff_between(base, target, store, cap=settings.SUPERVISOR_DIFF_CAP)
+        if chosen_diff is not None:
+            changed = _changed_paths(base, target) | {f["path"] for f in worst["change"].get("files") or []}
+            return [_store(
+                key,
+                kind="dpo",
+                skill=run.skill,
+                prompt=prompt_messages(run, _prompt_files(run, base, store, changed)),
+                chosen=_change_answer(chosen["report"], chosen_diff),
+                rejected=_change_answer(worst["report"], worst["change"].get("diff") or ""),
+                provenance={**common, "session_id": run.session_id, "pre_state": _pre_state(run, base_attempt, base)},
+            )]
+    return [_store_dpo(key, run, chosen=chosen["report"], rejected=worst["report"], **common)]
 
 
 def _routing_prompt(request: Any) -> list[dict] | None:
@@ -221,6 +367,8 @@ def extract_from_routing(session_id: str | None) -> list[Stored]:
                     "session_id": retry.session_id,
                     "routing_entries": [failed.pk, retry.pk],
                     "models": [failed.model, retry.model],
+                    # the model whose answer each side is (the entries record the model really asked)
+                    "answered_by": {"chosen": retry.model, "rejected": failed.model},
                     "verification": {"rejected": {"status": failed.status, "error": failed.error}, "chosen": {"status": retry.status}},
                 },
             )

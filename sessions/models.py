@@ -62,6 +62,8 @@ class SessionEntry(models.Model):
     # (jsonb reorders keys and normalises spacing, so `data` alone cannot
     # reproduce the bytes). Empty for entries logged through the service.
     raw_line = models.TextField(blank=True)
+    # Secrets taken out before storing: [{field, pattern, count}] (sessions.redaction).
+    redactions = models.JSONField(default=list, blank=True)
     occurred_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
@@ -109,6 +111,8 @@ class RetrospectiveRun(models.Model):
     # [{title, body, kind, evidence, dedupe_key, outcome: written|exists|merge, note_slug?, merge_into?}]
     learnings = models.JSONField(default=list, blank=True)
     notes_written = models.JSONField(default=list, blank=True)
+    # Secrets taken out of the learnings before storing: [{field, pattern, count}].
+    redactions = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
@@ -140,6 +144,12 @@ class TrainingExample(models.Model):
         SFT = "sft", "SFT"
         DPO = "dpo", "DPO"
 
+    class ReplayStatus(models.TextChoices):
+        PENDING = "pending", "not replayed yet"
+        VALID = "valid", "replays"
+        INVALID = "invalid", "does not replay"
+        NOT_APPLICABLE = "n/a", "nothing to replay (no recorded change)"
+
     class Status(models.TextChoices):
         CANDIDATE = "candidate", "candidate"
         APPROVED = "approved", "approved"
@@ -164,6 +174,10 @@ class TrainingExample(models.Model):
     flagged = models.BooleanField(default=False, db_index=True)
     # Why it is flagged, e.g. [{"field": "prompt", "pattern": "aws_access_key", "count": 1}]
     flags = models.JSONField(default=list, blank=True)
+    # Replay (`trainer_verify`): pending until checked; invalid examples are left out of exports by default.
+    replay_status = models.CharField(max_length=12, choices=ReplayStatus.choices, default=ReplayStatus.PENDING, db_index=True)
+    # {checked_at, reason, sides: {completion|chosen|rejected: {applied, exit_code, outcome, output, ok, why}}}
+    replay = models.JSONField(default=dict, blank=True)
     # What the example was extracted from, so extraction is idempotent.
     source_key = models.CharField(max_length=200, unique=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

@@ -39,6 +39,7 @@ from hyperguild.lib.text import excerpt
 from sessions.actions import do_record_retrospective
 from sessions.errors import SessionsError
 from sessions.models import AgentSession, SessionEntry
+from sessions.redaction import redact_fields
 from supervisor.models import SkillRun
 from supervisor.skills import build_result
 
@@ -384,9 +385,12 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
                 }
                 if model and learning.method == "llm":
                     provenance["model"] = model
+                note_text, redactions = redact_fields({"title": learning.title, "body": learning.body})
+                if redactions:
+                    provenance["redactions"] = redactions
                 note = do_write_raw_note(
-                    title=learning.title,
-                    body=learning.body,
+                    title=note_text["title"],
+                    body=note_text["body"],
                     frontmatter={"kind": learning.kind, "tags": ["retrospective", learning.kind], "session": session_id},
                     source="retrospective",
                     provenance=provenance,
@@ -397,8 +401,10 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
         reported.append(item)
 
     if written:
+        reported_clean, retro_redactions = redact_fields({"learnings": reported})
         do_record_retrospective(
-            session, method=method, model=model, learnings=reported, notes_written=written, message=notice.strip()
+            session, method=method, model=model, learnings=reported_clean["learnings"], notes_written=written,
+            message=notice.strip(), redactions=retro_redactions,
         )
     summary = (
         f"{len(learnings)} learning(s) by {method}: {len(written)} written to raw, {len(merges)} merge suggestion(s), "

@@ -197,18 +197,12 @@ def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
     title=_skills.SKILLS["trainer"].title + " (routed)",
     description=(
         "Turn a session's verified skill runs and routed retries into SFT/DPO candidates for curation, as the "
-        "supervisor's trainer does. Extraction itself needs no model: the routing decision is logged so the "
-        "trainer appears in /routing/stats like the other skills."
+        "supervisor's trainer does. Extraction asks no model, so nothing is routed: no routing decision is "
+        "logged and model_used is empty (a pass credited to a model that was never asked would skew routing)."
     ),
     input_schema=_skills.input_schema("trainer"),
     output_schema=_skills.result_schema("trainer"),
     idempotent=True,
 )
 def routed_trainer(arguments: dict, ctx: ToolContext) -> dict:
-    return _routed_session_skill(
-        "trainer",
-        arguments,
-        lambda session_id, model: run_trainer(session_id, llm_model=model),
-        lambda outcome: None if outcome.get("status") == "pass" else outcome.get("message", "trainer failed"),
-        "examples",
-    )
+    return run_trainer(arguments["session_id"])

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 from django.utils import timezone
 
+from hyperguild.lib.redaction import redact_fields
 from supervisor.executor import cap
 from supervisor.models import RoutingEntry, SkillRun
 
@@ -69,8 +70,10 @@ def do_request_cancel(run_id: int) -> None:
 
 
 @transaction.atomic
-def do_finish_skill_run(run_id: int, result: dict, *, attempt_log: list | None = None) -> SkillRun:
-    """Record the final result; a run someone cancelled stays cancelled."""
+def do_finish_skill_run(
+    run_id: int, result: dict, *, attempt_log: list | None = None, change: dict | None = None
+) -> SkillRun:
+    """Record the final result; a run someone cancelled stays cancelled. Secrets are redacted (and counted) first."""
     run = SkillRun.objects.select_for_update().get(pk=run_id)
     last = (attempt_log or [{}])[-1] if attempt_log else {}
     status = result.get("status", SkillRun.ERROR)
@@ -89,6 +92,13 @@ def do_finish_skill_run(run_id: int, result: dict, *, attempt_log: list | None =
     run.stdout = cap(last.get("stdout") or "") if last else ""
     run.stderr = cap(last.get("stderr") or "") if last else ""
     run.attempt_log = attempt_log or []
+    run.change = change
+    stored, run.redactions = redact_fields({
+        name: getattr(run, name)
+        for name in ("result", "message", "runner_output", "worker_report", "stdout", "stderr", "attempt_log", "change")
+    })
+    for name, value in stored.items():
+        setattr(run, name, value)
     run.progress = "finished"
     run.finished_at = timezone.now()
     run.save()
@@ -123,6 +133,9 @@ def do_log_routing_entry(
 ) -> RoutingEntry:
     """Record one attempt (one INSERT, so concurrent calls cannot lose or merge entries)."""
     usage = attempt.usage or {}
+    bodies, redactions = redact_fields({
+        "request": _capped(attempt.request), "response": _capped(attempt.response or ""), "error": attempt.error[:5000]
+    })
     with transaction.atomic():
         return RoutingEntry.objects.create(
             skill=skill,
@@ -137,8 +150,9 @@ def do_log_routing_entry(
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
             total_tokens=usage.get("total_tokens"),
-            error=attempt.error[:5000],
-            request=_capped(attempt.request),
-            response=_capped(attempt.response or ""),
+            error=bodies["error"],
+            request=bodies["request"],
+            response=bodies["response"],
+            redactions=redactions,
             session_id=session_id[:200],
         )

@@ -1,5 +1,7 @@
 from django.contrib import admin
+from django.utils.html import format_html, format_html_join
 
+from hyperguild.lib.redaction import redaction_summary
 from supervisor.models import RoutingEntry, SkillRun
 
 
@@ -7,13 +9,14 @@ from supervisor.models import RoutingEntry, SkillRun
 class SkillRunAdmin(admin.ModelAdmin):
     """Read-only log of skill runs: what the worker claimed and what the supervisor found."""
 
-    list_display = ("id", "skill", "endpoint", "status", "verified", "attempts", "model", "duration_ms", "session_id", "created_at")
+    list_display = ("id", "skill", "endpoint", "status", "verified", "attempts", "model", "duration_ms", "session_id", "redacted", "created_at")
     list_filter = ("status", "verified", "skill", "endpoint", "model")
     search_fields = ("id", "project_root", "session_id", "message", "skill")
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
     fieldsets = (
-        (None, {"fields": ("skill", "tool", "endpoint", "status", "verified", "message", "progress", "session_id")}),
+        (None, {"fields": ("skill", "tool", "endpoint", "status", "verified", "message", "progress", "session_id", "redacted")}),
+        ("Change", {"fields": ("change_files", "change_tests", "change_diff", "change")}),
         ("Call", {"fields": ("project_root", "arguments", "model", "route", "cancel_requested")}),
         ("Verification", {"fields": ("runner_output", "exit_code", "attempts", "attempt_log")}),
         ("Worker", {"fields": ("worker_report", "stdout", "stderr", "result")}),
@@ -21,7 +24,37 @@ class SkillRunAdmin(admin.ModelAdmin):
     )
 
     def get_readonly_fields(self, request, obj=None):
-        return [field.name for field in self.model._meta.fields]
+        return [field.name for field in self.model._meta.fields] + [
+            "redacted", "change_files", "change_tests", "change_diff"
+        ]
+
+    @admin.display(description="secrets redacted")
+    def redacted(self, obj) -> str:
+        return redaction_summary(obj.redactions or []) or "—"
+
+    @admin.display(description="files changed")
+    def change_files(self, obj) -> str:
+        files = (obj.change or {}).get("files") or []
+        if not files:
+            return "—"
+        return format_html_join(
+            ", ", "{} ({}{})", ((f["path"], f["status"], ", binary" if f.get("binary") else "") for f in files)
+        )
+
+    @admin.display(description="tests before → after")
+    def change_tests(self, obj) -> str:
+        change = obj.change or {}
+        if not change.get("test_cmd"):
+            return "—"
+        before, after = change.get("before") or {}, change.get("after") or {}
+        return f"{change['test_cmd']}: exit {before.get('exit_code', '—')} before → {after.get('exit_code', '—')} after"
+
+    @admin.display(description="unified diff")
+    def change_diff(self, obj) -> str:
+        diff = (obj.change or {}).get("diff")
+        if not diff:
+            return "—"
+        return format_html('<pre style="white-space:pre;overflow-x:auto;max-height:40rem">{}</pre>', diff)
 
     def has_add_permission(self, request) -> bool:
         return False

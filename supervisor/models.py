@@ -65,6 +65,13 @@ class SkillRun(models.Model):
     duration_ms = models.IntegerField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0)
     attempt_log = models.JSONField(default=list, blank=True, help_text="each attempt: worker output + verification")
+    change = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="what the worker changed (TDD, debug): pre-state hashes, file texts, unified diff, tests before/after",
+    )
+    # Secrets taken out before storing: [{field, pattern, count}] (hyperguild.lib.redaction).
+    redactions = models.JSONField(default=list, blank=True)
     message = models.TextField(blank=True, default="")
     progress = models.CharField(max_length=200, blank=True, default="", help_text="what the run is doing now")
     session_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
@@ -254,6 +261,8 @@ class RoutingEntry(models.Model):
     request = models.JSONField(null=True, blank=True, help_text="the messages sent (capped)")
     response = models.TextField(blank=True, default="", help_text="the model's answer (capped)")
     session_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
+    # Secrets taken out of request/response/error before storing: [{field, pattern, count}].
+    redactions = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     objects = RoutingEntryQuerySet.as_manager()

@@ -20,7 +20,9 @@ from pathlib import Path
 from django.conf import settings
 
 from brain.actions import do_write_raw_note
+from hyperguild.lib.redaction import redact_fields
 from supervisor import executor
+from supervisor.changes import ChangeRecorder
 from supervisor.grounding import ground_findings
 from supervisor.model_table import ModelTableError, gateway_environment, resolve_model
 from supervisor.prompts import (
@@ -39,11 +41,9 @@ from supervisor.verification import (
     NO_TEST_COMMAND,
     TestRun,
     baseline_allows,
-    changed_files,
     detect_test_command,
     judge_tdd_attempt,
     run_command,
-    snapshot,
 )
 
 # Called with one line of progress text ("attempt 1: verifying (...)") for the run's record.
@@ -63,6 +63,8 @@ class RunContext:
         self.model = resolve_model(run.skill, self.args.get("model"))
         self.attempt_log: list[dict] = []
         self.worker_pids: list[int] = []
+        # What the worker changed (TDD, debug): see supervisor.changes; stored on SkillRun.change.
+        self.change: dict | None = None
 
     def worker(self, task: str, attempt: int) -> executor.WorkerResult:
         root = Path(self.run.project_root) if self.run.project_root else None
@@ -155,10 +157,10 @@ def run_tdd(ctx: RunContext) -> dict:
     if not test_cmd:
         raise SkillFailed(NO_TEST_COMMAND)
     expect = ctx.spec.expect_tests
-    if ctx.skill in BASELINE_MUST_PASS:
-        stopped = _baseline(ctx, root, test_cmd)
-        if stopped is not None:
-            return stopped
+    stopped, baseline = _baseline(ctx, root, test_cmd)
+    if stopped is not None:
+        return stopped
+    recorder = ChangeRecorder(root, keep=[args.get("test_path"), args.get("impl_path")])
     task = tdd_task(ctx.skill, args, test_cmd)
     max_attempts = settings.SUPERVISOR_MAX_ATTEMPTS
     previous = None
@@ -177,33 +179,40 @@ def run_tdd(ctx: RunContext) -> dict:
             **({"test_name": (last_report or {}).get("test_name")} if ctx.skill == "tdd_red" else {}),
         }
 
+    def record_change() -> None:
+        ctx.change = recorder.record(test_cmd=test_cmd, before=baseline, after=last_run)
+
     for attempt in range(1, max_attempts + 1):
-        before = snapshot(root)
+        recorder.begin()
         worker = ctx.worker(task + feedback, attempt)
         stopped = _worker_stopped(ctx, worker, attempt)
         if stopped is not None:
-            ctx.log(attempt, worker)
+            ctx.log(attempt, worker, change=recorder.attempt())
+            record_change()
             stopped.update(test_cmd=test_cmd, worker_report=last_report, files_changed=sorted(all_changed))
             return stopped
-        changed = changed_files(before, snapshot(root))
+        part = recorder.attempt()
+        changed = [item["path"] for item in part["files"]]
         all_changed.update(changed)
         if worker.report is not None:
             last_report = worker.report
         signature = _answer_signature(worker.report, worker.message)
         if worker.status != "ok":
             why = f"attempt {attempt}: {worker.message}"
-            ctx.log(attempt, worker, verified=False, reason=why, files_changed=changed)
+            ctx.log(attempt, worker, verified=False, reason=why, files_changed=changed, change=part)
             feedback = worker_rejected_feedback(worker.message)
         else:
             ctx.progress(f"attempt {attempt}: verifying ({test_cmd})")
             last_run = run_command(root, test_cmd, ctx.cancel_check)
             if last_run.outcome == "cancelled":
-                ctx.log(attempt, worker, verified=None, reason="cancelled while verifying")
+                ctx.log(attempt, worker, verified=None, reason="cancelled while verifying", change=part)
+                record_change()
                 return ctx.result(status="cancelled", message="cancelled while the tests ran", attempts=attempt)
             verified, why = judge_tdd_attempt(expect, last_run, changed, attempt)
             ctx.log(attempt, worker, verified=verified, reason=why, test_exit_code=last_run.exit_code,
-                    runner_output=last_run.output, files_changed=changed)
+                    runner_output=last_run.output, files_changed=changed, change=part)
             if verified:
+                record_change()
                 return ctx.result(
                     status="pass",
                     verified=True,
@@ -219,6 +228,7 @@ def run_tdd(ctx: RunContext) -> dict:
         previous = signature
     else:
         why = f"not verified after {max_attempts} attempts (SUPERVISOR_MAX_ATTEMPTS): {why}"
+    record_change()
     return ctx.result(
         status="fail",
         verified=False,
@@ -229,14 +239,17 @@ def run_tdd(ctx: RunContext) -> dict:
     )
 
 
-def _baseline(ctx: RunContext, root: Path, test_cmd: str) -> dict | None:
-    """Run the tests before the worker; a result that stops the call, or None to go on."""
+def _baseline(ctx: RunContext, root: Path, test_cmd: str) -> tuple[dict | None, TestRun | None]:
+    """Run the tests before the worker (recorded as the run's "before"); (a result that stops the call or None, the run).
+
+    Red and refactor must start from a passing suite; green's run is only recorded.
+    """
     ctx.progress(f"baseline: running {test_cmd} before the worker")
     run = run_command(root, test_cmd, ctx.cancel_check)
     if run.outcome == "cancelled":
-        return ctx.result(status="cancelled", message="cancelled while the baseline tests ran", attempts=0)
-    if baseline_allows(ctx.skill, run):
-        return None
+        return ctx.result(status="cancelled", message="cancelled while the baseline tests ran", attempts=0), run
+    if ctx.skill not in BASELINE_MUST_PASS or baseline_allows(ctx.skill, run):
+        return None, run
     phase = "red" if ctx.skill == "tdd_red" else "refactor"
     return ctx.result(
         status="fail",
@@ -249,7 +262,7 @@ def _baseline(ctx: RunContext, root: Path, test_cmd: str) -> dict | None:
             f"{', timed out' if run.outcome == 'timeout' else ''}); {phase} starts from a passing suite: "
             "make it pass first (tdd_green, or by hand). No worker was started."
         ),
-    )
+    ), run
 
 
 def _report_path(root: Path, report: dict | None) -> str | None:
@@ -300,18 +313,22 @@ def run_review(ctx: RunContext) -> dict:
 def run_debug(ctx: RunContext) -> dict:
     root = resolve_project_root(ctx.run.project_root)
     args = ctx.args
-    before = snapshot(root)
+    recorder = ChangeRecorder(root)
     worker = ctx.worker(debug_task(args), 1)
     stopped = _worker_stopped(ctx, worker, 1)
     if stopped is not None:
-        ctx.log(1, worker)
+        ctx.log(1, worker, change=recorder.attempt())
+        ctx.change = recorder.record(test_cmd=args["failing_cmd"], before=None, after=None)
         return stopped
-    changed = changed_files(before, snapshot(root))
+    part = recorder.attempt()
+    changed = [item["path"] for item in part["files"]]
     report = worker.report or {}
     ctx.progress(f"attempt 1: verifying ({args['failing_cmd']})")
     rerun = run_command(root, args["failing_cmd"], ctx.cancel_check)
     passes = rerun.passed
-    ctx.log(1, worker, verified=passes, test_exit_code=rerun.exit_code, runner_output=rerun.output, files_changed=changed)
+    ctx.change = recorder.record(test_cmd=args["failing_cmd"], before=None, after=rerun)
+    ctx.log(1, worker, verified=passes, test_exit_code=rerun.exit_code, runner_output=rerun.output, files_changed=changed,
+            change=part)
     if worker.status != "ok":
         status, message = "error", worker.message
     elif passes:
@@ -356,9 +373,12 @@ def run_spec(ctx: RunContext) -> dict:
 
 def _write_spec_note(title: str, body: str, ctx: RunContext) -> tuple[int | None, str]:
     provenance = {"skill": "spec", "run_id": ctx.run.pk, "model": ctx.model, "project": ctx.args.get("project", "")}
+    text, redactions = redact_fields({"title": title, "body": body})
+    if redactions:
+        provenance["redactions"] = redactions
     try:
         note = do_write_raw_note(
-            title=title, body=body, source="spec", provenance=provenance, session_id=ctx.run.session_id or ""
+            title=text["title"], body=text["body"], source="spec", provenance=provenance, session_id=ctx.run.session_id or ""
         )
     except Exception as exc:  # noqa: BLE001 - the spec itself is still returned
         return None, f" (writing the raw note failed: {exc})"

@@ -28,10 +28,12 @@ def run_skill(run_id: int) -> str:
 
     try:
         result, ctx = run_worker_skill(run, progress, cancel_requested)
-        log = ctx.attempt_log
+        log, change = ctx.attempt_log, ctx.change
     except Exception as exc:
         logger.exception("skill run %s failed", run_id)
-        result, log = build_result(run.skill, run_id=run_id, message=f"internal error: {type(exc).__name__}: {exc}"), []
+        result, log, change = (
+            build_result(run.skill, run_id=run_id, message=f"internal error: {type(exc).__name__}: {exc}"), [], None
+        )
     result["duration_ms"] = int((time.monotonic() - started) * 1000)
-    finished = do_finish_skill_run(run_id, result, attempt_log=log)
+    finished = do_finish_skill_run(run_id, result, attempt_log=log, change=change)
     return finished.status

@@ -83,9 +83,23 @@ def run_command(root: Path, command: str, cancel_check: Callable[[], bool] | Non
     return TestRun(command=command, exit_code=exit_code, output=executor.cap(output), outcome=outcome)
 
 
-def snapshot(root: Path) -> dict[str, str]:
-    """Content hashes of the project's files, to see whether the worker wrote anything."""
+@dataclass
+class Capture:
+    """The project's files at one moment: a content hash per file and, for files up to CONTENT_LIMIT, their bytes."""
+
+    hashes: dict[str, str]
+    contents: dict[str, bytes]
+    complete: bool = True  # False when the project has more than _SNAPSHOT_LIMIT files
+
+
+# Bytes of a file kept in memory while a run goes (to record what it was before the worker).
+CONTENT_LIMIT = 1024 * 1024
+
+
+def capture(root: Path) -> Capture:
+    """Hash every project file (ignored directories left out) and keep the bytes of files up to CONTENT_LIMIT."""
     hashes: dict[str, str] = {}
+    contents: dict[str, bytes] = {}
     stack = [root]
     while stack and len(hashes) < _SNAPSHOT_LIMIT:
         directory = stack.pop()
@@ -101,10 +115,19 @@ def snapshot(root: Path) -> dict[str, str]:
                     stack.append(entry)
             elif entry.is_file():
                 try:
-                    hashes[str(entry.relative_to(root))] = hashlib.sha1(entry.read_bytes()).hexdigest()
+                    data = entry.read_bytes()
                 except OSError:
                     continue
-    return hashes
+                path = str(entry.relative_to(root))
+                hashes[path] = hashlib.sha1(data).hexdigest()
+                if len(data) <= CONTENT_LIMIT:
+                    contents[path] = data
+    return Capture(hashes, contents, complete=not stack)
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Content hashes of the project's files, to see whether the worker wrote anything."""
+    return capture(root).hashes
 
 
 def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:

@@ -7,7 +7,8 @@ them, then plays one step of a script and prints the CLI's JSON envelope.
 - FAKE_CLAUDE_SCRIPT: a JSON file with a list of steps; call n plays step n
   (the last step repeats). The call counter and a log of every call
   (argv, cwd, pid) live in FAKE_CLAUDE_STATE (a directory).
-- A step: {"write": {"rel/path": "content"}, "report": {...}, "in_result": bool,
+- A step: {"write": {"rel/path": "content"}, "delete": ["rel/path"], "write_bytes": {"rel/path": "hex"},
+           "stderr": "text", "report": {...}, "in_result": bool,
            "hang": bool, "children": n, "ignore_term": bool, "sleep": s,
            "tick": s, "garbage": bool, "is_error": bool}
 
@@ -146,6 +147,13 @@ def main() -> None:
         os.makedirs(os.path.dirname(rel) or ".", exist_ok=True)
         with open(rel, "w") as handle:
             handle.write(content)
+    for rel, hexdata in (step.get("write_bytes") or {}).items():
+        os.makedirs(os.path.dirname(rel) or ".", exist_ok=True)
+        with open(rel, "wb") as handle:
+            handle.write(bytes.fromhex(hexdata))
+    for rel in step.get("delete") or []:
+        if os.path.exists(rel):
+            os.remove(rel)
 
     if step.get("hang"):
         if step.get("ignore_term"):
@@ -166,6 +174,9 @@ def main() -> None:
         while time.monotonic() < end:
             time.sleep(step.get("tick", 0.5))
             print(".", file=sys.stderr, flush=True)
+
+    if step.get("stderr"):
+        print(step["stderr"], file=sys.stderr, flush=True)
 
     if step.get("garbage"):
         print("this is not json")
