@@ -66,11 +66,11 @@ def is_api_request(request: HttpRequest) -> bool:
 
 
 def json_error(request: HttpRequest, status: int, code: str, message: str) -> JsonResponse:
-    body = error_body(code, message)
+    """The one REST error shape; the request id travels in the X-Request-Id header."""
+    response = JsonResponse(error_body(code, message), status=status)
     request_id = getattr(request, "request_id", "")
     if request_id:
-        body["error"]["request_id"] = request_id
-    response = JsonResponse(body, status=status)
+        response["X-Request-Id"] = request_id
     return response
 
 
