@@ -35,7 +35,8 @@ from brain.models import (
 )
 from brain.placement import resolve_targets, suffixes
 from brain.slugs import SlugError, numbered, slugify_path, slugify_title, validate_segment, validate_slug
-from hyperguild.lib.markdown import extract_wikilinks
+from hyperguild.lib.limits import hostile_value_problem, text_problem
+from hyperguild.lib.markdown import FrontmatterError, check_frontmatter_limits, extract_wikilinks
 
 MAX_TITLE_LENGTH = 300
 MAX_SLUG_ATTEMPTS = 64
@@ -53,6 +54,9 @@ def _clean_title(title: Any, *, required: bool = True) -> str:
         return ""
     if not isinstance(title, str) or not title.strip():
         raise BrainInputError("title is empty: give the note a short descriptive title.")
+    problem = text_problem(title)
+    if problem:
+        raise BrainInputError(f"title {problem}.")
     title = " ".join(title.split())
     if len(title) > MAX_TITLE_LENGTH:
         raise BrainInputError(f"title is {len(title)} characters long; keep it under {MAX_TITLE_LENGTH}.")
@@ -64,8 +68,9 @@ def _clean_body(body: Any, *, required: bool = True) -> str:
         raise BrainInputError("body must be markdown text.")
     if required and not body.strip():
         raise BrainInputError("body is empty: write the content of the note.")
-    if "\x00" in body:
-        raise BrainInputError("body contains a NUL character; remove it.")
+    problem = text_problem(body)
+    if problem:
+        raise BrainInputError(f"body {problem}.")
     size = len(body.encode("utf-8"))
     limit = settings.BRAIN_MAX_NOTE_BYTES
     if size > limit:
@@ -82,6 +87,13 @@ def _clean_frontmatter(frontmatter: Any) -> dict:
         raise BrainInputError(
             f"frontmatter must be a mapping of keys to values (a JSON object), not a {type(frontmatter).__name__}."
         )
+    try:
+        check_frontmatter_limits(frontmatter)
+    except FrontmatterError as exc:
+        raise BrainInputError(f"{exc}.") from None
+    problem = hostile_value_problem(frontmatter, "frontmatter")
+    if problem:
+        raise BrainInputError(problem)
     # The title lives in its own field; a `title:` key would only disagree with it.
     return {key: value for key, value in frontmatter.items() if key != "title"}
 

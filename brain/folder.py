@@ -23,12 +23,14 @@ content is the same, and brings it back when the file's content changed.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
 from django.db import transaction
 
 from brain.actions import (
@@ -45,6 +47,8 @@ from brain.models import AreaDescription, MirrorFile, Note, NoteStatus
 from brain.placement import choose_slug, resolve_targets, slug_candidates
 from brain.slugs import slugify_segment
 from hyperguild.lib.markdown import FrontmatterError, parse_markdown, write_markdown
+
+logger = logging.getLogger("brain.folder")
 
 NOTE_FOLDERS = ("wiki", "raw")
 # The Go hyperguild's wing/hall descriptions: wiki/_index.md, wiki/<wing>/_index.md, wiki/<wing>/<hall>/_index.md.
@@ -322,6 +326,19 @@ def _fingerprint(nf: NoteFile) -> tuple[str, str, str, str, str]:
     return (content_hash, nf.status, nf.wing, nf.hall, nf.rel_path)
 
 
+# What turning one stored note into file text can raise (frontmatter stored before the caps existed:
+# too deep for the YAML writer, lone surrogates that do not encode). Export and the mirror report the
+# note and go on with the others.
+UNWRITABLE_NOTE_ERRORS = (RecursionError, ValueError, yaml.YAMLError, UnicodeError)
+
+
+def unwritable_reason(note: Note, exc: Exception) -> str:
+    logger.warning("note %s cannot be written as a file: %s: %s", note.slug, type(exc).__name__, str(exc)[:200])
+    if isinstance(exc, RecursionError):
+        return f"note {note.slug} has frontmatter nested too deeply to write; edit its frontmatter"
+    return f"note {note.slug} cannot be written as a file ({type(exc).__name__}); edit it"
+
+
 def _error_text(exc: Exception) -> str:
     return getattr(exc, "message", None) or str(exc)
 
@@ -384,7 +401,11 @@ def export_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress,
             summary.errors.append((rel_path, f"notes {used[rel_path]} and {note.slug} map to the same file"))
             continue
         used[rel_path] = note.slug
-        data = note_file_text(note).encode("utf-8")
+        try:
+            data = note_file_text(note).encode("utf-8")
+        except UNWRITABLE_NOTE_ERRORS as exc:
+            summary.errors.append((rel_path, unwritable_reason(note, exc)))
+            continue
         target = root / rel_path
         if target.is_file() and target.read_bytes() == data:
             summary.unchanged += 1
@@ -473,7 +494,11 @@ def sync_mirror(root: Path | str) -> FolderSummary:
         state = states.get(rel_path)
         if state is not None and state.note_id == note.id and state.note_hash == note.content_hash:
             continue
-        data = note_file_text(note).encode("utf-8")
+        try:
+            data = note_file_text(note).encode("utf-8")
+        except UNWRITABLE_NOTE_ERRORS as exc:
+            summary.errors.append((rel_path, unwritable_reason(note, exc)))
+            continue
         full = root / rel_path
         if not (full.is_file() and full.read_bytes() == data):
             _write_file(full, data)

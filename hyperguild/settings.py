@@ -108,6 +108,26 @@ HYPERGUILD_HTTP_BACKOFF_MAX_SECONDS = env_float("HYPERGUILD_HTTP_BACKOFF_MAX_SEC
 HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS = env_float("HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS", 10.0, minimum=0.0)
 HYPERGUILD_BREAKER_FAILURES = env_int("HYPERGUILD_BREAKER_FAILURES", 5, minimum=1, maximum=1000)
 HYPERGUILD_BREAKER_COOLDOWN_SECONDS = env_float("HYPERGUILD_BREAKER_COOLDOWN_SECONDS", 30.0, minimum=0.0)
+# Calls a person waits on (brain_query, /query, brain_answer) get short timeouts and no retry: a
+# service that accepts connections and never answers costs at most this, and its breaker opens.
+BRAIN_QUERY_EMBED_TIMEOUT = env_float("BRAIN_QUERY_EMBED_TIMEOUT", 2.0, minimum=0.1)
+BRAIN_RERANKER_TIMEOUT = env_float("BRAIN_RERANKER_TIMEOUT", 10.0, minimum=0.1)
+BRAIN_RERANKER_RETRIES = env_int("BRAIN_RERANKER_RETRIES", 0, minimum=0, maximum=10)
+LITELLM_TIMEOUT = env_float("LITELLM_TIMEOUT", 60.0, minimum=0.1)
+LITELLM_RETRIES = env_int("LITELLM_RETRIES", 1, minimum=0, maximum=10)
+
+# --- Limits at the door and error answers (hyperguild.middleware, hyperguild.lib.limits) ---
+HYPERGUILD_REST_MAX_BODY = env_int("HYPERGUILD_REST_MAX_BODY", 2_621_440, minimum=1024)
+HYPERGUILD_JSON_MAX_DEPTH = env_int("HYPERGUILD_JSON_MAX_DEPTH", 64, minimum=4, maximum=500)
+HYPERGUILD_RETRY_AFTER_SECONDS = env_int("HYPERGUILD_RETRY_AFTER_SECONDS", 5, minimum=1)
+# Django's own cap sits above ours so our 413 answers first.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(HYPERGUILD_REST_MAX_BODY, HYPERGUILD_MCP_MAX_BODY) + 1024
+# Login throttling (django-axes): this many failed logins for a username from one address lock it out.
+AXES_FAILURE_LIMIT = env_int("HYPERGUILD_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = env_float("HYPERGUILD_LOGIN_COOLOFF_HOURS", 0.25, minimum=0.01)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
 
 # --- Supervisor ------------------------------------------------------------
 CLAUDE_BINARY = env_str("CLAUDE_BINARY", "claude")
@@ -155,6 +175,7 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "rest_framework",
     "django_q",
+    "axes",
     "hyperguild.apps.HyperguildConfig",
     "brain.apps.BrainConfig",
     "supervisor.apps.SupervisorConfig",
@@ -162,14 +183,31 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "hyperguild.middleware.GuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+# Notes are user-written markdown: images from other hosts (tracking pixels) must not load in the UI.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    }
+}
 
 ROOT_URLCONF = "hyperguild.urls"
 ASGI_APPLICATION = "hyperguild.asgi.application"
@@ -277,5 +315,7 @@ LOGGING = {
         "supervisor": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
         "sessions": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
         "django_q": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+        # GuardMiddleware logs bad Hosts once a minute without a traceback; Django's own line would flood.
+        "django.security.DisallowedHost": {"handlers": [], "level": "CRITICAL", "propagate": False},
     },
 }

@@ -19,3 +19,6 @@ urlpatterns = [
     path("", include("sessions.urls")),
     path("", ui.home, name="hyperguild-home"),
 ]
+
+handler400 = "hyperguild.middleware.bad_request"
+handler500 = "hyperguild.middleware.server_error"

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.conf import settings
 from django.db import connection
 from django.http import JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from hyperguild.lib.http import breaker_states
 from hyperguild.models import WorkerHeartbeat
+
+logger = logging.getLogger("hyperguild.health")
 
 
 @require_GET
@@ -21,7 +26,9 @@ def health(request):
             row = cursor.fetchone()
         report["database"] = {"ok": True, "vector": row[0] if row else None}
     except Exception as exc:  # the point of /health is to report it, not raise
-        report["database"] = {"ok": False, "error": str(exc)}
+        # The detail (socket path, SQL) goes to the log, not to whoever asks /health.
+        logger.warning("health: database unavailable: %s: %s", type(exc).__name__, exc)
+        report["database"] = {"ok": False, "error": f"database unavailable ({type(exc).__name__})"}
         report["worker"] = {"ok": False, "error": "database unavailable"}
         report["ok"] = False
         return JsonResponse(report, status=503)
@@ -40,6 +47,9 @@ def health(request):
         }
         if age > limit:
             report["worker"]["error"] = f"last heartbeat {round(age)} s ago; the worker looks stopped"
+    # Circuit breakers of the outbound services this process has called (closed, open, half-open);
+    # an open breaker degrades a feature, it does not make the service unhealthy.
+    report["services"] = breaker_states()
     report["ok"] = report["database"]["ok"] and report["worker"]["ok"]
     return JsonResponse(report, status=200 if report["ok"] else 503)
 

@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 
+from hyperguild.lib.limits import hostile_value_problem
 from sessions.errors import EntryRefused
 from sessions.models import AgentSession, EntrySource, RetrospectiveRun, SessionEntry, TrainingExample
 from sessions.redaction import redact_fields
@@ -110,6 +111,11 @@ def check_entry_fields(fields: Any) -> dict:
     if problems:
         details = {"/".join(str(p) for p in e.absolute_path) or "body": e.message for e in problems}
         raise EntryRefused("; ".join(f"{field}: {message}" for field, message in details.items()), details=details)
+    # NUL, lone surrogates and NaN cannot be stored (PostgreSQL would refuse them with SQL in the message).
+    for name, value in fields.items():
+        problem = hostile_value_problem(value, name)
+        if problem:
+            raise EntryRefused(problem, details={name: problem})
     if "data" in fields:
         size = len(json.dumps(fields["data"], ensure_ascii=False).encode())
         if size > MAX_ENTRY_DATA_BYTES:

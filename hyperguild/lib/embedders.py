@@ -111,18 +111,33 @@ class BaseEmbedder:
 class HttpEmbedder(BaseEmbedder):
     path = ""
 
-    def __init__(self, base_url: str, model: str, *, api_key: str = "", timeout: float = 30.0, dimensions=None):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str = "",
+        timeout: float = 30.0,
+        query_timeout: float | None = None,
+        dimensions=None,
+    ):
         super().__init__(model, dimensions)
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
+        # A query embedding is waited on by a person: one attempt, a short timeout (BRAIN_QUERY_EMBED_TIMEOUT).
+        # A service that accepts connections and never answers then costs this much, until its breaker opens.
+        self.query_timeout = min(timeout, query_timeout) if query_timeout is not None else timeout
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # Pooled: every embedder built for this server reuses the same keep-alive connections.
         self._http = ServiceClient(self.service, self.base_url, headers=headers, timeout=timeout, retries=ATTEMPTS - 1)
 
-    def _post(self, payload: dict) -> dict:
+    def _post(self, payload: dict, *, is_query: bool = False) -> dict:
         try:
-            body = self._http.post_json(self.path, payload)
+            if is_query:
+                body = self._http.post_json(self.path, payload, timeout=self.query_timeout, retries=0)
+            else:
+                body = self._http.post_json(self.path, payload)
         except ServiceError as exc:
             raise EmbedderError(str(exc), service=self.service) from None
         if not isinstance(body, dict):
@@ -138,7 +153,7 @@ class OllamaEmbedder(HttpEmbedder):
     path = "/api/embed"
 
     def _embed(self, texts: list[str], *, is_query: bool) -> list[list[float]]:
-        body = self._post({"model": self.model, "input": texts})
+        body = self._post({"model": self.model, "input": texts}, is_query=is_query)
         return body.get("embeddings")
 
 
@@ -154,7 +169,7 @@ class OpenAIEmbedder(HttpEmbedder):
         super().__init__(base_url, model, **kwargs)
 
     def _embed(self, texts: list[str], *, is_query: bool) -> list[list[float]]:
-        body = self._post({"model": self.model, "input": texts, "encoding_format": "float"})
+        body = self._post({"model": self.model, "input": texts, "encoding_format": "float"}, is_query=is_query)
         data = body.get("data")
         if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
             return None
@@ -190,6 +205,7 @@ def get_embedder() -> BaseEmbedder | None:
     """
     kind = settings.BRAIN_EMBEDDER
     timeout = settings.BRAIN_EMBED_TIMEOUT
+    query_timeout = settings.BRAIN_QUERY_EMBED_TIMEOUT
     if kind == "off":
         return None
     if kind == "local":
@@ -200,10 +216,15 @@ def get_embedder() -> BaseEmbedder | None:
             settings.BRAIN_EMBED_MODEL or OLLAMA_DEFAULT_MODEL,
             api_key=settings.BRAIN_EMBED_API_KEY,
             timeout=timeout,
+            query_timeout=query_timeout,
         )
     if kind == "openai":
         return OpenAIEmbedder(
-            settings.BRAIN_EMBED_URL, settings.BRAIN_EMBED_MODEL, api_key=settings.BRAIN_EMBED_API_KEY, timeout=timeout
+            settings.BRAIN_EMBED_URL,
+            settings.BRAIN_EMBED_MODEL,
+            api_key=settings.BRAIN_EMBED_API_KEY,
+            timeout=timeout,
+            query_timeout=query_timeout,
         )
     raise ValueError(f"unknown BRAIN_EMBEDDER {kind!r}")
 

@@ -214,7 +214,7 @@ def get_llm_client() -> LLMClient | None:
     url, key, timeout, retries = (
         settings.LITELLM_BASE_URL,
         settings.LITELLM_API_KEY,
-        settings.HYPERGUILD_HTTP_TIMEOUT,
-        settings.HYPERGUILD_HTTP_RETRIES,
+        min(settings.LITELLM_TIMEOUT, settings.HYPERGUILD_HTTP_TIMEOUT),
+        min(settings.LITELLM_RETRIES, settings.HYPERGUILD_HTTP_RETRIES),
     )
     return configured_client(("llm", url, key, timeout, retries), lambda: LLMClient(url, key, timeout=timeout, retries=retries))

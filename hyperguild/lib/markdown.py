@@ -10,6 +10,7 @@ note twice gives the same bytes.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,11 @@ import yaml
 
 FENCE = "---"
 FENCE_ENDS = ("---", "...")
+# Caps on frontmatter, whatever door it comes through (file, MCP, REST): deeper or bigger
+# frontmatter is refused with a FrontmatterError, so that nothing downstream (YAML dump,
+# JSON, export) ever meets a structure that would overflow the stack.
+FRONTMATTER_MAX_DEPTH = 16  # nested mappings/lists
+FRONTMATTER_MAX_BYTES = 64 * 1024  # YAML text, or the JSON of a frontmatter given as data
 
 
 class FrontmatterError(ValueError):
@@ -66,6 +72,41 @@ class MarkdownDocument:
     has_frontmatter: bool = False
 
 
+def frontmatter_depth(value: Any) -> int:
+    """How deeply mappings and lists nest in `value` (a scalar is 0); iterative, so never a RecursionError."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = list(node.values())
+        elif isinstance(node, list | tuple):
+            children = list(node)
+        else:
+            deepest = max(deepest, depth)
+            continue
+        deepest = max(deepest, depth + 1)
+        if deepest > 10_000:
+            break  # cyclic (YAML anchors can build one): deep enough to refuse
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def check_frontmatter_limits(frontmatter: Any) -> None:
+    """FrontmatterError when `frontmatter` (decoded data) nests deeper or weighs more than the caps."""
+    depth = frontmatter_depth(frontmatter)
+    if depth > FRONTMATTER_MAX_DEPTH:
+        raise FrontmatterError(
+            f"frontmatter nests {depth if depth <= 10_000 else 'over 10000'} levels deep, over the limit of "
+            f"{FRONTMATTER_MAX_DEPTH}; flatten it"
+        )
+    size = len(json.dumps(frontmatter, ensure_ascii=False, default=str).encode("utf-8", "surrogatepass"))
+    if size > FRONTMATTER_MAX_BYTES:
+        raise FrontmatterError(
+            f"frontmatter is {size} bytes, over the limit of {FRONTMATTER_MAX_BYTES}; keep long text in the body"
+        )
+
+
 def _jsonable(value: Any, where: str) -> Any:
     """Frontmatter is stored as JSON: keep only what JSON can hold."""
     if isinstance(value, dict):
@@ -78,9 +119,16 @@ def _jsonable(value: Any, where: str) -> Any:
 
 
 def parse_frontmatter_text(text: str) -> dict[str, Any]:
-    """YAML text → a mapping; anything else is a FrontmatterError."""
+    """YAML text → a mapping; anything else (too big, too deep) is a FrontmatterError."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > FRONTMATTER_MAX_BYTES:
+        raise FrontmatterError(
+            f"frontmatter is {size} bytes, over the limit of {FRONTMATTER_MAX_BYTES}; keep long text in the body"
+        )
     try:
         data = yaml.load(text, Loader=FrontmatterLoader)  # noqa: S506 - SafeLoader subclass
+    except RecursionError:
+        raise FrontmatterError(f"frontmatter nests too deeply (the limit is {FRONTMATTER_MAX_DEPTH} levels); flatten it") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -90,6 +138,7 @@ def parse_frontmatter_text(text: str) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise FrontmatterError(f"frontmatter must be a mapping of keys to values, not a {type(data).__name__}")
+    check_frontmatter_limits(data)
     return _jsonable(data, "frontmatter")
 
 

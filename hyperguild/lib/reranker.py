@@ -172,8 +172,9 @@ def get_reranker() -> RerankerClient | None:
         settings.BRAIN_RERANKER_URL,
         settings.BRAIN_RERANKER_MODEL,
         settings.BRAIN_RERANKER_CONCURRENCY,
-        settings.HYPERGUILD_HTTP_TIMEOUT,
-        settings.HYPERGUILD_HTTP_RETRIES,
+        # A person waits on the reranker (brain_query, /query): its own short budget, never above the general one.
+        min(settings.BRAIN_RERANKER_TIMEOUT, settings.HYPERGUILD_HTTP_TIMEOUT),
+        min(settings.BRAIN_RERANKER_RETRIES, settings.HYPERGUILD_HTTP_RETRIES),
     )
     return configured_client(
         ("reranker", url, model, concurrency, timeout, retries),

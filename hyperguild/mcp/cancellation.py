@@ -6,12 +6,23 @@ While a process has calls in flight, one watcher thread reads the records
 made since the oldest of them started (one query a second) and sets the
 cancel flag of each call whose endpoint and request id match a record made
 after the call began.
+
+Scope: a cancellation stops only calls of the client that sent it. Clients
+reuse small JSON-RPC ids and may share one token, so the id alone is not
+enough: calls and cancellations are keyed on (endpoint, client key, id).
+The client key is the `Mcp-Session-Id` header, which the server hands out
+in its answer to `initialize` and every conforming client (Claude Code and
+the official SDKs) sends back on each later request; a client that sends
+none is keyed on its address and User-Agent (two such clients behind one
+address with the same User-Agent still share a scope).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import secrets
 import threading
 import time
 from datetime import UTC, datetime
@@ -30,17 +41,35 @@ _lock = threading.Lock()
 _thread: threading.Thread | None = None
 
 
-def request_id_key(request_id: Any) -> str:
-    """A JSON-RPC id as stored text: 7 and "7" stay different."""
-    return json.dumps(request_id)
+def new_session_id() -> str:
+    """An Mcp-Session-Id for a client that has none (visible ASCII, unguessable)."""
+    return secrets.token_hex(16)
+
+
+def session_client_key(session_id: str) -> str:
+    """The client key of a caller that sends `Mcp-Session-Id: <session_id>`."""
+    return "s:" + hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:24]
+
+
+def client_key(request) -> str:
+    """Who is calling: the Mcp-Session-Id if sent, else a digest of the address and User-Agent."""
+    session = request.META.get("HTTP_MCP_SESSION_ID", "").strip()
+    if session:
+        return session_client_key(session)
+    who = f"{request.META.get('REMOTE_ADDR', '')}|{request.META.get('HTTP_USER_AGENT', '')}"
+    return "a:" + hashlib.sha256(who.encode("utf-8", "replace")).hexdigest()[:24]
+
+
+def request_id_key(request_id: Any, caller: str = "") -> str:
+    """A JSON-RPC id as stored text, scoped to its caller: 7 and "7" stay different, so do two clients' 7s."""
+    key = json.dumps(request_id)
+    return f"{caller} {key}" if caller else key
 
 
 class RunningCalls:
     """Contexts of calls in flight in this process, for `notifications/cancelled`.
 
-    Keyed by endpoint and request id. MCP over HTTP is stateless here, so two
-    clients could reuse an id; a cancellation then stops both, which is the
-    safe side for a request the client has given up on.
+    Keyed by endpoint and caller-scoped request id (see the module docstring).
     """
 
     def __init__(self) -> None:
@@ -48,12 +77,12 @@ class RunningCalls:
         self._calls: dict[tuple[str, str], list[ToolContext]] = {}
 
     @staticmethod
-    def _key(endpoint: str, request_id: Any) -> tuple[str, str]:
-        return endpoint, request_id_key(request_id)
+    def _key(endpoint: str, request_id: Any, caller: str = "") -> tuple[str, str]:
+        return endpoint, request_id_key(request_id, caller)
 
     def add(self, ctx: ToolContext) -> None:
         with self._lock:
-            self._calls.setdefault(self._key(ctx.endpoint, ctx.request_id), []).append(ctx)
+            self._calls.setdefault(self._key(ctx.endpoint, ctx.request_id, ctx.caller), []).append(ctx)
         ensure_watcher()  # cancellations recorded by other replicas reach this call too
 
     def snapshot(self) -> list[tuple[str, str, ToolContext]]:
@@ -62,7 +91,7 @@ class RunningCalls:
             return [(endpoint, rid, ctx) for (endpoint, rid), contexts in self._calls.items() for ctx in contexts]
 
     def remove(self, ctx: ToolContext) -> None:
-        key = self._key(ctx.endpoint, ctx.request_id)
+        key = self._key(ctx.endpoint, ctx.request_id, ctx.caller)
         with self._lock:
             contexts = self._calls.get(key, [])
             if ctx in contexts:
@@ -70,9 +99,9 @@ class RunningCalls:
             if not contexts:
                 self._calls.pop(key, None)
 
-    def cancel(self, endpoint: str, request_id: Any) -> int:
+    def cancel(self, endpoint: str, request_id: Any, caller: str = "") -> int:
         with self._lock:
-            contexts = list(self._calls.get(self._key(endpoint, request_id), []))
+            contexts = list(self._calls.get(self._key(endpoint, request_id, caller), []))
         for ctx in contexts:
             ctx.cancelled.set()
         return len(contexts)

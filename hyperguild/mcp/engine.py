@@ -11,10 +11,12 @@ import base64
 import binascii
 import json
 import logging
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db import InterfaceError, OperationalError
 
 from hyperguild.lib.schema import format_schema_errors, schema_problems
 from hyperguild.mcp.cancellation import RUNNING
@@ -89,6 +91,9 @@ def encode_cursor(offset: int) -> str:
     return base64.urlsafe_b64encode(f"o:{offset}".encode()).decode()
 
 
+MAX_CURSOR_OFFSET = 2**31 - 1  # far past any real list, well inside PostgreSQL's OFFSET range
+
+
 def decode_cursor(cursor: Any) -> int:
     if cursor is None:
         return 0
@@ -96,8 +101,12 @@ def decode_cursor(cursor: Any) -> int:
         text = base64.urlsafe_b64decode(str(cursor).encode()).decode()
         if not text.startswith("o:"):
             raise ValueError
-        offset = int(text[2:])
-        if offset < 0:
+        digits = text[2:]
+        # A cursor is ours, so it is short; anything longer (or past a bigint) is forged.
+        if len(digits) > 12:
+            raise ValueError
+        offset = int(digits)
+        if offset < 0 or offset > MAX_CURSOR_OFFSET:
             raise ValueError
         return offset
     except (ValueError, binascii.Error, UnicodeDecodeError):
@@ -177,6 +186,14 @@ class Dispatcher:
         except RpcError as exc:
             record.status = f"rpc_error {exc.code}"
             return error_response(request_id, exc.code, exc.message, exc.data)
+        except Exception as exc:  # resources/*, paging: a JSON-RPC error, never an HTML 500
+            incident = uuid.uuid4().hex[:16]
+            logger.exception("%s on /mcp/%s raised (request id %s)", method, self.endpoint.name, incident)
+            record.status = "internal_error"
+            what = "could not reach the database" if isinstance(exc, OperationalError | InterfaceError) else "failed"
+            return error_response(
+                request_id, INTERNAL_ERROR, f"{method} {what}; the server log has the detail (request id {incident})"
+            )
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     def _route(self, method: str, params: dict, ctx: ToolContext, record: CallRecord) -> dict:
@@ -284,9 +301,17 @@ class Dispatcher:
             record.status = "tool_error"
             return tool_error_result(str(exc), getattr(exc, "data", None))
         except Exception as exc:
-            logger.exception("tool %s on /mcp/%s raised", name, self.endpoint.name)
+            # The message never carries the exception text (SQL, paths); the log has it under this id.
+            incident = uuid.uuid4().hex[:16]
+            logger.exception("tool %s on /mcp/%s raised (request id %s)", name, self.endpoint.name, incident)
             record.status = "internal_error"
-            return tool_error_result(f"{name} failed unexpectedly ({type(exc).__name__}: {exc}); see the server log")
+            if isinstance(exc, OperationalError | InterfaceError):
+                return tool_error_result(
+                    f"{name} could not reach the database; try again shortly (request id {incident})"
+                )
+            return tool_error_result(
+                f"{name} failed unexpectedly ({type(exc).__name__}); the server log has the detail (request id {incident})"
+            )
         finally:
             RUNNING.remove(ctx)
 

@@ -57,8 +57,11 @@ class ToolContext:
         progress_token: Any = None,
         emit: Callable[[dict], None] | None = None,
         client: dict | None = None,
+        caller: str = "",
     ) -> None:
         self.endpoint = endpoint
+        # Who sent the call (hyperguild.mcp.cancellation.client_key): cancellations match on it and the id.
+        self.caller = caller
         self.request_id = request_id
         self.progress_token = progress_token
         self.client = client or {}

@@ -16,6 +16,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,9 +31,11 @@ from rest_framework.views import APIView
 
 from hyperguild.actions import do_record_mcp_cancellation
 from hyperguild.errors import error_body
-from hyperguild.mcp.cancellation import RUNNING, request_id_key
+from hyperguild.lib.limits import InputRejected, hostile_value_problem, loads_limited
+from hyperguild.mcp.cancellation import RUNNING, client_key, new_session_id, request_id_key
 from hyperguild.mcp.engine import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -121,6 +124,19 @@ def origin_allowed(origin: str) -> bool:
     return False
 
 
+def parse_message(body: bytes, max_depth: int) -> Any:
+    """One JSON-RPC message: InputRejected when too deep, not JSON or holding NaN/Infinity.
+
+    Text problems (NUL, lone surrogates) are checked after classification, to answer with the id.
+    """
+    try:
+        return loads_limited(body, max_depth)
+    except InputRejected as exc:
+        if "NUL" in exc.message or "surrogate" in exc.message:
+            return json.loads(body)  # well-formed: the caller refuses it with the request's id
+        raise
+
+
 class McpView(APIView):
     """POST one JSON-RPC message; GET and DELETE are 405 (no server-initiated stream)."""
 
@@ -178,27 +194,41 @@ class McpView(APIView):
 
         record = CallRecord()
         try:
-            message = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
+            # Depth-limited, and NaN/Infinity refused: `"id": NaN` is a parse error, never echoed back.
+            message = parse_message(body, settings.HYPERGUILD_JSON_MAX_DEPTH)
+        except InputRejected as exc:
             record.status = "parse_error"
-            return self._json(error_response(None, PARSE_ERROR, f"Parse error: {exc}"), 400, record)
+            return self._json(error_response(None, PARSE_ERROR, f"Parse error: {exc.message}"), 400, record)
         try:
             kind = classify(message)
         except RpcError as exc:
             record.status = "invalid_request"
             request_id = message.get("id") if isinstance(message, dict) else None
+            if hostile_value_problem(request_id):
+                request_id = None
             return self._json(error_response(request_id, exc.code, exc.message), 400, record)
+        problem = hostile_value_problem(message)
+        if problem:
+            # A NUL or lone surrogate can be neither stored nor echoed: refuse it before any tool sees it.
+            record.status = "invalid_params"
+            request_id = message.get("id")
+            if kind != "request" or hostile_value_problem(request_id):
+                return self._json(error_response(None, INVALID_REQUEST, problem), 400, record)
+            return self._json(error_response(request_id, INVALID_PARAMS, problem), 200, record)
 
+        client = client_key(request)
         if kind != "request":
             record.method = message.get("method", "response")
             if message.get("method") == "notifications/cancelled":
                 params = message.get("params") or {}
-                cancelled = RUNNING.cancel(self.mcp_endpoint.name, params.get("requestId"))
+                cancelled = RUNNING.cancel(self.mcp_endpoint.name, params.get("requestId"), client)
                 record.extra["cancelled_calls"] = cancelled
                 try:
                     # The call may run on another replica: leave the cancellation where it can see it.
                     do_record_mcp_cancellation(
-                        self.mcp_endpoint.name, request_id_key(params.get("requestId")), str(params.get("reason", ""))
+                        self.mcp_endpoint.name,
+                        request_id_key(params.get("requestId"), client),
+                        str(params.get("reason", "")),
                     )
                 except Exception:  # a notification is answered 202 whatever happens
                     logger.exception("could not record the cancellation")
@@ -226,11 +256,17 @@ class McpView(APIView):
         accepts_sse = "text/event-stream" in accept or "*/*" in accept
         streams = message["method"] == "tools/call" and progress_token is not None and accepts_sse
         if wants_sse_only or streams:
-            return self._stream(message, progress_token, record)
+            return self._stream(message, progress_token, record, client)
 
-        ctx = ToolContext(endpoint=self.mcp_endpoint.name, request_id=message["id"], progress_token=progress_token)
+        ctx = ToolContext(
+            endpoint=self.mcp_endpoint.name, request_id=message["id"], progress_token=progress_token, caller=client
+        )
         response = Dispatcher(self.mcp_endpoint).handle(message, ctx, record)
-        return self._json(response, 200, record)
+        http = self._json(response, 200, record)
+        if message["method"] == "initialize" and not request.META.get("HTTP_MCP_SESSION_ID"):
+            # Clients send it back on every request: it scopes cancellations to this client.
+            http["Mcp-Session-Id"] = new_session_id()
+        return http
 
     # -- responses ----------------------------------------------------------------
 
@@ -247,7 +283,7 @@ class McpView(APIView):
         message = f"Request body of {size} bytes is over the limit of {limit} bytes (HYPERGUILD_MCP_MAX_BODY)."
         return self._json(error_response(None, INVALID_REQUEST, message), 413, record)
 
-    def _stream(self, message: dict, progress_token: Any, record: CallRecord) -> StreamingHttpResponse:
+    def _stream(self, message: dict, progress_token: Any, record: CallRecord, client: str) -> StreamingHttpResponse:
         endpoint = self.mcp_endpoint
         view = self
 
@@ -259,15 +295,22 @@ class McpView(APIView):
                 loop.call_soon_threadsafe(queue.put_nowait, ("event", payload))
 
             ctx = ToolContext(
-                endpoint=endpoint.name, request_id=message["id"], progress_token=progress_token, emit=emit
+                endpoint=endpoint.name,
+                request_id=message["id"],
+                progress_token=progress_token,
+                emit=emit,
+                caller=client,
             )
 
             def run() -> None:
                 try:
                     response = Dispatcher(endpoint).handle(message, ctx, record)
-                except Exception as exc:  # never leave the stream without an answer
-                    logger.exception("MCP dispatch failed")
-                    response = error_response(message["id"], INTERNAL_ERROR, f"Internal error: {exc}")
+                except Exception:  # never leave the stream without an answer
+                    incident = uuid.uuid4().hex[:16]
+                    logger.exception("MCP dispatch failed (request id %s)", incident)
+                    response = error_response(
+                        message["id"], INTERNAL_ERROR, f"Internal error; the server log has the detail (request id {incident})"
+                    )
                 finally:
                     connections.close_all()
                 loop.call_soon_threadsafe(queue.put_nowait, ("final", response))
