@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from collections import Counter
 from pathlib import Path
@@ -144,7 +145,8 @@ def _shingles(text: str) -> tuple[str, frozenset]:
 def near_duplicate_groups(texts: list[str]) -> list[int]:
     """A group number per text; texts with the same words, or word-trigram Jaccard >= NEAR_DUPLICATE_JACCARD, share one.
 
-    Pairwise within equal-ish sizes (union-find): fine for the thousands of examples a curated set holds.
+    Candidates come from prefix filtering (trigrams ordered rarest first: two sets that similar must share one
+    of their first |A| - ceil(t|A|) + 1 trigrams), then each candidate pair's Jaccard is computed exactly.
     """
     parent = list(range(len(texts)))
 
@@ -161,16 +163,25 @@ def near_duplicate_groups(texts: list[str]) -> list[int]:
             parent[find(i)] = find(first_by_key[key])
         else:
             first_by_key[key] = i
-    distinct = sorted(first_by_key.values(), key=lambda i: len(keys[i][1]))
-    for a_pos, a in enumerate(distinct):
+    distinct = list(first_by_key.values())
+    frequency = Counter(gram for i in distinct for gram in keys[i][1])
+    index: dict[str, list[int]] = {}
+    threshold = NEAR_DUPLICATE_JACCARD
+    for a in distinct:
         grams_a = keys[a][1]
-        for b in distinct[a_pos + 1:]:
+        ordered = sorted(grams_a, key=lambda gram: (frequency[gram], gram))
+        prefix = ordered[: len(ordered) - math.ceil(threshold * len(ordered)) + 1]
+        candidates = {b for gram in prefix for b in index.get(gram, ())}
+        for b in candidates:
             grams_b = keys[b][1]
-            if len(grams_a) < NEAR_DUPLICATE_JACCARD * len(grams_b):
-                break  # sorted by size: every later one is too big to be that similar
+            small, large = sorted((len(grams_a), len(grams_b)))
+            if small < threshold * large:
+                continue
             union = len(grams_a | grams_b)
-            if union and len(grams_a & grams_b) / union >= NEAR_DUPLICATE_JACCARD:
+            if union and len(grams_a & grams_b) / union >= threshold:
                 parent[find(b)] = find(a)
+        for gram in prefix:
+            index.setdefault(gram, []).append(a)
     return [find(i) for i in range(len(texts))]
 
 
