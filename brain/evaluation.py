@@ -59,11 +59,34 @@ def sampled_corpus(dataset: BeirDataset, size: int | None) -> list[dict]:
     """
     if size is None or size >= len(dataset.corpus):
         return dataset.corpus
-    judged = {doc for rels in dataset.qrels.values() for doc in rels}
+    ordered = sample_order(dataset)
+    judged = sum(1 for d in dataset.corpus if d["_id"] in _judged(dataset))
+    return ordered[: max(size, judged)]
+
+
+def _judged(dataset: BeirDataset) -> set[str]:
+    return {doc for rels in dataset.qrels.values() for doc in rels}
+
+
+def sample_order(dataset: BeirDataset) -> list[dict]:
+    """Every document: the judged ones first, then the others in a seeded random order.
+
+    `--corpus-sample N` takes the first N of this order, and `--embed-only` fills the
+    embedding cache in it, so an interrupted fill still serves the largest sample.
+    """
+    judged = _judged(dataset)
     first = [d for d in dataset.corpus if d["_id"] in judged]
     rest = [d for d in dataset.corpus if d["_id"] not in judged]
     random.Random(SAMPLE_SEED).shuffle(rest)
-    return (first + rest)[: max(size, len(first))]
+    return first + rest
+
+
+def document_chunks(doc: dict) -> list[str]:
+    """The texts the embedder reads for one dataset document, exactly as brain_eval imports it."""
+    from brain.chunking import chunk_note
+
+    title = (doc.get("title") or "").strip()[:300]
+    return [chunk.embed_text for chunk in chunk_note(title, doc.get("text") or "")]
 
 
 def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int = 10) -> float:
