@@ -1,6 +1,6 @@
 """Fill brain_eval's embedding cache (var/eval-cache) for a BEIR dataset, judged documents first.
 
-    .venv/bin/python bench/prefill_eval_cache.py ../shared/datasets/scifact [--limit N]
+    .venv/bin/python bench/prefill_eval_cache.py ../shared/datasets/scifact [--limit N] [--shard i/n]
 
 Runs without a database. `brain_eval --corpus-sample N` then reads the first N
 documents of the same order from the cache instead of embedding them, so a
@@ -34,13 +34,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dataset", type=Path)
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument(
+        "--shard", default="0/1", help="i/n: embed only every n-th step from the i-th (run n processes in parallel)"
+    )
     parser.add_argument("--cache-dir", type=Path, default=Path(settings.BASE_DIR) / "var" / "eval-cache")
     args = parser.parse_args()
     dataset = load_beir(args.dataset)
     docs = sample_order(dataset)[: args.limit]
     embedder = CachingEmbedder(LocalEmbedder(), args.cache_dir, part=f"-prefill{os.getpid()}")
     started = time.perf_counter()
-    for start in range(0, len(docs), STEP_DOCS):
+    shard, shards = (int(x) for x in args.shard.split("/"))
+    for step, start in enumerate(range(0, len(docs), STEP_DOCS)):
+        if step % shards != shard:
+            continue
         texts = [text for doc in docs[start : start + STEP_DOCS] for text in document_chunks(doc)]
         embedder.embed_documents(texts)
         elapsed = time.perf_counter() - started

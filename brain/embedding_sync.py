@@ -71,6 +71,9 @@ def sync_embeddings(
     result.deleted += _drop_archived(notes, using)
     _rechunk_changed(notes, result, using)
     _embed_missing(embedder, notes, result, using, progress)
+    from brain import backlog  # late: backlog reads this module
+
+    backlog.forget()
     return result
 
 

@@ -88,7 +88,12 @@ def query_sql(model: str, dimensions: int, *, wing: bool, hall: bool, status: bo
     )
 
 
-def rank(
+def rank(query: str, *, limit: int, **kwargs) -> list[tuple[int, str]]:
+    """(note_id, best chunk text) of the `limit` nearest notes, nearest first (see rank_scored)."""
+    return [(note_id, text) for note_id, text, _ in rank_scored(query, limit=limit, **kwargs)]
+
+
+def rank_scored(
     query: str,
     *,
     limit: int,
@@ -97,8 +102,8 @@ def rank(
     status: str | None = None,
     embedder: BaseEmbedder | None = None,
     using: str = "default",
-) -> list[tuple[int, str]]:
-    """(note_id, best chunk text) of the `limit` nearest notes, nearest first.
+) -> list[tuple[int, str, float]]:
+    """(note_id, best chunk text, cosine similarity) of the `limit` nearest notes, nearest first.
 
     Raises EmbedderError or a database error; `brain.search` turns those into a degraded answer.
     """
@@ -119,10 +124,10 @@ def rank(
         rows = cursor.fetchall()
     # relaxed_order may return rows slightly out of order: sort, then keep each note's best chunk.
     rows.sort(key=lambda row: row[2])
-    seen: dict[int, str] = {}
-    for note_id, text, _distance in rows:
+    seen: dict[int, tuple[str, float]] = {}
+    for note_id, text, distance in rows:
         if note_id not in seen:
-            seen[note_id] = text[:EXCERPT_CHARS]
+            seen[note_id] = (text[:EXCERPT_CHARS], 1.0 - float(distance))
         if len(seen) == limit:
             break
-    return list(seen.items())
+    return [(note_id, text, similarity) for note_id, (text, similarity) in seen.items()]

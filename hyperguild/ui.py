@@ -69,6 +69,9 @@ def home(request: HttpRequest) -> HttpResponse:
         "wiki_count": counts.get(NoteStatus.WIKI, 0),
         "candidate_counts": _training_counts(),
     }
+    from brain.backlog import home_counts as embedding_counts
+
+    context.update(embedding_counts())
     return render(request, "hyperguild/home.html", context)
 
 

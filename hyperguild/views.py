@@ -8,6 +8,7 @@ from django.http import JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from hyperguild.health import health_sections
 from hyperguild.models import WorkerHeartbeat
 
 
@@ -40,6 +41,7 @@ def health(request):
         }
         if age > limit:
             report["worker"]["error"] = f"last heartbeat {round(age)} s ago; the worker looks stopped"
+    report.update(health_sections())
     report["ok"] = report["database"]["ok"] and report["worker"]["ok"]
     return JsonResponse(report, status=200 if report["ok"] else 503)
 

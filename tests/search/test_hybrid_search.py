@@ -26,6 +26,7 @@ def test_rrf_sums_reciprocal_ranks_and_records_each_rankers_rank():
 
 
 def test_hybrid_returns_vector_only_hits_as_full_results_with_their_rankers(ollama_settings):
+    ollama_settings.BRAIN_VECTOR_FLOOR = -1.0  # the fake model's vectors all count (no floor)
     # The fake embedder hashes words into 8 buckets: "Bread" shares no word with the query, yet its
     # vector is near enough to be the second nearest.
     tides = do_ingest_note(title="Tides", body="moon pulls the ocean", wing="sci", hall="astro")
@@ -43,6 +44,7 @@ def test_hybrid_returns_vector_only_hits_as_full_results_with_their_rankers(olla
 
 
 def test_filters_apply_to_both_rankers(ollama_settings):
+    ollama_settings.BRAIN_VECTOR_FLOOR = -1.0
     do_ingest_note(title="Tides", body="moon pulls the ocean", wing="sci")
     bread = do_ingest_note(title="Bread", body="yeast flour oven", wing="food")
     do_write_raw_note(title="Raw moon", body="moon pulls")
