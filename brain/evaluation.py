@@ -175,7 +175,43 @@ class CachingEmbedder:
         return [self.cache[d].tolist() for d in digests]
 
     def embed_query(self, text: str) -> list[float]:
-        return self.inner.embed_query(text)
+        """Query vectors are cached too (under a key of their own: e5 embeds queries differently)."""
+        digest = self._digest(QUERY_PREFIX + text)
+        vector = self.cache.get(digest)
+        if vector is None:
+            vector = np.asarray(self.inner.embed_query(text), dtype=np.float32)
+            self.cache[digest] = vector
+            with self.path.open("ab") as handle:
+                handle.write(digest + vector.tobytes())
+        return vector.tolist()
+
+    def cached_document(self, text: str) -> np.ndarray | None:
+        return self.cache.get(self._digest(text))
+
+
+QUERY_PREFIX = "\x00query\x00"
+
+
+def load_negatives(path: Path) -> list[str]:
+    """Queries with no relevant document in the corpus: one per line, or JSONL with a "text" field.
+
+    Blank lines and lines starting with # are skipped.
+    """
+    queries = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("{"):
+            try:
+                line = str(json.loads(line)["text"]).strip()
+            except (ValueError, KeyError, TypeError):
+                raise ValueError(f"{path}:{number}: a JSON line needs a \"text\" field") from None
+        if line:
+            queries.append(line)
+    if not queries:
+        raise ValueError(f"{path} holds no queries")
+    return queries
 
 
 @dataclass

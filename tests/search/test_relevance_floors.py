@@ -18,8 +18,8 @@ from brain.actions import do_ingest_note, do_write_raw_note
 from brain.answers import NOTHING_FOUND, answer
 from brain.context import context
 from brain.embedding_sync import sync_embeddings
-from brain.search import rank_notes, search
 from brain.evaluation import CachingEmbedder
+from brain.search import rank_notes, search
 from hyperguild.lib.embedders import LocalEmbedder
 from tests.conftest import call_tool
 from tests.routing.fake_openai import FakeOpenAI, Reply
