@@ -104,3 +104,24 @@ def test_hybrid_with_the_local_model_finds_a_paraphrase_bm25_misses(settings):
     response = search(query)
     assert response.hits[0].slug == target.slug
     assert response.hits[0].rankers == {"vector": 1}
+
+
+def test_a_model_with_no_calibrated_floor_only_reorders_what_bm25_passed(ollama_settings):
+    ollama_settings.BRAIN_VECTOR_FLOOR = None  # "ollama:fake-embed" is in no floor table
+    tides = do_ingest_note(title="Tides", body="moon pulls the ocean", wing="sci", hall="astro")
+    do_ingest_note(title="Bread", body="yeast flour oven ocean", wing="food", hall="bake")
+    sync_embeddings(get_embedder())
+    response = search("moon pulls")
+    assert [(h.slug, h.rankers) for h in response.hits] == [(tides.slug, {"bm25": 1, "vector": 1})]
+    nothing = search("qwxzv")  # no BM25 hit: the vector side adds none
+    assert nothing.hits == [] and nothing.abstained is True and "no calibrated vector floor" in nothing.reason
+
+
+def test_a_vector_floor_set_in_the_environment_cuts_far_hits(ollama_settings):
+    tides = do_ingest_note(title="Tides", body="moon pulls the ocean", wing="sci", hall="astro")
+    do_ingest_note(title="Bread", body="yeast flour oven", wing="food", hall="bake")
+    sync_embeddings(get_embedder())
+    ollama_settings.BRAIN_VECTOR_FLOOR = 0.99
+    assert [h.slug for h in search("moon pulls the ocean tides").hits] == [tides.slug]
+    ollama_settings.BRAIN_VECTOR_FLOOR = -1.0
+    assert len(search("moon pulls the ocean tides").hits) == 2
