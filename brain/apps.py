@@ -7,8 +7,14 @@ class BrainConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from brain import tools  # noqa: F401  (registers the brain MCP tools)
-        from brain.backlog import health_section
+        # Registers the brain endpoint and its tools, then brain_answer and brain_context.
+        from brain import answer_tools, backlog, system_checks, tools  # noqa: F401
+        from brain.contributions import home_counts
+        from brain.tasks import schedules
+        from hyperguild.contributions import register_home_counts, register_schedules
         from hyperguild.health import register_health_section
 
-        register_health_section("embeddings", health_section)
+        register_home_counts(home_counts)
+        register_home_counts(backlog.home_counts)
+        register_schedules(schedules)
+        register_health_section("embeddings", backlog.health_section)

@@ -25,8 +25,10 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from brain import bm25, floors
+from brain import backlog, bm25, floors, vectors
+from brain.errors import BrainError
 from brain.models import Note, NoteStatus
+from hyperguild.lib.embedders import get_embedder
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +42,7 @@ MAX_LIMIT = 50
 ANY_STATUS = "any"
 
 
-class SearchInputError(ValueError):
+class SearchInputError(BrainError, ValueError):
     """The query or a filter is unusable; the message says what to change."""
 
 
@@ -118,8 +120,6 @@ def search(
     reasons = [ranking.reason] if ranking.reason else []
     if not hits:
         reasons.append(ranking.abstain_reason or "Nothing relevant: no note matches the query.")
-    from brain import backlog  # imported late: it reads the embedder settings
-
     return SearchResponse(
         hits=hits,
         degraded=ranking.degraded,
@@ -158,12 +158,8 @@ def rank_notes(
     switches them off (brain_eval compares both). `search()` is this cut to `limit` plus
     the note fields; `brain_eval` calls it with one ranker at a time and a depth of 100.
     """
-    from brain import vectors  # imported late: it pulls the embedder settings in
-
     use_vectors = "vector" in rankers and (embedder is not None or vectors.active())
     if use_vectors and embedder is None:
-        from hyperguild.lib.embedders import get_embedder
-
         embedder = get_embedder()
         use_vectors = embedder is not None
     if floor is None:

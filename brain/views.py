@@ -21,7 +21,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from brain import actions
+from brain.hooks import provenance_entries
 from brain.models import Note, NoteStatus
+from brain.search import SearchInputError, search
+from brain.slugs import MAX_SLUG_LENGTH
 from hyperguild.lib.markdown import render_markdown
 from hyperguild.ui import paginate, staff_action, staff_page
 
@@ -46,11 +49,12 @@ class QueueFilterForm(forms.Form):
 
 
 class PromoteForm(forms.Form):
-    # Wing, hall and slug rules live in brain.actions (BrainInputError); the form only bounds sizes.
+    # Wing, hall and slug rules live in brain.actions (BrainInputError, via brain.slugs.validate_slug,
+    # as for MCP, REST and imports); the form only bounds sizes.
     wing = forms.CharField(max_length=100)
     hall = forms.CharField(max_length=100, required=False)
     title = forms.CharField(max_length=300)
-    slug = forms.CharField(max_length=200)
+    slug = forms.CharField(max_length=MAX_SLUG_LENGTH)
     body = forms.CharField(widget=forms.Textarea, strip=False)
 
 
@@ -59,7 +63,7 @@ class RejectForm(forms.Form):
 
 
 class MergeForm(forms.Form):
-    into = forms.CharField(max_length=200)
+    into = forms.CharField(max_length=MAX_SLUG_LENGTH)
     body = forms.CharField(widget=forms.Textarea, strip=False)
 
     def clean_into(self) -> Note:
@@ -148,8 +152,6 @@ def _after_action(note: Note) -> HttpResponse:
 
 
 def _similar(note: Note) -> list:
-    from brain.search import SearchInputError, search
-
     query = f"{note.title}\n{note.body[:SIMILAR_QUERY_CHARS]}"
     try:
         response = search(query, limit=SIMILAR_NOTES + 1, status="any")
@@ -169,9 +171,7 @@ def _provenance_entries(note: Note) -> list:
             seqs.append(int(value))
     if not session_id or not seqs:
         return []
-    from sessions.models import SessionEntry
-
-    return list(SessionEntry.objects.for_session(session_id).filter(seq__in=seqs[:200]))
+    return provenance_entries(session_id, seqs[:200])
 
 
 def combined_body(target: Note, note: Note) -> str:
@@ -364,8 +364,6 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def search_page(request: HttpRequest) -> HttpResponse:
-    from brain.search import SearchInputError, search
-
     form = SearchForm(request.GET)
     response, error = None, None
     if form.is_valid() and form.cleaned_data["q"].strip():
