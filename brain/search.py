@@ -186,14 +186,26 @@ def rank_notes(
     if use_vectors:
         vector_depth = depth * VECTOR_FANOUT if "bm25" in rankers else depth
         try:
+            query_vector = embedder.embed_query(query)
             vector_ranking = vectors.rank_scored(
-                query, limit=vector_depth, wing=wing, hall=hall, status=status, embedder=embedder
-            )
+                query, limit=vector_depth, wing=wing, hall=hall, status=status, embedder=embedder,
+                vector=query_vector,
+            )  # fmt: skip
+            support = {}
+            if floor.support is not None and rankings.get("bm25"):
+                support = vectors.similarities(embedder.key, query_vector, rankings["bm25"])
         except Exception as exc:  # noqa: BLE001 — an outage lowers quality, it never fails the query
             logger.warning("vector search failed, answering from BM25: %s", exc)
             degraded, reason = True, f"vector search unavailable: {exc}"
             use_vectors = False
         else:
+            if floor.support is not None and "bm25" in rankings:
+                # A BM25 hit whose meaning is far from the query matched its words by accident.
+                # A note not embedded yet cannot be checked and keeps its BM25 pass.
+                rankings["bm25"] = [i for i in rankings["bm25"] if support.get(i, floor.support) >= floor.support]
+                found, _ = passed["bm25"]
+                passed["bm25"] = (found, len(rankings["bm25"]))
+                bm25_scores = {i: bm25_scores[i] for i in rankings["bm25"]}
             if floor.vector is not None:
                 kept_vectors = [row for row in vector_ranking if row[2] >= floor.vector]
             elif "bm25" in rankers:

@@ -102,15 +102,18 @@ def rank_scored(
     status: str | None = None,
     embedder: BaseEmbedder | None = None,
     using: str = "default",
+    vector: list[float] | None = None,
 ) -> list[tuple[int, str, float]]:
     """(note_id, best chunk text, cosine similarity) of the `limit` nearest notes, nearest first.
 
+    `vector` is the query's embedding when the caller already has it.
     Raises EmbedderError or a database error; `brain.search` turns those into a degraded answer.
     """
     embedder = embedder or get_embedder()
     if embedder is None:
         return []
-    vector = embedder.embed_query(query)
+    if vector is None:
+        vector = embedder.embed_query(query)
     dims = len(vector)
     wanted = limit * CHUNKS_PER_NOTE
     sql = query_sql(embedder.key, dims, wing=bool(wing), hall=bool(hall), status=bool(status))
@@ -131,3 +134,22 @@ def rank_scored(
         if len(seen) == limit:
             break
     return [(note_id, text, similarity) for note_id, (text, similarity) in seen.items()]
+
+
+def similarities(model: str, vector: list[float], note_ids: list[int], using: str = "default") -> dict[int, float]:
+    """Cosine similarity of `vector` with each note's best current chunk of `model`.
+
+    Notes with no current embedding of the model are absent from the answer.
+    """
+    if not note_ids:
+        return {}
+    dims = len(vector)
+    sql = (
+        f"SELECT c.note_id, MIN((e.vector::vector({dims})) <=> %(vector)s::vector({dims})) "
+        "FROM brain_embedding e JOIN brain_notechunk c ON c.id = e.chunk_id "
+        f"WHERE e.model = {_sql_literal(model)} AND e.content_hash = c.content_hash "
+        "AND c.note_id = ANY(%(ids)s) GROUP BY c.note_id"
+    )
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, {"vector": vector_literal(vector), "ids": list(note_ids)})
+        return {note_id: 1.0 - float(distance) for note_id, distance in cursor.fetchall()}

@@ -125,3 +125,16 @@ def test_a_vector_floor_set_in_the_environment_cuts_far_hits(ollama_settings):
     assert [h.slug for h in search("moon pulls the ocean tides").hits] == [tides.slug]
     ollama_settings.BRAIN_VECTOR_FLOOR = -1.0
     assert len(search("moon pulls the ocean tides").hits) == 2
+
+
+def test_a_bm25_hit_far_in_meaning_fails_the_support_floor_unless_it_has_no_vector_yet(ollama_settings):
+    ollama_settings.BRAIN_VECTOR_FLOOR = None  # vectors only reorder: the test is about the BM25 side
+    same = do_ingest_note(title="moon pulls", body="moon pulls", wing="sci")
+    far = do_ingest_note(title="Bread", body="moon yeast flour oven dough crust", wing="food")
+    sync_embeddings(get_embedder())
+    ollama_settings.BRAIN_VECTOR_SUPPORT_FLOOR = -1.0
+    assert {h.slug for h in search("moon pulls").hits} == {same.slug, far.slug}
+    ollama_settings.BRAIN_VECTOR_SUPPORT_FLOOR = 0.99
+    assert [h.slug for h in search("moon pulls").hits] == [same.slug]
+    late = do_ingest_note(title="Moon notes", body="moon phases", wing="sci")  # not embedded yet
+    assert late.slug in [h.slug for h in search("moon pulls").hits]

@@ -48,8 +48,7 @@ def vector_cache(tmp_path_factory) -> CachingEmbedder:
 def local_brain(settings, vector_cache):
     """The litellm brain, embedded with the real local model."""
     settings.BRAIN_EMBEDDER = "local"
-    settings.BRAIN_VECTOR_FLOOR = None  # the model's calibrated floor
-    settings.BRAIN_BM25_FLOOR = 0.35
+    floors_on(settings)  # the model's calibrated floors
     notes = {}
     for slug, title, body in [*LITELLM_NOTES, TOMATO]:
         notes[slug] = do_ingest_note(title=title, body=body, wing="entities", slug=slug, source="test")
@@ -61,15 +60,31 @@ def local_brain(settings, vector_cache):
 
 def floors_off(settings) -> None:
     settings.BRAIN_VECTOR_FLOOR = -1.0
+    settings.BRAIN_VECTOR_SUPPORT_FLOOR = -1.0
     settings.BRAIN_BM25_FLOOR = 0.0
 
 
-def test_the_local_model_has_a_calibrated_floor_and_the_setting_overrides_it(settings):
+def floors_on(settings) -> None:
     settings.BRAIN_VECTOR_FLOOR = None
-    assert floors.vector_floor("local:multilingual-e5-small") == floors.VECTOR_FLOORS["local:multilingual-e5-small"]
+    settings.BRAIN_VECTOR_SUPPORT_FLOOR = None
+    settings.BRAIN_BM25_FLOOR = 0.25
+
+
+def test_the_local_model_has_calibrated_floors_and_the_settings_override_them(settings):
+    floors_on(settings)
+    local = "local:multilingual-e5-small"
+    assert (floors.vector_floor(local), floors.support_floor(local)) == floors.VECTOR_FLOORS[local]
     assert floors.vector_floor("ollama:some-new-model") is None  # not calibrated: reorders BM25 hits only
-    settings.BRAIN_VECTOR_FLOOR = 0.5
-    assert floors.vector_floor("local:multilingual-e5-small") == 0.5
+    settings.BRAIN_VECTOR_FLOOR, settings.BRAIN_VECTOR_SUPPORT_FLOOR = 0.5, 0.4
+    assert (floors.vector_floor(local), floors.support_floor(local)) == (0.5, 0.4)
+
+
+def test_calibration_takes_the_random_pairs_p97_and_the_relevant_pairs_p2():
+    relevant = [0.80 + i / 1000 for i in range(100)]  # 0.800 … 0.899: p2 0.802
+    unrelated = [0.70 + i / 1000 for i in range(100)]  # 0.700 … 0.799: p97 0.797
+    assert floors.calibrate(relevant, unrelated) == (0.80, 0.80)
+    with pytest.raises(ValueError):
+        floors.calibrate([], unrelated)
 
 
 @pytest.mark.django_db
@@ -78,8 +93,7 @@ def test_a_token_no_wiki_note_contains_gets_no_hits_but_a_reason(local_brain, se
     padded = search(RAW_TOKEN)
     assert padded.hits and all(hit.rankers == {"vector": hit.rankers["vector"]} for hit in padded.hits)  # the defect
 
-    settings.BRAIN_VECTOR_FLOOR = None
-    settings.BRAIN_BM25_FLOOR = 0.35
+    floors_on(settings)
     response = search(RAW_TOKEN)
     assert response.hits == []
     assert response.abstained is True and response.degraded is False
@@ -93,8 +107,7 @@ def test_the_litellm_context_keeps_the_drift_note_and_leaves_the_tomatoes_out(lo
     floors_off(settings)
     assert "pruning-tomatoes" in slugs(context("/home/someone/dev/litellm"))  # the defect: padded with tomatoes
 
-    settings.BRAIN_VECTOR_FLOOR = None
-    settings.BRAIN_BM25_FLOOR = 0.35
+    floors_on(settings)
     found = context("/home/someone/dev/litellm")
     assert "litellm-config-drift" in slugs(found)
     assert "pruning-tomatoes" not in slugs(found)

@@ -336,13 +336,13 @@ class Command(BaseCommand):
         for text in negatives:
             top = vectors.rank_scored(text, limit=1, embedder=embedder)
             best_negative.append(top[0][2] if top else -1.0)
-        suggested = floors.calibrate_vector_floor(relevant)
+        suggested, support = floors.calibrate(relevant, unrelated)
 
         def spread(values: list[float]) -> str:
             if not values:
                 return "none"
-            q = [percentile(values, p) for p in (5, 50, 95, 99)]
-            return f"n {len(values)}, p5 {q[0]:.3f}, median {q[1]:.3f}, p95 {q[2]:.3f}, p99 {q[3]:.3f}"
+            q = [percentile(values, p) for p in (1, 5, 50, 95, 99)]
+            return f"n {len(values)}, p1 {q[0]:.3f}, p5 {q[1]:.3f}, median {q[2]:.3f}, p95 {q[3]:.3f}, p99 {q[4]:.3f}"
 
         self.stdout.write(f"calibration ({embedder.key}), cosine similarity of query and best chunk:")
         self.stdout.write(f"  judged relevant pairs:      {spread(relevant)}")
@@ -351,12 +351,16 @@ class Command(BaseCommand):
         if negatives:
             below = sum(1 for v in best_negative if v < suggested) / len(best_negative)
             self.stdout.write(f"  negative queries, best hit: {spread(best_negative)}; {below:.0%} below the floor")
-        above = sum(1 for v in unrelated if v >= suggested) / max(len(unrelated), 1)
+        kept = sum(1 for v in relevant if v >= suggested) / len(relevant)
         self.stdout.write(
             self.style.SUCCESS(
-                f"  suggested vector floor for {embedder.key}: {suggested:.3f} (keeps "
-                f"{floors.CALIBRATION_KEEP:.0%} of judged relevant pairs; {above:.1%} of random pairs reach it). "
-                f"Set BRAIN_VECTOR_FLOOR={suggested:.3f} to use it."
+                f"  suggested for {embedder.key}: vector floor {suggested:.2f} (reached by "
+                f"{floors.RANDOM_PAIRS_ABOVE:.0%} of random pairs and {kept:.0%} of judged relevant ones; "
+                f"random p{100 - floors.RANDOM_PAIRS_ABOVE * 100:.0f} {percentile(unrelated, 100 - floors.RANDOM_PAIRS_ABOVE * 100):.3f}), "
+                f"support floor {support:.2f} (reached by {1 - floors.RELEVANT_PAIRS_BELOW:.0%} of judged relevant "
+                f"pairs; relevant p{floors.RELEVANT_PAIRS_BELOW * 100:.0f} "
+                f"{percentile(relevant, floors.RELEVANT_PAIRS_BELOW * 100):.3f}). Set BRAIN_VECTOR_FLOOR={suggested:.2f} BRAIN_VECTOR_SUPPORT_FLOOR={support:.2f}, "
+                "or add the model to brain.floors.VECTOR_FLOORS."
             )
         )
 
