@@ -8,10 +8,13 @@ class BrainConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the brain endpoint and its tools, then brain_answer and brain_context.
-        from brain import answer_tools, system_checks, tools  # noqa: F401
+        from brain import answer_tools, backlog, system_checks, tools  # noqa: F401
         from brain.contributions import home_counts
         from brain.tasks import schedules
         from hyperguild.contributions import register_home_counts, register_schedules
+        from hyperguild.health import register_health_section
 
         register_home_counts(home_counts)
+        register_home_counts(backlog.home_counts)
         register_schedules(schedules)
+        register_health_section("embeddings", backlog.health_section)

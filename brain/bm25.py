@@ -137,6 +137,41 @@ class BM25Index:
         return [(int(self.note_ids[candidates[i]]), float(cand_scores[i])) for i in order]
 
 
+    def idf_shares(self, query_tokens: list[str], note_ids: list[int]) -> dict[int, float]:
+        """For each note, the share of the query's idf weight carried by the query terms it contains.
+
+        Each distinct query term counts once. A term no note uses weighs as much as the
+        rarest term a note could use (document frequency 1): a query about something the
+        brain has never seen stays mostly unmatched. `brain.floors` compares the share with
+        BRAIN_BM25_FLOOR.
+        """
+        distinct = list(dict.fromkeys(query_tokens))
+        n = len(self.note_ids)
+        if not distinct or n == 0 or not note_ids:
+            return {note_id: 0.0 for note_id in note_ids}
+        unseen_idf = max(float(np.log(n - 1 + 0.5) - np.log(1 + 0.5)), EPSILON)
+        where = self.extra.get("positions")
+        if where is None:
+            where = self.extra["positions"] = {int(note_id): pos for pos, note_id in enumerate(self.note_ids)}
+        positions = np.asarray([where.get(note_id, -1) for note_id in note_ids], dtype=np.int64)
+        present = positions >= 0
+        matched = np.zeros(len(note_ids), dtype=np.float64)
+        total = 0.0
+        for token in distinct:
+            term = self.vocabulary.get(token)
+            known = term is not None and term < len(self.idf)
+            start, end = (self.offsets[term], self.offsets[term + 1]) if known else (0, 0)
+            if end <= start:
+                total += unseen_idf
+                continue
+            # A term in half the notes has idf 0 (rank-bm25's formula); it still says something.
+            weight = max(float(self.idf[term]), EPSILON)
+            total += weight
+            has_term = np.isin(positions, self.posting_docs[start:end]) & present
+            matched[has_term] += weight
+        return {note_id: float(matched[i] / total) if total > 0 else 0.0 for i, note_id in enumerate(note_ids)}
+
+
 class TokenCache:
     """Each note's term counts, kept between rebuilds and keyed by its content hash.
 

@@ -4,7 +4,10 @@ How candidates are found and scored (each step adds candidates or raises
 scores; a note found several ways keeps its best score, then gets boosts):
 
 1. Seeds. `search(project name)` — BM25, or hybrid when an embedder is on —
-   top SEED_LIMIT. Scores come from the rank, not the raw search score, so
+   top SEED_LIMIT, only notes that pass search's relevance floors
+   (`brain.floors`): a project the brain knows nothing about gets no seeds,
+   hence no graph neighbours, and an empty list rather than the nearest
+   unrelated notes. Scores come from the rank, not the raw search score, so
    BM25 and fused scores mix the same way: rank r (0-based) scores
    1 / (1 + r).
 2. Path seeds. With `recent_files`, `search(path tokens)` adds its hits at
@@ -125,14 +128,16 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
             found.score = score
 
     seeds = search(name, limit=SEED_LIMIT)
-    degraded, reason = seeds.degraded, seeds.reason
+    # An abstention is not a problem to report: an empty list already says "nothing relevant".
+    degraded, reason = seeds.degraded, seeds.reason if seeds.degraded else None
     for rank, hit in enumerate(seeds.hits):
         consider(hit.note_id, 1.0 / (1 + rank))
 
     wanted = path_words(recent_files or [])
     if wanted:
         by_path = search(" ".join(wanted), limit=SEED_LIMIT)
-        degraded, reason = degraded or by_path.degraded, reason or by_path.reason
+        degraded = degraded or by_path.degraded
+        reason = reason or (by_path.reason if by_path.degraded else None)
         for rank, hit in enumerate(by_path.hits):
             consider(hit.note_id, PATH_SEED_WEIGHT / (1 + rank))
 

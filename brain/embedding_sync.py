@@ -69,6 +69,9 @@ def sync_embeddings(
     result.deleted += do_drop_archived_chunks(notes, using=using)
     _rechunk_changed(notes, result, using)
     _embed_missing(embedder, notes, result, using, progress)
+    from brain import backlog  # late: backlog reads this module
+
+    backlog.forget()
     return result
 
 

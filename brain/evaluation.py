@@ -59,11 +59,34 @@ def sampled_corpus(dataset: BeirDataset, size: int | None) -> list[dict]:
     """
     if size is None or size >= len(dataset.corpus):
         return dataset.corpus
-    judged = {doc for rels in dataset.qrels.values() for doc in rels}
+    ordered = sample_order(dataset)
+    judged = sum(1 for d in dataset.corpus if d["_id"] in _judged(dataset))
+    return ordered[: max(size, judged)]
+
+
+def _judged(dataset: BeirDataset) -> set[str]:
+    return {doc for rels in dataset.qrels.values() for doc in rels}
+
+
+def sample_order(dataset: BeirDataset) -> list[dict]:
+    """Every document: the judged ones first, then the others in a seeded random order.
+
+    `--corpus-sample N` takes the first N of this order, and `--embed-only` fills the
+    embedding cache in it, so an interrupted fill still serves the largest sample.
+    """
+    judged = _judged(dataset)
     first = [d for d in dataset.corpus if d["_id"] in judged]
     rest = [d for d in dataset.corpus if d["_id"] not in judged]
     random.Random(SAMPLE_SEED).shuffle(rest)
-    return (first + rest)[: max(size, len(first))]
+    return first + rest
+
+
+def document_chunks(doc: dict) -> list[str]:
+    """The texts the embedder reads for one dataset document, exactly as brain_eval imports it."""
+    from brain.chunking import chunk_note
+
+    title = (doc.get("title") or "").strip()[:300]
+    return [chunk.embed_text for chunk in chunk_note(title, doc.get("text") or "")]
 
 
 def ndcg_at(ranked: list[str], relevant: dict[str, int], k: int = 10) -> float:
@@ -152,7 +175,43 @@ class CachingEmbedder:
         return [self.cache[d].tolist() for d in digests]
 
     def embed_query(self, text: str) -> list[float]:
-        return self.inner.embed_query(text)
+        """Query vectors are cached too (under a key of their own: e5 embeds queries differently)."""
+        digest = self._digest(QUERY_PREFIX + text)
+        vector = self.cache.get(digest)
+        if vector is None:
+            vector = np.asarray(self.inner.embed_query(text), dtype=np.float32)
+            self.cache[digest] = vector
+            with self.path.open("ab") as handle:
+                handle.write(digest + vector.tobytes())
+        return vector.tolist()
+
+    def cached_document(self, text: str) -> np.ndarray | None:
+        return self.cache.get(self._digest(text))
+
+
+QUERY_PREFIX = "\x00query\x00"
+
+
+def load_negatives(path: Path) -> list[str]:
+    """Queries with no relevant document in the corpus: one per line, or JSONL with a "text" field.
+
+    Blank lines and lines starting with # are skipped.
+    """
+    queries = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("{"):
+            try:
+                line = str(json.loads(line)["text"]).strip()
+            except (ValueError, KeyError, TypeError):
+                raise ValueError(f"{path}:{number}: a JSON line needs a \"text\" field") from None
+        if line:
+            queries.append(line)
+    if not queries:
+        raise ValueError(f"{path} holds no queries")
+    return queries
 
 
 @dataclass

@@ -152,10 +152,18 @@ QUERY_RESULT_SCHEMA = {
     "properties": {
         "hits": {"type": "array", "items": HIT_SCHEMA},
         "count": {"type": "integer"},
+        "abstained": {
+            "type": "boolean",
+            "description": "true when no note passed the relevance floors: nothing relevant is the answer",
+        },
+        "partial": {
+            "type": "boolean",
+            "description": "true while notes are still waiting for embeddings (vector search covers part of them)",
+        },
         "degraded": {"type": "boolean", "description": "true when only BM25 answered (the vector side failed)"},
-        "reason": {"type": ["string", "null"]},
+        "reason": {"type": ["string", "null"], "description": "why there are no hits, or why only BM25 answered"},
     },
-    "required": ["hits", "count", "degraded", "reason"],
+    "required": ["hits", "count", "abstained", "partial", "degraded", "reason"],
 }
 
 
@@ -167,4 +175,11 @@ def hit_dict(hit) -> dict:
 
 def query_result(response) -> dict:
     hits = [hit_dict(hit) for hit in response.hits]
-    return {"hits": hits, "count": len(hits), "degraded": bool(response.degraded), "reason": response.reason}
+    return {
+        "hits": hits,
+        "count": len(hits),
+        "abstained": bool(getattr(response, "abstained", False)),
+        "partial": bool(getattr(response, "partial", False)),
+        "degraded": bool(response.degraded),
+        "reason": response.reason,
+    }

@@ -6,10 +6,17 @@
 - With an embedder active: the query embedding against the note chunks of
   the active model (pgvector HNSW, cosine), top `limit · BM25_FANOUT ·
   VECTOR_FANOUT` notes, each note ranked at its best chunk.
+- Relevance floors (`brain.floors`): a BM25 hit must match BRAIN_BM25_FLOOR of
+  the query's idf weight, a vector hit must reach its model's cosine floor.
+  Hits below their ranker's floor are dropped before fusion.
 - Reciprocal Rank Fusion: score = Σ weight / (RRF_K + rank) over the rankers
-  that found the note. A note only the vector side found is a full result.
+  that found the note and passed it, ranks counted among the hits that passed.
+  A note only the vector side found is a full result.
+- Nothing passing is an answer: no hits, `abstained=True` and the reason.
 - If the embedder or the vector query fails, BM25 alone answers with
   `degraded=True` and the reason. Search never fails because of an outage.
+- `partial=True` while the active model's embedding backlog is not empty
+  (`brain.backlog`): some notes can only be found by BM25 for now.
 """
 
 from __future__ import annotations
@@ -18,9 +25,10 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from brain import bm25, vectors
+from brain import backlog, bm25, floors, vectors
 from brain.errors import BrainError
 from brain.models import Note, NoteStatus
+from hyperguild.lib.embedders import get_embedder
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +79,18 @@ class SearchResponse:
     hits: list[Hit]
     degraded: bool = False
     reason: str | None = None
+    abstained: bool = False  # nothing passed the relevance floors: "nothing relevant" is the answer
+    partial: bool = False  # the embedding backlog is not empty: vectors do not cover every note yet
+
+    def as_dict(self) -> dict:
+        return {
+            "hits": [hit.as_dict() for hit in self.hits],
+            "count": len(self.hits),
+            "abstained": self.abstained,
+            "partial": self.partial,
+            "degraded": bool(self.degraded),
+            "reason": self.reason,
+        }
 
 
 def search(
@@ -96,8 +116,16 @@ def search(
 
     tokens = bm25.tokenize(query)
     ranking = rank_notes(query, depth=limit * BM25_FANOUT, wing=wing, hall=hall, status=status)
+    hits = _hits(ranking.fused[:limit], tokens, ranking.passages)
+    reasons = [ranking.reason] if ranking.reason else []
+    if not hits:
+        reasons.append(ranking.abstain_reason or "Nothing relevant: no note matches the query.")
     return SearchResponse(
-        hits=_hits(ranking.fused[:limit], tokens, ranking.passages), degraded=ranking.degraded, reason=ranking.reason
+        hits=hits,
+        degraded=ranking.degraded,
+        reason="; ".join(reasons) or None,
+        abstained=not hits,
+        partial=ranking.used_vectors is not None and backlog.is_partial(ranking.used_vectors),
     )
 
 
@@ -107,6 +135,10 @@ class Ranking:
     passages: dict[int, str]  # note id → its best chunk, from the vector side
     degraded: bool = False
     reason: str | None = None
+    # {ranker: (candidates it returned, candidates that passed its floor)}
+    passed: dict[str, tuple[int, int]] = field(default_factory=dict)
+    abstain_reason: str | None = None  # set when candidates existed but none passed
+    used_vectors: str | None = None  # the embedder key the vector side used, if it ran
 
 
 def rank_notes(
@@ -118,39 +150,92 @@ def rank_notes(
     status: str | None = None,
     rankers: tuple[str, ...] = ("bm25", "vector"),
     embedder=None,
+    floor: floors.Floors | None = None,
 ) -> Ranking:
-    """BM25 top-`depth` and (embedder on) vector top-`depth`·VECTOR_FANOUT, fused.
+    """BM25 top-`depth` and (embedder on) vector top-`depth`·VECTOR_FANOUT, cut at their floors, fused.
 
-    `search()` is this cut to `limit` plus the note fields; `brain_eval` calls it
-    with one ranker at a time and a depth of 100.
+    `floor` None applies the configured floors (`brain.floors.current`); `floors.NO_FLOORS`
+    switches them off (brain_eval compares both). `search()` is this cut to `limit` plus
+    the note fields; `brain_eval` calls it with one ranker at a time and a depth of 100.
     """
+    use_vectors = "vector" in rankers and (embedder is not None or vectors.active())
+    if use_vectors and embedder is None:
+        embedder = get_embedder()
+        use_vectors = embedder is not None
+    if floor is None:
+        floor = floors.current(embedder.key if use_vectors else None)
+
     rankings: dict[str, list[int]] = {}
+    passed: dict[str, tuple[int, int]] = {}
     bm25_scores: dict[int, float] = {}
     if "bm25" in rankers:
-        bm25_ranking = bm25.current_index().rank(bm25.tokenize(query), limit=depth, wing=wing, hall=hall, status=status)
-        rankings["bm25"] = [note_id for note_id, _ in bm25_ranking]
-        bm25_scores = dict(bm25_ranking)
+        index = bm25.current_index()
+        tokens = bm25.tokenize(query)
+        bm25_ranking = index.rank(tokens, limit=depth, wing=wing, hall=hall, status=status)
+        if floor.bm25 > 0 and bm25_ranking:
+            shares = index.idf_shares(tokens, [note_id for note_id, _ in bm25_ranking])
+            kept = [(note_id, score) for note_id, score in bm25_ranking if shares[note_id] >= floor.bm25]
+        else:
+            kept = bm25_ranking
+        passed["bm25"] = (len(bm25_ranking), len(kept))
+        rankings["bm25"] = [note_id for note_id, _ in kept]
+        bm25_scores = dict(kept)
     passages: dict[int, str] = {}
     degraded, reason = False, None
 
-    if "vector" in rankers and (embedder is not None or vectors.active()):
+    if use_vectors:
         vector_depth = depth * VECTOR_FANOUT if "bm25" in rankers else depth
         try:
-            vector_ranking = vectors.rank(
-                query, limit=vector_depth, wing=wing, hall=hall, status=status, embedder=embedder
-            )
+            query_vector = embedder.embed_query(query)
+            vector_ranking = vectors.rank_scored(
+                query, limit=vector_depth, wing=wing, hall=hall, status=status, embedder=embedder,
+                vector=query_vector,
+            )  # fmt: skip
+            support = {}
+            if floor.support is not None and rankings.get("bm25"):
+                support = vectors.similarities(embedder.key, query_vector, rankings["bm25"])
         except Exception as exc:  # noqa: BLE001 — an outage lowers quality, it never fails the query
             logger.warning("vector search failed, answering from BM25: %s", exc)
             degraded, reason = True, f"vector search unavailable: {exc}"
+            use_vectors = False
         else:
-            rankings["vector"] = [note_id for note_id, _ in vector_ranking]
-            passages = dict(vector_ranking)
+            if floor.support is not None and "bm25" in rankings:
+                # A BM25 hit whose meaning is far from the query matched its words by accident.
+                # A note not embedded yet cannot be checked and keeps its BM25 pass.
+                rankings["bm25"] = [i for i in rankings["bm25"] if support.get(i, floor.support) >= floor.support]
+                found, _ = passed["bm25"]
+                passed["bm25"] = (found, len(rankings["bm25"]))
+                bm25_scores = {i: bm25_scores[i] for i in rankings["bm25"]}
+            if floor.vector is not None:
+                kept_vectors = [row for row in vector_ranking if row[2] >= floor.vector]
+            elif "bm25" in rankers:
+                # No calibrated floor for this model: its ranks may reorder BM25's hits, never add to them.
+                allowed = set(rankings["bm25"])
+                kept_vectors = [row for row in vector_ranking if row[0] in allowed]
+            else:
+                kept_vectors = vector_ranking
+            passed["vector"] = (len(vector_ranking), len(kept_vectors))
+            rankings["vector"] = [note_id for note_id, _, _ in kept_vectors]
+            passages = {note_id: text for note_id, text, _ in kept_vectors}
 
     fused = fuse(rankings, {"bm25": BM25_WEIGHT, "vector": VECTOR_WEIGHT})
     if "vector" not in rankings:
         # BM25 alone: report the BM25 score itself, more telling than 1/(k+rank).
         fused = [(note_id, bm25_scores[note_id], ranks) for note_id, _, ranks in fused]
-    return Ranking(fused=fused, passages=passages, degraded=degraded, reason=reason)
+    abstain_reason = None
+    if not fused and any(found for found, _ in passed.values()):
+        abstain_reason = "Nothing relevant: no candidate passed the relevance floors (" + floor.describe(
+            embedder.key if use_vectors else None
+        ) + ")."
+    return Ranking(
+        fused=fused,
+        passages=passages,
+        degraded=degraded,
+        reason=reason,
+        passed=passed,
+        abstain_reason=abstain_reason,
+        used_vectors=embedder.key if use_vectors else None,
+    )
 
 
 def fuse(rankings: dict[str, list[int]], weights: dict[str, float]) -> list[tuple[int, float, dict[str, int]]]:

@@ -88,7 +88,12 @@ def query_sql(model: str, dimensions: int, *, wing: bool, hall: bool, status: bo
     )
 
 
-def rank(
+def rank(query: str, *, limit: int, **kwargs) -> list[tuple[int, str]]:
+    """(note_id, best chunk text) of the `limit` nearest notes, nearest first (see rank_scored)."""
+    return [(note_id, text) for note_id, text, _ in rank_scored(query, limit=limit, **kwargs)]
+
+
+def rank_scored(
     query: str,
     *,
     limit: int,
@@ -97,15 +102,18 @@ def rank(
     status: str | None = None,
     embedder: BaseEmbedder | None = None,
     using: str = "default",
-) -> list[tuple[int, str]]:
-    """(note_id, best chunk text) of the `limit` nearest notes, nearest first.
+    vector: list[float] | None = None,
+) -> list[tuple[int, str, float]]:
+    """(note_id, best chunk text, cosine similarity) of the `limit` nearest notes, nearest first.
 
+    `vector` is the query's embedding when the caller already has it.
     Raises EmbedderError or a database error; `brain.search` turns those into a degraded answer.
     """
     embedder = embedder or get_embedder()
     if embedder is None:
         return []
-    vector = embedder.embed_query(query)
+    if vector is None:
+        vector = embedder.embed_query(query)
     dims = len(vector)
     wanted = limit * CHUNKS_PER_NOTE
     sql = query_sql(embedder.key, dims, wing=bool(wing), hall=bool(hall), status=bool(status))
@@ -119,10 +127,29 @@ def rank(
         rows = cursor.fetchall()
     # relaxed_order may return rows slightly out of order: sort, then keep each note's best chunk.
     rows.sort(key=lambda row: row[2])
-    seen: dict[int, str] = {}
-    for note_id, text, _distance in rows:
+    seen: dict[int, tuple[str, float]] = {}
+    for note_id, text, distance in rows:
         if note_id not in seen:
-            seen[note_id] = text[:EXCERPT_CHARS]
+            seen[note_id] = (text[:EXCERPT_CHARS], 1.0 - float(distance))
         if len(seen) == limit:
             break
-    return list(seen.items())
+    return [(note_id, text, similarity) for note_id, (text, similarity) in seen.items()]
+
+
+def similarities(model: str, vector: list[float], note_ids: list[int], using: str = "default") -> dict[int, float]:
+    """Cosine similarity of `vector` with each note's best current chunk of `model`.
+
+    Notes with no current embedding of the model are absent from the answer.
+    """
+    if not note_ids:
+        return {}
+    dims = len(vector)
+    sql = (
+        f"SELECT c.note_id, MIN((e.vector::vector({dims})) <=> %(vector)s::vector({dims})) "
+        "FROM brain_embedding e JOIN brain_notechunk c ON c.id = e.chunk_id "
+        f"WHERE e.model = {_sql_literal(model)} AND e.content_hash = c.content_hash "
+        "AND c.note_id = ANY(%(ids)s) GROUP BY c.note_id"
+    )
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, {"vector": vector_literal(vector), "ids": list(note_ids)})
+        return {note_id: 1.0 - float(distance) for note_id, distance in cursor.fetchall()}

@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from hyperguild.lib.http import breaker_states
+from hyperguild.health import health_sections
 from hyperguild.models import WorkerHeartbeat
 
 logger = logging.getLogger("hyperguild.health")
@@ -50,6 +51,7 @@ def health(request):
     # Circuit breakers of the outbound services this process has called (closed, open, half-open);
     # an open breaker degrades a feature, it does not make the service unhealthy.
     report["services"] = breaker_states()
+    report.update(health_sections())
     report["ok"] = report["database"]["ok"] and report["worker"]["ok"]
     return JsonResponse(report, status=200 if report["ok"] else 503)
 

@@ -153,6 +153,14 @@ def env_float(name: str, default: float, *, minimum: float | None = None, maximu
     return result
 
 
+def env_optional_float(name: str, *, minimum: float | None = None, maximum: float | None = None) -> float | None:
+    """A number, or None when the variable is unset or empty (the caller's own default applies)."""
+    value = _raw(name)
+    if value is None or value == "":
+        return None
+    return env_float(name, 0.0, minimum=minimum, maximum=maximum)
+
+
 def env_list(name: str, default: list[str] | None = None, *, separator: str = ",") -> list[str]:
     value = _raw(name)
     if value is None or value == "":

@@ -63,8 +63,10 @@ def test_brain_eval_prints_each_rankers_figures_in_a_scratch_database(
     )  # fmt: skip
     printed = out.getvalue()
     for ranker in ("bm25", "dense", "hybrid"):
-        assert f"{ranker}: nDCG@10 " in printed
-    assert "Recall@100" in printed and "latency p50" in printed
+        for floors in ("on", "off"):
+            assert f"{ranker} (floors {floors}): nDCG@10 " in printed
+            assert f"| {ranker} | {floors} | " in printed
+    assert "Recall@100" in printed and "| p50 | p95 |" in printed
     assert "embedding throughput:" in printed and "brain_eval done" in printed
     # The user's database was neither read into nor written by the benchmark.
     assert list(Note.objects.values_list("slug", flat=True)) == [mine.slug]
@@ -88,3 +90,31 @@ def test_brain_eval_refuses_dense_without_an_embedder(tiny_beir, settings, db):
 def test_brain_eval_refuses_a_folder_that_is_not_beir(tmp_path, db):
     with pytest.raises(CommandError, match="no corpus.jsonl"):
         call_command("brain_eval", "--dataset", str(tmp_path), stdout=io.StringIO())
+
+
+def test_brain_eval_counts_negative_queries_answered_with_no_hits(tiny_beir, tmp_path, transactional_db, ollama_settings):
+    negatives = tmp_path / "negatives.txt"
+    negatives.write_text("# off-topic and nonsense\nqwxzv plorbtang\n{\"text\": \"zzkrv fnord\"}\n\n")
+    out = io.StringIO()
+    call_command(
+        "brain_eval", "--dataset", str(tiny_beir), "--rankers", "bm25,dense", "--embedder", "ollama",
+        "--negatives", str(negatives), "--no-latency", "--cache-dir", str(tmp_path / "cache"),
+        stdout=out, stderr=io.StringIO(),
+    )  # fmt: skip
+    printed = out.getvalue()
+    assert "negatives with no hits |" in printed
+    # BM25 finds none of the nonsense words; the vector side without a floor always returns its nearest.
+    assert "| bm25 | on | 1.000 | 1.000 | 0.0% | 100.0% |" in printed
+    assert "| dense | off |" in printed and [
+        line for line in printed.splitlines() if line.startswith("| dense | off |")
+    ][0].endswith("| 0.0% | – | – |")
+
+
+def test_brain_eval_refuses_an_unreadable_or_empty_negatives_file(tiny_beir, tmp_path, db):
+    with pytest.raises(CommandError, match="Cannot read --negatives"):
+        call_command("brain_eval", "--dataset", str(tiny_beir), "--negatives", str(tmp_path / "nope.txt"))
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing\n\n")
+    with pytest.raises(CommandError, match="holds no queries"):
+        call_command("brain_eval", "--dataset", str(tiny_beir), "--negatives", str(empty))
+    assert not scratch_database_exists()

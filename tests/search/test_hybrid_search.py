@@ -26,6 +26,7 @@ def test_rrf_sums_reciprocal_ranks_and_records_each_rankers_rank():
 
 
 def test_hybrid_returns_vector_only_hits_as_full_results_with_their_rankers(ollama_settings):
+    ollama_settings.BRAIN_VECTOR_FLOOR = -1.0  # the fake model's vectors all count (no floor)
     # The fake embedder hashes words into 8 buckets: "Bread" shares no word with the query, yet its
     # vector is near enough to be the second nearest.
     tides = do_ingest_note(title="Tides", body="moon pulls the ocean", wing="sci", hall="astro")
@@ -43,6 +44,7 @@ def test_hybrid_returns_vector_only_hits_as_full_results_with_their_rankers(olla
 
 
 def test_filters_apply_to_both_rankers(ollama_settings):
+    ollama_settings.BRAIN_VECTOR_FLOOR = -1.0
     do_ingest_note(title="Tides", body="moon pulls the ocean", wing="sci")
     bread = do_ingest_note(title="Bread", body="yeast flour oven", wing="food")
     do_write_raw_note(title="Raw moon", body="moon pulls")
@@ -102,3 +104,37 @@ def test_hybrid_with_the_local_model_finds_a_paraphrase_bm25_misses(settings):
     response = search(query)
     assert response.hits[0].slug == target.slug
     assert response.hits[0].rankers == {"vector": 1}
+
+
+def test_a_model_with_no_calibrated_floor_only_reorders_what_bm25_passed(ollama_settings):
+    ollama_settings.BRAIN_VECTOR_FLOOR = None  # "ollama:fake-embed" is in no floor table
+    tides = do_ingest_note(title="Tides", body="moon pulls the ocean", wing="sci", hall="astro")
+    do_ingest_note(title="Bread", body="yeast flour oven ocean", wing="food", hall="bake")
+    sync_embeddings(get_embedder())
+    response = search("moon pulls")
+    assert [(h.slug, h.rankers) for h in response.hits] == [(tides.slug, {"bm25": 1, "vector": 1})]
+    nothing = search("qwxzv")  # no BM25 hit: the vector side adds none
+    assert nothing.hits == [] and nothing.abstained is True and "no calibrated vector floor" in nothing.reason
+
+
+def test_a_vector_floor_set_in_the_environment_cuts_far_hits(ollama_settings):
+    tides = do_ingest_note(title="Tides", body="moon pulls the ocean", wing="sci", hall="astro")
+    do_ingest_note(title="Bread", body="yeast flour oven", wing="food", hall="bake")
+    sync_embeddings(get_embedder())
+    ollama_settings.BRAIN_VECTOR_FLOOR = 0.99
+    assert [h.slug for h in search("moon pulls the ocean tides").hits] == [tides.slug]
+    ollama_settings.BRAIN_VECTOR_FLOOR = -1.0
+    assert len(search("moon pulls the ocean tides").hits) == 2
+
+
+def test_a_bm25_hit_far_in_meaning_fails_the_support_floor_unless_it_has_no_vector_yet(ollama_settings):
+    ollama_settings.BRAIN_VECTOR_FLOOR = None  # vectors only reorder: the test is about the BM25 side
+    same = do_ingest_note(title="moon pulls", body="moon pulls", wing="sci")
+    far = do_ingest_note(title="Bread", body="moon yeast flour oven dough crust", wing="food")
+    sync_embeddings(get_embedder())
+    ollama_settings.BRAIN_VECTOR_SUPPORT_FLOOR = -1.0
+    assert {h.slug for h in search("moon pulls").hits} == {same.slug, far.slug}
+    ollama_settings.BRAIN_VECTOR_SUPPORT_FLOOR = 0.99
+    assert [h.slug for h in search("moon pulls").hits] == [same.slug]
+    late = do_ingest_note(title="Moon notes", body="moon phases", wing="sci")  # not embedded yet
+    assert late.slug in [h.slug for h in search("moon pulls").hits]

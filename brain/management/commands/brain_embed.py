@@ -15,7 +15,18 @@ class Command(BaseCommand):
         "embeddings of archived notes and removed chunks. Unchanged chunks are never embedded again."
     )
 
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--status",
+            action="store_true",
+            help="embed nothing: print embedded and pending chunks per model and the time left at the current rate",
+        )
+
     def handle(self, *args, **options) -> None:
+        if options["status"]:
+            for line in self.status_lines():
+                self.stdout.write(line)
+            return
         result = self.run_sync()
         for error in result.errors:
             self.stderr.write(self.style.ERROR(error))
@@ -26,6 +37,31 @@ class Command(BaseCommand):
         if result.errors:
             raise CommandError(f"Embedding sync incomplete: {summary}. Run brain_embed again to finish.")
         self.stdout.write(self.style.SUCCESS(f"Embedding sync done: {summary}."))
+
+    def status_lines(self) -> list[str]:
+        from brain.backlog import describe_eta, status
+
+        report = status()
+        lines = []
+        active = report["active"]
+        if active is None:
+            lines.append("BRAIN_EMBEDDER is off: nothing is embedded and search is BM25 only.")
+        else:
+            rate = active["chunks_per_second"]
+            lines.append(
+                f"{active['model']} (active): {active['embedded_chunks']} chunks embedded, "
+                f"{active['pending_chunks']} pending, {active['notes_waiting']} notes waiting to be chunked; "
+                f"rate {f'{rate} chunks/s' if rate is not None else 'unknown'}; "
+                f"time left {describe_eta(active['eta_seconds'])}"
+            )
+        for row in report["models"]:
+            if active is None or row["model"] != active["model"]:
+                lines.append(f"{row['model']}: {row['embedded_chunks']} chunks embedded (not the active model)")
+        if active is not None and active["complete"]:
+            lines.append(self.style.SUCCESS("Embeddings complete: vector search covers every note."))
+        elif active is not None:
+            lines.append(self.style.WARNING("Backlog not empty: search answers are partial until it is."))
+        return lines
 
     def run_sync(self) -> SyncResult:
         embedder = get_embedder()

@@ -1,7 +1,14 @@
 """manage.py brain_eval: retrieval quality and latency on a scratch brain.
 
     brain_eval --dataset ../shared/datasets/scifact [--rankers bm25,dense,hybrid] [--embedder local]
+               [--negatives FILE] [--floors on|off|both] [--calibrate]
     brain_eval --synthetic 100000
+
+With --negatives (queries that have no relevant document in the corpus) it
+also prints the share of them answered with no hits. --floors both (the
+default) runs every ranker with the relevance floors on and off.
+--calibrate prints the vector floor the dataset's judged pairs suggest for
+the embedder (see brain/floors.py).
 
 The command creates a PostgreSQL database of its own next to the service's
 (`hyperguild_eval_<pid>`), migrates it, points this process at it, imports the
@@ -24,10 +31,19 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 from tqdm import tqdm
 
-from brain import bm25, vectors
+from brain import bm25, floors, vectors
 from brain.actions import do_edit_note
 from brain.embedding_sync import sync_embeddings
-from brain.evaluation import CachingEmbedder, load_beir, ndcg_at, percentile, recall_at, sampled_corpus
+from brain.evaluation import (
+    CachingEmbedder,
+    document_chunks,
+    load_beir,
+    load_negatives,
+    ndcg_at,
+    percentile,
+    recall_at,
+    sampled_corpus,
+)
 from brain.models import BrainVersion, Note, NoteStatus
 from brain.search import rank_notes, search
 from hyperguild.lib.embedders import get_embedder
@@ -36,6 +52,10 @@ RANKERS = {"bm25": ("bm25",), "dense": ("vector",), "hybrid": ("bm25", "vector")
 NDCG_K = 10
 RECALL_K = 100
 LATENCY_LIMIT = 10  # hits per timed search(), as brain_query's default
+# A negative query counts as answered "nothing" when search(limit=10) would return no hit,
+# i.e. nothing passes the floors among rank_notes' candidates at that depth.
+NEGATIVE_DEPTH = LATENCY_LIMIT * 3
+RANDOM_PAIRS_PER_QUERY = 20
 SYNTHETIC_QUERIES = 300
 SYNTHETIC_VOCABULARY = 30_000
 IMPORT_BATCH = 2000
@@ -64,6 +84,23 @@ class Command(BaseCommand):
             "with full-corpus ones; for quick comparisons of rankers)",
         )
         parser.add_argument("--cache-dir", type=Path, default=Path(settings.BASE_DIR) / "var" / "eval-cache")
+        parser.add_argument(
+            "--negatives",
+            type=Path,
+            help="queries with no relevant document in the corpus (one a line, or JSONL with \"text\"): "
+            "prints the share answered with no hits",
+        )
+        parser.add_argument(
+            "--floors", choices=["on", "off", "both"], default="both", help="relevance floors (default: both)"
+        )
+        parser.add_argument(
+            "--no-latency", action="store_true", help="skip the timed search() per query (faster under load)"
+        )
+        parser.add_argument(
+            "--calibrate",
+            action="store_true",
+            help="print the vector floor the judged pairs suggest for the embedder (needs dense or hybrid)",
+        )
 
     def handle(self, *args, **options) -> None:
         if bool(options["dataset"]) == bool(options["synthetic"]):
@@ -79,6 +116,18 @@ class Command(BaseCommand):
         elif options["synthetic"]:
             settings.BRAIN_EMBEDDER = "off"  # 100k notes are not embedded for a latency run
         needs_vectors = any(r != "bm25" for r in rankers)
+        options["negative_queries"] = []
+        if options["negatives"]:
+            if not options["dataset"]:
+                raise CommandError("--negatives goes with --dataset.")
+            try:
+                options["negative_queries"] = load_negatives(options["negatives"])
+            except OSError as exc:
+                raise CommandError(f"Cannot read --negatives {options['negatives']}: {exc.strerror}.") from None
+            except ValueError as exc:
+                raise CommandError(str(exc)) from None
+        if options["calibrate"] and not needs_vectors:
+            raise CommandError("--calibrate needs a vector ranker: add dense or hybrid to --rankers.")
         if needs_vectors and settings.BRAIN_EMBEDDER == "off":
             raise CommandError("dense and hybrid need an embedder: pass --embedder local (or ollama/openai).")
 
@@ -125,8 +174,20 @@ class Command(BaseCommand):
                 cursor.execute("ANALYZE brain_note, brain_notechunk, brain_embedding")
             self.stdout.write(f"vector query plan: {self.vector_plan(embedder, next(iter(dataset.queries.values())))}")
 
+        if options["calibrate"]:
+            self.calibrate(dataset, corpus, embedder, options["negative_queries"])
+
+        settings_list = {"on": [True], "off": [False], "both": [True, False]}[options["floors"]]
+        rows = []
         for ranker in rankers:
-            self.evaluate_ranker(ranker, dataset, id_to_doc, embedder)
+            for floors_on in settings_list:
+                rows.append(
+                    self.evaluate_ranker(
+                        ranker, dataset, id_to_doc, embedder, floors_on, options["negative_queries"],
+                        timed=floors_on == settings_list[0] and not options["no_latency"],
+                    )  # fmt: skip
+                )
+        self.print_table(rows, embedder, bool(options["negative_queries"]))
 
     def import_documents(self, corpus: list[dict]) -> dict[str, str]:
         """Scratch notes straight through the ORM: no user data, no mirror, no per-note tasks."""
@@ -180,20 +241,127 @@ class Command(BaseCommand):
                 f"sync and pgvector writes took {elapsed:.1f} s"
             )
 
-    def evaluate_ranker(self, ranker: str, dataset, id_to_doc: dict[int, str], embedder) -> None:
-        ndcgs, recalls, latencies = [], [], []
-        for query_id, text in tqdm(dataset.queries.items(), desc=ranker, unit="query", file=self.stderr, disable=None):
-            ranking = rank_notes(text, depth=RECALL_K, rankers=RANKERS[ranker], embedder=embedder, status=None)
+    def evaluate_ranker(
+        self, ranker: str, dataset, id_to_doc: dict[int, str], embedder, floors_on: bool, negatives: list[str],
+        *, timed: bool,
+    ) -> dict:  # fmt: skip
+        floor = None if floors_on else floors.NO_FLOORS
+        label = f"{ranker} (floors {'on' if floors_on else 'off'})"
+        ndcgs, recalls, latencies, empty_judged = [], [], [], 0
+        for query_id, text in tqdm(dataset.queries.items(), desc=label, unit="query", file=self.stderr, disable=None):
+            ranking = rank_notes(
+                text, depth=RECALL_K, rankers=RANKERS[ranker], embedder=embedder, status=None, floor=floor
+            )
             if ranking.degraded:
                 raise CommandError(f"{ranker}: {ranking.reason}")
             docs = [id_to_doc[note_id] for note_id, _, _ in ranking.fused]
+            empty_judged += not docs
             ndcgs.append(ndcg_at(docs, dataset.qrels[query_id], NDCG_K))
             recalls.append(recall_at(docs, dataset.qrels[query_id], RECALL_K))
-            latencies.append(self.timed_search(text, ranker))
+            if timed:
+                latencies.append(self.timed_search(text, ranker))
+        answered_nothing = 0
+        for text in negatives:
+            ranking = rank_notes(
+                text, depth=NEGATIVE_DEPTH, rankers=RANKERS[ranker], embedder=embedder, status=None, floor=floor
+            )
+            answered_nothing += not ranking.fused
         n = len(ndcgs)
+        row = {
+            "ranker": ranker,
+            "floors": "on" if floors_on else "off",
+            "ndcg": sum(ndcgs) / n,
+            "recall": sum(recalls) / n,
+            "empty_judged": empty_judged / n,
+            "negatives": answered_nothing / len(negatives) if negatives else None,
+            "p50": percentile(latencies, 50) if latencies else None,
+            "p95": percentile(latencies, 95) if latencies else None,
+            "queries": n,
+        }
+        negative_text = f"  negatives with no hits {row['negatives']:.1%}" if negatives else ""
         self.stdout.write(
-            f"{ranker:>6}: nDCG@{NDCG_K} {sum(ndcgs) / n:.4f}  Recall@{RECALL_K} {sum(recalls) / n:.4f}  "
-            f"latency p50 {percentile(latencies, 50):.1f} ms  p95 {percentile(latencies, 95):.1f} ms  ({n} queries)"
+            f"{label:>22}: nDCG@{NDCG_K} {row['ndcg']:.4f}  Recall@{RECALL_K} {row['recall']:.4f}  "
+            f"judged with no hits {row['empty_judged']:.1%}{negative_text}  ({n} queries)"
+        )
+        return row
+
+    def print_table(self, rows: list[dict], embedder, with_negatives: bool) -> None:
+        key = embedder.key if embedder is not None else None
+        current = floors.current(key)
+        self.stdout.write("")
+        self.stdout.write(f"floors on: {current.describe(key)}")
+        header = "| ranker | floors | nDCG@10 | Recall@100 | judged queries with no hits |"
+        header += " negatives with no hits |" if with_negatives else ""
+        header += " p50 | p95 |"
+        self.stdout.write(header)
+        self.stdout.write("|" + " --- |" * (header.count("|") - 1))
+        for row in rows:
+            line = (
+                f"| {row['ranker']} | {row['floors']} | {row['ndcg']:.3f} | {row['recall']:.3f} | "
+                f"{row['empty_judged']:.1%} |"
+            )
+            if with_negatives:
+                line += f" {row['negatives']:.1%} |"
+            line += (
+                f" {row['p50']:.1f} ms | {row['p95']:.1f} ms |" if row["p50"] is not None else " – | – |"
+            )
+            self.stdout.write(line)
+
+    def calibrate(self, dataset, corpus: list[dict], embedder: CachingEmbedder, negatives: list[str]) -> None:
+        """Cosine similarity of judged relevant pairs against random pairs, and the floor they suggest."""
+        import numpy as np
+
+        docs = {doc["_id"]: doc for doc in corpus}
+        chunk_vectors: dict[str, np.ndarray] = {}
+        for doc_id, doc in docs.items():
+            found = [embedder.cached_document(text) for text in document_chunks(doc)]
+            if found and all(v is not None for v in found):
+                chunk_vectors[doc_id] = np.vstack(found)
+        rng = random.Random(11)
+        ids = sorted(chunk_vectors)
+        relevant, unrelated, best_judged = [], [], []
+        for query_id, text in tqdm(dataset.queries.items(), desc="calibrating", file=self.stderr, disable=None):
+            query = np.asarray(embedder.embed_query(text), dtype=np.float32)
+            judged = dataset.qrels[query_id]
+            for doc_id, grade in judged.items():
+                if grade > 0 and doc_id in chunk_vectors:
+                    relevant.append(float((chunk_vectors[doc_id] @ query).max()))
+            for doc_id in rng.sample(ids, min(RANDOM_PAIRS_PER_QUERY, len(ids))):
+                if doc_id not in judged:
+                    unrelated.append(float((chunk_vectors[doc_id] @ query).max()))
+            top = vectors.rank_scored(text, limit=1, embedder=embedder)
+            if top:
+                best_judged.append(top[0][2])
+        best_negative = []
+        for text in negatives:
+            top = vectors.rank_scored(text, limit=1, embedder=embedder)
+            best_negative.append(top[0][2] if top else -1.0)
+        suggested, support = floors.calibrate(relevant, unrelated)
+
+        def spread(values: list[float]) -> str:
+            if not values:
+                return "none"
+            q = [percentile(values, p) for p in (1, 5, 50, 95, 99)]
+            return f"n {len(values)}, p1 {q[0]:.3f}, p5 {q[1]:.3f}, median {q[2]:.3f}, p95 {q[3]:.3f}, p99 {q[4]:.3f}"
+
+        self.stdout.write(f"calibration ({embedder.key}), cosine similarity of query and best chunk:")
+        self.stdout.write(f"  judged relevant pairs:      {spread(relevant)}")
+        self.stdout.write(f"  random pairs:               {spread(unrelated)}")
+        self.stdout.write(f"  judged queries, best hit:   {spread(best_judged)}")
+        if negatives:
+            below = sum(1 for v in best_negative if v < suggested) / len(best_negative)
+            self.stdout.write(f"  negative queries, best hit: {spread(best_negative)}; {below:.0%} below the floor")
+        kept = sum(1 for v in relevant if v >= suggested) / len(relevant)
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"  suggested for {embedder.key}: vector floor {suggested:.2f} (reached by "
+                f"{floors.RANDOM_PAIRS_ABOVE:.0%} of random pairs and {kept:.0%} of judged relevant ones; "
+                f"random p{100 - floors.RANDOM_PAIRS_ABOVE * 100:.0f} {percentile(unrelated, 100 - floors.RANDOM_PAIRS_ABOVE * 100):.3f}), "
+                f"support floor {support:.2f} (reached by {1 - floors.RELEVANT_PAIRS_BELOW:.0%} of judged relevant "
+                f"pairs; relevant p{floors.RELEVANT_PAIRS_BELOW * 100:.0f} "
+                f"{percentile(relevant, floors.RELEVANT_PAIRS_BELOW * 100):.3f}). Set BRAIN_VECTOR_FLOOR={suggested:.2f} BRAIN_VECTOR_SUPPORT_FLOOR={support:.2f}, "
+                "or add the model to brain.floors.VECTOR_FLOORS."
+            )
         )
 
     @staticmethod

@@ -1,0 +1,139 @@
+"""How far the embeddings are behind the notes, per model, and when they should catch up.
+
+    status()            -> {"active": {...}, "models": [...]}   (/health, home page, brain_embed --status)
+    is_partial(key)     -> bool                                 (search answers: "partial": true)
+
+For the active embedding model: chunks embedded, chunks pending (no embedding
+for their current text), notes waiting to be chunked (new or edited notes the
+sync has not reached), the embedding rate over the last RATE_WINDOW_SECONDS
+(from the embeddings' own timestamps, so it counts every process that
+embeds) and the time left at that rate. Other models' embedded counts are
+listed too: their vectors stay until a sync of that model prunes them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+
+from django.db.models import Count, Exists, Min, OuterRef
+from django.utils import timezone
+
+from brain.embedding_sync import missing_chunks, stale_notes
+from brain.models import Embedding, Note, NoteChunk, NoteStatus
+
+RATE_WINDOW_SECONDS = 15 * 60
+MIN_RATE_SAMPLES = 2  # embeddings in the window needed before a rate (and a time left) is given
+PARTIAL_CHECK_SECONDS = 5.0  # how long one process trusts its last "is the backlog empty?" answer
+
+_partial_lock = threading.Lock()
+_partial_cache: dict[str, tuple[float, bool]] = {}
+
+
+def _active_embedder():
+    from hyperguild.lib.embedders import get_embedder
+
+    return get_embedder()
+
+
+def model_status(embedder) -> dict:
+    key = embedder.key
+    notes = Note.objects.all()
+    live_chunks = NoteChunk.objects.exclude(note__status=NoteStatus.ARCHIVED)
+    total_chunks = live_chunks.count()
+    pending = missing_chunks(embedder, notes).count()
+    waiting_notes = stale_notes(notes).count()
+    embedded = total_chunks - pending
+    since = timezone.now() - timedelta(seconds=RATE_WINDOW_SECONDS)
+    recent = Embedding.objects.filter(model=key, created_at__gte=since).aggregate(n=Count("id"), first=Min("created_at"))
+    rate = None
+    if recent["n"] >= MIN_RATE_SAMPLES and recent["first"] is not None:
+        elapsed = max((timezone.now() - recent["first"]).total_seconds(), 1.0)
+        rate = recent["n"] / elapsed
+    chunked_notes = live_chunks.values("note_id").distinct().count()
+    chunks_per_note = total_chunks / chunked_notes if chunked_notes else 1.0
+    todo = pending + waiting_notes * chunks_per_note
+    eta = None
+    if todo == 0:
+        eta = 0.0
+    elif rate:
+        eta = todo / rate
+    return {
+        "model": key,
+        "embedded_chunks": embedded,
+        "pending_chunks": pending,
+        "notes_waiting": waiting_notes,
+        "chunks_per_second": round(rate, 3) if rate is not None else None,
+        "eta_seconds": round(eta) if eta is not None else None,
+        "complete": pending == 0 and waiting_notes == 0,
+    }
+
+
+def status(embedder=None) -> dict:
+    """{"enabled", "active": model_status or None, "models": [{"model", "embedded_chunks"}]}."""
+    embedder = embedder if embedder is not None else _active_embedder()
+    models = [
+        {"model": row["model"], "embedded_chunks": row["n"]}
+        for row in Embedding.objects.order_by("model").values("model").annotate(n=Count("id"))
+    ]
+    return {"enabled": embedder is not None, "active": model_status(embedder) if embedder else None, "models": models}
+
+
+def health_section() -> dict:
+    """/health's "embeddings" section: the backlog of the active model and every model's count."""
+    return status()
+
+
+def home_counts() -> dict[str, object]:
+    """The home page's `embedding_backlog` (None when no embedder is configured)."""
+    report = status()
+    active = report["active"]
+    if active is not None:
+        active = {**active, "eta": describe_eta(active["eta_seconds"])}
+    return {"embedding_backlog": active}
+
+
+def is_partial(embedder_key: str) -> bool:
+    """True while some searchable note has a chunk without an embedding of this model, or no chunk yet.
+
+    Answered from a per-process cache for PARTIAL_CHECK_SECONDS: search calls it on every query.
+    (A note edited but not yet re-chunked keeps its old vectors meanwhile; `status()` counts those too.)
+    """
+    now = time.monotonic()
+    with _partial_lock:
+        cached = _partial_cache.get(embedder_key)
+    if cached is not None and now - cached[0] < PARTIAL_CHECK_SECONDS:
+        return cached[1]
+    current = Embedding.objects.filter(chunk=OuterRef("pk"), model=embedder_key, content_hash=OuterRef("content_hash"))
+    unembedded = NoteChunk.objects.exclude(note__status=NoteStatus.ARCHIVED).filter(~Exists(current)).exists()
+    unchunked = (
+        not unembedded
+        and Note.objects.exclude(status=NoteStatus.ARCHIVED)
+        .filter(~Exists(NoteChunk.objects.filter(note=OuterRef("pk"))))
+        .exists()
+    )
+    partial = unembedded or unchunked
+    with _partial_lock:
+        _partial_cache[embedder_key] = (now, partial)
+    return partial
+
+
+def forget() -> None:
+    """Drop the cached answers of is_partial (tests; a sync that just finished)."""
+    with _partial_lock:
+        _partial_cache.clear()
+
+
+def describe_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown (no embedding in the last 15 minutes)"
+    if seconds == 0:
+        return "none"
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"about {hours} h {minutes} min"
+    if minutes:
+        return f"about {minutes} min {secs} s"
+    return f"about {secs} s"
