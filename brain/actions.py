@@ -155,7 +155,7 @@ def _after_write(note: Note, *, corpus_changed: bool = True, links_changed: bool
     if links_changed:
         _rebuild_links(note)
     if corpus_changed:
-        BrainVersion.bump()
+        BrainVersion.bump([note.id])
     note_id = note.id
 
     def notify() -> None:
