@@ -17,7 +17,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from brain.models import BrainVersion, Note, NoteLink, NoteStatus
+from brain.models import BrainVersion, Note, NoteChange, NoteLink, NoteStatus
 from brain.slugs import SlugError, numbered, slugify_path, slugify_title, validate_segment, validate_slug
 from hyperguild.lib.markdown import extract_wikilinks
 
@@ -497,3 +497,25 @@ def do_archive_notes(notes: Iterable[Note], *, reason: str) -> int:
             do_archive_note(note, reason=reason)
             count += 1
     return count
+
+
+NOTE_CHANGE_KEEP_SECONDS = 24 * 3600
+
+
+@transaction.atomic
+def do_prune_note_changes(keep_seconds: int = NOTE_CHANGE_KEEP_SECONDS) -> int:
+    """Forget index change-log rows older than `keep_seconds`, never the newest one.
+
+    A search process idle for longer than that finds a gap in the log and
+    builds (or maps) a whole base again; every other process is unaffected.
+    """
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    newest = NoteChange.objects.order_by("-version").values_list("version", flat=True).first()
+    if newest is None:
+        return 0
+    cutoff = timezone.now() - timedelta(seconds=keep_seconds)
+    deleted, _ = NoteChange.objects.filter(created_at__lt=cutoff, version__lt=newest).delete()
+    return deleted

@@ -7,4 +7,17 @@ class HyperguildConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
         from hyperguild import checks  # noqa: F401  (registers system checks)
+
+        # Every `migrate` (make run, `manage.py setup`, a deployment's release step) installs the
+        # periodic schedules, so web servers and `qcluster` started separately still get them.
+        post_migrate.connect(install_schedules, sender=self, dispatch_uid="hyperguild-install-schedules")
+
+
+def install_schedules(sender, using: str = "default", **kwargs) -> None:
+    from hyperguild.actions import do_ensure_schedules
+
+    if using == "default":
+        do_ensure_schedules()

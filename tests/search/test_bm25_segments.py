@@ -219,3 +219,23 @@ def test_another_process_base_on_disk_is_mapped_instead_of_built(settings, tmp_p
     assert bm25.stats.full_builds == builds and bm25.stats.loads == loads + 1
     assert second.base.path == first.base.path and len(second.delta) == 1
     assert len(search("autovacuum").hits) == 5
+
+
+@pytest.mark.django_db
+def test_a_process_behind_a_pruned_change_log_builds_its_base_again(settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from brain.actions import do_prune_note_changes
+
+    settings.BRAIN_EMBEDDER = "off"
+    do_ingest_note(title="A", body="autovacuum a", wing="eng")
+    search("autovacuum")
+    do_ingest_note(title="B", body="autovacuum b", wing="eng")
+    do_ingest_note(title="C", body="autovacuum c", wing="eng")
+    NoteChange.objects.update(created_at=timezone.now() - timedelta(days=2))
+    assert do_prune_note_changes() == 2  # the newest row stays
+    builds = bm25.stats.full_builds
+    assert sorted(h.title for h in search("autovacuum").hits) == ["A", "B", "C"]
+    assert bm25.stats.full_builds == builds + 1
