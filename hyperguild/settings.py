@@ -7,6 +7,7 @@ bind without tokens) are Django system checks in `hyperguild/checks.py`.
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -41,6 +42,9 @@ HYPERGUILD_HOST = env_str("HYPERGUILD_HOST", "127.0.0.1")
 HYPERGUILD_PORT = env_int("HYPERGUILD_PORT", 8000, minimum=1, maximum=65535)
 HYPERGUILD_PUBLIC_URL = env_str("HYPERGUILD_PUBLIC_URL", "")
 HYPERGUILD_ALLOW_NO_AUTH = env_bool("HYPERGUILD_ALLOW_NO_AUTH", False)
+# Web server processes `make run` / `manage.py serve` starts (uvicorn --workers): one per core by default,
+# since a Python process uses one core at a time; each maps the same shared BM25 base segment.
+HYPERGUILD_WEB_WORKERS = env_int("HYPERGUILD_WEB_WORKERS", os.cpu_count() or 1, minimum=1, maximum=64)
 ALLOWED_HOSTS = env_list("HYPERGUILD_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 # Origins allowed to call the MCP endpoints; "*" in the port position means any port.
 HYPERGUILD_ALLOWED_ORIGINS = env_list(
@@ -180,8 +184,13 @@ def _database() -> dict:
         from hyperguild.lib.embedded_db import embedded_database_url
 
         url = embedded_database_url(DATA_DIR)
-    config = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
+    pool = env_int("HYPERGUILD_DB_POOL", 0, minimum=0, maximum=500)
+    config = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=not pool)
     config["ENGINE"] = "django.db.backends.postgresql"
+    if pool:
+        # A pool per process (psycopg_pool): a request borrows a connection instead of opening one,
+        # which costs PostgreSQL a new backend each time. The ASGI entry point turns it on by default.
+        config.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": pool, "timeout": 30}
     # The embedded server listens on a unix socket given as ?host=/path;
     # keep it in HOST, where Django (and tests that hand the URL on) look.
     socket_dir = config.get("OPTIONS", {}).pop("host", None)

@@ -11,6 +11,14 @@ from django.views.decorators.http import require_GET
 from hyperguild.models import WorkerHeartbeat
 
 
+def live(request):
+    """Liveness for a load balancer: the process answers, nothing else is checked (no database query).
+
+    Also the bare JSON view the load benchmark compares an MCP ping with.
+    """
+    return JsonResponse({"ok": True})
+
+
 @require_GET
 def health(request):
     """Database, worker heartbeat and version; 200 when all is well, else 503."""
