@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from brain.indexing import note_changed
 from brain.models import BrainVersion, Note, NoteChange, NoteLink, NoteStatus
 from brain.slugs import SlugError, numbered, slugify_path, slugify_title, validate_segment, validate_slug
 from hyperguild.lib.markdown import extract_wikilinks
@@ -159,8 +160,6 @@ def _after_write(note: Note, *, corpus_changed: bool = True, links_changed: bool
     note_id = note.id
 
     def notify() -> None:
-        from brain.indexing import note_changed
-
         note_changed(note_id)
 
     transaction.on_commit(notify)

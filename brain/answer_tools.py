@@ -1,13 +1,12 @@
-"""brain_answer and brain_context on the brain endpoint (imported from brain/tools.py)."""
+"""brain_answer and brain_context on the brain endpoint (imported by BrainConfig.ready(), after brain/tools.py)."""
 
 from __future__ import annotations
 
 from brain.answers import AnswerUnavailable, answer
 from brain.context import ContextInputError, context
 from brain.search import SearchInputError
-from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
-
-brain = get_endpoint("brain")
+from brain.tools import brain
+from hyperguild.mcp.registry import ToolContext, ToolError
 
 SOURCE_SCHEMA = {
     "type": "object",

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from brain.actions import BrainInputError, do_ingest_note, do_ingest_raw_note, do_write_raw_note
 from brain.models import Note, NoteStatus
 from brain.presenters import note_detail, note_ref, query_result
+from brain.search import SearchInputError, search
 from hyperguild.api import EndpointTokenAPIView
 
 REST_SOURCE = "rest"
@@ -66,8 +67,6 @@ class IngestSerializer(NoteInputSerializer):
 
 class QueryView(BrainAPIView):
     def post(self, request):
-        from brain.search import SearchInputError, search
-
         data = QuerySerializer(data=request.data)
         data.is_valid(raise_exception=True)
         args = data.validated_data

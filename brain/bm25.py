@@ -51,6 +51,11 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import snowballstemmer
+from django.conf import settings
+from django.db import connection
+
+from brain.models import BrainVersion, Note, NoteChange
 
 logger = logging.getLogger(__name__)
 
@@ -74,17 +79,12 @@ STOPWORDS = frozenset(
     was we were what when where which while who whom why will with would you your yours yourself yourselves""".split()
 )
 
-try:  # Snowball stemmer when installed (requirements.txt pins it); plain words otherwise.
-    import snowballstemmer
-
-    _STEMMER = snowballstemmer.stemmer("english")
-except ImportError:  # pragma: no cover
-    _STEMMER = None
+_STEMMER = snowballstemmer.stemmer("english")
 
 
 @lru_cache(maxsize=200_000)
 def _stem(word: str) -> str:
-    if _STEMMER is None or not word.isascii():
+    if not word.isascii():
         return word
     return _STEMMER.stemWord(word)
 
@@ -574,8 +574,6 @@ class LiveIndex:
             self._apply_changes(version)
 
     def _apply_changes(self, target: int) -> None:
-        from brain.models import Note, NoteChange
-
         rows = list(NoteChange.objects.filter(version__gt=self.version).order_by("version")
                     .values_list("version", "note_id"))  # fmt: skip
         expected = self.version + 1
@@ -607,8 +605,6 @@ class LiveIndex:
 
     def _start_over(self, corpus_id: str, *, from_scratch: bool = False) -> None:
         """A base for `corpus_id`: the newest one shared on disk if it is usable, else a full build."""
-        from brain.models import BrainVersion
-
         self.corpus_id = corpus_id
         self.changed, self.delta_docs = {}, {}
         directory = shared_dir(corpus_id)
@@ -624,8 +620,6 @@ class LiveIndex:
         self._publish()
 
     def _full_build(self) -> Segment:
-        from brain.models import BrainVersion, Note
-
         started = time.perf_counter()
         # The version is read before the rows: a write landing in between is in the change
         # log above this version, so it is applied again on top (idempotent), never lost.
@@ -656,8 +650,6 @@ class LiveIndex:
             self.merging.start()
 
     def _merge_in_background(self) -> None:
-        from django.db import connection
-
         try:
             self.merge()
         except Exception:  # noqa: BLE001 — a failed merge leaves a bigger delta, never a wrong answer
@@ -696,8 +688,6 @@ FETCH_BATCH = 2000
 
 
 def _setting(name: str, default):
-    from django.conf import settings
-
     return getattr(settings, name, default)
 
 
@@ -764,8 +754,6 @@ def note_local_write() -> None:
 def current_index() -> Snapshot:
     """The snapshot to rank against: the live corpus as of a version no older than
     BRAIN_BM25_CHECK_SECONDS, and never older than this process's own last write."""
-    from brain.models import BrainVersion
-
     live = _live
     snapshot = live.snapshot
     now = time.monotonic()

@@ -5,7 +5,8 @@ Layout (that of an existing hyperguild brain):
     wiki/<wing>/<hall>/<more/folders>/<name>.md   status wiki; wing = first folder, hall = second,
                                                  deeper folders stay in the slug (`more/folders/name`)
     raw/<folders>/<name>.md                       status raw; slug = `folders/name`
-    sessions/<session_id>.jsonl                   handed to the sessions app when it has an importer
+    sessions/<session_id>.jsonl, training-data/  read and written by the sessions app, through the
+                                                 folder sections it registers (`brain.hooks`)
 
 Folder and file names are slugified (`Café Notes.md` → `cafe-notes`). The
 title comes from frontmatter `title:`, else the first `# heading`, else the
@@ -31,6 +32,7 @@ from pathlib import Path
 from django.db import transaction
 
 from brain.actions import BrainInputError, do_archive_note, do_import_note_file
+from brain.hooks import folder_sections
 from brain.models import MirrorFile, Note, NoteStatus
 from brain.slugs import slugify_segment
 from hyperguild.lib.markdown import FrontmatterError, parse_markdown, write_markdown
@@ -38,7 +40,7 @@ from hyperguild.lib.markdown import FrontmatterError, parse_markdown, write_mark
 NOTE_FOLDERS = ("wiki", "raw")
 HEADING_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
-Progress = Callable[[Iterable], Iterable]
+ProgressWrapper = Callable[[Iterable], Iterable]
 
 
 class FolderError(ValueError):
@@ -211,7 +213,7 @@ def _error_text(exc: Exception) -> str:
 # -- import / export ------------------------------------------------------------------
 
 
-def import_folder(root: Path | str, *, progress: Progress = _no_progress, archive_missing: bool = False) -> FolderSummary:
+def import_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress, archive_missing: bool = False) -> FolderSummary:
     """Read a brain folder into the database. Bad files are reported by name and skipped."""
     root = Path(root)
     if not root.is_dir():
@@ -242,43 +244,13 @@ def import_folder(root: Path | str, *, progress: Progress = _no_progress, archiv
         for note in gone:
             do_archive_note(note, reason=f"{note.path} is no longer in the imported folder")
             summary.archived += 1
-    summary.sessions = import_sessions(root / "sessions")
+    for section in folder_sections():
+        if section.import_dir is not None and (root / section.folder).is_dir():
+            setattr(summary, section.summary_field, section.import_dir(root / section.folder))
     return summary
 
 
-def import_sessions(folder: Path) -> object | None:
-    """Hand `sessions/*.jsonl` to the sessions app, if it has an importer."""
-    if not folder.is_dir():
-        return None
-    from importlib import import_module
-    from importlib.util import find_spec
-
-    for module_name in ("sessions.folder", "sessions.importer"):
-        try:
-            if find_spec(module_name) is None:
-                continue
-        except ModuleNotFoundError:  # no sessions app at all
-            continue
-        # Imported without a safety net: a broken importer must fail loudly, not skip the logs.
-        importer = getattr(import_module(module_name), "import_sessions_dir", None)
-        if importer is not None:
-            return importer(folder)
-    return None
-
-
-def export_sessions(folder: Path) -> object | None:
-    """Have the sessions app write `sessions/<id>.jsonl`, if it can and there is any session."""
-    try:
-        from sessions.folder import export_sessions_dir
-        from sessions.models import AgentSession
-    except ImportError:
-        return None
-    if not AgentSession.objects.exists():
-        return None
-    return export_sessions_dir(folder)
-
-
-def export_folder(root: Path | str, *, progress: Progress = _no_progress, sessions: bool = True) -> FolderSummary:
+def export_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress, sessions: bool = True) -> FolderSummary:
     """Write every raw and wiki note under `root` (and the session logs); files already
     holding the same bytes are left alone."""
     root = Path(root)
@@ -300,21 +272,10 @@ def export_folder(root: Path | str, *, progress: Progress = _no_progress, sessio
         _write_file(target, data)
         summary.written += 1
     if sessions:
-        summary.sessions = export_sessions(root / "sessions")
-        summary.training_data = export_training_data(root / "training-data")
+        for section in folder_sections():
+            if section.export_dir is not None:
+                setattr(summary, section.summary_field, section.export_dir(root / section.folder))
     return summary
-
-
-def export_training_data(folder: Path) -> object | None:
-    """Have the sessions app write the approved SFT/DPO examples as TRL JSONL, if there are any."""
-    try:
-        from sessions.models import TrainingExample
-        from sessions.trainer import export_training_data_dir
-    except ImportError:
-        return None
-    if not TrainingExample.objects.filter(status=TrainingExample.Status.APPROVED).exists():
-        return None
-    return export_training_data_dir(folder)
 
 
 # -- the two-way mirror ------------------------------------------------------------------

@@ -187,7 +187,7 @@ class BrainVersion(models.Model):
         ids = [None] if note_ids is None else sorted(set(note_ids))
         NoteChange.objects.bulk_create([NoteChange(version=version, note_id=note_id) for note_id in ids])
 
-        from brain import bm25
+        from brain import bm25  # imported here: bm25 imports this module
 
         bm25.note_local_write()
         transaction.on_commit(bm25.note_local_write)  # and again once others can see it

@@ -18,7 +18,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from brain import bm25
+from brain import bm25, vectors
 from brain.models import Note, NoteStatus
 
 logger = logging.getLogger(__name__)
@@ -131,8 +131,6 @@ def rank_notes(
         bm25_scores = dict(bm25_ranking)
     passages: dict[int, str] = {}
     degraded, reason = False, None
-
-    from brain import vectors  # imported late: it pulls the embedder settings in
 
     if "vector" in rankers and (embedder is not None or vectors.active()):
         vector_depth = depth * VECTOR_FANOUT if "bm25" in rankers else depth

@@ -20,9 +20,20 @@ from brain.presenters import (
     note_uri,
     query_result,
 )
-from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
+from brain.search import SearchInputError, search
+from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
 
-brain = get_endpoint("brain")
+brain = register_endpoint(
+    Endpoint(
+        "brain",
+        title="hyperguild brain",
+        token_setting="BRAIN_MCP_TOKEN",
+        instructions=(
+            "The team's knowledge base. Search it before you work (brain_query, brain_context), "
+            "read notes (brain_get), record what you learn (brain_write) and log the session (session_log)."
+        ),
+    )
+)
 
 STATUSES = [*NoteStatus.values, "any"]
 TITLE = {"type": "string", "minLength": 1, "maxLength": 300, "description": "a short descriptive title"}
@@ -73,8 +84,6 @@ def _run_write(action, **kwargs) -> dict:
     idempotent=True,
 )
 def brain_query(arguments: dict, ctx: ToolContext) -> dict:
-    from brain.search import SearchInputError, search
-
     try:
         response = search(
             arguments["query"],
@@ -235,5 +244,3 @@ class WikiNoteResources:
 
 
 brain.resources = WikiNoteResources()
-
-from brain import answer_tools  # noqa: E402,F401  (brain_answer and brain_context)

@@ -21,7 +21,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from brain import actions
+from brain.hooks import provenance_entries
 from brain.models import Note, NoteStatus
+from brain.search import SearchInputError, search
 from hyperguild.lib.markdown import render_markdown
 from hyperguild.ui import paginate, staff_action, staff_page
 
@@ -148,8 +150,6 @@ def _after_action(note: Note) -> HttpResponse:
 
 
 def _similar(note: Note) -> list:
-    from brain.search import SearchInputError, search
-
     query = f"{note.title}\n{note.body[:SIMILAR_QUERY_CHARS]}"
     try:
         response = search(query, limit=SIMILAR_NOTES + 1, status="any")
@@ -169,9 +169,7 @@ def _provenance_entries(note: Note) -> list:
             seqs.append(int(value))
     if not session_id or not seqs:
         return []
-    from sessions.models import SessionEntry
-
-    return list(SessionEntry.objects.for_session(session_id).filter(seq__in=seqs[:200]))
+    return provenance_entries(session_id, seqs[:200])
 
 
 def combined_body(target: Note, note: Note) -> str:
@@ -364,8 +362,6 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def search_page(request: HttpRequest) -> HttpResponse:
-    from brain.search import SearchInputError, search
-
     form = SearchForm(request.GET)
     response, error = None, None
     if form.is_valid() and form.cleaned_data["q"].strip():

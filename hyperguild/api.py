@@ -7,6 +7,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from hyperguild.mcp.registry import get_endpoint
+from hyperguild.mcp.views import BearerTokenAuthentication, HasClient
+
 
 def exception_handler(exc, context):
     """DRF errors as `{"error": message, "detail": ...}` JSON."""
@@ -29,27 +32,20 @@ def exception_handler(exc, context):
 class EndpointTokenAPIView(APIView):
     """A REST view authenticated like an MCP endpoint: the same bearer token, 401 + WWW-Authenticate.
 
-    Subclasses set `token_endpoint` ("brain", "supervisor" or "routing").
+    Subclasses set `token_endpoint`, the name of a registered MCP endpoint.
     """
 
     token_endpoint: str = ""
     throttle_classes: list = []
 
     def get_authenticators(self):
-        from hyperguild.mcp.registry import get_endpoint
-        from hyperguild.mcp.views import BearerTokenAuthentication
-
         return [BearerTokenAuthentication(get_endpoint(self.token_endpoint))]
 
     def get_permissions(self):
-        from hyperguild.mcp.views import HasClient
-
         return [HasClient()]
 
     def permission_denied(self, request, message=None, code=None):
         if request.authenticators and not request.successful_authenticator:
-            from hyperguild.mcp.registry import get_endpoint
-
             setting = get_endpoint(self.token_endpoint).token_setting
             raise NotAuthenticated(f"This endpoint needs Authorization: Bearer <{setting}>.")
         super().permission_denied(request, message=message, code=code)

@@ -8,6 +8,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from hyperguild.api import EndpointTokenAPIView
+from hyperguild.lib.schema import error_message, error_path, schema_problems
 from hyperguild.mcp.registry import ToolError
 from sessions.models import AgentSession
 from sessions.tools import SESSION_ID_PATTERN, SESSION_LOG_INPUT, log_entry_from_arguments
@@ -37,11 +38,9 @@ class SessionEntriesView(BrainTokenView):
     def post(self, request, session_id: str):
         self.check_session_id(session_id)
         body = request.data
-        errors = sorted(ENTRY_BODY.iter_errors(body), key=lambda e: list(e.absolute_path))
+        errors = schema_problems(ENTRY_BODY, body)
         if errors:
-            raise ValidationError(
-                {"/".join(str(p) for p in e.absolute_path) or "body": e.message for e in errors}
-            )
+            raise ValidationError({error_path(e) or "body": error_message(e) for e in errors})
         try:
             result = log_entry_from_arguments({**body, "session_id": session_id}, source="rest")
         except ToolError as exc:

@@ -131,3 +131,12 @@ def _end_stray_database_connections(django_db_setup, django_db_blocker):
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
+
+
+@pytest.fixture(autouse=True)
+def _closed_circuit_breakers():
+    """Each test starts with every outbound service's breaker closed (breakers are process-wide)."""
+    from hyperguild.lib.http import reset_breakers
+
+    reset_breakers()
+    yield

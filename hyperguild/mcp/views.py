@@ -29,18 +29,17 @@ from rest_framework.permissions import BasePermission
 from rest_framework.views import APIView
 
 from hyperguild.actions import do_record_mcp_cancellation
+from hyperguild.mcp.cancellation import RUNNING, request_id_key
 from hyperguild.mcp.engine import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     PARSE_ERROR,
-    RUNNING,
     SUPPORTED_PROTOCOL_VERSIONS,
     CallRecord,
     Dispatcher,
     RpcError,
     classify,
     error_response,
-    request_id_key,
 )
 from hyperguild.mcp.registry import Endpoint, ToolContext, find_endpoint
 

@@ -12,11 +12,11 @@ import httpx
 import pytest
 from django.utils import timezone
 
-from hyperguild.checks import routing_problems
 from hyperguild.mcp.registry import get_endpoint
 from supervisor import skills
 from supervisor.models import RoutingEntry
 from supervisor.routing import Attempt, Decision, do_log_routing_entry
+from supervisor.system_checks import routing_problems
 from tests.conftest import call_tool, mcp_post, rpc
 from tests.routing.conftest import AUTH, FAST, GOOD_REVIEW, THINKING, seed_history
 from tests.routing.fake_openai import Reply
