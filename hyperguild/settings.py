@@ -63,6 +63,8 @@ HYPERGUILD_MCP_MAX_BODY = env_int("HYPERGUILD_MCP_MAX_BODY", 1024 * 1024, minimu
 # keeps a safe margin for code and non-English text.
 HYPERGUILD_MCP_MAX_OUTPUT_CHARS = env_int("HYPERGUILD_MCP_MAX_OUTPUT_CHARS", 75_000, minimum=1_000)
 HYPERGUILD_MCP_PAGE_SIZE = env_int("HYPERGUILD_MCP_PAGE_SIZE", 50, minimum=1, maximum=1000)
+# Tool results checked against their outputSchema: always | sample (first 20 per tool and process, then 1 in 50) | off
+HYPERGUILD_MCP_CHECK_OUTPUT = env_choice("HYPERGUILD_MCP_CHECK_OUTPUT", "sample", {"always", "sample", "off"})
 
 # --- Admin account created by `make run` ---------------------------------
 HYPERGUILD_ADMIN_USER = env_str("HYPERGUILD_ADMIN_USER", "admin")
