@@ -463,6 +463,61 @@ class Snapshot:
             self._floor = EPSILON * average_idf if average_idf > 0 else EPSILON
         return self._floor
 
+    def term_info(self, token: str) -> tuple[int, int, int, float]:
+        """(base term id, delta term id, live document frequency, idf as rank-bm25 uses it); ids -1 if absent."""
+        key = term_key(token)
+        base_term, delta_term = self.base.term(key), self.delta.term(key)
+        df = (self._base_df(base_term) if base_term >= 0 else 0) + (
+            int(self.delta.offsets[delta_term + 1] - self.delta.offsets[delta_term]) if delta_term >= 0 else 0
+        )
+        idf = 0.0
+        if df:
+            idf = float(np.log(self.n_docs - df + 0.5) - np.log(df + 0.5))
+            if idf < 0:
+                idf = self.idf_floor()
+        return base_term, delta_term, df, idf
+
+    def idf_shares(self, query_tokens: list[str], note_ids: list[int]) -> dict[int, float]:
+        """For each note, the share of the query's idf weight carried by the query terms it contains.
+
+        Each distinct query term counts once. A term no live note uses weighs as much as the
+        rarest term a note could use (document frequency 1): a query about something the
+        brain has never seen stays mostly unmatched. `brain.floors` compares the share with
+        BRAIN_BM25_FLOOR.
+        """
+        distinct = list(dict.fromkeys(query_tokens))
+        if not distinct or self.n_docs == 0 or not note_ids:
+            return {note_id: 0.0 for note_id in note_ids}
+        unseen_idf = max(float(np.log(self.n_docs - 1 + 0.5) - np.log(1 + 0.5)), EPSILON)
+        wanted = np.asarray(note_ids, dtype=np.int64)
+        located = []  # per segment: (positions of the wanted notes or -1, segment, alive mask)
+        for seg, alive in ((self.base, self.alive), (self.delta, None)):
+            positions = np.full(len(wanted), -1, dtype=np.int64)
+            if len(seg):
+                found = np.minimum(np.searchsorted(seg.note_ids, wanted), len(seg) - 1)
+                hit = seg.note_ids[found] == wanted
+                if alive is not None:
+                    hit &= alive[found]
+                positions[hit] = found[hit]
+            located.append((positions, seg))
+        matched = np.zeros(len(wanted), dtype=np.float64)
+        total = 0.0
+        for token in distinct:
+            base_term, delta_term, df, idf = self.term_info(token)
+            if df == 0:
+                total += unseen_idf
+                continue
+            # A term in half the notes has idf 0 (rank-bm25's formula); it still says something.
+            weight = max(idf, EPSILON)
+            total += weight
+            has_term = np.zeros(len(wanted), dtype=bool)
+            for (positions, seg), term in zip(located, (base_term, delta_term), strict=True):
+                if term >= 0:
+                    docs = seg.post_docs[seg.offsets[term] : seg.offsets[term + 1]]
+                    has_term |= (positions >= 0) & np.isin(positions, docs)
+            matched[has_term] += weight
+        return {int(note_id): float(matched[i] / total) if total > 0 else 0.0 for i, note_id in enumerate(note_ids)}
+
     def rank(
         self,
         query_tokens: list[str],
@@ -478,21 +533,11 @@ class Snapshot:
         segments = [(self.base, self.alive), (self.delta, None)]
         scores = [np.zeros(len(seg), dtype=np.float64) for seg, _ in segments]
         matched = [np.zeros(len(seg), dtype=bool) for seg, _ in segments]
-        terms: dict[str, tuple[int, int, float]] = {}
+        terms: dict[str, tuple[int, int, int, float]] = {}
         for token in query_tokens:  # a repeated token counts again, as in rank-bm25
             if token not in terms:
-                key = term_key(token)
-                base_term, delta_term = self.base.term(key), self.delta.term(key)
-                df = (self._base_df(base_term) if base_term >= 0 else 0) + (
-                    int(self.delta.offsets[delta_term + 1] - self.delta.offsets[delta_term]) if delta_term >= 0 else 0
-                )
-                idf = 0.0
-                if df:
-                    idf = float(np.log(self.n_docs - df + 0.5) - np.log(df + 0.5))
-                    if idf < 0:
-                        idf = self.idf_floor()
-                terms[token] = (base_term, delta_term, idf)
-            base_term, delta_term, idf = terms[token]
+                terms[token] = self.term_info(token)
+            base_term, delta_term, _, idf = terms[token]
             for (seg, _), seg_scores, seg_matched, term in zip(segments, scores, matched, (base_term, delta_term),
                                                                 strict=True):  # fmt: skip
                 if term < 0:

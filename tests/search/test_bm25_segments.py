@@ -59,6 +59,10 @@ def assert_same_as_full_rebuild(rng: random.Random, queries: int = 12) -> None:
         theirs = full.rank(query, limit=len(rows) or 1, **filters)
         assert [note_id for note_id, _ in ours] == [note_id for note_id, _ in theirs]
         assert [score for _, score in ours] == pytest.approx([score for _, score in theirs], abs=1e-9)
+        # The relevance floor's idf shares agree as well (the unseen term counts too).
+        some = [row[0] for row in rng.sample(rows, min(20, len(rows)))] + [10**9]
+        with_unseen = query + ["zzunseenword"]
+        assert live.idf_shares(with_unseen, some) == pytest.approx(full.idf_shares(with_unseen, some), abs=1e-12)
 
 
 def assert_same_as_rank_bm25(rng: random.Random, queries: int = 8) -> None:
