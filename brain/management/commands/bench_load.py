@@ -115,6 +115,18 @@ def server_ms(headers: dict[str, str]) -> float | None:
     return None
 
 
+def server_cpu_seconds(server: subprocess.Popen) -> float:
+    """CPU time (user + system) used so far by the web processes under `server`."""
+    total = 0.0
+    for proc in psutil.Process(server.pid).children(recursive=True):
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
 class Figures:
     def __init__(self) -> None:
         self.client: list[float] = []
@@ -216,8 +228,11 @@ class Command(BaseCommand):
         self.stdout.write(f"warm-up ({len(warm.client)} calls, first index per process): "
                           f"{time.perf_counter() - started:.1f} s")  # fmt: skip
 
+        cpu = server_cpu_seconds(server)
         reads = await self.phase(port, corpus, clients, seconds)
+        cpu_per_call = (server_cpu_seconds(server) - cpu) * 1000 / max(1, len(reads.client))
         self.stdout.write(f"brain_query, {clients} clients          : {reads.line(seconds)}")
+        self.stdout.write(f"  web-process CPU per brain_query: {cpu_per_call:.1f} ms (what load does not change much)")
 
         writes = Figures()
         lags: list[float] = []
