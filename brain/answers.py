@@ -18,6 +18,7 @@ import re
 
 from django.conf import settings
 
+from brain.errors import BrainError
 from brain.models import Note
 from brain.search import search
 from hyperguild.lib.llm import LLMError, get_llm_client
@@ -45,7 +46,7 @@ SYSTEM_PROMPT = (
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-class AnswerUnavailable(Exception):
+class AnswerUnavailable(BrainError):
     """An upstream service (the reranker or the LLM) failed; the message names it."""
 
 

@@ -31,7 +31,14 @@ from pathlib import Path
 
 from django.db import transaction
 
-from brain.actions import BrainInputError, do_archive_note, do_import_note_file
+from brain.actions import (
+    BrainInputError,
+    do_archive_note,
+    do_forget_mirror_file,
+    do_import_note_file,
+    do_record_mirror_file,
+    do_touch_mirror_file,
+)
 from brain.hooks import folder_sections
 from brain.models import MirrorFile, Note, NoteStatus
 from brain.slugs import slugify_segment
@@ -308,7 +315,7 @@ def sync_mirror(root: Path | str) -> FolderSummary:
         data = full.read_bytes()
         digest = sha256(data)
         if state is not None and state.disk_hash == digest:
-            MirrorFile.objects.filter(pk=state.pk).update(mtime_ns=stat.st_mtime_ns, size=stat.st_size)
+            do_touch_mirror_file(state, mtime_ns=stat.st_mtime_ns, size=stat.st_size)
             continue
         try:
             nf = parse_note_text(rel_path, data.decode("utf-8"))
@@ -317,11 +324,7 @@ def sync_mirror(root: Path | str) -> FolderSummary:
             summary.errors.append((rel_path, _error_text(exc)))
             continue
         summary.count(outcome)
-        MirrorFile.objects.update_or_create(
-            path=rel_path,
-            defaults={"note": note, "disk_hash": digest, "note_hash": note.content_hash,
-                      "mtime_ns": stat.st_mtime_ns, "size": stat.st_size},
-        )  # fmt: skip
+        do_record_mirror_file(rel_path, note=note, disk_hash=digest, mtime_ns=stat.st_mtime_ns, size=stat.st_size)
 
     # 2. removed on disk → archived
     for rel_path, state in states.items():
@@ -333,7 +336,7 @@ def sync_mirror(root: Path | str) -> FolderSummary:
             if note.is_live and note_file_path(note) == rel_path:
                 do_archive_note(note, reason=f"{rel_path} was removed from the brain folder")
                 summary.archived += 1
-        state.delete()
+        do_forget_mirror_file(state)
 
     # 3. service → disk
     states = {state.path: state for state in MirrorFile.objects.all()}
@@ -349,11 +352,9 @@ def sync_mirror(root: Path | str) -> FolderSummary:
             summary.written += 1
         stat = full.stat()
         with transaction.atomic():
-            MirrorFile.objects.update_or_create(
-                path=rel_path,
-                defaults={"note": note, "disk_hash": sha256(data), "note_hash": note.content_hash,
-                          "mtime_ns": stat.st_mtime_ns, "size": stat.st_size},
-            )  # fmt: skip
+            do_record_mirror_file(
+                rel_path, note=note, disk_hash=sha256(data), mtime_ns=stat.st_mtime_ns, size=stat.st_size
+            )
             for old in MirrorFile.objects.filter(note=note).exclude(path=rel_path):
                 summary.removed += _remove_if_untouched(root, old)
 
@@ -371,5 +372,5 @@ def _remove_if_untouched(root: Path, state: MirrorFile) -> int:
     if full.is_file() and sha256(full.read_bytes()) == state.disk_hash:
         full.unlink()
         removed = 1
-    state.delete()
+    do_forget_mirror_file(state)
     return removed

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from brain import bm25, vectors
+from brain.errors import BrainError
 from brain.models import Note, NoteStatus
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ MAX_LIMIT = 50
 ANY_STATUS = "any"
 
 
-class SearchInputError(ValueError):
+class SearchInputError(BrainError, ValueError):
     """The query or a filter is unusable; the message says what to change."""
 
 

@@ -7,7 +7,8 @@ never destructive). Wiki notes are also resources: `brain://note/<slug>`.
 
 from __future__ import annotations
 
-from brain.actions import BrainInputError, do_ingest_note, do_ingest_raw_note, do_write_raw_note
+from brain.actions import do_ingest_note, do_ingest_raw_note, do_write_raw_note
+from brain.errors import BrainError
 from brain.folder import note_file_text
 from brain.models import Note, NoteStatus
 from brain.presenters import (
@@ -20,7 +21,8 @@ from brain.presenters import (
     note_uri,
     query_result,
 )
-from brain.search import SearchInputError, search
+from brain.search import search
+from brain.slugs import MAX_SLUG_LENGTH
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
 
 brain = register_endpoint(
@@ -34,6 +36,7 @@ brain = register_endpoint(
         ),
     )
 )
+brain.translate_errors(BrainError)  # BrainInputError, SearchInputError, SlugError… reach the caller as tool errors
 
 STATUSES = [*NoteStatus.values, "any"]
 TITLE = {"type": "string", "minLength": 1, "maxLength": 300, "description": "a short descriptive title"}
@@ -45,7 +48,7 @@ FRONTMATTER = {
 SLUG = {
     "type": "string",
     "minLength": 1,
-    "maxLength": 200,
+    "maxLength": MAX_SLUG_LENGTH,  # the rule itself is brain.slugs.validate_slug, run by the actions
     "description": "optional path-safe slug (lowercase a-z0-9- segments joined by /); derived from the title if omitted",
 }
 SEGMENT = {"type": "string", "maxLength": 100, "description": "lowercase a-z, 0-9 and '-'"}
@@ -53,10 +56,7 @@ SESSION_ID = {"type": "string", "maxLength": 200, "description": "the Claude Cod
 
 
 def _run_write(action, **kwargs) -> dict:
-    try:
-        return note_ref(action(**kwargs))
-    except BrainInputError as exc:
-        raise ToolError(exc.message)
+    return note_ref(action(**kwargs))
 
 
 @brain.tool(
@@ -84,16 +84,13 @@ def _run_write(action, **kwargs) -> dict:
     idempotent=True,
 )
 def brain_query(arguments: dict, ctx: ToolContext) -> dict:
-    try:
-        response = search(
-            arguments["query"],
-            limit=arguments.get("limit", 10),
-            wing=arguments.get("wing") or None,
-            hall=arguments.get("hall") or None,
-            status=arguments.get("status", "wiki"),
-        )
-    except SearchInputError as exc:
-        raise ToolError(str(exc))
+    response = search(
+        arguments["query"],
+        limit=arguments.get("limit", 10),
+        wing=arguments.get("wing") or None,
+        hall=arguments.get("hall") or None,
+        status=arguments.get("status", "wiki"),
+    )
     return query_result(response)
 
 

@@ -24,6 +24,7 @@ from brain import actions
 from brain.hooks import provenance_entries
 from brain.models import Note, NoteStatus
 from brain.search import SearchInputError, search
+from brain.slugs import MAX_SLUG_LENGTH
 from hyperguild.lib.markdown import render_markdown
 from hyperguild.ui import paginate, staff_action, staff_page
 
@@ -48,11 +49,12 @@ class QueueFilterForm(forms.Form):
 
 
 class PromoteForm(forms.Form):
-    # Wing, hall and slug rules live in brain.actions (BrainInputError); the form only bounds sizes.
+    # Wing, hall and slug rules live in brain.actions (BrainInputError, via brain.slugs.validate_slug,
+    # as for MCP, REST and imports); the form only bounds sizes.
     wing = forms.CharField(max_length=100)
     hall = forms.CharField(max_length=100, required=False)
     title = forms.CharField(max_length=300)
-    slug = forms.CharField(max_length=200)
+    slug = forms.CharField(max_length=MAX_SLUG_LENGTH)
     body = forms.CharField(widget=forms.Textarea, strip=False)
 
 
@@ -61,7 +63,7 @@ class RejectForm(forms.Form):
 
 
 class MergeForm(forms.Form):
-    into = forms.CharField(max_length=200)
+    into = forms.CharField(max_length=MAX_SLUG_LENGTH)
     body = forms.CharField(widget=forms.Textarea, strip=False)
 
     def clean_into(self) -> Note:

@@ -37,6 +37,7 @@ from brain.search import SearchInputError, search
 from hyperguild.lib.llm import LLMBadResponse, LLMError, get_llm_client
 from hyperguild.lib.text import excerpt
 from sessions.actions import do_record_retrospective
+from sessions.errors import SessionsError
 from sessions.models import AgentSession, SessionEntry
 from supervisor.models import SkillRun
 from supervisor.skills import build_result
@@ -94,8 +95,9 @@ SYSTEM_PROMPT = (
 )
 
 
-class SessionNotFound(LookupError):
-    pass
+class SessionNotFound(SessionsError, LookupError):
+    http_status = 404
+    code = "not_found"
 
 
 @dataclass

@@ -13,7 +13,8 @@ import json
 import time
 
 from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
-from sessions.actions import do_log_entry
+from sessions.actions import ENTRY_FIELDS_SCHEMA, SESSION_ID_SCHEMA, do_log_checked_entry
+from sessions.errors import SessionsError
 from sessions.retrospective import SessionNotFound, run_retrospective
 from sessions.trainer import run_trainer
 from supervisor import skills as _skills
@@ -22,43 +23,15 @@ from supervisor.routing import Attempt, route
 from supervisor.routing_tools import routed_result, routing, routing_client
 from supervisor.tools import supervisor
 
-# A session id becomes a file name on export (`sessions/<id>.jsonl`): keep it path-safe.
-SESSION_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$"
-# Largest `data` payload of one entry, serialised.
-MAX_ENTRY_DATA_BYTES = 64 * 1024
+# EntryRefused, SessionNotFound… reach the caller as tool errors on every endpoint with sessions tools.
+for _endpoint in ("brain", "supervisor", "routing"):
+    get_endpoint(_endpoint).translate_errors(SessionsError)
 
+# The arguments: the session id plus the entry fields, both from the one limit table in sessions.actions.
 SESSION_LOG_INPUT = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["session_id", "kind"],
-    "properties": {
-        "session_id": {
-            "type": "string",
-            "pattern": SESSION_ID_PATTERN,
-            "description": "The session's id (letters, digits, '_', '.', '-'; at most 200 characters).",
-        },
-        "kind": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 64,
-            "pattern": r"^[A-Za-z0-9_.:-]+$",
-            "description": "What happened: e.g. start, skill, decision, correction, error, fix, note, end.",
-        },
-        "skill": {"type": "string", "maxLength": 100},
-        "phase": {"type": "string", "maxLength": 64},
-        "status": {"type": "string", "maxLength": 64, "description": "e.g. pass, fail, error."},
-        "message": {"type": "string", "maxLength": 20000},
-        "data": {"description": f"Any JSON value, at most {MAX_ENTRY_DATA_BYTES} bytes serialised."},
-        "idempotency_key": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 200,
-            "description": "Repeat it on a retry: the first entry is returned and nothing new is written.",
-        },
-        "project": {"type": "string", "maxLength": 200},
-        "project_root": {"type": "string", "maxLength": 1000},
-        "client": {"type": "object", "maxProperties": 20, "description": "Client metadata (name, version, ...)."},
-    },
+    **ENTRY_FIELDS_SCHEMA,
+    "required": ["session_id", *ENTRY_FIELDS_SCHEMA["required"]],
+    "properties": {"session_id": SESSION_ID_SCHEMA, **ENTRY_FIELDS_SCHEMA["properties"]},
 }
 
 SESSION_LOG_OUTPUT = {
@@ -72,36 +45,6 @@ SESSION_LOG_OUTPUT = {
         "entry_id": {"type": "integer"},
     },
 }
-
-
-def check_entry_size(arguments: dict) -> None:
-    if "data" in arguments:
-        size = len(json.dumps(arguments["data"], ensure_ascii=False).encode())
-        if size > MAX_ENTRY_DATA_BYTES:
-            raise ToolError(f"data is {size} bytes; the limit is {MAX_ENTRY_DATA_BYTES}. Log a summary instead.")
-    client = arguments.get("client")
-    if client is not None and len(json.dumps(client).encode()) > 4096:
-        raise ToolError("client metadata is over 4096 bytes; send name and version only.")
-
-
-def log_entry_from_arguments(arguments: dict, *, source: str) -> dict:
-    """Shared by the MCP tool and the REST view (both validate `arguments` first)."""
-    check_entry_size(arguments)
-    entry, created = do_log_entry(
-        arguments["session_id"],
-        kind=arguments["kind"],
-        skill=arguments.get("skill"),
-        phase=arguments.get("phase"),
-        status=arguments.get("status"),
-        message=arguments.get("message"),
-        data=arguments.get("data"),
-        idempotency_key=arguments.get("idempotency_key"),
-        project=arguments.get("project"),
-        project_root=arguments.get("project_root"),
-        client=arguments.get("client"),
-        source=source,
-    )
-    return {"session_id": arguments["session_id"], "seq": entry.seq, "created": created, "entry_id": entry.pk}
 
 
 @get_endpoint("brain").tool(
@@ -120,7 +63,8 @@ def log_entry_from_arguments(arguments: dict, *, source: str) -> dict:
     idempotent=False,
 )
 def session_log(arguments: dict, ctx: ToolContext) -> dict:
-    return log_entry_from_arguments(arguments, source="mcp")
+    fields = {key: value for key, value in arguments.items() if key != "session_id"}
+    return do_log_checked_entry(arguments["session_id"], fields, source="mcp")
 
 
 
@@ -146,10 +90,7 @@ def session_log(arguments: dict, ctx: ToolContext) -> dict:
 )
 def retrospective(arguments: dict, ctx: ToolContext) -> dict:
     ctx.report_progress(0, 1, "reading the session")
-    try:
-        result = run_retrospective(arguments["session_id"], llm_model=arguments.get("model"))
-    except SessionNotFound as exc:
-        raise ToolError(str(exc))
+    result = run_retrospective(arguments["session_id"], llm_model=arguments.get("model"))
     ctx.report_progress(1, 1, "done")
     return result
 

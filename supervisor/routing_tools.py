@@ -24,6 +24,7 @@ from django.conf import settings
 from hyperguild.lib.llm import get_llm_client
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
 from supervisor import executor, skills
+from supervisor.errors import SupervisorError
 from supervisor.grounding import ground_findings
 from supervisor.models import RoutingEntry
 from supervisor.roots import RootRefused, relative_to_root, resolve_inside, resolve_project_root
@@ -37,6 +38,7 @@ routing = register_endpoint(
         instructions="Skills answered by a fast or a thinking model, chosen by each skill's observed pass rate.",
     )
 )
+routing.translate_errors(SupervisorError)  # RootRefused, RoutingFailed reach the caller as tool errors
 
 # What the model may see of the project: enough for a focused review, bounded
 # so one call cannot send a whole repository to the gateway.

@@ -20,7 +20,8 @@ from django.db import connection, transaction
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError, register_endpoint
 from supervisor import executor
 from supervisor.actions import do_create_skill_run, do_request_cancel
-from supervisor.model_table import ModelTableError, resolve_model
+from supervisor.errors import SupervisorError
+from supervisor.model_table import resolve_model
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
 from supervisor.skills import SKILLS, build_result
@@ -40,6 +41,7 @@ supervisor = register_endpoint(
         ),
     )
 )
+supervisor.translate_errors(SupervisorError)  # RootRefused, ModelTableError… reach the caller as tool errors
 
 
 def run_budget_seconds() -> float:
@@ -75,10 +77,7 @@ def _check_paths(skill: str, arguments: dict) -> str:
 
 def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor") -> SkillRun:
     root = _check_paths(skill, arguments)
-    try:
-        model = resolve_model(skill, arguments.get("model"))
-    except ModelTableError as exc:
-        raise ToolError(str(exc))
+    model = resolve_model(skill, arguments.get("model"))
     run = do_create_skill_run(
         skill=skill,
         arguments=arguments,

@@ -140,3 +140,15 @@ def _closed_circuit_breakers():
 
     reset_breakers()
     yield
+
+
+def rest_error(response) -> dict:
+    """The body of a REST error, checked against the one shape every REST endpoint answers (see hyperguild.api)."""
+    body = response.json()
+    assert set(body) == {"error"}, body
+    error = body["error"]
+    assert set(error) == {"code", "message", "details"}, error
+    assert isinstance(error["code"], str) and error["code"], error
+    assert isinstance(error["message"], str) and error["message"], error
+    assert isinstance(error["details"], dict), error
+    return error

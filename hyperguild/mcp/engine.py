@@ -307,6 +307,9 @@ class Dispatcher:
         except ToolError as exc:
             record.status = "tool_error"
             return tool_error_result(exc.message, exc.data)
+        except self.endpoint.domain_errors as exc:
+            record.status = "tool_error"
+            return tool_error_result(str(exc), getattr(exc, "data", None))
         except Exception as exc:
             logger.exception("tool %s on /mcp/%s raised", name, self.endpoint.name)
             record.status = "internal_error"

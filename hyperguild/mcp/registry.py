@@ -13,7 +13,10 @@ declares its tools on them; the engine serves whatever is there.
         ...
 
 A handler returns the structured result (a dict matching `output_schema`)
-or raises `ToolError` with a message the caller can act on.
+or raises `ToolError` with a message the caller can act on. Domain code raises
+its app's own errors instead; the app's tools.py declares them once per
+endpoint (`brain.translate_errors(BrainError)`) and they reach the caller the
+same way.
 """
 
 from __future__ import annotations
@@ -161,6 +164,13 @@ class Endpoint:
         self.token_setting = token_setting
         self.tools: dict[str, Tool] = {}
         self.resources: ResourceProvider | None = None
+        # Domain exceptions the engine answers as `isError` results (message and data kept),
+        # declared by the apps' tools.py with `translate_errors`.
+        self.domain_errors: tuple[type[Exception], ...] = ()
+
+    def translate_errors(self, *error_types: type[Exception]) -> None:
+        """Answer these domain errors (and their subclasses) as tool errors, as if the handler raised ToolError."""
+        self.domain_errors = tuple(dict.fromkeys((*self.domain_errors, *error_types)))
 
     def add(self, tool: Tool) -> Tool:
         if tool.name in self.tools and self.tools[tool.name].handler is not tool.handler:
