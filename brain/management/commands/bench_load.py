@@ -132,6 +132,12 @@ class Figures:
         self.client: list[float] = []
         self.server: list[float] = []
         self.errors = 0
+        self.first_error = ""
+
+    def error(self, status: int, payload: bytes) -> None:
+        self.errors += 1
+        if not self.first_error:
+            self.first_error = f"HTTP {status}: {payload[:300].decode(errors='replace')}"
 
     def line(self, seconds: float) -> str:
         if not self.client:
@@ -232,6 +238,8 @@ class Command(BaseCommand):
         reads = await self.phase(port, corpus, clients, seconds)
         cpu_per_call = (server_cpu_seconds(server) - cpu) * 1000 / max(1, len(reads.client))
         self.stdout.write(f"brain_query, {clients} clients          : {reads.line(seconds)}")
+        if reads.first_error:
+            self.stdout.write(f"  first error: {reads.first_error}")
         self.stdout.write(f"  web-process CPU per brain_query: {cpu_per_call:.1f} ms (what load does not change much)")
 
         writes = Figures()
@@ -242,6 +250,8 @@ class Command(BaseCommand):
         stop.set()
         await writer
         self.stdout.write(f"brain_query, {clients} clients + writer : {mixed.line(seconds)}")
+        if mixed.first_error:
+            self.stdout.write(f"  first error: {mixed.first_error}")
         self.stdout.write(f"  writer brain_ingest at {options['write_rate']:g}/s     : {writes.line(seconds)}")
         if lags:
             self.stdout.write(
@@ -288,7 +298,7 @@ class Command(BaseCommand):
                     elapsed = (time.perf_counter() - t0) * 1000
                     calls += 1
                     if status != 200 or b'"isError": true' in payload or b'"isError":true' in payload:
-                        figures.errors += 1
+                        figures.error(status, payload)
                         continue
                     figures.client.append(elapsed)
                     if (ms := server_ms(headers)) is not None:
