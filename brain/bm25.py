@@ -105,6 +105,12 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+@lru_cache(maxsize=100_000)
+def word_tokens(word: str) -> tuple[str, ...]:
+    """`tokenize(word)` for one word, remembered: excerpts look at the same words again and again."""
+    return tuple(tokenize(word))
+
+
 def note_text(title: str, body: str) -> str:
     return "\n".join([title] * TITLE_REPEAT + [body])
 
