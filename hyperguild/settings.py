@@ -199,7 +199,7 @@ def _database() -> dict:
     if pool:
         # A pool per process (psycopg_pool): a request borrows a connection instead of opening one,
         # which costs PostgreSQL a new backend each time. The ASGI entry point turns it on by default.
-        # All `pool` connections open at start: a pool growing under a burst made requests wait.
+        # All `pool` connections open at start, so a burst of requests never waits for the pool to grow.
         config.setdefault("OPTIONS", {})["pool"] = {"min_size": pool, "max_size": pool, "timeout": 30}
     # The embedded server listens on a unix socket given as ?host=/path;
     # keep it in HOST, where Django (and tests that hand the URL on) look.

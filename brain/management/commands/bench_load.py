@@ -297,6 +297,8 @@ class Command(BaseCommand):
                     status, headers, payload = await conn.request("POST", "/mcp/brain", body)
                     elapsed = (time.perf_counter() - t0) * 1000
                     calls += 1
+                    if calls_each is not None:
+                        conn.close()  # warm-up: new connections, so that every web process builds its index
                     if status != 200 or b'"isError": true' in payload or b'"isError":true' in payload:
                         figures.error(status, payload)
                         continue
