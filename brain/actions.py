@@ -11,6 +11,7 @@ rebuild on the next query) and, once committed, tells the search side
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,6 +29,7 @@ from brain.models import (
     Embedding,
     MirrorFile,
     Note,
+    NoteChange,
     NoteChunk,
     NoteLink,
     NoteStatus,
@@ -188,7 +190,7 @@ def _after_write(note: Note, *, corpus_changed: bool = True, links_changed: bool
     if links_changed:
         _rebuild_links(note)
     if corpus_changed:
-        BrainVersion.bump()
+        BrainVersion.bump([note.id])
     note_id = note.id
 
     def notify() -> None:
@@ -659,3 +661,21 @@ def do_import_area_description(
         description.path, description.content_hash = path, content_hash
         description.save()
         return description, "updated"
+
+
+NOTE_CHANGE_KEEP_SECONDS = 24 * 3600
+
+
+@transaction.atomic
+def do_prune_note_changes(keep_seconds: int = NOTE_CHANGE_KEEP_SECONDS) -> int:
+    """Forget index change-log rows older than `keep_seconds`, never the newest one.
+
+    A search process idle for longer than that finds a gap in the log and
+    builds (or maps) a whole base again; every other process is unaffected.
+    """
+    newest = NoteChange.objects.order_by("-version").values_list("version", flat=True).first()
+    if newest is None:
+        return 0
+    cutoff = timezone.now() - timedelta(seconds=keep_seconds)
+    deleted, _ = NoteChange.objects.filter(created_at__lt=cutoff, version__lt=newest).delete()
+    return deleted

@@ -1,29 +1,63 @@
-"""The in-memory BM25 index over title + body.
+"""The BM25 index over title + body, kept fresh incrementally.
 
 Scores are exactly rank-bm25's `BM25Okapi` (same idf with the epsilon floor
-for very common terms, same length normalisation), computed from an inverted
-index with numpy instead of one Python dict lookup per note per query term:
-at 100,000 notes rank-bm25 needs seconds per query, this needs milliseconds.
-`tests/search/test_bm25_index.py` checks the two agree.
+for very common terms, same length normalisation) over the whole live corpus,
+computed from inverted indexes with numpy: at 100,000 notes rank-bm25 needs
+seconds per query, this needs milliseconds. `tests/search/test_bm25_index.py`
+and `tests/search/test_bm25_segments.py` check the two agree.
 
-One index per process, rebuilt only when `BrainVersion` moved since it was
-built (`current_index()`); a search costs one cheap query to read the version.
+Layout, in the manner of a search engine's segments:
+
+- a large immutable **base segment** (postings, document lengths, a forward
+  index of each document's terms), built once and, when it is large, written
+  under `BRAIN_BM25_DIR` and memory-mapped, so every process on the machine
+  shares one copy in the page cache;
+- a small **delta segment** of the notes changed since the base was built,
+  rebuilt from already tokenised notes at each refresh (milliseconds);
+- **tombstones**: base documents of notes changed or removed since, masked
+  out of results and subtracted from the statistics;
+- a **background merge** (a thread) that folds base and delta into a new
+  base when the delta holds `BRAIN_BM25_MERGE_NOTES` notes; queries keep
+  using the old snapshot until the new one is swapped in.
+
+N, avgdl and every document frequency are computed over base minus
+tombstones plus delta, so scores equal a full rebuild's.
+
+Freshness: every write bumps `BrainVersion` and logs the changed note ids in
+`NoteChange` with the new version, in the writer's transaction (the version
+row's lock makes versions commit in order). A search reads the version (at
+most every `BRAIN_BM25_CHECK_SECONDS`, and always after a write in this
+process), and applies the logged changes since its snapshot: it tokenises
+only the changed notes, never rebuilds the whole index.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
+import logging
+import os
 import re
+import shutil
 import threading
+import time
 import unicodedata
 from array import array
 from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import snowballstemmer
+from django.conf import settings
+from django.db import connection
 
-from brain.models import BrainVersion, Note
+from brain.models import BrainVersion, Note, NoteChange
+
+logger = logging.getLogger(__name__)
 
 # Okapi parameters tuned for short scientific/technical notes (BEIR's
 # Elasticsearch baseline uses k1 0.9, b 0.4 as well).
@@ -71,30 +105,424 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+@lru_cache(maxsize=100_000)
+def word_tokens(word: str) -> tuple[str, ...]:
+    """`tokenize(word)` for one word, remembered: excerpts look at the same words again and again."""
+    return tuple(tokenize(word))
+
+
 def note_text(title: str, body: str) -> str:
     return "\n".join([title] * TITLE_REPEAT + [body])
 
 
+# -- documents and segments --------------------------------------------------------------
+
+
+@lru_cache(maxsize=500_000)
+def term_key(token: str) -> int:
+    """A stable 64-bit key for a term, the same in every process (segments on disk store keys, not strings)."""
+    return int.from_bytes(hashlib.blake2b(token.encode(), digest_size=8).digest(), "little")
+
+
 @dataclass
-class BM25Index:
-    """An immutable inverted index; `version` is the BrainVersion it was built at."""
+class DocTerms:
+    """One note, tokenised: its distinct term keys, their counts and its length in tokens."""
+
+    note_id: int
+    status: str
+    wing: str
+    hall: str
+    keys: np.ndarray  # uint64
+    tfs: np.ndarray  # int32
+    length: int
+
+
+class Stats:
+    """Counters tests and benchmarks read; never used for decisions."""
+
+    def __init__(self) -> None:
+        self.tokenised = 0  # notes tokenised by this process
+        self.full_builds = 0  # whole-corpus builds from the database
+        self.loads = 0  # base segments memory-mapped from BRAIN_BM25_DIR
+        self.merges = 0  # background merges of base + delta
+        self.refreshes = 0  # snapshots published after changes
+
+
+stats = Stats()
+
+
+def doc_terms(note_id: int, title: str, body: str, status: str, wing: str, hall: str) -> DocTerms:
+    tokens = tokenize(note_text(title, body))
+    stats.tokenised += 1
+    counts = Counter(tokens)
+    keys = np.fromiter((term_key(t) for t in counts), dtype=np.uint64, count=len(counts))
+    tfs = np.fromiter(counts.values(), dtype=np.int32, count=len(counts))
+    return DocTerms(note_id, status, wing, hall, keys, tfs, len(tokens))
+
+
+SEGMENT_ARRAYS = (
+    "note_ids", "lengths", "status_codes", "wing_codes", "hall_codes",
+    "keys", "offsets", "post_docs", "post_tfs", "fwd_offsets", "fwd_terms",
+)  # fmt: skip
+
+
+@dataclass
+class Segment:
+    """An immutable inverted index over some notes, documents sorted by note id.
+
+    Postings of term t (its key is `keys[t]`, keys sorted) are
+    `post_docs/post_tfs[offsets[t]:offsets[t+1]]`; the forward index
+    `fwd_terms[fwd_offsets[d]:fwd_offsets[d+1]]` lists document d's terms,
+    which is what a tombstone needs to take d out of the document frequencies.
+    """
 
     version: int
-    note_ids: np.ndarray  # int64, position → Note.id
-    statuses: np.ndarray  # int32 codes of the values in `codes`
-    wings: np.ndarray
-    halls: np.ndarray
-    codes: dict[str, int]
-    vocabulary: dict[str, int]
-    idf: np.ndarray  # per term id
-    offsets: np.ndarray  # CSR: postings of term t are [offsets[t], offsets[t+1])
-    posting_docs: np.ndarray
-    posting_weights: np.ndarray  # tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))
-    build_seconds: float = 0.0
-    extra: dict = field(default_factory=dict)
+    labels: list[str]  # status/wing/hall codes → strings
+    total_length: int
+    note_ids: np.ndarray  # int64
+    lengths: np.ndarray  # int32
+    status_codes: np.ndarray  # int32
+    wing_codes: np.ndarray
+    hall_codes: np.ndarray
+    keys: np.ndarray  # uint64, sorted
+    offsets: np.ndarray  # int64, len(keys) + 1
+    post_docs: np.ndarray  # int32
+    post_tfs: np.ndarray  # int32
+    fwd_offsets: np.ndarray  # int64, n + 1
+    fwd_terms: np.ndarray  # int32
+    path: Path | None = None  # where it is memory-mapped from, if shared
 
     def __len__(self) -> int:
         return len(self.note_ids)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(getattr(self, name).nbytes for name in SEGMENT_ARRAYS)
+
+    def code(self, label: str) -> int:
+        try:
+            return self.labels.index(label)
+        except ValueError:
+            return -1
+
+    def term(self, key: int) -> int:
+        """The term id of `key`, or -1."""
+        i = int(np.searchsorted(self.keys, np.uint64(key)))
+        return i if i < len(self.keys) and int(self.keys[i]) == key else -1
+
+    def positions(self, note_ids: Iterable[int]) -> np.ndarray:
+        """Document positions of those of `note_ids` this segment holds."""
+        wanted = np.fromiter(note_ids, dtype=np.int64)
+        if not len(wanted) or not len(self.note_ids):
+            return np.zeros(0, dtype=np.int64)
+        found = np.minimum(np.searchsorted(self.note_ids, wanted), len(self.note_ids) - 1)
+        return found[self.note_ids[found] == wanted]
+
+
+def build_segment(
+    *,
+    version: int,
+    note_ids: np.ndarray,
+    statuses: list[str],
+    wings: list[str],
+    halls: list[str],
+    lengths: np.ndarray,
+    doc_of: np.ndarray,
+    keys: np.ndarray,
+    tfs: np.ndarray,
+) -> Segment:
+    """A segment from flat arrays: one entry per document, one per (document, distinct term)."""
+    order = np.argsort(note_ids, kind="stable")
+    if len(order) and not np.all(order == np.arange(len(order))):  # documents must be sorted by note id
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        note_ids = note_ids[order]
+        statuses = [statuses[i] for i in order]
+        wings = [wings[i] for i in order]
+        halls = [halls[i] for i in order]
+        lengths = lengths[order]
+        doc_of = rank[doc_of]
+    n = len(note_ids)
+    vocabulary, term_ids = np.unique(keys, return_inverse=True)
+    term_ids = term_ids.astype(np.int32)
+    doc_of = doc_of.astype(np.int32)
+    # Forward index: the (document, term) pairs in document order.
+    fwd_order = np.lexsort((term_ids, doc_of))
+    fwd_terms = term_ids[fwd_order]
+    fwd_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(doc_of, minlength=n), out=fwd_offsets[1:])
+    # Postings: the same pairs in term order, documents ascending within a term.
+    post_order = np.lexsort((doc_of, term_ids))
+    offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(term_ids, minlength=len(vocabulary)), out=offsets[1:])
+    labels: dict[str, int] = {}
+    encode = lambda values: np.asarray([labels.setdefault(v, len(labels)) for v in values], dtype=np.int32)  # noqa: E731
+    status_codes, wing_codes, hall_codes = encode(statuses), encode(wings), encode(halls)
+    lengths = np.asarray(lengths, dtype=np.int32)
+    return Segment(
+        version=version,
+        labels=list(labels),
+        total_length=int(lengths.sum(dtype=np.int64)),
+        note_ids=np.asarray(note_ids, dtype=np.int64),
+        lengths=lengths,
+        status_codes=status_codes,
+        wing_codes=wing_codes,
+        hall_codes=hall_codes,
+        keys=vocabulary.astype(np.uint64),
+        offsets=offsets,
+        post_docs=doc_of[post_order],
+        post_tfs=np.asarray(tfs, dtype=np.int32)[post_order],
+        fwd_offsets=fwd_offsets,
+        fwd_terms=fwd_terms.astype(np.int32),
+    )
+
+
+def segment_from_docs(docs: Iterable[DocTerms], version: int) -> Segment:
+    docs = list(docs)
+    sizes = np.fromiter((len(d.keys) for d in docs), dtype=np.int64, count=len(docs))
+    return build_segment(
+        version=version,
+        note_ids=np.fromiter((d.note_id for d in docs), dtype=np.int64, count=len(docs)),
+        statuses=[d.status for d in docs],
+        wings=[d.wing for d in docs],
+        halls=[d.hall for d in docs],
+        lengths=np.fromiter((d.length for d in docs), dtype=np.int64, count=len(docs)),
+        doc_of=np.repeat(np.arange(len(docs), dtype=np.int64), sizes),
+        keys=np.concatenate([d.keys for d in docs]) if docs else np.zeros(0, dtype=np.uint64),
+        tfs=np.concatenate([d.tfs for d in docs]) if docs else np.zeros(0, dtype=np.int32),
+    )
+
+
+def segment_from_rows(rows: Iterable[tuple], version: int) -> Segment:
+    """`rows`: (id, title, body, status, wing, hall); tokenised into typed arrays, not per-note objects,
+    so 1,000,000 notes fit."""
+    ids, lengths = array("q"), array("q")
+    doc_of, tfs = array("i"), array("i")
+    keys = array("Q")
+    statuses: list[str] = []
+    wings: list[str] = []
+    halls: list[str] = []
+    for doc, (note_id, title, body, status, wing, hall) in enumerate(rows):
+        tokens = tokenize(note_text(title, body))
+        stats.tokenised += 1
+        counts = Counter(tokens)
+        ids.append(note_id)
+        lengths.append(len(tokens))
+        statuses.append(status)
+        wings.append(wing)
+        halls.append(hall)
+        keys.extend(term_key(t) for t in counts)
+        tfs.extend(counts.values())
+        doc_of.extend([doc] * len(counts))
+    return build_segment(
+        version=version,
+        note_ids=np.frombuffer(ids, dtype=np.int64) if ids else np.zeros(0, np.int64),
+        statuses=statuses,
+        wings=wings,
+        halls=halls,
+        lengths=np.frombuffer(lengths, dtype=np.int64) if lengths else np.zeros(0, np.int64),
+        doc_of=np.frombuffer(doc_of, dtype=np.int32).astype(np.int64) if doc_of else np.zeros(0, np.int64),
+        keys=np.frombuffer(keys, dtype=np.uint64) if keys else np.zeros(0, np.uint64),
+        tfs=np.frombuffer(tfs, dtype=np.int32) if tfs else np.zeros(0, np.int32),
+    )
+
+
+def merge_segments(base: Segment, alive: np.ndarray | None, delta: Segment, version: int) -> Segment:
+    """A new base: the live documents of `base` plus every document of `delta`. No text is tokenised again."""
+    parts = []
+    for seg, keep in ((base, alive), (delta, None)):
+        n = len(seg)
+        if keep is None:
+            keep = np.ones(n, dtype=bool)
+        term_of_posting = np.repeat(np.arange(len(seg.keys), dtype=np.int64), np.diff(seg.offsets))
+        live = keep[seg.post_docs]
+        docs_kept = np.flatnonzero(keep)
+        renumber = np.full(n, -1, dtype=np.int64)
+        renumber[docs_kept] = np.arange(len(docs_kept))
+        parts.append(
+            (
+                seg.note_ids[docs_kept],
+                [seg.labels[c] for c in seg.status_codes[docs_kept]],
+                [seg.labels[c] for c in seg.wing_codes[docs_kept]],
+                [seg.labels[c] for c in seg.hall_codes[docs_kept]],
+                seg.lengths[docs_kept],
+                renumber[seg.post_docs[live]],
+                seg.keys[term_of_posting[live]],
+                seg.post_tfs[live],
+            )
+        )
+    (ids_a, st_a, wi_a, ha_a, len_a, doc_a, key_a, tf_a), (ids_b, st_b, wi_b, ha_b, len_b, doc_b, key_b, tf_b) = parts
+    return build_segment(
+        version=version,
+        note_ids=np.concatenate([ids_a, ids_b]),
+        statuses=st_a + st_b,
+        wings=wi_a + wi_b,
+        halls=ha_a + ha_b,
+        lengths=np.concatenate([len_a, len_b]),
+        doc_of=np.concatenate([doc_a, doc_b + len(ids_a)]),
+        keys=np.concatenate([key_a, key_b]),
+        tfs=np.concatenate([tf_a, tf_b]),
+    )
+
+
+def save_segment(segment: Segment, directory: Path, corpus_id: str) -> Path:
+    """Write `segment` as .npy files under `directory/base-<version>` (atomically: a temporary folder renamed)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    final = directory / f"base-{segment.version:014d}"
+    if final.exists():
+        return final
+    tmp = directory / f".tmp-{os.getpid()}-{threading.get_ident()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    for name in SEGMENT_ARRAYS:
+        np.save(tmp / f"{name}.npy", getattr(segment, name), allow_pickle=False)
+    meta = {"version": segment.version, "corpus_id": corpus_id, "labels": segment.labels,
+            "total_length": segment.total_length}  # fmt: skip
+    (tmp / "meta.json").write_text(json.dumps(meta))
+    os.rename(tmp, final)
+    return final
+
+
+def load_segment(path: Path) -> Segment:
+    """Memory-map a saved segment: pages are shared with every other process that maps it."""
+    meta = json.loads((path / "meta.json").read_text())
+    arrays = {name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in SEGMENT_ARRAYS}
+    stats.loads += 1
+    return Segment(version=meta["version"], labels=meta["labels"], total_length=meta["total_length"], path=path,
+                   **arrays)  # fmt: skip
+
+
+# -- a snapshot: what one query ranks against ---------------------------------------------
+
+
+class Snapshot:
+    """An immutable view of the live corpus: segments, tombstones and the corpus statistics.
+
+    `rank()` scores exactly as a BM25Okapi built over the live documents would.
+    """
+
+    def __init__(
+        self,
+        *,
+        version: int,
+        corpus_id: str,
+        base: Segment,
+        dead: np.ndarray,  # positions of tombstoned base documents
+        delta: Segment,
+    ) -> None:
+        self.version = version
+        self.corpus_id = corpus_id
+        self.base = base
+        self.delta = delta
+        self.alive: np.ndarray | None = None
+        dead_terms = np.zeros(0, dtype=np.int64)
+        dead_length = 0
+        if len(dead):
+            self.alive = np.ones(len(base), dtype=bool)
+            self.alive[dead] = False
+            starts, ends = base.fwd_offsets[dead], base.fwd_offsets[dead + 1]
+            dead_terms = np.concatenate([base.fwd_terms[s:e] for s, e in zip(starts, ends, strict=True)])
+            dead_length = int(base.lengths[dead].sum(dtype=np.int64))
+        # Document frequencies lost to tombstones, sparse: term id → count.
+        self.dead_terms, self.dead_counts = np.unique(dead_terms, return_counts=True)
+        self.n_docs = len(base) - len(dead) + len(delta)
+        self.total_length = base.total_length - dead_length + delta.total_length
+        self.avgdl = self.total_length / self.n_docs if self.n_docs else 0.0
+        self._floor: float | None = None
+
+    def __len__(self) -> int:
+        return self.n_docs
+
+    @property
+    def tombstones(self) -> int:
+        return 0 if self.alive is None else int(len(self.alive) - self.alive.sum())
+
+    def _base_df(self, term: int) -> int:
+        df = int(self.base.offsets[term + 1] - self.base.offsets[term])
+        if len(self.dead_terms):
+            i = int(np.searchsorted(self.dead_terms, term))
+            if i < len(self.dead_terms) and self.dead_terms[i] == term:
+                df -= int(self.dead_counts[i])
+        return df
+
+    def idf_floor(self) -> float:
+        """rank-bm25's value for a negative idf: ε × the mean idf over every live term (computed once, lazily:
+        only a query with a term in more than half the notes needs it)."""
+        if self._floor is None:
+            base_df = np.diff(self.base.offsets).astype(np.float64)
+            if len(self.dead_terms):
+                base_df[self.dead_terms] -= self.dead_counts
+            delta_df = np.diff(self.delta.offsets).astype(np.float64)
+            shared = np.zeros(len(self.delta.keys), dtype=bool)
+            if len(self.base.keys) and len(self.delta.keys):
+                pos = np.minimum(np.searchsorted(self.base.keys, self.delta.keys), len(self.base.keys) - 1)
+                shared = self.base.keys[pos] == self.delta.keys
+                np.add.at(base_df, pos[shared], delta_df[shared])
+            df = np.concatenate([base_df, delta_df[~shared]])
+            df = df[df > 0]
+            if len(df):
+                average_idf = float((np.log(self.n_docs - df + 0.5) - np.log(df + 0.5)).sum() / len(df))
+            else:
+                average_idf = 0.0
+            # In a tiny brain the mean itself is negative, which would rank a note *lower* the more often
+            # it uses the query word; there the floor is ε instead. Other corpora score as rank-bm25.
+            self._floor = EPSILON * average_idf if average_idf > 0 else EPSILON
+        return self._floor
+
+    def term_info(self, token: str) -> tuple[int, int, int, float]:
+        """(base term id, delta term id, live document frequency, idf as rank-bm25 uses it); ids -1 if absent."""
+        key = term_key(token)
+        base_term, delta_term = self.base.term(key), self.delta.term(key)
+        df = (self._base_df(base_term) if base_term >= 0 else 0) + (
+            int(self.delta.offsets[delta_term + 1] - self.delta.offsets[delta_term]) if delta_term >= 0 else 0
+        )
+        idf = 0.0
+        if df:
+            idf = float(np.log(self.n_docs - df + 0.5) - np.log(df + 0.5))
+            if idf < 0:
+                idf = self.idf_floor()
+        return base_term, delta_term, df, idf
+
+    def idf_shares(self, query_tokens: list[str], note_ids: list[int]) -> dict[int, float]:
+        """For each note, the share of the query's idf weight carried by the query terms it contains.
+
+        Each distinct query term counts once. A term no live note uses weighs as much as the
+        rarest term a note could use (document frequency 1): a query about something the
+        brain has never seen stays mostly unmatched. `brain.floors` compares the share with
+        BRAIN_BM25_FLOOR.
+        """
+        distinct = list(dict.fromkeys(query_tokens))
+        if not distinct or self.n_docs == 0 or not note_ids:
+            return {note_id: 0.0 for note_id in note_ids}
+        unseen_idf = max(float(np.log(self.n_docs - 1 + 0.5) - np.log(1 + 0.5)), EPSILON)
+        wanted = np.asarray(note_ids, dtype=np.int64)
+        located = []  # per segment: (positions of the wanted notes or -1, segment, alive mask)
+        for seg, alive in ((self.base, self.alive), (self.delta, None)):
+            positions = np.full(len(wanted), -1, dtype=np.int64)
+            if len(seg):
+                found = np.minimum(np.searchsorted(seg.note_ids, wanted), len(seg) - 1)
+                hit = seg.note_ids[found] == wanted
+                if alive is not None:
+                    hit &= alive[found]
+                positions[hit] = found[hit]
+            located.append((positions, seg))
+        matched = np.zeros(len(wanted), dtype=np.float64)
+        total = 0.0
+        for token in distinct:
+            base_term, delta_term, df, idf = self.term_info(token)
+            if df == 0:
+                total += unseen_idf
+                continue
+            # A term in half the notes has idf 0 (rank-bm25's formula); it still says something.
+            weight = max(idf, EPSILON)
+            total += weight
+            has_term = np.zeros(len(wanted), dtype=bool)
+            for (positions, seg), term in zip(located, (base_term, delta_term), strict=True):
+                if term >= 0:
+                    docs = seg.post_docs[seg.offsets[term] : seg.offsets[term + 1]]
+                    has_term |= (positions >= 0) & np.isin(positions, docs)
+            matched[has_term] += weight
+        return {int(note_id): float(matched[i] / total) if total > 0 else 0.0 for i, note_id in enumerate(note_ids)}
 
     def rank(
         self,
@@ -106,239 +534,302 @@ class BM25Index:
         status: str | None = None,
     ) -> list[tuple[int, float]]:
         """(note_id, score) of the best `limit` notes that match at least one token, best first."""
-        n = len(self.note_ids)
-        if n == 0 or limit <= 0:
+        if self.n_docs == 0 or limit <= 0:
             return []
-        scores = np.zeros(n, dtype=np.float64)
-        matched = np.zeros(n, dtype=bool)
+        segments = [(self.base, self.alive), (self.delta, None)]
+        scores = [np.zeros(len(seg), dtype=np.float64) for seg, _ in segments]
+        matched = [np.zeros(len(seg), dtype=bool) for seg, _ in segments]
+        terms: dict[str, tuple[int, int, int, float]] = {}
         for token in query_tokens:  # a repeated token counts again, as in rank-bm25
-            term = self.vocabulary.get(token)
-            if term is None:
-                continue
-            start, end = self.offsets[term], self.offsets[term + 1]
-            docs = self.posting_docs[start:end]
-            scores[docs] += self.idf[term] * self.posting_weights[start:end]
-            matched[docs] = True
-        candidates = np.flatnonzero(matched)
-        # Filters compare small integer codes, not strings: cheap even with 100,000 candidates.
-        for codes, value in ((self.statuses, status), (self.wings, wing), (self.halls, hall)):
-            if value is not None:
-                code = self.codes.get(value, -1)
-                candidates = candidates[codes[candidates] == code]
-        if len(candidates) == 0:
+            if token not in terms:
+                terms[token] = self.term_info(token)
+            base_term, delta_term, _, idf = terms[token]
+            for (seg, _), seg_scores, seg_matched, term in zip(segments, scores, matched, (base_term, delta_term),
+                                                                strict=True):  # fmt: skip
+                if term < 0:
+                    continue
+                start, end = seg.offsets[term], seg.offsets[term + 1]
+                docs = seg.post_docs[start:end]
+                tf = seg.post_tfs[start:end].astype(np.float64)
+                dl = seg.lengths[docs].astype(np.float64)
+                # rank-bm25's expression, term for term.
+                seg_scores[docs] += idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / self.avgdl)))
+                seg_matched[docs] = True
+        found_ids, found_scores = [], []
+        for (seg, alive), seg_scores, seg_matched in zip(segments, scores, matched, strict=True):
+            if alive is not None:
+                seg_matched &= alive
+            candidates = np.flatnonzero(seg_matched)
+            # Filters compare small integer codes, not strings: cheap even with 100,000 candidates.
+            for codes, value in ((seg.status_codes, status), (seg.wing_codes, wing), (seg.hall_codes, hall)):
+                if value is not None:
+                    candidates = candidates[codes[candidates] == seg.code(value)]
+            found_ids.append(seg.note_ids[candidates])
+            found_scores.append(seg_scores[candidates])
+        ids, cand_scores = np.concatenate(found_ids), np.concatenate(found_scores)
+        if len(ids) == 0:
             return []
-        cand_scores = scores[candidates]
-        if len(candidates) > limit:
+        if len(ids) > limit:
             top = np.argpartition(-cand_scores, limit - 1)[:limit]
         else:
-            top = np.arange(len(candidates))
+            top = np.arange(len(ids))
         # Best score first; ties by note id so results are stable.
-        order = sorted(top, key=lambda i: (-cand_scores[i], self.note_ids[candidates[i]]))
-        return [(int(self.note_ids[candidates[i]]), float(cand_scores[i])) for i in order]
+        order = sorted(top, key=lambda i: (-cand_scores[i], ids[i]))
+        return [(int(ids[i]), float(cand_scores[i])) for i in order]
 
 
-    def idf_shares(self, query_tokens: list[str], note_ids: list[int]) -> dict[int, float]:
-        """For each note, the share of the query's idf weight carried by the query terms it contains.
-
-        Each distinct query term counts once. A term no note uses weighs as much as the
-        rarest term a note could use (document frequency 1): a query about something the
-        brain has never seen stays mostly unmatched. `brain.floors` compares the share with
-        BRAIN_BM25_FLOOR.
-        """
-        distinct = list(dict.fromkeys(query_tokens))
-        n = len(self.note_ids)
-        if not distinct or n == 0 or not note_ids:
-            return {note_id: 0.0 for note_id in note_ids}
-        unseen_idf = max(float(np.log(n - 1 + 0.5) - np.log(1 + 0.5)), EPSILON)
-        where = self.extra.get("positions")
-        if where is None:
-            where = self.extra["positions"] = {int(note_id): pos for pos, note_id in enumerate(self.note_ids)}
-        positions = np.asarray([where.get(note_id, -1) for note_id in note_ids], dtype=np.int64)
-        present = positions >= 0
-        matched = np.zeros(len(note_ids), dtype=np.float64)
-        total = 0.0
-        for token in distinct:
-            term = self.vocabulary.get(token)
-            known = term is not None and term < len(self.idf)
-            start, end = (self.offsets[term], self.offsets[term + 1]) if known else (0, 0)
-            if end <= start:
-                total += unseen_idf
-                continue
-            # A term in half the notes has idf 0 (rank-bm25's formula); it still says something.
-            weight = max(float(self.idf[term]), EPSILON)
-            total += weight
-            has_term = np.isin(positions, self.posting_docs[start:end]) & present
-            matched[has_term] += weight
-        return {note_id: float(matched[i] / total) if total > 0 else 0.0 for i, note_id in enumerate(note_ids)}
+EMPTY_CORPUS = ""
 
 
-class TokenCache:
-    """Each note's term counts, kept between rebuilds and keyed by its content hash.
+def build_index(rows: Iterable[tuple], version: int = 0) -> Snapshot:
+    """A one-segment snapshot of `rows` — (id, title, body, status, wing, hall) — for tests and benchmarks."""
+    base = segment_from_rows((row[:6] for row in rows), version)
+    return Snapshot(version=version, corpus_id=EMPTY_CORPUS, base=base, dead=np.zeros(0, np.int64),
+                    delta=segment_from_docs([], version))  # fmt: skip
 
-    Tokenising (NFKC, stemming) is most of an index build; after a write only
-    the notes whose hash changed are read and tokenised again. Term ids come
-    from a vocabulary that only grows, so cached counts stay valid.
-    """
+
+# -- the process's live index ---------------------------------------------------------------
+
+
+class CorpusGap(Exception):
+    """The change log does not cover the versions since the snapshot: only a full build is exact."""
+
+
+class LiveIndex:
+    """The process's index: a base segment, the notes changed since, and the snapshot queries use."""
 
     def __init__(self) -> None:
-        self.vocabulary: dict[str, int] = {}
-        self.notes: dict[int, tuple[str, array, array, int]] = {}  # id → (hash, term ids, tfs, length)
-        self.tokenised = 0  # notes tokenised so far (tests and benchmarks read it)
+        self.lock = threading.RLock()  # held while changes are applied; queries never take it on the fast path
+        self.snapshot: Snapshot | None = None
+        self.corpus_id: str | None = None
+        self.base: Segment | None = None
+        self.version = 0  # every change up to this version is applied
+        self.changed: dict[int, int] = {}  # note id → version of its latest change since the base
+        self.delta_docs: dict[int, DocTerms] = {}  # the changed notes that are searchable now
+        self.merging: threading.Thread | None = None
+        self.checked_at = 0.0
+        self.local_writes_seen = -1
 
-    def counts(self, text: str) -> tuple[array, array, int]:
-        tokens = tokenize(text)
-        self.tokenised += 1
-        terms, tfs = array("i"), array("i")
-        for token, tf in Counter(tokens).items():
-            terms.append(self.vocabulary.setdefault(token, len(self.vocabulary)))
-            tfs.append(tf)
-        return terms, tfs, len(tokens)
+    # -- reading the database --
 
-    def lookup(self, note_id: int, content_hash: str) -> tuple[array, array, int] | None:
-        cached = self.notes.get(note_id)
-        if cached is None or not content_hash or cached[0] != content_hash:
-            return None
-        return cached[1], cached[2], cached[3]
+    def catch_up(self, version: int, corpus_id: str) -> None:
+        """Apply every logged change up to at least `version` (caller holds the lock)."""
+        if self.base is None or corpus_id != self.corpus_id:
+            self._start_over(corpus_id)
+        if version <= self.version and self.snapshot is not None:
+            return
+        try:
+            self._apply_changes(version)
+        except CorpusGap:
+            self._start_over(corpus_id, from_scratch=True)
+            self._apply_changes(version)
 
-    def store(self, note_id: int, content_hash: str, counts: tuple[array, array, int]) -> None:
-        if content_hash:
-            self.notes[note_id] = (content_hash, *counts)
+    def _apply_changes(self, target: int) -> None:
+        rows = list(NoteChange.objects.filter(version__gt=self.version).order_by("version")
+                    .values_list("version", "note_id"))  # fmt: skip
+        expected = self.version + 1
+        latest: dict[int, int] = {}
+        for version, note_id in rows:
+            if version > expected or note_id is None:  # pruned, or a bulk load logged as "everything"
+                raise CorpusGap(version)
+            expected = version + 1
+            latest[note_id] = version
+        if expected - 1 < target:
+            raise CorpusGap(target)
+        if not latest:
+            self._publish()
+            return
+        docs: dict[int, DocTerms] = {}
+        ids = list(latest)
+        for start in range(0, len(ids), FETCH_BATCH):
+            for row in Note.objects.searchable().filter(id__in=ids[start : start + FETCH_BATCH]).values_list(
+                "id", "title", "body", "status", "wing", "hall"
+            ):
+                docs[row[0]] = doc_terms(*row)
+        for note_id, version in latest.items():
+            self.changed[note_id] = version
+            self.delta_docs.pop(note_id, None)
+            if note_id in docs:
+                self.delta_docs[note_id] = docs[note_id]
+        self.version = expected - 1
+        self._publish()
 
-    def forget_except(self, live_ids: set[int]) -> None:
-        for note_id in [i for i in self.notes if i not in live_ids]:
-            del self.notes[note_id]
+    def _start_over(self, corpus_id: str, *, from_scratch: bool = False) -> None:
+        """A base for `corpus_id`: the newest one shared on disk if it is usable, else a full build."""
+        self.corpus_id = corpus_id
+        self.changed, self.delta_docs = {}, {}
+        directory = shared_dir(corpus_id)
+        with _file_lock(directory):
+            base = None if from_scratch else _newest_on_disk(directory, BrainVersion.current())
+            if base is None:
+                base = self._full_build()
+                if directory is not None and len(base) >= _setting("BRAIN_BM25_SHARE_MIN_NOTES", 5000):
+                    base = load_segment(save_segment(base, directory, corpus_id))
+                    _forget_old_bases(directory, keep=base.path)
+        self.base = base
+        self.version = base.version
+        self._publish()
+
+    def _full_build(self) -> Segment:
+        started = time.perf_counter()
+        # The version is read before the rows: a write landing in between is in the change
+        # log above this version, so it is applied again on top (idempotent), never lost.
+        version = BrainVersion.current()
+        ids = list(Note.objects.searchable().order_by("id").values_list("id", flat=True))
+
+        def rows():
+            for start in range(0, len(ids), FETCH_BATCH):
+                yield from Note.objects.searchable().filter(id__in=ids[start : start + FETCH_BATCH]).order_by(
+                    "id"
+                ).values_list("id", "title", "body", "status", "wing", "hall")
+
+        segment = segment_from_rows(rows(), version)
+        stats.full_builds += 1
+        logger.info("BM25 base segment: %d notes built in %.2f s", len(segment), time.perf_counter() - started)
+        return segment
+
+    # -- snapshots and merges --
+
+    def _publish(self) -> None:
+        base = self.base
+        delta = segment_from_docs(sorted(self.delta_docs.values(), key=lambda d: d.note_id), self.version)
+        dead = base.positions(self.changed) if self.changed else np.zeros(0, dtype=np.int64)
+        self.snapshot = Snapshot(version=self.version, corpus_id=self.corpus_id, base=base, dead=dead, delta=delta)
+        stats.refreshes += 1
+        if len(self.changed) >= _setting("BRAIN_BM25_MERGE_NOTES", 1000) and self.merging is None:
+            self.merging = threading.Thread(target=self._merge_in_background, name="bm25-merge", daemon=True)
+            self.merging.start()
+
+    def _merge_in_background(self) -> None:
+        try:
+            self.merge()
+        except Exception:  # noqa: BLE001 — a failed merge leaves a bigger delta, never a wrong answer
+            logger.exception("BM25 background merge failed")
+        finally:
+            self.merging = None
+            connection.close()  # this thread's own connection
+
+    def merge(self) -> None:
+        """Fold the delta into a new base (shared on disk when large), then swap it in."""
+        snapshot = self.snapshot
+        if snapshot is None:
+            return
+        directory = shared_dir(snapshot.corpus_id)
+        with _file_lock(directory):
+            # Another process on this machine may have merged already: use its base if it is not ahead of us.
+            new_base = _newest_on_disk(directory, snapshot.version)
+            if new_base is None or new_base.version <= snapshot.base.version:
+                new_base = merge_segments(snapshot.base, snapshot.alive, snapshot.delta, snapshot.version)
+                if directory is not None and len(new_base) >= _setting("BRAIN_BM25_SHARE_MIN_NOTES", 5000):
+                    new_base = load_segment(save_segment(new_base, directory, snapshot.corpus_id))
+                    _forget_old_bases(directory, keep=new_base.path)
+        with self.lock:
+            if self.base is not snapshot.base or self.corpus_id != snapshot.corpus_id:
+                return  # started over meanwhile
+            if new_base.version > self.version:
+                return  # ahead of this process: picked up by its next merge
+            self.base = new_base
+            self.changed = {i: v for i, v in self.changed.items() if v > new_base.version}
+            self.delta_docs = {i: d for i, d in self.delta_docs.items() if i in self.changed}
+            self._publish()
+        stats.merges += 1
 
 
-def build_index(rows, version: int, cache: TokenCache | None = None) -> BM25Index:
-    """`rows`: iterable of (id, title, body, status, wing, hall[, content_hash]).
+FETCH_BATCH = 2000
 
-    With a `cache`, `title` and `body` may be None for a note whose content
-    hash the cache already holds.
-    """
-    import time
 
-    started = time.perf_counter()
-    cache = cache or TokenCache()
-    ids: list[int] = []
-    statuses: list[str] = []
-    wings: list[str] = []
-    halls: list[str] = []
-    lengths: list[int] = []
-    # Typed arrays, not lists: 100,000 notes make ~10 million postings.
-    term_ids = array("i")
-    doc_ids = array("i")
-    tfs = array("i")
-    for doc, row in enumerate(rows):
-        note_id, title, body, status, wing, hall = row[:6]
-        content_hash = row[6] if len(row) > 6 else ""
-        counts = cache.lookup(note_id, content_hash)
-        if counts is None:
-            counts = cache.counts(note_text(title, body))
-            cache.store(note_id, content_hash, counts)
-        note_terms, note_tfs, length = counts
-        ids.append(note_id)
-        statuses.append(status)
-        wings.append(wing)
-        halls.append(hall)
-        lengths.append(length)
-        term_ids.extend(note_terms)
-        tfs.extend(note_tfs)
-        doc_ids.extend([doc] * len(note_terms))
-    vocabulary = cache.vocabulary
+def _setting(name: str, default):
+    return getattr(settings, name, default)
 
-    n_docs = len(ids)
-    doc_len = np.asarray(lengths, dtype=np.float64)
-    avgdl = float(doc_len.sum() / n_docs) if n_docs else 0.0
-    terms = np.frombuffer(term_ids, dtype=np.int32).astype(np.int64)
-    docs = np.frombuffer(doc_ids, dtype=np.int32).astype(np.int64)
-    tf = np.frombuffer(tfs, dtype=np.int32).astype(np.float64)
-    order = np.argsort(terms, kind="stable")
-    terms, docs, tf = terms[order], docs[order], tf[order]
-    n_terms = len(vocabulary)
-    doc_freq = np.bincount(terms, minlength=n_terms).astype(np.float64)
-    offsets = np.zeros(n_terms + 1, dtype=np.int64)
-    np.cumsum(doc_freq.astype(np.int64), out=offsets[1:])
 
-    # rank-bm25's BM25Okapi._calc_idf, vectorised.
-    idf = np.log(n_docs - doc_freq + 0.5) - np.log(doc_freq + 0.5) if n_terms else np.zeros(0)
-    # The cache's vocabulary may hold terms no current note uses; rank-bm25's
-    # mean idf is over the corpus's own terms, so leave those out of it.
-    live = doc_freq > 0
-    n_live = int(live.sum())
-    if n_live:
-        average_idf = float(idf[live].sum() / n_live)
-        # rank-bm25 floors negative idf at ε·mean idf. In a tiny brain (a handful of notes)
-        # the mean itself is negative, which would rank a note *lower* the more often it
-        # uses the query word; there the floor is ε instead. Other corpora score identically.
-        idf[idf < 0] = EPSILON * average_idf if average_idf > 0 else EPSILON
-    if avgdl > 0:
-        weights = tf * (K1 + 1) / (tf + K1 * (1 - B + B * doc_len[docs] / avgdl))
-    else:
-        weights = np.zeros(0)
+def shared_dir(corpus_id: str | None) -> Path | None:
+    """Where base segments of this corpus are shared, or None (BRAIN_BM25_DIR empty: in memory only)."""
+    root = _setting("BRAIN_BM25_DIR", "")
+    if not root or not corpus_id:
+        return None
+    return Path(root) / corpus_id
 
-    codes: dict[str, int] = {}
-    return BM25Index(
-        version=version,
-        note_ids=np.asarray(ids, dtype=np.int64),
-        statuses=np.asarray([codes.setdefault(v, len(codes)) for v in statuses], dtype=np.int32),
-        wings=np.asarray([codes.setdefault(v, len(codes)) for v in wings], dtype=np.int32),
-        halls=np.asarray([codes.setdefault(v, len(codes)) for v in halls], dtype=np.int32),
-        codes=codes,
-        vocabulary=vocabulary,
-        idf=idf,
-        offsets=offsets,
-        posting_docs=docs,
-        posting_weights=weights,
-        build_seconds=time.perf_counter() - started,
+
+class _file_lock:
+    """One process at a time builds or merges a base for a corpus on this machine; the others then map it."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+        self.handle = None
+
+    def __enter__(self):
+        if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            self.handle = open(self.directory / ".lock", "w")  # noqa: SIM115
+            fcntl.flock(self.handle, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.handle is not None:
+            fcntl.flock(self.handle, fcntl.LOCK_UN)
+            self.handle.close()
+
+
+def _newest_on_disk(directory: Path | None, max_version: int) -> Segment | None:
+    if directory is None or not directory.exists():
+        return None
+    candidates = sorted(
+        (p for p in directory.glob("base-*") if p.is_dir() and int(p.name[5:]) <= max_version), reverse=True
     )
+    for path in candidates:
+        try:
+            return load_segment(path)
+        except (OSError, ValueError, KeyError):
+            logger.warning("unreadable BM25 segment %s; ignored", path)
+    return None
 
 
-_lock = threading.Lock()
-_index: BM25Index | None = None
-builds = 0  # how many times this process built the index (tests read it)
+def _forget_old_bases(directory: Path, *, keep: Path | None, keep_count: int = 2) -> None:
+    """Delete all but the newest bases (a process still mapping one keeps its pages until it lets go)."""
+    bases = sorted((p for p in directory.glob("base-*") if p.is_dir()), reverse=True)
+    for path in bases[keep_count:]:
+        if path != keep:
+            shutil.rmtree(path, ignore_errors=True)
 
 
-def current_index() -> BM25Index:
-    """The process's index, rebuilt first if the corpus version moved."""
-    global _index, builds
-    version = BrainVersion.current()
-    index = _index
-    if index is not None and index.version == version:
-        return index
-    with _lock:
-        if _index is not None and _index.version == version:
-            return _index
-        # The version is read before the rows: a write landing in between
-        # bumps it again, so the next search rebuilds rather than keeping a stale index.
-        _index = build_index(_rows_for_build(), version, _token_cache)
-        builds += 1
-        return _index
+_live = LiveIndex()
+_local_writes = 0  # bumped by this process's writes: its next search checks the version at once
 
 
-_token_cache = TokenCache()
-FETCH_BATCH = 5000
+def note_local_write() -> None:
+    """Called by `BrainVersion.bump()` (and again on commit): read-your-writes for this process."""
+    global _local_writes
+    _local_writes += 1
 
 
-def _rows_for_build():
-    """Every searchable note's fields, with title and body read only for notes
-    whose content hash the token cache does not already hold."""
-    meta = list(Note.objects.searchable().order_by("id").values_list("id", "status", "wing", "hall", "content_hash"))
-    _token_cache.forget_except({row[0] for row in meta})
-    stale = [row[0] for row in meta if _token_cache.lookup(row[0], row[4]) is None]
-    texts: dict[int, tuple[str, str]] = {}
-    for start in range(0, len(stale), FETCH_BATCH):
-        batch = stale[start : start + FETCH_BATCH]
-        texts.update((i, (t, b)) for i, t, b in Note.objects.filter(id__in=batch).values_list("id", "title", "body"))
-    for note_id, status, wing, hall, content_hash in meta:
-        title, body = texts.get(note_id, (None, None))
-        if title is None and _token_cache.lookup(note_id, content_hash) is None:
-            continue  # archived or deleted between the two reads; the version moved, a rebuild follows
-        yield note_id, title, body, status, wing, hall, content_hash
+def current_index() -> Snapshot:
+    """The snapshot to rank against: the live corpus as of a version no older than
+    BRAIN_BM25_CHECK_SECONDS, and never older than this process's own last write."""
+    live = _live
+    snapshot = live.snapshot
+    now = time.monotonic()
+    writes = _local_writes
+    if (
+        snapshot is not None
+        and writes == live.local_writes_seen
+        and now - live.checked_at < _setting("BRAIN_BM25_CHECK_SECONDS", 0.25)
+    ):
+        return snapshot
+    version, corpus_id = BrainVersion.current_with_corpus()
+    if snapshot is None or snapshot.corpus_id != corpus_id or snapshot.version < version:
+        with live.lock:
+            live.catch_up(version, corpus_id)
+            snapshot = live.snapshot
+    live.checked_at, live.local_writes_seen = now, writes
+    return snapshot
 
 
 def reset() -> None:
-    """Forget the cached index (tests, and the eval command between datasets)."""
-    global _index, _token_cache
-    with _lock:
-        _index = None
-        _token_cache = TokenCache()
+    """Forget the process's index (tests, and the eval command between datasets)."""
+    global _live
+    with _live.lock:
+        _live = LiveIndex()
+
+
+def live_index() -> LiveIndex:
+    return _live

@@ -219,3 +219,54 @@ class RankerScores:
     ndcg: list[float] = field(default_factory=list)
     recall: list[float] = field(default_factory=list)
     latency_ms: list[float] = field(default_factory=list)
+
+
+# -- synthetic notes (brain_eval --synthetic, bench_load) -------------------------------
+
+SYNTHETIC_VOCABULARY = 30_000
+SYNTHETIC_WINGS = ["eng", "ops", "product", "research", "people"]
+SYNTHETIC_HALLS = ["decisions", "howto", "incidents", "notes"]
+
+
+def pseudo_word(rng: random.Random) -> str:
+    return "".join(rng.choice("bcdfghklmnprstvz") + rng.choice("aeiou") for _ in range(rng.randint(2, 4)))
+
+
+class SyntheticCorpus:
+    """Zipf-distributed pseudo-words: titles of 2–6 words, bodies of 40–200, five wings, four halls."""
+
+    def __init__(self, seed: int = 7) -> None:
+        self.rng = random.Random(seed)
+        self.vocabulary = [pseudo_word(self.rng) for _ in range(SYNTHETIC_VOCABULARY)]
+        self.weights = [1 / (rank + 1) for rank in range(len(self.vocabulary))]
+
+    def words(self, low: int, high: int) -> str:
+        return " ".join(self.rng.choices(self.vocabulary, self.weights, k=self.rng.randint(low, high)))
+
+    def note(self) -> tuple[str, str, str, str]:
+        """(title, body, wing, hall)"""
+        return self.words(2, 6), self.words(40, 200), self.rng.choice(SYNTHETIC_WINGS), self.rng.choice(SYNTHETIC_HALLS)
+
+    def query(self) -> str:
+        return " ".join(self.rng.choices(self.vocabulary[:5000], k=self.rng.randint(1, 4)))
+
+
+def store_synthetic_notes(corpus: SyntheticCorpus, count: int, *, progress=None) -> None:
+    """`count` wiki notes straight through bulk_create (scratch databases only), logged as one bulk change."""
+    from brain.models import BrainVersion, Note, NoteStatus
+
+    batch = []
+    for i in range(count):
+        title, body, wing, hall = corpus.note()
+        note = Note(slug=f"n-{i}", title=title, body=body, status=NoteStatus.WIKI, wing=wing, hall=hall,
+                    path=f"wiki/{wing}/{hall}/n-{i}.md", source="eval")  # fmt: skip
+        # bulk_create skips the actions: give the note the content hash an action would.
+        note.content_hash = note.compute_hash()
+        batch.append(note)
+        if len(batch) >= 2000:
+            Note.objects.bulk_create(batch)
+            batch = []
+            if progress:
+                progress(i + 1)
+    Note.objects.bulk_create(batch)
+    BrainVersion.bump()

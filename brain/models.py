@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid
+from collections.abc import Iterable
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models, transaction
 from django.db.models import F, Q, TextField, Value
 from django.db.models.functions import MD5, Concat
 from django.utils import timezone
@@ -161,23 +163,64 @@ class NoteLink(models.Model):
 class BrainVersion(models.Model):
     """A single row whose counter goes up whenever the searchable corpus changes.
 
-    Search indexes built in memory compare their version with this one and
-    rebuild only when it moved; every process sees the same number.
+    Search indexes in memory compare their version with this one and apply
+    the changes logged in `NoteChange` since; every process sees the same
+    number. `corpus_id` is new whenever the row is (a new or emptied
+    database), so an index never mistakes another corpus for its own.
     """
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     version = models.BigIntegerField(default=0)
+    corpus_id = models.UUIDField(default=uuid.uuid4)
 
     @classmethod
-    def bump(cls) -> None:
-        updated = cls.objects.filter(pk=1).update(version=F("version") + 1)
-        if not updated:
-            cls.objects.get_or_create(pk=1, defaults={"version": 1})
+    def bump(cls, note_ids: Iterable[int] | None = None) -> int:
+        """Move the version and log which notes changed (None: the whole corpus, e.g. a bulk load).
+
+        Call it inside the writer's transaction: the version row stays locked
+        until commit, so versions become visible in the order they were given
+        and an index that has seen version v has seen every change up to v.
+        """
+        with connection.cursor() as cursor:
+            # One statement, safe when the row does not exist yet (a new or flushed database).
+            cursor.execute(
+                "INSERT INTO brain_brainversion (id, version, corpus_id) VALUES (1, 1, gen_random_uuid()) "
+                "ON CONFLICT (id) DO UPDATE SET version = brain_brainversion.version + 1 RETURNING version"
+            )
+            version = cursor.fetchone()[0]
+        ids = [None] if note_ids is None else sorted(set(note_ids))
+        NoteChange.objects.bulk_create([NoteChange(version=version, note_id=note_id) for note_id in ids])
+
+        from brain import bm25  # imported here: bm25 imports this module
+
+        bm25.note_local_write()
+        transaction.on_commit(bm25.note_local_write)  # and again once others can see it
+        return version
 
     @classmethod
     def current(cls) -> int:
-        row = cls.objects.filter(pk=1).values_list("version", flat=True).first()
-        return row or 0
+        return cls.current_with_corpus()[0]
+
+    @classmethod
+    def current_with_corpus(cls) -> tuple[int, str]:
+        row = cls.objects.filter(pk=1).values_list("version", "corpus_id").first()
+        return (row[0], str(row[1])) if row else (0, "")
+
+
+class NoteChange(models.Model):
+    """Which note changed at which corpus version: what a search index applies to catch up.
+
+    `note_id` is not a foreign key (the log outlives deleted notes); NULL means
+    every note may have changed. Rows older than `NOTE_CHANGE_KEEP` are pruned
+    by the `brain-index-prune` schedule; an index further behind rebuilds.
+    """
+
+    version = models.BigIntegerField(db_index=True)
+    note_id = models.BigIntegerField(null=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    def __str__(self) -> str:
+        return f"v{self.version}: note {self.note_id}"
 
 
 class MirrorFile(models.Model):

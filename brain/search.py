@@ -282,21 +282,25 @@ def excerpt(body: str, tokens: list[str], *, fallback: str | None = None, size: 
     """The passage of `body` holding the most distinct query terms, cut to about `size` characters
     around its first match. With no term in the body, the vector side's best chunk (or the start)."""
     wanted = set(tokens)
-    best, best_hits = "", 0
-    for passage in PASSAGE_SPLIT_RE.split(body):
-        hits = len(wanted.intersection(bm25.tokenize(passage)))
-        if hits > best_hits:
-            best, best_hits = passage, hits
+    passages = PASSAGE_SPLIT_RE.split(body)
+    # Most notes hit by a query are one passage: skip tokenising it whole (the hot path of
+    # brain_query; the word loop below finds the match, or proves there is none).
+    best, best_hits = (passages[0], 1) if len(passages) == 1 else ("", 0)
+    if len(passages) > 1:
+        for passage in passages:
+            hits = len(wanted.intersection(bm25.tokenize(passage)))
+            if hits > best_hits:
+                best, best_hits = passage, hits
     if not best_hits:
         return _clip(fallback or body, 0, size)
     # Centre the window on the first matching word.
-    start = 0
     for match in bm25.WORD_RE.finditer(best):
-        word_tokens = bm25.tokenize(match.group())
+        word_tokens = bm25.word_tokens(match.group())
         if word_tokens and word_tokens[0] in wanted:
-            start = match.start()
-            break
-    return _clip(best, max(0, start - size // 4), size)
+            return _clip(best, max(0, match.start() - size // 4), size)
+    if len(passages) == 1 and not wanted.intersection(bm25.tokenize(best)):
+        return _clip(fallback or body, 0, size)
+    return _clip(best, 0, size)
 
 
 def _clip(text: str, start: int, size: int) -> str:

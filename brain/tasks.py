@@ -15,11 +15,12 @@ MIRROR_SCHEDULE = "brain-mirror"
 # pg advisory lock key: one mirror round at a time across every worker and replica.
 MIRROR_LOCK_KEY = 0x6272_6169_6E00  # "brain\0"
 EMBED_SCHEDULE = "brain-embeddings"
+INDEX_PRUNE_SCHEDULE = "brain-index-prune"
 
 
 def schedules() -> list[tuple[str, str, int]]:
     """Periodic schedules installed by `do_ensure_schedules()`: the mirror runs only with BRAIN_DIR set."""
-    wanted: list[tuple[str, str, int]] = []
+    wanted: list[tuple[str, str, int]] = [(INDEX_PRUNE_SCHEDULE, "brain.tasks.prune_note_changes", 3600)]
     if settings.BRAIN_DIR:
         wanted.append((MIRROR_SCHEDULE, "brain.tasks.sync_brain_dir", settings.BRAIN_SYNC_INTERVAL))
     if settings.BRAIN_EMBEDDER != "off":
@@ -58,3 +59,10 @@ def sync_note_embeddings(note_id: int) -> dict:
     if embedder is None:
         return {"skipped": "BRAIN_EMBEDDER is off"}
     return run_sync(embedder, note_ids=[note_id]).as_dict()
+
+
+def prune_note_changes() -> dict:
+    """Hourly: drop BM25 change-log rows older than a day (`brain.actions.do_prune_note_changes`)."""
+    from brain.actions import do_prune_note_changes
+
+    return {"deleted": do_prune_note_changes()}

@@ -10,6 +10,7 @@ class HyperguildConfig(AppConfig):
 
     def ready(self) -> None:
         from django.conf import settings
+        from django.db.models.signals import post_migrate
 
         from hyperguild import checks  # noqa: F401  (registers system checks)
 
@@ -18,3 +19,14 @@ class HyperguildConfig(AppConfig):
         log = logging.getLogger("hyperguild.env")
         for notice in getattr(settings, "HYPERGUILD_ENV_ALIAS_NOTICES", []):
             log.warning(notice)
+
+        # Every `migrate` (make run, `manage.py setup`, a deployment's release step) installs the
+        # periodic schedules, so web servers and `qcluster` started separately still get them.
+        post_migrate.connect(install_schedules, sender=self, dispatch_uid="hyperguild-install-schedules")
+
+
+def install_schedules(sender, using: str = "default", **kwargs) -> None:
+    from hyperguild.actions import do_ensure_schedules
+
+    if using == "default":
+        do_ensure_schedules()

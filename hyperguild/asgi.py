@@ -1,5 +1,9 @@
 import os
 
+# Web processes borrow database connections from a pool (HYPERGUILD_DB_POOL connections at most,
+# per process) instead of opening one per request; 0 turns it off. Read when settings load, below.
+os.environ.setdefault("HYPERGUILD_DB_POOL", "8")
+
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.asgi import get_asgi_application
 

@@ -8,6 +8,7 @@ each app's `system_checks.py`.
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -52,6 +53,9 @@ HYPERGUILD_HOST = env_str("HYPERGUILD_HOST", "127.0.0.1")
 HYPERGUILD_PORT = env_int("HYPERGUILD_PORT", 8000, minimum=1, maximum=65535)
 HYPERGUILD_PUBLIC_URL = env_str("HYPERGUILD_PUBLIC_URL", "")
 HYPERGUILD_ALLOW_NO_AUTH = env_bool("HYPERGUILD_ALLOW_NO_AUTH", False)
+# Web server processes `make run` / `manage.py serve` starts (uvicorn --workers): one per core by default,
+# since a Python process uses one core at a time; each maps the same shared BM25 base segment.
+HYPERGUILD_WEB_WORKERS = env_int("HYPERGUILD_WEB_WORKERS", os.cpu_count() or 1, minimum=1, maximum=64)
 ALLOWED_HOSTS = env_list("HYPERGUILD_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 # Origins allowed to call the MCP endpoints; "*" in the port position means any port.
 HYPERGUILD_ALLOWED_ORIGINS = env_list(
@@ -69,6 +73,8 @@ HYPERGUILD_MCP_MAX_BODY = env_int("HYPERGUILD_MCP_MAX_BODY", 1024 * 1024, minimu
 # keeps a safe margin for code and non-English text.
 HYPERGUILD_MCP_MAX_OUTPUT_CHARS = env_int("HYPERGUILD_MCP_MAX_OUTPUT_CHARS", 75_000, minimum=1_000)
 HYPERGUILD_MCP_PAGE_SIZE = env_int("HYPERGUILD_MCP_PAGE_SIZE", 50, minimum=1, maximum=1000)
+# Tool results checked against their outputSchema: always | sample (first 20 per tool and process, then 1 in 50) | off
+HYPERGUILD_MCP_CHECK_OUTPUT = env_choice("HYPERGUILD_MCP_CHECK_OUTPUT", "sample", {"always", "sample", "off"})
 
 # --- Admin account created by `make run` ---------------------------------
 HYPERGUILD_ADMIN_USER = env_str("HYPERGUILD_ADMIN_USER", "admin")
@@ -101,6 +107,13 @@ BRAIN_RERANKER_URL = env_str("BRAIN_RERANKER_URL")
 BRAIN_RERANKER_MODEL = env_str("BRAIN_RERANKER_MODEL", "dengcao/Qwen3-Reranker-0.6B:F16")
 BRAIN_RERANKER_CONCURRENCY = env_int("BRAIN_RERANKER_CONCURRENCY", 4, minimum=1, maximum=64)
 BRAIN_ANSWER_MODEL = env_str("BRAIN_ANSWER_MODEL")
+# BM25 segments (brain/bm25.py): how often a process re-reads the corpus version (its own writes
+# are seen at once), how many changed notes trigger a background merge, and where large bases are
+# shared between processes as memory-mapped files ("" keeps them in memory, one per process).
+BRAIN_BM25_CHECK_SECONDS = env_float("BRAIN_BM25_CHECK_SECONDS", 0.25, minimum=0.0)
+BRAIN_BM25_MERGE_NOTES = env_int("BRAIN_BM25_MERGE_NOTES", 1000, minimum=1)
+BRAIN_BM25_DIR = env_str("BRAIN_BM25_DIR", str(DATA_DIR / "bm25"))
+BRAIN_BM25_SHARE_MIN_NOTES = env_int("BRAIN_BM25_SHARE_MIN_NOTES", 5000, minimum=0)
 
 # --- LLM gateway (OpenAI-compatible, e.g. LiteLLM) ---------------------------
 LITELLM_BASE_URL = env_str("LITELLM_BASE_URL")
@@ -241,8 +254,14 @@ def _database() -> dict:
         from hyperguild.lib.embedded_db import embedded_database_url
 
         url = embedded_database_url(DATA_DIR)
-    config = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
+    pool = env_int("HYPERGUILD_DB_POOL", 0, minimum=0, maximum=500)
+    config = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=not pool)
     config["ENGINE"] = "django.db.backends.postgresql"
+    if pool:
+        # A pool per process (psycopg_pool): a request borrows a connection instead of opening one,
+        # which costs PostgreSQL a new backend each time. The ASGI entry point turns it on by default.
+        # All `pool` connections open at start, so a burst of requests never waits for the pool to grow.
+        config.setdefault("OPTIONS", {})["pool"] = {"min_size": pool, "max_size": pool, "timeout": 30}
     # The embedded server listens on a unix socket given as ?host=/path;
     # keep it in HOST, where Django (and tests that hand the URL on) look.
     socket_dir = config.get("OPTIONS", {}).pop("host", None)

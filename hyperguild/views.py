@@ -10,11 +10,19 @@ from django.http import JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from hyperguild.lib.http import breaker_states
 from hyperguild.health import health_sections
+from hyperguild.lib.http import breaker_states
 from hyperguild.models import WorkerHeartbeat
 
 logger = logging.getLogger("hyperguild.health")
+
+
+def live(request):
+    """Liveness for a load balancer: the process answers, nothing else is checked (no database query).
+
+    Also the bare JSON view the load benchmark compares an MCP ping with.
+    """
+    return JsonResponse({"ok": True})
 
 
 @require_GET

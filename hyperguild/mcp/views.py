@@ -271,8 +271,10 @@ class McpView(APIView):
     # -- responses ----------------------------------------------------------------
 
     def _json(self, payload: dict, status: int, record: CallRecord) -> HttpResponse:
-        self._log(record, status)
-        return HttpResponse(json.dumps(payload, ensure_ascii=False), status=status, content_type="application/json")
+        response = HttpResponse(json.dumps(payload, ensure_ascii=False), status=status, content_type="application/json")
+        # Time spent in this process, for clients and benchmarks (bench_load reads it).
+        response["Server-Timing"] = f"app;dur={self._log(record, status)}"
+        return response
 
     def _accepted(self, record: CallRecord) -> HttpResponse:
         self._log(record, 202)
@@ -338,7 +340,7 @@ class McpView(APIView):
         response["X-Accel-Buffering"] = "no"
         return response
 
-    def _log(self, record: CallRecord, status: int) -> None:
+    def _log(self, record: CallRecord, status: int) -> float:
         duration_ms = round((time.monotonic() - getattr(self, "started", time.monotonic())) * 1000, 1)
         endpoint = self.mcp_endpoint.name if getattr(self, "mcp_endpoint", None) else "?"
         line = {
@@ -351,3 +353,4 @@ class McpView(APIView):
             **record.extra,
         }
         logger.info("mcp %s", json.dumps(line, ensure_ascii=False))
+        return duration_ms

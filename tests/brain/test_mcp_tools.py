@@ -78,17 +78,18 @@ def test_brain_query_through_the_official_client_finds_notes_and_filters(corpus,
     assert vacuum.structured_content["degraded"] is False
 
 
-def test_the_index_is_built_once_and_rebuilt_after_a_write(corpus, brain_server):
+def test_the_index_is_built_once_and_a_write_is_applied_without_a_rebuild(corpus, brain_server):
     from brain import bm25
 
     _, url = brain_server
     call_tool(url, "brain_query", {"query": "vacuum"}, AUTH)
-    builds = bm25.builds
+    builds, tokenised = bm25.stats.full_builds, bm25.stats.tokenised
     call_tool(url, "brain_query", {"query": "coroutines"}, AUTH)
-    assert bm25.builds == builds
+    assert bm25.stats.full_builds == builds
     call_tool(url, "brain_ingest", {"title": "Autovacuum", "body": "autovacuum tuning", "wing": "concepts"}, AUTH)
     found = call_tool(url, "brain_query", {"query": "autovacuum"}, AUTH)["structuredContent"]
-    assert bm25.builds == builds + 1
+    assert bm25.stats.full_builds == builds
+    assert bm25.stats.tokenised == tokenised + 1
     assert [hit["slug"] for hit in found["hits"]] == ["autovacuum"]
 
 

@@ -58,16 +58,17 @@ def test_the_tokenizer_handles_english_stems_accents_and_cjk():
 
 
 @pytest.mark.django_db
-def test_the_index_is_not_rebuilt_between_two_queries_and_is_rebuilt_after_a_write():
+def test_the_index_is_built_once_and_a_write_only_tokenises_the_new_note():
     do_ingest_note(title="Vacuum tuning", body="Autovacuum thresholds for big tables.", wing="eng", hall="db")
-    builds = bm25.builds
+    builds, tokenised = bm25.stats.full_builds, bm25.stats.tokenised
     first = search("autovacuum")
     second = search("thresholds")
-    assert bm25.builds == builds + 1
+    assert bm25.stats.full_builds == builds + 1
     assert [h.slug for h in first.hits] == [h.slug for h in second.hits]
     do_ingest_note(title="Replica lag", body="Autovacuum on the replica.", wing="eng", hall="db")
     third = search("autovacuum")
-    assert bm25.builds == builds + 2
+    assert bm25.stats.full_builds == builds + 1  # no whole-index rebuild after a write
+    assert bm25.stats.tokenised == tokenised + 2  # the first note at the build, the new one after the write
     assert len(third.hits) == 2
 
 
@@ -129,24 +130,29 @@ def test_a_limit_outside_1_to_50_is_refused(limit):
 def test_a_rebuild_after_a_write_tokenises_only_the_changed_note():
     bm25.reset()
     notes = [do_ingest_note(title=f"Note {i}", body=f"vacuum {i} planner", wing="eng") for i in range(6)]
+    before = bm25.stats.tokenised
     search("vacuum")
-    first_pass = bm25._token_cache.tokenised
-    assert first_pass == 6
+    first_pass = bm25.stats.tokenised
+    assert first_pass == before + 6
 
     do_edit_note(notes[2], body="the planner chose a bitmap scan")
     hits = search("bitmap").hits
 
     assert [hit.slug for hit in hits] == [notes[2].slug]
-    assert bm25._token_cache.tokenised == first_pass + 1
+    assert bm25.stats.tokenised == first_pass + 1
 
 
 def test_terms_no_note_uses_any_more_do_not_change_the_scores():
     rows = sample_corpus(120)
-    cache = bm25.TokenCache()
-    bm25.build_index([(9999, "obsolete words", "zzzonly qqqonly", "wiki", "eng", "ops", "h")] + rows, 1, cache)
-    cached = bm25.build_index(rows, 2, cache)  # the cache's vocabulary still holds the obsolete terms
+    obsolete = (9999, "obsolete words", "zzzonly qqqonly", "wiki", "eng", "ops")
+    with_obsolete = bm25.build_index([obsolete] + rows, 1)
+    # The obsolete note tombstoned: its terms stay in the base segment's vocabulary with no live document.
+    tombstoned = bm25.Snapshot(version=2, corpus_id="", base=with_obsolete.base,
+                               dead=with_obsolete.base.positions([9999]), delta=bm25.segment_from_docs([], 2))
     fresh = bm25.build_index(rows, 3)
-    query = bm25.tokenize("postgres vacuum term7")
-    cached_hits, fresh_hits = cached.rank(query, limit=20), fresh.rank(query, limit=20)
-    assert [note_id for note_id, _ in cached_hits] == [note_id for note_id, _ in fresh_hits]
-    assert [score for _, score in cached_hits] == pytest.approx([score for _, score in fresh_hits])
+    for text in ("postgres vacuum term7", "zzzonly", "the a postgres"):
+        query = bm25.tokenize(text)
+        tombstoned_hits, fresh_hits = tombstoned.rank(query, limit=20), fresh.rank(query, limit=20)
+        assert [note_id for note_id, _ in tombstoned_hits] == [note_id for note_id, _ in fresh_hits]
+        assert [score for _, score in tombstoned_hits] == pytest.approx([score for _, score in fresh_hits])
+    assert tombstoned.idf_floor() == pytest.approx(fresh.idf_floor())

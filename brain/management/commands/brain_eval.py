@@ -35,7 +35,9 @@ from brain import bm25, floors, vectors
 from brain.actions import do_edit_note
 from brain.embedding_sync import sync_embeddings
 from brain.evaluation import (
+    SYNTHETIC_WINGS,
     CachingEmbedder,
+    SyntheticCorpus,
     document_chunks,
     load_beir,
     load_negatives,
@@ -43,6 +45,7 @@ from brain.evaluation import (
     percentile,
     recall_at,
     sampled_corpus,
+    store_synthetic_notes,
 )
 from brain.models import BrainVersion, Note, NoteStatus
 from brain.search import rank_notes, search
@@ -57,7 +60,6 @@ LATENCY_LIMIT = 10  # hits per timed search(), as brain_query's default
 NEGATIVE_DEPTH = LATENCY_LIMIT * 3
 RANDOM_PAIRS_PER_QUERY = 20
 SYNTHETIC_QUERIES = 300
-SYNTHETIC_VOCABULARY = 30_000
 IMPORT_BATCH = 2000
 EVAL_WING = "eval"
 
@@ -391,50 +393,25 @@ class Command(BaseCommand):
     # -- synthetic -----------------------------------------------------------------------
 
     def run_synthetic(self, count: int) -> None:
-        rng = random.Random(7)
-        vocabulary = [_pseudo_word(rng) for _ in range(SYNTHETIC_VOCABULARY)]
-        weights = [1 / (rank + 1) for rank in range(len(vocabulary))]
-        wings = ["eng", "ops", "product", "research", "people"]
-        halls = ["decisions", "howto", "incidents", "notes"]
-        batch = []
+        corpus = SyntheticCorpus(seed=7)
         started = time.perf_counter()
-        for i in tqdm(range(count), desc="generating", unit="note", file=self.stderr, disable=None):
-            title = " ".join(rng.choices(vocabulary, weights, k=rng.randint(2, 6)))
-            body = " ".join(rng.choices(vocabulary, weights, k=rng.randint(40, 200)))
-            wing, hall = rng.choice(wings), rng.choice(halls)
-            batch.append(
-                Note(
-                    slug=f"n-{i}",
-                    title=title,
-                    body=body,
-                    status=NoteStatus.WIKI,
-                    wing=wing,
-                    hall=hall,
-                    path=f"wiki/{wing}/{hall}/n-{i}.md",
-                    source="eval",
-                )  # fmt: skip
-            )
-            # bulk_create skips the actions: give the note the content hash an action would.
-            batch[-1].content_hash = batch[-1].compute_hash()
-            if len(batch) >= IMPORT_BATCH:
-                Note.objects.bulk_create(batch)
-                batch = []
-        Note.objects.bulk_create(batch)
-        BrainVersion.bump()
+        bar = tqdm(total=count, desc="generating", unit="note", file=self.stderr, disable=None)
+        store_synthetic_notes(corpus, count, progress=lambda done: bar.update(done - bar.n))
+        bar.close()
         self.stdout.write(f"{count} notes generated and stored in {time.perf_counter() - started:.1f} s")
-
 
         bm25.reset()
         started = time.perf_counter()
         index = bm25.current_index()
         self.stdout.write(
-            f"BM25 index build: {time.perf_counter() - started:.2f} s for {len(index)} notes, "
-            f"{len(index.vocabulary)} terms, {len(index.posting_docs)} postings"
+            f"BM25 base segment build: {time.perf_counter() - started:.2f} s for {len(index)} notes, "
+            f"{len(index.base.keys)} terms, {len(index.base.post_docs)} postings, "
+            f"{index.base.nbytes / 2**20:.0f} MiB of arrays"
         )
         latencies = []
         for _ in range(SYNTHETIC_QUERIES):
-            query = " ".join(rng.choices(vocabulary[:5000], k=rng.randint(1, 4)))
-            wing = rng.choice([None, None, rng.choice(wings)])
+            query = corpus.query()
+            wing = corpus.rng.choice([None, None, corpus.rng.choice(SYNTHETIC_WINGS)])
             started = time.perf_counter()
             search(query, limit=LATENCY_LIMIT, wing=wing)
             latencies.append((time.perf_counter() - started) * 1000)
@@ -443,20 +420,17 @@ class Command(BaseCommand):
             f"p50 {percentile(latencies, 50):.1f} ms  p95 {percentile(latencies, 95):.1f} ms  "
             f"({SYNTHETIC_QUERIES} queries)"
         )
-        # After a write only the changed note is tokenised again; the rest of the rebuild is numpy.
+        # After a write only the changed note is tokenised; the base segment is untouched.
         note = Note.objects.filter(source="eval").first()
-        do_edit_note(note, body=note.body + " " + rng.choice(vocabulary))
+        do_edit_note(note, body=note.body + " " + corpus.rng.choice(corpus.vocabulary))
         started = time.perf_counter()
         bm25.current_index()
-        self.stdout.write(f"BM25 index rebuild after one edit: {time.perf_counter() - started:.2f} s")
+        self.stdout.write(f"BM25 refresh after one edit: {(time.perf_counter() - started) * 1000:.1f} ms "
+                          f"(whole-index builds so far: {bm25.stats.full_builds})")  # fmt: skip
 
 
 def _raise_system_exit(signum, frame) -> None:
     raise SystemExit(128 + signum)
-
-
-def _pseudo_word(rng: random.Random) -> str:
-    return "".join(rng.choice("bcdfghklmnprstvz") + rng.choice("aeiou") for _ in range(rng.randint(2, 4)))
 
 
 class ScratchDatabase:

