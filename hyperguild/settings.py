@@ -71,6 +71,8 @@ HYPERGUILD_WORKER_STALE_SECONDS = env_int("HYPERGUILD_WORKER_STALE_SECONDS", 180
 BRAIN_DIR = env_str("BRAIN_DIR", "")
 BRAIN_SYNC_INTERVAL = env_int("BRAIN_SYNC_INTERVAL", 300, minimum=10)
 BRAIN_MAX_NOTE_BYTES = env_int("BRAIN_MAX_NOTE_BYTES", 256 * 1024, minimum=1024)
+# Review UI: a raw note this similar (0..1, word diff ratio) to a wiki note needs a confirmation to promote.
+BRAIN_DUPLICATE_THRESHOLD = env_float("BRAIN_DUPLICATE_THRESHOLD", 0.8, minimum=0.0, maximum=1.0)
 BRAIN_EMBEDDER = env_choice("BRAIN_EMBEDDER", "local", {"ollama", "openai", "local", "off"})
 BRAIN_EMBED_URL = env_str("BRAIN_EMBED_URL")
 BRAIN_EMBED_MODEL = env_str("BRAIN_EMBED_MODEL")
