@@ -51,6 +51,16 @@
     return true;
   }
 
+  // The submit button that follows the field (a form with several, like the bulk bar, gets the one
+  // next to where the reviewer is typing), else the form's first one.
+  function submitterFor(field) {
+    var buttons = Array.prototype.slice.call(field.form.querySelectorAll("button[type=submit], input[type=submit]"));
+    for (var i = 0; i < buttons.length; i++) {
+      if (field.compareDocumentPosition(buttons[i]) & Node.DOCUMENT_POSITION_FOLLOWING) { return buttons[i]; }
+    }
+    return buttons[0] || null;
+  }
+
   function shortcuts(show) {
     var overlay = document.getElementById("shortcuts");
     if (!overlay) { return false; }
@@ -77,7 +87,7 @@
     if (event.key === "Escape" && overlay && !overlay.hidden) { shortcuts(false); event.preventDefault(); return; }
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && event.target.form) {
       event.preventDefault();
-      event.target.form.requestSubmit();
+      event.target.form.requestSubmit(submitterFor(event.target));
       return;
     }
     if (event.key === "Escape" && typing(event.target)) { event.target.blur(); return; }
