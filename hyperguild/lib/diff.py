@@ -47,7 +47,8 @@ def html_diff(before: str, after: str, *, context: int = CONTEXT_LINES) -> SafeS
             parts.append(f'<span class="diff-same">{escape(text)}</span>')
     if len(lines) > MAX_DIFF_LINES:
         parts.append(f'<span class="diff-hunk">… {len(lines) - MAX_DIFF_LINES} more lines</span>')
-    return mark_safe('<pre class="diff">' + "\n".join(parts) + "</pre>")  # noqa: S308 — every line escaped above
+    # Each line is a block element: no newline between them, or <pre> would show blank lines.
+    return mark_safe('<pre class="diff">' + "".join(parts) + "</pre>")  # noqa: S308 — every line escaped above
 
 
 def similarity(a: str, b: str) -> float:

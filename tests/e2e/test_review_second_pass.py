@@ -21,8 +21,11 @@ pytestmark = [pytest.mark.e2e]
 SCREENS_COPY = Path("/work/screens-ui")
 
 
-def _shot(page, name: str) -> None:
-    shot(page, name)
+def _shot(page, name: str, *, full_page: bool = True) -> None:
+    if full_page:
+        shot(page, name)
+    else:
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"))
     try:
         SCREENS_COPY.mkdir(parents=True, exist_ok=True)
         shutil.copy(SCREENSHOTS / f"{name}.png", SCREENS_COPY / f"{name}.png")
@@ -144,6 +147,7 @@ def test_the_note_page_has_its_actions_in_view_and_shows_the_history(live_ui, re
     box = page.locator("#promote-panel > summary").bounding_box()
     assert box is not None and box["y"] < 900  # the actions are on the first screen, not 5,000 px down
     assert not page.locator("#id_body").is_visible()  # the editable copy is folded away
+    _shot(page, "ui0-note-page-raw", full_page=False)
     page.keyboard.press("p")
     assert page.evaluate("document.activeElement.id") == "id_wing"
     page.keyboard.type("concepts")
@@ -152,7 +156,7 @@ def test_the_note_page_has_its_actions_in_view_and_shows_the_history(live_ui, re
     assert page.locator(".messages form.undo-form").count() == 1
     page.goto(f"{base}/review/{note.pk}/")
     assert page.locator("#history .revision[data-action=promote]").count() == 1
-    _shot(page, "ui0-note-page")
+    _shot(page, "ui0-note-page", full_page=False)
 
     page.click("#history .revision[data-action=promote] button")  # undo from the history
     page.wait_for_load_state("load")
