@@ -77,7 +77,7 @@ class Command(BaseCommand):
 
         timed("queue, newest first, 25 a page", lambda: views.review_queue(request("get", "/review/")))
         timed("queue, 200 a page", lambda: views.review_queue(request("get", "/review/", {"per": "200"})))
-        timed("queue, page 100 of 200-a-page, sorted by title",
+        timed("queue, page 20 at 200 a page, sorted by title",
               lambda: views.review_queue(request("get", "/review/", {"per": "200", "sort": "title", "page": "20"})))
         timed("queue filtered by source", lambda: views.review_queue(request("get", "/review/", {"source": "bench"})))
         middle = Note.objects.raw_queue().filter(source="bench")[notes // 2]
