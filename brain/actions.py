@@ -396,9 +396,12 @@ def do_edit_note(
 
 def do_promote_note(
     note: Note, *, reviewer, wing: str, hall: str = "", title: str | None = None, slug: str | None = None,
-    body: str | None = None, expected_version: int | None = None,
+    body: str | None = None, expected_version: int | None = None, group: uuid.UUID | None = None,
 ) -> Note:  # fmt: skip
-    """raw → wiki under wing/hall; records the reviewer and when."""
+    """raw → wiki under wing/hall; records the reviewer and when.
+
+    `group` puts the revision in an existing group (a bulk action: one undo for all its notes).
+    """
     wing, hall = _clean_place(wing, hall, wing_required=True)
     new_title = _clean_title(title) if title is not None else None
     new_body = _clean_body(body) if body is not None else None
@@ -422,14 +425,14 @@ def do_promote_note(
         note.content_hash = note.compute_hash()
         _save_with_revision(
             note, before=before, version_before=version_before, action=NoteRevision.Action.PROMOTE, user=reviewer,
-            summary=f"promoted to {note.path}",
+            group=group, summary=f"promoted to {note.path}",
         )  # fmt: skip
         _after_write(note)
         return note
 
 
-def do_reject_note(note: Note, *, reviewer, reason: str) -> Note:
-    """raw → rejected, with the reason (required) recorded as the review note."""
+def do_reject_note(note: Note, *, reviewer, reason: str, group: uuid.UUID | None = None) -> Note:
+    """raw → rejected, with the reason (required) recorded as the review note (`group`: see do_promote_note)."""
     if not isinstance(reason, str) or not reason.strip():
         raise BrainInputError("a reason is required to reject a note: say why it should not enter the wiki.")
     with transaction.atomic():
@@ -440,7 +443,7 @@ def do_reject_note(note: Note, *, reviewer, reason: str) -> Note:
         note.reject(reviewer=reviewer, reason=reason.strip())
         _save_with_revision(
             note, before=before, version_before=version_before, action=NoteRevision.Action.REJECT, user=reviewer,
-            summary=reason.strip(),
+            group=group, summary=reason.strip(),
         )  # fmt: skip
         _after_write(note, links_changed=False)
         return note

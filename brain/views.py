@@ -9,6 +9,7 @@ and the note page read; all writes need staff, POST and CSRF
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import timedelta
 from urllib.parse import urlencode
 
@@ -642,6 +643,7 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
     data = form.cleaned_data
     notes = list(_filtered_queue(queue_form)) if data["select_all"] else list(data["notes"])
     done, failed = 0, []
+    group = uuid.uuid4()  # one revision group: the success message's Undo takes back the whole bulk action
     # No bulk action exists on purpose: each note goes through the same single action as the note page.
     for note in notes:
         try:
@@ -650,16 +652,16 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
                 slug = slugify_title(title) if data["slug_from_title"] else None
                 actions.do_promote_note(
                     note, reviewer=request.user, wing=data["wing"], hall=data["hall"] or "", title=title,
-                    slug=_free_slug(slug, note) if slug else None,
+                    slug=_free_slug(slug, note) if slug else None, group=group,
                 )
             else:
-                actions.do_reject_note(note, reviewer=request.user, reason=data["reason"].strip())
+                actions.do_reject_note(note, reviewer=request.user, reason=data["reason"].strip(), group=group)
         except actions.BrainInputError as exc:
             failed.append(f"{note.slug}: {exc}")
         else:
             done += 1
     verb = "Promoted" if data["action"] == "promote" else "Rejected"
-    messages.success(request, f"{verb} {done} note{'s' if done != 1 else ''}.")
+    messages.success(request, f"{verb} {done} note{'s' if done != 1 else ''}.", extra_tags=f"undo:{group}" if done else "")
     for failure in failed:
         messages.error(request, failure)
     return redirect(_queue_url(filter_query))

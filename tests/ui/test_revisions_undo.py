@@ -169,3 +169,20 @@ def test_the_success_message_offers_undo(staff_client):
     response = staff_client.post(f"/review/{note.pk}/reject/", {"reason": "dup"}, follow=True)
     group = NoteRevision.objects.get(note=note).group
     assert f'action="/review/undo/{group}/"' in response.content.decode()
+
+
+def test_one_undo_takes_back_a_whole_bulk_action(staff_client, brain_dir):
+    notes = [make_raw_note() for _ in range(3)]
+    sync_mirror(brain_dir)
+    rows, disk = note_rows(), files_on_disk(brain_dir)
+    response = staff_client.post("/review/bulk/", {
+        "action": "promote", "wing": "ops", "notes": [n.pk for n in notes], "next_query": "",
+    }, follow=True)
+    page = response.content.decode()
+    group = NoteRevision.objects.get(note=notes[0]).group
+    assert NoteRevision.objects.filter(group=group).count() == 3
+    assert f'action="/review/undo/{group}/"' in page
+    sync_mirror(brain_dir)
+    assert staff_client.post(f"/review/undo/{group}/").status_code == 302
+    sync_mirror(brain_dir)
+    assert note_rows() == rows and files_on_disk(brain_dir) == disk
