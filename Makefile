@@ -10,7 +10,7 @@ CONFORMANCE := tests/conformance/node_modules/.installed
 help:
 	@echo "make run   - set up and start hyperguild (web server + worker) on http://127.0.0.1:8000"
 	@echo "make test  - set up and run the whole test suite"
-	@echo "make lint  - ruff"
+	@echo "make lint  - ruff and lint-imports (the layers contract in pyproject.toml)"
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -32,7 +32,9 @@ run: $(STAMP)
 	$(BIN)/python manage.py serve
 
 test: $(STAMP) $(CONFORMANCE) chromium
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports

@@ -18,7 +18,20 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from brain.models import BrainVersion, Note, NoteLink, NoteRevision, NoteStatus
+from brain.chunking import chunk_note
+from brain.errors import BrainError
+from brain.indexing import note_changed
+from brain.models import (
+    NOTE_SOURCE_HASH,
+    BrainVersion,
+    Embedding,
+    MirrorFile,
+    Note,
+    NoteChunk,
+    NoteLink,
+    NoteRevision,
+    NoteStatus,
+)
 from brain.slugs import SlugError, numbered, slugify_path, slugify_title, validate_segment, validate_slug
 from hyperguild.lib.markdown import extract_wikilinks
 
@@ -26,12 +39,8 @@ MAX_TITLE_LENGTH = 300
 MAX_SLUG_ATTEMPTS = 64
 
 
-class BrainInputError(ValueError):
+class BrainInputError(BrainError, ValueError):
     """A write the brain refuses; the message says what to change."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        self.message = message
 
 
 class NoteConflict(BrainInputError):
@@ -39,6 +48,9 @@ class NoteConflict(BrainInputError):
 
     `current` is the note as it is now, so the page can show both texts.
     """
+
+    http_status = 409
+    code = "conflict"
 
     def __init__(self, message: str, *, current: Note):
         super().__init__(message)
@@ -171,8 +183,6 @@ def _after_write(note: Note, *, corpus_changed: bool = True, links_changed: bool
     note_id = note.id
 
     def notify() -> None:
-        from brain.indexing import note_changed
-
         note_changed(note_id)
 
     transaction.on_commit(notify)
@@ -681,3 +691,106 @@ def do_archive_notes(notes: Iterable[Note], *, reason: str) -> int:
             do_archive_note(note, reason=reason)
             count += 1
     return count
+
+
+# -- chunks and embeddings (brain.embedding_sync decides what is due; these write it) -------
+
+
+def do_drop_archived_chunks(notes, *, using: str = "default") -> int:
+    """Delete the chunks of the archived notes among `notes` (their embeddings go with them); returns embeddings deleted."""
+    archived = NoteChunk.objects.using(using).filter(note__in=notes.filter(status=NoteStatus.ARCHIVED))
+    deleted = Embedding.objects.using(using).filter(chunk__in=archived).count()
+    archived.delete()
+    return deleted
+
+
+def do_rechunk_note(note_id: int, *, using: str = "default") -> int:
+    """Bring one note's chunk rows in line with its text; returns embeddings deleted."""
+    with transaction.atomic(using=using):
+        # The note row lock serialises concurrent syncs of the same note (the write
+        # task and the schedule), so ordinals never collide.
+        note = (
+            Note.objects.using(using).select_for_update().annotate(text_md5=NOTE_SOURCE_HASH).filter(pk=note_id).first()
+        )
+        if note is None or note.status == NoteStatus.ARCHIVED:
+            return 0
+        wanted = chunk_note(note.title, note.body)
+        existing = {c.ordinal: c for c in NoteChunk.objects.using(using).filter(note_id=note_id)}
+        deleted = 0
+        for chunk in wanted:
+            row = existing.pop(chunk.ordinal, None)
+            if row is None:
+                NoteChunk.objects.using(using).create(
+                    note_id=note_id,
+                    ordinal=chunk.ordinal,
+                    heading_path=chunk.heading_path,
+                    text=chunk.text,
+                    content_hash=chunk.content_hash,
+                    source_hash=note.text_md5,
+                )
+            elif (row.content_hash, row.heading_path, row.text, row.source_hash) != (
+                chunk.content_hash,
+                chunk.heading_path,
+                chunk.text,
+                note.text_md5,
+            ):
+                row.heading_path, row.text = chunk.heading_path, chunk.text
+                row.content_hash, row.source_hash = chunk.content_hash, note.text_md5
+                row.save(using=using)
+        if existing:  # the note got shorter: drop the extra chunks and their embeddings
+            gone = NoteChunk.objects.using(using).filter(id__in=[c.id for c in existing.values()])
+            deleted = Embedding.objects.using(using).filter(chunk__in=gone).count()
+            gone.delete()
+        return deleted
+
+
+def do_store_embeddings(model_key: str, rows: list[tuple[int, str, list[float]]], *, using: str = "default") -> int:
+    """Upsert one embedding per (chunk, model) from `rows` of (chunk id, content hash, vector), in one bulk write.
+
+    A chunk deleted or re-chunked since it was embedded is skipped; returns how many were stored.
+    """
+    if not rows:
+        return 0
+    with transaction.atomic(using=using):
+        # Lock the chunks: one deleted or re-chunked meanwhile is skipped, and its hash
+        # must still be the one that was embedded, or the vector would be stale.
+        live = dict(
+            NoteChunk.objects.using(using)
+            .select_for_update()
+            .filter(id__in=[cid for cid, _, _ in rows])
+            .values_list("id", "content_hash")
+        )
+        objs = [
+            Embedding(chunk_id=cid, model=model_key, dimensions=len(vec), content_hash=h, vector=vec)
+            for cid, h, vec in rows
+            if live.get(cid) == h
+        ]
+        Embedding.objects.using(using).bulk_create(
+            objs,
+            update_conflicts=True,
+            unique_fields=["chunk", "model"],
+            update_fields=["vector", "dimensions", "content_hash"],
+        )
+    return len(objs)
+
+
+# -- the BRAIN_DIR mirror's record of each file (brain.folder.mirror_folder) -----------------
+
+
+def do_record_mirror_file(path: str, *, note: Note, disk_hash: str, mtime_ns: int, size: int) -> MirrorFile:
+    """Remember that `path` holds `note` as it is now (its content hash), with the file's hash and stat."""
+    state, _ = MirrorFile.objects.update_or_create(
+        path=path,
+        defaults={"note": note, "disk_hash": disk_hash, "note_hash": note.content_hash,
+                  "mtime_ns": mtime_ns, "size": size},
+    )  # fmt: skip
+    return state
+
+
+def do_touch_mirror_file(state: MirrorFile, *, mtime_ns: int, size: int) -> None:
+    """The file's stat changed but not its content: remember the new stat only."""
+    MirrorFile.objects.filter(pk=state.pk).update(mtime_ns=mtime_ns, size=size)
+
+
+def do_forget_mirror_file(state: MirrorFile) -> None:
+    state.delete()

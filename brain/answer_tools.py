@@ -1,13 +1,11 @@
-"""brain_answer and brain_context on the brain endpoint (imported from brain/tools.py)."""
+"""brain_answer and brain_context on the brain endpoint (imported by BrainConfig.ready(), after brain/tools.py)."""
 
 from __future__ import annotations
 
-from brain.answers import AnswerUnavailable, answer
-from brain.context import ContextInputError, context
-from brain.search import SearchInputError
-from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
-
-brain = get_endpoint("brain")
+from brain.answers import answer
+from brain.context import context
+from brain.tools import brain
+from hyperguild.mcp.registry import ToolContext
 
 SOURCE_SCHEMA = {
     "type": "object",
@@ -65,12 +63,7 @@ SOURCE_SCHEMA = {
     open_world=True,
 )
 def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
-    try:
-        return answer(arguments["question"], limit=arguments.get("limit", 5))
-    except SearchInputError as exc:
-        raise ToolError(str(exc))
-    except AnswerUnavailable as exc:
-        raise ToolError(str(exc))
+    return answer(arguments["question"], limit=arguments.get("limit", 5))
 
 
 @brain.tool(
@@ -129,11 +122,8 @@ def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
     idempotent=True,
 )
 def brain_context(arguments: dict, ctx: ToolContext) -> dict:
-    try:
-        return context(
-            arguments["project_root"],
-            recent_files=arguments.get("recent_files"),
-            limit=arguments.get("limit", 10),
-        )
-    except (ContextInputError, SearchInputError) as exc:
-        raise ToolError(str(exc))
+    return context(
+        arguments["project_root"],
+        recent_files=arguments.get("recent_files"),
+        limit=arguments.get("limit", 10),
+    )

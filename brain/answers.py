@@ -18,10 +18,12 @@ import re
 
 from django.conf import settings
 
+from brain.errors import BrainError
 from brain.models import Note
 from brain.search import search
 from hyperguild.lib.llm import LLMError, get_llm_client
 from hyperguild.lib.reranker import RerankerError, get_reranker
+from hyperguild.lib.text import excerpt
 
 CANDIDATES = 10
 CANDIDATES_WITH_RERANKER = 20
@@ -44,17 +46,12 @@ SYSTEM_PROMPT = (
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-class AnswerUnavailable(Exception):
+class AnswerUnavailable(BrainError):
     """An upstream service (the reranker or the LLM) failed; the message names it."""
 
 
 def _source_text(note: Note) -> str:
     return f"{note.title}\n\n{note.body[:SOURCE_CHARS]}"
-
-
-def _excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def best_passage(question: str, body: str) -> str:
@@ -67,7 +64,7 @@ def best_passage(question: str, body: str) -> str:
         paragraphs,
         key=lambda part: (len(wanted & {word.lower() for word in _WORD.findall(part)}), -paragraphs.index(part)),
     )
-    return _excerpt(best, PASSAGE_CHARS)
+    return excerpt(best, PASSAGE_CHARS)
 
 
 def user_prompt(question: str, sources: list[tuple[int, Note]]) -> str:
@@ -85,7 +82,7 @@ def answer(question: str, limit: int = 5) -> dict:
     notes_by_id = Note.objects.in_bulk([hit.note_id for hit in response.hits])
     candidates = [notes_by_id[hit.note_id] for hit in response.hits if hit.note_id in notes_by_id]
     # Search's excerpt is centred on the query words; a note's opening is the fallback.
-    excerpts = {hit.note_id: _excerpt(hit.excerpt) for hit in response.hits if hit.excerpt}
+    excerpts = {hit.note_id: excerpt(hit.excerpt, EXCERPT_CHARS) for hit in response.hits if hit.excerpt}
 
     if reranker is not None and candidates:
         try:
@@ -102,7 +99,7 @@ def answer(question: str, limit: int = 5) -> dict:
             "slug": note.slug,
             "title": note.title,
             "path": note.path,
-            "excerpt": excerpts.get(note.id) or _excerpt(note.body),
+            "excerpt": excerpts.get(note.id) or excerpt(note.body, EXCERPT_CHARS),
         }
         for n, note in chosen
     ]
@@ -114,7 +111,7 @@ def answer(question: str, limit: int = 5) -> dict:
 
     if llm is None:
         result["answer"] = "\n\n".join(
-            f"[{n}] {note.title}: {best_passage(question, note.body) or _excerpt(note.body)}" for n, note in chosen
+            f"[{n}] {note.title}: {best_passage(question, note.body) or excerpt(note.body, EXCERPT_CHARS)}" for n, note in chosen
         )
         return result
 

@@ -9,24 +9,27 @@
 from __future__ import annotations
 
 from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
-from brain.actions import BrainInputError, do_ingest_note, do_ingest_raw_note, do_write_raw_note
+from brain.actions import do_ingest_note, do_ingest_raw_note, do_write_raw_note
 from brain.models import Note, NoteStatus
 from brain.presenters import note_detail, note_ref, query_result
+from brain.search import search
+from brain.slugs import MAX_SLUG_LENGTH
 from hyperguild.api import EndpointTokenAPIView
 
 REST_SOURCE = "rest"
 
 
 class BrainAPIView(EndpointTokenAPIView):
-    """Authenticated with the /mcp/brain bearer token; errors as {"error", "detail"}."""
+    """Authenticated with the /mcp/brain bearer token; errors in the shape of `hyperguild.api`.
+
+    The actions and search raise BrainError subclasses (BrainInputError, SearchInputError…) with the
+    message MCP callers see too; the exception handler answers them as 400s.
+    """
 
     token_endpoint = "brain"
-
-    @staticmethod
-    def refuse(message: str, code: int = status.HTTP_400_BAD_REQUEST) -> Response:
-        return Response({"error": message, "detail": message}, status=code)
 
 
 class FrontmatterField(serializers.JSONField):
@@ -49,7 +52,8 @@ class NoteInputSerializer(serializers.Serializer):
     title = serializers.CharField(max_length=300)
     body = serializers.CharField(trim_whitespace=False)
     frontmatter = FrontmatterField(required=False)
-    slug = serializers.CharField(max_length=400, required=False, trim_whitespace=False)
+    # The length and the rule are brain.slugs' (validate_slug runs in the action, as for MCP and imports).
+    slug = serializers.CharField(max_length=MAX_SLUG_LENGTH, required=False, trim_whitespace=False)
     session_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
 
 
@@ -66,18 +70,13 @@ class IngestSerializer(NoteInputSerializer):
 
 class QueryView(BrainAPIView):
     def post(self, request):
-        from brain.search import SearchInputError, search
-
         data = QuerySerializer(data=request.data)
         data.is_valid(raise_exception=True)
         args = data.validated_data
-        try:
-            response = search(
-                args["query"], limit=args["limit"], wing=args.get("wing") or None,
-                hall=args.get("hall") or None, status=args["status"],
-            )  # fmt: skip
-        except SearchInputError as exc:
-            return self.refuse(str(exc))
+        response = search(
+            args["query"], limit=args["limit"], wing=args.get("wing") or None,
+            hall=args.get("hall") or None, status=args["status"],
+        )  # fmt: skip
         return Response(query_result(response))
 
 
@@ -86,13 +85,10 @@ class WriteView(BrainAPIView):
         data = NoteInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         args = data.validated_data
-        try:
-            note = do_write_raw_note(
-                title=args["title"], body=args["body"], frontmatter=args.get("frontmatter"), slug=args.get("slug"),
-                session_id=args.get("session_id", ""), source=REST_SOURCE,
-            )  # fmt: skip
-        except BrainInputError as exc:
-            return self.refuse(exc.message)
+        note = do_write_raw_note(
+            title=args["title"], body=args["body"], frontmatter=args.get("frontmatter"), slug=args.get("slug"),
+            session_id=args.get("session_id", ""), source=REST_SOURCE,
+        )  # fmt: skip
         return Response(note_ref(note), status=status.HTTP_201_CREATED)
 
 
@@ -105,13 +101,10 @@ class IngestView(BrainAPIView):
             "title": args["title"], "body": args["body"], "frontmatter": args.get("frontmatter"),
             "slug": args.get("slug"), "source": REST_SOURCE,
         }  # fmt: skip
-        try:
-            if args["raw"]:
-                note = do_ingest_raw_note(**common, session_id=args.get("session_id", ""))
-            else:
-                note = do_ingest_note(**common, wing=args["wing"], hall=args.get("hall", ""))
-        except BrainInputError as exc:
-            return self.refuse(exc.message)
+        if args["raw"]:
+            note = do_ingest_raw_note(**common, session_id=args.get("session_id", ""))
+        else:
+            note = do_ingest_note(**common, wing=args["wing"], hall=args.get("hall", ""))
         return Response(note_ref(note), status=status.HTTP_201_CREATED)
 
 
@@ -119,5 +112,5 @@ class NoteView(BrainAPIView):
     def get(self, request, slug: str):
         note = Note.objects.filter(slug=slug).first()
         if note is None:
-            return self.refuse(f"No note with slug {slug!r}; find slugs with POST /query.", status.HTTP_404_NOT_FOUND)
+            raise NotFound(f"No note with slug {slug!r}; find slugs with POST /query.")
         return Response(note_detail(note))

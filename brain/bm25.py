@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+import snowballstemmer
 
 from brain.models import BrainVersion, Note
 
@@ -44,17 +45,12 @@ STOPWORDS = frozenset(
     was we were what when where which while who whom why will with would you your yours yourself yourselves""".split()
 )
 
-try:  # Snowball stemmer when installed (requirements.txt pins it); plain words otherwise.
-    import snowballstemmer
-
-    _STEMMER = snowballstemmer.stemmer("english")
-except ImportError:  # pragma: no cover
-    _STEMMER = None
+_STEMMER = snowballstemmer.stemmer("english")
 
 
 @lru_cache(maxsize=200_000)
 def _stem(word: str) -> str:
-    if _STEMMER is None or not word.isascii():
+    if not word.isascii():
         return word
     return _STEMMER.stemWord(word)
 

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass
 
 from brain import bm25
+from brain.errors import BrainError
 from brain.graph import neighbour_distances
 from brain.models import Note, NoteStatus
 from brain.search import search
@@ -56,7 +57,7 @@ MAX_RECENT_FILES = 100
 _PATH_SPLIT = re.compile(r"[^0-9A-Za-z]+")
 
 
-class ContextInputError(ValueError):
+class ContextInputError(BrainError, ValueError):
     """project_root or recent_files is unusable; the message says what to change."""
 
 

@@ -1,16 +1,16 @@
 """POST /backfill-embeddings: run one embedding sync now (same token as /mcp/brain).
 
 → 200 {"added", "deleted", "rechunked", "pending", "errors": [...]}
-→ 503 when BRAIN_EMBEDDER=off
+→ 503 when BRAIN_EMBEDDER=off (the JSON error shape of hyperguild.api, code "unavailable")
 """
 
 from __future__ import annotations
 
-from rest_framework import status
 from rest_framework.response import Response
 
 from brain.api import BrainAPIView
 from brain.embedding_sync import sync_embeddings
+from hyperguild.api import Unavailable
 from hyperguild.lib.embedders import get_embedder
 
 OFF_MESSAGE = (
@@ -23,5 +23,5 @@ class BackfillEmbeddingsView(BrainAPIView):
     def post(self, request) -> Response:
         embedder = get_embedder()
         if embedder is None:
-            return self.refuse(OFF_MESSAGE, status.HTTP_503_SERVICE_UNAVAILABLE)
+            raise Unavailable(OFF_MESSAGE)
         return Response(sync_embeddings(embedder).as_dict())

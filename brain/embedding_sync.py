@@ -21,13 +21,12 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from django.db import transaction
-from django.db.models import Exists, F, OuterRef, TextField, Value
-from django.db.models.functions import MD5, Concat
+from django.db.models import Exists, OuterRef
 
 from brain import vectors
-from brain.chunking import chunk_note, embed_text
-from brain.models import Embedding, Note, NoteChunk, NoteStatus
+from brain.actions import do_drop_archived_chunks, do_rechunk_note, do_store_embeddings
+from brain.chunking import embed_text
+from brain.models import NOTE_SOURCE_HASH, Embedding, Note, NoteChunk, NoteStatus
 from hyperguild.lib.embedders import BaseEmbedder, EmbedderError
 
 logger = logging.getLogger(__name__)
@@ -35,7 +34,6 @@ logger = logging.getLogger(__name__)
 EMBED_BATCH = 32  # chunks per embedder call
 RECHUNK_BATCH = 500  # notes loaded at a time while re-chunking
 MAX_FAILED_BATCHES = 3  # a service that keeps failing is not hammered for the whole corpus
-NOTE_SOURCE_HASH = MD5(Concat(F("title"), Value("\n"), F("body"), output_field=TextField()))
 
 
 @dataclass
@@ -68,17 +66,10 @@ def sync_embeddings(
     notes = Note.objects.using(using).all()
     if note_ids is not None:
         notes = notes.filter(id__in=list(note_ids))
-    result.deleted += _drop_archived(notes, using)
+    result.deleted += do_drop_archived_chunks(notes, using=using)
     _rechunk_changed(notes, result, using)
     _embed_missing(embedder, notes, result, using, progress)
     return result
-
-
-def _drop_archived(notes, using: str) -> int:
-    archived = NoteChunk.objects.using(using).filter(note__in=notes.filter(status=NoteStatus.ARCHIVED))
-    deleted = Embedding.objects.using(using).filter(chunk__in=archived).count()
-    archived.delete()
-    return deleted
 
 
 def stale_notes(notes):
@@ -99,48 +90,8 @@ def _rechunk_changed(notes, result: SyncResult, using: str) -> None:
             return
         last_id = batch[-1]
         for note_id in batch:
-            result.deleted += rechunk_note(note_id, using=using)
+            result.deleted += do_rechunk_note(note_id, using=using)
             result.rechunked += 1
-
-
-def rechunk_note(note_id: int, *, using: str = "default") -> int:
-    """Bring one note's chunk rows in line with its text; returns embeddings deleted."""
-    with transaction.atomic(using=using):
-        # The note row lock serialises concurrent syncs of the same note (the write
-        # task and the schedule), so ordinals never collide.
-        note = (
-            Note.objects.using(using).select_for_update().annotate(text_md5=NOTE_SOURCE_HASH).filter(pk=note_id).first()
-        )
-        if note is None or note.status == NoteStatus.ARCHIVED:
-            return 0
-        wanted = chunk_note(note.title, note.body)
-        existing = {c.ordinal: c for c in NoteChunk.objects.using(using).filter(note_id=note_id)}
-        deleted = 0
-        for chunk in wanted:
-            row = existing.pop(chunk.ordinal, None)
-            if row is None:
-                NoteChunk.objects.using(using).create(
-                    note_id=note_id,
-                    ordinal=chunk.ordinal,
-                    heading_path=chunk.heading_path,
-                    text=chunk.text,
-                    content_hash=chunk.content_hash,
-                    source_hash=note.text_md5,
-                )
-            elif (row.content_hash, row.heading_path, row.text, row.source_hash) != (
-                chunk.content_hash,
-                chunk.heading_path,
-                chunk.text,
-                note.text_md5,
-            ):
-                row.heading_path, row.text = chunk.heading_path, chunk.text
-                row.content_hash, row.source_hash = chunk.content_hash, note.text_md5
-                row.save(using=using)
-        if existing:  # the note got shorter: drop the extra chunks and their embeddings
-            gone = NoteChunk.objects.using(using).filter(id__in=[c.id for c in existing.values()])
-            deleted = Embedding.objects.using(using).filter(chunk__in=gone).count()
-            gone.delete()
-        return deleted
 
 
 def missing_chunks(embedder: BaseEmbedder, notes, using: str = "default"):
@@ -209,26 +160,5 @@ def _embed_texts(chunk_ids: list[int], using: str) -> dict[int, str]:
 def _store(embedder: BaseEmbedder, rows: list[tuple[int, str, list[float]]], using: str) -> int:
     if not rows:
         return 0
-    dims = len(rows[0][2])
-    vectors.ensure_index(embedder.key, dims, using=using)
-    with transaction.atomic(using=using):
-        # Lock the chunks: one deleted or re-chunked meanwhile is skipped, and its hash
-        # must still be the one that was embedded, or the vector would be stale.
-        live = dict(
-            NoteChunk.objects.using(using)
-            .select_for_update()
-            .filter(id__in=[cid for cid, _, _ in rows])
-            .values_list("id", "content_hash")
-        )
-        objs = [
-            Embedding(chunk_id=cid, model=embedder.key, dimensions=len(vec), content_hash=h, vector=vec)
-            for cid, h, vec in rows
-            if live.get(cid) == h
-        ]
-        Embedding.objects.using(using).bulk_create(
-            objs,
-            update_conflicts=True,
-            unique_fields=["chunk", "model"],
-            update_fields=["vector", "dimensions", "content_hash"],
-        )
-    return len(objs)
+    vectors.ensure_index(embedder.key, len(rows[0][2]), using=using)
+    return do_store_embeddings(embedder.key, rows, using=using)

@@ -5,7 +5,8 @@ Layout (that of an existing hyperguild brain):
     wiki/<wing>/<hall>/<more/folders>/<name>.md   status wiki; wing = first folder, hall = second,
                                                  deeper folders stay in the slug (`more/folders/name`)
     raw/<folders>/<name>.md                       status raw; slug = `folders/name`
-    sessions/<session_id>.jsonl                   handed to the sessions app when it has an importer
+    sessions/<session_id>.jsonl, training-data/  read and written by the sessions app, through the
+                                                 folder sections it registers (`brain.hooks`)
 
 Folder and file names are slugified (`Café Notes.md` → `cafe-notes`). The
 title comes from frontmatter `title:`, else the first `# heading`, else the
@@ -30,7 +31,15 @@ from pathlib import Path
 
 from django.db import transaction
 
-from brain.actions import BrainInputError, do_archive_note, do_import_note_file
+from brain.actions import (
+    BrainInputError,
+    do_archive_note,
+    do_forget_mirror_file,
+    do_import_note_file,
+    do_record_mirror_file,
+    do_touch_mirror_file,
+)
+from brain.hooks import folder_sections
 from brain.models import MirrorFile, Note, NoteStatus
 from brain.slugs import slugify_segment
 from hyperguild.lib.markdown import FrontmatterError, parse_markdown, write_markdown
@@ -38,7 +47,7 @@ from hyperguild.lib.markdown import FrontmatterError, parse_markdown, write_mark
 NOTE_FOLDERS = ("wiki", "raw")
 HEADING_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
-Progress = Callable[[Iterable], Iterable]
+ProgressWrapper = Callable[[Iterable], Iterable]
 
 
 class FolderError(ValueError):
@@ -211,7 +220,7 @@ def _error_text(exc: Exception) -> str:
 # -- import / export ------------------------------------------------------------------
 
 
-def import_folder(root: Path | str, *, progress: Progress = _no_progress, archive_missing: bool = False) -> FolderSummary:
+def import_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress, archive_missing: bool = False) -> FolderSummary:
     """Read a brain folder into the database. Bad files are reported by name and skipped."""
     root = Path(root)
     if not root.is_dir():
@@ -242,43 +251,13 @@ def import_folder(root: Path | str, *, progress: Progress = _no_progress, archiv
         for note in gone:
             do_archive_note(note, reason=f"{note.path} is no longer in the imported folder")
             summary.archived += 1
-    summary.sessions = import_sessions(root / "sessions")
+    for section in folder_sections():
+        if section.import_dir is not None and (root / section.folder).is_dir():
+            setattr(summary, section.summary_field, section.import_dir(root / section.folder))
     return summary
 
 
-def import_sessions(folder: Path) -> object | None:
-    """Hand `sessions/*.jsonl` to the sessions app, if it has an importer."""
-    if not folder.is_dir():
-        return None
-    from importlib import import_module
-    from importlib.util import find_spec
-
-    for module_name in ("sessions.folder", "sessions.importer"):
-        try:
-            if find_spec(module_name) is None:
-                continue
-        except ModuleNotFoundError:  # no sessions app at all
-            continue
-        # Imported without a safety net: a broken importer must fail loudly, not skip the logs.
-        importer = getattr(import_module(module_name), "import_sessions_dir", None)
-        if importer is not None:
-            return importer(folder)
-    return None
-
-
-def export_sessions(folder: Path) -> object | None:
-    """Have the sessions app write `sessions/<id>.jsonl`, if it can and there is any session."""
-    try:
-        from sessions.folder import export_sessions_dir
-        from sessions.models import AgentSession
-    except ImportError:
-        return None
-    if not AgentSession.objects.exists():
-        return None
-    return export_sessions_dir(folder)
-
-
-def export_folder(root: Path | str, *, progress: Progress = _no_progress, sessions: bool = True) -> FolderSummary:
+def export_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress, sessions: bool = True) -> FolderSummary:
     """Write every raw and wiki note under `root` (and the session logs); files already
     holding the same bytes are left alone."""
     root = Path(root)
@@ -300,21 +279,10 @@ def export_folder(root: Path | str, *, progress: Progress = _no_progress, sessio
         _write_file(target, data)
         summary.written += 1
     if sessions:
-        summary.sessions = export_sessions(root / "sessions")
-        summary.training_data = export_training_data(root / "training-data")
+        for section in folder_sections():
+            if section.export_dir is not None:
+                setattr(summary, section.summary_field, section.export_dir(root / section.folder))
     return summary
-
-
-def export_training_data(folder: Path) -> object | None:
-    """Have the sessions app write the approved SFT/DPO examples as TRL JSONL, if there are any."""
-    try:
-        from sessions.models import TrainingExample
-        from sessions.trainer import export_training_data_dir
-    except ImportError:
-        return None
-    if not TrainingExample.objects.filter(status=TrainingExample.Status.APPROVED).exists():
-        return None
-    return export_training_data_dir(folder)
 
 
 # -- the two-way mirror ------------------------------------------------------------------
@@ -347,7 +315,7 @@ def sync_mirror(root: Path | str) -> FolderSummary:
         data = full.read_bytes()
         digest = sha256(data)
         if state is not None and state.disk_hash == digest:
-            MirrorFile.objects.filter(pk=state.pk).update(mtime_ns=stat.st_mtime_ns, size=stat.st_size)
+            do_touch_mirror_file(state, mtime_ns=stat.st_mtime_ns, size=stat.st_size)
             continue
         try:
             nf = parse_note_text(rel_path, data.decode("utf-8"))
@@ -356,11 +324,7 @@ def sync_mirror(root: Path | str) -> FolderSummary:
             summary.errors.append((rel_path, _error_text(exc)))
             continue
         summary.count(outcome)
-        MirrorFile.objects.update_or_create(
-            path=rel_path,
-            defaults={"note": note, "disk_hash": digest, "note_hash": note.content_hash,
-                      "mtime_ns": stat.st_mtime_ns, "size": stat.st_size},
-        )  # fmt: skip
+        do_record_mirror_file(rel_path, note=note, disk_hash=digest, mtime_ns=stat.st_mtime_ns, size=stat.st_size)
 
     # 2. removed on disk → archived
     for rel_path, state in states.items():
@@ -372,7 +336,7 @@ def sync_mirror(root: Path | str) -> FolderSummary:
             if note.is_live and note_file_path(note) == rel_path:
                 do_archive_note(note, reason=f"{rel_path} was removed from the brain folder")
                 summary.archived += 1
-        state.delete()
+        do_forget_mirror_file(state)
 
     # 3. service → disk
     states = {state.path: state for state in MirrorFile.objects.all()}
@@ -388,11 +352,9 @@ def sync_mirror(root: Path | str) -> FolderSummary:
             summary.written += 1
         stat = full.stat()
         with transaction.atomic():
-            MirrorFile.objects.update_or_create(
-                path=rel_path,
-                defaults={"note": note, "disk_hash": sha256(data), "note_hash": note.content_hash,
-                          "mtime_ns": stat.st_mtime_ns, "size": stat.st_size},
-            )  # fmt: skip
+            do_record_mirror_file(
+                rel_path, note=note, disk_hash=sha256(data), mtime_ns=stat.st_mtime_ns, size=stat.st_size
+            )
             for old in MirrorFile.objects.filter(note=note).exclude(path=rel_path):
                 summary.removed += _remove_if_untouched(root, old)
 
@@ -410,5 +372,5 @@ def _remove_if_untouched(root: Path, state: MirrorFile) -> int:
     if full.is_file() and sha256(full.read_bytes()) == state.disk_hash:
         full.unlink()
         removed = 1
-    state.delete()
+    do_forget_mirror_file(state)
     return removed

@@ -9,7 +9,8 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import models
-from django.db.models import F, Q
+from django.db.models import F, Q, TextField, Value
+from django.db.models.functions import MD5, Concat
 from django.utils import timezone
 from pgvector.django import VectorField
 
@@ -281,6 +282,10 @@ class MirrorFile(models.Model):
         return self.path
 
 
+# md5 of a note's title + "\n" + body, computed by PostgreSQL (NoteChunk.source_hash holds it).
+NOTE_SOURCE_HASH = MD5(Concat(F("title"), Value("\n"), F("body"), output_field=TextField()))
+
+
 class NoteChunk(models.Model):
     """One heading-aware piece of a note (see `brain.chunking`), the unit that gets embedded.
 
@@ -294,7 +299,7 @@ class NoteChunk(models.Model):
     text = models.TextField(blank=True)
     content_hash = models.CharField(max_length=64, db_index=True)
     # md5 of the note's title + "\n" + body when it was chunked (computed by PostgreSQL,
-    # see brain.embedding_sync.NOTE_SOURCE_HASH): a note needs re-chunking when it differs.
+    # see NOTE_SOURCE_HASH): a note needs re-chunking when it differs.
     source_hash = models.CharField(max_length=32, blank=True, db_index=True)
 
     class Meta:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
+from django.urls import reverse
+
 from brain.models import Note, NoteLink
+from brain.slugs import slugify_path
+from hyperguild.lib.markdown import extract_wikilinks, render_markdown
 
 NOTE_URI_PREFIX = "brain://note/"
 
@@ -166,13 +172,6 @@ def render_note_body(body: str) -> str:
 
     A link whose target does not exist yet is marked `missing` and points at a search for it.
     """
-    from urllib.parse import quote
-
-    from django.urls import reverse
-
-    from brain.slugs import slugify_path
-    from hyperguild.lib.markdown import extract_wikilinks, render_markdown
-
     slugs = {slugify_path(link.target) for link in extract_wikilinks(body)}
     known = dict(
         Note.objects.filter(slug__in=slugs).exclude(status="archived").values_list("slug", "pk")

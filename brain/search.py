@@ -18,7 +18,8 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from brain import bm25
+from brain import bm25, vectors
+from brain.errors import BrainError
 from brain.models import Note, NoteStatus
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,7 @@ MAX_LIMIT = 50
 ANY_STATUS = "any"
 
 
-class SearchInputError(ValueError):
+class SearchInputError(BrainError, ValueError):
     """The query or a filter is unusable; the message says what to change."""
 
 
@@ -131,8 +132,6 @@ def rank_notes(
         bm25_scores = dict(bm25_ranking)
     passages: dict[int, str] = {}
     degraded, reason = False, None
-
-    from brain import vectors  # imported late: it pulls the embedder settings in
 
     if "vector" in rankers and (embedder is not None or vectors.active()):
         vector_depth = depth * VECTOR_FANOUT if "bm25" in rankers else depth

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from brain.errors import BrainError
+
 MAX_SLUG_LENGTH = 200
 MAX_SEGMENT_LENGTH = 100
 FALLBACK_SLUG = "note"
@@ -23,7 +25,7 @@ _TRANSLITERATE = str.maketrans(
 )  # fmt: skip
 
 
-class SlugError(ValueError):
+class SlugError(BrainError, ValueError):
     """A slug that cannot be used; the message says why and what to do."""
 
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.conf import settings
+from django.db import connection
+
+from brain.embedding_sync import sync_embeddings as run_sync
+from brain.folder import sync_mirror
+from hyperguild.lib.embedders import get_embedder
 
 MIRROR_SCHEDULE = "brain-mirror"
 # pg advisory lock key: one mirror round at a time across every worker and replica.
@@ -26,10 +31,6 @@ def sync_brain_dir() -> dict:
     """One round of the two-way BRAIN_DIR mirror; returns its summary (kept in the django-q2 result)."""
     if not settings.BRAIN_DIR:
         return {"skipped": "BRAIN_DIR is not set"}
-    from django.db import connection
-
-    from brain.folder import sync_mirror
-
     # Two rounds at once (a slow round overlapping the next schedule, or two
     # clusters) would both see the same file as new; the second one skips.
     with connection.cursor() as cursor:
@@ -45,9 +46,6 @@ def sync_brain_dir() -> dict:
 
 def sync_embeddings() -> dict:
     """Embed new and changed chunks of every note, drop embeddings of removed ones."""
-    from brain.embedding_sync import sync_embeddings as run_sync
-    from hyperguild.lib.embedders import get_embedder
-
     embedder = get_embedder()
     if embedder is None:
         return {"skipped": "BRAIN_EMBEDDER is off"}
@@ -56,9 +54,6 @@ def sync_embeddings() -> dict:
 
 def sync_note_embeddings(note_id: int) -> dict:
     """The same for one note, queued by `brain.indexing.note_changed` right after a write."""
-    from brain.embedding_sync import sync_embeddings as run_sync
-    from hyperguild.lib.embedders import get_embedder
-
     embedder = get_embedder()
     if embedder is None:
         return {"skipped": "BRAIN_EMBEDDER is off"}

@@ -7,7 +7,8 @@ never destructive). Wiki notes are also resources: `brain://note/<slug>`.
 
 from __future__ import annotations
 
-from brain.actions import BrainInputError, do_ingest_note, do_ingest_raw_note, do_write_raw_note
+from brain.actions import do_ingest_note, do_ingest_raw_note, do_write_raw_note
+from brain.errors import BrainError
 from brain.folder import note_file_text
 from brain.models import Note, NoteStatus
 from brain.presenters import (
@@ -20,9 +21,22 @@ from brain.presenters import (
     note_uri,
     query_result,
 )
-from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
+from brain.search import search
+from brain.slugs import MAX_SLUG_LENGTH
+from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
 
-brain = get_endpoint("brain")
+brain = register_endpoint(
+    Endpoint(
+        "brain",
+        title="hyperguild brain",
+        token_setting="BRAIN_MCP_TOKEN",
+        instructions=(
+            "The team's knowledge base. Search it before you work (brain_query, brain_context), "
+            "read notes (brain_get), record what you learn (brain_write) and log the session (session_log)."
+        ),
+    )
+)
+brain.translate_errors(BrainError)  # BrainInputError, SearchInputError, SlugError… reach the caller as tool errors
 
 STATUSES = [*NoteStatus.values, "any"]
 TITLE = {"type": "string", "minLength": 1, "maxLength": 300, "description": "a short descriptive title"}
@@ -34,7 +48,7 @@ FRONTMATTER = {
 SLUG = {
     "type": "string",
     "minLength": 1,
-    "maxLength": 200,
+    "maxLength": MAX_SLUG_LENGTH,  # the rule itself is brain.slugs.validate_slug, run by the actions
     "description": "optional path-safe slug (lowercase a-z0-9- segments joined by /); derived from the title if omitted",
 }
 SEGMENT = {"type": "string", "maxLength": 100, "description": "lowercase a-z, 0-9 and '-'"}
@@ -42,10 +56,7 @@ SESSION_ID = {"type": "string", "maxLength": 200, "description": "the Claude Cod
 
 
 def _run_write(action, **kwargs) -> dict:
-    try:
-        return note_ref(action(**kwargs))
-    except BrainInputError as exc:
-        raise ToolError(exc.message)
+    return note_ref(action(**kwargs))
 
 
 @brain.tool(
@@ -73,18 +84,13 @@ def _run_write(action, **kwargs) -> dict:
     idempotent=True,
 )
 def brain_query(arguments: dict, ctx: ToolContext) -> dict:
-    from brain.search import SearchInputError, search
-
-    try:
-        response = search(
-            arguments["query"],
-            limit=arguments.get("limit", 10),
-            wing=arguments.get("wing") or None,
-            hall=arguments.get("hall") or None,
-            status=arguments.get("status", "wiki"),
-        )
-    except SearchInputError as exc:
-        raise ToolError(str(exc))
+    response = search(
+        arguments["query"],
+        limit=arguments.get("limit", 10),
+        wing=arguments.get("wing") or None,
+        hall=arguments.get("hall") or None,
+        status=arguments.get("status", "wiki"),
+    )
     return query_result(response)
 
 
@@ -235,5 +241,3 @@ class WikiNoteResources:
 
 
 brain.resources = WikiNoteResources()
-
-from brain import answer_tools  # noqa: E402,F401  (brain_answer and brain_context)

@@ -25,9 +25,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from brain import actions
+from brain.hooks import provenance_entries
 from brain.models import Note, NoteRevision, NoteStatus
 from brain.presenters import render_note_body
-from brain.slugs import numbered, slugify_title
+from brain.search import SearchInputError, search
+from brain.slugs import MAX_SLUG_LENGTH, numbered, slugify_title
 from hyperguild.lib.diff import html_diff, similarity
 from hyperguild.ui import paginate, staff_action, staff_page
 
@@ -73,11 +75,12 @@ class VersionedForm(forms.Form):
 
 
 class PromoteForm(VersionedForm):
-    # Wing, hall and slug rules live in brain.actions (BrainInputError); the form only bounds sizes.
+    # Wing, hall and slug rules live in brain.actions (BrainInputError, via brain.slugs.validate_slug,
+    # as for MCP, REST and imports); the form only bounds sizes.
     wing = forms.CharField(max_length=100)
     hall = forms.CharField(max_length=100, required=False)
     title = forms.CharField(max_length=300)
-    slug = forms.CharField(max_length=200)
+    slug = forms.CharField(max_length=MAX_SLUG_LENGTH)
     body = forms.CharField(widget=forms.Textarea, strip=False)
     confirm_duplicate = forms.BooleanField(required=False)
 
@@ -94,7 +97,7 @@ class EditForm(VersionedForm):
 class RefileForm(VersionedForm):
     wing = forms.CharField(max_length=100)
     hall = forms.CharField(max_length=100, required=False)
-    slug = forms.CharField(max_length=200)
+    slug = forms.CharField(max_length=MAX_SLUG_LENGTH)
 
 
 class DemoteForm(VersionedForm):
@@ -102,7 +105,7 @@ class DemoteForm(VersionedForm):
 
 
 class MergeForm(VersionedForm):
-    into = forms.CharField(max_length=200)
+    into = forms.CharField(max_length=MAX_SLUG_LENGTH)
     body = forms.CharField(widget=forms.Textarea, strip=False)
 
     def clean_into(self) -> Note:
@@ -240,8 +243,6 @@ def _after_action(note: Note, filter_query: str = "") -> HttpResponse:
 
 def _similar(note: Note) -> list[dict]:
     """The most similar notes (brain search), each with how similar its text is (0..1) and a diff."""
-    from brain.search import SearchInputError, search
-
     query = f"{note.title}\n{note.body[:SIMILAR_QUERY_CHARS]}"
     try:
         response = search(query, limit=SIMILAR_NOTES + 1, status="any")
@@ -275,9 +276,7 @@ def _provenance_entries(note: Note) -> list:
             seqs.append(int(value))
     if not session_id or not seqs:
         return []
-    from sessions.models import SessionEntry
-
-    return list(SessionEntry.objects.for_session(session_id).filter(seq__in=seqs[:200]))
+    return provenance_entries(session_id, seqs[:200])
 
 
 def combined_body(target: Note, note: Note) -> str:
@@ -680,8 +679,6 @@ def _free_slug(slug: str, note: Note) -> str:
 
 @login_required
 def search_page(request: HttpRequest) -> HttpResponse:
-    from brain.search import SearchInputError, search
-
     form = SearchForm(request.GET)
     response, error = None, None
     if form.is_valid() and form.cleaned_data["q"].strip():

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
+import secrets
 import socket
 from datetime import timedelta
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
+from django_q.models import Schedule
 
-from hyperguild.models import WorkerHeartbeat
+from hyperguild.contributions import schedules
+from hyperguild.models import McpCancellation, WorkerHeartbeat
 
 HEARTBEAT_NAME = "qcluster"
 
@@ -27,23 +32,13 @@ def do_record_worker_heartbeat(name: str = HEARTBEAT_NAME) -> WorkerHeartbeat:
 def do_ensure_schedules() -> list[str]:
     """Create or update the periodic django-q2 schedules the service needs.
 
-    Each app contributes (name, func, seconds) through `SCHEDULES` in its
-    `tasks.py`; running this twice changes nothing.
+    Each app registers (name, func, seconds) providers with
+    `hyperguild.contributions.register_schedules`; running this twice changes nothing.
     """
-    from importlib import import_module
-
-    from django.conf import settings
-    from django_q.models import Schedule
-
     wanted: list[tuple[str, str, int]] = [
         ("hyperguild-heartbeat", "hyperguild.tasks.heartbeat", settings.HYPERGUILD_WORKER_HEARTBEAT_SECONDS),
+        *schedules(),
     ]
-    for app in ("brain", "supervisor", "sessions"):
-        try:
-            module = import_module(f"{app}.tasks")
-        except ModuleNotFoundError:
-            continue
-        wanted.extend(getattr(module, "schedules", lambda: [])())
 
     names = []
     for name, func, seconds in wanted:
@@ -64,10 +59,6 @@ def do_ensure_admin_account(username: str, password: str = "") -> tuple[object |
     Returns (user, generated_password): the password is returned only when
     it was generated here, so the caller can print it once.
     """
-    import secrets
-
-    from django.contrib.auth import get_user_model
-
     User = get_user_model()
     if User.objects.filter(is_superuser=True).exists():
         return None, None
@@ -83,8 +74,6 @@ CANCELLATION_KEEP = timedelta(days=1)
 
 @transaction.atomic
 def do_record_mcp_cancellation(endpoint: str, request_id_json: str, reason: str = "") -> None:
-    from hyperguild.models import McpCancellation
-
     McpCancellation.objects.create(
         endpoint=endpoint, request_id=request_id_json[:300], reason=(reason or "")[:500], created_at=timezone.now()
     )
@@ -92,7 +81,5 @@ def do_record_mcp_cancellation(endpoint: str, request_id_json: str, reason: str 
 
 @transaction.atomic
 def do_purge_mcp_cancellations() -> int:
-    from hyperguild.models import McpCancellation
-
     deleted, _ = McpCancellation.objects.filter(created_at__lt=timezone.now() - CANCELLATION_KEEP).delete()
     return deleted

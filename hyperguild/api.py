@@ -1,55 +1,87 @@
-"""Shared REST plumbing: JSON errors a user can act on."""
+"""Shared REST plumbing: one JSON error shape for every REST endpoint.
+
+Every error a REST view answers (bad input, missing token, unknown object,
+a refusal of domain code, a service that is off) has the same body:
+
+    {"error": {"code": "invalid", "message": "what to change", "details": {...}}}
+
+`code` is a stable word (invalid, not_authenticated, not_found,
+method_not_allowed, unavailable, …), `message` one sentence a person can act
+on, `details` the per-field messages (empty when there are none). Views raise
+DRF exceptions or the apps' DomainErrors; `exception_handler` (set as DRF's
+EXCEPTION_HANDLER) turns both into that shape with the right status.
+"""
 
 from __future__ import annotations
 
-from rest_framework.exceptions import NotAuthenticated
+from rest_framework.exceptions import APIException, NotAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from hyperguild.errors import DomainError, error_body
+from hyperguild.mcp.registry import get_endpoint
+from hyperguild.mcp.views import BearerTokenAuthentication, HasClient
+
+
+class Unavailable(APIException):
+    """503: a service this endpoint needs is off or down; the message says what to configure."""
+
+    status_code = 503
+    default_code = "unavailable"
+    default_detail = "A service this endpoint needs is not available."
+
+
+
+def _messages(value) -> str:
+    if isinstance(value, dict):
+        return "; ".join(f"{key}: {_messages(inner)}" for key, inner in value.items())
+    if isinstance(value, list):
+        return " ".join(_messages(inner) for inner in value)
+    return str(value)
+
+
+def _details(value) -> dict:
+    """DRF's field errors as {field: "message"} (nested fields as a/b)."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(key): _messages(inner) for key, inner in value.items()}
+
 
 def exception_handler(exc, context):
-    """DRF errors as `{"error": message, "detail": ...}` JSON."""
+    """DRF errors and DomainErrors as the one JSON error shape."""
+    if isinstance(exc, DomainError):
+        return Response(error_body(exc.code, exc.message, exc.details), status=exc.http_status)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
     detail = response.data
-    if isinstance(detail, dict) and "detail" in detail and len(detail) == 1:
-        message = str(detail["detail"])
-    elif isinstance(detail, dict):
-        message = "; ".join(
-            f"{field}: {' '.join(str(m) for m in (msgs if isinstance(msgs, list) else [msgs]))}"
-            for field, msgs in detail.items()
-        )
+    code = exc.default_code if isinstance(exc, APIException) else "error"
+    if isinstance(detail, dict) and set(detail) == {"detail"}:
+        message, details = str(detail["detail"]), {}
+        code = getattr(detail["detail"], "code", None) or code
     else:
-        message = str(detail)
-    return Response({"error": message, "detail": detail}, status=response.status_code, headers=response.headers)
+        message, details = _messages(detail), _details(detail)
+    return Response(error_body(code, message, details), status=response.status_code, headers=response.headers)
 
 
 class EndpointTokenAPIView(APIView):
     """A REST view authenticated like an MCP endpoint: the same bearer token, 401 + WWW-Authenticate.
 
-    Subclasses set `token_endpoint` ("brain", "supervisor" or "routing").
+    Subclasses set `token_endpoint`, the name of a registered MCP endpoint.
     """
 
     token_endpoint: str = ""
     throttle_classes: list = []
 
     def get_authenticators(self):
-        from hyperguild.mcp.registry import get_endpoint
-        from hyperguild.mcp.views import BearerTokenAuthentication
-
         return [BearerTokenAuthentication(get_endpoint(self.token_endpoint))]
 
     def get_permissions(self):
-        from hyperguild.mcp.views import HasClient
-
         return [HasClient()]
 
     def permission_denied(self, request, message=None, code=None):
         if request.authenticators and not request.successful_authenticator:
-            from hyperguild.mcp.registry import get_endpoint
-
             setting = get_endpoint(self.token_endpoint).token_setting
             raise NotAuthenticated(f"This endpoint needs Authorization: Bearer <{setting}>.")
         super().permission_denied(request, message=message, code=code)

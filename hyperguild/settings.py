@@ -2,7 +2,8 @@
 
 Every variable is listed with its default in `.env.example`. Cross-setting
 rules (a half-configured embedder, contradictory routing thresholds, a public
-bind without tokens) are Django system checks in `hyperguild/checks.py`.
+bind without tokens) are Django system checks in `hyperguild/checks.py` and in
+each app's `system_checks.py`.
 """
 
 from __future__ import annotations
@@ -89,6 +90,12 @@ LITELLM_BASE_URL = env_str("LITELLM_BASE_URL")
 LITELLM_API_KEY = env_str("LITELLM_API_KEY")
 HYPERGUILD_HTTP_TIMEOUT = env_float("HYPERGUILD_HTTP_TIMEOUT", 60.0, minimum=0.1)
 HYPERGUILD_HTTP_RETRIES = env_int("HYPERGUILD_HTTP_RETRIES", 2, minimum=0, maximum=10)
+# Every outbound call (hyperguild.lib.http): backoff between retries and the per-service circuit breaker.
+HYPERGUILD_HTTP_BACKOFF_SECONDS = env_float("HYPERGUILD_HTTP_BACKOFF_SECONDS", 0.2, minimum=0.0)
+HYPERGUILD_HTTP_BACKOFF_MAX_SECONDS = env_float("HYPERGUILD_HTTP_BACKOFF_MAX_SECONDS", 5.0, minimum=0.0)
+HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS = env_float("HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS", 10.0, minimum=0.0)
+HYPERGUILD_BREAKER_FAILURES = env_int("HYPERGUILD_BREAKER_FAILURES", 5, minimum=1, maximum=1000)
+HYPERGUILD_BREAKER_COOLDOWN_SECONDS = env_float("HYPERGUILD_BREAKER_COOLDOWN_SECONDS", 30.0, minimum=0.0)
 
 # --- Supervisor ------------------------------------------------------------
 CLAUDE_BINARY = env_str("CLAUDE_BINARY", "claude")

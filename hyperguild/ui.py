@@ -18,6 +18,8 @@ from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import render
 
+from hyperguild.contributions import home_counts
+
 PAGE_SIZE = 25
 
 
@@ -60,27 +62,5 @@ def paginate(request: HttpRequest, queryset, per_page: int = PAGE_SIZE) -> tuple
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    """Where a reviewer starts: what is waiting and where to go."""
-    from brain.models import Note, NoteStatus
-
-    counts = {row["status"]: row["n"] for row in _count_by(Note.objects.all(), "status")}
-    context = {
-        "raw_count": counts.get(NoteStatus.RAW, 0),
-        "wiki_count": counts.get(NoteStatus.WIKI, 0),
-        "candidate_counts": _training_counts(),
-    }
-    return render(request, "hyperguild/home.html", context)
-
-
-def _count_by(queryset, field: str):
-    from django.db.models import Count
-
-    return queryset.order_by().values(field).annotate(n=Count("id"))
-
-
-def _training_counts() -> dict[str, int]:
-    from sessions.models import TrainingExample
-
-    return {
-        row["kind"]: row["n"] for row in _count_by(TrainingExample.objects.filter(status="candidate"), "kind")
-    }
+    """Where a reviewer starts: what is waiting (counts registered by the apps) and where to go."""
+    return render(request, "hyperguild/home.html", home_counts())

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from jsonschema import Draft202012Validator
 
+from sessions.errors import EntryRefused
 from sessions.models import AgentSession, EntrySource, RetrospectiveRun, SessionEntry, TrainingExample
+from sessions.redaction import redact_value
 
 MESSAGE_FIELDS = ("prompt", "completion", "chosen", "rejected")
 EDITABLE_FIELDS = (*MESSAGE_FIELDS, "review_note")
 ROLES = {"system", "user", "assistant", "tool"}
-# What the trainer's redaction leaves in a text (sessions.trainer.REDACTED).
+# What the redaction leaves in a text (sessions.redaction.REDACTED).
 REDACTION_MARKER = re.compile(r"\[REDACTED:([A-Za-z0-9_]+)\]")
 
 
@@ -48,6 +52,101 @@ def _session_for_update(
     if changed:
         session.save(update_fields=[*changed, "updated_at"])
     return session
+
+
+# -- the session-entry contract: one table of limits for every door (MCP session_log, REST) ----
+
+# A session id becomes a file name on export (`sessions/<id>.jsonl`): keep it path-safe.
+SESSION_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$"
+SESSION_ID_RULE = "Use letters, digits, '_', '.', '-' (at most 200 characters)."
+# Largest `data` payload of one entry, serialised.
+MAX_ENTRY_DATA_BYTES = 64 * 1024
+MAX_CLIENT_BYTES = 4096
+
+SESSION_ID_SCHEMA = {
+    "type": "string",
+    "pattern": SESSION_ID_PATTERN,
+    "description": "The session's id (letters, digits, '_', '.', '-'; at most 200 characters).",
+}
+# The fields of one entry (the session id travels apart: an argument on MCP, the URL on REST).
+ENTRY_FIELDS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["kind"],
+    "properties": {
+        "kind": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 64,
+            "pattern": r"^[A-Za-z0-9_.:-]+$",
+            "description": "What happened: e.g. start, skill, decision, correction, error, fix, note, end.",
+        },
+        "skill": {"type": "string", "maxLength": 100},
+        "phase": {"type": "string", "maxLength": 64},
+        "status": {"type": "string", "maxLength": 64, "description": "e.g. pass, fail, error."},
+        "message": {"type": "string", "maxLength": 20000},
+        "data": {"description": f"Any JSON value, at most {MAX_ENTRY_DATA_BYTES} bytes serialised."},
+        "idempotency_key": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "description": "Repeat it on a retry: the first entry is returned and nothing new is written.",
+        },
+        "project": {"type": "string", "maxLength": 200},
+        "project_root": {"type": "string", "maxLength": 1000},
+        "client": {"type": "object", "maxProperties": 20, "description": "Client metadata (name, version, ...)."},
+    },
+}
+_SESSION_ID = Draft202012Validator(SESSION_ID_SCHEMA)
+_ENTRY_FIELDS = Draft202012Validator(ENTRY_FIELDS_SCHEMA)
+
+
+def check_session_id(session_id: Any) -> str:
+    if not _SESSION_ID.is_valid(session_id):
+        raise EntryRefused(f"session_id: {SESSION_ID_RULE}", details={"session_id": SESSION_ID_RULE})
+    return session_id
+
+
+def check_entry_fields(fields: Any) -> dict:
+    """`fields` against ENTRY_FIELDS_SCHEMA, then the size limits; EntryRefused names each bad field."""
+    problems = sorted(_ENTRY_FIELDS.iter_errors(fields), key=lambda e: list(e.absolute_path))
+    if problems:
+        details = {"/".join(str(p) for p in e.absolute_path) or "body": e.message for e in problems}
+        raise EntryRefused("; ".join(f"{field}: {message}" for field, message in details.items()), details=details)
+    if "data" in fields:
+        size = len(json.dumps(fields["data"], ensure_ascii=False).encode())
+        if size > MAX_ENTRY_DATA_BYTES:
+            message = f"data is {size} bytes; the limit is {MAX_ENTRY_DATA_BYTES}. Log a summary instead."
+            raise EntryRefused(message, details={"data": message})
+    client = fields.get("client")
+    if client is not None and len(json.dumps(client).encode()) > MAX_CLIENT_BYTES:
+        message = f"client metadata is over {MAX_CLIENT_BYTES} bytes; send name and version only."
+        raise EntryRefused(message, details={"client": message})
+    return fields
+
+
+def do_log_checked_entry(session_id: str, fields: dict, *, source: str) -> dict:
+    """Validate an entry from outside (MCP session_log, REST) against the one limit table, then log it.
+
+    Raises EntryRefused, with nothing written, when the id or a field breaks a limit.
+    """
+    check_session_id(session_id)
+    check_entry_fields(fields)
+    entry, created = do_log_entry(
+        session_id,
+        kind=fields["kind"],
+        skill=fields.get("skill"),
+        phase=fields.get("phase"),
+        status=fields.get("status"),
+        message=fields.get("message"),
+        data=fields.get("data"),
+        idempotency_key=fields.get("idempotency_key"),
+        project=fields.get("project"),
+        project_root=fields.get("project_root"),
+        client=fields.get("client"),
+        source=source,
+    )
+    return {"session_id": session_id, "seq": entry.seq, "created": created, "entry_id": entry.pk}
 
 
 def do_log_entry(
@@ -226,11 +325,9 @@ def _rescan(example: TrainingExample, changed: set[str]) -> None:
     the markers are edited out its flag clears. Flags of fields not edited
     (and of the provenance, which cannot be edited here) stay as they were.
     """
-    from sessions.trainer import redact  # the trainer imports this module: import at call time
-
     flags = [flag for flag in example.flags or [] if flag.get("field") not in changed]
     for name in sorted(changed):
-        value = redact(getattr(example, name), {})
+        value, _ = redact_value(getattr(example, name))
         setattr(example, name, value)
         found: dict[str, int] = {}
         for content in _contents(value):

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from jsonschema import Draft202012Validator
 from rest_framework import status as http_status
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from hyperguild.api import EndpointTokenAPIView
-from hyperguild.mcp.registry import ToolError
+from sessions.actions import check_session_id, do_log_checked_entry
 from sessions.models import AgentSession
-from sessions.tools import SESSION_ID_PATTERN, SESSION_LOG_INPUT, log_entry_from_arguments
 
-ENTRY_BODY_SCHEMA = {
-    **SESSION_LOG_INPUT,
-    "required": ["kind"],
-    "properties": {k: v for k, v in SESSION_LOG_INPUT["properties"].items() if k != "session_id"},
-}
-ENTRY_BODY = Draft202012Validator(ENTRY_BODY_SCHEMA)
-SESSION_ID = Draft202012Validator({"type": "string", "pattern": SESSION_ID_PATTERN})
 MAX_PAGE = 500
 
 
@@ -27,30 +18,16 @@ class BrainTokenView(EndpointTokenAPIView):
 
     token_endpoint = "brain"
 
-    @staticmethod
-    def check_session_id(session_id: str) -> None:
-        if not SESSION_ID.is_valid(session_id):
-            raise ValidationError({"session_id": "Use letters, digits, '_', '.', '-' (at most 200 characters)."})
-
 
 class SessionEntriesView(BrainTokenView):
     def post(self, request, session_id: str):
-        self.check_session_id(session_id)
-        body = request.data
-        errors = sorted(ENTRY_BODY.iter_errors(body), key=lambda e: list(e.absolute_path))
-        if errors:
-            raise ValidationError(
-                {"/".join(str(p) for p in e.absolute_path) or "body": e.message for e in errors}
-            )
-        try:
-            result = log_entry_from_arguments({**body, "session_id": session_id}, source="rest")
-        except ToolError as exc:
-            raise ValidationError({"data": exc.message})
+        # The same validation as session_log on MCP (sessions.actions' limit table); EntryRefused → 400.
+        result = do_log_checked_entry(session_id, request.data, source="rest")
         code = http_status.HTTP_201_CREATED if result["created"] else http_status.HTTP_200_OK
         return Response(result, status=code)
 
     def get(self, request, session_id: str):
-        self.check_session_id(session_id)
+        check_session_id(session_id)
         session = AgentSession.objects.filter(external_id=session_id).first()
         if session is None:
             raise NotFound(f"No session {session_id!r}; log an entry to create it.")

@@ -30,8 +30,17 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from brain.actions import do_write_raw_note
+from brain.bm25 import tokenize
+from brain.models import Note
+from brain.search import SearchInputError, search
+from hyperguild.lib.llm import LLMBadResponse, LLMError, get_llm_client
+from hyperguild.lib.text import excerpt
 from sessions.actions import do_record_retrospective
+from sessions.errors import SessionsError
 from sessions.models import AgentSession, SessionEntry
+from supervisor.models import SkillRun
+from supervisor.skills import build_result
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +59,7 @@ NEAR_DUPLICATE_SHARE = 0.75
 SIMILAR_CANDIDATES = 5
 # What the LLM sees of each entry and how many entries at most.
 PROMPT_MESSAGE_CHARS = 600
+TITLE_CHARS = 90  # of an entry's message quoted in a learning's title
 PROMPT_MAX_ENTRIES = 400
 MAX_LLM_LEARNINGS = 20
 
@@ -85,8 +95,9 @@ SYSTEM_PROMPT = (
 )
 
 
-class SessionNotFound(LookupError):
-    pass
+class SessionNotFound(SessionsError, LookupError):
+    http_status = 404
+    code = "not_found"
 
 
 @dataclass
@@ -108,11 +119,6 @@ class Learning:
 # -- rules ---------------------------------------------------------------------------------
 
 
-def _one_line(text: str, limit: int = 90) -> str:
-    line = " ".join((text or "").split())
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
-
-
 def _entry_line(entry: SessionEntry) -> str:
     parts = [f"#{entry.seq}", entry.kind]
     parts += [p for p in (entry.skill, entry.phase, entry.status) if p]
@@ -130,7 +136,7 @@ def rules_learnings(entries: list[SessionEntry], runs: list) -> list[Learning]:
         if kind and entry.message.strip():
             learnings.append(
                 Learning(
-                    title=f"{kind.capitalize()}: {_one_line(entry.message)}",
+                    title=f"{kind.capitalize()}: {excerpt(entry.message, TITLE_CHARS)}",
                     body=f"{entry.message.strip()}\n\nRecorded as a {entry.kind} in the session log (entry {entry.seq}).",
                     kind=kind,
                     evidence=[entry.seq],
@@ -156,7 +162,7 @@ def rules_learnings(entries: list[SessionEntry], runs: list) -> list[Learning]:
             claim = f"{skill} failed with {failed.message or failed.status} and then passed"
             learnings.append(
                 Learning(
-                    title=f"{skill}: from failure to pass — {_one_line(failed.message or failed.status, 60)}",
+                    title=f"{skill}: from failure to pass — {excerpt(failed.message or failed.status, 60)}",
                     body=(
                         f"`{skill}` failed (entry {failed.seq}): {failed.message or failed.status}\n\n"
                         f"What happened before it passed:\n{steps}\n\n"
@@ -183,7 +189,7 @@ def rules_learnings(entries: list[SessionEntry], runs: list) -> list[Learning]:
                 continue
             learnings.append(
                 Learning(
-                    title=f"Fix for: {_one_line(pending_error.message, 80)}",
+                    title=f"Fix for: {excerpt(pending_error.message, 80)}",
                     body=f"Error (entry {pending_error.seq}): {pending_error.message}\n\nFix (entry {entry.seq}): {entry.message}",
                     kind="correction",
                     evidence=[pending_error.seq, entry.seq],
@@ -210,7 +216,7 @@ def rules_learnings(entries: list[SessionEntry], runs: list) -> list[Learning]:
             why = failed.message or (failed.runner_output or "")[-400:] or failed.status
             learnings.append(
                 Learning(
-                    title=f"{run.skill}: from failure to pass — {_one_line(why, 60)}",
+                    title=f"{run.skill}: from failure to pass — {excerpt(why, 60)}",
                     body=(
                         f"Skill run {failed.pk} of `{run.skill}` ended {failed.status}: {why}\n\n"
                         f"Skill run {run.pk} passed (verified={run.verified}): {run.message or 'no message'}"
@@ -241,17 +247,15 @@ def llm_model_name(llm_model: str | None = None) -> str:
 def llm_prompt(session: AgentSession, entries: list[SessionEntry], runs: list) -> list[dict]:
     lines = [f"Session {session.external_id} (project {session.project or 'unknown'})", "", "Entries:"]
     for entry in entries[-PROMPT_MAX_ENTRIES:]:
-        lines.append(_one_line(_entry_line(entry), PROMPT_MESSAGE_CHARS))
+        lines.append(excerpt(_entry_line(entry), PROMPT_MESSAGE_CHARS))
     if runs:
         lines += ["", "Skill runs (in order):"]
         for run in runs:
-            lines.append(_one_line(f"run {run.pk} {run.skill} {run.status} verified={run.verified}: {run.message}", 300))
+            lines.append(excerpt(f"run {run.pk} {run.skill} {run.status} verified={run.verified}: {run.message}", 300))
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
 
 
 def llm_learnings(client, model: str, session: AgentSession, entries: list[SessionEntry], runs: list) -> list[Learning]:
-    from hyperguild.lib.llm import LLMBadResponse
-
     try:
         data, _ = client.chat_json(llm_prompt(session, entries, runs), model=model, schema=LLM_ANSWER_SCHEMA)
     except LLMBadResponse as exc:
@@ -279,8 +283,6 @@ def llm_learnings(client, model: str, session: AgentSession, entries: list[Sessi
 
 
 def is_near_duplicate(learning: Learning, note_title: str, note_body: str) -> bool:
-    from brain.bm25 import tokenize
-
     words = set(tokenize(f"{learning.title if learning.method == 'llm' else ''} {learning.claim}"))
     if not words:
         return False
@@ -290,9 +292,6 @@ def is_near_duplicate(learning: Learning, note_title: str, note_body: str) -> bo
 
 def similar_note(learning: Learning, *, exclude_session: str):
     """The existing note that already says this learning, or None."""
-    from brain.models import Note
-    from brain.search import SearchInputError, search
-
     try:
         response = search(learning.claim[:2000], limit=SIMILAR_CANDIDATES, status="any")
     except SearchInputError:
@@ -310,19 +309,11 @@ def similar_note(learning: Learning, *, exclude_session: str):
 
 
 def _session_runs(session_id: str) -> list:
-    try:
-        from supervisor.models import SkillRun
-    except ImportError:
-        return []
     return list(SkillRun.objects.in_session(session_id).finished().order_by("created_at", "id"))
 
 
 def _result(**values) -> dict:
-    try:
-        from supervisor.skills import empty_result
-    except ImportError:
-        return {"status": "error", "skill": "retrospective", "learnings": [], "count": 0, **values}
-    return empty_result("retrospective", **values)
+    return build_result("retrospective", **values)
 
 
 def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
@@ -330,10 +321,6 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
 
     Raises SessionNotFound when nothing was ever logged under `session_id`.
     """
-    from brain.actions import do_write_raw_note
-    from brain.models import Note
-    from hyperguild.lib.llm import LLMError, get_llm_client
-
     started = time.monotonic()
     session = AgentSession.objects.filter(external_id=session_id).first()
     if session is None:

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
+from sessions.retrospective import run_retrospective
+from sessions.trainer import run_trainer
+
 
 def retrospective(session_id: str, llm_model: str | None = None) -> dict:
     """`async_task("sessions.tasks.retrospective", session_id)`: look back on one session."""
-    from sessions.retrospective import run_retrospective
-
     return run_retrospective(session_id, llm_model=llm_model)
 
 
 def trainer_extract(session_id: str | None = None) -> dict:
     """`async_task("sessions.tasks.trainer_extract")`: extract training candidates (one session or all)."""
-    from sessions.trainer import run_trainer
-
     result = run_trainer(session_id)
     return {"count": result["count"], "created": result.get("created", 0), "message": result["message"]}
 

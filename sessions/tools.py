@@ -2,54 +2,36 @@
 
 - `session_log` on /mcp/brain;
 - `retrospective` and `trainer` on /mcp/supervisor (their logic lives in
-  `sessions.retrospective` and `sessions.trainer`; the routed twins on
-  /mcp/routing call the same functions).
+  `sessions.retrospective` and `sessions.trainer`);
+- their routed twins on /mcp/routing, which call the same functions with the
+  model the router picks.
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
-from sessions.actions import do_log_entry
+from sessions.actions import ENTRY_FIELDS_SCHEMA, SESSION_ID_SCHEMA, do_log_checked_entry
+from sessions.errors import SessionsError
+from sessions.retrospective import SessionNotFound, run_retrospective
+from sessions.trainer import run_trainer
+from supervisor import skills as _skills
+from supervisor.models import RoutingEntry
+from supervisor.routing import Attempt, route
+from supervisor.routing_tools import routed_result, routing, routing_client
+from supervisor.tools import supervisor
 
-# A session id becomes a file name on export (`sessions/<id>.jsonl`): keep it path-safe.
-SESSION_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$"
-# Largest `data` payload of one entry, serialised.
-MAX_ENTRY_DATA_BYTES = 64 * 1024
+# EntryRefused, SessionNotFound… reach the caller as tool errors on every endpoint with sessions tools.
+for _endpoint in ("brain", "supervisor", "routing"):
+    get_endpoint(_endpoint).translate_errors(SessionsError)
 
+# The arguments: the session id plus the entry fields, both from the one limit table in sessions.actions.
 SESSION_LOG_INPUT = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["session_id", "kind"],
-    "properties": {
-        "session_id": {
-            "type": "string",
-            "pattern": SESSION_ID_PATTERN,
-            "description": "The session's id (letters, digits, '_', '.', '-'; at most 200 characters).",
-        },
-        "kind": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 64,
-            "pattern": r"^[A-Za-z0-9_.:-]+$",
-            "description": "What happened: e.g. start, skill, decision, correction, error, fix, note, end.",
-        },
-        "skill": {"type": "string", "maxLength": 100},
-        "phase": {"type": "string", "maxLength": 64},
-        "status": {"type": "string", "maxLength": 64, "description": "e.g. pass, fail, error."},
-        "message": {"type": "string", "maxLength": 20000},
-        "data": {"description": f"Any JSON value, at most {MAX_ENTRY_DATA_BYTES} bytes serialised."},
-        "idempotency_key": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 200,
-            "description": "Repeat it on a retry: the first entry is returned and nothing new is written.",
-        },
-        "project": {"type": "string", "maxLength": 200},
-        "project_root": {"type": "string", "maxLength": 1000},
-        "client": {"type": "object", "maxProperties": 20, "description": "Client metadata (name, version, ...)."},
-    },
+    **ENTRY_FIELDS_SCHEMA,
+    "required": ["session_id", *ENTRY_FIELDS_SCHEMA["required"]],
+    "properties": {"session_id": SESSION_ID_SCHEMA, **ENTRY_FIELDS_SCHEMA["properties"]},
 }
 
 SESSION_LOG_OUTPUT = {
@@ -63,36 +45,6 @@ SESSION_LOG_OUTPUT = {
         "entry_id": {"type": "integer"},
     },
 }
-
-
-def check_entry_size(arguments: dict) -> None:
-    if "data" in arguments:
-        size = len(json.dumps(arguments["data"], ensure_ascii=False).encode())
-        if size > MAX_ENTRY_DATA_BYTES:
-            raise ToolError(f"data is {size} bytes; the limit is {MAX_ENTRY_DATA_BYTES}. Log a summary instead.")
-    client = arguments.get("client")
-    if client is not None and len(json.dumps(client).encode()) > 4096:
-        raise ToolError("client metadata is over 4096 bytes; send name and version only.")
-
-
-def log_entry_from_arguments(arguments: dict, *, source: str) -> dict:
-    """Shared by the MCP tool and the REST view (both validate `arguments` first)."""
-    check_entry_size(arguments)
-    entry, created = do_log_entry(
-        arguments["session_id"],
-        kind=arguments["kind"],
-        skill=arguments.get("skill"),
-        phase=arguments.get("phase"),
-        status=arguments.get("status"),
-        message=arguments.get("message"),
-        data=arguments.get("data"),
-        idempotency_key=arguments.get("idempotency_key"),
-        project=arguments.get("project"),
-        project_root=arguments.get("project_root"),
-        client=arguments.get("client"),
-        source=source,
-    )
-    return {"session_id": arguments["session_id"], "seq": entry.seq, "created": created, "entry_id": entry.pk}
 
 
 @get_endpoint("brain").tool(
@@ -111,15 +63,12 @@ def log_entry_from_arguments(arguments: dict, *, source: str) -> dict:
     idempotent=False,
 )
 def session_log(arguments: dict, ctx: ToolContext) -> dict:
-    return log_entry_from_arguments(arguments, source="mcp")
+    fields = {key: value for key, value in arguments.items() if key != "session_id"}
+    return do_log_checked_entry(arguments["session_id"], fields, source="mcp")
 
 
 
 # --- retrospective and trainer on /mcp/supervisor (schemas from supervisor/skills.py) -----------
-
-from supervisor import skills as _skills  # noqa: E402
-
-supervisor = get_endpoint("supervisor")
 
 
 @supervisor.tool(
@@ -140,13 +89,8 @@ supervisor = get_endpoint("supervisor")
     open_world=True,
 )
 def retrospective(arguments: dict, ctx: ToolContext) -> dict:
-    from sessions.retrospective import SessionNotFound, run_retrospective
-
     ctx.report_progress(0, 1, "reading the session")
-    try:
-        result = run_retrospective(arguments["session_id"], llm_model=arguments.get("model"))
-    except SessionNotFound as exc:
-        raise ToolError(str(exc))
+    result = run_retrospective(arguments["session_id"], llm_model=arguments.get("model"))
     ctx.report_progress(1, 1, "done")
     return result
 
@@ -167,6 +111,104 @@ def retrospective(arguments: dict, ctx: ToolContext) -> dict:
     idempotent=True,
 )
 def trainer(arguments: dict, ctx: ToolContext) -> dict:
-    from sessions.trainer import run_trainer
-
     return run_trainer(arguments["session_id"])
+
+
+# --- the routed twins on /mcp/routing (the model is the router's choice) ---------------------
+
+
+def _routed_session_skill(skill: str, arguments: dict, run_with_model, judge, list_key: str) -> dict:
+    """Route a sessions-app skill: `run_with_model(session_id, model)` does the work with the given model,
+    `judge(outcome)` returns None if it passed or why it did not."""
+    started = time.monotonic()
+    routing_client()
+
+    def attempt(model: str) -> Attempt:
+        began = time.monotonic()
+        try:
+            outcome = run_with_model(arguments["session_id"], model)
+        except SessionNotFound:
+            raise  # the caller's mistake, not the model's: out of route() before anything is logged
+        except ToolError as exc:
+            return Attempt(RoutingEntry.ERROR, error=exc.message, latency_ms=_ms(began))
+        except Exception as exc:  # the sessions logic broke: this attempt errs, the call still ends cleanly
+            return Attempt(RoutingEntry.ERROR, error=f"{exc.__class__.__name__}: {exc}", latency_ms=_ms(began))
+        problem = judge(outcome)
+        return Attempt(
+            RoutingEntry.FAIL if problem else RoutingEntry.PASS,
+            data=outcome,
+            error=problem or "",
+            latency_ms=_ms(began),
+            response=json.dumps(outcome, default=str)[: RoutingEntry.BODY_CAP],
+        )
+
+    try:
+        routed = route(skill, attempt, override=arguments.get("model"), session_id=arguments["session_id"])
+    except SessionNotFound as exc:
+        raise ToolError(str(exc)) from None
+    values = {
+        key: value
+        for key, value in routed.data.items()
+        if key not in {"status", "model_used", "attempts", "duration_ms", "phase", "skill"}
+    }
+    values["count"] = len(values.get(list_key) or [])
+    return routed_result(skill, routed, started, **values)
+
+
+def _ms(began: float) -> int:
+    return int((time.monotonic() - began) * 1000)
+
+
+def retrospective_judge(outcome: dict) -> str | None:
+    if outcome.get("status") != "pass":
+        return outcome.get("message") or f"the retrospective ended {outcome.get('status')}"
+    if outcome.get("method") != "llm":
+        # The sessions logic falls back to rules when the model fails: for routing, that model failed.
+        return "the model did not answer; the rules answered instead. " + str(outcome.get("message", ""))[:500]
+    return None
+
+
+@routing.tool(
+    name="retrospective",
+    title=_skills.SKILLS["retrospective"].title + " (routed)",
+    description=(
+        "Look back on a session's log and skill runs and propose learnings, written to the brain as raw notes "
+        "(as the supervisor's retrospective does), with the model chosen by the router. The answer passes when "
+        "the model answered valid JSON whose evidence names real entries; otherwise the thinking model retries."
+    ),
+    input_schema=_skills.input_schema("retrospective"),
+    output_schema=_skills.result_schema("retrospective"),
+    idempotent=True,
+    open_world=True,
+)
+def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
+    ctx.report_progress(0, 1, "asking the routed model")
+    return _routed_session_skill(
+        "retrospective",
+        arguments,
+        lambda session_id, model: run_retrospective(session_id, llm_model=model),
+        retrospective_judge,
+        "learnings",
+    )
+
+
+@routing.tool(
+    name="trainer",
+    title=_skills.SKILLS["trainer"].title + " (routed)",
+    description=(
+        "Turn a session's verified skill runs and routed retries into SFT/DPO candidates for curation, as the "
+        "supervisor's trainer does. Extraction itself needs no model: the routing decision is logged so the "
+        "trainer appears in /routing/stats like the other skills."
+    ),
+    input_schema=_skills.input_schema("trainer"),
+    output_schema=_skills.result_schema("trainer"),
+    idempotent=True,
+)
+def routed_trainer(arguments: dict, ctx: ToolContext) -> dict:
+    return _routed_session_skill(
+        "trainer",
+        arguments,
+        lambda session_id, model: run_trainer(session_id, llm_model=model),
+        lambda outcome: None if outcome.get("status") == "pass" else outcome.get("message", "trainer failed"),
+        "examples",
+    )

@@ -27,7 +27,7 @@ from hyperguild.lib.diff import html_diff
 from hyperguild.ui import paginate, staff_action, staff_page
 from sessions import actions
 from sessions.models import AgentSession, SessionEntry, TrainingExample
-from sessions.trainer import export_examples as export_training_examples
+from sessions.trl_export import export_examples as export_training_examples
 from supervisor.models import SkillRun
 
 TIMELINE_LIMIT = 1000  # entries shown on a session page; longer sessions show the first ones and say so

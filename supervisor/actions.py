@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from django.db import transaction
 from django.utils import timezone
 
 from supervisor.executor import cap
-from supervisor.models import SkillRun
+from supervisor.models import RoutingEntry, SkillRun
+
+if TYPE_CHECKING:
+    from supervisor.routing import Attempt, Decision
 
 
 @transaction.atomic
@@ -88,3 +93,52 @@ def do_finish_skill_run(run_id: int, result: dict, *, attempt_log: list | None =
     run.finished_at = timezone.now()
     run.save()
     return run
+
+
+# --- routing entries ------------------------------------------------------------
+
+
+def _capped(value: Any, cap: int = RoutingEntry.BODY_CAP) -> Any:
+    if isinstance(value, str):
+        return value[:cap]
+    if isinstance(value, list):
+        # Messages: cap each content string, so the JSON stays valid.
+        out = []
+        for item in value:
+            if isinstance(item, dict) and isinstance(item.get("content"), str):
+                item = {**item, "content": item["content"][:cap]}
+            out.append(item)
+        return out
+    return value
+
+
+def do_log_routing_entry(
+    *,
+    skill: str,
+    decision: Decision,
+    attempt: Attempt,
+    is_final: bool,
+    attempt_of: RoutingEntry | None = None,
+    session_id: str = "",
+) -> RoutingEntry:
+    """Record one attempt (one INSERT, so concurrent calls cannot lose or merge entries)."""
+    usage = attempt.usage or {}
+    with transaction.atomic():
+        return RoutingEntry.objects.create(
+            skill=skill,
+            model=decision.model,
+            reason=decision.reason,
+            pass_rate_seen=decision.pass_rate,
+            samples_seen=decision.samples,
+            status=attempt.status,
+            is_final=is_final,
+            attempt_of=attempt_of,
+            latency_ms=max(0, attempt.latency_ms),
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            total_tokens=usage.get("total_tokens"),
+            error=attempt.error[:5000],
+            request=_capped(attempt.request),
+            response=_capped(attempt.response or ""),
+            session_id=session_id[:200],
+        )

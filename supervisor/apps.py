@@ -7,4 +7,7 @@ class SupervisorConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from supervisor import tools  # noqa: F401  (registers the supervisor and routing MCP tools)
+        # Registers /mcp/supervisor, then /mcp/routing (in that order: the serve banner lists them so),
+        # their tools, and the routing settings check.
+        from supervisor import tools  # noqa: F401, I001
+        from supervisor import routing_tools, system_checks  # noqa: F401

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import threading
@@ -36,7 +35,10 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import connection
-from jsonschema import Draft202012Validator
+
+from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
+from hyperguild.lib.text import excerpt
+from hyperguild.mcp.registry import token_settings
 
 KILL_GRACE = 5.0
 POLL_INTERVAL = 0.1
@@ -46,9 +48,10 @@ SLOT_LOCK_NAMESPACE = 0x48475356  # "HGSV"
 # Enough for any real envelope; only the capped copy is stored.
 PARSE_LIMIT = 16 * 1024 * 1024
 
-# Never handed to a worker or a test command: service secrets and test-runner state.
+# Never handed to a worker or a test command: service secrets (the database and
+# every registered endpoint's token) and test-runner state.
 _ENV_DROP_PREFIXES = ("HYPERGUILD_", "DJANGO_", "PYTEST_", "Q_CLUSTER")
-_ENV_DROP_NAMES = {"DATABASE_URL", "BRAIN_MCP_TOKEN", "SUPERVISOR_MCP_TOKEN", "ROUTING_MCP_TOKEN"}
+_ENV_DROP_NAMES = {"DATABASE_URL"}
 
 
 class QueueFull(Exception):
@@ -82,10 +85,9 @@ def cap(text: str, limit: int | None = None) -> str:
 
 def child_environment() -> dict[str, str]:
     """The environment for a worker or a test command."""
+    dropped = _ENV_DROP_NAMES | set(token_settings())
     env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in _ENV_DROP_NAMES and not key.startswith(_ENV_DROP_PREFIXES)
+        key: value for key, value in os.environ.items() if key not in dropped and not key.startswith(_ENV_DROP_PREFIXES)
     }
     # The worker may delegate to local models through the LiteLLM gateway.
     if settings.LITELLM_BASE_URL:
@@ -224,28 +226,32 @@ def run_process(
     cancel_check: Callable[[], bool] | None = None,
     shell: bool = False,
     on_start: Callable[[int], None] | None = None,
+    merge_stderr: bool = False,
 ) -> tuple[str, int | None, str, str, int]:
     """Run to completion or until stopped. Returns (outcome, exit_code, stdout, stderr, pid).
 
     outcome: "exited", "timeout", "idle" or "cancelled". Whatever the outcome,
-    nothing of the process group is left running afterwards.
+    nothing of the process group is left running afterwards. With
+    `merge_stderr` stderr goes into stdout in the order it was written, and
+    the stderr returned is empty.
     """
     process = subprocess.Popen(
         argv,
         cwd=str(cwd),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         start_new_session=True,
         env=child_environment(),
         shell=shell,
     )
     if on_start is not None:
         on_start(process.pid)
-    out = _Drain(process.stdout, f"stdout-{process.pid}")
-    err = _Drain(process.stderr, f"stderr-{process.pid}")
-    out.start()
-    err.start()
+    drains = [_Drain(process.stdout, f"stdout-{process.pid}")]
+    if not merge_stderr:
+        drains.append(_Drain(process.stderr, f"stderr-{process.pid}"))
+    for drain in drains:
+        drain.start()
     started = time.monotonic()
     deadline = started + timeout
     next_cancel_check = started
@@ -254,7 +260,7 @@ def run_process(
         now = time.monotonic()
         if now >= deadline:
             outcome = "timeout"
-        elif idle_timeout is not None and now - max(out.last_output, err.last_output) >= idle_timeout:
+        elif idle_timeout is not None and now - max(drain.last_output for drain in drains) >= idle_timeout:
             outcome = "idle"
         elif cancel_check is not None and now >= next_cancel_check:
             next_cancel_check = now + CANCEL_CHECK_INTERVAL
@@ -268,37 +274,13 @@ def run_process(
         # The leader is done but left children behind (daemons, watchers):
         # they are part of the worker and go with it.
         kill_group(process, grace=1.0)
-    out.join(timeout=KILL_GRACE)
-    err.join(timeout=KILL_GRACE)
-    return outcome, process.returncode, out.text(), err.text(), process.pid
+    for drain in drains:
+        drain.join(timeout=KILL_GRACE)
+    stdout, stderr = drains[0].text(), (drains[1].text() if len(drains) > 1 else "")
+    return outcome, process.returncode, stdout, stderr, process.pid
 
 
 # --- the worker ------------------------------------------------------------------
-
-_FENCED = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
-
-
-def extract_report(envelope: dict) -> dict | None:
-    """`structured_output`, or a JSON object inside `result` (bare or fenced)."""
-    structured = envelope.get("structured_output")
-    if isinstance(structured, dict):
-        return structured
-    result = envelope.get("result")
-    if not isinstance(result, str):
-        return None
-    candidates = [result.strip()] + _FENCED.findall(result)
-    first, last = result.find("{"), result.rfind("}")
-    if 0 <= first < last:
-        candidates.append(result[first : last + 1])
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
-
 
 def parse_envelope(stdout: str) -> dict | None:
     text = stdout.strip()
@@ -387,19 +369,16 @@ def run_worker(
     if envelope.get("is_error") or exit_code != 0:
         result.status = "error"
         detail = envelope.get("result") or envelope.get("subtype") or ""
-        result.message = f"the worker reported an error (exit code {exit_code}): {str(detail)[:500]}"
+        result.message = f"the worker reported an error (exit code {exit_code}): {excerpt(str(detail), 500)}"
         return result
-    report = extract_report(envelope)
-    if report is None:
+    structured = envelope.get("structured_output")
+    try:
+        result.report = parse_model_json(structured if isinstance(structured, dict) else envelope.get("result"), schema)
+    except ModelJSONError as exc:
         result.status = "error"
-        result.message = "the worker's answer had no structured_output and no JSON object in its result"
-        return result
-    problems = sorted(Draft202012Validator(schema).iter_errors(report), key=lambda e: list(e.absolute_path))
-    if problems:
-        result.status = "error"
-        result.report = report
-        where = "/".join(str(p) for p in problems[0].absolute_path) or "(top level)"
-        result.message = f"the worker's answer does not match the schema at {where}: {problems[0].message}"
-        return result
-    result.report = report
+        result.report = exc.data
+        if exc.data is None:
+            result.message = "the worker's answer had no structured_output and no JSON object in its result"
+        else:
+            result.message = f"the worker's answer {exc.problem}"
     return result

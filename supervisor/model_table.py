@@ -19,13 +19,15 @@ from pathlib import Path
 import yaml
 from django.conf import settings
 
+from supervisor.errors import SupervisorError
+
 FALLBACK_MODEL = "sonnet"
 
 _cache: dict[str, tuple[float, dict]] = {}
 _lock = threading.Lock()
 
 
-class ModelTableError(Exception):
+class ModelTableError(SupervisorError):
     """The model table file exists but cannot be used."""
 
 

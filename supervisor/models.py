@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import Avg, Count, Q
 from django.utils import timezone
 
 
@@ -105,6 +106,99 @@ class RoutingEntryQuerySet(models.QuerySet):
 
     def since(self, moment) -> RoutingEntryQuerySet:
         return self.filter(created_at__gte=moment)
+
+    # --- the figures: one definition each, used by /routing/stats and the dashboard ----------
+    #
+    # calls          routed calls, each counted once by its final entry
+    # pass_rate      share of calls that ended in a pass
+    # router_pass_rate  share of the router's own first choices that passed (what routing decides on)
+    # fast_share     share of calls answered by the fast model (by the final entry: a fast failure
+    #                rescued by the thinking model counts as a thinking call)
+    # fail_open_retries  retries onto the thinking model
+    # attempts       model calls, retries included; per model with passes and mean latency
+
+    def per_skill_figures(self, fast_model: str) -> dict[str, dict]:
+        finals = (
+            self.final()
+            .values("skill", "model")
+            .annotate(calls=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.PASS)))
+            .order_by("skill", "model")
+        )
+        choices = {
+            row["skill"]: row
+            for row in self.router_choices()
+            .values("skill")
+            .annotate(total=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.PASS)))
+            .order_by("skill")
+        }
+        retries = dict(
+            self.filter(reason=RoutingEntry.FAIL_OPEN).values_list("skill").annotate(n=Count("id")).order_by("skill")
+        )
+        counted: dict[str, dict] = {}
+        for row in finals:
+            skill = counted.setdefault(row["skill"], {"calls": 0, "passes": 0, "calls_by_model": {}})
+            skill["calls"] += row["calls"]
+            skill["passes"] += row["passes"]
+            skill["calls_by_model"][row["model"]] = row["calls"]
+        figures = {}
+        for name, skill in counted.items():
+            chosen = choices.get(name)
+            figures[name] = {
+                "calls": skill["calls"],
+                "pass_rate": _share(skill["passes"], skill["calls"]),
+                "router_pass_rate": _share(chosen["passes"], chosen["total"]) if chosen else None,
+                "calls_by_model": skill["calls_by_model"],
+                "fast_share": _share(skill["calls_by_model"].get(fast_model, 0), skill["calls"]),
+                "fail_open_retries": retries.get(name, 0),
+            }
+        return figures
+
+    def per_model_figures(self) -> dict[str, dict]:
+        """Model calls (retries included) per model, most used first: attempts, passes, mean latency."""
+        rows = (
+            self.values("model")
+            .annotate(
+                attempts=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.PASS)), latency=Avg("latency_ms")
+            )
+            .order_by("-attempts", "model")
+        )
+        return {
+            row["model"]: {
+                "attempts": row["attempts"],
+                "passes": row["passes"],
+                "mean_latency_ms": round(row["latency"], 1) if row["latency"] is not None else None,
+            }
+            for row in rows
+        }
+
+    def router_pass_rate_buckets(self, trunc) -> list[dict]:
+        """{skill, bucket, passed, total} per skill and time bucket (`trunc`: TruncHour/TruncDay), on router choices."""
+        return list(
+            self.router_choices().annotate(bucket=trunc("created_at")).values("skill", "bucket").order_by()
+            .annotate(passed=Count("id", filter=Q(status=RoutingEntry.PASS)), total=Count("id"))
+        )  # fmt: skip
+
+    def figures(self, fast_model: str) -> dict:
+        """Every routing figure for the entries in this queryset (see the definitions above)."""
+        skills = self.per_skill_figures(fast_model)
+        models = self.per_model_figures()
+        calls_by_model: dict[str, int] = {}
+        for skill in skills.values():
+            for model, calls in skill["calls_by_model"].items():
+                calls_by_model[model] = calls_by_model.get(model, 0) + calls
+        calls = sum(calls_by_model.values())
+        return {
+            "calls": calls,
+            "calls_by_model": dict(sorted(calls_by_model.items())),
+            "fast_share": _share(calls_by_model.get(fast_model, 0), calls),
+            "attempts": sum(model["attempts"] for model in models.values()),
+            "models": models,
+            "skills": skills,
+        }
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
 
 
 class RoutingEntry(models.Model):

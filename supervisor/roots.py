@@ -5,8 +5,9 @@ symlink is resolved; `..` is refused outright (even when it would resolve to
 somewhere allowed) because a path that needs it is almost always a mistake or
 an attempt. With no allowed roots configured, nothing is allowed.
 
-`RootRefused` subclasses `ToolError`, so MCP handlers can let it propagate
-and the caller sees an `isError` result that says what to change.
+`RootRefused` is a `SupervisorError`: MCP handlers let it propagate (the
+supervisor's tools declare the translation) and the caller sees an `isError`
+result that says what to change.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from pathlib import Path, PurePath
 
 from django.conf import settings
 
-from hyperguild.mcp.registry import ToolError
+from supervisor.errors import SupervisorError
 
 
-class RootRefused(ToolError):
+class RootRefused(SupervisorError):
     """The path is outside the allowed roots (or is not a usable path at all)."""
 
 

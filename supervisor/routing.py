@@ -38,10 +38,10 @@ from typing import Any, Protocol
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
 
 from hyperguild.lib.llm import ChatResult, LLMBadResponse, LLMError
-from hyperguild.mcp.registry import ToolError
+from supervisor.actions import do_log_routing_entry
+from supervisor.errors import SupervisorError
 from supervisor.models import RoutingEntry
 
 CACHE_KEY = "routing:pass-rate:{skill}"
@@ -106,7 +106,7 @@ class Routed:
         return len(self.entries)
 
 
-class RoutingFailed(ToolError):
+class RoutingFailed(SupervisorError):
     """Every attempt failed; the message names each model and why."""
 
     def __init__(self, message: str, entries: list[RoutingEntry]):
@@ -179,55 +179,6 @@ def decide(skill: str, *, override: str | None = None, rng: RandomSource | None 
     return Decision(model, RoutingEntry.SAMPLE_BAND, measured.rate, measured.samples, probability)
 
 
-# --- the log -------------------------------------------------------------------
-
-
-def _capped(value: Any, cap: int = RoutingEntry.BODY_CAP) -> Any:
-    if isinstance(value, str):
-        return value[:cap]
-    if isinstance(value, list):
-        # Messages: cap each content string, so the JSON stays valid.
-        out = []
-        for item in value:
-            if isinstance(item, dict) and isinstance(item.get("content"), str):
-                item = {**item, "content": item["content"][:cap]}
-            out.append(item)
-        return out
-    return value
-
-
-def do_log_routing_entry(
-    *,
-    skill: str,
-    decision: Decision,
-    attempt: Attempt,
-    is_final: bool,
-    attempt_of: RoutingEntry | None = None,
-    session_id: str = "",
-) -> RoutingEntry:
-    """Record one attempt (one INSERT, so concurrent calls cannot lose or merge entries)."""
-    usage = attempt.usage or {}
-    with transaction.atomic():
-        return RoutingEntry.objects.create(
-            skill=skill,
-            model=decision.model,
-            reason=decision.reason,
-            pass_rate_seen=decision.pass_rate,
-            samples_seen=decision.samples,
-            status=attempt.status,
-            is_final=is_final,
-            attempt_of=attempt_of,
-            latency_ms=max(0, attempt.latency_ms),
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-            total_tokens=usage.get("total_tokens"),
-            error=attempt.error[:5000],
-            request=_capped(attempt.request),
-            response=_capped(attempt.response or ""),
-            session_id=session_id[:200],
-        )
-
-
 # --- running a routed call -----------------------------------------------------
 
 
@@ -245,7 +196,7 @@ def route(
     `attempt(model)` makes the call and judges it; it must not raise for a
     model failure (return an Attempt with status fail/error instead).
     `cancelled()` true after the first attempt skips the retry (the first
-    attempt is then final). Raises RoutingFailed (a ToolError) when the last
+    attempt is then final). Raises RoutingFailed (a SupervisorError) when the last
     attempt did not pass.
     """
     thinking = settings.HYPERGUILD_THINKING_MODEL
@@ -346,57 +297,5 @@ def routing_settings() -> dict:
 
 
 def routing_stats(since) -> dict:
-    """Per-skill pass rates, call counts per model and the fast model's share, for entries since `since`.
-
-    A call is counted once, by its final entry. `pass_rate` is the share of
-    calls that ended in a pass; `router_pass_rate` the share of the router's
-    own first choices that passed (what routing decides on).
-    """
-    from django.db.models import Count, Q
-
-    fast = settings.HYPERGUILD_FAST_MODEL
-    entries = RoutingEntry.objects.since(since)
-    finals = (
-        entries.final()
-        .values("skill", "model")
-        .annotate(calls=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.PASS)))
-        .order_by("skill", "model")
-    )
-    choices = {
-        row["skill"]: row
-        for row in entries.router_choices()
-        .values("skill")
-        .annotate(total=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.PASS)))
-        .order_by("skill")
-    }
-    retries = dict(
-        entries.filter(reason=RoutingEntry.FAIL_OPEN).values_list("skill").annotate(n=Count("id")).order_by("skill")
-    )
-    per_skill: dict[str, dict] = {}
-    models: dict[str, int] = {}
-    for row in finals:
-        skill = per_skill.setdefault(row["skill"], {"calls": 0, "passes": 0, "calls_by_model": {}, "fast_calls": 0})
-        skill["calls"] += row["calls"]
-        skill["passes"] += row["passes"]
-        skill["calls_by_model"][row["model"]] = row["calls"]
-        if row["model"] == fast:
-            skill["fast_calls"] += row["calls"]
-        models[row["model"]] = models.get(row["model"], 0) + row["calls"]
-    skills_out = {}
-    for name, skill in per_skill.items():
-        chosen = choices.get(name)
-        skills_out[name] = {
-            "calls": skill["calls"],
-            "pass_rate": round(skill["passes"] / skill["calls"], 4),
-            "router_pass_rate": round(chosen["passes"] / chosen["total"], 4) if chosen else None,
-            "calls_by_model": skill["calls_by_model"],
-            "fast_share": round(skill["fast_calls"] / skill["calls"], 4),
-            "fail_open_retries": retries.get(name, 0),
-        }
-    total = sum(models.values())
-    return {
-        "calls": total,
-        "calls_by_model": models,
-        "fast_share": round(models.get(fast, 0) / total, 4) if total else None,
-        "skills": skills_out,
-    }
+    """Every routing figure for entries since `since` (defined once, on RoutingEntryQuerySet)."""
+    return RoutingEntry.objects.since(since).figures(settings.HYPERGUILD_FAST_MODEL)

@@ -8,32 +8,37 @@ worker schema and survives the skill's checks (a review's findings must be
 grounded in the files); otherwise the call fails open onto the thinking
 model (see `supervisor.routing`).
 
-`retrospective` and `trainer` run the sessions app's logic with the routed
-model; they are registered only when that logic is installed.
+`retrospective` and `trainer` on this endpoint are registered by the sessions
+app (`sessions/tools.py`), which runs its own logic with the routed model.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
-import signal
-import subprocess
 import time
 from pathlib import Path
 
 from django.conf import settings
 
 from hyperguild.lib.llm import get_llm_client
-from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
-from supervisor import skills
-from supervisor.checks import ground_findings
+from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
+from supervisor import executor, skills
+from supervisor.errors import SupervisorError
+from supervisor.grounding import ground_findings
 from supervisor.models import RoutingEntry
 from supervisor.roots import RootRefused, relative_to_root, resolve_inside, resolve_project_root
-from supervisor.routing import Attempt, Routed, llm_attempt, route
+from supervisor.routing import Routed, llm_attempt, route
 
-routing = get_endpoint("routing")
+routing = register_endpoint(
+    Endpoint(
+        "routing",
+        title="hyperguild routing",
+        token_setting="ROUTING_MCP_TOKEN",
+        instructions="Skills answered by a fast or a thinking model, chosen by each skill's observed pass rate.",
+    )
+)
+routing.translate_errors(SupervisorError)  # RootRefused, RoutingFailed reach the caller as tool errors
 
 # What the model may see of the project: enough for a focused review, bounded
 # so one call cannot send a whole repository to the gateway.
@@ -83,7 +88,7 @@ def _system_prompt(skill: str) -> str:
     )
 
 
-def _client():
+def routing_client():
     client = get_llm_client()
     if client is None:
         raise ToolError(
@@ -126,35 +131,24 @@ def _files_block(files: list[tuple[str, str]]) -> str:
 
 
 def _run(command: list[str] | str, cwd: Path, *, shell: bool = False) -> tuple[int | None, str]:
-    """Run a command in its own process group; (exit code or None on timeout, capped output)."""
-    process = subprocess.Popen(
-        command,
-        cwd=cwd,
-        shell=shell,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-        text=True,
-        errors="replace",
+    """Run a command through the executor's process runner; (exit code or None on timeout, capped output)."""
+    argv = ["/bin/sh", "-c", command] if shell else command
+    outcome, exit_code, output, _, _ = executor.run_process(
+        argv, cwd=cwd, timeout=COMMAND_TIMEOUT_SECONDS, merge_stderr=True
     )
-    try:
-        output, _ = process.communicate(timeout=COMMAND_TIMEOUT_SECONDS)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        return None, (output or "")[-COMMAND_OUTPUT_CHARS:] + f"\n[killed after {COMMAND_TIMEOUT_SECONDS}s]"
-    return process.returncode, (output or "")[-COMMAND_OUTPUT_CHARS:]
+    if outcome == "timeout":
+        return None, output[-COMMAND_OUTPUT_CHARS:] + f"\n[killed after {COMMAND_TIMEOUT_SECONDS}s]"
+    return exit_code, output[-COMMAND_OUTPUT_CHARS:]
 
 
-def _result(skill: str, routed: Routed, started: float, **values) -> dict:
+def routed_result(skill: str, routed: Routed, started: float, **values) -> dict:
     entry = routed.entry
     how = (
         entry.reason
         if entry.reason != RoutingEntry.FAIL_OPEN
         else f"fail-open retry after {routed.entries[0].model} failed"
     )
-    return skills.empty_result(
+    return skills.build_result(
         skill,
         status="pass",
         model_used=entry.model,
@@ -220,7 +214,7 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
     started = time.monotonic()
     root = _root(arguments)
     files, diff = _review_files(root, arguments)
-    client = _client()
+    client = routing_client()
     request = []
     if arguments.get("focus"):
         request.append(f"Focus: {arguments['focus']}")
@@ -243,7 +237,7 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
         cancelled=ctx.is_cancelled,
     )
     data = routed.data
-    return _result(
+    return routed_result(
         "review",
         routed,
         started,
@@ -306,7 +300,7 @@ def debug_check(root: Path):
 def debug(arguments: dict, ctx: ToolContext) -> dict:
     started = time.monotonic()
     root = _root(arguments)
-    client = _client()
+    client = routing_client()
     ctx.report_progress(0, 2, "running failing_cmd")
     code, output = _run(arguments["failing_cmd"], root, shell=True)
     files = files_named_in(root, f"{arguments['symptom']}\n{output}")
@@ -333,7 +327,7 @@ def debug(arguments: dict, ctx: ToolContext) -> dict:
         cancelled=ctx.is_cancelled,
     )
     data = routed.data
-    return _result(
+    return routed_result(
         "debug",
         routed,
         started,
@@ -347,120 +341,3 @@ def debug(arguments: dict, ctx: ToolContext) -> dict:
         worker_report=data,
         message=f"Diagnosis only (failing_cmd {exit_text} before): apply the fix, then re-run failing_cmd.",
     )
-
-
-# --- retrospective and trainer (logic in the sessions app) -------------------------
-
-
-def _sessions_module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(f"sessions.{name}") is not None
-    except ModuleNotFoundError:
-        return False
-
-
-def _routed_session_skill(skill: str, arguments: dict, run_with_model, judge, list_key: str) -> dict:
-    """Route a sessions-app skill: `run_with_model(session_id, model)` does the work with the given model,
-    `judge(outcome)` returns None if it passed or why it did not."""
-    from sessions.retrospective import SessionNotFound
-
-    started = time.monotonic()
-    _client()
-
-    def attempt(model: str) -> Attempt:
-        began = time.monotonic()
-        try:
-            outcome = run_with_model(arguments["session_id"], model)
-        except SessionNotFound:
-            raise  # the caller's mistake, not the model's: out of route() before anything is logged
-        except ToolError as exc:
-            return Attempt(RoutingEntry.ERROR, error=exc.message, latency_ms=_ms(began))
-        except Exception as exc:  # the sessions logic broke: this attempt errs, the call still ends cleanly
-            return Attempt(RoutingEntry.ERROR, error=f"{exc.__class__.__name__}: {exc}", latency_ms=_ms(began))
-        problem = judge(outcome)
-        return Attempt(
-            RoutingEntry.FAIL if problem else RoutingEntry.PASS,
-            data=outcome,
-            error=problem or "",
-            latency_ms=_ms(began),
-            response=json.dumps(outcome, default=str)[: RoutingEntry.BODY_CAP],
-        )
-
-    try:
-        routed = route(skill, attempt, override=arguments.get("model"), session_id=arguments["session_id"])
-    except SessionNotFound as exc:
-        raise ToolError(str(exc)) from None
-    values = {
-        key: value
-        for key, value in routed.data.items()
-        if key not in {"status", "model_used", "attempts", "duration_ms", "phase", "skill"}
-    }
-    values["count"] = len(values.get(list_key) or [])
-    return _result(skill, routed, started, **values)
-
-
-def _ms(began: float) -> int:
-    return int((time.monotonic() - began) * 1000)
-
-
-def retrospective_judge(outcome: dict) -> str | None:
-    if outcome.get("status") != "pass":
-        return outcome.get("message") or f"the retrospective ended {outcome.get('status')}"
-    if outcome.get("method") != "llm":
-        # The sessions logic falls back to rules when the model fails: for routing, that model failed.
-        return "the model did not answer; the rules answered instead. " + str(outcome.get("message", ""))[:500]
-    return None
-
-
-if _sessions_module("retrospective"):
-
-    @routing.tool(
-        name="retrospective",
-        title=skills.SKILLS["retrospective"].title + " (routed)",
-        description=(
-            "Look back on a session's log and skill runs and propose learnings, written to the brain as raw notes "
-            "(as the supervisor's retrospective does), with the model chosen by the router. The answer passes when "
-            "the model answered valid JSON whose evidence names real entries; otherwise the thinking model retries."
-        ),
-        input_schema=skills.input_schema("retrospective"),
-        output_schema=skills.result_schema("retrospective"),
-        idempotent=True,
-        open_world=True,
-    )
-    def retrospective(arguments: dict, ctx: ToolContext) -> dict:
-        from sessions.retrospective import run_retrospective
-
-        ctx.report_progress(0, 1, "asking the routed model")
-        return _routed_session_skill(
-            "retrospective",
-            arguments,
-            lambda session_id, model: run_retrospective(session_id, llm_model=model),
-            retrospective_judge,
-            "learnings",
-        )
-
-
-if _sessions_module("trainer"):
-
-    @routing.tool(
-        name="trainer",
-        title=skills.SKILLS["trainer"].title + " (routed)",
-        description=(
-            "Turn a session's verified skill runs and routed retries into SFT/DPO candidates for curation, as the "
-            "supervisor's trainer does. Extraction itself needs no model: the routing decision is logged so the "
-            "trainer appears in /routing/stats like the other skills."
-        ),
-        input_schema=skills.input_schema("trainer"),
-        output_schema=skills.result_schema("trainer"),
-        idempotent=True,
-    )
-    def trainer(arguments: dict, ctx: ToolContext) -> dict:
-        from sessions.trainer import run_trainer
-
-        return _routed_session_skill(
-            "trainer",
-            arguments,
-            lambda session_id, model: run_trainer(session_id, llm_model=model),
-            lambda outcome: None if outcome.get("status") == "pass" else outcome.get("message", "trainer failed"),
-            "examples",
-        )

@@ -121,6 +121,10 @@ EXAMPLE_SCHEMA = {
 _FILES_CHANGED = {"type": "array", "items": {"type": "string"}}
 
 
+class SkillFailed(Exception):
+    """The run cannot start (bad paths, no test command): status error with this message."""
+
+
 def _object(properties: dict, required: list[str]) -> dict:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
@@ -134,6 +138,8 @@ class SkillSpec:
     required_inputs: list[str]
     outputs: dict  # result fields beyond the shared shape
     worker_schema: dict | None = None  # what `claude --json-schema` must return; None: no claude worker
+    # How a worker run goes (key of `supervisor.runners.RUNNERS`); None for skills without a worker.
+    runner: str | None = None
     discipline: str | None = None  # file in the disciplines folder
     allowed_tools: str = "Read,Glob,Grep"
     phase: str = ""
@@ -198,6 +204,7 @@ _add(
         outputs={**_TDD_OUTPUTS, "test_name": {"type": ["string", "null"]}},
         worker_schema=_TDD_WORKER,
         discipline="tdd_red.md",
+        runner="tdd",
         allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="red",
         expect_tests="fail",
@@ -224,6 +231,7 @@ _add(
         outputs=_TDD_OUTPUTS,
         worker_schema=_TDD_WORKER,
         discipline="tdd_green.md",
+        runner="tdd",
         allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="green",
         expect_tests="pass",
@@ -250,6 +258,7 @@ _add(
         outputs=_TDD_OUTPUTS,
         worker_schema=_TDD_WORKER,
         discipline="tdd_refactor.md",
+        runner="tdd",
         allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="refactor",
         expect_tests="pass",
@@ -288,6 +297,7 @@ _add(
             ["findings", "verdict", "summary"],
         ),
         discipline="review.md",
+        runner="review",
         phase="review",
         read_only=True,
         extra_input_rules={"anyOf": [{"required": ["paths"]}, {"required": ["git_range"]}]},
@@ -328,6 +338,7 @@ _add(
             ["hypotheses", "root_cause", "fix"],
         ),
         discipline="debug.md",
+        runner="debug",
         allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="debug",
     )
@@ -364,6 +375,7 @@ _add(
             ["title", "spec", "acceptance_criteria"],
         ),
         discipline="spec.md",
+        runner="spec",
         phase="spec",
         read_only=True,
     )
@@ -430,8 +442,8 @@ def worker_schema(skill: str) -> dict:
     return copy.deepcopy(schema)
 
 
-def empty_result(skill: str, **values) -> dict:
-    """A result in the shared shape with every field present (skill fields get neutral values)."""
+def build_result(skill: str, **values) -> dict:
+    """A result in the shared shape with every field present: `values`, and neutral values for the rest."""
     spec = SKILLS[skill]
     result: dict = {
         "status": "error",

@@ -7,14 +7,14 @@ import time
 
 from supervisor.actions import do_claim_skill_run, do_finish_skill_run, do_set_run_progress
 from supervisor.models import SkillRun
+from supervisor.runners import run_worker_skill
+from supervisor.skills import build_result
 
 logger = logging.getLogger("supervisor")
 
 
 def run_skill(run_id: int) -> str:
     """Run one queued SkillRun to the end (worker + verification) and record it."""
-    from supervisor.work import perform
-
     run = do_claim_skill_run(run_id)
     if run is None:
         return "not claimed"
@@ -27,13 +27,11 @@ def run_skill(run_id: int) -> str:
         return SkillRun.objects.filter(pk=run_id, cancel_requested=True).exists()
 
     try:
-        result, ctx = perform(run, progress, cancel_requested)
+        result, ctx = run_worker_skill(run, progress, cancel_requested)
         log = ctx.attempt_log
     except Exception as exc:
         logger.exception("skill run %s failed", run_id)
-        from supervisor.skills import empty_result
-
-        result, log = empty_result(run.skill, run_id=run_id, message=f"internal error: {type(exc).__name__}: {exc}"), []
+        result, log = build_result(run.skill, run_id=run_id, message=f"internal error: {type(exc).__name__}: {exc}"), []
     result["duration_ms"] = int((time.monotonic() - started) * 1000)
     finished = do_finish_skill_run(run_id, result, attempt_log=log)
     return finished.status

@@ -2,16 +2,19 @@
 
 Probes `SUPERVISOR_TIER_ANTHROPIC_URL` and `SUPERVISOR_TIER_LITELLM_URL`;
 any HTTP answer (even 401/404) means the service is reachable. The result is
-cached for `SUPERVISOR_TIER_CACHE_SECONDS`.
+cached for `SUPERVISOR_TIER_CACHE_SECONDS`. Probes go through hyperguild.lib.http:
+a URL that failed HYPERGUILD_BREAKER_FAILURES probes in a row counts as
+unreachable without a call until its breaker's cool-down ends.
 """
 
 from __future__ import annotations
 
 import time
 
-import httpx
 from django.conf import settings
 from django.core.cache import cache
+
+from hyperguild.lib.http import ServiceClient, ServiceError
 
 CACHE_KEY = "supervisor:tier"
 LABELS = {1: "full-online", 2: "lan-only", 3: "airplane"}
@@ -20,9 +23,11 @@ LABELS = {1: "full-online", 2: "lan-only", 3: "airplane"}
 def reachable(url: str) -> bool:
     if not url:
         return False
+    # One attempt: a probe answers "reachable now?", and a down service must not slow the answer.
+    client = ServiceClient("tier probe", url, timeout=settings.SUPERVISOR_TIER_PROBE_TIMEOUT, retries=0)
     try:
-        httpx.get(url, timeout=settings.SUPERVISOR_TIER_PROBE_TIMEOUT, follow_redirects=False)
-    except httpx.HTTPError:
+        client.get(any_status=True)
+    except ServiceError:
         return False
     return True
 

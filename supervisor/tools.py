@@ -17,19 +17,31 @@ import time
 from django.conf import settings
 from django.db import connection, transaction
 
-from hyperguild.mcp.registry import ToolCancelled, ToolContext, ToolError, get_endpoint
+from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError, register_endpoint
 from supervisor import executor
 from supervisor.actions import do_create_skill_run, do_request_cancel
-from supervisor.model_table import ModelTableError, resolve_model
+from supervisor.errors import SupervisorError
+from supervisor.model_table import resolve_model
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
-from supervisor.skills import SKILLS, empty_result
+from supervisor.skills import SKILLS, build_result
 from supervisor.tier import current_tier
 
 POLL_SECONDS = 0.25
 PROGRESS_EVERY = 10.0  # below the 15 s the clients are promised
 
-supervisor = get_endpoint("supervisor")
+supervisor = register_endpoint(
+    Endpoint(
+        "supervisor",
+        title="hyperguild supervisor",
+        token_setting="SUPERVISOR_MCP_TOKEN",
+        instructions=(
+            "Skill workers whose results the supervisor verifies itself: TDD red/green/refactor, "
+            "review, debug, spec, retrospective, trainer and tier."
+        ),
+    )
+)
+supervisor.translate_errors(SupervisorError)  # RootRefused, ModelTableError… reach the caller as tool errors
 
 
 def run_budget_seconds() -> float:
@@ -65,10 +77,7 @@ def _check_paths(skill: str, arguments: dict) -> str:
 
 def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor") -> SkillRun:
     root = _check_paths(skill, arguments)
-    try:
-        model = resolve_model(skill, arguments.get("model"))
-    except ModelTableError as exc:
-        raise ToolError(str(exc))
+    model = resolve_model(skill, arguments.get("model"))
     run = do_create_skill_run(
         skill=skill,
         arguments=arguments,
@@ -110,7 +119,7 @@ def wait_for_run(run: SkillRun, ctx: ToolContext) -> dict:
     if run.status == SkillRun.CANCELLED:
         raise ToolCancelled()
     if run.result is None:
-        return empty_result(run.skill, run_id=run.pk, status="error", message=run.message or "the run left no result")
+        return build_result(run.skill, run_id=run.pk, status="error", message=run.message or "the run left no result")
     return run.result
 
 
@@ -171,7 +180,7 @@ spec = _worker_tool("spec")
 def tier(arguments: dict, ctx: ToolContext) -> dict:
     started = time.monotonic()
     found, cached = current_tier(refresh=bool(arguments.get("refresh")))
-    return empty_result(
+    return build_result(
         "tier",
         status="pass",
         verified=None,
@@ -184,6 +193,3 @@ def tier(arguments: dict, ctx: ToolContext) -> dict:
         cached=cached,
     )
 
-
-# The /mcp/routing twins of review, debug, retrospective and trainer (issue 6).
-from supervisor import routing_tools  # noqa: E402,F401

@@ -1,9 +1,10 @@
 """The routing dashboard: pass rate per skill over time, calls per model, the latest decisions.
 
 The chart is an SVG drawn on the server (no chart library, works offline);
-`pass_rate_chart` turns bucketed counts into polylines. The pass rate is
-measured the way the router measures it: on first attempts the router chose
-itself (`RoutingEntry.objects.router_choices()`).
+`pass_rate_chart` turns bucketed counts into polylines. The chart's pass rate
+is measured the way the router measures it: on first attempts the router chose
+itself (`RoutingEntry.objects.router_choices()`). Every other figure comes from
+`RoutingEntryQuerySet.figures()`, the same definitions /routing/stats serves.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.db.models import Avg, Count, Max, Min, Q
+from django.db.models import Max, Min
 from django.db.models.functions import TruncDay, TruncHour
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 
 from supervisor.models import RoutingEntry
+from supervisor.routing import routing_settings, routing_stats
 
 WINDOW_CHOICES = (1, 7, 30, 90)
 DEFAULT_WINDOW_DAYS = 30
@@ -87,38 +89,21 @@ def routing_dashboard(request: HttpRequest) -> HttpResponse:
     span = choices.aggregate(first=Min("created_at"), last=Max("created_at"))
     start, end = span["first"] or now - timedelta(days=days), span["last"] or now
     trunc = TruncHour if end - start < HOURLY_BELOW else TruncDay
-    rows = list(
-        choices.annotate(bucket=trunc("created_at")).values("skill", "bucket").order_by()
-        .annotate(passed=Count("id", filter=Q(status=RoutingEntry.PASS)), total=Count("id"))
-    )
+    rows = window.router_pass_rate_buckets(trunc)
     if rows:
         start = min(row["bucket"] for row in rows)
         end = max(max(row["bucket"] for row in rows), start + (timedelta(hours=1) if trunc is TruncHour else timedelta(days=1)))
 
-    per_skill = list(
-        choices.values("skill").order_by("skill").annotate(
-            total=Count("id"), passed=Count("id", filter=Q(status=RoutingEntry.PASS)),
-            fast=Count("id", filter=Q(model=settings.HYPERGUILD_FAST_MODEL)),
-        )
-    )
-    for row in per_skill:
-        row["pass_rate"] = row["passed"] / row["total"] if row["total"] else None
-        row["fast_share"] = row["fast"] / row["total"] if row["total"] else None
-    per_model = list(
-        window.values("model").order_by().annotate(
-            calls=Count("id"), passed=Count("id", filter=Q(status=RoutingEntry.PASS)), latency=Avg("latency_ms"),
-        ).order_by("-calls")
-    )
-    all_calls = sum(row["calls"] for row in per_model)
-    for row in per_model:
-        row["share"] = row["calls"] / all_calls if all_calls else 0
-    routed = sum(row["total"] for row in per_skill)
-    fast = sum(row["fast"] for row in per_skill)
+    figures = window.figures(settings.HYPERGUILD_FAST_MODEL)
+    per_skill = [{"skill": name, **row} for name, row in sorted(figures["skills"].items())]
+    per_model = [
+        {"model": name, **row, "share": row["attempts"] / figures["attempts"]} for name, row in figures["models"].items()
+    ]
     latest = list(window.select_related("attempt_of").order_by("-created_at", "-id")[:LATEST_DECISIONS])
     return render(request, "supervisor/routing.html", {
         "days": days, "window_choices": WINDOW_CHOICES, "hourly": trunc is TruncHour,
         "chart": pass_rate_chart(rows, start, end), "per_skill": per_skill, "per_model": per_model,
-        "routed": routed, "fast_share": (fast / routed) if routed else None, "all_calls": all_calls,
+        "figures": figures,
         "fast_model": settings.HYPERGUILD_FAST_MODEL, "thinking_model": settings.HYPERGUILD_THINKING_MODEL,
         "latest": latest, "floor": settings.HYPERGUILD_ROUTE_LOCAL_FLOOR, "ceil": settings.HYPERGUILD_ROUTE_LOCAL_CEIL,
     })
@@ -127,8 +112,6 @@ def routing_dashboard(request: HttpRequest) -> HttpResponse:
 @login_required
 def routing_stats_json(request: HttpRequest) -> JsonResponse:
     """The `/routing/stats` figures for a logged-in browser (the JSON button), without the routing token."""
-    from supervisor.routing import routing_settings, routing_stats
-
     try:
         hours = float(request.GET.get("window", 24))
     except ValueError:

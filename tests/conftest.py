@@ -131,3 +131,24 @@ def _end_stray_database_connections(django_db_setup, django_db_blocker):
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                 "WHERE datname = current_database() AND pid <> pg_backend_pid()"
             )
+
+
+@pytest.fixture(autouse=True)
+def _closed_circuit_breakers():
+    """Each test starts with every outbound service's breaker closed (breakers are process-wide)."""
+    from hyperguild.lib.http import reset_breakers
+
+    reset_breakers()
+    yield
+
+
+def rest_error(response) -> dict:
+    """The body of a REST error, checked against the one shape every REST endpoint answers (see hyperguild.api)."""
+    body = response.json()
+    assert set(body) == {"error"}, body
+    error = body["error"]
+    assert set(error) == {"code", "message", "details"}, error
+    assert isinstance(error["code"], str) and error["code"], error
+    assert isinstance(error["message"], str) and error["message"], error
+    assert isinstance(error["details"], dict), error
+    return error

@@ -18,11 +18,11 @@ Every failure is an EmbedderError naming the service: unreachable, timed out,
 from __future__ import annotations
 
 import threading
-import time
 from typing import Protocol
 
-import httpx
 from django.conf import settings
+
+from hyperguild.lib.http import ServiceClient, ServiceError
 
 OLLAMA_DEFAULT_MODEL = "nomic-embed-text"
 LOCAL_MODEL = "multilingual-e5-small"
@@ -36,9 +36,7 @@ KNOWN_DIMENSIONS = {
     LOCAL_MODEL: 384,
 }
 BATCH_SIZE = 32  # texts per request
-ATTEMPTS = 2  # a 5xx, a timeout or a dropped connection is tried once more
-RETRY_PAUSE_SECONDS = 0.2
-ERROR_BODY_CHARS = 300
+ATTEMPTS = 2  # a 429/5xx, a timeout or a dropped connection is tried once more (hyperguild.lib.http policy)
 
 
 class EmbedderError(Exception):
@@ -118,49 +116,21 @@ class HttpEmbedder(BaseEmbedder):
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # Pooled: every embedder built for this server reuses the same keep-alive connections.
+        self._http = ServiceClient(self.service, self.base_url, headers=headers, timeout=timeout, retries=ATTEMPTS - 1)
 
     def _post(self, payload: dict) -> dict:
-        url = f"{self.base_url}{self.path}"
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-        last: Exception | None = None
-        for attempt in range(1, ATTEMPTS + 1):
-            try:
-                response = httpx.post(url, json=payload, headers=headers, timeout=self.timeout)
-            except httpx.TimeoutException:
-                last = EmbedderError(
-                    f"{self.service} at {url} timed out after {self.timeout:g} s", service=self.service
-                )
-            except httpx.HTTPError as exc:
-                last = EmbedderError(f"{self.service} at {url} is unreachable: {exc}", service=self.service)
-            else:
-                if response.status_code >= 500:
-                    last = EmbedderError(
-                        f"{self.service} at {url} failed with HTTP {response.status_code}: "
-                        f"{response.text[:ERROR_BODY_CHARS].strip()}",
-                        service=self.service,
-                    )
-                elif response.status_code >= 400:
-                    raise EmbedderError(
-                        f"{self.service} at {url} refused the request with HTTP {response.status_code}: "
-                        f"{response.text[:ERROR_BODY_CHARS].strip()}",
-                        service=self.service,
-                    )
-                else:
-                    try:
-                        body = response.json()
-                    except ValueError:
-                        raise EmbedderError(
-                            f"{self.service} at {url} answered with something other than JSON", service=self.service
-                        )
-                    if not isinstance(body, dict):
-                        raise EmbedderError(
-                            f"{self.service} at {url} answered with a JSON {type(body).__name__}", service=self.service
-                        )
-                    return body
-            if attempt < ATTEMPTS:
-                time.sleep(RETRY_PAUSE_SECONDS)
-        assert last is not None
-        raise last
+        try:
+            body = self._http.post_json(self.path, payload)
+        except ServiceError as exc:
+            raise EmbedderError(str(exc), service=self.service) from None
+        if not isinstance(body, dict):
+            raise EmbedderError(
+                f"{self.service} at {self.base_url}{self.path} answered with a JSON {type(body).__name__}",
+                service=self.service,
+            )
+        return body
 
 
 class OllamaEmbedder(HttpEmbedder):
@@ -216,7 +186,7 @@ class LocalEmbedder(BaseEmbedder):
 def get_embedder() -> BaseEmbedder | None:
     """The embedder the settings describe, or None when BRAIN_EMBEDDER=off.
 
-    Half-configured embedders never get here: `hyperguild.checks` stops start-up first.
+    Half-configured embedders never get here: a system check (`brain.system_checks`) stops start-up first.
     """
     kind = settings.BRAIN_EMBEDDER
     timeout = settings.BRAIN_EMBED_TIMEOUT

@@ -14,8 +14,6 @@ retrieval order: this is a filter, not a re-ranker.
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,6 +21,8 @@ from typing import TypeVar
 
 import httpx
 from django.conf import settings
+
+from hyperguild.lib.http import ServiceClient, ServiceError, ServiceRejected, configured_client
 
 T = TypeVar("T")
 
@@ -41,9 +41,6 @@ PROMPT_SUFFIX = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
 NUM_PREDICT = 4
 # Longer documents are cut: the 0.6B model judges on the opening of a note.
 MAX_DOCUMENT_CHARS = 4000
-# Seconds to wait before retry n (1-based) of one judgement; the last value repeats.
-RETRY_BACKOFF_SECONDS = (0.2, 0.5)
-RETRYABLE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.DOTALL)
 _FIRST_WORD = re.compile(r"\s*([A-Za-z]+)")
@@ -100,8 +97,10 @@ class RerankerClient:
         self.timeout = timeout
         self.retries = retries
         self.instruction = instruction
-        # httpx.Client is thread-safe; the pool bounds the requests in flight.
-        self._http = httpx.Client(timeout=timeout, limits=httpx.Limits(max_connections=self.concurrency))
+        # A pool as large as the requests in flight; shared with every client of this server.
+        self._http = ServiceClient(
+            f"reranker (model {model!r})", self.base_url, timeout=timeout, retries=retries, max_connections=self.concurrency
+        )
 
     @property
     def generate_url(self) -> str:
@@ -121,28 +120,16 @@ class RerankerClient:
 
     def judge(self, query: str, document: str) -> Judgement:
         """Ask about one document; raises RerankerError when the service fails."""
-        payload = self.payload(query, document)
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                response = self._http.post(self.generate_url, json=payload)
-            except httpx.TimeoutException:
-                problem = f"timed out after {self.timeout:g}s"
-            except httpx.TransportError as exc:
-                problem = f"could not connect ({exc.__class__.__name__})"
-            else:
-                if response.status_code == 200:
-                    return self._judgement(response)
-                problem = f"HTTP {response.status_code}: {response.text[:300].strip()}"
-                if response.status_code not in RETRYABLE_STATUSES:
-                    raise RerankerError(f"reranker at {self.base_url} refused model {self.model!r}: {problem}")
-            if attempts > self.retries:
-                raise RerankerError(
-                    f"reranker at {self.base_url} (model {self.model!r}) is unavailable after "
-                    f"{attempts} attempt{'s' if attempts != 1 else ''}: {problem}"
-                )
-            time.sleep(RETRY_BACKOFF_SECONDS[min(attempts - 1, len(RETRY_BACKOFF_SECONDS) - 1)])
+        try:
+            response = self._http.post("/api/generate", json=self.payload(query, document))
+        except ServiceRejected as exc:
+            # Ollama answers 404 for a model that is not pulled.
+            raise RerankerError(
+                f"reranker at {self.base_url} refused model {self.model!r}: HTTP {exc.status}: {exc.detail}"
+            ) from None
+        except ServiceError as exc:
+            raise RerankerError(str(exc)) from None
+        return self._judgement(response)
 
     def _judgement(self, response: httpx.Response) -> Judgement:
         try:
@@ -177,23 +164,18 @@ class RerankerClient:
         return [candidate for candidate, judgement in zip(candidates, judgements, strict=True) if judgement.keep]
 
 
-_clients: dict[tuple, RerankerClient] = {}
-_clients_lock = threading.Lock()
-
-
 def get_reranker() -> RerankerClient | None:
     """The configured reranker, or None when BRAIN_RERANKER_URL is empty (no filter)."""
     if not settings.BRAIN_RERANKER_URL:
         return None
-    key = (
+    url, model, concurrency, timeout, retries = (
         settings.BRAIN_RERANKER_URL,
         settings.BRAIN_RERANKER_MODEL,
         settings.BRAIN_RERANKER_CONCURRENCY,
         settings.HYPERGUILD_HTTP_TIMEOUT,
         settings.HYPERGUILD_HTTP_RETRIES,
     )
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            client = _clients[key] = RerankerClient(key[0], key[1], concurrency=key[2], timeout=key[3], retries=key[4])
-        return client
+    return configured_client(
+        ("reranker", url, model, concurrency, timeout, retries),
+        lambda: RerankerClient(url, model, concurrency=concurrency, timeout=timeout, retries=retries),
+    )

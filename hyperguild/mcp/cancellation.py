@@ -10,12 +10,17 @@ after the call began.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db import connection
+
+from hyperguild.mcp.registry import ToolContext
+from hyperguild.models import McpCancellation
 
 logger = logging.getLogger("hyperguild.mcp")
 
@@ -23,6 +28,57 @@ POLL_SECONDS = 1.0
 
 _lock = threading.Lock()
 _thread: threading.Thread | None = None
+
+
+def request_id_key(request_id: Any) -> str:
+    """A JSON-RPC id as stored text: 7 and "7" stay different."""
+    return json.dumps(request_id)
+
+
+class RunningCalls:
+    """Contexts of calls in flight in this process, for `notifications/cancelled`.
+
+    Keyed by endpoint and request id. MCP over HTTP is stateless here, so two
+    clients could reuse an id; a cancellation then stops both, which is the
+    safe side for a request the client has given up on.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: dict[tuple[str, str], list[ToolContext]] = {}
+
+    @staticmethod
+    def _key(endpoint: str, request_id: Any) -> tuple[str, str]:
+        return endpoint, request_id_key(request_id)
+
+    def add(self, ctx: ToolContext) -> None:
+        with self._lock:
+            self._calls.setdefault(self._key(ctx.endpoint, ctx.request_id), []).append(ctx)
+        ensure_watcher()  # cancellations recorded by other replicas reach this call too
+
+    def snapshot(self) -> list[tuple[str, str, ToolContext]]:
+        """(endpoint, request id as JSON, context) of every call in flight."""
+        with self._lock:
+            return [(endpoint, rid, ctx) for (endpoint, rid), contexts in self._calls.items() for ctx in contexts]
+
+    def remove(self, ctx: ToolContext) -> None:
+        key = self._key(ctx.endpoint, ctx.request_id)
+        with self._lock:
+            contexts = self._calls.get(key, [])
+            if ctx in contexts:
+                contexts.remove(ctx)
+            if not contexts:
+                self._calls.pop(key, None)
+
+    def cancel(self, endpoint: str, request_id: Any) -> int:
+        with self._lock:
+            contexts = list(self._calls.get(self._key(endpoint, request_id), []))
+        for ctx in contexts:
+            ctx.cancelled.set()
+        return len(contexts)
+
+
+RUNNING = RunningCalls()
 
 
 def ensure_watcher() -> None:
@@ -37,9 +93,6 @@ def ensure_watcher() -> None:
 
 def check_once() -> int:
     """Apply recorded cancellations to the calls in flight; returns how many were cancelled."""
-    from hyperguild.mcp.engine import RUNNING
-    from hyperguild.models import McpCancellation
-
     calls = RUNNING.snapshot()
     if not calls:
         return 0
@@ -63,8 +116,6 @@ def check_once() -> int:
 
 
 def _watch() -> None:
-    from hyperguild.mcp.engine import RUNNING
-
     idle_polls = 0
     while True:
         time.sleep(POLL_SECONDS)

@@ -11,12 +11,13 @@ import base64
 import binascii
 import json
 import logging
-import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 
+from hyperguild.lib.schema import format_schema_errors, schema_problems
+from hyperguild.mcp.cancellation import RUNNING
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError
 
 logger = logging.getLogger("hyperguild.mcp")
@@ -79,61 +80,6 @@ def classify(message: Any) -> str:
     raise RpcError(INVALID_REQUEST, "Invalid request: no method, and not a response")
 
 
-# --- cancellation ------------------------------------------------------------
-
-
-def request_id_key(request_id: Any) -> str:
-    """A JSON-RPC id as stored text: 7 and "7" stay different."""
-    return json.dumps(request_id)
-
-
-
-class RunningCalls:
-    """Contexts of calls in flight in this process, for `notifications/cancelled`.
-
-    Keyed by endpoint and request id. MCP over HTTP is stateless here, so two
-    clients could reuse an id; a cancellation then stops both, which is the
-    safe side for a request the client has given up on.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._calls: dict[tuple[str, str], list[ToolContext]] = {}
-
-    @staticmethod
-    def _key(endpoint: str, request_id: Any) -> tuple[str, str]:
-        return endpoint, request_id_key(request_id)
-
-    def add(self, ctx: ToolContext) -> None:
-        with self._lock:
-            self._calls.setdefault(self._key(ctx.endpoint, ctx.request_id), []).append(ctx)
-        from hyperguild.mcp.cancellation import ensure_watcher
-
-        ensure_watcher()  # cancellations recorded by other replicas reach this call too
-
-    def snapshot(self) -> list[tuple[str, str, ToolContext]]:
-        """(endpoint, request id as JSON, context) of every call in flight."""
-        with self._lock:
-            return [(endpoint, rid, ctx) for (endpoint, rid), contexts in self._calls.items() for ctx in contexts]
-
-    def remove(self, ctx: ToolContext) -> None:
-        key = self._key(ctx.endpoint, ctx.request_id)
-        with self._lock:
-            contexts = self._calls.get(key, [])
-            if ctx in contexts:
-                contexts.remove(ctx)
-            if not contexts:
-                self._calls.pop(key, None)
-
-    def cancel(self, endpoint: str, request_id: Any) -> int:
-        with self._lock:
-            contexts = list(self._calls.get(self._key(endpoint, request_id), []))
-        for ctx in contexts:
-            ctx.cancelled.set()
-        return len(contexts)
-
-
-RUNNING = RunningCalls()
 
 
 # --- pagination ----------------------------------------------------------------
@@ -319,10 +265,10 @@ class Dispatcher:
         if not isinstance(arguments, dict):
             raise RpcError(INVALID_PARAMS, "tools/call params.arguments must be an object")
 
-        problems = sorted(tool.input_validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        problems = schema_problems(tool.input_validator, arguments)
         if problems:
             record.status = "invalid_arguments"
-            return tool_error_result(f"Invalid arguments for {name}: " + "; ".join(_describe(p) for p in problems))
+            return tool_error_result(f"Invalid arguments for {name}: {format_schema_errors(problems)}")
 
         RUNNING.add(ctx)
         try:
@@ -334,6 +280,9 @@ class Dispatcher:
         except ToolError as exc:
             record.status = "tool_error"
             return tool_error_result(exc.message, exc.data)
+        except self.endpoint.domain_errors as exc:
+            record.status = "tool_error"
+            return tool_error_result(str(exc), getattr(exc, "data", None))
         except Exception as exc:
             logger.exception("tool %s on /mcp/%s raised", name, self.endpoint.name)
             record.status = "internal_error"
@@ -341,9 +290,9 @@ class Dispatcher:
         finally:
             RUNNING.remove(ctx)
 
-        output_problems = list(tool.output_validator.iter_errors(structured))
+        output_problems = schema_problems(tool.output_validator, structured)
         if output_problems:
-            logger.error("tool %s returned output that breaks its schema: %s", name, _describe(output_problems[0]))
+            logger.error("tool %s returned output that breaks its schema: %s", name, format_schema_errors(output_problems))
             record.status = "invalid_output"
             return tool_error_result(f"{name} produced a result that does not match its outputSchema; see the server log")
         structured, truncated = fit_to_budget(structured, settings.HYPERGUILD_MCP_MAX_OUTPUT_CHARS)
@@ -362,12 +311,3 @@ def tool_error_result(message: str, data: dict | None = None) -> dict:
     text = message if not data else f"{message}\n{json.dumps(data, ensure_ascii=False)}"
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
-
-def _describe(error) -> str:
-    path = "/".join(str(part) for part in error.absolute_path)
-    if error.validator == "required":
-        return error.message.replace("is a required property", "is required")
-    if error.validator == "additionalProperties":
-        return error.message
-    where = f"'{path}'" if path else "arguments"
-    return f"{where}: {error.message}"

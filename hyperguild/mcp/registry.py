@@ -1,17 +1,22 @@
 """Endpoints and the tools (and resources) each one offers.
 
 The engine knows nothing about notes or skills: each app's `tools.py`
-declares its tools on an endpoint and the engine serves whatever is there.
+registers its endpoints (name, title, instructions, token setting) and
+declares its tools on them; the engine serves whatever is there.
 
-    brain = get_endpoint("brain")
+    notes = register_endpoint(Endpoint("notes", title="hyperguild notes",
+                                       token_setting="NOTES_MCP_TOKEN", instructions=...))
 
-    @brain.tool(name="brain_query", title="Search the brain", description=...,
+    @notes.tool(name="notes_query", title="Search the notes", description=...,
                 input_schema={...}, output_schema={...}, read_only=True)
-    def brain_query(arguments: dict, ctx: ToolContext) -> dict:
+    def notes_query(arguments: dict, ctx: ToolContext) -> dict:
         ...
 
 A handler returns the structured result (a dict matching `output_schema`)
-or raises `ToolError` with a message the caller can act on.
+or raises `ToolError` with a message the caller can act on. Domain code raises
+its app's own errors instead; the app's tools.py declares them once per
+endpoint (`brain.translate_errors(BrainError)`) and they reach the caller the
+same way.
 """
 
 from __future__ import annotations
@@ -159,6 +164,13 @@ class Endpoint:
         self.token_setting = token_setting
         self.tools: dict[str, Tool] = {}
         self.resources: ResourceProvider | None = None
+        # Domain exceptions the engine answers as `isError` results (message and data kept),
+        # declared by the apps' tools.py with `translate_errors`.
+        self.domain_errors: tuple[type[Exception], ...] = ()
+
+    def translate_errors(self, *error_types: type[Exception]) -> None:
+        """Answer these domain errors (and their subclasses) as tool errors, as if the handler raised ToolError."""
+        self.domain_errors = tuple(dict.fromkeys((*self.domain_errors, *error_types)))
 
     def add(self, tool: Tool) -> Tool:
         if tool.name in self.tools and self.tools[tool.name].handler is not tool.handler:
@@ -195,9 +207,20 @@ def register_endpoint(endpoint: Endpoint) -> Endpoint:
 
 
 def get_endpoint(name: str) -> Endpoint:
-    """The endpoint called `name`; the three product endpoints always exist."""
+    """The endpoint called `name`, registered by an app's `tools.py` (KeyError if none is)."""
     with _LOCK:
         return _ENDPOINTS[name]
+
+
+def all_endpoints() -> list[Endpoint]:
+    """Every registered endpoint, in registration order (INSTALLED_APPS order)."""
+    with _LOCK:
+        return list(_ENDPOINTS.values())
+
+
+def token_settings() -> list[str]:
+    """The settings that hold the endpoints' bearer tokens, e.g. ["BRAIN_MCP_TOKEN", ...]."""
+    return list(dict.fromkeys(endpoint.token_setting for endpoint in all_endpoints() if endpoint.token_setting))
 
 
 def find_endpoint(name: str) -> Endpoint | None:
@@ -209,35 +232,3 @@ def unregister_endpoint(name: str) -> None:
     """For tests that mount a throw-away endpoint."""
     with _LOCK:
         _ENDPOINTS.pop(name, None)
-
-
-register_endpoint(
-    Endpoint(
-        "brain",
-        title="hyperguild brain",
-        token_setting="BRAIN_MCP_TOKEN",
-        instructions=(
-            "The team's knowledge base. Search it before you work (brain_query, brain_context), "
-            "read notes (brain_get), record what you learn (brain_write) and log the session (session_log)."
-        ),
-    )
-)
-register_endpoint(
-    Endpoint(
-        "supervisor",
-        title="hyperguild supervisor",
-        token_setting="SUPERVISOR_MCP_TOKEN",
-        instructions=(
-            "Skill workers whose results the supervisor verifies itself: TDD red/green/refactor, "
-            "review, debug, spec, retrospective, trainer and tier."
-        ),
-    )
-)
-register_endpoint(
-    Endpoint(
-        "routing",
-        title="hyperguild routing",
-        token_setting="ROUTING_MCP_TOKEN",
-        instructions="Skills answered by a fast or a thinking model, chosen by each skill's observed pass rate.",
-    )
-)

@@ -29,18 +29,18 @@ from rest_framework.permissions import BasePermission
 from rest_framework.views import APIView
 
 from hyperguild.actions import do_record_mcp_cancellation
+from hyperguild.errors import error_body
+from hyperguild.mcp.cancellation import RUNNING, request_id_key
 from hyperguild.mcp.engine import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
     PARSE_ERROR,
-    RUNNING,
     SUPPORTED_PROTOCOL_VERSIONS,
     CallRecord,
     Dispatcher,
     RpcError,
     classify,
     error_response,
-    request_id_key,
 )
 from hyperguild.mcp.registry import Endpoint, ToolContext, find_endpoint
 
@@ -134,7 +134,7 @@ class McpView(APIView):
         self.started = time.monotonic()
         self.mcp_endpoint = find_endpoint(kwargs.get("endpoint", ""))
         if self.mcp_endpoint is None:
-            return JsonResponse({"error": f"No MCP endpoint called {kwargs.get('endpoint')!r}."}, status=404)
+            return JsonResponse(error_body("not_found", f"No MCP endpoint called {kwargs.get('endpoint')!r}."), status=404)
         return super().dispatch(request, *args, **kwargs)
 
     def get_authenticators(self):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hyperguild.checks import check_answer_model
+from brain.system_checks import check_answer_model
 
 
 def test_an_answer_model_without_a_gateway_is_a_warning(settings):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hyperguild.checks import check_brain_dir
+from brain.system_checks import check_brain_dir
 
 
 def test_no_brain_dir_is_fine(settings):

@@ -7,6 +7,7 @@ import pytest
 
 from brain.models import Note, NoteLink
 from tests.brain.conftest import AUTH
+from tests.conftest import rest_error
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,7 +45,7 @@ def test_post_query_refuses_bad_input_with_a_json_error(brain_server, payload, f
     base, _ = brain_server
     response = post(base, "/query", payload)
     assert response.status_code == 400
-    assert field in response.json()["error"]
+    assert field in rest_error(response)["details"]
 
 
 def test_post_write_creates_a_raw_note(brain_server):
@@ -83,7 +84,7 @@ def test_bad_writes_are_refused_and_write_nothing(brain_server, settings, path, 
     settings.BRAIN_MAX_NOTE_BYTES = 1024
     response = post(base, path, payload)
     assert response.status_code == 400
-    assert message in response.json()["error"]
+    assert message in rest_error(response)["message"]
     assert Note.objects.count() == 0 and NoteLink.objects.count() == 0
 
 
@@ -93,7 +94,8 @@ def test_get_note_returns_the_whole_note_and_404_names_the_way_out(corpus, brain
     assert response.status_code == 200
     assert response.json()["links_in"][0]["source_slug"] == "asyncio-event-loop"
     missing = httpx.get(f"{base}/notes/concepts/none", headers=AUTH)
-    assert missing.status_code == 404 and "POST /query" in missing.json()["error"]
+    assert missing.status_code == 404 and "POST /query" in rest_error(missing)["message"]
+    assert rest_error(missing)["code"] == "not_found"
 
 
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic abc"}])
@@ -109,5 +111,5 @@ def test_rest_needs_the_brain_token(corpus, brain_server, headers):
         response = httpx.request(method, f"{base}{path}", json=payload, headers=headers, timeout=30)
         assert response.status_code == 401, (path, response.text)
         assert response.headers["WWW-Authenticate"].startswith("Bearer")
-        assert "error" in response.json()
+        rest_error(response)
     assert Note.objects.count() == before

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import rest_error
+
 pytestmark = pytest.mark.django_db
 
 CASES = [
@@ -19,7 +21,7 @@ def test_no_token_is_401_naming_the_token_to_send(client, settings, method, path
     response = getattr(client, method)(path, body, content_type="application/json")
     assert response.status_code == 401
     assert response["WWW-Authenticate"].startswith("Bearer")
-    assert setting in response.json()["error"]
+    assert setting in rest_error(response)["message"]
 
 
 @pytest.mark.parametrize(("method", "path", "body", "setting"), CASES)

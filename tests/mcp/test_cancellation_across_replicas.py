@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from hyperguild.actions import do_purge_mcp_cancellations, do_record_mcp_cancellation
-from hyperguild.mcp.engine import request_id_key
+from hyperguild.mcp.cancellation import request_id_key
 from hyperguild.models import McpCancellation
 from tests.conftest import mcp_post, parse_sse, rpc
 

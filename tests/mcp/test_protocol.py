@@ -9,7 +9,7 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import MCP_HEADERS, call_tool, mcp_post, parse_sse, rpc
+from tests.conftest import MCP_HEADERS, call_tool, mcp_post, parse_sse, rest_error, rpc
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,7 +44,7 @@ def test_all_three_endpoints_answer_with_and_without_a_trailing_slash(asgi_serve
 def test_an_unknown_endpoint_is_a_json_404(asgi_server):
     response = mcp_post(f"{asgi_server}/mcp/nothing", rpc("ping"))
     assert response.status_code == 404
-    assert "nothing" in response.json()["error"]
+    assert "nothing" in rest_error(response)["message"]
 
 
 def test_server_discover_is_method_not_found_so_new_clients_fall_back(asgi_server):
@@ -131,7 +131,7 @@ def test_no_token_is_401_with_www_authenticate(asgi_server, settings):
     response = mcp_post(f"{asgi_server}/mcp/brain", rpc("tools/list"))
     assert response.status_code == 401
     assert response.headers["www-authenticate"].startswith("Bearer")
-    assert "Bearer" in response.json()["error"]
+    assert "Bearer" in rest_error(response)["message"]
 
 
 def test_a_wrong_token_is_401_with_www_authenticate(asgi_server, settings):
@@ -154,7 +154,7 @@ def test_the_right_token_opens_only_its_own_endpoint(asgi_server, settings):
 def test_a_foreign_origin_is_403(asgi_server):
     response = mcp_post(f"{asgi_server}/mcp/brain", rpc("ping"), headers={"Origin": "https://evil.example.com"})
     assert response.status_code == 403
-    assert "HYPERGUILD_ALLOWED_ORIGINS" in response.json()["error"]
+    assert "HYPERGUILD_ALLOWED_ORIGINS" in rest_error(response)["message"]
 
 
 def test_a_localhost_origin_on_any_port_is_allowed(asgi_server):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.core.cache import cache
+from django.utils import timezone
 
+from supervisor.actions import do_log_routing_entry
 from supervisor.models import RoutingEntry
-from supervisor.routing import Attempt, Decision, do_log_routing_entry
+from supervisor.routing import Attempt, Decision
 from tests.routing.fake_openai import FakeOpenAI
 
 FAST = "fast-model"
@@ -103,3 +106,17 @@ INVENTED_REVIEW = {
 
 def review_text(data: dict) -> str:
     return json.dumps(data)
+
+
+def log(skill, model, reason, status, *, is_final=True, attempt_of=None, latency_ms=0, hours_ago=0.0):
+    """One routing entry through the action, `hours_ago` in the past."""
+    entry = do_log_routing_entry(
+        skill=skill,
+        decision=Decision(model, reason, None, 0, None),
+        attempt=Attempt(status, latency_ms=latency_ms),
+        is_final=is_final,
+        attempt_of=attempt_of,
+    )
+    if hours_ago:
+        RoutingEntry.objects.filter(pk=entry.pk).update(created_at=timezone.now() - timedelta(hours=hours_ago))
+    return entry

@@ -29,6 +29,7 @@ class Reply:
     body: Any = None
     delay: float = 0.0
     raw: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def text(cls, content: str, *, model: str = "", usage: dict | None = None, delay: float = 0.0) -> Reply:
@@ -62,6 +63,8 @@ class Recorded:
     headers: dict[str, str]
     body: Any
     model: str = ""
+    client_port: int = 0  # the same port on two requests: the client reused its connection
+    at: float = 0.0  # time.monotonic() when the request arrived
 
 
 @dataclass
@@ -89,12 +92,15 @@ class FakeOpenAI:
                 except ValueError:
                     body = raw.decode(errors="replace")
                 model = body.get("model", "") if isinstance(body, dict) else ""
-                reply = fake._reply_for(Recorded(self.path, dict(self.headers), body, model))
+                recorded = Recorded(self.path, dict(self.headers), body, model, self.client_address[1], time.monotonic())
+                reply = fake._reply_for(recorded)
                 if reply.delay:
                     time.sleep(reply.delay)
                 payload = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
                 try:
                     self.send_response(reply.status)
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
                     self.end_headers()

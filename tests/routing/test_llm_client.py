@@ -11,8 +11,8 @@ from hyperguild.lib.llm import (
     LLMRejected,
     LLMUnavailable,
     get_llm_client,
-    parse_json_answer,
 )
+from hyperguild.lib.modeljson import parse_model_json
 from tests.conftest import free_port
 from tests.routing.fake_openai import FakeOpenAI, Reply
 
@@ -31,7 +31,7 @@ def gateway():
 
 
 def client_for(gateway: FakeOpenAI, **kwargs) -> LLMClient:
-    kwargs.setdefault("backoff", (0.0,))
+    kwargs.setdefault("backoff", 0.0)
     return LLMClient(gateway.url, "sk-test", **kwargs)
 
 
@@ -122,7 +122,7 @@ def test_a_slow_gateway_times_out_as_unavailable(gateway):
 
 
 def test_a_closed_port_is_unavailable():
-    client = LLMClient(f"http://127.0.0.1:{free_port()}", "", retries=1, backoff=(0.0,))
+    client = LLMClient(f"http://127.0.0.1:{free_port()}", "", retries=1, backoff=0.0)
     with pytest.raises(LLMUnavailable) as caught:
         client.chat([], model="fast")
     assert "could not connect" in str(caught.value)
@@ -163,8 +163,8 @@ def test_chat_json_refuses_prose_and_arrays(gateway):
         client.chat_json([], model="fast", schema=SCHEMA)
 
 
-def test_parse_json_answer_takes_the_object_out_of_surrounding_prose():
-    assert parse_json_answer('Here it is: {"a": 1} hope that helps') == {"a": 1}
+def test_parse_model_json_takes_the_object_out_of_surrounding_prose():
+    assert parse_model_json('Here it is: {"a": 1} hope that helps') == {"a": 1}
 
 
 def test_there_is_no_client_when_no_gateway_is_configured():

@@ -156,7 +156,8 @@ def test_a_ttl_of_zero_reads_the_rate_every_time(django_assert_num_queries, sett
 
 
 def seed_history_without_clearing_cache(skill: str, *, passes: int, fails: int) -> None:
-    from supervisor.routing import Attempt, Decision, do_log_routing_entry
+    from supervisor.actions import do_log_routing_entry
+    from supervisor.routing import Attempt, Decision
 
     for index in range(passes + fails):
         do_log_routing_entry(

@@ -5,36 +5,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import pytest
-from django.utils import timezone
 
-from hyperguild.checks import routing_problems
 from hyperguild.mcp.registry import get_endpoint
 from supervisor import skills
 from supervisor.models import RoutingEntry
-from supervisor.routing import Attempt, Decision, do_log_routing_entry
-from tests.conftest import call_tool, mcp_post, rpc
-from tests.routing.conftest import AUTH, FAST, GOOD_REVIEW, THINKING, seed_history
+from supervisor.system_checks import routing_problems
+from tests.conftest import call_tool, mcp_post, rest_error, rpc
+from tests.routing.conftest import AUTH, FAST, GOOD_REVIEW, THINKING, log, seed_history
 from tests.routing.fake_openai import Reply
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def log(skill, model, reason, status, *, is_final=True, attempt_of=None, hours_ago=0.0):
-    entry = do_log_routing_entry(
-        skill=skill,
-        decision=Decision(model, reason, None, 0, None),
-        attempt=Attempt(status),
-        is_final=is_final,
-        attempt_of=attempt_of,
-    )
-    if hours_ago:
-        RoutingEntry.objects.filter(pk=entry.pk).update(created_at=timezone.now() - timedelta(hours=hours_ago))
-    return entry
 
 
 # --- /routing/stats ----------------------------------------------------------------
@@ -82,7 +66,7 @@ def test_stats_refuse_a_missing_or_wrong_token(asgi_server, headers):
     response = httpx.get(f"{asgi_server}/routing/stats", headers=headers)
     assert response.status_code == 401
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
-    assert "error" in response.json()
+    rest_error(response)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -97,7 +81,7 @@ def test_stats_refuse_the_brain_token(asgi_server, settings):
 def test_stats_refuse_a_bad_window(asgi_server, window):
     response = httpx.get(f"{asgi_server}/routing/stats", params={"window": window}, headers=AUTH)
     assert response.status_code == 400
-    assert "window" in response.json()["error"]
+    assert "window" in rest_error(response)["details"]
 
 
 @pytest.mark.django_db(transaction=True)

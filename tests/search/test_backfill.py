@@ -12,6 +12,7 @@ from django.core.management.base import CommandError
 from brain import bm25
 from brain.actions import do_ingest_note
 from brain.models import Embedding, NoteChunk
+from tests.conftest import rest_error
 
 TOKEN = "search-test-token"
 
@@ -38,7 +39,7 @@ def test_backfill_without_the_brain_token_is_refused_and_writes_nothing(backfill
     do_ingest_note(title="Tides", body="Moon.", wing="sci")
     response = httpx.post(backfill_url, headers=headers, timeout=30)
     assert response.status_code == 401
-    assert "error" in response.json()
+    rest_error(response)
     assert not NoteChunk.objects.exists() and not Embedding.objects.exists()
 
 
@@ -55,7 +56,8 @@ def test_backfill_with_no_embedder_is_a_503_that_says_what_to_set(backfill_url, 
     do_ingest_note(title="Tides", body="Moon.", wing="sci")
     response = httpx.post(backfill_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
     assert response.status_code == 503
-    assert "BRAIN_EMBEDDER" in response.json()["error"]
+    error = rest_error(response)
+    assert "BRAIN_EMBEDDER" in error["message"] and error["code"] == "unavailable"
     assert not Embedding.objects.exists()
 
 

@@ -11,7 +11,7 @@ from django.db import connection
 
 from sessions.actions import do_log_entry
 from sessions.models import AgentSession, SessionEntry
-from tests.conftest import call_tool, mcp_post, rpc
+from tests.conftest import call_tool, mcp_post, rest_error, rpc
 
 TOKEN = "brain-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -129,6 +129,28 @@ def test_rest_entries_endpoint_needs_the_brain_token_and_valid_input(transaction
     bad_id = httpx.post(f"{asgi_server}/sessions/a%20b/entries", json={"kind": "note"}, headers=AUTH)
 
     assert no_token.status_code == 401 and wrong.status_code == 401
-    assert bad.status_code == 400 and "status" in bad.json()["error"]
+    assert bad.status_code == 400 and "status" in rest_error(bad)["details"]
+    assert rest_error(not_object)["code"] == "invalid" and "session_id" in rest_error(bad_id)["details"]
     assert not_object.status_code == 400 and bad_id.status_code == 400
+    assert not SessionEntry.objects.exists() and not AgentSession.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"kind": "note", "data": {"blob": "x" * (64 * 1024)}}, "the limit is 65536. Log a summary instead."),
+        ({"kind": "note", "client": {f"k{i}": "v" * 300 for i in range(15)}}, "client metadata is over 4096 bytes"),
+    ],
+)
+def test_mcp_and_rest_refuse_an_entry_over_a_limit_with_the_same_message_and_write_nothing(
+    transactional_db, asgi_server, brain_token, fields, said
+):
+    by_mcp = call_tool(f"{asgi_server}/mcp/brain", "session_log", {"session_id": "big-1", **fields}, AUTH)
+    by_rest = httpx.post(f"{asgi_server}/sessions/big-1/entries", json=fields, headers=AUTH, timeout=30)
+
+    assert by_mcp["isError"] is True and said in by_mcp["content"][0]["text"]
+    assert by_rest.status_code == 400
+    error = rest_error(by_rest)
+    assert said in error["message"] and error["code"] == "invalid"
+    assert error["message"] == by_mcp["content"][0]["text"]
     assert not SessionEntry.objects.exists() and not AgentSession.objects.exists()

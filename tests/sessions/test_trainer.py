@@ -19,7 +19,8 @@ from sessions.actions import (
     do_swap_dpo,
 )
 from sessions.models import TrainingExample
-from sessions.trainer import export_training_data_dir, redact_text, run_trainer
+from sessions.trainer import run_trainer
+from sessions.trl_export import export_training_data_dir
 from supervisor.models import RoutingEntry, SkillRun
 from tests.conftest import call_tool
 
@@ -142,35 +143,6 @@ def test_a_routed_call_where_one_model_failed_its_check_and_the_other_passed_giv
     dpo = TrainingExample.objects.get()
     assert dpo.kind == "dpo" and dpo.provenance["origin"] == "routing"
     assert dpo.prompt == request["messages"] and dpo.rejected[0]["content"] == '{"findings": []}'
-
-
-@pytest.mark.parametrize(
-    "secret, name",
-    [
-        ("sk-proj-abcdefghijklmnopqrstuvwx1234", "openai_key"),
-        ("ghp_" + "a1B2" * 9, "github_token"),
-        ("xoxb-1234567890-abcdefghij", "slack_token"),
-        ("-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----", "private_key"),
-    ],
-)
-def test_default_patterns_redact_common_tokens(secret, name):
-    found: dict = {}
-    text = redact_text(f"use {secret} here", found)
-    assert secret not in text and f"[REDACTED:{name}]" in text and found == {name: 1}
-
-
-def test_bearer_tokens_and_assigned_keys_keep_their_label_but_lose_the_value():
-    found: dict = {}
-    text = redact_text("Authorization: Bearer abcdef0123456789abcdef\napi_key = 'q8w7e6r5t4y3'", found)
-    assert text == "Authorization: Bearer [REDACTED:bearer_token]\napi_key = '[REDACTED:assigned_secret]'"
-
-
-def test_users_extend_the_pattern_list_with_one_regex_a_line(tmp_path, settings):
-    patterns = tmp_path / "secrets.txt"
-    patterns.write_text("# internal ticket tokens\nCORP-[0-9]{6}\n\n")
-    settings.TRAINER_SECRET_PATTERNS_FILE = str(patterns)
-    found: dict = {}
-    assert redact_text("token CORP-123456", found) == "token [REDACTED:custom_2]" and found == {"custom_2": 1}
 
 
 @pytest.mark.django_db

@@ -114,3 +114,12 @@ def test_output_is_capped_keeping_head_and_tail(settings):
     capped = executor.cap(text)
 
     assert len(capped) <= 1024 and capped.endswith("THE END") and "characters cut" in capped
+
+
+def test_merged_stderr_arrives_in_stdout_in_the_order_it_was_written(tmp_path):
+    outcome, exit_code, stdout, stderr, _ = executor.run_process(
+        ["/bin/sh", "-c", "echo one; echo two >&2; echo three; exit 3"], cwd=tmp_path, timeout=10, merge_stderr=True
+    )
+
+    assert (outcome, exit_code) == ("exited", 3)
+    assert stdout == "one\ntwo\nthree\n" and stderr == ""

@@ -7,7 +7,7 @@ import pytest
 
 from sessions.actions import do_store_training_example
 from sessions.models import TrainingExample
-from sessions.trainer import redact
+from sessions.redaction import redact_value
 from tests.ui.conftest import make_example
 
 pytestmark = pytest.mark.django_db
@@ -35,8 +35,7 @@ def test_swap_moves_the_verification_evidence_with_the_texts(staff_client):
 
 
 def _flagged_example():
-    found: dict[str, int] = {}
-    completion = redact([{"role": "assistant", "content": "export AWS_KEY=AKIAABCDEFGHIJKLMNOP\nthen run it"}], found)
+    completion, found = redact_value([{"role": "assistant", "content": "export AWS_KEY=AKIAABCDEFGHIJKLMNOP\nthen run it"}])
     example, _ = do_store_training_example(
         source_key="test:flagged", kind="sft", skill="tdd_green",
         prompt=[{"role": "user", "content": "deploy it"}], completion=completion,

@@ -24,7 +24,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 from tqdm import tqdm
 
-from brain import bm25
+from brain import bm25, vectors
 from brain.actions import do_edit_note
 from brain.embedding_sync import sync_embeddings
 from brain.evaluation import CachingEmbedder, load_beir, ndcg_at, percentile, recall_at, sampled_corpus
@@ -199,8 +199,6 @@ class Command(BaseCommand):
     @staticmethod
     def vector_plan(embedder, query: str) -> str:
         """The planner's own choice (nothing forced) for the vector query: index scan or not."""
-        from brain import vectors
-
         vector = embedder.embed_query(query)
         sql = vectors.query_sql(embedder.key, len(vector), wing=False, hall=False, status=False)
         with connections["default"].cursor() as cursor:
@@ -308,8 +306,6 @@ class ScratchDatabase:
         self._switch(self.name)
         call_command("migrate", verbosity=0, interactive=False)
         bm25.reset()
-        from brain import vectors
-
         vectors.forget_indexes()
         return self
 

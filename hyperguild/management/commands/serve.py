@@ -20,9 +20,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
 from hyperguild.checks import public_bind_problem
-from hyperguild.mcp.registry import get_endpoint
-
-ENDPOINTS = ("brain", "supervisor", "routing")
+from hyperguild.lib.embedded_db import stop_embedded_database
+from hyperguild.mcp.registry import all_endpoints
 
 
 def claude_mcp_add_line(name: str, url: str, token: str) -> str:
@@ -102,8 +101,6 @@ class Command(BaseCommand):
                 except subprocess.TimeoutExpired:
                     os.killpg(child.pid, signal.SIGKILL)
             if not db_was_running and not os.environ.get("DATABASE_URL"):
-                from hyperguild.lib.embedded_db import stop_embedded_database
-
                 stop_embedded_database(settings.DATA_DIR)
             self.stdout.write(self.style.SUCCESS("stopped"))
 
@@ -127,7 +124,7 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"hyperguild {settings.VERSION} is running at {base}/"))
         self.stdout.write(f"  review UI and admin: {base}/  {base}/admin/   health: {base}/health")
         self.stdout.write("  MCP endpoints, ready to paste:")
-        for name in ENDPOINTS:
-            url = f"{base}/mcp/{name}"
-            self.stdout.write(f"    {claude_mcp_add_line(name, url, get_endpoint(name).token())}")
+        for endpoint in all_endpoints():
+            url = f"{base}/mcp/{endpoint.name}"
+            self.stdout.write(f"    {claude_mcp_add_line(endpoint.name, url, endpoint.token())}")
         self.stdout.write("Press Ctrl-C to stop.")

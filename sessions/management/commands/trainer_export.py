@@ -7,7 +7,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from sessions.models import TrainingExample
-from sessions.trainer import export_examples
+from sessions.trl_export import export_examples
 
 
 class Command(BaseCommand):

@@ -1,0 +1,60 @@
+"""Hooks the apps above the brain register, so brain code reaches them without importing them.
+
+The brain sits below supervisor and sessions (see README "Architecture"):
+it must not import them, yet a brain folder carries session logs and
+training data, and a note page shows the session entries a note came from.
+The sessions app registers these from its AppConfig.ready().
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class FolderSection:
+    """A sub-folder of a brain folder that another app reads and writes.
+
+    `import_dir(folder)` runs on import when the folder exists; `export_dir(folder)`
+    on export, returning None when there is nothing to write. Either may be None.
+    Their summaries land on `FolderSummary.<summary_field>`.
+    """
+
+    folder: str
+    summary_field: str
+    import_dir: Callable[[Path], object] | None = None
+    export_dir: Callable[[Path], object | None] | None = None
+
+
+# (session_id, entry sequence numbers) -> the entries, ordered
+ProvenanceEntries = Callable[[str, list[int]], list]
+
+_LOCK = threading.Lock()
+_FOLDER_SECTIONS: dict[str, FolderSection] = {}
+_provenance_entries: ProvenanceEntries | None = None
+
+
+def register_folder_section(section: FolderSection) -> None:
+    with _LOCK:
+        _FOLDER_SECTIONS[section.folder] = section
+
+
+def folder_sections() -> list[FolderSection]:
+    with _LOCK:
+        return list(_FOLDER_SECTIONS.values())
+
+
+def register_provenance_entries(lookup: ProvenanceEntries) -> None:
+    global _provenance_entries
+    with _LOCK:
+        _provenance_entries = lookup
+
+
+def provenance_entries(session_id: str, seqs: list[int]) -> list:
+    """The session entries `seqs` of `session_id`, or [] when no app registered a lookup."""
+    with _LOCK:
+        lookup = _provenance_entries
+    return lookup(session_id, seqs) if lookup is not None else []

@@ -1,0 +1,55 @@
+"""What the apps contribute to the core, registered from their `AppConfig.ready()`.
+
+The core names no app: the home page asks every registered provider for its
+counts, and `do_ensure_schedules()` installs every registered schedule. (MCP
+endpoints and tools register with `hyperguild.mcp.registry`; system checks
+with Django's own `django.core.checks.register`.)
+
+    # <app>/apps.py
+    def ready(self) -> None:
+        register_home_counts(home_counts)   # () -> {"raw_count": 3, ...}
+        register_schedules(schedules)       # () -> [(name, "<app>.tasks.f", seconds)]
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+HomeCounts = Callable[[], dict[str, object]]
+Schedules = Callable[[], list[tuple[str, str, int]]]
+
+_LOCK = threading.Lock()
+_HOME_COUNTS: list[HomeCounts] = []
+_SCHEDULES: list[Schedules] = []
+
+
+def _register(registry: list, provider: Callable) -> None:
+    with _LOCK:
+        if provider not in registry:  # ready() may run twice (tests); register once
+            registry.append(provider)
+
+
+def register_home_counts(provider: HomeCounts) -> None:
+    """`provider()` returns template variables for the home page (names unique across apps)."""
+    _register(_HOME_COUNTS, provider)
+
+
+def register_schedules(provider: Schedules) -> None:
+    """`provider()` returns the (name, dotted task path, seconds) schedules the app wants now."""
+    _register(_SCHEDULES, provider)
+
+
+def home_counts() -> dict[str, object]:
+    with _LOCK:
+        providers = list(_HOME_COUNTS)
+    counts: dict[str, object] = {}
+    for provider in providers:
+        counts.update(provider())
+    return counts
+
+
+def schedules() -> list[tuple[str, str, int]]:
+    with _LOCK:
+        providers = list(_SCHEDULES)
+    return [schedule for provider in providers for schedule in provider()]

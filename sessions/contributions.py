@@ -1,0 +1,44 @@
+"""What the sessions app contributes to the brain and the core (registered in AgentSessionsConfig.ready())."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.db.models import Count
+
+from brain.hooks import FolderSection
+from sessions.folder import export_sessions_dir, import_sessions_dir
+from sessions.models import AgentSession, SessionEntry, TrainingExample
+from sessions.trl_export import export_training_data_dir
+
+
+def export_sessions_if_any(folder: Path) -> dict | None:
+    """`sessions/<id>.jsonl` for a brain export, or None when there is no session."""
+    if not AgentSession.objects.exists():
+        return None
+    return export_sessions_dir(folder)
+
+
+def export_training_data_if_any(folder: Path) -> dict | None:
+    """The approved SFT/DPO examples as TRL JSONL for a brain export, or None when none is approved."""
+    if not TrainingExample.objects.filter(status=TrainingExample.Status.APPROVED).exists():
+        return None
+    return export_training_data_dir(folder)
+
+
+FOLDER_SECTIONS = (
+    FolderSection("sessions", "sessions", import_dir=import_sessions_dir, export_dir=export_sessions_if_any),
+    FolderSection("training-data", "training_data", export_dir=export_training_data_if_any),
+)
+
+
+def provenance_entries(session_id: str, seqs: list[int]) -> list[SessionEntry]:
+    return list(SessionEntry.objects.for_session(session_id).filter(seq__in=seqs))
+
+
+def home_counts() -> dict[str, object]:
+    """Training candidates waiting for curation, by kind (the home page's `candidate_counts`)."""
+    rows = (
+        TrainingExample.objects.filter(status="candidate").order_by().values("kind").annotate(n=Count("id"))
+    )
+    return {"candidate_counts": {row["kind"]: row["n"] for row in rows}}

@@ -1,0 +1,368 @@
+"""How each worker skill runs once its SkillRun is claimed: worker, verification, result.
+
+    result, ctx = run_worker_skill(run, progress, cancel_check)
+
+returns the result dict (shared shape + skill fields) and the context whose
+`attempt_log` records every attempt. The skill's spec names its runner
+(`SkillSpec.runner`, a key of `RUNNERS`). A runner never trusts the worker:
+TDD phases are verified by running the tests here, `debug` by re-running
+`failing_cmd`, `review` by grounding each finding; `spec` writes its spec to
+the brain as a raw note.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+
+from brain.actions import do_write_raw_note
+from supervisor import executor
+from supervisor.grounding import ground_findings
+from supervisor.model_table import resolve_model
+from supervisor.prompts import (
+    build_prompt,
+    debug_task,
+    review_task,
+    spec_task,
+    tdd_task,
+    verification_failed_feedback,
+    worker_rejected_feedback,
+)
+from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
+from supervisor.skills import SKILLS, SkillFailed, build_result, worker_schema
+from supervisor.verification import (
+    BASELINE_MUST_PASS,
+    NO_TEST_COMMAND,
+    TestRun,
+    baseline_allows,
+    changed_files,
+    detect_test_command,
+    judge_tdd_attempt,
+    run_command,
+    snapshot,
+)
+
+# Called with one line of progress text ("attempt 1: verifying (...)") for the run's record.
+ReportProgress = Callable[[str], None]
+
+
+class RunContext:
+    """One claimed run: its arguments, model and spec, the progress callback and the attempt log."""
+
+    def __init__(self, run, progress: ReportProgress, cancel_check: Callable[[], bool]):
+        self.run = run
+        self.args = run.arguments or {}
+        self.progress = progress
+        self.cancel_check = cancel_check
+        self.skill = run.skill
+        self.spec = SKILLS[run.skill]
+        self.model = resolve_model(run.skill, self.args.get("model"))
+        self.attempt_log: list[dict] = []
+        self.worker_pids: list[int] = []
+
+    def worker(self, task: str, attempt: int) -> executor.WorkerResult:
+        root = Path(self.run.project_root) if self.run.project_root else None
+        cwd = root or Path(settings.DATA_DIR)
+        cwd.mkdir(parents=True, exist_ok=True)
+        self.progress(f"attempt {attempt}: worker running ({self.model})")
+
+        def waiting(seconds: float) -> None:
+            self.progress(f"attempt {attempt}: waiting for a free worker slot ({int(seconds)} s)")
+
+        return executor.run_worker(
+            prompt=build_prompt(self.skill, task),
+            schema=worker_schema(self.skill),
+            cwd=cwd,
+            model=self.model,
+            allowed_tools=self.spec.allowed_tools,
+            cancel_check=self.cancel_check,
+            on_wait=waiting,
+            on_start=self.worker_pids.append,
+        )
+
+    def log(self, attempt: int, worker: executor.WorkerResult, **verification) -> dict:
+        entry = {
+            "attempt": attempt,
+            "worker_status": worker.status,
+            "worker_message": worker.message,
+            "exit_code": worker.exit_code,
+            "report": worker.report,
+            "stdout": worker.stdout,
+            "stderr": worker.stderr,
+            "duration_ms": worker.duration_ms,
+            **verification,
+        }
+        self.attempt_log.append(entry)
+        return entry
+
+    def result(self, **values) -> dict:
+        return build_result(self.skill, model_used=self.model, run_id=self.run.pk, **values)
+
+
+def run_worker_skill(run, progress: ReportProgress, cancel_check: Callable[[], bool]) -> tuple[dict, RunContext]:
+    ctx = RunContext(run, progress, cancel_check)
+    try:
+        runner = RUNNERS.get(ctx.spec.runner)
+        if runner is None:
+            raise SkillFailed(f"{run.skill} does not run a worker")
+        result = runner(ctx)
+    except (SkillFailed, RootRefused) as exc:
+        result = ctx.result(status="error", message=str(exc), attempts=len(ctx.attempt_log))
+    return result, ctx
+
+
+def _worker_stopped(ctx: RunContext, worker: executor.WorkerResult, attempt: int) -> dict | None:
+    """A final result if the worker was killed (timeout/cancel), else None."""
+    if worker.status in ("timeout", "cancelled"):
+        return ctx.result(status=worker.status, message=worker.message, attempts=attempt)
+    return None
+
+
+def _single_answer(ctx: RunContext, task: str) -> tuple[executor.WorkerResult, dict | None]:
+    """Run the worker once and log it: (the worker, a final result if it gave no usable answer, else None)."""
+    worker = ctx.worker(task, 1)
+    ctx.log(1, worker)
+    stopped = _worker_stopped(ctx, worker, 1)
+    if stopped is None and worker.status != "ok":
+        stopped = ctx.result(status="error", message=worker.message, attempts=1)
+    return worker, stopped
+
+
+def _answer_signature(report: dict | None, error: str) -> str:
+    """What a worker answered, to stop retrying when two attempts in a row answer the same."""
+    return json.dumps(report, sort_keys=True) if report is not None else "error:" + error
+
+
+# --- TDD phases -----------------------------------------------------------------------
+
+
+def run_tdd(ctx: RunContext) -> dict:
+    root = resolve_project_root(ctx.run.project_root)
+    args = ctx.args
+    for key in ("test_path", "impl_path"):
+        if args.get(key):
+            resolve_inside(root, args[key], must_exist=(key == "test_path" and ctx.skill != "tdd_red"))
+    test_cmd = args.get("test_cmd") or detect_test_command(root)
+    if not test_cmd:
+        raise SkillFailed(NO_TEST_COMMAND)
+    expect = ctx.spec.expect_tests
+    if ctx.skill in BASELINE_MUST_PASS:
+        stopped = _baseline(ctx, root, test_cmd)
+        if stopped is not None:
+            return stopped
+    task = tdd_task(ctx.skill, args, test_cmd)
+    max_attempts = settings.SUPERVISOR_MAX_ATTEMPTS
+    previous = None
+    feedback = ""
+    last_report: dict | None = None
+    last_run: TestRun | None = None
+    all_changed: set[str] = set()
+    why = ""
+
+    def tdd_fields() -> dict:
+        return {
+            "file_path": _report_path(root, last_report),
+            "files_changed": sorted(all_changed),
+            "test_cmd": test_cmd,
+            "worker_report": last_report,
+            **({"test_name": (last_report or {}).get("test_name")} if ctx.skill == "tdd_red" else {}),
+        }
+
+    for attempt in range(1, max_attempts + 1):
+        before = snapshot(root)
+        worker = ctx.worker(task + feedback, attempt)
+        stopped = _worker_stopped(ctx, worker, attempt)
+        if stopped is not None:
+            ctx.log(attempt, worker)
+            stopped.update(test_cmd=test_cmd, worker_report=last_report, files_changed=sorted(all_changed))
+            return stopped
+        changed = changed_files(before, snapshot(root))
+        all_changed.update(changed)
+        if worker.report is not None:
+            last_report = worker.report
+        signature = _answer_signature(worker.report, worker.message)
+        if worker.status != "ok":
+            why = f"attempt {attempt}: {worker.message}"
+            ctx.log(attempt, worker, verified=False, reason=why, files_changed=changed)
+            feedback = worker_rejected_feedback(worker.message)
+        else:
+            ctx.progress(f"attempt {attempt}: verifying ({test_cmd})")
+            last_run = run_command(root, test_cmd, ctx.cancel_check)
+            if last_run.outcome == "cancelled":
+                ctx.log(attempt, worker, verified=None, reason="cancelled while verifying")
+                return ctx.result(status="cancelled", message="cancelled while the tests ran", attempts=attempt)
+            verified, why = judge_tdd_attempt(expect, last_run, changed, attempt)
+            ctx.log(attempt, worker, verified=verified, reason=why, test_exit_code=last_run.exit_code,
+                    runner_output=last_run.output, files_changed=changed)
+            if verified:
+                return ctx.result(
+                    status="pass",
+                    verified=True,
+                    message=why,
+                    attempts=attempt,
+                    runner_output=last_run.output,
+                    **tdd_fields(),
+                )
+            feedback = verification_failed_feedback(why, test_cmd, last_run.output)
+        if previous is not None and signature == previous:
+            why = f"stopped early after attempt {attempt}: the worker returned the same output twice in a row ({why})"
+            break
+        previous = signature
+    else:
+        why = f"not verified after {max_attempts} attempts (SUPERVISOR_MAX_ATTEMPTS): {why}"
+    return ctx.result(
+        status="fail",
+        verified=False,
+        message=why,
+        attempts=len(ctx.attempt_log),
+        runner_output=last_run.output if last_run else "",
+        **tdd_fields(),
+    )
+
+
+def _baseline(ctx: RunContext, root: Path, test_cmd: str) -> dict | None:
+    """Run the tests before the worker; a result that stops the call, or None to go on."""
+    ctx.progress(f"baseline: running {test_cmd} before the worker")
+    run = run_command(root, test_cmd, ctx.cancel_check)
+    if run.outcome == "cancelled":
+        return ctx.result(status="cancelled", message="cancelled while the baseline tests ran", attempts=0)
+    if baseline_allows(ctx.skill, run):
+        return None
+    phase = "red" if ctx.skill == "tdd_red" else "refactor"
+    return ctx.result(
+        status="fail",
+        verified=False,
+        attempts=0,
+        runner_output=run.output,
+        test_cmd=test_cmd,
+        message=(
+            f"the suite already fails before any change (`{test_cmd}` exit code {run.exit_code}"
+            f"{', timed out' if run.outcome == 'timeout' else ''}); {phase} starts from a passing suite: "
+            "make it pass first (tdd_green, or by hand). No worker was started."
+        ),
+    )
+
+
+def _report_path(root: Path, report: dict | None) -> str | None:
+    path = (report or {}).get("file_path")
+    if not isinstance(path, str) or not path:
+        return None
+    try:
+        return str(resolve_inside(root, path).relative_to(root))
+    except (RootRefused, ValueError):
+        return None
+
+
+# --- review, debug, spec ----------------------------------------------------------------
+
+
+def run_review(ctx: RunContext) -> dict:
+    root = resolve_project_root(ctx.run.project_root)
+    args = ctx.args
+    for path in args.get("paths") or []:
+        resolve_inside(root, path, must_exist=True)
+    diff = None
+    if args.get("git_range"):
+        git_diff = run_command(root, f"git diff --no-color {shlex.quote(args['git_range'])}")
+        if git_diff.exit_code != 0:
+            raise SkillFailed(f"git diff {args['git_range']} failed: {git_diff.output[-2000:]}")
+        diff = git_diff.output
+    worker, stopped = _single_answer(ctx, review_task(args, diff))
+    if stopped is not None:
+        return stopped
+    report = worker.report or {}
+    kept, dropped = ground_findings(root, report.get("findings", []))
+    ctx.attempt_log[-1].update(kept_findings=len(kept), dropped_findings=dropped)
+    message = f"{len(kept)} grounded finding(s)"
+    if dropped:
+        message += f"; {dropped} dropped because their file, line or quoted code does not exist"
+    return ctx.result(
+        status="pass",
+        verified=dropped == 0,
+        message=message,
+        attempts=1,
+        findings=kept,
+        verdict=report.get("verdict", "comment"),
+        dropped_findings=dropped,
+        summary=report.get("summary", ""),
+    )
+
+
+def run_debug(ctx: RunContext) -> dict:
+    root = resolve_project_root(ctx.run.project_root)
+    args = ctx.args
+    before = snapshot(root)
+    worker = ctx.worker(debug_task(args), 1)
+    stopped = _worker_stopped(ctx, worker, 1)
+    if stopped is not None:
+        ctx.log(1, worker)
+        return stopped
+    changed = changed_files(before, snapshot(root))
+    report = worker.report or {}
+    ctx.progress(f"attempt 1: verifying ({args['failing_cmd']})")
+    rerun = run_command(root, args["failing_cmd"], ctx.cancel_check)
+    passes = rerun.passed
+    ctx.log(1, worker, verified=passes, test_exit_code=rerun.exit_code, runner_output=rerun.output, files_changed=changed)
+    if worker.status != "ok":
+        status, message = "error", worker.message
+    elif passes:
+        status, message = "pass", "verified: the failing command passes now"
+    else:
+        status, message = "fail", f"the failing command still fails (exit code {rerun.exit_code})"
+    return ctx.result(
+        status=status,
+        verified=passes,
+        message=message,
+        attempts=1,
+        runner_output=rerun.output,
+        hypotheses=report.get("hypotheses", []),
+        root_cause=report.get("root_cause", ""),
+        fix=report.get("fix", ""),
+        files_changed=changed,
+        failing_cmd_passes=passes,
+        worker_report=worker.report,
+    )
+
+
+def run_spec(ctx: RunContext) -> dict:
+    worker, stopped = _single_answer(ctx, spec_task(ctx.args))
+    if stopped is not None:
+        return stopped
+    report = worker.report or {}
+    criteria = report.get("acceptance_criteria", [])
+    body = report["spec"].rstrip() + "\n\n## Acceptance criteria\n\n" + "\n".join(
+        f"{number}. {text}" for number, text in enumerate(criteria, 1)
+    )
+    note_id, note_message = _write_spec_note(report["title"], body, ctx)
+    return ctx.result(
+        status="pass",
+        message="spec written" + note_message,
+        attempts=1,
+        title=report["title"],
+        spec=body,
+        acceptance_criteria=criteria,
+        note_id=note_id,
+    )
+
+
+def _write_spec_note(title: str, body: str, ctx: RunContext) -> tuple[int | None, str]:
+    provenance = {"skill": "spec", "run_id": ctx.run.pk, "model": ctx.model, "project": ctx.args.get("project", "")}
+    try:
+        note = do_write_raw_note(
+            title=title, body=body, source="spec", provenance=provenance, session_id=ctx.run.session_id or ""
+        )
+    except Exception as exc:  # noqa: BLE001 - the spec itself is still returned
+        return None, f" (writing the raw note failed: {exc})"
+    return note.pk, " and saved to the brain as a raw note"
+
+
+RUNNERS: dict[str, Callable[[RunContext], dict]] = {
+    "tdd": run_tdd,
+    "review": run_review,
+    "debug": run_debug,
+    "spec": run_spec,
+}

@@ -1,0 +1,33 @@
+"""System checks of the supervisor's settings (registered from SupervisorConfig.ready())."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.checks import Error, register
+
+
+def routing_problems() -> list[str]:
+    """Routing settings that contradict each other (MIN_SAMPLES above WINDOW is allowed: the
+    router then stays in its min-samples band)."""
+    floor, ceil = settings.HYPERGUILD_ROUTE_LOCAL_FLOOR, settings.HYPERGUILD_ROUTE_LOCAL_CEIL
+    problems = []
+    for name, value in (("HYPERGUILD_ROUTE_LOCAL_FLOOR", floor), ("HYPERGUILD_ROUTE_LOCAL_CEIL", ceil)):
+        if not 0.0 <= value <= 1.0:
+            problems.append(f"{name}={value:g} is a pass rate and must lie between 0 and 1.")
+    if ceil > floor:
+        problems.append(
+            f"HYPERGUILD_ROUTE_LOCAL_CEIL={ceil:g} is above HYPERGUILD_ROUTE_LOCAL_FLOOR={floor:g}: below CEIL "
+            "the thinking model answers, at or above FLOOR the fast one, so CEIL must not exceed FLOOR "
+            "(defaults: CEIL 0.70, FLOOR 0.90)."
+        )
+    if settings.HYPERGUILD_FAST_MODEL == settings.HYPERGUILD_THINKING_MODEL:
+        problems.append(
+            f"HYPERGUILD_FAST_MODEL and HYPERGUILD_THINKING_MODEL are both {settings.HYPERGUILD_FAST_MODEL!r}: "
+            "routing needs two different models."
+        )
+    return problems
+
+
+@register("hyperguild")
+def check_routing_settings(app_configs, **kwargs):
+    return [Error(problem, id="hyperguild.E010") for problem in routing_problems()]

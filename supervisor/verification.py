@@ -1,0 +1,133 @@
+"""The supervisor's own checks on a worker: it never trusts the worker's report.
+
+- `detect_test_command(root)`: the project's test command from its build files;
+- `run_command(root, command)`: run a test (or any) command under
+  SUPERVISOR_TEST_TIMEOUT through the executor's process runner;
+- `snapshot` / `changed_files`: did the worker write anything;
+- `judge_tdd_attempt` / `baseline_allows`: whether a test run is what a TDD
+  phase requires.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import shutil
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+from supervisor import executor
+
+# Directories whose content never counts as "the worker wrote something".
+_IGNORED_DIRS = {".git", "__pycache__", ".pytest_cache", "node_modules", ".venv", "venv", "target", "_build", ".mypy_cache"}
+_SNAPSHOT_LIMIT = 20000
+
+# Red and refactor start from a passing suite: otherwise a red run could be "verified"
+# by a failure that was already there, and a refactor could hide a break behind one.
+BASELINE_MUST_PASS = ("tdd_red", "tdd_refactor")
+
+NO_TEST_COMMAND = (
+    "no test command: pass test_cmd, or add go.mod, package.json, pyproject.toml/pytest.ini, "
+    "Cargo.toml, Gemfile or mix.exs to the project root"
+)
+
+
+def detect_test_command(root: Path) -> str | None:
+    if (root / "go.mod").exists():
+        return "go test ./..."
+    if (root / "package.json").exists():
+        return "npm test"
+    if any((root / name).exists() for name in ("pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini")):
+        pytest = shutil.which("pytest")
+        return shlex.quote(pytest) if pytest else f"{shlex.quote(sys.executable)} -m pytest"
+    if (root / "Cargo.toml").exists():
+        return "cargo test"
+    if (root / "Gemfile").exists():
+        return "bundle exec rspec"
+    if (root / "mix.exs").exists():
+        return "mix test"
+    return None
+
+
+@dataclass
+class TestRun:
+    command: str
+    exit_code: int | None
+    output: str
+    outcome: str  # exited | timeout | cancelled
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "exited" and self.exit_code == 0
+
+    @property
+    def no_tests(self) -> bool:
+        # pytest says 5 when it collected nothing; a red phase with no test is not red.
+        return "pytest" in self.command and self.exit_code == 5
+
+
+def run_command(root: Path, command: str, cancel_check: Callable[[], bool] | None = None) -> TestRun:
+    outcome, exit_code, stdout, stderr, _ = executor.run_process(
+        ["/bin/sh", "-c", command],
+        cwd=root,
+        timeout=settings.SUPERVISOR_TEST_TIMEOUT,
+        cancel_check=cancel_check,
+    )
+    output = stdout + (("\n" + stderr) if stderr.strip() else "")
+    if outcome == "timeout":
+        output += f"\n[supervisor: killed after SUPERVISOR_TEST_TIMEOUT={settings.SUPERVISOR_TEST_TIMEOUT} s]"
+    return TestRun(command=command, exit_code=exit_code, output=executor.cap(output), outcome=outcome)
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Content hashes of the project's files, to see whether the worker wrote anything."""
+    hashes: dict[str, str] = {}
+    stack = [root]
+    while stack and len(hashes) < _SNAPSHOT_LIMIT:
+        directory = stack.pop()
+        try:
+            entries = list(directory.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_symlink():
+                continue
+            if entry.is_dir():
+                if entry.name not in _IGNORED_DIRS:
+                    stack.append(entry)
+            elif entry.is_file():
+                try:
+                    hashes[str(entry.relative_to(root))] = hashlib.sha1(entry.read_bytes()).hexdigest()
+                except OSError:
+                    continue
+    return hashes
+
+
+def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    return sorted(path for path in set(before) | set(after) if before.get(path) != after.get(path))
+
+
+def baseline_allows(skill: str, run: TestRun) -> bool:
+    """Whether the suite's state before the worker lets `skill` start (a project with no tests yet is a fine start for red)."""
+    return run.passed or (skill == "tdd_red" and run.no_tests)
+
+
+def judge_tdd_attempt(expect: str, run: TestRun, changed: list[str], attempt: int) -> tuple[bool, str]:
+    """(verified, why) for one attempt of a TDD phase whose tests must `expect` ("fail" or "pass")."""
+    if run.outcome == "timeout":
+        return False, f"attempt {attempt}: the test command timed out"
+    if expect == "fail":
+        if run.passed:
+            return False, f"attempt {attempt}: the tests pass, but red needs a failing test"
+        if run.no_tests:
+            return False, f"attempt {attempt}: the test runner collected no tests"
+        if not changed:
+            return False, f"attempt {attempt}: the worker changed no file, so there is no new failing test"
+        return True, f"verified: the supervisor's test run failed as red requires (exit code {run.exit_code})"
+    if run.passed:
+        return True, "verified: the supervisor's test run passed (exit code 0)"
+    return False, f"attempt {attempt}: the tests fail (exit code {run.exit_code}), but {expect} requires them to pass"
