@@ -10,6 +10,7 @@ rebuild on the next query) and, once committed, tells the search side
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
@@ -32,6 +33,7 @@ from brain.models import (
     NoteChange,
     NoteChunk,
     NoteLink,
+    NoteRevision,
     NoteStatus,
     note_content_hash,
 )
@@ -46,6 +48,20 @@ MAX_SLUG_ATTEMPTS = 64
 
 class BrainInputError(BrainError, ValueError):
     """A write the brain refuses; the message says what to change."""
+
+
+class NoteConflict(BrainInputError):
+    """The note changed after the form was opened (its version moved on); nothing was written.
+
+    `current` is the note as it is now, so the page can show both texts.
+    """
+
+    http_status = 409
+    code = "conflict"
+
+    def __init__(self, message: str, *, current: Note):
+        super().__init__(message)
+        self.current = current
 
 
 # -- validation ---------------------------------------------------------------
@@ -280,6 +296,32 @@ def _check_provenance(provenance: Any) -> dict | None:
     return provenance
 
 
+# -- revisions -------------------------------------------------------------------
+
+
+def _check_version(note: Note, expected_version: int | None) -> None:
+    if expected_version is not None and note.version != expected_version:
+        raise NoteConflict(
+            f"“{note.title}” was changed by someone else while you were editing (version {expected_version} → "
+            f"{note.version}); nothing was saved. Compare the texts below and save again.",
+            current=note,
+        )
+
+
+def _save_with_revision(
+    note: Note, *, before: dict, version_before: int, action: str, user=None, group: uuid.UUID | None = None,
+    summary: str = "",
+) -> NoteRevision:
+    """Save `note` one version up and record what changed (call inside the action's transaction)."""
+    note.version = version_before + 1
+    note.save()
+    return NoteRevision.objects.create(
+        note=note, group=group or uuid.uuid4(), action=action, user=user if getattr(user, "pk", None) else None,
+        before=before, after=note.snapshot(), version_before=version_before, version_after=note.version,
+        summary=summary[:500],
+    )  # fmt: skip
+
+
 # -- actions ---------------------------------------------------------------------
 
 
@@ -357,13 +399,22 @@ def _who(user) -> str:
     return getattr(user, "get_username", lambda: "")() if user is not None else ""
 
 
-def do_edit_note(note: Note, *, title: str | None = None, body: str | None = None, frontmatter=None, user=None) -> Note:
-    """Change a note's title, body and/or frontmatter (None leaves a field as it is)."""
+def do_edit_note(
+    note: Note, *, title: str | None = None, body: str | None = None, frontmatter=None, user=None,
+    expected_version: int | None = None,
+) -> Note:  # fmt: skip
+    """Change a note's title, body and/or frontmatter (None leaves a field as it is).
+
+    With `expected_version` (what the editing form saw) a note that changed
+    meanwhile raises `NoteConflict` and nothing is written.
+    """
     new_title = _clean_title(title) if title is not None else None
     new_body = _clean_body(body) if body is not None else None
     new_frontmatter = _clean_frontmatter(frontmatter) if frontmatter is not None else None
     with transaction.atomic():
         note = _locked(note)
+        _check_version(note, expected_version)
+        before, version_before = note.snapshot(), note.version
         if new_title is not None:
             note.title = new_title
         if new_body is not None:
@@ -375,16 +426,19 @@ def do_edit_note(note: Note, *, title: str | None = None, body: str | None = Non
             return note
         note.content_hash = new_hash
         note.provenance = {**note.provenance, "last_edited_by": _who(user) or "service", "last_edited_at": timezone.now().isoformat()}
-        note.save()
+        _save_with_revision(note, before=before, version_before=version_before, action=NoteRevision.Action.EDIT, user=user)
         _after_write(note)
         return note
 
 
 def do_promote_note(
     note: Note, *, reviewer, wing: str, hall: str = "", title: str | None = None, slug: str | None = None,
-    body: str | None = None,
+    body: str | None = None, expected_version: int | None = None, group: uuid.UUID | None = None,
 ) -> Note:  # fmt: skip
-    """raw → wiki under wing/hall; records the reviewer and when."""
+    """raw → wiki under wing/hall; records the reviewer and when.
+
+    `group` puts the revision in an existing group (a bulk action: one undo for all its notes).
+    """
     wing, hall = _clean_place(wing, hall, wing_required=True)
     new_title = _clean_title(title) if title is not None else None
     new_body = _clean_body(body) if body is not None else None
@@ -393,6 +447,8 @@ def do_promote_note(
         note = _locked(note)
         if note.status != NoteStatus.RAW:
             raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be promoted.")
+        _check_version(note, expected_version)
+        before, version_before = note.snapshot(), note.version
         _check_wiki_slug(new_slug or note.slug, hall)
         if new_slug and new_slug != note.slug:
             if Note.objects.filter(slug=new_slug).exists():
@@ -404,21 +460,28 @@ def do_promote_note(
             note.body = new_body
         note.promote(reviewer=reviewer, wing=wing, hall=hall)
         note.content_hash = note.compute_hash()
-        note.save()
+        _save_with_revision(
+            note, before=before, version_before=version_before, action=NoteRevision.Action.PROMOTE, user=reviewer,
+            group=group, summary=f"promoted to {note.path}",
+        )  # fmt: skip
         _after_write(note)
         return note
 
 
-def do_reject_note(note: Note, *, reviewer, reason: str) -> Note:
-    """raw → rejected, with the reason (required) recorded as the review note."""
+def do_reject_note(note: Note, *, reviewer, reason: str, group: uuid.UUID | None = None) -> Note:
+    """raw → rejected, with the reason (required) recorded as the review note (`group`: see do_promote_note)."""
     if not isinstance(reason, str) or not reason.strip():
         raise BrainInputError("a reason is required to reject a note: say why it should not enter the wiki.")
     with transaction.atomic():
         note = _locked(note)
         if note.status != NoteStatus.RAW:
             raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be rejected.")
+        before, version_before = note.snapshot(), note.version
         note.reject(reviewer=reviewer, reason=reason.strip())
-        note.save()
+        _save_with_revision(
+            note, before=before, version_before=version_before, action=NoteRevision.Action.REJECT, user=reviewer,
+            group=group, summary=reason.strip(),
+        )  # fmt: skip
         _after_write(note, links_changed=False)
         return note
 
@@ -429,34 +492,158 @@ def do_archive_note(note: Note, *, user=None, reason: str = "") -> Note:
         note = _locked(note)
         if note.status == NoteStatus.ARCHIVED:
             return note
+        before, version_before = note.snapshot(), note.version
         note.archive(reason=reason)
         note.provenance = {**note.provenance, "archived_by": _who(user) or "service"}
-        note.save()
+        _save_with_revision(
+            note, before=before, version_before=version_before, action=NoteRevision.Action.ARCHIVE, user=user,
+            summary=reason,
+        )  # fmt: skip
         _after_write(note, links_changed=False)
         return note
 
 
-def do_merge_note(note: Note, *, into: Note, reviewer, body: str) -> Note:
-    """Merge a raw note into an existing note: `into` gets `body`, the raw note is archived."""
+def do_merge_note(
+    note: Note, *, into: Note, reviewer, body: str, expected_version: int | None = None,
+) -> Note:  # fmt: skip
+    """Merge a raw note into an existing note: `into` gets `body`, the raw note is archived.
+
+    `expected_version` is the target's version the merge preview was made
+    from: when the target changed since, `NoteConflict` is raised and
+    nothing is written (the other merge's text would otherwise be lost).
+    The target records the raw note under provenance `merged_from`; both
+    changes share one revision group, so one undo restores both notes.
+    """
     body = _clean_body(body)
     with transaction.atomic():
-        note, into = _locked(note), _locked(into)
+        # Lock in id order: two merges touching the same pair never wait on each other in a cycle.
+        first, second = sorted([note.pk, into.pk])
+        locked = {n.pk: n for n in Note.objects.select_for_update().filter(pk__in=[first, second]).order_by("pk")}
+        note, into = locked[note.pk], locked[into.pk]
         if note.pk == into.pk:
             raise BrainInputError("a note cannot be merged into itself.")
         if note.status != NoteStatus.RAW:
             raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be merged.")
         if into.status == NoteStatus.ARCHIVED:
             raise BrainInputError(f"note {into.slug} is archived; merge into a live note.")
+        _check_version(into, expected_version)
+        group = uuid.uuid4()
+        before, version_before = into.snapshot(), into.version
         into.body = body
         into.content_hash = into.compute_hash()
         into.reviewed_by, into.reviewed_at = reviewer, timezone.now()
-        into.save()
+        merged_from = [*(into.provenance.get("merged_from") or []), {"slug": note.slug, "id": note.pk, "title": note.title}]
+        into.provenance = {**into.provenance, "merged_from": merged_from}
+        _save_with_revision(
+            into, before=before, version_before=version_before, action=NoteRevision.Action.MERGE, user=reviewer,
+            group=group, summary=f"merged {note.slug} into it",
+        )  # fmt: skip
         _after_write(into)
+        before, version_before = note.snapshot(), note.version
         note.archive(reason=f"merged into {into.slug}")
         note.reviewed_by, note.reviewed_at = reviewer, timezone.now()
-        note.save()
+        _save_with_revision(
+            note, before=before, version_before=version_before, action=NoteRevision.Action.MERGED, user=reviewer,
+            group=group, summary=f"merged into {into.slug}",
+        )  # fmt: skip
         _after_write(note, links_changed=False)
         return into
+
+
+def do_refile_note(
+    note: Note, *, user, wing: str, hall: str = "", slug: str | None = None, expected_version: int | None = None,
+) -> Note:  # fmt: skip
+    """Move a wiki note to another wing/hall and/or slug (its file moves with it)."""
+    wing, hall = _clean_place(wing, hall, wing_required=True)
+    new_slug = _clean_slug(slug)
+    with transaction.atomic():
+        note = _locked(note)
+        if note.status != NoteStatus.WIKI:
+            raise BrainInputError(f"note {note.slug} is {note.status}; only wiki notes can be re-filed.")
+        _check_version(note, expected_version)
+        _check_wiki_slug(new_slug or note.slug, hall)
+        before, version_before = note.snapshot(), note.version
+        if new_slug and new_slug != note.slug:
+            if Note.objects.filter(slug=new_slug).exists():
+                raise BrainInputError(f"slug {new_slug!r} is already used by another note; choose another.")
+            note.slug = new_slug
+        note.wing, note.hall = wing, hall
+        note.path = note.canonical_path()
+        if note.snapshot() == before:
+            return note
+        _save_with_revision(
+            note, before=before, version_before=version_before, action=NoteRevision.Action.REFILE, user=user,
+            summary=f"re-filed to {note.path}",
+        )  # fmt: skip
+        _after_write(note)
+        return note
+
+
+def do_demote_note(note: Note, *, user, reason: str = "", expected_version: int | None = None) -> Note:
+    """wiki → raw: the note goes back to the review queue (out of wiki search, back to raw/ on disk)."""
+    with transaction.atomic():
+        note = _locked(note)
+        if note.status != NoteStatus.WIKI:
+            raise BrainInputError(f"note {note.slug} is {note.status}; only wiki notes can be demoted.")
+        _check_version(note, expected_version)
+        before, version_before = note.snapshot(), note.version
+        note.status = NoteStatus.RAW
+        note.wing = note.hall = ""
+        note.path = note.canonical_path()
+        note.review_note = reason.strip() if isinstance(reason, str) else ""
+        _save_with_revision(
+            note, before=before, version_before=version_before, action=NoteRevision.Action.DEMOTE, user=user,
+            summary=note.review_note or "demoted to raw",
+        )  # fmt: skip
+        _after_write(note)
+        return note
+
+
+def do_undo_revision(group: uuid.UUID | str, *, user) -> list[Note]:
+    """Undo one reviewer action (every revision of its group): each note gets back its fields from before.
+
+    Refused, with nothing written, when a note changed again after that
+    action (undo the later change first), when the action was already
+    undone, or when the old slug now belongs to another note. The undo is a
+    revision too, so it shows in the history and can itself be undone.
+    """
+    try:
+        group = uuid.UUID(str(group))
+    except ValueError:
+        raise BrainInputError("no such change to undo.")
+    with transaction.atomic():
+        revisions = list(NoteRevision.objects.select_for_update().filter(group=group).order_by("id"))
+        if not revisions:
+            raise BrainInputError("no such change to undo.")
+        if any(rev.undone_at for rev in revisions):
+            raise BrainInputError("this change was already undone.")
+        notes = {n.pk: n for n in Note.objects.select_for_update().filter(pk__in=[r.note_id for r in revisions]).order_by("pk")}
+        for rev in revisions:
+            note = notes[rev.note_id]
+            if note.version != rev.version_after or note.snapshot() != rev.after:
+                raise BrainInputError(
+                    f"“{note.title}” changed after this {rev.get_action_display()} (now version {note.version}); "
+                    "undo the later changes first, from its history."
+                )
+        undo_group, now, restored = uuid.uuid4(), timezone.now(), []
+        # The note that changed slug last gives its slug back first.
+        for rev in reversed(revisions):
+            note = notes[rev.note_id]
+            old_slug = rev.before.get("slug", note.slug)
+            if old_slug != note.slug and Note.objects.filter(slug=old_slug).exclude(pk=note.pk).exists():
+                raise BrainInputError(f"slug {old_slug!r} now belongs to another note; re-file that one first.")
+            before, version_before = note.snapshot(), note.version
+            note.restore(rev.before)
+            undo = _save_with_revision(
+                note, before=before, version_before=version_before, action=NoteRevision.Action.UNDO, user=user,
+                group=undo_group, summary=f"undid {rev.get_action_display()}",
+            )  # fmt: skip
+            undo.undoes = group
+            undo.save(update_fields=["undoes"])
+            _after_write(note)
+            restored.append(note)
+        NoteRevision.objects.filter(group=group).update(undone_at=now, undone_by=user if getattr(user, "pk", None) else None)
+        return restored
 
 
 # -- import (used by brain.folder) -----------------------------------------------
@@ -518,6 +705,7 @@ def do_import_note_file(
         note.status, note.wing, note.hall, note.path = status, wing, hall, path
         note.content_hash = new_hash
         note.provenance = {**note.provenance, "last_imported_from": path}
+        note.version += 1  # a form opened before the file changed must not save over it
         note.save()
         _after_write(note)
         return note, "updated"

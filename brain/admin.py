@@ -5,8 +5,18 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.urls import reverse
 
-from brain.actions import BrainInputError, do_archive_note, do_promote_note, do_reject_note
-from brain.models import AreaDescription, BrainVersion, Embedding, MirrorFile, Note, NoteChunk, NoteLink, NoteStatus
+from brain.actions import BrainInputError, do_archive_note, do_promote_note, do_reject_note, do_undo_revision
+from brain.models import (
+    AreaDescription,
+    BrainVersion,
+    Embedding,
+    MirrorFile,
+    Note,
+    NoteChunk,
+    NoteLink,
+    NoteRevision,
+    NoteStatus,
+)
 
 
 class LinkOutInline(admin.TabularInline):
@@ -96,6 +106,42 @@ class NoteLinkAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(NoteRevision)
+class NoteRevisionAdmin(admin.ModelAdmin):
+    """Every reviewer change, read-only; undo goes through the same action as the UI."""
+
+    list_display = ("note", "action", "user", "created_at", "version_before", "version_after", "undone_at")
+    list_filter = ("action", ("undone_at", admin.EmptyFieldListFilter))
+    search_fields = ("note__slug", "summary", "group")
+    list_select_related = ("note", "user")
+    readonly_fields = (
+        "note", "group", "action", "user", "created_at", "before", "after", "version_before", "version_after",
+        "summary", "undone_at", "undone_by", "undoes",
+    )  # fmt: skip
+    actions = ["undo_revisions"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.action(description="Undo the selected changes (their whole action)")
+    def undo_revisions(self, request, queryset):
+        groups = list(dict.fromkeys(queryset.order_by("-id").values_list("group", flat=True)))
+        done = 0
+        for group in groups:
+            try:
+                do_undo_revision(group, user=request.user)
+                done += 1
+            except BrainInputError as exc:
+                self.message_user(request, f"{group}: {exc.message}", messages.WARNING)
+        self.message_user(request, f"Undid {done} change(s).", messages.SUCCESS)
 
 
 @admin.register(MirrorFile)

@@ -6,6 +6,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterable
+from datetime import datetime
 
 from django.conf import settings
 from django.db import connection, models, transaction
@@ -93,6 +94,9 @@ class Note(models.Model):
     review_note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Goes up by one on every change made through an action; a form that saw version N may only
+    # save over version N (optimistic concurrency: two reviewers never overwrite each other silently).
+    version = models.PositiveIntegerField(default=1)
 
     objects = NoteQuerySet.as_manager()
 
@@ -135,6 +139,82 @@ class Note(models.Model):
     @property
     def is_live(self) -> bool:
         return self.status in EXPORTED_STATUSES
+
+    def snapshot(self) -> dict:
+        """The fields a revision records and an undo restores, as JSON."""
+        data = {name: getattr(self, name) for name in REVISION_FIELDS}
+        data["reviewed_at"] = self.reviewed_at.isoformat() if self.reviewed_at else None
+        return json.loads(json.dumps(data, default=str))
+
+    def restore(self, snapshot: dict) -> None:
+        for name in REVISION_FIELDS:
+            if name in snapshot:
+                setattr(self, name, snapshot[name])
+        reviewed_at = snapshot.get("reviewed_at")
+        self.reviewed_at = datetime.fromisoformat(reviewed_at) if reviewed_at else None
+
+
+# What a revision keeps of a note: everything a reviewer's action can change (not ids, timestamps of
+# the row itself or the version counter).
+REVISION_FIELDS = (
+    "slug", "title", "body", "frontmatter", "status", "wing", "hall", "path", "content_hash", "provenance",
+    "source", "session_id", "reviewed_by_id", "reviewed_at", "review_note",
+)  # fmt: skip
+
+
+class NoteRevisionQuerySet(models.QuerySet):
+    def undoable(self):
+        return self.filter(undone_at__isnull=True).exclude(action=NoteRevision.Action.UNDO)
+
+
+class NoteRevision(models.Model):
+    """One change to one note: who, when, which action, and the note's fields before and after.
+
+    Revisions are written by the actions in `brain.actions`, never by views.
+    One reviewer action that changes two notes (a merge changes the target and
+    archives the raw note) writes two revisions with the same `group`; undoing
+    the group restores both.
+    """
+
+    class Action(models.TextChoices):
+        PROMOTE = "promote", "promote"
+        REJECT = "reject", "reject"
+        MERGE = "merge", "merge (target)"
+        MERGED = "merged", "merged into another note"
+        EDIT = "edit", "edit"
+        REFILE = "refile", "re-file"
+        DEMOTE = "demote", "demote to raw"
+        ARCHIVE = "archive", "archive"
+        UNDO = "undo", "undo"
+
+    note = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="revisions")
+    group = models.UUIDField(default=uuid.uuid4, db_index=True)
+    action = models.CharField(max_length=16, choices=Action.choices)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    before = models.JSONField(default=dict)
+    after = models.JSONField(default=dict)
+    version_before = models.PositiveIntegerField(default=0)
+    version_after = models.PositiveIntegerField(default=0)
+    summary = models.CharField(max_length=500, blank=True)
+    undone_at = models.DateTimeField(null=True, blank=True)
+    undone_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # For an UNDO revision: the group it undid.
+    undoes = models.UUIDField(null=True, blank=True)
+
+    objects = NoteRevisionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["note", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.note_id} {self.action} @ {self.created_at:%Y-%m-%d %H:%M}"
+
+    def changed_fields(self) -> list[str]:
+        return [name for name in REVISION_FIELDS if self.before.get(name) != self.after.get(name)]
 
 
 class NoteLink(models.Model):

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
+from django.urls import reverse
+
 from brain.models import Note, NoteLink
 from brain.placement import resolve_targets
+from brain.slugs import slugify_path
+from hyperguild.lib.markdown import extract_wikilinks, render_markdown
 
 NOTE_URI_PREFIX = "brain://note/"
 
@@ -183,3 +189,22 @@ def query_result(response) -> dict:
         "degraded": bool(response.degraded),
         "reason": response.reason,
     }
+
+
+def render_note_body(body: str) -> str:
+    """A note's markdown as safe HTML, `[[wikilinks]]` linked to the notes they name (one query).
+
+    A link whose target does not exist yet is marked `missing` and points at a search for it.
+    """
+    slugs = {slugify_path(link.target) for link in extract_wikilinks(body)}
+    known = dict(
+        Note.objects.filter(slug__in=slugs).exclude(status="archived").values_list("slug", "pk")
+    ) if slugs else {}
+
+    def resolve(target: str) -> tuple[str, bool]:
+        pk = known.get(slugify_path(target))
+        if pk is not None:
+            return reverse("brain-note", args=[pk]), True
+        return f"{reverse('brain-search')}?q={quote(target)}&status=any", False
+
+    return render_markdown(body, wikilink=resolve)

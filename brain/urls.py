@@ -20,5 +20,10 @@ urlpatterns += [
     path("review/<int:pk>/reject/", views.reject_note, name="brain-reject"),
     path("review/<int:pk>/merge/preview/", views.merge_preview, name="brain-merge-preview"),
     path("review/<int:pk>/merge/", views.merge_note, name="brain-merge"),
+    path("review/<int:pk>/merge/render/", views.merge_render, name="brain-merge-render"),
+    path("review/<int:pk>/edit/", views.edit_note, name="brain-edit"),
+    path("review/<int:pk>/refile/", views.refile_note, name="brain-refile"),
+    path("review/<int:pk>/demote/", views.demote_note, name="brain-demote"),
+    path("review/undo/<uuid:group>/", views.undo_change, name="brain-undo"),
     path("search/", views.search_page, name="brain-search"),
 ]

@@ -9,31 +9,49 @@ and the note page read; all writes need staff, POST and CSRF
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse
+from django.db.models.functions import Substr
+from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
 from brain import actions
 from brain.hooks import provenance_entries
-from brain.models import Note, NoteStatus
+from brain.models import Note, NoteRevision, NoteStatus
+from brain.presenters import render_note_body
 from brain.search import SearchInputError, search
-from brain.slugs import MAX_SLUG_LENGTH
-from hyperguild.lib.markdown import render_markdown
+from brain.slugs import MAX_SLUG_LENGTH, numbered, slugify_title
+from hyperguild.lib.diff import html_diff, similarity
 from hyperguild.ui import paginate, staff_action, staff_page
 
 SIMILAR_NOTES = 6
 SIMILAR_QUERY_CHARS = 1000
+SIMILARITY_CHARS = 5000  # how much of two bodies the similarity score and diff compare
+HISTORY_LIMIT = 50
 AGES = {"1d": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
 
 # --- forms ------------------------------------------------------------------------------
+
+# Queue orders: (label, order_by); the last key is always `id` so every order is total and
+# "next" is well defined.
+SORTS = {
+    "newest": ("newest first", ("-created_at", "-id")),
+    "oldest": ("oldest first", ("created_at", "id")),
+    "title": ("title A→Z", ("title", "id")),
+    "source": ("source, then newest", ("source", "-created_at", "-id")),
+}
+PAGE_SIZES = (25, 50, 100, 200)
+EXCERPT_CHARS = 240
 
 
 class QueueFilterForm(forms.Form):
@@ -46,9 +64,17 @@ class QueueFilterForm(forms.Form):
         choices=[("", "any age"), ("1d", "last 24 hours"), ("7d", "last 7 days"), ("30d", "last 30 days"),
                  ("old", "older than 30 days")],
     )
+    sort = forms.ChoiceField(required=False, choices=[(key, label) for key, (label, _) in SORTS.items()])
+    per = forms.TypedChoiceField(required=False, coerce=int, empty_value=PAGE_SIZES[0],
+                                 choices=[(str(n), f"{n} a page") for n in PAGE_SIZES])
 
 
-class PromoteForm(forms.Form):
+class VersionedForm(forms.Form):
+    # The note's version when the form was opened; the action refuses to save over a newer one.
+    version = forms.IntegerField(min_value=0, required=False)
+
+
+class PromoteForm(VersionedForm):
     # Wing, hall and slug rules live in brain.actions (BrainInputError, via brain.slugs.validate_slug,
     # as for MCP, REST and imports); the form only bounds sizes.
     wing = forms.CharField(max_length=100)
@@ -56,13 +82,29 @@ class PromoteForm(forms.Form):
     title = forms.CharField(max_length=300)
     slug = forms.CharField(max_length=MAX_SLUG_LENGTH)
     body = forms.CharField(widget=forms.Textarea, strip=False)
+    confirm_duplicate = forms.BooleanField(required=False)
 
 
 class RejectForm(forms.Form):
     reason = forms.CharField(max_length=2000, help_text="Say why, so the writer (or retrospective) learns.")
 
 
-class MergeForm(forms.Form):
+class EditForm(VersionedForm):
+    title = forms.CharField(max_length=300)
+    body = forms.CharField(widget=forms.Textarea, strip=False)
+
+
+class RefileForm(VersionedForm):
+    wing = forms.CharField(max_length=100)
+    hall = forms.CharField(max_length=100, required=False)
+    slug = forms.CharField(max_length=MAX_SLUG_LENGTH)
+
+
+class DemoteForm(VersionedForm):
+    reason = forms.CharField(max_length=2000, required=False)
+
+
+class MergeForm(VersionedForm):
     into = forms.CharField(max_length=MAX_SLUG_LENGTH)
     body = forms.CharField(widget=forms.Textarea, strip=False)
 
@@ -76,16 +118,22 @@ class MergeForm(forms.Form):
 
 class BulkForm(forms.Form):
     action = forms.ChoiceField(choices=[("promote", "promote"), ("reject", "reject")])
-    notes = forms.ModelMultipleChoiceField(queryset=Note.objects.raw_queue(), error_messages={
-        "required": "Tick at least one note.",
+    notes = forms.ModelMultipleChoiceField(queryset=Note.objects.raw_queue(), required=False, error_messages={
         "invalid_choice": "Note %(value)s is no longer in the queue; reload the page.",
     })
+    # "Select all N matching this filter": the filter's query string and the count the reviewer saw.
+    select_all = forms.BooleanField(required=False)
+    expected_count = forms.IntegerField(required=False, min_value=0)
     wing = forms.CharField(max_length=100, required=False)
     hall = forms.CharField(max_length=100, required=False)
     reason = forms.CharField(max_length=2000, required=False)
+    title_from_heading = forms.BooleanField(required=False)
+    slug_from_title = forms.BooleanField(required=False)
 
     def clean(self):
         data = super().clean()
+        if not data.get("select_all") and not data.get("notes") and "notes" not in self.errors:
+            self.add_error("notes", "Tick at least one note, or select all the notes matching the filter.")
         if data.get("action") == "promote" and not data.get("wing"):
             self.add_error("wing", "Promoting needs a wing.")
         if data.get("action") == "reject" and not (data.get("reason") or "").strip():
@@ -105,7 +153,17 @@ class SearchForm(forms.Form):
 # --- helpers ----------------------------------------------------------------------------
 
 
+def _queue_form(query: str | QueryDict) -> QueueFilterForm:
+    return QueueFilterForm(query if isinstance(query, QueryDict) else QueryDict(query or ""))
+
+
+def _sort_key(form: QueueFilterForm) -> tuple[str, ...]:
+    sort = form.cleaned_data.get("sort") if form.is_valid() else ""
+    return SORTS.get(sort or "newest", SORTS["newest"])[1]
+
+
 def _filtered_queue(form: QueueFilterForm):
+    """The raw queue under the reviewer's filter, in the order they chose."""
     notes = Note.objects.raw_queue()
     if not form.is_valid():
         return notes
@@ -123,7 +181,13 @@ def _filtered_queue(form: QueueFilterForm):
         notes = notes.filter(created_at__gte=timezone.now() - AGES[data["age"]])
     elif data["age"] == "old":
         notes = notes.filter(created_at__lt=timezone.now() - AGES["30d"])
-    return notes
+    return notes.order_by(*_sort_key(form))
+
+
+def _filter_query(request: HttpRequest) -> str:
+    """The queue filter a note page was opened from (`?from=`), kept through its forms."""
+    value = request.POST.get("from") if request.method == "POST" else request.GET.get("from")
+    return (value or "")[:2000]
 
 
 def _wings_and_halls() -> tuple[list[str], list[str]]:
@@ -133,31 +197,72 @@ def _wings_and_halls() -> tuple[list[str], list[str]]:
     return wings, halls
 
 
-def _neighbours(note: Note) -> tuple[Note | None, Note | None]:
-    """The raw notes just above (newer) and below (older) this one in the queue."""
-    queue = Note.objects.raw_queue().exclude(pk=note.pk).only("id", "title")
-    newer = queue.filter(Q(created_at__gt=note.created_at) | Q(created_at=note.created_at, id__gt=note.id))
-    older = queue.filter(Q(created_at__lt=note.created_at) | Q(created_at=note.created_at, id__lt=note.id))
-    return newer.order_by("created_at", "id").first(), older.first()
+def _after(note: Note, order: tuple[str, ...], *, reverse_order: bool = False) -> Q:
+    """Rows after `note` in `order` (keyset: the first differing key decides)."""
+    condition = Q()
+    equal = Q()
+    for key in order:
+        name = key.lstrip("-")
+        descending = key.startswith("-") != reverse_order
+        value = getattr(note, name)
+        step = Q(**{f"{name}__lt" if descending else f"{name}__gt": value})
+        condition |= equal & step
+        equal &= Q(**{name: value})
+    return condition
 
 
-def _after_action(note: Note) -> HttpResponse:
-    """The note has left the queue: go on to the next one down, or back to the queue."""
-    _, older = _neighbours(note)
-    if older is None:
-        older = Note.objects.raw_queue().exclude(pk=note.pk).first()
-    if older is not None:
-        return redirect("brain-note", pk=older.pk)
-    return redirect("brain-review")
+def _neighbours(note: Note, filter_query: str = "") -> tuple[Note | None, Note | None]:
+    """The raw notes just before and after this one in the queue as filtered and sorted by the reviewer."""
+    form = _queue_form(filter_query)
+    queue = _filtered_queue(form).exclude(pk=note.pk).only("id", "title")
+    order = _sort_key(form)
+    reverse = tuple(key[1:] if key.startswith("-") else f"-{key}" for key in order)
+    previous = queue.filter(_after(note, order, reverse_order=True)).order_by(*reverse).first()
+    following = queue.filter(_after(note, order)).order_by(*order).first()
+    return previous, following
 
 
-def _similar(note: Note) -> list:
+def _note_url(pk: int, filter_query: str) -> str:
+    url = reverse("brain-note", args=[pk])
+    return f"{url}?{urlencode({'from': filter_query})}" if filter_query else url
+
+
+def _queue_url(filter_query: str) -> str:
+    return f"{reverse('brain-review')}?{filter_query}" if filter_query else reverse("brain-review")
+
+
+def _after_action(note: Note, filter_query: str = "") -> HttpResponse:
+    """The note has left the queue: go on to the next one in the same filter and order, or back to it."""
+    _, following = _neighbours(note, filter_query)
+    if following is None:
+        following = _filtered_queue(_queue_form(filter_query)).exclude(pk=note.pk).first()
+    if following is not None:
+        return redirect(_note_url(following.pk, filter_query))
+    return redirect(_queue_url(filter_query))
+
+
+def _similar(note: Note) -> list[dict]:
+    """The most similar notes (brain search), each with how similar its text is (0..1) and a diff."""
     query = f"{note.title}\n{note.body[:SIMILAR_QUERY_CHARS]}"
     try:
         response = search(query, limit=SIMILAR_NOTES + 1, status="any")
     except SearchInputError:
         return []
-    return [hit for hit in response.hits if hit.note_id != note.pk][:SIMILAR_NOTES]
+    hits = [hit for hit in response.hits if hit.note_id != note.pk][:SIMILAR_NOTES]
+    bodies = dict(Note.objects.filter(pk__in=[hit.note_id for hit in hits]).values_list("pk", "body"))
+    similar = []
+    for hit in hits:
+        other = bodies.get(hit.note_id, "")
+        score = similarity(note.body[:SIMILARITY_CHARS], other[:SIMILARITY_CHARS])
+        similar.append({"hit": hit, "similarity": score, "percent": round(score * 100),
+                        "diff": html_diff(other[:SIMILARITY_CHARS], note.body[:SIMILARITY_CHARS])})
+    similar.sort(key=lambda item: -item["similarity"])
+    return similar
+
+
+def _duplicates(similar: list[dict]) -> list[dict]:
+    threshold = settings.BRAIN_DUPLICATE_THRESHOLD
+    return [item for item in similar if item["hit"].status == NoteStatus.WIKI and item["similarity"] >= threshold]
 
 
 def _provenance_entries(note: Note) -> list:
@@ -179,30 +284,65 @@ def combined_body(target: Note, note: Note) -> str:
     return f"{target.body.rstrip()}\n\n## {note.title}\n\n{note.body.strip()}\n"
 
 
-def _note_page(request: HttpRequest, note: Note, *, promote_form=None, reject_form=None, status: int = 200):
+def _history(note: Note) -> list[dict]:
+    revisions = list(note.revisions.select_related("user", "undone_by").order_by("-created_at", "-id")[:HISTORY_LIMIT])
+    return [
+        {
+            "revision": rev,
+            "fields": [name for name in rev.changed_fields() if name not in ("content_hash", "provenance", "path")],
+            "diff": html_diff(rev.before.get("body", ""), rev.after.get("body", "")),
+            "undoable": rev.undone_at is None and rev.action != NoteRevision.Action.UNDO,
+        }
+        for rev in revisions
+    ]
+
+
+def _note_page(request: HttpRequest, note: Note, *, promote_form=None, reject_form=None, edit_form=None,
+               refile_form=None, conflict=None, status: int = 200):
     wings, halls = _wings_and_halls()
-    newer, older = _neighbours(note)
+    filter_query = _filter_query(request)
+    newer = older = None
+    if note.status == NoteStatus.RAW:
+        # Queue navigation only for notes in the queue, and in the queue the reviewer came from.
+        newer, older = _neighbours(note, filter_query)
     session_id = note.session_id or (note.provenance or {}).get("session_id") or ""
+    similar = _similar(note)
     context = {
         "note": note,
-        "rendered": render_markdown(note.body),
+        "rendered": render_note_body(note.body),
         "frontmatter_json": json.dumps(note.frontmatter, indent=2, ensure_ascii=False, default=str),
         "provenance_json": json.dumps(note.provenance, indent=2, ensure_ascii=False, default=str),
         "session_id": session_id,
         "entries": _provenance_entries(note),
-        "similar": _similar(note),
+        "similar": similar,
+        "duplicates": _duplicates(similar) if note.status == NoteStatus.RAW else [],
         "wings": wings,
         "halls": halls,
         "wiki_notes": Note.objects.wiki().only("slug", "title").order_by("slug")[:500],
         "newer": newer,
         "older": older,
+        "newer_url": _note_url(newer.pk, filter_query) if newer else "",
+        "older_url": _note_url(older.pk, filter_query) if older else "",
+        "filter_query": filter_query,
+        "queue_url": _queue_url(filter_query),
+        "history": _history(note),
+        "conflict": conflict,
         "promote_form": promote_form or PromoteForm(initial={
-            "title": note.title, "slug": note.slug, "body": note.body,
+            "title": note.title, "slug": note.slug, "body": note.body, "version": note.version,
             "wing": (note.frontmatter or {}).get("wing", ""), "hall": (note.frontmatter or {}).get("hall", ""),
         }),
         "reject_form": reject_form or RejectForm(),
+        "edit_form": edit_form or EditForm(initial={"title": note.title, "body": note.body, "version": note.version}),
+        "refile_form": refile_form or RefileForm(initial={
+            "wing": note.wing, "hall": note.hall, "slug": note.slug, "version": note.version,
+        }),
     }
     return render(request, "brain/note.html", context, status=status)
+
+
+def _conflict(note: Note, yours: str) -> dict:
+    """What a conflict page shows: the text now saved, the reviewer's text (kept), and their diff."""
+    return {"current": note.body, "yours": yours, "version": note.version, "diff": html_diff(note.body, yours)}
 
 
 def _raw_note_or_leave(request: HttpRequest, pk: int) -> tuple[Note, HttpResponse | None]:
@@ -213,34 +353,52 @@ def _raw_note_or_leave(request: HttpRequest, pk: int) -> tuple[Note, HttpRespons
     return note, None
 
 
+def _undo_message(request: HttpRequest, text: str, note: Note) -> None:
+    """A success message with an Undo button for the change just made (the note's latest revision)."""
+    revision = note.revisions.order_by("-id").first()
+    extra = f"undo:{revision.group}" if revision is not None else ""
+    messages.success(request, text, extra_tags=extra)
+
+
 # --- pages ------------------------------------------------------------------------------
 
 
-@login_required
-def review_queue(request: HttpRequest) -> HttpResponse:
-    form = QueueFilterForm(request.GET)
+def _queue_context(request: HttpRequest, form: QueueFilterForm) -> dict:
+    per = form.cleaned_data.get("per") if form.is_valid() else None
     notes = _filtered_queue(form).only(
         "id", "slug", "title", "source", "session_id", "frontmatter", "provenance", "created_at", "status"
-    )
-    page, querystring = paginate(request, notes)
+    ).annotate(excerpt=Substr("body", 1, EXCERPT_CHARS))
+    page, querystring = paginate(request, notes, per_page=per or PAGE_SIZES[0])
     by_source = list(Note.objects.raw_queue().order_by().values("source").annotate(n=Count("id")).order_by("-n"))
     kinds = sorted(
         {kind for kind in Note.objects.raw_queue().order_by().values_list("frontmatter__kind", flat=True).distinct()
          if isinstance(kind, str) and kind}
     )
     wings, halls = _wings_and_halls()
-    context = {
+    filter_params = form.data.copy()
+    filter_params.pop("page", None)
+    filter_query = filter_params.urlencode()
+    return {
         "form": form,
         "page_obj": page,
         "querystring": querystring,
+        "filter_query": filter_query,
         "raw_total": sum(row["n"] for row in by_source),
         "by_source": by_source,
         "kinds": kinds,
         "wings": wings,
         "halls": halls,
+        "sorts": [(key, label) for key, (label, _) in SORTS.items()],
+        "page_sizes": PAGE_SIZES,
         "bulk_errors": None,
+        "ticked": set(),
+        "bulk": {},
     }
-    return render(request, "brain/review_queue.html", context)
+
+
+@login_required
+def review_queue(request: HttpRequest) -> HttpResponse:
+    return render(request, "brain/review_queue.html", _queue_context(request, QueueFilterForm(request.GET)))
 
 
 @login_required
@@ -257,16 +415,29 @@ def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return _note_page(request, note, promote_form=form, status=400)
     data = form.cleaned_data
+    if not data["confirm_duplicate"]:
+        duplicates = _duplicates(_similar(note))
+        if duplicates:
+            top = duplicates[0]
+            form.add_error("confirm_duplicate", (
+                f"This note is {top['percent']}% the same as the wiki note “{top['hit'].title}”. Merge it into "
+                "that note instead, or tick “promote anyway” to keep both."
+            ))
+            return _note_page(request, note, promote_form=form, status=400)
     try:
         promoted = actions.do_promote_note(
             note, reviewer=request.user, wing=data["wing"], hall=data["hall"] or "",
-            title=data["title"], slug=data["slug"], body=data["body"],
+            title=data["title"], slug=data["slug"], body=data["body"], expected_version=data["version"],
         )
+    except actions.NoteConflict as exc:
+        form.add_error(None, str(exc))
+        return _note_page(request, exc.current, promote_form=form, conflict=_conflict(exc.current, data["body"]),
+                          status=409)
     except actions.BrainInputError as exc:
         form.add_error(None, str(exc))
         return _note_page(request, note, promote_form=form, status=400)
-    messages.success(request, f"Promoted “{promoted.title}” to {promoted.path or promoted.wing}.")
-    return _after_action(note)
+    _undo_message(request, f"Promoted “{promoted.title}” to {promoted.path or promoted.wing}.", promoted)
+    return _after_action(note, _filter_query(request))
 
 
 @staff_action
@@ -278,12 +449,101 @@ def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return _note_page(request, note, reject_form=form, status=400)
     try:
-        actions.do_reject_note(note, reviewer=request.user, reason=form.cleaned_data["reason"])
+        rejected = actions.do_reject_note(note, reviewer=request.user, reason=form.cleaned_data["reason"])
     except actions.BrainInputError as exc:
         form.add_error(None, str(exc))
         return _note_page(request, note, reject_form=form, status=400)
-    messages.success(request, f"Rejected “{note.title}”.")
-    return _after_action(note)
+    _undo_message(request, f"Rejected “{note.title}”.", rejected)
+    return _after_action(note, _filter_query(request))
+
+
+@staff_action
+def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
+    note = get_object_or_404(Note, pk=pk)
+    form = EditForm(request.POST)
+    if not form.is_valid():
+        return _note_page(request, note, edit_form=form, status=400)
+    data = form.cleaned_data
+    body = data["body"].replace("\r\n", "\n")
+    try:
+        edited = actions.do_edit_note(
+            note, title=data["title"], body=body, user=request.user, expected_version=data["version"]
+        )
+    except actions.NoteConflict as exc:
+        form.add_error(None, str(exc))
+        return _note_page(request, exc.current, edit_form=form, conflict=_conflict(exc.current, body), status=409)
+    except actions.BrainInputError as exc:
+        form.add_error(None, str(exc))
+        return _note_page(request, note, edit_form=form, status=400)
+    if edited.version == note.version:
+        messages.info(request, "Nothing changed.")
+    else:
+        _undo_message(request, f"Saved “{edited.title}”.", edited)
+    return redirect(_note_url(edited.pk, _filter_query(request)))
+
+
+@staff_action
+def refile_note(request: HttpRequest, pk: int) -> HttpResponse:
+    note = get_object_or_404(Note, pk=pk)
+    form = RefileForm(request.POST)
+    if not form.is_valid():
+        return _note_page(request, note, refile_form=form, status=400)
+    data = form.cleaned_data
+    try:
+        refiled = actions.do_refile_note(
+            note, user=request.user, wing=data["wing"], hall=data["hall"] or "", slug=data["slug"],
+            expected_version=data["version"],
+        )
+    except actions.BrainInputError as exc:
+        form.add_error(None, str(exc))
+        return _note_page(request, note, refile_form=form, status=409 if isinstance(exc, actions.NoteConflict) else 400)
+    _undo_message(request, f"Re-filed “{refiled.title}” to {refiled.path}.", refiled)
+    return redirect("brain-note", pk=refiled.pk)
+
+
+@staff_action
+def demote_note(request: HttpRequest, pk: int) -> HttpResponse:
+    note = get_object_or_404(Note, pk=pk)
+    form = DemoteForm(request.POST)
+    form.is_valid()
+    try:
+        demoted = actions.do_demote_note(
+            note, user=request.user, reason=form.cleaned_data.get("reason") or "",
+            expected_version=form.cleaned_data.get("version"),
+        )
+    except actions.BrainInputError as exc:
+        messages.error(request, str(exc))
+        return redirect("brain-note", pk=note.pk)
+    _undo_message(request, f"Demoted “{demoted.title}” back to the review queue.", demoted)
+    return redirect("brain-note", pk=demoted.pk)
+
+
+@staff_action
+def undo_change(request: HttpRequest, group: str) -> HttpResponse:
+    revision = NoteRevision.objects.filter(group=group).order_by("id").first()
+    if revision is None:
+        messages.error(request, "There is no such change to undo.")
+        return redirect("brain-review")
+    try:
+        restored = actions.do_undo_revision(group, user=request.user)
+    except actions.BrainInputError as exc:
+        messages.error(request, f"Nothing was undone: {exc}")
+        return redirect("brain-note", pk=revision.note_id)
+    names = ", ".join(f"“{note.title}”" for note in restored)
+    _undo_message(request, f"Undid the {revision.get_action_display()} of {names}.", restored[0])
+    return redirect("brain-note", pk=revision.note_id)
+
+
+def _merge_context(request: HttpRequest, note: Note, target: Note | None, body: str, into_value: str, form,
+                   version=None) -> dict:
+    return {
+        "filter_query": _filter_query(request),
+        "note": note, "form": form, "target": target, "body": body, "into_value": into_value,
+        "version": version if version is not None else (target.version if target else ""),
+        "rendered": render_note_body(body) if body else "",
+        "diff": html_diff(target.body, body) if target and body else "",
+        "wiki_notes": Note.objects.wiki().only("slug", "title").order_by("slug")[:500],
+    }
 
 
 @staff_page
@@ -298,11 +558,21 @@ def merge_preview(request: HttpRequest, pk: int) -> HttpResponse:
         if form.is_valid():
             target = form.cleaned_data["into"]
             body = combined_body(target, note)
-    return render(request, "brain/merge.html", {
-        "note": note, "form": form, "target": target, "body": body, "into_value": request.GET.get("into", ""),
-        "rendered": render_markdown(body) if body else "",
-        "wiki_notes": Note.objects.wiki().only("slug", "title").order_by("slug")[:500],
-    }, status=200 if target or not request.GET.get("into") else 400)
+    return render(request, "brain/merge.html", _merge_context(request, note, target, body, request.GET.get("into", ""), form),
+                  status=200 if target or not request.GET.get("into") else 400)
+
+
+@staff_action
+def merge_render(request: HttpRequest, pk: int) -> JsonResponse:
+    """The live preview: the edited combined text rendered (sanitised) and diffed against the target now."""
+    get_object_or_404(Note, pk=pk)
+    body = request.POST.get("body", "")[: settings.BRAIN_MAX_NOTE_BYTES]
+    target = Note.objects.filter(slug=request.POST.get("into", "")).exclude(status=NoteStatus.ARCHIVED).first()
+    return JsonResponse({
+        "html": render_note_body(body),
+        "diff": str(html_diff(target.body, body)) if target else "",
+        "target_version": target.version if target else None,
+    })
 
 
 @staff_action
@@ -311,55 +581,100 @@ def merge_note(request: HttpRequest, pk: int) -> HttpResponse:
     if leave:
         return leave
     form = MergeForm(request.POST)
-    error = None
+    error, status, version = None, 400, None
+    body = request.POST.get("body", "").replace("\r\n", "\n")
+    target = None
+    conflict = None
     if form.is_valid():
         target = form.cleaned_data["into"]
         if target.pk == note.pk:
             error = "A note cannot be merged into itself."
         else:
             try:
-                actions.do_merge_note(note, into=target, reviewer=request.user, body=form.cleaned_data["body"])
+                actions.do_merge_note(note, into=target, reviewer=request.user, body=body,
+                                      expected_version=form.cleaned_data["version"])
+            except actions.NoteConflict as exc:
+                error, status, target = str(exc), 409, exc.current
+                # Saving again is now a deliberate choice over the text shown; nothing is lost meanwhile.
+                conflict, version = _conflict(exc.current, body), exc.current.version
             except actions.BrainInputError as exc:
                 error = str(exc)
             else:
-                messages.success(request, f"Merged “{note.title}” into “{target.title}”.")
-                return _after_action(note)
+                target.refresh_from_db()
+                _undo_message(request, f"Merged “{note.title}” into “{target.title}”.", target)
+                return _after_action(note, _filter_query(request))
     if error:
         form.add_error(None, error)
-    body = request.POST.get("body", "")
-    return render(request, "brain/merge.html", {
-        "note": note, "form": form, "target": form.cleaned_data.get("into") if hasattr(form, "cleaned_data") else None,
-        "body": body, "rendered": render_markdown(body), "into_value": request.POST.get("into", ""),
-        "wiki_notes": Note.objects.wiki().only("slug", "title").order_by("slug")[:500],
-    }, status=400)
+    context = _merge_context(request, note, target, body, request.POST.get("into", ""), form,
+                             version=version if version is not None else request.POST.get("version", ""))
+    context["conflict"] = conflict
+    return render(request, "brain/merge.html", context, status=status)
+
+
+def _first_heading(body: str) -> str:
+    for line in body.splitlines():
+        text = line.strip()
+        if text.startswith("#"):
+            return text.lstrip("#").strip()[:300]
+    return ""
 
 
 @staff_action
 def bulk_review(request: HttpRequest) -> HttpResponse:
     form = BulkForm(request.POST)
+    filter_query = request.POST.get("next_query", "")[:2000]
+    ticked = {value for value in request.POST.getlist("notes") if value.isdigit()}
+    queue_form = _queue_form(filter_query)
+    if form.is_valid() and form.cleaned_data["select_all"]:
+        matching = _filtered_queue(queue_form)
+        count = matching.count()
+        if form.cleaned_data["expected_count"] != count:
+            form.add_error("select_all", (
+                f"The filter now matches {count} notes, not {form.cleaned_data['expected_count']}: nothing was "
+                "changed. Check the list and confirm again."
+            ))
     if not form.is_valid():
-        for field, errors in form.errors.items():
-            for error in errors:
-                messages.error(request, f"{field}: {error}" if field != "__all__" else error)
-        return redirect(f"{reverse('brain-review')}?{request.POST.get('next_query', '')}")
+        # The same queue again, with the reviewer's ticks and typed values kept and the errors on top.
+        request.GET = QueryDict(filter_query)
+        context = _queue_context(request, queue_form)
+        context.update(bulk_errors=form.errors, ticked=ticked, bulk=request.POST)
+        return render(request, "brain/review_queue.html", context, status=400)
     data = form.cleaned_data
+    notes = list(_filtered_queue(queue_form)) if data["select_all"] else list(data["notes"])
     done, failed = 0, []
+    group = uuid.uuid4()  # one revision group: the success message's Undo takes back the whole bulk action
     # No bulk action exists on purpose: each note goes through the same single action as the note page.
-    for note in data["notes"]:
+    for note in notes:
         try:
             if data["action"] == "promote":
-                actions.do_promote_note(note, reviewer=request.user, wing=data["wing"], hall=data["hall"] or "")
+                title = (_first_heading(note.body) if data["title_from_heading"] else "") or note.title
+                slug = slugify_title(title) if data["slug_from_title"] else None
+                actions.do_promote_note(
+                    note, reviewer=request.user, wing=data["wing"], hall=data["hall"] or "", title=title,
+                    slug=_free_slug(slug, note) if slug else None, group=group,
+                )
             else:
-                actions.do_reject_note(note, reviewer=request.user, reason=data["reason"].strip())
+                actions.do_reject_note(note, reviewer=request.user, reason=data["reason"].strip(), group=group)
         except actions.BrainInputError as exc:
             failed.append(f"{note.slug}: {exc}")
         else:
             done += 1
     verb = "Promoted" if data["action"] == "promote" else "Rejected"
-    messages.success(request, f"{verb} {done} note{'s' if done != 1 else ''}.")
+    messages.success(request, f"{verb} {done} note{'s' if done != 1 else ''}.", extra_tags=f"undo:{group}" if done else "")
     for failure in failed:
         messages.error(request, failure)
-    return redirect(f"{reverse('brain-review')}?{request.POST.get('next_query', '')}")
+    return redirect(_queue_url(filter_query))
+
+
+def _free_slug(slug: str, note: Note) -> str:
+    """`slug`, or `slug-2`, `slug-3`… when another note has it (bulk re-slugging never collides)."""
+    if slug == note.slug or not Note.objects.filter(slug=slug).exclude(pk=note.pk).exists():
+        return slug
+    taken = set(Note.objects.filter(slug__startswith=f"{slug}-").values_list("slug", flat=True))
+    number = 2
+    while numbered(slug, number) in taken:
+        number += 1
+    return numbered(slug, number)
 
 
 @login_required

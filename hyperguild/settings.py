@@ -93,6 +93,8 @@ BRAIN_MAX_NOTE_BYTES = env_int("BRAIN_MAX_NOTE_BYTES", 256 * 1024, minimum=1024)
 # The Go rule: BRAIN_PG_DSN + BRAIN_EMBED_URL (and no BRAIN_EMBEDDER) means hybrid
 # search on that Ollama; one without the other is reported by `manage.py check`.
 _GO_EMBEDDER, GO_HYBRID_PROBLEM = go_hybrid_rule()
+# Review UI: a raw note this similar (0..1, word diff ratio) to a wiki note needs a confirmation to promote.
+BRAIN_DUPLICATE_THRESHOLD = env_float("BRAIN_DUPLICATE_THRESHOLD", 0.8, minimum=0.0, maximum=1.0)
 BRAIN_EMBEDDER = env_choice("BRAIN_EMBEDDER", _GO_EMBEDDER or "local", {"ollama", "openai", "local", "off"})
 BRAIN_EMBED_URL = env_str("BRAIN_EMBED_URL")
 BRAIN_EMBED_MODEL = env_str("BRAIN_EMBED_MODEL")

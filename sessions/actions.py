@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from datetime import datetime
 from typing import Any
 
@@ -14,11 +15,13 @@ from jsonschema import Draft202012Validator
 from hyperguild.lib.limits import hostile_value_problem
 from sessions.errors import EntryRefused
 from sessions.models import AgentSession, EntrySource, RetrospectiveRun, SessionEntry, TrainingExample
-from sessions.redaction import redact_fields
+from sessions.redaction import redact_fields, redact_value
 
 MESSAGE_FIELDS = ("prompt", "completion", "chosen", "rejected")
 EDITABLE_FIELDS = (*MESSAGE_FIELDS, "review_note")
 ROLES = {"system", "user", "assistant", "tool"}
+# What the redaction leaves in a text (sessions.redaction.REDACTED).
+REDACTION_MARKER = re.compile(r"\[REDACTED:([A-Za-z0-9_]+)\]")
 
 
 class InvalidExampleEdit(ValueError):
@@ -302,14 +305,28 @@ def validate_messages(name: str, value: Any) -> list[dict]:
     return value
 
 
+class FlaggedExample(InvalidExampleEdit):
+    """Approving an example flagged for a possible secret needs an explicit confirmation."""
+
+
 @transaction.atomic
-def do_approve_example(example: TrainingExample, *, reviewer) -> TrainingExample:
+def do_approve_example(example: TrainingExample, *, reviewer, confirm_flagged: bool = False) -> TrainingExample:
+    """candidate → approved. A flagged example (possible secret) is refused unless `confirm_flagged`."""
     example = TrainingExample.objects.select_for_update().get(pk=example.pk)
+    if example.flagged and not confirm_flagged:
+        raise FlaggedExample(
+            f"Example #{example.pk} is flagged for a possible secret ({_flag_summary(example.flags)}): edit it out, "
+            "or confirm that you checked it and nothing secret is left."
+        )
     example.status = TrainingExample.Status.APPROVED
     example.reviewer, example.reviewed_at = reviewer, timezone.now()
-    _history(example, reviewer, "approve")
+    _history(example, reviewer, "approve", **({"confirmed_flagged": True} if example.flagged else {}))
     example.save(update_fields=["status", "reviewer", "reviewed_at", "edits", "updated_at"])
     return example
+
+
+def _flag_summary(flags: list[dict]) -> str:
+    return ", ".join(f"{flag.get('field')}: {flag.get('pattern')}" for flag in flags or []) or "flagged"
 
 
 @transaction.atomic
@@ -323,9 +340,38 @@ def do_reject_example(example: TrainingExample, *, reviewer, reason: str = "") -
     return example
 
 
+def _rescan(example: TrainingExample, changed: set[str]) -> None:
+    """Run the secret scan again on edited fields: redact anything new, then flag what still shows a secret.
+
+    An edited field flags when it holds a `[REDACTED:<pattern>]` marker (a
+    secret just redacted, or an old redaction the reviewer left in); once
+    the markers are edited out its flag clears. Flags of fields not edited
+    (and of the provenance, which cannot be edited here) stay as they were.
+    """
+    flags = [flag for flag in example.flags or [] if flag.get("field") not in changed]
+    for name in sorted(changed):
+        value, _ = redact_value(getattr(example, name))
+        setattr(example, name, value)
+        found: dict[str, int] = {}
+        for content in _contents(value):
+            for pattern in REDACTION_MARKER.findall(content):
+                found[pattern] = found.get(pattern, 0) + 1
+        flags += [{"field": name, "pattern": pattern, "count": count} for pattern, count in sorted(found.items())]
+    example.flags = flags
+    example.flagged = bool(flags)
+
+
+def _contents(messages: Any) -> list[str]:
+    return [m.get("content", "") for m in messages or [] if isinstance(m, dict) and isinstance(m.get("content"), str)]
+
+
 @transaction.atomic
 def do_edit_example(example: TrainingExample, *, reviewer, **fields: Any) -> TrainingExample:
-    """Change prompt/completion/chosen/rejected/review_note; each change is kept in `edits`."""
+    """Change prompt/completion/chosen/rejected/review_note; each change is kept in `edits`.
+
+    Edited messages go through the secret scan again: a secret pasted in is
+    redacted and flags the example; editing the redaction out clears the flag.
+    """
     unknown = set(fields) - set(EDITABLE_FIELDS)
     if unknown:
         raise InvalidExampleEdit(f"Cannot edit {', '.join(sorted(unknown))}; editable: {', '.join(EDITABLE_FIELDS)}.")
@@ -343,24 +389,50 @@ def do_edit_example(example: TrainingExample, *, reviewer, **fields: Any) -> Tra
             setattr(example, name, value)
     if not changes:
         return example
+    was_flagged, flags_before = example.flagged, copy.deepcopy(example.flags)
+    _rescan(example, set(changes) & set(MESSAGE_FIELDS))
+    for name in set(changes) & set(MESSAGE_FIELDS):
+        changes[name]["after"] = getattr(example, name)
+    extra = {}
+    if (was_flagged, flags_before) != (example.flagged, example.flags):
+        extra = {"flagged": {"before": was_flagged, "after": example.flagged}}
     example.reviewer = reviewer
-    _history(example, reviewer, "edit", changes)
+    _history(example, reviewer, "edit", changes, **extra)
     example.replay_status = TrainingExample.ReplayStatus.PENDING  # the answer changed: replay it again
-    example.save(update_fields=[*changes, "reviewer", "edits", "replay_status", "updated_at"])
+    example.save(update_fields=[*changes, "flagged", "flags", "reviewer", "edits", "replay_status", "updated_at"])
     return example
+
+
+SWAPPED_SIDE = {"chosen": "rejected", "rejected": "chosen"}
 
 
 @transaction.atomic
 def do_swap_dpo(example: TrainingExample, *, reviewer) -> TrainingExample:
-    """Exchange chosen and rejected (a reviewer judged the pair the other way round)."""
+    """Exchange chosen and rejected (a reviewer judged the pair the other way round).
+
+    The evidence moves with the texts: `provenance.verification` keeps each
+    side's check under the side its text is now on, and so do the secret flags.
+    """
     example = TrainingExample.objects.select_for_update().get(pk=example.pk)
     if example.kind != TrainingExample.Kind.DPO:
         raise InvalidExampleEdit("Only DPO examples have chosen and rejected to swap.")
     example.chosen, example.rejected = example.rejected, example.chosen
+    provenance = copy.deepcopy(example.provenance or {})
+    verification = provenance.get("verification")
+    if isinstance(verification, dict) and ("chosen" in verification or "rejected" in verification):
+        swapped = {key: value for key, value in verification.items() if key not in SWAPPED_SIDE}
+        for side, other in SWAPPED_SIDE.items():
+            if side in verification:
+                swapped[other] = verification[side]
+        provenance["verification"] = swapped
+    example.provenance = provenance
+    example.flags = [
+        {**flag, "field": SWAPPED_SIDE.get(flag.get("field"), flag.get("field"))} for flag in example.flags or []
+    ]
     example.reviewer = reviewer
     _history(example, reviewer, "swap")
     example.replay_status = TrainingExample.ReplayStatus.PENDING
-    example.save(update_fields=["chosen", "rejected", "reviewer", "edits", "replay_status", "updated_at"])
+    example.save(update_fields=["chosen", "rejected", "provenance", "flags", "reviewer", "edits", "replay_status", "updated_at"])
     return example
 
 

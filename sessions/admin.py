@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.urls import reverse
 
-from sessions.actions import do_approve_example, do_reject_example, do_swap_dpo
+from sessions.actions import FlaggedExample, do_approve_example, do_reject_example, do_swap_dpo
 from sessions.models import AgentSession, RetrospectiveRun, SessionEntry, TrainingExample
 
 ENTRY_FIELDS = ("seq", "kind", "skill", "phase", "status", "message", "data", "redactions", "idempotency_key", "source", "occurred_at", "created_at")
@@ -90,11 +90,20 @@ class TrainingExampleAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False  # examples come from the trainer; edit them in the curation UI (kept in edit history)
 
-    @admin.action(description="Approve selected examples")
+    @admin.action(description="Approve selected examples (flagged ones are left for the curation page)")
     def approve(self, request, queryset) -> None:
+        done, flagged = 0, []
         for example in queryset:
-            do_approve_example(example, reviewer=request.user)
-        self.message_user(request, f"Approved {queryset.count()} example(s).", messages.SUCCESS)
+            try:
+                do_approve_example(example, reviewer=request.user)
+                done += 1
+            except FlaggedExample:
+                flagged.append(f"#{example.pk}")
+        self.message_user(request, f"Approved {done} example(s).", messages.SUCCESS)
+        if flagged:
+            self.message_user(request, (
+                f"Not approved, flagged for a possible secret: {', '.join(flagged)}. Check each on its curation page."
+            ), messages.WARNING)
 
     @admin.action(description="Reject selected examples")
     def reject(self, request, queryset) -> None:

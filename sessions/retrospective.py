@@ -351,6 +351,7 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
         except LLMError as exc:
             notice = f"The LLM could not answer ({exc}); used the rules instead. "
             learnings = rules_learnings(entries, runs)
+            model = ""  # no model answered: the result, and the record, say "rules"
     else:
         learnings = rules_learnings(entries, runs)
 

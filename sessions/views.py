@@ -23,6 +23,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from brain.models import Note
+from hyperguild.lib.diff import html_diff
 from hyperguild.ui import paginate, staff_action, staff_page
 from sessions import actions
 from sessions.models import AgentSession, SessionEntry, TrainingExample
@@ -123,18 +124,35 @@ def training_list(request: HttpRequest) -> HttpResponse:
     })
 
 
+def _candidates_around(example: TrainingExample) -> tuple[TrainingExample | None, TrainingExample | None]:
+    """The candidates of the same kind just newer (`k`) and just older (`j`, and where approve/reject go)."""
+    candidates = TrainingExample.objects.candidates().filter(kind=example.kind).exclude(pk=example.pk).only("id")
+    newer = candidates.filter(
+        Q(created_at__gt=example.created_at) | Q(created_at=example.created_at, id__gt=example.id)
+    ).order_by("created_at", "id").first()
+    older = candidates.filter(
+        Q(created_at__lt=example.created_at) | Q(created_at=example.created_at, id__lt=example.id)
+    ).order_by("-created_at", "-id").first()
+    return newer, older
+
+
+def _conversation_text(conversation: list) -> str:
+    return "\n\n".join(
+        f"[{message.get('role')}]\n{message.get('content')}" for message in conversation or [] if isinstance(message, dict)
+    )
+
+
 def _example_page(request: HttpRequest, example: TrainingExample, *, errors: list[str] | None = None,
                   status: int = 200) -> HttpResponse:
     provenance = example.provenance or {}
     run_ids = [run for run in provenance.get("runs") or [] if isinstance(run, int)]
     runs = list(SkillRun.objects.filter(pk__in=run_ids[:50]).order_by("created_at")) if run_ids else []
-    next_example = (
-        TrainingExample.objects.candidates().filter(kind=example.kind).exclude(pk=example.pk)
-        .filter(Q(created_at__lt=example.created_at) | Q(created_at=example.created_at, id__lt=example.id))
-        .only("id").first()
-    )
+    previous_example, next_example = _candidates_around(example)
     verification = provenance.get("verification")
     sides = verification if isinstance(verification, dict) and {"chosen", "rejected"} <= set(verification) else {}
+    pair_diff = ""
+    if example.kind == TrainingExample.Kind.DPO:
+        pair_diff = html_diff(_conversation_text(example.rejected), _conversation_text(example.chosen))
     return render(request, "sessions/training_detail.html", {
         "example": example,
         "verification": verification,
@@ -145,6 +163,8 @@ def _example_page(request: HttpRequest, example: TrainingExample, *, errors: lis
         "runs": runs,
         "session_id": provenance.get("session_id") or "",
         "next_example": next_example,
+        "previous_example": previous_example,
+        "pair_diff": pair_diff,
         "editable_fields": [(name, getattr(example, name)) for name in MESSAGE_FIELDS_BY_KIND[example.kind]],
         "errors": errors or [],
     }, status=status)
@@ -156,11 +176,8 @@ def training_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _after_curation(example: TrainingExample) -> HttpResponse:
-    """Go on to the next candidate of the same kind, or back to the list."""
-    following = (
-        TrainingExample.objects.candidates().filter(kind=example.kind).exclude(pk=example.pk)
-        .order_by("-created_at", "-id").only("id").first()
-    )
+    """Go on in the same order as `j`: the next older candidate of the same kind, or back to the list."""
+    _, following = _candidates_around(example)
     if following is not None:
         return redirect("sessions-training-detail", pk=following.pk)
     return redirect(f"{reverse('sessions-training')}?kind={example.kind}")
@@ -168,7 +185,13 @@ def _after_curation(example: TrainingExample) -> HttpResponse:
 
 @staff_action
 def approve_example(request: HttpRequest, pk: int) -> HttpResponse:
-    example = actions.do_approve_example(get_object_or_404(TrainingExample, pk=pk), reviewer=request.user)
+    example = get_object_or_404(TrainingExample, pk=pk)
+    try:
+        example = actions.do_approve_example(
+            example, reviewer=request.user, confirm_flagged=request.POST.get("confirm_flagged") == "1"
+        )
+    except actions.FlaggedExample as exc:
+        return _example_page(request, example, errors=[str(exc)], status=400)
     messages.success(request, f"Approved {example.kind.upper()} example #{example.pk}.")
     return _after_curation(example)
 

@@ -10,4 +10,5 @@ urlpatterns: list = [
 # Browser UI (templates/supervisor/): the routing dashboard. /routing/stats stays the JSON view.
 urlpatterns += [
     path("routing/", views.routing_dashboard, name="supervisor-routing"),
+    path("routing/stats.json", views.routing_stats_json, name="supervisor-routing-stats-json"),
 ]

@@ -16,11 +16,12 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.db.models import Max, Min
 from django.db.models.functions import TruncDay, TruncHour
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 
 from supervisor.models import RoutingEntry
+from supervisor.routing import routing_settings, routing_stats
 
 WINDOW_CHOICES = (1, 7, 30, 90)
 DEFAULT_WINDOW_DAYS = 30
@@ -105,4 +106,21 @@ def routing_dashboard(request: HttpRequest) -> HttpResponse:
         "figures": figures,
         "fast_model": settings.HYPERGUILD_FAST_MODEL, "thinking_model": settings.HYPERGUILD_THINKING_MODEL,
         "latest": latest, "floor": settings.HYPERGUILD_ROUTE_LOCAL_FLOOR, "ceil": settings.HYPERGUILD_ROUTE_LOCAL_CEIL,
+    })
+
+
+@login_required
+def routing_stats_json(request: HttpRequest) -> JsonResponse:
+    """The `/routing/stats` figures for a logged-in browser (the JSON button), without the routing token."""
+    try:
+        hours = float(request.GET.get("window", 24))
+    except ValueError:
+        return JsonResponse({"error": "window must be a number of hours, e.g. 24"}, status=400)
+    if not 0.01 <= hours <= 24 * 366:
+        return JsonResponse({"error": "window must be between 0.01 and 8784 hours"}, status=400)
+    now = timezone.now()
+    since = now - timedelta(hours=hours)
+    return JsonResponse({
+        "window_hours": hours, "since": since.isoformat(), "until": now.isoformat(),
+        **routing_stats(since), "settings": routing_settings(),
     })

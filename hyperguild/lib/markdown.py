@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from html import escape as html_escape
 from typing import Any
 
 import markdown as markdown_lib
@@ -188,7 +190,7 @@ ALLOWED_TAGS = {
     "tbody", "td", "th", "thead", "tr", "ul",
 }  # fmt: skip
 ALLOWED_ATTRIBUTES = {
-    "a": {"href", "title"},
+    "a": {"href", "title", "class"},
     "img": {"src", "alt", "title"},
     "code": {"class"},
     "span": {"class"},
@@ -199,9 +201,17 @@ ALLOWED_ATTRIBUTES = {
 ALLOWED_URL_SCHEMES = {"http", "https", "mailto"}
 
 
-def render_markdown(text: str) -> str:
-    """Markdown → HTML that is safe to show: no scripts, no event handlers, no javascript: URLs."""
-    html = markdown_lib.markdown(text or "", extensions=["fenced_code", "tables", "sane_lists"])
+def render_markdown(text: str, *, wikilink: Callable[[str], tuple[str, bool]] | None = None) -> str:
+    """Markdown → HTML that is safe to show: no scripts, no event handlers, no javascript: URLs.
+
+    With `wikilink` (target → (href, exists)), `[[target]]` and
+    `[[target|label]]` become links, class `wikilink`, plus `missing` when
+    no note has that target yet.
+    """
+    text = text or ""
+    if wikilink is not None:
+        text = _link_wikilinks(text, wikilink)
+    html = markdown_lib.markdown(text, extensions=["fenced_code", "tables", "sane_lists"])
     return nh3.clean(
         html,
         tags=ALLOWED_TAGS,
@@ -212,6 +222,35 @@ def render_markdown(text: str) -> str:
 
 
 # -- wikilinks -------------------------------------------------------------------
+
+
+def _link_wikilinks(text: str, wikilink: Callable[[str], tuple[str, bool]]) -> str:
+    """`[[…]]` → an inline `<a>` (escaped); inside code spans and fences they stay literal."""
+    out, in_fence = [], False
+    for line in text.split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+        if in_fence or "[[" not in line:
+            out.append(line)
+            continue
+        pieces = re.split(r"(`[^`]*`)", line)
+        for index, piece in enumerate(pieces):
+            if index % 2 == 0:
+                pieces[index] = WIKILINK_RE.sub(lambda m: _wikilink_html(m, wikilink), piece)
+        out.append("".join(pieces))
+    return "\n".join(out)
+
+
+def _wikilink_html(match: re.Match, wikilink: Callable[[str], tuple[str, bool]]) -> str:
+    target = match.group(1).split("#", 1)[0].strip()
+    label = (match.group(2) or "").strip() or match.group(1).strip()
+    if not target:
+        return match.group(0)
+    href, exists = wikilink(target)
+    css = "wikilink" if exists else "wikilink missing"
+    title = target if exists else f"no note {target} yet"
+    return f'<a class="{css}" href="{html_escape(href)}" title="{html_escape(title)}">{html_escape(label)}</a>'
+
 
 WIKILINK_RE = re.compile(r"\[\[([^\[\]|\n]+?)(?:\|([^\[\]\n]*))?\]\]")
 

@@ -1,16 +1,22 @@
 /* hyperguild reviewer keyboard shortcuts and small helpers. Plain JS, no dependencies.
  *
- * Note and training pages:  j / n  next,  k  previous,  p  promote (focus the form),
- *                           r  reject (focus the reason),  m  merge,  a  approve.
+ * Note and training pages:  j / n  next,  k  previous,  p  promote,  r  reject,  m  merge,  e  edit,
+ *                           a  approve (a flagged example asks to confirm first).
  * List pages:               j / k  move the selection,  o / Enter  open,  x  tick.
- * Keys are ignored while typing in a field; Escape leaves the field.
+ * Everywhere:               ?  the list of shortcuts,  Ctrl+Enter  submit the form being typed in.
+ * Keys are ignored while typing in a text field; Escape leaves the field (or closes the overlay).
+ * Ticking a checkbox with the mouse does not count as typing: the keys keep working.
  */
 (function () {
   "use strict";
 
+  var TEXT_INPUTS = ["text", "search", "number", "email", "password", "url", "tel", "date", "datetime-local", ""];
+
   function typing(target) {
-    var tag = (target && target.tagName) || "";
-    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (target && target.isContentEditable);
+    if (!target || !target.tagName) { return false; }
+    var tag = target.tagName;
+    if (tag === "INPUT") { return TEXT_INPUTS.indexOf((target.getAttribute("type") || "").toLowerCase()) !== -1; }
+    return tag === "TEXTAREA" || tag === "SELECT" || target.isContentEditable;
   }
 
   function go(id) {
@@ -22,8 +28,10 @@
   function focusIn(formId, fieldSelector) {
     var form = document.getElementById(formId);
     if (!form) { return false; }
+    var panel = form.closest("details");
+    if (panel) { panel.open = true; }
     var field = form.querySelector(fieldSelector);
-    form.scrollIntoView({ behavior: "smooth", block: "center" });
+    form.scrollIntoView({ block: "nearest" });
     if (field) { field.focus(); }
     return true;
   }
@@ -43,17 +51,59 @@
     return true;
   }
 
+  // The submit button that follows the field (a form with several, like the bulk bar, gets the one
+  // next to where the reviewer is typing), else the form's first one.
+  function submitterFor(field) {
+    var buttons = Array.prototype.slice.call(field.form.querySelectorAll("button[type=submit], input[type=submit]"));
+    for (var i = 0; i < buttons.length; i++) {
+      if (field.compareDocumentPosition(buttons[i]) & Node.DOCUMENT_POSITION_FOLLOWING) { return buttons[i]; }
+    }
+    return buttons[0] || null;
+  }
+
+  function shortcuts(show) {
+    var overlay = document.getElementById("shortcuts");
+    if (!overlay) { return false; }
+    overlay.hidden = !show;
+    return true;
+  }
+
+  function approve() {
+    var form = document.getElementById("approve-form");
+    if (!form) { return false; }
+    var confirmBox = form.querySelector("[name=confirm_flagged]");
+    if (confirmBox && !confirmBox.checked) {
+      // A flagged example is never approved by one keystroke: show the confirmation instead.
+      confirmBox.focus();
+      form.classList.add("needs-confirmation");
+      return true;
+    }
+    form.requestSubmit();
+    return true;
+  }
+
   document.addEventListener("keydown", function (event) {
+    var overlay = document.getElementById("shortcuts");
+    if (event.key === "Escape" && overlay && !overlay.hidden) { shortcuts(false); event.preventDefault(); return; }
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey) && event.target.form) {
+      event.preventDefault();
+      event.target.form.requestSubmit(submitterFor(event.target));
+      return;
+    }
     if (event.key === "Escape" && typing(event.target)) { event.target.blur(); return; }
     if (typing(event.target) || event.ctrlKey || event.metaKey || event.altKey) { return; }
+    // A checkbox or button clicked with the mouse keeps the focus; the page keys still apply.
     var rows = listRows();
     var handled = false;
     switch (event.key) {
+      case "?": handled = shortcuts(true); break;
       case "j": case "n":
         handled = rows.length ? select(selected + 1) : go("next-note"); break;
       case "k":
         handled = rows.length ? select(selected - 1) : go("prev-note"); break;
       case "o": case "Enter":
+        if (event.key === "Enter" && event.target.tagName === "BUTTON") { break; }
+        if (event.key === "Enter" && event.target.tagName === "A") { break; }
         if (rows.length && selected >= 0) { window.location.href = rows[selected].dataset.href; handled = true; }
         break;
       case "x":
@@ -65,12 +115,16 @@
       case "p": handled = focusIn("promote-form", "#id_wing"); break;
       case "r": handled = focusIn("reject-form", "#id_reason"); break;
       case "m": handled = focusIn("merge-form", "#id_into"); break;
-      case "a":
-        var approve = document.getElementById("approve-form");
-        if (approve) { approve.requestSubmit(); handled = true; }
-        break;
+      case "e": handled = focusIn("edit-form", "textarea"); break;
+      case "a": handled = approve(); break;
     }
     if (handled) { event.preventDefault(); }
+  });
+
+  document.addEventListener("click", function (event) {
+    if (event.target.matches("[data-close-shortcuts]") || event.target.id === "shortcuts") { shortcuts(false); }
+    // Mouse clicks on checkboxes must not leave the keyboard "stuck": hand the focus back to the page.
+    if (event.target.matches("input[type=checkbox]") && event.detail > 0) { event.target.blur(); }
   });
 
   document.addEventListener("change", function (event) {
@@ -79,4 +133,29 @@
       table.querySelectorAll("tbody input[type=checkbox]").forEach(function (box) { box.checked = event.target.checked; });
     }
   });
+
+  // Merge page: re-render the preview and the diff against the target while the combined text is edited.
+  var mergeForm = document.getElementById("merge-save-form");
+  if (mergeForm && mergeForm.dataset.renderUrl) {
+    var body = mergeForm.querySelector("textarea[name=body]");
+    var timer = null;
+    var sent = 0;
+    var refresh = function () {
+      var mine = ++sent;
+      var data = new FormData(mergeForm);
+      fetch(mergeForm.dataset.renderUrl, { method: "POST", body: data, credentials: "same-origin" })
+        .then(function (response) { return response.ok ? response.json() : null; })
+        .then(function (result) {
+          if (!result || mine !== sent) { return; }  // an older answer arriving late is ignored
+          document.getElementById("merge-preview").innerHTML = result.html;
+          var diff = document.getElementById("merge-diff");
+          if (diff) { diff.innerHTML = result.diff; }
+          mergeForm.dataset.rendered = String(mine);
+        });
+    };
+    body.addEventListener("input", function () {
+      clearTimeout(timer);
+      timer = setTimeout(refresh, 250);
+    });
+  }
 })();

@@ -173,6 +173,9 @@ def test_a_model_the_gateway_refuses_falls_back_to_the_rules_and_says_so(gateway
     result = run_retrospective(SESSION, llm_model="missing-model")
     assert result["method"] == "rules" and "used the rules instead" in result["message"]
     assert gateway.models_called() == ["missing-model"] and retrospective_notes().count() == 2
+    # No model answered: the result and the record name the rules, not the model that was asked.
+    assert result["model_used"] == "rules"
+    assert RetrospectiveRun.objects.get().model == "" and RetrospectiveRun.objects.get().method == "rules"
 
 
 SUPERVISOR_AUTH = {"Authorization": "Bearer sup-token"}

@@ -10,7 +10,14 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from jsonschema import Draft202012Validator
 
-from sessions.actions import InvalidExampleEdit, do_approve_example, do_edit_example, do_reject_example, do_swap_dpo
+from sessions.actions import (
+    FlaggedExample,
+    InvalidExampleEdit,
+    do_approve_example,
+    do_edit_example,
+    do_reject_example,
+    do_swap_dpo,
+)
 from sessions.models import TrainingExample
 from sessions.trainer import run_trainer
 from sessions.trl_export import export_training_data_dir
@@ -149,7 +156,10 @@ def test_curation_actions_keep_a_history(reviewer):
     dpo = do_swap_dpo(dpo, reviewer=reviewer)
     assert dpo.rejected == original
     sft = do_edit_example(sft, reviewer=reviewer, completion=[{"role": "assistant", "content": "better"}])
-    sft = do_approve_example(sft, reviewer=reviewer)
+    assert sft.flagged  # its prompt held an AWS key (redacted): approving it needs the reviewer's confirmation
+    with pytest.raises(FlaggedExample):
+        do_approve_example(sft, reviewer=reviewer)
+    sft = do_approve_example(sft, reviewer=reviewer, confirm_flagged=True)
     dpo = do_reject_example(dpo, reviewer=reviewer, reason="pair is ambiguous")
 
     assert [e["action"] for e in sft.edits] == ["edit", "approve"] and sft.edits[0]["by"] == "curator"
@@ -178,7 +188,7 @@ def test_exported_jsonl_validates_against_the_trl_shapes(tmp_path, reviewer):
     fail_then_pass()
     run_trainer(SESSION)
     for example in TrainingExample.objects.all():
-        do_approve_example(example, reviewer=reviewer)
+        do_approve_example(example, reviewer=reviewer, confirm_flagged=True)  # the fixture holds a redacted key
     SkillRun.objects.create(skill="debug", status="pass", verified=True, session_id="other", worker_report={"x": 1})
     run_trainer("other")  # a candidate: not approved, so not exported
 
@@ -212,7 +222,7 @@ def test_a_record_that_does_not_fit_trl_is_left_out_and_the_export_fails_loudly(
 def test_brain_export_gets_training_data_files_of_approved_examples(tmp_path, reviewer):
     fail_then_pass()
     run_trainer(SESSION)
-    do_approve_example(TrainingExample.objects.get(kind="dpo"), reviewer=reviewer)
+    do_approve_example(TrainingExample.objects.get(kind="dpo"), reviewer=reviewer, confirm_flagged=True)
     summary = export_training_data_dir(tmp_path / "training-data")
     assert summary["sft"]["written"] == 0 and summary["dpo"]["written"] == 1
     assert sorted(p.name for p in (tmp_path / "training-data").iterdir()) == ["dpo.jsonl", "sft.jsonl"]

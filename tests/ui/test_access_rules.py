@@ -20,6 +20,10 @@ def _note_actions(note, target):
         (reverse("brain-merge", args=[note.pk]), {"into": target.slug, "body": "merged"}),
         (reverse("brain-review-bulk"), {"action": "reject", "notes": [note.pk], "reason": "noise"}),
         (reverse("brain-review-bulk"), {"action": "promote", "notes": [note.pk], "wing": "concepts"}),
+        (reverse("brain-edit", args=[target.pk]), {"title": "T", "body": "edited"}),
+        (reverse("brain-refile", args=[target.pk]), {"wing": "other", "slug": target.slug}),
+        (reverse("brain-demote", args=[target.pk]), {"reason": "not ready"}),
+        (reverse("brain-merge-render", args=[note.pk]), {"into": target.slug, "body": "x"}),
     ]
 
 
@@ -43,6 +47,7 @@ def _assert_untouched(note, target, example):
     assert example.chosen[0]["content"].startswith("good answer")
     assert example.prompt[0]["content"].startswith("Write a failing test")
     assert Note.objects.filter(status=NoteStatus.WIKI).count() == 1
+    assert (target.status, target.wing, target.version) == (NoteStatus.WIKI, "concepts", 1)
 
 
 @pytest.fixture

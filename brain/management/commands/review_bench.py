@@ -1,0 +1,108 @@
+"""Time the review UI at scale: the queue, a note page with filter-aware navigation, bulk actions and undo.
+
+Everything it writes (the raw notes, a staff user, the revisions) is rolled back at the end, like
+`routing_sim`: run it against any database. Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from statistics import median
+
+from django.contrib.auth import get_user_model
+from django.contrib.messages.storage.cookie import CookieStorage
+from django.core.management.base import BaseCommand, CommandParser
+from django.db import connection, transaction
+from django.test import RequestFactory
+from django.test.utils import CaptureQueriesContext
+
+from brain import views
+from brain.actions import do_undo_revision, do_write_raw_note
+from brain.models import Note, NoteRevision, NoteStatus
+
+
+class Rollback(Exception):
+    """Raised at the end to undo everything the benchmark wrote."""
+
+
+class Command(BaseCommand):
+    help = "Time the review queue, a note page and bulk reject/undo over N raw notes (rolled back at the end)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--notes", type=int, default=5000, help="raw notes to create (default 5000)")
+        parser.add_argument("--bulk", type=int, default=200, help="notes to reject in one select-all bulk action")
+        parser.add_argument("--repeat", type=int, default=5, help="timed repetitions of each page (median shown)")
+
+    def handle(self, *args, notes: int, bulk: int, repeat: int, **options) -> None:
+        try:
+            with transaction.atomic():
+                self.run(notes=notes, bulk=bulk, repeat=repeat)
+                raise Rollback
+        except Rollback:
+            pass
+        self.stdout.write(self.style.SUCCESS("Done; everything the benchmark wrote was rolled back."))
+
+    def run(self, *, notes: int, bulk: int, repeat: int) -> None:
+        run = uuid.uuid4().hex[:8]
+        started = time.perf_counter()
+        for n in range(notes):
+            source = "bench-bulk" if n < bulk else "bench"
+            do_write_raw_note(
+                title=f"Bench note {run} {n}", body=f"Learning {n}: " + "retry uploads with jitter " * 20,
+                source=source, slug=f"bench-{run}-{n}",
+            )
+        self.stdout.write(f"created {notes} raw notes in {time.perf_counter() - started:.1f} s")
+        user = get_user_model().objects.create_user(f"bench-{run}", is_staff=True)
+        factory = RequestFactory()
+
+        def request(method: str, path: str, data: dict | None = None):
+            req = getattr(factory, method)(path, data or {})
+            req.user = user
+            req._messages = CookieStorage(req)
+            req._dont_enforce_csrf_checks = True
+            return req
+
+        def timed(label: str, call) -> None:
+            times, queries = [], 0
+            for _ in range(repeat):
+                with CaptureQueriesContext(connection) as captured:
+                    t0 = time.perf_counter()
+                    response = call()
+                    times.append((time.perf_counter() - t0) * 1000)
+                queries = len(captured)
+                if response.status_code >= 400:
+                    raise RuntimeError(f"{label}: HTTP {response.status_code}")
+            self.stdout.write(f"{label:<55} median {median(times):7.1f} ms  ({queries} queries)")
+
+        timed("queue, newest first, 25 a page", lambda: views.review_queue(request("get", "/review/")))
+        timed("queue, 200 a page", lambda: views.review_queue(request("get", "/review/", {"per": "200"})))
+        timed("queue, page 20 at 200 a page, sorted by title",
+              lambda: views.review_queue(request("get", "/review/", {"per": "200", "sort": "title", "page": "20"})))
+        timed("queue filtered by source", lambda: views.review_queue(request("get", "/review/", {"source": "bench"})))
+        middle = Note.objects.raw_queue().filter(source="bench")[notes // 2]
+        timed("note page opened from a filter (with j/k neighbours)",
+              lambda: views.note_detail(request("get", f"/review/{middle.pk}/", {"from": "source=bench&sort=title"}),
+                                        pk=middle.pk))
+
+        matching = Note.objects.raw_queue().filter(source="bench-bulk").count()
+        t0 = time.perf_counter()
+        response = views.bulk_review(request("post", "/review/bulk/", {
+            "action": "reject", "reason": "bench", "select_all": "1", "expected_count": str(matching),
+            "next_query": "source=bench-bulk",
+        }))
+        elapsed = time.perf_counter() - t0
+        rejected = Note.objects.filter(source="bench-bulk", status=NoteStatus.REJECTED).count()
+        self.stdout.write(
+            f"bulk reject, select all {matching} matching: {elapsed:.2f} s "
+            f"({elapsed / max(rejected, 1) * 1000:.1f} ms a note, HTTP {response.status_code}, {rejected} rejected)"
+        )
+        groups = list(
+            NoteRevision.objects.filter(note__source="bench-bulk", action="reject").values_list("group", flat=True)
+        )
+        t0 = time.perf_counter()
+        for group in groups:
+            do_undo_revision(group, user=user)
+        elapsed = time.perf_counter() - t0
+        self.stdout.write(f"undo of those {len(groups)} rejects, one by one: {elapsed:.2f} s "
+                          f"({elapsed / max(len(groups), 1) * 1000:.1f} ms each)")
