@@ -9,12 +9,13 @@ them, then plays one step of a script and prints the CLI's JSON envelope.
   (argv, cwd, pid) live in FAKE_CLAUDE_STATE (a directory).
 - A step: {"write": {"rel/path": "content"}, "report": {...}, "in_result": bool,
            "hang": bool, "children": n, "ignore_term": bool, "sleep": s,
-           "tick": s, "garbage": bool, "is_error": bool}
+           "tick": s, "garbage": bool, "is_error": bool, "envelope": {...}, "exit": n}
 
 `report` becomes `structured_output` (or JSON text in `result` with
 `in_result`). `hang` sleeps forever after spawning `children` sleeping
 children (their pids go to <state>/pids); `sleep` + `tick` prints a dot
-every `tick` seconds for `sleep` seconds (a long but live worker).
+every `tick` seconds for `sleep` seconds (a long but live worker). `envelope`
+is printed as it is, then the fake exits with `exit` (default 1).
 """
 
 import json
@@ -113,6 +114,10 @@ def main() -> None:
         while time.monotonic() < end:
             time.sleep(step.get("tick", 0.5))
             print(".", file=sys.stderr, flush=True)
+
+    if step.get("envelope") is not None:  # print this envelope as is (what the CLI prints when it cannot work)
+        print(json.dumps(step["envelope"]))
+        sys.exit(step.get("exit", 1))
 
     if step.get("garbage"):
         print("this is not json")
