@@ -167,6 +167,7 @@ def do_record_pathway_outcome(key: PathwayKey, outcomes: list[tuple[str, bool]],
         outcomes,
         probation=settings.HYPERGUILD_PATHWAY_PROBATION,
         min_success=settings.HYPERGUILD_PATHWAY_MIN_SUCCESS,
+        cheap_model=settings.HYPERGUILD_FAST_MODEL,
     )
     pathway.save()
     RoutingEntry.objects.filter(pk__in=[entry.pk for entry in entries]).update(pathway=pathway)

@@ -259,8 +259,16 @@ class Pathway(models.Model):
     def success_rate(self) -> float | None:
         return self.successes / self.replays if self.replays else None
 
-    def record(self, outcomes: list[tuple[str, bool]], *, probation: int, min_success: float) -> None:
-        """Count one call's attempts ((model, passed) in order) and move the state (not saved)."""
+    def record(
+        self, outcomes: list[tuple[str, bool]], *, probation: int, min_success: float, cheap_model: str = ""
+    ) -> None:
+        """Count one call's attempts ((model, passed) in order) and move the state (not saved).
+
+        Cheap first: a model other than `cheap_model` (the fast model) becomes
+        the recommendation only once the cheap model has failed on this
+        pathway; otherwise a thinking model that happened to be sampled first
+        would lock a good area out of the fast model for good.
+        """
         for model, passed in outcomes:
             stats = self.attempts_by_model.setdefault(model, {"attempts": 0, "passes": 0})
             stats["attempts"] += 1
@@ -268,6 +276,9 @@ class Pathway(models.Model):
         self.updated_at = timezone.now()
         if not self.recommended_model:
             winner = next((model for model, passed in outcomes if passed), None)
+            cheap = self.attempts_by_model.get(cheap_model, {"attempts": 0, "passes": 0})
+            if winner and cheap_model and winner != cheap_model and cheap["attempts"] == cheap["passes"]:
+                winner = None  # the cheap model has not failed here yet: keep it in the running
             if winner is not None:  # the call that names the recommendation is its first replay
                 self.recommended_model, self.replays, self.successes = winner, 1, 1
             self._judge(probation, min_success)
