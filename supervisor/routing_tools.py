@@ -377,7 +377,8 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
             verdict=answer.get("verdict", "comment"),
             dropped_findings=answer["dropped_findings"],
             summary=answer.get("summary", ""),
-            message=str(exc),
+            message="not verified: no model gave a grounded review. "
+            + " Then ".join(f"{entry.model} ({entry.reason}): {entry.error}" for entry in exc.entries),
         )
     data = routed.data
     remember_fingerprints(pathway, data["findings"])
