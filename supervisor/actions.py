@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from hyperguild.lib.redaction import redact_fields
 from supervisor.executor import cap
-from supervisor.models import RoutingEntry, SkillRun
+from supervisor.models import Pathway, RoutingEntry, SkillRun
 
 if TYPE_CHECKING:
-    from supervisor.routing import Attempt, Decision
+    from supervisor.routing import Attempt, Decision, PathwayKey
 
 
 @transaction.atomic
@@ -156,3 +157,45 @@ def do_log_routing_entry(
             redactions=redactions,
             session_id=session_id[:200],
         )
+
+
+# --- pathway memory ----------------------------------------------------------------
+
+
+def _locked_pathway(key: PathwayKey) -> Pathway:
+    """The pathway row for `key`, created if new, locked for this transaction."""
+    values = {"skill": key.skill, "area": key.area, "signal": key.signal}
+    try:
+        with transaction.atomic():  # a savepoint: two first calls on a new pathway race to create it
+            Pathway.objects.get_or_create(key=key.key, defaults=values)
+    except IntegrityError:
+        pass
+    return Pathway.objects.select_for_update().get(key=key.key)
+
+
+@transaction.atomic
+def do_record_pathway_outcome(key: PathwayKey, outcomes: list[tuple[str, bool]], entries: list[RoutingEntry]) -> Pathway:
+    """Count one routed call on its pathway ((model, passed) per attempt, in order) and link its entries."""
+    pathway = _locked_pathway(key)
+    pathway.record(
+        outcomes,
+        probation=settings.HYPERGUILD_PATHWAY_PROBATION,
+        min_success=settings.HYPERGUILD_PATHWAY_MIN_SUCCESS,
+        cheap_model=settings.HYPERGUILD_FAST_MODEL,
+    )
+    pathway.save()
+    RoutingEntry.objects.filter(pk__in=[entry.pk for entry in entries]).update(pathway=pathway)
+    for entry in entries:
+        entry.pathway = pathway
+    return pathway
+
+
+@transaction.atomic
+def do_add_pathway_fingerprints(key: PathwayKey, found: list[dict]) -> Pathway | None:
+    """Keep the bug fingerprints of a call's grounded findings on its pathway."""
+    if not found:
+        return None
+    pathway = _locked_pathway(key)
+    pathway.add_fingerprints(found)
+    pathway.save(update_fields=["fingerprints", "updated_at"])
+    return pathway

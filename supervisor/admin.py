@@ -1,8 +1,9 @@
 from django.contrib import admin
+from django.db.models import Count, Q
 from django.utils.html import format_html, format_html_join
 
 from hyperguild.lib.redaction import redaction_summary
-from supervisor.models import RoutingEntry, SkillRun
+from supervisor.models import Pathway, RoutingEntry, SkillRun
 
 
 @admin.register(SkillRun)
@@ -70,12 +71,48 @@ class SkillRunAdmin(admin.ModelAdmin):
 class RoutingEntryAdmin(admin.ModelAdmin):
     """Read-only log of routing decisions: which model, why, and how the call ended."""
 
-    list_display = ("id", "skill", "model", "reason", "pass_rate_seen", "samples_seen", "status", "is_final", "latency_ms", "session_id", "created_at")
+    list_display = ("id", "skill", "model", "reason", "pass_rate_seen", "samples_seen", "status", "is_final", "latency_ms", "pathway", "session_id", "created_at")
     list_filter = ("skill", "model", "reason", "status", "is_final")
-    search_fields = ("skill", "model", "session_id", "error")
-    list_select_related = ("attempt_of",)
+    search_fields = ("skill", "model", "session_id", "error", "pathway__key")
+    list_select_related = ("attempt_of", "pathway")
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [field.name for field in self.model._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return request.user.is_superuser
+
+
+@admin.register(Pathway)
+class PathwayAdmin(admin.ModelAdmin):
+    """Read-only routing memory: which model worked where, its probation, promotion or retirement."""
+
+    list_display = ("key", "state", "recommended_model", "replays", "successes", "success_rate", "decided", "updated_at")
+    list_filter = ("state", "skill", "signal", "recommended_model")
+    search_fields = ("key", "area", "recommended_model")
+    ordering = ("-updated_at",)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            decided_count=Count("entries", filter=Q(entries__reason=RoutingEntry.PATHWAY))
+        )
+
+    @admin.display(description="calls decided", ordering="decided_count")
+    def decided(self, obj) -> int:
+        return obj.decided_count
+
+    @admin.display(description="success rate")
+    def success_rate(self, obj) -> str:
+        rate = obj.success_rate
+        return "—" if rate is None else f"{rate:.0%}"
 
     def get_readonly_fields(self, request, obj=None):
         return [field.name for field in self.model._meta.fields]

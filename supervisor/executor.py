@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -61,7 +62,7 @@ class QueueFull(Exception):
 
 @dataclass
 class WorkerResult:
-    status: str  # ok | error | timeout | cancelled
+    status: str  # ok | error | unavailable (not logged in, rate-limited, offline) | timeout | cancelled
     exit_code: int | None = None
     stdout: str = ""
     stderr: str = ""
@@ -291,6 +292,27 @@ def run_process(
 
 # --- the worker ------------------------------------------------------------------
 
+# What the CLI says when it cannot work at all. Such a run is not a bad answer:
+# retrying it burns the attempts and hides the cause, so the run ends at once
+# (status "unavailable" here, `error` on the skill result) with the CLI's words.
+_INFRASTRUCTURE = (
+    ("not logged in", re.compile(r"not logged in|please run /login|invalid api key|authentication_error|"
+                                 r"oauth token (has )?expired|credit balance is too low", re.I)),
+    ("rate-limited", re.compile(r"rate.?limit|usage limit|too many requests|\b429\b|overloaded_error|"
+                                r"\b529\b|limit reached", re.I)),
+    ("cannot reach its API", re.compile(r"ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|connection error|"
+                                        r"unable to connect|network (error|is unreachable)|getaddrinfo", re.I)),
+)
+
+
+def infrastructure_problem(text: str) -> str | None:
+    """"not logged in" / "rate-limited" / "cannot reach its API" when the CLI's output says so, else None."""
+    for label, pattern in _INFRASTRUCTURE:
+        if pattern.search(text or ""):
+            return label
+    return None
+
+
 def parse_envelope(stdout: str) -> dict | None:
     text = stdout.strip()
     if not text:
@@ -378,12 +400,28 @@ def run_worker(
     envelope = parse_envelope(stdout)
     result.envelope = envelope
     if envelope is None:
+        infrastructure = infrastructure_problem(stdout + "\n" + stderr) if exit_code != 0 else None
+        if infrastructure:
+            result.status = "unavailable"
+            result.message = (
+                f"the worker could not work ({infrastructure}; exit code {exit_code}), so no attempt was made: "
+                f"{excerpt((stderr or stdout).strip(), 500)}"
+            )
+            return result
         result.status = "error"
         result.message = f"the worker exited with code {exit_code} without printing the JSON result"
         return result
     if envelope.get("is_error") or exit_code != 0:
         result.status = "error"
         detail = envelope.get("result") or envelope.get("subtype") or ""
+        infrastructure = infrastructure_problem(f"{detail}\n{stderr}")
+        if infrastructure:
+            result.status = "unavailable"
+            result.message = (
+                f"the worker could not work ({infrastructure}; exit code {exit_code}), so no attempt was made: "
+                f"{excerpt(str(detail) or stderr.strip(), 500)}"
+            )
+            return result
         result.message = f"the worker reported an error (exit code {exit_code}): {excerpt(str(detail), 500)}"
         return result
     structured = envelope.get("structured_output")

@@ -1,36 +1,85 @@
-"""Grounding: a review finding survives only if the code it cites is really there.
+"""Grounding and gates: a review or debug finding counts only if the code it cites is really there.
 
 A finding is `{file, line, severity, title, rationale, suggestion,
-confidence, quote?}`. It is kept when:
+confidence, quote, kind?}`. It is kept only when every gate passes, in this
+order (the first that fails names the reason):
 
-- `file` is a path inside the project root (no `..`, no symlink out) that
-  exists and is a text file;
-- `line` is a line number that exists in that file (1-based);
-- `quote`, when given, appears (whitespace-normalised) on one of the lines
-  within `QUOTE_WINDOW` of `line`. Multi-line quotes are matched line by
-  line against the same window.
+- `file`: a path inside the project root (no `..`, no symlink out) that
+  exists and is a UTF-8 text file;
+- `line`: a line number that exists in that file (1-based);
+- `quote`: present, at least `QUOTE_MIN_CHARS` non-space characters, and
+  found in the file starting within `QUOTE_WINDOW` lines of `line`
+  (whitespace-normalised: runs of spaces/tabs collapse, blank lines are
+  ignored; a multi-line quote must match consecutive lines, the first and
+  last of which may be partial);
+- `rationale`: not empty;
+- `confidence` ≥ `SUPERVISOR_MIN_CONFIDENCE` (default 0.6).
 
-Everything else is dropped and counted. Used by the supervisor's `review`
-and by the routing endpoint.
+A dropped finding is kept in `dropped` with `reason` (a sentence) and `gate`
+(file, line, quote, rationale, confidence). A kept finding whose
+`suggestion` is longer than `SUPERVISOR_MAX_PATCH_LINES` lines stays a
+finding, but is not offered as a patch: `patch` is None and
+`patch_refused` says why; otherwise `patch` is the suggestion.
+
+Bug fingerprints (`fingerprint(finding)`) name what a grounded finding is
+about, `{kind}:{top-3 identifiers of the quote, sorted}`, for pathway memory.
 """
 
 from __future__ import annotations
 
+import keyword
 import re
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+
+from django.conf import settings
 
 from supervisor.roots import RootRefused, relative_to_root, resolve_inside
 
 # Models are often off by a line or two (a decorator, a blank line); a
-# window this small still rejects a quote from elsewhere in the file.
+# window this small still rejects a quote copied from elsewhere in the file.
 QUOTE_WINDOW = 3
+# A quote shorter than this (")", "x") would be "found" almost anywhere.
+QUOTE_MIN_CHARS = 4
 MAX_FILE_BYTES = 2 * 1024 * 1024
 
+GATE_FILE, GATE_LINE, GATE_QUOTE, GATE_RATIONALE, GATE_CONFIDENCE = "file", "line", "quote", "rationale", "confidence"
+
 _SPACE = re.compile(r"\s+")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Words that say nothing about which code a bug is in (keywords of the usual languages).
+_NOT_IDENTIFIERS = set(keyword.kwlist) | {
+    "self", "cls", "def", "func", "function", "return", "var", "let", "const", "int", "str", "string", "bool",
+    "true", "false", "null", "nil", "none", "this", "new", "public", "private", "static", "void", "fn", "if",
+    "else", "for", "while", "import", "from", "package", "err", "error", "len", "range", "print", "append",
+}
 
 
 def _normalise(text: str) -> str:
     return _SPACE.sub(" ", text).strip()
+
+
+@dataclass
+class Grounding:
+    """What survived: `kept` findings (file made relative) and `dropped` ones, each with its reason."""
+
+    kept: list[dict] = field(default_factory=list)
+    dropped: list[dict] = field(default_factory=list)
+
+    @property
+    def all_dropped(self) -> bool:
+        return bool(self.dropped) and not self.kept
+
+    def reasons(self) -> str:
+        return "; ".join(f"{d.get('title') or d.get('file')}: {d['reason']}" for d in self.dropped[:5])
+
+
+class _Dropped(Exception):
+    def __init__(self, gate: str, reason: str):
+        super().__init__(reason)
+        self.gate = gate
+        self.reason = reason
 
 
 def _read_lines(path: Path, cache: dict[Path, list[str] | None]) -> list[str] | None:
@@ -45,43 +94,147 @@ def _read_lines(path: Path, cache: dict[Path, list[str] | None]) -> list[str] | 
     return cache[path]
 
 
-def _quote_found(lines: list[str], line: int, quote: str) -> bool:
+def quote_found(lines: list[str], line: int, quote: str, window: int = QUOTE_WINDOW) -> bool:
+    """Whether `quote` matches consecutive non-blank lines starting within `window` lines of `line` (1-based)."""
     wanted = [_normalise(part) for part in quote.splitlines() if _normalise(part)]
     if not wanted:
-        return True
-    low = max(0, line - 1 - QUOTE_WINDOW)
-    high = min(len(lines), line + QUOTE_WINDOW + len(wanted))
-    window = [_normalise(text) for text in lines[low:high]]
-    return all(any(part in candidate for candidate in window) for part in wanted)
+        return False
+    # Non-blank lines of the file with their 0-based index, so blank lines never break a multi-line match.
+    low = max(0, line - 1 - window)
+    high = min(len(lines), line + window)
+    candidates = [(index, _normalise(lines[index])) for index in range(len(lines))]
+    solid = [(index, text) for index, text in candidates if text]
+    for position, (index, _text) in enumerate(solid):
+        if index < low:
+            continue
+        if index >= high:
+            break
+        if _matches_from(solid, position, wanted):
+            return True
+    return False
 
 
-def ground_finding(root: Path, finding: dict, cache: dict | None = None) -> dict | None:
-    """The finding with `file` made relative to the root, or None if it is not grounded."""
-    cache = {} if cache is None else cache
+def _matches_from(solid: list[tuple[int, str]], position: int, wanted: list[str]) -> bool:
+    if position + len(wanted) > len(solid):
+        return False
+    if len(wanted) == 1:
+        return wanted[0] in solid[position][1]
+    for offset, part in enumerate(wanted):
+        text = solid[position + offset][1]
+        first, last = offset == 0, offset == len(wanted) - 1
+        if first and not text.endswith(part):
+            return False
+        if last and not text.startswith(part):
+            return False
+        if not first and not last and text != part:
+            return False
+    return True
+
+
+def _check(root: Path, finding: dict, cache: dict, min_confidence: float) -> dict:
     file_text = finding.get("file")
     line = finding.get("line")
-    if not isinstance(file_text, str) or isinstance(line, bool) or not isinstance(line, int) or line < 1:
-        return None
+    if not isinstance(file_text, str) or not file_text.strip():
+        raise _Dropped(GATE_FILE, "no file")
     try:
         path = resolve_inside(root, file_text, must_exist=True)
-    except RootRefused:
-        return None
+    except RootRefused as exc:
+        raise _Dropped(GATE_FILE, f"file {file_text!r} is not in the project ({exc})") from None
     lines = _read_lines(path, cache)
-    if lines is None or line > len(lines):
-        return None
+    if lines is None:
+        raise _Dropped(GATE_FILE, f"{file_text} is not a readable text file")
+    if isinstance(line, bool) or not isinstance(line, int) or not 1 <= line <= len(lines):
+        raise _Dropped(GATE_LINE, f"line {line!r} does not exist in {file_text} ({len(lines)} lines)")
     quote = finding.get("quote")
-    if isinstance(quote, str) and quote.strip() and not _quote_found(lines, line, quote):
-        return None
+    if not isinstance(quote, str) or not quote.strip():
+        raise _Dropped(GATE_QUOTE, "no quote: a finding must quote the code it is about")
+    if len(_SPACE.sub("", quote)) < QUOTE_MIN_CHARS:
+        raise _Dropped(GATE_QUOTE, f"the quote {quote!r} is too short to ground anything (< {QUOTE_MIN_CHARS} characters)")
+    if not quote_found(lines, line, quote):
+        raise _Dropped(
+            GATE_QUOTE, f"the quoted code is not in {file_text} within {QUOTE_WINDOW} lines of line {line}"
+        )
+    if not str(finding.get("rationale") or "").strip():
+        raise _Dropped(GATE_RATIONALE, "no rationale: a finding must say why it is a problem")
+    confidence = finding.get("confidence")
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        raise _Dropped(GATE_CONFIDENCE, "no confidence")
+    if confidence < min_confidence:
+        raise _Dropped(
+            GATE_CONFIDENCE, f"confidence {confidence:g} is below SUPERVISOR_MIN_CONFIDENCE ({min_confidence:g})"
+        )
     return {**finding, "file": relative_to_root(root, path)}
 
 
-def ground_findings(project_root: str | Path, findings: list[dict]) -> tuple[list[dict], int]:
-    """(the grounded findings, how many were dropped)."""
+def patch_gate(finding: dict, max_lines: int) -> dict:
+    """The finding with `patch` (its suggestion, if small enough to be a patch) and `patch_refused`."""
+    suggestion = str(finding.get("suggestion") or "")
+    count = len([line for line in suggestion.splitlines() if line.strip()])
+    if not suggestion.strip():
+        return {**finding, "patch": None, "patch_refused": "no suggestion"}
+    if count > max_lines:
+        return {
+            **finding,
+            "patch": None,
+            "patch_refused": (
+                f"the suggestion is {count} lines, over SUPERVISOR_MAX_PATCH_LINES ({max_lines}): "
+                "kept as a finding, not a patch"
+            ),
+        }
+    return {**finding, "patch": suggestion, "patch_refused": ""}
+
+
+def ground_findings(
+    project_root: str | Path,
+    findings: list,
+    *,
+    min_confidence: float | None = None,
+    max_patch_lines: int | None = None,
+) -> Grounding:
+    """Run every gate on every finding (settings unless given)."""
     root = Path(project_root).resolve()
+    floor = settings.SUPERVISOR_MIN_CONFIDENCE if min_confidence is None else min_confidence
+    patch_lines = settings.SUPERVISOR_MAX_PATCH_LINES if max_patch_lines is None else max_patch_lines
     cache: dict[Path, list[str] | None] = {}
-    kept = []
-    for finding in findings:
-        grounded = ground_finding(root, finding, cache) if isinstance(finding, dict) else None
-        if grounded is not None:
-            kept.append(grounded)
-    return kept, len(findings) - len(kept)
+    result = Grounding()
+    for finding in findings or []:
+        if not isinstance(finding, dict):
+            result.dropped.append({"finding": finding, "gate": GATE_FILE, "reason": "not a finding object"})
+            continue
+        try:
+            kept = _check(root, finding, cache, floor)
+        except _Dropped as exc:
+            result.dropped.append({**finding, "gate": exc.gate, "reason": exc.reason})
+            continue
+        result.kept.append(patch_gate(kept, patch_lines))
+    return result
+
+
+def fingerprint(finding: dict) -> str:
+    """`{kind}:{top-3 identifiers sorted}`: what a grounded finding is about, stable across wording.
+
+    `kind` is the finding's own `kind` (e.g. "off-by-one"), else its severity;
+    the identifiers are the most frequent names in its quote (ties: longer
+    first), language keywords left out.
+    """
+    kind = _normalise(str(finding.get("kind") or finding.get("severity") or "bug")).lower().replace(" ", "-")
+    names = [
+        name for name in _IDENTIFIER.findall(str(finding.get("quote") or "")) if name.lower() not in _NOT_IDENTIFIERS
+    ]
+    counts = Counter(names)
+    top = sorted(counts, key=lambda name: (-counts[name], -len(name), name))[:3]
+    return f"{kind}:{','.join(sorted(top))}"
+
+
+def review_verified(grounding: Grounding, verdict: str) -> tuple[bool, str]:
+    """(verified, why) for a review: it must not rest on dropped findings alone."""
+    if grounding.all_dropped:
+        return False, (
+            f"not verified: all {len(grounding.dropped)} finding(s) were dropped ({grounding.reasons()})"
+        )
+    if verdict == "request_changes" and not grounding.kept:
+        return False, "not verified: the verdict asks for changes but no grounded finding says which"
+    message = f"{len(grounding.kept)} grounded finding(s)"
+    if grounding.dropped:
+        message += f"; {len(grounding.dropped)} dropped ({grounding.reasons()})"
+    return True, message

@@ -204,6 +204,123 @@ class RoutingEntryQuerySet(models.QuerySet):
         }
 
 
+class PathwayQuerySet(models.QuerySet):
+    def for_skill(self, skill: str) -> PathwayQuerySet:
+        return self.filter(skill=skill)
+
+    def in_area(self, skill: str, area: str) -> PathwayQuerySet:
+        return self.filter(skill=skill, area=area)
+
+    def deciding(self) -> PathwayQuerySet:
+        """Pathways past probation whose recommended model the router uses."""
+        return self.filter(state=Pathway.PROMOTED).exclude(recommended_model="")
+
+
+class Pathway(models.Model):
+    """Routing memory for one narrow kind of task: which model worked where.
+
+    Keyed by skill + the first two path segments of the file (`area`) + the
+    kind of signal (`signal`: for review "paths" or "git-range", for debug the
+    class of failure). The first model that passes a call on the pathway
+    becomes its recommendation; every later call in which that model makes an
+    attempt is a replay. After HYPERGUILD_PATHWAY_PROBATION replays the
+    pathway is promoted (success rate ≥ HYPERGUILD_PATHWAY_MIN_SUCCESS: the
+    router uses the model, reason "pathway") or retired. Retirement is for
+    good: a retired pathway never decides again, whatever happens after
+    (no oscillation on noise). `attempts_by_model` keeps every model's
+    attempts and passes on the pathway; `fingerprints` the bugs grounded
+    findings found here, for the next review of the area.
+    """
+
+    PROBATION = "probation"
+    PROMOTED = "promoted"
+    RETIRED = "retired"
+    STATE_CHOICES = [(PROBATION, "probation"), (PROMOTED, "promoted: decides the model"), (RETIRED, "retired for good")]
+    MAX_FINGERPRINTS = 20
+
+    key = models.CharField(max_length=500, unique=True)
+    skill = models.CharField(max_length=40, db_index=True)
+    area = models.CharField(max_length=300, help_text="first two path segments of the file")
+    signal = models.CharField(max_length=60, help_text="kind of signal (paths, git-range, assertion, import, …)")
+    recommended_model = models.CharField(max_length=200, blank=True, default="")
+    replays = models.PositiveIntegerField(default=0, help_text="calls in which the recommended model made an attempt")
+    successes = models.PositiveIntegerField(default=0, help_text="replays the recommended model passed")
+    attempts_by_model = models.JSONField(default=dict, blank=True, help_text="{model: {attempts, passes}}")
+    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=PROBATION, db_index=True)
+    fingerprints = models.JSONField(default=list, blank=True, help_text="bug fingerprints of grounded findings")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    promoted_at = models.DateTimeField(null=True, blank=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    objects = PathwayQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["skill", "area", "signal"]
+        indexes = [models.Index(fields=["skill", "area"], name="pathway_skill_area")]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.state}{', ' + self.recommended_model if self.recommended_model else ''})"
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.successes / self.replays if self.replays else None
+
+    def record(
+        self, outcomes: list[tuple[str, bool]], *, probation: int, min_success: float, cheap_model: str = ""
+    ) -> None:
+        """Count one call's attempts ((model, passed) in order) and move the state (not saved).
+
+        Cheap first: a model other than `cheap_model` (the fast model) becomes
+        the recommendation only once the cheap model has failed on this
+        pathway; otherwise a thinking model that happened to be sampled first
+        would lock a good area out of the fast model for good.
+        """
+        for model, passed in outcomes:
+            stats = self.attempts_by_model.setdefault(model, {"attempts": 0, "passes": 0})
+            stats["attempts"] += 1
+            stats["passes"] += int(passed)
+        self.updated_at = timezone.now()
+        if not self.recommended_model:
+            winner = next((model for model, passed in outcomes if passed), None)
+            cheap = self.attempts_by_model.get(cheap_model, {"attempts": 0, "passes": 0})
+            if winner and cheap_model and winner != cheap_model and cheap["attempts"] == cheap["passes"]:
+                winner = None  # the cheap model has not failed here yet: keep it in the running
+            if winner is not None:  # the call that names the recommendation is its first replay
+                self.recommended_model, self.replays, self.successes = winner, 1, 1
+            self._judge(probation, min_success)
+            return
+        tried = [passed for model, passed in outcomes if model == self.recommended_model]
+        if not tried:
+            return
+        self.replays += 1
+        self.successes += int(any(tried))
+        self._judge(probation, min_success)
+
+    def _judge(self, probation: int, min_success: float) -> None:
+        # Retired is for good: replays are still counted (for the record), the state never moves again.
+        if self.state == self.RETIRED or self.replays < probation:
+            return
+        if self.successes / self.replays >= min_success:
+            if self.state != self.PROMOTED:
+                self.state, self.promoted_at = self.PROMOTED, timezone.now()
+        else:
+            self.state, self.retired_at = self.RETIRED, timezone.now()
+
+    def add_fingerprints(self, found: list[dict]) -> None:
+        """Merge {fingerprint, title, file, line} items (counted), newest first, capped (not saved)."""
+        now = timezone.now().isoformat()
+        known = {item["fingerprint"]: item for item in self.fingerprints}
+        for item in found:
+            entry = known.get(item["fingerprint"])
+            if entry is None:
+                entry = known[item["fingerprint"]] = {**item, "count": 0}
+            entry.update(title=item.get("title", ""), file=item.get("file", ""), line=item.get("line"))
+            entry["count"] += 1
+            entry["last_seen"] = now
+        self.fingerprints = sorted(known.values(), key=lambda e: e["last_seen"], reverse=True)[: self.MAX_FINGERPRINTS]
+
+
 def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
@@ -223,7 +340,8 @@ class RoutingEntry(models.Model):
     SAMPLE_BAND = "sample band"
     MIN_SAMPLES = "min samples"
     FAIL_OPEN = "fail-open retry"
-    REASON_CHOICES = [(r, r) for r in (OVERRIDE, FLOOR, CEIL, SAMPLE_BAND, MIN_SAMPLES, FAIL_OPEN)]
+    PATHWAY = "pathway"
+    REASON_CHOICES = [(r, r) for r in (OVERRIDE, PATHWAY, FLOOR, CEIL, SAMPLE_BAND, MIN_SAMPLES, FAIL_OPEN)]
 
     PASS = "pass"
     FAIL = "fail"
@@ -263,6 +381,14 @@ class RoutingEntry(models.Model):
     session_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
     # Secrets taken out of request/response/error before storing: [{field, pattern, count}].
     redactions = models.JSONField(default=list, blank=True)
+    pathway = models.ForeignKey(
+        Pathway,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="entries",
+        help_text="the pathway (skill, area, signal) this call belonged to",
+    )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
     objects = RoutingEntryQuerySet.as_manager()

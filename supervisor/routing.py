@@ -3,6 +3,9 @@
 How a model is chosen (`decide`):
 
 1. A caller's explicit `model` wins (reason "override").
+1b. A promoted pathway (see `supervisor.models.Pathway`) for the call's
+   narrow fingerprint (skill + first two path segments + signal class)
+   decides next: its recommended model, reason "pathway".
 2. Otherwise the skill's pass rate is read (`pass_rate`): the share of
    passing entries among the last `HYPERGUILD_ROUTE_WINDOW` attempts the
    router chose itself (first attempts, overrides excluded; see
@@ -24,8 +27,10 @@ is decided by checks, not by the model (the caller's `attempt` function
 validates the answer and runs the skill's checks). A failed attempt on any
 model other than the thinking model is retried once on the thinking model
 ("fail-open retry"). Every attempt is a RoutingEntry; exactly one per call is
-final. If the last attempt failed too, `RoutingFailed` names both models and
-why.
+final. A call with a pathway key is counted on its pathway (replays,
+successes, promotion, retirement) and its entries point at it. If the last
+attempt failed too, `RoutingFailed` names both models and why, and carries
+the last attempt's answer (`data`) when there was one.
 """
 
 from __future__ import annotations
@@ -40,9 +45,9 @@ from django.conf import settings
 from django.core.cache import cache
 
 from hyperguild.lib.llm import ChatResult, LLMBadResponse, LLMError
-from supervisor.actions import do_log_routing_entry
+from supervisor.actions import do_log_routing_entry, do_record_pathway_outcome
 from supervisor.errors import SupervisorError
-from supervisor.models import RoutingEntry
+from supervisor.models import Pathway, RoutingEntry
 
 CACHE_KEY = "routing:pass-rate:{skill}"
 # A new skill (fewer than MIN_SAMPLES runs) goes to the fast model this often.
@@ -51,6 +56,29 @@ MIN_SAMPLES_FAST_PROBABILITY = 0.5
 
 class RandomSource(Protocol):
     def random(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class PathwayKey:
+    """The narrow fingerprint of a task: skill + first two path segments of its file + kind of signal."""
+
+    skill: str
+    area: str
+    signal: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.skill}|{self.area}|{self.signal}"
+
+    @classmethod
+    def of(cls, skill: str, path: str, signal: str) -> PathwayKey:
+        return cls(skill, pathway_area(path), signal)
+
+
+def pathway_area(path: str) -> str:
+    """The first two segments of a relative path: "src/api/views.py" → "src/api", "app.py" → "app.py"."""
+    segments = [part for part in path.replace("\\", "/").split("/") if part and part != "."]
+    return "/".join(segments[:2]) or "."
 
 
 @dataclass(frozen=True)
@@ -109,9 +137,10 @@ class Routed:
 class RoutingFailed(SupervisorError):
     """Every attempt failed; the message names each model and why."""
 
-    def __init__(self, message: str, entries: list[RoutingEntry]):
+    def __init__(self, message: str, entries: list[RoutingEntry], data: Any = None):
         super().__init__(message, data={"routing_entries": [e.pk for e in entries]})
         self.entries = entries
+        self.answer = data  # the last attempt's (checked) answer, if the model gave one
 
 
 # --- the pass rate -------------------------------------------------------------
@@ -160,11 +189,19 @@ def fast_probability(rate: float) -> float:
     return min(1.0, max(0.0, (rate - ceil) / (floor - ceil)))
 
 
-def decide(skill: str, *, override: str | None = None, rng: RandomSource | None = None) -> Decision:
+def decide(
+    skill: str, *, override: str | None = None, rng: RandomSource | None = None, pathway: PathwayKey | None = None
+) -> Decision:
     fast, thinking = settings.HYPERGUILD_FAST_MODEL, settings.HYPERGUILD_THINKING_MODEL
     measured = pass_rate(skill)
     if override:
         return Decision(override, RoutingEntry.OVERRIDE, measured.rate, measured.samples, None)
+    if pathway is not None:
+        # Read fresh on every call (one indexed lookup): a retirement must stop the next call, not the next TTL.
+        promoted = Pathway.objects.deciding().filter(key=pathway.key).values_list("recommended_model", flat=True)
+        model = promoted.first()
+        if model:
+            return Decision(model, RoutingEntry.PATHWAY, measured.rate, measured.samples, None)
     rng = rng or random
     if measured.rate is None or measured.samples < settings.HYPERGUILD_ROUTE_MIN_SAMPLES:
         probability = MIN_SAMPLES_FAST_PROBABILITY
@@ -190,6 +227,7 @@ def route(
     session_id: str = "",
     rng: RandomSource | None = None,
     cancelled: Callable[[], bool] | None = None,
+    pathway: PathwayKey | None = None,
 ) -> Routed:
     """Decide, attempt, fail open once onto the thinking model, log every attempt.
 
@@ -200,19 +238,30 @@ def route(
     attempt did not pass.
     """
     thinking = settings.HYPERGUILD_THINKING_MODEL
-    decision = decide(skill, override=override, rng=rng)
+    decision = decide(skill, override=override, rng=rng, pathway=pathway)
     first = attempt(decision.model)
     stopped = bool(cancelled and cancelled())
     retry = not first.passed and decision.model != thinking and not stopped
     first_entry = do_log_routing_entry(
         skill=skill, decision=decision, attempt=first, is_final=not retry, session_id=session_id
     )
+
+    def remember(entries: list[RoutingEntry], attempts: list[Attempt]) -> None:
+        # An override says nothing about what works where, so it teaches the pathway nothing.
+        if pathway is not None and decision.reason != RoutingEntry.OVERRIDE:
+            outcomes = [(entry.model, result.passed) for entry, result in zip(entries, attempts, strict=True)]
+            do_record_pathway_outcome(pathway, outcomes, entries)
+
     if first.passed:
+        remember([first_entry], [first])
         return Routed(first.data, first_entry, [first_entry])
     if not retry:
+        remember([first_entry], [first])
         why_not = "the call was cancelled" if stopped else "it is the thinking model, there is nothing to fall back on"
         raise RoutingFailed(
-            f"{skill}: {decision.model} ({decision.reason}) failed: {first.error} No retry: {why_not}.", [first_entry]
+            f"{skill}: {decision.model} ({decision.reason}) failed: {first.error} No retry: {why_not}.",
+            [first_entry],
+            first.data,
         )
     fallback = Decision(thinking, RoutingEntry.FAIL_OPEN, decision.pass_rate, decision.samples, None)
     second = attempt(thinking)
@@ -224,6 +273,7 @@ def route(
         attempt_of=first_entry,
         session_id=session_id,
     )
+    remember([first_entry, second_entry], [first, second])
     if second.passed:
         return Routed(second.data, second_entry, [first_entry, second_entry])
     raise RoutingFailed(
@@ -231,6 +281,7 @@ def route(
         f"Then {thinking} (fail-open retry): {second.error} "
         "Check the gateway (LITELLM_BASE_URL) knows both models (HYPERGUILD_FAST_MODEL, HYPERGUILD_THINKING_MODEL).",
         [first_entry, second_entry],
+        second.data,
     )
 
 
@@ -293,6 +344,8 @@ def routing_settings() -> dict:
         "window": settings.HYPERGUILD_ROUTE_WINDOW,
         "min_samples": settings.HYPERGUILD_ROUTE_MIN_SAMPLES,
         "pass_rate_ttl_seconds": settings.HYPERGUILD_PASS_RATE_TTL_SECONDS,
+        "pathway_probation": settings.HYPERGUILD_PATHWAY_PROBATION,
+        "pathway_min_success": settings.HYPERGUILD_PATHWAY_MIN_SUCCESS,
     }
 
 

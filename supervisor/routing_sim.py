@@ -250,3 +250,180 @@ def calls_until_moved_off(fast_flags: list[bool]) -> int | None:
         if sum(recent) * 2 < ADAPT_WINDOW:
             return end
     return None
+
+
+# --- pathway memory: a workload whose quality differs per area ------------------------------------
+#
+# `--areas review:src/api:0.97/0.99,review:legacy/core:0.30/0.95` gives each (skill, area) its own
+# pass probabilities. The same workload (same seeds) runs twice through the real router, once
+# without pathway keys (the skill-wide pass rate alone) and once with them (pathway memory), and
+# both are rolled back. The skill-wide rate averages the areas; the memory can send the good areas
+# to the fast model and the bad ones straight to the thinking model.
+
+SIM_SIGNAL = "sim"
+
+
+@dataclass(frozen=True)
+class AreaProfile:
+    skill: str
+    area: str
+    fast: float
+    thinking: float
+
+    @property
+    def label(self) -> str:
+        return f"{self.skill}:{self.area}"
+
+
+def parse_areas(text: str) -> list[AreaProfile]:
+    """`review:src/api:0.97/0.99,review:legacy/core:0.3/0.95` → area profiles."""
+    profiles = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        pieces = part.split(":")
+        if len(pieces) != 3 or "/" not in pieces[2] or not pieces[0].strip() or not pieces[1].strip():
+            raise SimSpecError(f"{part!r}: write skill:area:fast/thinking, e.g. review:src/api:0.97/0.99")
+        fast_text, _, thinking_text = pieces[2].partition("/")
+        try:
+            fast, thinking = float(fast_text), float(thinking_text)
+        except ValueError:
+            raise SimSpecError(f"{part!r}: the pass probabilities must be numbers") from None
+        if not (0 <= fast <= 1 and 0 <= thinking <= 1):
+            raise SimSpecError(f"{part!r}: pass probabilities lie between 0 and 1")
+        profiles.append(AreaProfile(pieces[0].strip(), pieces[1].strip(), fast, thinking))
+    if not profiles:
+        raise SimSpecError("no areas given: e.g. --areas review:src/api:0.97/0.99,review:legacy/core:0.3/0.95")
+    if len({p.label for p in profiles}) != len(profiles):
+        raise SimSpecError("an area is given twice")
+    return profiles
+
+
+@dataclass
+class AreaRun:
+    """One pass over the workload: with or without pathway memory."""
+
+    memory: bool
+    tallies: dict[str, SkillTally] = field(default_factory=dict)
+    pathway_decisions: int = 0
+    promoted: int = 0
+    retired: int = 0
+
+    def total(self, name: str) -> float:
+        return sum(getattr(tally, name) for tally in self.tallies.values())
+
+    @property
+    def calls(self) -> int:
+        return int(self.total("calls"))
+
+    @property
+    def thinking_saved(self) -> float:
+        return 1 - self.total("thinking_calls") / self.calls if self.calls else 0.0
+
+    @property
+    def pass_rate(self) -> float:
+        return self.total("passes") / self.calls if self.calls else 0.0
+
+    @property
+    def first_pass_rate(self) -> float:
+        return self.total("first_passes") / self.calls if self.calls else 0.0
+
+    @property
+    def quality_retained(self) -> float:
+        baseline = self.total("baseline_expected")
+        return self.total("passes") / baseline if baseline else 0.0
+
+
+@dataclass
+class AreaReport:
+    without: AreaRun
+    with_memory: AreaRun
+
+    def lines(self) -> list[str]:
+        a, b = self.without, self.with_memory
+        out = [
+            f"areas workload: {a.calls} calls over {len(a.tallies)} areas; same calls with and without pathway memory",
+            f"{'':34}{'pass rate only':>16}{'+ pathway memory':>18}",
+            f"{'thinking calls saved':34}{a.thinking_saved:>16.1%}{b.thinking_saved:>18.1%}",
+            f"{'model calls (incl. fail-open)':34}{int(a.total('model_calls')):>16}{int(b.total('model_calls')):>18}",
+            f"{'pass rate':34}{a.pass_rate:>16.1%}{b.pass_rate:>18.1%}",
+            f"{'first-answer pass rate':34}{a.first_pass_rate:>16.1%}{b.first_pass_rate:>18.1%}",
+            f"{'quality retained (vs always thinking)':34}{a.quality_retained:>16.1%}{b.quality_retained:>18.1%}",
+            f"pathway memory: {b.pathway_decisions} calls decided by a pathway; "
+            f"{b.promoted} pathways promoted, {b.retired} retired",
+        ]
+        for label, tally in a.tallies.items():
+            other = b.tallies[label]
+            out.append(
+                f"  {label}: fast first {tally.fast_first / max(tally.calls, 1):.0%} → {other.fast_first / max(other.calls, 1):.0%}, "
+                f"first-answer pass {tally.first_passes / max(tally.calls, 1):.0%} → "
+                f"{other.first_passes / max(other.calls, 1):.0%}, thinking calls {tally.thinking_calls} → {other.thinking_calls}"
+            )
+        return out
+
+
+def _run_areas(profiles: list[AreaProfile], calls: int, seed: int, memory: bool, on_progress) -> AreaRun:
+    from supervisor.models import Pathway
+    from supervisor.routing import PathwayKey
+
+    outcomes, choices, router_rng = random.Random(seed), random.Random(seed + 1), random.Random(seed + 2)
+    run = AreaRun(memory, {p.label: SkillTally() for p in profiles})
+    for index in range(calls):
+        profile = choices.choice(profiles)
+        tally = run.tallies[profile.label]
+        attempts: list[str] = []
+        results: list[bool] = []
+
+        def attempt(model: str, *, profile: AreaProfile = profile, attempts=attempts, results=results) -> Attempt:
+            attempts.append(model)
+            results.append(outcomes.random() < (profile.fast if model == SIM_FAST else profile.thinking))
+            return Attempt(RoutingEntry.PASS, data={}) if results[-1] else Attempt(RoutingEntry.FAIL, error="simulated")
+
+        key = PathwayKey(SIM_PREFIX + profile.skill, profile.area, SIM_SIGNAL) if memory else None
+        try:
+            routed = route(SIM_PREFIX + profile.skill, attempt, session_id="routing_sim", rng=router_rng, pathway=key)
+            passed, first_reason = True, routed.entries[0].reason
+        except RoutingFailed as exc:
+            passed, first_reason = False, exc.entries[0].reason
+        run.pathway_decisions += first_reason == RoutingEntry.PATHWAY
+        tally.calls += 1
+        tally.passes += passed
+        tally.first_passes += results[0]
+        tally.model_calls += len(attempts)
+        tally.thinking_calls += attempts.count(SIM_THINKING)
+        tally.fast_first += attempts[0] == SIM_FAST
+        tally.baseline_expected += profile.thinking
+        if on_progress:
+            on_progress(index + 1)
+    if memory:
+        pathways = Pathway.objects.filter(skill__startswith=SIM_PREFIX)
+        run.promoted = pathways.filter(state=Pathway.PROMOTED).count()
+        run.retired = pathways.filter(state=Pathway.RETIRED).count()
+    return run
+
+
+def simulate_areas(
+    profiles: list[AreaProfile],
+    *,
+    calls: int,
+    seed: int = 1,
+    window: int | None = None,
+    min_samples: int | None = None,
+    on_progress: Callable[[int], None] | None = None,
+) -> AreaReport:
+    """The same area workload without and with pathway memory, each in a transaction that is rolled back."""
+    overrides = {
+        "HYPERGUILD_FAST_MODEL": SIM_FAST,
+        "HYPERGUILD_THINKING_MODEL": SIM_THINKING,
+        "HYPERGUILD_PASS_RATE_TTL_SECONDS": 0,
+    }
+    if window is not None:
+        overrides["HYPERGUILD_ROUTE_WINDOW"] = window
+    if min_samples is not None:
+        overrides["HYPERGUILD_ROUTE_MIN_SAMPLES"] = min_samples
+    runs = []
+    for memory in (False, True):
+        with override_settings(**overrides), transaction.atomic():
+            runs.append(_run_areas(profiles, calls, seed, memory, on_progress))
+            transaction.set_rollback(True)
+    return AreaReport(*runs)

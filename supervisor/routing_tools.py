@@ -23,12 +23,13 @@ from django.conf import settings
 
 from hyperguild.lib.llm import get_llm_client
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
-from supervisor import executor, skills
+from supervisor import executor, skills, tree_split
+from supervisor.actions import do_add_pathway_fingerprints
 from supervisor.errors import SupervisorError
-from supervisor.grounding import ground_findings
-from supervisor.models import RoutingEntry
+from supervisor.grounding import GATE_FILE, GATE_LINE, GATE_QUOTE, fingerprint, ground_findings, review_verified
+from supervisor.models import Pathway, RoutingEntry
 from supervisor.roots import RootRefused, relative_to_root, resolve_inside, resolve_project_root
-from supervisor.routing import Routed, llm_attempt, route
+from supervisor.routing import Attempt, PathwayKey, Routed, RoutingFailed, llm_attempt, route
 
 routing = register_endpoint(
     Endpoint(
@@ -41,9 +42,12 @@ routing = register_endpoint(
 routing.translate_errors(SupervisorError)  # RootRefused, RoutingFailed reach the caller as tool errors
 
 # What the model may see of the project: enough for a focused review, bounded
-# so one call cannot send a whole repository to the gateway.
-MAX_FILE_CHARS = 60_000
+# so one call cannot send a whole repository to the gateway. Files longer than
+# SUPERVISOR_TREE_SPLIT_CHARS are tree-split (supervisor.tree_split), not cut.
+MAX_FILE_CHARS = 2 * 1024 * 1024
 MAX_PROMPT_FILE_CHARS = 200_000
+# Fingerprints shown to the next review of an area ("seen here before").
+SEEN_BEFORE_LIMIT = 10
 MAX_DEBUG_FILES = 5
 # A review whose findings are mostly invented (not grounded) is a failed answer.
 MAX_UNGROUNDED_SHARE = 0.5
@@ -141,6 +145,76 @@ def _run(command: list[str] | str, cwd: Path, *, shell: bool = False) -> tuple[i
     return exit_code, output[-COMMAND_OUTPUT_CHARS:]
 
 
+def multi_attempt(client, calls: list[list[dict]], schema: dict, check, merge, *, max_tokens: int | None = None):
+    """An `attempt` for `route` that asks the model once per message list, merges the answers, then checks.
+
+    One list is one call (a plain `llm_attempt`); several are the parts of a
+    tree-split. Any part that fails fails the attempt.
+    """
+    if len(calls) == 1:
+        return llm_attempt(client, calls[0], schema, check, max_tokens=max_tokens)
+
+    def run(model: str) -> Attempt:
+        answers, texts, latency, usage = [], [], 0, {}
+        request = [message for messages in calls for message in messages]
+        for number, messages in enumerate(calls, start=1):
+            one = llm_attempt(client, messages, schema, None, max_tokens=max_tokens)(model)
+            latency += one.latency_ms
+            for name, value in (one.usage or {}).items():
+                usage[name] = usage.get(name, 0) + value
+            texts.append(one.response)
+            if not one.passed:
+                return Attempt(
+                    one.status, error=f"part {number} of {len(calls)}: {one.error}", latency_ms=latency,
+                    usage=usage or None, request=request, response="\n\n".join(texts),
+                )
+            answers.append(one.data)
+        data = merge(answers)
+        problem = check(data) if check else None
+        return Attempt(
+            RoutingEntry.FAIL if problem else RoutingEntry.PASS,
+            data=data,
+            error=f"the answer failed a check: {problem}" if problem else "",
+            latency_ms=latency,
+            usage=usage or None,
+            request=request,
+            response="\n\n".join(texts),
+        )
+
+    return run
+
+
+def seen_here_before(skill_area: PathwayKey) -> str:
+    """The bug fingerprints grounded findings left in this area (any skill), as a prompt block; "" if none."""
+    found: dict[str, dict] = {}
+    for fingerprints in Pathway.objects.filter(area=skill_area.area).values_list("fingerprints", flat=True):
+        for item in fingerprints:
+            known = found.get(item["fingerprint"])
+            if known is None or item.get("last_seen", "") > known.get("last_seen", ""):
+                found[item["fingerprint"]] = {**item, "count": item.get("count", 1) + (known or {}).get("count", 0)}
+            else:
+                known["count"] = known.get("count", 1) + item.get("count", 1)
+    if not found:
+        return ""
+    items = sorted(found.values(), key=lambda item: item.get("last_seen", ""), reverse=True)[:SEEN_BEFORE_LIMIT]
+    lines = [
+        f"Seen here before (bug fingerprints of earlier grounded findings in {skill_area.area}, newest first; "
+        "check whether any recurs, but report only what the code below shows):"
+    ]
+    for item in items:
+        where = f"{item.get('file')}:{item.get('line')}" if item.get("file") else "?"
+        lines.append(f"- {item['fingerprint']} ({item.get('count', 1)}x; last: \"{item.get('title', '')}\" at {where})")
+    return "\n".join(lines)
+
+
+def remember_fingerprints(key: PathwayKey, findings: list[dict]) -> None:
+    found = [
+        {"fingerprint": fingerprint(f), "title": str(f.get("title", ""))[:200], "file": f["file"], "line": f["line"]}
+        for f in findings
+    ]
+    do_add_pathway_fingerprints(key, found)
+
+
 def routed_result(skill: str, routed: Routed, started: float, **values) -> dict:
     entry = routed.entry
     how = (
@@ -162,18 +236,72 @@ def routed_result(skill: str, routed: Routed, started: float, **values) -> dict:
 # --- review ----------------------------------------------------------------------
 
 
+_UNGROUNDED_GATES = (GATE_FILE, GATE_LINE, GATE_QUOTE)
+
+
 def review_check(root: Path):
+    """Ground and gate the findings in place; fail the answer if it rests on dropped findings alone or mostly invents."""
+
     def check(data: dict) -> str | None:
         findings = data.get("findings", [])
-        kept, dropped = ground_findings(root, findings)
-        data["findings"], data["dropped_findings"] = kept, dropped
-        if findings and dropped / len(findings) > MAX_UNGROUNDED_SHARE:
-            return f"{dropped} of {len(findings)} findings are not grounded in the files (wrong file, line or quote)"
-        if data.get("verdict") == "request_changes" and not kept:
-            return "the verdict asks for changes but no grounded finding says which"
+        grounding = ground_findings(root, findings)
+        data["findings"], data["dropped_findings"] = grounding.kept, grounding.dropped
+        verified, why = review_verified(grounding, data.get("verdict", "comment"))
+        if not verified:
+            return f"the answer is not grounded: {why}"
+        invented = [d for d in grounding.dropped if d["gate"] in _UNGROUNDED_GATES]
+        if findings and len(invented) / len(findings) > MAX_UNGROUNDED_SHARE:
+            return (
+                f"{len(invented)} of {len(findings)} findings are not grounded in the files "
+                f"(wrong file, line or quote): {grounding.reasons()}"
+            )
         return None
 
     return check
+
+
+def merge_reviews(answers: list[dict]) -> dict:
+    """One review from the reviews of a tree-split's parts."""
+    verdicts = [answer.get("verdict", "comment") for answer in answers]
+    verdict = next((v for v in ("request_changes", "comment") if v in verdicts), "approve")
+    return {
+        "findings": [finding for answer in answers for finding in answer.get("findings", [])],
+        "verdict": verdict,
+        "summary": " | ".join(answer.get("summary", "") for answer in answers if answer.get("summary")),
+    }
+
+
+def review_pathway(arguments: dict, files: list[tuple[str, str]]) -> PathwayKey:
+    """skill + first two segments of the first file + signal ("git-range" or "paths")."""
+    first = files[0][0] if files else "."
+    return PathwayKey.of("review", first, "git-range" if arguments.get("git_range") else "paths")
+
+
+def review_calls(client, arguments: dict, files, diff: str, preface: list[str], progress) -> list[list[dict]]:
+    """The message lists of one review attempt: one for the short files, one per part of each long file."""
+    system = {"role": "system", "content": _system_prompt("review")}
+    short = [(name, text) for name, text in files if not tree_split.needs_split(text)]
+    long = [(name, text) for name, text in files if tree_split.needs_split(text)]
+    diff_block = [f"The change to review (git diff {arguments['git_range']}):\n{diff}"] if diff else []
+    calls = []
+    if short or not long:
+        body = preface + diff_block + ["The files:\n" + _files_block(short)]
+        calls.append([system, {"role": "user", "content": "\n\n".join(body)}])
+        diff_block = []
+    for name, text in long:
+        parts = tree_split.split_parts(text)
+        progress(f"tree-split: summarising {len(parts)} parts of {name}")
+        summaries = tree_split.summarise_parts(client, name, parts)
+        for index in range(len(parts)):
+            body = preface + diff_block + [
+                f"{name} is long: it is reviewed in {len(parts)} parts. Review only the real code of this part; "
+                "the scratchpad tells you what the other parts hold, so do not report something as missing "
+                "when the scratchpad says it is elsewhere.",
+                tree_split.part_block(name, parts, summaries, index),
+            ]
+            calls.append([system, {"role": "user", "content": "\n\n".join(body)}])
+            diff_block = []
+    return calls
 
 
 def _review_files(root: Path, arguments: dict) -> tuple[list[tuple[str, str]], str]:
@@ -215,28 +343,46 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
     root = _root(arguments)
     files, diff = _review_files(root, arguments)
     client = routing_client()
-    request = []
+    pathway = review_pathway(arguments, files)
+    preface = [block for block in (seen_here_before(pathway),) if block]
     if arguments.get("focus"):
-        request.append(f"Focus: {arguments['focus']}")
-    if diff:
-        request.append(f"The change to review (git diff {arguments['git_range']}):\n{diff}")
-    request.append("The files:\n" + _files_block(files))
-    messages = [
-        {"role": "system", "content": _system_prompt("review")},
-        {"role": "user", "content": "\n\n".join(request)},
-    ]
-    attempt = llm_attempt(
-        client, messages, skills.worker_schema("review"), review_check(root), max_tokens=ANSWER_MAX_TOKENS
+        preface.append(f"Focus: {arguments['focus']}")
+    calls = review_calls(client, arguments, files, diff, preface, lambda text: ctx.report_progress(0, 1, text))
+    attempt = multi_attempt(
+        client, calls, skills.worker_schema("review"), review_check(root), merge_reviews, max_tokens=ANSWER_MAX_TOKENS
     )
     ctx.report_progress(0, 1, "asking the routed model")
-    routed = route(
-        "review",
-        attempt,
-        override=arguments.get("model"),
-        session_id=arguments.get("session_id", ""),
-        cancelled=ctx.is_cancelled,
-    )
+    try:
+        routed = route(
+            "review",
+            attempt,
+            override=arguments.get("model"),
+            session_id=arguments.get("session_id", ""),
+            cancelled=ctx.is_cancelled,
+            pathway=pathway,
+        )
+    except RoutingFailed as exc:
+        answer = exc.answer
+        if not (isinstance(answer, dict) and isinstance(answer.get("dropped_findings"), list)):
+            raise  # no answer to show (gateway error, not JSON): a tool error naming both models
+        # The models answered, but nothing they said is grounded: a review, verified false.
+        return skills.build_result(
+            "review",
+            status="fail",
+            verified=False,
+            model_used=exc.entries[-1].model,
+            attempts=len(exc.entries),
+            duration_ms=int((time.monotonic() - started) * 1000),
+            findings=answer.get("findings", []),
+            verdict=answer.get("verdict", "comment"),
+            dropped_findings=answer["dropped_findings"],
+            summary=answer.get("summary", ""),
+            message="not verified: no model gave a grounded review. "
+            + " Then ".join(f"{entry.model} ({entry.reason}): {entry.error}" for entry in exc.entries),
+        )
     data = routed.data
+    remember_fingerprints(pathway, data["findings"])
+    split = f" Tree-split into {len(calls)} calls." if len(calls) > 1 else ""
     return routed_result(
         "review",
         routed,
@@ -246,7 +392,7 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
         verdict=data["verdict"],
         dropped_findings=data["dropped_findings"],
         summary=data.get("summary", ""),
-        message=f"{len(data['findings'])} grounded findings, {data['dropped_findings']} dropped.",
+        message=f"{len(data['findings'])} grounded findings, {len(data['dropped_findings'])} dropped.{split}",
     )
 
 
@@ -270,6 +416,11 @@ def files_named_in(root: Path, text: str) -> list[tuple[str, str]]:
 
 def debug_check(root: Path):
     def check(data: dict) -> str | None:
+        findings = data.get("findings", [])
+        grounding = ground_findings(root, findings)
+        data["findings"], data["dropped_findings"] = grounding.kept, grounding.dropped
+        if grounding.all_dropped:
+            return f"the diagnosis quotes no real code: {grounding.reasons()}"
         if not data.get("hypotheses"):
             return "no hypotheses: the diagnosis must show what was considered"
         if not str(data.get("root_cause", "")).strip() or not str(data.get("fix", "")).strip():
@@ -282,6 +433,51 @@ def debug_check(root: Path):
         return None
 
     return check
+
+
+_SIGNALS = (
+    ("import", re.compile(r"ImportError|ModuleNotFoundError|cannot find (module|package)|undefined: ", re.I)),
+    ("syntax", re.compile(r"SyntaxError|IndentationError|syntax error|expected .* found", re.I)),
+    ("type", re.compile(r"TypeError|AttributeError|NameError|type mismatch|cannot use .* as", re.I)),
+    ("assertion", re.compile(r"AssertionError|assert |FAILED|--- FAIL|expected .* (got|but)", re.I)),
+    ("crash", re.compile(r"Traceback|panic:|Segmentation fault|Exception", re.I)),
+)
+
+
+def debug_signal(code: int | None, output: str) -> str:
+    """The kind of failure a debug call starts from: timeout, import, syntax, type, assertion, crash or exit."""
+    if code is None:
+        return "timeout"
+    for name, pattern in _SIGNALS:
+        if pattern.search(output):
+            return name
+    return "exit"
+
+
+def _cited_lines(name: str, text: str) -> list[int]:
+    escaped = re.escape(name)
+    pattern = re.compile(rf'{escaped}"?(?:, line |:)(\d+)')
+    return [int(number) for number in pattern.findall(text)]
+
+
+def debug_files_block(client, files: list[tuple[str, str]], evidence: str) -> str:
+    """The files a debug call sees; a long one as its scratchpad plus the parts the output cites (else the last)."""
+    short = [(name, text) for name, text in files if not tree_split.needs_split(text)]
+    blocks = [_files_block(short)] if short else []
+    for name, text in files:
+        if not tree_split.needs_split(text):
+            continue
+        parts = tree_split.split_parts(text)
+        summaries = tree_split.summarise_parts(client, name, parts)
+        chosen = tree_split.parts_for_lines(parts, _cited_lines(name, evidence))
+        blocks.append(
+            tree_split.scratchpad(name, parts, summaries)
+            + "".join(
+                f"\n=== {name} ({parts[i].label}; real code, line numbers added) ===\n{tree_split.numbered(parts[i])}\n"
+                for i in chosen
+            )
+        )
+    return "\n".join(blocks)
 
 
 @routing.tool(
@@ -303,15 +499,19 @@ def debug(arguments: dict, ctx: ToolContext) -> dict:
     client = routing_client()
     ctx.report_progress(0, 2, "running failing_cmd")
     code, output = _run(arguments["failing_cmd"], root, shell=True)
-    files = files_named_in(root, f"{arguments['symptom']}\n{output}")
+    evidence = f"{arguments['symptom']}\n{output}"
+    files = files_named_in(root, evidence)
     exit_text = "timed out" if code is None else f"exit code {code}"
+    pathway = PathwayKey.of("debug", files[0][0] if files else ".", debug_signal(code, output))
+    seen = seen_here_before(pathway)
     messages = [
         {"role": "system", "content": _system_prompt("debug")},
         {
             "role": "user",
             "content": (
-                f"Symptom:\n{arguments['symptom']}\n\nFailing command: {arguments['failing_cmd']} ({exit_text})\n"
-                f"Its output (last part):\n{output}\n\nFiles it mentions:\n{_files_block(files)}"
+                (f"{seen}\n\n" if seen else "")
+                + f"Symptom:\n{arguments['symptom']}\n\nFailing command: {arguments['failing_cmd']} ({exit_text})\n"
+                f"Its output (last part):\n{output}\n\nFiles it mentions:\n{debug_files_block(client, files, evidence)}"
             ),
         },
     ]
@@ -325,8 +525,10 @@ def debug(arguments: dict, ctx: ToolContext) -> dict:
         override=arguments.get("model"),
         session_id=arguments.get("session_id", ""),
         cancelled=ctx.is_cancelled,
+        pathway=pathway,
     )
     data = routed.data
+    remember_fingerprints(pathway, data["findings"])
     return routed_result(
         "debug",
         routed,
@@ -339,5 +541,7 @@ def debug(arguments: dict, ctx: ToolContext) -> dict:
         files_changed=data.get("files_changed", []),
         failing_cmd_passes=None if code != 0 else True,
         worker_report=data,
+        findings=data["findings"],
+        dropped_findings=data["dropped_findings"],
         message=f"Diagnosis only (failing_cmd {exit_text} before): apply the fix, then re-run failing_cmd.",
     )

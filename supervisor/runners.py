@@ -23,7 +23,7 @@ from brain.actions import do_write_raw_note
 from hyperguild.lib.redaction import redact_fields
 from supervisor import executor
 from supervisor.changes import ChangeRecorder
-from supervisor.grounding import ground_findings
+from supervisor.grounding import ground_findings, review_verified
 from supervisor.model_table import ModelTableError, gateway_environment, resolve_model
 from supervisor.prompts import (
     build_prompt,
@@ -123,9 +123,16 @@ def run_worker_skill(run, progress: ReportProgress, cancel_check: Callable[[], b
 
 
 def _worker_stopped(ctx: RunContext, worker: executor.WorkerResult, attempt: int) -> dict | None:
-    """A final result if the worker was killed (timeout/cancel), else None."""
+    """A final result if the worker was killed (timeout/cancel) or could not work at all, else None.
+
+    A worker that is not logged in, rate-limited or offline gave no answer to
+    judge: the run ends as `error` with the CLI's message instead of burning
+    the remaining attempts on the same wall.
+    """
     if worker.status in ("timeout", "cancelled"):
         return ctx.result(status=worker.status, message=worker.message, attempts=attempt)
+    if worker.status == "unavailable":
+        return ctx.result(status="error", message=worker.message, attempts=attempt)
     return None
 
 
@@ -293,19 +300,18 @@ def run_review(ctx: RunContext) -> dict:
     if stopped is not None:
         return stopped
     report = worker.report or {}
-    kept, dropped = ground_findings(root, report.get("findings", []))
-    ctx.attempt_log[-1].update(kept_findings=len(kept), dropped_findings=dropped)
-    message = f"{len(kept)} grounded finding(s)"
-    if dropped:
-        message += f"; {dropped} dropped because their file, line or quoted code does not exist"
+    grounding = ground_findings(root, report.get("findings", []))
+    verdict = report.get("verdict", "comment")
+    verified, message = review_verified(grounding, verdict)
+    ctx.attempt_log[-1].update(kept_findings=len(grounding.kept), dropped_findings=len(grounding.dropped))
     return ctx.result(
-        status="pass",
-        verified=dropped == 0,
+        status="pass" if verified else "fail",
+        verified=verified,
         message=message,
         attempts=1,
-        findings=kept,
-        verdict=report.get("verdict", "comment"),
-        dropped_findings=dropped,
+        findings=grounding.kept,
+        verdict=verdict,
+        dropped_findings=grounding.dropped,
         summary=report.get("summary", ""),
     )
 
@@ -323,6 +329,7 @@ def run_debug(ctx: RunContext) -> dict:
     part = recorder.attempt()
     changed = [item["path"] for item in part["files"]]
     report = worker.report or {}
+    grounding = ground_findings(root, report.get("findings", []))
     ctx.progress(f"attempt 1: verifying ({args['failing_cmd']})")
     rerun = run_command(root, args["failing_cmd"], ctx.cancel_check)
     passes = rerun.passed
@@ -347,6 +354,8 @@ def run_debug(ctx: RunContext) -> dict:
         files_changed=changed,
         failing_cmd_passes=passes,
         worker_report=worker.report,
+        findings=grounding.kept,
+        dropped_findings=grounding.dropped,
     )
 
 

@@ -77,9 +77,33 @@ FINDING_SCHEMA = {
         "rationale": {"type": "string"},
         "suggestion": {"type": "string"},
         "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-        "quote": {"type": "string", "description": "the code at that line, copied exactly"},
+        "quote": {
+            "type": "string",
+            "description": "the code at that line, copied exactly (required: a finding without it is dropped)",
+        },
+        "kind": {"type": "string", "description": "the class of bug, e.g. off-by-one, null-deref, injection"},
     },
     "required": ["file", "line", "severity", "title", "rationale", "suggestion", "confidence"],
+}
+
+# A finding as the supervisor returns it: grounded, with the patch gate's verdict.
+RESULT_FINDING_SCHEMA = {
+    **FINDING_SCHEMA,
+    "properties": {
+        **FINDING_SCHEMA["properties"],
+        "patch": {"type": ["string", "null"], "description": "the suggestion, if small enough to be a patch"},
+        "patch_refused": {"type": "string", "description": "why the suggestion is not offered as a patch"},
+    },
+}
+
+# A finding the gates dropped: whatever it said, plus which gate and why.
+DROPPED_FINDING_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "gate": {"type": "string", "enum": ["file", "line", "quote", "rationale", "confidence"]},
+        "reason": {"type": "string"},
+    },
+    "required": ["gate", "reason"],
 }
 
 HYPOTHESIS_SCHEMA = {
@@ -270,8 +294,10 @@ _add(
         title="Review code",
         description=(
             "A worker reviews `paths` (or the git range `git_range`) and returns findings and a verdict. Each finding "
-            "is grounded: the file and line must exist and the quoted code must be there; others are dropped and "
-            "counted in dropped_findings."
+            "is grounded: the file and line must exist and its quoted code must be within a few lines of that line, "
+            "with a rationale and confidence >= SUPERVISOR_MIN_CONFIDENCE; others are listed in dropped_findings "
+            "with the reason. A review whose findings were all dropped, or that asks for changes with no grounded "
+            "finding, is verified=false."
         ),
         inputs={
             "project_root": _PROJECT_ROOT,
@@ -283,9 +309,9 @@ _add(
         },
         required_inputs=["project_root"],
         outputs={
-            "findings": {"type": "array", "items": FINDING_SCHEMA},
+            "findings": {"type": "array", "items": RESULT_FINDING_SCHEMA},
             "verdict": {"type": "string", "enum": ["approve", "request_changes", "comment", "none"]},
-            "dropped_findings": {"type": "integer", "minimum": 0},
+            "dropped_findings": {"type": "array", "items": DROPPED_FINDING_SCHEMA},
             "summary": {"type": "string"},
         },
         worker_schema=_object(
@@ -326,6 +352,8 @@ _add(
             "files_changed": _FILES_CHANGED,
             "failing_cmd_passes": {"type": ["boolean", "null"]},
             "worker_report": {"type": ["object", "null"]},
+            "findings": {"type": "array", "items": RESULT_FINDING_SCHEMA},
+            "dropped_findings": {"type": "array", "items": DROPPED_FINDING_SCHEMA},
         },
         worker_schema=_object(
             {
@@ -334,6 +362,8 @@ _add(
                 "fix": {"type": "string"},
                 "files_changed": _FILES_CHANGED,
                 "summary": {"type": "string"},
+                # The code the root cause is in, quoted: grounded like a review's findings.
+                "findings": {"type": "array", "items": FINDING_SCHEMA},
             },
             ["hypotheses", "root_cause", "fix"],
         ),

@@ -5,6 +5,9 @@ The chart is an SVG drawn on the server (no chart library, works offline);
 is measured the way the router measures it: on first attempts the router chose
 itself (`RoutingEntry.objects.router_choices()`). Every other figure comes from
 `RoutingEntryQuerySet.figures()`, the same definitions /routing/stats serves.
+The pathways table shows the routing memory: each pathway's state, its
+recommended model, replays and successes, how many calls it decided, and the
+bug fingerprints grounded findings left there.
 """
 
 from __future__ import annotations
@@ -14,18 +17,19 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.db.models import Max, Min
+from django.db.models import Count, Max, Min, Q
 from django.db.models.functions import TruncDay, TruncHour
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from supervisor.models import RoutingEntry
+from supervisor.models import Pathway, RoutingEntry
 from supervisor.routing import routing_settings, routing_stats
 
 WINDOW_CHOICES = (1, 7, 30, 90)
 DEFAULT_WINDOW_DAYS = 30
 LATEST_DECISIONS = 30
+PATHWAYS_SHOWN = 50
 HOURLY_BELOW = timedelta(hours=48)  # shorter spans are bucketed by hour, longer by day
 CHART_WIDTH, CHART_HEIGHT = 1000, 280
 CHART_PAD_LEFT, CHART_PAD_RIGHT, CHART_PAD_TOP, CHART_PAD_BOTTOM = 44, 36, 12, 28
@@ -100,12 +104,17 @@ def routing_dashboard(request: HttpRequest) -> HttpResponse:
         {"model": name, **row, "share": row["attempts"] / figures["attempts"]} for name, row in figures["models"].items()
     ]
     latest = list(window.select_related("attempt_of").order_by("-created_at", "-id")[:LATEST_DECISIONS])
+    pathways = list(
+        Pathway.objects.annotate(decided=Count("entries", filter=Q(entries__reason=RoutingEntry.PATHWAY)))
+        .order_by("-updated_at")[:PATHWAYS_SHOWN]
+    )
     return render(request, "supervisor/routing.html", {
         "days": days, "window_choices": WINDOW_CHOICES, "hourly": trunc is TruncHour,
         "chart": pass_rate_chart(rows, start, end), "per_skill": per_skill, "per_model": per_model,
         "figures": figures,
         "fast_model": settings.HYPERGUILD_FAST_MODEL, "thinking_model": settings.HYPERGUILD_THINKING_MODEL,
-        "latest": latest, "floor": settings.HYPERGUILD_ROUTE_LOCAL_FLOOR, "ceil": settings.HYPERGUILD_ROUTE_LOCAL_CEIL,
+        "latest": latest, "pathways": pathways, "probation": settings.HYPERGUILD_PATHWAY_PROBATION,
+        "min_success": settings.HYPERGUILD_PATHWAY_MIN_SUCCESS, "floor": settings.HYPERGUILD_ROUTE_LOCAL_FLOOR, "ceil": settings.HYPERGUILD_ROUTE_LOCAL_CEIL,
     })
 
 

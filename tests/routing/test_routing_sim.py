@@ -7,8 +7,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from supervisor.models import RoutingEntry
-from supervisor.routing_sim import calls_until_moved_off, parse_skills, simulate
+from supervisor.models import Pathway, RoutingEntry
+from supervisor.routing_sim import calls_until_moved_off, parse_areas, parse_skills, simulate, simulate_areas
 
 pytestmark = pytest.mark.django_db
 
@@ -85,3 +85,32 @@ def test_it_refuses_a_bad_workload_and_writes_nothing(arguments, message):
             "routing_sim", *arguments, "--calls" if "--calls" not in arguments else "--seed", "10", "--no-progress"
         )
     assert RoutingEntry.objects.count() == 0
+
+
+def test_the_areas_workload_prints_savings_and_quality_with_and_without_pathway_memory():
+    out = StringIO()
+    call_command(
+        "routing_sim", "--areas", "review:src/good:1.0/1.0,review:legacy/bad:0.0/1.0", "--calls", "120",
+        "--min-samples", "5", "--window", "20", "--no-progress", stdout=out,
+    )
+    text = out.getvalue()
+    assert "pass rate only" in text and "+ pathway memory" in text
+    assert "thinking calls saved" in text and "quality retained" in text
+    assert "calls decided by a pathway" in text and "nothing was kept in the database" in text
+    assert RoutingEntry.objects.count() == 0 and Pathway.objects.count() == 0
+
+
+def test_pathway_memory_sends_the_good_area_to_the_fast_model_and_the_bad_one_to_the_thinking_model():
+    report = simulate_areas(parse_areas("review:src/good:1.0/1.0,review:legacy/bad:0.0/1.0"), calls=120, seed=2,
+                            min_samples=5, window=20)
+
+    without, memory = report.without, report.with_memory
+    assert memory.thinking_saved > without.thinking_saved
+    assert memory.first_pass_rate > without.first_pass_rate
+    assert memory.promoted == 2 and memory.pathway_decisions > 100
+    assert memory.tallies["review:legacy/bad"].fast_first <= 3  # a failure or two before thinking is recommended
+
+
+def test_a_bad_areas_spec_is_refused():
+    with pytest.raises(CommandError, match="skill:area:fast/thinking"):
+        call_command("routing_sim", "--areas", "review:0.5/0.9", "--no-progress")

@@ -10,7 +10,7 @@ them, then plays one step of a script and prints the CLI's JSON envelope.
 - A step: {"write": {"rel/path": "content"}, "delete": ["rel/path"], "write_bytes": {"rel/path": "hex"},
            "stderr": "text", "report": {...}, "in_result": bool,
            "hang": bool, "children": n, "ignore_term": bool, "sleep": s,
-           "tick": s, "garbage": bool, "is_error": bool}
+           "tick": s, "garbage": bool, "is_error": bool, "envelope": {...}, "exit": n}
 
 `report` becomes `structured_output` (or JSON text in `result` with
 `in_result`).
@@ -24,7 +24,8 @@ The model's answer drives the worker: a JSON object in its text with
 way the CLI does (an `is_error` envelope, exit code 1). Without
 ANTHROPIC_BASE_URL nothing goes over the network. `hang` sleeps forever after spawning `children` sleeping
 children (their pids go to <state>/pids); `sleep` + `tick` prints a dot
-every `tick` seconds for `sleep` seconds (a long but live worker).
+every `tick` seconds for `sleep` seconds (a long but live worker). `envelope`
+is printed as it is, then the fake exits with `exit` (default 1).
 """
 
 import json
@@ -177,6 +178,9 @@ def main() -> None:
 
     if step.get("stderr"):
         print(step["stderr"], file=sys.stderr, flush=True)
+    if step.get("envelope") is not None:  # print this envelope as is (what the CLI prints when it cannot work)
+        print(json.dumps(step["envelope"]))
+        sys.exit(step.get("exit", 1))
 
     if step.get("garbage"):
         print("this is not json")

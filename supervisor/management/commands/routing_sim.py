@@ -2,6 +2,7 @@
 
     manage.py routing_sim --skills review:0.95/0.99,debug:0.6/0.9 --calls 2000 \
         --drop-at 1000 --drop-to 0.5 --drop-skills review --seed 1
+    manage.py routing_sim --areas review:src/api:0.97/0.99,review:legacy/core:0.3/0.95 --calls 2000
 """
 
 from __future__ import annotations
@@ -9,7 +10,15 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from supervisor.routing_sim import SimReport, SimSpecError, parse_skills, simulate
+from supervisor.routing_sim import (
+    AreaReport,
+    SimReport,
+    SimSpecError,
+    parse_areas,
+    parse_skills,
+    simulate,
+    simulate_areas,
+)
 
 
 class Command(BaseCommand):
@@ -22,8 +31,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--skills",
-            required=True,
+            default="",
             help="skill:fast/thinking pass probabilities, comma-separated, e.g. review:0.95/0.99,debug:0.6/0.9",
+        )
+        parser.add_argument(
+            "--areas",
+            default="",
+            help=(
+                "instead of --skills: skill:area:fast/thinking per area, e.g. "
+                "review:src/api:0.97/0.99,review:legacy/core:0.3/0.95; runs the workload with and without "
+                "pathway memory and prints both"
+            ),
         )
         parser.add_argument("--calls", type=int, default=2000, help="routed calls to simulate (default 2000)")
         parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
@@ -45,6 +63,18 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args, **options) -> None:
+        if options["areas"]:
+            areas = self.run_areas(options)
+            for line in areas.lines():
+                self.stdout.write(line)
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"routing_sim: pathway memory saves {areas.with_memory.thinking_saved:.0%} of thinking calls "
+                    f"(pass rate alone {areas.without.thinking_saved:.0%}) at {areas.with_memory.quality_retained:.1%} "
+                    f"quality ({areas.without.quality_retained:.1%}); nothing was kept in the database."
+                )
+            )
+            return
         report = self.run(options)
         for line in report.lines():
             self.stdout.write(line)
@@ -55,8 +85,32 @@ class Command(BaseCommand):
             )
         )
 
+    def run_areas(self, options: dict) -> AreaReport:
+        calls = options["calls"]
+        if calls < 1:
+            raise CommandError("--calls must be at least 1")
+        if options["skills"] or options["drop_at"] is not None:
+            raise CommandError("--areas replaces --skills and the drop options")
+        bar = None if options["no_progress"] else tqdm(total=2 * calls, unit="call", file=self.stderr, leave=False)
+        try:
+            return simulate_areas(
+                parse_areas(options["areas"]),
+                calls=calls,
+                seed=options["seed"],
+                window=options["window"],
+                min_samples=options["min_samples"],
+                on_progress=(lambda done: bar.update(1)) if bar else None,
+            )
+        except SimSpecError as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            if bar:
+                bar.close()
+
     def run(self, options: dict) -> SimReport:
         calls = options["calls"]
+        if not options["skills"]:
+            raise CommandError("give --skills (or --areas)")
         if calls < 1:
             raise CommandError("--calls must be at least 1")
         if (options["drop_at"] is None) != (options["drop_to"] is None):
