@@ -113,6 +113,15 @@ SUPERVISOR_TIER_ANTHROPIC_URL = env_str("SUPERVISOR_TIER_ANTHROPIC_URL", "https:
 SUPERVISOR_TIER_LITELLM_URL = env_str("SUPERVISOR_TIER_LITELLM_URL", LITELLM_BASE_URL)
 SUPERVISOR_TIER_CACHE_SECONDS = env_int("SUPERVISOR_TIER_CACHE_SECONDS", 60, minimum=0)
 SUPERVISOR_TIER_PROBE_TIMEOUT = env_float("SUPERVISOR_TIER_PROBE_TIMEOUT", 3.0, minimum=0.1)
+# Run ownership: the worker process beats every HEARTBEAT seconds; a run whose owner is gone
+# (dead pid on this host, or no beat for STALE seconds) is killed and ended by the reaper.
+SUPERVISOR_HEARTBEAT_SECONDS = env_float("SUPERVISOR_HEARTBEAT_SECONDS", 5.0, minimum=0.5, maximum=60.0)
+SUPERVISOR_STALE_SECONDS = env_float("SUPERVISOR_STALE_SECONDS", 30.0, minimum=2.0, maximum=600.0)
+SUPERVISOR_REAPER_SECONDS = env_int("SUPERVISOR_REAPER_SECONDS", 60, minimum=60, maximum=3600)
+# Free-form `test_cmd` (a shell command) on the TDD skills; off: detected test runners only.
+SUPERVISOR_ALLOW_TEST_CMD = env_bool("SUPERVISOR_ALLOW_TEST_CMD", True)
+# Extra environment variables a worker and a test command may see (names; NAME* for a prefix).
+SUPERVISOR_WORKER_ENV_ALLOW = env_list("SUPERVISOR_WORKER_ENV_ALLOW", [])
 
 # --- Routing (Mode 2) ------------------------------------------------------
 HYPERGUILD_FAST_MODEL = env_str("HYPERGUILD_FAST_MODEL", "fast")

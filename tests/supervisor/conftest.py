@@ -55,6 +55,7 @@ def fake_claude(tmp_path, settings, monkeypatch) -> FakeClaude:
     settings.SUPERVISOR_QUEUE_WAIT = 10
     settings.SUPERVISOR_MAX_WORKERS = 2
     settings.LITELLM_BASE_URL = "http://127.0.0.1:9/litellm"
+    settings.SUPERVISOR_WORKER_ENV_ALLOW = ["FAKE_CLAUDE_*"]  # the worker env is an allow-list
     monkeypatch.setenv("FAKE_CLAUDE_STATE", str(fake.state))
     monkeypatch.setenv("FAKE_CLAUDE_SCRIPT", str(fake.script_path))
     return fake
