@@ -24,6 +24,7 @@ from supervisor.errors import SupervisorError
 from supervisor.model_table import resolve_model
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
+from supervisor.shell_reach import check_shell_arguments
 from supervisor.skills import SKILLS, build_result
 from supervisor.tier import current_tier
 
@@ -64,7 +65,8 @@ def enqueue_run(run_id: int) -> None:
 
 
 def _check_paths(skill: str, arguments: dict) -> str:
-    """Refuse bad roots and paths before anything is recorded or spawned."""
+    """Refuse bad roots, paths and shell arguments before anything is recorded or spawned."""
+    check_shell_arguments(arguments)
     if "project_root" not in arguments:
         return ""
     root = resolve_project_root(arguments["project_root"])
