@@ -181,3 +181,12 @@ def test_the_owner_records_its_pid_group_and_slot_and_beats_while_the_run_goes_o
     run.refresh_from_db()
     assert run.is_finished
     assert run.worker_slot is None and run.worker_pgid is None
+
+
+def test_a_stale_limit_shorter_than_three_heartbeats_fails_the_system_check(settings):
+    from supervisor.system_checks import heartbeat_problems
+
+    settings.SUPERVISOR_HEARTBEAT_SECONDS, settings.SUPERVISOR_STALE_SECONDS = 5, 10
+    assert "SUPERVISOR_STALE_SECONDS=10" in heartbeat_problems()[0]
+    settings.SUPERVISOR_STALE_SECONDS = 30
+    assert heartbeat_problems() == []
