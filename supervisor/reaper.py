@@ -7,9 +7,10 @@ SUPERVISOR_HEARTBEAT_SECONDS, and the process group of what it runs now
 (`kill -9` of the django-q2 worker, an OOM kill), the group lives on,
 reparented to init. The owner is gone when
 
-- it ran on this host and its pid is dead (or a zombie), or
-- its last beat is older than SUPERVISOR_STALE_SECONDS (another host, a
-  reused pid, a hung process).
+- it ran on this host and its pid is dead (or a zombie, or now belongs to a
+  process started after the claim), or
+- it ran on another host and its last beat is older than
+  SUPERVISOR_STALE_SECONDS.
 
 Then its process group gets SIGTERM, SIGKILL shortly after, and the run
 ends as `error` (as `cancelled` if the caller had cancelled it), which
@@ -38,6 +39,7 @@ from supervisor.models import SkillRun
 logger = logging.getLogger("supervisor")
 
 TERM_GRACE = 2.0
+PID_START_SLACK = 2.0  # seconds: /proc/stat's boot time is whole seconds
 HOST = socket.gethostname()
 
 
@@ -89,12 +91,34 @@ def kill_process_group(pgid: int) -> None:
         pass
 
 
+def process_started_at(pid: int) -> float | None:
+    """When `pid` started (epoch seconds, to the clock tick), from /proc; None if unknown."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/stat") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith("btime "))
+    except (OSError, IndexError, ValueError, StopIteration):
+        return None
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
 def owner_gone(run: SkillRun) -> str | None:
-    """Why the run's owner is gone, or None while it lives."""
+    """Why the run's owner is gone, or None while it lives.
+
+    On this host the pid decides (a database outage that stopped the heartbeat must not
+    get a live run killed); elsewhere only the heartbeat can tell.
+    """
     now = timezone.now()
+    if run.worker_host == HOST and run.worker_pid is not None:
+        if not pid_alive(run.worker_pid):
+            return f"its worker process {run.worker_pid} died"
+        started = process_started_at(run.worker_pid)
+        claimed = (run.started_at or run.created_at).timestamp()
+        if started is not None and started > claimed + PID_START_SLACK:
+            return f"its worker process {run.worker_pid} died (the pid now belongs to a newer process)"
+        return None
     stale = timedelta(seconds=settings.SUPERVISOR_STALE_SECONDS)
-    if run.worker_host == HOST and run.worker_pid is not None and not pid_alive(run.worker_pid):
-        return f"its worker process {run.worker_pid} died"
     beat = run.heartbeat_at or run.started_at or run.created_at
     if now - beat > stale:
         return f"its worker sent no heartbeat for {int((now - beat).total_seconds())} s (SUPERVISOR_STALE_SECONDS)"

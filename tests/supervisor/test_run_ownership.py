@@ -190,3 +190,30 @@ def test_a_stale_limit_shorter_than_three_heartbeats_fails_the_system_check(sett
     assert "SUPERVISOR_STALE_SECONDS=10" in heartbeat_problems()[0]
     settings.SUPERVISOR_STALE_SECONDS = 30
     assert heartbeat_problems() == []
+
+
+def test_on_this_host_a_live_owner_is_not_reaped_for_a_missed_heartbeat(fake_claude, python_project, settings):
+    """A database outage stops the beats; the owner's pid says it is alive, so its run goes on."""
+    run = running_run(python_project, pid=os.getpid())
+    SkillRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timedelta(minutes=10))
+    assert reap_runs() == 0
+
+
+def test_on_this_host_a_pid_that_now_belongs_to_a_newer_process_is_an_owner_gone(fake_claude, python_project, orphan_group):
+    leader, pids = orphan_group
+    newer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        run = running_run(python_project, pid=newer.pid)
+        # claimed an hour ago, by a process that cannot be the one running under that pid now
+        SkillRun.objects.filter(pk=run.pk).update(started_at=timezone.now() - timedelta(hours=1))
+        do_record_run_ownership(run.pk, worker_pgid=leader.pid)
+
+        assert reap_runs() == 1
+
+        run.refresh_from_db()
+        assert run.status == "error" and "newer process" in run.message
+        assert wait_gone(pids, leader) == []
+        assert newer.poll() is None  # the unrelated process that reused the pid is left alone
+    finally:
+        newer.kill()
+        newer.wait()
