@@ -174,6 +174,15 @@ SUPERVISOR_MIN_CONFIDENCE = env_float("SUPERVISOR_MIN_CONFIDENCE", 0.6, minimum=
 SUPERVISOR_MAX_PATCH_LINES = env_int("SUPERVISOR_MAX_PATCH_LINES", 6, minimum=0)
 # Routed review/debug: files longer than this are tree-split (README "Tree-split for long files").
 SUPERVISOR_TREE_SPLIT_CHARS = env_int("SUPERVISOR_TREE_SPLIT_CHARS", 60_000, minimum=1000)
+# Run ownership: the worker process beats every HEARTBEAT seconds; a run whose owner is gone
+# (dead pid on this host, or no beat for STALE seconds) is killed and ended by the reaper.
+SUPERVISOR_HEARTBEAT_SECONDS = env_float("SUPERVISOR_HEARTBEAT_SECONDS", 5.0, minimum=0.5, maximum=60.0)
+SUPERVISOR_STALE_SECONDS = env_float("SUPERVISOR_STALE_SECONDS", 30.0, minimum=2.0, maximum=600.0)
+SUPERVISOR_REAPER_SECONDS = env_int("SUPERVISOR_REAPER_SECONDS", 60, minimum=60, maximum=3600)
+# Free-form `test_cmd` (a shell command) on the TDD skills; off: detected test runners only.
+SUPERVISOR_ALLOW_TEST_CMD = env_bool("SUPERVISOR_ALLOW_TEST_CMD", True)
+# Extra environment variables a worker and a test command may see (names; NAME* for a prefix).
+SUPERVISOR_WORKER_ENV_ALLOW = env_list("SUPERVISOR_WORKER_ENV_ALLOW", [])
 
 # --- Routing (Mode 2) ------------------------------------------------------
 HYPERGUILD_FAST_MODEL = env_str("HYPERGUILD_FAST_MODEL", "fast")

@@ -11,6 +11,7 @@ from django.utils import timezone
 from hyperguild.lib.redaction import redact_fields
 from supervisor.executor import cap
 from supervisor.models import Pathway, RoutingEntry, SkillRun
+from supervisor.skills import build_result
 
 if TYPE_CHECKING:
     from supervisor.routing import Attempt, Decision, PathwayKey
@@ -42,17 +43,59 @@ def do_create_skill_run(
     )
 
 
-def do_claim_skill_run(run_id: int) -> SkillRun | None:
-    """queued → running, for exactly one worker; None if someone else has it (or it was cancelled)."""
+def do_claim_skill_run(run_id: int, *, host: str = "", pid: int | None = None) -> SkillRun | None:
+    """queued → running, for exactly one worker; None if someone else has it (or it was cancelled).
+
+    `host` and `pid` name the owning process; it must beat (`do_beat_skill_run`) while it runs.
+    """
     # A conditional UPDATE whose row count is checked: if the task is
     # delivered twice (django-q retry, two clusters), only one delivery sees
     # status=queued and runs the worker; the other returns without touching it.
+    now = timezone.now()
     claimed = SkillRun.objects.filter(pk=run_id, status=SkillRun.QUEUED, cancel_requested=False).update(
-        status=SkillRun.RUNNING, started_at=timezone.now(), progress="starting"
+        status=SkillRun.RUNNING, started_at=now, progress="starting", worker_host=host[:255], worker_pid=pid,
+        heartbeat_at=now,
     )
     if claimed != 1:
         return None
     return SkillRun.objects.get(pk=run_id)
+
+
+def do_beat_skill_run(run_id: int) -> bool:
+    """The owner is alive: refresh the heartbeat. False once the run is no longer running."""
+    return SkillRun.objects.running().filter(pk=run_id).update(heartbeat_at=timezone.now()) == 1
+
+
+def do_record_run_ownership(run_id: int, **fields) -> None:
+    """Record the worker slot (`worker_slot`) or process group (`worker_pgid`) a running run holds now."""
+    allowed = {"worker_slot", "worker_pgid"}
+    if not fields or set(fields) - allowed:
+        raise ValueError(f"only {sorted(allowed)} can be recorded")
+    SkillRun.objects.filter(pk=run_id).update(**fields)
+
+
+@transaction.atomic
+def do_end_orphaned_run(run_id: int, *, status: str, message: str) -> SkillRun | None:
+    """End a running run whose owner is gone (its process group is already killed); None if it had ended."""
+    # Locked and re-checked: the owner may have finished it in the meantime, and two reapers
+    # (the schedule and a waiting caller) may find the same run.
+    run = SkillRun.objects.select_for_update().filter(pk=run_id, status__in=SkillRun.UNFINISHED).first()
+    if run is None:
+        return None
+    if run.cancel_requested:
+        status = SkillRun.CANCELLED
+    run.status = status
+    run.message = message
+    run.result = build_result(run.skill, run_id=run.pk, status=SkillRun.ERROR if status == SkillRun.CANCELLED else status,
+                              message=message, model_used=run.model, attempts=run.attempts)
+    run.progress = "finished"
+    run.worker_slot = None
+    run.worker_pgid = None
+    run.finished_at = timezone.now()
+    if run.started_at:
+        run.duration_ms = int((run.finished_at - run.started_at).total_seconds() * 1000)
+    run.save()
+    return run
 
 
 def do_set_run_progress(run_id: int, text: str) -> None:
@@ -101,6 +144,8 @@ def do_finish_skill_run(
     for name, value in stored.items():
         setattr(run, name, value)
     run.progress = "finished"
+    run.worker_slot = None
+    run.worker_pgid = None
     run.finished_at = timezone.now()
     run.save()
     return run

@@ -3,15 +3,22 @@
     result = run_worker(prompt=..., schema=..., cwd=root, model="sonnet",
                         allowed_tools="Read,Write", cancel_check=lambda: False)
 
-- The worker gets its own process group (`start_new_session=True`) and no
-  stdin, so the supervisor can stop it and everything it spawned at once.
+- The worker gets its own process group (`start_new_session=True`), so the
+  supervisor (or the reaper, if the supervising process dies) can stop it and
+  everything it spawned at once. The prompt goes to `claude -p` on stdin,
+  never in argv (argv is visible to every user in `ps`).
+- The environment of a worker and of a test command is an allow-list
+  (`child_environment`): the service's secrets never reach them.
 - Deadlines: `SUPERVISOR_TIMEOUT` wall clock and `SUPERVISOR_IDLE_TIMEOUT`
   without any output. On either (or when `cancel_check()` says so) the group
   gets SIGTERM, and SIGKILL `KILL_GRACE` seconds later if anything is left.
 - At most `SUPERVISOR_MAX_WORKERS` workers run at once across all processes
   sharing the database: each holds a PostgreSQL advisory lock on one of N
   slots for as long as it runs (the lock dies with the connection, so a
-  crashed process never leaks a slot). Others wait up to
+  crashed process never leaks a slot) and, inside a skill run, records the
+  slot on its SkillRun: a slot whose run is still `running` stays taken even
+  when the lock is gone (its owner died but its worker may live on) until the
+  reaper has killed that worker and ended the run. Others wait up to
   `SUPERVISOR_QUEUE_WAIT` seconds.
 - The answer is the CLI's JSON envelope; the worker's report is its
   `structured_output` (or JSON inside `result`), validated against the
@@ -22,6 +29,8 @@ Every setting is read at call time.
 
 from __future__ import annotations
 
+import contextvars
+import fnmatch
 import json
 import os
 import re
@@ -49,11 +58,37 @@ SLOT_LOCK_NAMESPACE = 0x48475356  # "HGSV"
 # Enough for any real envelope; only the capped copy is stored.
 PARSE_LIMIT = 16 * 1024 * 1024
 
-# Never handed to a worker or a test command: service secrets (the database and
-# every registered endpoint's token) and test-runner state.
-_ENV_DROP_PREFIXES = ("HYPERGUILD_", "DJANGO_", "PYTEST_", "Q_CLUSTER")
-# BRAIN_PG_DSN is the Go hyperguild's name for DATABASE_URL (read as an alias): the same secret.
-_ENV_DROP_NAMES = {"DATABASE_URL", "BRAIN_PG_DSN"}
+# The environment a worker or a test command gets is an allow-list: what a shell,
+# a compiler or a test runner needs, nothing of the service (database URL, MCP
+# tokens, BRAIN_EMBED_API_KEY, LLM keys…). SUPERVISOR_WORKER_ENV_ALLOW adds
+# names (NAME* for a prefix). Documented in README "Worker environment".
+ENV_ALLOW = (
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ",
+    "TMPDIR", "TEMP", "TMP", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",
+    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+    "GOPATH", "GOROOT", "GOCACHE", "GOMODCACHE", "GOFLAGS", "CARGO_HOME", "RUSTUP_HOME",
+    "JAVA_HOME", "NVM_DIR", "PYENV_ROOT", "VIRTUAL_ENV",
+)
+# Only the `claude` worker (never a test command) also gets its own credentials and settings.
+WORKER_ENV_ALLOW = ("ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_*")
+# Never, whatever the allow-list says.
+_ENV_NEVER = ("DATABASE_URL", "HYPERGUILD_*", "DJANGO_*", "BRAIN_*")
+
+# Extension point: functions that return variables the worker must get on purpose
+# (the LiteLLM gateway below; a gateway model's ANTHROPIC_BASE_URL/ANTHROPIC_AUTH_TOKEN).
+WorkerEnvProvider = Callable[[], dict[str, str]]
+_WORKER_ENV_PROVIDERS: list[WorkerEnvProvider] = []
+
+
+def register_worker_env(provider: WorkerEnvProvider) -> None:
+    """Add `provider()`'s variables to every worker's environment (not to test commands)."""
+    if provider not in _WORKER_ENV_PROVIDERS:
+        _WORKER_ENV_PROVIDERS.append(provider)
+
+# The SkillRun the current thread works for (set by supervisor.tasks.run_skill): slots and
+# process groups are recorded on it, so the reaper can find them if this process dies.
+current_run_id: contextvars.ContextVar[int | None] = contextvars.ContextVar("current_run_id", default=None)
 
 
 class QueueFull(Exception):
@@ -85,13 +120,24 @@ def cap(text: str, limit: int | None = None) -> str:
     return text[:head] + marker + text[-tail:]
 
 
-def child_environment() -> dict[str, str]:
-    """The environment for a worker or a test command."""
-    dropped = _ENV_DROP_NAMES | set(token_settings())
-    env = {
-        key: value for key, value in os.environ.items() if key not in dropped and not key.startswith(_ENV_DROP_PREFIXES)
-    }
+def _matches(name: str, patterns) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def child_environment(*, worker: bool = False) -> dict[str, str]:
+    """The environment for a test command, or (`worker=True`) for a `claude` worker."""
+    allowed = (*ENV_ALLOW, *settings.SUPERVISOR_WORKER_ENV_ALLOW, *(WORKER_ENV_ALLOW if worker else ()))
+    never = (*_ENV_NEVER, *token_settings())
+    env = {key: value for key, value in os.environ.items() if _matches(key, allowed) and not _matches(key, never)}
+    if worker:
+        for provider in list(_WORKER_ENV_PROVIDERS):
+            env.update(provider())
+    return env
+
+
+def _litellm_env() -> dict[str, str]:
     # The worker may delegate to local models through the LiteLLM gateway.
+    env = {}
     if settings.LITELLM_BASE_URL:
         env["LITELLM_BASE_URL"] = settings.LITELLM_BASE_URL
     if settings.LITELLM_API_KEY:
@@ -99,11 +145,14 @@ def child_environment() -> dict[str, str]:
     return env
 
 
-def build_argv(*, prompt: str, schema: dict, allowed_tools: str, model: str | None) -> list[str]:
+register_worker_env(_litellm_env)
+
+
+def build_argv(*, schema: dict, allowed_tools: str, model: str | None) -> list[str]:
+    """`claude -p` in print mode; the prompt is written to its stdin, not put in argv."""
     argv = [
         settings.CLAUDE_BINARY,
         "-p",
-        prompt,
         "--output-format",
         "json",
         "--json-schema",
@@ -130,9 +179,13 @@ def worker_slot(on_wait: Callable[[float], None] | None = None) -> Iterator[int]
     deadline = time.monotonic() + settings.SUPERVISOR_QUEUE_WAIT
     waited_since = time.monotonic()
     slot = None
+    run_id = current_run_id.get()
     while slot is None:
+        held_by_runs = _slots_held_by_runs(run_id)
         with connection.cursor() as cursor:
             for number in range(1, total + 1):
+                if number in held_by_runs:
+                    continue
                 cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [SLOT_LOCK_NAMESPACE, number])
                 if cursor.fetchone()[0]:
                     slot = number
@@ -148,13 +201,34 @@ def worker_slot(on_wait: Callable[[float], None] | None = None) -> Iterator[int]
             on_wait(time.monotonic() - waited_since)
         time.sleep(0.5)
     try:
+        _record_on_run(run_id, worker_slot=slot)
         yield slot
     finally:
+        _record_on_run(run_id, worker_slot=None)
         try:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [SLOT_LOCK_NAMESPACE, slot])
         except Exception:  # noqa: BLE001 - a dead connection released the lock already
             pass
+
+
+def _slots_held_by_runs(run_id: int | None) -> set[int]:
+    """Slots recorded on running runs other than this one (a dead owner's worker may still run)."""
+    from supervisor.models import SkillRun
+
+    held = SkillRun.objects.running().filter(worker_slot__isnull=False).exclude(pk=run_id)
+    return set(held.values_list("worker_slot", flat=True))
+
+
+def _record_on_run(run_id: int | None, **fields) -> None:
+    if run_id is None:
+        return
+    from supervisor.actions import do_record_run_ownership
+
+    try:
+        do_record_run_ownership(run_id, **fields)
+    except Exception:  # noqa: BLE001 - bookkeeping must not turn a finished worker into a crash
+        pass
 
 
 # --- process group ---------------------------------------------------------------
@@ -229,6 +303,8 @@ def run_process(
     shell: bool = False,
     on_start: Callable[[int], None] | None = None,
     merge_stderr: bool = False,
+    input_text: str | None = None,
+    env: dict[str, str] | None = None,
     env_overrides: dict[str, str | None] | None = None,
 ) -> tuple[str, int | None, str, str, int]:
     """Run to completion or until stopped. Returns (outcome, exit_code, stdout, stderr, pid).
@@ -236,10 +312,11 @@ def run_process(
     outcome: "exited", "timeout", "idle" or "cancelled". Whatever the outcome,
     nothing of the process group is left running afterwards. With
     `merge_stderr` stderr goes into stdout in the order it was written, and
-    the stderr returned is empty. `env_overrides` sets variables on top of
-    `child_environment()` (None removes one).
+    the stderr returned is empty. `input_text` is written to its stdin (else
+    stdin is empty); `env` defaults to a test command's environment, and
+    `env_overrides` sets variables on top of it (None removes one).
     """
-    env = child_environment()
+    env = child_environment() if env is None else dict(env)
     for key, value in (env_overrides or {}).items():
         if value is None:
             env.pop(key, None)
@@ -248,15 +325,19 @@ def run_process(
     process = subprocess.Popen(
         argv,
         cwd=str(cwd),
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         start_new_session=True,
         env=env,
         shell=shell,
     )
+    run_id = current_run_id.get()
+    _record_on_run(run_id, worker_pgid=process.pid)
     if on_start is not None:
         on_start(process.pid)
+    if input_text is not None:
+        threading.Thread(target=_feed, args=(process.stdin, input_text), daemon=True, name=f"stdin-{process.pid}").start()
     drains = [_Drain(process.stdout, f"stdout-{process.pid}")]
     if not merge_stderr:
         drains.append(_Drain(process.stderr, f"stderr-{process.pid}"))
@@ -286,8 +367,22 @@ def run_process(
         kill_group(process, grace=1.0)
     for drain in drains:
         drain.join(timeout=KILL_GRACE)
+    _record_on_run(run_id, worker_pgid=None)
     stdout, stderr = drains[0].text(), (drains[1].text() if len(drains) > 1 else "")
     return outcome, process.returncode, stdout, stderr, process.pid
+
+
+def _feed(pipe, text: str) -> None:
+    """Write the whole input and close the pipe (in a thread: a big prompt fills the pipe buffer)."""
+    try:
+        pipe.write(text.encode("utf-8"))
+    except (BrokenPipeError, OSError):  # the process exited without reading it all
+        pass
+    finally:
+        try:
+            pipe.close()
+        except OSError:
+            pass
 
 
 # --- the worker ------------------------------------------------------------------
@@ -348,10 +443,11 @@ def run_worker(
 ) -> WorkerResult:
     """Run `claude -p` once and return what it did, never raising for worker faults.
 
-    `env_overrides` adjusts the worker's environment (e.g. the gateway variables
-    for a `provider/name` model; see `supervisor.model_table.gateway_environment`).
+    The prompt goes to the worker on stdin (never in argv, where `ps` shows it). `env_overrides`
+    adjusts the worker's environment (e.g. the gateway variables for a `provider/name` model;
+    see `supervisor.model_table.gateway_environment`).
     """
-    argv = build_argv(prompt=prompt, schema=schema, allowed_tools=allowed_tools, model=model)
+    argv = build_argv(schema=schema, allowed_tools=allowed_tools, model=model)
     started = time.monotonic()
     try:
         with worker_slot(on_wait):
@@ -364,6 +460,8 @@ def run_worker(
                 idle_timeout=settings.SUPERVISOR_IDLE_TIMEOUT,
                 cancel_check=cancel_check,
                 on_start=on_start,
+                input_text=prompt,
+                env=child_environment(worker=True),
                 env_overrides=env_overrides,
             )
     except QueueFull as exc:

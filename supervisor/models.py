@@ -17,6 +17,9 @@ class SkillRunQuerySet(models.QuerySet):
     def in_session(self, session_id: str) -> SkillRunQuerySet:
         return self.filter(session_id=session_id)
 
+    def running(self) -> SkillRunQuerySet:
+        return self.filter(status=SkillRun.RUNNING)
+
 
 class SkillRun(models.Model):
     """One call of a skill (on /mcp/supervisor or /mcp/routing).
@@ -76,6 +79,13 @@ class SkillRun(models.Model):
     progress = models.CharField(max_length=200, blank=True, default="", help_text="what the run is doing now")
     session_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
     cancel_requested = models.BooleanField(default=False)
+    # Who owns a running run (see supervisor/reaper.py): the process that claimed it, the
+    # process group of what it runs now (claude or a test command), the worker slot it holds.
+    worker_host = models.CharField(max_length=255, blank=True, default="")
+    worker_pid = models.IntegerField(null=True, blank=True)
+    worker_pgid = models.IntegerField(null=True, blank=True, help_text="process group of the running claude / test command")
+    worker_slot = models.PositiveSmallIntegerField(null=True, blank=True, help_text="SUPERVISOR_MAX_WORKERS slot held")
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -30,6 +30,7 @@ from supervisor.grounding import GATE_FILE, GATE_LINE, GATE_QUOTE, fingerprint, 
 from supervisor.models import Pathway, RoutingEntry
 from supervisor.roots import RootRefused, relative_to_root, resolve_inside, resolve_project_root
 from supervisor.routing import Attempt, PathwayKey, Routed, RoutingFailed, llm_attempt, route
+from supervisor.shell_reach import check_git_range
 
 routing = register_endpoint(
     Endpoint(
@@ -311,10 +312,11 @@ def _review_files(root: Path, arguments: dict) -> tuple[list[tuple[str, str]], s
         files.append(read_project_file(root, relative))
     git_range = arguments.get("git_range")
     if git_range:
-        code, diff = _run(["git", "diff", "--no-color", git_range, "--"], root)
+        check_git_range(git_range)
+        code, diff = _run(["git", "diff", "--no-color", "--end-of-options", git_range, "--"], root)
         if code != 0:
             raise ToolError(f"git diff {git_range} failed in {root}: {diff.strip()[:500]}")
-        code, names = _run(["git", "diff", "--name-only", git_range, "--"], root)
+        code, names = _run(["git", "diff", "--name-only", "--end-of-options", git_range, "--"], root)
         known = {name for name, _ in files}
         for name in names.splitlines():
             if name and name not in known:

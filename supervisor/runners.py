@@ -35,6 +35,7 @@ from supervisor.prompts import (
     worker_rejected_feedback,
 )
 from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
+from supervisor.shell_reach import ArgumentRefused, check_git_range, check_test_cmd
 from supervisor.skills import SKILLS, SkillFailed, build_result, worker_schema
 from supervisor.verification import (
     BASELINE_MUST_PASS,
@@ -117,7 +118,7 @@ def run_worker_skill(run, progress: ReportProgress, cancel_check: Callable[[], b
         if runner is None:
             raise SkillFailed(f"{run.skill} does not run a worker")
         result = runner(ctx)
-    except (SkillFailed, RootRefused) as exc:
+    except (SkillFailed, RootRefused, ArgumentRefused) as exc:
         result = ctx.result(status="error", message=str(exc), attempts=len(ctx.attempt_log))
     return result, ctx
 
@@ -160,6 +161,7 @@ def run_tdd(ctx: RunContext) -> dict:
     for key in ("test_path", "impl_path"):
         if args.get(key):
             resolve_inside(root, args[key], must_exist=(key == "test_path" and ctx.skill != "tdd_red"))
+    check_test_cmd(args.get("test_cmd"))  # the setting may have changed since the call was accepted
     test_cmd = args.get("test_cmd") or detect_test_command(root)
     if not test_cmd:
         raise SkillFailed(NO_TEST_COMMAND)
@@ -292,7 +294,8 @@ def run_review(ctx: RunContext) -> dict:
         resolve_inside(root, path, must_exist=True)
     diff = None
     if args.get("git_range"):
-        git_diff = run_command(root, f"git diff --no-color {shlex.quote(args['git_range'])}")
+        check_git_range(args["git_range"])
+        git_diff = run_command(root, f"git diff --no-color --end-of-options {shlex.quote(args['git_range'])} --")
         if git_diff.exit_code != 0:
             raise SkillFailed(f"git diff {args['git_range']} failed: {git_diff.output[-2000:]}")
         diff = git_diff.output

@@ -57,3 +57,19 @@ def check_gateway_models(app_configs, **kwargs):
             id="hyperguild.W070",
         )
     ]
+
+
+def heartbeat_problems() -> list[str]:
+    """A run must be able to miss a beat or two before it counts as abandoned."""
+    beat, stale = settings.SUPERVISOR_HEARTBEAT_SECONDS, settings.SUPERVISOR_STALE_SECONDS
+    if stale < 3 * beat:
+        return [
+            f"SUPERVISOR_STALE_SECONDS={stale:g} is less than three SUPERVISOR_HEARTBEAT_SECONDS ({beat:g}): a live "
+            "run that misses one beat would be killed as abandoned. Raise STALE or lower HEARTBEAT (defaults 30 and 5)."
+        ]
+    return []
+
+
+@register("hyperguild")
+def check_heartbeat_settings(app_configs, **kwargs):
+    return [Error(problem, id="hyperguild.E011") for problem in heartbeat_problems()]

@@ -18,17 +18,19 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError, register_endpoint
-from supervisor import executor
+from supervisor import executor, reaper
 from supervisor.actions import do_create_skill_run, do_request_cancel
 from supervisor.errors import SupervisorError
 from supervisor.model_table import ModelTableError, gateway_problem, resolve_model
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
+from supervisor.shell_reach import check_shell_arguments
 from supervisor.skills import SKILLS, build_result
 from supervisor.tier import current_tier
 
 POLL_SECONDS = 0.25
 PROGRESS_EVERY = 10.0  # below the 15 s the clients are promised
+OWNER_CHECK_EVERY = 2.0  # how often a waiting caller checks that the run's worker process lives
 
 supervisor = register_endpoint(
     Endpoint(
@@ -63,7 +65,8 @@ def enqueue_run(run_id: int) -> None:
 
 
 def _check_paths(skill: str, arguments: dict) -> str:
-    """Refuse bad roots and paths before anything is recorded or spawned."""
+    """Refuse bad roots, paths and shell arguments before anything is recorded or spawned."""
+    check_shell_arguments(arguments)
     if "project_root" not in arguments:
         return ""
     root = resolve_project_root(arguments["project_root"])
@@ -99,16 +102,21 @@ def wait_for_run(run: SkillRun, ctx: ToolContext) -> dict:
     last_sent_text = None
     last_sent_at = 0.0
     ticks = 0
+    next_owner_check = time.monotonic() + OWNER_CHECK_EVERY
     ctx.report_progress(0, None, f"{run.skill}: queued (run {run.pk})")
     while True:
         current = SkillRun.objects.only("status", "progress", "attempts").get(pk=run.pk)
         if current.is_finished:
             break
         if ctx.is_cancelled():
-            do_request_cancel(run.pk)
-            _wait_until_finished(run.pk, executor.KILL_GRACE * 2 + 5)
+            _cancel(run.pk)
             raise ToolCancelled()
         now = time.monotonic()
+        if now >= next_owner_check:
+            # Its worker process may have died (kill -9, OOM): end the run now, not at the deadline.
+            next_owner_check = now + OWNER_CHECK_EVERY
+            if reaper.reap_if_orphaned(run.pk) is not None:
+                continue
         if now >= deadline:
             do_request_cancel(run.pk)
             raise ToolError(f"{run.skill} run {run.pk} did not finish in {int(run_budget_seconds())} s; it was cancelled")
@@ -126,12 +134,26 @@ def wait_for_run(run: SkillRun, ctx: ToolContext) -> dict:
     return run.result
 
 
-def _wait_until_finished(run_id: int, seconds: float) -> None:
+def _cancel(run_id: int) -> None:
+    """Cancel the run and make sure its process group is gone, even if its owner is dead."""
+    do_request_cancel(run_id)
+    if reaper.reap_if_orphaned(run_id) is not None:
+        return
+    if _wait_until_finished(run_id, executor.KILL_GRACE * 2 + 5):
+        return
+    # The owner did not stop it in time: kill the recorded group and end the run here.
+    run = SkillRun.objects.running().filter(pk=run_id).first()
+    if run is not None:
+        reaper.stop_run(run, status=SkillRun.CANCELLED, message="cancelled; the worker did not stop in time and was killed")
+
+
+def _wait_until_finished(run_id: int, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if SkillRun.objects.filter(pk=run_id).exclude(status__in=SkillRun.UNFINISHED).exists():
-            return
+            return True
         time.sleep(POLL_SECONDS)
+    return False
 
 
 def _worker_tool(skill: str, *, read_only: bool = False, destructive: bool = False):

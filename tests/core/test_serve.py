@@ -68,7 +68,10 @@ def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ct
         output = "".join(lines)
         base = f"http://127.0.0.1:{port}"
         assert f"claude mcp add --transport http hyperguild-brain {base}/mcp/brain" in output, output
-        assert '--header "Authorization: Bearer tok-brain"' in output
+        # The banner ends up in service logs: it names the variable, never the token.
+        assert '--header "Authorization: Bearer $BRAIN_MCP_TOKEN"' in output
+        assert "tok-brain" not in output
+        assert "BRAIN_MCP_TOKEN (set, 9 characters, not shown)" in output
         assert re.search(rf"hyperguild-supervisor {re.escape(base)}/mcp/supervisor\n", output)
         assert re.search(rf"hyperguild-routing {re.escape(base)}/mcp/routing\n", output)
 

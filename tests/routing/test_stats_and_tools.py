@@ -232,6 +232,15 @@ def test_review_of_a_git_range_sends_the_diff(gateway, project, asgi_server):
     assert "+    return x * 3" in gateway.requests[0].body["messages"][1]["content"]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_review_refuses_a_git_range_that_git_would_read_as_an_option(gateway, project, asgi_server):
+    result = call_tool(f"{asgi_server}/mcp/routing", "review", {"project_root": str(project), "git_range": "--ext-diff"},
+                       headers=AUTH)
+
+    assert result["isError"] is True and "starts with '-'" in result["content"][0]["text"]
+    assert gateway.requests == [] and RoutingEntry.objects.count() == 0
+
+
 # --- settings that contradict each other --------------------------------------------
 
 

@@ -59,6 +59,7 @@ def fake_claude(tmp_path, settings, monkeypatch) -> FakeClaude:
     # Claude Code settings must not leak into the tests.
     for name in ("ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL"):
         monkeypatch.delenv(name, raising=False)
+    settings.SUPERVISOR_WORKER_ENV_ALLOW = ["FAKE_CLAUDE_*"]  # the worker env is an allow-list
     monkeypatch.setenv("FAKE_CLAUDE_STATE", str(fake.state))
     monkeypatch.setenv("FAKE_CLAUDE_SCRIPT", str(fake.script_path))
     return fake

@@ -2,7 +2,8 @@
 """A stand-in for the `claude` CLI in tests.
 
 It checks the flags the supervisor passes exactly as `claude -p` would need
-them, then plays one step of a script and prints the CLI's JSON envelope.
+them, reads the prompt from its argument or (as the supervisor sends it) from
+stdin, then plays one step of a script and prints the CLI's JSON envelope.
 
 - FAKE_CLAUDE_SCRIPT: a JSON file with a list of steps; call n plays step n
   (the last step repeats). The call counter and a log of every call
@@ -46,11 +47,22 @@ def fail(message: str) -> None:
 
 
 def parse(argv: list[str]) -> dict:
-    takes_value = {"-p", "--output-format", "--json-schema", "--permission-mode", "--allowedTools", "--max-turns", "--model"}
+    """Flags as `claude` takes them: `-p` (print mode) takes no value; the prompt is the one
+    positional argument or, without one, stdin (how the supervisor sends it)."""
+    takes_value = {"--output-format", "--json-schema", "--permission-mode", "--allowedTools", "--max-turns", "--model"}
     flags: dict = {}
+    positional: list[str] = []
     i = 0
     while i < len(argv):
         flag = argv[i]
+        if flag == "-p":
+            flags["-p"] = True
+            i += 1
+            continue
+        if not flag.startswith("-"):
+            positional.append(flag)
+            i += 1
+            continue
         if flag not in takes_value:
             fail(f"unknown option '{flag}'")
         if i + 1 >= len(argv):
@@ -62,8 +74,12 @@ def parse(argv: list[str]) -> dict:
     for required in ("-p", "--output-format", "--json-schema", "--permission-mode", "--allowedTools", "--max-turns"):
         if required not in flags:
             fail(f"missing {required}")
-    if not flags["-p"].strip():
-        fail("empty prompt")
+    if len(positional) > 1:
+        fail("more than one prompt argument")
+    flags["prompt"] = positional[0] if positional else sys.stdin.read()
+    flags["prompt_from"] = "argv" if positional else "stdin"
+    if not flags["prompt"].strip():
+        fail("empty prompt (no argument and nothing on stdin)")
     if flags["--output-format"] != "json":
         fail("--output-format must be json here")
     try:
@@ -126,7 +142,9 @@ def main() -> None:
         handle.write(json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "pid": os.getpid(), "pgid": os.getpgid(0),
                                  "litellm": os.environ.get("LITELLM_BASE_URL"), "step": count,
                                  "anthropic_base_url": os.environ.get("ANTHROPIC_BASE_URL"),
-                                 "anthropic_api_key_set": bool(os.environ.get("ANTHROPIC_API_KEY"))}) + "\n")
+                                 "anthropic_api_key_set": bool(os.environ.get("ANTHROPIC_API_KEY")),
+                                 "prompt_from": flags["prompt_from"], "prompt": flags["prompt"][:20000],
+                                 "env": sorted(os.environ)}) + "\n")
 
     if os.environ.get("ANTHROPIC_BASE_URL"):
         try:

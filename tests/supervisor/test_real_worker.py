@@ -38,6 +38,7 @@ def qcluster(fake_claude, allowed_root, settings):
         SUPERVISOR_TEST_TIMEOUT="60",
         BRAIN_EMBEDDER="off",
         HYPERGUILD_Q_WORKERS="1",
+        SUPERVISOR_WORKER_ENV_ALLOW="FAKE_CLAUDE_*",
     )
     process = subprocess.Popen(
         [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env, start_new_session=True,

@@ -48,7 +48,10 @@ def test_red_is_verified_because_the_supervisors_own_test_run_fails(fake_claude,
     assert argv[argv.index("--output-format") + 1] == "json"
     assert json.loads(argv[argv.index("--json-schema") + 1])["required"] == ["status", "file_path", "summary"]
     assert argv[argv.index("--model") + 1] == "sonnet"
-    assert "TDD red" in argv[argv.index("-p") + 1] and "Supervisor rules" in argv[argv.index("-p") + 1]
+    # The prompt reaches claude on stdin, never in argv (argv is world-readable in `ps`).
+    assert call["prompt_from"] == "stdin"
+    assert "TDD red" in call["prompt"] and "Supervisor rules" in call["prompt"]
+    assert not any("TDD red" in arg or "Supervisor rules" in arg for arg in argv)
     assert call["litellm"] == "http://127.0.0.1:9/litellm"
 
 
@@ -62,7 +65,7 @@ def test_a_worker_that_writes_a_passing_test_is_not_verified_and_retried_until_i
     assert result["attempts"] == 2  # identical outputs twice in a row: stopped before the third
     assert "same output twice" in result["message"] and "tests pass" in result["message"]
     assert len(fake_claude.calls()) == 2
-    assert "Previous attempt rejected" in fake_claude.calls()[1]["argv"][2]
+    assert "Previous attempt rejected" in fake_claude.calls()[1]["prompt"]
     assert skill_run.worker_report["summary"] == "it fails, trust me"  # recorded, not believed
     assert [entry["verified"] for entry in skill_run.attempt_log] == [False, False]
 

@@ -3,6 +3,10 @@
 Migrates, makes an admin account if there is none, starts the ASGI server
 (uvicorn) and the django-q2 cluster as child processes, prints the endpoint
 URLs and the `claude mcp add` lines, and stops everything on Ctrl-C.
+
+Without DATABASE_URL it also supervises the embedded PostgreSQL: checked
+every `DB_CHECK_SECONDS`, started again if its postmaster died (the web
+server and the worker reconnect on their next query).
 """
 
 from __future__ import annotations
@@ -17,18 +21,27 @@ import httpx
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
 
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
 from hyperguild.checks import public_bind_problem
-from hyperguild.lib.embedded_db import stop_embedded_database
+from hyperguild.lib.embedded_db import ensure_embedded_database, stop_embedded_database
 from hyperguild.mcp.registry import all_endpoints
 
+DB_CHECK_SECONDS = 1.0
 
-def claude_mcp_add_line(name: str, url: str, token: str) -> str:
+
+def claude_mcp_add_line(name: str, url: str, token_setting: str, token: str) -> str:
+    """The `claude mcp add` line; the token is never printed (service logs keep the banner):
+    the line reads it from the shell variable of the same name."""
     line = f"claude mcp add --transport http hyperguild-{name} {url}"
     if token:
-        line += f' --header "Authorization: Bearer {token}"'
+        line += f' --header "Authorization: Bearer ${token_setting}"'
     return line
+
+
+def masked(token: str) -> str:
+    return f"set, {len(token)} characters, not shown" if token else "empty"
 
 
 class Command(BaseCommand):
@@ -88,11 +101,16 @@ class Command(BaseCommand):
             base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
             if self._wait_ready(base, server):
                 self._print_banner(settings.HYPERGUILD_PUBLIC_URL or base)
+            supervise_db = not os.environ.get("DATABASE_URL")
+            next_db_check = time.monotonic() + DB_CHECK_SECONDS
             while not stopping:
                 for child in children:
                     if child.poll() is not None:
                         self.stderr.write(f"process {child.args[2] if len(child.args) > 2 else child.args} exited with {child.returncode}; stopping")
                         stopping = True
+                if supervise_db and time.monotonic() >= next_db_check:
+                    self.supervise_database()
+                    next_db_check = time.monotonic() + DB_CHECK_SECONDS
                 time.sleep(0.3)
         finally:
             self.stdout.write("stopping…")
@@ -108,6 +126,18 @@ class Command(BaseCommand):
             if not db_was_running and not os.environ.get("DATABASE_URL"):
                 stop_embedded_database(settings.DATA_DIR)
             self.stdout.write(self.style.SUCCESS("stopped"))
+
+    def supervise_database(self) -> bool:
+        """Start the embedded PostgreSQL again if it died; True if it was restarted."""
+        try:
+            restarted = ensure_embedded_database(settings.DATA_DIR)
+        except Exception as exc:  # noqa: BLE001 - not startable yet (old backends exiting): next check
+            self.stderr.write(f"the embedded PostgreSQL is down and did not start yet ({type(exc).__name__}); retrying")
+            return False
+        if restarted:
+            connections.close_all()  # this process's own connections point at the dead server
+            self.stderr.write(self.style.WARNING("the embedded PostgreSQL had stopped; started it again"))
+        return restarted
 
     def _embedded_db_running(self) -> bool:
         # settings already started the embedded server if it was down; the
@@ -129,7 +159,15 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"hyperguild {settings.VERSION} is running at {base}/"))
         self.stdout.write(f"  review UI and admin: {base}/  {base}/admin/   health: {base}/health")
         self.stdout.write("  MCP endpoints, ready to paste:")
-        for endpoint in all_endpoints():
+        endpoints = all_endpoints()
+        for endpoint in endpoints:
             url = f"{base}/mcp/{endpoint.name}"
-            self.stdout.write(f"    {claude_mcp_add_line(endpoint.name, url, endpoint.token())}")
+            self.stdout.write(f"    {claude_mcp_add_line(endpoint.name, url, endpoint.token_setting, endpoint.token())}")
+        with_token = [e for e in endpoints if e.token_setting and e.token()]
+        if with_token:
+            self.stdout.write("  Tokens are not printed: " + ", ".join(
+                f"{e.token_setting} ({masked(e.token())})" for e in with_token
+            ) + ".")
+            self.stdout.write("  Read them where you set them (e.g. `grep _MCP_TOKEN .env`) and export them "
+                              "before pasting the lines above.")
         self.stdout.write("Press Ctrl-C to stop.")

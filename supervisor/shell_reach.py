@@ -1,0 +1,42 @@
+"""What a caller may hand to a shell or to git: checked before anything is recorded or run.
+
+A supervisor token lets its holder run commands as the service user (the
+worker edits files and a test command is a shell command); these checks
+narrow what reaches a shell, they do not make the token harmless.
+
+- `git_range` never starts with `-` (it would be read by `git diff` as an option);
+- `test_cmd` (a free-form shell command) is refused when
+  SUPERVISOR_ALLOW_TEST_CMD is off: the test command is then always the one
+  detected from the project's build files.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from supervisor.errors import SupervisorError
+
+
+class ArgumentRefused(SupervisorError):
+    """An argument that would reach a shell or git in a way the supervisor does not allow."""
+
+
+def check_git_range(git_range: str | None) -> None:
+    if git_range and git_range.startswith("-"):
+        raise ArgumentRefused(
+            f"git_range {git_range[:50]!r} starts with '-', which git would read as an option; "
+            "give a revision range such as main..HEAD"
+        )
+
+
+def check_test_cmd(test_cmd: str | None) -> None:
+    if test_cmd and not settings.SUPERVISOR_ALLOW_TEST_CMD:
+        raise ArgumentRefused(
+            "test_cmd is turned off on this server (SUPERVISOR_ALLOW_TEST_CMD=0): leave it out and the "
+            "supervisor runs the test command it detects from go.mod, package.json, pyproject.toml, …"
+        )
+
+
+def check_shell_arguments(arguments: dict) -> None:
+    check_git_range(arguments.get("git_range"))
+    check_test_cmd(arguments.get("test_cmd"))
