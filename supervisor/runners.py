@@ -132,8 +132,8 @@ def _worker_stopped(ctx: RunContext, worker: executor.WorkerResult, attempt: int
     """
     if worker.status in ("timeout", "cancelled"):
         return ctx.result(status=worker.status, message=worker.message, attempts=attempt)
-    if worker.status == "unavailable":
-        return ctx.result(status="error", message=worker.message, attempts=attempt)
+    if worker.status == "unavailable":  # nothing was attempted, so nothing is verified
+        return ctx.result(status="error", message=worker.message, attempts=attempt, verified=False)
     return None
 
 

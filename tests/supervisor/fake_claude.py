@@ -111,7 +111,7 @@ def ask_model(flags: dict) -> dict:
         "model": flags.get("--model") or os.environ.get("ANTHROPIC_MODEL") or "claude-sonnet-4-5",
         "max_tokens": 8192,
         "system": "You are Claude Code, Anthropic's official CLI for Claude.",
-        "messages": [{"role": "user", "content": [{"type": "text", "text": flags["-p"]}]}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": flags["prompt"]}]}],
     }
     request = urllib.request.Request(f"{base}/v1/messages", data=json.dumps(body).encode(), headers=headers, method="POST")
     with urllib.request.urlopen(request, timeout=30) as response:

@@ -169,6 +169,10 @@ def test_the_go_database_dsn_never_reaches_a_worker(monkeypatch, settings):
     monkeypatch.setenv("BRAIN_PG_DSN", "postgres://go:secret@db/brain")
     monkeypatch.setenv("INGEST_BRAIN_DIR", "/srv/brain")
 
+    assert "BRAIN_PG_DSN" not in child_environment()
+    # Even when an operator allows it by name, the DSN stays out (the worker env is an allow-list
+    # with a never-list on top); another Go variable allowed by name gets through.
+    settings.SUPERVISOR_WORKER_ENV_ALLOW = ["BRAIN_PG_DSN", "INGEST_BRAIN_DIR"]
     env = child_environment()
 
     assert "BRAIN_PG_DSN" not in env and env["INGEST_BRAIN_DIR"] == "/srv/brain"
