@@ -172,10 +172,10 @@ def _changed_paths(before: dict, after: dict) -> set[str]:
     return {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
 
 
-def _sft_answer(run) -> tuple[list[dict], list[dict], dict]:
+def _sft_answer(run, stores: dict) -> tuple[list[dict], list[dict], dict]:
     """(prompt, completion, extra provenance) of a verified run: the change, the grounded review, or the report."""
     if _has_change(run):
-        store = ContentStore(run.project_root, [run])
+        store = _store_for(run, stores)
         before, after = state_hashes(run, 0), state_hashes(run, None)
         prompt = prompt_messages(run, _prompt_files(run, before, store, _changed_paths(before, after)))
         extra = {"pre_state": _pre_state(run, 0, before), "change": _change_facts(run.change)}
@@ -230,13 +230,21 @@ def finished_runs(session_id: str | None) -> list[SkillRun]:
     return list(runs.in_session(session_id) if session_id else runs)
 
 
+def _store_for(run: SkillRun, stores: dict) -> ContentStore:
+    """One ContentStore per project root for a whole extraction pass (it reads every recorded run of the project)."""
+    if run.project_root not in stores:
+        stores[run.project_root] = ContentStore(run.project_root)
+    return stores[run.project_root]
+
+
 def extract_from_runs(runs: list[SkillRun]) -> list[Stored]:
     stored = []
+    stores: dict[str, ContentStore] = {}
     pending_failures: dict[str, list] = {}
     for run in runs:
         report = run.worker_report
         if run.status == "pass" and run.verified is True and report is not None:
-            prompt, completion, extra = _sft_answer(run)
+            prompt, completion, extra = _sft_answer(run, stores)
             stored.append(
                 _store(
                     f"sft:run:{run.pk}",
@@ -257,14 +265,14 @@ def extract_from_runs(runs: list[SkillRun]) -> list[Stored]:
             failed_before = pending_failures.pop(task_key(run), [])
             if failed_before:
                 failed = failed_before[-1]  # the attempt closest to the one that worked
-                stored.append(_across_runs_pair(failed, run))
+                stored.append(_across_runs_pair(failed, run, stores))
         elif run.status == "fail" and run.verified is False and report is not None:
             pending_failures.setdefault(task_key(run), []).append(run)
-        stored += _within_run_pairs(run)
+        stored += _within_run_pairs(run, stores)
     return stored
 
 
-def _across_runs_pair(failed: SkillRun, run: SkillRun) -> Stored:
+def _across_runs_pair(failed: SkillRun, run: SkillRun, stores: dict) -> Stored:
     """DPO of a failed run and the later run of the same task that passed."""
     common = {
         "origin": "skill_runs",
@@ -274,7 +282,7 @@ def _across_runs_pair(failed: SkillRun, run: SkillRun) -> Stored:
         "verification": {"rejected": _verification(failed), "chosen": _verification(run)},
     }
     if _has_change(failed) and _has_change(run):
-        store = ContentStore(run.project_root, [failed, run])
+        store = _store_for(run, stores)
         base, target = state_hashes(failed, 0), state_hashes(run, None)
         chosen = diff_between(base, target, store, cap=settings.SUPERVISOR_DIFF_CAP)
         if chosen is not None:
@@ -293,7 +301,7 @@ def _across_runs_pair(failed: SkillRun, run: SkillRun) -> Stored:
     )
 
 
-def _within_run_pairs(run: SkillRun) -> list[Stored]:
+def _within_run_pairs(run: SkillRun, stores: dict) -> list[Stored]:
     attempts = [a for a in (run.attempt_log or []) if isinstance(a, dict) and a.get("report") is not None]
     rejected = [a for a in attempts if a.get("verified") is False]
     passed = [a for a in attempts if a.get("verified") is True]
@@ -313,7 +321,7 @@ def _within_run_pairs(run: SkillRun) -> list[Stored]:
         "verification": {"rejected": _verification(run, worst), "chosen": _verification(run, chosen)},
     }
     if _has_change(run) and "change" in worst:
-        store = ContentStore(run.project_root, [run])
+        store = _store_for(run, stores)
         base_attempt = (worst.get("attempt") or 1) - 1
         base, target = state_hashes(run, base_attempt), state_hashes(run, chosen.get("attempt"))
         chosen_diff = diff_between(base, target, store, cap=settings.SUPERVISOR_DIFF_CAP)

@@ -3,7 +3,8 @@
 - `detect_test_command(root)`: the project's test command from its build files;
 - `run_command(root, command)`: run a test (or any) command under
   SUPERVISOR_TEST_TIMEOUT through the executor's process runner;
-- `snapshot` / `changed_files`: did the worker write anything;
+- `capture` / `snapshot` / `changed_files`: what the project holds (hashes, and bytes for `supervisor.changes`),
+  and did the worker write anything;
 - `judge_tdd_attempt` / `baseline_allows`: whether a test run is what a TDD
   phase requires.
 """

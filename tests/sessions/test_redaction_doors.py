@@ -66,3 +66,19 @@ def test_worker_stdout_stderr_and_report_are_stored_redacted_and_flagged(fake_cl
     assert "redacted:" in page and AWS_KEY not in page
     admin = client.get(reverse("admin:supervisor_skillrun_change", args=[run.pk]))
     assert admin.status_code == 200 and "aws_access_key" in admin.content.decode()
+
+
+def test_a_note_a_skill_writes_is_stored_redacted_with_its_redactions_in_the_provenance(fake_claude, settings, tmp_path):  # noqa: F811
+    from brain.models import Note
+
+    settings.DATA_DIR = tmp_path
+    fake_claude.script([{"report": {"title": "Deploy", "spec": f"Deploy with {AWS_KEY}.\n{PRIVATE_KEY}",
+                                    "acceptance_criteria": [f"uses {SK_TOKEN}"]}}])  # fmt: skip
+    run = start_skill_run("spec", {"text": "deploy", "project": "hg"})
+    run_skill(run.pk)
+    run.refresh_from_db()
+
+    note = Note.objects.get(pk=run.result["note_id"])
+    assert not any(secret in note.body for secret in SECRETS)
+    assert {(f["field"], f["pattern"]) for f in note.provenance["redactions"]} == {
+        ("body", "aws_access_key"), ("body", "private_key"), ("body", "openai_key")}

@@ -227,3 +227,21 @@ def test_a_rejected_attempt_then_a_verified_one_in_one_run_gives_a_replayable_pa
     assert "+    return a + b" in sft.completion[0]["content"] and "return a - b" not in sft.completion[0]["content"]
 
     assert "2 valid, 0 invalid" in verify()
+
+
+def test_a_verified_debug_run_teaches_its_fix_as_a_diff_that_replays(fake_claude, python_project):  # noqa: F811
+    (python_project / "calc.py").write_text("def double(x):\n    return x\n")
+    fake_claude.script([{"write": {"calc.py": "def double(x):\n    return 2 * x\n"}, "report": {
+        "hypotheses": [{"hypothesis": "double returns x", "evidence": "assert 2 == 4"}],
+        "root_cause": "double forgot the factor 2", "fix": "multiply by 2", "files_changed": ["calc.py"]}}])  # fmt: skip
+    debug = run("debug", {"project_root": str(python_project), "symptom": "test_double fails",
+                          "failing_cmd": "python -m pytest -q tests/test_double.py"})  # fmt: skip
+    assert debug.status == "pass" and debug.change["after"]["exit_code"] == 0
+
+    run_trainer(SESSION)
+    sft = TrainingExample.objects.get(source_key=f"sft:run:{debug.pk}")
+    completion = sft.completion[0]["content"]
+    assert completion.startswith("double forgot the factor 2\n\n```diff\n") and "+    return 2 * x" in completion
+    assert sft.provenance["verification"]["test_cmd"] == "python -m pytest -q tests/test_double.py"
+
+    assert "1 valid, 0 invalid" in verify()
