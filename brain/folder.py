@@ -26,7 +26,7 @@ import hashlib
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -237,16 +237,20 @@ def claim_order(rel_path: str) -> tuple[bool, int, str]:
     return (not rel_path.startswith("wiki/"), rel_path.count("/"), rel_path)
 
 
-def place_note_file(nf: NoteFile, on_disk: set[str], claimed: dict[str, str]) -> NoteFile:
+def place_note_file(
+    nf: NoteFile, on_disk: set[str], claimed: dict[str, str], held: Mapping[str, str] | None = None
+) -> NoteFile:
     """Give `nf` its slug under the rule of `brain.placement` (unique across wings).
 
     A slug is taken when another file of this round claimed it (`claimed`:
     slug → path, updated here) or when a note holds it whose file is still on
-    disk; a note whose file is gone (moved) gives its slug up. Raises
-    FolderError when every candidate is taken.
+    disk; a note whose file is gone (moved) gives its slug up. `held` (slug →
+    path of every note) saves the query when the caller read it already.
+    Raises FolderError when every candidate is taken.
     """
     candidates = slug_candidates(nf.status, nf.wing, nf.hall, nf.slug)
-    held = dict(Note.objects.filter(slug__in=candidates).values_list("slug", "path"))
+    if held is None:
+        held = dict(Note.objects.filter(slug__in=candidates).values_list("slug", "path"))
 
     def holder(slug: str) -> str | None:
         if slug in claimed:
@@ -360,10 +364,11 @@ def import_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress,
     }
     files = iter_note_files(root)
     on_disk = set(files)
+    held = {slug: row[-1] for slug, row in known.items()}  # slug → path, for placing files without a query each
     changed: list[Note] = []
     for rel_path in progress(sorted(files, key=claim_order)):
         try:
-            nf = place_note_file(read_note_file(root, rel_path), on_disk, seen)
+            nf = place_note_file(read_note_file(root, rel_path), on_disk, seen, held)
             if known.get(nf.slug) == _fingerprint(nf):
                 summary.unchanged += 1
                 continue

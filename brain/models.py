@@ -9,9 +9,10 @@ from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
+from django.contrib.postgres.indexes import OpClass
 from django.db import connection, models, transaction
 from django.db.models import F, Q, TextField, Value
-from django.db.models.functions import MD5, Concat
+from django.db.models.functions import MD5, Concat, Reverse
 from django.utils import timezone
 from pgvector.django import VectorField
 
@@ -102,7 +103,12 @@ class Note(models.Model):
 
     class Meta:
         ordering = ["slug"]
-        indexes = [models.Index(fields=["status", "wing", "hall"])]
+        indexes = [
+            models.Index(fields=["status", "wing", "hall"]),
+            # `[[bare-name]]` links look for slugs ending in `/name` (brain.placement): a prefix
+            # search on the reversed slug, which this index answers.
+            models.Index(OpClass(Reverse("slug"), name="text_pattern_ops"), name="note_slug_reversed"),
+        ]
         constraints = [
             models.CheckConstraint(condition=Q(status__in=NoteStatus.values), name="note_status_valid"),
         ]

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from django.db.models import Q
+from django.db.models.functions import Reverse
 
 from brain.models import Note, NoteStatus
 from brain.slugs import MAX_SLUG_LENGTH, numbered
@@ -84,9 +85,10 @@ def _specificity(candidate: tuple, source_wing: str, source_hall: str) -> int:
 
 
 def _candidate_filter(targets: Iterable[str]) -> Q:
+    # `slug_reversed` starts with the reversed "/name": the index note_slug_reversed answers it.
     query = Q(pk__in=[])
     for target in targets:
-        query |= Q(slug=target) | Q(slug__endswith=f"/{target}")
+        query |= Q(slug=target) | Q(slug_reversed__startswith=f"/{target}"[::-1])
     return query
 
 
@@ -95,7 +97,11 @@ def resolve_targets(targets: Iterable[str], *, wing: str, hall: str, exclude_id:
     targets = sorted(set(targets))
     if not targets:
         return {}
-    rows = list(Note.objects.filter(_candidate_filter(targets)).values_list("id", "slug", "wing", "hall"))
+    rows = list(
+        Note.objects.annotate(slug_reversed=Reverse("slug"))
+        .filter(_candidate_filter(targets))
+        .values_list("id", "slug", "wing", "hall")
+    )
     resolved = {}
     for target in targets:
         candidates = [row for row in rows if row[1] == target or row[1].endswith(f"/{target}")]

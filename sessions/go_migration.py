@@ -235,7 +235,8 @@ def _map_models(models_file: Path | None, go_env: dict, report: GoMigrationRepor
             report.mapped.append(f"models.yaml tdd: {raw_skills[name]} → tdd_red, tdd_green, tdd_refactor (a phase key wins)")
         elif name not in known:
             report.cannot_use.append(f"models.yaml skills.{name}: no such skill here ({', '.join(sorted(SKILLS))})")
-    gateway_models = sorted({model for model in [table["default"], *table["skills"].values()] if is_gateway_model(model)})
+    usable = {name: model for name, model in table["skills"].items() if name in known}
+    gateway_models = sorted({model for model in [table["default"], *usable.values()] if is_gateway_model(model)})
     if gateway_models:
         report.mapped.append(
             f"{', '.join(gateway_models)}: provider/name models run the Claude Code worker through the LiteLLM gateway "
@@ -246,7 +247,7 @@ def _map_models(models_file: Path | None, go_env: dict, report: GoMigrationRepor
                 "LITELLM_BASE_URL is not set: the provider/name models above need the gateway; add LITELLM_BASE_URL "
                 "(and LITELLM_API_KEY) to the lines below"
             )
-    report.took.append(f"model table {models_file} (default {table['default']}, {len(table['skills'])} skill entries)")
+    report.took.append(f"model table {models_file} (default {table['default']}, {len(usable)} skill entries used)")
     report.add_env("SUPERVISOR_MODELS_FILE", str(models_file.resolve()))
     if not any(name in go_env for name in ("HYPERGUILD_FAST_MODEL", "HYPERGUILD_THINKING_MODEL")):
         report.cannot_use.append(

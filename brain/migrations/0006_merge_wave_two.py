@@ -5,7 +5,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("brain", "0005_area_description"),
+        ("brain", "0005_area_description_and_slug_suffix_index"),
         ("brain", "0005_index_change_log"),
         ("brain", "0005_note_revisions"),
     ]

@@ -65,33 +65,33 @@ def test_go_names_are_read_as_ours_with_one_start_up_line_each(tmp_path):
     assert "secret-pw" not in completed.stderr  # a password is never printed
 
 
-def test_ours_win_when_both_names_are_set_and_the_go_name_is_reported_ignored(tmp_path):
-    env = go_free_env(tmp_path, BRAIN_DIR="/ours", INGEST_BRAIN_DIR="/theirs", HYPERGUILD_PORT="9000",
-                      INGEST_PORT="8081", ROUTING_PORT="8082", BRAIN_EMBEDDER="off", DATABASE_URL=GO_DSN)
+def test_ours_win_when_both_names_are_set_and_a_second_go_port_is_reported(tmp_path):
+    env = go_free_env(tmp_path, BRAIN_DIR="/ours", INGEST_BRAIN_DIR="/theirs", HYPERGUILD_PUBLIC_URL="http://ours",
+                      BRAIN_URL="http://theirs", INGEST_PORT="8081", ROUTING_PORT="8082", BRAIN_EMBEDDER="off",
+                      DATABASE_URL=GO_DSN)
 
     completed = manage(env, "shell", "-c", SHOW)
 
     assert completed.returncode == 0, completed.stderr
     values = json.loads(completed.stdout.strip().splitlines()[-1])
-    assert values["BRAIN_DIR"] == "/ours" and values["HYPERGUILD_PORT"] == 9000
+    assert values["BRAIN_DIR"] == "/ours" and values["HYPERGUILD_PUBLIC_URL"] == "http://ours"
+    assert values["HYPERGUILD_PORT"] == 8081  # two Go ports, one service: the first Go name set
     assert "INGEST_BRAIN_DIR (Go hyperguild name) is ignored: BRAIN_DIR is set and wins." in completed.stderr
-    assert "ROUTING_PORT (Go hyperguild name) is ignored: HYPERGUILD_PORT is set and wins." in completed.stderr
-
-
-def test_two_go_ports_become_one_and_the_second_is_reported(tmp_path):
-    env = go_free_env(tmp_path, INGEST_PORT="8081", ROUTING_PORT="8082", BRAIN_EMBEDDER="off", DATABASE_URL=GO_DSN)
-
-    completed = manage(env, "shell", "-c", SHOW)
-
-    assert json.loads(completed.stdout.strip().splitlines()[-1])["HYPERGUILD_PORT"] == 8081
+    assert "BRAIN_URL (Go hyperguild name) is ignored: HYPERGUILD_PUBLIC_URL is set and wins." in completed.stderr
     assert "ROUTING_PORT (Go hyperguild name) is ignored: HYPERGUILD_PORT already comes from another Go name" in completed.stderr
+    assert "INGEST_PORT (Go hyperguild name) is read as HYPERGUILD_PORT: set HYPERGUILD_PORT=8081 instead." in completed.stderr
 
 
-def test_no_go_name_means_no_start_up_line(tmp_path):
-    completed = manage(go_free_env(tmp_path, DATABASE_URL=GO_DSN, BRAIN_EMBEDDER="off"), "check")
+def test_no_go_name_means_no_notice(monkeypatch):
+    monkeypatch.setattr(env_module, "_alias_notices", {})
+    for aliases in GO_ALIASES.values():
+        for alias in aliases:
+            monkeypatch.delenv(alias, raising=False)
 
-    assert completed.returncode == 0, completed.stderr
-    assert "Go hyperguild" not in completed.stderr
+    for name in GO_ALIASES:
+        env_module.env_str(name)
+
+    assert env_module.alias_notices() == []
 
 
 @pytest.mark.parametrize(
@@ -118,38 +118,26 @@ def test_the_go_hybrid_rule(variables, expected):
 
 
 def test_check_explains_a_half_configured_go_setup(tmp_path):
-    completed = manage(go_free_env(tmp_path, BRAIN_PG_DSN=GO_DSN, INGEST_BRAIN_DIR=str(tmp_path)), "check")
+    env = go_free_env(tmp_path, BRAIN_PG_DSN=GO_DSN, SUPERVISOR_SESSIONS_DIR=str(tmp_path))
+
+    completed = manage(env, "check")
 
     assert completed.returncode != 0
     assert "hyperguild.E060" in completed.stderr
     assert "BRAIN_PG_DSN is set without BRAIN_EMBED_URL" in completed.stderr
     assert "Set BRAIN_EMBED_URL to the Ollama base URL" in completed.stderr
+    assert "hyperguild.W061" in completed.stderr and "Set BRAIN_DIR (INGEST_BRAIN_DIR" in completed.stderr
     assert "BRAIN_PG_DSN (Go hyperguild name) is read as DATABASE_URL" in completed.stderr
 
 
-def test_check_refuses_an_embed_url_that_would_be_silently_ignored(tmp_path):
-    env = go_free_env(tmp_path, BRAIN_EMBED_URL="http://127.0.0.1:11434")
-    env.pop("HYPERGUILD_DATA_DIR")  # no DSN at all: the embedded database the tests already run
-    completed = manage(env, "check")
-
-    assert completed.returncode != 0
-    assert "hyperguild.E060" in completed.stderr and "the URL would be ignored" in completed.stderr
-
-
 def test_check_passes_a_complete_go_setup(tmp_path):
-    env = go_free_env(tmp_path, BRAIN_PG_DSN=GO_DSN, BRAIN_EMBED_URL="http://127.0.0.1:11434", INGEST_BRAIN_DIR=str(tmp_path))
+    env = go_free_env(tmp_path, BRAIN_PG_DSN=GO_DSN, BRAIN_EMBED_URL="http://127.0.0.1:11434", INGEST_BRAIN_DIR=str(tmp_path),
+                      SUPERVISOR_SESSIONS_DIR=str(tmp_path / "sessions"))
 
     completed = manage(env, "check")
 
     assert completed.returncode == 0, completed.stderr
-
-
-def test_a_go_sessions_folder_without_a_brain_folder_is_explained(tmp_path):
-    env = go_free_env(tmp_path, DATABASE_URL=GO_DSN, BRAIN_EMBEDDER="off", SUPERVISOR_SESSIONS_DIR=str(tmp_path))
-
-    completed = manage(env, "check")
-
-    assert "hyperguild.W061" in completed.stderr and "Set BRAIN_DIR (INGEST_BRAIN_DIR" in completed.stderr
+    assert "hyperguild.E060" not in completed.stderr and "hyperguild.W061" not in completed.stderr
 
 
 def test_the_alias_reader_prefers_ours(monkeypatch):

@@ -85,7 +85,9 @@ def test_a_go_deployment_imports_without_error_or_collision_and_reports_what_it_
     cannot_use, lines = rest.split("Put these lines in this service's environment (.env):\n", 1)
     assert "wing/hall descriptions from _index.md: 4 (4 added or changed)" in took
     assert "added 5" in took and "go-sess-1" not in took and "2 new entries" in took
-    assert "LITELLM_BASE_URL (same name here)" in took and "model table" in took
+    assert "LITELLM_BASE_URL (same name here)" in took and "(default sonnet, 4 skill entries used)" in took
+    assert "ollama/qwen3-coder-30b-tuned: provider/name models run the Claude Code worker" in mapped
+    assert "ollama/llama3" not in mapped  # only the Go-only `summarize` skill named it
     for mapping in ("BRAIN_PG_DSN → DATABASE_URL", "INGEST_BRAIN_DIR → BRAIN_DIR", "INGEST_PORT → HYPERGUILD_PORT",
                     "INGEST_BASE_URL → HYPERGUILD_PUBLIC_URL", "SUPERVISOR_SESSIONS_DIR → BRAIN_SESSIONS_DIR",
                     "BRAIN_EMBEDDER=ollama", "tdd: ollama/qwen3-coder-30b-tuned → tdd_red, tdd_green, tdd_refactor",
