@@ -178,9 +178,10 @@ def serve():
     left = [pid for pid in pids if process_alive(pid)]
     for pid in left:  # never leave strays behind, even when the test fails
         os.kill(pid, signal.SIGKILL)
-    assert not left, f"processes left running after serve stopped: {left}\n{log[-3000:]}"
-    assert not _kill_stray_postmaster(scratch), "serve left the embedded PostgreSQL running"
+    postmaster_left = _kill_stray_postmaster(scratch)
     shutil.rmtree(base, ignore_errors=True)
+    assert not left, f"processes left running after serve stopped: {left}\n{log[-3000:]}"
+    assert not postmaster_left, "serve left the embedded PostgreSQL running"
 
 
 def _kill_stray_postmaster(scratch: ScratchServe) -> bool:
