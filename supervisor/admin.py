@@ -22,6 +22,7 @@ class SkillRunAdmin(admin.ModelAdmin):
         ("Verification", {"fields": ("runner_output", "exit_code", "attempts", "attempt_log")}),
         ("Worker", {"fields": ("worker_report", "stdout", "stderr", "result")}),
         ("Timing", {"fields": ("created_at", "started_at", "finished_at", "duration_ms")}),
+        ("Owner", {"fields": ("worker_host", "worker_pid", "worker_pgid", "worker_slot", "heartbeat_at")}),
     )
 
     def get_readonly_fields(self, request, obj=None):

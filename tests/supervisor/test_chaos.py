@@ -128,6 +128,8 @@ class ScratchServe:
         return time.monotonic() - started
 
     def stop(self) -> str:
+        if self.process is None:
+            return ""
         if self.process.poll() is None:
             self.remember_tree()
             self.process.send_signal(signal.SIGINT)
@@ -167,6 +169,7 @@ def serve():
         scratch.start()
     except BaseException:
         scratch.stop()
+        _kill_stray_postmaster(scratch)
         raise
     yield scratch
     log = scratch.stop()
@@ -175,9 +178,19 @@ def serve():
     left = [pid for pid in pids if process_alive(pid)]
     for pid in left:  # never leave strays behind, even when the test fails
         os.kill(pid, signal.SIGKILL)
-    assert not left, f"processes left running after serve stopped: {left}\n{log[-3000:]}"
-    assert scratch.postmaster_pid() is None or not process_alive(scratch.postmaster_pid())
+    postmaster_left = _kill_stray_postmaster(scratch)
     shutil.rmtree(base, ignore_errors=True)
+    assert not left, f"processes left running after serve stopped: {left}\n{log[-3000:]}"
+    assert not postmaster_left, "serve left the embedded PostgreSQL running"
+
+
+def _kill_stray_postmaster(scratch: ScratchServe) -> bool:
+    """Kill the scratch postmaster if it still runs; True if it did."""
+    pid = scratch.postmaster_pid()
+    if pid and process_alive(pid):
+        os.kill(pid, signal.SIGKILL)
+        return True
+    return False
 
 
 def database_ok(serve: ScratchServe) -> bool:
