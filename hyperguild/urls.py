@@ -22,3 +22,4 @@ urlpatterns = [
 
 handler400 = "hyperguild.middleware.bad_request"
 handler500 = "hyperguild.middleware.server_error"
+handler404 = "hyperguild.middleware.not_found"
