@@ -5,7 +5,7 @@ answered as `X-Request-Id`) and refuses, before any view runs:
 
 - a Host outside ALLOWED_HOSTS: 400 JSON, one log line (no traceback, at most one per
   `BAD_HOST_LOG_EVERY_SECONDS` with a count, so bad Hosts cannot flood the log);
-- a NUL or a lone surrogate in the URL path: 400;
+- a NUL or a lone surrogate in the URL path, a query parameter or a UI form field: 400;
 - on the JSON API (`/mcp/*` and every DRF view) a body over the limit: 413 JSON
   (HYPERGUILD_MCP_MAX_BODY on /mcp/*, HYPERGUILD_REST_MAX_BODY elsewhere);
 - on REST JSON bodies: nesting deeper than HYPERGUILD_JSON_MAX_DEPTH, NaN/Infinity,
@@ -105,8 +105,14 @@ class GuardMiddleware:
         problem = text_problem(request.path_info)
         if problem:
             return self._bad(request, f"The URL path {problem}.")
-        if request.method not in BODY_METHODS or not is_api_request(request):
+        for name, values in request.GET.lists():
+            problem = text_problem(name) or next(filter(None, map(text_problem, values)), None)
+            if problem:
+                return self._bad(request, f"The query parameter {name[:40]!r} {problem}.")
+        if request.method not in BODY_METHODS:
             return None
+        if not is_api_request(request):
+            return self._check_form(request)
         is_mcp = request.path_info.startswith("/mcp/")
         limit, setting = (
             (settings.HYPERGUILD_MCP_MAX_BODY, "HYPERGUILD_MCP_MAX_BODY")
@@ -134,6 +140,20 @@ class GuardMiddleware:
             loads_limited(body, settings.HYPERGUILD_JSON_MAX_DEPTH)
         except InputRejected as exc:
             return json_error(request, 400, "invalid", exc.message)
+        return None
+
+    def _check_form(self, request: HttpRequest) -> HttpResponse | None:
+        """UI forms: a NUL or lone surrogate in any field is refused before a view (or the database) sees it."""
+        if not request.META.get("CONTENT_TYPE", "").startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
+            return None
+        try:
+            fields = list(request.POST.lists())
+        except RequestDataTooBig:
+            return HttpResponse("The form is too large.", status=413, content_type="text/plain; charset=utf-8")
+        for name, values in fields:
+            problem = text_problem(name) or next(filter(None, map(text_problem, values)), None)
+            if problem:
+                return self._bad(request, f"The form field {name[:40]!r} {problem}.")
         return None
 
     def _bad(self, request: HttpRequest, message: str) -> HttpResponse:
@@ -187,3 +207,11 @@ def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
     if is_api_request(request):
         return json_error(request, 400, "bad_request", message)
     return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """handler404: JSON for API callers and for any client that does not ask for HTML; a plain page for browsers."""
+    accept = request.META.get("HTTP_ACCEPT", "")
+    if is_api_request(request) or "text/html" not in accept:
+        return json_error(request, 404, "not_found", "Nothing here: check the path.")
+    return HttpResponse("Not found.", status=404, content_type="text/plain; charset=utf-8")

@@ -23,3 +23,4 @@ urlpatterns = [
 
 handler400 = "hyperguild.middleware.bad_request"
 handler500 = "hyperguild.middleware.server_error"
+handler404 = "hyperguild.middleware.not_found"

@@ -13,6 +13,10 @@
 
 Every failure is an EmbedderError naming the service: unreachable, timed out,
 5xx after a retry, a 4xx, an answer of the wrong shape or dimension.
+
+`embed_query` is on a person's path (brain_query, /query): one attempt of at most
+BRAIN_QUERY_EMBED_TIMEOUT; `embed_documents` (indexing) keeps BRAIN_EMBED_TIMEOUT and a
+retry. Both count towards the service's circuit breaker (hyperguild.lib.http).
 """
 
 from __future__ import annotations

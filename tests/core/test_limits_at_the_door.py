@@ -271,3 +271,18 @@ def test_a_bad_host_is_400_json_without_a_traceback_or_a_log_flood(asgi_server, 
     host_records = [record for record in caplog.records if "evil.example" in record.getMessage() or "Host" in record.getMessage()]
     assert len(host_records) <= 1, [record.getMessage() for record in host_records]
     assert not any(record.exc_info for record in caplog.records)
+
+
+def test_a_nul_in_a_ui_form_or_query_parameter_is_a_400_and_changes_nothing(django_user_model):
+    from brain.actions import do_write_raw_note
+
+    user = django_user_model.objects.create_user("staff", password="pw-123456", is_staff=True)
+    note = do_write_raw_note(title="Keep me", body="b")
+    ui = Client(raise_request_exception=False)
+    ui.force_login(user)
+    response = ui.post(f"/review/{note.pk}/reject/", {"reason": "bad\x00reason"})
+    assert response.status_code == 400 and b"NUL" in response.content
+    note.refresh_from_db()
+    assert note.status == "raw"
+    response = ui.get("/search/?q=a%00b")
+    assert response.status_code == 400 and b"NUL" in response.content

@@ -12,6 +12,9 @@ at the end of the run.
 from __future__ import annotations
 
 import json
+import os
+import threading
+import time
 
 import pytest
 from django.test import Client
@@ -19,6 +22,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
+from hyperguild.mcp.cancellation import RUNNING
 from hyperguild.mcp.registry import all_endpoints
 from tests.fuzz.conftest import CALLS, SERVER_ERRORS
 from tests.fuzz.strategies import ANY_JSON, HOSTILE_STRINGS, from_schema, hostile_values, tool_arguments
@@ -26,9 +30,10 @@ from tests.fuzz.strategies import ANY_JSON, HOSTILE_STRINGS, from_schema, hostil
 pytestmark = pytest.mark.django_db
 
 TOKEN = "fuzz-token"
-EXAMPLES_PER_TOOL = 230
+EXAMPLES_PER_TOOL = int(os.environ.get("FUZZ_EXAMPLES_PER_TOOL", 230))
 EXAMPLES_PER_REST_ENDPOINT = 200
 EXAMPLES_OF_RAW_MESSAGES = 300
+GIVE_UP_AFTER = 0.05  # seconds; see give_up_on_slow_calls
 
 FUZZ = dict(
     deadline=None,
@@ -111,8 +116,27 @@ def fuzz_client(settings, tmp_path, monkeypatch):
     # caller gets its clean "did not finish" tool error at once instead of waiting the run budget.
     monkeypatch.setattr(supervisor_tools, "run_budget_seconds", lambda: 0.0)
     bm25.reset()
+    stop = threading.Event()
+    watchdog = threading.Thread(target=give_up_on_slow_calls, args=(stop,), daemon=True)
+    watchdog.start()
     yield Client(raise_request_exception=False)
+    stop.set()
+    watchdog.join(5)
     bm25.reset()
+
+
+def give_up_on_slow_calls(stop: threading.Event) -> None:
+    """Cancel any call in flight for more than GIVE_UP_AFTER seconds, as a client that gives up does.
+
+    A worker skill's valid call queues a run and waits for a worker; no worker runs here, so
+    without this each such call would wait out the run budget. The cancellation is the real
+    path (RUNNING, then the run is cancelled before it started) and the answer is still checked.
+    """
+    while not stop.wait(0.02):
+        now = time.time()
+        for _, _, ctx in RUNNING.snapshot():
+            if now - ctx.started_at > GIVE_UP_AFTER:
+                ctx.cancelled.set()
 
 
 def check(response, door: str, sent: bytes) -> None:
