@@ -751,16 +751,20 @@ def shared_dir(corpus_id: str | None) -> Path | None:
 
 
 class _file_lock:
-    """One process at a time builds or merges a base for a corpus on this machine; the others then map it."""
+    """One process at a time builds or merges a shared base on this machine; the others then map it.
+
+    One lock file for the whole BRAIN_BM25_DIR: corpora are rarely more than one per machine, and
+    a folder per corpus is made only when a base is written into it.
+    """
 
     def __init__(self, directory: Path | None) -> None:
-        self.directory = directory
+        self.root = directory.parent if directory is not None else None
         self.handle = None
 
     def __enter__(self):
-        if self.directory is not None:
-            self.directory.mkdir(parents=True, exist_ok=True)
-            self.handle = open(self.directory / ".lock", "w")  # noqa: SIM115
+        if self.root is not None:
+            self.root.mkdir(parents=True, exist_ok=True)
+            self.handle = open(self.root / ".lock", "w")  # noqa: SIM115
             fcntl.flock(self.handle, fcntl.LOCK_EX)
         return self
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -452,8 +453,15 @@ class ScratchDatabase:
         return self
 
     def __exit__(self, *exc) -> None:
+        try:
+            corpus_id = BrainVersion.current_with_corpus()[1]
+        except Exception:  # noqa: BLE001 — leaving anyway; a stray segment folder is harmless
+            corpus_id = ""
         self._switch(self.original)
         bm25.reset()
+        directory = bm25.shared_dir(corpus_id)
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)  # the scratch corpus's shared base, if it had one
         with self.connection.cursor() as cursor:
             cursor.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
