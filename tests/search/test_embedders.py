@@ -62,8 +62,15 @@ def test_a_server_that_changes_dimension_midway_is_refused(embed_server):
 def test_a_5xx_is_retried_once_then_an_error_naming_the_service(embed_server):
     embed_server.mode = "error"
     with pytest.raises(EmbedderError, match=r"ollama embedder \(fake-embed\).*HTTP 500"):
-        OllamaEmbedder(embed_server.url, "fake-embed", timeout=2).embed_query("hi")
+        OllamaEmbedder(embed_server.url, "fake-embed", timeout=2).embed_documents(["hi"])
     assert len(embed_server.requests) == ATTEMPTS
+
+
+def test_a_query_embedding_gets_one_attempt_a_person_waits_on_it(embed_server):
+    embed_server.mode = "error"
+    with pytest.raises(EmbedderError, match=r"ollama embedder \(fake-embed\).*after 1 attempt: HTTP 500"):
+        OllamaEmbedder(embed_server.url, "fake-embed", timeout=2, query_timeout=1).embed_query("hi")
+    assert len(embed_server.requests) == 1
 
 
 def test_a_4xx_is_not_retried(embed_server):
