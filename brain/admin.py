@@ -6,7 +6,7 @@ from django.contrib import admin, messages
 from django.urls import reverse
 
 from brain.actions import BrainInputError, do_archive_note, do_promote_note, do_reject_note
-from brain.models import BrainVersion, Embedding, MirrorFile, Note, NoteChunk, NoteLink, NoteStatus
+from brain.models import BrainVersion, Embedding, MirrorFile, Note, NoteChange, NoteChunk, NoteLink, NoteStatus
 
 
 class LinkOutInline(admin.TabularInline):
@@ -147,8 +147,27 @@ class EmbeddingAdmin(admin.ModelAdmin):
 
 @admin.register(BrainVersion)
 class BrainVersionAdmin(admin.ModelAdmin):
-    list_display = ("id", "version")
-    readonly_fields = ("id", "version")
+    list_display = ("id", "version", "corpus_id")
+    readonly_fields = ("id", "version", "corpus_id")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(NoteChange)
+class NoteChangeAdmin(admin.ModelAdmin):
+    """The search index's change log (read-only): which note changed at which corpus version."""
+
+    list_display = ("version", "note_id", "created_at")
+    search_fields = ("=note_id", "=version")
+    list_filter = ("created_at",)
+    ordering = ("-version",)
 
     def has_add_permission(self, request) -> bool:
         return False
