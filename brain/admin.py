@@ -12,6 +12,7 @@ from brain.models import (
     Embedding,
     MirrorFile,
     Note,
+    NoteChange,
     NoteChunk,
     NoteLink,
     NoteRevision,
@@ -193,8 +194,27 @@ class EmbeddingAdmin(admin.ModelAdmin):
 
 @admin.register(BrainVersion)
 class BrainVersionAdmin(admin.ModelAdmin):
-    list_display = ("id", "version")
-    readonly_fields = ("id", "version")
+    list_display = ("id", "version", "corpus_id")
+    readonly_fields = ("id", "version", "corpus_id")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(NoteChange)
+class NoteChangeAdmin(admin.ModelAdmin):
+    """The search index's change log (read-only): which note changed at which corpus version."""
+
+    list_display = ("version", "note_id", "created_at")
+    search_fields = ("=note_id", "=version")
+    list_filter = ("created_at",)
+    ordering = ("-version",)
 
     def has_add_permission(self, request) -> bool:
         return False
