@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 
 import dj_database_url
@@ -274,6 +275,10 @@ def _database() -> dict:
 
         url = embedded_database_url(DATA_DIR)
     pool = env_int("HYPERGUILD_DB_POOL", 0, minimum=0, maximum=500)
+    if "qcluster" in sys.argv:
+        # django-q2 forks its workers: a pool opened before the fork would share sockets
+        # (and the advisory locks taken on them) between processes. Workers connect directly.
+        pool = 0
     config = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=not pool)
     config["ENGINE"] = "django.db.backends.postgresql"
     if pool:
