@@ -5,8 +5,8 @@ import os
 _POOL_DEFAULT_SET_HERE = "HYPERGUILD_DB_POOL" not in os.environ
 os.environ.setdefault("HYPERGUILD_DB_POOL", "8")
 
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-from django.core.asgi import get_asgi_application
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402 (after the pool default)
+from django.core.asgi import get_asgi_application  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hyperguild.settings")
 # The browser UI and the admin need their vendored CSS/JS; the service runs

@@ -76,6 +76,7 @@ def cluster():
         CLAUDE_BINARY=str(FAKE_CLAUDE),
         FAKE_CLAUDE_STATE=str(fake.state),
         FAKE_CLAUDE_SCRIPT=str(fake.script_path),
+        SUPERVISOR_WORKER_ENV_ALLOW="FAKE_CLAUDE_*",  # the worker environment is an allow-list
         SUPERVISOR_ALLOWED_ROOTS=str(allowed),
         SUPERVISOR_TIMEOUT="30", SUPERVISOR_IDLE_TIMEOUT="30", SUPERVISOR_QUEUE_WAIT="20",
         LITELLM_BASE_URL="http://127.0.0.1:9/litellm",
