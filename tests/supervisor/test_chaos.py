@@ -271,7 +271,11 @@ def test_chaos_no_acknowledged_write_is_lost_and_no_process_is_orphaned(serve):
 
     caller = threading.Thread(target=call, daemon=True)
     caller.start()
-    claude = wait_for(lambda: len(serve.fake.pids()) == 3 and serve.fake.pids(), 90, "the fake claude to start")
+    try:
+        claude = wait_for(lambda: len(serve.fake.pids()) == 3 and serve.fake.pids(), 90, "the fake claude to start")
+    except AssertionError as exc:  # say why: the run's state and what serve printed
+        runs = serve.query("SELECT status, message FROM supervisor_skillrun ORDER BY id")
+        raise AssertionError(f"{exc}; runs: {runs}; serve log: {serve.log_path.read_text()[-3000:]}") from None
     serve.remember_tree()
     (worker_pid,) = serve.query("SELECT worker_pid FROM supervisor_skillrun WHERE status = 'running'")[0]
     os.kill(worker_pid, signal.SIGKILL)

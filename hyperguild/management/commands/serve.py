@@ -28,6 +28,7 @@ from hyperguild.checks import public_bind_problem
 from hyperguild.lib.embedded_db import ensure_embedded_database, stop_embedded_database
 from hyperguild.mcp.registry import all_endpoints
 
+WORKER_RESTART_SECONDS = 5  # at most one restart of a dying worker cluster this often
 DB_CHECK_SECONDS = 1.0
 
 
@@ -82,9 +83,11 @@ class Command(BaseCommand):
             start_new_session=True,
         )
         children.append(server)
+        def start_worker() -> subprocess.Popen:
+            return subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, start_new_session=True)
+
         if not no_worker:
-            worker = subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, start_new_session=True)
-            children.append(worker)
+            children.append(start_worker())
             from django_q.tasks import async_task
 
             async_task("hyperguild.tasks.heartbeat")  # healthy as soon as the worker runs, not a minute later
@@ -103,10 +106,19 @@ class Command(BaseCommand):
                 self._print_banner(settings.HYPERGUILD_PUBLIC_URL or base)
             supervise_db = not os.environ.get("DATABASE_URL")
             next_db_check = time.monotonic() + DB_CHECK_SECONDS
+            last_worker_start = time.monotonic()
             while not stopping:
-                for child in children:
-                    if child.poll() is not None:
-                        self.stderr.write(f"process {child.args[2] if len(child.args) > 2 else child.args} exited with {child.returncode}; stopping")
+                for index, child in enumerate(children):
+                    if child.poll() is None:
+                        continue
+                    if child is not server and time.monotonic() - last_worker_start >= WORKER_RESTART_SECONDS:
+                        # The worker cluster can die with the database (an outage mid-poll): start it
+                        # again rather than take the web server down with it.
+                        self.stderr.write(f"the worker (qcluster) exited with {child.returncode}; starting it again")
+                        children[index] = start_worker()
+                        last_worker_start = time.monotonic()
+                    elif child is server:
+                        self.stderr.write(f"the web server exited with {child.returncode}; stopping")
                         stopping = True
                 if supervise_db and time.monotonic() >= next_db_check:
                     self.supervise_database()
