@@ -18,6 +18,7 @@ from brain.models import (
     NoteRevision,
     NoteStatus,
 )
+from hyperguild.admin_mixins import ReadOnlyAdminMixin
 
 
 class LinkOutInline(admin.TabularInline):
@@ -110,7 +111,7 @@ class NoteLinkAdmin(admin.ModelAdmin):
 
 
 @admin.register(NoteRevision)
-class NoteRevisionAdmin(admin.ModelAdmin):
+class NoteRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Every reviewer change, read-only; undo goes through the same action as the UI."""
 
     list_display = ("note", "action", "user", "created_at", "version_before", "version_after", "undone_at")
@@ -123,14 +124,6 @@ class NoteRevisionAdmin(admin.ModelAdmin):
     )  # fmt: skip
     actions = ["undo_revisions"]
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
     @admin.action(description="Undo the selected changes (their whole action)")
     def undo_revisions(self, request, queryset):
@@ -193,22 +186,14 @@ class EmbeddingAdmin(admin.ModelAdmin):
 
 
 @admin.register(BrainVersion)
-class BrainVersionAdmin(admin.ModelAdmin):
+class BrainVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("id", "version", "corpus_id")
     readonly_fields = ("id", "version", "corpus_id")
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(NoteChange)
-class NoteChangeAdmin(admin.ModelAdmin):
+class NoteChangeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """The search index's change log (read-only): which note changed at which corpus version."""
 
     list_display = ("version", "note_id", "created_at")
@@ -216,14 +201,6 @@ class NoteChangeAdmin(admin.ModelAdmin):
     list_filter = ("created_at",)
     ordering = ("-version",)
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(AreaDescription)

@@ -5,26 +5,14 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.urls import reverse
 
+from hyperguild.admin_mixins import ReadOnlyAdminMixin
 from sessions.actions import FlaggedExample, do_approve_example, do_reject_example, do_swap_dpo
 from sessions.models import AgentSession, RetrospectiveRun, SessionEntry, TrainingExample
 
 ENTRY_FIELDS = ("seq", "kind", "skill", "phase", "status", "message", "data", "redactions", "idempotency_key", "source", "occurred_at", "created_at")
 
 
-class ReadOnlyMixin:
-    """Logs are written by the service only; the admin shows them."""
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
-
-class SessionEntryInline(ReadOnlyMixin, admin.TabularInline):
+class SessionEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = SessionEntry
     fields = ENTRY_FIELDS
     readonly_fields = ENTRY_FIELDS
@@ -49,7 +37,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
 
 
 @admin.register(SessionEntry)
-class SessionEntryAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class SessionEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("session", "seq", "kind", "skill", "phase", "status", "short_message", "created_at")
     list_filter = ("kind", "status", "source", "skill")
     search_fields = ("session__external_id", "message", "idempotency_key")
@@ -63,7 +51,7 @@ class SessionEntryAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(RetrospectiveRun)
-class RetrospectiveRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class RetrospectiveRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("session", "method", "model", "status", "created_at")
     list_filter = ("method", "status")
     search_fields = ("session__external_id",)
