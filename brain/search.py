@@ -25,6 +25,8 @@ import logging
 import re
 from dataclasses import dataclass, field
 
+from django.db import connection
+
 from brain import backlog, bm25, floors, vectors
 from brain.errors import BrainError
 from brain.models import Note, NoteStatus
@@ -250,25 +252,40 @@ def fuse(rankings: dict[str, list[int]], weights: dict[str, float]) -> list[tupl
     return [(i, scores[i], ranks[i]) for i in order]
 
 
+def hit_rows(ids: list[int]) -> dict[int, tuple]:
+    """id → (id, slug, title, path, wing, hall, status, body): only the columns a hit shows
+    (no JSON fields to decode, no model instances; this is brain_query's hot path)."""
+    if not ids:
+        return {}
+    # Plain SQL: building this query through the ORM cost more than running it.
+    table = connection.ops.quote_name(Note._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, slug, title, path, wing, hall, status, body FROM {table} WHERE id = ANY(%s)",  # noqa: S608
+            [list(ids)],
+        )
+        return {row[0]: row for row in cursor.fetchall()}
+
+
 def _hits(fused, tokens: list[str], passages: dict[int, str]) -> list[Hit]:
-    ids = [note_id for note_id, _, _ in fused]
-    notes = Note.objects.in_bulk(ids)
+    rows = hit_rows([note_id for note_id, _, _ in fused])
     hits = []
     for note_id, score, ranks in fused:
-        note = notes.get(note_id)
-        if note is None or note.status == NoteStatus.ARCHIVED:  # changed since the index was built
+        row = rows.get(note_id)
+        if row is None or row[6] == NoteStatus.ARCHIVED:  # changed since the index was built
             continue
+        _, slug, title, path, wing, hall, status, body = row
         hits.append(
             Hit(
-                note_id=note.id,
-                slug=note.slug,
-                title=note.title,
-                path=note.path,
-                wing=note.wing,
-                hall=note.hall,
-                status=note.status,
+                note_id=note_id,
+                slug=slug,
+                title=title,
+                path=path,
+                wing=wing,
+                hall=hall,
+                status=status,
                 score=float(score),
-                excerpt=excerpt(note.body, tokens, fallback=passages.get(note_id)),
+                excerpt=excerpt(body, tokens, fallback=passages.get(note_id)),
                 rankers=ranks,
             )
         )
@@ -294,13 +311,28 @@ def excerpt(body: str, tokens: list[str], *, fallback: str | None = None, size: 
     if not best_hits:
         return _clip(fallback or body, 0, size)
     # Centre the window on the first matching word.
-    for match in bm25.WORD_RE.finditer(best):
+    for match in _candidate_words(best, wanted):
         word_tokens = bm25.word_tokens(match.group())
         if word_tokens and word_tokens[0] in wanted:
             return _clip(best, max(0, match.start() - size // 4), size)
     if len(passages) == 1 and not wanted.intersection(bm25.tokenize(best)):
         return _clip(fallback or body, 0, size)
     return _clip(best, 0, size)
+
+
+def _candidate_words(text: str, wanted: set[str]):
+    """The words of `text` that may tokenise to a wanted term, in order.
+
+    In ASCII text a word's stem starts with the word's own first letter, lowercased (the
+    stemmer's irregular forms too: dying → die, skies → sky), so only words starting with
+    a wanted term's first letter can match, and the regex engine skips the rest. Other
+    text (NFKC may change a letter, CJK splits words) gets every word.
+    """
+    initials = {term[0] for term in wanted if term}
+    if not text.isascii() or not initials or not all(c.isascii() and c.isalnum() for c in initials):
+        return bm25.WORD_RE.finditer(text)
+    letters = "".join(sorted(initials | {c.upper() for c in initials}))
+    return re.finditer(rf"(?<!\w)[{letters}]\w*", text)
 
 
 def _clip(text: str, start: int, size: int) -> str:

@@ -5,13 +5,18 @@ import os
 _POOL_DEFAULT_SET_HERE = "HYPERGUILD_DB_POOL" not in os.environ
 os.environ.setdefault("HYPERGUILD_DB_POOL", "8")
 
+import django  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402 (after the pool default)
-from django.core.asgi import get_asgi_application  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hyperguild.settings")
-# The browser UI and the admin need their vendored CSS/JS; the service runs
-# offline with no separate web server in front, so it serves /static/ itself.
-application = ASGIStaticFilesHandler(get_asgi_application())
+django.setup(set_prefix=False)
+
+from hyperguild.asgi_handler import SyncChainASGIHandler  # noqa: E402 (after setup)
+
+# One synchronous middleware chain per request (see asgi_handler). The browser UI and the
+# admin need their vendored CSS/JS; the service runs offline with no separate web server
+# in front, so it serves /static/ itself.
+application = ASGIStaticFilesHandler(SyncChainASGIHandler())
 
 if _POOL_DEFAULT_SET_HERE:
     # The web default must not leak into processes started from this one (a django-q2 cluster

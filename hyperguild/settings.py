@@ -57,6 +57,8 @@ HYPERGUILD_ALLOW_NO_AUTH = env_bool("HYPERGUILD_ALLOW_NO_AUTH", False)
 # Web server processes `make run` / `manage.py serve` starts (uvicorn --workers): one per core by default,
 # since a Python process uses one core at a time; each maps the same shared BM25 base segment.
 HYPERGUILD_WEB_WORKERS = env_int("HYPERGUILD_WEB_WORKERS", os.cpu_count() or 1, minimum=1, maximum=64)
+# Requests one web process runs at once; the others wait in arrival order (hyperguild/lib/admission.py).
+HYPERGUILD_WEB_CONCURRENCY = env_int("HYPERGUILD_WEB_CONCURRENCY", 2, minimum=1, maximum=256)
 ALLOWED_HOSTS = env_list("HYPERGUILD_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 # Origins allowed to call the MCP endpoints; "*" in the port position means any port.
 HYPERGUILD_ALLOWED_ORIGINS = env_list(
@@ -231,6 +233,13 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",
+]
+# What /mcp/* requests pass through (hyperguild/asgi_handler.py): bearer tokens, never cookies,
+# so the session, CSRF, login and browser-header middleware above have nothing to do there.
+HYPERGUILD_MCP_MIDDLEWARE = [
+    "hyperguild.middleware.GuardMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",  # Content-Length, as on every other answer
 ]
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 # Notes are user-written markdown: images from other hosts (tracking pixels) must not load in the UI.

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from django.conf import settings
 
+from hyperguild.lib import admission
 from hyperguild.lib.text import EXCERPT_CHARS, excerpt
 
 T = TypeVar("T")
@@ -362,7 +363,22 @@ class ServiceClient:
             )
         timeout = self.timeout if timeout is None else timeout
         retries = self.retries if retries is None else retries
-        attempts_allowed = 1 if probe else retries + 1  # a half-open probe is one attempt
+        # A web request waiting on another service gives its place to the next one meanwhile.
+        with admission.outside():
+            return self._attempts(method, url, shown, json, timeout, any_status, 1 if probe else retries + 1, probe)
+
+    def _attempts(
+        self,
+        method: str,
+        url: str,
+        shown: str,
+        json: Any,
+        timeout: float,
+        any_status: bool,
+        attempts_allowed: int,
+        probe: bool,
+    ) -> httpx.Response:
+        """Up to `attempts_allowed` attempts (a half-open probe is one), with backoff between them."""
         attempt = 0
         while True:
             attempt += 1
@@ -411,7 +427,9 @@ class ServiceClient:
         status = response.status_code
         if any_status or not (status in RETRYABLE_STATUSES or status >= 500):
             return response
-        return _Attempt(f"HTTP {status}: {response_excerpt(response)}", status, retry_after=_retry_after_seconds(response))
+        return _Attempt(
+            f"HTTP {status}: {response_excerpt(response)}", status, retry_after=_retry_after_seconds(response)
+        )
 
     def close(self) -> None:
         """Close a private client; the shared pool stays open for the other clients."""

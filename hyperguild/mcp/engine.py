@@ -18,6 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from hyperguild.lib import admission
 from hyperguild.lib.schema import format_schema_errors, schema_problems
 from hyperguild.mcp.cancellation import RUNNING
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError
@@ -315,6 +316,8 @@ class Dispatcher:
             return tool_error_result(f"Invalid arguments for {name}: {format_schema_errors(problems)}")
 
         RUNNING.add(ctx)
+        if tool.open_world:
+            admission.leave()  # it waits on a worker or a model: quick calls must not wait behind it
         try:
             ctx.check_cancelled()
             structured = tool.handler(arguments, ctx)
@@ -347,9 +350,14 @@ class Dispatcher:
             logger.error("tool %s returned output that breaks its schema: %s", name, format_schema_errors(output_problems))
             record.status = "invalid_output"
             return tool_error_result(f"{name} produced a result that does not match its outputSchema; see the server log")
-        structured, truncated = fit_to_budget(structured, settings.HYPERGUILD_MCP_MAX_OUTPUT_CHARS)
+        # Compact: this text is what lands in the model's context, and indentation only costs tokens.
+        text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+        truncated = False
+        if len(text) > settings.HYPERGUILD_MCP_MAX_OUTPUT_CHARS:
+            structured, truncated = fit_to_budget(structured, settings.HYPERGUILD_MCP_MAX_OUTPUT_CHARS)
+            text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
         result: dict[str, Any] = {
-            "content": [{"type": "text", "text": json.dumps(structured, ensure_ascii=False, indent=1)}],
+            "content": [{"type": "text", "text": text}],
             "structuredContent": structured,
             "isError": False,
         }

@@ -27,7 +27,9 @@ def reference_excerpt(body: str, tokens: list[str], *, fallback: str | None = No
     return _clip(best, max(0, start - size // 4), size)
 
 
-WORDS = ["vacuum", "Planner", "running", "the", "ﬁle", "東京", "indexes", "caches", "deploy", "rollback", "x"] + [
+WORDS = ["vacuum", "Planner", "running", "the", "ﬁle", "東京", "indexes", "caches", "deploy", "rollback", "x"]
+# The stemmer's irregular forms and case: the prefilter on first letters must never skip a match.
+WORDS += ["dying", "Die", "lying", "skies", "Sky", "Yes", "yearly", "UGLY", "news", "idly", "_x1", "9lives", "Lying"] + [
     f"w{i}" for i in range(60)
 ]
 

@@ -131,6 +131,7 @@ class Figures:
     def __init__(self) -> None:
         self.client: list[float] = []
         self.server: list[float] = []
+        self.per_client: list[float] = []  # each client's mean latency: is the load shared fairly?
         self.errors = 0
         self.first_error = ""
 
@@ -148,6 +149,17 @@ class Figures:
             f"p95 {percentile(self.client, 95):6.1f}  p99 {percentile(self.client, 99):6.1f} ms | "
             f"server p50 {percentile(s, 50):5.1f}  p95 {percentile(s, 95):5.1f}  p99 {percentile(s, 99):5.1f} ms"
             f" | {len(self.client)} calls, {self.errors} errors"
+        )
+
+    def fairness(self) -> str:
+        means = sorted(self.per_client)
+        if len(means) < 2:
+            return ""
+        return (
+            f"  each client's mean latency: min {means[0]:.1f}  median {percentile(means, 50):.1f}  "
+            f"max {means[-1]:.1f} ms (uneven: connections are shared unevenly between web processes)"
+            if means[-1] > 1.5 * means[0]
+            else f"  each client's mean latency: min {means[0]:.1f}  median {percentile(means, 50):.1f}  max {means[-1]:.1f} ms"
         )
 
 
@@ -238,6 +250,7 @@ class Command(BaseCommand):
         reads = await self.phase(port, corpus, clients, seconds)
         cpu_per_call = (server_cpu_seconds(server) - cpu) * 1000 / max(1, len(reads.client))
         self.stdout.write(f"brain_query, {clients} clients          : {reads.line(seconds)}")
+        self.stdout.write(reads.fairness())
         if reads.first_error:
             self.stdout.write(f"  first error: {reads.first_error}")
         self.stdout.write(f"  web-process CPU per brain_query: {cpu_per_call:.1f} ms (what load does not change much)")
@@ -287,6 +300,7 @@ class Command(BaseCommand):
         async def client(number: int) -> None:
             conn = Connection(port)
             calls = 0
+            mine: list[float] = []
             try:
                 while (calls_each is not None and calls < calls_each) or (
                     calls_each is None and time.perf_counter() < deadline
@@ -303,10 +317,13 @@ class Command(BaseCommand):
                         figures.error(status, payload)
                         continue
                     figures.client.append(elapsed)
+                    mine.append(elapsed)
                     if (ms := server_ms(headers)) is not None:
                         figures.server.append(ms)
             finally:
                 conn.close()
+                if mine:
+                    figures.per_client.append(sum(mine) / len(mine))
 
         await asyncio.gather(*(client(i) for i in range(clients)))
         return figures
@@ -406,8 +423,8 @@ class Command(BaseCommand):
 
     def breakdown(self, corpus: SyntheticCorpus) -> None:
         """Time the pieces of one brain_query in this process (same database, no HTTP)."""
-        from brain.models import BrainVersion, Note
-        from brain.search import search
+        from brain.models import BrainVersion
+        from brain.search import hit_rows, search
         from hyperguild.mcp.engine import CallRecord, Dispatcher
         from hyperguild.mcp.registry import ToolContext, get_endpoint
 
@@ -430,13 +447,13 @@ class Command(BaseCommand):
             timed("version query (SQL)", BrainVersion.current_with_corpus)
             ranking = timed("BM25 ranking", lambda t=tokens: snapshot.rank(t, limit=30, status="wiki"))
             ids = [note_id for note_id, _ in ranking[:10]]
-            timed("hits SQL (in_bulk)", lambda ids=ids: Note.objects.in_bulk(ids))
+            timed("hits SQL", lambda ids=ids: hit_rows(ids))
             timed("search() total", lambda q=query: search(q, limit=10))
             structured = timed("tool handler total", lambda q=query, i=i: tool.handler({"query": q}, ToolContext(
                 endpoint="brain", request_id=i)))  # fmt: skip
-            timed("output schema check", lambda s=structured: list(tool.output_validator.iter_errors(s)))
+            timed("output schema check (sampled)", lambda s=structured: list(tool.output_validator.iter_errors(s)))
             timed("JSON encoding", lambda s=structured: json.dumps({"result": {"structuredContent": s,
-                  "content": [{"type": "text", "text": json.dumps(s, ensure_ascii=False, indent=1)}]}}))  # fmt: skip
+                  "content": [{"type": "text", "text": json.dumps(s, ensure_ascii=False, separators=(",", ":"))}]}}))  # fmt: skip
             message = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
                        "params": {"name": "brain_query", "arguments": {"query": query}}}  # fmt: skip
             timed("JSON-RPC dispatch total", lambda m=message, i=i: Dispatcher(endpoint).handle(
