@@ -329,40 +329,63 @@ class Command(BaseCommand):
         return figures
 
     async def writer(self, port: int, rate: float, figures: Figures, lags: list[float], stop: asyncio.Event) -> None:
-        conn, probe = Connection(port), Connection(port)
+        """Writes at `rate` notes/s whatever their latency (open loop: a write does not wait for the
+        one before), on a few connections; every fifth note is then looked for until a query finds it."""
+        idle: list[Connection] = []
+        tasks: set[asyncio.Task] = set()
+
+        async def write(number: int) -> None:
+            conn = idle.pop() if idle else Connection(port)
+            marker = f"zqprobe{os.getpid()}x{number}"
+            arguments = {"title": f"Load note {number}", "body": f"written under load {marker}", "wing": "load"}
+            t0 = time.perf_counter()
+            try:
+                status, headers, _ = await conn.request(
+                    "POST", "/mcp/brain", rpc("tools/call", {"name": "brain_ingest", "arguments": arguments}, number)
+                )
+            finally:
+                idle.append(conn)
+            written = time.perf_counter()
+            if status != 200:
+                figures.errors += 1
+                return
+            figures.client.append((written - t0) * 1000)
+            if (ms := server_ms(headers)) is not None:
+                figures.server.append(ms)
+            if number % 5:
+                return
+            probe = Connection(port)  # a new connection: the kernel may hand it to another web process
+            try:
+                while time.perf_counter() - written < 5:
+                    query = {"query": marker, "wing": "load"}
+                    _, _, payload = await probe.request(
+                        "POST", "/mcp/brain", rpc("tools/call", {"name": "brain_query", "arguments": query}, 1)
+                    )
+                    if marker.encode() in payload:
+                        lags.append((time.perf_counter() - written) * 1000)
+                        return
+                    probe.close()
+                    probe = Connection(port)
+            finally:
+                probe.close()
+
         number = 0
         next_at = time.perf_counter()
         try:
             while not stop.is_set():
                 number += 1
-                marker = f"zqprobe{os.getpid()}x{number}"
-                arguments = {"title": f"Load note {number}", "body": f"written under load {marker}", "wing": "load"}
-                t0 = time.perf_counter()
-                status, headers, _ = await conn.request(
-                    "POST", "/mcp/brain", rpc("tools/call", {"name": "brain_ingest", "arguments": arguments}, number)
-                )
-                written = time.perf_counter()
-                if status == 200:
-                    figures.client.append((written - t0) * 1000)
-                    if (ms := server_ms(headers)) is not None:
-                        figures.server.append(ms)
-                else:
-                    figures.errors += 1
-                if number % 5 == 0:  # every fifth note: how soon does a query (any process) find it?
-                    while time.perf_counter() - written < 5:
-                        probe.close()  # a new connection: the kernel may hand it to another web process
-                        query = {"query": marker, "wing": "load"}
-                        _, _, payload = await probe.request(
-                            "POST", "/mcp/brain", rpc("tools/call", {"name": "brain_query", "arguments": query}, 1)
-                        )
-                        if marker.encode() in payload:
-                            lags.append((time.perf_counter() - written) * 1000)
-                            break
+                task = asyncio.create_task(write(number))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
                 next_at += 1 / rate
                 await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+            if tasks:
+                await asyncio.wait(tasks, timeout=10)
         finally:
-            conn.close()
-            probe.close()
+            for task in tasks:
+                task.cancel()
+            for conn in idle:
+                conn.close()
 
     async def ping_ratio(self, port: int, clients: int, samples: int) -> None:
         if self.bare_view is None:
