@@ -335,16 +335,20 @@ class Command(BaseCommand):
         tasks: set[asyncio.Task] = set()
 
         async def write(number: int) -> None:
-            conn = idle.pop() if idle else Connection(port)
             marker = f"zqprobe{os.getpid()}x{number}"
             arguments = {"title": f"Load note {number}", "body": f"written under load {marker}", "wing": "load"}
+            body = rpc("tools/call", {"name": "brain_ingest", "arguments": arguments}, number)
             t0 = time.perf_counter()
-            try:
-                status, headers, _ = await conn.request(
-                    "POST", "/mcp/brain", rpc("tools/call", {"name": "brain_ingest", "arguments": arguments}, number)
-                )
-            finally:
+            status, headers = 0, {}
+            for fresh in (False, True):  # a kept connection the server closed while idle: once more on a new one
+                conn = idle.pop() if idle and not fresh else Connection(port)
+                try:
+                    status, headers, _ = await conn.request("POST", "/mcp/brain", body)
+                except (OSError, asyncio.IncompleteReadError):
+                    conn.close()
+                    continue
                 idle.append(conn)
+                break
             written = time.perf_counter()
             if status != 200:
                 figures.errors += 1
@@ -358,9 +362,12 @@ class Command(BaseCommand):
             try:
                 while time.perf_counter() - written < 5:
                     query = {"query": marker, "wing": "load"}
-                    _, _, payload = await probe.request(
-                        "POST", "/mcp/brain", rpc("tools/call", {"name": "brain_query", "arguments": query}, 1)
-                    )
+                    try:
+                        _, _, payload = await probe.request(
+                            "POST", "/mcp/brain", rpc("tools/call", {"name": "brain_query", "arguments": query}, 1)
+                        )
+                    except (OSError, asyncio.IncompleteReadError):
+                        payload = b""
                     if marker.encode() in payload:
                         lags.append((time.perf_counter() - written) * 1000)
                         return
