@@ -288,7 +288,10 @@ def _database() -> dict:
         # django-q2 forks its workers: a pool opened before the fork would share sockets
         # (and the advisory locks taken on them) between processes. Workers connect directly.
         pool = 0
-    config = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=not pool)
+    # Health checks on: without a pool Django tests a reused connection; with one, the pool tests each
+    # connection it lends (an empty query), so after a database restart no call fails on a connection
+    # that died with the old server (tests/supervisor/test_chaos.py).
+    config = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
     config["ENGINE"] = "django.db.backends.postgresql"
     if pool:
         # A pool per process (psycopg_pool): a request borrows a connection instead of opening one,

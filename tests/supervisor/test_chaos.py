@@ -212,6 +212,22 @@ def test_serve_starts_the_embedded_database_again_when_it_dies_and_the_app_recon
     print(f"embedded PostgreSQL back {seconds:.1f} s after kill -9 of its postmaster")
 
 
+def test_after_a_database_restart_no_call_fails_on_a_dead_pooled_connection(serve):
+    # Each web process keeps HYPERGUILD_DB_POOL connections open; a PostgreSQL restart kills them
+    # all. Without a check on checkout, each one failed the next call that borrowed it.
+    old = serve.kill_database()
+    serve.wait_database_back(old)
+    wait_for(lambda: database_ok(serve), 30, "/health to see the database again")
+    failures = []
+    for number in range(40):  # a new connection each time: the calls spread over the web processes
+        response = mcp_post(f"{serve.url}/mcp/brain", rpc("tools/call", {"name": "session_log", "arguments": {
+            "session_id": "after-restart", "kind": "note", "message": f"entry {number}"}}, number), timeout=30)
+        result = tool_answer(response).get("result", {})
+        if response.status_code != 200 or result.get("isError", True):
+            failures.append(result.get("content", [{}])[0].get("text", response.text)[:200])
+    assert not failures, f"{len(failures)} of 40 calls failed after the restart: {failures[:3]}"
+
+
 def test_chaos_no_acknowledged_write_is_lost_and_no_process_is_orphaned(serve):
     # 1. The database dies in the middle of a stream of session_log writes.
     session_id = f"chaos-{uuid.uuid4().hex[:8]}"
