@@ -47,9 +47,10 @@ def qcluster(fake_claude, allowed_root, settings):
     yield process
     os.killpg(process.pid, signal.SIGTERM)
     try:
-        process.wait(timeout=20)
+        process.wait(timeout=5)  # a cluster waits on its workers' sleeps: past 5 s, end it (its whole group)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=5)
 
 
 def test_tdd_red_runs_in_the_django_q2_worker_and_streams_progress(asgi_server, qcluster, fake_claude, python_project):

@@ -55,7 +55,7 @@ def start_qcluster(settings, allowed_root, **extra: str) -> subprocess.Popen:
 def stop_qcluster(process: subprocess.Popen) -> None:
     try:
         os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=20)
+        process.wait(timeout=5)  # a cluster waits on its workers' sleeps: past 5 s, end it (its whole group)
     except ProcessLookupError:
         pass
     except subprocess.TimeoutExpired:
