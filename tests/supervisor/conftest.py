@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -82,6 +84,26 @@ def python_project(allowed_root) -> Path:
     (project / "calc.py").write_text("def double(x):\n    return 2 * x\n")
     (project / "tests" / "test_double.py").write_text("from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n")
     return project
+
+
+def stop_process_group(process, grace: float = 5.0) -> None:
+    """Stop a process started with start_new_session: SIGTERM to its leader, then SIGKILL to the group.
+
+    The leader gets the SIGTERM, as `serve` and systemd's KillMode=mixed send it: a django-q2
+    cluster whose every process got SIGTERM at once does not stop (its sentinel waits on children
+    that are gone), while one whose sentinel alone got it stops in about a second. Whatever of the
+    group is left after `grace` seconds (or after the leader exited) is killed.
+    """
+    try:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait(timeout=5)
 
 
 def process_alive(pid: int) -> bool:

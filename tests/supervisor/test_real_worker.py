@@ -10,7 +10,6 @@ the fake claude and pytest, the handler streams progress and returns.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from mcp.client.client import Client
 
 from supervisor.models import SkillRun
 from tests.conftest import test_database_url
+from tests.supervisor.conftest import stop_process_group
 from tests.supervisor.test_tdd_skills import FAILING_TEST, report
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,12 +45,7 @@ def qcluster(fake_claude, allowed_root, settings):
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     yield process
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=5)  # a cluster waits on its workers' sleeps: past 5 s, end it (its whole group)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=5)
+    stop_process_group(process)
 
 
 def test_tdd_red_runs_in_the_django_q2_worker_and_streams_progress(asgi_server, qcluster, fake_claude, python_project):

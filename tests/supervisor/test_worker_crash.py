@@ -25,7 +25,7 @@ import pytest
 from supervisor import executor
 from supervisor.models import SkillRun
 from tests.conftest import mcp_post, parse_sse, rpc, test_database_url
-from tests.supervisor.conftest import process_alive
+from tests.supervisor.conftest import process_alive, stop_process_group
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -53,14 +53,7 @@ def start_qcluster(settings, allowed_root, **extra: str) -> subprocess.Popen:
 
 
 def stop_qcluster(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=5)  # a cluster waits on its workers' sleeps: past 5 s, end it (its whole group)
-    except ProcessLookupError:
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=5)
+    stop_process_group(process)
 
 
 @pytest.fixture

@@ -339,7 +339,7 @@ class Command(BaseCommand):
         for text in negatives:
             top = vectors.rank_scored(text, limit=1, embedder=embedder)
             best_negative.append(top[0][2] if top else -1.0)
-        suggested, support = floors.calibrate(relevant, unrelated)
+        suggested, agree, support = floors.calibrate(relevant, unrelated)
 
         def spread(values: list[float]) -> str:
             if not values:
@@ -347,23 +347,27 @@ class Command(BaseCommand):
             q = [percentile(values, p) for p in (1, 5, 50, 95, 99)]
             return f"n {len(values)}, p1 {q[0]:.3f}, p5 {q[1]:.3f}, median {q[2]:.3f}, p95 {q[3]:.3f}, p99 {q[4]:.3f}"
 
+        def reaching(values: list[float], floor: float) -> str:
+            return f"{sum(1 for v in values if v >= floor) / len(values):.1%}"
+
         self.stdout.write(f"calibration ({embedder.key}), cosine similarity of query and best chunk:")
         self.stdout.write(f"  judged relevant pairs:      {spread(relevant)}")
         self.stdout.write(f"  random pairs:               {spread(unrelated)}")
         self.stdout.write(f"  judged queries, best hit:   {spread(best_judged)}")
         if negatives:
             below = sum(1 for v in best_negative if v < suggested) / len(best_negative)
-            self.stdout.write(f"  negative queries, best hit: {spread(best_negative)}; {below:.0%} below the floor")
-        kept = sum(1 for v in relevant if v >= suggested) / len(relevant)
+            self.stdout.write(f"  negative queries, best hit: {spread(best_negative)}; {below:.0%} below the vector floor")
         self.stdout.write(
             self.style.SUCCESS(
-                f"  suggested for {embedder.key}: vector floor {suggested:.2f} (reached by "
-                f"{floors.RANDOM_PAIRS_ABOVE:.0%} of random pairs and {kept:.0%} of judged relevant ones; "
-                f"random p{100 - floors.RANDOM_PAIRS_ABOVE * 100:.0f} {percentile(unrelated, 100 - floors.RANDOM_PAIRS_ABOVE * 100):.3f}), "
-                f"support floor {support:.2f} (reached by {1 - floors.RELEVANT_PAIRS_BELOW:.0%} of judged relevant "
-                f"pairs; relevant p{floors.RELEVANT_PAIRS_BELOW * 100:.0f} "
-                f"{percentile(relevant, floors.RELEVANT_PAIRS_BELOW * 100):.3f}). Set BRAIN_VECTOR_FLOOR={suggested:.2f} BRAIN_VECTOR_SUPPORT_FLOOR={support:.2f}, "
-                "or add the model to brain.floors.VECTOR_FLOORS."
+                f"  suggested for {embedder.key}:\n"
+                f"    vector floor  {suggested:.2f}: reached by {reaching(unrelated, suggested)} of random pairs "
+                f"(aim {floors.RANDOM_PAIRS_ABOVE:.1%}), {reaching(relevant, suggested)} of judged relevant ones\n"
+                f"    agree floor   {agree:.2f}: reached by {reaching(unrelated, agree)} of random pairs "
+                f"(aim {floors.RANDOM_PAIRS_ABOVE_AGREE:.1%}), {reaching(relevant, agree)} of judged relevant ones\n"
+                f"    support floor {support:.2f}: reached by {reaching(relevant, support)} of judged relevant pairs "
+                f"(aim {1 - floors.RELEVANT_PAIRS_BELOW:.1%})\n"
+                f"  Set BRAIN_VECTOR_FLOOR={suggested:.2f} BRAIN_VECTOR_AGREE_FLOOR={agree:.2f} "
+                f"BRAIN_VECTOR_SUPPORT_FLOOR={support:.2f}, or add the model to brain.floors.VECTOR_FLOORS."
             )
         )
 
