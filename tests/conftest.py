@@ -152,3 +152,41 @@ def rest_error(response) -> dict:
     assert isinstance(error["message"], str) and error["message"], error
     assert isinstance(error["details"], dict), error
     return error
+
+
+def _flush_without_post_migrate(self) -> None:
+    """What a transactional test leaves behind, emptied faster than Django's own flush.
+
+    Django's TransactionTestCase TRUNCATEs every table (new files for each table and index)
+    and then emits post_migrate, which rebuilds all content types and permissions row by row:
+    about 0.3 s per transactional test, 334 of them in the suite. Here the tables are emptied
+    with DELETE in one transaction (Django's foreign keys are deferrable, so the order does not
+    matter; the tables are small), the rows migrate made (content types, permissions) are
+    kept — no test changes them — and the one post_migrate handler of our own (the periodic
+    schedules) is run directly.
+    """
+    from django.db import connections, transaction
+
+    from hyperguild.apps import install_schedules
+
+    for db_name in self._databases_names(include_mirrors=False):
+        connection = connections[db_name]
+        tables = [
+            name
+            for name in connection.introspection.django_table_names(only_existing=True, include_views=False)
+            if name not in KEPT_BY_FLUSH
+        ]
+        statements = ["SET CONSTRAINTS ALL DEFERRED"]
+        statements += [f"DELETE FROM {connection.ops.quote_name(name)}" for name in tables]
+        with transaction.atomic(using=db_name), connection.cursor() as cursor:
+            cursor.execute("; ".join(statements))
+        install_schedules(sender=None, using=db_name)
+
+
+KEPT_BY_FLUSH = frozenset({"django_content_type", "auth_permission"})
+
+
+def pytest_configure(config) -> None:
+    from django.test import TransactionTestCase
+
+    TransactionTestCase._fixture_teardown = _flush_without_post_migrate

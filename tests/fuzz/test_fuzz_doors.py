@@ -30,7 +30,7 @@ from tests.fuzz.strategies import ANY_JSON, HOSTILE_STRINGS, from_schema, hostil
 pytestmark = pytest.mark.django_db
 
 TOKEN = "fuzz-token"
-EXAMPLES_PER_TOOL = int(os.environ.get("FUZZ_EXAMPLES_PER_TOOL", 175))  # 23 tools: with REST and raw, > 5,000 calls
+EXAMPLES_PER_TOOL = int(os.environ.get("FUZZ_EXAMPLES_PER_TOOL", 180))  # 21 tools: with REST and raw, > 5,000 calls
 EXAMPLES_PER_REST_ENDPOINT = 200
 EXAMPLES_OF_RAW_MESSAGES = 300
 GIVE_UP_AFTER = 0.05  # seconds; see give_up_on_slow_calls
