@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -30,6 +31,19 @@ def test_serve_refuses_a_public_address_without_tokens(child_env):
     assert "BRAIN_MCP_TOKEN" in completed.stderr
 
 
+def test_serve_refuses_a_port_another_program_listens_on(child_env):
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        port = other.getsockname()[1]
+        completed = subprocess.run(
+            [sys.executable, "manage.py", "serve", "--port", str(port)],
+            cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert completed.returncode != 0
+    assert f"Port {port} on 127.0.0.1 is already in use" in completed.stderr
+
+
 def test_a_public_bind_address_without_tokens_fails_the_system_check(child_env):
     env = {**child_env, "HYPERGUILD_HOST": "0.0.0.0"}
     completed = subprocess.run(
@@ -50,7 +64,8 @@ def test_a_public_bind_address_with_tokens_passes_the_system_check(child_env):
 
 def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ctrl_c(child_env):
     port = free_port()
-    env = {**child_env, "BRAIN_MCP_TOKEN": "tok-brain", "HYPERGUILD_ADMIN_PASSWORD": "pw-from-env-123"}
+    env = {**child_env, "BRAIN_MCP_TOKEN": "tok-brain", "HYPERGUILD_ADMIN_PASSWORD": "pw-from-env-123",
+           "HYPERGUILD_WEB_WORKERS": "2"}  # fmt: skip
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(port)],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -86,7 +101,19 @@ def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ct
             time.sleep(0.5)
         assert healthy is not None and healthy.status_code == 200, healthy.text
         children = psutil.Process(process.pid).children(recursive=True)
-        assert len(children) >= 2
+        webs = web_processes(process.pid)
+        assert len(webs) == 2 and len(children) >= 3  # HYPERGUILD_WEB_WORKERS web processes and the cluster
+
+        # A web process that dies is replaced; the other one keeps answering on the port meanwhile.
+        time.sleep(max(0.0, webs[0].create_time() + 6 - time.time()))  # older than serve's start-up window (5 s)
+        webs[0].kill()
+        assert mcp_post(f"{base}/mcp/routing", rpc("ping")).status_code == 200
+        deadline = time.monotonic() + 30
+        while not (len(now := web_processes(process.pid)) == 2 and webs[0].pid not in {p.pid for p in now}):
+            assert time.monotonic() < deadline, "the dead web process was not replaced"
+            time.sleep(0.2)
+        assert mcp_post(f"{base}/mcp/routing", rpc("ping")).status_code == 200
+        children = psutil.Process(process.pid).children(recursive=True)
     finally:
         process.send_signal(signal.SIGINT)
         try:
@@ -96,5 +123,17 @@ def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ct
             raise
     assert process.returncode == 0, rest
     assert "stopped" in rest
+    assert "a web process exited with -9; starting it again" in rest
     time.sleep(0.5)
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+
+
+def web_processes(serve_pid: int) -> list[psutil.Process]:
+    found = []
+    for child in psutil.Process(serve_pid).children():
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and "hyperguild.web_process" in " ".join(child.cmdline()):
+                found.append(child)
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            pass  # the one just killed, not yet reaped by serve
+    return found

@@ -27,6 +27,7 @@ from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
 from hyperguild.checks import public_bind_problem
 from hyperguild.lib.embedded_db import ensure_embedded_database, stop_embedded_database
 from hyperguild.mcp.registry import all_endpoints
+from hyperguild.web_process import port_taken
 
 WORKER_RESTART_SECONDS = 5  # at most one restart of a dying worker cluster this often
 DB_CHECK_SECONDS = 1.0
@@ -61,6 +62,8 @@ class Command(BaseCommand):
         problem = public_bind_problem(host)
         if problem:
             raise CommandError(problem)
+        if port_taken(host, port):
+            raise CommandError(f"Port {port} on {host} is already in use: stop what listens there or pass --port.")
         db_was_running = self._embedded_db_running()
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("database ready, migrations applied")
@@ -75,14 +78,21 @@ class Command(BaseCommand):
                 self.stdout.write(f"created admin account {user.username!r} (password from HYPERGUILD_ADMIN_PASSWORD)")
         do_ensure_schedules()
 
-        children: list[subprocess.Popen] = []
-        server = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "hyperguild.asgi:application", "--host", host, "--port", str(port),
-             "--timeout-graceful-shutdown", "5", "--no-access-log", "--lifespan", "off",
-             "--workers", str(max(1, web_workers))],
-            start_new_session=True,
-        )
-        children.append(server)
+
+        web_started: dict[int, float] = {}
+
+        def start_web() -> subprocess.Popen:
+            # One process per socket, all on the port (hyperguild/web_process.py says why).
+            web = subprocess.Popen(
+                [sys.executable, "-m", "hyperguild.web_process", "--host", host, "--port", str(port)],
+                cwd=settings.BASE_DIR, start_new_session=True,
+            )  # fmt: skip
+            web_started[web.pid] = time.monotonic()
+            return web
+
+        webs = [start_web() for _ in range(max(1, web_workers))]
+        server = webs[0]
+        children: list[subprocess.Popen] = list(webs)
         def start_worker() -> subprocess.Popen:
             return subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, start_new_session=True)
 
@@ -111,15 +121,23 @@ class Command(BaseCommand):
                 for index, child in enumerate(children):
                     if child.poll() is None:
                         continue
-                    if child is not server and time.monotonic() - last_worker_start >= WORKER_RESTART_SECONDS:
+                    if child in webs:
+                        # Another web process keeps serving the port meanwhile; a crashed one is
+                        # replaced, one that cannot start at all stops serve.
+                        if time.monotonic() - web_started.pop(child.pid, 0.0) < WORKER_RESTART_SECONDS:
+                            self.stderr.write(f"a web process exited with {child.returncode} at start; stopping")
+                            stopping = True
+                            break
+                        self.stderr.write(f"a web process exited with {child.returncode}; starting it again")
+                        replacement = start_web()
+                        webs[webs.index(child)] = replacement
+                        children[index] = replacement
+                    elif time.monotonic() - last_worker_start >= WORKER_RESTART_SECONDS:
                         # The worker cluster can die with the database (an outage mid-poll): start it
                         # again rather than take the web server down with it.
                         self.stderr.write(f"the worker (qcluster) exited with {child.returncode}; starting it again")
                         children[index] = start_worker()
                         last_worker_start = time.monotonic()
-                    elif child is server:
-                        self.stderr.write(f"the web server exited with {child.returncode}; stopping")
-                        stopping = True
                 if supervise_db and time.monotonic() >= next_db_check:
                     self.supervise_database()
                     next_db_check = time.monotonic() + DB_CHECK_SECONDS
