@@ -2,7 +2,7 @@
 
 A second PostgreSQL (embedded, in a scratch folder) plays the external
 database. `manage.py setup` migrates it and installs the schedules; then two
-web processes (uvicorn, as the systemd units run it) and two django-q2
+web processes (`python -m hyperguild.web_process`, as the systemd units run them) and two django-q2
 clusters start against it with `DATABASE_URL`. Nothing is shared between
 the processes but that database.
 """
@@ -91,8 +91,7 @@ def cluster():
     for _ in range(2):
         port = free_port()
         processes.append(subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "hyperguild.asgi:application", "--host", "127.0.0.1",
-             "--port", str(port), "--lifespan", "off", "--no-access-log"],
+            [sys.executable, "-m", "hyperguild.web_process", "--host", "127.0.0.1", "--port", str(port)],
             cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         ))  # fmt: skip
         webs.append(f"http://127.0.0.1:{port}")
