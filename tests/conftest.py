@@ -187,6 +187,14 @@ KEPT_BY_FLUSH = frozenset({"django_content_type", "auth_permission"})
 
 
 def pytest_configure(config) -> None:
+    from django.conf import settings
     from django.test import TransactionTestCase
 
     TransactionTestCase._fixture_teardown = _flush_without_post_migrate
+    # Hashing a password the production way takes 0.47 s here, and most UI tests create a user or log
+    # one in: a fast hasher for passwords made in this process (Django's own advice for test suites).
+    # The service keeps PBKDF2; servers started as child processes use it, and its hashes still verify here.
+    settings.PASSWORD_HASHERS = [
+        "django.contrib.auth.hashers.MD5PasswordHasher",
+        *[name for name in settings.PASSWORD_HASHERS if not name.endswith("MD5PasswordHasher")],
+    ]
