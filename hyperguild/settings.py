@@ -54,7 +54,7 @@ HYPERGUILD_HOST = env_str("HYPERGUILD_HOST", "127.0.0.1")
 HYPERGUILD_PORT = env_int("HYPERGUILD_PORT", 8000, minimum=1, maximum=65535)
 HYPERGUILD_PUBLIC_URL = env_str("HYPERGUILD_PUBLIC_URL", "")
 HYPERGUILD_ALLOW_NO_AUTH = env_bool("HYPERGUILD_ALLOW_NO_AUTH", False)
-# Web server processes `make run` / `manage.py serve` starts (uvicorn --workers): one per core by default,
+# Web server processes `make run` / `manage.py serve` starts (hyperguild/web_process.py): one per core by default,
 # since a Python process uses one core at a time; each maps the same shared BM25 base segment.
 HYPERGUILD_WEB_WORKERS = env_int("HYPERGUILD_WEB_WORKERS", os.cpu_count() or 1, minimum=1, maximum=64)
 # Requests one web process runs at once; the others wait in arrival order (hyperguild/lib/admission.py).

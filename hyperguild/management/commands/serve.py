@@ -78,7 +78,6 @@ class Command(BaseCommand):
                 self.stdout.write(f"created admin account {user.username!r} (password from HYPERGUILD_ADMIN_PASSWORD)")
         do_ensure_schedules()
 
-
         web_started: dict[int, float] = {}
 
         def start_web() -> subprocess.Popen:
