@@ -34,7 +34,7 @@ from django.core.handlers.base import BaseHandler
 from django.core.handlers.exception import convert_exception_to_response
 from django.utils.module_loading import import_string
 
-from hyperguild.lib import admission
+from hyperguild.lib import admission, balance
 
 MCP_PREFIX = "/mcp/"
 # A JSON-RPC notification has a "notifications/..." method; a peek at the body's start is enough to tell.
@@ -109,6 +109,17 @@ class RequestThreads:
         executor.shutdown(wait=False)
 
 
+def balanced(send):
+    """`send`, adding `Connection: close` to the answer when this process holds more than its share of connections."""
+
+    async def send_balanced(message):
+        if message["type"] == "http.response.start" and balance.should_close():
+            message = {**message, "headers": [*message.get("headers", ()), (b"connection", b"close")]}
+        await send(message)
+
+    return send_balanced
+
+
 class SyncChainASGIHandler(ASGIHandler):
     def __init__(self) -> None:
         super().__init__()
@@ -125,7 +136,7 @@ class SyncChainASGIHandler(ASGIHandler):
         executor = self.threads.borrow()
         try:
             async with ThreadSensitiveContext(executor=executor):
-                await self.handle(scope, receive, send)
+                await self.handle(scope, receive, balanced(send) if balance.installed() else send)
         finally:
             self.threads.give_back(executor)
 

@@ -7,18 +7,24 @@ and a burst of keep-alive connections (an MCP client's pool, a load test) lands 
 on whichever process happened to be awake: `bench_load` showed one process holding twice
 the connections of the other in about half its runs.
 
+The kernel's hash can still give one process more of the connections than another;
+with `--board` the processes keep their shares even (`hyperguild/lib/balance.py`).
+
 Linux lets only processes of the same user join a port this way; `serve` refuses a port
 another program already listens on before it starts any of these.
 
-    python -m hyperguild.web_process --host 127.0.0.1 --port 8000
+    python -m hyperguild.web_process --host 127.0.0.1 --port 8000 [--board FILE --slot I --slots N]
 """
 
 from __future__ import annotations
 
 import argparse
 import socket
+from pathlib import Path
 
 import uvicorn
+
+from hyperguild.lib import balance
 
 APPLICATION = "hyperguild.asgi:application"
 BACKLOG = 2048
@@ -47,14 +53,41 @@ def port_taken(host: str, port: int) -> bool:
     return False
 
 
+class Server(uvicorn.Server):
+    """uvicorn's server, writing its number of connections to the board ten times a second."""
+
+    board: balance.Board | None = None
+
+    async def on_tick(self, counter: int) -> bool:
+        balancer = balance.installed()
+        if balancer is not None:
+            balancer.publish()
+        return await super().on_tick(counter)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.board is not None:
+            balance.install(None)
+            self.board.publish(0)  # the others stop counting this process's connections
+        await super().shutdown(sockets)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="one hyperguild web process (started by manage.py serve)")
     parser.add_argument("--host", required=True)
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--board", type=Path, help="file the web processes of one port share to even out connections")
+    parser.add_argument("--slot", type=int, default=0, help="this process's slot on the board (0 to --slots - 1)")
+    parser.add_argument("--slots", type=int, default=1, help="web processes sharing the board")
     args = parser.parse_args(argv)
+    if args.board is not None and not 0 <= args.slot < args.slots:
+        parser.error(f"--slot must be between 0 and {args.slots - 1}")
     sock = shared_socket(args.host, args.port)
     config = uvicorn.Config(APPLICATION, timeout_graceful_shutdown=5, access_log=False, lifespan="off")
-    uvicorn.Server(config).run(sockets=[sock])
+    server = Server(config)
+    if args.board is not None and args.slots > 1:
+        server.board = balance.Board(args.board, args.slots, args.slot)
+        balance.install(balance.Balancer(server.board, lambda: len(server.server_state.connections)))
+    server.run(sockets=[sock])
 
 
 if __name__ == "__main__":

@@ -15,7 +15,9 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import httpx
 from django.conf import settings
@@ -79,17 +81,22 @@ class Command(BaseCommand):
         do_ensure_schedules()
 
         web_started: dict[int, float] = {}
+        slots = max(1, web_workers)
+        # The web processes keep their shares of the connections even through this file (hyperguild/lib/balance.py).
+        board_fd, board = tempfile.mkstemp(prefix=f"hyperguild-web-{port}-", suffix=".board")
+        os.close(board_fd)
 
-        def start_web() -> subprocess.Popen:
+        def start_web(slot: int) -> subprocess.Popen:
             # One process per socket, all on the port (hyperguild/web_process.py says why).
             web = subprocess.Popen(
-                [sys.executable, "-m", "hyperguild.web_process", "--host", host, "--port", str(port)],
+                [sys.executable, "-m", "hyperguild.web_process", "--host", host, "--port", str(port),
+                 "--board", board, "--slot", str(slot), "--slots", str(slots)],
                 cwd=settings.BASE_DIR, start_new_session=True,
             )  # fmt: skip
             web_started[web.pid] = time.monotonic()
             return web
 
-        webs = [start_web() for _ in range(max(1, web_workers))]
+        webs = [start_web(slot) for slot in range(slots)]
         server = webs[0]
         children: list[subprocess.Popen] = list(webs)
         def start_worker() -> subprocess.Popen:
@@ -128,7 +135,7 @@ class Command(BaseCommand):
                             stopping = True
                             break
                         self.stderr.write(f"a web process exited with {child.returncode}; starting it again")
-                        replacement = start_web()
+                        replacement = start_web(webs.index(child))
                         webs[webs.index(child)] = replacement
                         children[index] = replacement
                     elif time.monotonic() - last_worker_start >= WORKER_RESTART_SECONDS:
@@ -152,6 +159,7 @@ class Command(BaseCommand):
                     child.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     os.killpg(child.pid, signal.SIGKILL)
+            Path(board).unlink(missing_ok=True)
             if not db_was_running and not os.environ.get("DATABASE_URL"):
                 stop_embedded_database(settings.DATA_DIR)
             self.stdout.write(self.style.SUCCESS("stopped"))
