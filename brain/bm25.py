@@ -483,6 +483,10 @@ class Snapshot:
                 idf = self.idf_floor()
         return base_term, delta_term, df, idf
 
+    def unseen_idf(self) -> float:
+        """The weight `idf_shares` gives a query term no live note uses: that of a term used once."""
+        return max(float(np.log(self.n_docs - 1 + 0.5) - np.log(1 + 0.5)), EPSILON)
+
     def idf_shares(self, query_tokens: list[str], note_ids: list[int]) -> dict[int, float]:
         """For each note, the share of the query's idf weight carried by the query terms it contains.
 
@@ -494,7 +498,7 @@ class Snapshot:
         distinct = list(dict.fromkeys(query_tokens))
         if not distinct or self.n_docs == 0 or not note_ids:
             return {note_id: 0.0 for note_id in note_ids}
-        unseen_idf = max(float(np.log(self.n_docs - 1 + 0.5) - np.log(1 + 0.5)), EPSILON)
+        unseen_idf = self.unseen_idf()
         wanted = np.asarray(note_ids, dtype=np.int64)
         located = []  # per segment: (positions of the wanted notes or -1, segment, alive mask)
         for seg, alive in ((self.base, self.alive), (self.delta, None)):
@@ -534,18 +538,37 @@ class Snapshot:
         status: str | None = None,
     ) -> list[tuple[int, float]]:
         """(note_id, score) of the best `limit` notes that match at least one token, best first."""
+        return self.rank_with_shares(query_tokens, limit=limit, wing=wing, hall=hall, status=status, shares=False)[0]
+
+    def rank_with_shares(
+        self,
+        query_tokens: list[str],
+        *,
+        limit: int,
+        wing: str | None = None,
+        hall: str | None = None,
+        status: str | None = None,
+        shares: bool = True,
+    ) -> tuple[list[tuple[int, float]], dict[int, float]]:
+        """`rank()`, and (`shares`) each ranked note's `idf_shares()` from the same pass over the postings."""
         if self.n_docs == 0 or limit <= 0:
-            return []
+            return [], {}
         segments = [(self.base, self.alive), (self.delta, None)]
         scores = [np.zeros(len(seg), dtype=np.float64) for seg, _ in segments]
         matched = [np.zeros(len(seg), dtype=bool) for seg, _ in segments]
+        weights = [np.zeros(len(seg), dtype=np.float64) for seg, _ in segments] if shares else None
+        total_weight = 0.0
         terms: dict[str, tuple[int, int, int, float]] = {}
         for token in query_tokens:  # a repeated token counts again, as in rank-bm25
-            if token not in terms:
+            first = token not in terms
+            if first:
                 terms[token] = self.term_info(token)
-            base_term, delta_term, _, idf = terms[token]
-            for (seg, _), seg_scores, seg_matched, term in zip(segments, scores, matched, (base_term, delta_term),
-                                                                strict=True):  # fmt: skip
+            base_term, delta_term, df, idf = terms[token]
+            weight = 0.0
+            if first and shares:  # idf_shares' weights: each distinct term once
+                weight = max(idf, EPSILON) if df else 0.0
+                total_weight += weight if df else self.unseen_idf()
+            for index, ((seg, _), term) in enumerate(zip(segments, (base_term, delta_term), strict=True)):
                 if term < 0:
                     continue
                 start, end = seg.offsets[term], seg.offsets[term + 1]
@@ -553,10 +576,13 @@ class Snapshot:
                 tf = seg.post_tfs[start:end].astype(np.float64)
                 dl = seg.lengths[docs].astype(np.float64)
                 # rank-bm25's expression, term for term.
-                seg_scores[docs] += idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / self.avgdl)))
-                seg_matched[docs] = True
-        found_ids, found_scores = [], []
-        for (seg, alive), seg_scores, seg_matched in zip(segments, scores, matched, strict=True):
+                scores[index][docs] += idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / self.avgdl)))
+                matched[index][docs] = True
+                if weight:
+                    weights[index][docs] += weight
+        found_ids, found_scores, found_weights = [], [], []
+        for index, (seg, alive) in enumerate(segments):
+            seg_matched = matched[index]
             if alive is not None:
                 seg_matched &= alive
             candidates = np.flatnonzero(seg_matched)
@@ -565,17 +591,27 @@ class Snapshot:
                 if value is not None:
                     candidates = candidates[codes[candidates] == seg.code(value)]
             found_ids.append(seg.note_ids[candidates])
-            found_scores.append(seg_scores[candidates])
+            found_scores.append(scores[index][candidates])
+            if weights is not None:
+                found_weights.append(weights[index][candidates])
         ids, cand_scores = np.concatenate(found_ids), np.concatenate(found_scores)
         if len(ids) == 0:
-            return []
+            return [], {}
+        top = np.arange(len(ids))
         if len(ids) > limit:
-            top = np.argpartition(-cand_scores, limit - 1)[:limit]
-        else:
-            top = np.arange(len(ids))
-        # Best score first; ties by note id so results are stable.
-        order = sorted(top, key=lambda i: (-cand_scores[i], ids[i]))
-        return [(int(ids[i]), float(cand_scores[i])) for i in order]
+            # Everything scoring at least the limit-th best: notes tied at the cut all compete.
+            cut = np.partition(cand_scores, len(ids) - limit)[len(ids) - limit]
+            top = np.flatnonzero(cand_scores >= cut)
+        # Best score first; ties by note id, so results are stable (and the same as a full rebuild's).
+        order = top[np.lexsort((ids[top], -cand_scores[top]))][:limit]
+        ranking = [(int(ids[i]), float(cand_scores[i])) for i in order]
+        note_shares: dict[int, float] = {}
+        if weights is not None:
+            cand_weights = np.concatenate(found_weights)
+            note_shares = {
+                int(ids[i]): float(cand_weights[i] / total_weight) if total_weight > 0 else 0.0 for i in order
+            }
+        return ranking, note_shares
 
 
 EMPTY_CORPUS = ""

@@ -174,9 +174,11 @@ def rank_notes(
     if "bm25" in rankers:
         index = bm25.current_index()
         tokens = bm25.tokenize(query)
-        bm25_ranking = index.rank(tokens, limit=depth, wing=wing, hall=hall, status=status)
-        if (floor.bm25 > 0 or floor.bm25_alone > 0) and bm25_ranking:
-            shares = index.idf_shares(tokens, [note_id for note_id, _ in bm25_ranking])
+        wants_shares = floor.bm25 > 0 or floor.bm25_alone > 0
+        bm25_ranking, shares = index.rank_with_shares(
+            tokens, limit=depth, wing=wing, hall=hall, status=status, shares=wants_shares
+        )
+        if wants_shares and bm25_ranking:
             kept = [(note_id, score) for note_id, score in bm25_ranking if shares[note_id] >= floor.bm25]
         else:
             kept = bm25_ranking
@@ -310,7 +312,7 @@ def excerpt(body: str, tokens: list[str], *, fallback: str | None = None, size: 
     best, best_hits = (passages[0], 1) if len(passages) == 1 else ("", 0)
     if len(passages) > 1:
         for passage in passages:
-            hits = len(wanted.intersection(bm25.tokenize(passage)))
+            hits = _distinct_terms_found(passage, wanted)
             if hits > best_hits:
                 best, best_hits = passage, hits
     if not best_hits:
@@ -320,9 +322,21 @@ def excerpt(body: str, tokens: list[str], *, fallback: str | None = None, size: 
         word_tokens = bm25.word_tokens(match.group())
         if word_tokens and word_tokens[0] in wanted:
             return _clip(best, max(0, match.start() - size // 4), size)
-    if len(passages) == 1 and not wanted.intersection(bm25.tokenize(best)):
+    # No word matched. In ASCII text the loop saw every word that could (a note found by its
+    # title alone); other text is tokenised whole, as the index did, before giving up on it.
+    if len(passages) == 1 and (best.isascii() or not wanted.intersection(bm25.tokenize(best))):
         return _clip(fallback or body, 0, size)
     return _clip(best, 0, size)
+
+
+def _distinct_terms_found(text: str, wanted: set[str]) -> int:
+    """How many of the `wanted` terms `text` contains (as `len(wanted & set(tokenize(text)))`)."""
+    if not text.isascii():
+        return len(wanted.intersection(bm25.tokenize(text)))
+    found = set()
+    for match in _candidate_words(text, wanted):  # in ASCII text: every word that may be a wanted term
+        found.update(bm25.word_tokens(match.group()))
+    return len(found & wanted)
 
 
 def _candidate_words(text: str, wanted: set[str]):

@@ -23,15 +23,19 @@ there, and skipping them is a measurable share of a `brain_query`.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
-from django.core.handlers.asgi import ASGIHandler
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.core.handlers.base import BaseHandler
 from django.core.handlers.exception import convert_exception_to_response
+from django.urls import set_script_prefix
 from django.utils.module_loading import import_string
 
 from hyperguild.lib import admission, balance
@@ -139,6 +143,54 @@ class SyncChainASGIHandler(ASGIHandler):
                 await self.handle(scope, receive, balanced(send) if balance.installed() else send)
         finally:
             self.threads.give_back(executor)
+
+    async def handle(self, scope, receive, send):
+        """Django's `handle` with one trip to the request's thread instead of three.
+
+        Django sends `request_started` (its receivers are synchronous), runs the view and
+        closes the response (`request_finished`) in three separate hops to a thread. Here
+        the thread does all three for an ordinary response, which is complete in memory
+        before a byte is sent. A streaming response (a tool call's progress as SSE) is
+        sent as Django sends it: while listening for the client to go away, which closes
+        the stream and cancels the call, then closed on the thread.
+        """
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        try:
+            set_script_prefix(get_script_prefix(scope))
+            response = await sync_to_async(self._respond, thread_sensitive=True)(scope, body_file)
+            if not response.streaming:
+                await self.send_response(response, send)
+                return
+            await self._send_streaming(response, receive, send)
+        finally:
+            body_file.close()
+
+    def _respond(self, scope, body_file):
+        """On the request's thread: `request_started`, the view, and (not streaming) `request_finished`."""
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, response = self.create_request(scope, body_file)
+        if request is not None:
+            response = self._get_response_admitted(request)
+            response._handler_class = self.__class__
+        if not response.streaming:
+            response.close()  # its content is in memory already; this sends request_finished
+        return response
+
+    async def _send_streaming(self, response, receive, send):
+        sending = asyncio.create_task(self.send_response(response, send))
+        listening = asyncio.create_task(self.listen_for_disconnect(receive))
+        await asyncio.wait([sending, listening], return_when=asyncio.FIRST_COMPLETED)
+        for task in (listening, sending):  # the listener first: it never raises what would stop the cancelling
+            if not task.done():
+                task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, RequestAborted):
+                pass  # the client went away: the stream's generator is closed, which stops the call
+        await sync_to_async(response.close, thread_sensitive=True)()
 
     async def get_response_async(self, request):
         return await sync_to_async(self._get_response_admitted, thread_sensitive=True)(request)

@@ -63,6 +63,13 @@ def assert_same_as_full_rebuild(rng: random.Random, queries: int = 12) -> None:
         some = [row[0] for row in rng.sample(rows, min(20, len(rows)))] + [10**9]
         with_unseen = query + ["zzunseenword"]
         assert live.idf_shares(with_unseen, some) == pytest.approx(full.idf_shares(with_unseen, some), abs=1e-12)
+        # The shares search() uses come from the ranking pass itself: the same figures.
+        ranked, shares = live.rank_with_shares(with_unseen + query[:1], limit=30, **filters)
+        assert [note_id for note_id, _ in ranked] == [note_id for note_id, _ in full.rank(with_unseen + query[:1],
+                                                                                            limit=30, **filters)]  # fmt: skip
+        assert set(shares) == {note_id for note_id, _ in ranked}
+        expected = full.idf_shares(with_unseen, list(shares))  # a repeated term counts once in a share
+        assert shares == pytest.approx(expected, abs=1e-12)
 
 
 def assert_same_as_rank_bm25(rng: random.Random, queries: int = 8) -> None:

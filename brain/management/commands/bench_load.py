@@ -115,6 +115,19 @@ def server_ms(headers: dict[str, str]) -> float | None:
     return None
 
 
+def database_cpu_seconds() -> float:
+    """CPU time used so far by PostgreSQL's processes on this machine (its backends serve the web processes)."""
+    total = 0.0
+    for proc in psutil.process_iter(["name"]):
+        if proc.info["name"] in ("postgres", "postmaster"):
+            try:
+                times = proc.cpu_times()
+            except psutil.Error:
+                continue
+            total += times.user + times.system
+    return total
+
+
 def server_cpu_seconds(server: subprocess.Popen) -> float:
     """CPU time (user + system) used so far by the web processes under `server`."""
     total = 0.0
@@ -175,6 +188,10 @@ class Command(BaseCommand):
         parser.add_argument("--write-rate", type=float, default=10.0, help="notes/s of the writer (default: 10)")
         parser.add_argument("--ping-samples", type=int, default=400, help="sequential pings and bare views each")
         parser.add_argument("--memory-notes", type=int, help="only measure base-segment memory at this many notes")
+        parser.add_argument("--reads-only", action="store_true",
+                            help="only the brain_query phase (no writer, ping or memory): for quick comparisons")  # fmt: skip
+        parser.add_argument("--repeat", type=int, default=1,
+                            help="run the brain_query phase this many times on the same server (default: 1)")  # fmt: skip
         parser.add_argument("--server-dir", type=Path, default=Path(settings.BASE_DIR),
                             help="checkout whose `manage.py serve` is started (to compare with an older version)")  # fmt: skip
 
@@ -234,7 +251,8 @@ class Command(BaseCommand):
             directory = bm25.shared_dir(corpus_id)
             if directory is not None:
                 shutil.rmtree(directory, ignore_errors=True)
-        self.breakdown(corpus)
+        if not options["reads_only"]:
+            self.breakdown(corpus)
 
     async def drive(self, port: int, server: subprocess.Popen, corpus: SyntheticCorpus, options: dict) -> None:
         await self.wait_ready(port, server)
@@ -246,14 +264,23 @@ class Command(BaseCommand):
         self.stdout.write(f"warm-up ({len(warm.client)} calls, first index per process): "
                           f"{time.perf_counter() - started:.1f} s")  # fmt: skip
 
-        cpu = server_cpu_seconds(server)
-        reads = await self.phase(port, corpus, clients, seconds)
-        cpu_per_call = (server_cpu_seconds(server) - cpu) * 1000 / max(1, len(reads.client))
-        self.stdout.write(f"brain_query, {clients} clients          : {reads.line(seconds)}")
-        self.stdout.write(reads.fairness())
-        if reads.first_error:
-            self.stdout.write(f"  first error: {reads.first_error}")
-        self.stdout.write(f"  web-process CPU per brain_query: {cpu_per_call:.1f} ms (what load does not change much)")
+        for _ in range(max(1, options["repeat"])):
+            cpu, db_cpu, own_cpu = server_cpu_seconds(server), database_cpu_seconds(), time.process_time()
+            reads = await self.phase(port, corpus, clients, seconds)
+            calls = max(1, len(reads.client))
+            cpu_per_call = (server_cpu_seconds(server) - cpu) * 1000 / calls
+            db_per_call = (database_cpu_seconds() - db_cpu) * 1000 / calls
+            own_per_call = (time.process_time() - own_cpu) * 1000 / calls
+            self.stdout.write(f"brain_query, {clients} clients          : {reads.line(seconds)}")
+            self.stdout.write(reads.fairness())
+            if reads.first_error:
+                self.stdout.write(f"  first error: {reads.first_error}")
+            self.stdout.write(
+                f"  CPU per brain_query: web processes {cpu_per_call:.1f} ms, PostgreSQL {db_per_call:.1f} ms, "
+                f"these clients {own_per_call:.1f} ms (what load does not change much)"
+            )
+        if options["reads_only"]:
+            return
 
         writes = Figures()
         lags: list[float] = []
