@@ -10,7 +10,6 @@ class HyperguildConfig(AppConfig):
 
     def ready(self) -> None:
         from django.conf import settings
-        from django.db.backends.signals import connection_created
         from django.db.models.signals import post_migrate
 
         from hyperguild import checks  # noqa: F401  (registers system checks)
@@ -24,8 +23,6 @@ class HyperguildConfig(AppConfig):
         # Every `migrate` (make run, `manage.py setup`, a deployment's release step) installs the
         # periodic schedules, so web servers and `qcluster` started separately still get them.
         post_migrate.connect(install_schedules, sender=self, dispatch_uid="hyperguild-install-schedules")
-        if settings.HYPERGUILD_WEB_YIELD_ON_QUERIES:
-            connection_created.connect(yield_place_on_queries, dispatch_uid="hyperguild-yield-on-queries")
 
 
 def install_schedules(sender, using: str = "default", **kwargs) -> None:
@@ -33,11 +30,3 @@ def install_schedules(sender, using: str = "default", **kwargs) -> None:
 
     if using == "default":
         do_ensure_schedules()
-
-
-def yield_place_on_queries(sender, connection, **kwargs) -> None:
-    """Every query of a web request gives the request's place up while PostgreSQL runs it."""
-    from hyperguild.lib.admission import database_wrapper
-
-    if database_wrapper not in connection.execute_wrappers:
-        connection.execute_wrappers.append(database_wrapper)

@@ -32,32 +32,15 @@ class Gate:
         self.waiting: deque[threading.Lock] = deque()
         self.lock = threading.Lock()
 
-    def enter(self, *, first: bool = False, patience: float | None = None) -> None:
-        """Take a place, waiting for one in arrival order (`first`: ahead of everyone waiting).
-
-        With `patience`, wait at most that many seconds and then run anyway, over the limit:
-        a request coming back from the database may hold a lock another request waits on
-        while holding a place, and must never wait for that place forever.
-        """
+    def enter(self) -> None:
         with self.lock:
             if self.running < self.limit:  # nobody waits while a place is free
                 self.running += 1
                 return
             turn = threading.Lock()
             turn.acquire()
-            if first:
-                self.waiting.appendleft(turn)
-            else:
-                self.waiting.append(turn)
-        # Released by `exit`, which hands its place straight to us.
-        if turn.acquire(timeout=-1 if patience is None else patience):
-            return
-        with self.lock:
-            try:
-                self.waiting.remove(turn)
-            except ValueError:
-                return  # handed a place just as the wait ran out
-            self.running += 1  # over the limit, for once; the next `exit` settles it
+            self.waiting.append(turn)
+        turn.acquire()  # released by `exit`, which hands its place straight to us
 
     def exit(self) -> None:
         with self.lock:
@@ -75,9 +58,9 @@ class Ticket:
         self.inside = False
         self.left = False
 
-    def enter(self, *, first: bool = False, patience: float | None = None) -> None:
+    def enter(self) -> None:
         if not self.inside and not self.left:
-            self.gate.enter(first=first, patience=patience)
+            self.gate.enter()
             self.inside = True
 
     def exit(self) -> None:
@@ -122,33 +105,3 @@ def outside() -> Iterator[None]:
         yield
     finally:
         ticket.enter()
-
-
-# A request back from the database waits at most this long for its place (see Gate.enter).
-DATABASE_PATIENCE = 0.05
-
-
-@contextmanager
-def waiting_on_database() -> Iterator[None]:
-    """Give the place up while a query runs in PostgreSQL; take it back ahead of new requests.
-
-    With one place per process (HYPERGUILD_WEB_CONCURRENCY=1), this is what lets the process
-    run another request's Python while one waits on a query, without the two ever sharing
-    the interpreter lock; the one coming back goes first, so a request started finishes
-    before new ones start.
-    """
-    ticket = _ticket.get()
-    if ticket is None or not ticket.inside:
-        yield
-        return
-    ticket.exit()
-    try:
-        yield
-    finally:
-        ticket.enter(first=True, patience=DATABASE_PATIENCE)
-
-
-def database_wrapper(execute, sql, params, many, context):
-    """A Django execute wrapper (`connection.execute_wrappers`) running each query outside the gate."""
-    with waiting_on_database():
-        return execute(sql, params, many, context)
