@@ -429,6 +429,19 @@ class Snapshot:
         self.total_length = base.total_length - dead_length + delta.total_length
         self.avgdl = self.total_length / self.n_docs if self.n_docs else 0.0
         self._floor: float | None = None
+        self._norms: tuple[np.ndarray, np.ndarray] | None = None
+
+    def length_norms(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per document of the base and the delta, BM25's length term `k1·(1 − b + b·dl/avgdl)`.
+
+        Computed once per snapshot (avgdl is the snapshot's) instead of for every posting of
+        every query term, element for element as rank-bm25 computes it, so scores stay equal.
+        """
+        if self._norms is None:  # two threads may both compute it: the same arrays either way
+            self._norms = tuple(  # type: ignore[assignment]
+                K1 * (1 - B + B * seg.lengths.astype(np.float64) / self.avgdl) for seg in (self.base, self.delta)
+            )
+        return self._norms  # type: ignore[return-value]
 
     def __len__(self) -> int:
         return self.n_docs
@@ -559,6 +572,7 @@ class Snapshot:
         weights = [np.zeros(len(seg), dtype=np.float64) for seg, _ in segments] if shares else None
         total_weight = 0.0
         terms: dict[str, tuple[int, int, int, float]] = {}
+        norms = self.length_norms()
         for token in query_tokens:  # a repeated token counts again, as in rank-bm25
             first = token not in terms
             if first:
@@ -574,9 +588,8 @@ class Snapshot:
                 start, end = seg.offsets[term], seg.offsets[term + 1]
                 docs = seg.post_docs[start:end]
                 tf = seg.post_tfs[start:end].astype(np.float64)
-                dl = seg.lengths[docs].astype(np.float64)
-                # rank-bm25's expression, term for term.
-                scores[index][docs] += idf * (tf * (K1 + 1) / (tf + K1 * (1 - B + B * dl / self.avgdl)))
+                # rank-bm25's expression, term for term (the length term precomputed).
+                scores[index][docs] += idf * (tf * (K1 + 1) / (tf + norms[index][docs]))
                 matched[index][docs] = True
                 if weight:
                     weights[index][docs] += weight
