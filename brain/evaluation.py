@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import itertools
 import json
 import math
 import random
@@ -239,9 +240,11 @@ class SyntheticCorpus:
         self.rng = random.Random(seed)
         self.vocabulary = [pseudo_word(self.rng) for _ in range(SYNTHETIC_VOCABULARY)]
         self.weights = [1 / (rank + 1) for rank in range(len(self.vocabulary))]
+        # The same draws as choices(..., weights) makes, without summing the weights again for every note.
+        self.cum_weights = list(itertools.accumulate(self.weights))
 
     def words(self, low: int, high: int) -> str:
-        return " ".join(self.rng.choices(self.vocabulary, self.weights, k=self.rng.randint(low, high)))
+        return " ".join(self.rng.choices(self.vocabulary, cum_weights=self.cum_weights, k=self.rng.randint(low, high)))
 
     def note(self) -> tuple[str, str, str, str]:
         """(title, body, wing, hall)"""

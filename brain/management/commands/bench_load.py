@@ -14,6 +14,8 @@ prints, for `--clients` concurrent MCP clients on keep-alive connections:
 - the same while a writer adds `--write-rate` notes per second through
   `brain_ingest`, and how long a written note takes to be found by a query
   that may land on any web process;
+- with the writer still running, brain_query started at fixed rates
+  (`--query-rates`, open loop): the latency at a given load, not at saturation;
 - an MCP `ping` round trip against the bare JSON view `/health/live` on the
   same server (sequential medians, and throughput under the same load);
 - memory per web process (RSS, and PSS/USS, which count shared pages once);
@@ -190,6 +192,10 @@ class Command(BaseCommand):
         parser.add_argument("--memory-notes", type=int, help="only measure base-segment memory at this many notes")
         parser.add_argument("--reads-only", action="store_true",
                             help="only the brain_query phase (no writer, ping or memory): for quick comparisons")  # fmt: skip
+        parser.add_argument("--query-rates", default="100",
+                            help="open-loop brain_query rates (calls/s, comma-separated) measured with the writer "
+                                 "running: latency at a given load rather than at saturation (default: %(default)s; "
+                                 "empty: none)")  # fmt: skip
         parser.add_argument("--repeat", type=int, default=1,
                             help="run the brain_query phase this many times on the same server (default: 1)")  # fmt: skip
         parser.add_argument("--server-dir", type=Path, default=Path(settings.BASE_DIR),
@@ -298,6 +304,17 @@ class Command(BaseCommand):
                 f"  a written note found by a query on any process after: p50 {percentile(lags, 50):.0f} ms, "
                 f"max {max(lags):.0f} ms ({len(lags)} notes probed)"
             )
+
+        for rate in [float(r) for r in options["query_rates"].split(",") if r.strip()]:
+            writes, lags, stop = Figures(), [], asyncio.Event()
+            writer = asyncio.create_task(self.writer(port, options["write_rate"], writes, lags, stop))
+            rated = await self.rated_queries(port, corpus, rate, seconds)
+            stop.set()
+            await writer
+            label = f"brain_query at {rate:g}/s + writer"
+            self.stdout.write(f"{label:<33}: {rated.line(seconds)}")
+            if rated.first_error:
+                self.stdout.write(f"  first error: {rated.first_error}")
 
         await self.ping_ratio(port, clients, options["ping_samples"])
         self.memory(server)
@@ -420,6 +437,53 @@ class Command(BaseCommand):
                 task.cancel()
             for conn in idle:
                 conn.close()
+
+    async def rated_queries(self, port: int, corpus: SyntheticCorpus, rate: float, seconds: float) -> Figures:
+        """brain_query calls started at `rate` per second whatever their latency (open loop), on as many
+        keep-alive connections as are busy at once: the latency a team sees at that load, not at saturation."""
+        figures = Figures()
+        queries = [corpus.query() for _ in range(500)]
+        idle: list[Connection] = []
+        tasks: set[asyncio.Task] = set()
+
+        async def query(number: int) -> None:
+            arguments = {"query": queries[number % len(queries)], "limit": 10}
+            body = rpc("tools/call", {"name": "brain_query", "arguments": arguments}, number)
+            conn = idle.pop() if idle else Connection(port)
+            t0 = time.perf_counter()
+            try:
+                status, headers, payload = await conn.request("POST", "/mcp/brain", body)
+            except (OSError, asyncio.IncompleteReadError) as exc:
+                conn.close()
+                figures.error(0, str(exc).encode())
+                return
+            elapsed = (time.perf_counter() - t0) * 1000
+            idle.append(conn)
+            if status != 200 or b'"isError": true' in payload or b'"isError":true' in payload:
+                figures.error(status, payload)
+                return
+            figures.client.append(elapsed)
+            if (ms := server_ms(headers)) is not None:
+                figures.server.append(ms)
+
+        number = 0
+        started = next_at = time.perf_counter()
+        try:
+            while time.perf_counter() - started < seconds:
+                number += 1
+                task = asyncio.create_task(query(number))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+                next_at += 1 / rate
+                await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+            if tasks:
+                await asyncio.wait(tasks, timeout=30)
+        finally:
+            for task in tasks:
+                task.cancel()
+            for conn in idle:
+                conn.close()
+        return figures
 
     async def ping_ratio(self, port: int, clients: int, samples: int) -> None:
         if self.bare_view is None:
