@@ -316,7 +316,7 @@ class Command(BaseCommand):
             if rated.first_error:
                 self.stdout.write(f"  first error: {rated.first_error}")
 
-        await self.ping_ratio(port, clients, options["ping_samples"])
+        await self.ping_ratio(port, clients, options["ping_samples"], min(5.0, seconds))
         self.memory(server)
 
     async def wait_ready(self, port: int, server: subprocess.Popen) -> None:
@@ -449,14 +449,17 @@ class Command(BaseCommand):
         async def query(number: int) -> None:
             arguments = {"query": queries[number % len(queries)], "limit": 10}
             body = rpc("tools/call", {"name": "brain_query", "arguments": arguments}, number)
-            conn = idle.pop() if idle else Connection(port)
             t0 = time.perf_counter()
-            try:
-                status, headers, payload = await conn.request("POST", "/mcp/brain", body)
-            except (OSError, asyncio.IncompleteReadError) as exc:
-                conn.close()
-                figures.error(0, str(exc).encode())
-                return
+            for fresh in (False, True):  # a kept connection the server closed while idle: once more on a new one
+                conn = idle.pop() if idle and not fresh else Connection(port)
+                try:
+                    status, headers, payload = await conn.request("POST", "/mcp/brain", body)
+                    break
+                except (OSError, asyncio.IncompleteReadError) as exc:
+                    conn.close()
+                    if fresh:
+                        figures.error(0, str(exc).encode())
+                        return
             elapsed = (time.perf_counter() - t0) * 1000
             idle.append(conn)
             if status != 200 or b'"isError": true' in payload or b'"isError":true' in payload:
@@ -485,7 +488,7 @@ class Command(BaseCommand):
                 conn.close()
         return figures
 
-    async def ping_ratio(self, port: int, clients: int, samples: int) -> None:
+    async def ping_ratio(self, port: int, clients: int, samples: int, seconds: float) -> None:
         if self.bare_view is None:
             self.stdout.write("no /health/live on this server: ping vs bare view skipped")
             return
@@ -510,7 +513,7 @@ class Command(BaseCommand):
         rates = {}
         for name, method, path, body in (("bare", "GET", "/health/live", b""), ("ping", "POST", "/mcp/brain", ping_body)):
             count = 0
-            deadline = time.perf_counter() + 5
+            deadline = time.perf_counter() + seconds
 
             async def loop(method=method, path=path, body=body, deadline=deadline) -> None:
                 nonlocal count
@@ -521,7 +524,7 @@ class Command(BaseCommand):
                 c.close()
 
             await asyncio.gather(*(loop() for _ in range(clients)))
-            rates[name] = count / 5
+            rates[name] = count / seconds
         self.stdout.write(
             f"throughput with {clients} clients: bare JSON view {rates['bare']:.0f}/s, MCP ping {rates['ping']:.0f}/s "
             f"-> bare/ping {rates['bare'] / rates['ping']:.2f}x"

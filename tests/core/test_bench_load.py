@@ -1,0 +1,38 @@
+"""`manage.py bench_load` runs end to end on a tiny corpus: it starts the real server, drives every phase
+and drops its scratch database. (Its figures are printed for people to read; nothing here times anything.)"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.conftest import test_database_url as database_url
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_bench_load_prints_every_phase_and_leaves_no_scratch_database(child_env):
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "bench_load", "--notes", "40", "--clients", "3", "--seconds", "1",
+         "--write-rate", "5", "--query-rates", "10", "--ping-samples", "5"],
+        cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    out = completed.stdout
+    assert completed.returncode == 0, completed.stderr[-3000:] + out[-3000:]
+    scratch = re.search(r"scratch database (hyperguild_eval_\d+)", out).group(1)
+    for line in ("brain_query, 3 clients          :", "brain_query, 3 clients + writer :",
+                 "writer brain_ingest at 5/s", "brain_query at 10/s + writer", "ping/bare", "CPU per brain_query",
+                 "where a brain_query call's time goes", "bench_load done; scratch database dropped"):  # fmt: skip
+        assert line in out, f"{line!r} missing from:\n{out}"
+    # Every call of every phase was answered.
+    for phase in re.findall(r"^(?:brain_query|  writer).*$", out, flags=re.MULTILINE):
+        assert re.search(r"\b[1-9]\d* calls, 0 errors", phase), phase
+    with psycopg.connect(database_url(), autocommit=True) as conn:
+        names = [row[0] for row in conn.execute("SELECT datname FROM pg_database")]
+    assert scratch not in names
