@@ -146,6 +146,7 @@ class Stats:
         self.loads = 0  # base segments memory-mapped from BRAIN_BM25_DIR
         self.merges = 0  # background merges of base + delta
         self.refreshes = 0  # snapshots published after changes
+        self.middle_builds = 0  # middle segments rebuilt from every changed note (past BRAIN_BM25_FRESH_NOTES)
 
 
 stats = Stats()
@@ -398,6 +399,9 @@ def load_segment(path: Path) -> Segment:
 class Snapshot:
     """An immutable view of the live corpus: segments, tombstones and the corpus statistics.
 
+    Its parts are the base, a middle segment (the notes changed since the base, as of the
+    last time it was built) and a small delta (the notes changed since the middle was
+    built). A part's documents superseded by a later part, or removed, are tombstoned.
     `rank()` scores exactly as a BM25Okapi built over the live documents would.
     """
 
@@ -409,69 +413,82 @@ class Snapshot:
         base: Segment,
         dead: np.ndarray,  # positions of tombstoned base documents
         delta: Segment,
+        middle: Segment | None = None,
+        middle_dead: np.ndarray | None = None,  # positions of tombstoned middle documents
     ) -> None:
         self.version = version
         self.corpus_id = corpus_id
         self.base = base
         self.delta = delta
-        self.alive: np.ndarray | None = None
-        dead_terms = np.zeros(0, dtype=np.int64)
-        dead_length = 0
-        if len(dead):
-            self.alive = np.ones(len(base), dtype=bool)
-            self.alive[dead] = False
-            starts, ends = base.fwd_offsets[dead], base.fwd_offsets[dead + 1]
-            dead_terms = np.concatenate([base.fwd_terms[s:e] for s, e in zip(starts, ends, strict=True)])
-            dead_length = int(base.lengths[dead].sum(dtype=np.int64))
-        # Document frequencies lost to tombstones, sparse: term id → count.
-        self.dead_terms, self.dead_counts = np.unique(dead_terms, return_counts=True)
-        self.n_docs = len(base) - len(dead) + len(delta)
-        self.total_length = base.total_length - dead_length + delta.total_length
+        self.middle = middle if middle is not None else segment_from_docs([], version)
+        no_dead = np.zeros(0, dtype=np.int64)
+        self.parts: list[Segment] = [base, self.middle, delta]
+        self.alives: list[np.ndarray | None] = []
+        # Per part, document frequencies lost to tombstones, sparse: (term ids, counts).
+        self.dead_info: list[tuple[np.ndarray, np.ndarray]] = []
+        self.n_docs, self.total_length, self.tombstones = 0, 0, 0
+        for seg, seg_dead in zip(self.parts, (dead, middle_dead if middle_dead is not None else no_dead, no_dead),
+                                 strict=True):  # fmt: skip
+            alive, dead_terms, dead_length = None, no_dead, 0
+            if len(seg_dead):
+                alive = np.ones(len(seg), dtype=bool)
+                alive[seg_dead] = False
+                starts, ends = seg.fwd_offsets[seg_dead], seg.fwd_offsets[seg_dead + 1]
+                dead_terms = np.concatenate([seg.fwd_terms[s:e] for s, e in zip(starts, ends, strict=True)])
+                dead_length = int(seg.lengths[seg_dead].sum(dtype=np.int64))
+            self.alives.append(alive)
+            self.dead_info.append(np.unique(dead_terms, return_counts=True))
+            self.n_docs += len(seg) - len(seg_dead)
+            self.total_length += seg.total_length - dead_length
+            self.tombstones += len(seg_dead)
+        self.alive = self.alives[0]  # the base's
         self.avgdl = self.total_length / self.n_docs if self.n_docs else 0.0
         self._floor: float | None = None
-        self._norms: tuple[np.ndarray, np.ndarray] | None = None
-
-    def length_norms(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per document of the base and the delta, BM25's length term `k1·(1 − b + b·dl/avgdl)`.
-
-        Computed once per snapshot (avgdl is the snapshot's) instead of for every posting of
-        every query term, element for element as rank-bm25 computes it, so scores stay equal.
-        """
-        if self._norms is None:  # two threads may both compute it: the same arrays either way
-            self._norms = tuple(  # type: ignore[assignment]
-                K1 * (1 - B + B * seg.lengths.astype(np.float64) / self.avgdl) for seg in (self.base, self.delta)
-            )
-        return self._norms  # type: ignore[return-value]
+        self._norms: list[np.ndarray] | None = None
 
     def __len__(self) -> int:
         return self.n_docs
 
     @property
-    def tombstones(self) -> int:
-        return 0 if self.alive is None else int(len(self.alive) - self.alive.sum())
+    def delta_notes(self) -> int:
+        """Live notes outside the base (changed since it was built)."""
+        return self.n_docs - (len(self.base) - (0 if self.alive is None else int(len(self.alive) - self.alive.sum())))
 
-    def _base_df(self, term: int) -> int:
-        df = int(self.base.offsets[term + 1] - self.base.offsets[term])
-        if len(self.dead_terms):
-            i = int(np.searchsorted(self.dead_terms, term))
-            if i < len(self.dead_terms) and self.dead_terms[i] == term:
-                df -= int(self.dead_counts[i])
+    def length_norms(self) -> list[np.ndarray]:
+        """Per document of each part, BM25's length term `k1·(1 − b + b·dl/avgdl)`.
+
+        Computed once per snapshot (avgdl is the snapshot's) instead of for every posting of
+        every query term, element for element as rank-bm25 computes it, so scores stay equal.
+        """
+        if self._norms is None:  # two threads may both compute it: the same arrays either way
+            self._norms = [K1 * (1 - B + B * seg.lengths.astype(np.float64) / self.avgdl) for seg in self.parts]
+        return self._norms
+
+    def _part_df(self, part: int, term: int) -> int:
+        seg = self.parts[part]
+        df = int(seg.offsets[term + 1] - seg.offsets[term])
+        dead_terms, dead_counts = self.dead_info[part]
+        if len(dead_terms):
+            i = int(np.searchsorted(dead_terms, term))
+            if i < len(dead_terms) and dead_terms[i] == term:
+                df -= int(dead_counts[i])
         return df
 
     def idf_floor(self) -> float:
         """rank-bm25's value for a negative idf: ε × the mean idf over every live term (computed once, lazily:
         only a query with a term in more than half the notes needs it)."""
         if self._floor is None:
-            base_df = np.diff(self.base.offsets).astype(np.float64)
-            if len(self.dead_terms):
-                base_df[self.dead_terms] -= self.dead_counts
-            delta_df = np.diff(self.delta.offsets).astype(np.float64)
-            shared = np.zeros(len(self.delta.keys), dtype=bool)
-            if len(self.base.keys) and len(self.delta.keys):
-                pos = np.minimum(np.searchsorted(self.base.keys, self.delta.keys), len(self.base.keys) - 1)
-                shared = self.base.keys[pos] == self.delta.keys
-                np.add.at(base_df, pos[shared], delta_df[shared])
-            df = np.concatenate([base_df, delta_df[~shared]])
+            keys, dfs = [], []
+            for part, seg in enumerate(self.parts):
+                part_df = np.diff(seg.offsets).astype(np.float64)
+                dead_terms, dead_counts = self.dead_info[part]
+                if len(dead_terms):
+                    part_df[dead_terms] -= dead_counts
+                keys.append(seg.keys)
+                dfs.append(part_df)
+            all_keys = np.concatenate(keys)
+            unique_keys, inverse = np.unique(all_keys, return_inverse=True)
+            df = np.bincount(inverse, weights=np.concatenate(dfs), minlength=len(unique_keys))
             df = df[df > 0]
             if len(df):
                 average_idf = float((np.log(self.n_docs - df + 0.5) - np.log(df + 0.5)).sum() / len(df))
@@ -482,19 +499,17 @@ class Snapshot:
             self._floor = EPSILON * average_idf if average_idf > 0 else EPSILON
         return self._floor
 
-    def term_info(self, token: str) -> tuple[int, int, int, float]:
-        """(base term id, delta term id, live document frequency, idf as rank-bm25 uses it); ids -1 if absent."""
+    def term_info(self, token: str) -> tuple[tuple[int, ...], int, float]:
+        """(the term's id in each part, -1 where absent; live document frequency; idf as rank-bm25 uses it)."""
         key = term_key(token)
-        base_term, delta_term = self.base.term(key), self.delta.term(key)
-        df = (self._base_df(base_term) if base_term >= 0 else 0) + (
-            int(self.delta.offsets[delta_term + 1] - self.delta.offsets[delta_term]) if delta_term >= 0 else 0
-        )
+        ids = tuple(seg.term(key) for seg in self.parts)
+        df = sum(self._part_df(part, term) for part, term in enumerate(ids) if term >= 0)
         idf = 0.0
         if df:
             idf = float(np.log(self.n_docs - df + 0.5) - np.log(df + 0.5))
             if idf < 0:
                 idf = self.idf_floor()
-        return base_term, delta_term, df, idf
+        return ids, df, idf
 
     def unseen_idf(self) -> float:
         """The weight `idf_shares` gives a query term no live note uses: that of a term used once."""
@@ -513,8 +528,8 @@ class Snapshot:
             return {note_id: 0.0 for note_id in note_ids}
         unseen_idf = self.unseen_idf()
         wanted = np.asarray(note_ids, dtype=np.int64)
-        located = []  # per segment: (positions of the wanted notes or -1, segment, alive mask)
-        for seg, alive in ((self.base, self.alive), (self.delta, None)):
+        located = []  # per part: positions of the wanted notes that are alive there, or -1
+        for seg, alive in zip(self.parts, self.alives, strict=True):
             positions = np.full(len(wanted), -1, dtype=np.int64)
             if len(seg):
                 found = np.minimum(np.searchsorted(seg.note_ids, wanted), len(seg) - 1)
@@ -522,11 +537,11 @@ class Snapshot:
                 if alive is not None:
                     hit &= alive[found]
                 positions[hit] = found[hit]
-            located.append((positions, seg))
+            located.append(positions)
         matched = np.zeros(len(wanted), dtype=np.float64)
         total = 0.0
         for token in distinct:
-            base_term, delta_term, df, idf = self.term_info(token)
+            ids, df, idf = self.term_info(token)
             if df == 0:
                 total += unseen_idf
                 continue
@@ -534,7 +549,7 @@ class Snapshot:
             weight = max(idf, EPSILON)
             total += weight
             has_term = np.zeros(len(wanted), dtype=bool)
-            for (positions, seg), term in zip(located, (base_term, delta_term), strict=True):
+            for positions, seg, term in zip(located, self.parts, ids, strict=True):
                 if term >= 0:
                     docs = seg.post_docs[seg.offsets[term] : seg.offsets[term + 1]]
                     has_term |= (positions >= 0) & np.isin(positions, docs)
@@ -566,23 +581,23 @@ class Snapshot:
         """`rank()`, and (`shares`) each ranked note's `idf_shares()` from the same pass over the postings."""
         if self.n_docs == 0 or limit <= 0:
             return [], {}
-        segments = [(self.base, self.alive), (self.delta, None)]
-        scores = [np.zeros(len(seg), dtype=np.float64) for seg, _ in segments]
-        matched = [np.zeros(len(seg), dtype=bool) for seg, _ in segments]
-        weights = [np.zeros(len(seg), dtype=np.float64) for seg, _ in segments] if shares else None
+        parts = [(seg, alive) for seg, alive in zip(self.parts, self.alives, strict=True)]
+        scores = [np.zeros(len(seg), dtype=np.float64) for seg in self.parts]
+        matched = [np.zeros(len(seg), dtype=bool) for seg in self.parts]
+        weights = [np.zeros(len(seg), dtype=np.float64) for seg in self.parts] if shares else None
         total_weight = 0.0
-        terms: dict[str, tuple[int, int, int, float]] = {}
+        terms: dict[str, tuple[tuple[int, ...], int, float]] = {}
         norms = self.length_norms()
         for token in query_tokens:  # a repeated token counts again, as in rank-bm25
             first = token not in terms
             if first:
                 terms[token] = self.term_info(token)
-            base_term, delta_term, df, idf = terms[token]
+            ids, df, idf = terms[token]
             weight = 0.0
             if first and shares:  # idf_shares' weights: each distinct term once
                 weight = max(idf, EPSILON) if df else 0.0
                 total_weight += weight if df else self.unseen_idf()
-            for index, ((seg, _), term) in enumerate(zip(segments, (base_term, delta_term), strict=True)):
+            for index, ((seg, _), term) in enumerate(zip(parts, ids, strict=True)):
                 if term < 0:
                     continue
                 start, end = seg.offsets[term], seg.offsets[term + 1]
@@ -594,7 +609,7 @@ class Snapshot:
                 if weight:
                     weights[index][docs] += weight
         found_ids, found_scores, found_weights = [], [], []
-        for index, (seg, alive) in enumerate(segments):
+        for index, (seg, alive) in enumerate(parts):
             seg_matched = matched[index]
             if alive is not None:
                 seg_matched &= alive
@@ -655,6 +670,9 @@ class LiveIndex:
         self.version = 0  # every change up to this version is applied
         self.changed: dict[int, int] = {}  # note id → version of its latest change since the base
         self.delta_docs: dict[int, DocTerms] = {}  # the changed notes that are searchable now
+        # The middle segment holds delta_docs as of its last build; a note changed since is in the small delta.
+        self.middle: Segment | None = None
+        self.middle_versions: dict[int, int] = {}  # note id → the version of it the middle holds
         self.merging: threading.Thread | None = None
         self.checked_at = 0.0
         self.local_writes_seen = -1
@@ -707,6 +725,7 @@ class LiveIndex:
         """A base for `corpus_id`: the newest one shared on disk if it is usable, else a full build."""
         self.corpus_id = corpus_id
         self.changed, self.delta_docs = {}, {}
+        self.middle, self.middle_versions = None, {}
         directory = shared_dir(corpus_id)
         with _file_lock(directory):
             base = None if from_scratch else _newest_on_disk(directory, BrainVersion.current())
@@ -740,10 +759,29 @@ class LiveIndex:
     # -- snapshots and merges --
 
     def _publish(self) -> None:
+        """A new snapshot after changes: tokenises nothing, and rebuilds only the small delta segment.
+
+        The notes changed since the middle segment was built go into the delta; past
+        BRAIN_BM25_FRESH_NOTES of them, the middle is rebuilt from every changed note and the
+        delta starts empty. A write thus costs a refresh of a few dozen notes, not of every
+        note changed since the last merge (up to BRAIN_BM25_MERGE_NOTES).
+        """
         base = self.base
-        delta = segment_from_docs(sorted(self.delta_docs.values(), key=lambda d: d.note_id), self.version)
+        fresh = [d for i, d in self.delta_docs.items() if self.middle_versions.get(i) != self.changed[i]]
+        if len(fresh) > _setting("BRAIN_BM25_FRESH_NOTES", 64):
+            self.middle = segment_from_docs(sorted(self.delta_docs.values(), key=lambda d: d.note_id), self.version)
+            self.middle_versions = {i: self.changed[i] for i in self.delta_docs}
+            fresh = []
+            stats.middle_builds += 1
+        delta = segment_from_docs(sorted(fresh, key=lambda d: d.note_id), self.version)
         dead = base.positions(self.changed) if self.changed else np.zeros(0, dtype=np.int64)
-        self.snapshot = Snapshot(version=self.version, corpus_id=self.corpus_id, base=base, dead=dead, delta=delta)
+        middle_dead = None
+        if self.middle is not None:
+            # The middle's copies of notes changed again since, or removed, are tombstoned.
+            superseded = [i for i, v in self.middle_versions.items() if self.changed.get(i) != v]
+            middle_dead = self.middle.positions(superseded) if superseded else None
+        self.snapshot = Snapshot(version=self.version, corpus_id=self.corpus_id, base=base, dead=dead, delta=delta,
+                                 middle=self.middle, middle_dead=middle_dead)  # fmt: skip
         stats.refreshes += 1
         if len(self.changed) >= _setting("BRAIN_BM25_MERGE_NOTES", 1000) and self.merging is None:
             self.merging = threading.Thread(target=self._merge_in_background, name="bm25-merge", daemon=True)
@@ -759,16 +797,19 @@ class LiveIndex:
             connection.close()  # this thread's own connection
 
     def merge(self) -> None:
-        """Fold the delta into a new base (shared on disk when large), then swap it in."""
-        snapshot = self.snapshot
-        if snapshot is None:
-            return
+        """Fold the changed notes into a new base (shared on disk when large), then swap it in."""
+        with self.lock:  # the snapshot and the changed notes it holds, as one
+            snapshot = self.snapshot
+            if snapshot is None:
+                return
+            changed_docs = sorted(self.delta_docs.values(), key=lambda d: d.note_id)
         directory = shared_dir(snapshot.corpus_id)
         with _file_lock(directory):
             # Another process on this machine may have merged already: use its base if it is not ahead of us.
             new_base = _newest_on_disk(directory, snapshot.version)
             if new_base is None or new_base.version <= snapshot.base.version:
-                new_base = merge_segments(snapshot.base, snapshot.alive, snapshot.delta, snapshot.version)
+                delta = segment_from_docs(changed_docs, snapshot.version)
+                new_base = merge_segments(snapshot.base, snapshot.alive, delta, snapshot.version)
                 if directory is not None and len(new_base) >= _setting("BRAIN_BM25_SHARE_MIN_NOTES", 5000):
                     new_base = load_segment(save_segment(new_base, directory, snapshot.corpus_id))
                     _forget_old_bases(directory, keep=new_base.path)
@@ -780,6 +821,7 @@ class LiveIndex:
             self.base = new_base
             self.changed = {i: v for i, v in self.changed.items() if v > new_base.version}
             self.delta_docs = {i: d for i, d in self.delta_docs.items() if i in self.changed}
+            self.middle, self.middle_versions = None, {}
             self._publish()
         stats.merges += 1
 

@@ -119,6 +119,8 @@ BRAIN_ANSWER_MODEL = env_str("BRAIN_ANSWER_MODEL")
 # shared between processes as memory-mapped files ("" keeps them in memory, one per process).
 BRAIN_BM25_CHECK_SECONDS = env_float("BRAIN_BM25_CHECK_SECONDS", 0.25, minimum=0.0)
 BRAIN_BM25_MERGE_NOTES = env_int("BRAIN_BM25_MERGE_NOTES", 1000, minimum=1)
+# Notes changed since the middle segment was built that a refresh re-indexes before it rebuilds the middle.
+BRAIN_BM25_FRESH_NOTES = env_int("BRAIN_BM25_FRESH_NOTES", 64, minimum=1)
 BRAIN_BM25_DIR = env_str("BRAIN_BM25_DIR", str(DATA_DIR / "bm25"))
 BRAIN_BM25_SHARE_MIN_NOTES = env_int("BRAIN_BM25_SHARE_MIN_NOTES", 5000, minimum=0)
 

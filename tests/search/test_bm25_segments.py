@@ -86,9 +86,11 @@ def assert_same_as_rank_bm25(rng: random.Random, queries: int = 8) -> None:
 
 @pytest.fixture
 def small_merges(settings, tmp_path):
-    """Merges every 40 changed notes, bases shared on disk from the first note: every path is taken."""
+    """Merges every 40 changed notes, the middle segment rebuilt every 7, bases shared on disk from the first
+    note: every path is taken."""
     settings.BRAIN_EMBEDDER = "off"
     settings.BRAIN_BM25_MERGE_NOTES = 40
+    settings.BRAIN_BM25_FRESH_NOTES = 7
     settings.BRAIN_BM25_SHARE_MIN_NOTES = 0
     settings.BRAIN_BM25_DIR = str(tmp_path / "bm25")
     settings.BRAIN_BM25_CHECK_SECONDS = 60  # only this process writes: its own writes must make it look
@@ -102,7 +104,7 @@ def test_results_equal_a_full_rebuild_and_rank_bm25_after_1000_random_writes_and
         do_ingest_note(title=text(rng, 1, 4), body=text(rng, 5, 60), wing=rng.choice(WINGS), hall=rng.choice(HALLS),
                        slug=f"seed-{i}")  # fmt: skip
     search("postgres")  # the first base segment
-    builds, merges = bm25.stats.full_builds, bm25.stats.merges
+    builds, merges, middles = bm25.stats.full_builds, bm25.stats.merges, bm25.stats.middle_builds
     kinds = []
     for step in range(1000):
         live = list(Note.objects.searchable().values_list("id", "status"))
@@ -137,6 +139,7 @@ def test_results_equal_a_full_rebuild_and_rank_bm25_after_1000_random_writes_and
     assert {"ingest", "edit", "archive", "promote", "reject"} <= set(kinds)
     assert bm25.stats.full_builds == builds  # 1,000 writes, no whole-index rebuild
     assert bm25.stats.merges > merges  # the delta was merged into new bases in the background
+    assert bm25.stats.middle_builds > middles  # and between merges, changes went through the middle segment
     assert bm25.live_index().base.path is not None  # …written under BRAIN_BM25_DIR and memory-mapped
 
 
@@ -163,7 +166,7 @@ def test_a_removed_note_stops_counting_in_the_statistics_at_once(settings):
     do_archive_note(notes[0])
     after = bm25.current_index()
     assert (len(before), len(after)) == (5, 4)
-    assert after.tombstones == 1 and len(after.delta) == 0
+    assert after.tombstones == 1 and after.delta_notes == 0
     assert after.avgdl == pytest.approx(bm25.build_index(live_rows()).avgdl)
 
 
@@ -198,7 +201,7 @@ def test_merging_happens_in_a_background_thread_and_queries_keep_the_old_snapsho
         bm25.merge_segments = original_merge
         release.set()
     snapshot = bm25.current_index()
-    assert len(snapshot.base) == 4 and len(snapshot.delta) == 0 and snapshot.tombstones == 0
+    assert len(snapshot.base) == 4 and snapshot.delta_notes == 0 and snapshot.tombstones == 0
 
 
 @pytest.mark.django_db
@@ -229,7 +232,7 @@ def test_another_process_base_on_disk_is_mapped_instead_of_built(settings, tmp_p
     do_ingest_note(title="Later", body="autovacuum later", wing="eng")
     second = bm25.current_index()
     assert bm25.stats.full_builds == builds and bm25.stats.loads == loads + 1
-    assert second.base.path == first.base.path and len(second.delta) == 1
+    assert second.base.path == first.base.path and second.delta_notes == 1
     assert len(search("autovacuum").hits) == 5
 
 
