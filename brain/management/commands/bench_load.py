@@ -198,6 +198,8 @@ class Command(BaseCommand):
                                  "empty: none)")  # fmt: skip
         parser.add_argument("--repeat", type=int, default=1,
                             help="run the brain_query phase this many times on the same server (default: 1)")  # fmt: skip
+        parser.add_argument("--server-log", type=Path,
+                            help="write the server's output (its log) to this file instead of discarding it")  # fmt: skip
         parser.add_argument("--server-dir", type=Path, default=Path(settings.BASE_DIR),
                             help="checkout whose `manage.py serve` is started (to compare with an older version)")  # fmt: skip
 
@@ -237,10 +239,10 @@ class Command(BaseCommand):
             "BRAIN_MCP_TOKEN": TOKEN,
             "HYPERGUILD_ADMIN_PASSWORD": "bench-only-password",
         }
+        log = open(options["server_log"], "ab") if options.get("server_log") else subprocess.DEVNULL  # noqa: SIM115
         server = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port)],
-            cwd=options["server_dir"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,
+            cwd=options["server_dir"], env=env, stdout=log, stderr=log, start_new_session=True,
         )  # fmt: skip
         corpus_id = None
         try:
