@@ -79,14 +79,23 @@ STOPWORDS = frozenset(
     was we were what when where which while who whom why will with would you your yours yourself yourselves""".split()
 )
 
-_STEMMER = snowballstemmer.stemmer("english")
+# A snowball stemmer keeps the word it is working on in the object itself: two threads sharing one
+# raise IndexError and, worse, return wrong stems (which the cache below would then keep). One per thread.
+_stemmers = threading.local()
+
+
+def _stemmer():
+    stemmer = getattr(_stemmers, "english", None)
+    if stemmer is None:
+        stemmer = _stemmers.english = snowballstemmer.stemmer("english")
+    return stemmer
 
 
 @lru_cache(maxsize=200_000)
 def _stem(word: str) -> str:
     if not word.isascii():
         return word
-    return _STEMMER.stemWord(word)
+    return _stemmer().stemWord(word)
 
 
 def tokenize(text: str) -> list[str]:

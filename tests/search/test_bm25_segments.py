@@ -9,6 +9,7 @@ index with a full rebuild and with rank-bm25 at checkpoints.
 from __future__ import annotations
 
 import random
+import sys
 import threading
 
 import pytest
@@ -254,3 +255,37 @@ def test_a_process_behind_a_pruned_change_log_builds_its_base_again(settings):
     builds = bm25.stats.full_builds
     assert sorted(h.title for h in search("autovacuum").hits) == ["A", "B", "C"]
     assert bm25.stats.full_builds == builds + 1
+
+
+def test_words_are_stemmed_right_when_many_request_threads_tokenise_at_once():
+    """A process runs requests on several threads (HYPERGUILD_WEB_CONCURRENCY); a stemmer shared between
+    them raised IndexError now and then and returned wrong stems, which the stem cache kept."""
+    import snowballstemmer
+
+    rng = random.Random(3)
+    words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 12)))
+             + rng.choice(["ing", "ed", "ies", "ation", "ly", "s", "ness", ""]) for _ in range(12_000)]  # fmt: skip
+    reference = snowballstemmer.stemmer("english")
+    expected = [reference.stemWord(word) for word in words]
+    stem = bm25._stem.__wrapped__  # the stemmer itself, not the cache in front of it
+    problems: list[str] = []
+
+    def work(first: int) -> None:
+        try:
+            for i in range(first, len(words), 4):
+                if stem(words[i]) != expected[i]:
+                    problems.append(f"{words[i]} -> {stem(words[i])}, not {expected[i]}")
+        except Exception as exc:  # noqa: BLE001 — the failure being looked for
+            problems.append(repr(exc))
+
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # hand the interpreter lock over as often as it can be
+    try:
+        threads = [threading.Thread(target=work, args=(first,)) for first in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(previous)
+    assert problems == []
