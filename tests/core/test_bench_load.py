@@ -36,3 +36,15 @@ def test_bench_load_prints_every_phase_and_leaves_no_scratch_database(child_env)
     with psycopg.connect(database_url(), autocommit=True) as conn:
         names = [row[0] for row in conn.execute("SELECT datname FROM pg_database")]
     assert scratch not in names
+
+
+@pytest.mark.parametrize(("rates", "message"), [("100,fast", "takes numbers separated by commas"),
+                                                ("0", "rates above 0")])  # fmt: skip
+def test_bench_load_refuses_a_bad_rate_before_it_creates_anything(child_env, rates, message):
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "bench_load", "--query-rates", rates],
+        cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert completed.returncode != 0
+    assert message in completed.stderr
+    assert "scratch database" not in completed.stdout

@@ -43,7 +43,7 @@ from urllib.parse import quote
 import numpy as np
 import psutil
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from brain import bm25
@@ -142,6 +142,46 @@ def server_cpu_seconds(server: subprocess.Popen) -> float:
     return total
 
 
+async def post_on_kept(idle: list[Connection], port: int, body: bytes) -> tuple[int, dict[str, str], bytes]:
+    """POST to /mcp/brain on an idle kept connection (put back after), or a new one; once more on a new
+    connection if the kept one was closed by the server while idle. Status 0: no answer at all."""
+    problem = b""
+    for fresh in (False, True):
+        conn = idle.pop() if idle and not fresh else Connection(port)
+        try:
+            answer = await conn.request("POST", "/mcp/brain", body)
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            conn.close()
+            problem = str(exc).encode()
+            continue
+        idle.append(conn)
+        return answer
+    return 0, {}, problem
+
+
+async def open_loop(start, rate: float, done, drain_seconds: float, idle: list[Connection]) -> None:
+    """Start `start(1)`, `start(2)`, … at `rate` per second whatever their latency, until `done()`;
+    then wait up to `drain_seconds` for those still running and close the idle connections."""
+    tasks: set[asyncio.Task] = set()
+    number = 0
+    next_at = time.perf_counter()
+    try:
+        while not done():
+            number += 1
+            task = asyncio.create_task(start(number))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            next_at += 1 / rate
+            await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+        if tasks:
+            await asyncio.wait(tasks, timeout=drain_seconds)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for conn in idle:
+            conn.close()
+
+
 class Figures:
     def __init__(self) -> None:
         self.client: list[float] = []
@@ -204,6 +244,13 @@ class Command(BaseCommand):
                             help="checkout whose `manage.py serve` is started (to compare with an older version)")  # fmt: skip
 
     def handle(self, *args, **options) -> None:
+        try:
+            rates = [float(rate) for rate in options["query_rates"].split(",") if rate.strip()]
+        except ValueError:
+            raise CommandError(f"--query-rates takes numbers separated by commas, not {options['query_rates']!r}") from None
+        if any(not 0 < rate <= 10_000 for rate in rates) or options["write_rate"] <= 0:
+            raise CommandError("--query-rates and --write-rate take rates above 0 (calls/s, at most 10,000)")
+        options["rates"] = rates
         load = os.getloadavg()
         self.stdout.write(
             f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
@@ -307,7 +354,7 @@ class Command(BaseCommand):
                 f"max {max(lags):.0f} ms ({len(lags)} notes probed)"
             )
 
-        for rate in [float(r) for r in options["query_rates"].split(",") if r.strip()]:
+        for rate in options["rates"]:
             writes, lags, stop = Figures(), [], asyncio.Event()
             writer = asyncio.create_task(self.writer(port, options["write_rate"], writes, lags, stop))
             rated = await self.rated_queries(port, corpus, rate, seconds)
@@ -378,23 +425,13 @@ class Command(BaseCommand):
         """Writes at `rate` notes/s whatever their latency (open loop: a write does not wait for the
         one before), on a few connections; every fifth note is then looked for until a query finds it."""
         idle: list[Connection] = []
-        tasks: set[asyncio.Task] = set()
 
         async def write(number: int) -> None:
             marker = f"zqprobe{os.getpid()}x{number}"
             arguments = {"title": f"Load note {number}", "body": f"written under load {marker}", "wing": "load"}
             body = rpc("tools/call", {"name": "brain_ingest", "arguments": arguments}, number)
             t0 = time.perf_counter()
-            status, headers = 0, {}
-            for fresh in (False, True):  # a kept connection the server closed while idle: once more on a new one
-                conn = idle.pop() if idle and not fresh else Connection(port)
-                try:
-                    status, headers, _ = await conn.request("POST", "/mcp/brain", body)
-                except (OSError, asyncio.IncompleteReadError):
-                    conn.close()
-                    continue
-                idle.append(conn)
-                break
+            status, headers, _ = await post_on_kept(idle, port, body)
             written = time.perf_counter()
             if status != 200:
                 figures.errors += 1
@@ -422,23 +459,7 @@ class Command(BaseCommand):
             finally:
                 probe.close()
 
-        number = 0
-        next_at = time.perf_counter()
-        try:
-            while not stop.is_set():
-                number += 1
-                task = asyncio.create_task(write(number))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
-                next_at += 1 / rate
-                await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
-            if tasks:
-                await asyncio.wait(tasks, timeout=10)
-        finally:
-            for task in tasks:
-                task.cancel()
-            for conn in idle:
-                conn.close()
+        await open_loop(write, rate, stop.is_set, 10, idle)
 
     async def rated_queries(self, port: int, corpus: SyntheticCorpus, rate: float, seconds: float) -> Figures:
         """brain_query calls started at `rate` per second whatever their latency (open loop), on as many
@@ -446,24 +467,13 @@ class Command(BaseCommand):
         figures = Figures()
         queries = [corpus.query() for _ in range(500)]
         idle: list[Connection] = []
-        tasks: set[asyncio.Task] = set()
 
         async def query(number: int) -> None:
             arguments = {"query": queries[number % len(queries)], "limit": 10}
             body = rpc("tools/call", {"name": "brain_query", "arguments": arguments}, number)
             t0 = time.perf_counter()
-            for fresh in (False, True):  # a kept connection the server closed while idle: once more on a new one
-                conn = idle.pop() if idle and not fresh else Connection(port)
-                try:
-                    status, headers, payload = await conn.request("POST", "/mcp/brain", body)
-                    break
-                except (OSError, asyncio.IncompleteReadError) as exc:
-                    conn.close()
-                    if fresh:
-                        figures.error(0, str(exc).encode())
-                        return
+            status, headers, payload = await post_on_kept(idle, port, body)
             elapsed = (time.perf_counter() - t0) * 1000
-            idle.append(conn)
             if status != 200 or b'"isError": true' in payload or b'"isError":true' in payload:
                 figures.error(status, payload)
                 return
@@ -471,23 +481,8 @@ class Command(BaseCommand):
             if (ms := server_ms(headers)) is not None:
                 figures.server.append(ms)
 
-        number = 0
-        started = next_at = time.perf_counter()
-        try:
-            while time.perf_counter() - started < seconds:
-                number += 1
-                task = asyncio.create_task(query(number))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
-                next_at += 1 / rate
-                await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
-            if tasks:
-                await asyncio.wait(tasks, timeout=30)
-        finally:
-            for task in tasks:
-                task.cancel()
-            for conn in idle:
-                conn.close()
+        started = time.perf_counter()
+        await open_loop(query, rate, lambda: time.perf_counter() - started >= seconds, 30, idle)
         return figures
 
     async def ping_ratio(self, port: int, clients: int, samples: int, seconds: float) -> None:
