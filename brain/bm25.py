@@ -487,17 +487,31 @@ class Snapshot:
         """rank-bm25's value for a negative idf: ε × the mean idf over every live term (computed once, lazily:
         only a query with a term in more than half the notes needs it)."""
         if self._floor is None:
-            keys, dfs = [], []
+            # The base's df in its own term order; the small parts' terms are added to it where the base
+            # has them, and the rest summed among themselves (sorting only those, not the base's vocabulary).
+            base_keys = self.base.keys
+            df = None
+            extra_keys, extra_dfs = [], []
             for part, seg in enumerate(self.parts):
                 part_df = np.diff(seg.offsets).astype(np.float64)
                 dead_terms, dead_counts = self.dead_info[part]
                 if len(dead_terms):
                     part_df[dead_terms] -= dead_counts
-                keys.append(seg.keys)
-                dfs.append(part_df)
-            all_keys = np.concatenate(keys)
-            unique_keys, inverse = np.unique(all_keys, return_inverse=True)
-            df = np.bincount(inverse, weights=np.concatenate(dfs), minlength=len(unique_keys))
+                if part == 0:
+                    df = part_df
+                    continue
+                shared = np.zeros(len(seg.keys), dtype=bool)
+                if len(base_keys) and len(seg.keys):
+                    pos = np.minimum(np.searchsorted(base_keys, seg.keys), len(base_keys) - 1)
+                    shared = base_keys[pos] == seg.keys
+                    np.add.at(df, pos[shared], part_df[shared])
+                extra_keys.append(seg.keys[~shared])
+                extra_dfs.append(part_df[~shared])
+            extra = np.concatenate(extra_keys)
+            if len(extra):
+                unique_keys, inverse = np.unique(extra, return_inverse=True)
+                summed = np.bincount(inverse, weights=np.concatenate(extra_dfs), minlength=len(unique_keys))
+                df = np.concatenate([df, summed])
             df = df[df > 0]
             if len(df):
                 average_idf = float((np.log(self.n_docs - df + 0.5) - np.log(df + 0.5)).sum() / len(df))
