@@ -117,29 +117,26 @@ def server_ms(headers: dict[str, str]) -> float | None:
     return None
 
 
-def database_cpu_seconds() -> float:
-    """CPU time used so far by PostgreSQL's processes on this machine (its backends serve the web processes)."""
+def cpu_seconds(processes) -> float:
+    """CPU time (user + system) used so far by `processes` (those that ended meanwhile are skipped)."""
     total = 0.0
-    for proc in psutil.process_iter(["name"]):
-        if proc.info["name"] in ("postgres", "postmaster"):
-            try:
-                times = proc.cpu_times()
-            except psutil.Error:
-                continue
-            total += times.user + times.system
-    return total
-
-
-def server_cpu_seconds(server: subprocess.Popen) -> float:
-    """CPU time (user + system) used so far by the web processes under `server`."""
-    total = 0.0
-    for proc in psutil.Process(server.pid).children(recursive=True):
+    for proc in processes:
         try:
             times = proc.cpu_times()
         except psutil.Error:
             continue
         total += times.user + times.system
     return total
+
+
+def database_cpu_seconds() -> float:
+    """CPU time used so far by PostgreSQL's processes on this machine (its backends serve the web processes)."""
+    return cpu_seconds(p for p in psutil.process_iter(["name"]) if p.info["name"] in ("postgres", "postmaster"))
+
+
+def server_cpu_seconds(server: subprocess.Popen) -> float:
+    """CPU time used so far by the web processes under `server`."""
+    return cpu_seconds(psutil.Process(server.pid).children(recursive=True))
 
 
 async def post_on_kept(idle: list[Connection], port: int, body: bytes) -> tuple[int, dict[str, str], bytes]:
