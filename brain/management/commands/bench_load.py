@@ -300,6 +300,8 @@ class Command(BaseCommand):
                 server.wait(30)
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
+            if log is not subprocess.DEVNULL:
+                log.close()
             directory = bm25.shared_dir(corpus_id)
             if directory is not None:
                 shutil.rmtree(directory, ignore_errors=True)
