@@ -56,6 +56,7 @@ from django.conf import settings
 from django.db import connection
 
 from brain.models import BrainVersion, Note, NoteChange
+from hyperguild.lib.processes import give_back_freed_memory
 
 logger = logging.getLogger(__name__)
 
@@ -757,6 +758,7 @@ class LiveIndex:
                 if directory is not None and len(base) >= _setting("BRAIN_BM25_SHARE_MIN_NOTES", 5000):
                     base = load_segment(save_segment(base, directory, corpus_id))
                     _forget_old_bases(directory, keep=base.path)
+                give_back_freed_memory()  # the build's scratch arrays (and the private copy, once mapped)
         self.base = base
         self.version = base.version
         self._publish()
@@ -836,6 +838,7 @@ class LiveIndex:
                 if directory is not None and len(new_base) >= _setting("BRAIN_BM25_SHARE_MIN_NOTES", 5000):
                     new_base = load_segment(save_segment(new_base, directory, snapshot.corpus_id))
                     _forget_old_bases(directory, keep=new_base.path)
+                give_back_freed_memory()
         with self.lock:
             if self.base is not snapshot.base or self.corpus_id != snapshot.corpus_id:
                 return  # started over meanwhile

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import os
 
 
@@ -20,3 +22,26 @@ def pid_alive(pid: int) -> bool:
         return False
     except OSError:
         return True
+
+
+def give_back_freed_memory() -> bool:
+    """Ask the C allocator to return freed heap pages to the kernel; False where it cannot (not glibc).
+
+    numpy frees a large array back to the allocator, and glibc keeps much of it (it raises its
+    mmap threshold after a big free, so later arrays of tens of MiB come from its heaps, which
+    shrink only from the top): after a BM25 base is built in memory and swapped for its shared
+    memory-mapped copy, the builder stays that much bigger than the processes that only mapped it.
+    """
+    global _malloc_trim
+    if _malloc_trim is None:
+        try:
+            _malloc_trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _malloc_trim = False
+    if not _malloc_trim:
+        return False
+    _malloc_trim(0)
+    return True
+
+
+_malloc_trim = None

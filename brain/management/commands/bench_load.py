@@ -61,6 +61,18 @@ def database_url(settings_dict: dict) -> str:
     return f"postgresql://{user}:{password}@{host}:{settings_dict.get('PORT') or 5432}/{settings_dict['NAME']}"
 
 
+def cpu_model() -> str:
+    """The processor's name (figures from different machines are not comparable), or "unknown"."""
+    try:
+        with open("/proc/cpuinfo") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -250,7 +262,7 @@ class Command(BaseCommand):
         options["rates"] = rates
         load = os.getloadavg()
         self.stdout.write(
-            f"machine: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
+            f"machine: {os.cpu_count()} CPUs ({cpu_model()}), load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
             "(other programs share these cores: figures are noisy when it is high)"
         )
         if options["memory_notes"]:
