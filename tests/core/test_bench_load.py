@@ -31,7 +31,8 @@ def test_bench_load_prints_every_phase_and_leaves_no_scratch_database(child_env)
     scratch = re.search(r"scratch database (hyperguild_eval_\d+)", out).group(1)
     for line in ("brain_query, 3 clients          :", "brain_query, 3 clients + writer :",
                  "writer brain_ingest at 5/s", "brain_query at 10/s + writer", "ping/bare", "CPU per brain_query",
-                 "where a brain_query call's time goes", "bench_load done; scratch database dropped"):  # fmt: skip
+                 "where a brain_query call's time goes", "bench_load done; scratch database dropped",
+                 "memory per process, after the warm-up", "memory per process, at the end"):  # fmt: skip
         assert line in out, f"{line!r} missing from:\n{out}"
     # Figures from different machines are not comparable: the first line names the processor.
     assert re.search(r"^machine: \d+ CPUs \(.+\), load average", out, flags=re.MULTILINE), out[:300]

@@ -329,6 +329,7 @@ class Command(BaseCommand):
         warm = await self.phase(port, corpus, clients, seconds=0, calls_each=max(4, 40 // clients + 2))
         self.stdout.write(f"warm-up ({len(warm.client)} calls, first index per process): "
                           f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+        self.memory(server, "after the warm-up (each process has its first index)")
 
         for _ in range(max(1, options["repeat"])):
             cpu, db_cpu, own_cpu = server_cpu_seconds(server), database_cpu_seconds(), time.process_time()
@@ -377,7 +378,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"  first error: {rated.first_error}")
 
         await self.ping_ratio(port, clients, options["ping_samples"], min(5.0, seconds))
-        self.memory(server)
+        self.memory(server, "at the end (after the writer's phases)")
 
     async def wait_ready(self, port: int, server: subprocess.Popen) -> None:
         for _ in range(600):
@@ -538,7 +539,8 @@ class Command(BaseCommand):
             f"-> bare/ping {rates['bare'] / rates['ping']:.2f}x"
         )
 
-    def memory(self, server: subprocess.Popen) -> None:
+    def memory(self, server: subprocess.Popen, when: str) -> None:
+        self.stdout.write(f"memory per process, {when}:")
         parent = psutil.Process(server.pid)
         for proc in [parent, *parent.children(recursive=True)]:
             try:
@@ -547,9 +549,24 @@ class Command(BaseCommand):
             except psutil.Error:
                 continue
             self.stdout.write(
-                f"memory pid {proc.pid:>7} RSS {info.rss / 2**20:6.0f} MiB  PSS {info.pss / 2**20:6.0f} MiB  "
-                f"USS {info.uss / 2**20:6.0f} MiB  {cmd}"
+                f"  pid {proc.pid:>7} RSS {info.rss / 2**20:6.0f} MiB  PSS {info.pss / 2**20:6.0f} MiB  "
+                f"USS {info.uss / 2**20:6.0f} MiB  {cmd}{self.mapped_bases(proc)}"
             )
+
+    @staticmethod
+    def mapped_bases(proc: psutil.Process) -> str:
+        """What of a process's memory is BM25 base files mapped from BRAIN_BM25_DIR (shared with other processes
+        when they map the same base) — the rest of its USS is its own heap."""
+        try:
+            maps = [m for m in proc.memory_maps(grouped=True) if "/base-" in m.path and m.path.endswith(".npy")]
+        except psutil.Error:
+            return ""
+        if not maps:
+            return ""
+        bases = sorted({Path(m.path).parent.name for m in maps})
+        private = sum(m.private_clean + m.private_dirty for m in maps)
+        return (f"  (BM25 base {', '.join(bases)}: RSS {sum(m.rss for m in maps) / 2**20:.0f} MiB, "
+                f"of it only here {private / 2**20:.0f} MiB)")
 
     # -- where the time goes ---------------------------------------------------------------
 
