@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import shlex
 import shutil
 import sys
@@ -72,6 +73,7 @@ class TestRun:
 
 
 def run_command(root: Path, command: str, cancel_check: Callable[[], bool] | None = None) -> TestRun:
+    forget_bytecode(root)
     outcome, exit_code, stdout, stderr, _ = executor.run_process(
         ["/bin/sh", "-c", command],
         cwd=root,
@@ -82,6 +84,23 @@ def run_command(root: Path, command: str, cancel_check: Callable[[], bool] | Non
     if outcome == "timeout":
         output += f"\n[supervisor: killed after SUPERVISOR_TEST_TIMEOUT={settings.SUPERVISOR_TEST_TIMEOUT} s]"
     return TestRun(command=command, exit_code=exit_code, output=executor.cap(output), outcome=outcome)
+
+
+# Trees forget_bytecode does not walk into: dependencies and tool caches, not the project's own modules.
+_BYTECODE_SKIPPED_DIRS = _IGNORED_DIRS - {"__pycache__"}
+
+
+def forget_bytecode(root: Path) -> int:
+    """Delete the project's `__pycache__` folders; returns how many. Python trusts a cached module while
+    its source keeps the size and modification second it was compiled from, so a worker that rewrites
+    `a - b` as `a + b` within a second of the previous test run would be judged on its previous code."""
+    removed = 0
+    for folder, dirs, _files in os.walk(root):
+        if "__pycache__" in dirs:
+            shutil.rmtree(Path(folder) / "__pycache__", ignore_errors=True)
+            removed += 1
+        dirs[:] = [d for d in dirs if d not in _BYTECODE_SKIPPED_DIRS and d != "__pycache__"]
+    return removed
 
 
 @dataclass
