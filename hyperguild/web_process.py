@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.board is not None and not 0 <= args.slot < args.slots:
         parser.error(f"--slot must be between 0 and {args.slots - 1}")
-    limit_heap_arenas()  # before the app allocates anything (see its docstring)
+    limit_heap_arenas()  # before any request thread starts (see its docstring)
     sock = shared_socket(args.host, args.port)
     config = uvicorn.Config(APPLICATION, timeout_graceful_shutdown=5, access_log=False, lifespan="off")
     server = Server(config)

@@ -86,10 +86,6 @@ def run_command(root: Path, command: str, cancel_check: Callable[[], bool] | Non
     return TestRun(command=command, exit_code=exit_code, output=executor.cap(output), outcome=outcome)
 
 
-# Trees forget_bytecode does not walk into: dependencies and tool caches, not the project's own modules.
-_BYTECODE_SKIPPED_DIRS = _IGNORED_DIRS - {"__pycache__"}
-
-
 def forget_bytecode(root: Path) -> int:
     """Delete the project's `__pycache__` folders; returns how many. Python trusts a cached module while
     its source keeps the size and modification second it was compiled from, so a worker that rewrites
@@ -99,7 +95,8 @@ def forget_bytecode(root: Path) -> int:
         if "__pycache__" in dirs:
             shutil.rmtree(Path(folder) / "__pycache__", ignore_errors=True)
             removed += 1
-        dirs[:] = [d for d in dirs if d not in _BYTECODE_SKIPPED_DIRS and d != "__pycache__"]
+        # Not into dependencies and tool caches (.venv, node_modules, ...), nor the folders just deleted.
+        dirs[:] = [d for d in dirs if d not in _IGNORED_DIRS]
     return removed
 
 
