@@ -331,7 +331,7 @@ def run_review(ctx: RunContext) -> dict:
 
 def _consensus_review(ctx: RunContext, root: Path, task: str, count: int, reviewed_commit: str | None) -> dict:
     """`count` independent reviews (attempts 1..count), grounded one by one, then kept where two agree."""
-    models = consensus_models("review", count, ctx.model)
+    models = consensus_models("review", count, ctx.args.get("model"))
     reviews = []
     for number, model in enumerate(models, start=1):
         worker = ctx.worker(task, number, model)
