@@ -311,7 +311,8 @@ def remove_stale_worktrees(root: Path) -> None:
 
 
 def _entry(index: int, finding: dict) -> dict:
-    shown = {key: finding.get(key) for key in ("file", "line", "title", "kind", "severity", "confidence", "quote")}
+    shown = {key: finding.get(key) for key in ("file", "line", "title", "kind", "severity", "confidence", "quote",
+                                               "rationale")}
     return {
         "attempt": index,
         "index": index,
@@ -409,7 +410,13 @@ def run_apply(ctx) -> dict:
                         lint_before = entry.pop("_lint_after")
                 entry.pop("_tests", None)
                 entry.pop("_lint_after", None)
-            ctx.change = recorder.record(test_cmd=test_cmd, before=baseline, after=last_tests)
+            ctx.change = {
+                **recorder.record(test_cmd=test_cmd, before=baseline, after=last_tests),
+                # Where the pre-state's texts are when the owner's files have moved on (sessions.replay reads them).
+                "git_commit": commit,
+                "git_prefix": worktree.prefix,
+                "source_run_id": source.pk,
+            }
         finally:
             ctx.attempt_log[:] = entries
             worktree.close(keep_branch=applied_any)

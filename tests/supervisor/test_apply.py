@@ -263,3 +263,44 @@ def test_a_rationale_reads_the_changed_lines_from_git_and_a_bare_hunk_is_about_t
     assert diff.splitlines()[:2] == ["--- a/sub/calc.py", "+++ b/sub/calc.py"]
     u0 = "--- a/calc.py\n+++ b/calc.py\n@@ -6 +6 @@\n-x\n+y\n@@ -9,0 +10,2 @@\n+a\n+b\n"
     assert changed_old_lines(u0) == {"calc.py": [(6, 6), (9, 9)]}
+
+
+def test_an_applied_patch_is_an_sft_example_and_a_refused_one_the_rejected_side_and_both_replay(fake_claude, git_project):
+    from django.core.management import call_command
+
+    from sessions.models import TrainingExample
+    from sessions.trainer import run_trainer
+
+    swap = """--- a/calc.py
++++ b/calc.py
+@@ -1,2 +1,2 @@
+ def double(x):
+-    return 2 * x
++    return x * 2
+"""
+    review = review_run(fake_claude, git_project, [
+        finding("double is wrong", 2, "return 2 * x", BREAK_DOUBLE),  # the same finding, twice: a bad patch first
+        finding("double is wrong", 2, "return 2 * x", swap),
+        finding("add subtracts", 5, "return a - b", FIX_ADD),
+    ])
+    run = apply_run(git_project, review)
+    assert [(f["outcome"], f["gate"]) for f in run.result["findings"]] == [
+        ("refused", "tests"), ("applied", None), ("applied", None),
+    ]
+
+    run_trainer()
+    call_command("trainer_verify", stdout=open("/dev/null", "w"))
+
+    examples = {(e.kind, e.provenance["finding"]["title"]): e for e in TrainingExample.objects.filter(skill="apply")}
+    assert sorted(examples) == [("dpo", "double is wrong"), ("sft", "add subtracts"), ("sft", "double is wrong")]
+    sft = examples[("sft", "add subtracts")]
+    assert sft.replay_status == "valid", sft.replay
+    assert "+    return a + b" in sft.completion[0]["content"] and "```diff" in sft.completion[0]["content"]
+    prompt = sft.prompt[1]["content"]
+    assert "Title: add subtracts" in prompt and "return a - b" in prompt and "--- calc.py" in prompt
+    # The later patch starts from the state with the earlier commit: its pre-state is after attempt 2.
+    assert sft.provenance["pre_state"]["after_attempt"] == 2
+    dpo = examples[("dpo", "double is wrong")]
+    assert dpo.replay_status == "valid", dpo.replay
+    assert "+    return x * 2" in dpo.chosen[0]["content"] and "+    return 3 * x" in dpo.rejected[0]["content"]
+    assert examples[("sft", "double is wrong")].replay_status == "valid"
