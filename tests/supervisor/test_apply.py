@@ -201,6 +201,25 @@ def test_only_the_finding_that_passes_every_gate_is_committed_and_the_owners_tre
     assert run.change["test_cmd"] == PYTEST and [f["path"] for f in run.change["files"]] == ["calc.py"]
 
 
+def test_the_run_page_shows_each_findings_gates_and_the_branch(fake_claude, git_project, client, admin_user):
+    review = review_run(fake_claude, git_project, [
+        finding("add subtracts", 5, "return a - b", FIX_ADD),
+        finding("double is wrong", 1, "def double(x):", BREAK_DOUBLE),
+    ])
+    run = apply_run(git_project, review)
+    assert client.get(f"/runs/{run.pk}/").status_code == 302  # people log in first
+
+    client.force_login(admin_user)
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+
+    assert f"hyperguild/apply-{review.pk}" in page and f"git merge hyperguild/apply-{review.pk}" in page
+    assert run.result["findings"][0]["commit"][:12] in page
+    assert "refused: tests" in page and "tests ✗" in page and "rationale ✓" in page and "test_double" in page
+    assert f'href="/runs/{review.pk}/"' in page
+    admin_page = client.get(f"/admin/supervisor/skillrun/{run.pk}/change/").content.decode()
+    assert "refused (tests)" in admin_page and "rationale ok" in admin_page
+
+
 def test_a_patch_that_raises_the_lint_count_or_strays_from_its_quote_is_refused(fake_claude, git_project):
     adds_todo = """--- a/calc.py
 +++ b/calc.py
