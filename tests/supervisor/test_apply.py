@@ -323,3 +323,51 @@ def test_an_applied_patch_is_an_sft_example_and_a_refused_one_the_rejected_side_
     assert dpo.replay_status == "valid", dpo.replay
     assert "+    return x * 2" in dpo.chosen[0]["content"] and "+    return 3 * x" in dpo.rejected[0]["content"]
     assert examples[("sft", "double is wrong")].replay_status == "valid"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancelled_apply_kills_the_test_command_and_leaves_no_worktree_or_branch(fake_claude, git_project, settings):
+    import threading
+    import time
+
+    from supervisor.actions import do_request_cancel
+
+    review = review_run(fake_claude, git_project, [finding("add subtracts", 5, "return a - b", FIX_ADD)])
+    marker = git_project.parent / "tests-started"
+    run = start_skill_run("apply", {
+        "project_root": str(git_project), "run_id": review.pk,
+        "test_cmd": f"touch {marker} && sleep 60",
+    })
+    worker = threading.Thread(target=run_skill, args=(run.pk,))
+    started = time.monotonic()
+    worker.start()
+    while not marker.exists() and time.monotonic() - started < 20:
+        time.sleep(0.1)
+    do_request_cancel(run.pk)
+    worker.join(timeout=30)
+
+    run.refresh_from_db()
+    assert run.status == "cancelled" and time.monotonic() - started < 30
+    assert git(git_project, "branch", "--list", "hyperguild/*").strip() == ""
+    assert len(git(git_project, "worktree", "list").splitlines()) == 1
+    assert not any((settings.DATA_DIR / "apply").iterdir())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_review_then_apply_over_mcp(asgi_server, settings, fake_claude, git_project, skill_worker):
+    from tests.conftest import call_tool
+
+    settings.SUPERVISOR_MCP_TOKEN = ""
+    url = f"{asgi_server}/mcp/supervisor"
+    fake_claude.script([{"report": {"verdict": "request_changes", "summary": "s", "findings": [
+        finding("add subtracts", 5, "return a - b", FIX_ADD)]}}])
+    reviewed = call_tool(url, "review", {"project_root": str(git_project), "paths": ["calc.py"]})["structuredContent"]
+
+    answer = call_tool(url, "apply", {"project_root": str(git_project), "run_id": reviewed["run_id"], "test_cmd": PYTEST})
+
+    assert answer.get("isError") is not True, answer
+    content = answer["structuredContent"]
+    assert content["branch"] == f"hyperguild/apply-{reviewed['run_id']}" and content["applied"] == 1
+    assert content["findings"][0]["commit"] == git(git_project, "rev-parse", content["branch"]).strip()
+    refused = call_tool(url, "apply", {"project_root": str(git_project), "run_id": reviewed["run_id"]})
+    assert refused["isError"] is True and "already exists" in refused["content"][0]["text"]
