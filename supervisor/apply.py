@@ -82,6 +82,7 @@ GIT_CONFIG = (
     "-c", "user.name=hyperguild", "-c", "user.email=hyperguild@localhost",
 )
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_DIFF_LINE_STARTS = ("--- ", "+++ ", "@@", " ", "+", "-", "\\")
 
 
 class ApplyRefused(SupervisorError):
@@ -177,8 +178,10 @@ def normalise_diff(diff: str, finding_file: str, prefix: str) -> str:
     if not any(line.startswith("--- ") for line in lines):
         lines = [f"--- a/{finding_file}\n", f"+++ b/{finding_file}\n", *lines]
     for line in lines:
-        if line.startswith("diff --git ") or line.startswith("index "):
-            continue  # rebuilt from the ---/+++ headers
+        if not line.startswith(_DIFF_LINE_STARTS) and line.strip():
+            # `diff --git`, `index`, mode, rename and binary lines (a patch may not turn a file into a symlink or
+            # move it), and any prose around the diff: only headers and hunks reach git apply.
+            continue
         for marker, side in (("--- ", "a/"), ("+++ ", "b/")):
             if line.startswith(marker):
                 path = line[4:].strip().split("\t")[0]

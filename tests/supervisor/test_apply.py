@@ -371,3 +371,28 @@ def test_review_then_apply_over_mcp(asgi_server, settings, fake_claude, git_proj
     assert content["findings"][0]["commit"] == git(git_project, "rev-parse", content["branch"]).strip()
     refused = call_tool(url, "apply", {"project_root": str(git_project), "run_id": reviewed["run_id"]})
     assert refused["isError"] is True and "already exists" in refused["content"][0]["text"]
+
+
+def test_a_project_inside_a_larger_repository_is_applied_in_its_own_folder(fake_claude, allowed_root, settings, tmp_path):
+    settings.DATA_DIR = tmp_path / "data"
+    repo = allowed_root / "mono"
+    project = repo / "services" / "calc"
+    (project / "tests").mkdir(parents=True)
+    (repo / "README.md").write_text("mono\n")
+    (project / "pyproject.toml").write_text('[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n')
+    (project / "calc.py").write_text(CALC)
+    (project / "tests" / "test_calc.py").write_text(TESTS)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "mono")
+    prose = "Change the operator:\n\n```diff\ndiff --git a/calc.py b/calc.py\nold mode 100644\nnew mode 120000\n" + FIX_ADD + "```\n"
+    review = review_run(fake_claude, project, [finding("add subtracts", 5, "return a - b", prose)])
+
+    run = apply_run(project, review)
+
+    assert [(f["outcome"], f["gate"]) for f in run.result["findings"]] == [("applied", None)], run.result
+    branch = run.result["branch"]
+    assert "return a + b" in git(repo, "show", f"{branch}:services/calc/calc.py")
+    assert git(repo, "diff", "--name-only", f"main..{branch}").split() == ["services/calc/calc.py"]
+    assert git(repo, "ls-tree", branch, "services/calc/calc.py").startswith("100644")  # no mode change got through
+    assert git(repo, "status", "--porcelain") == ""
