@@ -59,7 +59,7 @@ from supervisor.grounding import (
 from supervisor.models import SkillRun
 from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
 from supervisor.shell_reach import check_shell_arguments
-from supervisor.skills import SkillFailed
+from supervisor.skills import APPLY_GATE_NAMES, SkillFailed
 from supervisor.verification import NO_TEST_COMMAND, TestRun, detect_test_command, run_command
 
 GATE_CONFIDENCE, GATE_SIZE, GATE_APPLY, GATE_TESTS, GATE_WARNINGS, GATE_RATIONALE = (
@@ -67,7 +67,6 @@ GATE_CONFIDENCE, GATE_SIZE, GATE_APPLY, GATE_TESTS, GATE_WARNINGS, GATE_RATIONAL
 )
 # The run's time ran out before this finding could be tried.
 GATE_TIME = "time"
-APPLY_GATES = (GATE_CONFIDENCE, GATE_SIZE, GATE_APPLY, GATE_TESTS, GATE_WARNINGS, GATE_RATIONALE, GATE_TIME)
 APPLIED, REFUSED = "applied", "refused"
 SOURCE_SKILLS = ("review", "debug")
 BRANCH_PREFIX = "hyperguild/apply-"
@@ -384,6 +383,8 @@ def run_apply(ctx) -> dict:
             lint_before = None
             if lint_cmd:
                 lint_run = run_command(work, lint_cmd, ctx.cancel_check)
+                if lint_run.outcome == "cancelled":
+                    return ctx.result(status="cancelled", message="cancelled while the baseline lint ran", **fields)
                 lint_before = lint_count(lint_run)
             worktree.revert()
             last_tests = baseline
@@ -449,6 +450,7 @@ def run_apply(ctx) -> dict:
 
 def _dropped_by_review(index: int, dropped: dict) -> dict:
     gate = str(dropped.get("gate") or "")
+    gate = gate if gate in APPLY_GATE_NAMES else "quote"  # a review's own gates are all named; never an unknown one
     reason = f"dropped by the review ({gate}): {dropped.get('reason', '')}"
     return {
         "index": index, "file": dropped.get("file"), "line": dropped.get("line"), "title": dropped.get("title"),
@@ -511,6 +513,9 @@ def _try_finding(ctx, entry: dict, finding: dict, worktree: _Worktree, recorder:
         return None
     if lint_cmd:
         lint_run = run_command(work, lint_cmd, ctx.cancel_check)
+        if lint_run.outcome == "cancelled":
+            worktree.revert()
+            return "cancelled while the lint command ran"
         after = lint_count(lint_run)
         if not _gate(entry, GATE_WARNINGS, after <= (lint_before or 0),
                      f"`{lint_cmd}` finds {after} after the patch, {lint_before} before"):

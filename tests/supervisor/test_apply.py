@@ -396,3 +396,11 @@ def test_a_project_inside_a_larger_repository_is_applied_in_its_own_folder(fake_
     assert git(repo, "diff", "--name-only", f"main..{branch}").split() == ["services/calc/calc.py"]
     assert git(repo, "ls-tree", branch, "services/calc/calc.py").startswith("100644")  # no mode change got through
     assert git(repo, "status", "--porcelain") == ""
+
+
+def test_every_gate_apply_can_name_is_in_the_answers_schema():
+    from supervisor import apply
+    from supervisor.skills import APPLY_GATE_NAMES
+
+    gates = [getattr(apply, name) for name in dir(apply) if name.startswith("GATE_")]
+    assert len(gates) == 7 and set(gates) <= set(APPLY_GATE_NAMES)
