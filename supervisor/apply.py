@@ -93,9 +93,13 @@ def branch_name(source_run_id: int) -> str:
 
 
 def _git(cwd: Path, *args: str, cancel_check=None) -> tuple[int | None, str]:
-    outcome, code, stdout, stderr, _ = executor.run_process(
-        ["git", *GIT_CONFIG, *args], cwd=cwd, timeout=GIT_TIMEOUT, cancel_check=cancel_check
-    )
+    """(exit code, output) of one git command; None when it could not run to the end (or git is missing)."""
+    try:
+        outcome, code, stdout, stderr, _ = executor.run_process(
+            ["git", *GIT_CONFIG, *args], cwd=cwd, timeout=GIT_TIMEOUT, cancel_check=cancel_check
+        )
+    except OSError as exc:
+        return None, f"git could not run: {exc}"
     if outcome != "exited":
         return None, f"git {args[0]}: {outcome}"
     return code, stdout + (("\n" + stderr) if stderr.strip() else "")
@@ -110,10 +114,7 @@ def _git_ok(cwd: Path, *args: str) -> str:
 
 def head_commit(root: Path) -> str | None:
     """The commit checked out in `root`, or None when it is not a git work tree (or has no commit yet)."""
-    try:
-        code, output = _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-    except OSError:  # no git on this machine
-        return None
+    code, output = _git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
     return output.strip() if code == 0 and output.strip() else None
 
 

@@ -404,3 +404,31 @@ def test_every_gate_apply_can_name_is_in_the_answers_schema():
 
     gates = [getattr(apply, name) for name in dir(apply) if name.startswith("GATE_")]
     assert len(gates) == 7 and set(gates) <= set(APPLY_GATE_NAMES)
+
+
+def test_findings_left_when_the_runs_time_budget_is_spent_are_refused_with_gate_time(
+    fake_claude, git_project, monkeypatch
+):
+    from supervisor import tools
+
+    review = review_run(fake_claude, git_project, [finding("add subtracts", 5, "return a - b", FIX_ADD)])
+    monkeypatch.setattr(tools, "run_budget_seconds", lambda: 0.0)
+
+    run = apply_run(git_project, review)
+
+    [only] = run.result["findings"]
+    assert (only["outcome"], only["gate"]) == ("refused", "time") and run.result["branch"] is None
+
+
+def test_the_worktree_a_killed_apply_left_is_removed_by_the_next_apply(fake_claude, git_project, settings):
+    from supervisor.apply import remove_stale_worktrees
+
+    dead = SkillRun.objects.create(skill="apply", project_root=str(git_project), status="error")
+    alive = SkillRun.objects.create(skill="apply", project_root=str(git_project), status="running")
+    git(git_project, "worktree", "add", "-q", "-b", "left-behind", str(settings.DATA_DIR / "apply" / f"run-{dead.pk}"))
+    (settings.DATA_DIR / "apply" / f"run-{alive.pk}").mkdir()
+
+    remove_stale_worktrees(git_project)
+
+    assert sorted(p.name for p in (settings.DATA_DIR / "apply").iterdir()) == [f"run-{alive.pk}"]
+    assert len(git(git_project, "worktree", "list").splitlines()) == 1  # its metadata is pruned too
