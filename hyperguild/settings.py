@@ -179,6 +179,8 @@ SUPERVISOR_TIER_PROBE_TIMEOUT = env_float("SUPERVISOR_TIER_PROBE_TIMEOUT", 3.0, 
 # Gates on review/debug findings (README "Grounded findings and gates").
 SUPERVISOR_MIN_CONFIDENCE = env_float("SUPERVISOR_MIN_CONFIDENCE", 0.6, minimum=0.0, maximum=1.0)
 SUPERVISOR_MAX_PATCH_LINES = env_int("SUPERVISOR_MAX_PATCH_LINES", 6, minimum=0)
+# `apply` commits a finding's patch only at or above this confidence (docs/apply.md).
+SUPERVISOR_APPLY_MIN_CONFIDENCE = env_float("SUPERVISOR_APPLY_MIN_CONFIDENCE", 0.9, minimum=0.0, maximum=1.0)
 # Routed review/debug: files longer than this are tree-split (README "Tree-split for long files").
 SUPERVISOR_TREE_SPLIT_CHARS = env_int("SUPERVISOR_TREE_SPLIT_CHARS", 60_000, minimum=1000)
 # Run ownership: the worker process beats every HEARTBEAT seconds; a run whose owner is gone

@@ -17,6 +17,7 @@ class SkillRunAdmin(admin.ModelAdmin):
     ordering = ("-created_at",)
     fieldsets = (
         (None, {"fields": ("skill", "tool", "endpoint", "status", "verified", "message", "progress", "session_id", "redacted")}),
+        ("Apply", {"fields": ("apply_branch", "apply_gates")}),
         ("Change", {"fields": ("change_files", "change_tests", "change_diff", "change")}),
         ("Call", {"fields": ("project_root", "arguments", "model", "route", "cancel_requested")}),
         ("Verification", {"fields": ("runner_output", "exit_code", "attempts", "attempt_log")}),
@@ -27,12 +28,40 @@ class SkillRunAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         return [field.name for field in self.model._meta.fields] + [
-            "redacted", "change_files", "change_tests", "change_diff"
+            "redacted", "change_files", "change_tests", "change_diff", "apply_branch", "apply_gates"
         ]
 
     @admin.display(description="secrets redacted")
     def redacted(self, obj) -> str:
         return redaction_summary(obj.redactions or []) or "—"
+
+    @admin.display(description="branch")
+    def apply_branch(self, obj) -> str:
+        result = obj.result if isinstance(obj.result, dict) else {}
+        if obj.skill != "apply":
+            return "—"
+        if not result.get("branch"):
+            return "none: nothing was applied"
+        return format_html("<code>{}</code> from <code>{}</code> ({} applied, {} refused)", result["branch"],
+                           str(result.get("base_commit") or "")[:12], result.get("applied", 0), result.get("refused", 0))
+
+    @admin.display(description="findings: outcome and gates")
+    def apply_gates(self, obj) -> str:
+        findings = (obj.result or {}).get("findings") if obj.skill == "apply" and isinstance(obj.result, dict) else None
+        if not findings:
+            return "—"
+        return format_html_join(
+            "\n", "<div>#{} <code>{}:{}</code> {}: <b>{}</b> {} <span style='color:#667085'>[{}]</span></div>",
+            (
+                (
+                    f.get("index"), f.get("file"), f.get("line"), f.get("title"),
+                    "applied" if f.get("outcome") == "applied" else f"refused ({f.get('gate')})",
+                    str(f.get("commit") or "")[:12] or f.get("reason", ""),
+                    ", ".join(f"{g['gate']} {'ok' if g['passed'] else 'FAILED'}" for g in f.get("gates") or []),
+                )
+                for f in findings
+            ),
+        )
 
     @admin.display(description="files changed")
     def change_files(self, obj) -> str:

@@ -25,8 +25,19 @@ from hyperguild.lib.llm import get_llm_client
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
 from supervisor import executor, skills, tree_split
 from supervisor.actions import do_add_pathway_fingerprints
+from supervisor.apply import head_commit
+from supervisor.consensus import ReviewAnswer, agree
 from supervisor.errors import SupervisorError
-from supervisor.grounding import GATE_FILE, GATE_LINE, GATE_QUOTE, fingerprint, ground_findings, review_verified
+from supervisor.grounding import (
+    GATE_FILE,
+    GATE_LINE,
+    GATE_QUOTE,
+    Grounding,
+    fingerprint,
+    ground_findings,
+    review_verified,
+)
+from supervisor.model_table import consensus_models, load_table
 from supervisor.models import Pathway, RoutingEntry
 from supervisor.roots import RootRefused, relative_to_root, resolve_inside, resolve_project_root
 from supervisor.routing import Attempt, PathwayKey, Routed, RoutingFailed, llm_attempt, route
@@ -353,6 +364,8 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
     attempt = multi_attempt(
         client, calls, skills.worker_schema("review"), review_check(root), merge_reviews, max_tokens=ANSWER_MAX_TOKENS
     )
+    if (arguments.get("consensus") or 1) > 1:
+        return _consensus_review(arguments, ctx, root, attempt, pathway, started)
     ctx.report_progress(0, 1, "asking the routed model")
     try:
         routed = route(
@@ -364,9 +377,7 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
             pathway=pathway,
         )
     except RoutingFailed as exc:
-        answer = exc.answer
-        if not (isinstance(answer, dict) and isinstance(answer.get("dropped_findings"), list)):
-            raise  # no answer to show (gateway error, not JSON): a tool error naming both models
+        answer = _grounded_answer(exc)
         # The models answered, but nothing they said is grounded: a review, verified false.
         return skills.build_result(
             "review",
@@ -379,6 +390,7 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
             verdict=answer.get("verdict", "comment"),
             dropped_findings=answer["dropped_findings"],
             summary=answer.get("summary", ""),
+            reviewed_commit=head_commit(root),
             message="not verified: no model gave a grounded review. "
             + " Then ".join(f"{entry.model} ({entry.reason}): {entry.error}" for entry in exc.entries),
         )
@@ -394,8 +406,64 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
         verdict=data["verdict"],
         dropped_findings=data["dropped_findings"],
         summary=data.get("summary", ""),
+        reviewed_commit=head_commit(root),
         message=f"{len(data['findings'])} grounded findings, {len(data['dropped_findings'])} dropped.{split}",
     )
+
+
+def _grounded_answer(exc: RoutingFailed) -> dict:
+    """The last answer of a failed routed review, if it was grounded at all; else the error goes to the caller."""
+    answer = exc.answer
+    if not (isinstance(answer, dict) and isinstance(answer.get("dropped_findings"), list)):
+        raise exc  # no answer to show (gateway error, not JSON): a tool error naming both models
+    return answer
+
+
+def _consensus_review(arguments: dict, ctx: ToolContext, root: Path, attempt, pathway: PathwayKey, started: float) -> dict:
+    """`consensus` independent routed reviews (each a routed call with its entries and pathway count), then agreement.
+
+    The reviewers are the model table's `consensus` models when it lists them (as overrides), else the router
+    chooses for each review as for any call.
+    """
+    count = arguments["consensus"]
+    listed = consensus_models("review", count, arguments.get("model")) if _table_lists_consensus() else []
+    overrides = listed or [arguments.get("model")] * count
+    reviews, attempts, models = [], 0, []
+    for number, override in enumerate(overrides, start=1):
+        ctx.report_progress(number - 1, count, f"review {number} of {count}: asking the routed model")
+        try:
+            routed = route(
+                "review", attempt, override=override, session_id=arguments.get("session_id", ""),
+                cancelled=ctx.is_cancelled, pathway=pathway,
+            )
+            data, model, used = routed.data, routed.entry.model, routed.attempts
+        except RoutingFailed as exc:
+            data, model, used = _grounded_answer(exc), exc.entries[-1].model, len(exc.entries)
+        attempts += used
+        models.append(model)
+        grounding = Grounding(kept=data.get("findings", []), dropped=data.get("dropped_findings", []))
+        reviews.append(ReviewAnswer(number, model, grounding, data.get("verdict", "comment"), data.get("summary", "")))
+    outcome = agree(root, reviews)
+    verified, why = review_verified(outcome.grounding, outcome.verdict)
+    remember_fingerprints(pathway, outcome.grounding.kept)
+    return skills.build_result(
+        "review",
+        status="pass" if verified else "fail",
+        verified=verified,
+        model_used=", ".join(dict.fromkeys(models)),
+        attempts=attempts,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        findings=outcome.grounding.kept,
+        verdict=outcome.verdict,
+        dropped_findings=outcome.grounding.dropped,
+        summary=outcome.summary,
+        reviewed_commit=head_commit(root),
+        message=f"consensus of {count} routed reviews ({', '.join(models)}): {why}",
+    )
+
+
+def _table_lists_consensus() -> bool:
+    return bool(load_table().get("consensus"))
 
 
 # --- debug -----------------------------------------------------------------------
@@ -545,5 +613,6 @@ def debug(arguments: dict, ctx: ToolContext) -> dict:
         worker_report=data,
         findings=data["findings"],
         dropped_findings=data["dropped_findings"],
+        reviewed_commit=head_commit(root),
         message=f"Diagnosis only (failing_cmd {exit_text} before): apply the fix, then re-run failing_cmd.",
     )

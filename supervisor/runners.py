@@ -22,9 +22,11 @@ from django.conf import settings
 from brain.actions import do_write_raw_note
 from hyperguild.lib.redaction import redact_fields
 from supervisor import executor
+from supervisor.apply import head_commit, run_apply
 from supervisor.changes import ChangeRecorder
+from supervisor.consensus import ReviewAnswer, agree
 from supervisor.grounding import ground_findings, review_verified
-from supervisor.model_table import ModelTableError, gateway_environment, resolve_model
+from supervisor.model_table import ModelTableError, consensus_models, gateway_environment, resolve_model
 from supervisor.prompts import (
     build_prompt,
     debug_task,
@@ -61,30 +63,33 @@ class RunContext:
         self.cancel_check = cancel_check
         self.skill = run.skill
         self.spec = SKILLS[run.skill]
-        self.model = resolve_model(run.skill, self.args.get("model"))
+        # A skill without a worker (apply) runs no model.
+        self.model = resolve_model(run.skill, self.args.get("model")) if self.spec.worker_schema else ""
         self.attempt_log: list[dict] = []
         self.worker_pids: list[int] = []
         # What the worker changed (TDD, debug): see supervisor.changes; stored on SkillRun.change.
         self.change: dict | None = None
 
-    def worker(self, task: str, attempt: int) -> executor.WorkerResult:
+    def worker(self, task: str, attempt: int, model: str | None = None) -> executor.WorkerResult:
+        """Run the worker once, on `model` (a consensus review's own reviewer) or the run's model."""
+        model = model or self.model
         root = Path(self.run.project_root) if self.run.project_root else None
         cwd = root or Path(settings.DATA_DIR)
         cwd.mkdir(parents=True, exist_ok=True)
-        self.progress(f"attempt {attempt}: worker running ({self.model})")
+        self.progress(f"attempt {attempt}: worker running ({model})")
 
         def waiting(seconds: float) -> None:
             self.progress(f"attempt {attempt}: waiting for a free worker slot ({int(seconds)} s)")
 
         try:
-            gateway_env = gateway_environment(self.model)
+            gateway_env = gateway_environment(model)
         except ModelTableError as exc:
             raise SkillFailed(str(exc)) from exc
         return executor.run_worker(
             prompt=build_prompt(self.skill, task),
             schema=worker_schema(self.skill),
             cwd=cwd,
-            model=self.model,
+            model=model,
             allowed_tools=self.spec.allowed_tools,
             cancel_check=self.cancel_check,
             on_wait=waiting,
@@ -299,6 +304,10 @@ def run_review(ctx: RunContext) -> dict:
         if git_diff.exit_code != 0:
             raise SkillFailed(f"git diff {args['git_range']} failed: {git_diff.output[-2000:]}")
         diff = git_diff.output
+    reviewed_commit = head_commit(root)
+    count = args.get("consensus") or 1
+    if count > 1:
+        return _consensus_review(ctx, root, review_task(args, diff), count, reviewed_commit)
     worker, stopped = _single_answer(ctx, review_task(args, diff))
     if stopped is not None:
         return stopped
@@ -316,12 +325,48 @@ def run_review(ctx: RunContext) -> dict:
         verdict=verdict,
         dropped_findings=grounding.dropped,
         summary=report.get("summary", ""),
+        reviewed_commit=reviewed_commit,
     )
+
+
+def _consensus_review(ctx: RunContext, root: Path, task: str, count: int, reviewed_commit: str | None) -> dict:
+    """`count` independent reviews (attempts 1..count), grounded one by one, then kept where two agree."""
+    models = consensus_models("review", count, ctx.args.get("model"))
+    reviews = []
+    for number, model in enumerate(models, start=1):
+        worker = ctx.worker(task, number, model)
+        ctx.log(number, worker, model=model)
+        stopped = _worker_stopped(ctx, worker, number)
+        if stopped is None and worker.status != "ok":
+            stopped = ctx.result(status="error", message=f"review {number} of {count} ({model}): {worker.message}",
+                                 attempts=number)
+        if stopped is not None:
+            return stopped
+        report = worker.report or {}
+        grounding = ground_findings(root, report.get("findings", []))
+        ctx.attempt_log[-1].update(kept_findings=len(grounding.kept), dropped_findings=len(grounding.dropped))
+        reviews.append(ReviewAnswer(number, model, grounding, report.get("verdict", "comment"), report.get("summary", "")))
+    outcome = agree(root, reviews)
+    verified, message = review_verified(outcome.grounding, outcome.verdict)
+    result = ctx.result(
+        status="pass" if verified else "fail",
+        verified=verified,
+        message=f"consensus of {count} reviews ({', '.join(models)}): {message}",
+        attempts=count,
+        findings=outcome.grounding.kept,
+        verdict=outcome.verdict,
+        dropped_findings=outcome.grounding.dropped,
+        summary=outcome.summary,
+        reviewed_commit=reviewed_commit,
+    )
+    result["model_used"] = ", ".join(dict.fromkeys(models))
+    return result
 
 
 def run_debug(ctx: RunContext) -> dict:
     root = resolve_project_root(ctx.run.project_root)
     args = ctx.args
+    reviewed_commit = head_commit(root)
     recorder = ChangeRecorder(root)
     worker = ctx.worker(debug_task(args), 1)
     stopped = _worker_stopped(ctx, worker, 1)
@@ -359,6 +404,7 @@ def run_debug(ctx: RunContext) -> dict:
         worker_report=worker.report,
         findings=grounding.kept,
         dropped_findings=grounding.dropped,
+        reviewed_commit=reviewed_commit,
     )
 
 
@@ -402,4 +448,5 @@ RUNNERS: dict[str, Callable[[RunContext], dict]] = {
     "review": run_review,
     "debug": run_debug,
     "spec": run_spec,
+    "apply": run_apply,
 }

@@ -93,6 +93,11 @@ RESULT_FINDING_SCHEMA = {
         **FINDING_SCHEMA["properties"],
         "patch": {"type": ["string", "null"], "description": "the suggestion, if small enough to be a patch"},
         "patch_refused": {"type": "string", "description": "why the suggestion is not offered as a patch"},
+        "agreed_by": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1},
+            "description": "consensus reviews only: the reviews (1-based) that reported this finding",
+        },
     },
 }
 
@@ -100,8 +105,9 @@ RESULT_FINDING_SCHEMA = {
 DROPPED_FINDING_SCHEMA = {
     "type": "object",
     "properties": {
-        "gate": {"type": "string", "enum": ["file", "line", "quote", "rationale", "confidence"]},
+        "gate": {"type": "string", "enum": ["file", "line", "quote", "rationale", "confidence", "consensus"]},
         "reason": {"type": "string"},
+        "review": {"type": "integer", "minimum": 1, "description": "consensus reviews only: which review reported it"},
     },
     "required": ["gate", "reason"],
 }
@@ -143,6 +149,42 @@ EXAMPLE_SCHEMA = {
 }
 
 _FILES_CHANGED = {"type": "array", "items": {"type": "string"}}
+
+_REVIEWED_COMMIT = {
+    "type": ["string", "null"],
+    "description": "the git commit checked out when the findings were grounded (what `apply` branches from)",
+}
+
+# One finding as `apply` answers it: applied (with its commit) or refused (with the gate, why, the evidence).
+APPLY_GATE_NAMES = ["confidence", "size", "apply", "tests", "warnings", "rationale", "time",
+                    "file", "line", "quote", "consensus"]
+APPLY_FINDING_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "index": {"type": "integer", "minimum": 1},
+        "file": {"type": ["string", "null"]},
+        "line": {"type": ["integer", "null"]},
+        "title": {"type": ["string", "null"]},
+        "kind": {"type": ["string", "null"]},
+        "confidence": {"type": ["number", "null"]},
+        "fingerprint": {"type": "string"},
+        "outcome": {"type": "string", "enum": ["applied", "refused"]},
+        "commit": {"type": ["string", "null"], "description": "the commit on the branch (applied only)"},
+        "gate": {"type": ["string", "null"], "enum": [*APPLY_GATE_NAMES, None], "description": "the gate that refused it"},
+        "reason": {"type": "string"},
+        "output": {"type": "string", "description": "excerpt of the evidence: test or lint output, git's message"},
+        "gates": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"gate": {"type": "string"}, "passed": {"type": "boolean"}, "detail": {"type": "string"}},
+                "required": ["gate", "passed", "detail"],
+            },
+            "description": "every gate tried, in order",
+        },
+    },
+    "required": ["index", "outcome", "gate", "reason", "gates"],
+}
 
 
 class SkillFailed(Exception):
@@ -304,6 +346,15 @@ _add(
             "paths": {"type": "array", "items": _REL_PATH, "minItems": 1, "maxItems": 200},
             "git_range": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^[A-Za-z0-9_./~^@{}-]+(\.\.\.?[A-Za-z0-9_./~^@{}-]+)?$"},
             "focus": {"type": "string", "maxLength": 2000},
+            "consensus": {
+                "type": "integer",
+                "enum": [2, 3],
+                "description": (
+                    "run this many independent reviews (the model table's `consensus` models when configured, "
+                    "else independent samples) and keep a finding only when at least 2 agree on file, "
+                    "overlapping lines and kind; the others are dropped with gate consensus"
+                ),
+            },
             "model": _MODEL,
             "session_id": _SESSION_ID,
         },
@@ -313,6 +364,7 @@ _add(
             "verdict": {"type": "string", "enum": ["approve", "request_changes", "comment", "none"]},
             "dropped_findings": {"type": "array", "items": DROPPED_FINDING_SCHEMA},
             "summary": {"type": "string"},
+            "reviewed_commit": _REVIEWED_COMMIT,
         },
         worker_schema=_object(
             {
@@ -354,6 +406,7 @@ _add(
             "worker_report": {"type": ["object", "null"]},
             "findings": {"type": "array", "items": RESULT_FINDING_SCHEMA},
             "dropped_findings": {"type": "array", "items": DROPPED_FINDING_SCHEMA},
+            "reviewed_commit": _REVIEWED_COMMIT,
         },
         worker_schema=_object(
             {
@@ -371,6 +424,55 @@ _add(
         runner="debug",
         allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="debug",
+    )
+)
+_add(
+    SkillSpec(
+        name="apply",
+        title="Apply a review's findings behind gates",
+        description=(
+            "Turns the grounded findings of a verified review (or debug) run into commits on a new branch "
+            "hyperguild/apply-<run_id>, made in a git worktree from the reviewed commit: the working tree, index "
+            "and HEAD of the project are never touched. Each finding's patch (a unified diff in its suggestion) "
+            "passes the gates in order: confidence (>= SUPERVISOR_APPLY_MIN_CONFIDENCE), size (<= "
+            "SUPERVISOR_MAX_PATCH_LINES changed lines), apply, tests (the supervisor runs test_cmd itself), "
+            "warnings (lint_cmd's count must not rise) and rationale (only the cited lines change). Pass: one "
+            "commit; fail: reverted, with the gate, the reason and the evidence. The branch is left for a person "
+            "to merge."
+        ),
+        inputs={
+            "project_root": _PROJECT_ROOT,
+            "run_id": {"type": "integer", "minimum": 1, "description": "the verified review (or debug) run to apply"},
+            "test_cmd": _TEST_CMD,
+            "lint_cmd": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 2000,
+                "description": "shell command printing one line per lint finding (e.g. ruff check --output-format concise)",
+            },
+            "min_confidence": {
+                "type": "number", "minimum": 0, "maximum": 1,
+                "description": "confidence gate (default SUPERVISOR_APPLY_MIN_CONFIDENCE)",
+            },
+            "max_patch_lines": {
+                "type": "integer", "minimum": 0, "maximum": 500,
+                "description": "size gate: most added + removed lines (default SUPERVISOR_MAX_PATCH_LINES)",
+            },
+            "session_id": _SESSION_ID,
+        },
+        required_inputs=["project_root", "run_id"],
+        outputs={
+            "findings": {"type": "array", "items": APPLY_FINDING_SCHEMA},
+            "branch": {"type": ["string", "null"], "description": "the branch holding the commits (null: nothing applied)"},
+            "base_commit": {"type": ["string", "null"], "description": "the reviewed commit the branch starts from"},
+            "source_run_id": {"type": ["integer", "null"]},
+            "applied": {"type": "integer", "minimum": 0},
+            "refused": {"type": "integer", "minimum": 0},
+            "test_cmd": {"type": ["string", "null"]},
+            "lint_cmd": {"type": ["string", "null"]},
+        },
+        runner="apply",
+        phase="apply",
     )
 )
 _add(

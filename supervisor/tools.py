@@ -20,8 +20,9 @@ from django.db import connection, transaction
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError, register_endpoint
 from supervisor import executor, reaper
 from supervisor.actions import do_create_skill_run, do_request_cancel
+from supervisor.apply import check_apply_request
 from supervisor.errors import SupervisorError
-from supervisor.model_table import ModelTableError, gateway_problem, resolve_model
+from supervisor.model_table import ModelTableError, consensus_models, gateway_problem, resolve_model
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
 from supervisor.shell_reach import check_shell_arguments
@@ -39,7 +40,8 @@ supervisor = register_endpoint(
         token_setting="SUPERVISOR_MCP_TOKEN",
         instructions=(
             "Skill workers whose results the supervisor verifies itself: TDD red/green/refactor, "
-            "review, debug, spec, retrospective, trainer and tier."
+            "review, debug, spec, retrospective, trainer and tier; apply turns a verified review's findings into "
+            "commits on a new branch, each behind gates."
         ),
     )
 )
@@ -75,13 +77,20 @@ def _check_paths(skill: str, arguments: dict) -> str:
             resolve_inside(root, arguments[key])
     for path in arguments.get("paths") or []:
         resolve_inside(root, path, must_exist=True)
+    if skill == "apply":
+        check_apply_request(root, arguments)  # the review run exists, is verified, its branch is free
     return str(root)
 
 
 def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor") -> SkillRun:
     root = _check_paths(skill, arguments)
-    model = resolve_model(skill, arguments.get("model"))
-    problem = gateway_problem(model)
+    if SKILLS[skill].worker_schema is None:
+        model = ""  # no worker, no model (apply)
+    elif arguments.get("consensus"):
+        model = ", ".join(dict.fromkeys(consensus_models(skill, arguments["consensus"], arguments.get("model"))))
+    else:
+        model = resolve_model(skill, arguments.get("model"))
+    problem = next(filter(None, (gateway_problem(name.strip()) for name in model.split(","))), None)
     if problem:
         raise ModelTableError(problem)
     run = do_create_skill_run(
@@ -190,6 +199,7 @@ tdd_refactor = _worker_tool("tdd_refactor")
 review = _worker_tool("review", read_only=True)
 debug = _worker_tool("debug")
 spec = _worker_tool("spec")
+apply = _worker_tool("apply")
 
 
 @supervisor.tool(

@@ -125,7 +125,8 @@ def capture(root: Path) -> Capture:
         except OSError:
             continue
         for entry in entries:
-            if entry.is_symlink():
+            # A `.git` file (a worktree's or a submodule's pointer to its repository) is git's, not the project's.
+            if entry.is_symlink() or entry.name == ".git":
                 continue
             if entry.is_dir():
                 if entry.name not in _IGNORED_DIRS:

@@ -106,6 +106,7 @@ def test_the_routing_tools_share_their_schemas_with_the_supervisor_skills():
         "paths",
         "git_range",
         "focus",
+        "consensus",
         "model",
         "session_id",
     }
