@@ -176,10 +176,10 @@ SUPERVISOR_TIER_ANTHROPIC_URL = env_str("SUPERVISOR_TIER_ANTHROPIC_URL", "https:
 SUPERVISOR_TIER_LITELLM_URL = env_str("SUPERVISOR_TIER_LITELLM_URL", LITELLM_BASE_URL)
 SUPERVISOR_TIER_CACHE_SECONDS = env_int("SUPERVISOR_TIER_CACHE_SECONDS", 60, minimum=0)
 SUPERVISOR_TIER_PROBE_TIMEOUT = env_float("SUPERVISOR_TIER_PROBE_TIMEOUT", 3.0, minimum=0.1)
-# Gates on review/debug findings (README "Grounded findings and gates").
+# Gates on review/debug findings (docs/supervisor.md, "Grounded findings and gates").
 SUPERVISOR_MIN_CONFIDENCE = env_float("SUPERVISOR_MIN_CONFIDENCE", 0.6, minimum=0.0, maximum=1.0)
 SUPERVISOR_MAX_PATCH_LINES = env_int("SUPERVISOR_MAX_PATCH_LINES", 6, minimum=0)
-# Routed review/debug: files longer than this are tree-split (README "Tree-split for long files").
+# Routed review/debug: files longer than this are tree-split (docs/supervisor.md, "Tree-split for long files").
 SUPERVISOR_TREE_SPLIT_CHARS = env_int("SUPERVISOR_TREE_SPLIT_CHARS", 60_000, minimum=1000)
 # Run ownership: the worker process beats every HEARTBEAT seconds; a run whose owner is gone
 # (dead pid on this host, or no beat for STALE seconds) is killed and ended by the reaper.
@@ -199,7 +199,7 @@ HYPERGUILD_PASS_RATE_TTL_SECONDS = env_int("HYPERGUILD_PASS_RATE_TTL_SECONDS", 6
 HYPERGUILD_ROUTE_LOCAL_FLOOR = env_float("HYPERGUILD_ROUTE_LOCAL_FLOOR", 0.90)
 HYPERGUILD_ROUTE_LOCAL_CEIL = env_float("HYPERGUILD_ROUTE_LOCAL_CEIL", 0.70)
 HYPERGUILD_ROUTE_MIN_SAMPLES = env_int("HYPERGUILD_ROUTE_MIN_SAMPLES", 10, minimum=0)
-# Pathway memory (README "Pathway memory"): replays before a pathway decides, and the success rate it must keep.
+# Pathway memory (docs/supervisor.md, "Pathway memory"): replays before a pathway decides, and the success rate it must keep.
 HYPERGUILD_PATHWAY_PROBATION = env_int("HYPERGUILD_PATHWAY_PROBATION", 3, minimum=1)
 HYPERGUILD_PATHWAY_MIN_SUCCESS = env_float("HYPERGUILD_PATHWAY_MIN_SUCCESS", 0.80, minimum=0.0, maximum=1.0)
 
