@@ -114,7 +114,7 @@ BRAIN_RERANKER_URL = env_str("BRAIN_RERANKER_URL")
 BRAIN_RERANKER_MODEL = env_str("BRAIN_RERANKER_MODEL", "dengcao/Qwen3-Reranker-0.6B:F16")
 BRAIN_RERANKER_CONCURRENCY = env_int("BRAIN_RERANKER_CONCURRENCY", 4, minimum=1, maximum=64)
 BRAIN_ANSWER_MODEL = env_str("BRAIN_ANSWER_MODEL")
-# BM25 segments (brain/bm25.py): how often a process re-reads the corpus version (its own writes
+# BM25 segments (brain/bm25/): how often a process re-reads the corpus version (its own writes
 # are seen at once), how many changed notes trigger a background merge, and where large bases are
 # shared between processes as memory-mapped files ("" keeps them in memory, one per process).
 BRAIN_BM25_CHECK_SECONDS = env_float("BRAIN_BM25_CHECK_SECONDS", 0.25, minimum=0.0)
