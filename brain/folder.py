@@ -42,6 +42,7 @@ from brain.actions import (
     do_record_mirror_file,
     do_touch_mirror_file,
 )
+from brain.errors import FolderError
 from brain.hooks import folder_sections
 from brain.models import AreaDescription, MirrorFile, Note, NoteStatus
 from brain.placement import choose_slug, resolve_targets, slug_candidates
@@ -56,10 +57,6 @@ INDEX_FILE = "_index.md"
 HEADING_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 ProgressWrapper = Callable[[Iterable], Iterable]
-
-
-class FolderError(ValueError):
-    """A file in a brain folder that cannot become a note."""
 
 
 @dataclass
