@@ -190,17 +190,11 @@ class Snapshot:
             matched[has_term] += weight
         return {int(note_id): float(matched[i] / total) if total > 0 else 0.0 for i, note_id in enumerate(note_ids)}
 
-    def rank(
-        self,
-        query_tokens: list[str],
-        *,
-        limit: int,
-        wing: str | None = None,
-        hall: str | None = None,
-        status: str | None = None,
-    ) -> list[tuple[int, float]]:
-        """(note_id, score) of the best `limit` notes that match at least one token, best first."""
-        return self.rank_with_shares(query_tokens, limit=limit, wing=wing, hall=hall, status=status, shares=False)[0]
+    def rank(self, query_tokens: list[str], *, limit: int, **filters: str | None) -> list[tuple[int, float]]:
+        """(note_id, score) of the best `limit` notes that match at least one token, best first.
+
+        `filters`: `wing`, `hall`, `status`, as for `rank_with_shares()`."""
+        return self.rank_with_shares(query_tokens, limit=limit, shares=False, **filters)[0]
 
     def rank_with_shares(
         self,

@@ -85,31 +85,22 @@ def annotations(tool: Tool) -> str:
     return ", ".join(name for name, on in flags if on) or "none"
 
 
-def render_arguments(schema: dict) -> list[str]:
+def render_fields(schema: dict, *, arguments: bool) -> list[str]:
+    """A table of the schema's top-level properties: a tool's arguments (with limits) or its result fields."""
     properties = schema.get("properties") or {}
     if not properties:
-        return ["No arguments.", ""]
+        return ["No arguments." if arguments else "Result: an object.", ""]
     required = set(schema.get("required") or ())
-    lines = ["| argument | type | required | limits | what it is |", "| --- | --- | --- | --- | --- |"]
+    if arguments:
+        lines = ["| argument | type | required | limits | what it is |", "| --- | --- | --- | --- | --- |"]
+    else:
+        lines = ["| result field | type | always | what it is |", "| --- | --- | --- | --- |"]
     for name, prop in properties.items():
-        lines.append(
-            f"| `{name}` | {cell(schema_type(prop))} | {'yes' if name in required else 'no'} "
-            f"| {cell(schema_limits(prop))} | {cell(prop.get('description', ''))} |"
-        )
-    return [*lines, ""]
-
-
-def render_result(schema: dict) -> list[str]:
-    properties = schema.get("properties") or {}
-    if not properties:
-        return ["Result: an object.", ""]
-    required = set(schema.get("required") or ())
-    lines = ["| result field | type | always | what it is |", "| --- | --- | --- | --- |"]
-    for name, prop in properties.items():
-        lines.append(
-            f"| `{name}` | {cell(schema_type(prop))} | {'yes' if name in required else 'no'} "
-            f"| {cell(prop.get('description', ''))} |"
-        )
+        cells = [f"`{name}`", cell(schema_type(prop)), "yes" if name in required else "no"]
+        if arguments:
+            cells.append(cell(schema_limits(prop)))
+        cells.append(cell(prop.get("description", "")))
+        lines.append("| " + " | ".join(cells) + " |")
     return [*lines, ""]
 
 
@@ -121,8 +112,8 @@ def render_tool(endpoint: Endpoint, tool: Tool) -> list[str]:
         "",
         f"Annotations: {annotations(tool)}.",
         "",
-        *render_arguments(tool.input_schema),
-        *render_result(tool.output_schema),
+        *render_fields(tool.input_schema, arguments=True),
+        *render_fields(tool.output_schema, arguments=False),
     ]
 
 
