@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 
 from brain import bm25
-from brain.errors import BrainError
+from brain.errors import ContextInputError
 from brain.graph import neighbour_distances
 from brain.models import Note, NoteStatus
 from brain.search import search
@@ -58,10 +58,6 @@ EXCERPT_CHARS = 200
 MAX_RECENT_FILES = 100
 
 _PATH_SPLIT = re.compile(r"[^0-9A-Za-z]+")
-
-
-class ContextInputError(BrainError, ValueError):
-    """project_root or recent_files is unusable; the message says what to change."""
 
 
 def project_name(project_root: str) -> str:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 
 from brain import backlog, bm25, floors, vectors
-from brain.errors import BrainError
+from brain.errors import SearchInputError
 from brain.models import Note, NoteStatus
 from hyperguild.lib.embedders import get_embedder
 
@@ -42,10 +42,6 @@ VECTOR_WEIGHT = 1.0
 EXCERPT_CHARS = 280
 MAX_LIMIT = 50
 ANY_STATUS = "any"
-
-
-class SearchInputError(BrainError, ValueError):
-    """The query or a filter is unusable; the message says what to change."""
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from brain.errors import BrainError
+from brain.errors import SlugError
 
 MAX_SLUG_LENGTH = 200
 MAX_SEGMENT_LENGTH = 100
@@ -23,10 +23,6 @@ _TRANSLITERATE = str.maketrans(
     {"ß": "ss", "æ": "ae", "Æ": "ae", "ø": "o", "Ø": "o", "œ": "oe", "Œ": "oe", "đ": "d", "Đ": "d",
      "ł": "l", "Ł": "l", "þ": "th", "Þ": "th", "ð": "d", "Ð": "d", "ı": "i"}
 )  # fmt: skip
-
-
-class SlugError(BrainError, ValueError):
-    """A slug that cannot be used; the message says why and what to do."""
 
 
 def validate_slug(slug: str) -> str:

@@ -13,7 +13,7 @@ from django.utils import timezone
 from jsonschema import Draft202012Validator
 
 from hyperguild.lib.limits import hostile_value_problem
-from sessions.errors import EntryRefused
+from sessions.errors import EntryRefused, FlaggedExample, InvalidExampleEdit
 from sessions.models import AgentSession, EntrySource, RetrospectiveRun, SessionEntry, TrainingExample
 from sessions.redaction import redact_fields, redact_value
 
@@ -22,10 +22,6 @@ EDITABLE_FIELDS = (*MESSAGE_FIELDS, "review_note")
 ROLES = {"system", "user", "assistant", "tool"}
 # What the redaction leaves in a text (sessions.redaction.REDACTED).
 REDACTION_MARKER = re.compile(r"\[REDACTED:([A-Za-z0-9_]+)\]")
-
-
-class InvalidExampleEdit(ValueError):
-    """An edit that would leave a training example in a shape TRL cannot read."""
 
 
 def _session_for_update(
@@ -303,10 +299,6 @@ def validate_messages(name: str, value: Any) -> list[dict]:
                 f"{name}[{index}]: role must be one of {', '.join(sorted(ROLES))} and content a string."
             )
     return value
-
-
-class FlaggedExample(InvalidExampleEdit):
-    """Approving an example flagged for a possible secret needs an explicit confirmation."""
 
 
 @transaction.atomic

@@ -37,7 +37,7 @@ from brain.search import SearchInputError, search
 from hyperguild.lib.llm import LLMBadResponse, LLMError, get_llm_client
 from hyperguild.lib.text import excerpt
 from sessions.actions import do_record_retrospective
-from sessions.errors import SessionsError
+from sessions.errors import SessionNotFound
 from sessions.models import AgentSession, SessionEntry
 from sessions.redaction import redact_fields
 from supervisor.models import SkillRun
@@ -94,11 +94,6 @@ SYSTEM_PROMPT = (
     "behaved unexpectedly), pattern (a reusable way of working). evidence lists the seq numbers of the "
     "entries that support it. Only learnings a teammate would want in the wiki; none is a valid answer."
 )
-
-
-class SessionNotFound(SessionsError, LookupError):
-    http_status = 404
-    code = "not_found"
 
 
 @dataclass

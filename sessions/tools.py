@@ -72,8 +72,7 @@ def session_log(arguments: dict, ctx: ToolContext) -> dict:
 
 
 @supervisor.tool(
-    name="retrospective",
-    title=_skills.SKILLS["retrospective"].title,
+    **_skills.tool_declaration("retrospective"),
     description=(
         "Look back on a session's log and skill runs and propose learnings {title, body, kind: decision|correction|"
         "surprise|pattern, evidence}. New ones are written to the brain as raw notes for review; one an existing "
@@ -81,8 +80,6 @@ def session_log(arguments: dict, ctx: ToolContext) -> dict:
         "set (model: the model argument, else BRAIN_ANSWER_MODEL, else HYPERGUILD_THINKING_MODEL), rules otherwise. "
         "Running it again on the same session writes nothing new."
     ),
-    input_schema=_skills.input_schema("retrospective"),
-    output_schema=_skills.result_schema("retrospective"),
     read_only=False,
     destructive=False,
     idempotent=True,
@@ -96,16 +93,13 @@ def retrospective(arguments: dict, ctx: ToolContext) -> dict:
 
 
 @supervisor.tool(
-    name="trainer",
-    title=_skills.SKILLS["trainer"].title,
+    **_skills.tool_declaration("trainer"),
     description=(
         "Turn a session's verified skill runs into training candidates: SFT from runs that passed verification, "
         "DPO from a failed attempt followed by a passing one on the same task (and from routed calls where one "
         "model failed its check and the other passed). Secrets are redacted and such examples flagged. Everything "
         "starts as a candidate for curation in the UI; running it again stores nothing twice."
     ),
-    input_schema=_skills.input_schema("trainer"),
-    output_schema=_skills.result_schema("trainer"),
     read_only=False,
     destructive=False,
     idempotent=True,
@@ -169,15 +163,12 @@ def retrospective_judge(outcome: dict) -> str | None:
 
 
 @routing.tool(
-    name="retrospective",
-    title=_skills.SKILLS["retrospective"].title + " (routed)",
+    **_skills.tool_declaration("retrospective", routed=True),
     description=(
         "Look back on a session's log and skill runs and propose learnings, written to the brain as raw notes "
         "(as the supervisor's retrospective does), with the model chosen by the router. The answer passes when "
         "the model answered valid JSON whose evidence names real entries; otherwise the thinking model retries."
     ),
-    input_schema=_skills.input_schema("retrospective"),
-    output_schema=_skills.result_schema("retrospective"),
     idempotent=True,
     open_world=True,
 )
@@ -193,15 +184,12 @@ def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
 
 
 @routing.tool(
-    name="trainer",
-    title=_skills.SKILLS["trainer"].title + " (routed)",
+    **_skills.tool_declaration("trainer", routed=True),
     description=(
         "Turn a session's verified skill runs and routed retries into SFT/DPO candidates for curation, as the "
         "supervisor's trainer does. Extraction asks no model, so nothing is routed: no routing decision is "
         "logged and model_used is empty (a pass credited to a model that was never asked would skew routing)."
     ),
-    input_schema=_skills.input_schema("trainer"),
-    output_schema=_skills.result_schema("trainer"),
     idempotent=True,
 )
 def routed_trainer(arguments: dict, ctx: ToolContext) -> dict:

@@ -2,12 +2,13 @@ from django.contrib import admin
 from django.db.models import Count, Q
 from django.utils.html import format_html, format_html_join
 
+from hyperguild.admin_mixins import LogAdminMixin
 from hyperguild.lib.redaction import redaction_summary
 from supervisor.models import Pathway, RoutingEntry, SkillRun
 
 
 @admin.register(SkillRun)
-class SkillRunAdmin(admin.ModelAdmin):
+class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
     """Read-only log of skill runs: what the worker claimed and what the supervisor found."""
 
     list_display = ("id", "skill", "endpoint", "status", "verified", "attempts", "model", "duration_ms", "session_id", "redacted", "created_at")
@@ -87,18 +88,9 @@ class SkillRunAdmin(admin.ModelAdmin):
             return "—"
         return format_html('<pre style="white-space:pre;overflow-x:auto;max-height:40rem">{}</pre>', diff)
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return request.user.is_superuser
-
 
 @admin.register(RoutingEntry)
-class RoutingEntryAdmin(admin.ModelAdmin):
+class RoutingEntryAdmin(LogAdminMixin, admin.ModelAdmin):
     """Read-only log of routing decisions: which model, why, and how the call ended."""
 
     list_display = ("id", "skill", "model", "reason", "pass_rate_seen", "samples_seen", "status", "is_final", "latency_ms", "pathway", "session_id", "created_at")
@@ -108,21 +100,9 @@ class RoutingEntryAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
 
-    def get_readonly_fields(self, request, obj=None):
-        return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return request.user.is_superuser
-
 
 @admin.register(Pathway)
-class PathwayAdmin(admin.ModelAdmin):
+class PathwayAdmin(LogAdminMixin, admin.ModelAdmin):
     """Read-only routing memory: which model worked where, its probation, promotion or retirement."""
 
     list_display = ("key", "state", "recommended_model", "replays", "successes", "success_rate", "decided", "updated_at")
@@ -144,14 +124,3 @@ class PathwayAdmin(admin.ModelAdmin):
         rate = obj.success_rate
         return "—" if rate is None else f"{rate:.0%}"
 
-    def get_readonly_fields(self, request, obj=None):
-        return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return request.user.is_superuser

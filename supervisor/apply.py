@@ -47,7 +47,7 @@ from django.conf import settings
 from hyperguild.lib.text import excerpt
 from supervisor import executor
 from supervisor.changes import ChangeRecorder
-from supervisor.errors import SupervisorError
+from supervisor.errors import ApplyRefused
 from supervisor.grounding import (
     QUOTE_WINDOW,
     finding_kind,
@@ -82,10 +82,6 @@ GIT_CONFIG = (
 )
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _DIFF_LINE_STARTS = ("--- ", "+++ ", "@@", " ", "+", "-", "\\")
-
-
-class ApplyRefused(SupervisorError):
-    """The apply call cannot start (no such review, not verified, not a git project, branch exists)."""
 
 
 def branch_name(source_run_id: int) -> str:

@@ -61,7 +61,7 @@ PARSE_LIMIT = 16 * 1024 * 1024
 # The environment a worker or a test command gets is an allow-list: what a shell,
 # a compiler or a test runner needs, nothing of the service (database URL, MCP
 # tokens, BRAIN_EMBED_API_KEY, LLM keys…). SUPERVISOR_WORKER_ENV_ALLOW adds
-# names (NAME* for a prefix). Documented in README "Worker environment".
+# names (NAME* for a prefix). Documented in docs/supervisor.md, "Worker environment".
 ENV_ALLOW = (
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ",
     "TMPDIR", "TEMP", "TMP", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",

@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 from django.conf import settings
 
-from supervisor.errors import SupervisorError
+from supervisor.errors import ModelTableError
 
 FALLBACK_MODEL = "sonnet"
 TDD_KEY = "tdd"
@@ -36,10 +36,6 @@ TDD_PHASES = ("tdd_red", "tdd_green", "tdd_refactor")
 
 _cache: dict[str, tuple[float, dict]] = {}
 _lock = threading.Lock()
-
-
-class ModelTableError(SupervisorError):
-    """The model table file exists but cannot be used."""
 
 
 def load_table(path: str | Path | None = None) -> dict:

@@ -46,7 +46,7 @@ from django.core.cache import cache
 
 from hyperguild.lib.llm import ChatResult, LLMBadResponse, LLMError
 from supervisor.actions import do_log_routing_entry, do_record_pathway_outcome
-from supervisor.errors import SupervisorError
+from supervisor.errors import RoutingFailed
 from supervisor.models import Pathway, RoutingEntry
 
 CACHE_KEY = "routing:pass-rate:{skill}"
@@ -132,15 +132,6 @@ class Routed:
     @property
     def attempts(self) -> int:
         return len(self.entries)
-
-
-class RoutingFailed(SupervisorError):
-    """Every attempt failed; the message names each model and why."""
-
-    def __init__(self, message: str, entries: list[RoutingEntry], data: Any = None):
-        super().__init__(message, data={"routing_entries": [e.pk for e in entries]})
-        self.entries = entries
-        self.answer = data  # the last attempt's (checked) answer, if the model gave one
 
 
 # --- the pass rate -------------------------------------------------------------

@@ -145,6 +145,20 @@ class SimReport:
         return out
 
 
+def sim_settings(*, ttl: int, window: int | None, min_samples: int | None) -> dict:
+    """The routing settings a simulation runs under: the simulated models, and the caller's overrides."""
+    overrides = {
+        "HYPERGUILD_FAST_MODEL": SIM_FAST,
+        "HYPERGUILD_THINKING_MODEL": SIM_THINKING,
+        "HYPERGUILD_PASS_RATE_TTL_SECONDS": ttl,
+    }
+    if window is not None:
+        overrides["HYPERGUILD_ROUTE_WINDOW"] = window
+    if min_samples is not None:
+        overrides["HYPERGUILD_ROUTE_MIN_SAMPLES"] = min_samples
+    return overrides
+
+
 def simulate(
     profiles: list[SkillProfile],
     *,
@@ -159,15 +173,7 @@ def simulate(
     on_progress: Callable[[int], None] | None = None,
 ) -> SimReport:
     """Run `calls` routed calls through the real router and roll every row back."""
-    overrides = {
-        "HYPERGUILD_FAST_MODEL": SIM_FAST,
-        "HYPERGUILD_THINKING_MODEL": SIM_THINKING,
-        "HYPERGUILD_PASS_RATE_TTL_SECONDS": ttl,
-    }
-    if window is not None:
-        overrides["HYPERGUILD_ROUTE_WINDOW"] = window
-    if min_samples is not None:
-        overrides["HYPERGUILD_ROUTE_MIN_SAMPLES"] = min_samples
+    overrides = sim_settings(ttl=ttl, window=window, min_samples=min_samples)
     known = {p.name for p in profiles}
     dropped = list(drop_skills) if drop_skills else ([p.name for p in profiles] if drop_to is not None else [])
     unknown = set(dropped) - known
@@ -412,15 +418,7 @@ def simulate_areas(
     on_progress: Callable[[int], None] | None = None,
 ) -> AreaReport:
     """The same area workload without and with pathway memory, each in a transaction that is rolled back."""
-    overrides = {
-        "HYPERGUILD_FAST_MODEL": SIM_FAST,
-        "HYPERGUILD_THINKING_MODEL": SIM_THINKING,
-        "HYPERGUILD_PASS_RATE_TTL_SECONDS": 0,
-    }
-    if window is not None:
-        overrides["HYPERGUILD_ROUTE_WINDOW"] = window
-    if min_samples is not None:
-        overrides["HYPERGUILD_ROUTE_MIN_SAMPLES"] = min_samples
+    overrides = sim_settings(ttl=0, window=window, min_samples=min_samples)
     runs = []
     for memory in (False, True):
         with override_settings(**overrides), transaction.atomic():

@@ -339,15 +339,12 @@ def _review_files(root: Path, arguments: dict) -> tuple[list[tuple[str, str]], s
 
 
 @routing.tool(
-    name="review",
-    title=skills.SKILLS["review"].title + " (routed)",
+    **skills.tool_declaration("review", routed=True),
     description=(
         skills.SKILLS["review"].description
         + " Answered by the fast or the thinking model, chosen by the skill's observed pass rate; an answer whose "
         "findings are mostly ungrounded fails and is retried on the thinking model."
     ),
-    input_schema=skills.input_schema("review"),
-    output_schema=skills.result_schema("review"),
     read_only=True,
     open_world=True,
 )
@@ -551,15 +548,12 @@ def debug_files_block(client, files: list[tuple[str, str]], evidence: str) -> st
 
 
 @routing.tool(
-    name="debug",
-    title=skills.SKILLS["debug"].title + " (routed)",
+    **skills.tool_declaration("debug", routed=True),
     description=(
         "The routed model diagnoses `symptom`: the server runs `failing_cmd` in the project root, shows the model "
         "its output and the files it mentions, and returns hypotheses, the root cause and the fix. The routing "
         "endpoint does not edit files: apply the fix, then re-run failing_cmd (failing_cmd_passes stays null)."
     ),
-    input_schema=skills.input_schema("debug"),
-    output_schema=skills.result_schema("debug"),
     read_only=False,
     open_world=True,
 )

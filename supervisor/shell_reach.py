@@ -14,11 +14,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from supervisor.errors import SupervisorError
-
-
-class ArgumentRefused(SupervisorError):
-    """An argument that would reach a shell or git in a way the supervisor does not allow."""
+from supervisor.errors import ArgumentRefused
 
 
 def check_git_range(git_range: str | None) -> None:

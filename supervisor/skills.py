@@ -567,6 +567,15 @@ def result_schema(skill: str) -> dict:
     return SKILLS[skill].result_schema()
 
 
+def tool_declaration(skill: str, *, routed: bool = False) -> dict:
+    """The name, title and schemas of an MCP tool serving `skill` (`routed`: the /mcp/routing twin).
+
+    For `endpoint.tool(**tool_declaration("review"), description=..., read_only=...)`.
+    """
+    title = SKILLS[skill].title + (" (routed)" if routed else "")
+    return {"name": skill, "title": title, "input_schema": input_schema(skill), "output_schema": result_schema(skill)}
+
+
 def worker_schema(skill: str) -> dict:
     schema = SKILLS[skill].worker_schema
     if schema is None:

@@ -1,4 +1,4 @@
-"""Fixtures for the routing tests: a fake OpenAI gateway wired into the settings, seeded histories."""
+"""Fixtures for the routing tests: routing settings, a project, seeded histories (`gateway` is in tests/fakes)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from django.utils import timezone
 from supervisor.actions import do_log_routing_entry
 from supervisor.models import RoutingEntry
 from supervisor.routing import Attempt, Decision
-from tests.routing.fake_openai import FakeOpenAI
 
 FAST = "fast-model"
 THINKING = "thinking-model"
@@ -33,16 +32,6 @@ def routing_settings(settings):
     cache.clear()
     yield settings
     cache.clear()
-
-
-@pytest.fixture
-def gateway(settings):
-    with FakeOpenAI() as fake:
-        settings.LITELLM_BASE_URL = fake.url
-        settings.LITELLM_API_KEY = "sk-gateway"
-        settings.HYPERGUILD_HTTP_RETRIES = 0
-        settings.HYPERGUILD_HTTP_TIMEOUT = 10.0
-        yield fake
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from django.urls import reverse
 from supervisor.models import Pathway, RoutingEntry
 from supervisor.routing import Attempt, PathwayKey, RoutingFailed, pathway_area, route
 from tests.conftest import call_tool
+from tests.fakes.openai import Reply
 from tests.routing.conftest import AUTH, FAST, GOOD_REVIEW, THINKING, seed_history
-from tests.routing.fake_openai import Reply
 
 KEY = PathwayKey.of("review", "src/billing/invoice.py", "paths")
 

@@ -15,8 +15,8 @@ from supervisor import skills
 from supervisor.models import RoutingEntry
 from supervisor.system_checks import routing_problems
 from tests.conftest import call_tool, mcp_post, rest_error, rpc
+from tests.fakes.openai import Reply
 from tests.routing.conftest import AUTH, FAST, GOOD_REVIEW, THINKING, log, seed_history
-from tests.routing.fake_openai import Reply
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -20,8 +20,7 @@ from sessions.actions import do_approve_example, do_log_entry
 from sessions.models import TrainingExample
 from sessions.trainer import run_trainer
 from supervisor.models import SkillRun
-from supervisor.tasks import run_skill
-from supervisor.tools import start_skill_run
+from tests.fakes.helpers import run_skill_inline
 from tests.supervisor.conftest import allowed_root, fake_claude, python_project  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
@@ -35,10 +34,7 @@ def report(summary: str, path: str) -> dict:
     return {"status": "done", "file_path": path, "summary": summary}
 
 def run(skill: str, arguments: dict) -> SkillRun:
-    skill_run = start_skill_run(skill, {**arguments, "session_id": SESSION})
-    run_skill(skill_run.pk)
-    skill_run.refresh_from_db()
-    return skill_run
+    return run_skill_inline(skill, {**arguments, "session_id": SESSION})
 
 @pytest.fixture
 def red_then_failed_green_then_green(fake_claude, python_project, settings):  # noqa: F811
