@@ -89,6 +89,10 @@ def test_marketplace_add_and_install_leave_the_plugin_in_a_fresh_home(plugin):
     # No secret on a command line: the commands name no token, the script reads it into a header file descriptor.
     for event in plugin.hooks:
         assert "TOKEN" not in plugin.command(event) and "Bearer" not in plugin.command(event)
+    # Tool-use capture never holds Claude Code up; the hooks whose answer or order matters run in line.
+    assert {event for event, groups in plugin.hooks.items() if groups[0]["hooks"][0].get("async")} == {
+        "PostToolUse", "PostToolUseFailure"
+    }
 
 
 def test_a_headless_run_leaves_its_session_in_the_service(asgi_server, plugin_home, tmp_path):
