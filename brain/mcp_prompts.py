@@ -11,9 +11,10 @@ from brain.context import context
 from brain.models import Note
 from brain.search import search
 from brain.tools import brain
-from hyperguild.mcp.registry import PromptArgument
+from hyperguild.mcp.registry import PromptArgument, ToolError
 
 RECALL_HITS = 8
+MAX_TOPIC_CHARS = 2000  # brain_query's limit on a query
 TITLE_SUGGESTIONS = 20
 
 
@@ -46,6 +47,8 @@ def wiki_titles(prefix: str) -> list[str]:
 )
 def recall(arguments: dict) -> list[dict]:
     topic = arguments["topic"].strip()
+    if len(topic) > MAX_TOPIC_CHARS:
+        raise ToolError(f"topic is {len(topic)} characters; give at most {MAX_TOPIC_CHARS} (a few words work best).")
     found = search(topic, limit=RECALL_HITS)
     if not found.hits:
         return user_message(

@@ -105,6 +105,8 @@ def test_context_ranks_the_projects_notes_and_abstains_for_an_unknown_project(as
         ({"name": "recall", "arguments": {"topic": "x", "colour": "red"}}, "has no argument colour"),
         ({"name": "recall", "arguments": {"topic": 3}}, "object of strings"),
         ({}, "Unknown prompt"),
+        ({"name": "recall", "arguments": {"topic": "x" * 2001}}, "at most 2000"),
+        ({"name": "context", "arguments": {"project_root": "/"}}, "no folder name"),
     ],
 )
 def test_prompts_get_refuses_bad_params_with_invalid_params(asgi_server, params, message):
