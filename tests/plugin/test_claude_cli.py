@@ -288,3 +288,14 @@ def test_claude_mcp_list_shows_the_three_endpoints_connected(asgi_server, plugin
     for name in ("brain", "supervisor", "routing"):
         line = next(line for line in listed.stdout.splitlines() if f"hyperguild-{name}:" in line)
         assert f"{asgi_server}/mcp/{name}" in line and "Connected" in line, listed.stdout
+
+
+def test_the_endpoints_get_hyperguild_token_from_the_environment(asgi_server, plugin_home, settings, tmp_path):
+    settings.BRAIN_MCP_TOKEN = settings.SUPERVISOR_MCP_TOKEN = settings.ROUTING_MCP_TOKEN = "one-token-for-all-42"
+    folder = project(tmp_path, "elsewhere")
+    right = claude(["mcp", "list"], plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server,
+                   HYPERGUILD_TOKEN="one-token-for-all-42")  # fmt: skip
+    assert right.returncode == 0, right.stdout + right.stderr
+    assert sum("hyperguild-" in line and "Connected" in line for line in right.stdout.splitlines()) == 3, right.stdout
+    wrong = claude(["mcp", "list"], plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server, HYPERGUILD_TOKEN="wrong")
+    assert not any("hyperguild-" in line and "Connected" in line for line in wrong.stdout.splitlines()), wrong.stdout

@@ -91,6 +91,8 @@ def test_stop_and_session_end_queue_the_retrospective_unless_it_is_turned_off(as
     assert post(asgi_server, "Stop", payload("Stop", session_id, stop_hook_active=False)).status_code == 200
     assert post(asgi_server, "Stop", payload("Stop", session_id, stop_hook_active=True)).status_code == 200
     assert OrmQ.objects.count() == 1  # one Stop after another within the debounce queues once
+    queued = OrmQ.objects.get().task
+    assert queued["func"] == "sessions.tasks.retrospective" and tuple(queued["args"]) == (session_id,)
     assert post(asgi_server, "SessionEnd", payload("SessionEnd", session_id, reason="prompt_input_exit")).status_code == 200
     assert OrmQ.objects.count() == 2  # the end always queues
     assert kinds(session_id) == ["stop", "stop", "end"]
