@@ -254,15 +254,9 @@ class Dispatcher:
     def _initialize(self, params: dict) -> dict:
         requested = params.get("protocolVersion")
         version = requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-        capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
-        if self.endpoint.resources is not None:
-            capabilities["resources"] = {"subscribe": False, "listChanged": False}
-        if self.endpoint.prompts:
-            capabilities["prompts"] = {"listChanged": False}
-            capabilities["completions"] = {}
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": capabilities,
+            "capabilities": self.capabilities(),
             "serverInfo": {
                 "name": f"hyperguild-{self.endpoint.name}",
                 "title": self.endpoint.title,
@@ -272,6 +266,16 @@ class Dispatcher:
         if self.endpoint.instructions:
             result["instructions"] = self.endpoint.instructions
         return result
+
+    def capabilities(self) -> dict:
+        """What this endpoint serves, the same whichever protocol revision asks."""
+        capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+        if self.endpoint.resources is not None:
+            capabilities["resources"] = {"subscribe": False, "listChanged": False}
+        if self.endpoint.prompts:
+            capabilities["prompts"] = {"listChanged": False}
+            capabilities["completions"] = {}
+        return capabilities
 
     def _page(self, params: dict) -> tuple[int, int]:
         return decode_cursor(params.get("cursor")), settings.HYPERGUILD_MCP_PAGE_SIZE
