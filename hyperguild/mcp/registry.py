@@ -1,4 +1,4 @@
-"""Endpoints and the tools (and resources) each one offers.
+"""Endpoints and the tools (and prompts, and resources) each one offers.
 
 The engine knows nothing about notes or skills: each app's `tools.py`
 registers its endpoints (name, title, instructions, token setting) and
@@ -10,6 +10,14 @@ declares its tools on them; the engine serves whatever is there.
     @notes.tool(name="notes_query", title="Search the notes", description=...,
                 input_schema={...}, output_schema={...}, read_only=True)
     def notes_query(arguments: dict, ctx: ToolContext) -> dict:
+        ...
+
+Prompts (slash commands in Claude Code) are declared the same way and answer
+`prompts/get` with messages:
+
+    @notes.prompt(name="recall", title=..., description=...,
+                  arguments=(PromptArgument("topic", "what to recall", required=True),))
+    def recall(arguments: dict) -> list[dict]:
         ...
 
 A handler returns the structured result (a dict matching `output_schema`)
