@@ -147,3 +147,24 @@ def test_the_route_takes_the_brain_token_like_mcp_brain(asgi_server, settings):
     assert not AgentSession.objects.exists()
     assert post(asgi_server, "SessionStart", body, {"Authorization": "Bearer brain-token-123"}).status_code == 200
     assert kinds("s-token") == ["start"]
+
+
+def test_a_test_that_fails_then_passes_becomes_a_learning_in_the_queued_retrospective(asgi_server):
+    from sessions.tasks import retrospective
+
+    session_id = str(uuid.uuid4())
+    command = {"command": "pytest tests/test_rounding.py"}
+    steps = [
+        ("PostToolUseFailure", {"tool_name": "Bash", "tool_input": command, "tool_use_id": "a",
+                                "error": "E   assert round_line(10.005) == 10.01\n1 failed"}),
+        ("PostToolUse", {"tool_name": "Edit", "tool_input": {"file_path": f"{CWD}/ledgerly/rounding.py"}, "tool_use_id": "b"}),
+        ("PostToolUse", {"tool_name": "Bash", "tool_input": command, "tool_use_id": "c", "tool_response": {"stdout": "1 passed"}}),
+        ("SessionEnd", {"reason": "other"}),
+    ]  # fmt: skip
+    for event, fields in steps:
+        assert post(asgi_server, event, payload(event, session_id, **fields)).status_code == 200
+    assert tuple(OrmQ.objects.get().task["args"]) == (session_id,)
+
+    result = retrospective(session_id)  # what the worker runs for the queued task
+    learnings = result["learnings"]
+    assert any("test: pytest tests/test_rounding.py" in learning["title"] for learning in learnings), learnings
