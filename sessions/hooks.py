@@ -186,6 +186,9 @@ def context_text(cwd: str) -> str:
         found = context(cwd, limit=CONTEXT_NOTES)
     except ContextInputError:
         return ""
+    except Exception:  # the start is logged already; context is a bonus that must not fail the hook
+        logger.exception("could not rank the brain's notes for %s", cwd)
+        return ""
     entries = found["entries"]
     if not entries:
         return ""
