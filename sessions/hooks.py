@@ -109,14 +109,15 @@ def handle_hook(event: str, payload: Any) -> HookOutcome:
         if event in ("Stop", "SessionEnd") and outcome.logged["created"]:
             outcome.queued_retrospective = queue_retrospective(session_id, final=event == "SessionEnd")
     if event == "SessionStart" and payload.get("source") != "resume":
-        text = context_text(cwd)
+        text = context_text(project_label(cwd))
         if text:
             outcome.answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
     return outcome
 
 
 def project_label(cwd: str) -> str:
-    return os.path.basename(cwd.rstrip("/\\"))[:200]
+    """The folder's name, for POSIX and Windows paths alike (`C:\\src\\ledgerly` → `ledgerly`)."""
+    return re.split(r"[\\/]+", cwd.rstrip("/\\"))[-1][:200]
 
 
 def entry_fields(event: str, payload: dict, cwd: str) -> dict | None:
@@ -180,14 +181,14 @@ def error_text(payload: dict) -> str:
     return text[-MAX_ERROR_CHARS:]
 
 
-def context_text(cwd: str) -> str:
+def context_text(project: str) -> str:
     """The project's notes for the model, compact and capped; '' when the brain knows nothing about it."""
     try:
-        found = context(cwd, limit=CONTEXT_NOTES)
+        found = context(project, limit=CONTEXT_NOTES)
     except ContextInputError:
         return ""
     except Exception:  # the start is logged already; context is a bonus that must not fail the hook
-        logger.exception("could not rank the brain's notes for %s", cwd)
+        logger.exception("could not rank the brain's notes for project %s", project)
         return ""
     entries = found["entries"]
     if not entries:

@@ -168,3 +168,13 @@ def test_a_test_that_fails_then_passes_becomes_a_learning_in_the_queued_retrospe
     result = retrospective(session_id)  # what the worker runs for the queued task
     learnings = result["learnings"]
     assert any("test: pytest tests/test_rounding.py" in learning["title"] for learning in learnings), learnings
+
+
+def test_a_windows_folder_is_named_by_its_last_part(asgi_server):
+    do_ingest_note(title="Ledgerly rounds per line", body="Ledgerly rounds currency per invoice line.", wing="concepts")
+    session_id = str(uuid.uuid4())
+    body = {**payload("SessionStart", session_id, source="startup"), "cwd": "C:\\Users\\someone\\src\\ledgerly"}
+    answer = post(asgi_server, "SessionStart", body).json()
+    assert "ledgerly-rounds-per-line" in answer["hookSpecificOutput"]["additionalContext"]
+    session = AgentSession.objects.get(external_id=session_id)
+    assert (session.project, session.project_root) == ("ledgerly", "C:\\Users\\someone\\src\\ledgerly")
