@@ -1,4 +1,4 @@
-"""MCP prompts of /mcp/brain (Claude Code lists them as slash commands: /mcp__hyperguild-brain__recall …).
+"""MCP prompts of /mcp/brain (Claude Code lists them as slash commands: /mcp__plugin_hyperguild_brain__recall …).
 
 - `recall <topic>`: the brain's best notes on a topic, searched here, with the ask to summarise them;
 - `remember <what>`: the ask to write what the conversation established as a raw note (brain_write);

@@ -76,14 +76,14 @@ def test_the_pinned_cli_validates_the_marketplace_and_the_plugin(tmp_path):
     for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"):
         assert f"hooks: {event}" in output, output
     for name in ("brain", "supervisor", "routing"):
-        assert f"mcpServers: hyperguild-{name} http" in output
+        assert f"mcpServers: {name} http" in output
     assert "skills: hyperguild:hyperguild-loop" in output
 
 
 def test_marketplace_add_and_install_leave_the_plugin_in_a_fresh_home(plugin):
     assert set(plugin.hooks) == {"SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"}
     mcp = json.loads((plugin.root / ".mcp.json").read_text())["mcpServers"]
-    assert sorted(mcp) == ["hyperguild-brain", "hyperguild-routing", "hyperguild-supervisor"]
+    assert sorted(mcp) == ["brain", "routing", "supervisor"]
     for server in mcp.values():
         assert server["headers"] == {"Authorization": "Bearer ${HYPERGUILD_TOKEN:-}"}
     # No secret on a command line: the commands name no token, the script reads it into a header file descriptor.
@@ -286,7 +286,7 @@ def test_claude_mcp_list_shows_the_three_endpoints_connected(asgi_server, plugin
     listed = claude(["mcp", "list"], plugin_home, cwd=project(tmp_path, "elsewhere"), HYPERGUILD_URL=asgi_server)
     assert listed.returncode == 0, listed.stdout + listed.stderr
     for name in ("brain", "supervisor", "routing"):
-        line = next(line for line in listed.stdout.splitlines() if f"hyperguild-{name}:" in line)
+        line = next(line for line in listed.stdout.splitlines() if line.startswith(f"plugin:hyperguild:{name}:"))
         assert f"{asgi_server}/mcp/{name}" in line and "Connected" in line, listed.stdout
 
 
@@ -296,6 +296,32 @@ def test_the_endpoints_get_hyperguild_token_from_the_environment(asgi_server, pl
     right = claude(["mcp", "list"], plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server,
                    HYPERGUILD_TOKEN="one-token-for-all-42")  # fmt: skip
     assert right.returncode == 0, right.stdout + right.stderr
-    assert sum("hyperguild-" in line and "Connected" in line for line in right.stdout.splitlines()) == 3, right.stdout
+    assert sum(line.startswith("plugin:hyperguild:") and "Connected" in line for line in right.stdout.splitlines()) == 3, (
+        right.stdout
+    )
     wrong = claude(["mcp", "list"], plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server, HYPERGUILD_TOKEN="wrong")
-    assert not any("hyperguild-" in line and "Connected" in line for line in wrong.stdout.splitlines()), wrong.stdout
+    assert not any(line.startswith("plugin:hyperguild:") and "Connected" in line for line in wrong.stdout.splitlines())
+
+
+def transcript(home: Path, session_id: str) -> str:
+    """What Claude Code kept of a session (its JSONL transcript under HOME/.claude/projects)."""
+    found = list((home / ".claude" / "projects").glob(f"*/{session_id}.jsonl"))
+    assert len(found) == 1, found
+    return found[0].read_text()
+
+
+def test_the_mcp_prompts_are_slash_commands_that_the_cli_expands(asgi_server, plugin_home, tmp_path):
+    for slug, title, body in LEDGERLY_NOTES:
+        do_ingest_note(title=title, body=body, wing="concepts", slug=slug)
+    folder = project(tmp_path, "ledgerly")
+
+    recall = claude(["-p", "/mcp__plugin_hyperguild_brain__recall ledgerly rounding", "--output-format", "json"],
+                    plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server)  # fmt: skip
+    session_id = json.loads(recall.stdout)["session_id"]
+    expanded = transcript(plugin_home, session_id)
+    assert "ledgerly-currency-rounding" in expanded and "cite each claim" in expanded  # what prompts/get answered
+
+    tdd = claude(["-p", "/mcp__plugin_hyperguild_supervisor__tdd invoices round per line", "--output-format", "json"],
+                 plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server)  # fmt: skip
+    expanded = transcript(plugin_home, json.loads(tdd.stdout)["session_id"])
+    assert "invoices round per line" in expanded and "tdd_red" in expanded
