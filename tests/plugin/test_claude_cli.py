@@ -325,3 +325,10 @@ def test_the_mcp_prompts_are_slash_commands_that_the_cli_expands(asgi_server, pl
                  plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server)  # fmt: skip
     expanded = transcript(plugin_home, json.loads(tdd.stdout)["session_id"])
     assert "invoices round per line" in expanded and "tdd_red" in expanded
+
+
+def test_the_loop_skill_is_found_by_the_cli(asgi_server, plugin_home, tmp_path):
+    ran = claude(["-p", "/hyperguild:hyperguild-loop", "--output-format", "json"], plugin_home,
+                 cwd=project(tmp_path, "ledgerly"), HYPERGUILD_URL=asgi_server)  # fmt: skip
+    expanded = transcript(plugin_home, json.loads(ran.stdout)["session_id"])
+    assert "# The hyperguild loop" in expanded and "review queue" in expanded
