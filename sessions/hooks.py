@@ -22,16 +22,19 @@ import json
 import logging
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db.models import Max
 
 from brain.context import ContextInputError, context
 from hyperguild.lib.text import excerpt
 from sessions.actions import check_session_id, do_log_checked_entry
 from sessions.errors import SessionsError
+from sessions.models import SessionEntry
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +49,7 @@ CONTEXT_NOTES = 8
 CONTEXT_LINE_CHARS = 160
 # A Stop fires after every reply: the retrospective is queued at most this often per session (SessionEnd always queues).
 RETROSPECTIVE_DEBOUNCE_SECONDS = 300
+RETROSPECTIVE_MEMORY_SECONDS = 24 * 3600
 
 FILE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 # Commands whose outcome is worth a line in the log: test runners first, then builds and checks.
@@ -208,15 +212,30 @@ def context_text(project: str) -> str:
 
 
 def queue_retrospective(session_id: str, *, final: bool) -> bool:
-    """Queue the session's retrospective (django-q2), unless the setting turns it off.
+    """Queue the session's retrospective (django-q2) when there is something new to look back on.
 
-    A Stop comes after every reply, so it queues at most once per RETROSPECTIVE_DEBOUNCE_SECONDS
-    per process; the retrospective is idempotent, so a second run only costs time.
+    Nothing is queued when the setting is off, or when no entry but stops and ends came since the
+    last one this process queued. A Stop comes after every reply, so it queues at most once per
+    RETROSPECTIVE_DEBOUNCE_SECONDS; SessionEnd is not held back. The retrospective is idempotent,
+    so a second run (another web process, a worker retry) only costs time.
     """
     if not settings.HYPERGUILD_HOOK_RETROSPECTIVE:
         return False
-    if not cache.add(f"hyperguild:hook-retrospective:{session_id}", True, RETROSPECTIVE_DEBOUNCE_SECONDS) and not final:
-        return False
+    latest = (
+        SessionEntry.objects.filter(session__external_id=session_id)
+        .exclude(kind__in=("stop", "end"))
+        .aggregate(latest=Max("seq"))["latest"]
+        or 0
+    )
+    key = f"hyperguild:hook-retrospective:{session_id}"
+    last = cache.get(key)
+    if last is not None:
+        last_seq, queued_at = last
+        if last_seq == latest:
+            return False
+        if not final and time.time() - queued_at < RETROSPECTIVE_DEBOUNCE_SECONDS:
+            return False
+    cache.set(key, (latest, time.time()), RETROSPECTIVE_MEMORY_SECONDS)
     from django_q.tasks import async_task
 
     async_task("sessions.tasks.retrospective", session_id, task_name=f"retrospective-{session_id}"[:100])

@@ -86,22 +86,38 @@ def test_tool_use_logs_what_matters_and_skips_the_rest(asgi_server):
     assert "No such file" in logged[2].message
 
 
-def test_stop_and_session_end_queue_the_retrospective_unless_it_is_turned_off(asgi_server, settings):
+def test_stop_and_session_end_queue_the_retrospective_when_there_is_something_new(asgi_server, settings):
     session_id = str(uuid.uuid4())
+
+    def say(prompt_id: str) -> None:
+        body = payload("UserPromptSubmit", session_id, prompt=f"step {prompt_id}", prompt_id=prompt_id)
+        assert post(asgi_server, "UserPromptSubmit", body).status_code == 200
+
+    say("1")
     assert post(asgi_server, "Stop", payload("Stop", session_id, stop_hook_active=False)).status_code == 200
-    assert post(asgi_server, "Stop", payload("Stop", session_id, stop_hook_active=True)).status_code == 200
-    assert OrmQ.objects.count() == 1  # one Stop after another within the debounce queues once
+    assert OrmQ.objects.count() == 1
     queued = OrmQ.objects.get().task
     assert queued["func"] == "sessions.tasks.retrospective" and tuple(queued["args"]) == (session_id,)
+    say("2")
+    assert post(asgi_server, "Stop", payload("Stop", session_id, stop_hook_active=True)).status_code == 200
+    assert OrmQ.objects.count() == 1  # a Stop soon after another waits for the debounce
     assert post(asgi_server, "SessionEnd", payload("SessionEnd", session_id, reason="prompt_input_exit")).status_code == 200
-    assert OrmQ.objects.count() == 2  # the end always queues
-    assert kinds(session_id) == ["stop", "stop", "end"]
+    assert OrmQ.objects.count() == 2  # the end does not wait: prompt 2 is new
+    assert kinds(session_id) == ["prompt", "stop", "prompt", "stop", "end"]
     assert SessionEntry.objects.for_session(session_id).last().phase == "prompt_input_exit"
+
+    # A Stop then the end with nothing in between: one retrospective, not two.
+    quick = str(uuid.uuid4())
+    assert post(asgi_server, "UserPromptSubmit", payload("UserPromptSubmit", quick, prompt="hi", prompt_id="q")).status_code == 200
+    assert post(asgi_server, "Stop", payload("Stop", quick)).status_code == 200
+    assert post(asgi_server, "SessionEnd", payload("SessionEnd", quick, reason="other")).status_code == 200
+    assert OrmQ.objects.count() == 3
 
     settings.HYPERGUILD_HOOK_RETROSPECTIVE = False
     other = str(uuid.uuid4())
+    assert post(asgi_server, "UserPromptSubmit", payload("UserPromptSubmit", other, prompt="hi", prompt_id="o")).status_code == 200
     assert post(asgi_server, "SessionEnd", payload("SessionEnd", other, reason="other")).status_code == 200
-    assert kinds(other) == ["end"] and OrmQ.objects.count() == 2
+    assert kinds(other) == ["prompt", "end"] and OrmQ.objects.count() == 3
 
 
 def test_the_session_start_context_is_capped(asgi_server, settings):
