@@ -11,8 +11,8 @@ whole payload), so a retried hook never writes twice.
     UserPromptSubmit    prompt entry (redacted by do_log_entry, like every entry)
     PostToolUse         what matters, compactly: files written, test/build commands with
     PostToolUseFailure  their outcome, failed commands; never file contents; the rest is skipped
-    Stop                stop entry (the reply ended); queues the retrospective
-    SessionEnd          end entry (the session ended); queues the retrospective
+    Stop                stop entry (the reply ended); queues the retrospective if anything is new
+    SessionEnd          end entry (the session ended); the same
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ MAX_ERROR_CHARS = 1500
 MAX_SKILL_CHARS = 100
 CONTEXT_NOTES = 8
 CONTEXT_LINE_CHARS = 160
-# A Stop fires after every reply: the retrospective is queued at most this often per session (SessionEnd always queues).
+# A Stop fires after every reply: it queues the retrospective at most this often per session (SessionEnd does not wait).
 RETROSPECTIVE_DEBOUNCE_SECONDS = 300
 RETROSPECTIVE_MEMORY_SECONDS = 24 * 3600
 
@@ -70,7 +70,7 @@ class HookRefused(SessionsError):
 
 @dataclass
 class HookOutcome:
-    """What a hook did: the JSON for Claude Code, and what was logged (for tests and the log line)."""
+    """What a hook did: the JSON for Claude Code, what was logged and whether a retrospective was queued."""
 
     answer: dict = field(default_factory=dict)
     logged: dict | None = None
