@@ -194,3 +194,13 @@ def test_a_windows_folder_is_named_by_its_last_part(asgi_server):
     assert "ledgerly-rounds-per-line" in answer["hookSpecificOutput"]["additionalContext"]
     session = AgentSession.objects.get(external_id=session_id)
     assert (session.project, session.project_root) == ("ledgerly", "C:\\Users\\someone\\src\\ledgerly")
+
+
+def test_a_prompt_over_the_entry_limit_is_cut_and_says_how_long_it_was(asgi_server):
+    session_id = str(uuid.uuid4())
+    long_prompt = "explain " + "x" * 30000
+    body = payload("UserPromptSubmit", session_id, prompt=long_prompt, prompt_id="long")
+    assert post(asgi_server, "UserPromptSubmit", body).status_code == 200
+    entry = SessionEntry.objects.get(session__external_id=session_id)
+    assert len(entry.message) == 20000 and entry.message.startswith("explain ")
+    assert entry.data == {"truncated_from_chars": len(long_prompt)}
