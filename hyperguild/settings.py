@@ -205,6 +205,12 @@ HYPERGUILD_ROUTE_MIN_SAMPLES = env_int("HYPERGUILD_ROUTE_MIN_SAMPLES", 10, minim
 HYPERGUILD_PATHWAY_PROBATION = env_int("HYPERGUILD_PATHWAY_PROBATION", 3, minimum=1)
 HYPERGUILD_PATHWAY_MIN_SUCCESS = env_float("HYPERGUILD_PATHWAY_MIN_SUCCESS", 0.80, minimum=0.0, maximum=1.0)
 
+# --- Claude Code plugin hooks (docs/plugin.md) ------------------------------
+# Stop and SessionEnd hooks queue the session's retrospective; 0 leaves it to the agent or a person.
+HYPERGUILD_HOOK_RETROSPECTIVE = env_bool("HYPERGUILD_HOOK_RETROSPECTIVE", True)
+# Most characters of project context the SessionStart hook puts in front of the model.
+HYPERGUILD_HOOK_CONTEXT_CHARS = env_int("HYPERGUILD_HOOK_CONTEXT_CHARS", 2000, minimum=200, maximum=20000)
+
 # --- Training data -----------------------------------------------------------
 TRAINER_SECRET_PATTERNS_FILE = env_str("TRAINER_SECRET_PATTERNS_FILE", "")
 # The licence a trainer_export dataset card names (a Hugging Face licence id, e.g. apache-2.0, or "other").

@@ -1,8 +1,9 @@
 from django.urls import path
 
-from sessions.api import SessionEntriesView
+from sessions.api import ClaudeHookView, SessionEntriesView
 
 urlpatterns = [
+    path("api/hooks/<str:event>", ClaudeHookView.as_view(), name="sessions-claude-hook"),
     path("sessions/<str:session_id>/entries", SessionEntriesView.as_view(), name="sessions-entries"),
 ]
 

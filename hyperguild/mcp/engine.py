@@ -21,7 +21,7 @@ from django.db import InterfaceError, OperationalError
 from hyperguild.lib import admission
 from hyperguild.lib.schema import format_schema_errors, schema_problems
 from hyperguild.mcp.cancellation import RUNNING
-from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError
+from hyperguild.mcp.registry import Endpoint, Prompt, ToolCancelled, ToolContext, ToolError
 
 logger = logging.getLogger("hyperguild.mcp")
 
@@ -233,6 +233,13 @@ class Dispatcher:
             return self._tools_list(params)
         if method == "tools/call":
             return self._tools_call(params, ctx, record)
+        if self.endpoint.prompts:
+            if method == "prompts/list":
+                return self._prompts_list(params)
+            if method == "prompts/get":
+                return self._prompts_get(params, record)
+            if method == "completion/complete":
+                return self._complete(params)
         if self.endpoint.resources is not None:
             if method == "resources/list":
                 return self._resources_list(params)
@@ -247,12 +254,9 @@ class Dispatcher:
     def _initialize(self, params: dict) -> dict:
         requested = params.get("protocolVersion")
         version = requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-        capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
-        if self.endpoint.resources is not None:
-            capabilities["resources"] = {"subscribe": False, "listChanged": False}
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": capabilities,
+            "capabilities": self.capabilities(),
             "serverInfo": {
                 "name": f"hyperguild-{self.endpoint.name}",
                 "title": self.endpoint.title,
@@ -262,6 +266,16 @@ class Dispatcher:
         if self.endpoint.instructions:
             result["instructions"] = self.endpoint.instructions
         return result
+
+    def capabilities(self) -> dict:
+        """What this endpoint serves, the same whichever protocol revision asks."""
+        capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+        if self.endpoint.resources is not None:
+            capabilities["resources"] = {"subscribe": False, "listChanged": False}
+        if self.endpoint.prompts:
+            capabilities["prompts"] = {"listChanged": False}
+            capabilities["completions"] = {}
+        return capabilities
 
     def _page(self, params: dict) -> tuple[int, int]:
         return decode_cursor(params.get("cursor")), settings.HYPERGUILD_MCP_PAGE_SIZE
@@ -274,6 +288,56 @@ class Dispatcher:
         if offset + size < len(tools):
             result["nextCursor"] = encode_cursor(offset + size)
         return result
+
+    def _prompts_list(self, params: dict) -> dict:
+        offset, size = self._page(params)
+        prompts = list(self.endpoint.prompts.values())
+        result: dict[str, Any] = {"prompts": [prompt.describe() for prompt in prompts[offset : offset + size]]}
+        if offset + size < len(prompts):
+            result["nextCursor"] = encode_cursor(offset + size)
+        return result
+
+    def _prompt(self, name: Any) -> Prompt:
+        prompt = self.endpoint.prompts.get(name) if isinstance(name, str) else None
+        if prompt is None:
+            known = ", ".join(self.endpoint.prompts)
+            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name} (this endpoint has: {known})")
+        return prompt
+
+    def _prompts_get(self, params: dict, record: CallRecord) -> dict:
+        prompt = self._prompt(params.get("name"))
+        record.tool = prompt.name
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict) or not all(isinstance(value, str) for value in arguments.values()):
+            raise RpcError(INVALID_PARAMS, "prompts/get params.arguments must be an object of strings")
+        known = {argument.name for argument in prompt.arguments}
+        unknown = sorted(set(arguments) - known)
+        if unknown:
+            raise RpcError(INVALID_PARAMS, f"Prompt {prompt.name} has no argument {', '.join(unknown)}")
+        missing = [a.name for a in prompt.arguments if a.required and not arguments.get(a.name, "").strip()]
+        if missing:
+            raise RpcError(INVALID_PARAMS, f"Prompt {prompt.name} needs {', '.join(missing)}")
+        try:
+            messages = prompt.handler(arguments)
+        except (ToolError, *self.endpoint.domain_errors) as exc:
+            # A prompt has no error result: an argument the handler cannot use is the caller's to fix.
+            raise RpcError(INVALID_PARAMS, getattr(exc, "message", None) or str(exc)) from None
+        return {"description": prompt.description, "messages": messages}
+
+    def _complete(self, params: dict) -> dict:
+        ref, argument = params.get("ref"), params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
+            raise RpcError(INVALID_PARAMS, "completion/complete needs params.ref and params.argument {name, value}")
+        values: list[str] = []
+        if ref.get("type") == "ref/prompt":
+            prompt = self._prompt(ref.get("name"))
+            spec = next((a for a in prompt.arguments if a.name == argument["name"]), None)
+            if spec is None:
+                raise RpcError(INVALID_PARAMS, f"Prompt {prompt.name} has no argument {argument['name']}")
+            if spec.complete is not None:
+                values = [str(value) for value in spec.complete(str(argument.get("value") or ""))]
+        # The spec caps one answer at 100 values.
+        return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
 
     def _resources_list(self, params: dict) -> dict:
         offset, size = self._page(params)

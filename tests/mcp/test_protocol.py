@@ -98,8 +98,8 @@ def test_messages_that_are_not_json_rpc_are_invalid_requests(asgi_server, messag
 
 
 def test_an_unknown_method_is_method_not_found(asgi_server):
-    response = mcp_post(f"{asgi_server}/mcp/brain", rpc("prompts/list"))
-    assert response.json()["error"] == {"code": -32601, "message": "Method not found: prompts/list"}
+    response = mcp_post(f"{asgi_server}/mcp/brain", rpc("sampling/createMessage"))
+    assert response.json()["error"] == {"code": -32601, "message": "Method not found: sampling/createMessage"}
 
 
 def test_an_unsupported_protocol_version_header_is_refused(asgi_server):
