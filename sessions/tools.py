@@ -87,6 +87,7 @@ def session_log(arguments: dict, ctx: ToolContext) -> dict:
     destructive=False,
     idempotent=True,
     open_world=True,
+    long_running=True,
 )
 def retrospective(arguments: dict, ctx: ToolContext) -> dict:
     ctx.report_progress(0, 1, "reading the session")
@@ -109,6 +110,7 @@ def retrospective(arguments: dict, ctx: ToolContext) -> dict:
     read_only=False,
     destructive=False,
     idempotent=True,
+    long_running=True,
 )
 def trainer(arguments: dict, ctx: ToolContext) -> dict:
     return run_trainer(arguments["session_id"])
@@ -180,6 +182,7 @@ def retrospective_judge(outcome: dict) -> str | None:
     output_schema=_skills.result_schema("retrospective"),
     idempotent=True,
     open_world=True,
+    long_running=True,
 )
 def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
     ctx.report_progress(0, 1, "asking the routed model")
@@ -203,6 +206,7 @@ def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
     input_schema=_skills.input_schema("trainer"),
     output_schema=_skills.result_schema("trainer"),
     idempotent=True,
+    long_running=True,
 )
 def routed_trainer(arguments: dict, ctx: ToolContext) -> dict:
     return run_trainer(arguments["session_id"])

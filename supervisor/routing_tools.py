@@ -339,6 +339,7 @@ def _review_files(root: Path, arguments: dict) -> tuple[list[tuple[str, str]], s
     output_schema=skills.result_schema("review"),
     read_only=True,
     open_world=True,
+    long_running=True,
 )
 def review(arguments: dict, ctx: ToolContext) -> dict:
     started = time.monotonic()
@@ -494,6 +495,7 @@ def debug_files_block(client, files: list[tuple[str, str]], evidence: str) -> st
     output_schema=skills.result_schema("debug"),
     read_only=False,
     open_world=True,
+    long_running=True,
 )
 def debug(arguments: dict, ctx: ToolContext) -> dict:
     started = time.monotonic()

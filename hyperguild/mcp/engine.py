@@ -33,6 +33,7 @@ from hyperguild.mcp.revision import (
     Revision,
     legacy,
 )
+from hyperguild.mcp.tasks import TaskError, Tasks
 
 logger = logging.getLogger("hyperguild.mcp")
 
@@ -214,10 +215,10 @@ OUTPUT_CHECKS = OutputChecks()
 
 
 class Dispatcher:
-    def __init__(self, endpoint: Endpoint):
+    def __init__(self, endpoint: Endpoint, owner: str = ""):
+        """`owner`: who is calling, for the tasks it starts or asks about (`tasks.owner_digest`)."""
         self.endpoint = endpoint
-        # The Tasks extension (2026-07-28 only); None where it is not wired in.
-        self.tasks: Any = None
+        self.tasks = Tasks(self, owner)  # the Tasks extension: 2026-07-28 requests only
 
     def handle(self, message: dict, ctx: ToolContext, record: CallRecord, revision: Revision | None = None) -> dict:
         """Answer one request (already classified as such) in its revision (`revision.decide`)."""
@@ -232,7 +233,7 @@ class Dispatcher:
                 result = self._route_modern(method, params, ctx, record, revision)
             else:
                 result = self._route(method, params, ctx, record)
-        except RpcError as exc:
+        except (RpcError, TaskError) as exc:
             code = exc.code
             if revision.modern and code == RESOURCE_NOT_FOUND:
                 code = INVALID_PARAMS
@@ -260,9 +261,9 @@ class Dispatcher:
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method} (not part of MCP {revision.version})")
         if method == "server/discover":
             result = self._discover()
-        elif method.startswith("tasks/") and self.tasks is not None:
+        elif method.startswith("tasks/"):
             result = self.tasks.handle(method, params, ctx, record, revision)
-        elif method == "tools/call" and self.tasks is not None and self.tasks.should_start(params, revision):
+        elif method == "tools/call" and self.tasks.should_start(params, revision):
             result = self.tasks.start(params, ctx, record, revision)
         else:
             result = self._route(method, params, ctx, record)
@@ -289,8 +290,8 @@ class Dispatcher:
         # What `initialize` says, so a capability added there is announced here too.
         handshake = self._initialize({})
         capabilities = dict(handshake["capabilities"])
-        if self.tasks is not None and self.tasks.available():
-            capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
+        # Every endpoint speaks the extension; only its long_running tools ever answer with a task.
+        capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
         result: dict[str, Any] = {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": capabilities}
         if handshake.get("instructions"):
             result["instructions"] = handshake["instructions"]

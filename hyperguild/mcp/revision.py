@@ -29,6 +29,7 @@ from mcp.shared.inbound import (
     MCP_PROTOCOL_VERSION_HEADER,
     InboundLadderRejection,
     classify_inbound_request,
+    decode_header_value,
     find_duplicated_routing_header,
 )
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, PROTOCOL_VERSION_META_KEY
@@ -50,6 +51,7 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 LEGACY_ONLY_METHODS = frozenset(
     {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "tasks/result", "tasks/list"}
 )
+TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 # ...and the methods only the modern era has.
 MODERN_ONLY_METHODS = frozenset({"server/discover", "tasks/get", "tasks/update", "tasks/cancel"})
 
@@ -142,6 +144,11 @@ def decide(message: Mapping[str, Any], headers: Mapping[str, str], raw_headers: 
     capabilities = verdict.client_capabilities if isinstance(verdict.client_capabilities, Mapping) else None
     if capabilities is None:
         return Rejection(-32602, f"params._meta[{CLIENT_CAPABILITIES_META_KEY!r}] must be an object")
+    task_id = message.get("params", {}).get("taskId")
+    if message.get("method") in TASK_METHODS and "mcp-name" in headers and isinstance(task_id, str):
+        # The Tasks extension routes tasks/* on Mcp-Name = taskId; a header that says otherwise is refused.
+        if decode_header_value(headers["mcp-name"]) != task_id:
+            return Rejection(HEADER_MISMATCH, "Header mismatch: Mcp-Name does not match params.taskId")
     info = verdict.client_info if isinstance(verdict.client_info, Mapping) else None
     return Revision(version=verdict.protocol_version, client_capabilities=capabilities, client_info=info)
 

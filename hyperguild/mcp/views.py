@@ -46,6 +46,7 @@ from hyperguild.mcp.engine import (
 )
 from hyperguild.mcp.registry import Endpoint, ToolContext, find_endpoint
 from hyperguild.mcp.revision import Rejection, Revision, decide, http_status_for
+from hyperguild.mcp.tasks import owner_digest
 
 logger = logging.getLogger("hyperguild.mcp")
 
@@ -138,8 +139,15 @@ def parse_message(body: bytes, max_depth: int) -> Any:
 
 
 def request_headers(request) -> dict[str, str]:
-    """The HTTP headers of a request, keyed in lower case (`mcp-protocol-version`, …)."""
-    return {key[5:].lower().replace("_", "-"): value for key, value in request.META.items() if key.startswith("HTTP_")}
+    """The HTTP headers of a request, keyed in lower case (`mcp-protocol-version`, …).
+
+    Values lose the whitespace around them: RFC 9110 §5.5 excludes it from the field value.
+    """
+    return {
+        key[5:].lower().replace("_", "-"): value.strip(" \t")
+        for key, value in request.META.items()
+        if key.startswith("HTTP_")
+    }
 
 
 def declared_revision(request) -> str:
@@ -266,12 +274,13 @@ class McpView(APIView):
         accepts_sse = "text/event-stream" in accept or "*/*" in accept
         streams = message["method"] == "tools/call" and progress_token is not None and accepts_sse
         if wants_sse_only or streams:
-            return self._stream(message, progress_token, record, client, revision)
+            return self._stream(message, progress_token, record, client, revision, owner_digest(request.META.get("HTTP_AUTHORIZATION", "")))
 
         ctx = ToolContext(
             endpoint=self.mcp_endpoint.name, request_id=message["id"], progress_token=progress_token, caller=client
         )
-        response = Dispatcher(self.mcp_endpoint).handle(message, ctx, record, revision)
+        owner = owner_digest(request.META.get("HTTP_AUTHORIZATION", ""))
+        response = Dispatcher(self.mcp_endpoint, owner).handle(message, ctx, record, revision)
         status = http_status_for(response["error"]["code"]) if revision.modern and "error" in response else 200
         http = self._json(response, status, record)
         if message["method"] == "initialize" and not revision.modern and not request.META.get("HTTP_MCP_SESSION_ID"):
@@ -297,7 +306,7 @@ class McpView(APIView):
         return self._json(error_response(None, INVALID_REQUEST, message), 413, record)
 
     def _stream(
-        self, message: dict, progress_token: Any, record: CallRecord, client: str, revision: Revision
+        self, message: dict, progress_token: Any, record: CallRecord, client: str, revision: Revision, owner: str
     ) -> StreamingHttpResponse:
         endpoint = self.mcp_endpoint
         view = self
@@ -319,7 +328,7 @@ class McpView(APIView):
 
             def run() -> None:
                 try:
-                    response = Dispatcher(endpoint).handle(message, ctx, record, revision)
+                    response = Dispatcher(endpoint, owner).handle(message, ctx, record, revision)
                 except Exception:  # never leave the stream without an answer
                     incident = uuid.uuid4().hex[:16]
                     logger.exception("MCP dispatch failed (request id %s, revision %s)", incident, record.revision)
