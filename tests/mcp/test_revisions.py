@@ -11,9 +11,10 @@ import base64
 import json
 import logging
 
+import httpx
 import pytest
 
-from tests.conftest import mcp_post, rpc
+from tests.conftest import mcp_post, parse_sse, rpc
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -175,3 +176,23 @@ def test_every_log_line_names_the_revision(asgi_server, caplog):
         mcp_post(url, b"{not json")
     lines = [json.loads(r.getMessage()[4:]) for r in caplog.records if r.getMessage().startswith("mcp {")]
     assert [line["revision"] for line in lines] == ["2026-07-28", "2025-11-25", "2026-07-28 envelope", "undeclared"]
+
+
+def test_a_routing_header_sent_twice_is_a_header_mismatch(asgi_server):
+    body = json.dumps(rpc("tools/list", {"_meta": envelope()})).encode()
+    headers = [("Accept", "application/json, text/event-stream"), ("Content-Type", "application/json"),
+               ("MCP-Protocol-Version", MODERN), ("Mcp-Method", "tools/list"), ("Mcp-Method", "tools/list")]
+    response = httpx.post(f"{asgi_server}/mcp/brain", content=body, headers=headers)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32020
+
+
+def test_a_2026_call_with_a_progress_token_streams_progress_then_the_2026_result(selftest_endpoint):
+    _, _, url = selftest_endpoint
+    params = {"name": "progress", "arguments": {"steps": 2}, "_meta": {**envelope(), "progressToken": "p1"}}
+    response = mcp_post(url, rpc("tools/call", params), modern_headers("tools/call", "progress"))
+    assert response.headers["content-type"].startswith("text/event-stream")
+    messages = parse_sse(response.text)
+    assert [m["params"]["progress"] for m in messages[:-1]] == [1, 2]
+    assert messages[-1]["result"]["resultType"] == "complete"
+    assert messages[-1]["result"]["structuredContent"] == {"done": 2}
