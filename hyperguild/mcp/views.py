@@ -262,7 +262,7 @@ class McpView(APIView):
         revision = decide(message, request_headers(request), raw_request_headers(request))
         if isinstance(revision, Rejection):
             record.method, record.status = message["method"], f"rejected {revision.code}"
-            record.revision = "2026-07-28 envelope"
+            record.revision = declared_revision(request)  # what it claimed; it was refused before dispatch
             response = error_response(message["id"], revision.code, revision.message, revision.data)
             return self._json(response, revision.http_status, record)
 

@@ -175,7 +175,8 @@ def test_every_log_line_names_the_revision(asgi_server, caplog):
         mcp_post(url, rpc("tools/list", {}), modern_headers("tools/list"))  # refused: no _meta
         mcp_post(url, b"{not json")
     lines = [json.loads(r.getMessage()[4:]) for r in caplog.records if r.getMessage().startswith("mcp {")]
-    assert [line["revision"] for line in lines] == ["2026-07-28", "2025-11-25", "2026-07-28 envelope", "undeclared"]
+    assert [line["revision"] for line in lines] == ["2026-07-28", "2025-11-25", "2026-07-28", "undeclared"]
+    assert lines[2]["status"] == "rejected -32602"
 
 
 def test_a_routing_header_sent_twice_is_a_header_mismatch(asgi_server):
