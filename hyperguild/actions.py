@@ -102,6 +102,7 @@ def do_create_mcp_task(*, endpoint: str, owner: str, tool: str, ttl: timedelta) 
     )
 
 
+@transaction.atomic
 def do_report_mcp_task_progress(task_pk: int, message: str) -> None:
     """The running task's latest progress line (only while it still works)."""
     McpTask.objects.filter(pk=task_pk, status=McpTask.WORKING).update(
@@ -109,6 +110,7 @@ def do_report_mcp_task_progress(task_pk: int, message: str) -> None:
     )
 
 
+@transaction.atomic
 def do_finish_mcp_task(task_pk: int, *, status: str, result: dict | None = None, error: dict | None = None,
                        message: str = "") -> bool:
     """Record the task's end; False if it had already ended (a task's end is written once)."""

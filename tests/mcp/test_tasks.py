@@ -62,6 +62,14 @@ def test_a_short_tool_answers_at_once_even_when_the_client_could_poll(selftest_e
     assert not McpTask.objects.exists()
 
 
+def test_an_unknown_tool_is_refused_and_no_task_is_written(selftest_endpoint):
+    _, _, url = selftest_endpoint
+    response = post(url, "tools/call", {"name": "nope", "arguments": {}}, capabilities=TASKS, name="nope")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32602
+    assert not McpTask.objects.exists()
+
+
 def test_tasks_methods_need_the_extension(selftest_endpoint):
     _, _, url = selftest_endpoint
     response = post(url, "tasks/get", {"taskId": "whatever"}, name="whatever")
