@@ -96,6 +96,7 @@ def do_create_mcp_task(*, endpoint: str, owner: str, tool: str, ttl: timedelta) 
         created_at=now,
         updated_at=now,
         expires_at=now + ttl,
+        alive_at=now,
         status_message="queued",
         host=socket.gethostname()[:255],
         pid=os.getpid(),
@@ -120,6 +121,11 @@ def do_finish_mcp_task(task_pk: int, *, status: str, result: dict | None = None,
             status=status, result=result, error=error, status_message=message[:500], updated_at=timezone.now()
         )
     )
+
+
+@transaction.atomic
+def do_record_mcp_task_alive(task_pk: int) -> None:
+    McpTask.objects.filter(pk=task_pk, status=McpTask.WORKING).update(alive_at=timezone.now())
 
 
 @transaction.atomic

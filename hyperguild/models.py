@@ -78,6 +78,7 @@ class McpTask(models.Model):
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     host = models.CharField(max_length=255, blank=True)  # the replica that runs it
     pid = models.IntegerField(null=True, blank=True)
+    alive_at = models.DateTimeField()  # the running replica's last sign of life (hyperguild.mcp.tasks)
 
     def __str__(self) -> str:
         return f"{self.endpoint} {self.tool} {self.task_id} {self.status}"

@@ -11,7 +11,9 @@ running replica's cancellation watcher (`hyperguild.mcp.cancellation`) sets
 the call's cancel flag and the tool stops its worker as on any cancelled
 call (the supervisor kills the worker's process group).
 
-A task lives `TASK_TTL` from its creation (`ttlMs` in every answer); after
+The running replica marks the row alive every `ALIVE_EVERY` seconds; a task
+with no sign of life for `ALIVE_TIMEOUT` is answered `failed` (that replica
+stopped). A task lives `TASK_TTL` from its creation (`ttlMs` in every answer); after
 that `tasks/get` says it is unknown and the heartbeat task deletes it. The
 handle is bound to the caller's Authorization header (a digest of it), so a
 handle alone does not let another caller read or cancel the task.
@@ -35,6 +37,7 @@ from django.db import connections
 from hyperguild.actions import (
     do_create_mcp_task,
     do_finish_mcp_task,
+    do_record_mcp_task_alive,
     do_report_mcp_task_progress,
     do_request_mcp_task_cancel,
 )
@@ -52,6 +55,8 @@ logger = logging.getLogger("hyperguild.mcp")
 TASK_TTL = timedelta(hours=24)  # longer than any skill run's budget; documented in docs/mcp.md
 POLL_INTERVAL_MS = 2000
 PROGRESS_WRITE_EVERY = 1.0  # seconds between progress writes to the task's row
+ALIVE_EVERY = 10.0  # seconds between the running replica's signs of life on the task's row
+ALIVE_TIMEOUT = timedelta(seconds=60)  # no sign of life for this long: the replica running the task is gone
 TASK_CALLER = "task"  # the cancellation scope of task-run calls: the task id alone identifies them
 
 
@@ -114,6 +119,9 @@ class Tasks:
 
     def _run(self, task: McpTask, params: dict, ctx: ToolContext, record: CallRecord, revision: Revision) -> None:
         started = time.monotonic()
+        finished = threading.Event()
+        threading.Thread(target=_keep_alive, args=(task.pk, finished), name=f"{threading.current_thread().name}-alive",
+                         daemon=True).start()
         try:
             try:
                 result = self.dispatcher._tools_call(params, ctx, record)
@@ -133,6 +141,7 @@ class Tasks:
                 error = {"code": -32603, "message": f"the task failed; the server log has the detail (request id {incident})"}
                 do_finish_mcp_task(task.pk, status=McpTask.FAILED, error=error, message="internal error")
         finally:
+            finished.set()
             connections.close_all()
             logger.info(
                 "mcp task %s",
@@ -174,6 +183,11 @@ class Tasks:
         task = McpTask.objects.filter(task_id=task_id[:64], endpoint=self.endpoint.name, owner=self.owner).first()
         if task is None or task.expires_at.timestamp() < time.time():
             raise TaskError(-32602, f"Unknown or expired task: {task_id[:64]}")
+        if not task.is_finished and task.alive_at.timestamp() < time.time() - ALIVE_TIMEOUT.total_seconds():
+            # The replica that ran it stopped (its skill run is ended by the supervisor's reaper).
+            error = {"code": -32603, "message": f"the server process running this task ({task.host}) stopped"}
+            do_finish_mcp_task(task.pk, status=McpTask.FAILED, error=error, message="the server running it stopped")
+            task.refresh_from_db()
         return task
 
 
@@ -194,6 +208,18 @@ def describe(task: McpTask) -> dict:
     if task.status == McpTask.FAILED and task.error is not None:
         data["error"] = task.error
     return data
+
+
+def _keep_alive(task_pk: int, finished: threading.Event) -> None:
+    """While the task runs, show every replica that the one running it lives."""
+    try:
+        while not finished.wait(ALIVE_EVERY):
+            try:
+                do_record_mcp_task_alive(task_pk)
+            except Exception:  # a database hiccup; the next beat may get through
+                logger.exception("could not record that task %s is alive", task_pk)
+    finally:
+        connections.close_all()
 
 
 class _ProgressWriter:

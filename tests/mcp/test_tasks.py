@@ -142,3 +142,36 @@ def test_expired_tasks_are_unknown_and_purged(selftest_endpoint):
     assert response.json()["error"]["code"] == -32602
     assert do_purge_expired_mcp_tasks() == 1
     assert not McpTask.objects.exists()
+
+
+def test_a_task_whose_replica_stopped_is_answered_failed(selftest_endpoint):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from hyperguild.actions import do_create_mcp_task
+    from hyperguild.mcp.tasks import owner_digest
+
+    _, _, url = selftest_endpoint
+    # What a replica leaves behind when it dies mid-task: a working row nobody keeps alive.
+    task = do_create_mcp_task(endpoint="selftest", owner=owner_digest(""), tool="wait_for_cancel",
+                              ttl=timedelta(hours=1))
+    McpTask.objects.filter(pk=task.pk).update(alive_at=timezone.now() - timedelta(seconds=61))
+    answer = post(url, "tasks/get", {"taskId": task.task_id}, capabilities=TASKS, name=task.task_id).json()["result"]
+    assert answer["status"] == "failed"
+    assert answer["error"]["code"] == -32603 and "stopped" in answer["error"]["message"]
+
+
+def test_a_running_task_stays_alive_while_its_tool_works(selftest_endpoint, monkeypatch):
+    from hyperguild.mcp import tasks
+
+    monkeypatch.setattr(tasks, "ALIVE_EVERY", 0.2)
+    _, state, url = selftest_endpoint
+    handle = post(url, "tools/call", {"name": "wait_for_cancel", "arguments": {}}, capabilities=TASKS,
+                  name="wait_for_cancel").json()["result"]
+    assert state.started.wait(10)
+    first = McpTask.objects.get().alive_at
+    time.sleep(1.0)
+    assert McpTask.objects.get().alive_at > first
+    post(url, "tasks/cancel", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"])
+    assert state.cancel_seen.wait(10)
