@@ -197,3 +197,24 @@ def test_a_2026_call_with_a_progress_token_streams_progress_then_the_2026_result
     assert [m["params"]["progress"] for m in messages[:-1]] == [1, 2]
     assert messages[-1]["result"]["resultType"] == "complete"
     assert messages[-1]["result"]["structuredContent"] == {"done": 2}
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        None,
+        [],
+        "2026-07-28",
+        {"io.modelcontextprotocol/protocolVersion": 2026, "io.modelcontextprotocol/clientCapabilities": {}},
+        {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": []},
+        {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {"extensions": 7}},
+        {"io.modelcontextprotocol/protocolVersion": None, "io.modelcontextprotocol/clientCapabilities": None},
+    ],
+)
+@pytest.mark.parametrize("method", ["tools/list", "tools/call", "tasks/get", "server/discover"])
+def test_hostile_envelopes_get_a_json_rpc_error_or_a_result_never_a_500(asgi_server, meta, method):
+    params = {"name": "brain_query", "taskId": "x", "_meta": meta}
+    response = mcp_post(f"{asgi_server}/mcp/brain", rpc(method, params), modern_headers(method, "brain_query"))
+    assert response.status_code < 500, response.text
+    body = response.json()
+    assert "error" in body or "result" in body
