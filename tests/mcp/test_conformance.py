@@ -6,9 +6,10 @@
 2026-07-28`). Each suite runs once against /mcp/brain with no token, as a
 local user would, and every check must pass except those listed below as not
 applicable: scenarios that call the suite's own fixtures (tools named
-`test_*`, `test://` resources, prompts named `test_*`, the tasks fixtures
-`slow_compute`, `greet`, …), which a real server does not have. docs/mcp.md
-lists the same scenarios with the same reasons.
+`test_*`, `test://` resources, prompts named `test_*`), which a real server
+does not have. The Tasks extension's scenarios run on a test endpoint that
+registers the fixtures they ask for (`greet`, `slow_compute`, `failing_job`)
+on the real engine. docs/mcp.md lists the same scenarios with the same reasons.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -37,9 +39,10 @@ MRTR_FIXTURES = (
     "(multi round-trip requests), so nothing here can return an InputRequiredResult"
 )
 TASK_FIXTURES = (
-    "drives the suite's task fixture tools (slow_compute, greet, failing_job, confirm_delete, …); hyperguild's "
-    "task-backed tools are its skills, tested in test_tasks.py and tests/supervisor/test_tasks_across_replicas.py"
+    "drives the suite's task fixture tools (slow_compute, greet, failing_job, …), which /mcp/brain does not have; "
+    "test_the_tasks_extension_scenarios_pass runs these scenarios on an endpoint that has them"
 )
+MRTR_TASKS = "needs a task that asks the client for input (confirm_delete, multi_input); no hyperguild task does"
 
 # Whole scenarios that exercise only the suite's fixtures.
 NOT_APPLICABLE = {
@@ -69,12 +72,16 @@ NOT_APPLICABLE = {
         "input-required-result-ignore-extra-params", "input-required-result-validate-input",
     )},
     **{name: TASK_FIXTURES for name in (
-        "tasks-lifecycle", "tasks-wire-fields", "tasks-request-state-removal", "tasks-mrtr-input",
-        "tasks-mrtr-composition", "tasks-required-task-error", "tasks-status-notifications",
+        "tasks-lifecycle", "tasks-wire-fields", "tasks-request-state-removal", "tasks-status-notifications",
     )},
+    "tasks-mrtr-input": MRTR_TASKS,
+    "tasks-mrtr-composition": MRTR_TASKS,
+    "tasks-required-task-error": "needs a tool that can only run as a task; every hyperguild skill also runs "
+                                 "blocking for clients without the extension",
 }
 
-# Single checks of otherwise scored scenarios that need a fixture.
+# Single checks of otherwise scored scenarios that need a fixture (the tasks ones run, with their
+# fixtures, in test_the_tasks_extension_scenarios_pass).
 NOT_APPLICABLE_CHECKS = {
     ("server-stateless", "sep-2575-server-rejects-undeclared-capability"): "needs the fixture tool test_missing_capability",
     ("server-stateless", "sep-2575-missing-capability-http-400"): "needs the fixture tool test_missing_capability",
@@ -142,3 +149,78 @@ def _checks_by_scenario(folder: Path) -> dict[str, list[dict]]:
         checks = data if isinstance(data, list) else data.get("checks", []) if isinstance(data, dict) else []
         found.setdefault(scenario, []).extend(c for c in checks if isinstance(c, dict) and "status" in c)
     return found
+
+
+# --- the Tasks extension's scenarios, on the fixtures they ask for ------------------------------
+
+TASK_SCENARIOS = [
+    "tasks-capability-negotiation", "tasks-lifecycle", "tasks-wire-fields", "tasks-request-state-removal",
+    "tasks-request-headers", "tasks-dispatch-and-envelope", "tasks-status-notifications",
+]
+# Checks of those scenarios that ask for what hyperguild's engine deliberately does not do.
+TASK_CHECKS_NOT_APPLICABLE = {
+    "sep-2663-tasks-get-status-failed": "the engine answers every tool failure as an isError result (DESIGN: tool "
+                                        "failures are results), so no tool can end its task with a protocol error",
+    "tasks-headers-tolerate-mcp-method-on-tools-call": "compares the text to the bare 'Hello, sep-2243!'; the engine's "
+                                                       "text copy of a result is its structuredContent as JSON",
+    "tasks-result-type-complete-on-non-task-responses": "needs the fixture confirm_delete, which parks for an "
+                                                        "elicitation; no hyperguild task asks the client for input",
+}
+OPEN = {"type": "object"}
+
+
+@pytest.fixture
+def task_fixtures_url(asgi_server):
+    """/mcp/taskfixtures: the tools the suite's tasks scenarios call, on the real engine (the selftest idea)."""
+    from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint, unregister_endpoint
+
+    endpoint = Endpoint("taskfixtures", title="conformance task fixtures", token_setting="BRAIN_MCP_TOKEN")
+
+    @endpoint.tool(name="greet", title="Greet", description="Sync: Hello, {name}!", input_schema=OPEN,
+                   output_schema=OPEN, read_only=True)
+    def greet(arguments: dict, ctx: ToolContext) -> dict:
+        return {"text": f"Hello, {arguments.get('name', 'World')}!"}
+
+    @endpoint.tool(name="slow_compute", title="Slow compute", description="Sleeps `seconds`, cancellable.",
+                   input_schema=OPEN, output_schema=OPEN, read_only=True, long_running=True)
+    def slow_compute(arguments: dict, ctx: ToolContext) -> dict:
+        seconds = float(arguments.get("seconds", 1))
+        if ctx.cancelled.wait(seconds):
+            ctx.check_cancelled()
+        return {"computed": seconds, "label": arguments.get("label", "")}
+
+    @endpoint.tool(name="failing_job", title="Failing job", description="Fails after about a second.",
+                   input_schema=OPEN, output_schema=OPEN, read_only=True, long_running=True)
+    def failing_job(arguments: dict, ctx: ToolContext) -> dict:
+        ctx.cancelled.wait(1)
+        raise ToolError("failing_job failed, as it always does")
+
+    register_endpoint(endpoint)
+    yield f"{asgi_server}/mcp/taskfixtures"
+    # Tasks the suite left running (it never cancels some slow_compute calls) stop with the test.
+    from hyperguild.mcp.cancellation import RUNNING
+
+    deadline = time.monotonic() + 10
+    while (left := [ctx for name, _, ctx in RUNNING.snapshot() if name == "taskfixtures"]) and time.monotonic() < deadline:
+        for ctx in left:
+            ctx.cancelled.set()
+        time.sleep(0.1)
+    time.sleep(0.3)  # their threads write the cancelled end, then close their connections
+    unregister_endpoint("taskfixtures")
+
+
+@pytest.mark.parametrize("scenario", TASK_SCENARIOS)
+def test_the_tasks_extension_scenarios_pass(task_fixtures_url, scenario, tmp_path):
+    suite, _ = SUITES["2026-07-28"]
+    completed = subprocess.run(
+        [str(NODE), str(suite), "server", "--url", task_fixtures_url, "--scenario", scenario,
+         "--output-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    checks = [check for found in _checks_by_scenario(tmp_path).values() for check in found]
+    assert checks or scenario == "tasks-status-notifications", completed.stdout + completed.stderr
+    failed = [c for c in checks if c.get("status") not in ("SUCCESS", "INFO", "SKIPPED")
+              and c.get("id") not in TASK_CHECKS_NOT_APPLICABLE]
+    assert not failed, json.dumps(failed, indent=1)[:6000]
