@@ -84,6 +84,7 @@ def session_log(arguments: dict, ctx: ToolContext) -> dict:
     destructive=False,
     idempotent=True,
     open_world=True,
+    long_running=True,
 )
 def retrospective(arguments: dict, ctx: ToolContext) -> dict:
     ctx.report_progress(0, 1, "reading the session")
@@ -103,6 +104,7 @@ def retrospective(arguments: dict, ctx: ToolContext) -> dict:
     read_only=False,
     destructive=False,
     idempotent=True,
+    long_running=True,
 )
 def trainer(arguments: dict, ctx: ToolContext) -> dict:
     return run_trainer(arguments["session_id"])
@@ -171,6 +173,7 @@ def retrospective_judge(outcome: dict) -> str | None:
     ),
     idempotent=True,
     open_world=True,
+    long_running=True,
 )
 def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
     ctx.report_progress(0, 1, "asking the routed model")
@@ -191,6 +194,7 @@ def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
         "logged and model_used is empty (a pass credited to a model that was never asked would skew routing)."
     ),
     idempotent=True,
+    long_running=True,
 )
 def routed_trainer(arguments: dict, ctx: ToolContext) -> dict:
     return run_trainer(arguments["session_id"])

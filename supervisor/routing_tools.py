@@ -347,6 +347,7 @@ def _review_files(root: Path, arguments: dict) -> tuple[list[tuple[str, str]], s
     ),
     read_only=True,
     open_world=True,
+    long_running=True,
 )
 def review(arguments: dict, ctx: ToolContext) -> dict:
     started = time.monotonic()
@@ -556,6 +557,7 @@ def debug_files_block(client, files: list[tuple[str, str]], evidence: str) -> st
     ),
     read_only=False,
     open_world=True,
+    long_running=True,
 )
 def debug(arguments: dict, ctx: ToolContext) -> dict:
     started = time.monotonic()

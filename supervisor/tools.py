@@ -189,6 +189,7 @@ def _worker_tool(skill: str, *, read_only: bool = False, destructive: bool = Fal
         destructive=destructive,
         idempotent=False,
         open_world=True,
+        long_running=True,  # minutes of a worker: run as an MCP task when the client can poll
     )(handler)
     return handler
 

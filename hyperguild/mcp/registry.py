@@ -124,6 +124,8 @@ class Tool:
     destructive: bool = False
     idempotent: bool = False
     open_world: bool = False
+    # The call may take minutes (a skill worker, a model): a client that can poll gets a task handle instead.
+    long_running: bool = False
     input_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
     output_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
 
