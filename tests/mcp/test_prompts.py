@@ -131,15 +131,16 @@ def test_completion_offers_wiki_titles_for_recall_and_refuses_unknown_references
     assert answer(url, "completion/complete", {"ref": ref})["error"]["code"] == -32602
 
 
-def test_the_official_client_lists_and_gets_prompts_on_brain_and_supervisor(asgi_server, ledgerly):
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_the_official_client_lists_and_gets_prompts_on_brain_and_supervisor(asgi_server, ledgerly, mode):
     async def scenario():
-        async with Client(f"{asgi_server}/mcp/brain", mode="legacy") as brain:
+        async with Client(f"{asgi_server}/mcp/brain", mode=mode) as brain:
             names = [prompt.name for prompt in (await brain.list_prompts()).prompts]
             recalled = await brain.get_prompt("recall", {"topic": "ledgerly"})
             completed = await brain.complete(PromptReference(type="ref/prompt", name="recall"), {"name": "topic", "value": "Salt"})
             with pytest.raises(MCPError):
                 await brain.get_prompt("recall", {})
-        async with Client(f"{asgi_server}/mcp/supervisor", mode="legacy") as supervisor:
+        async with Client(f"{asgi_server}/mcp/supervisor", mode=mode) as supervisor:
             tdd_names = [prompt.name for prompt in (await supervisor.list_prompts()).prompts]
             tdd = await supervisor.get_prompt("tdd", {"spec": "invoices round per line", "project_root": "/src/ledgerly"})
         return names, recalled, completed, tdd_names, tdd
