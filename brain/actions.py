@@ -10,6 +10,7 @@ rebuild on the next query) and, once committed, tells the search side
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
 from collections.abc import Iterable
 from datetime import timedelta
@@ -64,6 +65,20 @@ class NoteConflict(BrainInputError):
         self.current = current
 
 
+# -- the one form of text ------------------------------------------------------
+
+
+def normalise_text(text: str) -> str:
+    """Note text in the one form it is stored in, whoever wrote it (browser, REST, MCP, import).
+
+    Line endings become `\n` (a browser sends a textarea's text with `\r\n`, so a note saved
+    unchanged would otherwise differ from itself), a leading byte-order mark goes, and characters
+    are composed (NFC), so the same text always has the same content hash.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return unicodedata.normalize("NFC", text.removeprefix("\ufeff"))
+
+
 # -- validation ---------------------------------------------------------------
 
 
@@ -84,6 +99,7 @@ def _clean_title(title: Any, *, required: bool = True) -> str:
 def _clean_body(body: Any, *, required: bool = True) -> str:
     if not isinstance(body, str):
         raise BrainInputError("body must be markdown text.")
+    body = normalise_text(body)
     if required and not body.strip():
         raise BrainInputError("body is empty: write the content of the note.")
     problem = text_problem(body)
@@ -503,6 +519,26 @@ def do_archive_note(note: Note, *, user=None, reason: str = "") -> Note:
         return note
 
 
+def merge_target_problem(into: Note) -> str:
+    """Why `into` cannot take a merge ("" when it can): only a wiki note can, or the merged text leaves the wiki."""
+    if into.status == NoteStatus.WIKI:
+        return ""
+    what_next = (
+        "Reopen it first if it should come back, or pick a wiki note."
+        if into.status in (NoteStatus.REJECTED, NoteStatus.ARCHIVED) else "Pick a wiki note."
+    )
+    return (
+        f"“{into.title}” ({into.slug}) is {into.status}: a note can only be merged into a wiki note, or its text "
+        f"would leave both the queue and the wiki. {what_next}"
+    )
+
+
+def _check_merge_target(into: Note) -> None:
+    problem = merge_target_problem(into)
+    if problem:
+        raise BrainInputError(problem)
+
+
 def do_merge_note(
     note: Note, *, into: Note, reviewer, body: str, expected_version: int | None = None,
 ) -> Note:  # fmt: skip
@@ -524,8 +560,7 @@ def do_merge_note(
             raise BrainInputError("a note cannot be merged into itself.")
         if note.status != NoteStatus.RAW:
             raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be merged.")
-        if into.status == NoteStatus.ARCHIVED:
-            raise BrainInputError(f"note {into.slug} is archived; merge into a live note.")
+        _check_merge_target(into)
         _check_version(into, expected_version)
         group = uuid.uuid4()
         before, version_before = into.snapshot(), into.version

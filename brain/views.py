@@ -110,9 +110,12 @@ class MergeForm(VersionedForm):
 
     def clean_into(self) -> Note:
         slug = self.cleaned_data["into"].strip()
-        target = Note.objects.filter(slug=slug).exclude(status=NoteStatus.ARCHIVED).first()
+        target = Note.objects.filter(slug=slug).first()
         if target is None:
             raise forms.ValidationError(f"There is no note {slug!r} to merge into; pick one from the list.")
+        problem = actions.merge_target_problem(target)
+        if problem:
+            raise forms.ValidationError(problem)
         return target
 
 
@@ -464,7 +467,7 @@ def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return _note_page(request, note, edit_form=form, status=400)
     data = form.cleaned_data
-    body = data["body"].replace("\r\n", "\n")
+    body = data["body"]
     try:
         edited = actions.do_edit_note(
             note, title=data["title"], body=body, user=request.user, expected_version=data["version"]
@@ -567,7 +570,7 @@ def merge_render(request: HttpRequest, pk: int) -> JsonResponse:
     """The live preview: the edited combined text rendered (sanitised) and diffed against the target now."""
     get_object_or_404(Note, pk=pk)
     body = request.POST.get("body", "")[: settings.BRAIN_MAX_NOTE_BYTES]
-    target = Note.objects.filter(slug=request.POST.get("into", "")).exclude(status=NoteStatus.ARCHIVED).first()
+    target = Note.objects.wiki().filter(slug=request.POST.get("into", "")).first()
     return JsonResponse({
         "html": render_note_body(body),
         "diff": str(html_diff(target.body, body)) if target else "",
@@ -582,7 +585,7 @@ def merge_note(request: HttpRequest, pk: int) -> HttpResponse:
         return leave
     form = MergeForm(request.POST)
     error, status, version = None, 400, None
-    body = request.POST.get("body", "").replace("\r\n", "\n")
+    body = actions.normalise_text(request.POST.get("body", ""))
     target = None
     conflict = None
     if form.is_valid():
