@@ -36,6 +36,7 @@ from brain.models import (
     NoteLink,
     NoteRevision,
     NoteStatus,
+    SimilarNotes,
     note_content_hash,
 )
 from brain.placement import resolve_targets, suffixes
@@ -834,6 +835,20 @@ def do_store_embeddings(model_key: str, rows: list[tuple[int, str, list[float]]]
             update_fields=["vector", "dimensions", "content_hash"],
         )
     return len(objs)
+
+
+# -- what the review pages read about a note's neighbours (brain.similar ranks them) ----------------
+
+
+def do_store_similar_notes(note: Note, found: Iterable[Any]) -> SimilarNotes:
+    """Remember the notes most like `note` for its current text (`found`: `brain.similar.Similar` items)."""
+    items = [item.as_dict() for item in found]
+    row, _ = SimilarNotes.objects.update_or_create(
+        note_id=note.pk,
+        defaults={"content_hash": note.content_hash, "items": items,
+                  "duplicate_ids": [item["id"] for item in items if item["duplicate"]]},
+    )  # fmt: skip
+    return row
 
 
 # -- the BRAIN_DIR mirror's record of each file (brain.folder.mirror_folder) -----------------

@@ -58,7 +58,9 @@ def sync_note_embeddings(note_id: int) -> dict:
     embedder = get_embedder()
     if embedder is None:
         return {"skipped": "BRAIN_EMBEDDER is off"}
-    return run_sync(embedder, note_ids=[note_id]).as_dict()
+    result = run_sync(embedder, note_ids=[note_id]).as_dict()
+    result["similar"] = refresh_similar_notes(note_id)
+    return result
 
 
 def prune_note_changes() -> dict:
@@ -66,3 +68,15 @@ def prune_note_changes() -> dict:
     from brain.actions import do_prune_note_changes
 
     return {"deleted": do_prune_note_changes()}
+
+
+def refresh_similar_notes(note_id: int) -> dict:
+    """Rank the notes most like a raw note after it changed, so its page and the queue read the result."""
+    from brain import similar
+    from brain.models import Note, NoteStatus
+
+    note = Note.objects.filter(pk=note_id, status=NoteStatus.RAW).first()
+    if note is None:
+        return {"skipped": "not a raw note"}
+    found = similar.refresh(note)
+    return {"similar": len(found), "duplicates": sum(item.duplicate for item in found)}

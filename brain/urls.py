@@ -16,6 +16,7 @@ urlpatterns += [
     path("review/", views.review_queue, name="brain-review"),
     path("review/bulk/", views.bulk_review, name="brain-review-bulk"),
     path("review/<int:pk>/", views.note_detail, name="brain-note"),
+    path("review/<int:pk>/similar/", views.similar_panel, name="brain-similar"),
     path("review/<int:pk>/promote/", views.promote_note, name="brain-promote"),
     path("review/<int:pk>/reject/", views.reject_note, name="brain-reject"),
     path("review/<int:pk>/merge/preview/", views.merge_preview, name="brain-merge-preview"),

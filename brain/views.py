@@ -24,18 +24,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 
-from brain import actions
+from brain import actions, similar
 from brain.hooks import provenance_entries
 from brain.models import Note, NoteRevision, NoteStatus
 from brain.presenters import render_note_body
 from brain.search import SearchInputError, search
 from brain.slugs import MAX_SLUG_LENGTH, numbered, slugify_title
-from hyperguild.lib.diff import html_diff, similarity
+from hyperguild.lib.diff import html_diff
 from hyperguild.ui import paginate, staff_action, staff_page
 
-SIMILAR_NOTES = 6
-SIMILAR_QUERY_CHARS = 1000
-SIMILARITY_CHARS = 5000  # how much of two bodies the similarity score and diff compare
 HISTORY_LIMIT = 50
 AGES = {"1d": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
@@ -244,30 +241,6 @@ def _after_action(note: Note, filter_query: str = "") -> HttpResponse:
     return redirect(_queue_url(filter_query))
 
 
-def _similar(note: Note) -> list[dict]:
-    """The most similar notes (brain search), each with how similar its text is (0..1) and a diff."""
-    query = f"{note.title}\n{note.body[:SIMILAR_QUERY_CHARS]}"
-    try:
-        response = search(query, limit=SIMILAR_NOTES + 1, status="any")
-    except SearchInputError:
-        return []
-    hits = [hit for hit in response.hits if hit.note_id != note.pk][:SIMILAR_NOTES]
-    bodies = dict(Note.objects.filter(pk__in=[hit.note_id for hit in hits]).values_list("pk", "body"))
-    similar = []
-    for hit in hits:
-        other = bodies.get(hit.note_id, "")
-        score = similarity(note.body[:SIMILARITY_CHARS], other[:SIMILARITY_CHARS])
-        similar.append({"hit": hit, "similarity": score, "percent": round(score * 100),
-                        "diff": html_diff(other[:SIMILARITY_CHARS], note.body[:SIMILARITY_CHARS])})
-    similar.sort(key=lambda item: -item["similarity"])
-    return similar
-
-
-def _duplicates(similar: list[dict]) -> list[dict]:
-    threshold = settings.BRAIN_DUPLICATE_THRESHOLD
-    return [item for item in similar if item["hit"].status == NoteStatus.WIKI and item["similarity"] >= threshold]
-
-
 def _provenance_entries(note: Note) -> list:
     """The session entries a note says it came from (provenance `entries`: seq numbers or {seq: …})."""
     session_id = note.session_id or (note.provenance or {}).get("session_id") or ""
@@ -300,8 +273,12 @@ def _history(note: Note) -> list[dict]:
     ]
 
 
+def _wiki_duplicates(similar_notes: list[dict] | None) -> list[dict]:
+    return [item for item in similar_notes or [] if item["duplicate"] and item["note"].status == NoteStatus.WIKI]
+
+
 def _note_page(request: HttpRequest, note: Note, *, promote_form=None, reject_form=None, edit_form=None,
-               refile_form=None, conflict=None, status: int = 200):
+               refile_form=None, conflict=None, status: int = 200, similar_found=None):
     wings, halls = _wings_and_halls()
     filter_query = _filter_query(request)
     newer = older = None
@@ -309,7 +286,9 @@ def _note_page(request: HttpRequest, note: Note, *, promote_form=None, reject_fo
         # Queue navigation only for notes in the queue, and in the queue the reviewer came from.
         newer, older = _neighbours(note, filter_query)
     session_id = note.session_id or (note.provenance or {}).get("session_id") or ""
-    similar = _similar(note)
+    # The stored ranking for this text (brain.similar); without one the panel loads after the page.
+    found = similar.stored(note) if similar_found is None else similar_found
+    similar_notes = similar.with_notes(found) if found is not None else None
     context = {
         "note": note,
         "rendered": render_note_body(note.body),
@@ -317,8 +296,8 @@ def _note_page(request: HttpRequest, note: Note, *, promote_form=None, reject_fo
         "provenance_json": json.dumps(note.provenance, indent=2, ensure_ascii=False, default=str),
         "session_id": session_id,
         "entries": _provenance_entries(note),
-        "similar": similar,
-        "duplicates": _duplicates(similar) if note.status == NoteStatus.RAW else [],
+        "similar": similar_notes,
+        "duplicates": _wiki_duplicates(similar_notes) if note.status == NoteStatus.RAW else [],
         "wings": wings,
         "halls": halls,
         "wiki_notes": Note.objects.wiki().only("slug", "title").order_by("slug")[:500],
@@ -369,9 +348,14 @@ def _undo_message(request: HttpRequest, text: str, note: Note) -> None:
 def _queue_context(request: HttpRequest, form: QueueFilterForm) -> dict:
     per = form.cleaned_data.get("per") if form.is_valid() else None
     notes = _filtered_queue(form).only(
-        "id", "slug", "title", "source", "session_id", "frontmatter", "provenance", "created_at", "status"
+        "id", "slug", "title", "source", "session_id", "frontmatter", "provenance", "created_at", "status",
+        "content_hash",
     ).annotate(excerpt=Substr("body", 1, EXCERPT_CHARS))
     page, querystring = paginate(request, notes, per_page=per or PAGE_SIZES[0])
+    page.object_list = list(page.object_list)
+    badges = similar.duplicate_badges(page.object_list)
+    for note in page.object_list:
+        note.likely_duplicates = badges.get(note.pk, [])
     by_source = list(Note.objects.raw_queue().order_by().values("source").annotate(n=Count("id")).order_by("-n"))
     kinds = sorted(
         {kind for kind in Note.objects.raw_queue().order_by().values_list("frontmatter__kind", flat=True).distinct()
@@ -409,6 +393,20 @@ def note_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return _note_page(request, get_object_or_404(Note, pk=pk))
 
 
+@login_required
+def similar_panel(request: HttpRequest, pk: int) -> HttpResponse:
+    """The similar-notes panel alone: ranked now when the note has no ranking for its text (or `?again=1`)."""
+    note = get_object_or_404(Note, pk=pk)
+    found = None if request.GET.get("again") else similar.stored(note)
+    if found is None:
+        found = similar.refresh(note)
+    similar_notes = similar.with_notes(found)
+    return render(request, "brain/snippets/similar.html", {
+        "note": note, "similar": similar_notes, "filter_query": _filter_query(request),
+        "duplicates": _wiki_duplicates(similar_notes) if note.status == NoteStatus.RAW else [],
+    })
+
+
 @staff_action
 def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
     note, leave = _raw_note_or_leave(request, pk)
@@ -419,14 +417,12 @@ def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
         return _note_page(request, note, promote_form=form, status=400)
     data = form.cleaned_data
     if not data["confirm_duplicate"]:
-        duplicates = _duplicates(_similar(note))
-        if duplicates:
-            top = duplicates[0]
-            form.add_error("confirm_duplicate", (
-                f"This note is {top['percent']}% the same as the wiki note “{top['hit'].title}”. Merge it into "
-                "that note instead, or tick “promote anyway” to keep both."
-            ))
-            return _note_page(request, note, promote_form=form, status=400)
+        # A decision: rank now (the wiki may have changed since the stored ranking), and store it.
+        found = similar.refresh(note)
+        if similar.wiki_duplicates(found):
+            # The warning above the form names the note(s) and offers the merge; the error only says what to do.
+            form.add_error("confirm_duplicate", "Not promoted: merge it into that note, or tick “promote anyway”.")
+            return _note_page(request, note, promote_form=form, status=400, similar_found=found)
     try:
         promoted = actions.do_promote_note(
             note, reviewer=request.user, wing=data["wing"], hall=data["hall"] or "",

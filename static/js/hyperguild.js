@@ -159,3 +159,18 @@
     });
   }
 })();
+
+/* Deferred panels: an element with data-load-url is replaced by the HTML that URL answers (the note page's
+ * similar-notes panel when no ranking is stored yet: the page never waits for a search). */
+(function () {
+  "use strict";
+  document.addEventListener("DOMContentLoaded", function () {
+    Array.prototype.forEach.call(document.querySelectorAll("[data-load-url]"), function (element) {
+      var target = element.closest(element.getAttribute("data-load-into")) || element;
+      fetch(element.getAttribute("data-load-url"), { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
+        .then(function (response) { return response.ok ? response.text() : Promise.reject(response.status); })
+        .then(function (html) { target.outerHTML = html; })
+        .catch(function () { element.textContent = "Could not load the similar notes; reload the page."; });
+    });
+  });
+})();

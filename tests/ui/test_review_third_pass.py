@@ -113,3 +113,92 @@ def test_the_note_page_offers_merge_only_into_wiki_notes(staff_client, staff_use
     raw = make_raw_note(title="Kafka consumer lag alerts", body="Alert when kafka consumer lag grows fast.")
     page = staff_client.get(f"/review/{raw.pk}/").content.decode()
     assert f"into={rejected.slug}" not in page
+
+
+# --- 3. duplicates judged by meaning too, from the same hybrid search ---------------------
+
+FACT = ("Migrations first", "Run migrations before starting the web server, or the app crashes on missing tables.")
+PARAPHRASE = ("Schema before server",
+              "Start the server only after the database schema is up to date; otherwise missing tables make it fail.")
+
+
+@pytest.fixture
+def local_embedder(settings):
+    settings.BRAIN_EMBEDDER = "local"
+    settings.BRAIN_DUPLICATE_MEANING_THRESHOLD = 0.90
+
+
+def _embed_all() -> None:
+    from brain.embedding_sync import sync_embeddings
+    from hyperguild.lib.embedders import LocalEmbedder
+
+    result = sync_embeddings(LocalEmbedder())
+    assert result.errors == [] and result.pending == 0
+
+
+def test_a_paraphrased_note_is_flagged_as_a_likely_duplicate_in_the_queue_and_on_promote(
+    staff_client, local_embedder
+):
+    from brain.tasks import refresh_similar_notes
+    from hyperguild.lib.diff import similarity
+
+    wiki = make_wiki_note(title=FACT[0], body=FACT[1], slug="migrations-first")
+    make_wiki_note(title="Pruning tomatoes", body="Pinch out the side shoots of cordon tomatoes every week.")
+    raw = make_raw_note(title=PARAPHRASE[0], body=PARAPHRASE[1])
+    assert similarity(FACT[1], PARAPHRASE[1]) < 0.5  # few shared words: the old check let it through
+    _embed_all()
+    assert refresh_similar_notes(raw.pk)["duplicates"] == 1  # the background task after the write
+
+    queue = staff_client.get("/review/").content.decode()
+    assert "likely duplicate: Migrations first" in queue
+
+    page = staff_client.get(f"/review/{raw.pk}/").content.decode()
+    assert 'id="duplicate-warning"' in page
+    assert f'/review/{raw.pk}/merge/preview/?into=migrations-first' in page  # one click to the merge
+
+    refused = staff_client.post(f"/review/{raw.pk}/promote/", {
+        "wing": "concepts", "title": raw.title, "slug": raw.slug, "body": raw.body, "version": raw.version,
+    })
+    assert refused.status_code == 400
+    text = refused.content.decode()
+    assert "Migrations first" in text and "same meaning" in text
+    assert text.count("Not promoted: merge it into that note") == 1  # said once, not repeated
+    raw.refresh_from_db()
+    assert raw.status == NoteStatus.RAW
+    confirmed = staff_client.post(f"/review/{raw.pk}/promote/", {
+        "wing": "concepts", "title": raw.title, "slug": raw.slug, "body": raw.body, "version": raw.version,
+        "confirm_duplicate": "1",
+    })
+    assert confirmed.status_code == 302
+    assert Note.objects.get(pk=wiki.pk).status == NoteStatus.WIKI
+
+
+def test_an_unrelated_note_is_not_flagged_by_meaning(staff_client, local_embedder):
+    from brain import similar
+
+    make_wiki_note(title=FACT[0], body=FACT[1])
+    raw = make_raw_note(title="Tomatoes", body="Pinch out the side shoots of cordon tomatoes every week in summer.")
+    _embed_all()
+    assert [item for item in similar.refresh(raw) if item.duplicate] == []
+
+
+def test_the_note_page_reads_the_stored_ranking_and_never_searches_per_view(staff_client, monkeypatch):
+    from brain import similar
+
+    make_wiki_note(title="Kafka lag", body="Alert when kafka consumer lag grows for five minutes.")
+    raw = make_raw_note(title="Kafka lag alerts", body="Alert when kafka consumer lag grows for five minutes.")
+    first = staff_client.get(f"/review/{raw.pk}/").content.decode()
+    assert f'data-load-url="/review/{raw.pk}/similar/"' in first  # nothing stored yet: the panel loads later
+    panel = staff_client.get(f"/review/{raw.pk}/similar/").content.decode()
+    assert "Kafka lag" in panel and "likely duplicate" in panel
+
+    def no_search(*args, **kwargs):
+        raise AssertionError("the note page searched and diffed on a view")
+
+    monkeypatch.setattr(similar, "find_similar", no_search)
+    page = staff_client.get(f"/review/{raw.pk}/").content.decode()
+    assert "data-load-url" not in page and "100% same words" in page
+    # The ranking belongs to a text: after an edit it is stale, and the page defers the panel again.
+    monkeypatch.undo()
+    staff_client.post(f"/review/{raw.pk}/edit/", {"title": raw.title, "body": "Something else.", "version": 1})
+    assert "data-load-url" in staff_client.get(f"/review/{raw.pk}/").content.decode()
