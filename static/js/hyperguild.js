@@ -174,3 +174,22 @@
     });
   });
 })();
+
+/* The queue's bulk bar: open on a wide screen (folded to one line on a phone), and the count of ticked notes. */
+(function () {
+  "use strict";
+  function countTicked() {
+    var counter = document.querySelector("[data-ticked-count]");
+    if (!counter) { return; }
+    counter.textContent = document.querySelectorAll("table.queue tbody input[name=notes]:checked").length;
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    Array.prototype.forEach.call(document.querySelectorAll("details[data-open-wide]"), function (details) {
+      if (window.matchMedia("(min-width: 701px)").matches) { details.open = true; }
+    });
+    countTicked();
+  });
+  document.addEventListener("change", function (event) {
+    if (event.target.matches("input[type=checkbox]")) { countTicked(); }
+  });
+})();
