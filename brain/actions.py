@@ -635,6 +635,27 @@ def do_demote_note(note: Note, *, user, reason: str = "", expected_version: int 
         return note
 
 
+def do_reopen_note(note: Note, *, user, reason: str = "", expected_version: int | None = None) -> Note:
+    """rejected or archived → raw: the note is back in the review queue (an undoable revision like any other)."""
+    with transaction.atomic():
+        note = _locked(note)
+        if note.status not in (NoteStatus.REJECTED, NoteStatus.ARCHIVED):
+            raise BrainInputError(f"note {note.slug} is {note.status}; only rejected or archived notes can be reopened.")
+        _check_version(note, expected_version)
+        before, version_before = note.snapshot(), note.version
+        note.status = NoteStatus.RAW
+        note.wing = note.hall = ""
+        note.path = note.canonical_path()
+        note.reviewed_by, note.reviewed_at = None, None
+        note.review_note = reason.strip() if isinstance(reason, str) else ""
+        _save_with_revision(
+            note, before=before, version_before=version_before, action=NoteRevision.Action.REOPEN, user=user,
+            summary=note.review_note or f"reopened from {before['status']}",
+        )  # fmt: skip
+        _after_write(note)
+        return note
+
+
 def do_undo_revision(group: uuid.UUID | str, *, user) -> list[Note]:
     """Undo one reviewer action (every revision of its group): each note gets back its fields from before.
 

@@ -191,6 +191,7 @@ class NoteRevision(models.Model):
         REFILE = "refile", "re-file"
         DEMOTE = "demote", "demote to raw"
         ARCHIVE = "archive", "archive"
+        REOPEN = "reopen", "reopen"
         UNDO = "undo", "undo"
 
     note = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="revisions")

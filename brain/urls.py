@@ -25,6 +25,7 @@ urlpatterns += [
     path("review/<int:pk>/edit/", views.edit_note, name="brain-edit"),
     path("review/<int:pk>/refile/", views.refile_note, name="brain-refile"),
     path("review/<int:pk>/demote/", views.demote_note, name="brain-demote"),
+    path("review/<int:pk>/reopen/", views.reopen_note, name="brain-reopen"),
     path("review/undo/<uuid:group>/", views.undo_change, name="brain-undo"),
     path("search/", views.search_page, name="brain-search"),
 ]

@@ -23,6 +23,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from brain import actions, similar
 from brain.hooks import provenance_entries
@@ -335,10 +336,18 @@ def _raw_note_or_leave(request: HttpRequest, pk: int) -> tuple[Note, HttpRespons
     return note, None
 
 
+def undo_tag(group: uuid.UUID, *, redo: bool = False) -> str:
+    """A message's extra tag that gives its banner an Undo (or, for an undo, a Redo) button (templates/base.html)."""
+    return f"{'redo' if redo else 'undo'}-url:{reverse('brain-undo', args=[group])}"
+
+
 def _undo_message(request: HttpRequest, text: str, note: Note) -> None:
-    """A success message with an Undo button for the change just made (the note's latest revision)."""
+    """A success message with an Undo button for the change just made (the note's latest revision).
+
+    After an undo the button says Redo: it undoes the undo.
+    """
     revision = note.revisions.order_by("-id").first()
-    extra = f"undo:{revision.group}" if revision is not None else ""
+    extra = undo_tag(revision.group, redo=revision.action == NoteRevision.Action.UNDO) if revision is not None else ""
     messages.success(request, text, extra_tags=extra)
 
 
@@ -518,19 +527,59 @@ def demote_note(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @staff_action
+def reopen_note(request: HttpRequest, pk: int) -> HttpResponse:
+    note = get_object_or_404(Note, pk=pk)
+    form = DemoteForm(request.POST)  # the same two fields: an optional reason and the version seen
+    form.is_valid()
+    try:
+        reopened = actions.do_reopen_note(
+            note, user=request.user, reason=form.cleaned_data.get("reason") or "",
+            expected_version=form.cleaned_data.get("version"),
+        )
+    except actions.BrainInputError as exc:
+        messages.error(request, str(exc))
+        return redirect("brain-note", pk=note.pk)
+    _undo_message(request, f"Reopened “{reopened.title}”: it is back in the review queue.", reopened)
+    return redirect("brain-note", pk=reopened.pk)
+
+
+def _return_path(request: HttpRequest, fallback: str) -> str:
+    """Where an undo goes back to: the page its button was on (same site only), else `fallback`."""
+    wanted = request.POST.get("next", "")
+    if wanted and url_has_allowed_host_and_scheme(wanted, allowed_hosts={request.get_host()},
+                                                  require_https=request.is_secure()):
+        return wanted
+    return fallback
+
+
+@staff_action
 def undo_change(request: HttpRequest, group: str) -> HttpResponse:
-    revision = NoteRevision.objects.filter(group=group).order_by("id").first()
-    if revision is None:
+    """Undo one action (or redo, when that action was an undo).
+
+    One note: back to that note, so the reviewer sees what came back. Several (a bulk action): back to
+    the page the button was on, the filtered queue, where they all return.
+    """
+    revisions = list(NoteRevision.objects.filter(group=group).order_by("id"))
+    if not revisions:
         messages.error(request, "There is no such change to undo.")
         return redirect("brain-review")
+    revision = revisions[0]
+    single = len({rev.note_id for rev in revisions}) == 1
+    fallback = reverse("brain-note", args=[revision.note_id]) if single else reverse("brain-review")
     try:
         restored = actions.do_undo_revision(group, user=request.user)
     except actions.BrainInputError as exc:
         messages.error(request, f"Nothing was undone: {exc}")
-        return redirect("brain-note", pk=revision.note_id)
-    names = ", ".join(f"“{note.title}”" for note in restored)
-    _undo_message(request, f"Undid the {revision.get_action_display()} of {names}.", restored[0])
-    return redirect("brain-note", pk=revision.note_id)
+        return redirect(_return_path(request, fallback) if not single else fallback)
+    names = ", ".join(f"“{note.title}”" for note in restored[:5])
+    if len(restored) > 5:
+        names += f" and {len(restored) - 5} more"
+    if revision.action == NoteRevision.Action.UNDO:
+        text = f"Redid the change to {names}."
+    else:
+        text = f"Undid the {revision.get_action_display()} of {names}."
+    _undo_message(request, text, restored[0])
+    return redirect(fallback if single else _return_path(request, fallback))
 
 
 def _merge_context(request: HttpRequest, note: Note, target: Note | None, body: str, into_value: str, form,
@@ -659,7 +708,11 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
         else:
             done += 1
     verb = "Promoted" if data["action"] == "promote" else "Rejected"
-    messages.success(request, f"{verb} {done} note{'s' if done != 1 else ''}.", extra_tags=f"undo:{group}" if done else "")
+    # Say where they went: the wiki folder (wing/hall) they are now in.
+    place = "/".join(part for part in (data["wing"], data["hall"]) if part)
+    where = f" into the wiki under {place}" if data["action"] == "promote" else ""
+    messages.success(request, f"{verb} {done} note{'s' if done != 1 else ''}{where}.",
+                     extra_tags=undo_tag(group) if done else "")
     for failure in failed:
         messages.error(request, failure)
     return redirect(_queue_url(filter_query))

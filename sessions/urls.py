@@ -18,5 +18,6 @@ urlpatterns += [
     path("training/<int:pk>/approve/", views.approve_example, name="sessions-training-approve"),
     path("training/<int:pk>/reject/", views.reject_example, name="sessions-training-reject"),
     path("training/<int:pk>/swap/", views.swap_example, name="sessions-training-swap"),
+    path("training/<int:pk>/undo/<int:step>/", views.undo_example, name="sessions-training-undo"),
     path("training/<int:pk>/edit/", views.edit_example, name="sessions-training-edit"),
 ]

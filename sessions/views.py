@@ -192,7 +192,7 @@ def approve_example(request: HttpRequest, pk: int) -> HttpResponse:
         )
     except actions.FlaggedExample as exc:
         return _example_page(request, example, errors=[str(exc)], status=400)
-    messages.success(request, f"Approved {example.kind.upper()} example #{example.pk}.")
+    messages.success(request, f"Approved {example.kind.upper()} example #{example.pk}.", extra_tags=_undo_tag(example))
     return _after_curation(example)
 
 
@@ -203,18 +203,42 @@ def reject_example(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return _example_page(request, example, errors=[str(e) for e in form.errors.get("reason", [])], status=400)
     example = actions.do_reject_example(example, reviewer=request.user, reason=form.cleaned_data["reason"].strip())
-    messages.success(request, f"Rejected {example.kind.upper()} example #{example.pk}.")
+    messages.success(request, f"Rejected {example.kind.upper()} example #{example.pk}.", extra_tags=_undo_tag(example))
     return _after_curation(example)
 
 
 @staff_action
 def swap_example(request: HttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
+    if request.POST.get("confirm") != "1":
+        return _example_page(request, example, status=400, errors=[
+            "Nothing was swapped: confirm that the rejected answer is the better one (the swap asks before it acts)."
+        ])
     try:
-        actions.do_swap_dpo(example, reviewer=request.user)
+        example = actions.do_swap_dpo(example, reviewer=request.user)
     except actions.InvalidExampleEdit as exc:
         return _example_page(request, example, errors=[str(exc)], status=400)
-    messages.success(request, f"Swapped chosen and rejected of #{example.pk}.")
+    messages.success(request, f"Swapped chosen and rejected of #{example.pk}.", extra_tags=_undo_tag(example))
+    return redirect("sessions-training-detail", pk=example.pk)
+
+
+def _undo_tag(example: TrainingExample) -> str:
+    """The banner's Undo button for the decision just recorded (the last entry of the example's history)."""
+    step = len(example.edits or []) - 1
+    return f"undo-url:{reverse('sessions-training-undo', args=[example.pk, step])}"
+
+
+@staff_action
+def undo_example(request: HttpRequest, pk: int, step: int) -> HttpResponse:
+    """Undo an approve, reject or swap; back to the example, to see it as it was."""
+    example = get_object_or_404(TrainingExample, pk=pk)
+    try:
+        example = actions.do_undo_example_decision(example, reviewer=request.user, step=step)
+    except actions.InvalidExampleEdit as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Undid the {example.edits[-1]['undone']} of {example.kind.upper()} example "
+                                  f"#{example.pk}: it is {example.status} again.")
     return redirect("sessions-training-detail", pk=example.pk)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from brain import actions
@@ -11,6 +13,11 @@ from tests.ui.conftest import make_raw_note, make_wiki_note
 pytestmark = pytest.mark.django_db
 
 MULTILINE = "# Retries\n\nRetry three times.\n\n```python\nfor attempt in range(3):\n    call()\n```\n"
+
+
+def _banner_buttons(page: str) -> list[str]:
+    """The labels of the buttons in the messages banner (not the history's own Undo buttons)."""
+    return re.findall(r'class="undo-form".*?<button type="submit" class="small">(\w+)</button>', page, re.S)
 
 
 def _changed(note: Note, action: str) -> list[str]:
@@ -202,3 +209,118 @@ def test_the_note_page_reads_the_stored_ranking_and_never_searches_per_view(staf
     monkeypatch.undo()
     staff_client.post(f"/review/{raw.pk}/edit/", {"title": raw.title, "body": "Something else.", "version": 1})
     assert "data-load-url" in staff_client.get(f"/review/{raw.pk}/").content.decode()
+
+
+# --- 5. reopen, undo/redo labels and return paths ----------------------------------------------
+
+
+@pytest.mark.parametrize("status", [NoteStatus.REJECTED, NoteStatus.ARCHIVED])
+def test_a_rejected_or_archived_note_can_be_reopened_and_the_reopen_undone(staff_client, staff_user, status):
+    note = make_raw_note(title="Second look", body="Worth another look.")
+    if status == NoteStatus.REJECTED:
+        actions.do_reject_note(note, reviewer=staff_user, reason="too vague")
+    else:
+        actions.do_archive_note(note, reason="old")
+    note.refresh_from_db()
+    page = staff_client.get(f"/review/{note.pk}/").content.decode()
+    assert 'id="reopen-form"' in page
+    response = staff_client.post(f"/review/{note.pk}/reopen/", {"reason": "new evidence", "version": note.version},
+                                 follow=True)
+    note.refresh_from_db()
+    assert (note.status, note.path, note.reviewed_by) == (NoteStatus.RAW, f"raw/{note.slug}.md", None)
+    assert note.revisions.order_by("-id").first().action == NoteRevision.Action.REOPEN
+    page = response.content.decode()
+    assert "Reopened" in page and _banner_buttons(page) == ["Undo"]
+    assert note in Note.objects.raw_queue()
+
+    undo = note.revisions.order_by("-id").first()
+    response = staff_client.post(f"/review/undo/{undo.group}/", follow=True)
+    note.refresh_from_db()
+    assert note.status == status
+    assert _banner_buttons(response.content.decode()) == ["Redo"]  # not a second "Undo"
+
+
+def test_reopening_a_raw_or_wiki_note_is_refused(staff_user):
+    with pytest.raises(actions.BrainInputError, match="only rejected or archived notes can be reopened"):
+        actions.do_reopen_note(make_raw_note(), user=staff_user)
+    with pytest.raises(actions.BrainInputError, match="only rejected or archived notes can be reopened"):
+        actions.do_reopen_note(make_wiki_note(), user=staff_user)
+
+
+def test_undoing_a_bulk_reject_returns_to_the_filtered_queue(staff_client):
+    notes = [make_raw_note(source="noisy") for _ in range(3)]
+    make_raw_note(source="good")
+    response = staff_client.post("/review/bulk/", {
+        "action": "reject", "reason": "noise", "notes": [n.pk for n in notes], "next_query": "source=noisy",
+    }, follow=True)
+    page = response.content.decode()
+    assert "Rejected 3 notes." in page
+    match = re.search(r'action="(/review/undo/[0-9a-f-]+/)"', page)
+    undone = staff_client.post(match.group(1), {"next": "/review/?source=noisy"})
+    assert undone.status_code == 302 and undone["Location"] == "/review/?source=noisy"
+    assert Note.objects.raw_queue().filter(source="noisy").count() == 3
+    # A return path to another site is ignored.
+    group = NoteRevision.objects.filter(action=NoteRevision.Action.UNDO).first().group
+    redone = staff_client.post(f"/review/undo/{group}/", {"next": "https://evil.example/"})
+    assert redone["Location"] == "/review/"
+
+
+def test_a_bulk_promote_says_where_the_notes_went(staff_client):
+    notes = [make_raw_note() for _ in range(2)]
+    response = staff_client.post("/review/bulk/", {
+        "action": "promote", "wing": "concepts", "hall": "python", "notes": [n.pk for n in notes],
+    }, follow=True)
+    assert "Promoted 2 notes into the wiki under concepts/python." in response.content.decode()
+
+
+# --- 5 (training). approve, reject and swap can be undone; swap asks first ------------------------
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject", "swap"])
+def test_a_training_decision_can_be_undone_from_its_banner(staff_client, decision):
+    from sessions.models import TrainingExample
+    from tests.ui.conftest import make_example
+
+    example = make_example("dpo")
+    chosen, rejected = example.chosen, example.rejected
+    data = {"reason": "wrong"} if decision == "reject" else {"confirm": "1"} if decision == "swap" else {}
+    page = staff_client.post(f"/training/{example.pk}/{decision}/", data, follow=True).content.decode()
+    assert _banner_buttons(page) == ["Undo"]
+    url = re.search(r'class="undo-form"[^>]*action="([^"]+)"|action="([^"]+)" class="undo-form"', page)
+    undo_url = url.group(1) or url.group(2)
+    assert undo_url == f"/training/{example.pk}/undo/0/"
+    response = staff_client.post(undo_url, follow=True)
+    assert "Undid the" in response.content.decode()
+    example.refresh_from_db()
+    assert (example.status, example.reviewer, example.reviewed_at) == (TrainingExample.Status.CANDIDATE, None, None)
+    assert (example.chosen, example.rejected) == (chosen, rejected)
+    assert [e["action"] for e in example.edits] == [decision, "undo"]
+
+
+def test_a_training_undo_is_refused_once_the_example_changed_again(staff_client):
+    from tests.ui.conftest import make_example
+
+    example = make_example("sft")
+    staff_client.post(f"/training/{example.pk}/approve/")
+    staff_client.post(f"/training/{example.pk}/reject/", {"reason": "changed my mind"})
+    response = staff_client.post(f"/training/{example.pk}/undo/0/", follow=True)
+    assert "changed after that approve" in response.content.decode()
+    example.refresh_from_db()
+    assert example.status == "rejected" and [e["action"] for e in example.edits] == ["approve", "reject"]
+
+
+def test_a_swap_asks_first_and_leaves_a_candidate_unreviewed(staff_client):
+    from tests.ui.conftest import make_example
+
+    example = make_example("dpo")
+    page = staff_client.get(f"/training/{example.pk}/").content.decode()
+    assert 'id="swap-panel"' in page and "Yes, swap them" in page
+    refused = staff_client.post(f"/training/{example.pk}/swap/")
+    assert refused.status_code == 400 and "Nothing was swapped" in refused.content.decode()
+    example.refresh_from_db()
+    assert example.edits == []
+    staff_client.post(f"/training/{example.pk}/swap/", {"confirm": "1"})
+    example.refresh_from_db()
+    assert example.status == "candidate" and example.reviewer is None
+    listing = staff_client.get("/training/?kind=dpo").content.decode()
+    assert re.search(r'<td data-label="reviewer">—</td>', listing)

@@ -23,7 +23,7 @@ def _dpo_with_evidence():
 def test_swap_moves_the_verification_evidence_with_the_texts(staff_client):
     example = _dpo_with_evidence()
     good, bad = example.chosen, example.rejected
-    assert staff_client.post(f"/training/{example.pk}/swap/").status_code == 302
+    assert staff_client.post(f"/training/{example.pk}/swap/", {"confirm": "1"}).status_code == 302
     example.refresh_from_db()
     assert (example.chosen, example.rejected) == (bad, good)
     # The useless answer is now "chosen" and carries its own failing check, not the pass badge.
