@@ -5,8 +5,9 @@ vectors when the embedder is on), with the note's title and the start of its bod
 Each candidate gets two scores:
 
 - `words`: the share of words in common (`hyperguild.lib.diff.similarity`), which finds copies;
-- `meaning`: the cosine of the two bodies' passage embeddings (the configured embedder), which
-  finds paraphrases that share few words. `None` when the embedder is off or fails.
+- `meaning`: the cosine of the two notes' closest stored chunk vectors (the embedder's passages),
+  which finds paraphrases that share few words. `None` when the embedder is off or a note has no
+  vector yet.
 
 A candidate is a likely duplicate from `BRAIN_DUPLICATE_THRESHOLD` (words) or
 `BRAIN_DUPLICATE_MEANING_THRESHOLD` (meaning). The result is stored per note (`SimilarNotes`,
@@ -21,18 +22,19 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from django.conf import settings
+from django.db.models import F
 
-from brain.models import Note, NoteStatus, SimilarNotes
+from brain import vectors
+from brain.models import Embedding, Note, NoteStatus, SimilarNotes
 from brain.search import SearchInputError, rank_notes
 from hyperguild.lib.diff import similarity
-from hyperguild.lib.embedders import get_embedder
 
 logger = logging.getLogger(__name__)
 
 SIMILAR_NOTES = 6
-QUERY_CHARS = 1000  # how much of the body the search query takes
+QUERY_CHARS = 500  # how much of the body the search query takes (the vector side embeds it)
 WORD_CHARS = 5000  # how much of two bodies the word score compares
-MEANING_CHARS = 2000  # how much of each body is embedded for the meaning score (the model reads ~512 tokens)
+NOTE_CHUNKS = 4  # the note's first chunks whose vectors are compared with each candidate's
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ def find_similar(note: Note) -> list[Similar]:
         return []
     ids = [note_id for note_id, _, _ in ranking.fused if note_id != note.pk][:SIMILAR_NOTES]
     bodies = dict(Note.objects.filter(pk__in=ids).exclude(status=NoteStatus.ARCHIVED).values_list("pk", "body"))
-    meanings = _meanings(note, bodies, ranking.used_vectors)
+    meanings = _meanings(note, list(bodies), ranking.used_vectors)
     found = [
         Similar(id=other, words=round(similarity(note.body[:WORD_CHARS], bodies[other][:WORD_CHARS]), 4),
                 meaning=meanings.get(other))
@@ -71,30 +73,28 @@ def find_similar(note: Note) -> list[Similar]:
     return found
 
 
-def _meanings(note: Note, bodies: dict[int, str], model_key: str | None) -> dict[int, float]:
-    """Cosine of the passage embeddings of `note`'s body and each candidate's, rounded; {} with no vectors.
+def _meanings(note: Note, ids: list[int], model_key: str | None) -> dict[int, float]:
+    """Cosine of `note`'s closest stored chunk vector with each candidate's closest one, rounded.
 
-    Bodies without titles: two notes on one fact often differ most in their titles, and the stored
-    chunk vectors include them. At most SIMILAR_NOTES + 1 short texts, embedded off the page's path.
+    Only vectors already stored (the embedding sync computes them in the background, and queues this
+    ranking after it): nothing is embedded on a page's or a promote's path. {} when the embedder is
+    off or the note has no current vector yet; candidates without one are left out.
     """
-    if not bodies or model_key is None:
+    if not ids or model_key is None:
         return {}
-    embedder = get_embedder()
-    if embedder is None or embedder.key != model_key:
-        return {}
-    ids = list(bodies)
     try:
-        matrix = np.asarray(embedder.embed_documents(
-            [(note.body or note.title)[:MEANING_CHARS], *((bodies[i] or " ")[:MEANING_CHARS] for i in ids)]
-        ), dtype=float)  # fmt: skip
-    except Exception as exc:  # noqa: BLE001 — an embedder outage costs the meaning score, not the page
+        own = list(
+            Embedding.objects.filter(model=model_key, chunk__note=note, content_hash=F("chunk__content_hash"))
+            .order_by("chunk__ordinal").values_list("vector", flat=True)[:NOTE_CHUNKS]
+        )  # fmt: skip
+        best: dict[int, float] = {}
+        for vector in own:
+            for other, score in vectors.similarities(model_key, np.asarray(vector).tolist(), ids).items():
+                best[other] = max(score, best.get(other, -1.0))
+    except Exception as exc:  # noqa: BLE001 — a vector-side fault costs the meaning score, not the page
         logger.warning("no meaning scores for note %s: %s", note.pk, exc)
         return {}
-    norms = np.linalg.norm(matrix, axis=1)
-    norms[norms == 0] = 1.0
-    unit = matrix / norms[:, None]
-    scores = unit[1:] @ unit[0]
-    return {other: round(float(score), 4) for other, score in zip(ids, scores, strict=True)}
+    return {other: round(score, 4) for other, score in best.items()}
 
 
 # --- what the pages read ---------------------------------------------------------------------
@@ -102,9 +102,15 @@ def _meanings(note: Note, bodies: dict[int, str], model_key: str | None) -> dict
 
 def stored(note: Note) -> list[Similar] | None:
     """The stored ranking for the note's current text, or None when it has none yet (or an older one)."""
-    row = SimilarNotes.objects.filter(note_id=note.pk, content_hash=note.content_hash).first()
-    if row is None:
-        return None
+    row = _row(note)
+    return None if row is None else _items(row)
+
+
+def _row(note: Note) -> SimilarNotes | None:
+    return SimilarNotes.objects.filter(note_id=note.pk, content_hash=note.content_hash).first()
+
+
+def _items(row: SimilarNotes) -> list[Similar]:
     return [Similar(id=item["id"], words=item["words"], meaning=item.get("meaning")) for item in row.items]
 
 
@@ -118,9 +124,12 @@ def refresh(note: Note) -> list[Similar]:
 
 
 def current(note: Note) -> list[Similar]:
-    """The stored ranking when it is for this text, else ranked (and stored) now: for a write that must decide."""
-    found = stored(note)
-    return found if found is not None else refresh(note)
+    """For a write that must decide (promote): the stored ranking while it is for this text and no wiki
+    note changed since it was made, else ranked (and stored) now."""
+    row = _row(note)
+    if row is not None and not Note.objects.wiki().filter(updated_at__gt=row.computed_at).exists():
+        return _items(row)
+    return refresh(note)
 
 
 def with_notes(found: list[Similar]) -> list[dict]:

@@ -426,8 +426,8 @@ def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
         return _note_page(request, note, promote_form=form, status=400)
     data = form.cleaned_data
     if not data["confirm_duplicate"]:
-        # A decision: rank now (the wiki may have changed since the stored ranking), and store it.
-        found = similar.refresh(note)
+        # A decision: the stored ranking only while no wiki note changed since it was made.
+        found = similar.current(note)
         if similar.wiki_duplicates(found):
             # The warning above the form names the note(s) and offers the merge; the error only says what to do.
             form.add_error("confirm_duplicate", "Not promoted: merge it into that note, or tick “promote anyway”.")

@@ -132,7 +132,7 @@ PARAPHRASE = ("Schema before server",
 @pytest.fixture
 def local_embedder(settings):
     settings.BRAIN_EMBEDDER = "local"
-    settings.BRAIN_DUPLICATE_MEANING_THRESHOLD = 0.90
+    settings.BRAIN_DUPLICATE_MEANING_THRESHOLD = 0.91
 
 
 def _embed_all() -> None:
@@ -324,3 +324,23 @@ def test_a_swap_asks_first_and_leaves_a_candidate_unreviewed(staff_client):
     assert example.status == "candidate" and example.reviewer is None
     listing = staff_client.get("/training/?kind=dpo").content.decode()
     assert re.search(r'<td data-label="reviewer">—</td>', listing)
+
+
+def test_promote_ranks_again_when_a_wiki_note_changed_after_the_stored_ranking(staff_client, monkeypatch):
+    from brain import similar
+    from brain.tasks import refresh_similar_notes
+
+    raw = make_raw_note(title="Kafka lag alerts", body="Alert when kafka consumer lag grows for five minutes.")
+    refresh_similar_notes(raw.pk)  # ranked before its twin reached the wiki: nothing to flag
+    assert similar.stored(raw) == []
+    make_wiki_note(title="Kafka lag", body="Alert when kafka consumer lag grows for five minutes.")
+    refused = staff_client.post(f"/review/{raw.pk}/promote/", {
+        "wing": "ops", "title": raw.title, "slug": raw.slug, "body": raw.body, "version": raw.version,
+    })
+    assert refused.status_code == 400 and "Kafka lag" in refused.content.decode()
+    # Ranked now and stored: a second try reads it without searching again.
+    monkeypatch.setattr(similar, "find_similar", lambda note: pytest.fail("searched again"))
+    again = staff_client.post(f"/review/{raw.pk}/promote/", {
+        "wing": "ops", "title": raw.title, "slug": raw.slug, "body": raw.body, "version": raw.version,
+    })
+    assert again.status_code == 400
