@@ -35,6 +35,14 @@ from hyperguild.lib.diff import html_diff
 from hyperguild.ui import paginate, staff_action, staff_page
 
 HISTORY_LIMIT = 50
+GUIDELINES_SLUG = "review-guidelines"
+GUIDELINES_TEXT = """What goes into the wiki, and what does not.
+
+- **Promote** a note that a later session can act on: a decision and its reason, a correction, a surprise.
+- **Merge** a note into the wiki note that already says most of it (the queue flags likely duplicates).
+- **Reject** what is wrong, a one-off, or only true of one session; say why, so the writer learns.
+- Keep titles short and specific; put each note in the wing (and hall) where someone would look for it.
+"""
 AGES = {"1d": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
 
@@ -57,6 +65,7 @@ class QueueFilterForm(forms.Form):
     source = forms.CharField(required=False, max_length=50)
     session = forms.CharField(required=False, max_length=200)
     kind = forms.CharField(required=False, max_length=100)
+    project = forms.CharField(required=False, max_length=200)
     age = forms.ChoiceField(
         required=False,
         choices=[("", "any age"), ("1d", "last 24 hours"), ("7d", "last 7 days"), ("30d", "last 30 days"),
@@ -178,6 +187,8 @@ def _filtered_queue(form: QueueFilterForm):
         notes = notes.filter(session_id=data["session"])
     if data["kind"]:
         notes = notes.filter(Q(frontmatter__kind=data["kind"]) | Q(provenance__kind=data["kind"]))
+    if data["project"]:
+        notes = notes.filter(Q(frontmatter__project=data["project"]) | Q(provenance__project=data["project"]))
     if data["age"] in AGES:
         notes = notes.filter(created_at__gte=timezone.now() - AGES[data["age"]])
     elif data["age"] == "old":
@@ -221,6 +232,24 @@ def _neighbours(note: Note, filter_query: str = "") -> tuple[Note | None, Note |
     previous = queue.filter(_after(note, order, reverse_order=True)).order_by(*reverse).first()
     following = queue.filter(_after(note, order)).order_by(*order).first()
     return previous, following
+
+
+def _position(note: Note, filter_query: str = "") -> dict:
+    """Where the note is in the queue the reviewer came from: {"at": 3, "of": 40} (two counts, keyset)."""
+    form = _queue_form(filter_query)
+    queue = _filtered_queue(form)
+    before = queue.filter(_after(note, _sort_key(form), reverse_order=True)).exclude(pk=note.pk).count()
+    return {"at": before + 1, "of": queue.count()}
+
+
+def _guidelines() -> Note | None:
+    """The team's reviewing guidelines: a wiki note like any other (edited, versioned and undone the same way)."""
+    return Note.objects.filter(slug=GUIDELINES_SLUG).exclude(status=NoteStatus.ARCHIVED).first()
+
+
+def _guidelines_context() -> dict:
+    note = _guidelines()
+    return {"guidelines": note, "guidelines_html": render_note_body(note.body) if note else ""}
 
 
 def _note_url(pk: int, filter_query: str) -> str:
@@ -283,9 +312,11 @@ def _note_page(request: HttpRequest, note: Note, *, promote_form=None, reject_fo
     wings, halls = _wings_and_halls()
     filter_query = _filter_query(request)
     newer = older = None
+    progress = None
     if note.status == NoteStatus.RAW:
         # Queue navigation only for notes in the queue, and in the queue the reviewer came from.
         newer, older = _neighbours(note, filter_query)
+        progress = _position(note, filter_query)
     session_id = note.session_id or (note.provenance or {}).get("session_id") or ""
     # The stored ranking for this text (brain.similar); without one the panel loads after the page.
     found = similar.stored(note) if similar_found is None else similar_found
@@ -304,6 +335,8 @@ def _note_page(request: HttpRequest, note: Note, *, promote_form=None, reject_fo
         "wiki_notes": Note.objects.wiki().only("slug", "title").order_by("slug")[:500],
         "newer": newer,
         "older": older,
+        "progress": progress,
+        **(_guidelines_context() if note.status == NoteStatus.RAW else {}),
         "newer_url": _note_url(newer.pk, filter_query) if newer else "",
         "older_url": _note_url(older.pk, filter_query) if older else "",
         "filter_query": filter_query,
@@ -370,6 +403,11 @@ def _queue_context(request: HttpRequest, form: QueueFilterForm) -> dict:
         {kind for kind in Note.objects.raw_queue().order_by().values_list("frontmatter__kind", flat=True).distinct()
          if isinstance(kind, str) and kind}
     )
+    queue = Note.objects.raw_queue().order_by()
+    projects = sorted(
+        {value for pair in queue.values_list("frontmatter__project", "provenance__project").distinct()
+         for value in pair if isinstance(value, str) and value}
+    )  # fmt: skip
     wings, halls = _wings_and_halls()
     filter_params = form.data.copy()
     filter_params.pop("page", None)
@@ -382,6 +420,8 @@ def _queue_context(request: HttpRequest, form: QueueFilterForm) -> dict:
         "raw_total": sum(row["n"] for row in by_source),
         "by_source": by_source,
         "kinds": kinds,
+        "projects": projects,
+        **_guidelines_context(),
         "wings": wings,
         "halls": halls,
         "sorts": [(key, label) for key, (label, _) in SORTS.items()],
@@ -727,6 +767,46 @@ def _free_slug(slug: str, note: Note) -> str:
     while numbered(slug, number) in taken:
         number += 1
     return numbered(slug, number)
+
+
+@staff_action
+def write_guidelines(request: HttpRequest) -> HttpResponse:
+    """Start the reviewing guidelines (a wiki note) from a default text, or open them when they exist."""
+    note = _guidelines()
+    if note is None:
+        note = actions.do_ingest_note(
+            title="Reviewing guidelines", body=GUIDELINES_TEXT, wing="guides", slug=GUIDELINES_SLUG,
+            source="review-ui", user=request.user,
+        )  # fmt: skip
+        messages.success(request, "Wrote the reviewing guidelines from a starting text: edit them to suit the team.")
+    return redirect(f"{reverse('brain-note', args=[note.pk])}#edit-panel")
+
+
+class ActivityFilterForm(forms.Form):
+    person = forms.CharField(required=False, max_length=150)
+    action = forms.ChoiceField(required=False, choices=[("", "any action"), *NoteRevision.Action.choices])
+
+
+@login_required
+def activity(request: HttpRequest) -> HttpResponse:
+    """Who did what to which note, newest first, filterable by person and action."""
+    form = ActivityFilterForm(request.GET)
+    revisions = NoteRevision.objects.select_related("user", "note", "undone_by").order_by("-created_at", "-id")
+    if form.is_valid():
+        if form.cleaned_data["person"]:
+            person = form.cleaned_data["person"]
+            revisions = revisions.filter(user__isnull=True) if person == "service" else revisions.filter(
+                user__username=person)
+        if form.cleaned_data["action"]:
+            revisions = revisions.filter(action=form.cleaned_data["action"])
+    page, querystring = paginate(request, revisions, per_page=50)
+    people = list(
+        NoteRevision.objects.filter(user__isnull=False).order_by().values_list("user__username", flat=True).distinct()
+    )
+    return render(request, "brain/activity.html", {
+        "form": form, "page_obj": page, "querystring": querystring, "people": sorted(people),
+        "actions": NoteRevision.Action.choices,
+    })
 
 
 @login_required

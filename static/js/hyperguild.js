@@ -193,3 +193,14 @@
     if (event.target.matches("input[type=checkbox]")) { countTicked(); }
   });
 })();
+
+/* A link to #<id> of a folded panel (details) opens it: "edit the guidelines" lands in their edit form. */
+(function () {
+  "use strict";
+  function openTarget() {
+    var target = window.location.hash && document.getElementById(window.location.hash.slice(1));
+    if (target && target.tagName === "DETAILS") { target.open = true; target.scrollIntoView({ block: "start" }); }
+  }
+  document.addEventListener("DOMContentLoaded", openTarget);
+  window.addEventListener("hashchange", openTarget);
+})();

@@ -344,3 +344,57 @@ def test_promote_ranks_again_when_a_wiki_note_changed_after_the_stored_ranking(s
         "wing": "ops", "title": raw.title, "slug": raw.slug, "body": raw.body, "version": raw.version,
     })
     assert again.status_code == 400
+
+
+# --- progress, guidelines, activity, project ------------------------------------------------------
+
+
+def test_the_note_page_says_where_the_note_is_in_the_queue_it_came_from(staff_client):
+    notes = [make_raw_note(source="a") for _ in range(4)]  # newest first: notes[3] is 1 of 4
+    make_raw_note(source="b")
+    page = staff_client.get(f"/review/{notes[2].pk}/", {"from": "source=a"}).content.decode()
+    assert re.search(r'id="progress"><b>2 of 4</b> in the queue \(filtered\)', page)
+    page = staff_client.get(f"/review/{notes[0].pk}/").content.decode()
+    assert "<b>5 of 5</b> in the queue" in page
+
+
+def test_staff_write_and_edit_the_guidelines_and_everyone_reads_them(staff_client, reader_client):
+    queue = staff_client.get("/review/").content.decode()
+    assert "Write the guidelines" in queue
+    assert "a staff member can write them" in reader_client.get("/review/").content.decode()
+    assert reader_client.post("/review/guidelines/").status_code == 403
+    response = staff_client.post("/review/guidelines/")
+    note = Note.objects.get(slug="review-guidelines")
+    assert response["Location"] == f"/review/{note.pk}/#edit-panel"
+    staff_client.post(f"/review/{note.pk}/edit/", {"title": note.title, "body": "Reject anything vague.",
+                                                   "version": note.version})
+    assert "Reject anything vague." in reader_client.get("/review/").content.decode()
+    raw = make_raw_note()
+    assert "Reject anything vague." in staff_client.get(f"/review/{raw.pk}/").content.decode()
+    assert note.revisions.filter(action=NoteRevision.Action.EDIT).exists()  # versioned and undoable like any note
+
+
+def test_the_activity_page_shows_who_did_what_filtered_by_person_and_action(staff_client, staff_user):
+    from django.contrib.auth import get_user_model
+
+    other = get_user_model().objects.create_user("sam", is_staff=True)
+    first, second = make_raw_note(title="First thing"), make_raw_note(title="Second thing")
+    actions.do_reject_note(first, reviewer=staff_user, reason="vague")
+    actions.do_promote_note(second, reviewer=other, wing="concepts")
+    page = staff_client.get("/review/activity/").content.decode()
+    assert "First thing" in page and "Second thing" in page and "sam" in page
+    mine = staff_client.get("/review/activity/", {"person": "reviewer"}).content.decode()
+    assert "First thing" in mine and "Second thing" not in mine
+    promotes = staff_client.get("/review/activity/", {"action": "promote"}).content.decode()
+    assert "Second thing" in promotes and "First thing" not in promotes
+    assert staff_client.get("/review/activity/", {"action": "nonsense"}).status_code == 200
+
+
+def test_the_queue_filters_and_shows_the_project(staff_client):
+    make_raw_note(title="Api note", frontmatter={"project": "api"})
+    make_raw_note(title="Web note", provenance={"project": "web"})
+    page = staff_client.get("/review/").content.decode()
+    assert '<option value="api"' in page and '<option value="web"' in page
+    assert '<td data-label="project">api</td>' in page
+    only_web = staff_client.get("/review/", {"project": "web"}).content.decode()
+    assert "Web note" in only_web and "Api note" not in only_web
