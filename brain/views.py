@@ -35,6 +35,7 @@ from hyperguild.lib.diff import html_diff
 from hyperguild.ui import paginate, staff_action, staff_page
 
 HISTORY_LIMIT = 50
+BACKLINKS_LIMIT = 100
 GUIDELINES_SLUG = "review-guidelines"
 GUIDELINES_TEXT = """What goes into the wiki, and what does not.
 
@@ -290,12 +291,20 @@ def combined_body(target: Note, note: Note) -> str:
     return f"{target.body.rstrip()}\n\n## {note.title}\n\n{note.body.strip()}\n"
 
 
+# What the history calls each recorded field (a reader's word, not the database column's).
+FIELD_NAMES = {
+    "slug": "slug", "title": "title", "body": "text", "frontmatter": "frontmatter", "status": "status",
+    "wing": "wing", "hall": "hall", "source": "source", "session_id": "session", "reviewed_by_id": "reviewer",
+    "reviewed_at": "review time", "review_note": "review note",
+}
+
+
 def _history(note: Note) -> list[dict]:
     revisions = list(note.revisions.select_related("user", "undone_by").order_by("-created_at", "-id")[:HISTORY_LIMIT])
     return [
         {
             "revision": rev,
-            "fields": [name for name in rev.changed_fields() if name not in ("content_hash", "provenance", "path")],
+            "fields": [FIELD_NAMES[name] for name in rev.changed_fields() if name in FIELD_NAMES],
             "diff": html_diff(rev.before.get("body", ""), rev.after.get("body", "")),
             "undoable": rev.undone_at is None and rev.action != NoteRevision.Action.UNDO,
         }
@@ -342,6 +351,10 @@ def _note_page(request: HttpRequest, note: Note, *, promote_form=None, reject_fo
         "filter_query": filter_query,
         "queue_url": _queue_url(filter_query),
         "history": _history(note),
+        "backlinks": list(
+            note.links_in.exclude(source__status=NoteStatus.ARCHIVED).select_related("source")
+            .order_by("source__title")[:BACKLINKS_LIMIT]
+        ),
         "conflict": conflict,
         "promote_form": promote_form or PromoteForm(initial={
             "title": note.title, "slug": note.slug, "body": note.body, "version": note.version,

@@ -41,7 +41,8 @@ def test_a_note_promoted_unchanged_from_the_browser_keeps_its_body_and_history_s
     assert note.body == MULTILINE
     assert "body" not in _changed(note, NoteRevision.Action.PROMOTE)
     page = staff_client.get(f"/review/{note.pk}/").content.decode()
-    assert "changed: body" not in page
+    changed = re.search(r'<span class="small">changed: ([^<]+)</span>', page).group(1)
+    assert "status" in changed and "text" not in changed  # and in a reader's words, not column names
 
 
 @pytest.mark.parametrize("writer", ["write_raw", "ingest", "edit", "merge", "import", "area"])
@@ -398,3 +399,47 @@ def test_the_queue_filters_and_shows_the_project(staff_client):
     assert '<td data-label="project">api</td>' in page
     only_web = staff_client.get("/review/", {"project": "web"}).content.decode()
     assert "Web note" in only_web and "Api note" not in only_web
+
+
+
+# --- 10. plain language ------------------------------------------------------------------------------
+
+
+def test_history_names_fields_in_plain_words(staff_client, staff_user):
+    note = make_raw_note()
+    actions.do_reject_note(note, reviewer=staff_user, reason="vague")
+    page = staff_client.get(f"/review/{note.pk}/").content.decode()
+    assert "reviewed_by_id" not in page and "reviewed_at" not in page
+    assert "changed: status, reviewer, review time, review note" in page
+
+
+def test_a_wiki_note_shows_the_notes_that_link_to_it(staff_client):
+    target = make_wiki_note(title="Advisory locks", slug="advisory-locks")
+    make_wiki_note(title="Mirror rounds", body="Each round takes [[advisory-locks]] first.")
+    page = staff_client.get(f"/review/{target.pk}/").content.decode()
+    backlinks = page[page.index('id="backlinks"'):page.index('id="similar"')]
+    assert "Mirror rounds" in backlinks
+
+
+def test_nothing_relevant_is_said_in_plain_words(staff_client, settings):
+    make_wiki_note(title="Kafka lag", body="Alert when kafka consumer lag grows for five minutes.")
+    settings.BRAIN_BM25_FLOOR = 0.9  # one shared word is not enough
+    page = staff_client.get("/search/", {"q": "kafka tomatoes pruning cordon"}).content.decode()
+    message = page[page.index('id="nothing-relevant"'):]
+    message = message[:message.index("<details")]
+    assert "Nothing relevant" in message and "idf" not in message and "cosine" not in message
+
+
+def test_the_session_page_lists_the_client_instead_of_a_python_dict(staff_client):
+    from sessions.actions import do_log_entry
+    from sessions.models import AgentSession
+
+    do_log_entry("s-client", kind="note", message="hi")
+    AgentSession.objects.filter(external_id="s-client").update(client={"name": "claude-code", "version": "2.1"})
+    page = staff_client.get("/sessions/s-client/").content.decode()
+    assert "<dt>name</dt><dd>claude-code</dd>" in page and "{&#x27;name&#x27;" not in page
+
+
+def test_the_favicon_is_served(client):
+    response = client.get("/favicon.ico")
+    assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
