@@ -18,6 +18,7 @@ urlpatterns += [
     path("training/<int:pk>/approve/", views.approve_example, name="sessions-training-approve"),
     path("training/<int:pk>/reject/", views.reject_example, name="sessions-training-reject"),
     path("training/<int:pk>/swap/", views.swap_example, name="sessions-training-swap"),
+    path("training/<int:pk>/replay/", views.replay_example_now, name="sessions-training-replay"),
     path("training/<int:pk>/undo/<int:step>/", views.undo_example, name="sessions-training-undo"),
     path("training/<int:pk>/edit/", views.edit_example, name="sessions-training-edit"),
 ]

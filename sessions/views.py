@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from brain.models import Note
 from hyperguild.lib.diff import html_diff
+from hyperguild.lib.diffs import diff_block
 from hyperguild.ui import paginate, staff_action, staff_page
 from sessions import actions
 from sessions.models import AgentSession, SessionEntry, TrainingExample
@@ -151,7 +152,10 @@ def _example_page(request: HttpRequest, example: TrainingExample, *, errors: lis
     verification = provenance.get("verification")
     sides = verification if isinstance(verification, dict) and {"chosen", "rejected"} <= set(verification) else {}
     pair_diff = ""
-    if example.kind == TrainingExample.Kind.DPO:
+    teaches_a_change = any(diff_block(_conversation_text(getattr(example, name))) is not None
+                           for name in ("completion", "chosen", "rejected"))
+    if example.kind == TrainingExample.Kind.DPO and not teaches_a_change:
+        # One diff on the page: a change's own (coloured, per side) when the answers carry one, else this.
         pair_diff = html_diff(_conversation_text(example.rejected), _conversation_text(example.chosen))
     return render(request, "sessions/training_detail.html", {
         "example": example,
@@ -160,6 +164,10 @@ def _example_page(request: HttpRequest, example: TrainingExample, *, errors: lis
         "rejected_evidence": sides.get("rejected"),
         "verification_json": json.dumps(provenance.get("verification"), indent=2, ensure_ascii=False, default=str),
         "provenance_json": json.dumps(provenance, indent=2, ensure_ascii=False, default=str),
+        "provenance_rows": provenance_rows(provenance),
+        "teaches_a_change": teaches_a_change,
+        # A short prompt is shown; a long one (files before the change) folds, so the answers stay in view.
+        "prompt_open": len(_conversation_text(example.prompt)) <= PROMPT_SHOWN_CHARS,
         "runs": runs,
         "session_id": provenance.get("session_id") or "",
         "next_example": next_example,
@@ -173,6 +181,41 @@ def _example_page(request: HttpRequest, example: TrainingExample, *, errors: lis
 @login_required
 def training_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return _example_page(request, get_object_or_404(TrainingExample, pk=pk))
+
+
+def provenance_rows(provenance: dict) -> list[dict]:
+    """Provenance as a table a reader can scan: one row a key, text as text (newlines kept), a mapping as
+    its own rows, anything deeper as indented JSON."""
+    def cell(value) -> dict:
+        if value is None or isinstance(value, (str, int, float, bool)):
+            return {"text": "—" if value in (None, "") else str(value)}
+        if isinstance(value, list) and all(isinstance(item, (str, int, float)) for item in value):
+            return {"text": ", ".join(str(item) for item in value) or "—"}
+        return {"json": json.dumps(value, indent=2, ensure_ascii=False, default=str)}
+
+    rows = []
+    for key, value in (provenance or {}).items():
+        if isinstance(value, dict) and value:
+            rows.append({"key": key, "rows": [{"key": sub, **cell(inner)} for sub, inner in value.items()]})
+        else:
+            rows.append({"key": key, **cell(value)})
+    return rows
+
+
+REPLAY_TASK = "sessions.tasks.replay_example"
+PROMPT_SHOWN_CHARS = 600
+
+
+@staff_action
+def replay_example_now(request: HttpRequest, pk: int) -> HttpResponse:
+    """Queue `trainer_verify` for this one example (the worker replays it; the page shows the result)."""
+    example = get_object_or_404(TrainingExample, pk=pk)
+    from django_q.tasks import async_task
+
+    async_task(REPLAY_TASK, example.pk, task_name=f"replay-example-{example.pk}", group="training-replay")
+    messages.success(request, f"Queued a replay of example #{example.pk}: the worker replays it on its recorded "
+                              "pre-state, and this page shows the result (reload in a minute).")
+    return redirect("sessions-training-detail", pk=example.pk)
 
 
 def _after_curation(example: TrainingExample) -> HttpResponse:

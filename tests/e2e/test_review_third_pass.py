@@ -142,3 +142,24 @@ def test_a_reviewer_promotes_and_rejects_by_touch_on_a_phone(live_ui, phone):
     assert second.status == NoteStatus.REJECTED
     _shot(phone, "phone-after-reject")
     assert Note.objects.filter(status=NoteStatus.RAW).count() == 0
+
+
+def test_the_dpo_page_shows_chosen_and_rejected_side_by_side_above_the_fold(live_ui, chromium):
+    get_user_model().objects.create_user("cur", password=PASSWORD, is_staff=True)
+    long_prompt = "Skill: tdd_green\ntask: add\n\nFiles before the change:\n" + "def f():\n    return 1\n" * 300
+    diff = "```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-    return a - b\n+    return a + b\n```"
+    example, _ = do_store_training_example(
+        source_key="e2e:fold", kind="dpo", skill="tdd_green", prompt=[{"role": "user", "content": long_prompt}],
+        chosen=[{"role": "assistant", "content": f"sum\n\n{diff}"}],
+        rejected=[{"role": "assistant", "content": "difference\n\n" + diff.replace("a + b", "b - a")}],
+        provenance={"session_id": "s-1", "verification": {"chosen": {"verified": True, "status": "pass"},
+                                                         "rejected": {"verified": False, "status": "fail"}}},
+    )
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    log_in(page, live_ui, "cur", next_url=f"/training/{example.pk}/")
+    chosen, rejected = page.locator("#chosen").bounding_box(), page.locator("#rejected").bounding_box()
+    _shot(page, "curation-dpo-1280")
+    assert chosen["y"] < 800 and rejected["y"] < 800 and abs(chosen["y"] - rejected["y"]) < 2  # side by side
+    assert page.locator("pre.diff").count() == 2
+    context.close()

@@ -119,7 +119,9 @@ def test_red_green_gives_sft_with_the_diff_and_a_dpo_pair_of_differing_changes_t
     # The curation page shows the diffs, highlighted, side by side for DPO, with the replay result under each.
     client.force_login(get_user_model().objects.create_user("curator", password="x" * 12, is_staff=True))
     page = client.get(reverse("sessions-training-detail", args=[dpo.pk])).content.decode()
-    assert 'class="grid two diff-pair"' in page and "replay: replays" in page
+    assert 'class="grid two pair"' in page and "replay: replays" in page
+    assert page.count('<pre class="diff">') == 2 and 'id="pair-diff"' not in page  # one diff a side, once (issue 31)
+    assert 'id="replay-form"' in page
     assert '<span class="d-add">+    return a + b</span>' in page and '<span class="d-add">+    return a - b</span>' in page
     assert page.count("does not verify") == 1 and page.count(">verifies<") == 1
     timeline = client.get(reverse("sessions-detail", args=[SESSION])).content.decode()

@@ -443,3 +443,64 @@ def test_the_session_page_lists_the_client_instead_of_a_python_dict(staff_client
 def test_the_favicon_is_served(client):
     response = client.get("/favicon.ico")
     assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
+
+
+# --- 8. a compact curation page ----------------------------------------------------------------
+
+
+def _change_dpo():
+    from sessions.actions import do_store_training_example
+
+    diff = "```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-    return a - b\n+    return a + b\n```"
+    example, _ = do_store_training_example(
+        source_key="test:change-dpo", kind="dpo", skill="tdd_green",
+        prompt=[{"role": "system", "content": "worker"}, {"role": "user", "content": "Skill: tdd_green\nProject root: /p\ntask: add"}],
+        chosen=[{"role": "assistant", "content": f"add returns the sum\n\n{diff}"}],
+        rejected=[{"role": "assistant", "content": f"add returns the difference\n\n{diff.replace('a + b', 'b - a')}"}],
+        provenance={"session_id": "s-1", "pre_state": {"run": 7, "files": 2}, "note": "line one\nline two",
+                    "runs": [7, 8]},
+    )
+    return example
+
+
+def test_the_curation_page_shows_each_diff_once_and_provenance_as_a_table(staff_client):
+    example = _change_dpo()
+    page = staff_client.get(f"/training/{example.pk}/").content.decode()
+    assert page.count('<pre class="diff">') == 2  # one coloured diff a side; not again as text, nor as a pair diff
+    assert 'id="pair-diff"' not in page and 'id="change-diff"' not in page
+    assert page.index('id="chosen"') < page.index('id="provenance"')  # the answers come before the rest
+    provenance = page[page.index('id="provenance"'):page.index('id="checks"')]
+    assert '<span class="pre-text">line one\nline two</span>' in provenance  # not "line one\\nline two"
+    assert '<td class="sub">run</td><td><span class="pre-text">7</span>' in provenance
+    assert '<span class="pre-text">7, 8</span>' in provenance
+
+
+def test_an_approved_example_offers_no_approve_and_says_who_approved_it(staff_client, staff_user):
+    from sessions.actions import do_approve_example
+
+    example = do_approve_example(_change_dpo(), reviewer=staff_user)
+    page = staff_client.get(f"/training/{example.pk}/").content.decode()
+    assert 'id="approve-form"' not in page and 'id="reject-form"' in page
+    assert "Approved by reviewer" in page
+
+
+def test_replay_now_queues_trainer_verify_for_that_example(staff_client, reader_client):
+    from django_q.models import OrmQ
+
+    from sessions.tasks import replay_example
+
+    example = _change_dpo()
+    assert reader_client.post(f"/training/{example.pk}/replay/").status_code == 403
+    response = staff_client.post(f"/training/{example.pk}/replay/", follow=True)
+    assert "Queued a replay of example" in response.content.decode()
+    [queued] = OrmQ.objects.all()
+    assert queued.task["func"] == "sessions.tasks.replay_example" and queued.task["args"] == (example.pk,)
+    outcome = replay_example(example.pk)  # what the worker runs
+    example.refresh_from_db()
+    assert example.replay_status == outcome["status"] and example.replay["reason"] == outcome["reason"]
+
+
+def test_the_training_list_previews_what_differs_between_examples(staff_client):
+    _change_dpo()
+    page = staff_client.get("/training/?kind=dpo").content.decode()
+    assert "task: add → add returns the sum" in page and "Skill: tdd_green" not in page
