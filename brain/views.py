@@ -393,8 +393,15 @@ def _undo_message(request: HttpRequest, text: str, note: Note) -> None:
     After an undo the button says Redo: it undoes the undo.
     """
     revision = note.revisions.order_by("-id").first()
-    extra = undo_tag(revision.group, redo=revision.action == NoteRevision.Action.UNDO) if revision is not None else ""
-    messages.success(request, text, extra_tags=extra)
+    if revision is None:
+        messages.success(request, text)
+        return
+    redo = False
+    if revision.action == NoteRevision.Action.UNDO:
+        # An undo offers Redo; a redo (an undo of an undo) offers Undo again.
+        undone = NoteRevision.objects.filter(group=revision.undoes).values_list("action", flat=True).first()
+        redo = undone != NoteRevision.Action.UNDO
+    messages.success(request, text, extra_tags=undo_tag(revision.group, redo=redo))
 
 
 # --- pages ------------------------------------------------------------------------------

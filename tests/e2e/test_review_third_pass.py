@@ -163,3 +163,33 @@ def test_the_dpo_page_shows_chosen_and_rejected_side_by_side_above_the_fold(live
     assert chosen["y"] < 800 and rejected["y"] < 800 and abs(chosen["y"] - rejected["y"]) < 2  # side by side
     assert page.locator("pre.diff").count() == 2
     context.close()
+
+
+def test_a_reviewer_reopens_a_rejected_note_and_undo_then_redo_say_what_they_do(live_ui, chromium):
+    get_user_model().objects.create_user("ren", password=PASSWORD, is_staff=True)
+    note = do_write_raw_note(title="Second look", body="Worth another look.", source="retrospective")
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    log_in(page, live_ui, "ren", next_url=f"/review/{note.pk}/")
+    page.keyboard.press("r")
+    page.fill("#id_reason", "too vague")
+    with page.expect_navigation():
+        page.click("#reject-form button[type=submit]")
+    page.goto(f"{live_ui}/review/{note.pk}/")
+    page.click("#reopen-panel > summary")
+    with page.expect_navigation():
+        page.click("#reopen-form button[type=submit]")
+    assert "Reopened" in page.locator(".messages").inner_text()
+    note.refresh_from_db()
+    assert note.status == NoteStatus.RAW
+    with page.expect_navigation():
+        page.click(".messages .undo-form button")
+    note.refresh_from_db()
+    assert note.status == NoteStatus.REJECTED
+    assert page.locator(".messages .undo-form button").inner_text() == "Redo"
+    with page.expect_navigation():
+        page.click(".messages .undo-form button")
+    note.refresh_from_db()
+    assert note.status == NoteStatus.RAW
+    assert page.locator(".messages .undo-form button").inner_text() == "Undo"
+    context.close()

@@ -239,6 +239,12 @@ def test_a_rejected_or_archived_note_can_be_reopened_and_the_reopen_undone(staff
     note.refresh_from_db()
     assert note.status == status
     assert _banner_buttons(response.content.decode()) == ["Redo"]  # not a second "Undo"
+    redo = note.revisions.order_by("-id").first()
+    response = staff_client.post(f"/review/undo/{redo.group}/", follow=True)
+    note.refresh_from_db()
+    assert note.status == NoteStatus.RAW
+    page = response.content.decode()
+    assert "Redid the change" in page and _banner_buttons(page) == ["Undo"]  # a redo can be undone again
 
 
 def test_reopening_a_raw_or_wiki_note_is_refused(staff_user):
