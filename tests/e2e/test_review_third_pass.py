@@ -87,6 +87,7 @@ def test_every_page_fits_a_phone_and_the_nav_reaches_every_section(live_ui, phon
         "training": "/training/", "sft": f"/training/{sft.pk}/", "dpo": f"/training/{dpo.pk}/",
         "routing": "/routing/", "sessions": "/sessions/", "activity": "/review/activity/",
         "session": "/sessions/session-with-a-long-identifier-0123456789/",
+        "admin": "/admin/", "admin-notes": "/admin/brain/note/", "admin-note": f"/admin/brain/note/{wiki.pk}/change/",
     }
     too_wide = {}
     for name, path in pages.items():

@@ -510,3 +510,25 @@ def test_the_training_list_previews_what_differs_between_examples(staff_client):
     _change_dpo()
     page = staff_client.get("/training/?kind=dpo").content.decode()
     assert "task: add → add returns the sum" in page and "Skill: tdd_green" not in page
+
+
+# --- access rules of the new pages and actions ---------------------------------------------------
+
+
+def test_the_new_pages_need_a_login_and_the_new_actions_need_staff(client, reader_client, staff_user):
+    from tests.ui.conftest import make_example
+
+    note = make_raw_note()
+    rejected = make_raw_note()
+    actions.do_reject_note(rejected, reviewer=staff_user, reason="no")
+    example = make_example("dpo")
+    for path in (f"/review/{note.pk}/similar/", "/review/activity/"):
+        response = client.get(path)
+        assert response.status_code == 302 and "/login/" in response["Location"], path
+        assert reader_client.get(path).status_code == 200, path  # reading needs no staff
+    for path, data in ((f"/review/{rejected.pk}/reopen/", {}), ("/review/guidelines/", {}),
+                       (f"/training/{example.pk}/replay/", {}), (f"/training/{example.pk}/undo/0/", {})):
+        assert reader_client.post(path, data).status_code == 403, path
+        assert client.post(path, data).status_code == 302, path
+    rejected.refresh_from_db()
+    assert rejected.status == NoteStatus.REJECTED and not Note.objects.filter(slug="review-guidelines").exists()
