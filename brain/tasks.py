@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from django.conf import settings
@@ -10,6 +11,8 @@ from django.db import connection
 from brain.embedding_sync import sync_embeddings as run_sync
 from brain.folder import sync_mirror
 from hyperguild.lib.embedders import get_embedder
+
+logger = logging.getLogger(__name__)
 
 MIRROR_SCHEDULE = "brain-mirror"
 # pg advisory lock key: one mirror round at a time across every worker and replica.
@@ -59,7 +62,11 @@ def sync_note_embeddings(note_id: int) -> dict:
     if embedder is None:
         return {"skipped": "BRAIN_EMBEDDER is off"}
     result = run_sync(embedder, note_ids=[note_id]).as_dict()
-    result["similar"] = refresh_similar_notes(note_id)
+    try:
+        result["similar"] = refresh_similar_notes(note_id)
+    except Exception as exc:  # noqa: BLE001 — the vectors are stored; the note page ranks it on its next view
+        logger.warning("could not rank the similar notes of note %s: %s", note_id, exc)
+        result["similar"] = {"error": str(exc)}
     return result
 
 
