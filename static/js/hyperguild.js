@@ -109,7 +109,11 @@
       case "x":
         if (rows.length && selected >= 0) {
           var box = rows[selected].querySelector("input[type=checkbox]");
-          if (box) { box.checked = !box.checked; handled = true; }
+          if (box) {
+            box.checked = !box.checked;
+            box.dispatchEvent(new Event("change", { bubbles: true }));  // the bulk bar's ticked count follows
+            handled = true;
+          }
         }
         break;
       case "p": handled = focusIn("promote-form", "#id_wing"); break;

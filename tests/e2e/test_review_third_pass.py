@@ -194,3 +194,23 @@ def test_a_reviewer_reopens_a_rejected_note_and_undo_then_redo_say_what_they_do(
     assert note.status == NoteStatus.RAW
     assert page.locator(".messages .undo-form button").inner_text() == "Undo"
     context.close()
+
+
+def test_the_bulk_bar_counts_the_ticked_notes_by_mouse_key_and_tick_all(live_ui, chromium):
+    get_user_model().objects.create_user("tia", password=PASSWORD, is_staff=True)
+    for n in range(3):
+        do_write_raw_note(title=f"Note {n}", body=f"Body {n}.", source="retrospective")
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    log_in(page, live_ui, "tia", next_url="/review/")
+    count = page.locator("#ticked-count")
+    assert count.inner_text() == "0"
+    page.locator("table.queue tbody input[name=notes]").first.click()
+    assert count.inner_text() == "1"
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("x")
+    assert count.inner_text() == "2"
+    page.locator("[data-check-all]").click()
+    assert count.inner_text() == "3"
+    context.close()
