@@ -15,7 +15,6 @@ urlpatterns: list = [
 urlpatterns += [
     path("review/", views.review_queue, name="brain-review"),
     path("review/bulk/", views.bulk_review, name="brain-review-bulk"),
-    path("review/activity/", views.activity, name="brain-activity"),
     path("review/guidelines/", views.write_guidelines, name="brain-guidelines"),
     path("review/<int:pk>/", views.note_detail, name="brain-note"),
     path("review/<int:pk>/similar/", views.similar_panel, name="brain-similar"),

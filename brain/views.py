@@ -802,33 +802,6 @@ def write_guidelines(request: HttpRequest) -> HttpResponse:
     return redirect(f"{reverse('brain-note', args=[note.pk])}#edit-panel")
 
 
-class ActivityFilterForm(forms.Form):
-    person = forms.CharField(required=False, max_length=150)
-    action = forms.ChoiceField(required=False, choices=[("", "any action"), *NoteRevision.Action.choices])
-
-
-@login_required
-def activity(request: HttpRequest) -> HttpResponse:
-    """Who did what to which note, newest first, filterable by person and action."""
-    form = ActivityFilterForm(request.GET)
-    revisions = NoteRevision.objects.select_related("user", "note", "undone_by").order_by("-created_at", "-id")
-    if form.is_valid():
-        if form.cleaned_data["person"]:
-            person = form.cleaned_data["person"]
-            revisions = revisions.filter(user__isnull=True) if person == "service" else revisions.filter(
-                user__username=person)
-        if form.cleaned_data["action"]:
-            revisions = revisions.filter(action=form.cleaned_data["action"])
-    page, querystring = paginate(request, revisions, per_page=50)
-    people = list(
-        NoteRevision.objects.filter(user__isnull=False).order_by().values_list("user__username", flat=True).distinct()
-    )
-    return render(request, "brain/activity.html", {
-        "form": form, "page_obj": page, "querystring": querystring, "people": sorted(people),
-        "actions": NoteRevision.Action.choices,
-    })
-
-
 @login_required
 def search_page(request: HttpRequest) -> HttpResponse:
     form = SearchForm(request.GET)

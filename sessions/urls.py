@@ -12,6 +12,7 @@ from sessions import views  # noqa: E402
 urlpatterns += [
     path("sessions/", views.session_list, name="sessions-list"),
     path("sessions/<str:external_id>/", views.session_detail, name="sessions-detail"),
+    path("activity/", views.activity, name="sessions-activity"),
     path("training/", views.training_list, name="sessions-training"),
     path("training/export/<str:kind>.jsonl", views.export_examples, name="sessions-training-export"),
     path("training/<int:pk>/", views.training_detail, name="sessions-training-detail"),

@@ -27,6 +27,7 @@ from hyperguild.lib.diff import html_diff
 from hyperguild.lib.diffs import diff_block
 from hyperguild.ui import paginate, staff_action, staff_page
 from sessions import actions
+from sessions.activity import SERVICE, MergedActivity, action_choices, people
 from sessions.models import AgentSession, SessionEntry, TrainingExample
 from sessions.trl_export import export_examples as export_training_examples
 from supervisor.models import SkillRun
@@ -330,3 +331,20 @@ def export_examples(request: HttpRequest, kind: str) -> HttpResponse:
     response["X-Hyperguild-Written"] = str(summary["written"])
     response["X-Hyperguild-Left-Out"] = ",".join(str(problem["id"]) for problem in summary["invalid"])
     return response
+
+
+class ActivityFilterForm(forms.Form):
+    person = forms.CharField(required=False, max_length=150)
+    action = forms.ChoiceField(required=False, choices=action_choices)
+
+
+@login_required
+def activity(request: HttpRequest) -> HttpResponse:
+    """Who did what: reviewer actions on notes and curation decisions on examples, newest first, filterable."""
+    form = ActivityFilterForm(request.GET)
+    data = form.cleaned_data if form.is_valid() else {}
+    merged = MergedActivity(person=data.get("person") or "", action=data.get("action") or "")
+    page, querystring = paginate(request, merged, per_page=50)
+    return render(request, "sessions/activity.html", {
+        "form": form, "page_obj": page, "querystring": querystring, "people": people(), "service": SERVICE,
+    })

@@ -85,7 +85,7 @@ def test_every_page_fits_a_phone_and_the_nav_reaches_every_section(live_ui, phon
         "home": "/", "queue": "/review/", "raw-note": f"/review/{raw[0].pk}/", "wiki-note": f"/review/{wiki.pk}/",
         "merge": f"/review/{raw[0].pk}/merge/preview/?into=uploads", "search": "/search/?q=uploads",
         "training": "/training/", "sft": f"/training/{sft.pk}/", "dpo": f"/training/{dpo.pk}/",
-        "routing": "/routing/", "sessions": "/sessions/", "activity": "/review/activity/",
+        "routing": "/routing/", "sessions": "/sessions/", "activity": "/activity/",
         "session": "/sessions/session-with-a-long-identifier-0123456789/",
         "admin": "/admin/", "admin-notes": "/admin/brain/note/", "admin-note": f"/admin/brain/note/{wiki.pk}/change/",
     }

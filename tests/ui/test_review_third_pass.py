@@ -385,17 +385,47 @@ def test_staff_write_and_edit_the_guidelines_and_everyone_reads_them(staff_clien
 def test_the_activity_page_shows_who_did_what_filtered_by_person_and_action(staff_client, staff_user):
     from django.contrib.auth import get_user_model
 
+    from sessions.actions import do_approve_example
+    from tests.ui.conftest import make_example
+
     other = get_user_model().objects.create_user("sam", is_staff=True)
     first, second = make_raw_note(title="First thing"), make_raw_note(title="Second thing")
     actions.do_reject_note(first, reviewer=staff_user, reason="vague")
     actions.do_promote_note(second, reviewer=other, wing="concepts")
-    page = staff_client.get("/review/activity/").content.decode()
+    example = do_approve_example(make_example("sft"), reviewer=other)
+    page = staff_client.get("/activity/").content.decode()
     assert "First thing" in page and "Second thing" in page and "sam" in page
-    mine = staff_client.get("/review/activity/", {"person": "reviewer"}).content.decode()
-    assert "First thing" in mine and "Second thing" not in mine
-    promotes = staff_client.get("/review/activity/", {"action": "promote"}).content.decode()
-    assert "Second thing" in promotes and "First thing" not in promotes
-    assert staff_client.get("/review/activity/", {"action": "nonsense"}).status_code == 200
+    assert f"SFT example #{example.pk}" in page
+    # Newest first across both histories: the approval came last.
+    assert page.index(f"SFT example #{example.pk}") < page.index("Second thing") < page.index("First thing")
+    mine = staff_client.get("/activity/", {"person": "reviewer"}).content.decode()
+    assert "First thing" in mine and "Second thing" not in mine and "SFT example" not in mine
+    sams = staff_client.get("/activity/", {"person": "sam"}).content.decode()
+    assert "Second thing" in sams and "SFT example" in sams and "First thing" not in sams
+    promotes = staff_client.get("/activity/", {"action": "note:promote"}).content.decode()
+    assert "Second thing" in promotes and "First thing" not in promotes and "SFT example" not in promotes
+    approvals = staff_client.get("/activity/", {"action": "example:approve"}).content.decode()
+    assert "SFT example" in approvals and "Second thing" not in approvals
+    service = staff_client.get("/activity/", {"person": "service"}).content.decode()
+    assert "Second thing" not in service and "No activity with these filters" in service
+    assert staff_client.get("/activity/", {"action": "nonsense"}).status_code == 200
+
+
+def test_the_activity_page_pages_through_both_histories(staff_client, staff_user):
+    from sessions.actions import do_reject_example
+    from sessions.activity import MergedActivity
+    from tests.ui.conftest import make_example
+
+    for n in range(30):
+        actions.do_reject_note(make_raw_note(title=f"Note {n}"), reviewer=staff_user, reason="no")
+        do_reject_example(make_example("sft"), reviewer=staff_user, reason="no")
+    merged = MergedActivity()
+    assert merged.count() == 60
+    everything = list(merged[0:60])
+    assert [item.at for item in everything] == sorted((item.at for item in everything), reverse=True)
+    assert list(merged[50:60]) == everything[50:60]
+    second = staff_client.get("/activity/", {"page": 2}).content.decode()
+    assert second.count('<td data-label="when"') == 10 and "page 2 of 2" in second
 
 
 def test_the_queue_filters_and_shows_the_project(staff_client):
@@ -523,7 +553,7 @@ def test_the_new_pages_need_a_login_and_the_new_actions_need_staff(client, reade
     rejected = make_raw_note()
     actions.do_reject_note(rejected, reviewer=staff_user, reason="no")
     example = make_example("dpo")
-    for path in (f"/review/{note.pk}/similar/", "/review/activity/"):
+    for path in (f"/review/{note.pk}/similar/", "/activity/"):
         response = client.get(path)
         assert response.status_code == 302 and "/login/" in response["Location"], path
         assert reader_client.get(path).status_code == 200, path  # reading needs no staff
