@@ -98,6 +98,8 @@ BRAIN_MAX_NOTE_BYTES = env_int("BRAIN_MAX_NOTE_BYTES", 256 * 1024, minimum=1024)
 _GO_EMBEDDER, GO_HYBRID_PROBLEM = go_hybrid_rule()
 # Review UI: a raw note this similar (0..1, word diff ratio) to a wiki note needs a confirmation to promote.
 BRAIN_DUPLICATE_THRESHOLD = env_float("BRAIN_DUPLICATE_THRESHOLD", 0.8, minimum=0.0, maximum=1.0)
+# ... or this close in meaning (cosine of the two notes' embeddings, embedder on): paraphrases share few words.
+BRAIN_DUPLICATE_MEANING_THRESHOLD = env_float("BRAIN_DUPLICATE_MEANING_THRESHOLD", 0.91, minimum=0.0, maximum=1.0)
 BRAIN_EMBEDDER = env_choice("BRAIN_EMBEDDER", _GO_EMBEDDER or "local", {"ollama", "openai", "local", "off"})
 BRAIN_EMBED_URL = env_str("BRAIN_EMBED_URL")
 BRAIN_EMBED_MODEL = env_str("BRAIN_EMBED_MODEL")

@@ -26,3 +26,7 @@ class InvalidExampleEdit(SessionsError, ValueError):
 
 class FlaggedExample(InvalidExampleEdit):
     """Approving an example flagged for a possible secret needs an explicit confirmation."""
+
+
+class HookRefused(SessionsError):
+    """A Claude Code hook payload the hook route cannot use; the message says what is wrong."""

@@ -7,7 +7,7 @@ Where examples come from:
 - **SFT**: a SkillRun that passed and that the supervisor verified itself
   (`status=pass, verified=True`) with a worker report. For a TDD phase (and
   debug) that recorded its change (`SkillRun.change`), the answer is the
-  change itself: the worker's one-line summary and a ```diff block; the
+  change itself: the worker's one-line summary and a ```diff block (the system line asks for that shape, and only that one); the
   prompt carries the task and the pre-state texts of the files involved. A
   review's answer is its grounded findings, with the grounding check that
   passed them. Runs recorded before changes were captured keep the worker's
@@ -55,7 +55,13 @@ from sessions.redaction import redact_value
 from sessions.replay import ContentStore, diff_between, state_hashes
 from supervisor.models import RoutingEntry, SkillRun
 
+# One answer shape per example, asked for once (in the system line): a model trained on a prompt that asks for
+# two shapes at once learns both. A change is a one-line summary and a diff; anything else is the worker's report.
 SYSTEM_PROMPT = "You are the hyperguild {skill} worker. Do the task and answer with the JSON report the supervisor asks for."
+CHANGE_SYSTEM_PROMPT = (
+    "You are the hyperguild {skill} worker. Do the task and answer with a one-line summary, then the change as a "
+    "unified diff in a ```diff block."
+)
 # Arguments that say how a run was made, not what was asked.
 NOT_TASK_ARGUMENTS = frozenset({"model", "session_id"})
 # How much of a runner's output an example's provenance keeps.
@@ -82,8 +88,11 @@ def task_key(run) -> str:
     return json.dumps([run.skill, run.project_root, task_arguments(run)], sort_keys=True, ensure_ascii=False)
 
 
-def prompt_messages(run, files: dict[str, str] | None = None, *, task: str | None = None) -> list[dict]:
-    """System line + the task (default: the run's arguments); `files` (path -> text before the change) after it."""
+def prompt_messages(
+    run, files: dict[str, str] | None = None, *, change: bool = False, task: str | None = None
+) -> list[dict]:
+    """System line (asking for a change or for the report, `change`) + the task (default: the run's arguments);
+    `files` (path -> text before the change) are shown after it."""
     if task is None:
         task = "\n".join(f"{k}: {_as_text(v)}" for k, v in task_arguments(run).items())
     user = f"Skill: {run.skill}\n" + (f"Project root: {run.project_root}\n" if run.project_root else "") + task
@@ -97,9 +106,9 @@ def prompt_messages(run, files: dict[str, str] | None = None, *, task: str | Non
             budget -= len(text)
             shown.append(f"--- {path}\n```\n{text}{'' if text.endswith(chr(10)) or not text else chr(10)}```")
         user = user.strip() + "\n\nFiles before the change:\n" + "\n".join(shown)
-        user += "\n\nAnswer with a one-line summary, then the change as a unified diff in a ```diff block."
+    system = CHANGE_SYSTEM_PROMPT if change else SYSTEM_PROMPT
     return [
-        {"role": "system", "content": SYSTEM_PROMPT.format(skill=run.skill)},
+        {"role": "system", "content": system.format(skill=run.skill)},
         {"role": "user", "content": user.strip()},
     ]
 
@@ -183,7 +192,7 @@ def _sft_answer(run, stores: dict) -> tuple[list[dict], list[dict], dict]:
     if _has_change(run):
         store = _store_for(run, stores)
         before, after = state_hashes(run, 0), state_hashes(run, None)
-        prompt = prompt_messages(run, _prompt_files(run, before, store, _changed_paths(before, after)))
+        prompt = prompt_messages(run, _prompt_files(run, before, store, _changed_paths(before, after)), change=True)
         extra = {"pre_state": _pre_state(run, 0, before), "change": _change_facts(run.change)}
         return prompt, _change_answer(run.worker_report, run.change.get("diff") or ""), extra
     if run.skill == "review" and isinstance(run.result, dict):
@@ -301,7 +310,7 @@ def _across_runs_pair(failed: SkillRun, run: SkillRun, stores: dict) -> Stored:
                 f"dpo:runs:{failed.pk}:{run.pk}",
                 kind="dpo",
                 skill=run.skill,
-                prompt=prompt_messages(run, _prompt_files(run, base, store, changed)),
+                prompt=prompt_messages(run, _prompt_files(run, base, store, changed), change=True),
                 chosen=_change_answer(run.worker_report, chosen),
                 rejected=_change_answer(failed.worker_report, failed.change.get("diff") or ""),
                 provenance={**common, "session_id": run.session_id, "pre_state": _pre_state(failed, 0, base)},
@@ -341,7 +350,7 @@ def _within_run_pairs(run: SkillRun, stores: dict) -> list[Stored]:
                 key,
                 kind="dpo",
                 skill=run.skill,
-                prompt=prompt_messages(run, _prompt_files(run, base, store, changed)),
+                prompt=prompt_messages(run, _prompt_files(run, base, store, changed), change=True),
                 chosen=_change_answer(chosen["report"], chosen_diff),
                 rejected=_change_answer(worst["report"], worst["change"].get("diff") or ""),
                 provenance={**common, "session_id": run.session_id, "pre_state": _pre_state(run, base_attempt, base)},
@@ -427,7 +436,7 @@ def _finding_task(run: SkillRun, entry: dict) -> str:
 
 
 def _apply_prompt(run: SkillRun, entry: dict, before: dict, store: ContentStore, changed: set[str]) -> list[dict]:
-    return prompt_messages(run, _prompt_files(run, before, store, changed), task=_finding_task(run, entry))
+    return prompt_messages(run, _prompt_files(run, before, store, changed), change=True, task=_finding_task(run, entry))
 
 
 def _apply_answer(entry: dict, diff: str) -> list[dict]:

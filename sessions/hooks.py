@@ -33,7 +33,7 @@ from django.db.models import Max
 from brain.context import ContextInputError, context
 from hyperguild.lib.text import excerpt
 from sessions.actions import check_session_id, do_log_checked_entry
-from sessions.errors import SessionsError
+from sessions.errors import HookRefused
 from sessions.models import SessionEntry
 
 logger = logging.getLogger(__name__)
@@ -62,10 +62,6 @@ BUILD_COMMAND = re.compile(
     r"(?:^|[\s;&|(/])(?:make|cargo\s+(?:build|check|clippy)|go\s+(?:build|vet)|(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?"
     r"(?:build|lint|typecheck)|tsc|mvn|gradle|gradlew|dotnet\s+build|ruff|mypy|eslint|lint-imports)\b"
 )
-
-
-class HookRefused(SessionsError):
-    """A hook payload this route cannot use; the message says what is wrong."""
 
 
 @dataclass
