@@ -20,7 +20,8 @@ from sessions.trainer import run_trainer
 from supervisor import skills as _skills
 from supervisor.models import RoutingEntry
 from supervisor.routing import Attempt, route
-from supervisor.routing_tools import routed_result, routing, routing_client
+from supervisor.routing_service import routed_result, routing_client
+from supervisor.routing_tools import routing
 from supervisor.tools import supervisor
 
 # EntryRefused, SessionNotFound… reach the caller as tool errors on every endpoint with sessions tools.
@@ -124,12 +125,12 @@ def _routed_session_skill(skill: str, arguments: dict, run_with_model, judge, li
         except SessionNotFound:
             raise  # the caller's mistake, not the model's: out of route() before anything is logged
         except ToolError as exc:
-            return Attempt(RoutingEntry.ERROR, error=exc.message, latency_ms=_ms(began))
+            return Attempt(RoutingEntry.Status.ERROR, error=exc.message, latency_ms=_ms(began))
         except Exception as exc:  # the sessions logic broke: this attempt errs, the call still ends cleanly
-            return Attempt(RoutingEntry.ERROR, error=f"{exc.__class__.__name__}: {exc}", latency_ms=_ms(began))
+            return Attempt(RoutingEntry.Status.ERROR, error=f"{exc.__class__.__name__}: {exc}", latency_ms=_ms(began))
         problem = judge(outcome)
         return Attempt(
-            RoutingEntry.FAIL if problem else RoutingEntry.PASS,
+            RoutingEntry.Status.FAIL if problem else RoutingEntry.Status.PASS,
             data=outcome,
             error=problem or "",
             latency_ms=_ms(began),

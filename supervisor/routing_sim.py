@@ -211,8 +211,8 @@ def simulate(
                 p = fast_p if model == SIM_FAST else profile.thinking
                 results.append(outcomes.random() < p)
                 if results[-1]:
-                    return Attempt(RoutingEntry.PASS, data={"ok": True})
-                return Attempt(RoutingEntry.FAIL, error="simulated failed check")
+                    return Attempt(RoutingEntry.Status.PASS, data={"ok": True})
+                return Attempt(RoutingEntry.Status.FAIL, error="simulated failed check")
 
             try:
                 route(SIM_PREFIX + profile.name, attempt, session_id="routing_sim", rng=router_rng)
@@ -383,7 +383,7 @@ def _run_areas(profiles: list[AreaProfile], calls: int, seed: int, memory: bool,
         def attempt(model: str, *, profile: AreaProfile = profile, attempts=attempts, results=results) -> Attempt:
             attempts.append(model)
             results.append(outcomes.random() < (profile.fast if model == SIM_FAST else profile.thinking))
-            return Attempt(RoutingEntry.PASS, data={}) if results[-1] else Attempt(RoutingEntry.FAIL, error="simulated")
+            return Attempt(RoutingEntry.Status.PASS, data={}) if results[-1] else Attempt(RoutingEntry.Status.FAIL, error="simulated")
 
         key = PathwayKey(SIM_PREFIX + profile.skill, profile.area, SIM_SIGNAL) if memory else None
         try:
@@ -391,7 +391,7 @@ def _run_areas(profiles: list[AreaProfile], calls: int, seed: int, memory: bool,
             passed, first_reason = True, routed.entries[0].reason
         except RoutingFailed as exc:
             passed, first_reason = False, exc.entries[0].reason
-        run.pathway_decisions += first_reason == RoutingEntry.PATHWAY
+        run.pathway_decisions += first_reason == RoutingEntry.Reason.PATHWAY
         tally.calls += 1
         tally.passes += passed
         tally.first_passes += results[0]
@@ -403,8 +403,8 @@ def _run_areas(profiles: list[AreaProfile], calls: int, seed: int, memory: bool,
             on_progress(index + 1)
     if memory:
         pathways = Pathway.objects.filter(skill__startswith=SIM_PREFIX)
-        run.promoted = pathways.filter(state=Pathway.PROMOTED).count()
-        run.retired = pathways.filter(state=Pathway.RETIRED).count()
+        run.promoted = pathways.filter(state=Pathway.State.PROMOTED).count()
+        run.retired = pathways.filter(state=Pathway.State.RETIRED).count()
     return run
 
 

@@ -31,8 +31,24 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from enum import StrEnum
 
-STATUSES = ["pass", "fail", "error", "timeout"]
+
+class Verdict(StrEnum):
+    """A result's `status`: the supervisor's verdict (the module docstring says what each means).
+
+    `cancelled` ends a run whose caller went away; the caller never sees that
+    result, so it is not in the result schema.
+    """
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
+STATUSES = [verdict.value for verdict in Verdict if verdict is not Verdict.CANCELLED]
 
 _NULLABLE_STRING = {"type": ["string", "null"]}
 
@@ -583,25 +599,20 @@ def worker_schema(skill: str) -> dict:
     return copy.deepcopy(schema)
 
 
-def build_result(skill: str, **values) -> dict:
-    """A result in the shared shape with every field present: `values`, and neutral values for the rest."""
+def build_result(skill: str, *, status: Verdict | str = Verdict.ERROR, **values) -> dict:
+    """A result in the shared shape with every field present: `values`, and neutral values for the rest.
+
+    The result is the tool's structured output (and `SkillRun.result`), so it
+    stays a dict in the shape `result_schema(skill)` describes; a status that
+    is not a `Verdict` or a field the schema does not name is a programming
+    error and raises ValueError here rather than reaching a caller.
+    """
     spec = SKILLS[skill]
-    result: dict = {
-        "status": "error",
-        "phase": spec.phase,
-        "skill": skill,
-        "file_path": None,
-        "runner_output": "",
-        "verified": None,
-        "model_used": "",
-        "message": "",
-        "run_id": None,
-        "attempts": 0,
-        "duration_ms": 0,
-    }
-    for name, schema in spec.outputs.items():
-        result[name] = _neutral(schema)
-    result.update(values)
+    unknown = sorted(set(values) - set(BASE_RESULT_PROPERTIES) - set(spec.outputs))
+    if unknown:
+        raise ValueError(f"a {skill} result has no field {', '.join(unknown)}")
+    result = {name: _neutral(schema) for name, schema in {**BASE_RESULT_PROPERTIES, **spec.outputs}.items()}
+    result.update(status=Verdict(status), phase=spec.phase, skill=skill, **values)
     return result
 
 

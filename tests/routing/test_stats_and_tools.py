@@ -273,7 +273,7 @@ def test_start_up_stops_on_contradictory_routing_settings():
 
 
 def test_the_routed_prompt_uses_the_supervisors_discipline_file(settings, tmp_path):
-    from supervisor.routing_tools import discipline
+    from supervisor.routing_service import discipline
 
     (tmp_path / "review.md").write_text("# House review rules\n")
     settings.SUPERVISOR_CONFIG_DIR = str(tmp_path)
