@@ -602,15 +602,11 @@ def worker_schema(skill: str) -> dict:
 def build_result(skill: str, *, status: Verdict | str = Verdict.ERROR, **values) -> dict:
     """A result in the shared shape with every field present: `values`, and neutral values for the rest.
 
-    The result is the tool's structured output (and `SkillRun.result`), so it
-    stays a dict in the shape `result_schema(skill)` describes; a status that
-    is not a `Verdict` or a field the schema does not name is a programming
-    error and raises ValueError here rather than reaching a caller.
+    The result is the tool's structured output (and `SkillRun.result`): a dict
+    in the shape `result_schema(skill)` describes, built only here. A status
+    that is not a `Verdict` raises ValueError rather than reaching a caller.
     """
     spec = SKILLS[skill]
-    unknown = sorted(set(values) - set(BASE_RESULT_PROPERTIES) - set(spec.outputs))
-    if unknown:
-        raise ValueError(f"a {skill} result has no field {', '.join(unknown)}")
     result = {name: _neutral(schema) for name, schema in {**BASE_RESULT_PROPERTIES, **spec.outputs}.items()}
     result.update(status=Verdict(status), phase=spec.phase, skill=skill, **values)
     return result
