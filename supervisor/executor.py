@@ -540,21 +540,14 @@ def _judge_answer(result: WorkerResult, process: ProcessResult, schema: dict) ->
     code, stdout, stderr = process.exit_code, process.stdout, process.stderr
     result.envelope = envelope = parse_envelope(stdout)
     if envelope is None:
-        infrastructure = infrastructure_problem(stdout + "\n" + stderr) if code != 0 else None
-        if infrastructure:
-            result.status, result.message = WorkerStatus.UNAVAILABLE, _unavailable(infrastructure, code, stderr or stdout)
-        else:
-            result.status = WorkerStatus.ERROR
-            result.message = f"the worker exited with code {code} without printing the JSON result"
+        problem = infrastructure_problem(stdout + "\n" + stderr) if code != 0 else None
+        _failed(result, problem, code, said=stderr or stdout,
+                otherwise=f"the worker exited with code {code} without printing the JSON result")
         return
     if envelope.get("is_error") or code != 0:
         detail = str(envelope.get("result") or envelope.get("subtype") or "")
-        infrastructure = infrastructure_problem(f"{detail}\n{stderr}")
-        if infrastructure:
-            result.status, result.message = WorkerStatus.UNAVAILABLE, _unavailable(infrastructure, code, detail or stderr)
-        else:
-            result.status = WorkerStatus.ERROR
-            result.message = f"the worker reported an error (exit code {code}): {excerpt(detail, 500)}"
+        _failed(result, infrastructure_problem(f"{detail}\n{stderr}"), code, said=detail or stderr,
+                otherwise=f"the worker reported an error (exit code {code}): {excerpt(detail, 500)}")
         return
     structured = envelope.get("structured_output")
     try:
@@ -567,9 +560,13 @@ def _judge_answer(result: WorkerResult, process: ProcessResult, schema: dict) ->
             result.message = f"the worker's answer {exc.problem}"
 
 
-def _unavailable(infrastructure: str, exit_code: int | None, said: str) -> str:
-    """The message of a run that ended because the CLI could not work at all."""
-    return (
+def _failed(result: WorkerResult, infrastructure: str | None, exit_code: int | None, *, said: str, otherwise: str) -> None:
+    """Unavailable, quoting what the CLI `said`, when it could not work at all (`infrastructure`); else an error."""
+    if infrastructure is None:
+        result.status, result.message = WorkerStatus.ERROR, otherwise
+        return
+    result.status = WorkerStatus.UNAVAILABLE
+    result.message = (
         f"the worker could not work ({infrastructure}; exit code {exit_code}), so no attempt was made: "
         f"{excerpt(said.strip(), 500)}"
     )

@@ -363,12 +363,8 @@ def review(arguments: dict, progress: Progress, cancelled: Cancelled) -> dict:
     progress(0, 1, "asking the routed model")
     try:
         routed = route(
-            "review",
-            attempt,
-            override=arguments.get("model"),
-            session_id=arguments.get("session_id", ""),
-            cancelled=cancelled,
-            pathway=pathway,
+            "review", attempt, override=arguments.get("model"), session_id=arguments.get("session_id", ""),
+            cancelled=cancelled, pathway=pathway,
         )
     except RoutingFailed as exc:
         answer = _grounded_answer(exc)
@@ -574,12 +570,8 @@ def debug(arguments: dict, progress: Progress, cancelled: Cancelled) -> dict:
     )
     progress(1, 2, "asking the routed model")
     routed = route(
-        "debug",
-        attempt,
-        override=arguments.get("model"),
-        session_id=arguments.get("session_id", ""),
-        cancelled=cancelled,
-        pathway=pathway,
+        "debug", attempt, override=arguments.get("model"), session_id=arguments.get("session_id", ""),
+        cancelled=cancelled, pathway=pathway,
     )
     data = routed.data
     remember_fingerprints(pathway, data["findings"])

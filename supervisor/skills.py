@@ -549,26 +549,39 @@ _add(
         read_only=True,
     )
 )
-_add(
-    SkillSpec(
-        name="retrospective",
-        title="Session retrospective",
-        description="Turns a session log into candidate notes (raw) for people to review.",
-        inputs={"session_id": {**_SESSION_ID, "description": "the session to look back on"}, "model": _MODEL},
+
+
+def _session_skill(name: str, title: str, description: str, session: str, found: str, item: dict) -> SkillSpec:
+    """A sessions-app skill: {session_id (`session`), model?} in; the list `found` of `item`s and its count out."""
+    return SkillSpec(
+        name=name,
+        title=title,
+        description=description,
+        inputs={"session_id": {**_SESSION_ID, "description": session}, "model": _MODEL},
         required_inputs=["session_id"],
-        outputs={"learnings": {"type": "array", "items": LEARNING_SCHEMA}, "count": {"type": "integer", "minimum": 0}},
-        phase="retrospective",
+        outputs={found: {"type": "array", "items": item}, "count": {"type": "integer", "minimum": 0}},
+        phase=name,
+    )
+
+
+_add(
+    _session_skill(
+        "retrospective",
+        "Session retrospective",
+        "Turns a session log into candidate notes (raw) for people to review.",
+        "the session to look back on",
+        "learnings",
+        LEARNING_SCHEMA,
     )
 )
 _add(
-    SkillSpec(
-        name="trainer",
-        title="Training candidates from a session",
-        description="Turns a session's verified skill runs into SFT/DPO candidates for curation.",
-        inputs={"session_id": {**_SESSION_ID, "description": "the session to mine"}, "model": _MODEL},
-        required_inputs=["session_id"],
-        outputs={"examples": {"type": "array", "items": EXAMPLE_SCHEMA}, "count": {"type": "integer", "minimum": 0}},
-        phase="trainer",
+    _session_skill(
+        "trainer",
+        "Training candidates from a session",
+        "Turns a session's verified skill runs into SFT/DPO candidates for curation.",
+        "the session to mine",
+        "examples",
+        EXAMPLE_SCHEMA,
     )
 )
 
