@@ -265,8 +265,21 @@ def _add(spec: SkillSpec) -> None:
     SKILLS[spec.name] = spec
 
 
+def _tdd_skill(*, name: str, outputs: dict = _TDD_OUTPUTS, **fields) -> SkillSpec:
+    """A TDD phase: a worker that edits the project, reports in `_TDD_WORKER`, and is judged by the tdd runner."""
+    return SkillSpec(
+        name=name,
+        outputs=outputs,
+        **fields,
+        worker_schema=_TDD_WORKER,
+        discipline=f"{name}.md",
+        runner="tdd",
+        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
+    )
+
+
 _add(
-    SkillSpec(
+    _tdd_skill(
         name="tdd_red",
         title="TDD red: write one failing test",
         description=(
@@ -284,16 +297,12 @@ _add(
         },
         required_inputs=["project_root", "spec"],
         outputs={**_TDD_OUTPUTS, "test_name": {"type": ["string", "null"]}},
-        worker_schema=_TDD_WORKER,
-        discipline="tdd_red.md",
-        runner="tdd",
-        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="red",
         expect_tests="fail",
     )
 )
 _add(
-    SkillSpec(
+    _tdd_skill(
         name="tdd_green",
         title="TDD green: make the failing test pass",
         description=(
@@ -310,17 +319,12 @@ _add(
             "session_id": _SESSION_ID,
         },
         required_inputs=["project_root", "test_path"],
-        outputs=_TDD_OUTPUTS,
-        worker_schema=_TDD_WORKER,
-        discipline="tdd_green.md",
-        runner="tdd",
-        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="green",
         expect_tests="pass",
     )
 )
 _add(
-    SkillSpec(
+    _tdd_skill(
         name="tdd_refactor",
         title="TDD refactor: improve structure, keep tests green",
         description=(
@@ -337,11 +341,6 @@ _add(
             "session_id": _SESSION_ID,
         },
         required_inputs=["project_root", "test_path", "impl_path"],
-        outputs=_TDD_OUTPUTS,
-        worker_schema=_TDD_WORKER,
-        discipline="tdd_refactor.md",
-        runner="tdd",
-        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="refactor",
         expect_tests="pass",
     )
