@@ -262,7 +262,7 @@ def extract_from_runs(runs: list[SkillRun]) -> list[Stored]:
             stored += _apply_examples(run, stores, patches)
             continue
         report = run.worker_report
-        if run.status == "pass" and run.verified is True and report is not None:
+        if run.status == SkillRun.Status.PASS and run.verified is True and report is not None:
             prompt, completion, extra = _sft_answer(run, stores)
             stored.append(
                 _store(
@@ -285,7 +285,7 @@ def extract_from_runs(runs: list[SkillRun]) -> list[Stored]:
             if failed_before:
                 failed = failed_before[-1]  # the attempt closest to the one that worked
                 stored.append(_across_runs_pair(failed, run, stores))
-        elif run.status == "fail" and run.verified is False and report is not None:
+        elif run.status == SkillRun.Status.FAIL and run.verified is False and report is not None:
             pending_failures.setdefault(task_key(run), []).append(run)
         stored += _within_run_pairs(run, stores)
     return stored + _apply_pairs(patches, stores)
@@ -372,7 +372,7 @@ def _routing_prompt(request: Any) -> list[dict] | None:
 
 def extract_from_routing(session_id: str | None) -> list[Stored]:
     """Fail-open retries whose first model answered but failed the check while the retry passed."""
-    retries = RoutingEntry.objects.filter(attempt_of__isnull=False, status="pass", attempt_of__status="fail")
+    retries = RoutingEntry.objects.filter(attempt_of__isnull=False, status=RoutingEntry.Status.PASS, attempt_of__status=RoutingEntry.Status.FAIL)
     if session_id:
         retries = retries.filter(session_id=session_id)
     stored = []

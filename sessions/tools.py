@@ -4,23 +4,19 @@
 - `retrospective` and `trainer` on /mcp/supervisor (their logic lives in
   `sessions.retrospective` and `sessions.trainer`);
 - their routed twins on /mcp/routing, which call the same functions with the
-  model the router picks.
+  model the router picks (`sessions.routed_skills`).
 """
 
 from __future__ import annotations
 
-import json
-import time
-
-from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
+from hyperguild.mcp.registry import ToolContext, get_endpoint
 from sessions.actions import ENTRY_FIELDS_SCHEMA, SESSION_ID_SCHEMA, do_log_checked_entry
 from sessions.errors import SessionsError
-from sessions.retrospective import SessionNotFound, run_retrospective
+from sessions.retrospective import run_retrospective
+from sessions.routed_skills import routed_retrospective_result
 from sessions.trainer import run_trainer
 from supervisor import skills as _skills
-from supervisor.models import RoutingEntry
-from supervisor.routing import Attempt, route
-from supervisor.routing_tools import routed_result, routing, routing_client
+from supervisor.routing_tools import routing
 from supervisor.tools import supervisor
 
 # EntryRefused, SessionNotFound… reach the caller as tool errors on every endpoint with sessions tools.
@@ -113,57 +109,6 @@ def trainer(arguments: dict, ctx: ToolContext) -> dict:
 # --- the routed twins on /mcp/routing (the model is the router's choice) ---------------------
 
 
-def _routed_session_skill(skill: str, arguments: dict, run_with_model, judge, list_key: str) -> dict:
-    """Route a sessions-app skill: `run_with_model(session_id, model)` does the work with the given model,
-    `judge(outcome)` returns None if it passed or why it did not."""
-    started = time.monotonic()
-    routing_client()
-
-    def attempt(model: str) -> Attempt:
-        began = time.monotonic()
-        try:
-            outcome = run_with_model(arguments["session_id"], model)
-        except SessionNotFound:
-            raise  # the caller's mistake, not the model's: out of route() before anything is logged
-        except ToolError as exc:
-            return Attempt(RoutingEntry.ERROR, error=exc.message, latency_ms=_ms(began))
-        except Exception as exc:  # the sessions logic broke: this attempt errs, the call still ends cleanly
-            return Attempt(RoutingEntry.ERROR, error=f"{exc.__class__.__name__}: {exc}", latency_ms=_ms(began))
-        problem = judge(outcome)
-        return Attempt(
-            RoutingEntry.FAIL if problem else RoutingEntry.PASS,
-            data=outcome,
-            error=problem or "",
-            latency_ms=_ms(began),
-            response=json.dumps(outcome, default=str)[: RoutingEntry.BODY_CAP],
-        )
-
-    try:
-        routed = route(skill, attempt, override=arguments.get("model"), session_id=arguments["session_id"])
-    except SessionNotFound as exc:
-        raise ToolError(str(exc)) from None
-    values = {
-        key: value
-        for key, value in routed.data.items()
-        if key not in {"status", "model_used", "attempts", "duration_ms", "phase", "skill"}
-    }
-    values["count"] = len(values.get(list_key) or [])
-    return routed_result(skill, routed, started, **values)
-
-
-def _ms(began: float) -> int:
-    return int((time.monotonic() - began) * 1000)
-
-
-def retrospective_judge(outcome: dict) -> str | None:
-    if outcome.get("status") != "pass":
-        return outcome.get("message") or f"the retrospective ended {outcome.get('status')}"
-    if outcome.get("method") != "llm":
-        # The sessions logic falls back to rules when the model fails: for routing, that model failed.
-        return "the model did not answer; the rules answered instead. " + str(outcome.get("message", ""))[:500]
-    return None
-
-
 @routing.tool(
     **_skills.tool_declaration("retrospective", routed=True),
     description=(
@@ -177,13 +122,7 @@ def retrospective_judge(outcome: dict) -> str | None:
 )
 def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
     ctx.report_progress(0, 1, "asking the routed model")
-    return _routed_session_skill(
-        "retrospective",
-        arguments,
-        lambda session_id, model: run_retrospective(session_id, llm_model=model),
-        retrospective_judge,
-        "learnings",
-    )
+    return routed_retrospective_result(arguments)
 
 
 @routing.tool(

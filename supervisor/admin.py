@@ -112,7 +112,7 @@ class PathwayAdmin(LogAdminMixin, admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(
-            decided_count=Count("entries", filter=Q(entries__reason=RoutingEntry.PATHWAY))
+            decided_count=Count("entries", filter=Q(entries__reason=RoutingEntry.Reason.PATHWAY))
         )
 
     @admin.display(description="calls decided", ordering="decided_count")

@@ -48,6 +48,7 @@ from hyperguild.lib.text import excerpt
 from supervisor import executor
 from supervisor.changes import ChangeRecorder
 from supervisor.errors import ApplyRefused
+from supervisor.executor import ProcessOutcome
 from supervisor.grounding import (
     QUOTE_WINDOW,
     finding_kind,
@@ -59,7 +60,7 @@ from supervisor.grounding import (
 from supervisor.models import SkillRun
 from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
 from supervisor.shell_reach import check_shell_arguments
-from supervisor.skills import APPLY_GATE_NAMES, SkillFailed
+from supervisor.skills import APPLY_GATE_NAMES, SkillFailed, Verdict
 from supervisor.verification import NO_TEST_COMMAND, TestRun, detect_test_command, run_command
 
 GATE_CONFIDENCE, GATE_SIZE, GATE_APPLY, GATE_TESTS, GATE_WARNINGS, GATE_RATIONALE = (
@@ -91,14 +92,12 @@ def branch_name(source_run_id: int) -> str:
 def _git(cwd: Path, *args: str, cancel_check=None) -> tuple[int | None, str]:
     """(exit code, output) of one git command; None when it could not run to the end (or git is missing)."""
     try:
-        outcome, code, stdout, stderr, _ = executor.run_process(
-            ["git", *GIT_CONFIG, *args], cwd=cwd, timeout=GIT_TIMEOUT, cancel_check=cancel_check
-        )
+        ran = executor.run_process(["git", *GIT_CONFIG, *args], cwd=cwd, timeout=GIT_TIMEOUT, cancel_check=cancel_check)
     except OSError as exc:
         return None, f"git could not run: {exc}"
-    if outcome != "exited":
-        return None, f"git {args[0]}: {outcome}"
-    return code, stdout + (("\n" + stderr) if stderr.strip() else "")
+    if ran.outcome != ProcessOutcome.EXITED:
+        return None, f"git {args[0]}: {ran.outcome}"
+    return ran.exit_code, ran.stdout + (("\n" + ran.stderr) if ran.stderr.strip() else "")
 
 
 def _git_ok(cwd: Path, *args: str) -> str:
@@ -121,7 +120,7 @@ def _source_run(root: Path, arguments: dict) -> SkillRun:
         raise ApplyRefused(f"run {run_id} does not exist: pass the run_id a review (or debug) call returned")
     if source.skill not in SOURCE_SKILLS:
         raise ApplyRefused(f"run {run_id} is a {source.skill} run; apply takes the run_id of a review or debug run")
-    if source.status != SkillRun.PASS or source.verified is not True:
+    if source.status != SkillRun.Status.PASS or source.verified is not True:
         raise ApplyRefused(
             f"run {run_id} is not a verified {source.skill} (status {source.status}, verified {source.verified}): "
             "only findings the supervisor grounded are applied"
@@ -375,13 +374,13 @@ def run_apply(ctx) -> dict:
             recorder = ChangeRecorder(work)
             ctx.progress(f"baseline: {test_cmd} on {commit[:12]}")
             baseline = run_command(work, test_cmd, ctx.cancel_check)
-            if baseline.outcome == "cancelled":
-                return ctx.result(status="cancelled", message="cancelled while the baseline tests ran", **fields)
+            if baseline.outcome == ProcessOutcome.CANCELLED:
+                return ctx.result(status=Verdict.CANCELLED, message="cancelled while the baseline tests ran", **fields)
             lint_before = None
             if lint_cmd:
                 lint_run = run_command(work, lint_cmd, ctx.cancel_check)
-                if lint_run.outcome == "cancelled":
-                    return ctx.result(status="cancelled", message="cancelled while the baseline lint ran", **fields)
+                if lint_run.outcome == ProcessOutcome.CANCELLED:
+                    return ctx.result(status=Verdict.CANCELLED, message="cancelled while the baseline lint ran", **fields)
                 lint_before = lint_count(lint_run)
             worktree.revert()
             last_tests = baseline
@@ -403,7 +402,7 @@ def run_apply(ctx) -> dict:
                                        test_cmd=test_cmd, lint_cmd=lint_cmd, lint_before=lint_before,
                                        min_confidence=min_confidence, max_lines=max_lines, shifts=shifts)
                 if stopped is not None:
-                    return ctx.result(status="cancelled", message=stopped, **fields)
+                    return ctx.result(status=Verdict.CANCELLED, message=stopped, **fields)
                 if entry["outcome"] == APPLIED:
                     applied_any = True
                     last_tests = entry.pop("_tests")
@@ -433,7 +432,7 @@ def run_apply(ctx) -> dict:
     else:
         message = f"nothing applied: all {len(listed)} finding(s) were refused by a gate; no branch was left"
     return ctx.result(
-        status="pass" if applied else "fail",
+        status=Verdict.PASS if applied else Verdict.FAIL,
         verified=bool(applied),
         message=message,
         attempts=len(entries),
@@ -493,12 +492,12 @@ def _try_finding(ctx, entry: dict, finding: dict, worktree: _Worktree, recorder:
         return None
     ctx.progress(f"finding {entry['index']}: {test_cmd}")
     tests = run_command(work, test_cmd, ctx.cancel_check)
-    if tests.outcome == "cancelled":
+    if tests.outcome == ProcessOutcome.CANCELLED:
         worktree.revert()
         return "cancelled while the tests ran"
     passed = _gate(entry, GATE_TESTS, tests.passed, "the tests pass (exit code 0)" if tests.passed else
                    f"the tests fail with the patch (`{test_cmd}` exit code {tests.exit_code}"
-                   f"{', timed out' if tests.outcome == 'timeout' else ''})")
+                   f"{', timed out' if tests.outcome == ProcessOutcome.TIMEOUT else ''})")
     entry.update(runner_output=tests.output, test_exit_code=tests.exit_code, verified=tests.passed)
     if not passed:
         entry["output"] = _tail(tests.output)
@@ -510,7 +509,7 @@ def _try_finding(ctx, entry: dict, finding: dict, worktree: _Worktree, recorder:
         return None
     if lint_cmd:
         lint_run = run_command(work, lint_cmd, ctx.cancel_check)
-        if lint_run.outcome == "cancelled":
+        if lint_run.outcome == ProcessOutcome.CANCELLED:
             worktree.revert()
             return "cancelled while the lint command ran"
         after = lint_count(lint_run)

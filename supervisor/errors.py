@@ -37,3 +37,11 @@ class RoutingFailed(SupervisorError):
         super().__init__(message, data={"routing_entries": [e.pk for e in entries]})
         self.entries = entries
         self.answer = data  # the last attempt's (checked) answer, if the model gave one
+
+
+class GatewayMissing(SupervisorError):
+    """The routing endpoint has no OpenAI-compatible gateway to ask (LITELLM_BASE_URL is not set)."""
+
+
+class ProjectCommandFailed(SupervisorError):
+    """A command the supervisor runs in the project to read it (git diff) failed."""

@@ -78,6 +78,31 @@ class SkillTally:
     model_calls: int = 0
     baseline_expected: float = 0.0
 
+    def count(self, passed: bool, models: list[str], results: list[bool], thinking_chance: float) -> None:
+        """One routed call: did it pass, the models asked in order, whether each answer passed."""
+        self.calls += 1
+        self.passes += passed
+        self.first_passes += results[0]
+        self.model_calls += len(models)
+        self.thinking_calls += models.count(SIM_THINKING)
+        self.fast_first += models[0] == SIM_FAST
+        self.baseline_expected += thinking_chance
+
+
+def simulated_model(
+    outcomes: random.Random, pass_chance: Callable[[str], float], models: list[str], results: list[bool]
+) -> Callable[[str], Attempt]:
+    """An `attempt` for `route`: a model passes with `pass_chance(model)`; the models asked and results are appended."""
+
+    def attempt(model: str) -> Attempt:
+        models.append(model)
+        results.append(outcomes.random() < pass_chance(model))
+        if results[-1]:
+            return Attempt(RoutingEntry.Status.PASS, data={"ok": True})
+        return Attempt(RoutingEntry.Status.FAIL, error="simulated failed check")
+
+    return attempt
+
 
 @dataclass
 class SimReport:
@@ -199,33 +224,16 @@ def simulate(
             attempts: list[str] = []
             results: list[bool] = []
 
-            def attempt(
-                model: str,
-                *,
-                fast_p: float = fast_p,
-                profile: SkillProfile = profile,
-                attempts=attempts,
-                results=results,
-            ) -> Attempt:
-                attempts.append(model)
-                p = fast_p if model == SIM_FAST else profile.thinking
-                results.append(outcomes.random() < p)
-                if results[-1]:
-                    return Attempt(RoutingEntry.PASS, data={"ok": True})
-                return Attempt(RoutingEntry.FAIL, error="simulated failed check")
+            def chance(model: str, fast_p: float = fast_p, profile: SkillProfile = profile) -> float:
+                return fast_p if model == SIM_FAST else profile.thinking
 
+            attempt = simulated_model(outcomes, chance, attempts, results)
             try:
                 route(SIM_PREFIX + profile.name, attempt, session_id="routing_sim", rng=router_rng)
                 passed = True
             except RoutingFailed:
                 passed = False
-            tally.calls += 1
-            tally.passes += passed
-            tally.first_passes += results[0]
-            tally.model_calls += len(attempts)
-            tally.thinking_calls += attempts.count(SIM_THINKING)
-            tally.fast_first += attempts[0] == SIM_FAST
-            tally.baseline_expected += profile.thinking
+            tally.count(passed, attempts, results, profile.thinking)
             first_models[profile.name].append((index, attempts[0] == SIM_FAST))
             if on_progress:
                 on_progress(index + 1)
@@ -380,31 +388,24 @@ def _run_areas(profiles: list[AreaProfile], calls: int, seed: int, memory: bool,
         attempts: list[str] = []
         results: list[bool] = []
 
-        def attempt(model: str, *, profile: AreaProfile = profile, attempts=attempts, results=results) -> Attempt:
-            attempts.append(model)
-            results.append(outcomes.random() < (profile.fast if model == SIM_FAST else profile.thinking))
-            return Attempt(RoutingEntry.PASS, data={}) if results[-1] else Attempt(RoutingEntry.FAIL, error="simulated")
+        def chance(model: str, profile: AreaProfile = profile) -> float:
+            return profile.fast if model == SIM_FAST else profile.thinking
 
+        attempt = simulated_model(outcomes, chance, attempts, results)
         key = PathwayKey(SIM_PREFIX + profile.skill, profile.area, SIM_SIGNAL) if memory else None
         try:
             routed = route(SIM_PREFIX + profile.skill, attempt, session_id="routing_sim", rng=router_rng, pathway=key)
             passed, first_reason = True, routed.entries[0].reason
         except RoutingFailed as exc:
             passed, first_reason = False, exc.entries[0].reason
-        run.pathway_decisions += first_reason == RoutingEntry.PATHWAY
-        tally.calls += 1
-        tally.passes += passed
-        tally.first_passes += results[0]
-        tally.model_calls += len(attempts)
-        tally.thinking_calls += attempts.count(SIM_THINKING)
-        tally.fast_first += attempts[0] == SIM_FAST
-        tally.baseline_expected += profile.thinking
+        run.pathway_decisions += first_reason == RoutingEntry.Reason.PATHWAY
+        tally.count(passed, attempts, results, profile.thinking)
         if on_progress:
             on_progress(index + 1)
     if memory:
         pathways = Pathway.objects.filter(skill__startswith=SIM_PREFIX)
-        run.promoted = pathways.filter(state=Pathway.PROMOTED).count()
-        run.retired = pathways.filter(state=Pathway.RETIRED).count()
+        run.promoted = pathways.filter(state=Pathway.State.PROMOTED).count()
+        run.retired = pathways.filter(state=Pathway.State.RETIRED).count()
     return run
 
 

@@ -31,8 +31,24 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from enum import StrEnum
 
-STATUSES = ["pass", "fail", "error", "timeout"]
+
+class Verdict(StrEnum):
+    """A result's `status`: the supervisor's verdict (the module docstring says what each means).
+
+    `cancelled` ends a run whose caller went away; the caller never sees that
+    result, so it is not in the result schema.
+    """
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
+STATUSES = [verdict.value for verdict in Verdict if verdict is not Verdict.CANCELLED]
 
 _NULLABLE_STRING = {"type": ["string", "null"]}
 
@@ -249,8 +265,21 @@ def _add(spec: SkillSpec) -> None:
     SKILLS[spec.name] = spec
 
 
+def _tdd_skill(*, name: str, outputs: dict = _TDD_OUTPUTS, **fields) -> SkillSpec:
+    """A TDD phase: a worker that edits the project, reports in `_TDD_WORKER`, and is judged by the tdd runner."""
+    return SkillSpec(
+        name=name,
+        outputs=outputs,
+        **fields,
+        worker_schema=_TDD_WORKER,
+        discipline=f"{name}.md",
+        runner="tdd",
+        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
+    )
+
+
 _add(
-    SkillSpec(
+    _tdd_skill(
         name="tdd_red",
         title="TDD red: write one failing test",
         description=(
@@ -268,16 +297,12 @@ _add(
         },
         required_inputs=["project_root", "spec"],
         outputs={**_TDD_OUTPUTS, "test_name": {"type": ["string", "null"]}},
-        worker_schema=_TDD_WORKER,
-        discipline="tdd_red.md",
-        runner="tdd",
-        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="red",
         expect_tests="fail",
     )
 )
 _add(
-    SkillSpec(
+    _tdd_skill(
         name="tdd_green",
         title="TDD green: make the failing test pass",
         description=(
@@ -294,17 +319,12 @@ _add(
             "session_id": _SESSION_ID,
         },
         required_inputs=["project_root", "test_path"],
-        outputs=_TDD_OUTPUTS,
-        worker_schema=_TDD_WORKER,
-        discipline="tdd_green.md",
-        runner="tdd",
-        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="green",
         expect_tests="pass",
     )
 )
 _add(
-    SkillSpec(
+    _tdd_skill(
         name="tdd_refactor",
         title="TDD refactor: improve structure, keep tests green",
         description=(
@@ -321,11 +341,6 @@ _add(
             "session_id": _SESSION_ID,
         },
         required_inputs=["project_root", "test_path", "impl_path"],
-        outputs=_TDD_OUTPUTS,
-        worker_schema=_TDD_WORKER,
-        discipline="tdd_refactor.md",
-        runner="tdd",
-        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="refactor",
         expect_tests="pass",
     )
@@ -533,26 +548,39 @@ _add(
         read_only=True,
     )
 )
-_add(
-    SkillSpec(
-        name="retrospective",
-        title="Session retrospective",
-        description="Turns a session log into candidate notes (raw) for people to review.",
-        inputs={"session_id": {**_SESSION_ID, "description": "the session to look back on"}, "model": _MODEL},
+
+
+def _session_skill(name: str, title: str, description: str, session: str, found: str, item: dict) -> SkillSpec:
+    """A sessions-app skill: {session_id (`session`), model?} in; the list `found` of `item`s and its count out."""
+    return SkillSpec(
+        name=name,
+        title=title,
+        description=description,
+        inputs={"session_id": {**_SESSION_ID, "description": session}, "model": _MODEL},
         required_inputs=["session_id"],
-        outputs={"learnings": {"type": "array", "items": LEARNING_SCHEMA}, "count": {"type": "integer", "minimum": 0}},
-        phase="retrospective",
+        outputs={found: {"type": "array", "items": item}, "count": {"type": "integer", "minimum": 0}},
+        phase=name,
+    )
+
+
+_add(
+    _session_skill(
+        "retrospective",
+        "Session retrospective",
+        "Turns a session log into candidate notes (raw) for people to review.",
+        "the session to look back on",
+        "learnings",
+        LEARNING_SCHEMA,
     )
 )
 _add(
-    SkillSpec(
-        name="trainer",
-        title="Training candidates from a session",
-        description="Turns a session's verified skill runs into SFT/DPO candidates for curation.",
-        inputs={"session_id": {**_SESSION_ID, "description": "the session to mine"}, "model": _MODEL},
-        required_inputs=["session_id"],
-        outputs={"examples": {"type": "array", "items": EXAMPLE_SCHEMA}, "count": {"type": "integer", "minimum": 0}},
-        phase="trainer",
+    _session_skill(
+        "trainer",
+        "Training candidates from a session",
+        "Turns a session's verified skill runs into SFT/DPO candidates for curation.",
+        "the session to mine",
+        "examples",
+        EXAMPLE_SCHEMA,
     )
 )
 
@@ -583,25 +611,16 @@ def worker_schema(skill: str) -> dict:
     return copy.deepcopy(schema)
 
 
-def build_result(skill: str, **values) -> dict:
-    """A result in the shared shape with every field present: `values`, and neutral values for the rest."""
+def build_result(skill: str, *, status: Verdict | str = Verdict.ERROR, **values) -> dict:
+    """A result in the shared shape with every field present: `values`, and neutral values for the rest.
+
+    The result is the tool's structured output (and `SkillRun.result`): a dict
+    in the shape `result_schema(skill)` describes, built only here. A status
+    that is not a `Verdict` raises ValueError rather than reaching a caller.
+    """
     spec = SKILLS[skill]
-    result: dict = {
-        "status": "error",
-        "phase": spec.phase,
-        "skill": skill,
-        "file_path": None,
-        "runner_output": "",
-        "verified": None,
-        "model_used": "",
-        "message": "",
-        "run_id": None,
-        "attempts": 0,
-        "duration_ms": 0,
-    }
-    for name, schema in spec.outputs.items():
-        result[name] = _neutral(schema)
-    result.update(values)
+    result = {name: _neutral(schema) for name, schema in {**BASE_RESULT_PROPERTIES, **spec.outputs}.items()}
+    result.update(status=Verdict(status), phase=spec.phase, skill=skill, **values)
     return result
 
 

@@ -26,7 +26,7 @@ from supervisor.model_table import ModelTableError, consensus_models, gateway_pr
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
 from supervisor.shell_reach import check_shell_arguments
-from supervisor.skills import SKILLS, build_result
+from supervisor.skills import SKILLS, Verdict, build_result
 from supervisor.tier import current_tier
 
 POLL_SECONDS = 0.25
@@ -136,10 +136,10 @@ def wait_for_run(run: SkillRun, ctx: ToolContext) -> dict:
             last_sent_text, last_sent_at = text, now
         time.sleep(POLL_SECONDS)
     run.refresh_from_db()
-    if run.status == SkillRun.CANCELLED:
+    if run.status == SkillRun.Status.CANCELLED:
         raise ToolCancelled()
     if run.result is None:
-        return build_result(run.skill, run_id=run.pk, status="error", message=run.message or "the run left no result")
+        return build_result(run.skill, run_id=run.pk, status=Verdict.ERROR, message=run.message or "the run left no result")
     return run.result
 
 
@@ -153,7 +153,7 @@ def _cancel(run_id: int) -> None:
     # The owner did not stop it in time: kill the recorded group and end the run here.
     run = SkillRun.objects.running().filter(pk=run_id).first()
     if run is not None:
-        reaper.stop_run(run, status=SkillRun.CANCELLED, message="cancelled; the worker did not stop in time and was killed")
+        reaper.stop_run(run, status=SkillRun.Status.CANCELLED, message="cancelled; the worker did not stop in time and was killed")
 
 
 def _wait_until_finished(run_id: int, seconds: float) -> bool:
@@ -218,7 +218,7 @@ def tier(arguments: dict, ctx: ToolContext) -> dict:
     found, cached = current_tier(refresh=bool(arguments.get("refresh")))
     return build_result(
         "tier",
-        status="pass",
+        status=Verdict.PASS,
         verified=None,
         message=f"tier {found['tier']} ({found['label']})",
         duration_ms=int((time.monotonic() - started) * 1000),

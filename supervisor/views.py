@@ -108,7 +108,7 @@ def routing_dashboard(request: HttpRequest) -> HttpResponse:
     ]
     latest = list(window.select_related("attempt_of").order_by("-created_at", "-id")[:LATEST_DECISIONS])
     pathways = list(
-        Pathway.objects.annotate(decided=Count("entries", filter=Q(entries__reason=RoutingEntry.PATHWAY)))
+        Pathway.objects.annotate(decided=Count("entries", filter=Q(entries__reason=RoutingEntry.Reason.PATHWAY)))
         .order_by("-updated_at")[:PATHWAYS_SHOWN]
     )
     return render(request, "supervisor/routing.html", {

@@ -48,10 +48,10 @@ def seed_history(skill: str, rate: float, samples: int = 50, model: str = FAST) 
     """`samples` router-chosen first attempts of `skill`, `round(rate * samples)` of them passing."""
     passes = round(rate * samples)
     for index in range(samples):
-        status = RoutingEntry.PASS if index < passes else RoutingEntry.FAIL
+        status = RoutingEntry.Status.PASS if index < passes else RoutingEntry.Status.FAIL
         do_log_routing_entry(
             skill=skill,
-            decision=Decision(model, RoutingEntry.FLOOR, None, 0, None),
+            decision=Decision(model, RoutingEntry.Reason.FLOOR, None, 0, None),
             attempt=Attempt(status),
             is_final=True,
             session_id="seed",

@@ -100,12 +100,7 @@ class Command(BaseCommand):
             options,
             2 * calls,
             lambda on_progress: simulate_areas(
-                parse_areas(options["areas"]),
-                calls=calls,
-                seed=options["seed"],
-                window=options["window"],
-                min_samples=options["min_samples"],
-                on_progress=on_progress,
+                parse_areas(options["areas"]), calls=calls, on_progress=on_progress, **self.router_options(options)
             ),
         )
 
@@ -128,16 +123,19 @@ class Command(BaseCommand):
             lambda on_progress: simulate(
                 parse_skills(options["skills"]),
                 calls=calls,
-                seed=options["seed"],
                 drop_at=options["drop_at"],
                 drop_to=options["drop_to"],
                 drop_skills=drop_skills,
                 ttl=options["ttl"],
-                window=options["window"],
-                min_samples=options["min_samples"],
                 on_progress=on_progress,
+                **self.router_options(options),
             ),
         )
+
+    @staticmethod
+    def router_options(options: dict) -> dict:
+        """The options both workloads pass on: the seed and the router settings they override."""
+        return {"seed": options["seed"], "window": options["window"], "min_samples": options["min_samples"]}
 
     def with_progress(self, options: dict, total: int, simulation: Callable[[Callable[[int], None] | None], T]) -> T:
         """Run `simulation` with a progress bar of `total` calls (unless --no-progress); a bad spec is a CommandError."""
