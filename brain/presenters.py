@@ -58,6 +58,9 @@ def note_detail(note: Note) -> dict:
         "body": note.body,
         "frontmatter": note.frontmatter,
         "source": note.source,
+        # Who wrote it and who last reviewed it (usernames; null: the service identity or an import).
+        "author": note.created_by.get_username() if note.created_by_id else None,
+        "reviewed_by": note.reviewed_by.get_username() if note.reviewed_by_id else None,
         "session_id": note.session_id,
         "content_hash": note.content_hash,
         "review_note": note.review_note,
@@ -92,6 +95,8 @@ NOTE_DETAIL_SCHEMA = {
         "body": {"type": "string"},
         "frontmatter": {"type": "object"},
         "source": {"type": "string"},
+        "author": {"type": ["string", "null"], "description": "username of the person who wrote the note"},
+        "reviewed_by": {"type": ["string", "null"], "description": "username of the person who last reviewed it"},
         "session_id": {"type": "string"},
         "content_hash": {"type": "string"},
         "review_note": {"type": "string"},

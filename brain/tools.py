@@ -30,6 +30,8 @@ brain = register_endpoint(
         "brain",
         title="hyperguild brain",
         token_setting="BRAIN_MCP_TOKEN",
+        # Reading is the default scope of its tools; writing notes and logging sessions are asked for apart.
+        scopes=("brain:read", "brain:write", "sessions:write"),
         instructions=(
             "The team's knowledge base. Search it before you work (brain_query, brain_context), "
             "read notes (brain_get), record what you learn (brain_write) and log the session (session_log)."
@@ -129,6 +131,7 @@ def brain_get(arguments: dict, ctx: ToolContext) -> dict:
         "required": ["title", "body"],
     },
     output_schema=NOTE_REF_SCHEMA,
+    scope="brain:write",
 )
 def brain_write(arguments: dict, ctx: ToolContext) -> dict:
     return _run_write(
@@ -139,6 +142,7 @@ def brain_write(arguments: dict, ctx: ToolContext) -> dict:
         slug=arguments.get("slug"),
         session_id=arguments.get("session_id", ""),
         source="mcp",
+        user=ctx.actor,
     )
 
 
@@ -163,6 +167,7 @@ def brain_write(arguments: dict, ctx: ToolContext) -> dict:
         "required": ["title", "body", "wing"],
     },
     output_schema=NOTE_REF_SCHEMA,
+    scope="brain:write",
 )
 def brain_ingest(arguments: dict, ctx: ToolContext) -> dict:
     return _run_write(
@@ -174,6 +179,7 @@ def brain_ingest(arguments: dict, ctx: ToolContext) -> dict:
         frontmatter=arguments.get("frontmatter"),
         slug=arguments.get("slug"),
         source="mcp",
+        user=ctx.actor,
     )
 
 
@@ -188,6 +194,7 @@ def brain_ingest(arguments: dict, ctx: ToolContext) -> dict:
         "required": ["title", "body"],
     },
     output_schema=NOTE_REF_SCHEMA,
+    scope="brain:write",
 )
 def brain_ingest_raw(arguments: dict, ctx: ToolContext) -> dict:
     return _run_write(
@@ -198,6 +205,7 @@ def brain_ingest_raw(arguments: dict, ctx: ToolContext) -> dict:
         slug=arguments.get("slug"),
         session_id=arguments.get("session_id", ""),
         source="mcp",
+        user=ctx.actor,
     )
 
 

@@ -59,6 +59,8 @@ class QueueFilterForm(forms.Form):
     source = forms.CharField(required=False, max_length=50)
     session = forms.CharField(required=False, max_length=200)
     kind = forms.CharField(required=False, max_length=100)
+    # A username: whose notes ("Mine" links to the signed-in person's own).
+    author = forms.CharField(required=False, max_length=150)
     age = forms.ChoiceField(
         required=False,
         choices=[("", "any age"), ("1d", "last 24 hours"), ("7d", "last 7 days"), ("30d", "last 30 days"),
@@ -175,6 +177,8 @@ def _filtered_queue(form: QueueFilterForm):
         notes = notes.filter(source=data["source"])
     if data["session"]:
         notes = notes.filter(session_id=data["session"])
+    if data["author"]:
+        notes = notes.filter(created_by__username=data["author"])
     if data["kind"]:
         notes = notes.filter(Q(frontmatter__kind=data["kind"]) | Q(provenance__kind=data["kind"]))
     if data["age"] in AGES:
@@ -365,8 +369,9 @@ def _undo_message(request: HttpRequest, text: str, note: Note) -> None:
 
 def _queue_context(request: HttpRequest, form: QueueFilterForm) -> dict:
     per = form.cleaned_data.get("per") if form.is_valid() else None
-    notes = _filtered_queue(form).only(
-        "id", "slug", "title", "source", "session_id", "frontmatter", "provenance", "created_at", "status"
+    notes = _filtered_queue(form).select_related("created_by").only(
+        "id", "slug", "title", "source", "session_id", "frontmatter", "provenance", "created_at", "status",
+        "created_by__username",
     ).annotate(excerpt=Substr("body", 1, EXCERPT_CHARS))
     page, querystring = paginate(request, notes, per_page=per or PAGE_SIZES[0])
     by_source = list(Note.objects.raw_queue().order_by().values("source").annotate(n=Count("id")).order_by("-n"))
@@ -384,6 +389,7 @@ def _queue_context(request: HttpRequest, form: QueueFilterForm) -> dict:
         "querystring": querystring,
         "filter_query": filter_query,
         "raw_total": sum(row["n"] for row in by_source),
+        "mine_total": Note.objects.raw_queue().filter(created_by=request.user).count(),
         "by_source": by_source,
         "kinds": kinds,
         "wings": wings,

@@ -220,6 +220,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_q",
     "axes",
+    "oauth2_provider",
     "hyperguild.apps.HyperguildConfig",
     "brain.apps.BrainConfig",
     "supervisor.apps.SupervisorConfig",
@@ -330,7 +331,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "static"
-LOGIN_URL = "/admin/login/"
+# hyperguild's own sign-in page: every person signs in there, staff or not (docs/people.md).
+LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 
 SESSION_COOKIE_HTTPONLY = True
@@ -383,3 +385,8 @@ LOGGING = {
         "django.security.DisallowedHost": {"handlers": [], "level": "CRITICAL", "propagate": False},
     },
 }
+
+# --- People: personal tokens and OAuth 2.1 for the MCP endpoints (docs/people.md) ----------
+# A personal token lives this many days unless made with --expires-days; the most a token may ask for.
+HYPERGUILD_TOKEN_DEFAULT_DAYS = env_int("HYPERGUILD_TOKEN_DEFAULT_DAYS", 90, minimum=1)
+HYPERGUILD_TOKEN_MAX_DAYS = env_int("HYPERGUILD_TOKEN_MAX_DAYS", 366, minimum=1)

@@ -20,9 +20,12 @@ class BrainTokenView(EndpointTokenAPIView):
 
 
 class SessionEntriesView(BrainTokenView):
+    def required_scope(self, request) -> str:
+        return "sessions:write" if request.method == "POST" else "brain:read"
+
     def post(self, request, session_id: str):
         # The same validation as session_log on MCP (sessions.actions' limit table); EntryRefused → 400.
-        result = do_log_checked_entry(session_id, request.data, source="rest")
+        result = do_log_checked_entry(session_id, request.data, source="rest", user=request.user.user)
         code = http_status.HTTP_201_CREATED if result["created"] else http_status.HTTP_200_OK
         return Response(result, status=code)
 

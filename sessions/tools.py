@@ -49,6 +49,7 @@ SESSION_LOG_OUTPUT = {
 
 @get_endpoint("brain").tool(
     name="session_log",
+    scope="sessions:write",
     title="Log a session event",
     description=(
         "Append a structured entry {kind, skill?, phase?, status?, message?, data?} to a session (created on "
@@ -64,7 +65,7 @@ SESSION_LOG_OUTPUT = {
 )
 def session_log(arguments: dict, ctx: ToolContext) -> dict:
     fields = {key: value for key, value in arguments.items() if key != "session_id"}
-    return do_log_checked_entry(arguments["session_id"], fields, source="mcp")
+    return do_log_checked_entry(arguments["session_id"], fields, source="mcp", user=ctx.actor)
 
 
 
@@ -117,7 +118,9 @@ def trainer(arguments: dict, ctx: ToolContext) -> dict:
 # --- the routed twins on /mcp/routing (the model is the router's choice) ---------------------
 
 
-def _routed_session_skill(skill: str, arguments: dict, run_with_model, judge, list_key: str) -> dict:
+def _routed_session_skill(
+    skill: str, arguments: dict, run_with_model, judge, list_key: str, *, requested_by=None
+) -> dict:
     """Route a sessions-app skill: `run_with_model(session_id, model)` does the work with the given model,
     `judge(outcome)` returns None if it passed or why it did not."""
     started = time.monotonic()
@@ -143,7 +146,9 @@ def _routed_session_skill(skill: str, arguments: dict, run_with_model, judge, li
         )
 
     try:
-        routed = route(skill, attempt, override=arguments.get("model"), session_id=arguments["session_id"])
+        routed = route(
+            skill, attempt, override=arguments.get("model"), session_id=arguments["session_id"], requested_by=requested_by
+        )
     except SessionNotFound as exc:
         raise ToolError(str(exc)) from None
     values = {
@@ -189,6 +194,7 @@ def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
         lambda session_id, model: run_retrospective(session_id, llm_model=model),
         retrospective_judge,
         "learnings",
+        requested_by=ctx.actor,
     )
 
 

@@ -37,6 +37,7 @@ routing = register_endpoint(
         "routing",
         title="hyperguild routing",
         token_setting="ROUTING_MCP_TOKEN",
+        scopes=("routing:run",),
         instructions="Skills answered by a fast or a thinking model, chosen by each skill's observed pass rate.",
     )
 )
@@ -361,6 +362,7 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
             override=arguments.get("model"),
             session_id=arguments.get("session_id", ""),
             cancelled=ctx.is_cancelled,
+            requested_by=ctx.actor,
             pathway=pathway,
         )
     except RoutingFailed as exc:
@@ -527,6 +529,7 @@ def debug(arguments: dict, ctx: ToolContext) -> dict:
         override=arguments.get("model"),
         session_id=arguments.get("session_id", ""),
         cancelled=ctx.is_cancelled,
+        requested_by=ctx.actor,
         pathway=pathway,
     )
     data = routed.data

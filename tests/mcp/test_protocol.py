@@ -141,7 +141,10 @@ def test_a_wrong_token_is_401_with_www_authenticate(asgi_server, settings):
     for header in ("Bearer wrong", "Bearer s3cret-and-more", "Basic s3cret", "s3cret"):
         response = mcp_post(f"{asgi_server}/mcp/brain", rpc("tools/list"), headers={"Authorization": header})
         assert response.status_code == 401, header
-        assert response.headers["www-authenticate"] == 'Bearer realm="hyperguild-brain"'
+        # The realm, the error and where the protected-resource metadata is (MCP authorization, RFC 9728).
+        challenge = response.headers["www-authenticate"]
+        assert challenge.startswith('Bearer realm="hyperguild-brain", error="'), challenge
+        assert 'resource_metadata="http://127.0.0.1:' in challenge and "/.well-known/oauth-protected-resource/mcp/brain" in challenge
 
 
 def test_the_right_token_opens_only_its_own_endpoint(asgi_server, settings):
