@@ -2,8 +2,8 @@
 
 Every change goes through `brain.actions` (promote, merge, reject); these
 views only validate a form, fetch the note and call one action. The queue
-and the note page read; all writes need staff, POST and CSRF
-(`hyperguild.ui.staff_action`).
+and the note page read; all writes need the reviewer role, POST and CSRF
+(`hyperguild.ui.role_action`; staff may too).
 """
 
 from __future__ import annotations
@@ -31,13 +31,15 @@ from brain.presenters import render_note_body
 from brain.search import SearchInputError, search
 from brain.slugs import MAX_SLUG_LENGTH, numbered, slugify_title
 from hyperguild.lib.diff import html_diff, similarity
-from hyperguild.ui import paginate, staff_action, staff_page
+from hyperguild.ui import paginate, role_action, role_page
 
 SIMILAR_NOTES = 6
 SIMILAR_QUERY_CHARS = 1000
 SIMILARITY_CHARS = 5000  # how much of two bodies the similarity score and diff compare
 HISTORY_LIMIT = 50
 AGES = {"1d": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
+
+REVIEW = "brain.review_note"  # the reviewer role (hyperguild.roles)
 
 
 # --- forms ------------------------------------------------------------------------------
@@ -412,7 +414,7 @@ def note_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return _note_page(request, get_object_or_404(Note, pk=pk))
 
 
-@staff_action
+@role_action(REVIEW)
 def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
     note, leave = _raw_note_or_leave(request, pk)
     if leave:
@@ -446,7 +448,7 @@ def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
     return _after_action(note, _filter_query(request))
 
 
-@staff_action
+@role_action(REVIEW)
 def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
     note, leave = _raw_note_or_leave(request, pk)
     if leave:
@@ -463,7 +465,7 @@ def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
     return _after_action(note, _filter_query(request))
 
 
-@staff_action
+@role_action(REVIEW)
 def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
     note = get_object_or_404(Note, pk=pk)
     form = EditForm(request.POST)
@@ -488,7 +490,7 @@ def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect(_note_url(edited.pk, _filter_query(request)))
 
 
-@staff_action
+@role_action(REVIEW)
 def refile_note(request: HttpRequest, pk: int) -> HttpResponse:
     note = get_object_or_404(Note, pk=pk)
     form = RefileForm(request.POST)
@@ -507,7 +509,7 @@ def refile_note(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("brain-note", pk=refiled.pk)
 
 
-@staff_action
+@role_action(REVIEW)
 def demote_note(request: HttpRequest, pk: int) -> HttpResponse:
     note = get_object_or_404(Note, pk=pk)
     form = DemoteForm(request.POST)
@@ -524,7 +526,7 @@ def demote_note(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("brain-note", pk=demoted.pk)
 
 
-@staff_action
+@role_action(REVIEW)
 def undo_change(request: HttpRequest, group: str) -> HttpResponse:
     revision = NoteRevision.objects.filter(group=group).order_by("id").first()
     if revision is None:
@@ -552,7 +554,7 @@ def _merge_context(request: HttpRequest, note: Note, target: Note | None, body: 
     }
 
 
-@staff_page
+@role_page(REVIEW)
 def merge_preview(request: HttpRequest, pk: int) -> HttpResponse:
     """GET: the combined text of the target and this note, to edit before saving. Writes nothing."""
     note = get_object_or_404(Note, pk=pk)
@@ -568,7 +570,7 @@ def merge_preview(request: HttpRequest, pk: int) -> HttpResponse:
                   status=200 if target or not request.GET.get("into") else 400)
 
 
-@staff_action
+@role_action(REVIEW, json=True)
 def merge_render(request: HttpRequest, pk: int) -> JsonResponse:
     """The live preview: the edited combined text rendered (sanitised) and diffed against the target now."""
     get_object_or_404(Note, pk=pk)
@@ -581,7 +583,7 @@ def merge_render(request: HttpRequest, pk: int) -> JsonResponse:
     })
 
 
-@staff_action
+@role_action(REVIEW)
 def merge_note(request: HttpRequest, pk: int) -> HttpResponse:
     note, leave = _raw_note_or_leave(request, pk)
     if leave:
@@ -625,7 +627,7 @@ def _first_heading(body: str) -> str:
     return ""
 
 
-@staff_action
+@role_action(REVIEW)
 def bulk_review(request: HttpRequest) -> HttpResponse:
     form = BulkForm(request.POST)
     filter_query = request.POST.get("next_query", "")[:2000]

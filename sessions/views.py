@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from brain.models import Note
 from hyperguild.lib.diff import html_diff
-from hyperguild.ui import paginate, staff_action, staff_page
+from hyperguild.ui import paginate, role_action, role_page
 from sessions import actions
 from sessions.models import AgentSession, SessionEntry, TrainingExample
 from sessions.trl_export import export_examples as export_training_examples
@@ -35,6 +35,8 @@ MESSAGE_FIELDS_BY_KIND = {
     TrainingExample.Kind.SFT: ("prompt", "completion"),
     TrainingExample.Kind.DPO: ("prompt", "chosen", "rejected"),
 }
+
+CURATE = "agent_sessions.curate_trainingexample"  # the curator role (hyperguild.roles)
 
 
 # --- sessions -----------------------------------------------------------------------------
@@ -183,7 +185,7 @@ def _after_curation(example: TrainingExample) -> HttpResponse:
     return redirect(f"{reverse('sessions-training')}?kind={example.kind}")
 
 
-@staff_action
+@role_action(CURATE)
 def approve_example(request: HttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
     try:
@@ -196,7 +198,7 @@ def approve_example(request: HttpRequest, pk: int) -> HttpResponse:
     return _after_curation(example)
 
 
-@staff_action
+@role_action(CURATE)
 def reject_example(request: HttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
     form = RejectExampleForm(request.POST)
@@ -207,7 +209,7 @@ def reject_example(request: HttpRequest, pk: int) -> HttpResponse:
     return _after_curation(example)
 
 
-@staff_action
+@role_action(CURATE)
 def swap_example(request: HttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
     try:
@@ -230,7 +232,7 @@ def messages_from_post(post, field: str) -> list[dict] | None:
     return result if index else None
 
 
-@staff_action
+@role_action(CURATE)
 def edit_example(request: HttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
     fields = {}
@@ -248,7 +250,7 @@ def edit_example(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("sessions-training-detail", pk=example.pk)
 
 
-@staff_page
+@role_page(CURATE)
 def export_examples(request: HttpRequest, kind: str) -> HttpResponse:
     """The approved examples of one kind as JSONL in the shapes TRL reads (the `trainer_export` logic)."""
     if kind not in TrainingExample.Kind.values:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib
 import io
 
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import call_command
+
+from hyperguild.roles import grant_permissions
 
 SERVICE_TOKENS = {"BRAIN_MCP_TOKEN": "brain-env", "SUPERVISOR_MCP_TOKEN": "sup-env", "ROUTING_MCP_TOKEN": "route-env"}
 
@@ -25,7 +28,24 @@ def live(asgi_server, settings, transactional_db):
     bm25.reset()
 
 
+ROLE_MIGRATIONS = {
+    "brain": "brain.migrations.0008_role_permissions",
+    "agent_sessions": "sessions.migrations.0005_role_permissions",
+    "supervisor": "supervisor.migrations.0007_role_permissions",
+}
+
+
+def restore_roles() -> None:
+    """The groups the migrations made, as they made them: a transactional test's flush empties every table."""
+    from django.apps import apps
+
+    for label, module in ROLE_MIGRATIONS.items():
+        grant_permissions(apps, label, importlib.import_module(module).GRANTS)
+
+
 def make_person(username: str, *roles: str, password: str = "pw-for-tests-123", **fields):
+    if roles and not Group.objects.filter(name__in=roles).count() == len(roles):
+        restore_roles()
     user = get_user_model().objects.create_user(username, password=password, **fields)
     for role in roles:
         user.groups.add(Group.objects.get(name=role))
