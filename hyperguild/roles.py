@@ -24,7 +24,7 @@ def grant_permissions(apps, app_label: str, grants: dict[str, list[str]]) -> Non
     from django.contrib.auth.management import create_permissions
 
     app_config = apps.get_app_config(app_label)
-    if not app_config.models_module:
+    if not getattr(app_config, "models_module", None):
         app_config.models_module = True  # a migration's app registry: create_permissions would skip it
     create_permissions(app_config, apps=apps, verbosity=0)
     Group = apps.get_model("auth", "Group")
