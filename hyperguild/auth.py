@@ -165,6 +165,8 @@ def authenticate_bearer(
     wanted = {required_scope} if isinstance(required_scope, str) else set(required_scope)
     endpoints = [endpoint] if endpoint is not None else endpoints_with_scope(wanted)
     metadata = resource_metadata_url(request, endpoints[0] if len(endpoints) == 1 else None)
+    # The scopes to ask for (MCP authorization, "scope selection"): what this door needs, in declaration order.
+    challenge_scope = " ".join(scope for scope in known_scopes() if scope in wanted)
     header = request.META.get("HTTP_AUTHORIZATION", "")
     if not header:
         if endpoints and not any(e.token() for e in endpoints):
@@ -173,7 +175,7 @@ def authenticate_bearer(
         raise BearerRefused(
             401, f"{paths} needs Authorization: Bearer <token> (a personal token, an OAuth token or the server's "
             f"{' / '.join(e.token_setting for e in endpoints if e.token_setting) or 'token'}).",
-            resource_metadata=metadata,
+            scope=challenge_scope, resource_metadata=metadata,
         )  # fmt: skip
     scheme, _, value = header.partition(" ")
     value = value.strip()
@@ -194,15 +196,15 @@ def authenticate_bearer(
         else:
             identity = _oauth_identity(value, request, endpoints)
         if identity is None:
-            raise BearerRefused(401, "The bearer token is not valid here: unknown, revoked or expired.",
-                                error="invalid_token", resource_metadata=metadata)  # fmt: skip
+            raise BearerRefused(401, "The bearer token is not valid here: unknown, revoked, expired, or issued for "
+                                "another endpoint.", error="invalid_token", scope=challenge_scope,
+                                resource_metadata=metadata)  # fmt: skip
 
     if wanted and not wanted & identity.scopes:
-        needed = " ".join(sorted(wanted))
         raise BearerRefused(
             403, f"This token's scopes ({', '.join(sorted(identity.scopes)) or 'none'}) do not reach "
-            f"{request.path}; it needs one of: {needed}.",
-            error="insufficient_scope", scope=needed, resource_metadata=metadata,
+            f"{request.path}; it needs one of: {challenge_scope}.",
+            error="insufficient_scope", scope=challenge_scope, resource_metadata=metadata,
         )  # fmt: skip
     if identity.via in ("token", "oauth"):
         _record_use(identity, request)
@@ -233,8 +235,9 @@ def _oauth_identity(value: str, request: HttpRequest, endpoints: list[Endpoint])
     )
     if token is None or token.is_expired() or token.user is None or not token.user.is_active:
         return None
-    # Bound to the resource it was issued for (RFC 8707): a token for /mcp/brain opens nothing else.
-    if endpoints and not any(token.allows_audience(resource_url(request, e)) for e in endpoints):
+    # Bound to the resource it was issued for (RFC 8707): a token for /mcp/brain opens nothing else, and a
+    # token bound to nothing (a client that sent no `resource`) opens nothing at all.
+    if not token.resource or not any(token.allows_audience(resource_url(request, e)) for e in endpoints):
         return None
     client = token.application.name if token.application else "OAuth client"
     return Identity(user=token.user, scopes=frozenset(token.scope.split()), via="oauth",

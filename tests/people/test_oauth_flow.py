@@ -148,7 +148,7 @@ def test_the_mcp_client_signs_a_person_in_and_then_lists_tools_and_queries(live)
     assert mcp_post(url, rpc("tools/list"), headers=bearer(token)).status_code == 200
 
 
-def test_a_token_without_the_scope_of_an_endpoint_is_refused_there_with_403(live):
+def test_an_oauth_token_holds_only_its_scopes_and_must_be_bound_to_an_endpoint(live):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -156,15 +156,23 @@ def test_a_token_without_the_scope_of_an_endpoint_is_refused_there_with_403(live
     olga = make_person("olga", password=PASSWORD)
     app = Application.objects.create(name="cli", client_type="public", authorization_grant_type="authorization-code",
                                      redirect_uris=REDIRECT_URI)  # fmt: skip
-    AccessToken.objects.create(user=olga, application=app, token="unbound-brain-reader", scope="brain:read",
+    brain = f"{live}/mcp/brain"
+    AccessToken.objects.create(user=olga, application=app, token="hooks-only", scope="sessions:write",
+                               resource=[brain], expires=timezone.now() + timedelta(hours=1))  # fmt: skip
+    AccessToken.objects.create(user=olga, application=app, token="bound-to-nothing", scope="brain:read",
                                expires=timezone.now() + timedelta(hours=1))  # fmt: skip
-    assert mcp_post(f"{live}/mcp/brain", rpc("tools/list"), headers=bearer("unbound-brain-reader")).status_code == 200
-    refused = mcp_post(f"{live}/mcp/supervisor", rpc("tools/list"), headers=bearer("unbound-brain-reader"))
+    assert mcp_post(brain, rpc("tools/list"), headers=bearer("hooks-only")).status_code == 200
+    query = mcp_post(brain, rpc("tools/call", {"name": "brain_query", "arguments": {"query": "x"}}),
+                     headers=bearer("hooks-only")).json()["result"]  # fmt: skip
+    assert query["isError"] is True and "needs the brain:read scope" in query["content"][0]["text"]
+    refused = httpx.post(f"{live}/query", json={"query": "x"}, headers=bearer("hooks-only"), timeout=30)
     assert refused.status_code == 403
     assert 'error="insufficient_scope"' in refused.headers["WWW-Authenticate"]
-    assert 'scope="supervisor:run"' in refused.headers["WWW-Authenticate"]
+    assert 'scope="brain:read"' in refused.headers["WWW-Authenticate"]
+    unbound = mcp_post(brain, rpc("tools/list"), headers=bearer("bound-to-nothing"))
+    assert unbound.status_code == 401 and 'error="invalid_token"' in unbound.headers["WWW-Authenticate"]
     AccessToken.objects.update(expires=timezone.now() - timedelta(seconds=1))
-    assert mcp_post(f"{live}/mcp/brain", rpc("tools/list"), headers=bearer("unbound-brain-reader")).status_code == 401
+    assert mcp_post(brain, rpc("tools/list"), headers=bearer("hooks-only")).status_code == 401
 
 
 def test_a_person_who_denies_consent_gets_no_token(live):
@@ -197,7 +205,9 @@ def test_discovery_documents_describe_each_endpoint(live):
     assert {"brain:read", "brain:write", "sessions:write", "supervisor:run", "routing:run"} <= set(asm["scopes_supported"])
     no_token = mcp_post(f"{live}/mcp/brain", rpc("tools/list"))
     assert no_token.status_code == 401
-    assert f'resource_metadata="{live}/.well-known/oauth-protected-resource/mcp/brain"' in no_token.headers["WWW-Authenticate"]
+    challenge = no_token.headers["WWW-Authenticate"]
+    assert f'resource_metadata="{live}/.well-known/oauth-protected-resource/mcp/brain"' in challenge
+    assert 'scope="brain:read brain:write sessions:write"' in challenge
 
 
 def test_an_authorization_without_pkce_is_refused(live):
