@@ -17,7 +17,7 @@ from django_q.models import Schedule
 from hyperguild.auth import check_scopes, new_personal_token
 from hyperguild.contributions import schedules
 from hyperguild.errors import DomainError
-from hyperguild.models import McpCancellation, PersonalToken, WorkerHeartbeat
+from hyperguild.models import CredentialUse, McpCancellation, PersonalToken, WorkerHeartbeat
 
 HEARTBEAT_NAME = "qcluster"
 
@@ -85,6 +85,13 @@ def do_record_mcp_cancellation(endpoint: str, request_id_json: str, reason: str 
 @transaction.atomic
 def do_purge_mcp_cancellations() -> int:
     deleted, _ = McpCancellation.objects.filter(created_at__lt=timezone.now() - CANCELLATION_KEEP).delete()
+    return deleted
+
+
+def do_purge_credential_uses() -> int:
+    """Forget audit rows older than HYPERGUILD_AUDIT_KEEP_DAYS (the tokens keep their own last use)."""
+    cutoff = timezone.now() - timedelta(days=settings.HYPERGUILD_AUDIT_KEEP_DAYS)
+    deleted, _ = CredentialUse.objects.filter(at__lt=cutoff).delete()
     return deleted
 
 

@@ -390,6 +390,8 @@ LOGGING = {
 # A personal token lives this many days unless made with --expires-days; the most a token may ask for.
 HYPERGUILD_TOKEN_DEFAULT_DAYS = env_int("HYPERGUILD_TOKEN_DEFAULT_DAYS", 90, minimum=1)
 HYPERGUILD_TOKEN_MAX_DAYS = env_int("HYPERGUILD_TOKEN_MAX_DAYS", 366, minimum=1)
+# How long the audit of token and OAuth use (CredentialUse) is kept.
+HYPERGUILD_AUDIT_KEEP_DAYS = env_int("HYPERGUILD_AUDIT_KEEP_DAYS", 90, minimum=1)
 # django-oauth-toolkit as the authorization server of the MCP endpoints (hyperguild/oauth.py).
 HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS = env_int("HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
 HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS = env_int("HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1)

@@ -44,12 +44,18 @@ CURATE = "agent_sessions.curate_trainingexample"  # the curator role (hyperguild
 
 @login_required
 def session_list(request: HttpRequest) -> HttpResponse:
-    sessions = AgentSession.objects.annotate(n_entries=Count("entries")).order_by("-updated_at", "-id")
+    sessions = (
+        AgentSession.objects.select_related("started_by").annotate(n_entries=Count("entries")).order_by("-updated_at", "-id")
+    )
     query = request.GET.get("q", "").strip()[:200]
     if query:
         sessions = sessions.filter(Q(external_id__icontains=query) | Q(project__icontains=query))
+    mine = request.GET.get("mine") == "1"
+    if mine:
+        sessions = sessions.filter(started_by=request.user)
     page, querystring = paginate(request, sessions)
-    return render(request, "sessions/session_list.html", {"page_obj": page, "querystring": querystring, "q": query})
+    return render(request, "sessions/session_list.html",
+                  {"page_obj": page, "querystring": querystring, "q": query, "mine": mine})
 
 
 @login_required

@@ -185,3 +185,48 @@ def test_the_command_lists_tokens_without_showing_them(db):
     listing = out.getvalue()
     assert "laptop" in listing and PersonalToken.objects.get().prefix in listing and "active" in listing
     assert token not in listing
+
+
+def test_session_logs_name_the_person_and_need_sessions_write(live):
+    from sessions.models import AgentSession, SessionEntry
+
+    hugo = make_person("hugo")
+    hooks = token_for("hugo", "brain:read", "sessions:write")
+    reader = token_for("hugo", "brain:read")
+    logged = call_tool(f"{live}/mcp/brain", "session_log", {"session_id": "s-hugo", "kind": "decision", "message": "pin it"},
+                       headers=bearer(hooks))  # fmt: skip
+    assert logged["isError"] is False, logged
+    rest = httpx.post(f"{live}/sessions/s-hugo/entries", json={"kind": "note", "message": "via REST"},
+                      headers=bearer(hooks), timeout=30)  # fmt: skip
+    assert rest.status_code == 201, rest.text
+    session = AgentSession.objects.get(external_id="s-hugo")
+    assert session.started_by == hugo
+    assert list(SessionEntry.objects.order_by("seq").values_list("logged_by", flat=True)) == ["hugo", "hugo"]
+
+    refused = call_tool(f"{live}/mcp/brain", "session_log", {"session_id": "s-hugo", "kind": "note"}, headers=bearer(reader))
+    assert refused["isError"] is True and "sessions:write" in refused["content"][0]["text"]
+    refused_rest = httpx.post(f"{live}/sessions/s-hugo/entries", json={"kind": "note"}, headers=bearer(reader), timeout=30)
+    assert refused_rest.status_code == 403
+    assert SessionEntry.objects.count() == 2
+    # Reading the log back needs only brain:read.
+    assert httpx.get(f"{live}/sessions/s-hugo/entries", headers=bearer(reader), timeout=30).status_code == 200
+
+    browser = Client()
+    browser.force_login(hugo)
+    assert "s-hugo" in browser.get(reverse("sessions-list"), {"mine": "1"}).content.decode()
+    other = make_person("ines")
+    browser.force_login(other)
+    assert "s-hugo" not in browser.get(reverse("sessions-list"), {"mine": "1"}).content.decode()
+
+
+def test_old_audit_rows_are_purged_by_the_heartbeat(db, settings):
+    from hyperguild.tasks import heartbeat
+
+    settings.HYPERGUILD_AUDIT_KEEP_DAYS = 30
+    alice = make_person("alice")
+    old = CredentialUse.objects.create(user=alice, kind="token", credential="hgp_x", method="POST", path="/mcp/brain",
+                                       at=timezone.now() - timedelta(days=31))  # fmt: skip
+    recent = CredentialUse.objects.create(user=alice, kind="token", credential="hgp_x", method="POST", path="/mcp/brain")
+    heartbeat()
+    assert list(CredentialUse.objects.values_list("pk", flat=True)) == [recent.pk]
+    assert not CredentialUse.objects.filter(pk=old.pk).exists()
