@@ -147,6 +147,17 @@ def test_the_mcp_client_signs_a_person_in_and_then_lists_tools_and_queries(live)
         assert f"/.well-known/oauth-protected-resource/mcp/{other}" in refused.headers["WWW-Authenticate"]
     assert mcp_post(url, rpc("tools/list"), headers=bearer(token)).status_code == 200
 
+    # An hour later the client refreshes: the new token keeps the binding and the scopes, the old one is gone.
+    refreshed = httpx.post(f"{live}/oauth/token/", data={
+        "grant_type": "refresh_token", "refresh_token": storage.tokens.refresh_token,
+        "client_id": storage.client_info.client_id, "resource": url,
+    }, timeout=30)  # fmt: skip
+    assert refreshed.status_code == 200, refreshed.text
+    fresh = refreshed.json()["access_token"]
+    assert mcp_post(url, rpc("tools/list"), headers=bearer(fresh)).status_code == 200
+    assert mcp_post(f"{live}/mcp/supervisor", rpc("tools/list"), headers=bearer(fresh)).status_code == 401
+    assert mcp_post(url, rpc("tools/list"), headers=bearer(token)).status_code == 401
+
 
 def test_an_oauth_token_holds_only_its_scopes_and_must_be_bound_to_an_endpoint(live):
     from datetime import timedelta
