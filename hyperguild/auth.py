@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError
 from django.db.models import Q
 from django.http import HttpRequest
@@ -140,15 +141,22 @@ def token_digest(token: str) -> str:
 # --- the one bearer check --------------------------------------------------------------
 
 
+def public_url(request: HttpRequest, path: str) -> str:
+    """An absolute URL as clients reach it: under HYPERGUILD_PUBLIC_URL when set (behind a proxy), else this request's."""
+    if settings.HYPERGUILD_PUBLIC_URL:
+        return settings.HYPERGUILD_PUBLIC_URL.rstrip("/") + path
+    return request.build_absolute_uri(path)
+
+
 def resource_url(request: HttpRequest, endpoint: Endpoint) -> str:
     """The endpoint's canonical URL, the resource an OAuth token must be bound to (RFC 8707)."""
-    return request.build_absolute_uri(f"/mcp/{endpoint.name}")
+    return public_url(request, f"/mcp/{endpoint.name}")
 
 
 def resource_metadata_url(request: HttpRequest, endpoint: Endpoint | None) -> str:
     """Where the protected-resource metadata of this endpoint is (RFC 9728 path form)."""
     suffix = f"/mcp/{endpoint.name}" if endpoint is not None else ""
-    return request.build_absolute_uri(f"/.well-known/oauth-protected-resource{suffix}")
+    return public_url(request, f"/.well-known/oauth-protected-resource{suffix}")
 
 
 def authenticate_bearer(

@@ -21,7 +21,7 @@ from django.http import JsonResponse
 from oauth2_provider.scopes import BaseScopes
 from oauth2_provider.views import OAuthProtectedResourceMetadataView
 
-from hyperguild.auth import known_scopes
+from hyperguild.auth import known_scopes, public_url
 from hyperguild.mcp.registry import find_endpoint
 
 
@@ -58,9 +58,7 @@ class EndpointResourceMetadataView(OAuthProtectedResourceMetadataView):
         return super().dispatch(request, *args, **kwargs)
 
     def get_resource(self, request) -> str:
-        if self.endpoint is None:
-            return request.build_absolute_uri("/")
-        return request.build_absolute_uri(f"/mcp/{self.endpoint.name}")
+        return public_url(request, f"/mcp/{self.endpoint.name}" if self.endpoint is not None else "/")
 
     def get_scopes_supported(self) -> list[str]:
         return list(self.endpoint.scopes) if self.endpoint is not None else list(known_scopes())

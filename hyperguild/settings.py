@@ -426,4 +426,6 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
     "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
     "OAUTH2_PROTECTED_RESOURCE_NAME": "hyperguild",
+    # Behind a proxy the issuer (and the endpoints' URLs) are the public ones; else they follow each request.
+    "OIDC_ISS_ENDPOINT": HYPERGUILD_PUBLIC_URL.rstrip("/"),
 }

@@ -249,3 +249,15 @@ def _signed_in_cookies(base: str, username: str) -> httpx.Cookies:
                                              "username": username, "password": PASSWORD})  # fmt: skip
         assert done.status_code == 302
         return browser.cookies
+
+
+def test_behind_a_proxy_the_documents_name_the_public_url(live, settings):
+    public = "https://brain.example.com"
+    settings.HYPERGUILD_PUBLIC_URL = public
+    settings.OAUTH2_PROVIDER = {**settings.OAUTH2_PROVIDER, "OIDC_ISS_ENDPOINT": public}  # as settings.py derives it
+    prm = httpx.get(f"{live}/.well-known/oauth-protected-resource/mcp/brain").json()
+    assert prm["resource"] == f"{public}/mcp/brain" and prm["authorization_servers"] == [public]
+    asm = httpx.get(f"{live}/.well-known/oauth-authorization-server").json()
+    assert asm["issuer"] == public and asm["token_endpoint"] == f"{public}/oauth/token/"
+    challenge = mcp_post(f"{live}/mcp/brain", rpc("tools/list")).headers["WWW-Authenticate"]
+    assert f'resource_metadata="{public}/.well-known/oauth-protected-resource/mcp/brain"' in challenge
