@@ -128,6 +128,7 @@ def test_the_mcp_client_signs_a_person_in_and_then_lists_tools_and_queries(live)
     # The consent page named the client, the person, the scopes and the resource.
     assert "pytest MCP client" in browser.consent_page and "olga" in browser.consent_page
     assert "brain:read" in browser.consent_page and f"<code id=\"consent-resource\">{url}</code>" in browser.consent_page
+    assert f'<code id="consent-redirect">{REDIRECT_URI}</code>' in browser.consent_page
 
     # What it writes names the person who consented.
     assert written.is_error is False, written
@@ -219,6 +220,21 @@ def test_discovery_documents_describe_each_endpoint(live):
     challenge = no_token.headers["WWW-Authenticate"]
     assert f'resource_metadata="{live}/.well-known/oauth-protected-resource/mcp/brain"' in challenge
     assert 'scope="brain:read brain:write sessions:write"' in challenge
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"redirect_uris": ["javascript:alert(1)"], "token_endpoint_auth_method": "none"},
+        {"redirect_uris": [], "token_endpoint_auth_method": "none"},
+        {"redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "private_key_jwt"},
+    ],
+)
+def test_a_bad_client_registration_is_refused_and_registers_nothing(live, metadata):
+    response = httpx.post(f"{live}/oauth/register/", json={"client_name": "bad", **metadata}, timeout=30)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"].startswith("invalid_")
+    assert Application.objects.count() == 0
 
 
 def test_an_authorization_without_pkce_is_refused(live):
