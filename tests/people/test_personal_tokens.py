@@ -29,6 +29,7 @@ def test_a_token_made_with_the_command_writes_notes_whose_author_is_alice(live):
     result = call_tool(f"{live}/mcp/brain", "brain_write", NOTE, headers=bearer(token))
     assert result["isError"] is False, result
     slug = result["structuredContent"]["slug"]
+    assert result["structuredContent"]["author"] == "alice"
     note = Note.objects.get(slug=slug)
     assert note.created_by == alice
 
