@@ -36,9 +36,9 @@ class LinkOutInline(admin.TabularInline):
 
 @admin.register(Note)
 class NoteAdmin(admin.ModelAdmin):
-    list_display = ("slug", "title", "status", "wing", "hall", "source", "reviewed_by", "updated_at")
-    list_filter = ("status", "wing", "hall", "source")
-    search_fields = ("slug", "title", "body", "session_id")
+    list_display = ("slug", "title", "status", "wing", "hall", "source", "created_by", "reviewed_by", "updated_at")
+    list_filter = ("status", "wing", "hall", "source", ("created_by", admin.RelatedOnlyFieldListFilter))
+    search_fields = ("slug", "title", "body", "session_id", "created_by__username")
     list_select_related = ("reviewed_by", "created_by")
     date_hierarchy = "created_at"
     # Writes go through the actions (hash, links, search version); the admin only reads fields.

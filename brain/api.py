@@ -75,6 +75,8 @@ class IngestSerializer(NoteInputSerializer):
 
 
 class QueryView(BrainAPIView):
+    token_scope = "brain:read"
+
     def post(self, request):
         args = self.validated(QuerySerializer)
         response = search(
@@ -85,21 +87,25 @@ class QueryView(BrainAPIView):
 
 
 class WriteView(BrainAPIView):
+    token_scope = "brain:write"
+
     def post(self, request):
         args = self.validated(NoteInputSerializer)
         note = do_write_raw_note(
             title=args["title"], body=args["body"], frontmatter=args.get("frontmatter"), slug=args.get("slug"),
-            session_id=args.get("session_id", ""), source=REST_SOURCE,
+            session_id=args.get("session_id", ""), source=REST_SOURCE, user=request.user.user,
         )  # fmt: skip
         return Response(note_ref(note), status=status.HTTP_201_CREATED)
 
 
 class IngestView(BrainAPIView):
+    token_scope = "brain:write"
+
     def post(self, request):
         args = self.validated(IngestSerializer)
         common = {
             "title": args["title"], "body": args["body"], "frontmatter": args.get("frontmatter"),
-            "slug": args.get("slug"), "source": REST_SOURCE,
+            "slug": args.get("slug"), "source": REST_SOURCE, "user": request.user.user,
         }  # fmt: skip
         if args["raw"]:
             note = do_ingest_raw_note(**common, session_id=args.get("session_id", ""))
@@ -109,6 +115,8 @@ class IngestView(BrainAPIView):
 
 
 class NoteView(BrainAPIView):
+    token_scope = "brain:read"
+
     def get(self, request, slug: str):
         note = Note.objects.filter(slug=slug).first()
         if note is None:

@@ -20,6 +20,8 @@ OFF_MESSAGE = (
 
 
 class BackfillEmbeddingsView(BrainAPIView):
+    token_scope = "brain:write"
+
     def post(self, request) -> Response:
         embedder = get_embedder()
         if embedder is None:

@@ -103,6 +103,8 @@ class Note(models.Model):
 
     class Meta:
         ordering = ["slug"]
+        # The reviewer role (docs/people.md): the group of that name holds it.
+        permissions = [("review_note", "Can promote, reject, merge, edit, re-file, demote notes and undo")]
         indexes = [
             models.Index(fields=["status", "wing", "hall"]),
             # `[[bare-name]]` links look for slugs ending in `/name` (brain.placement): a prefix

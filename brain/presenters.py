@@ -29,6 +29,8 @@ def note_ref(note: Note) -> dict:
         "hall": note.hall,
         "path": note.path,
         "uri": note_uri(note),
+        # Who wrote it (a username; null: the service identity or an import).
+        "author": note.created_by.get_username() if note.created_by_id else None,
     }
 
 
@@ -58,6 +60,8 @@ def note_detail(note: Note) -> dict:
         "body": note.body,
         "frontmatter": note.frontmatter,
         "source": note.source,
+        # Who last reviewed it (a username, or null).
+        "reviewed_by": note.reviewed_by.get_username() if note.reviewed_by_id else None,
         "session_id": note.session_id,
         "content_hash": note.content_hash,
         "review_note": note.review_note,
@@ -80,6 +84,7 @@ NOTE_REF_SCHEMA = {
         "hall": {"type": "string"},
         "path": {"type": "string"},
         "uri": {"type": "string"},
+        "author": {"type": ["string", "null"], "description": "username of the person who wrote the note"},
     },
     "required": ["note_id", "slug", "title", "status", "wing", "hall", "path", "uri"],
 }
@@ -92,6 +97,7 @@ NOTE_DETAIL_SCHEMA = {
         "body": {"type": "string"},
         "frontmatter": {"type": "object"},
         "source": {"type": "string"},
+        "reviewed_by": {"type": ["string", "null"], "description": "username of the person who last reviewed it"},
         "session_id": {"type": "string"},
         "content_hash": {"type": "string"},
         "review_note": {"type": "string"},

@@ -30,6 +30,8 @@ brain = register_endpoint(
         "brain",
         title="hyperguild brain",
         token_setting="BRAIN_MCP_TOKEN",
+        # Reading is the default scope of its tools; writing notes and logging sessions are asked for apart.
+        scopes=("brain:read", "brain:write", "sessions:write"),
         instructions=(
             "The team's knowledge base. Search it before you work (brain_query, brain_context), "
             "read notes (brain_get), record what you learn (brain_write) and log the session (session_log)."
@@ -66,7 +68,7 @@ def _run_write(action, **kwargs) -> dict:
     return note_ref(action(**kwargs))
 
 
-def _write_raw(action, arguments: dict) -> dict:
+def _write_raw(action, arguments: dict, user=None) -> dict:
     return _run_write(
         action,
         title=arguments["title"],
@@ -75,6 +77,7 @@ def _write_raw(action, arguments: dict) -> dict:
         slug=arguments.get("slug"),
         session_id=arguments.get("session_id", ""),
         source="mcp",
+        user=user,
     )
 
 
@@ -143,9 +146,10 @@ def brain_get(arguments: dict, ctx: ToolContext) -> dict:
     ),
     input_schema=RAW_NOTE_INPUT,
     output_schema=NOTE_REF_SCHEMA,
+    scope="brain:write",
 )
 def brain_write(arguments: dict, ctx: ToolContext) -> dict:
-    return _write_raw(do_write_raw_note, arguments)
+    return _write_raw(do_write_raw_note, arguments, ctx.actor)
 
 
 @brain.tool(
@@ -169,6 +173,7 @@ def brain_write(arguments: dict, ctx: ToolContext) -> dict:
         "required": ["title", "body", "wing"],
     },
     output_schema=NOTE_REF_SCHEMA,
+    scope="brain:write",
 )
 def brain_ingest(arguments: dict, ctx: ToolContext) -> dict:
     return _run_write(
@@ -180,6 +185,7 @@ def brain_ingest(arguments: dict, ctx: ToolContext) -> dict:
         frontmatter=arguments.get("frontmatter"),
         slug=arguments.get("slug"),
         source="mcp",
+        user=ctx.actor,
     )
 
 
@@ -189,9 +195,10 @@ def brain_ingest(arguments: dict, ctx: ToolContext) -> dict:
     description="Put a document into raw for a person to review and promote into the wiki. Not idempotent.",
     input_schema=RAW_NOTE_INPUT,
     output_schema=NOTE_REF_SCHEMA,
+    scope="brain:write",
 )
 def brain_ingest_raw(arguments: dict, ctx: ToolContext) -> dict:
-    return _write_raw(do_ingest_raw_note, arguments)
+    return _write_raw(do_ingest_raw_note, arguments, ctx.actor)
 
 
 class WikiNoteResources:

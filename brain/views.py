@@ -2,8 +2,8 @@
 
 Every change goes through `brain.actions` (promote, merge, reject); these
 views only validate a form, fetch the note and call one action. The queue
-and the note page read; all writes need staff, POST and CSRF
-(`hyperguild.ui.staff_action`).
+and the note page read; all writes need the reviewer role, POST and CSRF
+(`hyperguild.ui.role_action`; staff may too).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from brain.presenters import render_note_body
 from brain.search import SearchInputError, search
 from brain.slugs import MAX_SLUG_LENGTH, numbered, slugify_title
 from hyperguild.lib.diff import html_diff
-from hyperguild.ui import paginate, staff_action, staff_page
+from hyperguild.ui import paginate, role_action, role_page, staff_action
 
 HISTORY_LIMIT = 50
 BACKLINKS_LIMIT = 100
@@ -45,6 +45,8 @@ GUIDELINES_TEXT = """What goes into the wiki, and what does not.
 - Keep titles short and specific; put each note in the wing (and hall) where someone would look for it.
 """
 AGES = {"1d": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
+
+REVIEW = "brain.review_note"  # the reviewer role (hyperguild.roles)
 
 
 # --- forms ------------------------------------------------------------------------------
@@ -67,6 +69,8 @@ class QueueFilterForm(forms.Form):
     session = forms.CharField(required=False, max_length=200)
     kind = forms.CharField(required=False, max_length=100)
     project = forms.CharField(required=False, max_length=200)
+    # A username: whose notes ("Mine" links to the signed-in person's own).
+    author = forms.CharField(required=False, max_length=150)
     age = forms.ChoiceField(
         required=False,
         choices=[("", "any age"), ("1d", "last 24 hours"), ("7d", "last 7 days"), ("30d", "last 30 days"),
@@ -186,6 +190,8 @@ def _filtered_queue(form: QueueFilterForm):
         notes = notes.filter(source=data["source"])
     if data["session"]:
         notes = notes.filter(session_id=data["session"])
+    if data["author"]:
+        notes = notes.filter(created_by__username=data["author"])
     if data["kind"]:
         notes = notes.filter(Q(frontmatter__kind=data["kind"]) | Q(provenance__kind=data["kind"]))
     if data["project"]:
@@ -409,9 +415,9 @@ def _undo_message(request: HttpRequest, text: str, note: Note) -> None:
 
 def _queue_context(request: HttpRequest, form: QueueFilterForm) -> dict:
     per = form.cleaned_data.get("per") if form.is_valid() else None
-    notes = _filtered_queue(form).only(
+    notes = _filtered_queue(form).select_related("created_by").only(
         "id", "slug", "title", "source", "session_id", "frontmatter", "provenance", "created_at", "status",
-        "content_hash",
+        "content_hash", "created_by__username",
     ).annotate(excerpt=Substr("body", 1, EXCERPT_CHARS))
     page, querystring = paginate(request, notes, per_page=per or PAGE_SIZES[0])
     page.object_list = list(page.object_list)
@@ -438,6 +444,7 @@ def _queue_context(request: HttpRequest, form: QueueFilterForm) -> dict:
         "querystring": querystring,
         "filter_query": filter_query,
         "raw_total": sum(row["n"] for row in by_source),
+        "mine_total": Note.objects.raw_queue().filter(created_by=request.user).count(),
         "by_source": by_source,
         "kinds": kinds,
         "projects": projects,
@@ -476,7 +483,7 @@ def similar_panel(request: HttpRequest, pk: int) -> HttpResponse:
     })
 
 
-@staff_action
+@role_action(REVIEW)
 def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
     note, leave = _raw_note_or_leave(request, pk)
     if leave:
@@ -508,7 +515,7 @@ def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
     return _after_action(note, _filter_query(request))
 
 
-@staff_action
+@role_action(REVIEW)
 def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
     note, leave = _raw_note_or_leave(request, pk)
     if leave:
@@ -525,7 +532,7 @@ def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
     return _after_action(note, _filter_query(request))
 
 
-@staff_action
+@role_action(REVIEW)
 def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
     note = get_object_or_404(Note, pk=pk)
     form = EditForm(request.POST)
@@ -550,7 +557,7 @@ def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect(_note_url(edited.pk, _filter_query(request)))
 
 
-@staff_action
+@role_action(REVIEW)
 def refile_note(request: HttpRequest, pk: int) -> HttpResponse:
     note = get_object_or_404(Note, pk=pk)
     form = RefileForm(request.POST)
@@ -569,7 +576,7 @@ def refile_note(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("brain-note", pk=refiled.pk)
 
 
-@staff_action
+@role_action(REVIEW)
 def demote_note(request: HttpRequest, pk: int) -> HttpResponse:
     note = get_object_or_404(Note, pk=pk)
     form = DemoteForm(request.POST)
@@ -586,7 +593,7 @@ def demote_note(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("brain-note", pk=demoted.pk)
 
 
-@staff_action
+@role_action(REVIEW)
 def reopen_note(request: HttpRequest, pk: int) -> HttpResponse:
     note = get_object_or_404(Note, pk=pk)
     form = DemoteForm(request.POST)  # the same two fields: an optional reason and the version seen
@@ -612,7 +619,7 @@ def _return_path(request: HttpRequest, fallback: str) -> str:
     return fallback
 
 
-@staff_action
+@role_action(REVIEW)
 def undo_change(request: HttpRequest, group: str) -> HttpResponse:
     """Undo one action (or redo, when that action was an undo).
 
@@ -654,7 +661,7 @@ def _merge_context(request: HttpRequest, note: Note, target: Note | None, body: 
     }
 
 
-@staff_page
+@role_page(REVIEW)
 def merge_preview(request: HttpRequest, pk: int) -> HttpResponse:
     """GET: the combined text of the target and this note, to edit before saving. Writes nothing."""
     note = get_object_or_404(Note, pk=pk)
@@ -670,7 +677,7 @@ def merge_preview(request: HttpRequest, pk: int) -> HttpResponse:
                   status=200 if target or not request.GET.get("into") else 400)
 
 
-@staff_action
+@role_action(REVIEW, json=True)
 def merge_render(request: HttpRequest, pk: int) -> JsonResponse:
     """The live preview: the edited combined text rendered (sanitised) and diffed against the target now."""
     get_object_or_404(Note, pk=pk)
@@ -683,7 +690,7 @@ def merge_render(request: HttpRequest, pk: int) -> JsonResponse:
     })
 
 
-@staff_action
+@role_action(REVIEW)
 def merge_note(request: HttpRequest, pk: int) -> HttpResponse:
     note, leave = _raw_note_or_leave(request, pk)
     if leave:
@@ -727,7 +734,7 @@ def _first_heading(body: str) -> str:
     return ""
 
 
-@staff_action
+@role_action(REVIEW)
 def bulk_review(request: HttpRequest) -> HttpResponse:
     form = BulkForm(request.POST)
     filter_query = request.POST.get("next_query", "")[:2000]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
@@ -13,8 +14,10 @@ from django.db import transaction
 from django.utils import timezone
 from django_q.models import Schedule
 
+from hyperguild.auth import check_scopes, new_personal_token
 from hyperguild.contributions import schedules
-from hyperguild.models import McpCancellation, McpTask, WorkerHeartbeat
+from hyperguild.errors import DomainError
+from hyperguild.models import CredentialUse, McpCancellation, McpTask, PersonalToken, WorkerHeartbeat
 
 HEARTBEAT_NAME = "qcluster"
 
@@ -139,3 +142,56 @@ def do_request_mcp_task_cancel(task: McpTask, cancel_key: str) -> None:
 def do_purge_expired_mcp_tasks() -> int:
     deleted, _ = McpTask.objects.filter(expires_at__lt=timezone.now()).delete()
     return deleted
+
+
+def do_purge_credential_uses() -> int:
+    """Forget audit rows older than HYPERGUILD_AUDIT_KEEP_DAYS (the tokens keep their own last use)."""
+    cutoff = timezone.now() - timedelta(days=settings.HYPERGUILD_AUDIT_KEEP_DAYS)
+    deleted, _ = CredentialUse.objects.filter(at__lt=cutoff).delete()
+    return deleted
+
+
+class TokenRequestError(DomainError):
+    """A personal token that cannot be made as asked (unknown scope, bad lifetime, no name)."""
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A token just made: `secret` is shown once and never stored."""
+
+    token: PersonalToken
+    secret: str
+
+
+def do_create_personal_token(user, *, name: str, scopes: list[str], expires_days: int | None = None) -> IssuedToken:
+    """Make a personal token for `user`; TokenRequestError, with nothing written, on bad input."""
+    name = (name or "").strip()
+    if not name or len(name) > 100:
+        raise TokenRequestError("A token needs a name of 1 to 100 characters (where it is used, e.g. 'laptop').")
+    try:
+        ordered = check_scopes(scopes)
+    except ValueError as exc:
+        raise TokenRequestError(f"{exc}.") from None
+    days = settings.HYPERGUILD_TOKEN_DEFAULT_DAYS if expires_days is None else expires_days
+    if not 1 <= days <= settings.HYPERGUILD_TOKEN_MAX_DAYS:
+        raise TokenRequestError(
+            f"A token lives 1 to {settings.HYPERGUILD_TOKEN_MAX_DAYS} days (HYPERGUILD_TOKEN_MAX_DAYS); {days} was asked."
+        )
+    if not getattr(user, "is_active", False):
+        raise TokenRequestError(f"{user} is not an active account; activate it before making it a token.")
+    secret, prefix, digest = new_personal_token()
+    now = timezone.now()
+    with transaction.atomic():
+        token = PersonalToken.objects.create(
+            user=user, name=name, prefix=prefix, token_hash=digest, scopes=ordered,
+            created_at=now, expires_at=now + timedelta(days=days),
+        )  # fmt: skip
+    return IssuedToken(token, secret)
+
+
+def do_revoke_personal_token(token: PersonalToken) -> PersonalToken:
+    """Revoke a token (idempotent: a revoked token keeps its first revocation time)."""
+    with transaction.atomic():
+        PersonalToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    token.refresh_from_db()
+    return token

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from hyperguild.models import McpCancellation, McpTask, WorkerHeartbeat
+from hyperguild.actions import do_revoke_personal_token
+from hyperguild.admin_mixins import ReadOnlyAdminMixin
+from hyperguild.models import CredentialUse, McpCancellation, McpTask, PersonalToken, WorkerHeartbeat
 
 
 @admin.register(WorkerHeartbeat)
@@ -53,3 +55,38 @@ class McpTaskAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(PersonalToken)
+class PersonalTokenAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """People's tokens: only the prefix and a hash are stored. Revoke with the bulk action."""
+
+    list_display = ("prefix", "name", "user", "scope_list", "created_at", "expires_at", "revoked_at", "last_used_at", "last_used_ip")
+    list_filter = (("revoked_at", admin.EmptyFieldListFilter), ("user", admin.RelatedOnlyFieldListFilter))
+    search_fields = ("prefix", "name", "user__username")
+    list_select_related = ("user",)
+    readonly_fields = ("user", "name", "prefix", "scopes", "created_at", "expires_at", "revoked_at", "last_used_at", "last_used_ip")
+    exclude = ("token_hash",)
+    actions = ["revoke_tokens"]
+
+    @admin.display(description="scopes")
+    def scope_list(self, token: PersonalToken) -> str:
+        return " ".join(token.scopes)
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke_tokens(self, request, queryset) -> None:
+        for token in queryset:
+            do_revoke_personal_token(token)
+        self.message_user(request, f"Revoked {queryset.count()} token(s).")
+
+
+@admin.register(CredentialUse)
+class CredentialUseAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Audit: every request made with a person's token or an OAuth access token (who, which endpoint, when)."""
+
+    list_display = ("at", "user", "kind", "credential", "method", "path", "address")
+    list_filter = ("kind", ("user", admin.RelatedOnlyFieldListFilter))
+    search_fields = ("user__username", "credential", "path", "address")
+    list_select_related = ("user",)
+    date_hierarchy = "at"
+    readonly_fields = ("at", "user", "kind", "credential", "method", "path", "address")

@@ -21,7 +21,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from hyperguild.errors import DomainError, error_body
 from hyperguild.mcp.registry import get_endpoint
-from hyperguild.mcp.views import BearerTokenAuthentication, HasClient
+from hyperguild.mcp.views import BearerTokenAuthentication, HasClient, InsufficientScope, challenge_for
 
 
 class Unavailable(APIException):
@@ -66,19 +66,30 @@ def exception_handler(exc, context):
 
 
 class EndpointTokenAPIView(APIView):
-    """A REST view authenticated like an MCP endpoint: the same bearer token, 401 + WWW-Authenticate.
+    """A REST view authenticated like an MCP endpoint: the same bearer tokens, 401/403 + WWW-Authenticate.
 
-    Subclasses set `token_endpoint`, the name of a registered MCP endpoint.
+    Subclasses set `token_endpoint`, the name of a registered MCP endpoint, and `token_scope`, the
+    scope a caller needs (empty: any of the endpoint's); `required_scope()` may vary it by method.
     """
 
     token_endpoint: str = ""
+    token_scope: str = ""
     throttle_classes: list = []
 
+    def required_scope(self, request) -> str | tuple[str, ...] | None:
+        return self.token_scope or None
+
     def get_authenticators(self):
-        return [BearerTokenAuthentication(get_endpoint(self.token_endpoint))]
+        return [BearerTokenAuthentication(get_endpoint(self.token_endpoint), self.required_scope(self.request))]
 
     def get_permissions(self):
         return [HasClient()]
+
+    def handle_exception(self, exc):
+        response = super().handle_exception(exc)
+        if isinstance(exc, InsufficientScope):
+            response["WWW-Authenticate"] = challenge_for(self.request._request, get_endpoint(self.token_endpoint))
+        return response
 
     def permission_denied(self, request, message=None, code=None):
         if request.authenticators and not request.successful_authenticator:

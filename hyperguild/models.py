@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.utils import timezone
 
@@ -86,3 +88,73 @@ class McpTask(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in self.TERMINAL
+
+
+class PersonalTokenQuerySet(models.QuerySet):
+    def usable(self, now=None):
+        """Not revoked and not expired: the tokens that still open a door."""
+        now = now or timezone.now()
+        return self.filter(revoked_at__isnull=True).filter(models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now))
+
+
+class PersonalToken(models.Model):
+    """A person's own bearer token for the MCP endpoints and REST (hyperguild.auth).
+
+    Only a SHA-256 of the token is stored: the token itself is shown once, when
+    it is made. `prefix` (the first characters, public) names it in lists and
+    logs. Scopes say which doors it opens (`brain:read`, `brain:write`, …).
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="personal_tokens")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, db_index=True)
+    token_hash = models.CharField(max_length=64, unique=True)
+    scopes = ArrayField(models.CharField(max_length=50))
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    last_used_ip = models.GenericIPAddressField(null=True, blank=True)
+
+    objects = PersonalTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.name})"
+
+    def state(self, now=None) -> str:
+        now = now or timezone.now()
+        if self.revoked_at:
+            return "revoked"
+        if self.expires_at and self.expires_at <= now:
+            return "expired"
+        return "active"
+
+
+class CredentialUse(models.Model):
+    """One request made with a person's token or an OAuth access token: who, which endpoint, when.
+
+    Written by hyperguild.auth when a bearer token checks out (the environment's service
+    tokens are not recorded: they name no person). Read-only in the admin.
+    """
+
+    class Kind(models.TextChoices):
+        TOKEN = "token", "personal token"
+        OAUTH = "oauth", "OAuth access token"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    credential = models.CharField(max_length=200, help_text="token prefix and name, or the OAuth client's name")
+    method = models.CharField(max_length=10)
+    path = models.CharField(max_length=300)
+    address = models.GenericIPAddressField(null=True, blank=True)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["user", "-at"])]
+
+    def __str__(self) -> str:
+        return f"{self.credential} {self.method} {self.path} @ {self.at:%Y-%m-%d %H:%M:%S}"

@@ -230,6 +230,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_q",
     "axes",
+    "oauth2_provider",
     "hyperguild.apps.HyperguildConfig",
     "brain.apps.BrainConfig",
     "supervisor.apps.SupervisorConfig",
@@ -340,7 +341,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "static"
-LOGIN_URL = "/admin/login/"
+# hyperguild's own sign-in page: every person signs in there, staff or not (docs/people.md).
+LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/"
 
 SESSION_COOKIE_HTTPONLY = True
@@ -392,4 +394,48 @@ LOGGING = {
         # GuardMiddleware logs bad Hosts once a minute without a traceback; Django's own line would flood.
         "django.security.DisallowedHost": {"handlers": [], "level": "CRITICAL", "propagate": False},
     },
+}
+
+# --- People: personal tokens and OAuth 2.1 for the MCP endpoints (docs/people.md) ----------
+# A personal token lives this many days unless made with --expires-days; the most a token may ask for.
+HYPERGUILD_TOKEN_DEFAULT_DAYS = env_int("HYPERGUILD_TOKEN_DEFAULT_DAYS", 90, minimum=1)
+HYPERGUILD_TOKEN_MAX_DAYS = env_int("HYPERGUILD_TOKEN_MAX_DAYS", 366, minimum=1)
+# How long the audit of token and OAuth use (CredentialUse) is kept.
+HYPERGUILD_AUDIT_KEEP_DAYS = env_int("HYPERGUILD_AUDIT_KEEP_DAYS", 90, minimum=1)
+# django-oauth-toolkit as the authorization server of the MCP endpoints (hyperguild/oauth.py).
+HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS = env_int("HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
+HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS = env_int("HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1)
+# Client ID metadata documents: the server fetches the client's https:// metadata URL (needs outbound HTTPS).
+HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS = env_bool("HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS", False)
+OAUTH2_PROVIDER = {
+    "SCOPES_BACKEND_CLASS": "hyperguild.oauth.EndpointScopes",
+    "SCOPES": {"_": "replaced by the endpoints' scopes (hyperguild.oauth.EndpointScopes)"},
+    "PKCE_REQUIRED": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS * 86400,
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # The consent page is shown on every authorization: a person sees what each client asks for.
+    "REQUEST_APPROVAL_PROMPT": "force",
+    # MCP clients register themselves (RFC 7591) before a person signs in; a registration grants nothing
+    # until that person consents.
+    "DCR_ENABLED": True,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS,
+    # Native clients (Claude Code) listen on a loopback port of their choosing (RFC 8252 §7.3).
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_post", "client_secret_basic"],
+    # RFC 9700 (OAuth 2.0 Security Best Current Practice), all of it.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "OAUTH2_PROTECTED_RESOURCE_NAME": "hyperguild",
+    # Behind a proxy the issuer (and the endpoints' URLs) are the public ones; else they follow each request.
+    "OIDC_ISS_ENDPOINT": HYPERGUILD_PUBLIC_URL.rstrip("/"),
 }

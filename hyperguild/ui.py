@@ -1,10 +1,12 @@
 """What every browser page shares: access rules, pagination, the home page.
 
-Reading needs a login (`LOGIN_URL` is the admin login page); changing
-anything needs a staff account, a POST and a CSRF token. The CSRF check is
-Django's middleware; `staff_action` adds the rest, in the order a user
-meets them: not logged in → login page, logged in but not staff → 403,
-wrong method → 405.
+Reading needs a signed-in person (`LOGIN_URL` is hyperguild's own sign-in page);
+changing anything needs the role's permission (hyperguild.roles: `reviewer`
+holds brain.review_note, `curator` agent_sessions.curate_trainingexample; staff
+may do everything), a POST and a CSRF token. The CSRF check is Django's
+middleware; `role_action` adds the rest, in the order a person meets them: not
+signed in → sign-in page, signed in without the permission → 403 (an HTML page,
+or the JSON error shape for JSON views), wrong method → 405.
 """
 
 from __future__ import annotations
@@ -15,22 +17,69 @@ from functools import wraps
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import render
 
 from hyperguild.contributions import home_counts
+from hyperguild.errors import error_body
 
 PAGE_SIZE = 25
 
 
+def may(user, permission: str) -> bool:
+    """Staff may do everything in the UI; everyone else needs the permission (through a role)."""
+    return bool(user.is_active and (user.is_staff or user.has_perm(permission)))
+
+
+def _refuse(permission: str, json: bool) -> HttpResponse:
+    message = f"this needs the {permission} permission (a role that holds it, see docs/people.md) or a staff account"
+    if json:
+        return JsonResponse(error_body("permission_denied", message), status=403)
+    raise PermissionDenied(message)
+
+
+def role_action(permission: str, *, json: bool = False) -> Callable[[Callable], Callable]:
+    """Sign-in (redirect), then the permission (403), then POST only (405)."""
+
+    def decorate(view: Callable) -> Callable:
+        @login_required
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            if not may(request.user, permission):
+                return _refuse(permission, json)
+            if request.method != "POST":
+                return HttpResponseNotAllowed(["POST"])
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate
+
+
+def role_page(permission: str) -> Callable[[Callable], Callable]:
+    """A page that only shows what the role can act on (forms, previews, exports): sign-in, then the permission."""
+
+    def decorate(view: Callable) -> Callable:
+        @login_required
+        @wraps(view)
+        def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            if not may(request.user, permission):
+                return _refuse(permission, False)
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate
+
+
 def staff_action(view: Callable) -> Callable:
-    """Login (redirect), then staff (403), then POST only (405)."""
+    """Staff only (what no role grants, e.g. the reviewing guidelines): sign-in, then staff (403), then POST only."""
 
     @login_required
     @wraps(view)
     def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if not request.user.is_staff:
-            raise PermissionDenied("changing the brain or the training data needs a staff account")
+            raise PermissionDenied("this needs a staff account")
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         return view(request, *args, **kwargs)
@@ -39,7 +88,7 @@ def staff_action(view: Callable) -> Callable:
 
 
 def staff_page(view: Callable) -> Callable:
-    """A page that only shows something staff can act on (forms, previews, exports): login, then staff."""
+    """A page for staff only: sign-in, then staff (403)."""
 
     @login_required
     @wraps(view)

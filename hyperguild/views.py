@@ -65,9 +65,9 @@ def health(request):
 
 
 def well_known_not_found(request, rest: str = ""):
-    """hyperguild does not run an OAuth server: say so in JSON, not an HTML 404."""
+    """An OAuth discovery path that describes nothing here: say so in JSON, not an HTML 404."""
     return JsonResponse(
-        {"error": "not_found", "error_description": "this server uses static bearer tokens, not OAuth"},
+        {"error": "not_found", "error_description": "no OAuth metadata here; see /.well-known/oauth-protected-resource/mcp/<endpoint>"},
         status=404,
     )
 

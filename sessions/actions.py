@@ -26,7 +26,7 @@ REDACTION_MARKER = re.compile(r"\[REDACTED:([A-Za-z0-9_]+)\]")
 
 
 def _session_for_update(
-    external_id: str, *, project: str | None, project_root: str | None, client: dict | None
+    external_id: str, *, project: str | None, project_root: str | None, client: dict | None, user=None
 ) -> AgentSession:
     """Create the session on first use, then lock its row for the rest of the transaction."""
     try:
@@ -47,6 +47,8 @@ def _session_for_update(
         session.project_root, changed = project_root, [*changed, "project_root"]
     if client and not session.client:
         session.client, changed = client, [*changed, "client"]
+    if getattr(user, "pk", None) and session.started_by_id is None:
+        session.started_by, changed = user, [*changed, "started_by"]
     if changed:
         session.save(update_fields=[*changed, "updated_at"])
     return session
@@ -128,7 +130,7 @@ def check_entry_fields(fields: Any) -> dict:
     return fields
 
 
-def do_log_checked_entry(session_id: str, fields: dict, *, source: str) -> dict:
+def do_log_checked_entry(session_id: str, fields: dict, *, source: str, user=None) -> dict:
     """Validate an entry from outside (MCP session_log, REST) against the one limit table, then log it.
 
     Raises EntryRefused, with nothing written, when the id or a field breaks a limit.
@@ -148,6 +150,7 @@ def do_log_checked_entry(session_id: str, fields: dict, *, source: str) -> dict:
         project_root=fields.get("project_root"),
         client=fields.get("client"),
         source=source,
+        user=user,
     )
     return {"session_id": session_id, "seq": entry.seq, "created": created, "entry_id": entry.pk}
 
@@ -168,6 +171,7 @@ def do_log_entry(
     source: str = EntrySource.MCP,
     raw_line: str = "",
     occurred_at: datetime | None = None,
+    user=None,
 ) -> tuple[SessionEntry, bool]:
     """Append one entry to `session_id` (created on first use); returns (entry, created).
 
@@ -179,7 +183,7 @@ def do_log_entry(
     concurrent retries of one call still write a single entry.
     """
     with transaction.atomic():
-        session = _session_for_update(session_id, project=project, project_root=project_root, client=client)
+        session = _session_for_update(session_id, project=project, project_root=project_root, client=client, user=user)
         if idempotency_key is not None:
             existing = session.entries.filter(idempotency_key=idempotency_key).first()
             if existing is not None:
@@ -202,6 +206,7 @@ def do_log_entry(
             source=source,
             raw_line=text["raw_line"],
             occurred_at=occurred_at,
+            logged_by=user.get_username() if getattr(user, "pk", None) else "",
         )
     return entry, True
 

@@ -23,10 +23,10 @@ class SessionEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 @admin.register(AgentSession)
 class AgentSessionAdmin(admin.ModelAdmin):
-    list_display = ("external_id", "project", "last_seq", "created_at", "updated_at")
+    list_display = ("external_id", "project", "started_by", "last_seq", "created_at", "updated_at")
     search_fields = ("external_id", "project", "project_root")
     list_filter = ("project",)
-    readonly_fields = ("external_id", "project", "project_root", "client", "last_seq", "file_layout", "created_at", "updated_at")
+    readonly_fields = ("external_id", "project", "project_root", "client", "started_by", "last_seq", "file_layout", "created_at", "updated_at")
     inlines = [SessionEntryInline]
 
     def view_on_site(self, obj: AgentSession) -> str:
@@ -38,7 +38,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
 
 @admin.register(SessionEntry)
 class SessionEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("session", "seq", "kind", "skill", "phase", "status", "short_message", "created_at")
+    list_display = ("session", "seq", "kind", "skill", "phase", "status", "short_message", "logged_by", "created_at")
     list_filter = ("kind", "status", "source", "skill")
     search_fields = ("session__external_id", "message", "idempotency_key")
     list_select_related = ("session",)

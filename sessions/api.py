@@ -9,8 +9,6 @@ from rest_framework.response import Response
 
 from hyperguild.api import EndpointTokenAPIView
 from hyperguild.lib.limits import InputRejected, loads_limited
-from hyperguild.mcp.registry import get_endpoint
-from hyperguild.mcp.views import BearerTokenAuthentication
 from sessions.actions import check_session_id, do_log_checked_entry
 from sessions.hooks import HookRefused, handle_hook
 from sessions.models import AgentSession
@@ -25,9 +23,12 @@ class BrainTokenView(EndpointTokenAPIView):
 
 
 class SessionEntriesView(BrainTokenView):
+    def required_scope(self, request) -> str:
+        return "sessions:write" if request.method == "POST" else "brain:read"
+
     def post(self, request, session_id: str):
         # The same validation as session_log on MCP (sessions.actions' limit table); EntryRefused → 400.
-        result = do_log_checked_entry(session_id, request.data, source="rest")
+        result = do_log_checked_entry(session_id, request.data, source="rest", user=request.user.user)
         code = http_status.HTTP_201_CREATED if result["created"] else http_status.HTTP_200_OK
         return Response(result, status=code)
 
@@ -65,24 +66,19 @@ class SessionEntriesView(BrainTokenView):
         )
 
 
-def hook_authenticators() -> list:
-    """Who may post hooks: the one place that says so.
-
-    Today the brain endpoint's bearer token (BRAIN_MCP_TOKEN; open when it is empty), checked exactly
-    as /mcp/brain checks it. Personal tokens with a `sessions:write` scope plug in here.
-    """
-    return [BearerTokenAuthentication(get_endpoint("brain"))]
-
-
 class ClaudeHookView(BrainTokenView):
-    """`POST /api/hooks/<event>`: a Claude Code hook's JSON as it is in, the hook's JSON answer out."""
+    """`POST /api/hooks/<event>`: a Claude Code hook's JSON as it is in, the hook's JSON answer out.
 
-    def get_authenticators(self):
-        return hook_authenticators()
+    The caller needs `sessions:write` (a personal token, an OAuth token or BRAIN_MCP_TOKEN, checked as
+    /mcp/brain checks it); the SessionStart context also needs `brain:read`.
+    """
+
+    token_scope = "sessions:write"
 
     def post(self, request, event: str):
         try:
             payload = loads_limited(request.body)
         except InputRejected as exc:
             raise HookRefused(exc.message) from None
-        return Response(handle_hook(event, payload).answer)
+        identity = request.user
+        return Response(handle_hook(event, payload, user=identity.user, may_read_brain=identity.allows("brain:read")).answer)

@@ -81,8 +81,11 @@ def idempotency_key(event: str, payload: dict) -> str:
     return f"hook:{event}:{hashlib.sha256(canonical.encode()).hexdigest()}"
 
 
-def handle_hook(event: str, payload: Any) -> HookOutcome:
-    """Log what the hook says and answer it; HookRefused (nothing written) for input it cannot use."""
+def handle_hook(event: str, payload: Any, *, user=None, may_read_brain: bool = True) -> HookOutcome:
+    """Log what the hook says and answer it; HookRefused (nothing written) for input it cannot use.
+
+    `user` is the person whose token posted the hook (None: the service identity); the SessionStart
+    context comes only to a caller that may read the brain (`brain:read`)."""
     if event not in HOOK_EVENTS:
         raise HookRefused(f"Unknown hook event {event!r}; this route takes {', '.join(HOOK_EVENTS)}.")
     if not isinstance(payload, dict):
@@ -105,10 +108,10 @@ def handle_hook(event: str, payload: Any) -> HookOutcome:
             project_root=cwd[:1000],
             client=CLIENT,
         )
-        outcome.logged = do_log_checked_entry(session_id, fields, source="rest")
+        outcome.logged = do_log_checked_entry(session_id, fields, source="rest", user=user)
         if event in ("Stop", "SessionEnd") and outcome.logged["created"]:
             outcome.queued_retrospective = queue_retrospective(session_id, final=event == "SessionEnd")
-    if event == "SessionStart" and payload.get("source") != "resume":
+    if event == "SessionStart" and payload.get("source") != "resume" and may_read_brain:
         text = context_text(project_label(cwd))
         if text:
             outcome.answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}

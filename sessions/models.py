@@ -18,6 +18,10 @@ class AgentSession(models.Model):
     project = models.CharField(max_length=200, blank=True)
     project_root = models.CharField(max_length=1000, blank=True)
     client = models.JSONField(default=dict, blank=True)
+    # The person whose token logged the session's first attributed entry (None: the service identity).
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     # The last sequence number handed out; raised under a row lock.
     last_seq = models.PositiveIntegerField(default=0)
     # How an imported `.jsonl` file was laid out (trailing newline, blank
@@ -65,6 +69,9 @@ class SessionEntry(models.Model):
     # Secrets taken out before storing: [{field, pattern, count}] (sessions.redaction).
     redactions = models.JSONField(default=list, blank=True)
     occurred_at = models.DateTimeField(null=True, blank=True)
+    # The username of the person whose token logged it (empty: the service identity). A name, not a
+    # foreign key: entries are never updated (a trigger refuses it), so nothing may SET NULL on them.
+    logged_by = models.CharField(max_length=150, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     objects = SessionEntryQuerySet.as_manager()
@@ -187,6 +194,8 @@ class TrainingExample(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # The curator role (docs/people.md): the group of that name holds it.
+        permissions = [("curate_trainingexample", "Can approve, reject, edit, swap and export training examples")]
         constraints = [
             models.CheckConstraint(condition=Q(kind__in=["sft", "dpo"]), name="trainingexample_kind_valid"),
             models.CheckConstraint(

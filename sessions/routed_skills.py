@@ -19,7 +19,7 @@ from supervisor.routing_service import routed_result, routing_client
 from supervisor.skills import Verdict
 
 
-def routed_retrospective_result(arguments: dict) -> dict:
+def routed_retrospective_result(arguments: dict, requested_by=None) -> dict:
     """A retrospective of `arguments["session_id"]` written by the routed model."""
     return routed_session_skill(
         "retrospective",
@@ -27,10 +27,13 @@ def routed_retrospective_result(arguments: dict) -> dict:
         lambda session_id, model: run_retrospective(session_id, llm_model=model),
         retrospective_judge,
         "learnings",
+        requested_by=requested_by,
     )
 
 
-def routed_session_skill(skill: str, arguments: dict, run_with_model, judge, list_key: str) -> dict:
+def routed_session_skill(
+    skill: str, arguments: dict, run_with_model, judge, list_key: str, *, requested_by=None
+) -> dict:
     """Route a sessions-app skill: `run_with_model(session_id, model)` does the work with the given model,
     `judge(outcome)` returns None if it passed or why it did not."""
     started = time.monotonic()
@@ -56,7 +59,9 @@ def routed_session_skill(skill: str, arguments: dict, run_with_model, judge, lis
         )
 
     # SessionNotFound leaves route() before anything is logged and reaches the caller as a tool error.
-    routed = route(skill, attempt, override=arguments.get("model"), session_id=arguments["session_id"])
+    routed = route(
+        skill, attempt, override=arguments.get("model"), session_id=arguments["session_id"], requested_by=requested_by
+    )
     values = {
         key: value
         for key, value in routed.data.items()

@@ -45,6 +45,7 @@ SESSION_LOG_OUTPUT = {
 
 @get_endpoint("brain").tool(
     name="session_log",
+    scope="sessions:write",
     title="Log a session event",
     description=(
         "Append a structured entry {kind, skill?, phase?, status?, message?, data?} to a session (created on "
@@ -60,7 +61,7 @@ SESSION_LOG_OUTPUT = {
 )
 def session_log(arguments: dict, ctx: ToolContext) -> dict:
     fields = {key: value for key, value in arguments.items() if key != "session_id"}
-    return do_log_checked_entry(arguments["session_id"], fields, source="mcp")
+    return do_log_checked_entry(arguments["session_id"], fields, source="mcp", user=ctx.actor)
 
 
 
@@ -122,7 +123,7 @@ def trainer(arguments: dict, ctx: ToolContext) -> dict:
 )
 def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
     ctx.report_progress(0, 1, "asking the routed model")
-    return routed_retrospective_result(arguments)
+    return routed_retrospective_result(arguments, requested_by=ctx.actor)
 
 
 @routing.tool(

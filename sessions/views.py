@@ -25,7 +25,7 @@ from django.utils import timezone
 from brain.models import Note
 from hyperguild.lib.diff import html_diff
 from hyperguild.lib.diffs import diff_block
-from hyperguild.ui import paginate, staff_action, staff_page
+from hyperguild.ui import paginate, role_action, role_page
 from sessions import actions
 from sessions.activity import SERVICE, MergedActivity, action_choices, people
 from sessions.models import AgentSession, SessionEntry, TrainingExample
@@ -38,18 +38,26 @@ MESSAGE_FIELDS_BY_KIND = {
     TrainingExample.Kind.DPO: ("prompt", "chosen", "rejected"),
 }
 
+CURATE = "agent_sessions.curate_trainingexample"  # the curator role (hyperguild.roles)
+
 
 # --- sessions -----------------------------------------------------------------------------
 
 
 @login_required
 def session_list(request: HttpRequest) -> HttpResponse:
-    sessions = AgentSession.objects.annotate(n_entries=Count("entries")).order_by("-updated_at", "-id")
+    sessions = (
+        AgentSession.objects.select_related("started_by").annotate(n_entries=Count("entries")).order_by("-updated_at", "-id")
+    )
     query = request.GET.get("q", "").strip()[:200]
     if query:
         sessions = sessions.filter(Q(external_id__icontains=query) | Q(project__icontains=query))
+    mine = request.GET.get("mine") == "1"
+    if mine:
+        sessions = sessions.filter(started_by=request.user)
     page, querystring = paginate(request, sessions)
-    return render(request, "sessions/session_list.html", {"page_obj": page, "querystring": querystring, "q": query})
+    return render(request, "sessions/session_list.html",
+                  {"page_obj": page, "querystring": querystring, "q": query, "mine": mine})
 
 
 @login_required
@@ -207,7 +215,7 @@ REPLAY_TASK = "sessions.tasks.replay_example"
 PROMPT_SHOWN_CHARS = 600
 
 
-@staff_action
+@role_action(CURATE)
 def replay_example_now(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue `trainer_verify` for this one example (the worker replays it; the page shows the result)."""
     example = get_object_or_404(TrainingExample, pk=pk)
@@ -227,7 +235,7 @@ def _after_curation(example: TrainingExample) -> HttpResponse:
     return redirect(f"{reverse('sessions-training')}?kind={example.kind}")
 
 
-@staff_action
+@role_action(CURATE)
 def approve_example(request: HttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
     try:
@@ -240,7 +248,7 @@ def approve_example(request: HttpRequest, pk: int) -> HttpResponse:
     return _after_curation(example)
 
 
-@staff_action
+@role_action(CURATE)
 def reject_example(request: HttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
     form = RejectExampleForm(request.POST)
@@ -251,7 +259,7 @@ def reject_example(request: HttpRequest, pk: int) -> HttpResponse:
     return _after_curation(example)
 
 
-@staff_action
+@role_action(CURATE)
 def swap_example(request: HttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
     if request.POST.get("confirm") != "1":
@@ -272,7 +280,7 @@ def _undo_tag(example: TrainingExample) -> str:
     return f"undo-url:{reverse('sessions-training-undo', args=[example.pk, step])}"
 
 
-@staff_action
+@role_action(CURATE)
 def undo_example(request: HttpRequest, pk: int, step: int) -> HttpResponse:
     """Undo an approve, reject or swap; back to the example, to see it as it was."""
     example = get_object_or_404(TrainingExample, pk=pk)
@@ -298,7 +306,7 @@ def messages_from_post(post, field: str) -> list[dict] | None:
     return result if index else None
 
 
-@staff_action
+@role_action(CURATE)
 def edit_example(request: HttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
     fields = {}
@@ -316,7 +324,7 @@ def edit_example(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("sessions-training-detail", pk=example.pk)
 
 
-@staff_page
+@role_page(CURATE)
 def export_examples(request: HttpRequest, kind: str) -> HttpResponse:
     """The approved examples of one kind as JSONL in the shapes TRL reads (the `trainer_export` logic)."""
     if kind not in TrainingExample.Kind.values:

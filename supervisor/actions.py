@@ -29,6 +29,7 @@ def do_create_skill_run(
     session_id: str = "",
     route: str = "",
     status: str = SkillRun.Status.QUEUED,
+    requested_by=None,
 ) -> SkillRun:
     return SkillRun.objects.create(
         skill=skill,
@@ -40,6 +41,7 @@ def do_create_skill_run(
         session_id=session_id or "",
         route=route,
         status=status,
+        requested_by=requested_by if getattr(requested_by, "pk", None) else None,
     )
 
 
@@ -176,6 +178,7 @@ def do_log_routing_entry(
     is_final: bool,
     attempt_of: RoutingEntry | None = None,
     session_id: str = "",
+    requested_by=None,
 ) -> RoutingEntry:
     """Record one attempt (one INSERT, so concurrent calls cannot lose or merge entries)."""
     usage = attempt.usage or {}
@@ -184,6 +187,7 @@ def do_log_routing_entry(
     })
     with transaction.atomic():
         return RoutingEntry.objects.create(
+            requested_by=requested_by if getattr(requested_by, "pk", None) else None,
             skill=skill,
             model=decision.model,
             reason=decision.reason,

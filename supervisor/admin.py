@@ -11,7 +11,7 @@ from supervisor.models import Pathway, RoutingEntry, SkillRun
 class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
     """Read-only log of skill runs: what the worker claimed and what the supervisor found."""
 
-    list_display = ("id", "skill", "endpoint", "status", "verified", "attempts", "model", "duration_ms", "session_id", "redacted", "created_at")
+    list_display = ("id", "skill", "endpoint", "status", "verified", "attempts", "model", "duration_ms", "session_id", "requested_by", "redacted", "created_at")
     list_filter = ("status", "verified", "skill", "endpoint", "model")
     search_fields = ("id", "project_root", "session_id", "message", "skill")
     date_hierarchy = "created_at"
@@ -93,7 +93,7 @@ class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
 class RoutingEntryAdmin(LogAdminMixin, admin.ModelAdmin):
     """Read-only log of routing decisions: which model, why, and how the call ended."""
 
-    list_display = ("id", "skill", "model", "reason", "pass_rate_seen", "samples_seen", "status", "is_final", "latency_ms", "pathway", "session_id", "created_at")
+    list_display = ("id", "skill", "model", "reason", "pass_rate_seen", "samples_seen", "status", "is_final", "latency_ms", "pathway", "session_id", "requested_by", "created_at")
     list_filter = ("skill", "model", "reason", "status", "is_final")
     search_fields = ("skill", "model", "session_id", "error", "pathway__key")
     list_select_related = ("attempt_of", "pathway")

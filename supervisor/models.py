@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Avg, Count, Q
 from django.utils import timezone
@@ -77,6 +78,10 @@ class SkillRun(models.Model):
     message = models.TextField(blank=True, default="")
     progress = models.CharField(max_length=200, blank=True, default="", help_text="what the run is doing now")
     session_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
+    # The person whose token made the call (None: the service identity or the simulator).
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     cancel_requested = models.BooleanField(default=False)
     # Who owns a running run (see supervisor/reaper.py): the process that claimed it, the
     # process group of what it runs now (claude or a test command), the worker slot it holds.
@@ -387,6 +392,10 @@ class RoutingEntry(models.Model):
     request = models.JSONField(null=True, blank=True, help_text="the messages sent (capped)")
     response = models.TextField(blank=True, default="", help_text="the model's answer (capped)")
     session_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
+    # The person whose token made the call (None: the service identity or the simulator).
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     # Secrets taken out of request/response/error before storing: [{field, pattern, count}].
     redactions = models.JSONField(default=list, blank=True)
     pathway = models.ForeignKey(

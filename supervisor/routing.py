@@ -219,6 +219,7 @@ def route(
     rng: RandomSource | None = None,
     cancelled: Callable[[], bool] | None = None,
     pathway: PathwayKey | None = None,
+    requested_by=None,
 ) -> Routed:
     """Decide, attempt, fail open once onto the thinking model, log every attempt.
 
@@ -234,7 +235,8 @@ def route(
     stopped = bool(cancelled and cancelled())
     retry = not first.passed and decision.model != thinking and not stopped
     first_entry = do_log_routing_entry(
-        skill=skill, decision=decision, attempt=first, is_final=not retry, session_id=session_id
+        skill=skill, decision=decision, attempt=first, is_final=not retry, session_id=session_id,
+        requested_by=requested_by,
     )
 
     def remember(entries: list[RoutingEntry], attempts: list[Attempt]) -> None:
@@ -263,6 +265,7 @@ def route(
         is_final=True,
         attempt_of=first_entry,
         session_id=session_id,
+        requested_by=requested_by,
     )
     remember([first_entry, second_entry], [first, second])
     if second.passed:

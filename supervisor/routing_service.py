@@ -344,7 +344,7 @@ def _review_files(root: Path, arguments: dict) -> tuple[list[tuple[str, str]], s
     return files, diff
 
 
-def review(arguments: dict, progress: Progress, cancelled: Cancelled) -> dict:
+def review(arguments: dict, progress: Progress, cancelled: Cancelled, requested_by=None) -> dict:
     """A routed review: ground the model's findings; a mostly ungrounded answer fails over to the thinking model."""
     started = time.monotonic()
     root = _root(arguments)
@@ -359,12 +359,12 @@ def review(arguments: dict, progress: Progress, cancelled: Cancelled) -> dict:
         client, calls, skills.worker_schema("review"), review_check(root), merge_reviews, max_tokens=ANSWER_MAX_TOKENS
     )
     if (arguments.get("consensus") or 1) > 1:
-        return _consensus_review(arguments, progress, cancelled, root, attempt, pathway, started)
+        return _consensus_review(arguments, progress, cancelled, root, attempt, pathway, started, requested_by)
     progress(0, 1, "asking the routed model")
     try:
         routed = route(
             "review", attempt, override=arguments.get("model"), session_id=arguments.get("session_id", ""),
-            cancelled=cancelled, pathway=pathway,
+            cancelled=cancelled, pathway=pathway, requested_by=requested_by,
         )
     except RoutingFailed as exc:
         answer = _grounded_answer(exc)
@@ -410,7 +410,8 @@ def _grounded_answer(exc: RoutingFailed) -> dict:
 
 
 def _consensus_review(
-    arguments: dict, progress: Progress, cancelled: Cancelled, root: Path, attempt, pathway: PathwayKey, started: float
+    arguments: dict, progress: Progress, cancelled: Cancelled, root: Path, attempt, pathway: PathwayKey, started: float,
+    requested_by=None,
 ) -> dict:
     """`consensus` independent routed reviews (each a routed call with its entries and pathway count), then agreement.
 
@@ -426,7 +427,7 @@ def _consensus_review(
         try:
             routed = route(
                 "review", attempt, override=override, session_id=arguments.get("session_id", ""),
-                cancelled=cancelled, pathway=pathway,
+                cancelled=cancelled, pathway=pathway, requested_by=requested_by,
             )
             data, model, used = routed.data, routed.entry.model, routed.attempts
         except RoutingFailed as exc:
@@ -542,7 +543,7 @@ def debug_files_block(client, files: list[tuple[str, str]], evidence: str) -> st
     return "\n".join(blocks)
 
 
-def debug(arguments: dict, progress: Progress, cancelled: Cancelled) -> dict:
+def debug(arguments: dict, progress: Progress, cancelled: Cancelled, requested_by=None) -> dict:
     """A routed diagnosis of `symptom` from `failing_cmd`'s output and the files it names; it edits nothing."""
     started = time.monotonic()
     root = _root(arguments)
@@ -571,7 +572,7 @@ def debug(arguments: dict, progress: Progress, cancelled: Cancelled) -> dict:
     progress(1, 2, "asking the routed model")
     routed = route(
         "debug", attempt, override=arguments.get("model"), session_id=arguments.get("session_id", ""),
-        cancelled=cancelled, pathway=pathway,
+        cancelled=cancelled, pathway=pathway, requested_by=requested_by,
     )
     data = routed.data
     remember_fingerprints(pathway, data["findings"])

@@ -16,6 +16,7 @@ routing = register_endpoint(
         "routing",
         title="hyperguild routing",
         token_setting="ROUTING_MCP_TOKEN",
+        scopes=("routing:run",),
         instructions="Skills answered by a fast or a thinking model, chosen by each skill's observed pass rate.",
     )
 )
@@ -34,7 +35,7 @@ routing.translate_errors(SupervisorError)  # RootRefused, RoutingFailed, Gateway
     long_running=True,
 )
 def review(arguments: dict, ctx: ToolContext) -> dict:
-    return routing_service.review(arguments, ctx.report_progress, ctx.is_cancelled)
+    return routing_service.review(arguments, ctx.report_progress, ctx.is_cancelled, ctx.actor)
 
 
 @routing.tool(
@@ -49,4 +50,4 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
     long_running=True,
 )
 def debug(arguments: dict, ctx: ToolContext) -> dict:
-    return routing_service.debug(arguments, ctx.report_progress, ctx.is_cancelled)
+    return routing_service.debug(arguments, ctx.report_progress, ctx.is_cancelled, ctx.actor)

@@ -38,6 +38,7 @@ supervisor = register_endpoint(
         "supervisor",
         title="hyperguild supervisor",
         token_setting="SUPERVISOR_MCP_TOKEN",
+        scopes=("supervisor:run",),
         instructions=(
             "Skill workers whose results the supervisor verifies itself: TDD red/green/refactor, "
             "review, debug, spec, retrospective, trainer and tier; apply turns a verified review's findings into "
@@ -82,7 +83,7 @@ def _check_paths(skill: str, arguments: dict) -> str:
     return str(root)
 
 
-def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor") -> SkillRun:
+def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor", requested_by=None) -> SkillRun:
     root = _check_paths(skill, arguments)
     if SKILLS[skill].worker_schema is None:
         model = ""  # no worker, no model (apply)
@@ -100,6 +101,7 @@ def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor"
         model=model,
         endpoint=endpoint,
         session_id=arguments.get("session_id", ""),
+        requested_by=requested_by,
     )
     transaction.on_commit(lambda: enqueue_run(run.pk))
     return run
@@ -170,7 +172,7 @@ def _worker_tool(skill: str, *, read_only: bool = False, destructive: bool = Fal
 
     def handler(arguments: dict, ctx: ToolContext) -> dict:
         try:
-            run = start_skill_run(skill, arguments)
+            run = start_skill_run(skill, arguments, requested_by=ctx.actor)
             return wait_for_run(run, ctx)
         finally:
             # The engine may run this in a thread of its own that ends with the

@@ -450,6 +450,11 @@ class Dispatcher:
             record.status = "invalid_arguments"
             return tool_error_result(f"Invalid arguments for {name}: {format_schema_errors(problems)}")
 
+        refusal = tool.scope_refusal(ctx)
+        if refusal:
+            record.status = "insufficient_scope"
+            return tool_error_result(refusal)
+
         RUNNING.add(ctx)
         if tool.open_world:
             admission.leave()  # it waits on a worker or a model: quick calls must not wait behind it

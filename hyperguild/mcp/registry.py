@@ -32,7 +32,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from jsonschema import Draft202012Validator
@@ -66,8 +66,11 @@ class ToolContext:
         emit: Callable[[dict], None] | None = None,
         client: dict | None = None,
         caller: str = "",
+        identity: Any = None,
     ) -> None:
         self.endpoint = endpoint
+        # Who the bearer token belongs to (hyperguild.auth.Identity); None outside an HTTP call.
+        self.identity = identity
         # Who sent the call (hyperguild.mcp.cancellation.client_key): cancellations match on it and the id.
         self.caller = caller
         self.request_id = request_id
@@ -77,6 +80,11 @@ class ToolContext:
         self.started_at = time.time()
         self._emit = emit
         self._last_progress: float | None = None
+
+    @property
+    def actor(self) -> Any:
+        """The person behind the call (a User), or None for the service identity: what actions record as "who"."""
+        return getattr(self.identity, "user", None)
 
     @property
     def streams_progress(self) -> bool:
@@ -126,6 +134,8 @@ class Tool:
     open_world: bool = False
     # The call may take minutes (a skill worker, a model): a client that can poll gets a task handle instead.
     long_running: bool = False
+    # The token scope a caller needs (e.g. "brain:write"); empty: the endpoint's first scope (Endpoint.add).
+    scope: str = ""
     input_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
     output_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
 
@@ -136,6 +146,17 @@ class Tool:
             Draft202012Validator.check_schema(schema)
         object.__setattr__(self, "input_validator", Draft202012Validator(self.input_schema))
         object.__setattr__(self, "output_validator", Draft202012Validator(self.output_schema))
+
+    def scope_refusal(self, ctx: ToolContext) -> str | None:
+        """Why the caller may not run this tool (a message it can act on), or None when it may."""
+        identity = ctx.identity
+        if not self.scope or identity is None or identity.allows(self.scope):
+            return None
+        held = ", ".join(sorted(identity.scopes)) or "none"
+        return (
+            f"{self.name} needs the {self.scope} scope; the token you sent has: {held}. "
+            f"Ask for a token with --scope {self.scope} (docs/people.md)."
+        )
 
     def describe(self) -> dict:
         return {
@@ -210,8 +231,19 @@ class ResourceProvider(Protocol):
 class Endpoint:
     """One MCP endpoint (`/mcp/<name>`) and what it serves."""
 
-    def __init__(self, name: str, *, title: str, instructions: str = "", token_setting: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        *,
+        title: str,
+        instructions: str = "",
+        token_setting: str | None = None,
+        scopes: tuple[str, ...] = (),
+    ):
         self.name = name
+        # The token scopes that reach this endpoint (the first is the default scope of its tools);
+        # the environment token (token_setting) is a service identity holding all of them.
+        self.scopes = tuple(scopes)
         self.title = title
         self.instructions = instructions
         self.token_setting = token_setting
@@ -227,8 +259,12 @@ class Endpoint:
         self.domain_errors = tuple(dict.fromkeys((*self.domain_errors, *error_types)))
 
     def add(self, tool: Tool) -> Tool:
+        if not tool.scope and self.scopes:
+            tool = replace(tool, scope=self.scopes[0])
         if tool.name in self.tools and self.tools[tool.name].handler is not tool.handler:
             raise ValueError(f"endpoint {self.name}: tool {tool.name} is registered twice")
+        if tool.scope and self.scopes and tool.scope not in self.scopes:
+            raise ValueError(f"endpoint {self.name}: tool {tool.name} needs scope {tool.scope}, not one of {self.scopes}")
         self.tools[tool.name] = tool
         return tool
 

@@ -11,7 +11,6 @@ Three DRF defaults fight the protocol and are overridden here:
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import logging
 import threading
@@ -30,6 +29,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.views import APIView
 
 from hyperguild.actions import do_record_mcp_cancellation
+from hyperguild.auth import BearerRefused, authenticate_bearer, resource_metadata_url
 from hyperguild.errors import error_body
 from hyperguild.lib.limits import InputRejected, hostile_value_problem, loads_limited
 from hyperguild.mcp.cancellation import RUNNING, client_key, new_session_id, request_id_key
@@ -55,35 +55,40 @@ logger = logging.getLogger("hyperguild.mcp")
 SSE_KEEPALIVE_SECONDS = 15.0
 
 
-class TokenClient:
-    """The caller of an MCP endpoint, once its token (if any) checked out."""
-
-    is_authenticated = True
-
-    def __init__(self, endpoint: str, with_token: bool):
-        self.endpoint = endpoint
-        self.with_token = with_token
+class InsufficientScope(exceptions.PermissionDenied):
+    default_code = "insufficient_scope"
 
 
 class BearerTokenAuthentication(BaseAuthentication):
-    def __init__(self, endpoint: Endpoint):
+    """DRF's face of `hyperguild.auth.authenticate_bearer`: request.user becomes the caller's Identity."""
+
+    def __init__(self, endpoint: Endpoint, scope: str | tuple[str, ...] | None = None):
         self.endpoint = endpoint
+        # What the caller must hold: one scope, or any of several (default: any of the endpoint's).
+        self.scope = endpoint.scopes if scope is None else scope
 
     def authenticate(self, request):
-        expected = self.endpoint.token()
-        if not expected:
-            return TokenClient(self.endpoint.name, with_token=False), None
-        header = request.META.get("HTTP_AUTHORIZATION", "")
-        if not header:
-            return None
-        scheme, _, value = header.partition(" ")
-        # Constant-time comparison: the token must not leak through timing.
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), expected.encode()):
-            raise exceptions.AuthenticationFailed(f"Invalid bearer token for /mcp/{self.endpoint.name}.")
-        return TokenClient(self.endpoint.name, with_token=True), value
+        try:
+            identity = authenticate_bearer(request._request, self.scope, endpoint=self.endpoint)
+        except BearerRefused as refused:
+            request._request.bearer_refused = refused  # for the challenge header of the answer
+            if refused.status == 403:
+                raise InsufficientScope(refused.message) from None
+            if not refused.error:
+                raise exceptions.NotAuthenticated(refused.message) from None
+            raise exceptions.AuthenticationFailed(refused.message) from None
+        return identity, None
 
     def authenticate_header(self, request) -> str:
-        return f'Bearer realm="hyperguild-{self.endpoint.name}"'
+        return challenge_for(request._request, self.endpoint)
+
+
+def challenge_for(request, endpoint: Endpoint) -> str:
+    """`WWW-Authenticate` for a refused request: the realm, the error if any, where the metadata is."""
+    refused = getattr(request, "bearer_refused", None) or BearerRefused(
+        401, "", resource_metadata=resource_metadata_url(request, endpoint)
+    )
+    return refused.challenge(realm=f"hyperguild-{endpoint.name}")
 
 
 class HasClient(BasePermission):
@@ -200,6 +205,8 @@ class McpView(APIView):
 
     def handle_exception(self, exc):
         response = super().handle_exception(exc)
+        if isinstance(exc, InsufficientScope):
+            response["WWW-Authenticate"] = challenge_for(self.request._request, self.mcp_endpoint)
         self._log(CallRecord(status=f"http {response.status_code}"), response.status_code)
         return response
 
@@ -277,7 +284,8 @@ class McpView(APIView):
             return self._stream(message, progress_token, record, client, revision, owner_digest(request.META.get("HTTP_AUTHORIZATION", "")))
 
         ctx = ToolContext(
-            endpoint=self.mcp_endpoint.name, request_id=message["id"], progress_token=progress_token, caller=client
+            endpoint=self.mcp_endpoint.name, request_id=message["id"], progress_token=progress_token, caller=client,
+            identity=request.user,
         )
         owner = owner_digest(request.META.get("HTTP_AUTHORIZATION", ""))
         response = Dispatcher(self.mcp_endpoint, owner).handle(message, ctx, record, revision)
@@ -324,6 +332,7 @@ class McpView(APIView):
                 progress_token=progress_token,
                 emit=emit,
                 caller=client,
+                identity=view.request.user,
             )
 
             def run() -> None:

@@ -144,7 +144,10 @@ def test_a_wrong_token_is_401_with_www_authenticate(asgi_server, settings):
     for header in ("Bearer wrong", "Bearer s3cret-and-more", "Basic s3cret", "s3cret"):
         response = mcp_post(f"{asgi_server}/mcp/brain", rpc("tools/list"), headers={"Authorization": header})
         assert response.status_code == 401, header
-        assert response.headers["www-authenticate"] == 'Bearer realm="hyperguild-brain"'
+        # The realm, the error and where the protected-resource metadata is (MCP authorization, RFC 9728).
+        challenge = response.headers["www-authenticate"]
+        assert challenge.startswith('Bearer realm="hyperguild-brain", error="'), challenge
+        assert 'resource_metadata="http://127.0.0.1:' in challenge and "/.well-known/oauth-protected-resource/mcp/brain" in challenge
 
 
 def test_the_right_token_opens_only_its_own_endpoint(asgi_server, settings):
@@ -181,7 +184,8 @@ def test_an_oversized_body_is_413(asgi_server, settings):
     assert "HYPERGUILD_MCP_MAX_BODY" in response.json()["error"]["message"]
 
 
-def test_oauth_discovery_paths_answer_json_404(asgi_server):
+def test_oauth_discovery_paths_answer_metadata_and_unknown_resources_json_404(asgi_server):
+    # They answered 404 before people had their own sign-in (issue: Claude Code's OAuth discovery failed).
     for path in (
         "/.well-known/oauth-protected-resource",
         "/.well-known/oauth-protected-resource/mcp/brain",
@@ -189,9 +193,12 @@ def test_oauth_discovery_paths_answer_json_404(asgi_server):
         "/.well-known/oauth-authorization-server/mcp/supervisor",
     ):
         response = httpx.get(f"{asgi_server}{path}")
+        assert response.status_code == 200, path
+        assert response.headers["content-type"].startswith("application/json")
+    for path in ("/.well-known/oauth-protected-resource/mcp/nothing", "/mcp/brain/.well-known/oauth-foo"):
+        response = httpx.get(f"{asgi_server}{path}")
         assert response.status_code == 404, path
-        assert response.headers["content-type"] == "application/json"
-        assert response.json()["error"] == "not_found"
+        assert response.headers["content-type"].startswith("application/json")
 
 
 def test_tools_list_describes_every_tool_and_pages_with_a_cursor(asgi_server, selftest_endpoint, settings):

@@ -63,7 +63,7 @@ def test_anonymous_users_are_sent_to_the_login_page_and_nothing_is_written(clien
     for url, data in views:
         response = client.post(url, data)
         assert response.status_code == 302, url
-        assert response["Location"].startswith("/admin/login/?next="), url
+        assert response["Location"].startswith("/login/?next="), url
     _assert_untouched(note, target, example)
 
 
@@ -98,7 +98,7 @@ def test_staff_only_pages_refuse_anonymous_and_non_staff(client, reader_client, 
         reverse("sessions-training-export", args=["dpo"]),
     ]
     for url in pages:
-        assert client.get(url)["Location"].startswith("/admin/login/"), url
+        assert client.get(url)["Location"].startswith("/login/"), url
         assert reader_client.get(url).status_code == 403, url
 
 
@@ -112,7 +112,7 @@ def test_every_page_needs_a_login(client, targets):
     ]
     for url in pages:
         response = client.get(url)
-        assert response.status_code == 302 and response["Location"].startswith("/admin/login/"), url
+        assert response.status_code == 302 and response["Location"].startswith("/login/"), url
 
 
 def test_readers_see_the_pages_without_the_action_forms(reader_client, targets):

@@ -197,4 +197,6 @@ class Command(BaseCommand):
             ) + ".")
             self.stdout.write("  Read them where you set them (e.g. `grep _MCP_TOKEN .env`) and export them "
                               "before pasting the lines above.")
+        self.stdout.write(f"  People sign in at {base}/login/ and make their own tokens at {base}/tokens/; "
+                          "without a header, Claude Code signs in through the browser (docs/people.md).")
         self.stdout.write("Press Ctrl-C to stop.")

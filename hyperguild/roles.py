@@ -1,0 +1,47 @@
+"""Roles are Django groups, made by migrations: what each may do is a set of permissions.
+
+- `reader`: browse and search (the view permissions);
+- `reviewer`: promote, reject, merge, edit, re-file, demote notes and undo (brain.review_note);
+- `curator`: approve, reject, edit, swap and export training examples (agent_sessions.curate_trainingexample);
+- staff (`is_staff`) may do all of it, and superusers hold every permission (the admin).
+
+The core makes the groups (hyperguild migration 0004); each app's migration grants its own
+permissions to them with `grant_permissions`, so the core names no app.
+"""
+
+from __future__ import annotations
+
+READER, REVIEWER, CURATOR = "reader", "reviewer", "curator"
+ROLES = (READER, REVIEWER, CURATOR)
+
+
+def grant_permissions(apps, app_label: str, grants: dict[str, list[str]]) -> None:
+    """In a data migration: give each role (group name) the app's permissions (codenames).
+
+    Permissions are normally made after migrating (post_migrate); they are made here first so a
+    fresh database gets its roles in the same `migrate`.
+    """
+    from django.contrib.auth.management import create_permissions
+
+    app_config = apps.get_app_config(app_label)
+    if not getattr(app_config, "models_module", None):
+        app_config.models_module = True  # a migration's app registry: create_permissions would skip it
+    create_permissions(app_config, apps=apps, verbosity=0)
+    Group = apps.get_model("auth", "Group")
+    Permission = apps.get_model("auth", "Permission")
+    for role, codenames in grants.items():
+        group, _ = Group.objects.get_or_create(name=role)
+        permissions = Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames)
+        missing = set(codenames) - set(permissions.values_list("codename", flat=True))
+        if missing:
+            raise RuntimeError(f"{app_label}: no permission(s) {sorted(missing)} to grant to {role}")
+        group.permissions.add(*permissions)
+
+
+def revoke_permissions(apps, app_label: str, grants: dict[str, list[str]]) -> None:
+    Group = apps.get_model("auth", "Group")
+    Permission = apps.get_model("auth", "Permission")
+    for role, codenames in grants.items():
+        group = Group.objects.filter(name=role).first()
+        if group is not None:
+            group.permissions.remove(*Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames))
