@@ -19,7 +19,8 @@ def test_it_prints_the_two_plugin_lines_for_this_checkout_and_the_user_scope_lin
     assert f"claude plugin marketplace add {settings.BASE_DIR / 'claude-plugin'}\n" in output
     assert "claude plugin install hyperguild@hyperguild\n" in output
     assert "export HYPERGUILD_URL=http://10.0.0.5:8000\n" in output
-    assert "HYPERGUILD_TOKEN: leave it empty" in output
+    assert "or leave it empty" in output
+    assert "--scope sessions:write" in output and "/tokens/" in output
     assert "claude mcp add --scope user --transport http hyperguild-brain http://10.0.0.5:8000/mcp/brain\n" in output
     assert "Authorization" not in output
 
@@ -28,7 +29,7 @@ def test_one_token_for_all_is_named_and_never_printed(settings):
     settings.BRAIN_MCP_TOKEN = settings.SUPERVISOR_MCP_TOKEN = settings.ROUTING_MCP_TOKEN = "shared-secret-1"
     output = run()
     assert "shared-secret-1" not in output
-    assert "HYPERGUILD_TOKEN: the value of BRAIN_MCP_TOKEN, SUPERVISOR_MCP_TOKEN, ROUTING_MCP_TOKEN (all the same here)" in output
+    assert "the value of BRAIN_MCP_TOKEN, SUPERVISOR_MCP_TOKEN, ROUTING_MCP_TOKEN (all the same here)" in output
     assert '--header "Authorization: Bearer $BRAIN_MCP_TOKEN"' in output
     assert f"export HYPERGUILD_URL=http://127.0.0.1:{settings.HYPERGUILD_PORT}" in output
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 import httpx
-import pytest
 
 from brain.actions import do_ingest_note
 from sessions.models import AgentSession, SessionEntry

@@ -38,18 +38,27 @@ def plugin_install_lines(base_dir: Path | None = None) -> list[str]:
     ]
 
 
+PLUGIN_SCOPES = ("brain:read", "brain:write", "sessions:write", "supervisor:run", "routing:run")
+
+
 def plugin_token_advice(endpoints: list[Endpoint]) -> str:
     """Which token HYPERGUILD_TOKEN must hold: the plugin sends one token to the three endpoints and the hooks."""
+    personal = (
+        "HYPERGUILD_TOKEN: your personal token with the scopes " + " ".join(PLUGIN_SCOPES)
+        + " (make it on the Tokens page, /tokens/, or with `manage.py token create USERNAME "
+        + " ".join(f"--scope {scope}" for scope in PLUGIN_SCOPES) + "`)"
+    )
     tokens = {endpoint.token_setting: endpoint.token() for endpoint in endpoints if endpoint.token_setting}
     set_tokens = {name: value for name, value in tokens.items() if value}
     if not set_tokens:
-        return "HYPERGUILD_TOKEN: leave it empty (this server has no tokens set)."
+        return personal + "; or leave it empty (this server has no environment tokens set)."
     names = ", ".join(tokens)
     if len(set(tokens.values())) == 1:
-        return f"HYPERGUILD_TOKEN: the value of {names} (all the same here)."
+        return personal + f"; or the service's own token, the value of {names} (all the same here)."
     return (
-        f"HYPERGUILD_TOKEN: the plugin sends one token to every endpoint and to the hooks, but {names} differ here: "
-        "give them one value (the hooks use BRAIN_MCP_TOKEN's), or add the endpoints one by one with the lines above."
+        personal + f"; the service's own tokens {names} differ here, so none of them opens every endpoint "
+        "and the hooks (the hooks use BRAIN_MCP_TOKEN's): give them one value, or add the endpoints one by one "
+        "with the lines above."
     )
 
 
