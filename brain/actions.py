@@ -41,6 +41,7 @@ from brain.placement import resolve_targets, suffixes
 from brain.slugs import SlugError, numbered, slugify_path, slugify_title, validate_segment, validate_slug
 from hyperguild.lib.limits import hostile_value_problem, text_problem
 from hyperguild.lib.markdown import FrontmatterError, check_frontmatter_limits, extract_wikilinks
+from hyperguild.lib.text import without_bidi_controls
 
 MAX_TITLE_LENGTH = 300
 MAX_SLUG_ATTEMPTS = 64
@@ -75,7 +76,9 @@ def _clean_title(title: Any, *, required: bool = True) -> str:
     problem = text_problem(title)
     if problem:
         raise BrainInputError(f"title {problem}.")
-    title = " ".join(title.split())
+    title = " ".join(without_bidi_controls(title).split())
+    if not title:
+        raise BrainInputError("title is empty: give the note a short descriptive title.")
     if len(title) > MAX_TITLE_LENGTH:
         raise BrainInputError(f"title is {len(title)} characters long; keep it under {MAX_TITLE_LENGTH}.")
     return title
