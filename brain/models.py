@@ -16,6 +16,8 @@ from django.db.models.functions import MD5, Concat, Reverse
 from django.utils import timezone
 from pgvector.django import VectorField
 
+from hyperguild.lib.redaction import redaction_summary
+
 
 class NoteStatus(models.TextChoices):
     RAW = "raw", "raw"
@@ -95,6 +97,9 @@ class Note(models.Model):
     review_note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Secrets taken out at the note door (brain.actions._redact_note_fields), as
+    # [{field, pattern, count}]: the review page and brain_get show that a secret was removed.
+    redactions = models.JSONField(default=list, blank=True)
     # Goes up by one on every change made through an action; a form that saw version N may only
     # save over version N (optimistic concurrency: two reviewers never overwrite each other silently).
     version = models.PositiveIntegerField(default=1)
@@ -141,6 +146,15 @@ class Note(models.Model):
         self.status = NoteStatus.ARCHIVED
         if reason:
             self.review_note = reason
+
+    @property
+    def secret_removed(self) -> bool:
+        return bool(self.redactions)
+
+    @property
+    def redactions_text(self) -> str:
+        """'2 redacted: body (aws_access_key ×1), title (github_token ×1)'; '' when nothing was."""
+        return redaction_summary(self.redactions)
 
     @property
     def is_live(self) -> bool:

@@ -29,6 +29,8 @@ def note_ref(note: Note) -> dict:
         "hall": note.hall,
         "path": note.path,
         "uri": note_uri(note),
+        # What the note door took out (brain.actions._redact_note_fields): pattern names and counts, never the secret.
+        "redactions": note.redactions,
     }
 
 
@@ -80,6 +82,14 @@ NOTE_REF_SCHEMA = {
         "hall": {"type": "string"},
         "path": {"type": "string"},
         "uri": {"type": "string"},
+        "redactions": {
+            "type": "array",
+            "description": "secrets taken out before the note was stored: [{field, pattern, count}]",
+            "items": {
+                "type": "object",
+                "properties": {"field": {"type": "string"}, "pattern": {"type": "string"}, "count": {"type": "integer"}},
+            },
+        },
     },
     "required": ["note_id", "slug", "title", "status", "wing", "hall", "path", "uri"],
 }
