@@ -46,6 +46,7 @@ class QuerySerializer(serializers.Serializer):
     wing = serializers.CharField(max_length=100, required=False, allow_blank=True)
     hall = serializers.CharField(max_length=100, required=False, allow_blank=True)
     status = serializers.ChoiceField(choices=[*NoteStatus.values, "any"], default=NoteStatus.WIKI)
+    include_raw = serializers.BooleanField(default=False, help_text="with status wiki: unreviewed raw notes too")
 
 
 class NoteInputSerializer(serializers.Serializer):
@@ -75,7 +76,7 @@ class QueryView(BrainAPIView):
         args = data.validated_data
         response = search(
             args["query"], limit=args["limit"], wing=args.get("wing") or None,
-            hall=args.get("hall") or None, status=args["status"],
+            hall=args.get("hall") or None, status=args["status"], include_raw=args["include_raw"],
         )  # fmt: skip
         return Response(query_result(response))
 

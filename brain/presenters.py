@@ -144,6 +144,22 @@ NOTE_DETAIL_SCHEMA = {
     ],
 }  # fmt: skip
 
+UNREVIEWED_MATCHES_SCHEMA = {
+    "type": "integer",
+    "description": "raw notes (not reviewed yet, so not searched by default) that match too",
+}
+UNREVIEWED_HINT_SCHEMA = {"type": ["string", "null"], "description": "how to see the unreviewed matches"}
+UNREVIEWED_LIST_SCHEMA = {
+    "type": "array",
+    "description": "the best unreviewed matches, by slug (read one with brain_get)",
+    "items": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"slug": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "string"}},
+        "required": ["slug", "title", "status"],
+    },
+}
+
 HIT_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -178,8 +194,14 @@ QUERY_RESULT_SCHEMA = {
         },
         "degraded": {"type": "boolean", "description": "true when only BM25 answered (the vector side failed)"},
         "reason": {"type": ["string", "null"], "description": "why there are no hits, or why only BM25 answered"},
+        "unreviewed_matches": UNREVIEWED_MATCHES_SCHEMA,
+        "unreviewed": UNREVIEWED_LIST_SCHEMA,
+        "unreviewed_hint": UNREVIEWED_HINT_SCHEMA,
     },
-    "required": ["hits", "count", "abstained", "partial", "degraded", "reason"],
+    "required": [
+        "hits", "count", "abstained", "partial", "degraded", "reason", "unreviewed_matches", "unreviewed",
+        "unreviewed_hint",
+    ],
 }
 
 
@@ -198,6 +220,9 @@ def query_result(response) -> dict:
         "partial": bool(getattr(response, "partial", False)),
         "degraded": bool(response.degraded),
         "reason": response.reason,
+        "unreviewed_matches": getattr(response, "unreviewed_matches", 0),
+        "unreviewed": list(getattr(response, "unreviewed", [])),
+        "unreviewed_hint": getattr(response, "unreviewed_hint", None),
     }
 
 

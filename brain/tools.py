@@ -65,7 +65,9 @@ def _run_write(action, **kwargs) -> dict:
     description=(
         "Search the team's notes (BM25 over title and body, fused with vector search when an embedder is on). "
         "Returns the best notes with an excerpt. Filter by wing/hall (the first two folders under wiki/) and "
-        "status (default wiki; 'any' means every status but archived). Read the whole note with brain_get."
+        "status (default wiki; 'any' means every status but archived). Only reviewed (wiki) notes are searched "
+        "by default: `unreviewed_matches` says how many raw notes, not reviewed yet, match too, and "
+        "include_raw=true ranks them with the wiki notes (each hit shows its status). Read a note with brain_get."
     ),
     input_schema={
         "type": "object",
@@ -76,6 +78,11 @@ def _run_write(action, **kwargs) -> dict:
             "wing": SEGMENT,
             "hall": SEGMENT,
             "status": {"type": "string", "enum": STATUSES, "default": "wiki"},
+            "include_raw": {
+                "type": "boolean",
+                "default": False,
+                "description": "with status wiki: also unreviewed raw notes (notes just written), each hit with its status",
+            },
         },
         "required": ["query"],
     },
@@ -90,6 +97,7 @@ def brain_query(arguments: dict, ctx: ToolContext) -> dict:
         wing=arguments.get("wing") or None,
         hall=arguments.get("hall") or None,
         status=arguments.get("status", "wiki"),
+        include_raw=arguments.get("include_raw", False),
     )
     return query_result(response)
 
