@@ -555,12 +555,16 @@ def do_reject_note(note: Note, *, reviewer, reason: str, group: uuid.UUID | None
         return note
 
 
-def do_archive_note(note: Note, *, user=None, reason: str = "") -> Note:
-    """Take a note out of search and out of the brain folder; it is never deleted."""
+def do_archive_note(note: Note, *, user=None, reason: str = "", expected_version: int | None = None) -> Note:
+    """Take a note out of search and out of the brain folder; it is never deleted.
+
+    With `expected_version` a note that changed meanwhile raises `NoteConflict` (see do_edit_note).
+    """
     with transaction.atomic():
         note = _locked(note)
         if note.status == NoteStatus.ARCHIVED:
             return note
+        _check_version(note, expected_version)
         before, version_before = note.snapshot(), note.version
         note.archive(reason=reason)
         note.provenance = {**note.provenance, "archived_by": _who(user) or "service"}

@@ -29,6 +29,7 @@ def note_ref(note: Note) -> dict:
         "hall": note.hall,
         "path": note.path,
         "uri": note_uri(note),
+        "version": note.version,
         # What the note door took out (brain.actions._redact_note_fields): pattern names and counts, never the secret.
         "redactions": note.redactions,
     }
@@ -82,6 +83,7 @@ NOTE_REF_SCHEMA = {
         "hall": {"type": "string"},
         "path": {"type": "string"},
         "uri": {"type": "string"},
+        "version": {"type": "integer", "description": "goes up on every change; brain_edit and brain_archive take it"},
         "redactions": {
             "type": "array",
             "description": "secrets taken out before the note was stored: [{field, pattern, count}]",
