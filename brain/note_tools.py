@@ -9,6 +9,8 @@ refused and nothing is written, as the browser's edit form is.
 
 from __future__ import annotations
 
+import uuid
+
 from django.db.models import Q
 
 from brain.actions import NoteConflict, do_archive_note, do_edit_note, do_undo_revision
@@ -128,8 +130,9 @@ def brain_archive(arguments: dict, ctx: ToolContext) -> dict:
     name="brain_undo",
     title="Undo a change",
     description=(
-        "Undo one change (the `change` brain_edit or brain_archive returned, or one from a note's history): the "
-        "note gets back its fields from before. Refused when the note changed again since. The undo is a revision too."
+        "Undo one edit or archive (the `change` brain_edit or brain_archive returned, or one from brain_recent): the "
+        "note gets back its fields from before. Refused when the note changed again since, and for a reviewer's "
+        "promote, reject or merge (undone in the browser). The undo is a revision too."
     ),
     input_schema={
         "type": "object",
@@ -145,8 +148,28 @@ def brain_archive(arguments: dict, ctx: ToolContext) -> dict:
     },
 )
 def brain_undo(arguments: dict, ctx: ToolContext) -> dict:
+    # Only what an MCP caller could have done itself: a reviewer's promote, reject, merge or re-file is
+    # undone by a person, in the browser.
+    actions = set(
+        NoteRevision.objects.filter(group=_change_id(arguments["change"])).values_list("action", flat=True)
+    )
+    if actions - UNDOABLE_OVER_MCP:
+        raise ToolError(
+            f"That change is a reviewer's {', '.join(sorted(actions - UNDOABLE_OVER_MCP))}; undo it in the browser, "
+            "from the note's history."
+        )
     restored = do_undo_revision(arguments["change"], user=None)
     return {"notes": [_written(note, note.version - 1) for note in restored]}
+
+
+UNDOABLE_OVER_MCP = {NoteRevision.Action.EDIT, NoteRevision.Action.ARCHIVE}
+
+
+def _change_id(change: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(change)
+    except ValueError:
+        return None
 
 
 def note_tags(note: Note) -> list[str]:

@@ -89,6 +89,18 @@ def test_recent_activity_lists_newest_first_with_the_last_change_and_filters_by_
     assert tool(url, "brain_recent", {"status": "wiki"})["count"] == 0
 
 
+def test_a_reviewers_promotion_cannot_be_undone_over_mcp(brain_server, django_user_model):
+    _, url = brain_server
+    from brain.actions import do_promote_note
+
+    reviewer = django_user_model.objects.create_user("reviewer", password="pw-reviewer-123", is_staff=True)
+    note = do_promote_note(do_write_raw_note(title="Reviewed", body="text"), reviewer=reviewer, wing="concepts")
+    change = str(note.revisions.get().group)
+    assert "reviewer's promote" in tool_error(url, "brain_undo", {"change": change})
+    note.refresh_from_db()
+    assert note.status == NoteStatus.WIKI
+
+
 def test_bad_calls_are_clear_errors_and_write_nothing(brain_server):
     _, url = brain_server
     note = do_write_raw_note(title="Keep me", body="as I am")
