@@ -916,9 +916,11 @@ def do_import_area_description(
 
     Returns (description, "added"|"updated"|"unchanged"); an unchanged file writes nothing.
     """
-    title = " ".join((title or "").split())[:MAX_TITLE_LENGTH]
+    title = " ".join(without_bidi_controls(title or "").split())[:MAX_TITLE_LENGTH]
     body = _clean_body(body, required=False)
     frontmatter = _clean_frontmatter(frontmatter)
+    redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
+    title, body, frontmatter = redacted.title, redacted.body, redacted.frontmatter
     wing, hall = _clean_place(wing, hall, wing_required=False)
     content_hash = note_content_hash(title, frontmatter, body)
     with transaction.atomic():

@@ -18,7 +18,7 @@ from django.test import Client
 
 from brain.actions import do_edit_note, do_promote_note, do_write_raw_note
 from brain.folder import import_folder, sync_mirror
-from brain.models import Note
+from brain.models import AreaDescription, Note
 from tests.brain.conftest import AUTH
 from tests.conftest import call_tool
 
@@ -111,6 +111,14 @@ def test_mcp_and_rest_writers_are_redacted_and_told_what_was_removed(brain_serve
     assert_no_secret(str(found))
     got = call_tool(mcp_url, "brain_get", {"slug": written["slug"]}, AUTH)
     assert got["structuredContent"]["redactions"] and "[REDACTED:private_key]" in got["structuredContent"]["body"]
+
+
+def test_a_wing_description_file_is_redacted_too(db, tmp_path):
+    (tmp_path / "wiki" / "ops").mkdir(parents=True)
+    (tmp_path / "wiki" / "ops" / "_index.md").write_text(f"---\ntitle: Ops {AWS}\n---\n{BODY}", encoding="utf-8")
+    assert import_folder(tmp_path).errors == []
+    description = AreaDescription.objects.get(wing="ops")
+    assert_no_secret(f"{description.title}\n{description.body}\n{description.frontmatter}")
 
 
 def test_an_imported_file_is_redacted_and_the_mirror_rewrites_the_file_on_disk(db, tmp_path):
