@@ -42,6 +42,13 @@ class NoteQuerySet(models.QuerySet):
     def in_hall(self, hall: str):
         return self.filter(hall=hall)
 
+    def with_tags(self, tags):
+        """Notes whose frontmatter `tags` holds every one of `tags` (a YAML list, or one tag as a string)."""
+        queryset = self
+        for tag in tags or ():
+            queryset = queryset.filter(Q(frontmatter__tags__contains=[tag]) | Q(frontmatter__tags=tag))
+        return queryset
+
     def exportable(self):
         """Notes that live in a brain folder: raw and wiki (rejected and archived ones do not)."""
         return self.filter(status__in=EXPORTED_STATUSES)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import uuid
 
-from django.db.models import Q
-
 from brain.actions import NoteConflict, do_archive_note, do_edit_note, do_undo_revision
 from brain.models import Note, NoteRevision, NoteStatus
 from brain.presenters import NOTE_REF_SCHEMA, note_ref
@@ -241,9 +239,7 @@ def brain_recent(arguments: dict, ctx: ToolContext) -> dict:
     status = arguments.get("status", "any")
     if status != "any":
         notes = notes.filter(status=status)
-    for tag in arguments.get("tags") or []:
-        # `tags: [a, b]` (a JSON list: containment) or `tags: a` (one string).
-        notes = notes.filter(Q(frontmatter__tags__contains=[tag]) | Q(frontmatter__tags=tag))
+    notes = notes.with_tags(arguments.get("tags"))
     notes = list(notes.order_by("-updated_at", "-id")[: arguments.get("limit", RECENT_DEFAULT)])
     latest = {}
     for revision in (

@@ -52,6 +52,8 @@ UNREVIEWED_COUNT_DEPTH = 50
 UNREVIEWED_NAMED = 5  # the best raw matches named in the answer (slug and title)
 # With include_raw, candidates are drawn from every live status and rejected ones dropped: draw more.
 INCLUDE_RAW_FANOUT = 2
+# With tags, candidates without them are dropped after ranking: draw more.
+TAGS_FANOUT = 4
 
 
 class SearchInputError(BrainError, ValueError):
@@ -150,11 +152,13 @@ def search(
     hall: str | None = None,
     status: str | None = NoteStatus.WIKI,
     include_raw: bool = False,
+    tags: list[str] | None = None,
 ) -> SearchResponse:
     """Ranked notes for `query`. `status` None or "any" means every status but archived.
 
     `include_raw` with the wiki status: wiki and raw notes ranked together (never rejected ones).
-    A wiki-only search counts the raw notes it left out (`unreviewed_matches`).
+    A wiki-only search counts the raw notes it left out (`unreviewed_matches`). `tags`: only notes
+    whose frontmatter `tags` holds every one of them.
     """
     query = (query or "").strip()
     if not query:
@@ -170,9 +174,15 @@ def search(
 
     tokens = bm25.tokenize(query)
     with_raw = include_raw and status == NoteStatus.WIKI
-    if with_raw:
-        ranking = rank_notes(query, depth=limit * BM25_FANOUT * INCLUDE_RAW_FANOUT, wing=wing, hall=hall, status=None)
-        hits = _hits(ranking.fused, tokens, ranking.passages, statuses=(NoteStatus.WIKI, NoteStatus.RAW), limit=limit)
+    if with_raw or tags:
+        depth = limit * BM25_FANOUT * (INCLUDE_RAW_FANOUT if with_raw else 1) * (TAGS_FANOUT if tags else 1)
+        ranking = rank_notes(query, depth=depth, wing=wing, hall=hall, status=None if with_raw else status)
+        fused = ranking.fused
+        if tags:
+            tagged = set(Note.objects.filter(id__in=[i for i, _, _ in fused]).with_tags(tags).values_list("id", flat=True))
+            fused = [item for item in fused if item[0] in tagged]
+        statuses = (NoteStatus.WIKI, NoteStatus.RAW) if with_raw else None
+        hits = _hits(fused, tokens, ranking.passages, statuses=statuses, limit=limit)
     else:
         ranking = rank_notes(query, depth=limit * BM25_FANOUT, wing=wing, hall=hall, status=status)
         hits = _hits(ranking.fused[:limit], tokens, ranking.passages)

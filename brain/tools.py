@@ -83,6 +83,12 @@ def _run_write(action, **kwargs) -> dict:
                 "default": False,
                 "description": "with status wiki: also unreviewed raw notes (notes just written), each hit with its status",
             },
+            "tags": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": 100},
+                "maxItems": 10,
+                "description": "only notes whose frontmatter `tags` holds every one of these",
+            },
         },
         "required": ["query"],
     },
@@ -98,6 +104,7 @@ def brain_query(arguments: dict, ctx: ToolContext) -> dict:
         hall=arguments.get("hall") or None,
         status=arguments.get("status", "wiki"),
         include_raw=arguments.get("include_raw", False),
+        tags=arguments.get("tags"),
     )
     return query_result(response)
 

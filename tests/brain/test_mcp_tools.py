@@ -17,7 +17,7 @@ from tests.conftest import call_tool, mcp_post, rpc
 pytestmark = pytest.mark.django_db(transaction=True)
 
 EXPECTED_TOOLS = {
-    "brain_query": ({"query", "limit", "wing", "hall", "status", "include_raw"}, ["query"]),
+    "brain_query": ({"query", "limit", "wing", "hall", "status", "include_raw", "tags"}, ["query"]),
     "brain_get": ({"slug"}, ["slug"]),
     "brain_write": ({"title", "body", "frontmatter", "slug", "session_id"}, ["title", "body"]),
     "brain_ingest": ({"title", "body", "wing", "hall", "frontmatter", "slug"}, ["title", "body", "wing"]),

@@ -110,3 +110,19 @@ def test_bad_calls_are_clear_errors_and_write_nothing(brain_server):
     assert tool_error(url, "brain_recent", {"limit": 0})
     note.refresh_from_db()
     assert (note.body, note.version, note.revisions.count()) == ("as I am", 1, 0)
+
+
+def test_brain_query_filters_by_tags_too(brain_server):
+    _, url = brain_server
+    from brain.actions import do_ingest_note
+
+    do_ingest_note(title="Pool reaper", body="The pool reaper closes idle connections.", wing="concepts",
+                   frontmatter={"tags": ["db", "ops"]})  # fmt: skip
+    do_ingest_note(title="Reaper tuning", body="Tune the pool reaper interval.", wing="concepts",
+                   frontmatter={"tags": "ops"})  # fmt: skip
+    do_ingest_note(title="Reaper myths", body="The pool reaper is not a garbage collector.", wing="concepts")
+    assert tool(url, "brain_query", {"query": "pool reaper"})["count"] == 3
+    ops = tool(url, "brain_query", {"query": "pool reaper", "tags": ["ops"]})
+    assert sorted(hit["slug"] for hit in ops["hits"]) == ["pool-reaper", "reaper-tuning"]
+    both = tool(url, "brain_query", {"query": "pool reaper", "tags": ["ops", "db"]})
+    assert [hit["slug"] for hit in both["hits"]] == ["pool-reaper"]
