@@ -128,20 +128,24 @@ def unreviewed_hint(count: int) -> str | None:
     )
 
 
-def unreviewed_matches(query: str) -> tuple[int, list[dict]]:
+def unreviewed_matches(query: str, tags: list[str] | None = None) -> tuple[int, list[dict]]:
     """(how many raw notes match `query`, the best UNREVIEWED_NAMED of them as {slug, title, status}).
 
     BM25 and its floors; raw notes have no wing or hall yet, so those filters do not apply.
     """
     ranking = rank_notes(query, depth=UNREVIEWED_COUNT_DEPTH, status=NoteStatus.RAW, rankers=("bm25",))
-    best = [note_id for note_id, _, _ in ranking.fused[:UNREVIEWED_NAMED]]
+    ids = [note_id for note_id, _, _ in ranking.fused]
+    if tags:
+        tagged = set(Note.objects.filter(id__in=ids).with_tags(tags).values_list("id", flat=True))
+        ids = [note_id for note_id in ids if note_id in tagged]
+    best = ids[:UNREVIEWED_NAMED]
     rows = hit_rows(best)
     named = [
         {"slug": rows[i][1], "title": rows[i][2], "status": rows[i][6]}
         for i in best
         if i in rows and rows[i][6] == NoteStatus.RAW
     ]
-    return len(ranking.fused), named
+    return len(ids), named
 
 
 def search(
@@ -186,7 +190,7 @@ def search(
     else:
         ranking = rank_notes(query, depth=limit * BM25_FANOUT, wing=wing, hall=hall, status=status)
         hits = _hits(ranking.fused[:limit], tokens, ranking.passages)
-    unreviewed, named = unreviewed_matches(query) if status == NoteStatus.WIKI and not with_raw else (0, [])
+    unreviewed, named = unreviewed_matches(query, tags) if status == NoteStatus.WIKI and not with_raw else (0, [])
     reasons = [ranking.reason] if ranking.reason else []
     if not hits:
         reasons.append(ranking.abstain_reason or "Nothing relevant: no note matches the query.")
