@@ -32,3 +32,13 @@ def test_broken_json_names_the_place_not_a_python_exception(asgi_server):
     response = mcp_post(f"{asgi_server}/mcp/brain", b'{"jsonrpc": "2.0", "id": 1, "method": ')
     message = response.json()["error"]["message"]
     assert message == "Parse error: The body is not valid JSON: Expecting value (line 1, column 39)."
+
+
+def test_rest_bodies_get_the_same_words(asgi_server):
+    import httpx
+
+    body = b'{"query": "x", "limit": ' + b"7" * 5000 + b"}"
+    response = httpx.post(f"{asgi_server}/query", content=body, headers={"Content-Type": "application/json"}, timeout=30)
+    assert response.status_code == 400, response.text
+    assert "integer of 5000 digits" in response.text
+    assert not any(word in response.text for word in PYTHON_WORDS), response.text
