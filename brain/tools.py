@@ -135,7 +135,9 @@ def brain_get(arguments: dict, ctx: ToolContext) -> dict:
     title="Write a note into raw",
     description=(
         "Record something worth remembering as a new note in raw, where a person reviews it before it enters "
-        "the wiki. Same title twice gives two notes (the slug is numbered). Not idempotent."
+        "the wiki. Same title twice gives two notes (the slug is numbered). Secrets (API keys, tokens, private "
+        "keys) are replaced by [REDACTED:<kind>] before anything is stored; `redactions` lists what was removed. "
+        "Not idempotent."
     ),
     input_schema={
         "type": "object",

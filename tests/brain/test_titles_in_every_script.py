@@ -41,6 +41,12 @@ def test_a_title_of_only_bidi_controls_is_refused_and_nothing_is_written(db):
     assert not Note.objects.exists()
 
 
+def test_an_explicit_slug_with_a_bidi_control_is_refused_and_nothing_is_written(db):
+    with pytest.raises(BrainInputError, match="bad segment"):
+        do_write_raw_note(title="Invoice", body="text", slug="invoice\u202egpj-exe")
+    assert not Note.objects.exists()
+
+
 def test_slugs_and_wikilinks_transliterate_the_same_way():
     assert slugify_title("Café Déjà Vu: Straße!") == "cafe-deja-vu-strasse"
     assert slugify_title("Ελληνικά σημειώσεις") == "ellinika-simeioseis"
