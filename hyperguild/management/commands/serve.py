@@ -204,8 +204,8 @@ class Command(BaseCommand):
         lines = [
             "",
             f"WARNING: NO TOKEN: {names}.",
-            "  Every program on this machine, and any web page that gets a request through, can call "
-            + ("it" if len(open_endpoints) == 1 else "them") + " without a password.",
+            "  Every program on this machine can call " + ("it" if len(open_endpoints) == 1 else "them")
+            + " without a password.",
         ]
         if any(e.name == "supervisor" for e in open_endpoints):
             lines.append("  /mcp/supervisor runs Claude Code and test commands in your projects: that is shell access.")
