@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
 CONFORMANCE := tests/conformance/node_modules/.installed
+CLAUDE_CLI := tests/claude_cli/node_modules/.installed
 
 .PHONY: run test lint help chromium
 
@@ -25,6 +26,11 @@ $(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.js
 	cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error
 	touch $(CONFORMANCE)
 
+# The real Claude Code CLI (pinned) for the plugin tests in tests/plugin/.
+$(CLAUDE_CLI): tests/claude_cli/package.json tests/claude_cli/package-lock.json
+	cd tests/claude_cli && npm ci --no-audit --no-fund --loglevel=error
+	touch $(CLAUDE_CLI)
+
 # Browser tests drive Debian's chromium; install it when it is missing.
 chromium:
 	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \
@@ -35,7 +41,7 @@ run: $(STAMP)
 	@echo "==> [3/3] starting hyperguild (embedded database, migrations, web server, worker; HYPERGUILD_PORT picks the port)"
 	$(BIN)/python manage.py serve
 
-test: $(STAMP) $(CONFORMANCE) chromium
+test: $(STAMP) $(CONFORMANCE) $(CLAUDE_CLI) chromium
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

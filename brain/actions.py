@@ -11,6 +11,7 @@ rebuild on the next query) and, once committed, tells the search side
 from __future__ import annotations
 
 import re
+import unicodedata
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from brain.models import (
     NoteLink,
     NoteRevision,
     NoteStatus,
+    SimilarNotes,
     note_content_hash,
 )
 from brain.placement import resolve_targets, suffixes
@@ -68,6 +70,20 @@ class NoteConflict(BrainInputError):
         self.current = current
 
 
+# -- the one form of text ------------------------------------------------------
+
+
+def normalise_text(text: str) -> str:
+    """Note text in the one form it is stored in, whoever wrote it (browser, REST, MCP, import).
+
+    Line endings become `\n` (a browser sends a textarea's text with `\r\n`, so a note saved
+    unchanged would otherwise differ from itself), a leading byte-order mark goes, and characters
+    are composed (NFC), so the same text always has the same content hash.
+    """
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return unicodedata.normalize("NFC", text.removeprefix("\ufeff"))
+
+
 # -- validation ---------------------------------------------------------------
 
 
@@ -90,6 +106,7 @@ def _clean_title(title: Any, *, required: bool = True) -> str:
 def _clean_body(body: Any, *, required: bool = True) -> str:
     if not isinstance(body, str):
         raise BrainInputError("body must be markdown text.")
+    body = normalise_text(body)
     if required and not body.strip():
         raise BrainInputError("body is empty: write the content of the note.")
     problem = text_problem(body)
@@ -576,6 +593,26 @@ def do_archive_note(note: Note, *, user=None, reason: str = "", expected_version
         return note
 
 
+def merge_target_problem(into: Note) -> str:
+    """Why `into` cannot take a merge ("" when it can): only a wiki note can, or the merged text leaves the wiki."""
+    if into.status == NoteStatus.WIKI:
+        return ""
+    what_next = (
+        "Reopen it first if it should come back, or pick a wiki note."
+        if into.status in (NoteStatus.REJECTED, NoteStatus.ARCHIVED) else "Pick a wiki note."
+    )
+    return (
+        f"“{into.title}” ({into.slug}) is {into.status}: a note can only be merged into a wiki note, or its text "
+        f"would leave both the queue and the wiki. {what_next}"
+    )
+
+
+def _check_merge_target(into: Note) -> None:
+    problem = merge_target_problem(into)
+    if problem:
+        raise BrainInputError(problem)
+
+
 def do_merge_note(
     note: Note, *, into: Note, reviewer, body: str, expected_version: int | None = None,
 ) -> Note:  # fmt: skip
@@ -598,8 +635,7 @@ def do_merge_note(
             raise BrainInputError("a note cannot be merged into itself.")
         if note.status != NoteStatus.RAW:
             raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be merged.")
-        if into.status == NoteStatus.ARCHIVED:
-            raise BrainInputError(f"note {into.slug} is archived; merge into a live note.")
+        _check_merge_target(into)
         _check_version(into, expected_version)
         group = uuid.uuid4()
         before, version_before = into.snapshot(), into.version
@@ -670,6 +706,27 @@ def do_demote_note(note: Note, *, user, reason: str = "", expected_version: int 
         _save_with_revision(
             note, before=before, version_before=version_before, action=NoteRevision.Action.DEMOTE, user=user,
             summary=note.review_note or "demoted to raw",
+        )  # fmt: skip
+        _after_write(note)
+        return note
+
+
+def do_reopen_note(note: Note, *, user, reason: str = "", expected_version: int | None = None) -> Note:
+    """rejected or archived → raw: the note is back in the review queue (an undoable revision like any other)."""
+    with transaction.atomic():
+        note = _locked(note)
+        if note.status not in (NoteStatus.REJECTED, NoteStatus.ARCHIVED):
+            raise BrainInputError(f"note {note.slug} is {note.status}; only rejected or archived notes can be reopened.")
+        _check_version(note, expected_version)
+        before, version_before = note.snapshot(), note.version
+        note.status = NoteStatus.RAW
+        note.wing = note.hall = ""
+        note.path = note.canonical_path()
+        note.reviewed_by, note.reviewed_at = None, None
+        note.review_note = reason.strip() if isinstance(reason, str) else ""
+        _save_with_revision(
+            note, before=before, version_before=version_before, action=NoteRevision.Action.REOPEN, user=user,
+            summary=note.review_note or f"reopened from {before['status']}",
         )  # fmt: skip
         _after_write(note)
         return note
@@ -880,6 +937,20 @@ def do_store_embeddings(model_key: str, rows: list[tuple[int, str, list[float]]]
             update_fields=["vector", "dimensions", "content_hash"],
         )
     return len(objs)
+
+
+# -- what the review pages read about a note's neighbours (brain.similar ranks them) ----------------
+
+
+def do_store_similar_notes(note: Note, found: Iterable[Any]) -> SimilarNotes:
+    """Remember the notes most like `note` for its current text (`found`: `brain.similar.Similar` items)."""
+    items = [item.as_dict() for item in found]
+    row, _ = SimilarNotes.objects.update_or_create(
+        note_id=note.pk,
+        defaults={"content_hash": note.content_hash, "items": items,
+                  "duplicate_ids": [item["id"] for item in items if item["duplicate"]]},
+    )  # fmt: skip
+    return row
 
 
 # -- the BRAIN_DIR mirror's record of each file (brain.folder.mirror_folder) -----------------

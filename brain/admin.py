@@ -17,6 +17,7 @@ from brain.models import (
     NoteLink,
     NoteRevision,
     NoteStatus,
+    SimilarNotes,
 )
 from hyperguild.admin_mixins import ReadOnlyAdminMixin
 
@@ -217,3 +218,13 @@ class AreaDescriptionAdmin(admin.ModelAdmin):
 
     def has_change_permission(self, request, obj=None) -> bool:
         return False
+
+
+@admin.register(SimilarNotes)
+class SimilarNotesAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """The review pages' stored similar-notes rankings (read-only; `brain.similar` writes them)."""
+
+    list_display = ("note", "computed_at")
+    list_select_related = ("note",)
+    search_fields = ("note__slug", "note__title")
+    list_filter = ("computed_at",)

@@ -18,7 +18,7 @@ import re
 
 from django.conf import settings
 
-from brain.errors import BrainError
+from brain.errors import AnswerUnavailable
 from brain.models import Note
 from brain.search import search
 from hyperguild.lib.llm import LLMError, get_llm_client
@@ -44,10 +44,6 @@ SYSTEM_PROMPT = (
 )
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-
-
-class AnswerUnavailable(BrainError):
-    """An upstream service (the reranker or the LLM) failed; the message names it."""
 
 
 def _source_text(note: Note) -> str:

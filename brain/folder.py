@@ -43,6 +43,7 @@ from brain.actions import (
     do_record_mirror_file,
     do_touch_mirror_file,
 )
+from brain.errors import FolderError
 from brain.hooks import folder_sections
 from brain.models import AreaDescription, MirrorFile, Note, NoteStatus
 from brain.placement import choose_slug, resolve_targets, slug_candidates
@@ -57,10 +58,6 @@ INDEX_FILE = "_index.md"
 HEADING_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 ProgressWrapper = Callable[[Iterable], Iterable]
-
-
-class FolderError(ValueError):
-    """A file in a brain folder that cannot become a note."""
 
 
 @dataclass
@@ -344,6 +341,15 @@ def unwritable_reason(note: Note, exc: Exception) -> str:
     return f"note {note.slug} cannot be written as a file ({type(exc).__name__}); edit it"
 
 
+def note_file_bytes(note: Note, rel_path: str, summary: FolderSummary) -> bytes | None:
+    """The note's file as bytes, or None when it cannot be written (the reason goes to `summary.errors`)."""
+    try:
+        return note_file_text(note).encode("utf-8")
+    except UNWRITABLE_NOTE_ERRORS as exc:
+        summary.errors.append((rel_path, unwritable_reason(note, exc)))
+        return None
+
+
 def _error_text(exc: Exception) -> str:
     return getattr(exc, "message", None) or str(exc)
 
@@ -407,10 +413,8 @@ def export_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress,
             summary.errors.append((rel_path, f"notes {used[rel_path]} and {note.slug} map to the same file"))
             continue
         used[rel_path] = note.slug
-        try:
-            data = note_file_text(note).encode("utf-8")
-        except UNWRITABLE_NOTE_ERRORS as exc:
-            summary.errors.append((rel_path, unwritable_reason(note, exc)))
+        data = note_file_bytes(note, rel_path, summary)
+        if data is None:
             continue
         target = root / rel_path
         if target.is_file() and target.read_bytes() == data:
@@ -503,10 +507,8 @@ def sync_mirror(root: Path | str) -> FolderSummary:
         state = states.get(rel_path)
         if state is not None and state.note_id == note.id and state.note_hash == note.content_hash:
             continue
-        try:
-            data = note_file_text(note).encode("utf-8")
-        except UNWRITABLE_NOTE_ERRORS as exc:
-            summary.errors.append((rel_path, unwritable_reason(note, exc)))
+        data = note_file_bytes(note, rel_path, summary)
+        if data is None:
             continue
         full = root / rel_path
         if not (full.is_file() and full.read_bytes() == data):

@@ -1,6 +1,6 @@
 """Hooks the apps above the brain register, so brain code reaches them without importing them.
 
-The brain sits below supervisor and sessions (see README "Architecture"):
+The brain sits below supervisor and sessions (see docs/architecture.md):
 it must not import them, yet a brain folder carries session logs and
 training data, and a note page shows the session entries a note came from.
 The sessions app registers these from its AppConfig.ready().

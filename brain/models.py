@@ -212,6 +212,7 @@ class NoteRevision(models.Model):
         REFILE = "refile", "re-file"
         DEMOTE = "demote", "demote to raw"
         ARCHIVE = "archive", "archive"
+        REOPEN = "reopen", "reopen"
         UNDO = "undo", "undo"
 
     note = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="revisions")
@@ -425,3 +426,23 @@ class AreaDescription(models.Model):
 
     def __str__(self) -> str:
         return "/".join(part for part in (self.wing, self.hall) if part) or "(wiki)"
+
+
+class SimilarNotes(models.Model):
+    """The notes most like one note (the brain's hybrid search), with how alike each is: what the review pages read.
+
+    Written in the background after a note changes (`brain.tasks.refresh_similar_notes`) or by the
+    note page's deferred panel, never per view; rows made for another text of the note (another
+    `content_hash`) are stale and made again. `items`: [{"id", "words", "meaning", "duplicate"}], best first
+    (see `brain.similar`).
+    """
+
+    note = models.OneToOneField(Note, on_delete=models.CASCADE, primary_key=True, related_name="similar_notes")
+    content_hash = models.CharField(max_length=64)
+    items = models.JSONField(default=list)
+    # Ids of the items flagged as likely duplicates, so the queue can badge a page of notes in one query.
+    duplicate_ids = models.JSONField(default=list)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"similar to {self.note_id}"

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 
 from brain import backlog, bm25, floors, vectors
-from brain.errors import BrainError
+from brain.errors import SearchInputError
 from brain.models import Note, NoteStatus
 from hyperguild.lib.embedders import get_embedder
 
@@ -54,10 +54,6 @@ UNREVIEWED_NAMED = 5  # the best raw matches named in the answer (slug and title
 INCLUDE_RAW_FANOUT = 2
 # With tags, candidates without them are dropped after ranking: draw more.
 TAGS_FANOUT = 4
-
-
-class SearchInputError(BrainError, ValueError):
-    """The query or a filter is unusable; the message says what to change."""
 
 
 @dataclass

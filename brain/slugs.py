@@ -11,17 +11,13 @@ import re
 
 from anyascii import anyascii
 
-from brain.errors import BrainError
+from brain.errors import SlugError
 
 MAX_SLUG_LENGTH = 200
 MAX_SEGMENT_LENGTH = 100
 FALLBACK_SLUG = "note"
 SEGMENT_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 SLUG_RULE = "a slug is lowercase a-z, 0-9 and '-' segments joined by '/', e.g. 'concepts/async-io'"
-
-
-class SlugError(BrainError, ValueError):
-    """A slug that cannot be used; the message says why and what to do."""
 
 
 def validate_slug(slug: str) -> str:

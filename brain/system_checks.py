@@ -67,4 +67,4 @@ def check_go_hybrid_rule(app_configs, **kwargs):
     problem = settings.GO_HYBRID_PROBLEM
     if not problem:
         return []
-    return [Error(problem, hint="See 'Coming from the Go hyperguild' in README.md.", id="hyperguild.E060")]
+    return [Error(problem, hint="See docs/migrating-from-go.md.", id="hyperguild.E060")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from django.conf import settings
@@ -10,6 +11,8 @@ from django.db import connection
 from brain.embedding_sync import sync_embeddings as run_sync
 from brain.folder import sync_mirror
 from hyperguild.lib.embedders import get_embedder
+
+logger = logging.getLogger(__name__)
 
 MIRROR_SCHEDULE = "brain-mirror"
 # pg advisory lock key: one mirror round at a time across every worker and replica.
@@ -58,7 +61,13 @@ def sync_note_embeddings(note_id: int) -> dict:
     embedder = get_embedder()
     if embedder is None:
         return {"skipped": "BRAIN_EMBEDDER is off"}
-    return run_sync(embedder, note_ids=[note_id]).as_dict()
+    result = run_sync(embedder, note_ids=[note_id]).as_dict()
+    try:
+        result["similar"] = refresh_similar_notes(note_id)
+    except Exception as exc:  # noqa: BLE001 — the vectors are stored; the note page ranks it on its next view
+        logger.warning("could not rank the similar notes of note %s: %s", note_id, exc)
+        result["similar"] = {"error": str(exc)}
+    return result
 
 
 def prune_note_changes() -> dict:
@@ -66,3 +75,15 @@ def prune_note_changes() -> dict:
     from brain.actions import do_prune_note_changes
 
     return {"deleted": do_prune_note_changes()}
+
+
+def refresh_similar_notes(note_id: int) -> dict:
+    """Rank the notes most like a raw note after it changed, so its page and the queue read the result."""
+    from brain import similar
+    from brain.models import Note, NoteStatus
+
+    note = Note.objects.filter(pk=note_id, status=NoteStatus.RAW).first()
+    if note is None:
+        return {"skipped": "not a raw note"}
+    found = similar.refresh(note)
+    return {"similar": len(found), "duplicates": sum(item.duplicate for item in found)}

@@ -53,10 +53,29 @@ SLUG = {
 }
 SEGMENT = {"type": "string", "maxLength": 100, "description": "lowercase a-z, 0-9 and '-'"}
 SESSION_ID = {"type": "string", "maxLength": 200, "description": "the Claude Code session this note came from"}
+# brain_write and brain_ingest_raw take the same arguments: a note for raw.
+RAW_NOTE_INPUT = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {"title": TITLE, "body": BODY, "frontmatter": FRONTMATTER, "slug": SLUG, "session_id": SESSION_ID},
+    "required": ["title", "body"],
+}
 
 
 def _run_write(action, **kwargs) -> dict:
     return note_ref(action(**kwargs))
+
+
+def _write_raw(action, arguments: dict) -> dict:
+    return _run_write(
+        action,
+        title=arguments["title"],
+        body=arguments["body"],
+        frontmatter=arguments.get("frontmatter"),
+        slug=arguments.get("slug"),
+        session_id=arguments.get("session_id", ""),
+        source="mcp",
+    )
 
 
 @brain.tool(
@@ -139,24 +158,11 @@ def brain_get(arguments: dict, ctx: ToolContext) -> dict:
         "keys) are replaced by [REDACTED:<kind>] before anything is stored; `redactions` lists what was removed. "
         "Not idempotent."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"title": TITLE, "body": BODY, "frontmatter": FRONTMATTER, "slug": SLUG, "session_id": SESSION_ID},
-        "required": ["title", "body"],
-    },
+    input_schema=RAW_NOTE_INPUT,
     output_schema=NOTE_REF_SCHEMA,
 )
 def brain_write(arguments: dict, ctx: ToolContext) -> dict:
-    return _run_write(
-        do_write_raw_note,
-        title=arguments["title"],
-        body=arguments["body"],
-        frontmatter=arguments.get("frontmatter"),
-        slug=arguments.get("slug"),
-        session_id=arguments.get("session_id", ""),
-        source="mcp",
-    )
+    return _write_raw(do_write_raw_note, arguments)
 
 
 @brain.tool(
@@ -198,24 +204,11 @@ def brain_ingest(arguments: dict, ctx: ToolContext) -> dict:
     name="brain_ingest_raw",
     title="Ingest a document into raw",
     description="Put a document into raw for a person to review and promote into the wiki. Not idempotent.",
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"title": TITLE, "body": BODY, "frontmatter": FRONTMATTER, "slug": SLUG, "session_id": SESSION_ID},
-        "required": ["title", "body"],
-    },
+    input_schema=RAW_NOTE_INPUT,
     output_schema=NOTE_REF_SCHEMA,
 )
 def brain_ingest_raw(arguments: dict, ctx: ToolContext) -> dict:
-    return _run_write(
-        do_ingest_raw_note,
-        title=arguments["title"],
-        body=arguments["body"],
-        frontmatter=arguments.get("frontmatter"),
-        slug=arguments.get("slug"),
-        session_id=arguments.get("session_id", ""),
-        source="mcp",
-    )
+    return _write_raw(do_ingest_raw_note, arguments)
 
 
 class WikiNoteResources:

@@ -15,7 +15,9 @@ urlpatterns: list = [
 urlpatterns += [
     path("review/", views.review_queue, name="brain-review"),
     path("review/bulk/", views.bulk_review, name="brain-review-bulk"),
+    path("review/guidelines/", views.write_guidelines, name="brain-guidelines"),
     path("review/<int:pk>/", views.note_detail, name="brain-note"),
+    path("review/<int:pk>/similar/", views.similar_panel, name="brain-similar"),
     path("review/<int:pk>/promote/", views.promote_note, name="brain-promote"),
     path("review/<int:pk>/reject/", views.reject_note, name="brain-reject"),
     path("review/<int:pk>/merge/preview/", views.merge_preview, name="brain-merge-preview"),
@@ -24,6 +26,7 @@ urlpatterns += [
     path("review/<int:pk>/edit/", views.edit_note, name="brain-edit"),
     path("review/<int:pk>/refile/", views.refile_note, name="brain-refile"),
     path("review/<int:pk>/demote/", views.demote_note, name="brain-demote"),
+    path("review/<int:pk>/reopen/", views.reopen_note, name="brain-reopen"),
     path("review/undo/<uuid:group>/", views.undo_change, name="brain-undo"),
     path("search/", views.search_page, name="brain-search"),
 ]

@@ -23,20 +23,27 @@ from django.http import HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 
-from brain import actions
+from brain import actions, similar
 from brain.hooks import provenance_entries
 from brain.models import Note, NoteRevision, NoteStatus
 from brain.presenters import render_note_body
 from brain.search import SearchInputError, search
 from brain.slugs import MAX_SLUG_LENGTH, numbered, slugify_title
-from hyperguild.lib.diff import html_diff, similarity
+from hyperguild.lib.diff import html_diff
 from hyperguild.ui import paginate, staff_action, staff_page
 
-SIMILAR_NOTES = 6
-SIMILAR_QUERY_CHARS = 1000
-SIMILARITY_CHARS = 5000  # how much of two bodies the similarity score and diff compare
 HISTORY_LIMIT = 50
+BACKLINKS_LIMIT = 100
+GUIDELINES_SLUG = "review-guidelines"
+GUIDELINES_TEXT = """What goes into the wiki, and what does not.
+
+- **Promote** a note that a later session can act on: a decision and its reason, a correction, a surprise.
+- **Merge** a note into the wiki note that already says most of it (the queue flags likely duplicates).
+- **Reject** what is wrong, a one-off, or only true of one session; say why, so the writer learns.
+- Keep titles short and specific; put each note in the wing (and hall) where someone would look for it.
+"""
 AGES = {"1d": timedelta(days=1), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
 
@@ -59,6 +66,7 @@ class QueueFilterForm(forms.Form):
     source = forms.CharField(required=False, max_length=50)
     session = forms.CharField(required=False, max_length=200)
     kind = forms.CharField(required=False, max_length=100)
+    project = forms.CharField(required=False, max_length=200)
     age = forms.ChoiceField(
         required=False,
         choices=[("", "any age"), ("1d", "last 24 hours"), ("7d", "last 7 days"), ("30d", "last 30 days"),
@@ -110,9 +118,12 @@ class MergeForm(VersionedForm):
 
     def clean_into(self) -> Note:
         slug = self.cleaned_data["into"].strip()
-        target = Note.objects.filter(slug=slug).exclude(status=NoteStatus.ARCHIVED).first()
+        target = Note.objects.filter(slug=slug).first()
         if target is None:
             raise forms.ValidationError(f"There is no note {slug!r} to merge into; pick one from the list.")
+        problem = actions.merge_target_problem(target)
+        if problem:
+            raise forms.ValidationError(problem)
         return target
 
 
@@ -178,6 +189,8 @@ def _filtered_queue(form: QueueFilterForm):
         notes = notes.filter(session_id=data["session"])
     if data["kind"]:
         notes = notes.filter(Q(frontmatter__kind=data["kind"]) | Q(provenance__kind=data["kind"]))
+    if data["project"]:
+        notes = notes.filter(Q(frontmatter__project=data["project"]) | Q(provenance__project=data["project"]))
     if data["age"] in AGES:
         notes = notes.filter(created_at__gte=timezone.now() - AGES[data["age"]])
     elif data["age"] == "old":
@@ -223,6 +236,24 @@ def _neighbours(note: Note, filter_query: str = "") -> tuple[Note | None, Note |
     return previous, following
 
 
+def _position(note: Note, filter_query: str = "") -> dict:
+    """Where the note is in the queue the reviewer came from: {"at": 3, "of": 40} (two counts, keyset)."""
+    form = _queue_form(filter_query)
+    queue = _filtered_queue(form)
+    before = queue.filter(_after(note, _sort_key(form), reverse_order=True)).exclude(pk=note.pk).count()
+    return {"at": before + 1, "of": queue.count()}
+
+
+def _guidelines() -> Note | None:
+    """The team's reviewing guidelines: a wiki note like any other (edited, versioned and undone the same way)."""
+    return Note.objects.filter(slug=GUIDELINES_SLUG).exclude(status=NoteStatus.ARCHIVED).first()
+
+
+def _guidelines_context() -> dict:
+    note = _guidelines()
+    return {"guidelines": note, "guidelines_html": render_note_body(note.body) if note else ""}
+
+
 def _note_url(pk: int, filter_query: str) -> str:
     url = reverse("brain-note", args=[pk])
     return f"{url}?{urlencode({'from': filter_query})}" if filter_query else url
@@ -240,30 +271,6 @@ def _after_action(note: Note, filter_query: str = "") -> HttpResponse:
     if following is not None:
         return redirect(_note_url(following.pk, filter_query))
     return redirect(_queue_url(filter_query))
-
-
-def _similar(note: Note) -> list[dict]:
-    """The most similar notes (brain search), each with how similar its text is (0..1) and a diff."""
-    query = f"{note.title}\n{note.body[:SIMILAR_QUERY_CHARS]}"
-    try:
-        response = search(query, limit=SIMILAR_NOTES + 1, status="any")
-    except SearchInputError:
-        return []
-    hits = [hit for hit in response.hits if hit.note_id != note.pk][:SIMILAR_NOTES]
-    bodies = dict(Note.objects.filter(pk__in=[hit.note_id for hit in hits]).values_list("pk", "body"))
-    similar = []
-    for hit in hits:
-        other = bodies.get(hit.note_id, "")
-        score = similarity(note.body[:SIMILARITY_CHARS], other[:SIMILARITY_CHARS])
-        similar.append({"hit": hit, "similarity": score, "percent": round(score * 100),
-                        "diff": html_diff(other[:SIMILARITY_CHARS], note.body[:SIMILARITY_CHARS])})
-    similar.sort(key=lambda item: -item["similarity"])
-    return similar
-
-
-def _duplicates(similar: list[dict]) -> list[dict]:
-    threshold = settings.BRAIN_DUPLICATE_THRESHOLD
-    return [item for item in similar if item["hit"].status == NoteStatus.WIKI and item["similarity"] >= threshold]
 
 
 def _provenance_entries(note: Note) -> list:
@@ -285,12 +292,20 @@ def combined_body(target: Note, note: Note) -> str:
     return f"{target.body.rstrip()}\n\n## {note.title}\n\n{note.body.strip()}\n"
 
 
+# What the history calls each recorded field (a reader's word, not the database column's).
+FIELD_NAMES = {
+    "slug": "slug", "title": "title", "body": "text", "frontmatter": "frontmatter", "status": "status",
+    "wing": "wing", "hall": "hall", "source": "source", "session_id": "session", "reviewed_by_id": "reviewer",
+    "reviewed_at": "review time", "review_note": "review note",
+}
+
+
 def _history(note: Note) -> list[dict]:
     revisions = list(note.revisions.select_related("user", "undone_by").order_by("-created_at", "-id")[:HISTORY_LIMIT])
     return [
         {
             "revision": rev,
-            "fields": [name for name in rev.changed_fields() if name not in ("content_hash", "provenance", "path")],
+            "fields": [FIELD_NAMES[name] for name in rev.changed_fields() if name in FIELD_NAMES],
             "diff": html_diff(rev.before.get("body", ""), rev.after.get("body", "")),
             "undoable": rev.undone_at is None and rev.action != NoteRevision.Action.UNDO,
         }
@@ -298,16 +313,24 @@ def _history(note: Note) -> list[dict]:
     ]
 
 
+def _wiki_duplicates(similar_notes: list[dict] | None) -> list[dict]:
+    return [item for item in similar_notes or [] if item["duplicate"] and item["note"].status == NoteStatus.WIKI]
+
+
 def _note_page(request: HttpRequest, note: Note, *, promote_form=None, reject_form=None, edit_form=None,
-               refile_form=None, conflict=None, status: int = 200):
+               refile_form=None, conflict=None, status: int = 200, similar_found=None):
     wings, halls = _wings_and_halls()
     filter_query = _filter_query(request)
     newer = older = None
+    progress = None
     if note.status == NoteStatus.RAW:
         # Queue navigation only for notes in the queue, and in the queue the reviewer came from.
         newer, older = _neighbours(note, filter_query)
+        progress = _position(note, filter_query)
     session_id = note.session_id or (note.provenance or {}).get("session_id") or ""
-    similar = _similar(note)
+    # The stored ranking for this text (brain.similar); without one the panel loads after the page.
+    found = similar.stored(note) if similar_found is None else similar_found
+    similar_notes = similar.with_notes(found) if found is not None else None
     context = {
         "note": note,
         "rendered": render_note_body(note.body),
@@ -315,18 +338,24 @@ def _note_page(request: HttpRequest, note: Note, *, promote_form=None, reject_fo
         "provenance_json": json.dumps(note.provenance, indent=2, ensure_ascii=False, default=str),
         "session_id": session_id,
         "entries": _provenance_entries(note),
-        "similar": similar,
-        "duplicates": _duplicates(similar) if note.status == NoteStatus.RAW else [],
+        "similar": similar_notes,
+        "duplicates": _wiki_duplicates(similar_notes) if note.status == NoteStatus.RAW else [],
         "wings": wings,
         "halls": halls,
         "wiki_notes": Note.objects.wiki().only("slug", "title").order_by("slug")[:500],
         "newer": newer,
         "older": older,
+        "progress": progress,
+        **(_guidelines_context() if note.status == NoteStatus.RAW else {}),
         "newer_url": _note_url(newer.pk, filter_query) if newer else "",
         "older_url": _note_url(older.pk, filter_query) if older else "",
         "filter_query": filter_query,
         "queue_url": _queue_url(filter_query),
         "history": _history(note),
+        "backlinks": list(
+            note.links_in.exclude(source__status=NoteStatus.ARCHIVED).select_related("source")
+            .order_by("source__title")[:BACKLINKS_LIMIT]
+        ),
         "conflict": conflict,
         "promote_form": promote_form or PromoteForm(initial={
             "title": note.title, "slug": note.slug, "body": note.body, "version": note.version,
@@ -354,11 +383,26 @@ def _raw_note_or_leave(request: HttpRequest, pk: int) -> tuple[Note, HttpRespons
     return note, None
 
 
+def undo_tag(group: uuid.UUID, *, redo: bool = False) -> str:
+    """A message's extra tag that gives its banner an Undo (or, for an undo, a Redo) button (templates/base.html)."""
+    return f"{'redo' if redo else 'undo'}-url:{reverse('brain-undo', args=[group])}"
+
+
 def _undo_message(request: HttpRequest, text: str, note: Note) -> None:
-    """A success message with an Undo button for the change just made (the note's latest revision)."""
+    """A success message with an Undo button for the change just made (the note's latest revision).
+
+    After an undo the button says Redo: it undoes the undo.
+    """
     revision = note.revisions.order_by("-id").first()
-    extra = f"undo:{revision.group}" if revision is not None else ""
-    messages.success(request, text, extra_tags=extra)
+    if revision is None:
+        messages.success(request, text)
+        return
+    redo = False
+    if revision.action == NoteRevision.Action.UNDO:
+        # An undo offers Redo; a redo (an undo of an undo) offers Undo again.
+        undone = NoteRevision.objects.filter(group=revision.undoes).values_list("action", flat=True).first()
+        redo = undone != NoteRevision.Action.UNDO
+    messages.success(request, text, extra_tags=undo_tag(revision.group, redo=redo))
 
 
 # --- pages ------------------------------------------------------------------------------
@@ -367,14 +411,24 @@ def _undo_message(request: HttpRequest, text: str, note: Note) -> None:
 def _queue_context(request: HttpRequest, form: QueueFilterForm) -> dict:
     per = form.cleaned_data.get("per") if form.is_valid() else None
     notes = _filtered_queue(form).only(
-        "id", "slug", "title", "source", "session_id", "frontmatter", "provenance", "created_at", "status"
+        "id", "slug", "title", "source", "session_id", "frontmatter", "provenance", "created_at", "status",
+        "content_hash",
     ).annotate(excerpt=Substr("body", 1, EXCERPT_CHARS))
     page, querystring = paginate(request, notes, per_page=per or PAGE_SIZES[0])
+    page.object_list = list(page.object_list)
+    badges = similar.duplicate_badges(page.object_list)
+    for note in page.object_list:
+        note.likely_duplicates = badges.get(note.pk, [])
     by_source = list(Note.objects.raw_queue().order_by().values("source").annotate(n=Count("id")).order_by("-n"))
     kinds = sorted(
         {kind for kind in Note.objects.raw_queue().order_by().values_list("frontmatter__kind", flat=True).distinct()
          if isinstance(kind, str) and kind}
     )
+    queue = Note.objects.raw_queue().order_by()
+    projects = sorted(
+        {value for pair in queue.values_list("frontmatter__project", "provenance__project").distinct()
+         for value in pair if isinstance(value, str) and value}
+    )  # fmt: skip
     wings, halls = _wings_and_halls()
     filter_params = form.data.copy()
     filter_params.pop("page", None)
@@ -387,6 +441,8 @@ def _queue_context(request: HttpRequest, form: QueueFilterForm) -> dict:
         "raw_total": sum(row["n"] for row in by_source),
         "by_source": by_source,
         "kinds": kinds,
+        "projects": projects,
+        **_guidelines_context(),
         "wings": wings,
         "halls": halls,
         "sorts": [(key, label) for key, (label, _) in SORTS.items()],
@@ -407,6 +463,20 @@ def note_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return _note_page(request, get_object_or_404(Note, pk=pk))
 
 
+@login_required
+def similar_panel(request: HttpRequest, pk: int) -> HttpResponse:
+    """The similar-notes panel alone: ranked now when the note has no ranking for its text (or `?again=1`)."""
+    note = get_object_or_404(Note, pk=pk)
+    found = None if request.GET.get("again") else similar.stored(note)
+    if found is None:
+        found = similar.refresh(note)
+    similar_notes = similar.with_notes(found)
+    return render(request, "brain/snippets/similar.html", {
+        "note": note, "similar": similar_notes, "filter_query": _filter_query(request),
+        "duplicates": _wiki_duplicates(similar_notes) if note.status == NoteStatus.RAW else [],
+    })
+
+
 @staff_action
 def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
     note, leave = _raw_note_or_leave(request, pk)
@@ -417,14 +487,12 @@ def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
         return _note_page(request, note, promote_form=form, status=400)
     data = form.cleaned_data
     if not data["confirm_duplicate"]:
-        duplicates = _duplicates(_similar(note))
-        if duplicates:
-            top = duplicates[0]
-            form.add_error("confirm_duplicate", (
-                f"This note is {top['percent']}% the same as the wiki note “{top['hit'].title}”. Merge it into "
-                "that note instead, or tick “promote anyway” to keep both."
-            ))
-            return _note_page(request, note, promote_form=form, status=400)
+        # A decision: the stored ranking only while no wiki note changed since it was made.
+        found = similar.current(note)
+        if similar.wiki_duplicates(found):
+            # The warning above the form names the note(s) and offers the merge; the error only says what to do.
+            form.add_error("confirm_duplicate", "Not promoted: merge it into that note, or tick “promote anyway”.")
+            return _note_page(request, note, promote_form=form, status=400, similar_found=found)
     try:
         promoted = actions.do_promote_note(
             note, reviewer=request.user, wing=data["wing"], hall=data["hall"] or "",
@@ -465,7 +533,7 @@ def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return _note_page(request, note, edit_form=form, status=400)
     data = form.cleaned_data
-    body = data["body"].replace("\r\n", "\n")
+    body = data["body"]
     try:
         edited = actions.do_edit_note(
             note, title=data["title"], body=body, user=request.user, expected_version=data["version"]
@@ -520,19 +588,59 @@ def demote_note(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @staff_action
+def reopen_note(request: HttpRequest, pk: int) -> HttpResponse:
+    note = get_object_or_404(Note, pk=pk)
+    form = DemoteForm(request.POST)  # the same two fields: an optional reason and the version seen
+    form.is_valid()
+    try:
+        reopened = actions.do_reopen_note(
+            note, user=request.user, reason=form.cleaned_data.get("reason") or "",
+            expected_version=form.cleaned_data.get("version"),
+        )
+    except actions.BrainInputError as exc:
+        messages.error(request, str(exc))
+        return redirect("brain-note", pk=note.pk)
+    _undo_message(request, f"Reopened “{reopened.title}”: it is back in the review queue.", reopened)
+    return redirect("brain-note", pk=reopened.pk)
+
+
+def _return_path(request: HttpRequest, fallback: str) -> str:
+    """Where an undo goes back to: the page its button was on (same site only), else `fallback`."""
+    wanted = request.POST.get("next", "")
+    if wanted and url_has_allowed_host_and_scheme(wanted, allowed_hosts={request.get_host()},
+                                                  require_https=request.is_secure()):
+        return wanted
+    return fallback
+
+
+@staff_action
 def undo_change(request: HttpRequest, group: str) -> HttpResponse:
-    revision = NoteRevision.objects.filter(group=group).order_by("id").first()
-    if revision is None:
+    """Undo one action (or redo, when that action was an undo).
+
+    One note: back to that note, so the reviewer sees what came back. Several (a bulk action): back to
+    the page the button was on, the filtered queue, where they all return.
+    """
+    revisions = list(NoteRevision.objects.filter(group=group).order_by("id"))
+    if not revisions:
         messages.error(request, "There is no such change to undo.")
         return redirect("brain-review")
+    revision = revisions[0]
+    single = len({rev.note_id for rev in revisions}) == 1
+    fallback = reverse("brain-note", args=[revision.note_id]) if single else reverse("brain-review")
     try:
         restored = actions.do_undo_revision(group, user=request.user)
     except actions.BrainInputError as exc:
         messages.error(request, f"Nothing was undone: {exc}")
-        return redirect("brain-note", pk=revision.note_id)
-    names = ", ".join(f"“{note.title}”" for note in restored)
-    _undo_message(request, f"Undid the {revision.get_action_display()} of {names}.", restored[0])
-    return redirect("brain-note", pk=revision.note_id)
+        return redirect(_return_path(request, fallback) if not single else fallback)
+    names = ", ".join(f"“{note.title}”" for note in restored[:5])
+    if len(restored) > 5:
+        names += f" and {len(restored) - 5} more"
+    if revision.action == NoteRevision.Action.UNDO:
+        text = f"Redid the change to {names}."
+    else:
+        text = f"Undid the {revision.get_action_display()} of {names}."
+    _undo_message(request, text, restored[0])
+    return redirect(fallback if single else _return_path(request, fallback))
 
 
 def _merge_context(request: HttpRequest, note: Note, target: Note | None, body: str, into_value: str, form,
@@ -568,7 +676,7 @@ def merge_render(request: HttpRequest, pk: int) -> JsonResponse:
     """The live preview: the edited combined text rendered (sanitised) and diffed against the target now."""
     get_object_or_404(Note, pk=pk)
     body = request.POST.get("body", "")[: settings.BRAIN_MAX_NOTE_BYTES]
-    target = Note.objects.filter(slug=request.POST.get("into", "")).exclude(status=NoteStatus.ARCHIVED).first()
+    target = Note.objects.wiki().filter(slug=request.POST.get("into", "")).first()
     return JsonResponse({
         "html": render_note_body(body),
         "diff": str(html_diff(target.body, body)) if target else "",
@@ -583,7 +691,7 @@ def merge_note(request: HttpRequest, pk: int) -> HttpResponse:
         return leave
     form = MergeForm(request.POST)
     error, status, version = None, 400, None
-    body = request.POST.get("body", "").replace("\r\n", "\n")
+    body = actions.normalise_text(request.POST.get("body", ""))
     target = None
     conflict = None
     if form.is_valid():
@@ -661,7 +769,11 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
         else:
             done += 1
     verb = "Promoted" if data["action"] == "promote" else "Rejected"
-    messages.success(request, f"{verb} {done} note{'s' if done != 1 else ''}.", extra_tags=f"undo:{group}" if done else "")
+    # Say where they went: the wiki folder (wing/hall) they are now in.
+    place = "/".join(part for part in (data["wing"], data["hall"]) if part)
+    where = f" into the wiki under {place}" if data["action"] == "promote" else ""
+    messages.success(request, f"{verb} {done} note{'s' if done != 1 else ''}{where}.",
+                     extra_tags=undo_tag(group) if done else "")
     for failure in failed:
         messages.error(request, failure)
     return redirect(_queue_url(filter_query))
@@ -676,6 +788,19 @@ def _free_slug(slug: str, note: Note) -> str:
     while numbered(slug, number) in taken:
         number += 1
     return numbered(slug, number)
+
+
+@staff_action
+def write_guidelines(request: HttpRequest) -> HttpResponse:
+    """Start the reviewing guidelines (a wiki note) from a default text, or open them when they exist."""
+    note = _guidelines()
+    if note is None:
+        note = actions.do_ingest_note(
+            title="Reviewing guidelines", body=GUIDELINES_TEXT, wing="guides", slug=GUIDELINES_SLUG,
+            source="review-ui", user=request.user,
+        )  # fmt: skip
+        messages.success(request, "Wrote the reviewing guidelines from a starting text: edit them to suit the team.")
+    return redirect(f"{reverse('brain-note', args=[note.pk])}#edit-panel")
 
 
 @login_required

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from hyperguild.models import McpCancellation, WorkerHeartbeat
+from hyperguild.models import McpCancellation, McpTask, WorkerHeartbeat
 
 
 @admin.register(WorkerHeartbeat)
@@ -30,6 +30,23 @@ class McpCancellationAdmin(admin.ModelAdmin):
     list_filter = ("endpoint",)
     search_fields = ("request_id", "reason")
     readonly_fields = ("endpoint", "request_id", "reason", "created_at")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(McpTask)
+class McpTaskAdmin(admin.ModelAdmin):
+    """Read-only: MCP tasks (long skills run for clients that poll), written by the engine, expired after a day."""
+
+    list_display = ("task_id", "endpoint", "tool", "status", "status_message", "created_at", "updated_at", "host")
+    list_filter = ("endpoint", "status", "tool")
+    search_fields = ("task_id", "tool", "status_message")
+    readonly_fields = [field.name for field in McpTask._meta.fields if field.name != "owner"]
+    exclude = ("owner",)  # a digest of a credential: nothing an operator needs to see
 
     def has_add_permission(self, request) -> bool:
         return False

@@ -20,7 +20,7 @@ class HyperguildConfig(AppConfig):
         # One line per Go hyperguild variable name, at every start-up, until the
         # environment uses our names.
         log = logging.getLogger("hyperguild.env")
-        for notice in getattr(settings, "HYPERGUILD_ENV_ALIAS_NOTICES", []):
+        for notice in settings.HYPERGUILD_ENV_ALIAS_NOTICES:
             log.warning(notice)
 
         # Every `migrate` (make run, `manage.py setup`, a deployment's release step) installs the

@@ -13,7 +13,7 @@ import ipaddress
 from django.conf import settings
 from django.core.checks import Error, register
 
-from hyperguild.mcp.registry import token_settings
+from hyperguild.mcp.registry import all_endpoints
 
 
 def is_loopback(host: str) -> bool:
@@ -29,7 +29,7 @@ def public_bind_problem(host: str) -> str | None:
     """Why the service must not listen on `host`, or None if it may."""
     if is_loopback(host) or settings.HYPERGUILD_ALLOW_NO_AUTH:
         return None
-    missing = [name for name in token_settings() if not getattr(settings, name)]
+    missing = list(dict.fromkeys(e.token_setting for e in all_endpoints() if e.token_setting and not e.token()))
     if not missing:
         return None
     return (

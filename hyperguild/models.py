@@ -45,3 +45,44 @@ class McpCancellation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.endpoint} {self.request_id}"
+
+
+class McpTask(models.Model):
+    """A tool call run as a task of the MCP Tasks extension (`hyperguild.mcp.tasks`).
+
+    The row is the task: any replica answers `tasks/get` from it and records
+    `tasks/cancel` on it, while the replica that accepted the call runs the
+    tool in a thread and writes its progress and final result here. The
+    handle is unguessable and bound to the caller's credentials (a digest,
+    never the token), so one caller cannot read or cancel another's task.
+    """
+
+    WORKING = "working"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    STATUSES = [(s, s) for s in (WORKING, COMPLETED, FAILED, CANCELLED)]
+    TERMINAL = (COMPLETED, FAILED, CANCELLED)
+
+    task_id = models.CharField(max_length=64, unique=True)
+    endpoint = models.CharField(max_length=100)
+    owner = models.CharField(max_length=64)  # digest of the caller's Authorization header
+    tool = models.CharField(max_length=200)
+    status = models.CharField(max_length=20, choices=STATUSES, default=WORKING)
+    status_message = models.CharField(max_length=500, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+    expires_at = models.DateTimeField(db_index=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    host = models.CharField(max_length=255, blank=True)  # the replica that runs it
+    pid = models.IntegerField(null=True, blank=True)
+    alive_at = models.DateTimeField()  # the running replica's last sign of life (hyperguild.mcp.tasks)
+
+    def __str__(self) -> str:
+        return f"{self.endpoint} {self.tool} {self.task_id} {self.status}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.TERMINAL

@@ -98,6 +98,8 @@ BRAIN_MAX_NOTE_BYTES = env_int("BRAIN_MAX_NOTE_BYTES", 256 * 1024, minimum=1024)
 _GO_EMBEDDER, GO_HYBRID_PROBLEM = go_hybrid_rule()
 # Review UI: a raw note this similar (0..1, word diff ratio) to a wiki note needs a confirmation to promote.
 BRAIN_DUPLICATE_THRESHOLD = env_float("BRAIN_DUPLICATE_THRESHOLD", 0.8, minimum=0.0, maximum=1.0)
+# ... or this close in meaning (cosine of the two notes' embeddings, embedder on): paraphrases share few words.
+BRAIN_DUPLICATE_MEANING_THRESHOLD = env_float("BRAIN_DUPLICATE_MEANING_THRESHOLD", 0.91, minimum=0.0, maximum=1.0)
 BRAIN_EMBEDDER = env_choice("BRAIN_EMBEDDER", _GO_EMBEDDER or "local", {"ollama", "openai", "local", "off"})
 BRAIN_EMBED_URL = env_str("BRAIN_EMBED_URL")
 BRAIN_EMBED_MODEL = env_str("BRAIN_EMBED_MODEL")
@@ -114,7 +116,7 @@ BRAIN_RERANKER_URL = env_str("BRAIN_RERANKER_URL")
 BRAIN_RERANKER_MODEL = env_str("BRAIN_RERANKER_MODEL", "dengcao/Qwen3-Reranker-0.6B:F16")
 BRAIN_RERANKER_CONCURRENCY = env_int("BRAIN_RERANKER_CONCURRENCY", 4, minimum=1, maximum=64)
 BRAIN_ANSWER_MODEL = env_str("BRAIN_ANSWER_MODEL")
-# BM25 segments (brain/bm25.py): how often a process re-reads the corpus version (its own writes
+# BM25 segments (brain/bm25/): how often a process re-reads the corpus version (its own writes
 # are seen at once), how many changed notes trigger a background merge, and where large bases are
 # shared between processes as memory-mapped files ("" keeps them in memory, one per process).
 BRAIN_BM25_CHECK_SECONDS = env_float("BRAIN_BM25_CHECK_SECONDS", 0.25, minimum=0.0)
@@ -176,10 +178,12 @@ SUPERVISOR_TIER_ANTHROPIC_URL = env_str("SUPERVISOR_TIER_ANTHROPIC_URL", "https:
 SUPERVISOR_TIER_LITELLM_URL = env_str("SUPERVISOR_TIER_LITELLM_URL", LITELLM_BASE_URL)
 SUPERVISOR_TIER_CACHE_SECONDS = env_int("SUPERVISOR_TIER_CACHE_SECONDS", 60, minimum=0)
 SUPERVISOR_TIER_PROBE_TIMEOUT = env_float("SUPERVISOR_TIER_PROBE_TIMEOUT", 3.0, minimum=0.1)
-# Gates on review/debug findings (README "Grounded findings and gates").
+# Gates on review/debug findings (docs/supervisor.md, "Grounded findings and gates").
 SUPERVISOR_MIN_CONFIDENCE = env_float("SUPERVISOR_MIN_CONFIDENCE", 0.6, minimum=0.0, maximum=1.0)
 SUPERVISOR_MAX_PATCH_LINES = env_int("SUPERVISOR_MAX_PATCH_LINES", 6, minimum=0)
-# Routed review/debug: files longer than this are tree-split (README "Tree-split for long files").
+# `apply` commits a finding's patch only at or above this confidence (docs/apply.md).
+SUPERVISOR_APPLY_MIN_CONFIDENCE = env_float("SUPERVISOR_APPLY_MIN_CONFIDENCE", 0.9, minimum=0.0, maximum=1.0)
+# Routed review/debug: files longer than this are tree-split (docs/supervisor.md, "Tree-split for long files").
 SUPERVISOR_TREE_SPLIT_CHARS = env_int("SUPERVISOR_TREE_SPLIT_CHARS", 60_000, minimum=1000)
 # Run ownership: the worker process beats every HEARTBEAT seconds; a run whose owner is gone
 # (dead pid on this host, or no beat for STALE seconds) is killed and ended by the reaper.
@@ -199,9 +203,15 @@ HYPERGUILD_PASS_RATE_TTL_SECONDS = env_int("HYPERGUILD_PASS_RATE_TTL_SECONDS", 6
 HYPERGUILD_ROUTE_LOCAL_FLOOR = env_float("HYPERGUILD_ROUTE_LOCAL_FLOOR", 0.90)
 HYPERGUILD_ROUTE_LOCAL_CEIL = env_float("HYPERGUILD_ROUTE_LOCAL_CEIL", 0.70)
 HYPERGUILD_ROUTE_MIN_SAMPLES = env_int("HYPERGUILD_ROUTE_MIN_SAMPLES", 10, minimum=0)
-# Pathway memory (README "Pathway memory"): replays before a pathway decides, and the success rate it must keep.
+# Pathway memory (docs/supervisor.md, "Pathway memory"): replays before a pathway decides, and the success rate it must keep.
 HYPERGUILD_PATHWAY_PROBATION = env_int("HYPERGUILD_PATHWAY_PROBATION", 3, minimum=1)
 HYPERGUILD_PATHWAY_MIN_SUCCESS = env_float("HYPERGUILD_PATHWAY_MIN_SUCCESS", 0.80, minimum=0.0, maximum=1.0)
+
+# --- Claude Code plugin hooks (docs/plugin.md) ------------------------------
+# Stop and SessionEnd hooks queue the session's retrospective; 0 leaves it to the agent or a person.
+HYPERGUILD_HOOK_RETROSPECTIVE = env_bool("HYPERGUILD_HOOK_RETROSPECTIVE", True)
+# Most characters of project context the SessionStart hook puts in front of the model.
+HYPERGUILD_HOOK_CONTEXT_CHARS = env_int("HYPERGUILD_HOOK_CONTEXT_CHARS", 2000, minimum=200, maximum=20000)
 
 # --- Training data -----------------------------------------------------------
 TRAINER_SECRET_PATTERNS_FILE = env_str("TRAINER_SECRET_PATTERNS_FILE", "")

@@ -9,6 +9,7 @@ mcp_view = McpView.as_view()
 urlpatterns = [
     path("health", views.health, name="health"),
     path("health/live", views.live, name="health-live"),
+    path("favicon.ico", views.favicon, name="favicon"),
     # /mcp/x and /mcp/x/ both answer: MCP clients POST and must not be redirected.
     path("mcp/<slug:endpoint>", mcp_view, name="mcp"),
     path("mcp/<slug:endpoint>/", mcp_view, name="mcp-slash"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
@@ -69,3 +69,14 @@ def well_known_not_found(request, rest: str = ""):
         {"error": "not_found", "error_description": "this server uses static bearer tokens, not OAuth"},
         status=404,
     )
+
+
+FAVICON = (settings.BASE_DIR / "static" / "favicon.svg").read_bytes()
+
+
+@require_GET
+def favicon(request):
+    """`/favicon.ico`, which browsers ask for on their own: the same icon as the pages' `<link rel=icon>`."""
+    response = HttpResponse(FAVICON, content_type="image/svg+xml")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response

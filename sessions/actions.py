@@ -8,12 +8,13 @@ import re
 from datetime import datetime
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 
 from hyperguild.lib.limits import hostile_value_problem
-from sessions.errors import EntryRefused
+from sessions.errors import EntryRefused, FlaggedExample, InvalidExampleEdit
 from sessions.models import AgentSession, EntrySource, RetrospectiveRun, SessionEntry, TrainingExample
 from sessions.redaction import redact_fields, redact_value
 
@@ -22,10 +23,6 @@ EDITABLE_FIELDS = (*MESSAGE_FIELDS, "review_note")
 ROLES = {"system", "user", "assistant", "tool"}
 # What the redaction leaves in a text (sessions.redaction.REDACTED).
 REDACTION_MARKER = re.compile(r"\[REDACTED:([A-Za-z0-9_]+)\]")
-
-
-class InvalidExampleEdit(ValueError):
-    """An edit that would leave a training example in a shape TRL cannot read."""
 
 
 def _session_for_update(
@@ -305,10 +302,6 @@ def validate_messages(name: str, value: Any) -> list[dict]:
     return value
 
 
-class FlaggedExample(InvalidExampleEdit):
-    """Approving an example flagged for a possible secret needs an explicit confirmation."""
-
-
 @transaction.atomic
 def do_approve_example(example: TrainingExample, *, reviewer, confirm_flagged: bool = False) -> TrainingExample:
     """candidate → approved. A flagged example (possible secret) is refused unless `confirm_flagged`."""
@@ -318,9 +311,10 @@ def do_approve_example(example: TrainingExample, *, reviewer, confirm_flagged: b
             f"Example #{example.pk} is flagged for a possible secret ({_flag_summary(example.flags)}): edit it out, "
             "or confirm that you checked it and nothing secret is left."
         )
+    before = _decision_state(example)
     example.status = TrainingExample.Status.APPROVED
     example.reviewer, example.reviewed_at = reviewer, timezone.now()
-    _history(example, reviewer, "approve", **({"confirmed_flagged": True} if example.flagged else {}))
+    _history(example, reviewer, "approve", before=before, **({"confirmed_flagged": True} if example.flagged else {}))
     example.save(update_fields=["status", "reviewer", "reviewed_at", "edits", "updated_at"])
     return example
 
@@ -332,10 +326,11 @@ def _flag_summary(flags: list[dict]) -> str:
 @transaction.atomic
 def do_reject_example(example: TrainingExample, *, reviewer, reason: str = "") -> TrainingExample:
     example = TrainingExample.objects.select_for_update().get(pk=example.pk)
+    before = _decision_state(example)
     example.status = TrainingExample.Status.REJECTED
     example.reviewer, example.reviewed_at = reviewer, timezone.now()
     example.review_note = reason
-    _history(example, reviewer, "reject", reason=reason)
+    _history(example, reviewer, "reject", before=before, reason=reason)
     example.save(update_fields=["status", "reviewer", "reviewed_at", "review_note", "edits", "updated_at"])
     return example
 
@@ -416,6 +411,16 @@ def do_swap_dpo(example: TrainingExample, *, reviewer) -> TrainingExample:
     example = TrainingExample.objects.select_for_update().get(pk=example.pk)
     if example.kind != TrainingExample.Kind.DPO:
         raise InvalidExampleEdit("Only DPO examples have chosen and rejected to swap.")
+    before = _decision_state(example)
+    _exchange_sides(example)
+    # Swapping is not a review: a candidate stays unreviewed (the history says who swapped).
+    _history(example, reviewer, "swap", before=before)
+    example.replay_status = TrainingExample.ReplayStatus.PENDING
+    example.save(update_fields=["chosen", "rejected", "provenance", "flags", "edits", "replay_status", "updated_at"])
+    return example
+
+
+def _exchange_sides(example: TrainingExample) -> None:
     example.chosen, example.rejected = example.rejected, example.chosen
     provenance = copy.deepcopy(example.provenance or {})
     verification = provenance.get("verification")
@@ -429,10 +434,50 @@ def do_swap_dpo(example: TrainingExample, *, reviewer) -> TrainingExample:
     example.flags = [
         {**flag, "field": SWAPPED_SIDE.get(flag.get("field"), flag.get("field"))} for flag in example.flags or []
     ]
-    example.reviewer = reviewer
-    _history(example, reviewer, "swap")
-    example.replay_status = TrainingExample.ReplayStatus.PENDING
-    example.save(update_fields=["chosen", "rejected", "provenance", "flags", "reviewer", "edits", "replay_status", "updated_at"])
+
+
+def _decision_state(example: TrainingExample) -> dict:
+    """What an approve, reject or swap changes besides the texts: kept in its history record for its undo."""
+    return {
+        "status": example.status, "reviewer_id": example.reviewer_id,
+        "reviewed_at": example.reviewed_at.isoformat() if example.reviewed_at else None,
+        "review_note": example.review_note, "replay_status": example.replay_status,
+    }
+
+
+UNDOABLE_DECISIONS = ("approve", "reject", "swap")
+
+
+@transaction.atomic
+def do_undo_example_decision(example: TrainingExample, *, reviewer, step: int) -> TrainingExample:
+    """Undo the approve, reject or swap recorded at `edits[step]`; the undo is recorded too.
+
+    Refused, with nothing written, unless that decision is still the last thing that happened to the
+    example (undo the later change first) and its record says what came before.
+    """
+    example = TrainingExample.objects.select_for_update().get(pk=example.pk)
+    edits = example.edits or []
+    if not 0 <= step < len(edits):
+        raise InvalidExampleEdit(f"Example #{example.pk} has no such decision to undo.")
+    record = edits[step]
+    action = record.get("action")
+    if action not in UNDOABLE_DECISIONS or not isinstance(record.get("before"), dict):
+        raise InvalidExampleEdit(f"The {action or 'change'} of example #{example.pk} cannot be undone here.")
+    if step != len(edits) - 1:
+        raise InvalidExampleEdit(
+            f"Example #{example.pk} changed after that {action} ({edits[-1].get('action')}); nothing was undone."
+        )
+    before = record["before"]
+    if action == "swap":
+        _exchange_sides(example)
+    reviewer_id = before["reviewer_id"]
+    if reviewer_id is not None and not get_user_model().objects.filter(pk=reviewer_id).exists():
+        reviewer_id = None  # that account is gone; the history still names it
+    example.status, example.reviewer_id = before["status"], reviewer_id
+    example.reviewed_at = datetime.fromisoformat(before["reviewed_at"]) if before["reviewed_at"] else None
+    example.review_note, example.replay_status = before["review_note"], before["replay_status"]
+    _history(example, reviewer, "undo", undoes=step, undone=action)
+    example.save()
     return example
 
 

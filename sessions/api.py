@@ -1,4 +1,5 @@
-"""REST: `POST /sessions/<id>/entries` (same contract as the session_log tool) and a read-back."""
+"""REST: `POST /sessions/<id>/entries` (same contract as the session_log tool), a read-back,
+and `POST /api/hooks/<event>` for the Claude Code plugin's hooks (sessions.hooks)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from hyperguild.api import EndpointTokenAPIView
+from hyperguild.lib.limits import InputRejected, loads_limited
+from hyperguild.mcp.registry import get_endpoint
+from hyperguild.mcp.views import BearerTokenAuthentication
 from sessions.actions import check_session_id, do_log_checked_entry
+from sessions.hooks import HookRefused, handle_hook
 from sessions.models import AgentSession
 
 MAX_PAGE = 500
@@ -58,3 +63,26 @@ class SessionEntriesView(BrainTokenView):
                 "more": len(entries) > limit,
             }
         )
+
+
+def hook_authenticators() -> list:
+    """Who may post hooks: the one place that says so.
+
+    Today the brain endpoint's bearer token (BRAIN_MCP_TOKEN; open when it is empty), checked exactly
+    as /mcp/brain checks it. Personal tokens with a `sessions:write` scope plug in here.
+    """
+    return [BearerTokenAuthentication(get_endpoint("brain"))]
+
+
+class ClaudeHookView(BrainTokenView):
+    """`POST /api/hooks/<event>`: a Claude Code hook's JSON as it is in, the hook's JSON answer out."""
+
+    def get_authenticators(self):
+        return hook_authenticators()
+
+    def post(self, request, event: str):
+        try:
+            payload = loads_limited(request.body)
+        except InputRejected as exc:
+            raise HookRefused(exc.message) from None
+        return Response(handle_hook(event, payload).answer)

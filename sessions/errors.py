@@ -11,3 +11,22 @@ class SessionsError(DomainError):
 
 class EntryRefused(SessionsError):
     """A session entry over one of the limits in `sessions.actions.ENTRY_LIMITS`."""
+
+
+class SessionNotFound(SessionsError, LookupError):
+    """No session with that id."""
+
+    http_status = 404
+    code = "not_found"
+
+
+class InvalidExampleEdit(SessionsError, ValueError):
+    """An edit that would leave a training example in a shape TRL cannot read."""
+
+
+class FlaggedExample(InvalidExampleEdit):
+    """Approving an example flagged for a possible secret needs an explicit confirmation."""
+
+
+class HookRefused(SessionsError):
+    """A Claude Code hook payload the hook route cannot use; the message says what is wrong."""

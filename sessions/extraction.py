@@ -7,7 +7,7 @@ Where examples come from:
 - **SFT**: a SkillRun that passed and that the supervisor verified itself
   (`status=pass, verified=True`) with a worker report. For a TDD phase (and
   debug) that recorded its change (`SkillRun.change`), the answer is the
-  change itself: the worker's one-line summary and a ```diff block; the
+  change itself: the worker's one-line summary and a ```diff block (the system line asks for that shape, and only that one); the
   prompt carries the task and the pre-state texts of the files involved. A
   review's answer is its grounded findings, with the grounding check that
   passed them. Runs recorded before changes were captured keep the worker's
@@ -20,6 +20,11 @@ Where examples come from:
 - **DPO, within a run**: an attempt in `attempt_log` rejected by the
   supervisor followed by a verified attempt of the same run (changes from
   the state before the rejected attempt).
+- **Apply** (`supervisor.apply`): each committed patch is an SFT example
+  (prompt: the finding and the files before it; answer: the diff, which
+  the supervisor's tests passed); a patch the tests refused is the rejected
+  side of a DPO pair with a committed patch for the same finding (file and
+  bug fingerprint) from the same files. Both replay like TDD changes.
 - **DPO, routing**: a RoutingEntry that answered but failed its check and
   was retried (fail-open) on the other model, whose answer passed: its
   stored request is the prompt, the two responses are rejected and chosen.
@@ -50,7 +55,13 @@ from sessions.redaction import redact_value
 from sessions.replay import ContentStore, diff_between, state_hashes
 from supervisor.models import RoutingEntry, SkillRun
 
+# One answer shape per example, asked for once (in the system line): a model trained on a prompt that asks for
+# two shapes at once learns both. A change is a one-line summary and a diff; anything else is the worker's report.
 SYSTEM_PROMPT = "You are the hyperguild {skill} worker. Do the task and answer with the JSON report the supervisor asks for."
+CHANGE_SYSTEM_PROMPT = (
+    "You are the hyperguild {skill} worker. Do the task and answer with a one-line summary, then the change as a "
+    "unified diff in a ```diff block."
+)
 # Arguments that say how a run was made, not what was asked.
 NOT_TASK_ARGUMENTS = frozenset({"model", "session_id"})
 # How much of a runner's output an example's provenance keeps.
@@ -77,9 +88,13 @@ def task_key(run) -> str:
     return json.dumps([run.skill, run.project_root, task_arguments(run)], sort_keys=True, ensure_ascii=False)
 
 
-def prompt_messages(run, files: dict[str, str] | None = None) -> list[dict]:
-    """System line + the task; `files` (path -> text before the change) are shown after it."""
-    task = "\n".join(f"{k}: {_as_text(v)}" for k, v in task_arguments(run).items())
+def prompt_messages(
+    run, files: dict[str, str] | None = None, *, change: bool = False, task: str | None = None
+) -> list[dict]:
+    """System line (asking for a change or for the report, `change`) + the task (default: the run's arguments);
+    `files` (path -> text before the change) are shown after it."""
+    if task is None:
+        task = "\n".join(f"{k}: {_as_text(v)}" for k, v in task_arguments(run).items())
     user = f"Skill: {run.skill}\n" + (f"Project root: {run.project_root}\n" if run.project_root else "") + task
     if files:
         shown, budget = [], PROMPT_FILES_CHARS
@@ -91,9 +106,9 @@ def prompt_messages(run, files: dict[str, str] | None = None) -> list[dict]:
             budget -= len(text)
             shown.append(f"--- {path}\n```\n{text}{'' if text.endswith(chr(10)) or not text else chr(10)}```")
         user = user.strip() + "\n\nFiles before the change:\n" + "\n".join(shown)
-        user += "\n\nAnswer with a one-line summary, then the change as a unified diff in a ```diff block."
+    system = CHANGE_SYSTEM_PROMPT if change else SYSTEM_PROMPT
     return [
-        {"role": "system", "content": SYSTEM_PROMPT.format(skill=run.skill)},
+        {"role": "system", "content": system.format(skill=run.skill)},
         {"role": "user", "content": user.strip()},
     ]
 
@@ -177,7 +192,7 @@ def _sft_answer(run, stores: dict) -> tuple[list[dict], list[dict], dict]:
     if _has_change(run):
         store = _store_for(run, stores)
         before, after = state_hashes(run, 0), state_hashes(run, None)
-        prompt = prompt_messages(run, _prompt_files(run, before, store, _changed_paths(before, after)))
+        prompt = prompt_messages(run, _prompt_files(run, before, store, _changed_paths(before, after)), change=True)
         extra = {"pre_state": _pre_state(run, 0, before), "change": _change_facts(run.change)}
         return prompt, _change_answer(run.worker_report, run.change.get("diff") or ""), extra
     if run.skill == "review" and isinstance(run.result, dict):
@@ -241,9 +256,13 @@ def extract_from_runs(runs: list[SkillRun]) -> list[Stored]:
     stored = []
     stores: dict[str, ContentStore] = {}
     pending_failures: dict[str, list] = {}
+    patches = _ApplyPatches()
     for run in runs:
+        if run.skill == "apply":
+            stored += _apply_examples(run, stores, patches)
+            continue
         report = run.worker_report
-        if run.status == "pass" and run.verified is True and report is not None:
+        if run.status == SkillRun.Status.PASS and run.verified is True and report is not None:
             prompt, completion, extra = _sft_answer(run, stores)
             stored.append(
                 _store(
@@ -266,10 +285,10 @@ def extract_from_runs(runs: list[SkillRun]) -> list[Stored]:
             if failed_before:
                 failed = failed_before[-1]  # the attempt closest to the one that worked
                 stored.append(_across_runs_pair(failed, run, stores))
-        elif run.status == "fail" and run.verified is False and report is not None:
+        elif run.status == SkillRun.Status.FAIL and run.verified is False and report is not None:
             pending_failures.setdefault(task_key(run), []).append(run)
         stored += _within_run_pairs(run, stores)
-    return stored
+    return stored + _apply_pairs(patches, stores)
 
 
 def _across_runs_pair(failed: SkillRun, run: SkillRun, stores: dict) -> Stored:
@@ -291,7 +310,7 @@ def _across_runs_pair(failed: SkillRun, run: SkillRun, stores: dict) -> Stored:
                 f"dpo:runs:{failed.pk}:{run.pk}",
                 kind="dpo",
                 skill=run.skill,
-                prompt=prompt_messages(run, _prompt_files(run, base, store, changed)),
+                prompt=prompt_messages(run, _prompt_files(run, base, store, changed), change=True),
                 chosen=_change_answer(run.worker_report, chosen),
                 rejected=_change_answer(failed.worker_report, failed.change.get("diff") or ""),
                 provenance={**common, "session_id": run.session_id, "pre_state": _pre_state(failed, 0, base)},
@@ -331,7 +350,7 @@ def _within_run_pairs(run: SkillRun, stores: dict) -> list[Stored]:
                 key,
                 kind="dpo",
                 skill=run.skill,
-                prompt=prompt_messages(run, _prompt_files(run, base, store, changed)),
+                prompt=prompt_messages(run, _prompt_files(run, base, store, changed), change=True),
                 chosen=_change_answer(chosen["report"], chosen_diff),
                 rejected=_change_answer(worst["report"], worst["change"].get("diff") or ""),
                 provenance={**common, "session_id": run.session_id, "pre_state": _pre_state(run, base_attempt, base)},
@@ -353,7 +372,7 @@ def _routing_prompt(request: Any) -> list[dict] | None:
 
 def extract_from_routing(session_id: str | None) -> list[Stored]:
     """Fail-open retries whose first model answered but failed the check while the retry passed."""
-    retries = RoutingEntry.objects.filter(attempt_of__isnull=False, status="pass", attempt_of__status="fail")
+    retries = RoutingEntry.objects.filter(attempt_of__isnull=False, status=RoutingEntry.Status.PASS, attempt_of__status=RoutingEntry.Status.FAIL)
     if session_id:
         retries = retries.filter(session_id=session_id)
     stored = []
@@ -381,4 +400,114 @@ def extract_from_routing(session_id: str | None) -> list[Stored]:
                 },
             )
         )
+    return stored
+
+
+# --- apply: each committed patch, and a patch the tests refused for the same finding -------------
+
+
+class _ApplyPatches:
+    """Patches of apply runs by finding (project, file, bug fingerprint): applied ones and ones the tests refused."""
+
+    def __init__(self):
+        self.applied: dict[tuple, list[tuple[SkillRun, dict, dict]]] = {}
+        self.refused: dict[tuple, list[tuple[SkillRun, dict, dict]]] = {}
+
+    @staticmethod
+    def key(run: SkillRun, entry: dict) -> tuple:
+        return run.project_root, entry.get("file"), entry.get("fingerprint")
+
+
+def _apply_entries(run: SkillRun) -> list[dict]:
+    return [e for e in run.attempt_log or [] if isinstance(e, dict) and isinstance(e.get("attempt"), int)]
+
+
+def _finding_task(run: SkillRun, entry: dict) -> str:
+    source = (run.change or {}).get("source_run_id")
+    quote = str(entry.get("quote") or "")
+    return (
+        f"Fix this grounded review finding{f' (review run {source})' if source else ''} with the smallest patch.\n"
+        f"File: {entry.get('file')}, line {entry.get('line')}\n"
+        f"Kind: {entry.get('kind') or entry.get('severity') or ''}\n"
+        f"Title: {entry.get('title') or ''}\n"
+        f"Rationale: {entry.get('rationale') or ''}\n"
+        f"Quoted code:\n```\n{quote}{'' if quote.endswith(chr(10)) else chr(10)}```"
+    )
+
+
+def _apply_prompt(run: SkillRun, entry: dict, before: dict, store: ContentStore, changed: set[str]) -> list[dict]:
+    return prompt_messages(run, _prompt_files(run, before, store, changed), change=True, task=_finding_task(run, entry))
+
+
+def _apply_answer(entry: dict, diff: str) -> list[dict]:
+    return _change_answer({"summary": f"Fix: {entry.get('title') or 'the finding'}"}, diff)
+
+
+def _apply_examples(run: SkillRun, stores: dict, patches: _ApplyPatches) -> list[Stored]:
+    """One SFT example per committed patch (the supervisor's tests passed on it); refused-by-tests patches noted."""
+    if "pre_state" not in (run.change or {}):
+        return []
+    stored = []
+    store = _store_for(run, stores)
+    for entry in _apply_entries(run):
+        before = state_hashes(run, entry["attempt"] - 1)
+        if entry.get("outcome") == "applied" and isinstance(entry.get("change"), dict):
+            patches.applied.setdefault(_ApplyPatches.key(run, entry), []).append((run, entry, before))
+            diff = entry["change"].get("diff") or ""
+            changed = {f["path"] for f in entry["change"].get("files") or []}
+            stored.append(_store(
+                f"sft:apply:{run.pk}:{entry['attempt']}",
+                kind="sft",
+                skill="apply",
+                prompt=_apply_prompt(run, entry, before, store, changed),
+                completion=_apply_answer(entry, diff),
+                provenance={
+                    "origin": "apply",
+                    "session_id": run.session_id,
+                    "runs": [r for r in ((run.change or {}).get("source_run_id"), run.pk) if r],
+                    "models": [],
+                    "finding": {k: entry.get(k) for k in ("file", "line", "title", "kind", "fingerprint", "commit")},
+                    "verification": {**_verification(run, entry), "gates": entry.get("gates") or []},
+                    "pre_state": _pre_state(run, entry["attempt"] - 1, before),
+                    "change": _change_facts(entry["change"]),
+                },
+            ))
+        elif entry.get("gate") == "tests" and isinstance(entry.get("attempted_change"), dict):
+            patches.refused.setdefault(_ApplyPatches.key(run, entry), []).append((run, entry, before))
+    return stored
+
+
+def _apply_pairs(patches: _ApplyPatches, stores: dict) -> list[Stored]:
+    """DPO: a patch the tests refused (rejected) and a committed patch for the same finding (chosen).
+
+    Both sides must start from the same files: every file either patch touches has the same content in the
+    refused patch's pre-state and the committed one's (which the pair records, and trainer_verify rebuilds).
+    """
+    stored = []
+    for key, refused in patches.refused.items():
+        for bad_run, bad, bad_before in refused:
+            bad_files = {f["path"] for f in bad["attempted_change"].get("files") or []}
+            for run, good, before in patches.applied.get(key, []):
+                changed = bad_files | {f["path"] for f in good["change"].get("files") or []}
+                if any(bad_before.get(path) != before.get(path) for path in changed):
+                    continue
+                store = _store_for(run, stores)
+                stored.append(_store(
+                    f"dpo:apply:{bad_run.pk}:{bad['attempt']}:{run.pk}:{good['attempt']}",
+                    kind="dpo",
+                    skill="apply",
+                    prompt=_apply_prompt(run, good, before, store, changed),
+                    chosen=_apply_answer(good, good["change"].get("diff") or ""),
+                    rejected=_apply_answer(bad, bad["attempted_change"].get("diff") or ""),
+                    provenance={
+                        "origin": "apply",
+                        "session_id": run.session_id,
+                        "runs": sorted({bad_run.pk, run.pk}),
+                        "models": [],
+                        "finding": {k: good.get(k) for k in ("file", "line", "title", "kind", "fingerprint")},
+                        "verification": {"rejected": _verification(bad_run, bad), "chosen": _verification(run, good)},
+                        "pre_state": _pre_state(run, good["attempt"] - 1, before),
+                    },
+                ))
+                break  # one pair per refused patch
     return stored

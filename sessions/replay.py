@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -30,13 +32,16 @@ from django.utils import timezone
 
 from hyperguild.lib.diffs import BINARY, PatchFailed, apply_diff, diff_block, file_diff, join_diffs
 from sessions.models import TrainingExample
+from supervisor.executor import child_environment
 from supervisor.models import SkillRun
 from supervisor.verification import run_command
 
 # Directories a test command may need but that are never part of a recorded state: linked, not copied.
 LINKED_DIRS = (".venv", "venv", "node_modules", "target", "_build")
 # What a phase's test run must do for its change to count as verified.
-PHASE_EXPECTS = {"tdd_red": "fail", "tdd_green": "pass", "tdd_refactor": "pass", "debug": "pass"}
+PHASE_EXPECTS = {"tdd_red": "fail", "tdd_green": "pass", "tdd_refactor": "pass", "debug": "pass", "apply": "pass"}
+GIT_COMMIT = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
+GIT_TIMEOUT = 30
 OUTPUT_TAIL_CHARS = 2000
 
 
@@ -73,11 +78,16 @@ class ContentStore:
     def __init__(self, project_root: str, runs: list[SkillRun] = ()):
         self.root = Path(project_root) if project_root else None
         self.blobs: dict[str, str | None] = {}
+        # Commits whose files a run's pre-state was (apply works on a commit, not on the owner's files).
+        self.commits: list[str] = []
         recorded = SkillRun.objects.filter(project_root=project_root, change__isnull=False).only("change")
         for run in [*runs, *recorded]:
             for digest, text in ((run.change or {}).get("blobs") or {}).items():
                 if self.blobs.get(digest) is None:
                     self.blobs[digest] = text
+            commit = (run.change or {}).get("git_commit")
+            if isinstance(commit, str) and GIT_COMMIT.fullmatch(commit) and commit not in self.commits:
+                self.commits.append(commit)
 
     def text(self, path: str, digest: str):
         """The file's text, BINARY when only binary content is known, or None when nothing is recorded."""
@@ -89,12 +99,28 @@ class ContentStore:
                 data = candidate.read_bytes()
             except OSError:
                 data = None
-            if data is not None and hashlib.sha1(data).hexdigest() == digest:
+            if data is None or hashlib.sha1(data).hexdigest() != digest:
+                data = self._from_commits(path, digest)
+            if data is not None:
                 try:
                     return data.decode("utf-8")
                 except UnicodeDecodeError:
                     return BINARY
         return BINARY if digest in self.blobs else None
+
+    def _from_commits(self, path: str, digest: str) -> bytes | None:
+        """The file's bytes at a recorded commit, when they have the wanted hash."""
+        for commit in self.commits:
+            try:
+                shown = subprocess.run(
+                    ["git", "show", f"{commit}:./{path}"], cwd=self.root, capture_output=True, timeout=GIT_TIMEOUT,
+                    env=child_environment(), check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                return None
+            if shown.returncode == 0 and hashlib.sha1(shown.stdout).hexdigest() == digest:
+                return shown.stdout
+        return None
 
 
 def diff_between(before: dict[str, str], after: dict[str, str], store: ContentStore, *, cap: int) -> str | None:

@@ -37,11 +37,11 @@ from brain.search import SearchInputError, search
 from hyperguild.lib.llm import LLMBadResponse, LLMError, get_llm_client
 from hyperguild.lib.text import excerpt
 from sessions.actions import do_record_retrospective
-from sessions.errors import SessionsError
+from sessions.errors import SessionNotFound
 from sessions.models import AgentSession, SessionEntry
 from sessions.redaction import redact_fields
 from supervisor.models import SkillRun
-from supervisor.skills import build_result
+from supervisor.skills import Verdict, build_result
 
 logger = logging.getLogger(__name__)
 
@@ -94,11 +94,6 @@ SYSTEM_PROMPT = (
     "behaved unexpectedly), pattern (a reusable way of working). evidence lists the seq numbers of the "
     "entries that support it. Only learnings a teammate would want in the wiki; none is a valid answer."
 )
-
-
-class SessionNotFound(SessionsError, LookupError):
-    http_status = 404
-    code = "not_found"
 
 
 @dataclass
@@ -204,9 +199,9 @@ def rules_learnings(entries: list[SessionEntry], runs: list) -> list[Learning]:
     # Skill runs of the session: a failed run of a skill followed by a passing one.
     failed_runs: dict[str, object] = {}
     for run in runs:
-        if run.status in ("fail", "error", "timeout") and run.skill not in failed_runs:
+        if run.status in (Verdict.FAIL, Verdict.ERROR, Verdict.TIMEOUT) and run.skill not in failed_runs:
             failed_runs[run.skill] = run
-        elif run.status == "pass" and run.skill in failed_runs:
+        elif run.status == Verdict.PASS and run.skill in failed_runs:
             failed = failed_runs.pop(run.skill)
             if run.skill in covered_skills:
                 # The log already told this story; attach the runs as evidence.
@@ -339,7 +334,7 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
             method = "llm"
         except MalformedAnswer as exc:
             return _result(
-                status="error",
+                status=Verdict.ERROR,
                 model_used=model,
                 attempts=1,
                 message=f"The model's answer was malformed ({exc}); nothing was written.",
@@ -384,6 +379,8 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
                     "method": learning.method,
                     "retrospective_key": key,
                 }
+                if session.project:
+                    provenance["project"] = session.project  # the review queue filters and shows it
                 if model and learning.method == "llm":
                     provenance["model"] = model
                 note_text, redactions = redact_fields({"title": learning.title, "body": learning.body})
@@ -412,7 +409,7 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
         f"{len(reported) - len(written) - len(merges)} already written."
     )
     return _result(
-        status="pass",
+        status=Verdict.PASS,
         model_used=model or "rules",
         attempts=1 if method == "llm" else 0,
         message=notice + summary,

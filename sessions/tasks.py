@@ -17,6 +17,20 @@ def trainer_extract(session_id: str | None = None) -> dict:
     return {"count": result["count"], "created": result.get("created", 0), "message": result["message"]}
 
 
+def replay_example(example_id: int) -> dict:
+    """`async_task("sessions.tasks.replay_example", pk)`: what `manage.py trainer_verify` does, for one example."""
+    from sessions.actions import do_record_replay
+    from sessions.models import TrainingExample
+    from sessions.replay import replay_example as replay
+
+    example = TrainingExample.objects.filter(pk=example_id).first()
+    if example is None:
+        return {"skipped": "no such example"}
+    outcome = replay(example)
+    do_record_replay(example, outcome)
+    return {"status": outcome["status"], "reason": outcome["reason"]}
+
+
 def schedules() -> list[tuple[str, str, int]]:
     # Extraction is cheap and idempotent: sweep every session hourly so nothing depends on a client calling it.
     return [("sessions-trainer-extract", "sessions.tasks.trainer_extract", 3600)]

@@ -4,23 +4,19 @@
 - `retrospective` and `trainer` on /mcp/supervisor (their logic lives in
   `sessions.retrospective` and `sessions.trainer`);
 - their routed twins on /mcp/routing, which call the same functions with the
-  model the router picks.
+  model the router picks (`sessions.routed_skills`).
 """
 
 from __future__ import annotations
 
-import json
-import time
-
-from hyperguild.mcp.registry import ToolContext, ToolError, get_endpoint
+from hyperguild.mcp.registry import ToolContext, get_endpoint
 from sessions.actions import ENTRY_FIELDS_SCHEMA, SESSION_ID_SCHEMA, do_log_checked_entry
 from sessions.errors import SessionsError
-from sessions.retrospective import SessionNotFound, run_retrospective
+from sessions.retrospective import run_retrospective
+from sessions.routed_skills import routed_retrospective_result
 from sessions.trainer import run_trainer
 from supervisor import skills as _skills
-from supervisor.models import RoutingEntry
-from supervisor.routing import Attempt, route
-from supervisor.routing_tools import routed_result, routing, routing_client
+from supervisor.routing_tools import routing
 from supervisor.tools import supervisor
 
 # EntryRefused, SessionNotFound… reach the caller as tool errors on every endpoint with sessions tools.
@@ -72,8 +68,7 @@ def session_log(arguments: dict, ctx: ToolContext) -> dict:
 
 
 @supervisor.tool(
-    name="retrospective",
-    title=_skills.SKILLS["retrospective"].title,
+    **_skills.tool_declaration("retrospective"),
     description=(
         "Look back on a session's log and skill runs and propose learnings {title, body, kind: decision|correction|"
         "surprise|pattern, evidence}. New ones are written to the brain as raw notes for review; one an existing "
@@ -81,12 +76,11 @@ def session_log(arguments: dict, ctx: ToolContext) -> dict:
         "set (model: the model argument, else BRAIN_ANSWER_MODEL, else HYPERGUILD_THINKING_MODEL), rules otherwise. "
         "Running it again on the same session writes nothing new."
     ),
-    input_schema=_skills.input_schema("retrospective"),
-    output_schema=_skills.result_schema("retrospective"),
     read_only=False,
     destructive=False,
     idempotent=True,
     open_world=True,
+    long_running=True,
 )
 def retrospective(arguments: dict, ctx: ToolContext) -> dict:
     ctx.report_progress(0, 1, "reading the session")
@@ -96,19 +90,17 @@ def retrospective(arguments: dict, ctx: ToolContext) -> dict:
 
 
 @supervisor.tool(
-    name="trainer",
-    title=_skills.SKILLS["trainer"].title,
+    **_skills.tool_declaration("trainer"),
     description=(
         "Turn a session's verified skill runs into training candidates: SFT from runs that passed verification, "
         "DPO from a failed attempt followed by a passing one on the same task (and from routed calls where one "
         "model failed its check and the other passed). Secrets are redacted and such examples flagged. Everything "
         "starts as a candidate for curation in the UI; running it again stores nothing twice."
     ),
-    input_schema=_skills.input_schema("trainer"),
-    output_schema=_skills.result_schema("trainer"),
     read_only=False,
     destructive=False,
     idempotent=True,
+    long_running=True,
 )
 def trainer(arguments: dict, ctx: ToolContext) -> dict:
     return run_trainer(arguments["session_id"])
@@ -117,92 +109,31 @@ def trainer(arguments: dict, ctx: ToolContext) -> dict:
 # --- the routed twins on /mcp/routing (the model is the router's choice) ---------------------
 
 
-def _routed_session_skill(skill: str, arguments: dict, run_with_model, judge, list_key: str) -> dict:
-    """Route a sessions-app skill: `run_with_model(session_id, model)` does the work with the given model,
-    `judge(outcome)` returns None if it passed or why it did not."""
-    started = time.monotonic()
-    routing_client()
-
-    def attempt(model: str) -> Attempt:
-        began = time.monotonic()
-        try:
-            outcome = run_with_model(arguments["session_id"], model)
-        except SessionNotFound:
-            raise  # the caller's mistake, not the model's: out of route() before anything is logged
-        except ToolError as exc:
-            return Attempt(RoutingEntry.ERROR, error=exc.message, latency_ms=_ms(began))
-        except Exception as exc:  # the sessions logic broke: this attempt errs, the call still ends cleanly
-            return Attempt(RoutingEntry.ERROR, error=f"{exc.__class__.__name__}: {exc}", latency_ms=_ms(began))
-        problem = judge(outcome)
-        return Attempt(
-            RoutingEntry.FAIL if problem else RoutingEntry.PASS,
-            data=outcome,
-            error=problem or "",
-            latency_ms=_ms(began),
-            response=json.dumps(outcome, default=str)[: RoutingEntry.BODY_CAP],
-        )
-
-    try:
-        routed = route(skill, attempt, override=arguments.get("model"), session_id=arguments["session_id"])
-    except SessionNotFound as exc:
-        raise ToolError(str(exc)) from None
-    values = {
-        key: value
-        for key, value in routed.data.items()
-        if key not in {"status", "model_used", "attempts", "duration_ms", "phase", "skill"}
-    }
-    values["count"] = len(values.get(list_key) or [])
-    return routed_result(skill, routed, started, **values)
-
-
-def _ms(began: float) -> int:
-    return int((time.monotonic() - began) * 1000)
-
-
-def retrospective_judge(outcome: dict) -> str | None:
-    if outcome.get("status") != "pass":
-        return outcome.get("message") or f"the retrospective ended {outcome.get('status')}"
-    if outcome.get("method") != "llm":
-        # The sessions logic falls back to rules when the model fails: for routing, that model failed.
-        return "the model did not answer; the rules answered instead. " + str(outcome.get("message", ""))[:500]
-    return None
-
-
 @routing.tool(
-    name="retrospective",
-    title=_skills.SKILLS["retrospective"].title + " (routed)",
+    **_skills.tool_declaration("retrospective", routed=True),
     description=(
         "Look back on a session's log and skill runs and propose learnings, written to the brain as raw notes "
         "(as the supervisor's retrospective does), with the model chosen by the router. The answer passes when "
         "the model answered valid JSON whose evidence names real entries; otherwise the thinking model retries."
     ),
-    input_schema=_skills.input_schema("retrospective"),
-    output_schema=_skills.result_schema("retrospective"),
     idempotent=True,
     open_world=True,
+    long_running=True,
 )
 def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
     ctx.report_progress(0, 1, "asking the routed model")
-    return _routed_session_skill(
-        "retrospective",
-        arguments,
-        lambda session_id, model: run_retrospective(session_id, llm_model=model),
-        retrospective_judge,
-        "learnings",
-    )
+    return routed_retrospective_result(arguments)
 
 
 @routing.tool(
-    name="trainer",
-    title=_skills.SKILLS["trainer"].title + " (routed)",
+    **_skills.tool_declaration("trainer", routed=True),
     description=(
         "Turn a session's verified skill runs and routed retries into SFT/DPO candidates for curation, as the "
         "supervisor's trainer does. Extraction asks no model, so nothing is routed: no routing decision is "
         "logged and model_used is empty (a pass credited to a model that was never asked would skew routing)."
     ),
-    input_schema=_skills.input_schema("trainer"),
-    output_schema=_skills.result_schema("trainer"),
     idempotent=True,
+    long_running=True,
 )
 def routed_trainer(arguments: dict, ctx: ToolContext) -> dict:
     return run_trainer(arguments["session_id"])

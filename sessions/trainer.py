@@ -14,7 +14,7 @@ import time
 
 from sessions.extraction import extract_from_routing, extract_from_runs, finished_runs
 from sessions.models import TrainingExample
-from supervisor.skills import build_result
+from supervisor.skills import Verdict, build_result
 
 # How much of each side of an example the tool's answer shows.
 PREVIEW_CHARS = 500
@@ -57,7 +57,7 @@ def run_trainer(session_id: str | None = None, *, llm_model: str | None = None) 
     )
     return build_result(
         "trainer",
-        status="pass",
+        status=Verdict.PASS,
         model_used="",
         message=message,
         duration_ms=int((time.monotonic() - started) * 1000),

@@ -24,8 +24,10 @@ from django.utils import timezone
 
 from brain.models import Note
 from hyperguild.lib.diff import html_diff
+from hyperguild.lib.diffs import diff_block
 from hyperguild.ui import paginate, staff_action, staff_page
 from sessions import actions
+from sessions.activity import SERVICE, MergedActivity, action_choices, people
 from sessions.models import AgentSession, SessionEntry, TrainingExample
 from sessions.trl_export import export_examples as export_training_examples
 from supervisor.models import SkillRun
@@ -151,7 +153,10 @@ def _example_page(request: HttpRequest, example: TrainingExample, *, errors: lis
     verification = provenance.get("verification")
     sides = verification if isinstance(verification, dict) and {"chosen", "rejected"} <= set(verification) else {}
     pair_diff = ""
-    if example.kind == TrainingExample.Kind.DPO:
+    teaches_a_change = any(diff_block(_conversation_text(getattr(example, name))) is not None
+                           for name in ("completion", "chosen", "rejected"))
+    if example.kind == TrainingExample.Kind.DPO and not teaches_a_change:
+        # One diff on the page: a change's own (coloured, per side) when the answers carry one, else this.
         pair_diff = html_diff(_conversation_text(example.rejected), _conversation_text(example.chosen))
     return render(request, "sessions/training_detail.html", {
         "example": example,
@@ -160,6 +165,10 @@ def _example_page(request: HttpRequest, example: TrainingExample, *, errors: lis
         "rejected_evidence": sides.get("rejected"),
         "verification_json": json.dumps(provenance.get("verification"), indent=2, ensure_ascii=False, default=str),
         "provenance_json": json.dumps(provenance, indent=2, ensure_ascii=False, default=str),
+        "provenance_rows": provenance_rows(provenance),
+        "teaches_a_change": teaches_a_change,
+        # A short prompt is shown; a long one (files before the change) folds, so the answers stay in view.
+        "prompt_open": len(_conversation_text(example.prompt)) <= PROMPT_SHOWN_CHARS,
         "runs": runs,
         "session_id": provenance.get("session_id") or "",
         "next_example": next_example,
@@ -173,6 +182,41 @@ def _example_page(request: HttpRequest, example: TrainingExample, *, errors: lis
 @login_required
 def training_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return _example_page(request, get_object_or_404(TrainingExample, pk=pk))
+
+
+def provenance_rows(provenance: dict) -> list[dict]:
+    """Provenance as a table a reader can scan: one row a key, text as text (newlines kept), a mapping as
+    its own rows, anything deeper as indented JSON."""
+    def cell(value) -> dict:
+        if value is None or isinstance(value, (str, int, float, bool)):
+            return {"text": "—" if value in (None, "") else str(value)}
+        if isinstance(value, list) and all(isinstance(item, (str, int, float)) for item in value):
+            return {"text": ", ".join(str(item) for item in value) or "—"}
+        return {"json": json.dumps(value, indent=2, ensure_ascii=False, default=str)}
+
+    rows = []
+    for key, value in (provenance or {}).items():
+        if isinstance(value, dict) and value:
+            rows.append({"key": key, "rows": [{"key": sub, **cell(inner)} for sub, inner in value.items()]})
+        else:
+            rows.append({"key": key, **cell(value)})
+    return rows
+
+
+REPLAY_TASK = "sessions.tasks.replay_example"
+PROMPT_SHOWN_CHARS = 600
+
+
+@staff_action
+def replay_example_now(request: HttpRequest, pk: int) -> HttpResponse:
+    """Queue `trainer_verify` for this one example (the worker replays it; the page shows the result)."""
+    example = get_object_or_404(TrainingExample, pk=pk)
+    from django_q.tasks import async_task
+
+    async_task(REPLAY_TASK, example.pk, task_name=f"replay-example-{example.pk}", group="training-replay")
+    messages.success(request, f"Queued a replay of example #{example.pk}: the worker replays it on its recorded "
+                              "pre-state, and this page shows the result (reload in a minute).")
+    return redirect("sessions-training-detail", pk=example.pk)
 
 
 def _after_curation(example: TrainingExample) -> HttpResponse:
@@ -192,7 +236,7 @@ def approve_example(request: HttpRequest, pk: int) -> HttpResponse:
         )
     except actions.FlaggedExample as exc:
         return _example_page(request, example, errors=[str(exc)], status=400)
-    messages.success(request, f"Approved {example.kind.upper()} example #{example.pk}.")
+    messages.success(request, f"Approved {example.kind.upper()} example #{example.pk}.", extra_tags=_undo_tag(example))
     return _after_curation(example)
 
 
@@ -203,18 +247,42 @@ def reject_example(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         return _example_page(request, example, errors=[str(e) for e in form.errors.get("reason", [])], status=400)
     example = actions.do_reject_example(example, reviewer=request.user, reason=form.cleaned_data["reason"].strip())
-    messages.success(request, f"Rejected {example.kind.upper()} example #{example.pk}.")
+    messages.success(request, f"Rejected {example.kind.upper()} example #{example.pk}.", extra_tags=_undo_tag(example))
     return _after_curation(example)
 
 
 @staff_action
 def swap_example(request: HttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
+    if request.POST.get("confirm") != "1":
+        return _example_page(request, example, status=400, errors=[
+            "Nothing was swapped: confirm that the rejected answer is the better one (the swap asks before it acts)."
+        ])
     try:
-        actions.do_swap_dpo(example, reviewer=request.user)
+        example = actions.do_swap_dpo(example, reviewer=request.user)
     except actions.InvalidExampleEdit as exc:
         return _example_page(request, example, errors=[str(exc)], status=400)
-    messages.success(request, f"Swapped chosen and rejected of #{example.pk}.")
+    messages.success(request, f"Swapped chosen and rejected of #{example.pk}.", extra_tags=_undo_tag(example))
+    return redirect("sessions-training-detail", pk=example.pk)
+
+
+def _undo_tag(example: TrainingExample) -> str:
+    """The banner's Undo button for the decision just recorded (the last entry of the example's history)."""
+    step = len(example.edits or []) - 1
+    return f"undo-url:{reverse('sessions-training-undo', args=[example.pk, step])}"
+
+
+@staff_action
+def undo_example(request: HttpRequest, pk: int, step: int) -> HttpResponse:
+    """Undo an approve, reject or swap; back to the example, to see it as it was."""
+    example = get_object_or_404(TrainingExample, pk=pk)
+    try:
+        example = actions.do_undo_example_decision(example, reviewer=request.user, step=step)
+    except actions.InvalidExampleEdit as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Undid the {example.edits[-1]['undone']} of {example.kind.upper()} example "
+                                  f"#{example.pk}: it is {example.status} again.")
     return redirect("sessions-training-detail", pk=example.pk)
 
 
@@ -263,3 +331,20 @@ def export_examples(request: HttpRequest, kind: str) -> HttpResponse:
     response["X-Hyperguild-Written"] = str(summary["written"])
     response["X-Hyperguild-Left-Out"] = ",".join(str(problem["id"]) for problem in summary["invalid"])
     return response
+
+
+class ActivityFilterForm(forms.Form):
+    person = forms.CharField(required=False, max_length=150)
+    action = forms.ChoiceField(required=False, choices=action_choices)
+
+
+@login_required
+def activity(request: HttpRequest) -> HttpResponse:
+    """Who did what: reviewer actions on notes and curation decisions on examples, newest first, filterable."""
+    form = ActivityFilterForm(request.GET)
+    data = form.cleaned_data if form.is_valid() else {}
+    merged = MergedActivity(person=data.get("person") or "", action=data.get("action") or "")
+    page, querystring = paginate(request, merged, per_page=50)
+    return render(request, "sessions/activity.html", {
+        "form": form, "page_obj": page, "querystring": querystring, "people": people(), "service": SERVICE,
+    })

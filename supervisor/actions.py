@@ -28,7 +28,7 @@ def do_create_skill_run(
     tool: str = "",
     session_id: str = "",
     route: str = "",
-    status: str = SkillRun.QUEUED,
+    status: str = SkillRun.Status.QUEUED,
 ) -> SkillRun:
     return SkillRun.objects.create(
         skill=skill,
@@ -52,8 +52,8 @@ def do_claim_skill_run(run_id: int, *, host: str = "", pid: int | None = None) -
     # delivered twice (django-q retry, two clusters), only one delivery sees
     # status=queued and runs the worker; the other returns without touching it.
     now = timezone.now()
-    claimed = SkillRun.objects.filter(pk=run_id, status=SkillRun.QUEUED, cancel_requested=False).update(
-        status=SkillRun.RUNNING, started_at=now, progress="starting", worker_host=host[:255], worker_pid=pid,
+    claimed = SkillRun.objects.filter(pk=run_id, status=SkillRun.Status.QUEUED, cancel_requested=False).update(
+        status=SkillRun.Status.RUNNING, started_at=now, progress="starting", worker_host=host[:255], worker_pid=pid,
         heartbeat_at=now,
     )
     if claimed != 1:
@@ -83,10 +83,10 @@ def do_end_orphaned_run(run_id: int, *, status: str, message: str) -> SkillRun |
     if run is None:
         return None
     if run.cancel_requested:
-        status = SkillRun.CANCELLED
+        status = SkillRun.Status.CANCELLED
     run.status = status
     run.message = message
-    run.result = build_result(run.skill, run_id=run.pk, status=SkillRun.ERROR if status == SkillRun.CANCELLED else status,
+    run.result = build_result(run.skill, run_id=run.pk, status=SkillRun.Status.ERROR if status == SkillRun.Status.CANCELLED else status,
                               message=message, model_used=run.model, attempts=run.attempts)
     run.progress = "finished"
     run.worker_slot = None
@@ -108,8 +108,8 @@ def do_request_cancel(run_id: int) -> None:
     A run nobody has claimed yet is cancelled on the spot.
     """
     SkillRun.objects.filter(pk=run_id).update(cancel_requested=True)
-    SkillRun.objects.filter(pk=run_id, status=SkillRun.QUEUED).update(
-        status=SkillRun.CANCELLED, finished_at=timezone.now(), message="cancelled before it started"
+    SkillRun.objects.filter(pk=run_id, status=SkillRun.Status.QUEUED).update(
+        status=SkillRun.Status.CANCELLED, finished_at=timezone.now(), message="cancelled before it started"
     )
 
 
@@ -120,9 +120,9 @@ def do_finish_skill_run(
     """Record the final result; a run someone cancelled stays cancelled. Secrets are redacted (and counted) first."""
     run = SkillRun.objects.select_for_update().get(pk=run_id)
     last = (attempt_log or [{}])[-1] if attempt_log else {}
-    status = result.get("status", SkillRun.ERROR)
-    if run.cancel_requested and status not in (SkillRun.PASS, SkillRun.FAIL):
-        status = SkillRun.CANCELLED
+    status = result.get("status", SkillRun.Status.ERROR)
+    if run.cancel_requested and status not in (SkillRun.Status.PASS, SkillRun.Status.FAIL):
+        status = SkillRun.Status.CANCELLED
     run.status = status
     run.verified = result.get("verified")
     run.result = result

@@ -2,12 +2,13 @@ from django.contrib import admin
 from django.db.models import Count, Q
 from django.utils.html import format_html, format_html_join
 
+from hyperguild.admin_mixins import LogAdminMixin
 from hyperguild.lib.redaction import redaction_summary
 from supervisor.models import Pathway, RoutingEntry, SkillRun
 
 
 @admin.register(SkillRun)
-class SkillRunAdmin(admin.ModelAdmin):
+class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
     """Read-only log of skill runs: what the worker claimed and what the supervisor found."""
 
     list_display = ("id", "skill", "endpoint", "status", "verified", "attempts", "model", "duration_ms", "session_id", "redacted", "created_at")
@@ -17,6 +18,7 @@ class SkillRunAdmin(admin.ModelAdmin):
     ordering = ("-created_at",)
     fieldsets = (
         (None, {"fields": ("skill", "tool", "endpoint", "status", "verified", "message", "progress", "session_id", "redacted")}),
+        ("Apply", {"fields": ("apply_branch", "apply_gates")}),
         ("Change", {"fields": ("change_files", "change_tests", "change_diff", "change")}),
         ("Call", {"fields": ("project_root", "arguments", "model", "route", "cancel_requested")}),
         ("Verification", {"fields": ("runner_output", "exit_code", "attempts", "attempt_log")}),
@@ -27,12 +29,40 @@ class SkillRunAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         return [field.name for field in self.model._meta.fields] + [
-            "redacted", "change_files", "change_tests", "change_diff"
+            "redacted", "change_files", "change_tests", "change_diff", "apply_branch", "apply_gates"
         ]
 
     @admin.display(description="secrets redacted")
     def redacted(self, obj) -> str:
         return redaction_summary(obj.redactions or []) or "—"
+
+    @admin.display(description="branch")
+    def apply_branch(self, obj) -> str:
+        result = obj.result if isinstance(obj.result, dict) else {}
+        if obj.skill != "apply":
+            return "—"
+        if not result.get("branch"):
+            return "none: nothing was applied"
+        return format_html("<code>{}</code> from <code>{}</code> ({} applied, {} refused)", result["branch"],
+                           str(result.get("base_commit") or "")[:12], result.get("applied", 0), result.get("refused", 0))
+
+    @admin.display(description="findings: outcome and gates")
+    def apply_gates(self, obj) -> str:
+        findings = (obj.result or {}).get("findings") if obj.skill == "apply" and isinstance(obj.result, dict) else None
+        if not findings:
+            return "—"
+        return format_html_join(
+            "\n", "<div>#{} <code>{}:{}</code> {}: <b>{}</b> {} <span style='color:#667085'>[{}]</span></div>",
+            (
+                (
+                    f.get("index"), f.get("file"), f.get("line"), f.get("title"),
+                    "applied" if f.get("outcome") == "applied" else f"refused ({f.get('gate')})",
+                    str(f.get("commit") or "")[:12] or f.get("reason", ""),
+                    ", ".join(f"{g['gate']} {'ok' if g['passed'] else 'FAILED'}" for g in f.get("gates") or []),
+                )
+                for f in findings
+            ),
+        )
 
     @admin.display(description="files changed")
     def change_files(self, obj) -> str:
@@ -58,18 +88,9 @@ class SkillRunAdmin(admin.ModelAdmin):
             return "—"
         return format_html('<pre style="white-space:pre;overflow-x:auto;max-height:40rem">{}</pre>', diff)
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return request.user.is_superuser
-
 
 @admin.register(RoutingEntry)
-class RoutingEntryAdmin(admin.ModelAdmin):
+class RoutingEntryAdmin(LogAdminMixin, admin.ModelAdmin):
     """Read-only log of routing decisions: which model, why, and how the call ended."""
 
     list_display = ("id", "skill", "model", "reason", "pass_rate_seen", "samples_seen", "status", "is_final", "latency_ms", "pathway", "session_id", "created_at")
@@ -79,21 +100,9 @@ class RoutingEntryAdmin(admin.ModelAdmin):
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
 
-    def get_readonly_fields(self, request, obj=None):
-        return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return request.user.is_superuser
-
 
 @admin.register(Pathway)
-class PathwayAdmin(admin.ModelAdmin):
+class PathwayAdmin(LogAdminMixin, admin.ModelAdmin):
     """Read-only routing memory: which model worked where, its probation, promotion or retirement."""
 
     list_display = ("key", "state", "recommended_model", "replays", "successes", "success_rate", "decided", "updated_at")
@@ -103,7 +112,7 @@ class PathwayAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(
-            decided_count=Count("entries", filter=Q(entries__reason=RoutingEntry.PATHWAY))
+            decided_count=Count("entries", filter=Q(entries__reason=RoutingEntry.Reason.PATHWAY))
         )
 
     @admin.display(description="calls decided", ordering="decided_count")
@@ -115,14 +124,3 @@ class PathwayAdmin(admin.ModelAdmin):
         rate = obj.success_rate
         return "—" if rate is None else f"{rate:.0%}"
 
-    def get_readonly_fields(self, request, obj=None):
-        return [field.name for field in self.model._meta.fields]
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return request.user.is_superuser

@@ -11,6 +11,7 @@ class SupervisorConfig(AppConfig):
         # their tools, and the routing settings check.
         from supervisor import tools  # noqa: F401, I001
         from supervisor import routing_tools, system_checks  # noqa: F401
+        from supervisor import mcp_prompts  # noqa: F401, I001
         from hyperguild.contributions import register_schedules
         from supervisor.tasks import schedules
 

@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 from django.conf import settings
@@ -61,7 +62,7 @@ PARSE_LIMIT = 16 * 1024 * 1024
 # The environment a worker or a test command gets is an allow-list: what a shell,
 # a compiler or a test runner needs, nothing of the service (database URL, MCP
 # tokens, BRAIN_EMBED_API_KEY, LLM keys…). SUPERVISOR_WORKER_ENV_ALLOW adds
-# names (NAME* for a prefix). Documented in README "Worker environment".
+# names (NAME* for a prefix). Documented in docs/supervisor.md, "Worker environment".
 ENV_ALLOW = (
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ",
     "TMPDIR", "TEMP", "TMP", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",
@@ -95,9 +96,41 @@ class QueueFull(Exception):
     """No worker slot became free within SUPERVISOR_QUEUE_WAIT."""
 
 
+class ProcessOutcome(StrEnum):
+    """How `run_process` ended: the process exited by itself, or it was killed (and why)."""
+
+    EXITED = "exited"
+    TIMEOUT = "timeout"  # past its wall-clock deadline
+    IDLE = "idle"  # no output for `idle_timeout` seconds
+    CANCELLED = "cancelled"  # `cancel_check()` said so
+
+
+@dataclass
+class ProcessResult:
+    outcome: ProcessOutcome
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    pid: int
+
+    @property
+    def succeeded(self) -> bool:
+        return self.outcome == ProcessOutcome.EXITED and self.exit_code == 0
+
+
+class WorkerStatus(StrEnum):
+    """What one `claude -p` run came to, before the supervisor checks anything."""
+
+    OK = "ok"  # it answered, and the answer validates against the worker schema
+    ERROR = "error"  # it could not be started, failed, or answered nonsense
+    UNAVAILABLE = "unavailable"  # it could not work at all: not logged in, rate-limited, offline
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
 @dataclass
 class WorkerResult:
-    status: str  # ok | error | unavailable (not logged in, rate-limited, offline) | timeout | cancelled
+    status: WorkerStatus
     exit_code: int | None = None
     stdout: str = ""
     stderr: str = ""
@@ -306,11 +339,10 @@ def run_process(
     input_text: str | None = None,
     env: dict[str, str] | None = None,
     env_overrides: dict[str, str | None] | None = None,
-) -> tuple[str, int | None, str, str, int]:
-    """Run to completion or until stopped. Returns (outcome, exit_code, stdout, stderr, pid).
+) -> ProcessResult:
+    """Run to completion or until stopped (see `ProcessOutcome`).
 
-    outcome: "exited", "timeout", "idle" or "cancelled". Whatever the outcome,
-    nothing of the process group is left running afterwards. With
+    Whatever the outcome, nothing of the process group is left running afterwards. With
     `merge_stderr` stderr goes into stdout in the order it was written, and
     the stderr returned is empty. `input_text` is written to its stdin (else
     stdin is empty); `env` defaults to a test command's environment, and
@@ -346,22 +378,22 @@ def run_process(
     started = time.monotonic()
     deadline = started + timeout
     next_cancel_check = started
-    outcome = "exited"
+    outcome = ProcessOutcome.EXITED
     while process.poll() is None:
         now = time.monotonic()
         if now >= deadline:
-            outcome = "timeout"
+            outcome = ProcessOutcome.TIMEOUT
         elif idle_timeout is not None and now - max(drain.last_output for drain in drains) >= idle_timeout:
-            outcome = "idle"
+            outcome = ProcessOutcome.IDLE
         elif cancel_check is not None and now >= next_cancel_check:
             next_cancel_check = now + CANCEL_CHECK_INTERVAL
             if cancel_check():
-                outcome = "cancelled"
-        if outcome != "exited":
+                outcome = ProcessOutcome.CANCELLED
+        if outcome != ProcessOutcome.EXITED:
             kill_group(process)
             break
         time.sleep(POLL_INTERVAL)
-    if outcome == "exited" and group_alive(process.pid):
+    if outcome == ProcessOutcome.EXITED and group_alive(process.pid):
         # The leader is done but left children behind (daemons, watchers):
         # they are part of the worker and go with it.
         kill_group(process, grace=1.0)
@@ -369,7 +401,7 @@ def run_process(
         drain.join(timeout=KILL_GRACE)
     _record_on_run(run_id, worker_pgid=None)
     stdout, stderr = drains[0].text(), (drains[1].text() if len(drains) > 1 else "")
-    return outcome, process.returncode, stdout, stderr, process.pid
+    return ProcessResult(outcome, process.returncode, stdout, stderr, process.pid)
 
 
 def _feed(pipe, text: str) -> None:
@@ -452,8 +484,8 @@ def run_worker(
     try:
         with worker_slot(on_wait):
             if cancel_check is not None and cancel_check():
-                return WorkerResult(status="cancelled", message="cancelled before the worker started", argv=argv)
-            outcome, exit_code, stdout, stderr, pid = run_process(
+                return WorkerResult(WorkerStatus.CANCELLED, message="cancelled before the worker started", argv=argv)
+            process = run_process(
                 argv,
                 cwd=cwd,
                 timeout=settings.SUPERVISOR_TIMEOUT,
@@ -465,71 +497,76 @@ def run_worker(
                 env_overrides=env_overrides,
             )
     except QueueFull as exc:
-        return WorkerResult(status="error", message=str(exc), argv=argv)
+        return WorkerResult(WorkerStatus.ERROR, message=str(exc), argv=argv)
     except FileNotFoundError:
         return WorkerResult(
-            status="error",
+            WorkerStatus.ERROR,
             message=f"the worker binary {settings.CLAUDE_BINARY!r} was not found; install Claude Code or set CLAUDE_BINARY",
             argv=argv,
         )
     except PermissionError:
-        return WorkerResult(status="error", message=f"the worker binary {settings.CLAUDE_BINARY!r} is not executable", argv=argv)
-    duration_ms = int((time.monotonic() - started) * 1000)
+        return WorkerResult(
+            WorkerStatus.ERROR, message=f"the worker binary {settings.CLAUDE_BINARY!r} is not executable", argv=argv
+        )
     result = WorkerResult(
-        status="ok",
-        exit_code=exit_code,
-        stdout=cap(stdout),
-        stderr=cap(stderr),
-        duration_ms=duration_ms,
-        pid=pid,
+        WorkerStatus.OK,
+        exit_code=process.exit_code,
+        stdout=cap(process.stdout),
+        stderr=cap(process.stderr),
+        duration_ms=int((time.monotonic() - started) * 1000),
+        pid=process.pid,
         argv=argv,
     )
-    if outcome == "timeout":
-        result.status, result.message = "timeout", f"the worker ran past SUPERVISOR_TIMEOUT ({settings.SUPERVISOR_TIMEOUT} s) and was killed"
-        return result
-    if outcome == "idle":
-        result.status = "timeout"
-        result.message = f"the worker printed nothing for SUPERVISOR_IDLE_TIMEOUT ({settings.SUPERVISOR_IDLE_TIMEOUT} s) and was killed"
-        return result
-    if outcome == "cancelled":
-        result.status, result.message = "cancelled", "the call was cancelled; the worker was killed"
-        return result
+    _judge_answer(result, process, schema)
+    return result
 
-    envelope = parse_envelope(stdout)
-    result.envelope = envelope
+
+def _judge_answer(result: WorkerResult, process: ProcessResult, schema: dict) -> None:
+    """Set the result's status, message, envelope and report from how the process ended and what it printed."""
+    if process.outcome == ProcessOutcome.TIMEOUT:
+        result.status = WorkerStatus.TIMEOUT
+        result.message = f"the worker ran past SUPERVISOR_TIMEOUT ({settings.SUPERVISOR_TIMEOUT} s) and was killed"
+        return
+    if process.outcome == ProcessOutcome.IDLE:
+        result.status = WorkerStatus.TIMEOUT
+        result.message = (
+            f"the worker printed nothing for SUPERVISOR_IDLE_TIMEOUT ({settings.SUPERVISOR_IDLE_TIMEOUT} s) and was killed"
+        )
+        return
+    if process.outcome == ProcessOutcome.CANCELLED:
+        result.status, result.message = WorkerStatus.CANCELLED, "the call was cancelled; the worker was killed"
+        return
+
+    code, stdout, stderr = process.exit_code, process.stdout, process.stderr
+    result.envelope = envelope = parse_envelope(stdout)
     if envelope is None:
-        infrastructure = infrastructure_problem(stdout + "\n" + stderr) if exit_code != 0 else None
-        if infrastructure:
-            result.status = "unavailable"
-            result.message = (
-                f"the worker could not work ({infrastructure}; exit code {exit_code}), so no attempt was made: "
-                f"{excerpt((stderr or stdout).strip(), 500)}"
-            )
-            return result
-        result.status = "error"
-        result.message = f"the worker exited with code {exit_code} without printing the JSON result"
-        return result
-    if envelope.get("is_error") or exit_code != 0:
-        result.status = "error"
-        detail = envelope.get("result") or envelope.get("subtype") or ""
-        infrastructure = infrastructure_problem(f"{detail}\n{stderr}")
-        if infrastructure:
-            result.status = "unavailable"
-            result.message = (
-                f"the worker could not work ({infrastructure}; exit code {exit_code}), so no attempt was made: "
-                f"{excerpt(str(detail) or stderr.strip(), 500)}"
-            )
-            return result
-        result.message = f"the worker reported an error (exit code {exit_code}): {excerpt(str(detail), 500)}"
-        return result
+        problem = infrastructure_problem(stdout + "\n" + stderr) if code != 0 else None
+        _failed(result, problem, code, said=stderr or stdout,
+                otherwise=f"the worker exited with code {code} without printing the JSON result")
+        return
+    if envelope.get("is_error") or code != 0:
+        detail = str(envelope.get("result") or envelope.get("subtype") or "")
+        _failed(result, infrastructure_problem(f"{detail}\n{stderr}"), code, said=detail or stderr,
+                otherwise=f"the worker reported an error (exit code {code}): {excerpt(detail, 500)}")
+        return
     structured = envelope.get("structured_output")
     try:
         result.report = parse_model_json(structured if isinstance(structured, dict) else envelope.get("result"), schema)
     except ModelJSONError as exc:
-        result.status = "error"
-        result.report = exc.data
+        result.status, result.report = WorkerStatus.ERROR, exc.data
         if exc.data is None:
             result.message = "the worker's answer had no structured_output and no JSON object in its result"
         else:
             result.message = f"the worker's answer {exc.problem}"
-    return result
+
+
+def _failed(result: WorkerResult, infrastructure: str | None, exit_code: int | None, *, said: str, otherwise: str) -> None:
+    """Unavailable, quoting what the CLI `said`, when it could not work at all (`infrastructure`); else an error."""
+    if infrastructure is None:
+        result.status, result.message = WorkerStatus.ERROR, otherwise
+        return
+    result.status = WorkerStatus.UNAVAILABLE
+    result.message = (
+        f"the worker could not work ({infrastructure}; exit code {exit_code}), so no attempt was made: "
+        f"{excerpt(said.strip(), 500)}"
+    )

@@ -17,7 +17,8 @@ order (the first that fails names the reason):
 
 A dropped finding is kept in `dropped` with `reason` (a sentence) and `gate`
 (file, line, quote, rationale, confidence). A kept finding whose
-`suggestion` is longer than `SUPERVISOR_MAX_PATCH_LINES` lines stays a
+`suggestion` is longer than `SUPERVISOR_MAX_PATCH_LINES` lines (a unified
+diff: its added and removed lines, `patch_size`) stays a
 finding, but is not offered as a patch: `patch` is None and
 `patch_refused` says why; otherwise `patch` is the suggestion.
 
@@ -96,22 +97,28 @@ def _read_lines(path: Path, cache: dict[Path, list[str] | None]) -> list[str] | 
 
 def quote_found(lines: list[str], line: int, quote: str, window: int = QUOTE_WINDOW) -> bool:
     """Whether `quote` matches consecutive non-blank lines starting within `window` lines of `line` (1-based)."""
+    return quote_span(lines, line, quote, window) is not None
+
+
+def quote_span(lines: list[str], line: int, quote: str, window: int = QUOTE_WINDOW) -> tuple[int, int] | None:
+    """(first, last) 1-based lines where `quote` matches, starting nearest to `line` within `window`; None if nowhere."""
     wanted = [_normalise(part) for part in quote.splitlines() if _normalise(part)]
     if not wanted:
-        return False
+        return None
     # Non-blank lines of the file with their 0-based index, so blank lines never break a multi-line match.
     low = max(0, line - 1 - window)
     high = min(len(lines), line + window)
     candidates = [(index, _normalise(lines[index])) for index in range(len(lines))]
     solid = [(index, text) for index, text in candidates if text]
+    spans = []
     for position, (index, _text) in enumerate(solid):
         if index < low:
             continue
         if index >= high:
             break
         if _matches_from(solid, position, wanted):
-            return True
-    return False
+            spans.append((index + 1, solid[position + len(wanted) - 1][0] + 1))
+    return min(spans, key=lambda span: (abs(span[0] - line), span[0])) if spans else None
 
 
 def _matches_from(solid: list[tuple[int, str]], position: int, wanted: list[str]) -> bool:
@@ -166,10 +173,47 @@ def _check(root: Path, finding: dict, cache: dict, min_confidence: float) -> dic
     return {**finding, "file": relative_to_root(root, path)}
 
 
+_DIFF_FENCE = re.compile(r"```(?:diff|patch)?[ \t]*\n(.*?)```", re.S)
+_DIFF_FILE_HEADER = re.compile(r"^(---|\+\+\+) ")
+_HUNK_HEADER = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+
+
+def suggested_diff(suggestion: str) -> str | None:
+    """The unified diff a suggestion holds (bare or in a ```diff fence), or None when it is prose or code."""
+    text = str(suggestion or "")
+    fenced = _DIFF_FENCE.findall(text)
+    for candidate in [*fenced, text]:
+        lines = candidate.splitlines()
+        if any(_HUNK_HEADER.match(line) for line in lines):
+            body = candidate.strip("\n")
+            return body + "\n"
+    return None
+
+
+def patch_size(suggestion: str) -> int:
+    """How big a suggested patch is: for a unified diff its added and removed lines, else its non-blank lines."""
+    diff = suggested_diff(suggestion)
+    if diff is None:
+        return len([line for line in str(suggestion or "").splitlines() if line.strip()])
+    return sum(
+        1
+        for line in diff.splitlines()
+        if line[:1] in ("+", "-") and not _DIFF_FILE_HEADER.match(line)
+    )
+
+
+def finding_kind(finding: dict) -> str:
+    """The class of bug a finding names: its `kind`, else its severity, normalised ("Off By One" -> "off-by-one")."""
+    return _normalise(str(finding.get("kind") or finding.get("severity") or "bug")).lower().replace(" ", "-")
+
+
 def patch_gate(finding: dict, max_lines: int) -> dict:
-    """The finding with `patch` (its suggestion, if small enough to be a patch) and `patch_refused`."""
+    """The finding with `patch` (its suggestion, if small enough to be a patch) and `patch_refused`.
+
+    A suggestion that is a unified diff is measured by its changed lines (headers and context do not count).
+    """
     suggestion = str(finding.get("suggestion") or "")
-    count = len([line for line in suggestion.splitlines() if line.strip()])
+    count = patch_size(suggestion)
     if not suggestion.strip():
         return {**finding, "patch": None, "patch_refused": "no suggestion"}
     if count > max_lines:
@@ -217,7 +261,7 @@ def fingerprint(finding: dict) -> str:
     the identifiers are the most frequent names in its quote (ties: longer
     first), language keywords left out.
     """
-    kind = _normalise(str(finding.get("kind") or finding.get("severity") or "bug")).lower().replace(" ", "-")
+    kind = finding_kind(finding)
     names = [
         name for name in _IDENTIFIER.findall(str(finding.get("quote") or "")) if name.lower() not in _NOT_IDENTIFIERS
     ]

@@ -9,6 +9,7 @@ model, the skill's entry in the table (`SUPERVISOR_MODELS_FILE`, default
       tdd: ollama/qwen3-coder-30b-tuned   # the Go hyperguild's key: all three TDD phases
       tdd_green: sonnet                   # a phase key wins over `tdd`
       review: opus
+    consensus: [opus, sonnet, haiku]      # optional: the reviewers of a `consensus` review, in order
 
 It is re-read when it changes on disk (users edit it while the service runs).
 
@@ -26,7 +27,7 @@ from pathlib import Path
 import yaml
 from django.conf import settings
 
-from supervisor.errors import SupervisorError
+from supervisor.errors import ModelTableError
 
 FALLBACK_MODEL = "sonnet"
 TDD_KEY = "tdd"
@@ -37,17 +38,13 @@ _cache: dict[str, tuple[float, dict]] = {}
 _lock = threading.Lock()
 
 
-class ModelTableError(SupervisorError):
-    """The model table file exists but cannot be used."""
-
-
 def load_table(path: str | Path | None = None) -> dict:
     """`{"default": str, "skills": {skill: model}}` from the file (cached by mtime)."""
     file = Path(path or settings.SUPERVISOR_MODELS_FILE)
     try:
         mtime = file.stat().st_mtime
     except FileNotFoundError:
-        return {"default": FALLBACK_MODEL, "skills": {}}
+        return {"default": FALLBACK_MODEL, "skills": {}, "consensus": []}
     key = str(file)
     with _lock:
         cached = _cache.get(key)
@@ -67,7 +64,14 @@ def load_table(path: str | Path | None = None) -> dict:
     if shared_tdd:
         for phase in TDD_PHASES:
             entries.setdefault(phase, shared_tdd)  # a phase key wins over the shared one
-    table = {"default": str(raw.get("default") or FALLBACK_MODEL).strip(), "skills": entries}
+    consensus = raw.get("consensus") or []
+    if not isinstance(consensus, list) or not all(isinstance(model, str) and model.strip() for model in consensus):
+        raise ModelTableError(f"{file}: 'consensus' must be a list of model names")
+    table = {
+        "default": str(raw.get("default") or FALLBACK_MODEL).strip(),
+        "skills": entries,
+        "consensus": [model.strip() for model in consensus],
+    }
     with _lock:
         _cache[key] = (mtime, table)
     return table
@@ -78,6 +82,15 @@ def resolve_model(skill: str, requested: str | None = None, *, path: str | Path 
         return requested.strip()
     table = load_table(path)
     return table["skills"].get(skill) or table["default"]
+
+
+def consensus_models(skill: str, count: int, requested: str | None = None) -> list[str]:
+    """The `count` reviewers of a consensus call: the table's `consensus` models in order (repeated from the
+    start when it lists fewer), else `count` independent samples of the skill's own model."""
+    listed = [] if requested and requested.strip() else load_table().get("consensus", [])
+    if not listed:
+        return [resolve_model(skill, requested)] * count
+    return [listed[index % len(listed)] for index in range(count)]
 
 
 def is_gateway_model(model: str | None) -> bool:

@@ -6,6 +6,8 @@ from django.db import models
 from django.db.models import Avg, Count, Q
 from django.utils import timezone
 
+from supervisor.skills import Verdict
+
 
 class SkillRunQuerySet(models.QuerySet):
     def for_skill(self, skill: str) -> SkillRunQuerySet:
@@ -18,7 +20,7 @@ class SkillRunQuerySet(models.QuerySet):
         return self.filter(session_id=session_id)
 
     def running(self) -> SkillRunQuerySet:
-        return self.filter(status=SkillRun.RUNNING)
+        return self.filter(status=SkillRun.Status.RUNNING)
 
 
 class SkillRun(models.Model):
@@ -30,34 +32,31 @@ class SkillRun(models.Model):
     evidence for training data, never the verdict.
     """
 
-    QUEUED = "queued"
-    RUNNING = "running"
-    PASS = "pass"
-    FAIL = "fail"
-    ERROR = "error"
-    TIMEOUT = "timeout"
-    CANCELLED = "cancelled"
-    STATUS_CHOICES = [
-        (QUEUED, "queued"),
-        (RUNNING, "running"),
-        (PASS, "pass"),
-        (FAIL, "fail"),
-        (ERROR, "error"),
-        (TIMEOUT, "timeout"),
-        (CANCELLED, "cancelled"),
-    ]
-    UNFINISHED = (QUEUED, RUNNING)
+    class Status(models.TextChoices):
+        """Queued, running, then the verdict of its result (`supervisor.skills.Verdict`)."""
 
-    ENDPOINT_CHOICES = [("supervisor", "supervisor"), ("routing", "routing")]
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        PASS = Verdict.PASS.value, "pass"
+        FAIL = Verdict.FAIL.value, "fail"
+        ERROR = Verdict.ERROR.value, "error"
+        TIMEOUT = Verdict.TIMEOUT.value, "timeout"
+        CANCELLED = Verdict.CANCELLED.value, "cancelled"
+
+    UNFINISHED = (Status.QUEUED, Status.RUNNING)
+
+    class Endpoint(models.TextChoices):
+        SUPERVISOR = "supervisor", "supervisor"
+        ROUTING = "routing", "routing"
 
     skill = models.CharField(max_length=40, db_index=True)
     tool = models.CharField(max_length=80, blank=True, default="")
-    endpoint = models.CharField(max_length=20, choices=ENDPOINT_CHOICES, default="supervisor")
+    endpoint = models.CharField(max_length=20, choices=Endpoint.choices, default=Endpoint.SUPERVISOR)
     arguments = models.JSONField(default=dict, blank=True)
     project_root = models.CharField(max_length=1000, blank=True, default="")
     route = models.CharField(max_length=40, blank=True, default="", help_text="fast / thinking / … (routing only)")
     model = models.CharField(max_length=200, blank=True, default="")
-    status = models.CharField(max_length=12, choices=STATUS_CHOICES, default=QUEUED, db_index=True)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
     verified = models.BooleanField(null=True, blank=True)
     worker_report = models.JSONField(null=True, blank=True, help_text="the worker's own claim (last attempt)")
     result = models.JSONField(null=True, blank=True, help_text="the result returned to the caller")
@@ -119,7 +118,7 @@ class RoutingEntryQuerySet(models.QuerySet):
         is the thinking model rescuing a fast failure (the failure is what
         counts), so both are left out.
         """
-        return self.filter(attempt_of__isnull=True).exclude(reason=RoutingEntry.OVERRIDE)
+        return self.filter(attempt_of__isnull=True).exclude(reason=RoutingEntry.Reason.OVERRIDE)
 
     def since(self, moment) -> RoutingEntryQuerySet:
         return self.filter(created_at__gte=moment)
@@ -138,18 +137,18 @@ class RoutingEntryQuerySet(models.QuerySet):
         finals = (
             self.final()
             .values("skill", "model")
-            .annotate(calls=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.PASS)))
+            .annotate(calls=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.Status.PASS)))
             .order_by("skill", "model")
         )
         choices = {
             row["skill"]: row
             for row in self.router_choices()
             .values("skill")
-            .annotate(total=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.PASS)))
+            .annotate(total=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.Status.PASS)))
             .order_by("skill")
         }
         retries = dict(
-            self.filter(reason=RoutingEntry.FAIL_OPEN).values_list("skill").annotate(n=Count("id")).order_by("skill")
+            self.filter(reason=RoutingEntry.Reason.FAIL_OPEN).values_list("skill").annotate(n=Count("id")).order_by("skill")
         )
         counted: dict[str, dict] = {}
         for row in finals:
@@ -175,7 +174,7 @@ class RoutingEntryQuerySet(models.QuerySet):
         rows = (
             self.values("model")
             .annotate(
-                attempts=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.PASS)), latency=Avg("latency_ms")
+                attempts=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.Status.PASS)), latency=Avg("latency_ms")
             )
             .order_by("-attempts", "model")
         )
@@ -192,7 +191,7 @@ class RoutingEntryQuerySet(models.QuerySet):
         """{skill, bucket, passed, total} per skill and time bucket (`trunc`: TruncHour/TruncDay), on router choices."""
         return list(
             self.router_choices().annotate(bucket=trunc("created_at")).values("skill", "bucket").order_by()
-            .annotate(passed=Count("id", filter=Q(status=RoutingEntry.PASS)), total=Count("id"))
+            .annotate(passed=Count("id", filter=Q(status=RoutingEntry.Status.PASS)), total=Count("id"))
         )  # fmt: skip
 
     def figures(self, fast_model: str) -> dict:
@@ -223,7 +222,7 @@ class PathwayQuerySet(models.QuerySet):
 
     def deciding(self) -> PathwayQuerySet:
         """Pathways past probation whose recommended model the router uses."""
-        return self.filter(state=Pathway.PROMOTED).exclude(recommended_model="")
+        return self.filter(state=Pathway.State.PROMOTED).exclude(recommended_model="")
 
 
 class Pathway(models.Model):
@@ -242,10 +241,11 @@ class Pathway(models.Model):
     findings found here, for the next review of the area.
     """
 
-    PROBATION = "probation"
-    PROMOTED = "promoted"
-    RETIRED = "retired"
-    STATE_CHOICES = [(PROBATION, "probation"), (PROMOTED, "promoted: decides the model"), (RETIRED, "retired for good")]
+    class State(models.TextChoices):
+        PROBATION = "probation", "probation"
+        PROMOTED = "promoted", "promoted: decides the model"
+        RETIRED = "retired", "retired for good"
+
     MAX_FINGERPRINTS = 20
 
     key = models.CharField(max_length=500, unique=True)
@@ -256,7 +256,7 @@ class Pathway(models.Model):
     replays = models.PositiveIntegerField(default=0, help_text="calls in which the recommended model made an attempt")
     successes = models.PositiveIntegerField(default=0, help_text="replays the recommended model passed")
     attempts_by_model = models.JSONField(default=dict, blank=True, help_text="{model: {attempts, passes}}")
-    state = models.CharField(max_length=10, choices=STATE_CHOICES, default=PROBATION, db_index=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PROBATION, db_index=True)
     fingerprints = models.JSONField(default=list, blank=True, help_text="bug fingerprints of grounded findings")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -309,13 +309,13 @@ class Pathway(models.Model):
 
     def _judge(self, probation: int, min_success: float) -> None:
         # Retired is for good: replays are still counted (for the record), the state never moves again.
-        if self.state == self.RETIRED or self.replays < probation:
+        if self.state == self.State.RETIRED or self.replays < probation:
             return
         if self.successes / self.replays >= min_success:
-            if self.state != self.PROMOTED:
-                self.state, self.promoted_at = self.PROMOTED, timezone.now()
+            if self.state != self.State.PROMOTED:
+                self.state, self.promoted_at = self.State.PROMOTED, timezone.now()
         else:
-            self.state, self.retired_at = self.RETIRED, timezone.now()
+            self.state, self.retired_at = self.State.RETIRED, timezone.now()
 
     def add_fingerprints(self, found: list[dict]) -> None:
         """Merge {fingerprint, title, file, line} items (counted), newest first, capped (not saved)."""
@@ -344,23 +344,21 @@ class RoutingEntry(models.Model):
     status is the call's outcome.
     """
 
-    OVERRIDE = "override"
-    FLOOR = "floor"
-    CEIL = "ceil"
-    SAMPLE_BAND = "sample band"
-    MIN_SAMPLES = "min samples"
-    FAIL_OPEN = "fail-open retry"
-    PATHWAY = "pathway"
-    REASON_CHOICES = [(r, r) for r in (OVERRIDE, PATHWAY, FLOOR, CEIL, SAMPLE_BAND, MIN_SAMPLES, FAIL_OPEN)]
+    class Reason(models.TextChoices):
+        """Why the router chose the model (supervisor.routing)."""
 
-    PASS = "pass"
-    FAIL = "fail"
-    ERROR = "error"
-    STATUS_CHOICES = [
-        (PASS, "pass"),
-        (FAIL, "fail: no passing answer (gateway error, invalid answer or failed check)"),
-        (ERROR, "error: hyperguild could not run the attempt"),
-    ]
+        OVERRIDE = "override", "override"
+        PATHWAY = "pathway", "pathway"
+        FLOOR = "floor", "floor"
+        CEIL = "ceil", "ceil"
+        SAMPLE_BAND = "sample band", "sample band"
+        MIN_SAMPLES = "min samples", "min samples"
+        FAIL_OPEN = "fail-open retry", "fail-open retry"
+
+    class Status(models.TextChoices):
+        PASS = "pass", "pass"
+        FAIL = "fail", "fail: no passing answer (gateway error, invalid answer or failed check)"
+        ERROR = "error", "error: hyperguild could not run the attempt"
 
     # Request/response bodies are kept for training extraction, capped so a
     # huge prompt cannot bloat the table.
@@ -368,10 +366,10 @@ class RoutingEntry(models.Model):
 
     skill = models.CharField(max_length=40, db_index=True)
     model = models.CharField(max_length=200)
-    reason = models.CharField(max_length=20, choices=REASON_CHOICES)
+    reason = models.CharField(max_length=20, choices=Reason.choices)
     pass_rate_seen = models.FloatField(null=True, blank=True, help_text="the skill's pass rate when deciding")
     samples_seen = models.PositiveIntegerField(default=0, help_text="how many runs that rate was measured on")
-    status = models.CharField(max_length=8, choices=STATUS_CHOICES, db_index=True)
+    status = models.CharField(max_length=8, choices=Status.choices, db_index=True)
     is_final = models.BooleanField(default=True, help_text="this entry's status is the call's outcome")
     attempt_of = models.ForeignKey(
         "self",

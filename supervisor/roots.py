@@ -16,11 +16,7 @@ from pathlib import Path, PurePath
 
 from django.conf import settings
 
-from supervisor.errors import SupervisorError
-
-
-class RootRefused(SupervisorError):
-    """The path is outside the allowed roots (or is not a usable path at all)."""
+from supervisor.errors import RootRefused
 
 
 def allowed_roots() -> list[Path]:

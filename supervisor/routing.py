@@ -46,7 +46,7 @@ from django.core.cache import cache
 
 from hyperguild.lib.llm import ChatResult, LLMBadResponse, LLMError
 from supervisor.actions import do_log_routing_entry, do_record_pathway_outcome
-from supervisor.errors import SupervisorError
+from supervisor.errors import RoutingFailed
 from supervisor.models import Pathway, RoutingEntry
 
 CACHE_KEY = "routing:pass-rate:{skill}"
@@ -90,7 +90,7 @@ class PassRate:
 @dataclass(frozen=True)
 class Decision:
     model: str
-    reason: str
+    reason: RoutingEntry.Reason
     pass_rate: float | None
     samples: int
     fast_probability: float | None  # None for override / floor / ceil
@@ -104,7 +104,7 @@ class Decision:
 class Attempt:
     """What one model call came to. `status` is decided by checks, never by the model."""
 
-    status: str  # RoutingEntry.PASS / FAIL / ERROR (see RoutingEntry.STATUS_CHOICES)
+    status: RoutingEntry.Status
     data: Any = None
     error: str = ""
     latency_ms: int = 0
@@ -114,7 +114,7 @@ class Attempt:
 
     @property
     def passed(self) -> bool:
-        return self.status == RoutingEntry.PASS
+        return self.status == RoutingEntry.Status.PASS
 
 
 @dataclass
@@ -134,15 +134,6 @@ class Routed:
         return len(self.entries)
 
 
-class RoutingFailed(SupervisorError):
-    """Every attempt failed; the message names each model and why."""
-
-    def __init__(self, message: str, entries: list[RoutingEntry], data: Any = None):
-        super().__init__(message, data={"routing_entries": [e.pk for e in entries]})
-        self.entries = entries
-        self.answer = data  # the last attempt's (checked) answer, if the model gave one
-
-
 # --- the pass rate -------------------------------------------------------------
 
 
@@ -156,7 +147,7 @@ def compute_pass_rate(skill: str) -> PassRate:
     )
     if not statuses:
         return PassRate(None, 0)
-    passes = sum(1 for status in statuses if status == RoutingEntry.PASS)
+    passes = sum(1 for status in statuses if status == RoutingEntry.Status.PASS)
     return PassRate(passes / len(statuses), len(statuses))
 
 
@@ -195,25 +186,25 @@ def decide(
     fast, thinking = settings.HYPERGUILD_FAST_MODEL, settings.HYPERGUILD_THINKING_MODEL
     measured = pass_rate(skill)
     if override:
-        return Decision(override, RoutingEntry.OVERRIDE, measured.rate, measured.samples, None)
+        return Decision(override, RoutingEntry.Reason.OVERRIDE, measured.rate, measured.samples, None)
     if pathway is not None:
         # Read fresh on every call (one indexed lookup): a retirement must stop the next call, not the next TTL.
         promoted = Pathway.objects.deciding().filter(key=pathway.key).values_list("recommended_model", flat=True)
         model = promoted.first()
         if model:
-            return Decision(model, RoutingEntry.PATHWAY, measured.rate, measured.samples, None)
+            return Decision(model, RoutingEntry.Reason.PATHWAY, measured.rate, measured.samples, None)
     rng = rng or random
     if measured.rate is None or measured.samples < settings.HYPERGUILD_ROUTE_MIN_SAMPLES:
         probability = MIN_SAMPLES_FAST_PROBABILITY
         model = fast if rng.random() < probability else thinking
-        return Decision(model, RoutingEntry.MIN_SAMPLES, measured.rate, measured.samples, probability)
+        return Decision(model, RoutingEntry.Reason.MIN_SAMPLES, measured.rate, measured.samples, probability)
     if measured.rate >= settings.HYPERGUILD_ROUTE_LOCAL_FLOOR:
-        return Decision(fast, RoutingEntry.FLOOR, measured.rate, measured.samples, None)
+        return Decision(fast, RoutingEntry.Reason.FLOOR, measured.rate, measured.samples, None)
     if measured.rate < settings.HYPERGUILD_ROUTE_LOCAL_CEIL:
-        return Decision(thinking, RoutingEntry.CEIL, measured.rate, measured.samples, None)
+        return Decision(thinking, RoutingEntry.Reason.CEIL, measured.rate, measured.samples, None)
     probability = fast_probability(measured.rate)
     model = fast if rng.random() < probability else thinking
-    return Decision(model, RoutingEntry.SAMPLE_BAND, measured.rate, measured.samples, probability)
+    return Decision(model, RoutingEntry.Reason.SAMPLE_BAND, measured.rate, measured.samples, probability)
 
 
 # --- running a routed call -----------------------------------------------------
@@ -248,7 +239,7 @@ def route(
 
     def remember(entries: list[RoutingEntry], attempts: list[Attempt]) -> None:
         # An override says nothing about what works where, so it teaches the pathway nothing.
-        if pathway is not None and decision.reason != RoutingEntry.OVERRIDE:
+        if pathway is not None and decision.reason != RoutingEntry.Reason.OVERRIDE:
             outcomes = [(entry.model, result.passed) for entry, result in zip(entries, attempts, strict=True)]
             do_record_pathway_outcome(pathway, outcomes, entries)
 
@@ -263,7 +254,7 @@ def route(
             [first_entry],
             first.data,
         )
-    fallback = Decision(thinking, RoutingEntry.FAIL_OPEN, decision.pass_rate, decision.samples, None)
+    fallback = Decision(thinking, RoutingEntry.Reason.FAIL_OPEN, decision.pass_rate, decision.samples, None)
     second = attempt(thinking)
     second_entry = do_log_routing_entry(
         skill=skill,
@@ -306,7 +297,7 @@ def llm_attempt(
         except LLMBadResponse as exc:
             result: ChatResult | None = getattr(exc, "result", None)
             return Attempt(
-                RoutingEntry.FAIL,
+                RoutingEntry.Status.FAIL,
                 error=f"the answer failed validation: {exc}",
                 latency_ms=result.latency_ms if result else _ms_since(started),
                 usage=result.usage if result else None,
@@ -315,10 +306,10 @@ def llm_attempt(
             )
         except LLMError as exc:
             # Unreachable gateway, unknown model, bad key: for the router this model failed the call.
-            return Attempt(RoutingEntry.FAIL, error=str(exc), latency_ms=_ms_since(started), request=messages)
+            return Attempt(RoutingEntry.Status.FAIL, error=str(exc), latency_ms=_ms_since(started), request=messages)
         problem = check(data) if check else None
         return Attempt(
-            RoutingEntry.FAIL if problem else RoutingEntry.PASS,
+            RoutingEntry.Status.FAIL if problem else RoutingEntry.Status.PASS,
             data=data,
             error=f"the answer failed a check: {problem}" if problem else "",
             latency_ms=result.latency_ms,

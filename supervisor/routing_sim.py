@@ -78,6 +78,31 @@ class SkillTally:
     model_calls: int = 0
     baseline_expected: float = 0.0
 
+    def count(self, passed: bool, models: list[str], results: list[bool], thinking_chance: float) -> None:
+        """One routed call: did it pass, the models asked in order, whether each answer passed."""
+        self.calls += 1
+        self.passes += passed
+        self.first_passes += results[0]
+        self.model_calls += len(models)
+        self.thinking_calls += models.count(SIM_THINKING)
+        self.fast_first += models[0] == SIM_FAST
+        self.baseline_expected += thinking_chance
+
+
+def simulated_model(
+    outcomes: random.Random, pass_chance: Callable[[str], float], models: list[str], results: list[bool]
+) -> Callable[[str], Attempt]:
+    """An `attempt` for `route`: a model passes with `pass_chance(model)`; the models asked and results are appended."""
+
+    def attempt(model: str) -> Attempt:
+        models.append(model)
+        results.append(outcomes.random() < pass_chance(model))
+        if results[-1]:
+            return Attempt(RoutingEntry.Status.PASS, data={"ok": True})
+        return Attempt(RoutingEntry.Status.FAIL, error="simulated failed check")
+
+    return attempt
+
 
 @dataclass
 class SimReport:
@@ -145,6 +170,20 @@ class SimReport:
         return out
 
 
+def sim_settings(*, ttl: int, window: int | None, min_samples: int | None) -> dict:
+    """The routing settings a simulation runs under: the simulated models, and the caller's overrides."""
+    overrides = {
+        "HYPERGUILD_FAST_MODEL": SIM_FAST,
+        "HYPERGUILD_THINKING_MODEL": SIM_THINKING,
+        "HYPERGUILD_PASS_RATE_TTL_SECONDS": ttl,
+    }
+    if window is not None:
+        overrides["HYPERGUILD_ROUTE_WINDOW"] = window
+    if min_samples is not None:
+        overrides["HYPERGUILD_ROUTE_MIN_SAMPLES"] = min_samples
+    return overrides
+
+
 def simulate(
     profiles: list[SkillProfile],
     *,
@@ -159,15 +198,7 @@ def simulate(
     on_progress: Callable[[int], None] | None = None,
 ) -> SimReport:
     """Run `calls` routed calls through the real router and roll every row back."""
-    overrides = {
-        "HYPERGUILD_FAST_MODEL": SIM_FAST,
-        "HYPERGUILD_THINKING_MODEL": SIM_THINKING,
-        "HYPERGUILD_PASS_RATE_TTL_SECONDS": ttl,
-    }
-    if window is not None:
-        overrides["HYPERGUILD_ROUTE_WINDOW"] = window
-    if min_samples is not None:
-        overrides["HYPERGUILD_ROUTE_MIN_SAMPLES"] = min_samples
+    overrides = sim_settings(ttl=ttl, window=window, min_samples=min_samples)
     known = {p.name for p in profiles}
     dropped = list(drop_skills) if drop_skills else ([p.name for p in profiles] if drop_to is not None else [])
     unknown = set(dropped) - known
@@ -193,33 +224,16 @@ def simulate(
             attempts: list[str] = []
             results: list[bool] = []
 
-            def attempt(
-                model: str,
-                *,
-                fast_p: float = fast_p,
-                profile: SkillProfile = profile,
-                attempts=attempts,
-                results=results,
-            ) -> Attempt:
-                attempts.append(model)
-                p = fast_p if model == SIM_FAST else profile.thinking
-                results.append(outcomes.random() < p)
-                if results[-1]:
-                    return Attempt(RoutingEntry.PASS, data={"ok": True})
-                return Attempt(RoutingEntry.FAIL, error="simulated failed check")
+            def chance(model: str, fast_p: float = fast_p, profile: SkillProfile = profile) -> float:
+                return fast_p if model == SIM_FAST else profile.thinking
 
+            attempt = simulated_model(outcomes, chance, attempts, results)
             try:
                 route(SIM_PREFIX + profile.name, attempt, session_id="routing_sim", rng=router_rng)
                 passed = True
             except RoutingFailed:
                 passed = False
-            tally.calls += 1
-            tally.passes += passed
-            tally.first_passes += results[0]
-            tally.model_calls += len(attempts)
-            tally.thinking_calls += attempts.count(SIM_THINKING)
-            tally.fast_first += attempts[0] == SIM_FAST
-            tally.baseline_expected += profile.thinking
+            tally.count(passed, attempts, results, profile.thinking)
             first_models[profile.name].append((index, attempts[0] == SIM_FAST))
             if on_progress:
                 on_progress(index + 1)
@@ -374,31 +388,24 @@ def _run_areas(profiles: list[AreaProfile], calls: int, seed: int, memory: bool,
         attempts: list[str] = []
         results: list[bool] = []
 
-        def attempt(model: str, *, profile: AreaProfile = profile, attempts=attempts, results=results) -> Attempt:
-            attempts.append(model)
-            results.append(outcomes.random() < (profile.fast if model == SIM_FAST else profile.thinking))
-            return Attempt(RoutingEntry.PASS, data={}) if results[-1] else Attempt(RoutingEntry.FAIL, error="simulated")
+        def chance(model: str, profile: AreaProfile = profile) -> float:
+            return profile.fast if model == SIM_FAST else profile.thinking
 
+        attempt = simulated_model(outcomes, chance, attempts, results)
         key = PathwayKey(SIM_PREFIX + profile.skill, profile.area, SIM_SIGNAL) if memory else None
         try:
             routed = route(SIM_PREFIX + profile.skill, attempt, session_id="routing_sim", rng=router_rng, pathway=key)
             passed, first_reason = True, routed.entries[0].reason
         except RoutingFailed as exc:
             passed, first_reason = False, exc.entries[0].reason
-        run.pathway_decisions += first_reason == RoutingEntry.PATHWAY
-        tally.calls += 1
-        tally.passes += passed
-        tally.first_passes += results[0]
-        tally.model_calls += len(attempts)
-        tally.thinking_calls += attempts.count(SIM_THINKING)
-        tally.fast_first += attempts[0] == SIM_FAST
-        tally.baseline_expected += profile.thinking
+        run.pathway_decisions += first_reason == RoutingEntry.Reason.PATHWAY
+        tally.count(passed, attempts, results, profile.thinking)
         if on_progress:
             on_progress(index + 1)
     if memory:
         pathways = Pathway.objects.filter(skill__startswith=SIM_PREFIX)
-        run.promoted = pathways.filter(state=Pathway.PROMOTED).count()
-        run.retired = pathways.filter(state=Pathway.RETIRED).count()
+        run.promoted = pathways.filter(state=Pathway.State.PROMOTED).count()
+        run.retired = pathways.filter(state=Pathway.State.RETIRED).count()
     return run
 
 
@@ -412,15 +419,7 @@ def simulate_areas(
     on_progress: Callable[[int], None] | None = None,
 ) -> AreaReport:
     """The same area workload without and with pathway memory, each in a transaction that is rolled back."""
-    overrides = {
-        "HYPERGUILD_FAST_MODEL": SIM_FAST,
-        "HYPERGUILD_THINKING_MODEL": SIM_THINKING,
-        "HYPERGUILD_PASS_RATE_TTL_SECONDS": 0,
-    }
-    if window is not None:
-        overrides["HYPERGUILD_ROUTE_WINDOW"] = window
-    if min_samples is not None:
-        overrides["HYPERGUILD_ROUTE_MIN_SAMPLES"] = min_samples
+    overrides = sim_settings(ttl=0, window=window, min_samples=min_samples)
     runs = []
     for memory in (False, True):
         with override_settings(**overrides), transaction.atomic():

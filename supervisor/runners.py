@@ -22,9 +22,12 @@ from django.conf import settings
 from brain.actions import do_write_raw_note
 from hyperguild.lib.redaction import redact_fields
 from supervisor import executor
+from supervisor.apply import head_commit, run_apply
 from supervisor.changes import ChangeRecorder
+from supervisor.consensus import ReviewAnswer, agree
+from supervisor.executor import ProcessOutcome, WorkerStatus
 from supervisor.grounding import ground_findings, review_verified
-from supervisor.model_table import ModelTableError, gateway_environment, resolve_model
+from supervisor.model_table import ModelTableError, consensus_models, gateway_environment, resolve_model
 from supervisor.prompts import (
     build_prompt,
     debug_task,
@@ -36,7 +39,7 @@ from supervisor.prompts import (
 )
 from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
 from supervisor.shell_reach import ArgumentRefused, check_git_range, check_test_cmd
-from supervisor.skills import SKILLS, SkillFailed, build_result, worker_schema
+from supervisor.skills import SKILLS, SkillFailed, Verdict, build_result, worker_schema
 from supervisor.verification import (
     BASELINE_MUST_PASS,
     NO_TEST_COMMAND,
@@ -61,30 +64,33 @@ class RunContext:
         self.cancel_check = cancel_check
         self.skill = run.skill
         self.spec = SKILLS[run.skill]
-        self.model = resolve_model(run.skill, self.args.get("model"))
+        # A skill without a worker (apply) runs no model.
+        self.model = resolve_model(run.skill, self.args.get("model")) if self.spec.worker_schema else ""
         self.attempt_log: list[dict] = []
         self.worker_pids: list[int] = []
         # What the worker changed (TDD, debug): see supervisor.changes; stored on SkillRun.change.
         self.change: dict | None = None
 
-    def worker(self, task: str, attempt: int) -> executor.WorkerResult:
+    def worker(self, task: str, attempt: int, model: str | None = None) -> executor.WorkerResult:
+        """Run the worker once, on `model` (a consensus review's own reviewer) or the run's model."""
+        model = model or self.model
         root = Path(self.run.project_root) if self.run.project_root else None
         cwd = root or Path(settings.DATA_DIR)
         cwd.mkdir(parents=True, exist_ok=True)
-        self.progress(f"attempt {attempt}: worker running ({self.model})")
+        self.progress(f"attempt {attempt}: worker running ({model})")
 
         def waiting(seconds: float) -> None:
             self.progress(f"attempt {attempt}: waiting for a free worker slot ({int(seconds)} s)")
 
         try:
-            gateway_env = gateway_environment(self.model)
+            gateway_env = gateway_environment(model)
         except ModelTableError as exc:
             raise SkillFailed(str(exc)) from exc
         return executor.run_worker(
             prompt=build_prompt(self.skill, task),
             schema=worker_schema(self.skill),
             cwd=cwd,
-            model=self.model,
+            model=model,
             allowed_tools=self.spec.allowed_tools,
             cancel_check=self.cancel_check,
             on_wait=waiting,
@@ -119,7 +125,7 @@ def run_worker_skill(run, progress: ReportProgress, cancel_check: Callable[[], b
             raise SkillFailed(f"{run.skill} does not run a worker")
         result = runner(ctx)
     except (SkillFailed, RootRefused, ArgumentRefused) as exc:
-        result = ctx.result(status="error", message=str(exc), attempts=len(ctx.attempt_log))
+        result = ctx.result(status=Verdict.ERROR, message=str(exc), attempts=len(ctx.attempt_log))
     return result, ctx
 
 
@@ -130,10 +136,10 @@ def _worker_stopped(ctx: RunContext, worker: executor.WorkerResult, attempt: int
     judge: the run ends as `error` with the CLI's message instead of burning
     the remaining attempts on the same wall.
     """
-    if worker.status in ("timeout", "cancelled"):
-        return ctx.result(status=worker.status, message=worker.message, attempts=attempt)
-    if worker.status == "unavailable":  # nothing was attempted, so nothing is verified
-        return ctx.result(status="error", message=worker.message, attempts=attempt, verified=False)
+    if worker.status in (WorkerStatus.TIMEOUT, WorkerStatus.CANCELLED):
+        return ctx.result(status=Verdict(worker.status), message=worker.message, attempts=attempt)
+    if worker.status == WorkerStatus.UNAVAILABLE:  # nothing was attempted, so nothing is verified
+        return ctx.result(status=Verdict.ERROR, message=worker.message, attempts=attempt, verified=False)
     return None
 
 
@@ -142,8 +148,8 @@ def _single_answer(ctx: RunContext, task: str) -> tuple[executor.WorkerResult, d
     worker = ctx.worker(task, 1)
     ctx.log(1, worker)
     stopped = _worker_stopped(ctx, worker, 1)
-    if stopped is None and worker.status != "ok":
-        stopped = ctx.result(status="error", message=worker.message, attempts=1)
+    if stopped is None and worker.status != WorkerStatus.OK:
+        stopped = ctx.result(status=Verdict.ERROR, message=worker.message, attempts=1)
     return worker, stopped
 
 
@@ -206,24 +212,24 @@ def run_tdd(ctx: RunContext) -> dict:
         if worker.report is not None:
             last_report = worker.report
         signature = _answer_signature(worker.report, worker.message)
-        if worker.status != "ok":
+        if worker.status != WorkerStatus.OK:
             why = f"attempt {attempt}: {worker.message}"
             ctx.log(attempt, worker, verified=False, reason=why, files_changed=changed, change=part)
             feedback = worker_rejected_feedback(worker.message)
         else:
             ctx.progress(f"attempt {attempt}: verifying ({test_cmd})")
             last_run = run_command(root, test_cmd, ctx.cancel_check)
-            if last_run.outcome == "cancelled":
+            if last_run.outcome == ProcessOutcome.CANCELLED:
                 ctx.log(attempt, worker, verified=None, reason="cancelled while verifying", change=part)
                 record_change()
-                return ctx.result(status="cancelled", message="cancelled while the tests ran", attempts=attempt)
+                return ctx.result(status=Verdict.CANCELLED, message="cancelled while the tests ran", attempts=attempt)
             verified, why = judge_tdd_attempt(expect, last_run, changed, attempt)
             ctx.log(attempt, worker, verified=verified, reason=why, test_exit_code=last_run.exit_code,
                     runner_output=last_run.output, files_changed=changed, change=part)
             if verified:
                 record_change()
                 return ctx.result(
-                    status="pass",
+                    status=Verdict.PASS,
                     verified=True,
                     message=why,
                     attempts=attempt,
@@ -239,7 +245,7 @@ def run_tdd(ctx: RunContext) -> dict:
         why = f"not verified after {max_attempts} attempts (SUPERVISOR_MAX_ATTEMPTS): {why}"
     record_change()
     return ctx.result(
-        status="fail",
+        status=Verdict.FAIL,
         verified=False,
         message=why,
         attempts=len(ctx.attempt_log),
@@ -255,20 +261,20 @@ def _baseline(ctx: RunContext, root: Path, test_cmd: str) -> tuple[dict | None, 
     """
     ctx.progress(f"baseline: running {test_cmd} before the worker")
     run = run_command(root, test_cmd, ctx.cancel_check)
-    if run.outcome == "cancelled":
-        return ctx.result(status="cancelled", message="cancelled while the baseline tests ran", attempts=0), run
+    if run.outcome == ProcessOutcome.CANCELLED:
+        return ctx.result(status=Verdict.CANCELLED, message="cancelled while the baseline tests ran", attempts=0), run
     if ctx.skill not in BASELINE_MUST_PASS or baseline_allows(ctx.skill, run):
         return None, run
     phase = "red" if ctx.skill == "tdd_red" else "refactor"
     return ctx.result(
-        status="fail",
+        status=Verdict.FAIL,
         verified=False,
         attempts=0,
         runner_output=run.output,
         test_cmd=test_cmd,
         message=(
             f"the suite already fails before any change (`{test_cmd}` exit code {run.exit_code}"
-            f"{', timed out' if run.outcome == 'timeout' else ''}); {phase} starts from a passing suite: "
+            f"{', timed out' if run.outcome == ProcessOutcome.TIMEOUT else ''}); {phase} starts from a passing suite: "
             "make it pass first (tdd_green, or by hand). No worker was started."
         ),
     ), run
@@ -299,6 +305,10 @@ def run_review(ctx: RunContext) -> dict:
         if git_diff.exit_code != 0:
             raise SkillFailed(f"git diff {args['git_range']} failed: {git_diff.output[-2000:]}")
         diff = git_diff.output
+    reviewed_commit = head_commit(root)
+    count = args.get("consensus") or 1
+    if count > 1:
+        return _consensus_review(ctx, root, review_task(args, diff), count, reviewed_commit)
     worker, stopped = _single_answer(ctx, review_task(args, diff))
     if stopped is not None:
         return stopped
@@ -308,7 +318,7 @@ def run_review(ctx: RunContext) -> dict:
     verified, message = review_verified(grounding, verdict)
     ctx.attempt_log[-1].update(kept_findings=len(grounding.kept), dropped_findings=len(grounding.dropped))
     return ctx.result(
-        status="pass" if verified else "fail",
+        status=Verdict.PASS if verified else Verdict.FAIL,
         verified=verified,
         message=message,
         attempts=1,
@@ -316,12 +326,48 @@ def run_review(ctx: RunContext) -> dict:
         verdict=verdict,
         dropped_findings=grounding.dropped,
         summary=report.get("summary", ""),
+        reviewed_commit=reviewed_commit,
     )
+
+
+def _consensus_review(ctx: RunContext, root: Path, task: str, count: int, reviewed_commit: str | None) -> dict:
+    """`count` independent reviews (attempts 1..count), grounded one by one, then kept where two agree."""
+    models = consensus_models("review", count, ctx.args.get("model"))
+    reviews = []
+    for number, model in enumerate(models, start=1):
+        worker = ctx.worker(task, number, model)
+        ctx.log(number, worker, model=model)
+        stopped = _worker_stopped(ctx, worker, number)
+        if stopped is None and worker.status != WorkerStatus.OK:
+            stopped = ctx.result(status=Verdict.ERROR, message=f"review {number} of {count} ({model}): {worker.message}",
+                                 attempts=number)
+        if stopped is not None:
+            return stopped
+        report = worker.report or {}
+        grounding = ground_findings(root, report.get("findings", []))
+        ctx.attempt_log[-1].update(kept_findings=len(grounding.kept), dropped_findings=len(grounding.dropped))
+        reviews.append(ReviewAnswer(number, model, grounding, report.get("verdict", "comment"), report.get("summary", "")))
+    outcome = agree(root, reviews)
+    verified, message = review_verified(outcome.grounding, outcome.verdict)
+    result = ctx.result(
+        status=Verdict.PASS if verified else Verdict.FAIL,
+        verified=verified,
+        message=f"consensus of {count} reviews ({', '.join(models)}): {message}",
+        attempts=count,
+        findings=outcome.grounding.kept,
+        verdict=outcome.verdict,
+        dropped_findings=outcome.grounding.dropped,
+        summary=outcome.summary,
+        reviewed_commit=reviewed_commit,
+    )
+    result["model_used"] = ", ".join(dict.fromkeys(models))
+    return result
 
 
 def run_debug(ctx: RunContext) -> dict:
     root = resolve_project_root(ctx.run.project_root)
     args = ctx.args
+    reviewed_commit = head_commit(root)
     recorder = ChangeRecorder(root)
     worker = ctx.worker(debug_task(args), 1)
     stopped = _worker_stopped(ctx, worker, 1)
@@ -339,12 +385,12 @@ def run_debug(ctx: RunContext) -> dict:
     ctx.change = recorder.record(test_cmd=args["failing_cmd"], before=None, after=rerun)
     ctx.log(1, worker, verified=passes, test_exit_code=rerun.exit_code, runner_output=rerun.output, files_changed=changed,
             change=part)
-    if worker.status != "ok":
-        status, message = "error", worker.message
+    if worker.status != WorkerStatus.OK:
+        status, message = Verdict.ERROR, worker.message
     elif passes:
-        status, message = "pass", "verified: the failing command passes now"
+        status, message = Verdict.PASS, "verified: the failing command passes now"
     else:
-        status, message = "fail", f"the failing command still fails (exit code {rerun.exit_code})"
+        status, message = Verdict.FAIL, f"the failing command still fails (exit code {rerun.exit_code})"
     return ctx.result(
         status=status,
         verified=passes,
@@ -359,6 +405,7 @@ def run_debug(ctx: RunContext) -> dict:
         worker_report=worker.report,
         findings=grounding.kept,
         dropped_findings=grounding.dropped,
+        reviewed_commit=reviewed_commit,
     )
 
 
@@ -373,7 +420,7 @@ def run_spec(ctx: RunContext) -> dict:
     )
     note_id, note_message = _write_spec_note(report["title"], body, ctx)
     return ctx.result(
-        status="pass",
+        status=Verdict.PASS,
         message="spec written" + note_message,
         attempts=1,
         title=report["title"],
@@ -402,4 +449,5 @@ RUNNERS: dict[str, Callable[[RunContext], dict]] = {
     "review": run_review,
     "debug": run_debug,
     "spec": run_spec,
+    "apply": run_apply,
 }

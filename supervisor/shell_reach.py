@@ -5,7 +5,7 @@ worker edits files and a test command is a shell command); these checks
 narrow what reaches a shell, they do not make the token harmless.
 
 - `git_range` never starts with `-` (it would be read by `git diff` as an option);
-- `test_cmd` (a free-form shell command) is refused when
+- `test_cmd` and `lint_cmd` (free-form shell commands) are refused when
   SUPERVISOR_ALLOW_TEST_CMD is off: the test command is then always the one
   detected from the project's build files.
 """
@@ -14,11 +14,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from supervisor.errors import SupervisorError
-
-
-class ArgumentRefused(SupervisorError):
-    """An argument that would reach a shell or git in a way the supervisor does not allow."""
+from supervisor.errors import ArgumentRefused
 
 
 def check_git_range(git_range: str | None) -> None:
@@ -37,6 +33,15 @@ def check_test_cmd(test_cmd: str | None) -> None:
         )
 
 
+def check_lint_cmd(lint_cmd: str | None) -> None:
+    if lint_cmd and not settings.SUPERVISOR_ALLOW_TEST_CMD:
+        raise ArgumentRefused(
+            "lint_cmd is turned off on this server (SUPERVISOR_ALLOW_TEST_CMD=0, which governs every free-form "
+            "command): leave it out, and apply skips the warnings gate"
+        )
+
+
 def check_shell_arguments(arguments: dict) -> None:
     check_git_range(arguments.get("git_range"))
     check_test_cmd(arguments.get("test_cmd"))
+    check_lint_cmd(arguments.get("lint_cmd"))

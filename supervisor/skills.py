@@ -31,8 +31,24 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
+from enum import StrEnum
 
-STATUSES = ["pass", "fail", "error", "timeout"]
+
+class Verdict(StrEnum):
+    """A result's `status`: the supervisor's verdict (the module docstring says what each means).
+
+    `cancelled` ends a run whose caller went away; the caller never sees that
+    result, so it is not in the result schema.
+    """
+
+    PASS = "pass"
+    FAIL = "fail"
+    ERROR = "error"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+
+
+STATUSES = [verdict.value for verdict in Verdict if verdict is not Verdict.CANCELLED]
 
 _NULLABLE_STRING = {"type": ["string", "null"]}
 
@@ -93,6 +109,11 @@ RESULT_FINDING_SCHEMA = {
         **FINDING_SCHEMA["properties"],
         "patch": {"type": ["string", "null"], "description": "the suggestion, if small enough to be a patch"},
         "patch_refused": {"type": "string", "description": "why the suggestion is not offered as a patch"},
+        "agreed_by": {
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1},
+            "description": "consensus reviews only: the reviews (1-based) that reported this finding",
+        },
     },
 }
 
@@ -100,8 +121,9 @@ RESULT_FINDING_SCHEMA = {
 DROPPED_FINDING_SCHEMA = {
     "type": "object",
     "properties": {
-        "gate": {"type": "string", "enum": ["file", "line", "quote", "rationale", "confidence"]},
+        "gate": {"type": "string", "enum": ["file", "line", "quote", "rationale", "confidence", "consensus"]},
         "reason": {"type": "string"},
+        "review": {"type": "integer", "minimum": 1, "description": "consensus reviews only: which review reported it"},
     },
     "required": ["gate", "reason"],
 }
@@ -143,6 +165,42 @@ EXAMPLE_SCHEMA = {
 }
 
 _FILES_CHANGED = {"type": "array", "items": {"type": "string"}}
+
+_REVIEWED_COMMIT = {
+    "type": ["string", "null"],
+    "description": "the git commit checked out when the findings were grounded (what `apply` branches from)",
+}
+
+# One finding as `apply` answers it: applied (with its commit) or refused (with the gate, why, the evidence).
+APPLY_GATE_NAMES = ["confidence", "size", "apply", "tests", "warnings", "rationale", "time",
+                    "file", "line", "quote", "consensus"]
+APPLY_FINDING_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "index": {"type": "integer", "minimum": 1},
+        "file": {"type": ["string", "null"]},
+        "line": {"type": ["integer", "null"]},
+        "title": {"type": ["string", "null"]},
+        "kind": {"type": ["string", "null"]},
+        "confidence": {"type": ["number", "null"]},
+        "fingerprint": {"type": "string"},
+        "outcome": {"type": "string", "enum": ["applied", "refused"]},
+        "commit": {"type": ["string", "null"], "description": "the commit on the branch (applied only)"},
+        "gate": {"type": ["string", "null"], "enum": [*APPLY_GATE_NAMES, None], "description": "the gate that refused it"},
+        "reason": {"type": "string"},
+        "output": {"type": "string", "description": "excerpt of the evidence: test or lint output, git's message"},
+        "gates": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"gate": {"type": "string"}, "passed": {"type": "boolean"}, "detail": {"type": "string"}},
+                "required": ["gate", "passed", "detail"],
+            },
+            "description": "every gate tried, in order",
+        },
+    },
+    "required": ["index", "outcome", "gate", "reason", "gates"],
+}
 
 
 class SkillFailed(Exception):
@@ -207,8 +265,21 @@ def _add(spec: SkillSpec) -> None:
     SKILLS[spec.name] = spec
 
 
+def _tdd_skill(*, name: str, outputs: dict = _TDD_OUTPUTS, **fields) -> SkillSpec:
+    """A TDD phase: a worker that edits the project, reports in `_TDD_WORKER`, and is judged by the tdd runner."""
+    return SkillSpec(
+        name=name,
+        outputs=outputs,
+        **fields,
+        worker_schema=_TDD_WORKER,
+        discipline=f"{name}.md",
+        runner="tdd",
+        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
+    )
+
+
 _add(
-    SkillSpec(
+    _tdd_skill(
         name="tdd_red",
         title="TDD red: write one failing test",
         description=(
@@ -226,16 +297,12 @@ _add(
         },
         required_inputs=["project_root", "spec"],
         outputs={**_TDD_OUTPUTS, "test_name": {"type": ["string", "null"]}},
-        worker_schema=_TDD_WORKER,
-        discipline="tdd_red.md",
-        runner="tdd",
-        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="red",
         expect_tests="fail",
     )
 )
 _add(
-    SkillSpec(
+    _tdd_skill(
         name="tdd_green",
         title="TDD green: make the failing test pass",
         description=(
@@ -252,17 +319,12 @@ _add(
             "session_id": _SESSION_ID,
         },
         required_inputs=["project_root", "test_path"],
-        outputs=_TDD_OUTPUTS,
-        worker_schema=_TDD_WORKER,
-        discipline="tdd_green.md",
-        runner="tdd",
-        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="green",
         expect_tests="pass",
     )
 )
 _add(
-    SkillSpec(
+    _tdd_skill(
         name="tdd_refactor",
         title="TDD refactor: improve structure, keep tests green",
         description=(
@@ -279,11 +341,6 @@ _add(
             "session_id": _SESSION_ID,
         },
         required_inputs=["project_root", "test_path", "impl_path"],
-        outputs=_TDD_OUTPUTS,
-        worker_schema=_TDD_WORKER,
-        discipline="tdd_refactor.md",
-        runner="tdd",
-        allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="refactor",
         expect_tests="pass",
     )
@@ -304,6 +361,15 @@ _add(
             "paths": {"type": "array", "items": _REL_PATH, "minItems": 1, "maxItems": 200},
             "git_range": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^[A-Za-z0-9_./~^@{}-]+(\.\.\.?[A-Za-z0-9_./~^@{}-]+)?$"},
             "focus": {"type": "string", "maxLength": 2000},
+            "consensus": {
+                "type": "integer",
+                "enum": [2, 3],
+                "description": (
+                    "run this many independent reviews (the model table's `consensus` models when configured, "
+                    "else independent samples) and keep a finding only when at least 2 agree on file, "
+                    "overlapping lines and kind; the others are dropped with gate consensus"
+                ),
+            },
             "model": _MODEL,
             "session_id": _SESSION_ID,
         },
@@ -313,6 +379,7 @@ _add(
             "verdict": {"type": "string", "enum": ["approve", "request_changes", "comment", "none"]},
             "dropped_findings": {"type": "array", "items": DROPPED_FINDING_SCHEMA},
             "summary": {"type": "string"},
+            "reviewed_commit": _REVIEWED_COMMIT,
         },
         worker_schema=_object(
             {
@@ -354,6 +421,7 @@ _add(
             "worker_report": {"type": ["object", "null"]},
             "findings": {"type": "array", "items": RESULT_FINDING_SCHEMA},
             "dropped_findings": {"type": "array", "items": DROPPED_FINDING_SCHEMA},
+            "reviewed_commit": _REVIEWED_COMMIT,
         },
         worker_schema=_object(
             {
@@ -371,6 +439,55 @@ _add(
         runner="debug",
         allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase="debug",
+    )
+)
+_add(
+    SkillSpec(
+        name="apply",
+        title="Apply a review's findings behind gates",
+        description=(
+            "Turns the grounded findings of a verified review (or debug) run into commits on a new branch "
+            "hyperguild/apply-<run_id>, made in a git worktree from the reviewed commit: the working tree, index "
+            "and HEAD of the project are never touched. Each finding's patch (a unified diff in its suggestion) "
+            "passes the gates in order: confidence (>= SUPERVISOR_APPLY_MIN_CONFIDENCE), size (<= "
+            "SUPERVISOR_MAX_PATCH_LINES changed lines), apply, tests (the supervisor runs test_cmd itself), "
+            "warnings (lint_cmd's count must not rise) and rationale (only the cited lines change). Pass: one "
+            "commit; fail: reverted, with the gate, the reason and the evidence. The branch is left for a person "
+            "to merge."
+        ),
+        inputs={
+            "project_root": _PROJECT_ROOT,
+            "run_id": {"type": "integer", "minimum": 1, "description": "the verified review (or debug) run to apply"},
+            "test_cmd": _TEST_CMD,
+            "lint_cmd": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 2000,
+                "description": "shell command printing one line per lint finding (e.g. ruff check --output-format concise)",
+            },
+            "min_confidence": {
+                "type": "number", "minimum": 0, "maximum": 1,
+                "description": "confidence gate (default SUPERVISOR_APPLY_MIN_CONFIDENCE)",
+            },
+            "max_patch_lines": {
+                "type": "integer", "minimum": 0, "maximum": 500,
+                "description": "size gate: most added + removed lines (default SUPERVISOR_MAX_PATCH_LINES)",
+            },
+            "session_id": _SESSION_ID,
+        },
+        required_inputs=["project_root", "run_id"],
+        outputs={
+            "findings": {"type": "array", "items": APPLY_FINDING_SCHEMA},
+            "branch": {"type": ["string", "null"], "description": "the branch holding the commits (null: nothing applied)"},
+            "base_commit": {"type": ["string", "null"], "description": "the reviewed commit the branch starts from"},
+            "source_run_id": {"type": ["integer", "null"]},
+            "applied": {"type": "integer", "minimum": 0},
+            "refused": {"type": "integer", "minimum": 0},
+            "test_cmd": {"type": ["string", "null"]},
+            "lint_cmd": {"type": ["string", "null"]},
+        },
+        runner="apply",
+        phase="apply",
     )
 )
 _add(
@@ -431,26 +548,39 @@ _add(
         read_only=True,
     )
 )
-_add(
-    SkillSpec(
-        name="retrospective",
-        title="Session retrospective",
-        description="Turns a session log into candidate notes (raw) for people to review.",
-        inputs={"session_id": {**_SESSION_ID, "description": "the session to look back on"}, "model": _MODEL},
+
+
+def _session_skill(name: str, title: str, description: str, session: str, found: str, item: dict) -> SkillSpec:
+    """A sessions-app skill: {session_id (`session`), model?} in; the list `found` of `item`s and its count out."""
+    return SkillSpec(
+        name=name,
+        title=title,
+        description=description,
+        inputs={"session_id": {**_SESSION_ID, "description": session}, "model": _MODEL},
         required_inputs=["session_id"],
-        outputs={"learnings": {"type": "array", "items": LEARNING_SCHEMA}, "count": {"type": "integer", "minimum": 0}},
-        phase="retrospective",
+        outputs={found: {"type": "array", "items": item}, "count": {"type": "integer", "minimum": 0}},
+        phase=name,
+    )
+
+
+_add(
+    _session_skill(
+        "retrospective",
+        "Session retrospective",
+        "Turns a session log into candidate notes (raw) for people to review.",
+        "the session to look back on",
+        "learnings",
+        LEARNING_SCHEMA,
     )
 )
 _add(
-    SkillSpec(
-        name="trainer",
-        title="Training candidates from a session",
-        description="Turns a session's verified skill runs into SFT/DPO candidates for curation.",
-        inputs={"session_id": {**_SESSION_ID, "description": "the session to mine"}, "model": _MODEL},
-        required_inputs=["session_id"],
-        outputs={"examples": {"type": "array", "items": EXAMPLE_SCHEMA}, "count": {"type": "integer", "minimum": 0}},
-        phase="trainer",
+    _session_skill(
+        "trainer",
+        "Training candidates from a session",
+        "Turns a session's verified skill runs into SFT/DPO candidates for curation.",
+        "the session to mine",
+        "examples",
+        EXAMPLE_SCHEMA,
     )
 )
 
@@ -465,6 +595,15 @@ def result_schema(skill: str) -> dict:
     return SKILLS[skill].result_schema()
 
 
+def tool_declaration(skill: str, *, routed: bool = False) -> dict:
+    """The name, title and schemas of an MCP tool serving `skill` (`routed`: the /mcp/routing twin).
+
+    For `endpoint.tool(**tool_declaration("review"), description=..., read_only=...)`.
+    """
+    title = SKILLS[skill].title + (" (routed)" if routed else "")
+    return {"name": skill, "title": title, "input_schema": input_schema(skill), "output_schema": result_schema(skill)}
+
+
 def worker_schema(skill: str) -> dict:
     schema = SKILLS[skill].worker_schema
     if schema is None:
@@ -472,25 +611,16 @@ def worker_schema(skill: str) -> dict:
     return copy.deepcopy(schema)
 
 
-def build_result(skill: str, **values) -> dict:
-    """A result in the shared shape with every field present: `values`, and neutral values for the rest."""
+def build_result(skill: str, *, status: Verdict | str = Verdict.ERROR, **values) -> dict:
+    """A result in the shared shape with every field present: `values`, and neutral values for the rest.
+
+    The result is the tool's structured output (and `SkillRun.result`): a dict
+    in the shape `result_schema(skill)` describes, built only here. A status
+    that is not a `Verdict` raises ValueError rather than reaching a caller.
+    """
     spec = SKILLS[skill]
-    result: dict = {
-        "status": "error",
-        "phase": spec.phase,
-        "skill": skill,
-        "file_path": None,
-        "runner_output": "",
-        "verified": None,
-        "model_used": "",
-        "message": "",
-        "run_id": None,
-        "attempts": 0,
-        "duration_ms": 0,
-    }
-    for name, schema in spec.outputs.items():
-        result[name] = _neutral(schema)
-    result.update(values)
+    result = {name: _neutral(schema) for name, schema in {**BASE_RESULT_PROPERTIES, **spec.outputs}.items()}
+    result.update(status=Verdict(status), phase=spec.phase, skill=skill, **values)
     return result
 
 

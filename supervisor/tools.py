@@ -20,12 +20,13 @@ from django.db import connection, transaction
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError, register_endpoint
 from supervisor import executor, reaper
 from supervisor.actions import do_create_skill_run, do_request_cancel
+from supervisor.apply import check_apply_request
 from supervisor.errors import SupervisorError
-from supervisor.model_table import ModelTableError, gateway_problem, resolve_model
+from supervisor.model_table import ModelTableError, consensus_models, gateway_problem, resolve_model
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
 from supervisor.shell_reach import check_shell_arguments
-from supervisor.skills import SKILLS, build_result
+from supervisor.skills import SKILLS, Verdict, build_result
 from supervisor.tier import current_tier
 
 POLL_SECONDS = 0.25
@@ -39,7 +40,8 @@ supervisor = register_endpoint(
         token_setting="SUPERVISOR_MCP_TOKEN",
         instructions=(
             "Skill workers whose results the supervisor verifies itself: TDD red/green/refactor, "
-            "review, debug, spec, retrospective, trainer and tier."
+            "review, debug, spec, retrospective, trainer and tier; apply turns a verified review's findings into "
+            "commits on a new branch, each behind gates."
         ),
     )
 )
@@ -75,13 +77,20 @@ def _check_paths(skill: str, arguments: dict) -> str:
             resolve_inside(root, arguments[key])
     for path in arguments.get("paths") or []:
         resolve_inside(root, path, must_exist=True)
+    if skill == "apply":
+        check_apply_request(root, arguments)  # the review run exists, is verified, its branch is free
     return str(root)
 
 
 def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor") -> SkillRun:
     root = _check_paths(skill, arguments)
-    model = resolve_model(skill, arguments.get("model"))
-    problem = gateway_problem(model)
+    if SKILLS[skill].worker_schema is None:
+        model = ""  # no worker, no model (apply)
+    elif arguments.get("consensus"):
+        model = ", ".join(dict.fromkeys(consensus_models(skill, arguments["consensus"], arguments.get("model"))))
+    else:
+        model = resolve_model(skill, arguments.get("model"))
+    problem = next(filter(None, (gateway_problem(name.strip()) for name in model.split(","))), None)
     if problem:
         raise ModelTableError(problem)
     run = do_create_skill_run(
@@ -127,10 +136,10 @@ def wait_for_run(run: SkillRun, ctx: ToolContext) -> dict:
             last_sent_text, last_sent_at = text, now
         time.sleep(POLL_SECONDS)
     run.refresh_from_db()
-    if run.status == SkillRun.CANCELLED:
+    if run.status == SkillRun.Status.CANCELLED:
         raise ToolCancelled()
     if run.result is None:
-        return build_result(run.skill, run_id=run.pk, status="error", message=run.message or "the run left no result")
+        return build_result(run.skill, run_id=run.pk, status=Verdict.ERROR, message=run.message or "the run left no result")
     return run.result
 
 
@@ -144,7 +153,7 @@ def _cancel(run_id: int) -> None:
     # The owner did not stop it in time: kill the recorded group and end the run here.
     run = SkillRun.objects.running().filter(pk=run_id).first()
     if run is not None:
-        reaper.stop_run(run, status=SkillRun.CANCELLED, message="cancelled; the worker did not stop in time and was killed")
+        reaper.stop_run(run, status=SkillRun.Status.CANCELLED, message="cancelled; the worker did not stop in time and was killed")
 
 
 def _wait_until_finished(run_id: int, seconds: float) -> bool:
@@ -180,6 +189,7 @@ def _worker_tool(skill: str, *, read_only: bool = False, destructive: bool = Fal
         destructive=destructive,
         idempotent=False,
         open_world=True,
+        long_running=True,  # minutes of a worker: run as an MCP task when the client can poll
     )(handler)
     return handler
 
@@ -190,6 +200,7 @@ tdd_refactor = _worker_tool("tdd_refactor")
 review = _worker_tool("review", read_only=True)
 debug = _worker_tool("debug")
 spec = _worker_tool("spec")
+apply = _worker_tool("apply")
 
 
 @supervisor.tool(
@@ -207,7 +218,7 @@ def tier(arguments: dict, ctx: ToolContext) -> dict:
     found, cached = current_tier(refresh=bool(arguments.get("refresh")))
     return build_result(
         "tier",
-        status="pass",
+        status=Verdict.PASS,
         verified=None,
         message=f"tier {found['tier']} ({found['label']})",
         duration_ms=int((time.monotonic() - started) * 1000),

@@ -23,6 +23,7 @@ from pathlib import Path
 from django.conf import settings
 
 from supervisor import executor
+from supervisor.executor import ProcessOutcome
 
 # Directories whose content never counts as "the worker wrote something".
 _IGNORED_DIRS = {".git", "__pycache__", ".pytest_cache", "node_modules", ".venv", "venv", "target", "_build", ".mypy_cache"}
@@ -60,11 +61,11 @@ class TestRun:
     command: str
     exit_code: int | None
     output: str
-    outcome: str  # exited | timeout | cancelled
+    outcome: ProcessOutcome
 
     @property
     def passed(self) -> bool:
-        return self.outcome == "exited" and self.exit_code == 0
+        return self.outcome == ProcessOutcome.EXITED and self.exit_code == 0
 
     @property
     def no_tests(self) -> bool:
@@ -74,16 +75,16 @@ class TestRun:
 
 def run_command(root: Path, command: str, cancel_check: Callable[[], bool] | None = None) -> TestRun:
     forget_bytecode(root)
-    outcome, exit_code, stdout, stderr, _ = executor.run_process(
+    ran = executor.run_process(
         ["/bin/sh", "-c", command],
         cwd=root,
         timeout=settings.SUPERVISOR_TEST_TIMEOUT,
         cancel_check=cancel_check,
     )
-    output = stdout + (("\n" + stderr) if stderr.strip() else "")
-    if outcome == "timeout":
+    output = ran.stdout + (("\n" + ran.stderr) if ran.stderr.strip() else "")
+    if ran.outcome == ProcessOutcome.TIMEOUT:
         output += f"\n[supervisor: killed after SUPERVISOR_TEST_TIMEOUT={settings.SUPERVISOR_TEST_TIMEOUT} s]"
-    return TestRun(command=command, exit_code=exit_code, output=executor.cap(output), outcome=outcome)
+    return TestRun(command=command, exit_code=ran.exit_code, output=executor.cap(output), outcome=ran.outcome)
 
 
 def forget_bytecode(root: Path) -> int:
@@ -125,7 +126,8 @@ def capture(root: Path) -> Capture:
         except OSError:
             continue
         for entry in entries:
-            if entry.is_symlink():
+            # A `.git` file (a worktree's or a submodule's pointer to its repository) is git's, not the project's.
+            if entry.is_symlink() or entry.name == ".git":
                 continue
             if entry.is_dir():
                 if entry.name not in _IGNORED_DIRS:
@@ -158,7 +160,7 @@ def baseline_allows(skill: str, run: TestRun) -> bool:
 
 def judge_tdd_attempt(expect: str, run: TestRun, changed: list[str], attempt: int) -> tuple[bool, str]:
     """(verified, why) for one attempt of a TDD phase whose tests must `expect` ("fail" or "pass")."""
-    if run.outcome == "timeout":
+    if run.outcome == ProcessOutcome.TIMEOUT:
         return False, f"attempt {attempt}: the test command timed out"
     if expect == "fail":
         if run.passed:

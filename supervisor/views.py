@@ -8,6 +8,9 @@ itself (`RoutingEntry.objects.router_choices()`). Every other figure comes from
 The pathways table shows the routing memory: each pathway's state, its
 recommended model, replays and successes, how many calls it decided, and the
 bug fingerprints grounded findings left there.
+
+`run_detail` is one skill run's page: for `apply`, the branch it left and every
+finding's gates in order; for a review, its grounded and dropped findings.
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Max, Min, Q
 from django.db.models.functions import TruncDay, TruncHour
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
-from supervisor.models import Pathway, RoutingEntry
+from supervisor.models import Pathway, RoutingEntry, SkillRun
 from supervisor.routing import routing_settings, routing_stats
 
 WINDOW_CHOICES = (1, 7, 30, 90)
@@ -105,7 +108,7 @@ def routing_dashboard(request: HttpRequest) -> HttpResponse:
     ]
     latest = list(window.select_related("attempt_of").order_by("-created_at", "-id")[:LATEST_DECISIONS])
     pathways = list(
-        Pathway.objects.annotate(decided=Count("entries", filter=Q(entries__reason=RoutingEntry.PATHWAY)))
+        Pathway.objects.annotate(decided=Count("entries", filter=Q(entries__reason=RoutingEntry.Reason.PATHWAY)))
         .order_by("-updated_at")[:PATHWAYS_SHOWN]
     )
     return render(request, "supervisor/routing.html", {
@@ -133,3 +136,13 @@ def routing_stats_json(request: HttpRequest) -> JsonResponse:
         "window_hours": hours, "since": since.isoformat(), "until": now.isoformat(),
         **routing_stats(since), "settings": routing_settings(),
     })
+
+
+@login_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One skill run: its verdict, and for `apply` the branch and each finding's gate results."""
+    run = get_object_or_404(SkillRun, pk=pk)
+    result = run.result if isinstance(run.result, dict) else {}
+    source_id = result.get("source_run_id")
+    source = SkillRun.objects.filter(pk=source_id).only("pk", "skill").first() if isinstance(source_id, int) else None
+    return render(request, "supervisor/run_detail.html", {"run": run, "result": result, "source": source})

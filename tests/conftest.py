@@ -19,6 +19,8 @@ import httpx
 import pytest
 import uvicorn
 
+from tests.fakes.fixtures import fake_openai, gateway  # noqa: F401 - shared fixtures for every folder
+
 
 def test_database_url() -> str:
     """A DATABASE_URL that points child processes (qcluster, serve) at the test database."""

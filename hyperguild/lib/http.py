@@ -40,23 +40,13 @@ from hyperguild.lib.text import EXCERPT_CHARS, excerpt
 
 T = TypeVar("T")
 
-# Defaults; each can be overridden by the Django setting of the same name (see .env.example).
-HYPERGUILD_HTTP_TIMEOUT = 60.0  # seconds per request (connect, read, write, pool)
-HYPERGUILD_HTTP_RETRIES = 2  # retries after the first attempt
-HYPERGUILD_HTTP_BACKOFF_SECONDS = 0.2  # pause before the first retry; doubles after each
-HYPERGUILD_HTTP_BACKOFF_MAX_SECONDS = 5.0  # no pause between retries is longer
-HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS = 10.0  # a server's Retry-After is honoured up to this
-HYPERGUILD_BREAKER_FAILURES = 5  # failed calls in a row that open a service's breaker
-HYPERGUILD_BREAKER_COOLDOWN_SECONDS = 30.0  # seconds an open breaker refuses calls before a probe
+# Timeouts, retries, backoff and the breaker's thresholds are settings (HYPERGUILD_HTTP_*, HYPERGUILD_BREAKER_*),
+# defined once in hyperguild/settings.py and read at each call, so a test's override takes effect.
 
 # Statuses below 500 worth another attempt: request timeout, too early, rate limit (every 5xx is too).
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
 # Connections kept per pool unless a client asks for another size.
 DEFAULT_MAX_CONNECTIONS = 20
-
-
-def _setting(name: str) -> Any:
-    return getattr(settings, name, globals()[name])
 
 
 def response_excerpt(response: httpx.Response, limit: int = EXCERPT_CHARS) -> str:
@@ -140,10 +130,10 @@ class CircuitBreaker:
         self._lock = threading.Lock()
 
     def _threshold(self) -> int:
-        return self.failures_to_open or int(_setting("HYPERGUILD_BREAKER_FAILURES"))
+        return self.failures_to_open or settings.HYPERGUILD_BREAKER_FAILURES
 
     def _cooldown(self) -> float:
-        return self.cooldown if self.cooldown is not None else float(_setting("HYPERGUILD_BREAKER_COOLDOWN_SECONDS"))
+        return self.cooldown if self.cooldown is not None else settings.HYPERGUILD_BREAKER_COOLDOWN_SECONDS
 
     def before_call(self) -> tuple[bool, bool, float]:
         """(allowed, is_probe, seconds until the next probe may go out)."""
@@ -305,9 +295,9 @@ class ServiceClient:
         self.service = service
         self.base_url = base_url.rstrip("/")
         self.headers = dict(headers or {})
-        self.timeout = float(timeout if timeout is not None else _setting("HYPERGUILD_HTTP_TIMEOUT"))
-        self.retries = int(retries if retries is not None else _setting("HYPERGUILD_HTTP_RETRIES"))
-        self.backoff = float(backoff if backoff is not None else _setting("HYPERGUILD_HTTP_BACKOFF_SECONDS"))
+        self.timeout = float(timeout if timeout is not None else settings.HYPERGUILD_HTTP_TIMEOUT)
+        self.retries = int(retries if retries is not None else settings.HYPERGUILD_HTTP_RETRIES)
+        self.backoff = float(backoff if backoff is not None else settings.HYPERGUILD_HTTP_BACKOFF_SECONDS)
         if transport is not None:
             self._http = httpx.Client(transport=transport, follow_redirects=False)
         else:
@@ -412,9 +402,9 @@ class ServiceClient:
                     status=failed.status,
                     attempts=attempt,
                 )
-            pause = backoff_delay(attempt, self.backoff, float(_setting("HYPERGUILD_HTTP_BACKOFF_MAX_SECONDS")))
+            pause = backoff_delay(attempt, self.backoff, settings.HYPERGUILD_HTTP_BACKOFF_MAX_SECONDS)
             if failed.retry_after is not None:
-                pause = min(failed.retry_after, float(_setting("HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS")))
+                pause = min(failed.retry_after, settings.HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS)
             time.sleep(pause)
 
     def _attempt(self, method: str, url: str, json: Any, timeout: float, any_status: bool) -> httpx.Response | _Attempt:

@@ -21,18 +21,32 @@ from django.db import InterfaceError, OperationalError
 from hyperguild.lib import admission
 from hyperguild.lib.schema import format_schema_errors, schema_problems
 from hyperguild.mcp.cancellation import RUNNING
-from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError
+from hyperguild.mcp.registry import Endpoint, Prompt, ToolCancelled, ToolContext, ToolError
+from hyperguild.mcp.revision import (
+    CACHE_POLICIES,
+    LATEST_LEGACY_VERSION,
+    LEGACY_ONLY_METHODS,
+    LEGACY_VERSIONS,
+    MODERN_ONLY_METHODS,
+    SUPPORTED_VERSIONS,
+    TASKS_EXTENSION,
+    Revision,
+    legacy,
+)
+from hyperguild.mcp.tasks import TaskError, Tasks
 
 logger = logging.getLogger("hyperguild.mcp")
 
-LATEST_PROTOCOL_VERSION = "2025-11-25"
-SUPPORTED_PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+LATEST_PROTOCOL_VERSION = LATEST_LEGACY_VERSION  # what `initialize` answers when asked for a version it does not know
+SUPPORTED_PROTOCOL_VERSIONS = LEGACY_VERSIONS  # what `initialize` negotiates
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002  # 2025-11-25 and earlier; 2026-07-28 says -32602
+SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 
 
 class RpcError(Exception):
@@ -56,6 +70,7 @@ class CallRecord:
 
     method: str = ""
     tool: str | None = None
+    revision: str | None = None
     status: str = "ok"
     extra: dict = field(default_factory=dict)
 
@@ -200,23 +215,35 @@ OUTPUT_CHECKS = OutputChecks()
 
 
 class Dispatcher:
-    def __init__(self, endpoint: Endpoint):
+    def __init__(self, endpoint: Endpoint, owner: str = ""):
+        """`owner`: who is calling, for the tasks it starts or asks about (`tasks.owner_digest`)."""
         self.endpoint = endpoint
+        self.tasks = Tasks(self, owner)  # the Tasks extension: 2026-07-28 requests only
 
-    def handle(self, message: dict, ctx: ToolContext, record: CallRecord) -> dict:
-        """Answer one request (already classified as such)."""
+    def handle(self, message: dict, ctx: ToolContext, record: CallRecord, revision: Revision | None = None) -> dict:
+        """Answer one request (already classified as such) in its revision (`revision.decide`)."""
         method = message["method"]
         record.method = method
+        revision = revision or legacy(message, None)
+        record.revision = revision.version
         params = message.get("params") or {}
         request_id = message["id"]
         try:
-            result = self._route(method, params, ctx, record)
-        except RpcError as exc:
-            record.status = f"rpc_error {exc.code}"
-            return error_response(request_id, exc.code, exc.message, exc.data)
+            if revision.modern:
+                result = self._route_modern(method, params, ctx, record, revision)
+            else:
+                result = self._route(method, params, ctx, record)
+        except (RpcError, TaskError) as exc:
+            code = exc.code
+            if revision.modern and code == RESOURCE_NOT_FOUND:
+                code = INVALID_PARAMS
+            record.status = f"rpc_error {code}"
+            return error_response(request_id, code, exc.message, exc.data)
         except Exception as exc:  # resources/*, paging: a JSON-RPC error, never an HTML 500
             incident = uuid.uuid4().hex[:16]
-            logger.exception("%s on /mcp/%s raised (request id %s)", method, self.endpoint.name, incident)
+            logger.exception(
+                "%s on /mcp/%s raised (request id %s, revision %s)", method, self.endpoint.name, incident, revision.version
+            )
             record.status = "internal_error"
             what = "could not reach the database" if isinstance(exc, OperationalError | InterfaceError) else "failed"
             return error_response(
@@ -224,7 +251,57 @@ class Dispatcher:
             )
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
+    def _route_modern(self, method: str, params: dict, ctx: ToolContext, record: CallRecord, revision: Revision) -> dict:
+        """A 2026-07-28 request: the same methods as the handshake era, in the 2026 envelope.
+
+        Every method `_route` serves is served here too (minus those 2026-07-28
+        removed), so a method added there works on both revisions.
+        """
+        if method in LEGACY_ONLY_METHODS:
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method} (not part of MCP {revision.version})")
+        if method == "server/discover":
+            result = self._discover()
+        elif method.startswith("tasks/"):
+            result = self.tasks.handle(method, params, ctx, record, revision)
+        elif method == "tools/call" and self.tasks.should_start(params, revision):
+            result = self.tasks.start(params, ctx, record, revision)
+        else:
+            result = self._route(method, params, ctx, record)
+        return self._modern_envelope(method, result)
+
+    def _modern_envelope(self, method: str, result: dict) -> dict:
+        result = {"resultType": "complete", **result}
+        meta = dict(result.get("_meta") or {})
+        meta[SERVER_INFO_META_KEY] = self._server_info()
+        result["_meta"] = meta
+        policy = CACHE_POLICIES.get(method)
+        if policy is not None:
+            scope = policy.scope
+            if scope == "public" and self.endpoint.token():
+                # Behind a token the list is still the same for every caller, but only callers may see it.
+                scope = "private"
+            result["ttlMs"], result["cacheScope"] = policy.ttl_ms, scope
+        return result
+
+    def _server_info(self) -> dict:
+        return {"name": f"hyperguild-{self.endpoint.name}", "title": self.endpoint.title, "version": settings.VERSION}
+
+    def _discover(self) -> dict:
+        # What `initialize` says, so a capability added there is announced here too.
+        handshake = self._initialize({})
+        capabilities = dict(handshake["capabilities"])
+        # Every endpoint speaks the extension; only its long_running tools ever answer with a task.
+        capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
+        result: dict[str, Any] = {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": capabilities}
+        if handshake.get("instructions"):
+            result["instructions"] = handshake["instructions"]
+        return result
+
     def _route(self, method: str, params: dict, ctx: ToolContext, record: CallRecord) -> dict:
+        if method in MODERN_ONLY_METHODS:
+            # server/discover (the 2026 probe) without the 2026 envelope: -32601 tells
+            # clients that probe with a legacy request to use the initialize handshake.
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
         if method == "initialize":
             return self._initialize(params)
         if method == "ping":
@@ -233,6 +310,13 @@ class Dispatcher:
             return self._tools_list(params)
         if method == "tools/call":
             return self._tools_call(params, ctx, record)
+        if self.endpoint.prompts:
+            if method == "prompts/list":
+                return self._prompts_list(params)
+            if method == "prompts/get":
+                return self._prompts_get(params, record)
+            if method == "completion/complete":
+                return self._complete(params)
         if self.endpoint.resources is not None:
             if method == "resources/list":
                 return self._resources_list(params)
@@ -240,28 +324,29 @@ class Dispatcher:
                 return self._resources_read(params)
             if method == "resources/templates/list":
                 return {"resourceTemplates": self.endpoint.resources.resource_templates()}
-        # server/discover (the 2026 probe) lands here on purpose: -32601 tells
-        # newer clients to fall back to the initialize handshake.
         raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def _initialize(self, params: dict) -> dict:
         requested = params.get("protocolVersion")
         version = requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-        capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
-        if self.endpoint.resources is not None:
-            capabilities["resources"] = {"subscribe": False, "listChanged": False}
         result: dict[str, Any] = {
             "protocolVersion": version,
-            "capabilities": capabilities,
-            "serverInfo": {
-                "name": f"hyperguild-{self.endpoint.name}",
-                "title": self.endpoint.title,
-                "version": settings.VERSION,
-            },
+            "capabilities": self.capabilities(),
+            "serverInfo": self._server_info(),
         }
         if self.endpoint.instructions:
             result["instructions"] = self.endpoint.instructions
         return result
+
+    def capabilities(self) -> dict:
+        """What this endpoint serves, the same whichever protocol revision asks."""
+        capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+        if self.endpoint.resources is not None:
+            capabilities["resources"] = {"subscribe": False, "listChanged": False}
+        if self.endpoint.prompts:
+            capabilities["prompts"] = {"listChanged": False}
+            capabilities["completions"] = {}
+        return capabilities
 
     def _page(self, params: dict) -> tuple[int, int]:
         return decode_cursor(params.get("cursor")), settings.HYPERGUILD_MCP_PAGE_SIZE
@@ -274,6 +359,56 @@ class Dispatcher:
         if offset + size < len(tools):
             result["nextCursor"] = encode_cursor(offset + size)
         return result
+
+    def _prompts_list(self, params: dict) -> dict:
+        offset, size = self._page(params)
+        prompts = list(self.endpoint.prompts.values())
+        result: dict[str, Any] = {"prompts": [prompt.describe() for prompt in prompts[offset : offset + size]]}
+        if offset + size < len(prompts):
+            result["nextCursor"] = encode_cursor(offset + size)
+        return result
+
+    def _prompt(self, name: Any) -> Prompt:
+        prompt = self.endpoint.prompts.get(name) if isinstance(name, str) else None
+        if prompt is None:
+            known = ", ".join(self.endpoint.prompts)
+            raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name} (this endpoint has: {known})")
+        return prompt
+
+    def _prompts_get(self, params: dict, record: CallRecord) -> dict:
+        prompt = self._prompt(params.get("name"))
+        record.tool = prompt.name
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict) or not all(isinstance(value, str) for value in arguments.values()):
+            raise RpcError(INVALID_PARAMS, "prompts/get params.arguments must be an object of strings")
+        known = {argument.name for argument in prompt.arguments}
+        unknown = sorted(set(arguments) - known)
+        if unknown:
+            raise RpcError(INVALID_PARAMS, f"Prompt {prompt.name} has no argument {', '.join(unknown)}")
+        missing = [a.name for a in prompt.arguments if a.required and not arguments.get(a.name, "").strip()]
+        if missing:
+            raise RpcError(INVALID_PARAMS, f"Prompt {prompt.name} needs {', '.join(missing)}")
+        try:
+            messages = prompt.handler(arguments)
+        except (ToolError, *self.endpoint.domain_errors) as exc:
+            # A prompt has no error result: an argument the handler cannot use is the caller's to fix.
+            raise RpcError(INVALID_PARAMS, getattr(exc, "message", None) or str(exc)) from None
+        return {"description": prompt.description, "messages": messages}
+
+    def _complete(self, params: dict) -> dict:
+        ref, argument = params.get("ref"), params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
+            raise RpcError(INVALID_PARAMS, "completion/complete needs params.ref and params.argument {name, value}")
+        values: list[str] = []
+        if ref.get("type") == "ref/prompt":
+            prompt = self._prompt(ref.get("name"))
+            spec = next((a for a in prompt.arguments if a.name == argument["name"]), None)
+            if spec is None:
+                raise RpcError(INVALID_PARAMS, f"Prompt {prompt.name} has no argument {argument['name']}")
+            if spec.complete is not None:
+                values = [str(value) for value in spec.complete(str(argument.get("value") or ""))]
+        # The spec caps one answer at 100 values.
+        return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
 
     def _resources_list(self, params: dict) -> dict:
         offset, size = self._page(params)
@@ -333,7 +468,9 @@ class Dispatcher:
         except Exception as exc:
             # The message never carries the exception text (SQL, paths); the log has it under this id.
             incident = uuid.uuid4().hex[:16]
-            logger.exception("tool %s on /mcp/%s raised (request id %s)", name, self.endpoint.name, incident)
+            logger.exception(
+                "tool %s on /mcp/%s raised (request id %s, revision %s)", name, self.endpoint.name, incident, record.revision
+            )
             record.status = "internal_error"
             if isinstance(exc, OperationalError | InterfaceError):
                 return tool_error_result(
@@ -347,7 +484,12 @@ class Dispatcher:
 
         output_problems = schema_problems(tool.output_validator, structured) if OUTPUT_CHECKS.due(tool.name) else []
         if output_problems:
-            logger.error("tool %s returned output that breaks its schema: %s", name, format_schema_errors(output_problems))
+            logger.error(
+                "tool %s returned output that breaks its schema (revision %s): %s",
+                name,
+                record.revision,
+                format_schema_errors(output_problems),
+            )
             record.status = "invalid_output"
             return tool_error_result(f"{name} produced a result that does not match its outputSchema; see the server log")
         # Compact: this text is what lands in the model's context, and indentation only costs tokens.

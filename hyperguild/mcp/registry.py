@@ -1,4 +1,4 @@
-"""Endpoints and the tools (and resources) each one offers.
+"""Endpoints and the tools (and prompts, and resources) each one offers.
 
 The engine knows nothing about notes or skills: each app's `tools.py`
 registers its endpoints (name, title, instructions, token setting) and
@@ -10,6 +10,14 @@ declares its tools on them; the engine serves whatever is there.
     @notes.tool(name="notes_query", title="Search the notes", description=...,
                 input_schema={...}, output_schema={...}, read_only=True)
     def notes_query(arguments: dict, ctx: ToolContext) -> dict:
+        ...
+
+Prompts (slash commands in Claude Code) are declared the same way and answer
+`prompts/get` with messages:
+
+    @notes.prompt(name="recall", title=..., description=...,
+                  arguments=(PromptArgument("topic", "what to recall", required=True),))
+    def recall(arguments: dict) -> list[dict]:
         ...
 
 A handler returns the structured result (a dict matching `output_schema`)
@@ -116,6 +124,8 @@ class Tool:
     destructive: bool = False
     idempotent: bool = False
     open_world: bool = False
+    # The call may take minutes (a skill worker, a model): a client that can poll gets a task handle instead.
+    long_running: bool = False
     input_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
     output_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
 
@@ -144,6 +154,46 @@ class Tool:
         }
 
 
+PromptHandler = Callable[[dict], list[dict]]
+Completer = Callable[[str], list[str]]
+
+
+@dataclass(frozen=True)
+class PromptArgument:
+    name: str
+    description: str = ""
+    required: bool = False
+    # Suggestions for `completion/complete`: given what the user typed, the values to offer.
+    complete: Completer | None = field(default=None, compare=False)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "description": self.description, "required": self.required}
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """An MCP prompt (Claude Code shows it as a slash command): arguments in, messages out.
+
+    The handler gets the arguments (strings, the required ones present) and returns the
+    prompt's messages, each `{"role": "user"|"assistant", "content": {"type": "text", "text": ...}}`;
+    it raises ToolError for an argument it cannot use.
+    """
+
+    name: str
+    title: str
+    description: str
+    handler: PromptHandler
+    arguments: tuple[PromptArgument, ...] = ()
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "arguments": [argument.describe() for argument in self.arguments],
+        }
+
+
 class ResourceProvider(Protocol):
     """Read-only documents an endpoint exposes as MCP resources."""
 
@@ -166,6 +216,7 @@ class Endpoint:
         self.instructions = instructions
         self.token_setting = token_setting
         self.tools: dict[str, Tool] = {}
+        self.prompts: dict[str, Prompt] = {}
         self.resources: ResourceProvider | None = None
         # Domain exceptions the engine answers as `isError` results (message and data kept),
         # declared by the apps' tools.py with `translate_errors`.
@@ -184,6 +235,18 @@ class Endpoint:
     def tool(self, **spec: Any) -> Callable[[Handler], Handler]:
         def register(handler: Handler) -> Handler:
             self.add(Tool(handler=handler, **spec))
+            return handler
+
+        return register
+
+    def prompt(self, *, arguments: tuple[PromptArgument, ...] = (), **spec: Any) -> Callable[[PromptHandler], PromptHandler]:
+        """Declare a prompt: `@endpoint.prompt(name=..., title=..., description=..., arguments=(...))`."""
+
+        def register(handler: PromptHandler) -> PromptHandler:
+            prompt = Prompt(handler=handler, arguments=tuple(arguments), **spec)
+            if prompt.name in self.prompts and self.prompts[prompt.name].handler is not handler:
+                raise ValueError(f"endpoint {self.name}: prompt {prompt.name} is registered twice")
+            self.prompts[prompt.name] = prompt
             return handler
 
         return register

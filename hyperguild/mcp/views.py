@@ -38,7 +38,6 @@ from hyperguild.mcp.engine import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
-    SUPPORTED_PROTOCOL_VERSIONS,
     CallRecord,
     Dispatcher,
     RpcError,
@@ -46,6 +45,8 @@ from hyperguild.mcp.engine import (
     error_response,
 )
 from hyperguild.mcp.registry import Endpoint, ToolContext, find_endpoint
+from hyperguild.mcp.revision import Rejection, Revision, decide, http_status_for
+from hyperguild.mcp.tasks import owner_digest
 
 logger = logging.getLogger("hyperguild.mcp")
 
@@ -135,6 +136,30 @@ def parse_message(body: bytes, max_depth: int) -> Any:
         if "NUL" in exc.message or "surrogate" in exc.message:
             return json.loads(body)  # well-formed: the caller refuses it with the request's id
         raise
+
+
+def request_headers(request) -> dict[str, str]:
+    """The HTTP headers of a request, keyed in lower case (`mcp-protocol-version`, …).
+
+    Values lose the whitespace around them: RFC 9110 §5.5 excludes it from the field value.
+    """
+    return {
+        key[5:].lower().replace("_", "-"): value.strip(" \t")
+        for key, value in request.META.items()
+        if key.startswith("HTTP_")
+    }
+
+
+def declared_revision(request) -> str:
+    """The revision a request claims in its header, for log lines written before `decide` ran."""
+    header = request.META.get("HTTP_MCP_PROTOCOL_VERSION", "") if request is not None else ""
+    return header[:40] or "undeclared"
+
+
+def raw_request_headers(request) -> list[tuple[str, str]]:
+    """The header lines as sent (ASGI keeps duplicates that request.META folds into one)."""
+    scope = getattr(getattr(request, "_request", request), "scope", None) or {}
+    return [(name.decode("latin-1"), value.decode("latin-1")) for name, value in scope.get("headers", [])]
 
 
 class McpView(APIView):
@@ -231,22 +256,15 @@ class McpView(APIView):
                         str(params.get("reason", "")),
                     )
                 except Exception:  # a notification is answered 202 whatever happens
-                    logger.exception("could not record the cancellation")
+                    logger.exception("could not record the cancellation (revision %s)", record.revision)
             return self._accepted(record)
 
-        version = request.META.get("HTTP_MCP_PROTOCOL_VERSION")
-        if (
-            version
-            and version not in SUPPORTED_PROTOCOL_VERSIONS
-            and message["method"] not in ("initialize", "server/discover")
-        ):
-            record.method, record.status = message["method"], "bad_version"
-            supported = ", ".join(SUPPORTED_PROTOCOL_VERSIONS)
-            return self._json(
-                error_response(message["id"], INVALID_REQUEST, f"Unsupported MCP-Protocol-Version {version}; supported: {supported}"),
-                400,
-                record,
-            )
+        revision = decide(message, request_headers(request), raw_request_headers(request))
+        if isinstance(revision, Rejection):
+            record.method, record.status = message["method"], f"rejected {revision.code}"
+            record.revision = declared_revision(request)  # what it claimed; it was refused before dispatch
+            response = error_response(message["id"], revision.code, revision.message, revision.data)
+            return self._json(response, revision.http_status, record)
 
         params = message.get("params") or {}
         meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
@@ -256,14 +274,16 @@ class McpView(APIView):
         accepts_sse = "text/event-stream" in accept or "*/*" in accept
         streams = message["method"] == "tools/call" and progress_token is not None and accepts_sse
         if wants_sse_only or streams:
-            return self._stream(message, progress_token, record, client)
+            return self._stream(message, progress_token, record, client, revision, owner_digest(request.META.get("HTTP_AUTHORIZATION", "")))
 
         ctx = ToolContext(
             endpoint=self.mcp_endpoint.name, request_id=message["id"], progress_token=progress_token, caller=client
         )
-        response = Dispatcher(self.mcp_endpoint).handle(message, ctx, record)
-        http = self._json(response, 200, record)
-        if message["method"] == "initialize" and not request.META.get("HTTP_MCP_SESSION_ID"):
+        owner = owner_digest(request.META.get("HTTP_AUTHORIZATION", ""))
+        response = Dispatcher(self.mcp_endpoint, owner).handle(message, ctx, record, revision)
+        status = http_status_for(response["error"]["code"]) if revision.modern and "error" in response else 200
+        http = self._json(response, status, record)
+        if message["method"] == "initialize" and not revision.modern and not request.META.get("HTTP_MCP_SESSION_ID"):
             # Clients send it back on every request: it scopes cancellations to this client.
             http["Mcp-Session-Id"] = new_session_id()
         return http
@@ -285,7 +305,9 @@ class McpView(APIView):
         message = f"Request body of {size} bytes is over the limit of {limit} bytes (HYPERGUILD_MCP_MAX_BODY)."
         return self._json(error_response(None, INVALID_REQUEST, message), 413, record)
 
-    def _stream(self, message: dict, progress_token: Any, record: CallRecord, client: str) -> StreamingHttpResponse:
+    def _stream(
+        self, message: dict, progress_token: Any, record: CallRecord, client: str, revision: Revision, owner: str
+    ) -> StreamingHttpResponse:
         endpoint = self.mcp_endpoint
         view = self
 
@@ -306,10 +328,10 @@ class McpView(APIView):
 
             def run() -> None:
                 try:
-                    response = Dispatcher(endpoint).handle(message, ctx, record)
+                    response = Dispatcher(endpoint, owner).handle(message, ctx, record, revision)
                 except Exception:  # never leave the stream without an answer
                     incident = uuid.uuid4().hex[:16]
-                    logger.exception("MCP dispatch failed (request id %s)", incident)
+                    logger.exception("MCP dispatch failed (request id %s, revision %s)", incident, record.revision)
                     response = error_response(
                         message["id"], INTERNAL_ERROR, f"Internal error; the server log has the detail (request id {incident})"
                     )
@@ -345,6 +367,8 @@ class McpView(APIView):
         endpoint = self.mcp_endpoint.name if getattr(self, "mcp_endpoint", None) else "?"
         line = {
             "endpoint": endpoint,
+            # Before the revision is decided (parse errors, 401, notifications) the declared one, if any.
+            "revision": record.revision or declared_revision(getattr(self, "request", None)),
             "method": record.method or None,
             "tool": record.tool,
             "status": record.status,

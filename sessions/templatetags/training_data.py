@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from django import template
 
 from hyperguild.lib.diffs import TRUNCATED_MARKER, diff_block
@@ -53,3 +55,30 @@ def replay_side(replay, side: str) -> dict | None:
     if not isinstance(replay, dict):
         return None
     return (replay.get("sides") or {}).get(side)
+
+
+_DIFF_FENCE = re.compile(r"```diff\n.*?```", re.S)
+# Lines every prompt starts with: the same in every example of a skill, so no use in a list preview.
+_SAME_IN_EVERY_PROMPT = ("Skill:", "Project root:")
+
+
+@register.filter
+def without_diff(content) -> str:
+    """A message with its ```diff block left out (the page shows that diff once, coloured, below it)."""
+    if not isinstance(content, str):
+        return ""
+    return _DIFF_FENCE.sub("", content).strip()
+
+
+@register.filter
+def example_preview(example) -> str:
+    """What tells one example from the next in a list: the task's first own line, and the answer's first line."""
+    prompt = example.prompt if isinstance(example.prompt, list) else []
+    user = next((m.get("content", "") for m in reversed(prompt) if isinstance(m, dict) and m.get("role") == "user"), "")
+    task = next((line.strip() for line in str(user).splitlines()
+                 if line.strip() and not line.startswith(_SAME_IN_EVERY_PROMPT)), "")
+    answer_side = example.completion if example.kind == "sft" else example.chosen
+    answer = next((m.get("content", "") for m in answer_side or [] if isinstance(m, dict)
+                   and m.get("role") == "assistant"), "")
+    first = next((line.strip() for line in without_diff(answer).splitlines() if line.strip()), "")
+    return f"{task} → {first}" if task and first else task or first

@@ -109,7 +109,11 @@
       case "x":
         if (rows.length && selected >= 0) {
           var box = rows[selected].querySelector("input[type=checkbox]");
-          if (box) { box.checked = !box.checked; handled = true; }
+          if (box) {
+            box.checked = !box.checked;
+            box.dispatchEvent(new Event("change", { bubbles: true }));  // the bulk bar's ticked count follows
+            handled = true;
+          }
         }
         break;
       case "p": handled = focusIn("promote-form", "#id_wing"); break;
@@ -158,4 +162,49 @@
       timer = setTimeout(refresh, 250);
     });
   }
+})();
+
+/* Deferred panels: an element with data-load-url is replaced by the HTML that URL answers (the note page's
+ * similar-notes panel when no ranking is stored yet: the page never waits for a search). */
+(function () {
+  "use strict";
+  document.addEventListener("DOMContentLoaded", function () {
+    Array.prototype.forEach.call(document.querySelectorAll("[data-load-url]"), function (element) {
+      var target = element.closest(element.getAttribute("data-load-into")) || element;
+      fetch(element.getAttribute("data-load-url"), { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
+        .then(function (response) { return response.ok ? response.text() : Promise.reject(response.status); })
+        .then(function (html) { target.outerHTML = html; })
+        .catch(function () { element.textContent = "Could not load the similar notes; reload the page."; });
+    });
+  });
+})();
+
+/* The queue's bulk bar: open on a wide screen (folded to one line on a phone), and the count of ticked notes. */
+(function () {
+  "use strict";
+  function countTicked() {
+    var counter = document.querySelector("[data-ticked-count]");
+    if (!counter) { return; }
+    counter.textContent = document.querySelectorAll("table.queue tbody input[name=notes]:checked").length;
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    Array.prototype.forEach.call(document.querySelectorAll("details[data-open-wide]"), function (details) {
+      if (window.matchMedia("(min-width: 701px)").matches) { details.open = true; }
+    });
+    countTicked();
+  });
+  document.addEventListener("change", function (event) {
+    if (event.target.matches("input[type=checkbox]")) { countTicked(); }
+  });
+})();
+
+/* A link to #<id> of a folded panel (details) opens it: "edit the guidelines" lands in their edit form. */
+(function () {
+  "use strict";
+  function openTarget() {
+    var target = window.location.hash && document.getElementById(window.location.hash.slice(1));
+    if (target && target.tagName === "DETAILS") { target.open = true; target.scrollIntoView({ block: "start" }); }
+  }
+  document.addEventListener("DOMContentLoaded", openTarget);
+  window.addEventListener("hashchange", openTarget);
 })();

@@ -19,7 +19,7 @@ from brain.answers import answer
 from brain.context import context
 from brain.graph import subgraph
 from brain.models import BrainVersion, Note, NoteLink
-from tests.answers.fake_ollama import FakeReranker
+from tests.fakes.reranker import FakeReranker
 
 NOTES = 5000
 LINKS_PER_NOTE = 3

@@ -10,9 +10,9 @@ from brain.models import Note
 from brain.search import search
 from hyperguild.lib.reranker import build_prompt
 from tests.answers.conftest import HYPERGUILD_NOTES, ingest
-from tests.answers.fake_ollama import FakeReranker, document_of, query_of
 from tests.conftest import call_tool, free_port, mcp_post, rpc
-from tests.routing.fake_openai import FakeOpenAI, Reply
+from tests.fakes.openai import FakeOpenAI, Reply
+from tests.fakes.reranker import FakeReranker, document_of, query_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

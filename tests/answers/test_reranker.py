@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from hyperguild.lib.reranker import RerankerClient, RerankerError, build_prompt, score_response
-from tests.answers.fake_ollama import FakeReranker, document_of
 from tests.conftest import free_port
+from tests.fakes.reranker import FakeReranker, document_of
 
 # The published Qwen3-Reranker prompt, spelled out here so that a change to the template is a decision.
 EXPECTED_PROMPT = (

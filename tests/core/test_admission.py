@@ -3,7 +3,6 @@ and nothing that waits on another service holds a place (hyperguild/lib/admissio
 
 from __future__ import annotations
 
-import http.server
 import threading
 import time
 
@@ -11,6 +10,7 @@ import pytest
 
 from hyperguild.lib import admission
 from hyperguild.lib.http import ServiceClient
+from tests.fakes.http import FakeHTTPServer, Request, Response
 
 
 def arrive_one_by_one(gate: admission.Gate, count: int, target) -> list[threading.Thread]:
@@ -65,25 +65,16 @@ def test_a_request_waiting_on_another_service_gives_its_place_to_the_next_and_qu
     calls = threading.Semaphore(0)
     release = threading.Event()
 
-    class SlowService(http.server.BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
-            self.rfile.read(int(self.headers["Content-Length"]))
-            calls.release()
-            release.wait(10)
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.end_headers()
-            self.wfile.write(b"{}")
+    def slow_service(request: Request) -> Response:
+        calls.release()
+        release.wait(10)
+        return Response(200, {})
 
-        def log_message(self, *args) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SlowService)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    server = FakeHTTPServer(handle=slow_service).start()
     gate = admission.Gate(1)
     entered = threading.Event()
     try:
-        client = ServiceClient("slow test service", f"http://127.0.0.1:{server.server_port}", timeout=10, retries=0)
+        client = ServiceClient("slow test service", server.url, timeout=10, retries=0)
 
         def waits_on_the_service(_: int) -> None:
             with admission.admitted(gate):
@@ -106,7 +97,7 @@ def test_a_request_waiting_on_another_service_gives_its_place_to_the_next_and_qu
         assert not first.is_alive() and gate.running == 0
     finally:
         release.set()
-        server.shutdown()
+        server.stop()
 
 
 def test_leave_gives_the_place_up_for_good_and_only_once():

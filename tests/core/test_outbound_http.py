@@ -23,7 +23,7 @@ from hyperguild.lib.http import (
 )
 from hyperguild.lib.text import excerpt
 from tests.conftest import free_port
-from tests.routing.fake_openai import FakeOpenAI, Reply
+from tests.fakes.openai import FakeOpenAI, Reply
 
 PATH = "/v1/chat/completions"
 OK = Reply(200, {"ok": True})

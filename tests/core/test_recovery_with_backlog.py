@@ -23,8 +23,9 @@ import httpx
 import pytest
 
 from tests.conftest import mcp_post, rpc
-from tests.search.fake_embed_server import FakeEmbedServer
-from tests.supervisor.test_chaos import ROOT, ScratchServe, _kill_stray_postmaster, tool_answer
+from tests.fakes.embed import FakeEmbedServer
+from tests.fakes.helpers import tool_answer
+from tests.supervisor.test_chaos import ROOT, ScratchServe, _kill_stray_postmaster
 
 NOTES = 900
 HEALTH_BOUND_SECONDS = 10  # every /health answer during the recovery (was 30: the pool's checkout timeout)

@@ -82,7 +82,8 @@ def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ct
                 break
         output = "".join(lines)
         base = f"http://127.0.0.1:{port}"
-        assert f"claude mcp add --transport http hyperguild-brain {base}/mcp/brain" in output, output
+        assert f"claude mcp add --scope user --transport http hyperguild-brain {base}/mcp/brain" in output, output
+        assert "claude plugin install hyperguild@hyperguild" in output, output
         # The banner ends up in service logs: it names the variable, never the token.
         assert '--header "Authorization: Bearer $BRAIN_MCP_TOKEN"' in output
         assert "tok-brain" not in output

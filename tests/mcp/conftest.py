@@ -54,6 +54,7 @@ def selftest_endpoint(asgi_server):
         input_schema={**OBJECT, "properties": {"steps": {"type": "integer", "minimum": 1, "maximum": 20}}, "required": ["steps"]},
         output_schema={**OBJECT, "properties": {"done": {"type": "integer"}}, "required": ["done"]},
         read_only=True,
+        long_running=True,
     )
     def progress(arguments: dict, ctx: ToolContext) -> dict:
         steps = arguments["steps"]
@@ -80,6 +81,7 @@ def selftest_endpoint(asgi_server):
         input_schema={**OBJECT, "properties": {}},
         output_schema={**OBJECT, "properties": {"cancelled": {"type": "boolean"}}, "required": ["cancelled"]},
         read_only=True,
+        long_running=True,
     )
     def wait_for_cancel(arguments: dict, ctx: ToolContext) -> dict:
         state.started.set()

@@ -33,17 +33,49 @@ def test_legacy_mode_initializes_lists_and_calls_a_tool(selftest_endpoint):
     assert result.structured_content == {"text": "hi", "count": 2}
 
 
-def test_the_default_mode_probes_server_discover_then_falls_back_to_initialize(selftest_endpoint):
+def test_the_default_mode_probes_server_discover_and_stays_on_2026(selftest_endpoint):
     _, _, url = selftest_endpoint
 
     async def scenario():
-        async with Client(url) as client:  # mode="auto": server/discover first
+        async with Client(url) as client:  # mode="auto": server/discover first, initialize only if that fails
             result = await client.call_tool("echo", {"text": "auto"})
             return client.protocol_version, result
 
     version, result = run(scenario)
-    assert version == "2025-11-25"
+    assert version == "2026-07-28"
     assert result.structured_content["text"] == "auto"
+
+
+def test_the_2026_mode_lists_tools_and_calls_brain_query_with_the_bearer_token(asgi_server, settings):
+    settings.BRAIN_MCP_TOKEN = "brain-token-2026"
+    url = f"{asgi_server}/mcp/brain"
+
+    async def scenario(token):
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http:
+            async with Client(streamable_http_client(url, http_client=http), mode="2026-07-28") as client:
+                listed = await client.list_tools()
+                result = await client.call_tool("brain_query", {"query": "anything at all"})
+                return client.protocol_version, [tool.name for tool in listed.tools], result
+
+    version, names, result = run(lambda: scenario("brain-token-2026"))
+    assert version == "2026-07-28"
+    assert "brain_query" in names and "brain_write" in names
+    assert result.is_error is False
+    assert "hits" in result.structured_content
+    with pytest.raises(Exception):  # noqa: B017 - the SDK surfaces a 401 as its own error type
+        run(lambda: scenario("wrong-token"))
+
+
+def test_the_legacy_mode_still_reaches_brain_query(asgi_server):
+    url = f"{asgi_server}/mcp/brain"
+
+    async def scenario():
+        async with Client(url, mode="legacy") as client:
+            return client.protocol_version, await client.call_tool("brain_query", {"query": "anything"})
+
+    version, result = run(scenario)
+    assert version == "2025-11-25"
+    assert result.is_error is False
 
 
 def test_progress_notifications_reach_the_client(selftest_endpoint):

@@ -49,12 +49,14 @@ def test_an_unknown_endpoint_is_a_json_404(asgi_server):
     assert "nothing" in rest_error(response)["message"]
 
 
-def test_server_discover_is_method_not_found_so_new_clients_fall_back(asgi_server):
+def test_server_discover_without_the_2026_envelope_is_refused_as_2026_says(asgi_server):
+    # The header names 2026-07-28, so the request is held to its rules: no _meta is invalid params
+    # (test_revisions.py covers the revision layer in full).
     response = mcp_post(
         f"{asgi_server}/mcp/brain", rpc("server/discover", {}), headers={"MCP-Protocol-Version": "2026-07-28"}
     )
-    assert response.status_code == 200
-    assert response.json()["error"]["code"] == -32601
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32602
 
 
 def test_notifications_and_responses_get_202_with_an_empty_body(asgi_server):
@@ -98,14 +100,15 @@ def test_messages_that_are_not_json_rpc_are_invalid_requests(asgi_server, messag
 
 
 def test_an_unknown_method_is_method_not_found(asgi_server):
-    response = mcp_post(f"{asgi_server}/mcp/brain", rpc("prompts/list"))
-    assert response.json()["error"] == {"code": -32601, "message": "Method not found: prompts/list"}
+    response = mcp_post(f"{asgi_server}/mcp/brain", rpc("sampling/createMessage"))
+    assert response.json()["error"] == {"code": -32601, "message": "Method not found: sampling/createMessage"}
 
 
 def test_an_unsupported_protocol_version_header_is_refused(asgi_server):
     response = mcp_post(f"{asgi_server}/mcp/brain", rpc("ping"), headers={"MCP-Protocol-Version": "1999-01-01"})
     assert response.status_code == 400
-    assert "1999-01-01" in response.json()["error"]["message"]
+    assert response.json()["error"]["code"] == -32022
+    assert response.json()["error"]["data"]["requested"] == "1999-01-01"
 
 
 def test_get_is_405_with_allow_post_and_no_406_whatever_the_accept_header(asgi_server):

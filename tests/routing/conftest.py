@@ -1,4 +1,4 @@
-"""Fixtures for the routing tests: a fake OpenAI gateway wired into the settings, seeded histories."""
+"""Fixtures for the routing tests: routing settings, a project, seeded histories (`gateway` is in tests/fakes)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from django.utils import timezone
 from supervisor.actions import do_log_routing_entry
 from supervisor.models import RoutingEntry
 from supervisor.routing import Attempt, Decision
-from tests.routing.fake_openai import FakeOpenAI
 
 FAST = "fast-model"
 THINKING = "thinking-model"
@@ -36,16 +35,6 @@ def routing_settings(settings):
 
 
 @pytest.fixture
-def gateway(settings):
-    with FakeOpenAI() as fake:
-        settings.LITELLM_BASE_URL = fake.url
-        settings.LITELLM_API_KEY = "sk-gateway"
-        settings.HYPERGUILD_HTTP_RETRIES = 0
-        settings.HYPERGUILD_HTTP_TIMEOUT = 10.0
-        yield fake
-
-
-@pytest.fixture
 def project(tmp_path, settings):
     """A project root under SUPERVISOR_ALLOWED_ROOTS with one small Python file."""
     root = tmp_path / "project"
@@ -59,10 +48,10 @@ def seed_history(skill: str, rate: float, samples: int = 50, model: str = FAST) 
     """`samples` router-chosen first attempts of `skill`, `round(rate * samples)` of them passing."""
     passes = round(rate * samples)
     for index in range(samples):
-        status = RoutingEntry.PASS if index < passes else RoutingEntry.FAIL
+        status = RoutingEntry.Status.PASS if index < passes else RoutingEntry.Status.FAIL
         do_log_routing_entry(
             skill=skill,
-            decision=Decision(model, RoutingEntry.FLOOR, None, 0, None),
+            decision=Decision(model, RoutingEntry.Reason.FLOOR, None, 0, None),
             attempt=Attempt(status),
             is_final=True,
             session_id="seed",

@@ -11,8 +11,8 @@ import pytest
 from supervisor.models import RoutingEntry
 from supervisor.tree_split import SCRATCHPAD_OPEN, split_parts
 from tests.conftest import call_tool
+from tests.fakes.openai import Reply
 from tests.routing.conftest import AUTH, FAST, GOOD_REVIEW, THINKING, seed_history
-from tests.routing.fake_openai import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,7 +14,7 @@ from hyperguild.lib.llm import (
 )
 from hyperguild.lib.modeljson import parse_model_json
 from tests.conftest import free_port
-from tests.routing.fake_openai import FakeOpenAI, Reply
+from tests.fakes.openai import FakeOpenAI, Reply
 
 SCHEMA = {
     "type": "object",
@@ -25,9 +25,9 @@ SCHEMA = {
 
 
 @pytest.fixture
-def gateway():
-    with FakeOpenAI() as fake:
-        yield fake
+def gateway(fake_openai):
+    """The shared fake gateway, not wired into the settings: these tests build their own clients."""
+    return fake_openai
 
 
 def client_for(gateway: FakeOpenAI, **kwargs) -> LLMClient:

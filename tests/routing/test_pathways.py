@@ -10,8 +10,8 @@ from django.urls import reverse
 from supervisor.models import Pathway, RoutingEntry
 from supervisor.routing import Attempt, PathwayKey, RoutingFailed, pathway_area, route
 from tests.conftest import call_tool
+from tests.fakes.openai import Reply
 from tests.routing.conftest import AUTH, FAST, GOOD_REVIEW, THINKING, seed_history
-from tests.routing.fake_openai import Reply
 
 KEY = PathwayKey.of("review", "src/billing/invoice.py", "paths")
 
@@ -30,7 +30,7 @@ def call(outcomes: dict[str, bool], *, rng: float = 0.1, key: PathwayKey = KEY) 
     """One routed call whose attempt on each model passes or fails as `outcomes` says; its entries."""
 
     def attempt(model: str) -> Attempt:
-        return Attempt(RoutingEntry.PASS if outcomes[model] else RoutingEntry.FAIL, data={}, error="scripted")
+        return Attempt(RoutingEntry.Status.PASS if outcomes[model] else RoutingEntry.Status.FAIL, data={}, error="scripted")
 
     before = set(RoutingEntry.objects.values_list("id", flat=True))
     try:
@@ -98,7 +98,7 @@ def test_a_pathway_that_fails_during_probation_is_retired_before_it_ever_decides
 @pytest.mark.django_db
 def test_an_override_teaches_the_pathway_nothing():
     def attempt(model: str) -> Attempt:
-        return Attempt(RoutingEntry.PASS, data={})
+        return Attempt(RoutingEntry.Status.PASS, data={})
 
     for _ in range(4):
         route("review", attempt, override="custom-model", pathway=KEY)

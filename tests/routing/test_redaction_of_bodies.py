@@ -8,8 +8,8 @@ import pytest
 
 from supervisor.models import RoutingEntry
 from tests.conftest import call_tool
+from tests.fakes.openai import Reply
 from tests.routing.conftest import AUTH, GOOD_REVIEW, THINKING
-from tests.routing.fake_openai import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -12,8 +12,8 @@ from django.core.cache.backends import locmem
 from supervisor.models import RoutingEntry
 from supervisor.routing import compute_pass_rate, decide, fast_probability, pass_rate
 from tests.conftest import call_tool
+from tests.fakes.openai import Reply
 from tests.routing.conftest import AUTH, FAST, GOOD_REVIEW, THINKING, seed_history
-from tests.routing.fake_openai import Reply
 
 pytestmark = pytest.mark.django_db
 

@@ -114,3 +114,16 @@ def test_pathway_memory_sends_the_good_area_to_the_fast_model_and_the_bad_one_to
 def test_a_bad_areas_spec_is_refused():
     with pytest.raises(CommandError, match="skill:area:fast/thinking"):
         call_command("routing_sim", "--areas", "review:0.5/0.9", "--no-progress")
+
+
+@pytest.mark.parametrize("workload", [["--skills", "review:0.9/0.99"], ["--areas", "review:src/api:0.9/0.99"]])
+def test_it_shows_progress_on_stderr_and_still_prints_the_report(workload):
+    out, err = StringIO(), StringIO()
+    call_command("routing_sim", *workload, "--calls", "6", stdout=out, stderr=err)
+    assert "call" in err.getvalue()  # the progress bar
+    assert "thinking calls saved" in out.getvalue()
+
+
+def test_a_bad_spec_with_progress_on_is_a_command_error():
+    with pytest.raises(CommandError):
+        call_command("routing_sim", "--skills", "review:1.5/0.9", "--calls", "3", stderr=StringIO())

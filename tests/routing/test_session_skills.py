@@ -7,8 +7,8 @@ import pytest
 from sessions.actions import do_log_entry
 from supervisor.models import RoutingEntry
 from tests.conftest import call_tool
+from tests.fakes.openai import Reply
 from tests.routing.conftest import AUTH, FAST, THINKING, seed_history
-from tests.routing.fake_openai import Reply
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

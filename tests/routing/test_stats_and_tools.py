@@ -15,8 +15,8 @@ from supervisor import skills
 from supervisor.models import RoutingEntry
 from supervisor.system_checks import routing_problems
 from tests.conftest import call_tool, mcp_post, rest_error, rpc
+from tests.fakes.openai import Reply
 from tests.routing.conftest import AUTH, FAST, GOOD_REVIEW, THINKING, log, seed_history
-from tests.routing.fake_openai import Reply
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -106,6 +106,7 @@ def test_the_routing_tools_share_their_schemas_with_the_supervisor_skills():
         "paths",
         "git_range",
         "focus",
+        "consensus",
         "model",
         "session_id",
     }
@@ -241,6 +242,17 @@ def test_review_refuses_a_git_range_that_git_would_read_as_an_option(gateway, pr
     assert gateway.requests == [] and RoutingEntry.objects.count() == 0
 
 
+@pytest.mark.django_db(transaction=True)
+def test_review_of_a_git_range_git_cannot_read_is_a_tool_error_and_nothing_is_asked(gateway, project, asgi_server):
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+
+    result = call_tool(f"{asgi_server}/mcp/routing", "review", {"project_root": str(project), "git_range": "nope..HEAD"},
+                       headers=AUTH)
+
+    assert result["isError"] is True and "git diff nope..HEAD failed" in result["content"][0]["text"]
+    assert gateway.requests == [] and RoutingEntry.objects.count() == 0
+
+
 # --- settings that contradict each other --------------------------------------------
 
 
@@ -272,7 +284,7 @@ def test_start_up_stops_on_contradictory_routing_settings():
 
 
 def test_the_routed_prompt_uses_the_supervisors_discipline_file(settings, tmp_path):
-    from supervisor.routing_tools import discipline
+    from supervisor.routing_service import discipline
 
     (tmp_path / "review.md").write_text("# House review rules\n")
     settings.SUPERVISOR_CONFIG_DIR = str(tmp_path)

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from brain import bm25, vectors
-from tests.search.fake_embed_server import FakeEmbedServer
+from tests.fakes.embed import FakeEmbedServer
 
 
 @pytest.fixture

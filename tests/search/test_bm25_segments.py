@@ -181,14 +181,14 @@ def test_merging_happens_in_a_background_thread_and_queries_keep_the_old_snapsho
     live = bm25.live_index()
     started = threading.Event()
     release = threading.Event()
-    original_merge = bm25.merge_segments
+    original_merge = bm25.live.merge_segments  # the merge the live index calls (brain/bm25/live.py)
 
     def slow_merge(*args, **kwargs):
         started.set()
         release.wait(10)
         return original_merge(*args, **kwargs)
 
-    bm25.merge_segments = slow_merge
+    bm25.live.merge_segments = slow_merge
     try:
         for i in range(3):
             do_ingest_note(title=f"Delta {i}", body="autovacuum delta note", wing="eng")
@@ -199,7 +199,7 @@ def test_merging_happens_in_a_background_thread_and_queries_keep_the_old_snapsho
         release.set()
         live.merging.join(10)
     finally:
-        bm25.merge_segments = original_merge
+        bm25.live.merge_segments = original_merge
         release.set()
     snapshot = bm25.current_index()
     assert len(snapshot.base) == 4 and snapshot.delta_notes == 0 and snapshot.tombstones == 0

@@ -22,7 +22,7 @@ from brain.evaluation import CachingEmbedder
 from brain.search import rank_notes, search
 from hyperguild.lib.embedders import LocalEmbedder
 from tests.conftest import call_tool
-from tests.routing.fake_openai import FakeOpenAI, Reply
+from tests.fakes.openai import FakeOpenAI, Reply
 
 RAW_TOKEN = "zebra3fa8b2c1"
 LITELLM_NOTES = [

@@ -8,7 +8,7 @@ from django.db import connection
 from brain import vectors
 from brain.actions import do_ingest_note
 from brain.models import Embedding, NoteChunk
-from tests.search.fake_embed_server import bag_of_words_vector
+from tests.fakes.embed import bag_of_words_vector
 
 
 def add_chunk(note, text: str, ordinal: int = 0) -> NoteChunk:

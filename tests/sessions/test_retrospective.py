@@ -11,7 +11,7 @@ from sessions.actions import do_log_entry
 from sessions.models import RetrospectiveRun
 from sessions.retrospective import SessionNotFound, run_retrospective
 from tests.conftest import call_tool, mcp_post, rpc
-from tests.routing.fake_openai import FakeOpenAI, Reply
+from tests.fakes.openai import Reply
 
 SESSION = "retro-7f3c"
 DECISION = "Slugs stay ASCII: transliterate titles with unidecode before slugifying"
@@ -122,13 +122,10 @@ LLM_ANSWER = {
 
 
 @pytest.fixture
-def gateway(settings):
-    with FakeOpenAI() as fake:
-        settings.LITELLM_BASE_URL = fake.url
-        settings.LITELLM_API_KEY = "gw-key"
-        settings.HYPERGUILD_HTTP_RETRIES = 0
-        settings.BRAIN_ANSWER_MODEL = "answer-model"
-        yield fake
+def gateway(gateway, settings):
+    """The shared fake gateway (tests/fakes), with the model the retrospective asks."""
+    settings.BRAIN_ANSWER_MODEL = "answer-model"
+    return gateway
 
 
 @pytest.mark.django_db

@@ -20,8 +20,7 @@ from sessions.actions import do_approve_example, do_log_entry
 from sessions.models import TrainingExample
 from sessions.trainer import run_trainer
 from supervisor.models import SkillRun
-from supervisor.tasks import run_skill
-from supervisor.tools import start_skill_run
+from tests.fakes.helpers import run_skill_inline
 from tests.supervisor.conftest import allowed_root, fake_claude, python_project  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
@@ -35,10 +34,7 @@ def report(summary: str, path: str) -> dict:
     return {"status": "done", "file_path": path, "summary": summary}
 
 def run(skill: str, arguments: dict) -> SkillRun:
-    skill_run = start_skill_run(skill, {**arguments, "session_id": SESSION})
-    run_skill(skill_run.pk)
-    skill_run.refresh_from_db()
-    return skill_run
+    return run_skill_inline(skill, {**arguments, "session_id": SESSION})
 
 @pytest.fixture
 def red_then_failed_green_then_green(fake_claude, python_project, settings):  # noqa: F811
@@ -91,6 +87,11 @@ def test_red_green_gives_sft_with_the_diff_and_a_dpo_pair_of_differing_changes_t
     assert "+    return a + b" in completion and "--- a/calc.py" in completion
     user = green_sft.prompt[-1]["content"]
     assert "Files before the change:" in user and "return a - b" in user and "def test_add_sums_two_numbers" in user
+    # One answer shape, asked for once (issue 31): the system line asks for the summary and the diff, and
+    # nothing in the prompt asks for the JSON report as well.
+    system = green_sft.prompt[0]["content"]
+    assert "one-line summary, then the change as a unified diff" in system
+    assert "JSON report" not in system and "Answer with" not in user
     provenance = green_sft.provenance
     assert provenance["runs"] == [passed.pk] and provenance["pre_state"]["run"] == passed.pk
     assert provenance["verification"]["exit_code_after"] == 0 and provenance["verification"]["test_cmd"]
@@ -114,7 +115,9 @@ def test_red_green_gives_sft_with_the_diff_and_a_dpo_pair_of_differing_changes_t
     # The curation page shows the diffs, highlighted, side by side for DPO, with the replay result under each.
     client.force_login(get_user_model().objects.create_user("curator", password="x" * 12, is_staff=True))
     page = client.get(reverse("sessions-training-detail", args=[dpo.pk])).content.decode()
-    assert 'class="grid two diff-pair"' in page and "replay: replays" in page
+    assert 'class="grid two pair"' in page and "replay: replays" in page
+    assert page.count('<pre class="diff">') == 2 and 'id="pair-diff"' not in page  # one diff a side, once (issue 31)
+    assert 'id="replay-form"' in page
     assert '<span class="d-add">+    return a + b</span>' in page and '<span class="d-add">+    return a - b</span>' in page
     assert page.count("does not verify") == 1 and page.count(">verifies<") == 1
     timeline = client.get(reverse("sessions-detail", args=[SESSION])).content.decode()

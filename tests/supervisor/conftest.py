@@ -133,7 +133,7 @@ def skill_worker(transactional_db):
     def loop() -> None:
         try:
             while not stop.is_set():
-                for run_id in SkillRun.objects.filter(status=SkillRun.QUEUED).values_list("pk", flat=True):
+                for run_id in SkillRun.objects.filter(status=SkillRun.Status.QUEUED).values_list("pk", flat=True):
                     # run each in its own thread: several runs may be in flight at once
                     runner = threading.Thread(target=_one, args=(run_id,), daemon=True, name=f"skill-run-{run_id}")
                     runners.append(runner)

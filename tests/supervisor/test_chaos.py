@@ -34,7 +34,8 @@ import psutil
 import psycopg
 import pytest
 
-from tests.conftest import free_port, mcp_post, parse_sse, rpc
+from tests.conftest import free_port, mcp_post, rpc
+from tests.fakes.helpers import tool_answer, wait_for
 from tests.supervisor.conftest import FAKE_CLAUDE, FakeClaude, process_alive
 from tests.supervisor.test_tdd_skills import FAILING_TEST, report
 
@@ -140,22 +141,6 @@ class ScratchServe:
                 self.process.wait(timeout=10)
         self.log.close()
         return self.log_path.read_text()
-
-
-def wait_for(predicate, seconds: float, what: str):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {seconds} s waiting for {what}")
-
-
-def tool_answer(response: httpx.Response) -> dict:
-    if response.headers.get("content-type", "").startswith("text/event-stream"):
-        return [m for m in parse_sse(response.text) if "id" in m][-1]
-    return response.json()
 
 
 @pytest.fixture(scope="module")

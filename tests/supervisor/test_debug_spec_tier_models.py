@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import http.server
-import threading
-
 import pytest
 
 from supervisor.model_table import resolve_model
-from supervisor.tasks import run_skill
 from supervisor.tier import current_tier
-from supervisor.tools import start_skill_run
+from tests.fakes.helpers import run_skill_inline
+from tests.fakes.http import FakeHTTPServer, Response
 
 pytestmark = pytest.mark.django_db
 
@@ -21,10 +18,8 @@ def test_debug_reruns_the_failing_command_and_reports_it_passes_now(fake_claude,
         "hypotheses": [{"hypothesis": "double returns x", "evidence": "assert 2 == 4"}],
         "root_cause": "missing factor", "fix": "multiply by 2", "files_changed": ["calc.py"]}}])
 
-    skill_run = start_skill_run("debug", {"project_root": str(python_project), "symptom": "test_double fails",
-                                          "failing_cmd": "python -m pytest -q tests/test_double.py"})
-    run_skill(skill_run.pk)
-    skill_run.refresh_from_db()
+    skill_run = run_skill_inline("debug", {"project_root": str(python_project), "symptom": "test_double fails",
+                                           "failing_cmd": "python -m pytest -q tests/test_double.py"})
 
     result = skill_run.result
     assert result["status"] == "pass" and result["failing_cmd_passes"] is True and result["verified"] is True
@@ -35,31 +30,18 @@ def test_spec_returns_the_spec_with_numbered_acceptance_criteria(fake_claude, se
     fake_claude.script([{"report": {"title": "Export", "spec": "Users export notes.", "acceptance_criteria": ["CSV downloads", "UTF-8"]}}])
     settings.DATA_DIR = tmp_path
 
-    skill_run = start_skill_run("spec", {"text": "we talked about exporting notes", "project": "hg"})
-    run_skill(skill_run.pk)
-    skill_run.refresh_from_db()
+    skill_run = run_skill_inline("spec", {"text": "we talked about exporting notes", "project": "hg"})
 
     result = skill_run.result
     assert result["status"] == "pass" and result["title"] == "Export"
     assert "1. CSV downloads\n2. UTF-8" in result["spec"]
 
 
-class _Probe(http.server.BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802
-        self.send_response(404)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def probe_server():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Probe)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    """Answers every request (404 is an answer: the tier probe only asks whether something is there)."""
+    with FakeHTTPServer(handle=lambda request: Response(404, raw=b"")) as server:
+        yield server.url
 
 
 @pytest.fixture

@@ -20,7 +20,8 @@ from supervisor.prompts import build_prompt
 from supervisor.skills import SkillFailed
 from supervisor.tasks import run_skill
 from supervisor.tools import start_skill_run
-from tests.supervisor.fake_anthropic import FakeAnthropic
+from tests.fakes.anthropic import FakeAnthropic
+from tests.fakes.helpers import run_skill_inline
 
 pytestmark = pytest.mark.django_db
 
@@ -107,9 +108,7 @@ def test_a_tdd_run_on_a_provider_model_runs_claude_code_through_the_gateway_and_
                        "test_name": "test_add_sums_two_numbers"},
         })
 
-        skill_run = start_skill_run("tdd_red", {"project_root": str(python_project), "spec": "add(a, b) sums"})
-        run_skill(skill_run.pk)
-        skill_run.refresh_from_db()
+        skill_run = run_skill_inline("tdd_red", {"project_root": str(python_project), "spec": "add(a, b) sums"})
 
     result = skill_run.result
     assert result["status"] == "pass" and result["verified"] is True, result
@@ -132,9 +131,7 @@ def test_a_gateway_that_refuses_the_key_is_a_worker_error_not_a_pass(fake_claude
     with FakeAnthropic(key="the-right-key", models={LOCAL_MODEL}) as gateway:
         settings.LITELLM_BASE_URL = gateway.url
         settings.LITELLM_API_KEY = "a-wrong-key"
-        skill_run = start_skill_run("tdd_red", {"project_root": str(python_project), "spec": "add(a, b) sums"})
-        run_skill(skill_run.pk)
-        skill_run.refresh_from_db()
+        skill_run = run_skill_inline("tdd_red", {"project_root": str(python_project), "spec": "add(a, b) sums"})
 
     assert skill_run.result["verified"] is False and skill_run.result["status"] != "pass"
     assert "401" in skill_run.attempt_log[0]["worker_message"]

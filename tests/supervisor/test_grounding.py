@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from supervisor.grounding import QUOTE_WINDOW, fingerprint, ground_findings
-from supervisor.tasks import run_skill
-from supervisor.tools import start_skill_run
+from tests.fakes.helpers import run_skill_inline
 
 pytestmark = pytest.mark.django_db
 
@@ -105,9 +104,7 @@ def test_review_drops_a_finding_that_cites_a_line_or_code_that_does_not_exist(fa
         finding(quote="os.system(user_input)", title="invented code"),
     ]}}])
 
-    skill_run = start_skill_run("review", {"project_root": str(python_project), "paths": ["calc.py"]})
-    run_skill(skill_run.pk)
-    skill_run.refresh_from_db()
+    skill_run = run_skill_inline("review", {"project_root": str(python_project), "paths": ["calc.py"]})
 
     result = skill_run.result
     assert result["status"] == "pass" and result["verdict"] == "request_changes" and result["verified"] is True
@@ -124,9 +121,7 @@ def test_a_review_whose_findings_were_all_dropped_is_not_verified(fake_claude, p
         finding(quote="os.system(user_input)", title="invented code"),
     ]}}])
 
-    skill_run = start_skill_run("review", {"project_root": str(python_project), "paths": ["calc.py"]})
-    run_skill(skill_run.pk)
-    skill_run.refresh_from_db()
+    skill_run = run_skill_inline("review", {"project_root": str(python_project), "paths": ["calc.py"]})
 
     assert skill_run.status == "fail" and skill_run.verified is False
     assert "all 1 finding(s) were dropped" in skill_run.result["message"]
@@ -136,9 +131,7 @@ def test_a_review_whose_findings_were_all_dropped_is_not_verified(fake_claude, p
 def test_a_review_that_asks_for_changes_without_findings_is_not_verified(fake_claude, python_project):
     fake_claude.script([{"report": {"verdict": "request_changes", "summary": "trust me", "findings": []}}])
 
-    skill_run = start_skill_run("review", {"project_root": str(python_project), "paths": ["calc.py"]})
-    run_skill(skill_run.pk)
-    skill_run.refresh_from_db()
+    skill_run = run_skill_inline("review", {"project_root": str(python_project), "paths": ["calc.py"]})
 
     assert skill_run.status == "fail" and skill_run.verified is False
     assert "no grounded finding" in skill_run.result["message"]

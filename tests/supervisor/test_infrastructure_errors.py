@@ -5,19 +5,11 @@ from __future__ import annotations
 import pytest
 
 from supervisor.executor import infrastructure_problem
-from supervisor.tasks import run_skill
-from supervisor.tools import start_skill_run
+from tests.fakes.helpers import run_skill_inline as run
 
 pytestmark = pytest.mark.django_db
 
 NOT_LOGGED_IN = {"type": "result", "is_error": True, "result": "Not logged in · Please run /login"}
-
-
-def run(skill: str, arguments: dict):
-    skill_run = start_skill_run(skill, arguments)
-    run_skill(skill_run.pk)
-    skill_run.refresh_from_db()
-    return skill_run
 
 
 def test_a_tdd_call_with_no_login_ends_as_error_in_one_attempt_quoting_the_cli(fake_claude, python_project, settings):

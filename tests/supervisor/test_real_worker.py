@@ -9,9 +9,6 @@ the fake claude and pytest, the handler streams progress and returns.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import anyio
@@ -19,7 +16,7 @@ import pytest
 from mcp.client.client import Client
 
 from supervisor.models import SkillRun
-from tests.conftest import test_database_url
+from tests.fakes.helpers import start_qcluster
 from tests.supervisor.conftest import stop_process_group
 from tests.supervisor.test_tdd_skills import FAILING_TEST, report
 
@@ -29,21 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def qcluster(fake_claude, allowed_root, settings):
-    env = {k: v for k, v in os.environ.items() if k != "HYPERGUILD_DB_STARTED_HERE"}
-    env.update(
-        DATABASE_URL=test_database_url(),
-        CLAUDE_BINARY=settings.CLAUDE_BINARY,
-        SUPERVISOR_ALLOWED_ROOTS=str(allowed_root),
-        SUPERVISOR_TIMEOUT="30",
-        SUPERVISOR_TEST_TIMEOUT="60",
-        BRAIN_EMBEDDER="off",
-        HYPERGUILD_Q_WORKERS="1",
-        SUPERVISOR_WORKER_ENV_ALLOW="FAKE_CLAUDE_*",
-    )
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    process = start_qcluster(settings, allowed_root, SUPERVISOR_TIMEOUT="30")
     yield process
     stop_process_group(process)
 

@@ -48,10 +48,10 @@ def test_a_worker_sees_only_allow_listed_variables_and_never_a_service_secret(fa
 
 
 def test_a_test_command_gets_neither_service_secrets_nor_the_workers_credentials(python_project, service_secrets):
-    outcome, exit_code, stdout, _, _ = executor.run_process(["/bin/sh", "-c", "env"], cwd=python_project, timeout=10)
+    ran = executor.run_process(["/bin/sh", "-c", "env"], cwd=python_project, timeout=10)
 
-    names = {line.split("=", 1)[0] for line in stdout.splitlines() if "=" in line}
-    assert outcome == "exited" and exit_code == 0
+    names = {line.split("=", 1)[0] for line in ran.stdout.splitlines() if "=" in line}
+    assert ran.succeeded
     assert "PATH" in names
     assert not names & (set(SERVICE_SECRETS) | {"ANTHROPIC_API_KEY", "LITELLM_BASE_URL"})
 

@@ -6,9 +6,7 @@ import json
 
 import pytest
 
-from supervisor.models import SkillRun
-from supervisor.tasks import run_skill
-from supervisor.tools import start_skill_run
+from tests.fakes.helpers import run_skill_inline as run
 
 pytestmark = pytest.mark.django_db
 
@@ -20,13 +18,6 @@ REFACTORED = "def double(x):\n    return x + x\n\n\ndef add(a, b):\n    total = 
 
 def report(path="tests/test_add.py", summary="wrote the test", **extra):
     return {"status": "done", "file_path": path, "summary": summary, **extra}
-
-
-def run(skill: str, arguments: dict) -> SkillRun:
-    skill_run = start_skill_run(skill, arguments)
-    run_skill(skill_run.pk)
-    skill_run.refresh_from_db()
-    return skill_run
 
 
 def test_red_is_verified_because_the_supervisors_own_test_run_fails(fake_claude, python_project):

@@ -14,7 +14,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -24,7 +23,9 @@ import pytest
 
 from supervisor import executor
 from supervisor.models import SkillRun
-from tests.conftest import mcp_post, parse_sse, rpc, test_database_url
+from tests.conftest import mcp_post, rpc
+from tests.fakes.helpers import start_qcluster as start_cluster
+from tests.fakes.helpers import tool_answer, wait_for
 from tests.supervisor.conftest import process_alive, stop_process_group
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,24 +33,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def start_qcluster(settings, allowed_root, **extra: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k != "HYPERGUILD_DB_STARTED_HERE"}
-    env.update(
-        DATABASE_URL=test_database_url(),
-        CLAUDE_BINARY=settings.CLAUDE_BINARY,
-        SUPERVISOR_ALLOWED_ROOTS=str(allowed_root),
-        SUPERVISOR_TIMEOUT="120",
-        SUPERVISOR_IDLE_TIMEOUT="120",
-        SUPERVISOR_TEST_TIMEOUT="60",
-        SUPERVISOR_MAX_WORKERS="1",
-        SUPERVISOR_WORKER_ENV_ALLOW="FAKE_CLAUDE_*",
-        BRAIN_EMBEDDER="off",
-        HYPERGUILD_Q_WORKERS="1",
-        **extra,
-    )
-    return subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    return start_cluster(settings, allowed_root, SUPERVISOR_TIMEOUT="120", SUPERVISOR_IDLE_TIMEOUT="120",
+                         SUPERVISOR_MAX_WORKERS="1", **extra)  # fmt: skip
 
 
 def stop_qcluster(process: subprocess.Popen) -> None:
@@ -63,16 +48,6 @@ def qcluster(fake_claude, allowed_root, settings):
     stop_qcluster(process)
 
 
-def wait_for(predicate, seconds: float, what: str):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def call_in_background(url: str, name: str, arguments: dict) -> tuple[threading.Thread, dict]:
     """tools/call in a thread; the JSON-RPC answer lands in box["answer"] (SSE or JSON)."""
     box: dict = {}
@@ -81,10 +56,7 @@ def call_in_background(url: str, name: str, arguments: dict) -> tuple[threading.
         started = time.monotonic()
         response = mcp_post(url, rpc("tools/call", {"name": name, "arguments": arguments}), timeout=300)
         box["seconds"] = time.monotonic() - started
-        if response.headers.get("content-type", "").startswith("text/event-stream"):
-            box["answer"] = [m for m in parse_sse(response.text) if "id" in m][-1]
-        else:
-            box["answer"] = response.json()
+        box["answer"] = tool_answer(response)
 
     thread = threading.Thread(target=call, daemon=True)
     thread.start()

@@ -117,9 +117,9 @@ def test_output_is_capped_keeping_head_and_tail(settings):
 
 
 def test_merged_stderr_arrives_in_stdout_in_the_order_it_was_written(tmp_path):
-    outcome, exit_code, stdout, stderr, _ = executor.run_process(
+    ran = executor.run_process(
         ["/bin/sh", "-c", "echo one; echo two >&2; echo three; exit 3"], cwd=tmp_path, timeout=10, merge_stderr=True
     )
 
-    assert (outcome, exit_code) == ("exited", 3)
-    assert stdout == "one\ntwo\nthree\n" and stderr == ""
+    assert (ran.outcome, ran.exit_code) == (executor.ProcessOutcome.EXITED, 3)
+    assert ran.stdout == "one\ntwo\nthree\n" and ran.stderr == ""

@@ -23,6 +23,7 @@ def _note_actions(note, target):
         (reverse("brain-edit", args=[target.pk]), {"title": "T", "body": "edited"}),
         (reverse("brain-refile", args=[target.pk]), {"wing": "other", "slug": target.slug}),
         (reverse("brain-demote", args=[target.pk]), {"reason": "not ready"}),
+        (reverse("brain-reopen", args=[note.pk]), {"reason": "again"}),
         (reverse("brain-merge-render", args=[note.pk]), {"into": target.slug, "body": "x"}),
     ]
 
@@ -31,7 +32,8 @@ def _example_actions(example):
     return [
         (reverse("sessions-training-approve", args=[example.pk]), {}),
         (reverse("sessions-training-reject", args=[example.pk]), {"reason": "wrong"}),
-        (reverse("sessions-training-swap", args=[example.pk]), {}),
+        (reverse("sessions-training-swap", args=[example.pk]), {"confirm": "1"}),
+        (reverse("sessions-training-undo", args=[example.pk, 0]), {}),
         (reverse("sessions-training-edit", args=[example.pk]),
          {"prompt-0-role": "user", "prompt-0-content": "changed"}),
     ]

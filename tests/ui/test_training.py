@@ -61,7 +61,7 @@ def test_approve_reject_and_swap_record_the_reviewer(staff_client, staff_user):
     a, b, c = make_example("sft"), make_example("sft"), make_example("dpo")
     staff_client.post(reverse("sessions-training-approve", args=[a.pk]))
     staff_client.post(reverse("sessions-training-reject", args=[b.pk]), {"reason": "answer is wrong"})
-    staff_client.post(reverse("sessions-training-swap", args=[c.pk]))
+    staff_client.post(reverse("sessions-training-swap", args=[c.pk]), {"confirm": "1"})
     a.refresh_from_db(), b.refresh_from_db(), c.refresh_from_db()
     assert (a.status, a.reviewer) == ("approved", staff_user)
     assert (b.status, b.review_note, b.reviewer) == ("rejected", "answer is wrong", staff_user)
@@ -71,7 +71,7 @@ def test_approve_reject_and_swap_record_the_reviewer(staff_client, staff_user):
 
 def test_swapping_an_sft_example_is_refused_and_changes_nothing(staff_client):
     example = make_example("sft")
-    response = staff_client.post(reverse("sessions-training-swap", args=[example.pk]))
+    response = staff_client.post(reverse("sessions-training-swap", args=[example.pk]), {"confirm": "1"})
     assert response.status_code == 400 and "Only DPO examples" in response.content.decode()
     example.refresh_from_db()
     assert example.edits == []

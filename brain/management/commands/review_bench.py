@@ -85,6 +85,20 @@ class Command(BaseCommand):
               lambda: views.note_detail(request("get", f"/review/{middle.pk}/", {"from": "source=bench&sort=title"}),
                                         pk=middle.pk))
 
+        # A long raw note (issue 31): its page reads the stored similar-notes ranking, never searches per view.
+        sections = [f"## Section {i}\n\n" + "Retry uploads with jitter and backoff; log every attempt. " * 12
+                    for i in range(40)]
+        long = do_write_raw_note(title=f"Long bench note {run}", body="\n\n".join(sections), source="bench-long",
+                                 slug=f"bench-{run}-long")
+        self.stdout.write(f"long raw note: {len(long.body):,} characters")
+        timed("similar notes ranked now (the background task's work)",
+              lambda: views.similar_panel(request("get", f"/review/{long.pk}/similar/", {"again": "1"}), pk=long.pk))
+        timed("raw note page, long body (ranking stored)",
+              lambda: views.note_detail(request("get", f"/review/{long.pk}/"), pk=long.pk))
+        timed("raw note page, long body, opened from a filter",
+              lambda: views.note_detail(request("get", f"/review/{long.pk}/", {"from": "source=bench-long"}),
+                                        pk=long.pk))
+
         matching = Note.objects.raw_queue().filter(source="bench-bulk").count()
         t0 = time.perf_counter()
         response = views.bulk_review(request("post", "/review/bulk/", {

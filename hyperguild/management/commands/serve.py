@@ -2,7 +2,7 @@
 
 Migrates, makes an admin account if there is none, starts the ASGI server
 (uvicorn) and the django-q2 cluster as child processes, prints the endpoint
-URLs and the `claude mcp add` lines, and stops everything on Ctrl-C.
+URLs, the Claude Code plugin lines and the `claude mcp add` lines, and stops everything on Ctrl-C.
 
 Without DATABASE_URL it also supervises the embedded PostgreSQL: checked
 every `DB_CHECK_SECONDS`, started again if its postmaster died (the web
@@ -28,20 +28,12 @@ from django.db import connections
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
 from hyperguild.checks import public_bind_problem
 from hyperguild.lib.embedded_db import ensure_embedded_database, stop_embedded_database
+from hyperguild.management.commands.plugin_setup import setup_lines
 from hyperguild.mcp.registry import all_endpoints
 from hyperguild.web_process import port_taken
 
 WORKER_RESTART_SECONDS = 5  # at most one restart of a dying worker cluster this often
 DB_CHECK_SECONDS = 1.0
-
-
-def claude_mcp_add_line(name: str, url: str, token_setting: str, token: str) -> str:
-    """The `claude mcp add` line; the token is never printed (service logs keep the banner):
-    the line reads it from the shell variable of the same name."""
-    line = f"claude mcp add --transport http hyperguild-{name} {url}"
-    if token:
-        line += f' --header "Authorization: Bearer ${token_setting}"'
-    return line
 
 
 def masked(token: str) -> str:
@@ -234,11 +226,9 @@ class Command(BaseCommand):
     def _print_banner(self, base: str) -> None:
         self.stdout.write(self.style.SUCCESS(f"hyperguild {settings.VERSION} is running at {base}/"))
         self.stdout.write(f"  review UI and admin: {base}/  {base}/admin/   health: {base}/health")
-        self.stdout.write("  MCP endpoints, ready to paste:")
+        for line in setup_lines(base):
+            self.stdout.write(f"  {line}")
         endpoints = all_endpoints()
-        for endpoint in endpoints:
-            url = f"{base}/mcp/{endpoint.name}"
-            self.stdout.write(f"    {claude_mcp_add_line(endpoint.name, url, endpoint.token_setting, endpoint.token())}")
         with_token = [e for e in endpoints if e.token_setting and e.token()]
         if with_token:
             self.stdout.write("  Tokens are not printed: " + ", ".join(

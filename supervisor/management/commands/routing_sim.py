@@ -7,6 +7,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
@@ -19,6 +22,8 @@ from supervisor.routing_sim import (
     simulate,
     simulate_areas,
 )
+
+T = TypeVar("T")
 
 
 class Command(BaseCommand):
@@ -91,21 +96,13 @@ class Command(BaseCommand):
             raise CommandError("--calls must be at least 1")
         if options["skills"] or options["drop_at"] is not None:
             raise CommandError("--areas replaces --skills and the drop options")
-        bar = None if options["no_progress"] else tqdm(total=2 * calls, unit="call", file=self.stderr, leave=False)
-        try:
-            return simulate_areas(
-                parse_areas(options["areas"]),
-                calls=calls,
-                seed=options["seed"],
-                window=options["window"],
-                min_samples=options["min_samples"],
-                on_progress=(lambda done: bar.update(1)) if bar else None,
-            )
-        except SimSpecError as exc:
-            raise CommandError(str(exc)) from None
-        finally:
-            if bar:
-                bar.close()
+        return self.with_progress(
+            options,
+            2 * calls,
+            lambda on_progress: simulate_areas(
+                parse_areas(options["areas"]), calls=calls, on_progress=on_progress, **self.router_options(options)
+            ),
+        )
 
     def run(self, options: dict) -> SimReport:
         calls = options["calls"]
@@ -120,20 +117,31 @@ class Command(BaseCommand):
         if options["drop_at"] is not None and not 0 <= options["drop_at"] < calls:
             raise CommandError("--drop-at must lie within the calls (0 … calls − 1)")
         drop_skills = [name.strip() for name in options["drop_skills"].split(",") if name.strip()]
-        bar = None if options["no_progress"] else tqdm(total=calls, unit="call", file=self.stderr, leave=False)
-        try:
-            return simulate(
+        return self.with_progress(
+            options,
+            calls,
+            lambda on_progress: simulate(
                 parse_skills(options["skills"]),
                 calls=calls,
-                seed=options["seed"],
                 drop_at=options["drop_at"],
                 drop_to=options["drop_to"],
                 drop_skills=drop_skills,
                 ttl=options["ttl"],
-                window=options["window"],
-                min_samples=options["min_samples"],
-                on_progress=(lambda done: bar.update(1)) if bar else None,
-            )
+                on_progress=on_progress,
+                **self.router_options(options),
+            ),
+        )
+
+    @staticmethod
+    def router_options(options: dict) -> dict:
+        """The options both workloads pass on: the seed and the router settings they override."""
+        return {"seed": options["seed"], "window": options["window"], "min_samples": options["min_samples"]}
+
+    def with_progress(self, options: dict, total: int, simulation: Callable[[Callable[[int], None] | None], T]) -> T:
+        """Run `simulation` with a progress bar of `total` calls (unless --no-progress); a bad spec is a CommandError."""
+        bar = None if options["no_progress"] else tqdm(total=total, unit="call", file=self.stderr, leave=False)
+        try:
+            return simulation((lambda done: bar.update(1)) if bar else None)
         except SimSpecError as exc:
             raise CommandError(str(exc)) from None
         finally:

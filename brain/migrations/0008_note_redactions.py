@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('brain', '0006_merge_wave_two'),
+        ('brain', '0007_similar_notes_and_reopen'),
     ]
 
     operations = [

@@ -1,0 +1,18 @@
+"""Counters of the BM25 index's work, read by tests and benchmarks."""
+
+from __future__ import annotations
+
+
+class Stats:
+    """Counters tests and benchmarks read; never used for decisions."""
+
+    def __init__(self) -> None:
+        self.tokenised = 0  # notes tokenised by this process
+        self.full_builds = 0  # whole-corpus builds from the database
+        self.loads = 0  # base segments memory-mapped from BRAIN_BM25_DIR
+        self.merges = 0  # background merges of base + delta
+        self.refreshes = 0  # snapshots published after changes
+        self.middle_builds = 0  # middle segments rebuilt from every changed note (past BRAIN_BM25_FRESH_NOTES)
+
+
+stats = Stats()

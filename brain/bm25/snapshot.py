@@ -1,0 +1,280 @@
+"""Snapshot scoring: an immutable view of the live corpus that ranks exactly as rank-bm25's BM25Okapi."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from brain.bm25.segments import Segment, segment_from_docs, segment_from_rows
+from brain.bm25.text import term_key
+
+# Okapi parameters tuned for short scientific/technical notes (BEIR's
+# Elasticsearch baseline uses k1 0.9, b 0.4 as well).
+K1 = 0.9
+B = 0.4
+EPSILON = 0.25  # rank-bm25's floor for negative idf, as a fraction of the mean idf
+
+
+class Snapshot:
+    """An immutable view of the live corpus: segments, tombstones and the corpus statistics.
+
+    Its parts are the base, a middle segment (the notes changed since the base, as of the
+    last time it was built) and a small delta (the notes changed since the middle was
+    built). A part's documents superseded by a later part, or removed, are tombstoned.
+    `rank()` scores exactly as a BM25Okapi built over the live documents would.
+    """
+
+    def __init__(
+        self,
+        *,
+        version: int,
+        corpus_id: str,
+        base: Segment,
+        dead: np.ndarray,  # positions of tombstoned base documents
+        delta: Segment,
+        middle: Segment | None = None,
+        middle_dead: np.ndarray | None = None,  # positions of tombstoned middle documents
+    ) -> None:
+        self.version = version
+        self.corpus_id = corpus_id
+        self.base = base
+        self.delta = delta
+        self.middle = middle if middle is not None else segment_from_docs([], version)
+        no_dead = np.zeros(0, dtype=np.int64)
+        self.parts: list[Segment] = [base, self.middle, delta]
+        self.alives: list[np.ndarray | None] = []
+        # Per part, document frequencies lost to tombstones, sparse: (term ids, counts).
+        self.dead_info: list[tuple[np.ndarray, np.ndarray]] = []
+        self.n_docs, self.total_length, self.tombstones = 0, 0, 0
+        for seg, seg_dead in zip(self.parts, (dead, middle_dead if middle_dead is not None else no_dead, no_dead),
+                                 strict=True):  # fmt: skip
+            alive, dead_terms, dead_length = None, no_dead, 0
+            if len(seg_dead):
+                alive = np.ones(len(seg), dtype=bool)
+                alive[seg_dead] = False
+                starts, ends = seg.fwd_offsets[seg_dead], seg.fwd_offsets[seg_dead + 1]
+                dead_terms = np.concatenate([seg.fwd_terms[s:e] for s, e in zip(starts, ends, strict=True)])
+                dead_length = int(seg.lengths[seg_dead].sum(dtype=np.int64))
+            self.alives.append(alive)
+            self.dead_info.append(np.unique(dead_terms, return_counts=True))
+            self.n_docs += len(seg) - len(seg_dead)
+            self.total_length += seg.total_length - dead_length
+            self.tombstones += len(seg_dead)
+        self.alive = self.alives[0]  # the base's
+        self.avgdl = self.total_length / self.n_docs if self.n_docs else 0.0
+        self._floor: float | None = None
+        self._norms: list[np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return self.n_docs
+
+    @property
+    def delta_notes(self) -> int:
+        """Live notes outside the base (changed since it was built)."""
+        return self.n_docs - (len(self.base) - (0 if self.alive is None else int(len(self.alive) - self.alive.sum())))
+
+    def length_norms(self) -> list[np.ndarray]:
+        """Per document of each part, BM25's length term `k1·(1 − b + b·dl/avgdl)`.
+
+        Computed once per snapshot (avgdl is the snapshot's) instead of for every posting of
+        every query term, element for element as rank-bm25 computes it, so scores stay equal.
+        """
+        if self._norms is None:  # two threads may both compute it: the same arrays either way
+            self._norms = [K1 * (1 - B + B * seg.lengths.astype(np.float64) / self.avgdl) for seg in self.parts]
+        return self._norms
+
+    def _part_df(self, part: int, term: int) -> int:
+        seg = self.parts[part]
+        df = int(seg.offsets[term + 1] - seg.offsets[term])
+        dead_terms, dead_counts = self.dead_info[part]
+        if len(dead_terms):
+            i = int(np.searchsorted(dead_terms, term))
+            if i < len(dead_terms) and dead_terms[i] == term:
+                df -= int(dead_counts[i])
+        return df
+
+    def idf_floor(self) -> float:
+        """rank-bm25's value for a negative idf: ε × the mean idf over every live term (computed once, lazily:
+        only a query with a term in more than half the notes needs it)."""
+        if self._floor is None:
+            # The base's df in its own term order; the small parts' terms are added to it where the base
+            # has them, and the rest summed among themselves (sorting only those, not the base's vocabulary).
+            base_keys = self.base.keys
+            df = None
+            extra_keys, extra_dfs = [], []
+            for part, seg in enumerate(self.parts):
+                part_df = np.diff(seg.offsets).astype(np.float64)
+                dead_terms, dead_counts = self.dead_info[part]
+                if len(dead_terms):
+                    part_df[dead_terms] -= dead_counts
+                if part == 0:
+                    df = part_df
+                    continue
+                shared = np.zeros(len(seg.keys), dtype=bool)
+                if len(base_keys) and len(seg.keys):
+                    pos = np.minimum(np.searchsorted(base_keys, seg.keys), len(base_keys) - 1)
+                    shared = base_keys[pos] == seg.keys
+                    np.add.at(df, pos[shared], part_df[shared])
+                extra_keys.append(seg.keys[~shared])
+                extra_dfs.append(part_df[~shared])
+            extra = np.concatenate(extra_keys)
+            if len(extra):
+                unique_keys, inverse = np.unique(extra, return_inverse=True)
+                summed = np.bincount(inverse, weights=np.concatenate(extra_dfs), minlength=len(unique_keys))
+                df = np.concatenate([df, summed])
+            df = df[df > 0]
+            if len(df):
+                average_idf = float((np.log(self.n_docs - df + 0.5) - np.log(df + 0.5)).sum() / len(df))
+            else:
+                average_idf = 0.0
+            # In a tiny brain the mean itself is negative, which would rank a note *lower* the more often
+            # it uses the query word; there the floor is ε instead. Other corpora score as rank-bm25.
+            self._floor = EPSILON * average_idf if average_idf > 0 else EPSILON
+        return self._floor
+
+    def term_info(self, token: str) -> tuple[tuple[int, ...], int, float]:
+        """(the term's id in each part, -1 where absent; live document frequency; idf as rank-bm25 uses it)."""
+        key = term_key(token)
+        ids = tuple(seg.term(key) for seg in self.parts)
+        df = sum(self._part_df(part, term) for part, term in enumerate(ids) if term >= 0)
+        idf = 0.0
+        if df:
+            idf = float(np.log(self.n_docs - df + 0.5) - np.log(df + 0.5))
+            if idf < 0:
+                idf = self.idf_floor()
+        return ids, df, idf
+
+    def unseen_idf(self) -> float:
+        """The weight `idf_shares` gives a query term no live note uses: that of a term used once."""
+        return max(float(np.log(self.n_docs - 1 + 0.5) - np.log(1 + 0.5)), EPSILON)
+
+    def idf_shares(self, query_tokens: list[str], note_ids: list[int]) -> dict[int, float]:
+        """For each note, the share of the query's idf weight carried by the query terms it contains.
+
+        Each distinct query term counts once. A term no live note uses weighs as much as the
+        rarest term a note could use (document frequency 1): a query about something the
+        brain has never seen stays mostly unmatched. `brain.floors` compares the share with
+        BRAIN_BM25_FLOOR.
+        """
+        distinct = list(dict.fromkeys(query_tokens))
+        if not distinct or self.n_docs == 0 or not note_ids:
+            return {note_id: 0.0 for note_id in note_ids}
+        unseen_idf = self.unseen_idf()
+        wanted = np.asarray(note_ids, dtype=np.int64)
+        located = []  # per part: positions of the wanted notes that are alive there, or -1
+        for seg, alive in zip(self.parts, self.alives, strict=True):
+            positions = np.full(len(wanted), -1, dtype=np.int64)
+            if len(seg):
+                found = np.minimum(np.searchsorted(seg.note_ids, wanted), len(seg) - 1)
+                hit = seg.note_ids[found] == wanted
+                if alive is not None:
+                    hit &= alive[found]
+                positions[hit] = found[hit]
+            located.append(positions)
+        matched = np.zeros(len(wanted), dtype=np.float64)
+        total = 0.0
+        for token in distinct:
+            ids, df, idf = self.term_info(token)
+            if df == 0:
+                total += unseen_idf
+                continue
+            # A term in half the notes has idf 0 (rank-bm25's formula); it still says something.
+            weight = max(idf, EPSILON)
+            total += weight
+            has_term = np.zeros(len(wanted), dtype=bool)
+            for positions, seg, term in zip(located, self.parts, ids, strict=True):
+                if term >= 0:
+                    docs = seg.post_docs[seg.offsets[term] : seg.offsets[term + 1]]
+                    has_term |= (positions >= 0) & np.isin(positions, docs)
+            matched[has_term] += weight
+        return {int(note_id): float(matched[i] / total) if total > 0 else 0.0 for i, note_id in enumerate(note_ids)}
+
+    def rank(self, query_tokens: list[str], *, limit: int, **filters: str | None) -> list[tuple[int, float]]:
+        """(note_id, score) of the best `limit` notes that match at least one token, best first.
+
+        `filters`: `wing`, `hall`, `status`, as for `rank_with_shares()`."""
+        return self.rank_with_shares(query_tokens, limit=limit, shares=False, **filters)[0]
+
+    def rank_with_shares(
+        self,
+        query_tokens: list[str],
+        *,
+        limit: int,
+        wing: str | None = None,
+        hall: str | None = None,
+        status: str | None = None,
+        shares: bool = True,
+    ) -> tuple[list[tuple[int, float]], dict[int, float]]:
+        """`rank()`, and (`shares`) each ranked note's `idf_shares()` from the same pass over the postings."""
+        if self.n_docs == 0 or limit <= 0:
+            return [], {}
+        parts = [(seg, alive) for seg, alive in zip(self.parts, self.alives, strict=True)]
+        scores = [np.zeros(len(seg), dtype=np.float64) for seg in self.parts]
+        matched = [np.zeros(len(seg), dtype=bool) for seg in self.parts]
+        weights = [np.zeros(len(seg), dtype=np.float64) for seg in self.parts] if shares else None
+        total_weight = 0.0
+        terms: dict[str, tuple[tuple[int, ...], int, float]] = {}
+        norms = self.length_norms()
+        for token in query_tokens:  # a repeated token counts again, as in rank-bm25
+            first = token not in terms
+            if first:
+                terms[token] = self.term_info(token)
+            ids, df, idf = terms[token]
+            weight = 0.0
+            if first and shares:  # idf_shares' weights: each distinct term once
+                weight = max(idf, EPSILON) if df else 0.0
+                total_weight += weight if df else self.unseen_idf()
+            for index, ((seg, _), term) in enumerate(zip(parts, ids, strict=True)):
+                if term < 0:
+                    continue
+                start, end = seg.offsets[term], seg.offsets[term + 1]
+                docs = seg.post_docs[start:end]
+                tf = seg.post_tfs[start:end].astype(np.float64)
+                # rank-bm25's expression, term for term (the length term precomputed).
+                scores[index][docs] += idf * (tf * (K1 + 1) / (tf + norms[index][docs]))
+                matched[index][docs] = True
+                if weight:
+                    weights[index][docs] += weight
+        found_ids, found_scores, found_weights = [], [], []
+        for index, (seg, alive) in enumerate(parts):
+            seg_matched = matched[index]
+            if alive is not None:
+                seg_matched &= alive
+            candidates = np.flatnonzero(seg_matched)
+            # Filters compare small integer codes, not strings: cheap even with 100,000 candidates.
+            for codes, value in ((seg.status_codes, status), (seg.wing_codes, wing), (seg.hall_codes, hall)):
+                if value is not None:
+                    candidates = candidates[codes[candidates] == seg.code(value)]
+            found_ids.append(seg.note_ids[candidates])
+            found_scores.append(scores[index][candidates])
+            if weights is not None:
+                found_weights.append(weights[index][candidates])
+        ids, cand_scores = np.concatenate(found_ids), np.concatenate(found_scores)
+        if len(ids) == 0:
+            return [], {}
+        top = np.arange(len(ids))
+        if len(ids) > limit:
+            # Everything scoring at least the limit-th best: notes tied at the cut all compete.
+            cut = np.partition(cand_scores, len(ids) - limit)[len(ids) - limit]
+            top = np.flatnonzero(cand_scores >= cut)
+        # Best score first; ties by note id, so results are stable (and the same as a full rebuild's).
+        order = top[np.lexsort((ids[top], -cand_scores[top]))][:limit]
+        ranking = [(int(ids[i]), float(cand_scores[i])) for i in order]
+        note_shares: dict[int, float] = {}
+        if weights is not None:
+            cand_weights = np.concatenate(found_weights)
+            note_shares = {
+                int(ids[i]): float(cand_weights[i] / total_weight) if total_weight > 0 else 0.0 for i in order
+            }
+        return ranking, note_shares
+
+
+EMPTY_CORPUS = ""
+
+
+def build_index(rows: Iterable[tuple], version: int = 0) -> Snapshot:
+    """A one-segment snapshot of `rows` — (id, title, body, status, wing, hall) — for tests and benchmarks."""
+    base = segment_from_rows((row[:6] for row in rows), version)
+    return Snapshot(version=version, corpus_id=EMPTY_CORPUS, base=base, dead=np.zeros(0, np.int64),
+                    delta=segment_from_docs([], version))  # fmt: skip

@@ -1,0 +1,92 @@
+"""`manage.py plugin_setup`: how to connect Claude Code to this server (the plugin, or the three endpoints).
+
+The checkout path and the URL differ per machine, so the lines are printed for this one:
+the two `claude plugin` lines, the two environment variables the plugin reads, and which
+token they need. The serve banner prints the same lines.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from hyperguild.mcp.registry import Endpoint, all_endpoints
+
+PLUGIN_FOLDER = "claude-plugin"
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+def claude_mcp_add_line(name: str, url: str, token_setting: str | None, token: str) -> str:
+    """The `claude mcp add` line, in user scope (every project of this user, not just the current folder).
+
+    The token is never printed (service logs keep the banner): the line reads it from the shell variable
+    of the same name."""
+    line = f"claude mcp add --scope user --transport http hyperguild-{name} {url}"
+    if token:
+        line += f' --header "Authorization: Bearer ${token_setting}"'
+    return line
+
+
+def plugin_install_lines(base_dir: Path | None = None) -> list[str]:
+    folder = (base_dir or Path(settings.BASE_DIR)) / PLUGIN_FOLDER
+    return [
+        f"claude plugin marketplace add {shlex.quote(str(folder))}",
+        "claude plugin install hyperguild@hyperguild",
+    ]
+
+
+def plugin_token_advice(endpoints: list[Endpoint]) -> str:
+    """Which token HYPERGUILD_TOKEN must hold: the plugin sends one token to the three endpoints and the hooks."""
+    tokens = {endpoint.token_setting: endpoint.token() for endpoint in endpoints if endpoint.token_setting}
+    set_tokens = {name: value for name, value in tokens.items() if value}
+    if not set_tokens:
+        return "HYPERGUILD_TOKEN: leave it empty (this server has no tokens set)."
+    names = ", ".join(tokens)
+    if len(set(tokens.values())) == 1:
+        return f"HYPERGUILD_TOKEN: the value of {names} (all the same here)."
+    return (
+        f"HYPERGUILD_TOKEN: the plugin sends one token to every endpoint and to the hooks, but {names} differ here: "
+        "give them one value (the hooks use BRAIN_MCP_TOKEN's), or add the endpoints one by one with the lines above."
+    )
+
+
+def setup_lines(base: str) -> list[str]:
+    """What a user on another machine needs, as lines to print (no secret among them)."""
+    endpoints = all_endpoints()
+    lines = ["Claude Code plugin (the three endpoints, hooks that log each session and bring the project's notes in, "
+             "the loop skill):"]  # fmt: skip
+    lines += [f"    {line}" for line in plugin_install_lines()]
+    url_line = f"    export HYPERGUILD_URL={shlex.quote(base)}"
+    if base.rstrip("/") == DEFAULT_URL:
+        url_line += "   # the default; needed only for another address"
+    lines += [url_line, f"    {plugin_token_advice(endpoints)}"]
+    lines.append("Or only the endpoints, for every project of this user (--scope user; without it `claude mcp add` "
+                 "adds a server to the current folder only):")  # fmt: skip
+    for endpoint in endpoints:
+        url = f"{base}/mcp/{endpoint.name}"
+        lines.append(f"    {claude_mcp_add_line(endpoint.name, url, endpoint.token_setting, endpoint.token())}")
+    return lines
+
+
+def local_host(host: str) -> str:
+    """The address a client on this machine uses for a server bound to `host`."""
+    return "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+
+
+class Command(BaseCommand):
+    help = "Print how to connect Claude Code to this server: the plugin's two lines, its settings, the endpoints."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument(
+            "--url",
+            default=settings.HYPERGUILD_PUBLIC_URL or f"http://{local_host(settings.HYPERGUILD_HOST)}:{settings.HYPERGUILD_PORT}",
+            help="the server's address as Claude Code reaches it (default: HYPERGUILD_PUBLIC_URL, else host:port)",
+        )
+
+    def handle(self, *args, url: str, **options) -> None:
+        for line in setup_lines(url.rstrip("/")):
+            self.stdout.write(line)
+        self.stdout.write(self.style.SUCCESS("docs/plugin.md explains each step."))

@@ -1,0 +1,79 @@
+"""The routed twins of the sessions skills on /mcp/routing: the same logic, run with the router's model.
+
+`sessions/tools.py` declares the tools; this is what the routed
+`retrospective` does. A routed call passes when `judge(outcome)` finds
+nothing wrong; otherwise the router fails open onto the thinking model
+(`supervisor.routing`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from hyperguild.errors import DomainError
+from sessions.retrospective import SessionNotFound, run_retrospective
+from supervisor.models import RoutingEntry
+from supervisor.routing import Attempt, route
+from supervisor.routing_service import routed_result, routing_client
+from supervisor.skills import Verdict
+
+
+def routed_retrospective_result(arguments: dict) -> dict:
+    """A retrospective of `arguments["session_id"]` written by the routed model."""
+    return routed_session_skill(
+        "retrospective",
+        arguments,
+        lambda session_id, model: run_retrospective(session_id, llm_model=model),
+        retrospective_judge,
+        "learnings",
+    )
+
+
+def routed_session_skill(skill: str, arguments: dict, run_with_model, judge, list_key: str) -> dict:
+    """Route a sessions-app skill: `run_with_model(session_id, model)` does the work with the given model,
+    `judge(outcome)` returns None if it passed or why it did not."""
+    started = time.monotonic()
+    routing_client()
+
+    def attempt(model: str) -> Attempt:
+        began = time.monotonic()
+        try:
+            outcome = run_with_model(arguments["session_id"], model)
+        except SessionNotFound:
+            raise  # the caller's mistake, not the model's: out of route() before anything is logged
+        except DomainError as exc:  # a refusal from the code the model's answer went through
+            return Attempt(RoutingEntry.Status.ERROR, error=exc.message, latency_ms=_ms(began))
+        except Exception as exc:  # the sessions logic broke: this attempt errs, the call still ends cleanly
+            return Attempt(RoutingEntry.Status.ERROR, error=f"{exc.__class__.__name__}: {exc}", latency_ms=_ms(began))
+        problem = judge(outcome)
+        return Attempt(
+            RoutingEntry.Status.FAIL if problem else RoutingEntry.Status.PASS,
+            data=outcome,
+            error=problem or "",
+            latency_ms=_ms(began),
+            response=json.dumps(outcome, default=str)[: RoutingEntry.BODY_CAP],
+        )
+
+    # SessionNotFound leaves route() before anything is logged and reaches the caller as a tool error.
+    routed = route(skill, attempt, override=arguments.get("model"), session_id=arguments["session_id"])
+    values = {
+        key: value
+        for key, value in routed.data.items()
+        if key not in {"status", "model_used", "attempts", "duration_ms", "phase", "skill"}
+    }
+    values["count"] = len(values.get(list_key) or [])
+    return routed_result(skill, routed, started, **values)
+
+
+def _ms(began: float) -> int:
+    return int((time.monotonic() - began) * 1000)
+
+
+def retrospective_judge(outcome: dict) -> str | None:
+    if outcome.get("status") != Verdict.PASS:
+        return outcome.get("message") or f"the retrospective ended {outcome.get('status')}"
+    if outcome.get("method") != "llm":
+        # The sessions logic falls back to rules when the model fails: for routing, that model failed.
+        return "the model did not answer; the rules answered instead. " + str(outcome.get("message", ""))[:500]
+    return None

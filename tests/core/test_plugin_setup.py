@@ -1,0 +1,46 @@
+"""`manage.py plugin_setup`: the plugin's lines for this server, and which token the plugin needs."""
+
+from __future__ import annotations
+
+from io import StringIO
+
+from django.core.management import call_command
+
+
+def run(**options) -> str:
+    out = StringIO()
+    call_command("plugin_setup", stdout=out, **options)
+    return out.getvalue()
+
+
+def test_it_prints_the_two_plugin_lines_for_this_checkout_and_the_user_scope_lines(settings):
+    settings.BRAIN_MCP_TOKEN = settings.SUPERVISOR_MCP_TOKEN = settings.ROUTING_MCP_TOKEN = ""
+    output = run(url="http://10.0.0.5:8000/")
+    assert f"claude plugin marketplace add {settings.BASE_DIR / 'claude-plugin'}\n" in output
+    assert "claude plugin install hyperguild@hyperguild\n" in output
+    assert "export HYPERGUILD_URL=http://10.0.0.5:8000\n" in output
+    assert "HYPERGUILD_TOKEN: leave it empty" in output
+    assert "claude mcp add --scope user --transport http hyperguild-brain http://10.0.0.5:8000/mcp/brain\n" in output
+    assert "Authorization" not in output
+
+
+def test_one_token_for_all_is_named_and_never_printed(settings):
+    settings.BRAIN_MCP_TOKEN = settings.SUPERVISOR_MCP_TOKEN = settings.ROUTING_MCP_TOKEN = "shared-secret-1"
+    output = run()
+    assert "shared-secret-1" not in output
+    assert "HYPERGUILD_TOKEN: the value of BRAIN_MCP_TOKEN, SUPERVISOR_MCP_TOKEN, ROUTING_MCP_TOKEN (all the same here)" in output
+    assert '--header "Authorization: Bearer $BRAIN_MCP_TOKEN"' in output
+    assert f"export HYPERGUILD_URL=http://127.0.0.1:{settings.HYPERGUILD_PORT}" in output
+
+
+def test_different_endpoint_tokens_are_pointed_out(settings):
+    settings.BRAIN_MCP_TOKEN, settings.SUPERVISOR_MCP_TOKEN, settings.ROUTING_MCP_TOKEN = "a-secret", "b-secret", ""
+    output = run()
+    assert "differ here: give them one value (the hooks use BRAIN_MCP_TOKEN's)" in output
+    assert "a-secret" not in output and "b-secret" not in output
+
+
+def test_the_default_url_follows_the_public_url(settings):
+    settings.HYPERGUILD_PUBLIC_URL = "https://hg.example.com"
+    # The --url default is read when the parser is built, i.e. on each call_command.
+    assert "export HYPERGUILD_URL=https://hg.example.com\n" in run()

@@ -1,0 +1,70 @@
+"""Helpers more than one test file needs: waiting, reading an MCP answer, running a skill, a worker cluster."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import httpx
+
+from tests.conftest import parse_sse, test_database_url
+
+ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+
+
+def wait_for(predicate: Callable[[], T], seconds: float, what: str) -> T:
+    """Poll `predicate` every 0.1 s until it returns something true, and return that; fail after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {seconds} s waiting for {what}")
+
+
+def tool_answer(response: httpx.Response) -> dict:
+    """The JSON-RPC answer of an MCP POST, whether it came as JSON or as the last message of an SSE stream."""
+    if response.headers.get("content-type", "").startswith("text/event-stream"):
+        return [message for message in parse_sse(response.text) if "id" in message][-1]
+    return response.json()
+
+
+def run_skill_inline(skill: str, arguments: dict):
+    """Record a SkillRun as an MCP call would, run it in this process (no worker cluster), and reload it."""
+    from supervisor.tasks import run_skill
+    from supervisor.tools import start_skill_run
+
+    skill_run = start_skill_run(skill, arguments)
+    run_skill(skill_run.pk)
+    skill_run.refresh_from_db()
+    return skill_run
+
+
+def start_qcluster(settings, allowed_root, **environment: str) -> subprocess.Popen:
+    """`manage.py qcluster` in its own process group on the test database, running the fake claude.
+
+    One worker process, the embedder off; `environment` adds or overrides variables
+    (e.g. SUPERVISOR_TIMEOUT). Stop it with `tests.supervisor.conftest.stop_process_group`.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "HYPERGUILD_DB_STARTED_HERE"}
+    env.update(
+        DATABASE_URL=test_database_url(),
+        CLAUDE_BINARY=settings.CLAUDE_BINARY,
+        SUPERVISOR_ALLOWED_ROOTS=str(allowed_root),
+        SUPERVISOR_TEST_TIMEOUT="60",
+        SUPERVISOR_WORKER_ENV_ALLOW="FAKE_CLAUDE_*",
+        BRAIN_EMBEDDER="off",
+        HYPERGUILD_Q_WORKERS="1",
+    )
+    env.update(environment)
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env, start_new_session=True,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip

@@ -1,0 +1,177 @@
+"""The MCP Tasks extension on the engine's self-test endpoint (hyperguild.mcp.tasks).
+
+tests/supervisor/test_tasks_across_replicas.py runs a real tdd_red as a task
+across two server processes.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from hyperguild.models import McpTask
+from tests.conftest import mcp_post, rpc
+from tests.mcp.test_revisions import envelope, modern_headers
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+def post(url, method, params, *, capabilities=None, name=None, headers=None):
+    body = {**params, "_meta": envelope(capabilities)}
+    return mcp_post(url, rpc(method, body), {**modern_headers(method, name), **(headers or {})})
+
+
+def poll(url, task_id, *, until=("completed", "failed", "cancelled"), seconds=20.0, headers=None) -> dict:
+    deadline = time.monotonic() + seconds
+    while True:
+        response = post(url, "tasks/get", {"taskId": task_id}, capabilities=TASKS, name=task_id, headers=headers)
+        assert response.status_code == 200, response.text
+        task = response.json()["result"]
+        if task["status"] in until or time.monotonic() > deadline:
+            return task
+        time.sleep(0.1)
+
+
+def test_a_long_tool_runs_as_a_task_whose_result_is_the_blocking_result(selftest_endpoint):
+    _, _, url = selftest_endpoint
+    call = {"name": "progress", "arguments": {"steps": 3}}
+    blocking = post(url, "tools/call", call, name="progress").json()["result"]
+    assert blocking["resultType"] == "complete"
+
+    created = post(url, "tools/call", call, capabilities=TASKS, name="progress")
+    assert created.status_code == 200, created.text
+    handle = created.json()["result"]
+    assert handle["resultType"] == "task"
+    assert handle["status"] == "working"
+    assert handle["ttlMs"] == 24 * 3600 * 1000 and handle["pollIntervalMs"] > 0
+    assert handle["createdAt"].endswith("Z")
+
+    task = poll(url, handle["taskId"])
+    assert task["resultType"] == "complete"
+    assert task["status"] == "completed"
+    assert task["result"] == blocking
+
+
+def test_a_short_tool_answers_at_once_even_when_the_client_could_poll(selftest_endpoint):
+    _, _, url = selftest_endpoint
+    result = post(url, "tools/call", {"name": "echo", "arguments": {"text": "x"}}, capabilities=TASKS, name="echo")
+    assert result.json()["result"]["resultType"] == "complete"
+    assert not McpTask.objects.exists()
+
+
+def test_an_unknown_tool_is_refused_and_no_task_is_written(selftest_endpoint):
+    _, _, url = selftest_endpoint
+    response = post(url, "tools/call", {"name": "nope", "arguments": {}}, capabilities=TASKS, name="nope")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32602
+    assert not McpTask.objects.exists()
+
+
+def test_tasks_methods_need_the_extension(selftest_endpoint):
+    _, _, url = selftest_endpoint
+    response = post(url, "tasks/get", {"taskId": "whatever"}, name="whatever")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == -32021
+    assert error["data"] == {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+
+def test_an_unknown_task_is_invalid_params(selftest_endpoint):
+    _, _, url = selftest_endpoint
+    for method in ("tasks/get", "tasks/cancel", "tasks/update"):
+        response = post(url, method, {"taskId": "no-such-task"}, capabilities=TASKS, name="no-such-task")
+        assert response.status_code == 400, (method, response.text)
+        assert response.json()["error"]["code"] == -32602
+
+
+def test_another_callers_task_cannot_be_read_or_cancelled(selftest_endpoint, settings):
+    _, state, url = selftest_endpoint
+    settings.BRAIN_MCP_TOKEN = "team-token"  # the selftest endpoint uses the brain token
+    mine = {"Authorization": "Bearer team-token"}
+    handle = post(url, "tools/call", {"name": "wait_for_cancel", "arguments": {}}, capabilities=TASKS,
+                  name="wait_for_cancel", headers=mine).json()["result"]
+    assert state.started.wait(10)
+    settings.BRAIN_MCP_TOKEN = "rotated-token"  # another credential, as a second person would hold
+    theirs = {"Authorization": "Bearer rotated-token"}
+    response = post(url, "tasks/cancel", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"],
+                    headers=theirs)
+    assert response.json()["error"]["code"] == -32602
+    assert not state.cancel_seen.wait(2.5)
+    settings.BRAIN_MCP_TOKEN = "team-token"
+    post(url, "tasks/cancel", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"], headers=mine)
+    assert state.cancel_seen.wait(10)
+
+
+def test_tasks_cancel_stops_the_call_and_the_task_ends_cancelled(selftest_endpoint):
+    _, state, url = selftest_endpoint
+    handle = post(url, "tools/call", {"name": "wait_for_cancel", "arguments": {}}, capabilities=TASKS,
+                  name="wait_for_cancel").json()["result"]
+    assert state.started.wait(10)
+    response = post(url, "tasks/cancel", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"])
+    assert response.status_code == 200
+    assert response.json()["result"]["resultType"] == "complete"
+    assert state.cancel_seen.wait(10)  # through the cancellation records the watcher reads, as on another replica
+    assert poll(url, handle["taskId"])["status"] == "cancelled"
+    again = post(url, "tasks/cancel", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"])
+    assert again.status_code == 200  # cancelling an ended task is acknowledged, and changes nothing
+
+
+def test_a_mismatched_mcp_name_on_tasks_get_is_a_header_mismatch(selftest_endpoint):
+    _, _, url = selftest_endpoint
+    response = post(url, "tasks/get", {"taskId": "abc"}, capabilities=TASKS, name="something-else")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == -32020
+
+
+def test_expired_tasks_are_unknown_and_purged(selftest_endpoint):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from hyperguild.actions import do_purge_expired_mcp_tasks
+
+    _, _, url = selftest_endpoint
+    handle = post(url, "tools/call", {"name": "progress", "arguments": {"steps": 1}}, capabilities=TASKS,
+                  name="progress").json()["result"]
+    poll(url, handle["taskId"])
+    McpTask.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    response = post(url, "tasks/get", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"])
+    assert response.json()["error"]["code"] == -32602
+    assert do_purge_expired_mcp_tasks() == 1
+    assert not McpTask.objects.exists()
+
+
+def test_a_task_whose_replica_stopped_is_answered_failed(selftest_endpoint):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from hyperguild.actions import do_create_mcp_task
+    from hyperguild.mcp.tasks import owner_digest
+
+    _, _, url = selftest_endpoint
+    # What a replica leaves behind when it dies mid-task: a working row nobody keeps alive.
+    task = do_create_mcp_task(endpoint="selftest", owner=owner_digest(""), tool="wait_for_cancel",
+                              ttl=timedelta(hours=1))
+    McpTask.objects.filter(pk=task.pk).update(alive_at=timezone.now() - timedelta(seconds=61))
+    answer = post(url, "tasks/get", {"taskId": task.task_id}, capabilities=TASKS, name=task.task_id).json()["result"]
+    assert answer["status"] == "failed"
+    assert answer["error"]["code"] == -32603 and "stopped" in answer["error"]["message"]
+
+
+def test_a_running_task_stays_alive_while_its_tool_works(selftest_endpoint, monkeypatch):
+    from hyperguild.mcp import tasks
+
+    monkeypatch.setattr(tasks, "ALIVE_EVERY", 0.2)
+    _, state, url = selftest_endpoint
+    handle = post(url, "tools/call", {"name": "wait_for_cancel", "arguments": {}}, capabilities=TASKS,
+                  name="wait_for_cancel").json()["result"]
+    assert state.started.wait(10)
+    first = McpTask.objects.get().alive_at
+    time.sleep(1.0)
+    assert McpTask.objects.get().alive_at > first
+    post(url, "tasks/cancel", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"])
+    assert state.cancel_seen.wait(10)
