@@ -13,11 +13,14 @@ help:
 	@echo "make test  - set up and run the whole test suite"
 	@echo "make lint  - ruff and lint-imports (the layers contract in pyproject.toml)"
 
+# Progress on the first run (about a minute): a line per step, and pip's own line per package.
 $(STAMP): requirements.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
-	rm -f $(VENV)/.installed-*
-	touch $(STAMP)
+	@echo "==> [1/3] virtualenv $(VENV)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "==> [2/3] installing the pinned requirements (first run: about a minute)"
+	$(BIN)/pip install --disable-pip-version-check -r requirements.txt
+	@rm -f $(VENV)/.installed-*
+	@touch $(STAMP)
 
 $(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.json
 	cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error
@@ -35,6 +38,7 @@ chromium:
 	   (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
 run: $(STAMP)
+	@echo "==> [3/3] starting hyperguild (embedded database, migrations, web server, worker; HYPERGUILD_PORT picks the port)"
 	$(BIN)/python manage.py serve
 
 test: $(STAMP) $(CONFORMANCE) $(CLAUDE_CLI) chromium

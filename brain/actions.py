@@ -10,9 +10,11 @@ rebuild on the next query) and, once committed, tells the search side
 
 from __future__ import annotations
 
+import re
 import unicodedata
 import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -43,6 +45,8 @@ from brain.placement import resolve_targets, suffixes
 from brain.slugs import SlugError, numbered, slugify_path, slugify_title, validate_segment, validate_slug
 from hyperguild.lib.limits import hostile_value_problem, text_problem
 from hyperguild.lib.markdown import FrontmatterError, check_frontmatter_limits, extract_wikilinks
+from hyperguild.lib.redaction import redact_fields, secret_spans
+from hyperguild.lib.text import without_bidi_controls
 
 MAX_TITLE_LENGTH = 300
 MAX_SLUG_ATTEMPTS = 64
@@ -91,7 +95,9 @@ def _clean_title(title: Any, *, required: bool = True) -> str:
     problem = text_problem(title)
     if problem:
         raise BrainInputError(f"title {problem}.")
-    title = " ".join(title.split())
+    title = " ".join(without_bidi_controls(title).split())
+    if not title:
+        raise BrainInputError("title is empty: give the note a short descriptive title.")
     if len(title) > MAX_TITLE_LENGTH:
         raise BrainInputError(f"title is {len(title)} characters long; keep it under {MAX_TITLE_LENGTH}.")
     return title
@@ -162,6 +168,55 @@ def _check_wiki_slug(slug: str | None, hall: str) -> None:
             f"slug {slug!r} has folders, which a wiki note can only have below a hall "
             "(wiki/<wing>/<hall>/<folders>/<name>.md): give a hall, or a slug without '/'."
         )
+
+
+# -- secrets: one redaction pass at the note door ------------------------------------
+#
+# Every writer (MCP, REST, forms, import, retrospective) reaches the notes through the actions below,
+# and each runs its validated text through `_redact_note_fields` (and an explicit slug through
+# `_redact_slug`) before anything is derived from it: the slug built from the title, the links, the
+# hash, the export. The patterns are the ones session logs, runs and training data use
+# (hyperguild.lib.redaction); what was taken out is kept in `Note.redactions`, never the secret.
+
+SLUG_REDACTED = "redacted"
+
+
+@dataclass(frozen=True)
+class RedactedFields:
+    """A note's text after the redaction pass (None where the write leaves a field as it is)."""
+
+    title: str | None
+    body: str | None
+    frontmatter: dict | None
+    flags: list[dict]
+
+
+def _redact_note_fields(*, title: str | None = None, body: str | None = None, frontmatter: dict | None = None) -> RedactedFields:
+    given = {name: value for name, value in (("title", title), ("body", body), ("frontmatter", frontmatter)) if value is not None}
+    cleaned, flags = redact_fields(given)
+    new_title = cleaned.get("title")
+    if new_title is not None:
+        new_title = new_title[:MAX_TITLE_LENGTH]  # the marker is longer than some secrets
+    return RedactedFields(title=new_title, body=cleaned.get("body"), frontmatter=cleaned.get("frontmatter"), flags=flags)
+
+
+def _redact_slug(slug: str | None) -> tuple[str | None, list[dict]]:
+    """An explicit slug with a secret in it gets `redacted` in the secret's place.
+
+    Slugs are lowercase, so the patterns are also run on the upper-cased slug (an AWS key id is
+    upper case); both have the same length (slugs are ASCII), so the spans line up.
+    """
+    if not slug:
+        return slug, []
+    spans = set(secret_spans(slug)) | set(secret_spans(slug.upper()))
+    if not spans:
+        return slug, []
+    chars, counts = list(slug), {}
+    for start, end, name in spans:
+        chars[start:end] = ["\x00"] * (end - start)
+        counts[name] = counts.get(name, 0) + 1
+    cleaned = slugify_path(re.sub("\x00+", f"-{SLUG_REDACTED}-", "".join(chars))) or SLUG_REDACTED
+    return cleaned, [{"field": "slug", "pattern": name, "count": count} for name, count in sorted(counts.items())]
 
 
 # -- links ------------------------------------------------------------------------
@@ -285,6 +340,7 @@ def _new_note(
     provenance: dict | None,
     session_id: str = "",
     user=None,
+    redactions: list[dict] | None = None,
 ) -> Note:
     provenance = {"source": source, **(provenance or {})}
     if session_id:
@@ -300,6 +356,7 @@ def _new_note(
         provenance=provenance,
         session_id=session_id or "",
         created_by=user if getattr(user, "pk", None) else None,
+        redactions=redactions or [],
     )
     note.content_hash = note.compute_hash()
     _insert_with_unique_slug(note, slug or slugify_title(title), explicit=slug is not None)
@@ -357,10 +414,13 @@ def do_write_raw_note(
     title, body = _clean_title(title), _clean_body(body)
     frontmatter, slug = _clean_frontmatter(frontmatter), _clean_slug(slug)
     provenance = _check_provenance(provenance)
+    redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
+    slug, slug_flags = _redact_slug(slug)
     with transaction.atomic():
         return _new_note(
-            title=title, body=body, frontmatter=frontmatter, slug=slug, status=NoteStatus.RAW,
-            source=source, provenance=provenance, session_id=session_id, user=user,
+            title=redacted.title, body=redacted.body, frontmatter=redacted.frontmatter, slug=slug,
+            status=NoteStatus.RAW, source=source, provenance=provenance, session_id=session_id, user=user,
+            redactions=redacted.flags + slug_flags,
         )  # fmt: skip
 
 
@@ -401,10 +461,13 @@ def do_ingest_note(
     wing, hall = _clean_place(wing, hall, wing_required=True)
     _check_wiki_slug(slug, hall)
     provenance = {"method": "ingest", **(_check_provenance(provenance) or {})}
+    redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
+    slug, slug_flags = _redact_slug(slug)
     with transaction.atomic():
         return _new_note(
-            title=title, body=body, frontmatter=frontmatter, slug=slug, status=NoteStatus.WIKI,
-            wing=wing, hall=hall, source=source, provenance=provenance, user=user,
+            title=redacted.title, body=redacted.body, frontmatter=redacted.frontmatter, slug=slug,
+            status=NoteStatus.WIKI, wing=wing, hall=hall, source=source, provenance=provenance, user=user,
+            redactions=redacted.flags + slug_flags,
         )  # fmt: skip
 
 
@@ -428,6 +491,8 @@ def do_edit_note(
     new_title = _clean_title(title) if title is not None else None
     new_body = _clean_body(body) if body is not None else None
     new_frontmatter = _clean_frontmatter(frontmatter) if frontmatter is not None else None
+    redacted = _redact_note_fields(title=new_title, body=new_body, frontmatter=new_frontmatter)
+    new_title, new_body, new_frontmatter = redacted.title, redacted.body, redacted.frontmatter
     with transaction.atomic():
         note = _locked(note)
         _check_version(note, expected_version)
@@ -442,6 +507,7 @@ def do_edit_note(
         if new_hash == note.content_hash:
             return note
         note.content_hash = new_hash
+        note.redactions = [*note.redactions, *redacted.flags]
         note.provenance = {**note.provenance, "last_edited_by": _who(user) or "service", "last_edited_at": timezone.now().isoformat()}
         _save_with_revision(note, before=before, version_before=version_before, action=NoteRevision.Action.EDIT, user=user)
         _after_write(note)
@@ -459,7 +525,9 @@ def do_promote_note(
     wing, hall = _clean_place(wing, hall, wing_required=True)
     new_title = _clean_title(title) if title is not None else None
     new_body = _clean_body(body) if body is not None else None
-    new_slug = _clean_slug(slug)
+    redacted = _redact_note_fields(title=new_title, body=new_body)
+    new_title, new_body = redacted.title, redacted.body
+    new_slug, slug_flags = _redact_slug(_clean_slug(slug))
     with transaction.atomic():
         note = _locked(note)
         if note.status != NoteStatus.RAW:
@@ -477,6 +545,7 @@ def do_promote_note(
             note.body = new_body
         note.promote(reviewer=reviewer, wing=wing, hall=hall)
         note.content_hash = note.compute_hash()
+        note.redactions = [*note.redactions, *redacted.flags, *slug_flags]
         _save_with_revision(
             note, before=before, version_before=version_before, action=NoteRevision.Action.PROMOTE, user=reviewer,
             group=group, summary=f"promoted to {note.path}",
@@ -503,12 +572,16 @@ def do_reject_note(note: Note, *, reviewer, reason: str, group: uuid.UUID | None
         return note
 
 
-def do_archive_note(note: Note, *, user=None, reason: str = "") -> Note:
-    """Take a note out of search and out of the brain folder; it is never deleted."""
+def do_archive_note(note: Note, *, user=None, reason: str = "", expected_version: int | None = None) -> Note:
+    """Take a note out of search and out of the brain folder; it is never deleted.
+
+    With `expected_version` a note that changed meanwhile raises `NoteConflict` (see do_edit_note).
+    """
     with transaction.atomic():
         note = _locked(note)
         if note.status == NoteStatus.ARCHIVED:
             return note
+        _check_version(note, expected_version)
         before, version_before = note.snapshot(), note.version
         note.archive(reason=reason)
         note.provenance = {**note.provenance, "archived_by": _who(user) or "service"}
@@ -551,7 +624,8 @@ def do_merge_note(
     The target records the raw note under provenance `merged_from`; both
     changes share one revision group, so one undo restores both notes.
     """
-    body = _clean_body(body)
+    redacted = _redact_note_fields(body=_clean_body(body))
+    body = redacted.body
     with transaction.atomic():
         # Lock in id order: two merges touching the same pair never wait on each other in a cycle.
         first, second = sorted([note.pk, into.pk])
@@ -567,6 +641,7 @@ def do_merge_note(
         before, version_before = into.snapshot(), into.version
         into.body = body
         into.content_hash = into.compute_hash()
+        into.redactions = [*into.redactions, *redacted.flags]
         into.reviewed_by, into.reviewed_at = reviewer, timezone.now()
         merged_from = [*(into.provenance.get("merged_from") or []), {"slug": note.slug, "id": note.pk, "title": note.title}]
         into.provenance = {**into.provenance, "merged_from": merged_from}
@@ -591,7 +666,7 @@ def do_refile_note(
 ) -> Note:  # fmt: skip
     """Move a wiki note to another wing/hall and/or slug (its file moves with it)."""
     wing, hall = _clean_place(wing, hall, wing_required=True)
-    new_slug = _clean_slug(slug)
+    new_slug, slug_flags = _redact_slug(_clean_slug(slug))
     with transaction.atomic():
         note = _locked(note)
         if note.status != NoteStatus.WIKI:
@@ -607,6 +682,7 @@ def do_refile_note(
         note.path = note.canonical_path()
         if note.snapshot() == before:
             return note
+        note.redactions = [*note.redactions, *slug_flags]
         _save_with_revision(
             note, before=before, version_before=version_before, action=NoteRevision.Action.REFILE, user=user,
             summary=f"re-filed to {note.path}",
@@ -729,7 +805,11 @@ def do_import_note_file(
     title = _clean_title(title)
     body = _clean_body(body, required=False)
     frontmatter = _clean_frontmatter(frontmatter)
-    slug = _clean_slug(slug) or ""
+    redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
+    title, body, frontmatter = redacted.title, redacted.body, redacted.frontmatter
+    slug, slug_flags = _redact_slug(_clean_slug(slug))
+    flags = redacted.flags + slug_flags
+    slug = slug or ""
     if not slug:
         raise BrainInputError("the file name gives no usable slug.")
     if status not in (NoteStatus.RAW, NoteStatus.WIKI):
@@ -740,7 +820,7 @@ def do_import_note_file(
         if note is None:
             note = Note(
                 slug=slug, title=title, body=body, frontmatter=frontmatter, status=status, wing=wing, hall=hall,
-                path=path, source=source, provenance={"source": source, "path": path},
+                path=path, source=source, provenance={"source": source, "path": path}, redactions=flags,
             )  # fmt: skip
             note.content_hash = note.compute_hash()
             try:
@@ -761,6 +841,7 @@ def do_import_note_file(
         note.title, note.body, note.frontmatter = title, body, frontmatter
         note.status, note.wing, note.hall, note.path = status, wing, hall, path
         note.content_hash = new_hash
+        note.redactions = [*note.redactions, *flags]
         note.provenance = {**note.provenance, "last_imported_from": path}
         note.version += 1  # a form opened before the file changed must not save over it
         note.save()
@@ -890,6 +971,11 @@ def do_touch_mirror_file(state: MirrorFile, *, mtime_ns: int, size: int) -> None
     MirrorFile.objects.filter(pk=state.pk).update(mtime_ns=mtime_ns, size=size)
 
 
+def do_forget_note_hash(path: str) -> None:
+    """The file at `path` no longer matches its note (the import took secrets out): the next export rewrites it."""
+    MirrorFile.objects.filter(path=path).update(note_hash="")
+
+
 def do_forget_mirror_file(state: MirrorFile) -> None:
     state.delete()
 
@@ -901,9 +987,11 @@ def do_import_area_description(
 
     Returns (description, "added"|"updated"|"unchanged"); an unchanged file writes nothing.
     """
-    title = " ".join((title or "").split())[:MAX_TITLE_LENGTH]
+    title = " ".join(without_bidi_controls(title or "").split())[:MAX_TITLE_LENGTH]
     body = _clean_body(body, required=False)
     frontmatter = _clean_frontmatter(frontmatter)
+    redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
+    title, body, frontmatter = redacted.title, redacted.body, redacted.frontmatter
     wing, hall = _clean_place(wing, hall, wing_required=False)
     content_hash = note_content_hash(title, frontmatter, body)
     with transaction.atomic():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from brain.answers import answer
 from brain.context import context
+from brain.presenters import UNREVIEWED_HINT_SCHEMA, UNREVIEWED_LIST_SCHEMA, UNREVIEWED_MATCHES_SCHEMA
 from brain.tools import brain
 from hyperguild.mcp.registry import ToolContext
 
@@ -54,8 +55,14 @@ SOURCE_SCHEMA = {
             "model": {"type": ["string", "null"], "description": "the model that wrote the answer; null if none did"},
             "reranked": {"type": "boolean", "description": "whether the reranker filtered the candidates"},
             "synthesized": {"type": "boolean", "description": "true: written by the LLM; false: extracted passages"},
+            "unreviewed_matches": UNREVIEWED_MATCHES_SCHEMA,
+            "unreviewed": UNREVIEWED_LIST_SCHEMA,
+            "unreviewed_hint": UNREVIEWED_HINT_SCHEMA,
         },
-        "required": ["answer", "sources", "model", "reranked", "synthesized"],
+        "required": [
+            "answer", "sources", "model", "reranked", "synthesized", "unreviewed_matches", "unreviewed",
+            "unreviewed_hint",
+        ],
     },
     read_only=True,
     idempotent=True,
@@ -72,7 +79,8 @@ def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
     description=(
         "At session start: the wiki notes (decisions, corrections, surprises) that apply to a project. "
         "The project's folder name seeds a search, the best hits pull in notes linked within 2 hops, "
-        "and notes mentioning words of `recent_files` paths rank higher."
+        "and notes mentioning words of `recent_files` paths rank higher. `unreviewed` is a separate list: this "
+        "project's own recent raw notes (written in its sessions, or matching its name), not reviewed by a person yet."
     ),
     input_schema={
         "type": "object",
@@ -115,8 +123,26 @@ def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
             },
             "degraded": {"type": "boolean", "description": "true when vector search failed and BM25 answered alone"},
             "reason": {"type": ["string", "null"]},
+            "unreviewed": {
+                "type": "array",
+                "description": "NOT REVIEWED: this project's recent raw notes, newest first; treat them as unchecked",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "slug": {"type": "string"},
+                        "title": {"type": "string"},
+                        "status": {"type": "string"},
+                        "created_at": {"type": "string"},
+                        "excerpt": {"type": "string"},
+                    },
+                    "required": ["slug", "title", "status", "created_at", "excerpt"],
+                },
+            },
+            "unreviewed_matches": UNREVIEWED_MATCHES_SCHEMA,
+            "unreviewed_hint": UNREVIEWED_HINT_SCHEMA,
         },
-        "required": ["project", "entries", "degraded", "reason"],
+        "required": ["project", "entries", "degraded", "reason", "unreviewed", "unreviewed_matches", "unreviewed_hint"],
     },
     read_only=True,
     idempotent=True,

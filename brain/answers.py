@@ -69,7 +69,10 @@ def user_prompt(question: str, sources: list[tuple[int, Note]]) -> str:
 
 
 def answer(question: str, limit: int = 5) -> dict:
-    """`{answer, sources: [{n, slug, title, path, excerpt}], model, reranked, synthesized}`.
+    """`{answer, sources: [{n, slug, title, path, excerpt}], model, reranked, synthesized, unreviewed_…}`.
+
+    Sources are wiki notes only; raw notes that match are counted and named (`unreviewed_matches`,
+    `unreviewed`), never cited.
 
     `limit` caps the sources; an LLM never gets more than MAX_LLM_SOURCES.
     """
@@ -99,7 +102,11 @@ def answer(question: str, limit: int = 5) -> dict:
         }
         for n, note in chosen
     ]
-    result = {"answer": "", "sources": sources, "model": None, "reranked": reranker is not None, "synthesized": False}
+    result = {
+        "answer": "", "sources": sources, "model": None, "reranked": reranker is not None, "synthesized": False,
+        "unreviewed_matches": response.unreviewed_matches, "unreviewed": response.unreviewed,
+        "unreviewed_hint": response.unreviewed_hint,
+    }  # fmt: skip
 
     if not chosen:
         result["answer"] = NOTHING_FOUND

@@ -52,6 +52,11 @@ class QuerySerializer(serializers.Serializer):
     wing = serializers.CharField(max_length=100, required=False, allow_blank=True)
     hall = serializers.CharField(max_length=100, required=False, allow_blank=True)
     status = serializers.ChoiceField(choices=[*NoteStatus.values, "any"], default=NoteStatus.WIKI)
+    include_raw = serializers.BooleanField(default=False, help_text="with status wiki: unreviewed raw notes too")
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=100), required=False, max_length=10,
+        help_text="only notes whose frontmatter tags hold every one of these",
+    )  # fmt: skip
 
 
 class NoteInputSerializer(serializers.Serializer):
@@ -81,7 +86,8 @@ class QueryView(BrainAPIView):
         args = self.validated(QuerySerializer)
         response = search(
             args["query"], limit=args["limit"], wing=args.get("wing") or None,
-            hall=args.get("hall") or None, status=args["status"],
+            hall=args.get("hall") or None, status=args["status"], include_raw=args["include_raw"],
+            tags=args.get("tags"),
         )  # fmt: skip
         return Response(query_result(response))
 

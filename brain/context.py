@@ -32,9 +32,12 @@ import os
 import re
 from dataclasses import dataclass
 
+from django.db.models import Q
+
 from brain import bm25
 from brain.errors import ContextInputError
 from brain.graph import neighbour_distances
+from brain.hooks import project_sessions
 from brain.models import Note, NoteStatus
 from brain.search import search
 
@@ -56,6 +59,8 @@ GENERIC_PATH_WORDS = frozenset(
 )
 EXCERPT_CHARS = 200
 MAX_RECENT_FILES = 100
+# The project's own raw notes shown apart from the wiki entries (newest first).
+RAW_CONTEXT_LIMIT = 5
 
 _PATH_SPLIT = re.compile(r"[^0-9A-Za-z]+")
 
@@ -112,7 +117,10 @@ class Candidate:
 
 
 def context(project_root: str, recent_files: list[str] | None = None, limit: int = 10) -> dict:
-    """`{project, entries: [{slug, title, doc_path, excerpt}], degraded, reason}`."""
+    """`{project, entries: [{slug, title, doc_path, excerpt}], degraded, reason, unreviewed, unreviewed_…}`.
+
+    `entries` are wiki notes only; `unreviewed` is a separate list of the project's own recent raw notes.
+    """
     name = project_name(project_root)
     candidates: dict[int, Candidate] = {}
 
@@ -164,4 +172,23 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
         }
         for candidate in ranked
     ]
-    return {"project": name, "entries": entries, "degraded": degraded, "reason": reason}
+    return {
+        "project": name, "entries": entries, "degraded": degraded, "reason": reason,
+        "unreviewed": project_raw_notes(project_root, [item["slug"] for item in seeds.unreviewed]),
+        "unreviewed_matches": seeds.unreviewed_matches, "unreviewed_hint": seeds.unreviewed_hint,
+    }  # fmt: skip
+
+
+def project_raw_notes(project_root: str, matching_slugs: list[str]) -> list[dict]:
+    """The project's own recent raw notes: written in one of its sessions, or matching its name."""
+    sessions = project_sessions(project_root)
+    notes = (
+        Note.objects.filter(status=NoteStatus.RAW)
+        .filter(Q(session_id__in=sessions) | Q(slug__in=matching_slugs))
+        .order_by("-created_at", "-id")[:RAW_CONTEXT_LIMIT]
+    )
+    return [
+        {"slug": note.slug, "title": note.title, "status": note.status, "created_at": note.created_at.isoformat(),
+         "excerpt": excerpt(note.body)}
+        for note in notes
+    ]  # fmt: skip

@@ -37,6 +37,7 @@ from brain.actions import (
     BrainInputError,
     do_archive_note,
     do_forget_mirror_file,
+    do_forget_note_hash,
     do_import_area_description,
     do_import_note_file,
     do_record_mirror_file,
@@ -481,6 +482,9 @@ def sync_mirror(root: Path | str) -> FolderSummary:
             continue
         summary.count(outcome)
         do_record_mirror_file(rel_path, note=note, disk_hash=digest, mtime_ns=stat.st_mtime_ns, size=stat.st_size)
+        if outcome != "unchanged" and note.redactions:
+            # The file on disk still holds the secret the note door took out: step 3 writes the note back over it.
+            do_forget_note_hash(rel_path)
 
     import_index_files(root, summary)
 

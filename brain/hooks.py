@@ -37,6 +37,9 @@ ProvenanceEntries = Callable[[str, list[int]], list]
 _LOCK = threading.Lock()
 _FOLDER_SECTIONS: dict[str, FolderSection] = {}
 _provenance_entries: ProvenanceEntries | None = None
+# project_root -> the session ids (client `session_id`s) recorded for that project, newest first
+ProjectSessions = Callable[[str], list[str]]
+_project_sessions: ProjectSessions | None = None
 
 
 def register_folder_section(section: FolderSection) -> None:
@@ -53,6 +56,19 @@ def register_provenance_entries(lookup: ProvenanceEntries) -> None:
     global _provenance_entries
     with _LOCK:
         _provenance_entries = lookup
+
+
+def register_project_sessions(lookup: ProjectSessions) -> None:
+    global _project_sessions
+    with _LOCK:
+        _project_sessions = lookup
+
+
+def project_sessions(project_root: str) -> list[str]:
+    """The session ids recorded for `project_root`, or [] when no app registered a lookup."""
+    with _LOCK:
+        lookup = _project_sessions
+    return lookup(project_root) if lookup is not None else []
 
 
 def provenance_entries(session_id: str, seqs: list[int]) -> list:

@@ -16,6 +16,8 @@ from django.db.models.functions import MD5, Concat, Reverse
 from django.utils import timezone
 from pgvector.django import VectorField
 
+from hyperguild.lib.redaction import redaction_summary
+
 
 class NoteStatus(models.TextChoices):
     RAW = "raw", "raw"
@@ -39,6 +41,13 @@ class NoteQuerySet(models.QuerySet):
 
     def in_hall(self, hall: str):
         return self.filter(hall=hall)
+
+    def with_tags(self, tags):
+        """Notes whose frontmatter `tags` holds every one of `tags` (a YAML list, or one tag as a string)."""
+        queryset = self
+        for tag in tags or ():
+            queryset = queryset.filter(Q(frontmatter__tags__contains=[tag]) | Q(frontmatter__tags=tag))
+        return queryset
 
     def exportable(self):
         """Notes that live in a brain folder: raw and wiki (rejected and archived ones do not)."""
@@ -95,6 +104,9 @@ class Note(models.Model):
     review_note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # Secrets taken out at the note door (brain.actions._redact_note_fields), as
+    # [{field, pattern, count}]: the review page and brain_get show that a secret was removed.
+    redactions = models.JSONField(default=list, blank=True)
     # Goes up by one on every change made through an action; a form that saw version N may only
     # save over version N (optimistic concurrency: two reviewers never overwrite each other silently).
     version = models.PositiveIntegerField(default=1)
@@ -143,6 +155,15 @@ class Note(models.Model):
         self.status = NoteStatus.ARCHIVED
         if reason:
             self.review_note = reason
+
+    @property
+    def secret_removed(self) -> bool:
+        return bool(self.redactions)
+
+    @property
+    def redactions_text(self) -> str:
+        """'2 redacted: body (aws_access_key ×1), title (github_token ×1)'; '' when nothing was."""
+        return redaction_summary(self.redactions)
 
     @property
     def is_live(self) -> bool:

@@ -31,6 +31,9 @@ def note_ref(note: Note) -> dict:
         "uri": note_uri(note),
         # Who wrote it (a username; null: the service identity or an import).
         "author": note.created_by.get_username() if note.created_by_id else None,
+        "version": note.version,
+        # What the note door took out (brain.actions._redact_note_fields): pattern names and counts, never the secret.
+        "redactions": note.redactions,
     }
 
 
@@ -85,6 +88,15 @@ NOTE_REF_SCHEMA = {
         "path": {"type": "string"},
         "uri": {"type": "string"},
         "author": {"type": ["string", "null"], "description": "username of the person who wrote the note"},
+        "version": {"type": "integer", "description": "goes up on every change; brain_edit and brain_archive take it"},
+        "redactions": {
+            "type": "array",
+            "description": "secrets taken out before the note was stored: [{field, pattern, count}]",
+            "items": {
+                "type": "object",
+                "properties": {"field": {"type": "string"}, "pattern": {"type": "string"}, "count": {"type": "integer"}},
+            },
+        },
     },
     "required": ["note_id", "slug", "title", "status", "wing", "hall", "path", "uri"],
 }
@@ -140,6 +152,22 @@ NOTE_DETAIL_SCHEMA = {
     ],
 }  # fmt: skip
 
+UNREVIEWED_MATCHES_SCHEMA = {
+    "type": "integer",
+    "description": "raw notes (not reviewed yet, so not searched by default) that match too",
+}
+UNREVIEWED_HINT_SCHEMA = {"type": ["string", "null"], "description": "how to see the unreviewed matches"}
+UNREVIEWED_LIST_SCHEMA = {
+    "type": "array",
+    "description": "the best unreviewed matches, by slug (read one with brain_get)",
+    "items": {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"slug": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "string"}},
+        "required": ["slug", "title", "status"],
+    },
+}
+
 HIT_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -174,8 +202,14 @@ QUERY_RESULT_SCHEMA = {
         },
         "degraded": {"type": "boolean", "description": "true when only BM25 answered (the vector side failed)"},
         "reason": {"type": ["string", "null"], "description": "why there are no hits, or why only BM25 answered"},
+        "unreviewed_matches": UNREVIEWED_MATCHES_SCHEMA,
+        "unreviewed": UNREVIEWED_LIST_SCHEMA,
+        "unreviewed_hint": UNREVIEWED_HINT_SCHEMA,
     },
-    "required": ["hits", "count", "abstained", "partial", "degraded", "reason"],
+    "required": [
+        "hits", "count", "abstained", "partial", "degraded", "reason", "unreviewed_matches", "unreviewed",
+        "unreviewed_hint",
+    ],
 }
 
 
@@ -194,6 +228,9 @@ def query_result(response) -> dict:
         "partial": bool(getattr(response, "partial", False)),
         "degraded": bool(response.degraded),
         "reason": response.reason,
+        "unreviewed_matches": getattr(response, "unreviewed_matches", 0),
+        "unreviewed": list(getattr(response, "unreviewed", [])),
+        "unreviewed_hint": getattr(response, "unreviewed_hint", None),
     }
 
 

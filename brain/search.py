@@ -17,6 +17,11 @@
   `degraded=True` and the reason. Search never fails because of an outage.
 - `partial=True` while the active model's embedding backlog is not empty
   (`brain.backlog`): some notes can only be found by BM25 for now.
+- Unreviewed notes: the default searches the wiki only (the review gate), but a
+  wiki search also counts the raw notes that match (BM25, the same floors) and
+  says so in `unreviewed_matches` and `unreviewed_hint`, so a note just written
+  is never silently invisible. `include_raw=True` searches wiki and raw notes
+  together, each hit showing its status.
 """
 
 from __future__ import annotations
@@ -42,6 +47,13 @@ VECTOR_WEIGHT = 1.0
 EXCERPT_CHARS = 280
 MAX_LIMIT = 50
 ANY_STATUS = "any"
+# How many raw matches a wiki search counts at most (BM25 only: no second embedding call per query).
+UNREVIEWED_COUNT_DEPTH = 50
+UNREVIEWED_NAMED = 5  # the best raw matches named in the answer (slug and title)
+# With include_raw, candidates are drawn from every live status and rejected ones dropped: draw more.
+INCLUDE_RAW_FANOUT = 2
+# With tags, candidates without them are dropped after ranking: draw more.
+TAGS_FANOUT = 4
 
 
 @dataclass
@@ -79,6 +91,12 @@ class SearchResponse:
     reason: str | None = None
     abstained: bool = False  # nothing passed the relevance floors: "nothing relevant" is the answer
     partial: bool = False  # the embedding backlog is not empty: vectors do not cover every note yet
+    unreviewed_matches: int = 0  # raw notes that match too (counted by a wiki-only search)
+    unreviewed: list[dict] = field(default_factory=list)  # the best of them: [{slug, title, status}]
+
+    @property
+    def unreviewed_hint(self) -> str | None:
+        return unreviewed_hint(self.unreviewed_matches)
 
     def as_dict(self) -> dict:
         return {
@@ -88,7 +106,42 @@ class SearchResponse:
             "partial": self.partial,
             "degraded": bool(self.degraded),
             "reason": self.reason,
+            "unreviewed_matches": self.unreviewed_matches,
+            "unreviewed": list(self.unreviewed),
+            "unreviewed_hint": self.unreviewed_hint,
         }
+
+
+def unreviewed_hint(count: int) -> str | None:
+    """What to tell a user whose wiki search left out `count` matching raw notes; None when none did."""
+    if not count:
+        return None
+    more = "+" if count >= UNREVIEWED_COUNT_DEPTH else ""
+    notes = "note also matches" if count == 1 else "notes also match"
+    return (
+        f"{count}{more} unreviewed (raw) {notes}; they are not in the wiki until a person reviews them. "
+        "See them with brain_query include_raw=true (or status='raw'), or in the review queue at /review/."
+    )
+
+
+def unreviewed_matches(query: str, tags: list[str] | None = None) -> tuple[int, list[dict]]:
+    """(how many raw notes match `query`, the best UNREVIEWED_NAMED of them as {slug, title, status}).
+
+    BM25 and its floors; raw notes have no wing or hall yet, so those filters do not apply.
+    """
+    ranking = rank_notes(query, depth=UNREVIEWED_COUNT_DEPTH, status=NoteStatus.RAW, rankers=("bm25",))
+    ids = [note_id for note_id, _, _ in ranking.fused]
+    if tags:
+        tagged = set(Note.objects.filter(id__in=ids).with_tags(tags).values_list("id", flat=True))
+        ids = [note_id for note_id in ids if note_id in tagged]
+    best = ids[:UNREVIEWED_NAMED]
+    rows = hit_rows(best)
+    named = [
+        {"slug": rows[i][1], "title": rows[i][2], "status": rows[i][6]}
+        for i in best
+        if i in rows and rows[i][6] == NoteStatus.RAW
+    ]
+    return len(ids), named
 
 
 def search(
@@ -98,8 +151,15 @@ def search(
     wing: str | None = None,
     hall: str | None = None,
     status: str | None = NoteStatus.WIKI,
+    include_raw: bool = False,
+    tags: list[str] | None = None,
 ) -> SearchResponse:
-    """Ranked notes for `query`. `status` None or "any" means every status but archived."""
+    """Ranked notes for `query`. `status` None or "any" means every status but archived.
+
+    `include_raw` with the wiki status: wiki and raw notes ranked together (never rejected ones).
+    A wiki-only search counts the raw notes it left out (`unreviewed_matches`). `tags`: only notes
+    whose frontmatter `tags` holds every one of them.
+    """
     query = (query or "").strip()
     if not query:
         raise SearchInputError("The query is empty: give some words to search for.")
@@ -113,17 +173,33 @@ def search(
     hall = hall or None
 
     tokens = bm25.tokenize(query)
-    ranking = rank_notes(query, depth=limit * BM25_FANOUT, wing=wing, hall=hall, status=status)
-    hits = _hits(ranking.fused[:limit], tokens, ranking.passages)
+    with_raw = include_raw and status == NoteStatus.WIKI
+    if with_raw or tags:
+        depth = limit * BM25_FANOUT * (INCLUDE_RAW_FANOUT if with_raw else 1) * (TAGS_FANOUT if tags else 1)
+        ranking = rank_notes(query, depth=depth, wing=wing, hall=hall, status=None if with_raw else status)
+        fused = ranking.fused
+        if tags:
+            tagged = set(Note.objects.filter(id__in=[i for i, _, _ in fused]).with_tags(tags).values_list("id", flat=True))
+            fused = [item for item in fused if item[0] in tagged]
+        statuses = (NoteStatus.WIKI, NoteStatus.RAW) if with_raw else None
+        hits = _hits(fused, tokens, ranking.passages, statuses=statuses, limit=limit)
+    else:
+        ranking = rank_notes(query, depth=limit * BM25_FANOUT, wing=wing, hall=hall, status=status)
+        hits = _hits(ranking.fused[:limit], tokens, ranking.passages)
+    unreviewed, named = unreviewed_matches(query, tags) if status == NoteStatus.WIKI and not with_raw else (0, [])
     reasons = [ranking.reason] if ranking.reason else []
     if not hits:
         reasons.append(ranking.abstain_reason or "Nothing relevant: no note matches the query.")
+        if unreviewed:
+            reasons.append(unreviewed_hint(unreviewed))
     return SearchResponse(
         hits=hits,
         degraded=ranking.degraded,
         reason="; ".join(reasons) or None,
         abstained=not hits,
         partial=ranking.used_vectors is not None and backlog.is_partial(ranking.used_vectors),
+        unreviewed_matches=unreviewed,
+        unreviewed=named,
     )
 
 
@@ -270,12 +346,20 @@ def hit_rows(ids: list[int]) -> dict[int, tuple]:
         return {row[0]: row for row in cursor.fetchall()}
 
 
-def _hits(fused, tokens: list[str], passages: dict[int, str]) -> list[Hit]:
+def _hits(
+    fused, tokens: list[str], passages: dict[int, str], *, statuses: tuple[str, ...] | None = None,
+    limit: int | None = None,
+) -> list[Hit]:  # fmt: skip
+    """The fused ids as hits (archived ones dropped); `statuses` keeps only those, `limit` stops early."""
     rows = hit_rows([note_id for note_id, _, _ in fused])
     hits = []
     for note_id, score, ranks in fused:
+        if limit is not None and len(hits) >= limit:
+            break
         row = rows.get(note_id)
         if row is None or row[6] == NoteStatus.ARCHIVED:  # changed since the index was built
+            continue
+        if statuses is not None and row[6] not in statuses:
             continue
         _, slug, title, path, wing, hall, status, body = row
         hits.append(

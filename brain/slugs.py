@@ -8,7 +8,8 @@ a message that says what a good slug looks like.
 from __future__ import annotations
 
 import re
-import unicodedata
+
+from anyascii import anyascii
 
 from brain.errors import SlugError
 
@@ -17,12 +18,6 @@ MAX_SEGMENT_LENGTH = 100
 FALLBACK_SLUG = "note"
 SEGMENT_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 SLUG_RULE = "a slug is lowercase a-z, 0-9 and '-' segments joined by '/', e.g. 'concepts/async-io'"
-
-# Letters NFKD does not decompose into ASCII.
-_TRANSLITERATE = str.maketrans(
-    {"ß": "ss", "æ": "ae", "Æ": "ae", "ø": "o", "Ø": "o", "œ": "oe", "Œ": "oe", "đ": "d", "Đ": "d",
-     "ł": "l", "Ł": "l", "þ": "th", "Þ": "th", "ð": "d", "Ð": "d", "ı": "i"}
-)  # fmt: skip
 
 
 def validate_slug(slug: str) -> str:
@@ -56,9 +51,13 @@ def validate_segment(value: str, what: str) -> str:
 
 
 def slugify_segment(text: str) -> str:
-    """Any text → one slug segment ('' if nothing usable is left)."""
-    text = unicodedata.normalize("NFKD", (text or "").translate(_TRANSLITERATE))
-    ascii_text = text.encode("ascii", "ignore").decode("ascii").lower()
+    """Any text → one slug segment ('' if nothing usable is left).
+
+    Every script is transliterated (`anyascii`: 'Привет' → 'privet', '日本語' → 'ribenyu'), so a
+    Cyrillic letter inside a Latin word ('Pоstgres') becomes its Latin look-alike instead of vanishing;
+    bidi controls and other format characters transliterate to nothing.
+    """
+    ascii_text = anyascii(text or "").lower()
     segment = re.sub(r"[^a-z0-9]+", "-", ascii_text).strip("-")
     return segment[:MAX_SEGMENT_LENGTH].rstrip("-")
 

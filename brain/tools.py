@@ -87,7 +87,9 @@ def _write_raw(action, arguments: dict, user=None) -> dict:
     description=(
         "Search the team's notes (BM25 over title and body, fused with vector search when an embedder is on). "
         "Returns the best notes with an excerpt. Filter by wing/hall (the first two folders under wiki/) and "
-        "status (default wiki; 'any' means every status but archived). Read the whole note with brain_get."
+        "status (default wiki; 'any' means every status but archived). Only reviewed (wiki) notes are searched "
+        "by default: `unreviewed_matches` says how many raw notes, not reviewed yet, match too, and "
+        "include_raw=true ranks them with the wiki notes (each hit shows its status). Read a note with brain_get."
     ),
     input_schema={
         "type": "object",
@@ -98,6 +100,17 @@ def _write_raw(action, arguments: dict, user=None) -> dict:
             "wing": SEGMENT,
             "hall": SEGMENT,
             "status": {"type": "string", "enum": STATUSES, "default": "wiki"},
+            "include_raw": {
+                "type": "boolean",
+                "default": False,
+                "description": "with status wiki: also unreviewed raw notes (notes just written), each hit with its status",
+            },
+            "tags": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1, "maxLength": 100},
+                "maxItems": 10,
+                "description": "only notes whose frontmatter `tags` holds every one of these",
+            },
         },
         "required": ["query"],
     },
@@ -112,6 +125,8 @@ def brain_query(arguments: dict, ctx: ToolContext) -> dict:
         wing=arguments.get("wing") or None,
         hall=arguments.get("hall") or None,
         status=arguments.get("status", "wiki"),
+        include_raw=arguments.get("include_raw", False),
+        tags=arguments.get("tags"),
     )
     return query_result(response)
 
@@ -142,7 +157,9 @@ def brain_get(arguments: dict, ctx: ToolContext) -> dict:
     title="Write a note into raw",
     description=(
         "Record something worth remembering as a new note in raw, where a person reviews it before it enters "
-        "the wiki. Same title twice gives two notes (the slug is numbered). Not idempotent."
+        "the wiki. Same title twice gives two notes (the slug is numbered). Secrets (API keys, tokens, private "
+        "keys) are replaced by [REDACTED:<kind>] before anything is stored; `redactions` lists what was removed. "
+        "Not idempotent."
     ),
     input_schema=RAW_NOTE_INPUT,
     output_schema=NOTE_REF_SCHEMA,

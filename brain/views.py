@@ -163,6 +163,7 @@ class SearchForm(forms.Form):
     status = forms.ChoiceField(
         required=False, choices=[("wiki", "wiki"), ("raw", "raw"), ("any", "any (not archived)")]
     )
+    include_raw = forms.BooleanField(required=False)
 
 
 # --- helpers ----------------------------------------------------------------------------
@@ -818,7 +819,7 @@ def search_page(request: HttpRequest) -> HttpResponse:
         try:
             response = search(
                 data["q"], limit=20, wing=data["wing"] or None, hall=data["hall"] or None,
-                status=data["status"] or NoteStatus.WIKI,
+                status=data["status"] or NoteStatus.WIKI, include_raw=data["include_raw"],
             )
         except SearchInputError as exc:
             error = str(exc)

@@ -13,6 +13,9 @@ class HyperguildConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from hyperguild import checks  # noqa: F401  (registers system checks)
+        from hyperguild.lib.db_pool import steady_reconnects
+
+        steady_reconnects()  # before any pool opens: a lost connection is retried every half second
 
         # One line per Go hyperguild variable name, at every start-up, until the
         # environment uses our names.

@@ -299,6 +299,7 @@ def _database() -> dict:
 
         url = embedded_database_url(DATA_DIR)
     pool = env_int("HYPERGUILD_DB_POOL", 0, minimum=0, maximum=500)
+    pool_timeout = env_float("HYPERGUILD_DB_POOL_TIMEOUT", 10.0, minimum=0.5, maximum=300.0)
     if "qcluster" in sys.argv:
         # django-q2 forks its workers: a pool opened before the fork would share sockets
         # (and the advisory locks taken on them) between processes. Workers connect directly.
@@ -312,7 +313,9 @@ def _database() -> dict:
         # A pool per process (psycopg_pool): a request borrows a connection instead of opening one,
         # which costs PostgreSQL a new backend each time. The ASGI entry point turns it on by default.
         # All `pool` connections open at start, so a burst of requests never waits for the pool to grow.
-        config.setdefault("OPTIONS", {})["pool"] = {"min_size": pool, "max_size": pool, "timeout": 30}
+        # A request that cannot borrow a connection within `pool_timeout` gets a 503 with Retry-After
+        # rather than hanging (hyperguild.lib.db_pool says how the pool reconnects after an outage).
+        config.setdefault("OPTIONS", {})["pool"] = {"min_size": pool, "max_size": pool, "timeout": pool_timeout}
     # The embedded server listens on a unix socket given as ?host=/path;
     # keep it in HOST, where Django (and tests that hand the URL on) look.
     socket_dir = config.get("OPTIONS", {}).pop("host", None)

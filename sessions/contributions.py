@@ -35,6 +35,20 @@ FOLDER_SECTIONS = (
 )
 
 
+# brain_context lists the raw notes of a project's recent sessions; older sessions add nothing new.
+PROJECT_SESSIONS_LIMIT = 200
+
+
+def project_sessions(project_root: str) -> list[str]:
+    """The `session_id`s of the newest sessions recorded for `project_root` (for brain_context)."""
+    root = project_root.strip().rstrip("/")
+    return list(
+        AgentSession.objects.filter(project_root__in={project_root, root, f"{root}/"})
+        .order_by("-updated_at")
+        .values_list("external_id", flat=True)[:PROJECT_SESSIONS_LIMIT]
+    )
+
+
 def provenance_entries(session_id: str, seqs: list[int]) -> list[SessionEntry]:
     return list(SessionEntry.objects.for_session(session_id).filter(seq__in=seqs))
 

@@ -63,19 +63,35 @@ def _refuse_constant(name: str) -> Any:
     raise InputRejected(f"JSON may not contain {name}: it is not a number JSON allows; send a finite number or null.")
 
 
+# Python refuses to turn longer digit strings into an int (sys.get_int_max_str_digits, 4300); JSON
+# integers longer than this are refused here, with our own message, before Python's own would leak.
+JSON_MAX_INT_DIGITS = 4000
+
+
+def _parse_int(digits: str) -> int:
+    if len(digits) > JSON_MAX_INT_DIGITS:
+        raise InputRejected(
+            f"JSON holds an integer of {len(digits)} digits, over the limit of {JSON_MAX_INT_DIGITS}; send a shorter number."
+        )
+    return int(digits)
+
+
 def loads_limited(raw: bytes | str, max_depth: int = JSON_MAX_DEPTH) -> Any:
     """Decoded JSON, or InputRejected: too deep, not JSON, NaN/Infinity, NUL or a lone surrogate in a string."""
     if json_depth_exceeds(raw, max_depth):
         raise InputRejected(f"JSON is nested deeper than {max_depth} levels; flatten the data.")
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes | bytearray) else raw
-        data = json.loads(text, parse_constant=_refuse_constant)
+        data = json.loads(text, parse_constant=_refuse_constant, parse_int=_parse_int)
     except InputRejected:
         raise
     except UnicodeDecodeError:
         raise InputRejected("The body is not valid UTF-8.") from None
-    except (ValueError, RecursionError) as exc:
-        raise InputRejected(f"The body is not valid JSON: {exc}") from None
+    except json.JSONDecodeError as exc:
+        # The decoder's own short description and where; never the text of any other exception.
+        raise InputRejected(f"The body is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).") from None
+    except (ValueError, RecursionError):
+        raise InputRejected("The body is not valid JSON.") from None
     problem = hostile_value_problem(data)
     if problem:
         raise InputRejected(problem)

@@ -1,9 +1,11 @@
 """Markdown files with YAML frontmatter: parse, write, render, find wikilinks.
 
 Loading is safe: the loader is a `yaml.SafeLoader` subclass (no Python
-objects can be built from a file). It differs from `yaml.safe_load` in one
-way only: timestamps stay strings, so `created: 2024-01-05` comes back as
-the string it was and is written back unquoted. The writer is deterministic
+objects can be built from a file). It differs from `yaml.safe_load` in two
+ways: timestamps stay strings, so `created: 2024-01-05` comes back as the
+string it was and is written back unquoted; and aliases (`*name`, `<<: *name`)
+are refused, because an alias graph expands exponentially (a "billion laughs"
+file of 300 bytes would otherwise expand to gigabytes before any size check). The writer is deterministic
 (keys in the order given, block style, unicode kept), so writing the same
 note twice gives the same bytes.
 """
@@ -42,7 +44,22 @@ def _without_timestamps(resolvers: dict) -> dict:
 
 
 class FrontmatterLoader(yaml.SafeLoader):
-    """SafeLoader that leaves dates and times as strings (JSON has no date type)."""
+    """SafeLoader that leaves dates and times as strings (JSON has no date type) and refuses aliases.
+
+    With aliases refused, the composed tree has at most one node per event in
+    the text, so the 64 KiB cap on the text bounds the work; the depth and
+    size checks then run on data that is no bigger than the file.
+    """
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            mark = event.start_mark
+            raise FrontmatterError(
+                f"frontmatter uses the YAML alias *{event.anchor} (line {mark.line + 1}, column {mark.column + 1}); "
+                "aliases are not allowed in frontmatter: write the value out instead"
+            )
+        return super().compose_node(parent, index)
 
 
 FrontmatterLoader.yaml_implicit_resolvers = _without_timestamps(yaml.SafeLoader.yaml_implicit_resolvers)

@@ -83,6 +83,16 @@ def _redact_into(text: str, found: dict[str, int]) -> str:
     return text
 
 
+def secret_spans(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, pattern name) of every secret in `text` (the `secret` group's span where there is one)."""
+    spans = []
+    for name, pattern in secret_patterns():
+        for match in pattern.finditer(text):
+            group = "secret" if "secret" in pattern.groupindex and match.group("secret") is not None else 0
+            spans.append((*match.span(group), name))
+    return spans
+
+
 def redact(text: str) -> tuple[str, dict[str, int]]:
     """(`text` with every secret replaced, how many hits per pattern name)."""
     found: dict[str, int] = {}

@@ -83,6 +83,9 @@ def test_only_the_note_the_reranker_keeps_reaches_the_llm(brain, brain_url, rera
         "model": ANSWER_MODEL,
         "reranked": True,
         "synthesized": True,
+        "unreviewed_matches": 0,  # issue 28: raw matches are counted and named, never cited
+        "unreviewed": [],
+        "unreviewed_hint": None,
     }
     assert "LiteLLM" in answer["sources"][0]["excerpt"]
 
@@ -302,4 +305,6 @@ def test_the_tool_is_listed_read_only_and_open_world(brain_url, transactional_db
         "default": 5,
         "description": "most sources to use (an LLM gets at most 5)",
     }
-    assert set(tool["outputSchema"]["required"]) == {"answer", "sources", "model", "reranked", "synthesized"}
+    assert set(tool["outputSchema"]["required"]) == {
+        "answer", "sources", "model", "reranked", "synthesized", "unreviewed_matches", "unreviewed", "unreviewed_hint",
+    }  # fmt: skip

@@ -17,11 +17,15 @@ from tests.conftest import call_tool, mcp_post, rpc
 pytestmark = pytest.mark.django_db(transaction=True)
 
 EXPECTED_TOOLS = {
-    "brain_query": ({"query", "limit", "wing", "hall", "status"}, ["query"]),
+    "brain_query": ({"query", "limit", "wing", "hall", "status", "include_raw", "tags"}, ["query"]),
     "brain_get": ({"slug"}, ["slug"]),
     "brain_write": ({"title", "body", "frontmatter", "slug", "session_id"}, ["title", "body"]),
     "brain_ingest": ({"title", "body", "wing", "hall", "frontmatter", "slug"}, ["title", "body", "wing"]),
     "brain_ingest_raw": ({"title", "body", "frontmatter", "slug", "session_id"}, ["title", "body"]),
+    # issue 28: change, archive, undo and list existing notes
+    "brain_edit": ({"slug", "version", "title", "body", "frontmatter"}, ["slug", "version"]),
+    "brain_archive": ({"slug", "version", "reason"}, ["slug", "version"]),
+    "brain_undo": ({"change"}, ["change"]),
 }
 
 

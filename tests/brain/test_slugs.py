@@ -33,6 +33,6 @@ def test_unsafe_slugs_are_refused_with_a_reason(slug, message):
 
 def test_titles_become_ascii_slugs_and_never_empty():
     assert slugify_title("Café Déjà Vu: Straße!") == "cafe-deja-vu-strasse"
-    assert slugify_title("日本語のノート") == "note"
+    assert slugify_title("日本語のノート") == "ribenyunonoto"  # every script is transliterated (issue 28)
     assert slugify_title("   ") == "note"
     assert slugify_path("Concepts/Async IO") == "concepts/async-io"

@@ -14,7 +14,7 @@ from hyperguild.mcp.registry import Endpoint, Tool
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 # Pages other branches add; the README links them already (remove a name once its page exists).
-PAGES_TO_COME = {"docs/security.md"}
+PAGES_TO_COME: set[str] = set()
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 

@@ -57,10 +57,15 @@ class Command(BaseCommand):
         if problem:
             raise CommandError(problem)
         if port_taken(host, port):
-            raise CommandError(f"Port {port} on {host} is already in use: stop what listens there or pass --port.")
+            raise CommandError(
+                f"Port {port} on {host} is already in use: stop what listens there, or choose another port with "
+                f"HYPERGUILD_PORT (e.g. `HYPERGUILD_PORT={port + 1} make run`; `manage.py serve --port {port + 1}` "
+                "works too)."
+            )
         db_was_running = self._embedded_db_running()
+        self._step("database ready; applying migrations…")
         call_command("migrate", interactive=False, verbosity=0)
-        self.stdout.write("database ready, migrations applied")
+        self._step("migrations applied")
         user, generated = do_ensure_admin_account(settings.HYPERGUILD_ADMIN_USER, settings.HYPERGUILD_ADMIN_PASSWORD)
         if user is not None:
             if generated:
@@ -88,6 +93,7 @@ class Command(BaseCommand):
             web_started[web.pid] = time.monotonic()
             return web
 
+        self._step(f"starting {slots} web process{'es' if slots > 1 else ''} on {host}:{port}…")
         webs = [start_web(slot) for slot in range(slots)]
         server = webs[0]
         children: list[subprocess.Popen] = list(webs)
@@ -95,6 +101,7 @@ class Command(BaseCommand):
             return subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, start_new_session=True)
 
         if not no_worker:
+            self._step("starting the task worker (django-q2 cluster)…")
             children.append(start_worker())
             from django_q.tasks import async_task
 
@@ -110,8 +117,10 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         try:
             base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+            self._step("waiting for the web server to answer…")
             if self._wait_ready(base, server):
                 self._print_banner(settings.HYPERGUILD_PUBLIC_URL or base)
+                self._warn_open_endpoints()
             supervise_db = not os.environ.get("DATABASE_URL")
             next_db_check = time.monotonic() + DB_CHECK_SECONDS
             last_worker_start = time.monotonic()
@@ -173,12 +182,42 @@ class Command(BaseCommand):
         # marker tells whether this process was the one that started it.
         return os.environ.get("HYPERGUILD_DB_STARTED_HERE") != "1"
 
+    def _step(self, message: str) -> None:
+        """One line of progress, shown at once even when stdout is a pipe (`make run | tee`)."""
+        self.stdout.write(message)
+        self.stdout.flush()
+
+    def _warn_open_endpoints(self) -> None:
+        """Loudly name every endpoint that any local process can call: no token is set for it."""
+        open_endpoints = [e for e in all_endpoints() if e.token_setting and not e.token()]
+        if not open_endpoints:
+            return
+        names = ", ".join(f"/mcp/{e.name} ({e.token_setting} is empty)" for e in open_endpoints)
+        lines = [
+            "",
+            f"WARNING: NO TOKEN: {names}.",
+            "  Every program on this machine can call " + ("it" if len(open_endpoints) == 1 else "them")
+            + " without a password.",
+        ]
+        if any(e.name == "supervisor" for e in open_endpoints):
+            lines.append("  /mcp/supervisor runs Claude Code and test commands in your projects: that is shell access.")
+        lines.append(
+            "  Set the tokens in the environment of `make run`, e.g. "
+            + " ".join(f"{e.token_setting}=$(openssl rand -hex 32)" for e in open_endpoints[:1])
+            + ", and export the same values where you run `claude`."
+        )
+        for line in lines:
+            self.stdout.write(self.style.ERROR(line) if line.startswith("WARNING") else self.style.WARNING(line))
+        self.stdout.flush()
+
     def _wait_ready(self, base: str, server: subprocess.Popen) -> bool:
+        # /health/live, not /health: /health answers 503 until the worker's first heartbeat, and every
+        # 503 is an ERROR line in the log, which would greet each start.
         for _ in range(100):
             if server.poll() is not None:
                 return False
             try:
-                httpx.get(f"{base}/health", timeout=1.0)
+                httpx.get(f"{base}/health/live", timeout=1.0)
                 return True
             except httpx.HTTPError:
                 time.sleep(0.2)
@@ -195,8 +234,8 @@ class Command(BaseCommand):
             self.stdout.write("  Tokens are not printed: " + ", ".join(
                 f"{e.token_setting} ({masked(e.token())})" for e in with_token
             ) + ".")
-            self.stdout.write("  Read them where you set them (e.g. `grep _MCP_TOKEN .env`) and export them "
-                              "before pasting the lines above.")
+            self.stdout.write("  Each line reads its token from the shell variable of the same name: export it, "
+                              "with the value this server was started with, before pasting.")
         self.stdout.write(f"  People sign in at {base}/login/ and make their own tokens at {base}/tokens/; "
                           "without a header, Claude Code signs in through the browser (docs/people.md).")
         self.stdout.write("Press Ctrl-C to stop.")

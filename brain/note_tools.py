@@ -1,0 +1,265 @@
+"""MCP tools that change or list existing notes: brain_edit, brain_archive, brain_undo, brain_recent.
+
+Imported by BrainConfig.ready(), after brain/tools.py. Each write is one action of
+`brain.actions`, so one revision that shows in the note's history and can be undone
+(in the browser, or with brain_undo and the `change` the write returned). An edit or an
+archive names the version it saw (brain_get shows it): when the note changed since, it is
+refused and nothing is written, as the browser's edit form is.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from brain.actions import NoteConflict, do_archive_note, do_edit_note, do_undo_revision
+from brain.models import Note, NoteRevision, NoteStatus
+from brain.presenters import NOTE_REF_SCHEMA, note_ref
+from brain.tools import BODY, FRONTMATTER, SLUG, TITLE, brain
+from hyperguild.mcp.registry import ToolContext, ToolError
+
+RECENT_DEFAULT = 20
+RECENT_MAX = 100
+MAX_TAGS = 10
+VERSION = {"type": "integer", "minimum": 1, "description": "the note's version as brain_get (or the last write) showed it"}
+CHANGE_SCHEMA = {
+    "type": ["string", "null"],
+    "description": "the change this call made (undo it with brain_undo); null when nothing changed",
+}
+WRITE_RESULT_SCHEMA = {
+    **NOTE_REF_SCHEMA,
+    "properties": {**NOTE_REF_SCHEMA["properties"], "change": CHANGE_SCHEMA},
+    "required": [*NOTE_REF_SCHEMA["required"], "change"],
+}
+STATUS_FILTER = {"type": "string", "enum": [*NoteStatus.values, "any"], "default": "any"}
+TAGS = {
+    "type": "array",
+    "items": {"type": "string", "minLength": 1, "maxLength": 100},
+    "maxItems": MAX_TAGS,
+    "description": "only notes whose frontmatter `tags` holds every one of these",
+}
+
+
+def _note(slug: str) -> Note:
+    note = Note.objects.filter(slug=slug).first()
+    if note is None:
+        raise ToolError(f"No note with slug {slug!r}; find slugs with brain_query or brain_recent.")
+    return note
+
+
+def _written(note: Note, version_before: int) -> dict:
+    change = None
+    if note.version != version_before:
+        change = str(note.revisions.order_by("-id").values_list("group", flat=True).first())
+    return {**note_ref(note), "change": change}
+
+
+def _stale(exc: NoteConflict) -> ToolError:
+    return ToolError(
+        f"{exc} Read it again with brain_get (now version {exc.current.version}) and repeat your change on that text."
+    )
+
+
+@brain.tool(
+    name="brain_edit",
+    title="Edit a note",
+    description=(
+        "Change a note's title, body and/or frontmatter (a field left out stays as it is). Give the version "
+        "brain_get showed: if someone changed the note since, nothing is written and the error says so. "
+        "One revision in the note's history; undo it with brain_undo and the returned `change`."
+    ),
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"slug": SLUG, "version": VERSION, "title": TITLE, "body": BODY, "frontmatter": FRONTMATTER},
+        "required": ["slug", "version"],
+    },
+    output_schema=WRITE_RESULT_SCHEMA,
+    idempotent=True,
+    scope="brain:write",
+)
+def brain_edit(arguments: dict, ctx: ToolContext) -> dict:
+    note = _note(arguments["slug"])
+    if note.status not in (NoteStatus.RAW, NoteStatus.WIKI):
+        raise ToolError(f"note {note.slug} is {note.status}; only raw and wiki notes can be edited.")
+    if not any(key in arguments for key in ("title", "body", "frontmatter")):
+        raise ToolError("Nothing to change: give a title, a body or frontmatter.")
+    version_before = arguments["version"]
+    try:
+        edited = do_edit_note(
+            note, title=arguments.get("title"), body=arguments.get("body"), frontmatter=arguments.get("frontmatter"),
+            expected_version=version_before, user=ctx.actor,
+        )  # fmt: skip
+    except NoteConflict as exc:
+        raise _stale(exc) from None
+    return _written(edited, version_before)
+
+
+@brain.tool(
+    name="brain_archive",
+    title="Archive a note",
+    description=(
+        "Take a note out of search and out of the brain folder (hyperguild never deletes a note). Give the "
+        "version brain_get showed. One revision; undo it with brain_undo and the returned `change`."
+    ),
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "slug": SLUG,
+            "version": VERSION,
+            "reason": {"type": "string", "maxLength": 500, "description": "why, shown in the note's history"},
+        },
+        "required": ["slug", "version"],
+    },
+    output_schema=WRITE_RESULT_SCHEMA,
+    destructive=True,
+    idempotent=True,
+    scope="brain:write",
+)
+def brain_archive(arguments: dict, ctx: ToolContext) -> dict:
+    note = _note(arguments["slug"])
+    version_before = arguments["version"]
+    try:
+        archived = do_archive_note(
+            note, reason=arguments.get("reason", "").strip(), expected_version=version_before, user=ctx.actor
+        )
+    except NoteConflict as exc:
+        raise _stale(exc) from None
+    return _written(archived, version_before)
+
+
+@brain.tool(
+    name="brain_undo",
+    title="Undo a change",
+    description=(
+        "Undo one edit or archive (the `change` brain_edit or brain_archive returned, or one from brain_recent): the "
+        "note gets back its fields from before. Refused when the note changed again since, and for a reviewer's "
+        "promote, reject or merge (undone in the browser). The undo is a revision too."
+    ),
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"change": {"type": "string", "minLength": 1, "maxLength": 64, "description": "the change id"}},
+        "required": ["change"],
+    },
+    output_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"notes": {"type": "array", "items": WRITE_RESULT_SCHEMA}},
+        "required": ["notes"],
+    },
+    scope="brain:write",
+)
+def brain_undo(arguments: dict, ctx: ToolContext) -> dict:
+    # Only what an MCP caller could have done itself: a reviewer's promote, reject, merge or re-file is
+    # undone by a person, in the browser.
+    actions = set(
+        NoteRevision.objects.filter(group=_change_id(arguments["change"])).values_list("action", flat=True)
+    )
+    if actions - UNDOABLE_OVER_MCP:
+        raise ToolError(
+            f"That change is a reviewer's {', '.join(sorted(actions - UNDOABLE_OVER_MCP))}; undo it in the browser, "
+            "from the note's history."
+        )
+    restored = do_undo_revision(arguments["change"], user=ctx.actor)
+    return {"notes": [_written(note, note.version - 1) for note in restored]}
+
+
+UNDOABLE_OVER_MCP = {NoteRevision.Action.EDIT, NoteRevision.Action.ARCHIVE}
+
+
+def _change_id(change: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(change)
+    except ValueError:
+        return None
+
+
+def note_tags(note: Note) -> list[str]:
+    """The note's frontmatter `tags` as a list of strings (a YAML list, or one comma-separated string)."""
+    tags = (note.frontmatter or {}).get("tags")
+    if isinstance(tags, str):
+        tags = tags.split(",")
+    if not isinstance(tags, list):
+        return []
+    return [str(tag).strip() for tag in tags if str(tag).strip()]
+
+
+RECENT_ITEM_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "slug": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "string"},
+        "wing": {"type": "string"},
+        "hall": {"type": "string"},
+        "version": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "updated_at": {"type": "string"},
+        "last_change": {
+            "type": ["object", "null"],
+            "description": "the newest revision: what was done, when, and its change id (null: written, never changed)",
+            "properties": {
+                "action": {"type": "string"},
+                "at": {"type": "string"},
+                "summary": {"type": "string"},
+                "change": {"type": "string"},
+                "undone": {"type": "boolean"},
+            },
+        },
+    },
+    "required": ["slug", "title", "status", "wing", "hall", "version", "tags", "updated_at", "last_change"],
+}
+
+
+@brain.tool(
+    name="brain_recent",
+    title="Recent activity and notes by tag",
+    description=(
+        "The most recently written or changed notes, newest first, with their last change. Filter by status "
+        "(default any: every status, archived included, so an archive shows too) and by frontmatter tags "
+        "(every tag given must be on the note)."
+    ),
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "limit": {"type": "integer", "minimum": 1, "maximum": RECENT_MAX, "default": RECENT_DEFAULT},
+            "status": STATUS_FILTER,
+            "tags": TAGS,
+        },
+    },
+    output_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"notes": {"type": "array", "items": RECENT_ITEM_SCHEMA}, "count": {"type": "integer"}},
+        "required": ["notes", "count"],
+    },
+    read_only=True,
+    idempotent=True,
+)
+def brain_recent(arguments: dict, ctx: ToolContext) -> dict:
+    notes = Note.objects.all()
+    status = arguments.get("status", "any")
+    if status != "any":
+        notes = notes.filter(status=status)
+    notes = notes.with_tags(arguments.get("tags"))
+    notes = list(notes.order_by("-updated_at", "-id")[: arguments.get("limit", RECENT_DEFAULT)])
+    latest = {}
+    for revision in (
+        NoteRevision.objects.filter(note__in=notes).order_by("note_id", "-id").distinct("note_id")
+    ):
+        latest[revision.note_id] = revision
+    items = []
+    for note in notes:
+        revision = latest.get(note.id)
+        items.append({
+            "slug": note.slug, "title": note.title, "status": note.status, "wing": note.wing, "hall": note.hall,
+            "version": note.version, "tags": note_tags(note), "updated_at": note.updated_at.isoformat(),
+            "last_change": None if revision is None else {
+                "action": revision.action, "at": revision.created_at.isoformat(), "summary": revision.summary,
+                "change": str(revision.group), "undone": revision.undone_at is not None,
+            },
+        })  # fmt: skip
+    return {"notes": items, "count": len(items)}

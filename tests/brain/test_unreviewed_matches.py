@@ -1,0 +1,94 @@
+"""What you write can be found (issue 28, problem 3).
+
+Search stays wiki-only by default (the review gate), but every answer says how many unreviewed
+(raw) notes matched and names the best of them; brain_query can include them, each hit with its
+status; brain_context lists the project's own recent raw notes apart from the wiki entries.
+"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from brain.actions import do_ingest_note, do_write_raw_note
+from sessions.actions import do_log_entry
+from tests.brain.conftest import AUTH
+from tests.conftest import call_tool
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PROJECT_ROOT = "/home/someone/dev/zephyrdb"
+
+
+def tool(url: str, name: str, arguments: dict) -> dict:
+    result = call_tool(url, name, arguments, AUTH)
+    assert result.get("isError") is not True, result
+    return result["structuredContent"]
+
+
+def test_a_just_written_raw_note_is_named_by_the_next_brain_query(brain_server):
+    _, url = brain_server
+    written = tool(url, "brain_write", {"title": "Flaky fixture teardown", "body": "The teardown races the pool reaper."})
+    answer = tool(url, "brain_query", {"query": "teardown races"})
+    assert answer["abstained"] is True and answer["hits"] == []
+    assert answer["unreviewed_matches"] == 1
+    assert answer["unreviewed"] == [{"slug": written["slug"], "title": "Flaky fixture teardown", "status": "raw"}]
+    assert "1 unreviewed (raw) note also matches" in answer["unreviewed_hint"]
+    assert "include_raw" in answer["unreviewed_hint"] and "include_raw" in answer["reason"]
+
+
+def test_include_raw_ranks_raw_and_wiki_notes_together_with_their_status_and_never_rejected_ones(brain_server):
+    _, url = brain_server
+    do_ingest_note(title="Pool reaper", body="The pool reaper closes idle connections.", wing="concepts")
+    do_write_raw_note(title="Reaper races", body="The pool reaper races the teardown.")
+    rejected = do_write_raw_note(title="Reaper rumour", body="The pool reaper is haunted.")
+    reviewer = get_user_model().objects.create_user("reviewer", password="pw-reviewer-123", is_staff=True)
+    from brain.actions import do_reject_note
+
+    do_reject_note(rejected, reviewer=reviewer, reason="nonsense")
+    default = tool(url, "brain_query", {"query": "pool reaper"})
+    assert [hit["status"] for hit in default["hits"]] == ["wiki"]
+    assert default["unreviewed_matches"] == 1
+    both = tool(url, "brain_query", {"query": "pool reaper", "include_raw": True})
+    assert sorted((hit["slug"], hit["status"]) for hit in both["hits"]) == [("pool-reaper", "wiki"), ("reaper-races", "raw")]
+    assert both["unreviewed_matches"] == 0 and both["unreviewed_hint"] is None
+
+
+def test_brain_answer_says_unreviewed_notes_matched(brain_server):
+    _, url = brain_server
+    do_write_raw_note(title="Vacuum schedule", body="Autovacuum runs every night on the events table.")
+    answer = tool(url, "brain_answer", {"question": "when does autovacuum run on the events table?"})
+    assert answer["sources"] == []
+    assert answer["unreviewed_matches"] == 1 and answer["unreviewed"][0]["slug"] == "vacuum-schedule"
+    assert "include_raw" in answer["unreviewed_hint"]
+
+
+def test_brain_context_lists_the_projects_own_raw_notes_apart(brain_server):
+    _, url = brain_server
+    do_ingest_note(title="Zephyrdb architecture", body="zephyrdb stores events in segments.", wing="concepts")
+    do_log_entry("sess-zephyr-1", kind="note", message="started", project_root=PROJECT_ROOT)
+    own = tool(url, "brain_write", {"title": "Segment compaction stalls", "body": "Compaction stalls under load.",
+                                    "session_id": "sess-zephyr-1"})  # fmt: skip
+    do_write_raw_note(title="Unrelated raw idea", body="Pasta water should be salty.", session_id="sess-other")
+    context = tool(url, "brain_context", {"project_root": PROJECT_ROOT})
+    assert [entry["slug"] for entry in context["entries"]] == ["zephyrdb-architecture"]
+    assert [note["slug"] for note in context["unreviewed"]] == [own["slug"]]
+    assert context["unreviewed"][0]["status"] == "raw"
+
+
+def test_rest_query_and_the_search_page_say_so_too(brain_server):
+    base, _ = brain_server
+    do_write_raw_note(title="Flaky fixture teardown", body="The teardown races the pool reaper.")
+    response = httpx.post(f"{base}/query", json={"query": "teardown races"}, headers=AUTH, timeout=30)
+    assert response.json()["unreviewed_matches"] == 1
+    with_raw = httpx.post(f"{base}/query", json={"query": "teardown races", "include_raw": True}, headers=AUTH, timeout=30)
+    assert [hit["status"] for hit in with_raw.json()["hits"]] == ["raw"]
+    user = get_user_model().objects.create_user("reader", password="pw-reader-123")
+    client = Client()
+    client.force_login(user)
+    page = client.get("/search/", {"q": "teardown races"}).content.decode()
+    assert 'id="unreviewed-matches"' in page and "1 unreviewed (raw) note also matches" in page
+    page = client.get("/search/", {"q": "teardown races", "include_raw": "on"}).content.decode()
+    assert "Flaky fixture teardown" in page and 'id="unreviewed-matches"' not in page
