@@ -175,7 +175,11 @@ def authenticate_bearer(
     metadata = resource_metadata_url(request, endpoints[0] if len(endpoints) == 1 else None)
     # The scopes to ask for (MCP authorization, "scope selection"): what this door needs, in declaration order.
     challenge_scope = " ".join(scope for scope in known_scopes() if scope in wanted)
-    header = request.META.get("HTTP_AUTHORIZATION", "")
+    header = request.META.get("HTTP_AUTHORIZATION", "").strip()
+    if header.lower() == "bearer":
+        # `Bearer ` with nothing after it is no credential at all: what a client configured with an empty token
+        # variable sends (the plugin's `Bearer ${HYPERGUILD_TOKEN:-}` on a server with no tokens).
+        header = ""
     if not header:
         if endpoints and not any(e.token() for e in endpoints):
             return Identity(user=None, scopes=_service_scopes(endpoints), via="open")

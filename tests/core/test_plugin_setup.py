@@ -37,7 +37,7 @@ def test_one_token_for_all_is_named_and_never_printed(settings):
 def test_different_endpoint_tokens_are_pointed_out(settings):
     settings.BRAIN_MCP_TOKEN, settings.SUPERVISOR_MCP_TOKEN, settings.ROUTING_MCP_TOKEN = "a-secret", "b-secret", ""
     output = run()
-    assert "differ here: give them one value (the hooks use BRAIN_MCP_TOKEN's)" in output
+    assert "differ here, so none of them opens every endpoint and the hooks (the hooks use BRAIN_MCP_TOKEN's): give them one value" in output
     assert "a-secret" not in output and "b-secret" not in output
 
 

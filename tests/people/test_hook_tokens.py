@@ -45,3 +45,15 @@ def test_a_token_without_sessions_write_is_refused_and_nothing_is_logged(live):
     assert "sessions:write" in answer.headers["WWW-Authenticate"]
     assert not AgentSession.objects.filter(external_id=session_id).exists()
     assert hook(live, "UserPromptSubmit", session_id, "hgp_not-a-real-token").status_code == 401
+
+
+def test_an_empty_bearer_is_no_credential_open_without_tokens_and_401_with_them(asgi_server, settings):
+    """`Bearer ` with nothing after it is what a client with an empty token variable sends (the plugin's .mcp.json)."""
+    from tests.conftest import mcp_post, rpc
+
+    settings.BRAIN_MCP_TOKEN = ""
+    open_answer = mcp_post(f"{asgi_server}/mcp/brain", rpc("tools/list", {}), {"Authorization": "Bearer "})
+    assert open_answer.status_code == 200 and "result" in open_answer.json()
+    settings.BRAIN_MCP_TOKEN = "a-server-token-for-tests"
+    closed = mcp_post(f"{asgi_server}/mcp/brain", rpc("tools/list", {}), {"Authorization": "Bearer "})
+    assert closed.status_code == 401
