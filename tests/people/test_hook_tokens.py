@@ -52,8 +52,8 @@ def test_an_empty_bearer_is_no_credential_open_without_tokens_and_401_with_them(
     from tests.conftest import mcp_post, rpc
 
     settings.BRAIN_MCP_TOKEN = ""
-    open_answer = mcp_post(f"{asgi_server}/mcp/brain", rpc("tools/list", {}), {"Authorization": "Bearer "})
+    open_answer = mcp_post(f"{asgi_server}/mcp/brain", rpc("tools/list", {}), {"Authorization": "Bearer"})
     assert open_answer.status_code == 200 and "result" in open_answer.json()
     settings.BRAIN_MCP_TOKEN = "a-server-token-for-tests"
-    closed = mcp_post(f"{asgi_server}/mcp/brain", rpc("tools/list", {}), {"Authorization": "Bearer "})
+    closed = mcp_post(f"{asgi_server}/mcp/brain", rpc("tools/list", {}), {"Authorization": "Bearer"})
     assert closed.status_code == 401
