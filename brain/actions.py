@@ -24,7 +24,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from brain.chunking import chunk_note
-from brain.errors import BrainError
+from brain.errors import BrainInputError, NoteConflict
 from brain.indexing import note_changed
 from brain.models import (
     NOTE_SOURCE_HASH,
@@ -50,24 +50,6 @@ from hyperguild.lib.text import without_bidi_controls
 
 MAX_TITLE_LENGTH = 300
 MAX_SLUG_ATTEMPTS = 64
-
-
-class BrainInputError(BrainError, ValueError):
-    """A write the brain refuses; the message says what to change."""
-
-
-class NoteConflict(BrainInputError):
-    """The note changed after the form was opened (its version moved on); nothing was written.
-
-    `current` is the note as it is now, so the page can show both texts.
-    """
-
-    http_status = 409
-    code = "conflict"
-
-    def __init__(self, message: str, *, current: Note):
-        super().__init__(message)
-        self.current = current
 
 
 # -- the one form of text ------------------------------------------------------

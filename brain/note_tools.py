@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import uuid
 
-from brain.actions import NoteConflict, do_archive_note, do_edit_note, do_undo_revision
+from brain.actions import do_archive_note, do_edit_note, do_undo_revision
+from brain.errors import NoteConflict
 from brain.models import Note, NoteRevision, NoteStatus
 from brain.presenters import NOTE_REF_SCHEMA, note_ref
 from brain.tools import BODY, FRONTMATTER, SLUG, TITLE, brain

@@ -26,6 +26,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from brain import actions, similar
+from brain.errors import BrainInputError, NoteConflict
 from brain.hooks import provenance_entries
 from brain.models import Note, NoteRevision, NoteStatus
 from brain.presenters import render_note_body
@@ -505,11 +506,11 @@ def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
             note, reviewer=request.user, wing=data["wing"], hall=data["hall"] or "",
             title=data["title"], slug=data["slug"], body=data["body"], expected_version=data["version"],
         )
-    except actions.NoteConflict as exc:
+    except NoteConflict as exc:
         form.add_error(None, str(exc))
         return _note_page(request, exc.current, promote_form=form, conflict=_conflict(exc.current, data["body"]),
                           status=409)
-    except actions.BrainInputError as exc:
+    except BrainInputError as exc:
         form.add_error(None, str(exc))
         return _note_page(request, note, promote_form=form, status=400)
     _undo_message(request, f"Promoted “{promoted.title}” to {promoted.path or promoted.wing}.", promoted)
@@ -526,7 +527,7 @@ def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
         return _note_page(request, note, reject_form=form, status=400)
     try:
         rejected = actions.do_reject_note(note, reviewer=request.user, reason=form.cleaned_data["reason"])
-    except actions.BrainInputError as exc:
+    except BrainInputError as exc:
         form.add_error(None, str(exc))
         return _note_page(request, note, reject_form=form, status=400)
     _undo_message(request, f"Rejected “{note.title}”.", rejected)
@@ -545,10 +546,10 @@ def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
         edited = actions.do_edit_note(
             note, title=data["title"], body=body, user=request.user, expected_version=data["version"]
         )
-    except actions.NoteConflict as exc:
+    except NoteConflict as exc:
         form.add_error(None, str(exc))
         return _note_page(request, exc.current, edit_form=form, conflict=_conflict(exc.current, body), status=409)
-    except actions.BrainInputError as exc:
+    except BrainInputError as exc:
         form.add_error(None, str(exc))
         return _note_page(request, note, edit_form=form, status=400)
     if edited.version == note.version:
@@ -570,9 +571,9 @@ def refile_note(request: HttpRequest, pk: int) -> HttpResponse:
             note, user=request.user, wing=data["wing"], hall=data["hall"] or "", slug=data["slug"],
             expected_version=data["version"],
         )
-    except actions.BrainInputError as exc:
+    except BrainInputError as exc:
         form.add_error(None, str(exc))
-        return _note_page(request, note, refile_form=form, status=409 if isinstance(exc, actions.NoteConflict) else 400)
+        return _note_page(request, note, refile_form=form, status=409 if isinstance(exc, NoteConflict) else 400)
     _undo_message(request, f"Re-filed “{refiled.title}” to {refiled.path}.", refiled)
     return redirect("brain-note", pk=refiled.pk)
 
@@ -587,7 +588,7 @@ def demote_note(request: HttpRequest, pk: int) -> HttpResponse:
             note, user=request.user, reason=form.cleaned_data.get("reason") or "",
             expected_version=form.cleaned_data.get("version"),
         )
-    except actions.BrainInputError as exc:
+    except BrainInputError as exc:
         messages.error(request, str(exc))
         return redirect("brain-note", pk=note.pk)
     _undo_message(request, f"Demoted “{demoted.title}” back to the review queue.", demoted)
@@ -604,7 +605,7 @@ def reopen_note(request: HttpRequest, pk: int) -> HttpResponse:
             note, user=request.user, reason=form.cleaned_data.get("reason") or "",
             expected_version=form.cleaned_data.get("version"),
         )
-    except actions.BrainInputError as exc:
+    except BrainInputError as exc:
         messages.error(request, str(exc))
         return redirect("brain-note", pk=note.pk)
     _undo_message(request, f"Reopened “{reopened.title}”: it is back in the review queue.", reopened)
@@ -636,7 +637,7 @@ def undo_change(request: HttpRequest, group: str) -> HttpResponse:
     fallback = reverse("brain-note", args=[revision.note_id]) if single else reverse("brain-review")
     try:
         restored = actions.do_undo_revision(group, user=request.user)
-    except actions.BrainInputError as exc:
+    except BrainInputError as exc:
         messages.error(request, f"Nothing was undone: {exc}")
         return redirect(_return_path(request, fallback) if not single else fallback)
     names = ", ".join(f"“{note.title}”" for note in restored[:5])
@@ -709,11 +710,11 @@ def merge_note(request: HttpRequest, pk: int) -> HttpResponse:
             try:
                 actions.do_merge_note(note, into=target, reviewer=request.user, body=body,
                                       expected_version=form.cleaned_data["version"])
-            except actions.NoteConflict as exc:
+            except NoteConflict as exc:
                 error, status, target = str(exc), 409, exc.current
                 # Saving again is now a deliberate choice over the text shown; nothing is lost meanwhile.
                 conflict, version = _conflict(exc.current, body), exc.current.version
-            except actions.BrainInputError as exc:
+            except BrainInputError as exc:
                 error = str(exc)
             else:
                 target.refresh_from_db()
@@ -771,7 +772,7 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
                 )
             else:
                 actions.do_reject_note(note, reviewer=request.user, reason=data["reason"].strip(), group=group)
-        except actions.BrainInputError as exc:
+        except BrainInputError as exc:
             failed.append(f"{note.slug}: {exc}")
         else:
             done += 1
