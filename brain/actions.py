@@ -26,6 +26,7 @@ from django.utils import timezone
 from brain.chunking import chunk_note
 from brain.errors import BrainInputError, NoteConflict
 from brain.indexing import note_changed
+from brain.limits import MAX_TITLE_LENGTH
 from brain.models import (
     NOTE_SOURCE_HASH,
     AreaDescription,
@@ -48,7 +49,6 @@ from hyperguild.lib.markdown import FrontmatterError, check_frontmatter_limits, 
 from hyperguild.lib.redaction import redact_fields, secret_spans
 from hyperguild.lib.text import without_bidi_controls
 
-MAX_TITLE_LENGTH = 300
 MAX_SLUG_ATTEMPTS = 64
 
 
@@ -272,6 +272,18 @@ def _after_write(note: Note, *, corpus_changed: bool = True, links_changed: bool
 # -- slug allocation ------------------------------------------------------------
 
 
+def _first_free_number(base: str, *, exclude: Note | None = None) -> int:
+    """1 when `base` is free (or is `exclude`'s own slug), else the lowest n ≥ 2 with `base-n` free."""
+    others = Note.objects.exclude(pk=exclude.pk) if exclude is not None else Note.objects.all()
+    if not others.filter(slug=base).exists():
+        return 1
+    taken = set(others.filter(slug__startswith=f"{base}-").values_list("slug", flat=True))
+    number = 2
+    while numbered(base, number) in taken:
+        number += 1
+    return number
+
+
 def _insert_with_unique_slug(note: Note, base: str, *, explicit: bool) -> None:
     """Save a new note under `base`, or `base-2`, `base-3`… when taken.
 
@@ -291,12 +303,7 @@ def _insert_with_unique_slug(note: Note, base: str, *, explicit: bool) -> None:
         except IntegrityError:
             raise BrainInputError(f"slug {base!r} is already used by another note; choose another or omit slug.")
         return
-    number = 1
-    if Note.objects.filter(slug=base).exists():
-        taken = set(Note.objects.filter(slug__startswith=f"{base}-").values_list("slug", flat=True))
-        number = 2
-        while numbered(base, number) in taken:
-            number += 1
+    number = _first_free_number(base)
     for _ in range(MAX_SLUG_ATTEMPTS):
         note.slug = numbered(base, number)
         note.path = note.canonical_path()
@@ -499,11 +506,16 @@ def do_edit_note(
 def do_promote_note(
     note: Note, *, reviewer, wing: str, hall: str = "", title: str | None = None, slug: str | None = None,
     body: str | None = None, expected_version: int | None = None, group: uuid.UUID | None = None,
+    slug_from_title: bool = False,
 ) -> Note:  # fmt: skip
     """raw → wiki under wing/hall; records the reviewer and when.
 
     `group` puts the revision in an existing group (a bulk action: one undo for all its notes).
+    `slug_from_title` (instead of `slug`) re-slugs the note from its title, numbered (`-2`, `-3`…) when
+    another note has that slug; an explicit `slug` that is taken is refused, never renumbered.
     """
+    if slug_from_title and slug is not None:
+        raise BrainInputError("give a slug or ask for one from the title, not both.")
     wing, hall = _clean_place(wing, hall, wing_required=True)
     new_title = _clean_title(title) if title is not None else None
     new_body = _clean_body(body) if body is not None else None
@@ -516,13 +528,16 @@ def do_promote_note(
             raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be promoted.")
         _check_version(note, expected_version)
         before, version_before = note.snapshot(), note.version
+        if new_title is not None:
+            note.title = new_title
+        if slug_from_title:
+            base = slugify_title(note.title)
+            new_slug = numbered(base, _first_free_number(base, exclude=note))
         _check_wiki_slug(new_slug or note.slug, hall)
         if new_slug and new_slug != note.slug:
             if Note.objects.filter(slug=new_slug).exists():
                 raise BrainInputError(f"slug {new_slug!r} is already used by another note; choose another.")
             note.slug = new_slug
-        if new_title is not None:
-            note.title = new_title
         if new_body is not None:
             note.body = new_body
         note.promote(reviewer=reviewer, wing=wing, hall=hall)

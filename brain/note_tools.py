@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import uuid
 
+from brain import inputs
 from brain.actions import do_archive_note, do_edit_note, do_undo_revision
 from brain.errors import NoteConflict
 from brain.models import Note, NoteRevision, NoteStatus
 from brain.presenters import NOTE_REF_SCHEMA, note_ref
-from brain.tools import BODY, FRONTMATTER, SLUG, TITLE, brain
+from brain.tools import brain
 from hyperguild.mcp.registry import ToolContext, ToolError
 
 RECENT_DEFAULT = 20
 RECENT_MAX = 100
 MAX_TAGS = 10
-VERSION = {"type": "integer", "minimum": 1, "description": "the note's version as brain_get (or the last write) showed it"}
 CHANGE_SCHEMA = {
     "type": ["string", "null"],
     "description": "the change this call made (undo it with brain_undo); null when nothing changed",
@@ -34,7 +34,7 @@ WRITE_RESULT_SCHEMA = {
 STATUS_FILTER = {"type": "string", "enum": [*NoteStatus.values, "any"], "default": "any"}
 TAGS = {
     "type": "array",
-    "items": {"type": "string", "minLength": 1, "maxLength": 100},
+    "items": inputs.TAG.json_schema(),
     "maxItems": MAX_TAGS,
     "description": "only notes whose frontmatter `tags` holds every one of these",
 }
@@ -68,12 +68,7 @@ def _stale(exc: NoteConflict) -> ToolError:
         "brain_get showed: if someone changed the note since, nothing is written and the error says so. "
         "One revision in the note's history; undo it with brain_undo and the returned `change`."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"slug": SLUG, "version": VERSION, "title": TITLE, "body": BODY, "frontmatter": FRONTMATTER},
-        "required": ["slug", "version"],
-    },
+    input_schema=inputs.NOTE_EDIT.json_schema(),
     output_schema=WRITE_RESULT_SCHEMA,
     idempotent=True,
     scope="brain:write",
@@ -102,16 +97,7 @@ def brain_edit(arguments: dict, ctx: ToolContext) -> dict:
         "Take a note out of search and out of the brain folder (hyperguild never deletes a note). Give the "
         "version brain_get showed. One revision; undo it with brain_undo and the returned `change`."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "slug": SLUG,
-            "version": VERSION,
-            "reason": {"type": "string", "maxLength": 500, "description": "why, shown in the note's history"},
-        },
-        "required": ["slug", "version"],
-    },
+    input_schema=inputs.NOTE_ARCHIVE.json_schema(),
     output_schema=WRITE_RESULT_SCHEMA,
     destructive=True,
     idempotent=True,

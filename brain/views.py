@@ -25,13 +25,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from brain import actions, similar
+from brain import actions, inputs, similar
 from brain.errors import BrainInputError, NoteConflict
 from brain.hooks import provenance_entries
+from brain.limits import MAX_SESSION_ID_LENGTH, MAX_TITLE_LENGTH
 from brain.models import Note, NoteRevision, NoteStatus
 from brain.presenters import render_note_body
 from brain.search import SearchInputError, search
-from brain.slugs import MAX_SLUG_LENGTH, numbered, slugify_title
 from hyperguild.lib.diff import html_diff
 from hyperguild.ui import paginate, role_action, role_page, staff_action
 
@@ -67,7 +67,7 @@ EXCERPT_CHARS = 240
 class QueueFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200)
     source = forms.CharField(required=False, max_length=50)
-    session = forms.CharField(required=False, max_length=200)
+    session = forms.CharField(required=False, max_length=MAX_SESSION_ID_LENGTH)
     kind = forms.CharField(required=False, max_length=100)
     project = forms.CharField(required=False, max_length=200)
     # A username: whose notes ("Mine" links to the signed-in person's own).
@@ -88,13 +88,13 @@ class VersionedForm(forms.Form):
 
 
 class PromoteForm(VersionedForm):
-    # Wing, hall and slug rules live in brain.actions (BrainInputError, via brain.slugs.validate_slug,
-    # as for MCP, REST and imports); the form only bounds sizes.
-    wing = forms.CharField(max_length=100)
-    hall = forms.CharField(max_length=100, required=False)
-    title = forms.CharField(max_length=300)
-    slug = forms.CharField(max_length=MAX_SLUG_LENGTH)
-    body = forms.CharField(widget=forms.Textarea, strip=False)
+    # The fields and their sizes are brain.inputs' (as for MCP and REST); wing, hall and slug rules are the
+    # actions' (BrainInputError, via brain.slugs.validate_slug, as for MCP, REST and imports).
+    wing = inputs.WING.form_field()
+    hall = inputs.HALL.form_field(required=False)
+    title = inputs.TITLE.form_field()
+    slug = inputs.SLUG.form_field()
+    body = inputs.BODY.form_field()
     confirm_duplicate = forms.BooleanField(required=False)
 
 
@@ -103,14 +103,14 @@ class RejectForm(forms.Form):
 
 
 class EditForm(VersionedForm):
-    title = forms.CharField(max_length=300)
-    body = forms.CharField(widget=forms.Textarea, strip=False)
+    title = inputs.TITLE.form_field()
+    body = inputs.BODY.form_field()
 
 
 class RefileForm(VersionedForm):
-    wing = forms.CharField(max_length=100)
-    hall = forms.CharField(max_length=100, required=False)
-    slug = forms.CharField(max_length=MAX_SLUG_LENGTH)
+    wing = inputs.WING.form_field()
+    hall = inputs.HALL.form_field(required=False)
+    slug = inputs.SLUG.form_field()
 
 
 class DemoteForm(VersionedForm):
@@ -118,8 +118,8 @@ class DemoteForm(VersionedForm):
 
 
 class MergeForm(VersionedForm):
-    into = forms.CharField(max_length=MAX_SLUG_LENGTH)
-    body = forms.CharField(widget=forms.Textarea, strip=False)
+    into = inputs.SLUG.form_field()
+    body = inputs.BODY.form_field()
 
     def clean_into(self) -> Note:
         slug = self.cleaned_data["into"].strip()
@@ -140,8 +140,8 @@ class BulkForm(forms.Form):
     # "Select all N matching this filter": the filter's query string and the count the reviewer saw.
     select_all = forms.BooleanField(required=False)
     expected_count = forms.IntegerField(required=False, min_value=0)
-    wing = forms.CharField(max_length=100, required=False)
-    hall = forms.CharField(max_length=100, required=False)
+    wing = inputs.SEGMENT.form_field(required=False)
+    hall = inputs.SEGMENT.form_field(required=False)
     reason = forms.CharField(max_length=2000, required=False)
     title_from_heading = forms.BooleanField(required=False)
     slug_from_title = forms.BooleanField(required=False)
@@ -159,8 +159,8 @@ class BulkForm(forms.Form):
 
 class SearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=500)
-    wing = forms.CharField(required=False, max_length=100)
-    hall = forms.CharField(required=False, max_length=100)
+    wing = inputs.SEGMENT.form_field(required=False)
+    hall = inputs.SEGMENT.form_field(required=False)
     status = forms.ChoiceField(
         required=False, choices=[("wiki", "wiki"), ("raw", "raw"), ("any", "any (not archived)")]
     )
@@ -732,7 +732,7 @@ def _first_heading(body: str) -> str:
     for line in body.splitlines():
         text = line.strip()
         if text.startswith("#"):
-            return text.lstrip("#").strip()[:300]
+            return text.lstrip("#").strip()[:MAX_TITLE_LENGTH]
     return ""
 
 
@@ -765,10 +765,9 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
         try:
             if data["action"] == "promote":
                 title = (_first_heading(note.body) if data["title_from_heading"] else "") or note.title
-                slug = slugify_title(title) if data["slug_from_title"] else None
                 actions.do_promote_note(
                     note, reviewer=request.user, wing=data["wing"], hall=data["hall"] or "", title=title,
-                    slug=_free_slug(slug, note) if slug else None, group=group,
+                    slug_from_title=data["slug_from_title"], group=group,
                 )
             else:
                 actions.do_reject_note(note, reviewer=request.user, reason=data["reason"].strip(), group=group)
@@ -785,17 +784,6 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
     for failure in failed:
         messages.error(request, failure)
     return redirect(_queue_url(filter_query))
-
-
-def _free_slug(slug: str, note: Note) -> str:
-    """`slug`, or `slug-2`, `slug-3`… when another note has it (bulk re-slugging never collides)."""
-    if slug == note.slug or not Note.objects.filter(slug=slug).exclude(pk=note.pk).exists():
-        return slug
-    taken = set(Note.objects.filter(slug__startswith=f"{slug}-").values_list("slug", flat=True))
-    number = 2
-    while numbered(slug, number) in taken:
-        number += 1
-    return numbered(slug, number)
 
 
 @staff_action
