@@ -316,43 +316,6 @@ def _insert_with_unique_slug(note: Note, base: str, *, explicit: bool) -> None:
     raise BrainInputError(f"could not find a free slug near {base!r}; pass an explicit slug.")
 
 
-def _new_note(
-    *,
-    title: str,
-    body: str,
-    frontmatter: dict,
-    slug: str | None,
-    status: str,
-    wing: str = "",
-    hall: str = "",
-    source: str,
-    provenance: dict | None,
-    session_id: str = "",
-    user=None,
-    redactions: list[dict] | None = None,
-) -> Note:
-    provenance = {"source": source, **(provenance or {})}
-    if session_id:
-        provenance.setdefault("session_id", session_id)
-    note = Note(
-        title=title,
-        body=body,
-        frontmatter=frontmatter,
-        status=status,
-        wing=wing,
-        hall=hall,
-        source=source,
-        provenance=provenance,
-        session_id=session_id or "",
-        created_by=user if getattr(user, "pk", None) else None,
-        redactions=redactions or [],
-    )
-    note.content_hash = note.compute_hash()
-    _insert_with_unique_slug(note, slug or slugify_title(title), explicit=slug is not None)
-    _after_write(note)
-    return note
-
-
 def _check_provenance(provenance: Any) -> dict | None:
     if provenance is not None and not isinstance(provenance, dict):
         raise BrainInputError("provenance must be a mapping (a JSON object).")
@@ -389,75 +352,57 @@ def _save_with_revision(
 
 
 def do_write_raw_note(
-    *,
-    title: str,
-    body: str,
-    frontmatter: dict | None = None,
-    slug: str | None = None,
-    source: str = "mcp",
-    provenance: dict | None = None,
-    session_id: str = "",
-    user=None,
-) -> Note:
+    *, title: str, body: str, frontmatter: dict | None = None, slug: str | None = None, source: str = "mcp",
+    provenance: dict | None = None, session_id: str = "", user=None,
+) -> Note:  # fmt: skip
     """A new note in raw, waiting for review."""
-    title, body = _clean_title(title), _clean_body(body)
-    frontmatter, slug = _clean_frontmatter(frontmatter), _clean_slug(slug)
-    provenance = _check_provenance(provenance)
-    redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
-    slug, slug_flags = _redact_slug(slug)
-    with transaction.atomic():
-        return _new_note(
-            title=redacted.title, body=redacted.body, frontmatter=redacted.frontmatter, slug=slug,
-            status=NoteStatus.RAW, source=source, provenance=provenance, session_id=session_id, user=user,
-            redactions=redacted.flags + slug_flags,
-        )  # fmt: skip
-
-
-def do_ingest_raw_note(
-    *,
-    title: str,
-    body: str,
-    frontmatter: dict | None = None,
-    slug: str | None = None,
-    source: str = "mcp",
-    provenance: dict | None = None,
-    session_id: str = "",
-    user=None,
-) -> Note:
-    """A document into raw for review (same as writing a raw note, recorded as an ingest)."""
-    provenance = {"method": "ingest", **(_check_provenance(provenance) or {})}
-    return do_write_raw_note(
-        title=title, body=body, frontmatter=frontmatter, slug=slug, source=source,
+    return _create_note(
+        title=title, body=body, frontmatter=frontmatter, slug=slug, status=NoteStatus.RAW, source=source,
         provenance=provenance, session_id=session_id, user=user,
     )  # fmt: skip
 
 
+def do_ingest_raw_note(*, provenance: dict | None = None, **note: Any) -> Note:
+    """A document into raw for review: do_write_raw_note's arguments, recorded as an ingest."""
+    return do_write_raw_note(provenance={"method": "ingest", **(_check_provenance(provenance) or {})}, **note)
+
+
 def do_ingest_note(
-    *,
-    title: str,
-    body: str,
-    wing: str,
-    hall: str = "",
-    frontmatter: dict | None = None,
-    slug: str | None = None,
-    source: str = "mcp",
-    provenance: dict | None = None,
-    user=None,
-) -> Note:
+    *, title: str, body: str, wing: str, hall: str = "", frontmatter: dict | None = None, slug: str | None = None,
+    source: str = "mcp", provenance: dict | None = None, user=None,
+) -> Note:  # fmt: skip
     """A document straight into the wiki under wing/hall (for trusted sources)."""
+    return _create_note(
+        title=title, body=body, frontmatter=frontmatter, slug=slug, status=NoteStatus.WIKI, wing=wing, hall=hall,
+        source=source, provenance={"method": "ingest", **(_check_provenance(provenance) or {})}, user=user,
+    )  # fmt: skip
+
+
+def _create_note(
+    *, title: Any, body: Any, frontmatter: Any, slug: Any, status: str, source: str, provenance: Any,
+    wing: Any = "", hall: Any = "", session_id: str = "", user=None,
+) -> Note:  # fmt: skip
+    """Validate, redact and insert a new note under a free slug (the write and ingest actions' one path)."""
     title, body = _clean_title(title), _clean_body(body)
     frontmatter, slug = _clean_frontmatter(frontmatter), _clean_slug(slug)
-    wing, hall = _clean_place(wing, hall, wing_required=True)
-    _check_wiki_slug(slug, hall)
-    provenance = {"method": "ingest", **(_check_provenance(provenance) or {})}
+    if status == NoteStatus.WIKI:
+        wing, hall = _clean_place(wing, hall, wing_required=True)
+        _check_wiki_slug(slug, hall)
+    provenance = {"source": source, **(_check_provenance(provenance) or {})}
+    if session_id:
+        provenance.setdefault("session_id", session_id)
     redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
     slug, slug_flags = _redact_slug(slug)
+    note = Note(
+        title=redacted.title, body=redacted.body, frontmatter=redacted.frontmatter, status=status, wing=wing,
+        hall=hall, source=source, provenance=provenance, session_id=session_id or "",
+        created_by=user if getattr(user, "pk", None) else None, redactions=redacted.flags + slug_flags,
+    )  # fmt: skip
+    note.content_hash = note.compute_hash()
     with transaction.atomic():
-        return _new_note(
-            title=redacted.title, body=redacted.body, frontmatter=redacted.frontmatter, slug=slug,
-            status=NoteStatus.WIKI, wing=wing, hall=hall, source=source, provenance=provenance, user=user,
-            redactions=redacted.flags + slug_flags,
-        )  # fmt: skip
+        _insert_with_unique_slug(note, slug or slugify_title(note.title), explicit=slug is not None)
+        _after_write(note)
+    return note
 
 
 def _locked(note: Note) -> Note:
@@ -688,45 +633,47 @@ def do_refile_note(
         return note
 
 
-def do_demote_note(note: Note, *, user, reason: str = "", expected_version: int | None = None) -> Note:
-    """wiki → raw: the note goes back to the review queue (out of wiki search, back to raw/ on disk)."""
+def _back_to_raw(
+    note: Note, *, user, reason: str, expected_version: int | None, allowed: tuple[str, ...], verb: str, action: str,
+    summary: str,
+) -> Note:  # fmt: skip
+    """The note back in the review queue (raw, out of any wing, raw/ on disk); one revision, undoable."""
     with transaction.atomic():
         note = _locked(note)
-        if note.status != NoteStatus.WIKI:
-            raise BrainInputError(f"note {note.slug} is {note.status}; only wiki notes can be demoted.")
+        if note.status not in allowed:
+            kinds = " or ".join(allowed)
+            raise BrainInputError(f"note {note.slug} is {note.status}; only {kinds} notes can be {verb}.")
         _check_version(note, expected_version)
         before, version_before = note.snapshot(), note.version
         note.status = NoteStatus.RAW
         note.wing = note.hall = ""
         note.path = note.canonical_path()
+        if action == NoteRevision.Action.REOPEN:
+            note.reviewed_by, note.reviewed_at = None, None  # a demoted wiki note keeps who reviewed it
         note.review_note = reason.strip() if isinstance(reason, str) else ""
         _save_with_revision(
-            note, before=before, version_before=version_before, action=NoteRevision.Action.DEMOTE, user=user,
-            summary=note.review_note or "demoted to raw",
+            note, before=before, version_before=version_before, action=action, user=user,
+            summary=note.review_note or summary.format(status=before["status"]),
         )  # fmt: skip
         _after_write(note)
         return note
+
+
+def do_demote_note(note: Note, *, user, reason: str = "", expected_version: int | None = None) -> Note:
+    """wiki → raw: the note goes back to the review queue (out of wiki search, back to raw/ on disk)."""
+    return _back_to_raw(
+        note, user=user, reason=reason, expected_version=expected_version, allowed=(NoteStatus.WIKI,),
+        verb="demoted", action=NoteRevision.Action.DEMOTE, summary="demoted to raw",
+    )  # fmt: skip
 
 
 def do_reopen_note(note: Note, *, user, reason: str = "", expected_version: int | None = None) -> Note:
     """rejected or archived → raw: the note is back in the review queue (an undoable revision like any other)."""
-    with transaction.atomic():
-        note = _locked(note)
-        if note.status not in (NoteStatus.REJECTED, NoteStatus.ARCHIVED):
-            raise BrainInputError(f"note {note.slug} is {note.status}; only rejected or archived notes can be reopened.")
-        _check_version(note, expected_version)
-        before, version_before = note.snapshot(), note.version
-        note.status = NoteStatus.RAW
-        note.wing = note.hall = ""
-        note.path = note.canonical_path()
-        note.reviewed_by, note.reviewed_at = None, None
-        note.review_note = reason.strip() if isinstance(reason, str) else ""
-        _save_with_revision(
-            note, before=before, version_before=version_before, action=NoteRevision.Action.REOPEN, user=user,
-            summary=note.review_note or f"reopened from {before['status']}",
-        )  # fmt: skip
-        _after_write(note)
-        return note
+    return _back_to_raw(
+        note, user=user, reason=reason, expected_version=expected_version,
+        allowed=(NoteStatus.REJECTED, NoteStatus.ARCHIVED), verb="reopened", action=NoteRevision.Action.REOPEN,
+        summary="reopened from {status}",
+    )  # fmt: skip
 
 
 def do_undo_revision(group: uuid.UUID | str, *, user) -> list[Note]:

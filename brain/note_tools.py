@@ -54,10 +54,15 @@ def _written(note: Note, version_before: int) -> dict:
     return {**note_ref(note), "change": change}
 
 
-def _stale(exc: NoteConflict) -> ToolError:
-    return ToolError(
-        f"{exc} Read it again with brain_get (now version {exc.current.version}) and repeat your change on that text."
-    )
+def _write_at_version(action, note: Note, version: int, **arguments) -> dict:
+    """`action` on `note` as the caller saw it (`version`); a note changed since is refused with what to do."""
+    try:
+        written = action(note, expected_version=version, **arguments)
+    except NoteConflict as exc:
+        raise ToolError(
+            f"{exc} Read it again with brain_get (now version {exc.current.version}) and repeat your change on that text."
+        ) from None
+    return _written(written, version)
 
 
 @brain.tool(
@@ -79,15 +84,10 @@ def brain_edit(arguments: dict, ctx: ToolContext) -> dict:
         raise ToolError(f"note {note.slug} is {note.status}; only raw and wiki notes can be edited.")
     if not any(key in arguments for key in ("title", "body", "frontmatter")):
         raise ToolError("Nothing to change: give a title, a body or frontmatter.")
-    version_before = arguments["version"]
-    try:
-        edited = do_edit_note(
-            note, title=arguments.get("title"), body=arguments.get("body"), frontmatter=arguments.get("frontmatter"),
-            expected_version=version_before, user=ctx.actor,
-        )  # fmt: skip
-    except NoteConflict as exc:
-        raise _stale(exc) from None
-    return _written(edited, version_before)
+    return _write_at_version(
+        do_edit_note, note, arguments["version"], title=arguments.get("title"), body=arguments.get("body"),
+        frontmatter=arguments.get("frontmatter"), user=ctx.actor,
+    )  # fmt: skip
 
 
 @brain.tool(
@@ -105,14 +105,8 @@ def brain_edit(arguments: dict, ctx: ToolContext) -> dict:
 )
 def brain_archive(arguments: dict, ctx: ToolContext) -> dict:
     note = _note(arguments["slug"])
-    version_before = arguments["version"]
-    try:
-        archived = do_archive_note(
-            note, reason=arguments.get("reason", "").strip(), expected_version=version_before, user=ctx.actor
-        )
-    except NoteConflict as exc:
-        raise _stale(exc) from None
-    return _written(archived, version_before)
+    return _write_at_version(do_archive_note, note, arguments["version"], reason=arguments.get("reason", "").strip(),
+                             user=ctx.actor)
 
 
 @brain.tool(

@@ -506,15 +506,22 @@ def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
             note, reviewer=request.user, wing=data["wing"], hall=data["hall"] or "",
             title=data["title"], slug=data["slug"], body=data["body"], expected_version=data["version"],
         )
-    except NoteConflict as exc:
-        form.add_error(None, str(exc))
-        return _note_page(request, exc.current, promote_form=form, conflict=_conflict(exc.current, data["body"]),
-                          status=409)
     except BrainInputError as exc:
-        form.add_error(None, str(exc))
-        return _note_page(request, note, promote_form=form, status=400)
+        return _refused(request, note, exc, body=data["body"], promote_form=form)
     _undo_message(request, f"Promoted “{promoted.title}” to {promoted.path or promoted.wing}.", promoted)
     return _after_action(note, _filter_query(request))
+
+
+def _refused(request: HttpRequest, note: Note, exc: BrainInputError, *, body: str | None = None, **form) -> HttpResponse:
+    """The note page again with the action's refusal on `form` (one `<name>_form=` argument).
+
+    A conflict answers 409; where the form carried a body, the page shows the note as it is now beside it.
+    """
+    ((_, bound),) = form.items()
+    bound.add_error(None, str(exc))
+    if isinstance(exc, NoteConflict) and body is not None:
+        return _note_page(request, exc.current, **form, conflict=_conflict(exc.current, body), status=409)
+    return _note_page(request, note, **form, status=exc.http_status)
 
 
 @role_action(REVIEW)
@@ -528,8 +535,7 @@ def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         rejected = actions.do_reject_note(note, reviewer=request.user, reason=form.cleaned_data["reason"])
     except BrainInputError as exc:
-        form.add_error(None, str(exc))
-        return _note_page(request, note, reject_form=form, status=400)
+        return _refused(request, note, exc, reject_form=form)
     _undo_message(request, f"Rejected “{note.title}”.", rejected)
     return _after_action(note, _filter_query(request))
 
@@ -546,12 +552,8 @@ def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
         edited = actions.do_edit_note(
             note, title=data["title"], body=body, user=request.user, expected_version=data["version"]
         )
-    except NoteConflict as exc:
-        form.add_error(None, str(exc))
-        return _note_page(request, exc.current, edit_form=form, conflict=_conflict(exc.current, body), status=409)
     except BrainInputError as exc:
-        form.add_error(None, str(exc))
-        return _note_page(request, note, edit_form=form, status=400)
+        return _refused(request, note, exc, body=body, edit_form=form)
     if edited.version == note.version:
         messages.info(request, "Nothing changed.")
     else:
@@ -572,44 +574,36 @@ def refile_note(request: HttpRequest, pk: int) -> HttpResponse:
             expected_version=data["version"],
         )
     except BrainInputError as exc:
-        form.add_error(None, str(exc))
-        return _note_page(request, note, refile_form=form, status=409 if isinstance(exc, NoteConflict) else 400)
+        return _refused(request, note, exc, refile_form=form)
     _undo_message(request, f"Re-filed “{refiled.title}” to {refiled.path}.", refiled)
     return redirect("brain-note", pk=refiled.pk)
 
 
-@role_action(REVIEW)
-def demote_note(request: HttpRequest, pk: int) -> HttpResponse:
+def _back_to_the_queue(request: HttpRequest, pk: int, action, done: str) -> HttpResponse:
+    """Demote or reopen: an optional reason and the version seen (DemoteForm), the action, back to the note."""
     note = get_object_or_404(Note, pk=pk)
     form = DemoteForm(request.POST)
     form.is_valid()
     try:
-        demoted = actions.do_demote_note(
+        changed = action(
             note, user=request.user, reason=form.cleaned_data.get("reason") or "",
             expected_version=form.cleaned_data.get("version"),
-        )
+        )  # fmt: skip
     except BrainInputError as exc:
         messages.error(request, str(exc))
         return redirect("brain-note", pk=note.pk)
-    _undo_message(request, f"Demoted “{demoted.title}” back to the review queue.", demoted)
-    return redirect("brain-note", pk=demoted.pk)
+    _undo_message(request, done.format(title=changed.title), changed)
+    return redirect("brain-note", pk=changed.pk)
+
+
+@role_action(REVIEW)
+def demote_note(request: HttpRequest, pk: int) -> HttpResponse:
+    return _back_to_the_queue(request, pk, actions.do_demote_note, "Demoted “{title}” back to the review queue.")
 
 
 @role_action(REVIEW)
 def reopen_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note = get_object_or_404(Note, pk=pk)
-    form = DemoteForm(request.POST)  # the same two fields: an optional reason and the version seen
-    form.is_valid()
-    try:
-        reopened = actions.do_reopen_note(
-            note, user=request.user, reason=form.cleaned_data.get("reason") or "",
-            expected_version=form.cleaned_data.get("version"),
-        )
-    except BrainInputError as exc:
-        messages.error(request, str(exc))
-        return redirect("brain-note", pk=note.pk)
-    _undo_message(request, f"Reopened “{reopened.title}”: it is back in the review queue.", reopened)
-    return redirect("brain-note", pk=reopened.pk)
+    return _back_to_the_queue(request, pk, actions.do_reopen_note, "Reopened “{title}”: it is back in the review queue.")
 
 
 def _return_path(request: HttpRequest, fallback: str) -> str:
