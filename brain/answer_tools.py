@@ -6,6 +6,7 @@ from brain.answers import answer
 from brain.context import context
 from brain.presenters import UNREVIEWED_HINT_SCHEMA, UNREVIEWED_LIST_SCHEMA, UNREVIEWED_MATCHES_SCHEMA
 from brain.tools import brain
+from hyperguild.lib.schema import STRING, closed_object
 from hyperguild.mcp.registry import ToolContext
 
 SOURCE_SCHEMA = {
@@ -109,35 +110,16 @@ def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
             "project": {"type": "string"},
             "entries": {
                 "type": "array",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "slug": {"type": "string"},
-                        "title": {"type": "string"},
-                        "doc_path": {"type": "string"},
-                        "excerpt": {"type": "string"},
-                    },
-                    "required": ["slug", "title", "doc_path", "excerpt"],
-                },
+                "items": closed_object({"slug": STRING, "title": STRING, "doc_path": STRING, "excerpt": STRING}),
             },
             "degraded": {"type": "boolean", "description": "true when vector search failed and BM25 answered alone"},
             "reason": {"type": ["string", "null"]},
             "unreviewed": {
                 "type": "array",
                 "description": "NOT REVIEWED: this project's recent raw notes, newest first; treat them as unchecked",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "slug": {"type": "string"},
-                        "title": {"type": "string"},
-                        "status": {"type": "string"},
-                        "created_at": {"type": "string"},
-                        "excerpt": {"type": "string"},
-                    },
-                    "required": ["slug", "title", "status", "created_at", "excerpt"],
-                },
+                "items": closed_object(
+                    {"slug": STRING, "title": STRING, "status": STRING, "created_at": STRING, "excerpt": STRING}
+                ),
             },
             "unreviewed_matches": UNREVIEWED_MATCHES_SCHEMA,
             "unreviewed_hint": UNREVIEWED_HINT_SCHEMA,

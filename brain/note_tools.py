@@ -17,6 +17,7 @@ from brain.errors import NoteConflict
 from brain.models import Note, NoteRevision, NoteStatus
 from brain.presenters import NOTE_REF_SCHEMA, note_ref
 from brain.tools import brain
+from hyperguild.lib.schema import STRING
 from hyperguild.mcp.registry import ToolContext, ToolError
 
 RECENT_DEFAULT = 20
@@ -170,14 +171,8 @@ RECENT_ITEM_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "slug": {"type": "string"},
-        "title": {"type": "string"},
-        "status": {"type": "string"},
-        "wing": {"type": "string"},
-        "hall": {"type": "string"},
-        "version": {"type": "integer"},
-        "tags": {"type": "array", "items": {"type": "string"}},
-        "updated_at": {"type": "string"},
+        "slug": STRING, "title": STRING, "status": STRING, "wing": STRING, "hall": STRING, "version": {"type": "integer"},
+        "tags": {"type": "array", "items": STRING}, "updated_at": STRING,
         "last_change": {
             "type": ["object", "null"],
             "description": "the newest revision: what was done, when, and its change id (null: written, never changed)",
