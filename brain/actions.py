@@ -284,6 +284,16 @@ def _first_free_number(base: str, *, exclude: Note | None = None) -> int:
     return number
 
 
+def _inserted(note: Note) -> bool:
+    """Insert `note` in a savepoint; False, with nothing written, when its slug was taken meanwhile."""
+    try:
+        with transaction.atomic():
+            note.save()
+    except IntegrityError:
+        return False
+    return True
+
+
 def _insert_with_unique_slug(note: Note, base: str, *, explicit: bool) -> None:
     """Save a new note under `base`, or `base-2`, `base-3`… when taken.
 
@@ -293,26 +303,18 @@ def _insert_with_unique_slug(note: Note, base: str, *, explicit: bool) -> None:
     next free number. An explicit slug is never renumbered.
     """
     if explicit:
-        if Note.objects.filter(slug=base).exists():
-            raise BrainInputError(f"slug {base!r} is already used by another note; choose another or omit slug.")
         note.slug = base
         note.path = note.canonical_path()
-        try:
-            with transaction.atomic():
-                note.save()
-        except IntegrityError:
+        if Note.objects.filter(slug=base).exists() or not _inserted(note):
             raise BrainInputError(f"slug {base!r} is already used by another note; choose another or omit slug.")
         return
     number = _first_free_number(base)
     for _ in range(MAX_SLUG_ATTEMPTS):
         note.slug = numbered(base, number)
         note.path = note.canonical_path()
-        try:
-            with transaction.atomic():
-                note.save()
+        if _inserted(note):
             return
-        except IntegrityError:
-            number += 1
+        number += 1
     raise BrainInputError(f"could not find a free slug near {base!r}; pass an explicit slug.")
 
 
@@ -405,8 +407,23 @@ def _create_note(
     return note
 
 
-def _locked(note: Note) -> Note:
-    return Note.objects.select_for_update().get(pk=note.pk)
+def _locked(note: Note, *, allowed: tuple[str, ...] = (), verb: str = "", expected_version: int | None = None) -> Note:
+    """`note` as it is now, locked for this transaction; refused unless its status is one of `allowed` (when
+    given) and, with `expected_version`, unless nobody changed it since (NoteConflict)."""
+    note = Note.objects.select_for_update().get(pk=note.pk)
+    if allowed and note.status not in allowed:
+        kinds = " or ".join(allowed)
+        raise BrainInputError(f"note {note.slug} is {note.status}; only {kinds} notes can be {verb}.")
+    _check_version(note, expected_version)
+    return note
+
+
+def _take_slug(note: Note, new_slug: str | None) -> None:
+    """Give `note` the explicit `new_slug`; one another note has is refused, never renumbered."""
+    if new_slug and new_slug != note.slug:
+        if Note.objects.filter(slug=new_slug).exists():
+            raise BrainInputError(f"slug {new_slug!r} is already used by another note; choose another.")
+        note.slug = new_slug
 
 
 def _who(user) -> str:
@@ -428,8 +445,7 @@ def do_edit_note(
     redacted = _redact_note_fields(title=new_title, body=new_body, frontmatter=new_frontmatter)
     new_title, new_body, new_frontmatter = redacted.title, redacted.body, redacted.frontmatter
     with transaction.atomic():
-        note = _locked(note)
-        _check_version(note, expected_version)
+        note = _locked(note, expected_version=expected_version)
         before, version_before = note.snapshot(), note.version
         if new_title is not None:
             note.title = new_title
@@ -468,10 +484,7 @@ def do_promote_note(
     new_title, new_body = redacted.title, redacted.body
     new_slug, slug_flags = _redact_slug(_clean_slug(slug))
     with transaction.atomic():
-        note = _locked(note)
-        if note.status != NoteStatus.RAW:
-            raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be promoted.")
-        _check_version(note, expected_version)
+        note = _locked(note, allowed=(NoteStatus.RAW,), verb="promoted", expected_version=expected_version)
         before, version_before = note.snapshot(), note.version
         if new_title is not None:
             note.title = new_title
@@ -479,10 +492,7 @@ def do_promote_note(
             base = slugify_title(note.title)
             new_slug = numbered(base, _first_free_number(base, exclude=note))
         _check_wiki_slug(new_slug or note.slug, hall)
-        if new_slug and new_slug != note.slug:
-            if Note.objects.filter(slug=new_slug).exists():
-                raise BrainInputError(f"slug {new_slug!r} is already used by another note; choose another.")
-            note.slug = new_slug
+        _take_slug(note, new_slug)
         if new_body is not None:
             note.body = new_body
         note.promote(reviewer=reviewer, wing=wing, hall=hall)
@@ -501,9 +511,7 @@ def do_reject_note(note: Note, *, reviewer, reason: str, group: uuid.UUID | None
     if not isinstance(reason, str) or not reason.strip():
         raise BrainInputError("a reason is required to reject a note: say why it should not enter the wiki.")
     with transaction.atomic():
-        note = _locked(note)
-        if note.status != NoteStatus.RAW:
-            raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be rejected.")
+        note = _locked(note, allowed=(NoteStatus.RAW,), verb="rejected")
         before, version_before = note.snapshot(), note.version
         note.reject(reviewer=reviewer, reason=reason.strip())
         _save_with_revision(
@@ -610,16 +618,10 @@ def do_refile_note(
     wing, hall = _clean_place(wing, hall, wing_required=True)
     new_slug, slug_flags = _redact_slug(_clean_slug(slug))
     with transaction.atomic():
-        note = _locked(note)
-        if note.status != NoteStatus.WIKI:
-            raise BrainInputError(f"note {note.slug} is {note.status}; only wiki notes can be re-filed.")
-        _check_version(note, expected_version)
+        note = _locked(note, allowed=(NoteStatus.WIKI,), verb="re-filed", expected_version=expected_version)
         _check_wiki_slug(new_slug or note.slug, hall)
         before, version_before = note.snapshot(), note.version
-        if new_slug and new_slug != note.slug:
-            if Note.objects.filter(slug=new_slug).exists():
-                raise BrainInputError(f"slug {new_slug!r} is already used by another note; choose another.")
-            note.slug = new_slug
+        _take_slug(note, new_slug)
         note.wing, note.hall = wing, hall
         note.path = note.canonical_path()
         if note.snapshot() == before:
@@ -639,11 +641,7 @@ def _back_to_raw(
 ) -> Note:  # fmt: skip
     """The note back in the review queue (raw, out of any wing, raw/ on disk); one revision, undoable."""
     with transaction.atomic():
-        note = _locked(note)
-        if note.status not in allowed:
-            kinds = " or ".join(allowed)
-            raise BrainInputError(f"note {note.slug} is {note.status}; only {kinds} notes can be {verb}.")
-        _check_version(note, expected_version)
+        note = _locked(note, allowed=allowed, verb=verb, expected_version=expected_version)
         before, version_before = note.snapshot(), note.version
         note.status = NoteStatus.RAW
         note.wing = note.hall = ""
@@ -767,10 +765,7 @@ def do_import_note_file(
                 path=path, source=source, provenance={"source": source, "path": path}, redactions=flags,
             )  # fmt: skip
             note.content_hash = note.compute_hash()
-            try:
-                with transaction.atomic():
-                    note.save()
-            except IntegrityError:
+            if not _inserted(note):
                 raise BrainInputError(f"slug {slug!r} was written by someone else at the same time; import again.")
             _after_write(note)
             return note, "added"

@@ -32,21 +32,14 @@ SOURCE_SCHEMA = {
         "(BRAIN_ANSWER_MODEL) answers from the kept notes only. Without an LLM the answer is the best passage "
         "of each source and `synthesized` is false. When no note fits, `sources` is empty and the answer says so."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
+    input_schema=closed_object(
+        {
             "question": {"type": "string", "minLength": 1, "maxLength": 2000, "pattern": "\\S"},
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 10,
-                "default": 5,
-                "description": "most sources to use (an LLM gets at most 5)",
-            },
+            "limit": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5,
+                      "description": "most sources to use (an LLM gets at most 5)"},
         },
-        "required": ["question"],
-    },
+        required=["question"],
+    ),
     output_schema={
         "type": "object",
         "additionalProperties": False,

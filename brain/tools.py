@@ -23,6 +23,7 @@ from brain.presenters import (
     query_result,
 )
 from brain.search import search
+from hyperguild.lib.schema import closed_object
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
 
 brain = register_endpoint(
@@ -72,10 +73,8 @@ def _write_raw(action, arguments: dict, user=None) -> dict:
         "by default: `unreviewed_matches` says how many raw notes, not reviewed yet, match too, and "
         "include_raw=true ranks them with the wiki notes (each hit shows its status). Read a note with brain_get."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
+    input_schema=closed_object(
+        {
             "query": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "words to search for"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
             "wing": inputs.SEGMENT.json_schema(),
@@ -93,8 +92,8 @@ def _write_raw(action, arguments: dict, user=None) -> dict:
                 "description": "only notes whose frontmatter `tags` holds every one of these",
             },
         },
-        "required": ["query"],
-    },
+        required=["query"],
+    ),
     output_schema=QUERY_RESULT_SCHEMA,
     read_only=True,
     idempotent=True,
