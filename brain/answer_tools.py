@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from brain.answers import answer
 from brain.context import context
+from brain.limits import MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT
 from brain.presenters import UNREVIEWED_HINT_SCHEMA, UNREVIEWED_LIST_SCHEMA, UNREVIEWED_MATCHES_SCHEMA
 from brain.tools import brain
 from hyperguild.lib.schema import STRING, closed_object
@@ -34,7 +35,7 @@ SOURCE_SCHEMA = {
     ),
     input_schema=closed_object(
         {
-            "question": {"type": "string", "minLength": 1, "maxLength": 2000, "pattern": "\\S"},
+            "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_LENGTH, "pattern": "\\S"},
             "limit": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5,
                       "description": "most sources to use (an LLM gets at most 5)"},
         },
@@ -92,7 +93,7 @@ def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
                 "maxItems": 100,
                 "description": "paths recently opened or edited; notes sharing words with them are boosted",
             },
-            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "default": 10},
         },
         "required": ["project_root"],
     },

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 
 from brain import inputs
 from brain.actions import do_ingest_note, do_ingest_raw_note, do_write_raw_note
+from brain.limits import MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, MAX_TAGS
 from brain.models import Note, NoteStatus
 from brain.presenters import note_detail, note_ref, query_result
 from brain.search import search
@@ -39,14 +40,14 @@ class BrainAPIView(EndpointTokenAPIView):
 
 
 class QuerySerializer(serializers.Serializer):
-    query = serializers.CharField(max_length=2000, trim_whitespace=True)
-    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+    query = serializers.CharField(max_length=MAX_QUERY_LENGTH, trim_whitespace=True)
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_SEARCH_LIMIT, default=10)
     wing = inputs.SEGMENT.serializer_field(required=False)
     hall = inputs.SEGMENT.serializer_field(required=False)
     status = serializers.ChoiceField(choices=[*NoteStatus.values, "any"], default=NoteStatus.WIKI)
     include_raw = serializers.BooleanField(default=False, help_text="with status wiki: unreviewed raw notes too")
     tags = serializers.ListField(
-        child=inputs.TAG.serializer_field(required=True), required=False, max_length=10,
+        child=inputs.TAG.serializer_field(required=True), required=False, max_length=MAX_TAGS,
         help_text="only notes whose frontmatter tags hold every one of these",
     )  # fmt: skip
 

@@ -12,3 +12,7 @@ MAX_PLACE_LENGTH = MAX_SEGMENT_LENGTH
 MAX_SESSION_ID_LENGTH = 200
 MAX_REASON_LENGTH = 500
 MAX_TAG_LENGTH = 100
+# Searching (brain_query, POST /query, brain_answer's question, brain_context).
+MAX_QUERY_LENGTH = 2000
+MAX_SEARCH_LIMIT = 50
+MAX_TAGS = 10

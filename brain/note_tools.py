@@ -14,6 +14,7 @@ import uuid
 from brain import inputs
 from brain.actions import do_archive_note, do_edit_note, do_undo_revision
 from brain.errors import NoteConflict
+from brain.limits import MAX_TAGS
 from brain.models import Note, NoteRevision, NoteStatus
 from brain.presenters import NOTE_REF_SCHEMA, note_ref
 from brain.tools import brain
@@ -22,7 +23,6 @@ from hyperguild.mcp.registry import ToolContext, ToolError
 
 RECENT_DEFAULT = 20
 RECENT_MAX = 100
-MAX_TAGS = 10
 CHANGE_SCHEMA = {
     "type": ["string", "null"],
     "description": "the change this call made (undo it with brain_undo); null when nothing changed",

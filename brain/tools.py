@@ -11,6 +11,7 @@ from brain import inputs
 from brain.actions import do_ingest_note, do_ingest_raw_note, do_write_raw_note
 from brain.errors import BrainError
 from brain.folder import note_file_text
+from brain.limits import MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, MAX_TAGS
 from brain.models import Note, NoteStatus
 from brain.presenters import (
     NOTE_DETAIL_SCHEMA,
@@ -75,8 +76,8 @@ def _write_raw(action, arguments: dict, user=None) -> dict:
     ),
     input_schema=closed_object(
         {
-            "query": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "words to search for"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+            "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_LENGTH, "description": "words to search for"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "default": 10},
             "wing": inputs.SEGMENT.json_schema(),
             "hall": inputs.SEGMENT.json_schema(),
             "status": {"type": "string", "enum": STATUSES, "default": "wiki"},
@@ -88,7 +89,7 @@ def _write_raw(action, arguments: dict, user=None) -> dict:
             "tags": {
                 "type": "array",
                 "items": inputs.TAG.json_schema(),
-                "maxItems": 10,
+                "maxItems": MAX_TAGS,
                 "description": "only notes whose frontmatter `tags` holds every one of these",
             },
         },

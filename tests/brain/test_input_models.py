@@ -103,3 +103,17 @@ def test_a_promote_refuses_a_slug_and_slug_from_the_title_together(django_user_m
 
 def test_the_view_no_longer_numbers_slugs():
     assert "_free_slug" not in (BRAIN / "views.py").read_text()
+
+
+def test_the_search_limits_are_one_number_for_brain_query_and_post_query():
+    from brain.api import QuerySerializer
+    from brain.limits import MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, MAX_TAGS
+
+    schema = find_endpoint("brain").tools["brain_query"].input_schema["properties"]
+    assert (schema["query"]["maxLength"], schema["limit"]["maximum"], schema["tags"]["maxItems"]) == (
+        MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, MAX_TAGS,
+    )  # fmt: skip
+    assert not QuerySerializer(data={"query": "q" * (MAX_QUERY_LENGTH + 1)}).is_valid()
+    assert not QuerySerializer(data={"query": "q", "limit": MAX_SEARCH_LIMIT + 1}).is_valid()
+    assert not QuerySerializer(data={"query": "q", "tags": ["t"] * (MAX_TAGS + 1)}).is_valid()
+    assert QuerySerializer(data={"query": "q" * MAX_QUERY_LENGTH, "limit": MAX_SEARCH_LIMIT, "tags": ["t"] * MAX_TAGS}).is_valid()
