@@ -9,7 +9,7 @@ numbering) are the actions' (`brain.actions`), which every door calls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django import forms
@@ -60,10 +60,6 @@ class Text:
             max_length=self.max_length, required=required, strip=not self.textarea,
             widget=forms.Textarea if self.textarea else None,
         )  # fmt: skip
-
-    def but(self, **changes: Any) -> Text:
-        """The same field with some attributes changed (e.g. another description)."""
-        return Text(**{**self.__dict__, **changes})
 
 
 class FrontmatterField(serializers.JSONField):
@@ -147,8 +143,8 @@ SLUG = Text(
     description="optional path-safe slug (lowercase a-z0-9- segments joined by /); derived from the title if omitted",
 )
 SEGMENT = Text(max_length=MAX_PLACE_LENGTH, description="lowercase a-z, 0-9 and '-'")
-WING = SEGMENT.but(min_length=1, description="first folder under wiki/, e.g. 'concepts'")
-HALL = SEGMENT.but(description="second folder under wiki/, optional")
+WING = replace(SEGMENT, min_length=1, description="first folder under wiki/, e.g. 'concepts'")
+HALL = replace(SEGMENT, description="second folder under wiki/, optional")
 SESSION_ID = Text(max_length=MAX_SESSION_ID_LENGTH, description="the Claude Code session this note came from")
 TAG = Text(min_length=1, max_length=MAX_TAG_LENGTH)
 VERSION = Integer(minimum=1, description="the note's version as brain_get (or the last write) showed it")

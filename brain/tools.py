@@ -7,6 +7,8 @@ never destructive). Wiki notes are also resources: `brain://note/<slug>`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from brain import inputs
 from brain.actions import do_ingest_note, do_ingest_raw_note, do_write_raw_note
 from brain.errors import BrainError
@@ -119,7 +121,7 @@ def brain_query(arguments: dict, ctx: ToolContext) -> dict:
     input_schema={
         "type": "object",
         "additionalProperties": False,
-        "properties": {"slug": inputs.SLUG.but(description="the note's slug, as brain_query returns it").json_schema()},
+        "properties": {"slug": replace(inputs.SLUG, description="the note's slug, as brain_query returns it").json_schema()},
         "required": ["slug"],
     },
     output_schema=NOTE_DETAIL_SCHEMA,
