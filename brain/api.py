@@ -85,10 +85,7 @@ class WriteView(BrainAPIView):
 
     def post(self, request):
         args = self.validated(NoteInputSerializer)
-        note = do_write_raw_note(
-            title=args["title"], body=args["body"], frontmatter=args.get("frontmatter"), slug=args.get("slug"),
-            session_id=args.get("session_id", ""), source=REST_SOURCE, user=request.user.user,
-        )  # fmt: skip
+        note = do_write_raw_note(**inputs.RAW_NOTE.arguments(args), source=REST_SOURCE, user=request.user.user)
         return Response(note_ref(note), status=status.HTTP_201_CREATED)
 
 
@@ -97,14 +94,8 @@ class IngestView(BrainAPIView):
 
     def post(self, request):
         args = self.validated(IngestSerializer)
-        common = {
-            "title": args["title"], "body": args["body"], "frontmatter": args.get("frontmatter"),
-            "slug": args.get("slug"), "source": REST_SOURCE, "user": request.user.user,
-        }  # fmt: skip
-        if args["raw"]:
-            note = do_ingest_raw_note(**common, session_id=args.get("session_id", ""))
-        else:
-            note = do_ingest_note(**common, wing=args["wing"], hall=args.get("hall", ""))
+        action, write = (do_ingest_raw_note, inputs.RAW_NOTE) if args["raw"] else (do_ingest_note, inputs.WIKI_NOTE)
+        note = action(**write.arguments(args), source=REST_SOURCE, user=request.user.user)
         return Response(note_ref(note), status=status.HTTP_201_CREATED)
 
 

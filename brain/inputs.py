@@ -119,6 +119,11 @@ class NoteInput:
             "required": list(self.required),
         }
 
+    def arguments(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The action's keyword arguments from checked input: this write's fields that were given, by name
+        (a field left out keeps the action's default). The field names are the action's parameter names."""
+        return {name: data[name] for name in self.fields if name in data}
+
     def serializer(self, name: str, **extra_fields: serializers.Field) -> type[serializers.Serializer]:
         """A DRF serializer of the same fields (plus REST-only ones such as `raw`)."""
         declared = {

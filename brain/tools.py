@@ -49,21 +49,9 @@ STATUSES = [*NoteStatus.values, "any"]
 RAW_NOTE_INPUT = inputs.RAW_NOTE.json_schema()  # brain_write and brain_ingest_raw: a note for raw
 
 
-def _run_write(action, **kwargs) -> dict:
-    return note_ref(action(**kwargs))
-
-
-def _write_raw(action, arguments: dict, user=None) -> dict:
-    return _run_write(
-        action,
-        title=arguments["title"],
-        body=arguments["body"],
-        frontmatter=arguments.get("frontmatter"),
-        slug=arguments.get("slug"),
-        session_id=arguments.get("session_id", ""),
-        source="mcp",
-        user=user,
-    )
+def _write(action, write: inputs.NoteInput, arguments: dict, ctx: ToolContext) -> dict:
+    """A new note from checked arguments (the registry validated them against `write`'s schema)."""
+    return note_ref(action(**write.arguments(arguments), source="mcp", user=ctx.actor))
 
 
 @brain.tool(
@@ -149,7 +137,7 @@ def brain_get(arguments: dict, ctx: ToolContext) -> dict:
     scope="brain:write",
 )
 def brain_write(arguments: dict, ctx: ToolContext) -> dict:
-    return _write_raw(do_write_raw_note, arguments, ctx.actor)
+    return _write(do_write_raw_note, inputs.RAW_NOTE, arguments, ctx)
 
 
 @brain.tool(
@@ -164,17 +152,7 @@ def brain_write(arguments: dict, ctx: ToolContext) -> dict:
     scope="brain:write",
 )
 def brain_ingest(arguments: dict, ctx: ToolContext) -> dict:
-    return _run_write(
-        do_ingest_note,
-        title=arguments["title"],
-        body=arguments["body"],
-        wing=arguments["wing"],
-        hall=arguments.get("hall", ""),
-        frontmatter=arguments.get("frontmatter"),
-        slug=arguments.get("slug"),
-        source="mcp",
-        user=ctx.actor,
-    )
+    return _write(do_ingest_note, inputs.WIKI_NOTE, arguments, ctx)
 
 
 @brain.tool(
@@ -186,7 +164,7 @@ def brain_ingest(arguments: dict, ctx: ToolContext) -> dict:
     scope="brain:write",
 )
 def brain_ingest_raw(arguments: dict, ctx: ToolContext) -> dict:
-    return _write_raw(do_ingest_raw_note, arguments, ctx.actor)
+    return _write(do_ingest_raw_note, inputs.RAW_NOTE, arguments, ctx)
 
 
 class WikiNoteResources:

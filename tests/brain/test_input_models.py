@@ -117,3 +117,20 @@ def test_the_search_limits_are_one_number_for_brain_query_and_post_query():
     assert not QuerySerializer(data={"query": "q", "limit": MAX_SEARCH_LIMIT + 1}).is_valid()
     assert not QuerySerializer(data={"query": "q", "tags": ["t"] * (MAX_TAGS + 1)}).is_valid()
     assert QuerySerializer(data={"query": "q" * MAX_QUERY_LENGTH, "limit": MAX_SEARCH_LIMIT, "tags": ["t"] * MAX_TAGS}).is_valid()
+
+
+@pytest.mark.parametrize(
+    ("write", "action"),
+    [(inputs.RAW_NOTE, do_write_raw_note), (inputs.WIKI_NOTE, do_ingest_note)],
+    ids=["raw-note", "wiki-note"],
+)
+def test_each_field_of_a_write_is_a_parameter_of_its_action(write, action):
+    import inspect
+
+    assert set(write.fields) <= set(inspect.signature(action).parameters)
+
+
+def test_the_arguments_of_a_write_are_the_given_fields_only():
+    given = {"title": "t", "body": "b", "wing": "concepts", "raw": True}
+    assert inputs.RAW_NOTE.arguments(given) == {"title": "t", "body": "b"}
+    assert inputs.WIKI_NOTE.arguments(given) == {"title": "t", "body": "b", "wing": "concepts"}
