@@ -24,8 +24,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from brain.chunking import chunk_note
-from brain.errors import BrainError
+from brain.errors import BrainInputError, NoteConflict
 from brain.indexing import note_changed
+from brain.limits import MAX_TITLE_LENGTH
 from brain.models import (
     NOTE_SOURCE_HASH,
     AreaDescription,
@@ -48,26 +49,7 @@ from hyperguild.lib.markdown import FrontmatterError, check_frontmatter_limits, 
 from hyperguild.lib.redaction import redact_fields, secret_spans
 from hyperguild.lib.text import without_bidi_controls
 
-MAX_TITLE_LENGTH = 300
 MAX_SLUG_ATTEMPTS = 64
-
-
-class BrainInputError(BrainError, ValueError):
-    """A write the brain refuses; the message says what to change."""
-
-
-class NoteConflict(BrainInputError):
-    """The note changed after the form was opened (its version moved on); nothing was written.
-
-    `current` is the note as it is now, so the page can show both texts.
-    """
-
-    http_status = 409
-    code = "conflict"
-
-    def __init__(self, message: str, *, current: Note):
-        super().__init__(message)
-        self.current = current
 
 
 # -- the one form of text ------------------------------------------------------
@@ -290,6 +272,28 @@ def _after_write(note: Note, *, corpus_changed: bool = True, links_changed: bool
 # -- slug allocation ------------------------------------------------------------
 
 
+def _first_free_number(base: str, *, exclude: Note | None = None) -> int:
+    """1 when `base` is free (or is `exclude`'s own slug), else the lowest n ≥ 2 with `base-n` free."""
+    others = Note.objects.exclude(pk=exclude.pk) if exclude is not None else Note.objects.all()
+    if not others.filter(slug=base).exists():
+        return 1
+    taken = set(others.filter(slug__startswith=f"{base}-").values_list("slug", flat=True))
+    number = 2
+    while numbered(base, number) in taken:
+        number += 1
+    return number
+
+
+def _inserted(note: Note) -> bool:
+    """Insert `note` in a savepoint; False, with nothing written, when its slug was taken meanwhile."""
+    try:
+        with transaction.atomic():
+            note.save()
+    except IntegrityError:
+        return False
+    return True
+
+
 def _insert_with_unique_slug(note: Note, base: str, *, explicit: bool) -> None:
     """Save a new note under `base`, or `base-2`, `base-3`… when taken.
 
@@ -299,69 +303,19 @@ def _insert_with_unique_slug(note: Note, base: str, *, explicit: bool) -> None:
     next free number. An explicit slug is never renumbered.
     """
     if explicit:
-        if Note.objects.filter(slug=base).exists():
-            raise BrainInputError(f"slug {base!r} is already used by another note; choose another or omit slug.")
         note.slug = base
         note.path = note.canonical_path()
-        try:
-            with transaction.atomic():
-                note.save()
-        except IntegrityError:
+        if Note.objects.filter(slug=base).exists() or not _inserted(note):
             raise BrainInputError(f"slug {base!r} is already used by another note; choose another or omit slug.")
         return
-    number = 1
-    if Note.objects.filter(slug=base).exists():
-        taken = set(Note.objects.filter(slug__startswith=f"{base}-").values_list("slug", flat=True))
-        number = 2
-        while numbered(base, number) in taken:
-            number += 1
+    number = _first_free_number(base)
     for _ in range(MAX_SLUG_ATTEMPTS):
         note.slug = numbered(base, number)
         note.path = note.canonical_path()
-        try:
-            with transaction.atomic():
-                note.save()
+        if _inserted(note):
             return
-        except IntegrityError:
-            number += 1
+        number += 1
     raise BrainInputError(f"could not find a free slug near {base!r}; pass an explicit slug.")
-
-
-def _new_note(
-    *,
-    title: str,
-    body: str,
-    frontmatter: dict,
-    slug: str | None,
-    status: str,
-    wing: str = "",
-    hall: str = "",
-    source: str,
-    provenance: dict | None,
-    session_id: str = "",
-    user=None,
-    redactions: list[dict] | None = None,
-) -> Note:
-    provenance = {"source": source, **(provenance or {})}
-    if session_id:
-        provenance.setdefault("session_id", session_id)
-    note = Note(
-        title=title,
-        body=body,
-        frontmatter=frontmatter,
-        status=status,
-        wing=wing,
-        hall=hall,
-        source=source,
-        provenance=provenance,
-        session_id=session_id or "",
-        created_by=user if getattr(user, "pk", None) else None,
-        redactions=redactions or [],
-    )
-    note.content_hash = note.compute_hash()
-    _insert_with_unique_slug(note, slug or slugify_title(title), explicit=slug is not None)
-    _after_write(note)
-    return note
 
 
 def _check_provenance(provenance: Any) -> dict | None:
@@ -400,79 +354,76 @@ def _save_with_revision(
 
 
 def do_write_raw_note(
-    *,
-    title: str,
-    body: str,
-    frontmatter: dict | None = None,
-    slug: str | None = None,
-    source: str = "mcp",
-    provenance: dict | None = None,
-    session_id: str = "",
-    user=None,
-) -> Note:
+    *, title: str, body: str, frontmatter: dict | None = None, slug: str | None = None, source: str = "mcp",
+    provenance: dict | None = None, session_id: str = "", user=None,
+) -> Note:  # fmt: skip
     """A new note in raw, waiting for review."""
-    title, body = _clean_title(title), _clean_body(body)
-    frontmatter, slug = _clean_frontmatter(frontmatter), _clean_slug(slug)
-    provenance = _check_provenance(provenance)
-    redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
-    slug, slug_flags = _redact_slug(slug)
-    with transaction.atomic():
-        return _new_note(
-            title=redacted.title, body=redacted.body, frontmatter=redacted.frontmatter, slug=slug,
-            status=NoteStatus.RAW, source=source, provenance=provenance, session_id=session_id, user=user,
-            redactions=redacted.flags + slug_flags,
-        )  # fmt: skip
-
-
-def do_ingest_raw_note(
-    *,
-    title: str,
-    body: str,
-    frontmatter: dict | None = None,
-    slug: str | None = None,
-    source: str = "mcp",
-    provenance: dict | None = None,
-    session_id: str = "",
-    user=None,
-) -> Note:
-    """A document into raw for review (same as writing a raw note, recorded as an ingest)."""
-    provenance = {"method": "ingest", **(_check_provenance(provenance) or {})}
-    return do_write_raw_note(
-        title=title, body=body, frontmatter=frontmatter, slug=slug, source=source,
+    return _create_note(
+        title=title, body=body, frontmatter=frontmatter, slug=slug, status=NoteStatus.RAW, source=source,
         provenance=provenance, session_id=session_id, user=user,
     )  # fmt: skip
 
 
+def do_ingest_raw_note(*, provenance: dict | None = None, **note: Any) -> Note:
+    """A document into raw for review: do_write_raw_note's arguments, recorded as an ingest."""
+    return do_write_raw_note(provenance={"method": "ingest", **(_check_provenance(provenance) or {})}, **note)
+
+
 def do_ingest_note(
-    *,
-    title: str,
-    body: str,
-    wing: str,
-    hall: str = "",
-    frontmatter: dict | None = None,
-    slug: str | None = None,
-    source: str = "mcp",
-    provenance: dict | None = None,
-    user=None,
-) -> Note:
+    *, title: str, body: str, wing: str, hall: str = "", frontmatter: dict | None = None, slug: str | None = None,
+    source: str = "mcp", provenance: dict | None = None, user=None,
+) -> Note:  # fmt: skip
     """A document straight into the wiki under wing/hall (for trusted sources)."""
+    return _create_note(
+        title=title, body=body, frontmatter=frontmatter, slug=slug, status=NoteStatus.WIKI, wing=wing, hall=hall,
+        source=source, provenance={"method": "ingest", **(_check_provenance(provenance) or {})}, user=user,
+    )  # fmt: skip
+
+
+def _create_note(
+    *, title: Any, body: Any, frontmatter: Any, slug: Any, status: str, source: str, provenance: Any,
+    wing: Any = "", hall: Any = "", session_id: str = "", user=None,
+) -> Note:  # fmt: skip
+    """Validate, redact and insert a new note under a free slug (the write and ingest actions' one path)."""
     title, body = _clean_title(title), _clean_body(body)
     frontmatter, slug = _clean_frontmatter(frontmatter), _clean_slug(slug)
-    wing, hall = _clean_place(wing, hall, wing_required=True)
-    _check_wiki_slug(slug, hall)
-    provenance = {"method": "ingest", **(_check_provenance(provenance) or {})}
+    if status == NoteStatus.WIKI:
+        wing, hall = _clean_place(wing, hall, wing_required=True)
+        _check_wiki_slug(slug, hall)
+    provenance = {"source": source, **(_check_provenance(provenance) or {})}
+    if session_id:
+        provenance.setdefault("session_id", session_id)
     redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
     slug, slug_flags = _redact_slug(slug)
+    note = Note(
+        title=redacted.title, body=redacted.body, frontmatter=redacted.frontmatter, status=status, wing=wing,
+        hall=hall, source=source, provenance=provenance, session_id=session_id or "",
+        created_by=user if getattr(user, "pk", None) else None, redactions=redacted.flags + slug_flags,
+    )  # fmt: skip
+    note.content_hash = note.compute_hash()
     with transaction.atomic():
-        return _new_note(
-            title=redacted.title, body=redacted.body, frontmatter=redacted.frontmatter, slug=slug,
-            status=NoteStatus.WIKI, wing=wing, hall=hall, source=source, provenance=provenance, user=user,
-            redactions=redacted.flags + slug_flags,
-        )  # fmt: skip
+        _insert_with_unique_slug(note, slug or slugify_title(note.title), explicit=slug is not None)
+        _after_write(note)
+    return note
 
 
-def _locked(note: Note) -> Note:
-    return Note.objects.select_for_update().get(pk=note.pk)
+def _locked(note: Note, *, allowed: tuple[str, ...] = (), verb: str = "", expected_version: int | None = None) -> Note:
+    """`note` as it is now, locked for this transaction; refused unless its status is one of `allowed` (when
+    given) and, with `expected_version`, unless nobody changed it since (NoteConflict)."""
+    note = Note.objects.select_for_update().get(pk=note.pk)
+    if allowed and note.status not in allowed:
+        kinds = " or ".join(allowed)
+        raise BrainInputError(f"note {note.slug} is {note.status}; only {kinds} notes can be {verb}.")
+    _check_version(note, expected_version)
+    return note
+
+
+def _take_slug(note: Note, new_slug: str | None) -> None:
+    """Give `note` the explicit `new_slug`; one another note has is refused, never renumbered."""
+    if new_slug and new_slug != note.slug:
+        if Note.objects.filter(slug=new_slug).exists():
+            raise BrainInputError(f"slug {new_slug!r} is already used by another note; choose another.")
+        note.slug = new_slug
 
 
 def _who(user) -> str:
@@ -494,8 +445,7 @@ def do_edit_note(
     redacted = _redact_note_fields(title=new_title, body=new_body, frontmatter=new_frontmatter)
     new_title, new_body, new_frontmatter = redacted.title, redacted.body, redacted.frontmatter
     with transaction.atomic():
-        note = _locked(note)
-        _check_version(note, expected_version)
+        note = _locked(note, expected_version=expected_version)
         before, version_before = note.snapshot(), note.version
         if new_title is not None:
             note.title = new_title
@@ -517,11 +467,16 @@ def do_edit_note(
 def do_promote_note(
     note: Note, *, reviewer, wing: str, hall: str = "", title: str | None = None, slug: str | None = None,
     body: str | None = None, expected_version: int | None = None, group: uuid.UUID | None = None,
+    slug_from_title: bool = False,
 ) -> Note:  # fmt: skip
     """raw → wiki under wing/hall; records the reviewer and when.
 
     `group` puts the revision in an existing group (a bulk action: one undo for all its notes).
+    `slug_from_title` (instead of `slug`) re-slugs the note from its title, numbered (`-2`, `-3`…) when
+    another note has that slug; an explicit `slug` that is taken is refused, never renumbered.
     """
+    if slug_from_title and slug is not None:
+        raise BrainInputError("give a slug or ask for one from the title, not both.")
     wing, hall = _clean_place(wing, hall, wing_required=True)
     new_title = _clean_title(title) if title is not None else None
     new_body = _clean_body(body) if body is not None else None
@@ -529,18 +484,15 @@ def do_promote_note(
     new_title, new_body = redacted.title, redacted.body
     new_slug, slug_flags = _redact_slug(_clean_slug(slug))
     with transaction.atomic():
-        note = _locked(note)
-        if note.status != NoteStatus.RAW:
-            raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be promoted.")
-        _check_version(note, expected_version)
+        note = _locked(note, allowed=(NoteStatus.RAW,), verb="promoted", expected_version=expected_version)
         before, version_before = note.snapshot(), note.version
-        _check_wiki_slug(new_slug or note.slug, hall)
-        if new_slug and new_slug != note.slug:
-            if Note.objects.filter(slug=new_slug).exists():
-                raise BrainInputError(f"slug {new_slug!r} is already used by another note; choose another.")
-            note.slug = new_slug
         if new_title is not None:
             note.title = new_title
+        if slug_from_title:
+            base = slugify_title(note.title)
+            new_slug = numbered(base, _first_free_number(base, exclude=note))
+        _check_wiki_slug(new_slug or note.slug, hall)
+        _take_slug(note, new_slug)
         if new_body is not None:
             note.body = new_body
         note.promote(reviewer=reviewer, wing=wing, hall=hall)
@@ -559,9 +511,7 @@ def do_reject_note(note: Note, *, reviewer, reason: str, group: uuid.UUID | None
     if not isinstance(reason, str) or not reason.strip():
         raise BrainInputError("a reason is required to reject a note: say why it should not enter the wiki.")
     with transaction.atomic():
-        note = _locked(note)
-        if note.status != NoteStatus.RAW:
-            raise BrainInputError(f"note {note.slug} is {note.status}; only raw notes can be rejected.")
+        note = _locked(note, allowed=(NoteStatus.RAW,), verb="rejected")
         before, version_before = note.snapshot(), note.version
         note.reject(reviewer=reviewer, reason=reason.strip())
         _save_with_revision(
@@ -668,16 +618,10 @@ def do_refile_note(
     wing, hall = _clean_place(wing, hall, wing_required=True)
     new_slug, slug_flags = _redact_slug(_clean_slug(slug))
     with transaction.atomic():
-        note = _locked(note)
-        if note.status != NoteStatus.WIKI:
-            raise BrainInputError(f"note {note.slug} is {note.status}; only wiki notes can be re-filed.")
-        _check_version(note, expected_version)
+        note = _locked(note, allowed=(NoteStatus.WIKI,), verb="re-filed", expected_version=expected_version)
         _check_wiki_slug(new_slug or note.slug, hall)
         before, version_before = note.snapshot(), note.version
-        if new_slug and new_slug != note.slug:
-            if Note.objects.filter(slug=new_slug).exists():
-                raise BrainInputError(f"slug {new_slug!r} is already used by another note; choose another.")
-            note.slug = new_slug
+        _take_slug(note, new_slug)
         note.wing, note.hall = wing, hall
         note.path = note.canonical_path()
         if note.snapshot() == before:
@@ -691,45 +635,43 @@ def do_refile_note(
         return note
 
 
-def do_demote_note(note: Note, *, user, reason: str = "", expected_version: int | None = None) -> Note:
-    """wiki → raw: the note goes back to the review queue (out of wiki search, back to raw/ on disk)."""
+def _back_to_raw(
+    note: Note, *, user, reason: str, expected_version: int | None, allowed: tuple[str, ...], verb: str, action: str,
+    summary: str,
+) -> Note:  # fmt: skip
+    """The note back in the review queue (raw, out of any wing, raw/ on disk); one revision, undoable."""
     with transaction.atomic():
-        note = _locked(note)
-        if note.status != NoteStatus.WIKI:
-            raise BrainInputError(f"note {note.slug} is {note.status}; only wiki notes can be demoted.")
-        _check_version(note, expected_version)
+        note = _locked(note, allowed=allowed, verb=verb, expected_version=expected_version)
         before, version_before = note.snapshot(), note.version
         note.status = NoteStatus.RAW
         note.wing = note.hall = ""
         note.path = note.canonical_path()
+        if action == NoteRevision.Action.REOPEN:
+            note.reviewed_by, note.reviewed_at = None, None  # a demoted wiki note keeps who reviewed it
         note.review_note = reason.strip() if isinstance(reason, str) else ""
         _save_with_revision(
-            note, before=before, version_before=version_before, action=NoteRevision.Action.DEMOTE, user=user,
-            summary=note.review_note or "demoted to raw",
+            note, before=before, version_before=version_before, action=action, user=user,
+            summary=note.review_note or summary.format(status=before["status"]),
         )  # fmt: skip
         _after_write(note)
         return note
+
+
+def do_demote_note(note: Note, *, user, reason: str = "", expected_version: int | None = None) -> Note:
+    """wiki → raw: the note goes back to the review queue (out of wiki search, back to raw/ on disk)."""
+    return _back_to_raw(
+        note, user=user, reason=reason, expected_version=expected_version, allowed=(NoteStatus.WIKI,),
+        verb="demoted", action=NoteRevision.Action.DEMOTE, summary="demoted to raw",
+    )  # fmt: skip
 
 
 def do_reopen_note(note: Note, *, user, reason: str = "", expected_version: int | None = None) -> Note:
     """rejected or archived → raw: the note is back in the review queue (an undoable revision like any other)."""
-    with transaction.atomic():
-        note = _locked(note)
-        if note.status not in (NoteStatus.REJECTED, NoteStatus.ARCHIVED):
-            raise BrainInputError(f"note {note.slug} is {note.status}; only rejected or archived notes can be reopened.")
-        _check_version(note, expected_version)
-        before, version_before = note.snapshot(), note.version
-        note.status = NoteStatus.RAW
-        note.wing = note.hall = ""
-        note.path = note.canonical_path()
-        note.reviewed_by, note.reviewed_at = None, None
-        note.review_note = reason.strip() if isinstance(reason, str) else ""
-        _save_with_revision(
-            note, before=before, version_before=version_before, action=NoteRevision.Action.REOPEN, user=user,
-            summary=note.review_note or f"reopened from {before['status']}",
-        )  # fmt: skip
-        _after_write(note)
-        return note
+    return _back_to_raw(
+        note, user=user, reason=reason, expected_version=expected_version,
+        allowed=(NoteStatus.REJECTED, NoteStatus.ARCHIVED), verb="reopened", action=NoteRevision.Action.REOPEN,
+        summary="reopened from {status}",
+    )  # fmt: skip
 
 
 def do_undo_revision(group: uuid.UUID | str, *, user) -> list[Note]:
@@ -823,10 +765,7 @@ def do_import_note_file(
                 path=path, source=source, provenance={"source": source, "path": path}, redactions=flags,
             )  # fmt: skip
             note.content_hash = note.compute_hash()
-            try:
-                with transaction.atomic():
-                    note.save()
-            except IntegrityError:
+            if not _inserted(note):
                 raise BrainInputError(f"slug {slug!r} was written by someone else at the same time; import again.")
             _after_write(note)
             return note, "added"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.urls import reverse
 
-from brain.actions import BrainInputError, do_archive_note, do_promote_note, do_reject_note, do_undo_revision
+from brain.actions import do_archive_note, do_promote_note, do_reject_note, do_undo_revision
+from brain.errors import BrainInputError
 from brain.models import (
     AreaDescription,
     BrainVersion,

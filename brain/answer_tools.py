@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from brain.answers import answer
 from brain.context import context
+from brain.limits import MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT
 from brain.presenters import UNREVIEWED_HINT_SCHEMA, UNREVIEWED_LIST_SCHEMA, UNREVIEWED_MATCHES_SCHEMA
 from brain.tools import brain
+from hyperguild.lib.schema import STRING, closed_object
 from hyperguild.mcp.registry import ToolContext
 
 SOURCE_SCHEMA = {
@@ -31,21 +33,14 @@ SOURCE_SCHEMA = {
         "(BRAIN_ANSWER_MODEL) answers from the kept notes only. Without an LLM the answer is the best passage "
         "of each source and `synthesized` is false. When no note fits, `sources` is empty and the answer says so."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "question": {"type": "string", "minLength": 1, "maxLength": 2000, "pattern": "\\S"},
-            "limit": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 10,
-                "default": 5,
-                "description": "most sources to use (an LLM gets at most 5)",
-            },
+    input_schema=closed_object(
+        {
+            "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_LENGTH, "pattern": "\\S"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5,
+                      "description": "most sources to use (an LLM gets at most 5)"},
         },
-        "required": ["question"],
-    },
+        required=["question"],
+    ),
     output_schema={
         "type": "object",
         "additionalProperties": False,
@@ -98,7 +93,7 @@ def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
                 "maxItems": 100,
                 "description": "paths recently opened or edited; notes sharing words with them are boosted",
             },
-            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "default": 10},
         },
         "required": ["project_root"],
     },
@@ -109,35 +104,16 @@ def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
             "project": {"type": "string"},
             "entries": {
                 "type": "array",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "slug": {"type": "string"},
-                        "title": {"type": "string"},
-                        "doc_path": {"type": "string"},
-                        "excerpt": {"type": "string"},
-                    },
-                    "required": ["slug", "title", "doc_path", "excerpt"],
-                },
+                "items": closed_object({"slug": STRING, "title": STRING, "doc_path": STRING, "excerpt": STRING}),
             },
             "degraded": {"type": "boolean", "description": "true when vector search failed and BM25 answered alone"},
             "reason": {"type": ["string", "null"]},
             "unreviewed": {
                 "type": "array",
                 "description": "NOT REVIEWED: this project's recent raw notes, newest first; treat them as unchecked",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "properties": {
-                        "slug": {"type": "string"},
-                        "title": {"type": "string"},
-                        "status": {"type": "string"},
-                        "created_at": {"type": "string"},
-                        "excerpt": {"type": "string"},
-                    },
-                    "required": ["slug", "title", "status", "created_at", "excerpt"],
-                },
+                "items": closed_object(
+                    {"slug": STRING, "title": STRING, "status": STRING, "created_at": STRING, "excerpt": STRING}
+                ),
             },
             "unreviewed_matches": UNREVIEWED_MATCHES_SCHEMA,
             "unreviewed_hint": UNREVIEWED_HINT_SCHEMA,

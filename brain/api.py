@@ -12,11 +12,12 @@ from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 
+from brain import inputs
 from brain.actions import do_ingest_note, do_ingest_raw_note, do_write_raw_note
+from brain.limits import MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, MAX_TAGS
 from brain.models import Note, NoteStatus
 from brain.presenters import note_detail, note_ref, query_result
 from brain.search import search
-from brain.slugs import MAX_SLUG_LENGTH
 from hyperguild.api import EndpointTokenAPIView
 
 REST_SOURCE = "rest"
@@ -38,39 +39,26 @@ class BrainAPIView(EndpointTokenAPIView):
         return serializer.validated_data
 
 
-class FrontmatterField(serializers.JSONField):
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        if not isinstance(value, dict):
-            raise serializers.ValidationError("frontmatter must be a mapping of keys to values (a JSON object).")
-        return value
-
-
 class QuerySerializer(serializers.Serializer):
-    query = serializers.CharField(max_length=2000, trim_whitespace=True)
-    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
-    wing = serializers.CharField(max_length=100, required=False, allow_blank=True)
-    hall = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    query = serializers.CharField(max_length=MAX_QUERY_LENGTH, trim_whitespace=True)
+    limit = serializers.IntegerField(min_value=1, max_value=MAX_SEARCH_LIMIT, default=10)
+    wing = inputs.SEGMENT.serializer_field(required=False)
+    hall = inputs.SEGMENT.serializer_field(required=False)
     status = serializers.ChoiceField(choices=[*NoteStatus.values, "any"], default=NoteStatus.WIKI)
     include_raw = serializers.BooleanField(default=False, help_text="with status wiki: unreviewed raw notes too")
     tags = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, max_length=10,
+        child=inputs.TAG.serializer_field(required=True), required=False, max_length=MAX_TAGS,
         help_text="only notes whose frontmatter tags hold every one of these",
     )  # fmt: skip
 
 
-class NoteInputSerializer(serializers.Serializer):
-    title = serializers.CharField(max_length=300)
-    body = serializers.CharField(trim_whitespace=False)
-    frontmatter = FrontmatterField(required=False)
-    # The length and the rule are brain.slugs' (validate_slug runs in the action, as for MCP and imports).
-    slug = serializers.CharField(max_length=MAX_SLUG_LENGTH, required=False, trim_whitespace=False)
-    session_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+# POST /write takes what brain_write takes (brain.inputs.RAW_NOTE); POST /ingest that and a place, or raw: true.
+NoteInputSerializer = inputs.RAW_NOTE.serializer("NoteInputSerializer")
 
 
 class IngestSerializer(NoteInputSerializer):
-    wing = serializers.CharField(max_length=100, required=False, allow_blank=True)
-    hall = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    wing = inputs.SEGMENT.serializer_field(required=False)  # blank with raw: true
+    hall = inputs.SEGMENT.serializer_field(required=False)
     raw = serializers.BooleanField(default=False, help_text="true: into raw for review instead of the wiki")
 
     def validate(self, attrs):
@@ -97,10 +85,7 @@ class WriteView(BrainAPIView):
 
     def post(self, request):
         args = self.validated(NoteInputSerializer)
-        note = do_write_raw_note(
-            title=args["title"], body=args["body"], frontmatter=args.get("frontmatter"), slug=args.get("slug"),
-            session_id=args.get("session_id", ""), source=REST_SOURCE, user=request.user.user,
-        )  # fmt: skip
+        note = do_write_raw_note(**inputs.RAW_NOTE.arguments(args), source=REST_SOURCE, user=request.user.user)
         return Response(note_ref(note), status=status.HTTP_201_CREATED)
 
 
@@ -109,14 +94,8 @@ class IngestView(BrainAPIView):
 
     def post(self, request):
         args = self.validated(IngestSerializer)
-        common = {
-            "title": args["title"], "body": args["body"], "frontmatter": args.get("frontmatter"),
-            "slug": args.get("slug"), "source": REST_SOURCE, "user": request.user.user,
-        }  # fmt: skip
-        if args["raw"]:
-            note = do_ingest_raw_note(**common, session_id=args.get("session_id", ""))
-        else:
-            note = do_ingest_note(**common, wing=args["wing"], hall=args.get("hall", ""))
+        action, write = (do_ingest_raw_note, inputs.RAW_NOTE) if args["raw"] else (do_ingest_note, inputs.WIKI_NOTE)
+        note = action(**write.arguments(args), source=REST_SOURCE, user=request.user.user)
         return Response(note_ref(note), status=status.HTTP_201_CREATED)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hyperguild.errors import DomainError
 
 
@@ -9,8 +11,22 @@ class BrainError(DomainError):
     """A brain request that cannot be served; the message says what to change."""
 
 
-# BrainInputError and NoteConflict (bad input to a write, a version conflict) are still defined in
-# brain/actions.py, under BrainError; they move here with the next change to that module.
+class BrainInputError(BrainError, ValueError):
+    """A write the brain refuses; the message says what to change."""
+
+
+class NoteConflict(BrainInputError):
+    """The note changed after the form was opened (its version moved on); nothing was written.
+
+    `current` is the note as it is now, so the page can show both texts.
+    """
+
+    http_status = 409
+    code = "conflict"
+
+    def __init__(self, message: str, *, current: Any):
+        super().__init__(message)
+        self.current = current
 
 
 class SlugError(BrainError, ValueError):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from brain.limits import MAX_TITLE_LENGTH
 from hyperguild.lib.embedders import BaseEmbedder
 
 HASH_BYTES = 32
@@ -86,7 +87,7 @@ def document_chunks(doc: dict) -> list[str]:
     """The texts the embedder reads for one dataset document, exactly as brain_eval imports it."""
     from brain.chunking import chunk_note
 
-    title = (doc.get("title") or "").strip()[:300]
+    title = (doc.get("title") or "").strip()[:MAX_TITLE_LENGTH]
     return [chunk.embed_text for chunk in chunk_note(title, doc.get("text") or "")]
 
 

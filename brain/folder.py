@@ -34,7 +34,6 @@ import yaml
 from django.db import transaction
 
 from brain.actions import (
-    BrainInputError,
     do_archive_note,
     do_forget_mirror_file,
     do_forget_note_hash,
@@ -43,7 +42,7 @@ from brain.actions import (
     do_record_mirror_file,
     do_touch_mirror_file,
 )
-from brain.errors import FolderError
+from brain.errors import BrainInputError, FolderError
 from brain.hooks import folder_sections
 from brain.models import AreaDescription, MirrorFile, Note, NoteStatus
 from brain.placement import choose_slug, resolve_targets, slug_candidates

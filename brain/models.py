@@ -16,6 +16,7 @@ from django.db.models.functions import MD5, Concat, Reverse
 from django.utils import timezone
 from pgvector.django import VectorField
 
+from brain.limits import MAX_PLACE_LENGTH, MAX_SESSION_ID_LENGTH, MAX_SLUG_LENGTH, MAX_TITLE_LENGTH
 from hyperguild.lib.redaction import redaction_summary
 
 
@@ -81,19 +82,19 @@ class Note(models.Model):
     an import can tell unchanged files from edited ones.
     """
 
-    slug = models.CharField(max_length=200, unique=True)
-    title = models.CharField(max_length=300)
+    slug = models.CharField(max_length=MAX_SLUG_LENGTH, unique=True)
+    title = models.CharField(max_length=MAX_TITLE_LENGTH)
     body = models.TextField(blank=True)
     frontmatter = models.JSONField(default=dict, blank=True)
     status = models.CharField(max_length=16, choices=NoteStatus.choices, default=NoteStatus.RAW, db_index=True)
-    wing = models.CharField(max_length=100, blank=True, db_index=True)
-    hall = models.CharField(max_length=100, blank=True, db_index=True)
+    wing = models.CharField(max_length=MAX_PLACE_LENGTH, blank=True, db_index=True)
+    hall = models.CharField(max_length=MAX_PLACE_LENGTH, blank=True, db_index=True)
     path = models.CharField(max_length=500, blank=True)
     content_hash = models.CharField(max_length=64, blank=True)
     # Who or what wrote it: {"source": "mcp|rest|import|retrospective|ui|...", "session_id", "entries", "method", ...}
     provenance = models.JSONField(default=dict, blank=True)
     source = models.CharField(max_length=50, blank=True, db_index=True)
-    session_id = models.CharField(max_length=200, blank=True, db_index=True)
+    session_id = models.CharField(max_length=MAX_SESSION_ID_LENGTH, blank=True, db_index=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -256,7 +257,7 @@ class NoteLink(models.Model):
         LINKS = "links", "frontmatter links"
 
     source = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="links_out")
-    target_slug = models.CharField(max_length=200, db_index=True)
+    target_slug = models.CharField(max_length=MAX_SLUG_LENGTH, db_index=True)
     target = models.ForeignKey(Note, null=True, blank=True, on_delete=models.SET_NULL, related_name="links_in")
     kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.WIKILINK)
 
@@ -413,9 +414,9 @@ class AreaDescription(models.Model):
     These files are descriptions, never notes.
     """
 
-    wing = models.CharField(max_length=100, blank=True)
-    hall = models.CharField(max_length=100, blank=True)
-    title = models.CharField(max_length=300, blank=True)
+    wing = models.CharField(max_length=MAX_PLACE_LENGTH, blank=True)
+    hall = models.CharField(max_length=MAX_PLACE_LENGTH, blank=True)
+    title = models.CharField(max_length=MAX_TITLE_LENGTH, blank=True)
     body = models.TextField(blank=True)
     frontmatter = models.JSONField(default=dict, blank=True)
     path = models.CharField(max_length=500)

@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import uuid
 
-from brain.actions import NoteConflict, do_archive_note, do_edit_note, do_undo_revision
+from brain import inputs
+from brain.actions import do_archive_note, do_edit_note, do_undo_revision
+from brain.errors import NoteConflict
+from brain.limits import MAX_TAGS
 from brain.models import Note, NoteRevision, NoteStatus
 from brain.presenters import NOTE_REF_SCHEMA, note_ref
-from brain.tools import BODY, FRONTMATTER, SLUG, TITLE, brain
+from brain.tools import brain
+from hyperguild.lib.schema import STRING
 from hyperguild.mcp.registry import ToolContext, ToolError
 
 RECENT_DEFAULT = 20
 RECENT_MAX = 100
-MAX_TAGS = 10
-VERSION = {"type": "integer", "minimum": 1, "description": "the note's version as brain_get (or the last write) showed it"}
 CHANGE_SCHEMA = {
     "type": ["string", "null"],
     "description": "the change this call made (undo it with brain_undo); null when nothing changed",
@@ -33,7 +35,7 @@ WRITE_RESULT_SCHEMA = {
 STATUS_FILTER = {"type": "string", "enum": [*NoteStatus.values, "any"], "default": "any"}
 TAGS = {
     "type": "array",
-    "items": {"type": "string", "minLength": 1, "maxLength": 100},
+    "items": inputs.TAG.json_schema(),
     "maxItems": MAX_TAGS,
     "description": "only notes whose frontmatter `tags` holds every one of these",
 }
@@ -53,10 +55,15 @@ def _written(note: Note, version_before: int) -> dict:
     return {**note_ref(note), "change": change}
 
 
-def _stale(exc: NoteConflict) -> ToolError:
-    return ToolError(
-        f"{exc} Read it again with brain_get (now version {exc.current.version}) and repeat your change on that text."
-    )
+def _write_at_version(action, note: Note, version: int, **arguments) -> dict:
+    """`action` on `note` as the caller saw it (`version`); a note changed since is refused with what to do."""
+    try:
+        written = action(note, expected_version=version, **arguments)
+    except NoteConflict as exc:
+        raise ToolError(
+            f"{exc} Read it again with brain_get (now version {exc.current.version}) and repeat your change on that text."
+        ) from None
+    return _written(written, version)
 
 
 @brain.tool(
@@ -67,12 +74,7 @@ def _stale(exc: NoteConflict) -> ToolError:
         "brain_get showed: if someone changed the note since, nothing is written and the error says so. "
         "One revision in the note's history; undo it with brain_undo and the returned `change`."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"slug": SLUG, "version": VERSION, "title": TITLE, "body": BODY, "frontmatter": FRONTMATTER},
-        "required": ["slug", "version"],
-    },
+    input_schema=inputs.NOTE_EDIT.json_schema(),
     output_schema=WRITE_RESULT_SCHEMA,
     idempotent=True,
     scope="brain:write",
@@ -83,15 +85,10 @@ def brain_edit(arguments: dict, ctx: ToolContext) -> dict:
         raise ToolError(f"note {note.slug} is {note.status}; only raw and wiki notes can be edited.")
     if not any(key in arguments for key in ("title", "body", "frontmatter")):
         raise ToolError("Nothing to change: give a title, a body or frontmatter.")
-    version_before = arguments["version"]
-    try:
-        edited = do_edit_note(
-            note, title=arguments.get("title"), body=arguments.get("body"), frontmatter=arguments.get("frontmatter"),
-            expected_version=version_before, user=ctx.actor,
-        )  # fmt: skip
-    except NoteConflict as exc:
-        raise _stale(exc) from None
-    return _written(edited, version_before)
+    return _write_at_version(
+        do_edit_note, note, arguments["version"], title=arguments.get("title"), body=arguments.get("body"),
+        frontmatter=arguments.get("frontmatter"), user=ctx.actor,
+    )  # fmt: skip
 
 
 @brain.tool(
@@ -101,16 +98,7 @@ def brain_edit(arguments: dict, ctx: ToolContext) -> dict:
         "Take a note out of search and out of the brain folder (hyperguild never deletes a note). Give the "
         "version brain_get showed. One revision; undo it with brain_undo and the returned `change`."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "slug": SLUG,
-            "version": VERSION,
-            "reason": {"type": "string", "maxLength": 500, "description": "why, shown in the note's history"},
-        },
-        "required": ["slug", "version"],
-    },
+    input_schema=inputs.NOTE_ARCHIVE.json_schema(),
     output_schema=WRITE_RESULT_SCHEMA,
     destructive=True,
     idempotent=True,
@@ -118,14 +106,8 @@ def brain_edit(arguments: dict, ctx: ToolContext) -> dict:
 )
 def brain_archive(arguments: dict, ctx: ToolContext) -> dict:
     note = _note(arguments["slug"])
-    version_before = arguments["version"]
-    try:
-        archived = do_archive_note(
-            note, reason=arguments.get("reason", "").strip(), expected_version=version_before, user=ctx.actor
-        )
-    except NoteConflict as exc:
-        raise _stale(exc) from None
-    return _written(archived, version_before)
+    return _write_at_version(do_archive_note, note, arguments["version"], reason=arguments.get("reason", "").strip(),
+                             user=ctx.actor)
 
 
 @brain.tool(
@@ -189,14 +171,8 @@ RECENT_ITEM_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "slug": {"type": "string"},
-        "title": {"type": "string"},
-        "status": {"type": "string"},
-        "wing": {"type": "string"},
-        "hall": {"type": "string"},
-        "version": {"type": "integer"},
-        "tags": {"type": "array", "items": {"type": "string"}},
-        "updated_at": {"type": "string"},
+        "slug": STRING, "title": STRING, "status": STRING, "wing": STRING, "hall": STRING, "version": {"type": "integer"},
+        "tags": {"type": "array", "items": STRING}, "updated_at": STRING,
         "last_change": {
             "type": ["object", "null"],
             "description": "the newest revision: what was done, when, and its change id (null: written, never changed)",

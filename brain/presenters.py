@@ -10,6 +10,7 @@ from brain.models import Note, NoteLink
 from brain.placement import resolve_targets
 from brain.slugs import slugify_path
 from hyperguild.lib.markdown import extract_wikilinks, render_markdown
+from hyperguild.lib.schema import STRING, closed_object
 
 NOTE_URI_PREFIX = "brain://note/"
 
@@ -79,14 +80,9 @@ NOTE_REF_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "note_id": {"type": "integer"},
-        "slug": {"type": "string"},
-        "title": {"type": "string"},
+        "note_id": {"type": "integer"}, "slug": STRING, "title": STRING,
         "status": {"type": "string", "enum": ["raw", "wiki", "rejected", "archived"]},
-        "wing": {"type": "string"},
-        "hall": {"type": "string"},
-        "path": {"type": "string"},
-        "uri": {"type": "string"},
+        "wing": STRING, "hall": STRING, "path": STRING, "uri": STRING,
         "author": {"type": ["string", "null"], "description": "username of the person who wrote the note"},
         "version": {"type": "integer", "description": "goes up on every change; brain_edit and brain_archive take it"},
         "redactions": {
@@ -94,56 +90,38 @@ NOTE_REF_SCHEMA = {
             "description": "secrets taken out before the note was stored: [{field, pattern, count}]",
             "items": {
                 "type": "object",
-                "properties": {"field": {"type": "string"}, "pattern": {"type": "string"}, "count": {"type": "integer"}},
+                "properties": {"field": STRING, "pattern": STRING, "count": {"type": "integer"}},
             },
         },
     },
     "required": ["note_id", "slug", "title", "status", "wing", "hall", "path", "uri"],
-}
+}  # fmt: skip
 
+LINK_KIND = {"type": "string", "enum": ["wikilink", "related", "links"]}
 NOTE_DETAIL_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
         **NOTE_REF_SCHEMA["properties"],
-        "body": {"type": "string"},
-        "frontmatter": {"type": "object"},
-        "source": {"type": "string"},
+        "body": STRING, "frontmatter": {"type": "object"}, "source": STRING,
         "reviewed_by": {"type": ["string", "null"], "description": "username of the person who last reviewed it"},
-        "session_id": {"type": "string"},
-        "content_hash": {"type": "string"},
-        "review_note": {"type": "string"},
-        "created_at": {"type": "string"},
-        "updated_at": {"type": "string"},
+        "session_id": STRING, "content_hash": STRING, "review_note": STRING, "created_at": STRING, "updated_at": STRING,
         "links_out": {
             "type": "array",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {
-                    "target_slug": {"type": "string"},
-                    "kind": {"type": "string", "enum": ["wikilink", "related", "links"]},
-                    "resolved": {"type": "boolean"},
-                    "target_title": {"type": ["string", "null"]},
-                    "resolved_slug": {"type": ["string", "null"]},
-                    "ambiguous": {"type": "array", "items": {"type": "string"}},
+            "items": closed_object(
+                {
+                    "target_slug": STRING, "kind": LINK_KIND, "resolved": {"type": "boolean"},
+                    "target_title": {"type": ["string", "null"]}, "resolved_slug": {"type": ["string", "null"]},
+                    "ambiguous": {"type": "array", "items": STRING},
                 },
-                "required": ["target_slug", "kind", "resolved", "target_title"],
-            },
+                required=["target_slug", "kind", "resolved", "target_title"],
+            ),
         },
         "links_in": {
             "type": "array",
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {
-                    "source_slug": {"type": "string"},
-                    "source_title": {"type": "string"},
-                    "kind": {"type": "string", "enum": ["wikilink", "related", "links"]},
-                    "resolved": {"type": "boolean"},
-                },
-                "required": ["source_slug", "source_title", "kind", "resolved"],
-            },
+            "items": closed_object(
+                {"source_slug": STRING, "source_title": STRING, "kind": LINK_KIND, "resolved": {"type": "boolean"}}
+            ),
         },
     },
     "required": [
@@ -160,36 +138,17 @@ UNREVIEWED_HINT_SCHEMA = {"type": ["string", "null"], "description": "how to see
 UNREVIEWED_LIST_SCHEMA = {
     "type": "array",
     "description": "the best unreviewed matches, by slug (read one with brain_get)",
-    "items": {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"slug": {"type": "string"}, "title": {"type": "string"}, "status": {"type": "string"}},
-        "required": ["slug", "title", "status"],
-    },
+    "items": closed_object({"slug": STRING, "title": STRING, "status": STRING}),
 }
 
-HIT_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "note_id": {"type": "integer"},
-        "slug": {"type": "string"},
-        "title": {"type": "string"},
-        "path": {"type": "string"},
-        "wing": {"type": "string"},
-        "hall": {"type": "string"},
-        "status": {"type": "string"},
-        "score": {"type": "number"},
-        "excerpt": {"type": "string"},
-        "rankers": {"type": "object", "additionalProperties": {"type": "integer"}},
-    },
-    "required": ["note_id", "slug", "title", "path", "wing", "hall", "status", "score", "excerpt", "rankers"],
-}
+HIT_SCHEMA = closed_object({
+    "note_id": {"type": "integer"}, "slug": STRING, "title": STRING, "path": STRING, "wing": STRING, "hall": STRING,
+    "status": STRING, "score": {"type": "number"}, "excerpt": STRING,
+    "rankers": {"type": "object", "additionalProperties": {"type": "integer"}},
+})
 
-QUERY_RESULT_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
+QUERY_RESULT_SCHEMA = closed_object(
+    {
         "hits": {"type": "array", "items": HIT_SCHEMA},
         "count": {"type": "integer"},
         "abstained": {
@@ -206,11 +165,7 @@ QUERY_RESULT_SCHEMA = {
         "unreviewed": UNREVIEWED_LIST_SCHEMA,
         "unreviewed_hint": UNREVIEWED_HINT_SCHEMA,
     },
-    "required": [
-        "hits", "count", "abstained", "partial", "degraded", "reason", "unreviewed_matches", "unreviewed",
-        "unreviewed_hint",
-    ],
-}
+)
 
 
 def hit_dict(hit) -> dict:

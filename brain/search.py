@@ -34,6 +34,7 @@ from django.db import connection
 
 from brain import backlog, bm25, floors, vectors
 from brain.errors import SearchInputError
+from brain.limits import MAX_SEARCH_LIMIT
 from brain.models import Note, NoteStatus
 from hyperguild.lib.embedders import get_embedder
 
@@ -45,7 +46,7 @@ VECTOR_FANOUT = 4  # vector candidates per BM25 candidate (top-4N)
 BM25_WEIGHT = 1.0
 VECTOR_WEIGHT = 1.0
 EXCERPT_CHARS = 280
-MAX_LIMIT = 50
+MAX_LIMIT = MAX_SEARCH_LIMIT
 ANY_STATUS = "any"
 # How many raw matches a wiki search counts at most (BM25 only: no second embedding call per query).
 UNREVIEWED_COUNT_DEPTH = 50

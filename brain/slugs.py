@@ -12,9 +12,8 @@ import re
 from anyascii import anyascii
 
 from brain.errors import SlugError
+from brain.limits import MAX_SEGMENT_LENGTH, MAX_SLUG_LENGTH
 
-MAX_SLUG_LENGTH = 200
-MAX_SEGMENT_LENGTH = 100
 FALLBACK_SLUG = "note"
 SEGMENT_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 SLUG_RULE = "a slug is lowercase a-z, 0-9 and '-' segments joined by '/', e.g. 'concepts/async-io'"

@@ -7,9 +7,13 @@ never destructive). Wiki notes are also resources: `brain://note/<slug>`.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from brain import inputs
 from brain.actions import do_ingest_note, do_ingest_raw_note, do_write_raw_note
 from brain.errors import BrainError
 from brain.folder import note_file_text
+from brain.limits import MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, MAX_TAGS
 from brain.models import Note, NoteStatus
 from brain.presenters import (
     NOTE_DETAIL_SCHEMA,
@@ -22,7 +26,7 @@ from brain.presenters import (
     query_result,
 )
 from brain.search import search
-from brain.slugs import MAX_SLUG_LENGTH
+from hyperguild.lib.schema import closed_object
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
 
 brain = register_endpoint(
@@ -41,44 +45,13 @@ brain = register_endpoint(
 brain.translate_errors(BrainError)  # BrainInputError, SearchInputError, SlugError… reach the caller as tool errors
 
 STATUSES = [*NoteStatus.values, "any"]
-TITLE = {"type": "string", "minLength": 1, "maxLength": 300, "description": "a short descriptive title"}
-BODY = {"type": "string", "minLength": 1, "description": "markdown without frontmatter; [[slug]] links to other notes"}
-FRONTMATTER = {
-    "type": "object",
-    "description": "extra metadata (a mapping); `related:` and `links:` lists become links to other notes",
-}
-SLUG = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": MAX_SLUG_LENGTH,  # the rule itself is brain.slugs.validate_slug, run by the actions
-    "description": "optional path-safe slug (lowercase a-z0-9- segments joined by /); derived from the title if omitted",
-}
-SEGMENT = {"type": "string", "maxLength": 100, "description": "lowercase a-z, 0-9 and '-'"}
-SESSION_ID = {"type": "string", "maxLength": 200, "description": "the Claude Code session this note came from"}
-# brain_write and brain_ingest_raw take the same arguments: a note for raw.
-RAW_NOTE_INPUT = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {"title": TITLE, "body": BODY, "frontmatter": FRONTMATTER, "slug": SLUG, "session_id": SESSION_ID},
-    "required": ["title", "body"],
-}
+# The write tools' schemas come from brain.inputs, where REST and the forms take theirs too.
+RAW_NOTE_INPUT = inputs.RAW_NOTE.json_schema()  # brain_write and brain_ingest_raw: a note for raw
 
 
-def _run_write(action, **kwargs) -> dict:
-    return note_ref(action(**kwargs))
-
-
-def _write_raw(action, arguments: dict, user=None) -> dict:
-    return _run_write(
-        action,
-        title=arguments["title"],
-        body=arguments["body"],
-        frontmatter=arguments.get("frontmatter"),
-        slug=arguments.get("slug"),
-        session_id=arguments.get("session_id", ""),
-        source="mcp",
-        user=user,
-    )
+def _write(action, write: inputs.NoteInput, arguments: dict, ctx: ToolContext) -> dict:
+    """A new note from checked arguments (the registry validated them against `write`'s schema)."""
+    return note_ref(action(**write.arguments(arguments), source="mcp", user=ctx.actor))
 
 
 @brain.tool(
@@ -91,14 +64,12 @@ def _write_raw(action, arguments: dict, user=None) -> dict:
         "by default: `unreviewed_matches` says how many raw notes, not reviewed yet, match too, and "
         "include_raw=true ranks them with the wiki notes (each hit shows its status). Read a note with brain_get."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "query": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "words to search for"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-            "wing": SEGMENT,
-            "hall": SEGMENT,
+    input_schema=closed_object(
+        {
+            "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_LENGTH, "description": "words to search for"},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "default": 10},
+            "wing": inputs.SEGMENT.json_schema(),
+            "hall": inputs.SEGMENT.json_schema(),
             "status": {"type": "string", "enum": STATUSES, "default": "wiki"},
             "include_raw": {
                 "type": "boolean",
@@ -107,13 +78,13 @@ def _write_raw(action, arguments: dict, user=None) -> dict:
             },
             "tags": {
                 "type": "array",
-                "items": {"type": "string", "minLength": 1, "maxLength": 100},
-                "maxItems": 10,
+                "items": inputs.TAG.json_schema(),
+                "maxItems": MAX_TAGS,
                 "description": "only notes whose frontmatter `tags` holds every one of these",
             },
         },
-        "required": ["query"],
-    },
+        required=["query"],
+    ),
     output_schema=QUERY_RESULT_SCHEMA,
     read_only=True,
     idempotent=True,
@@ -138,7 +109,7 @@ def brain_query(arguments: dict, ctx: ToolContext) -> dict:
     input_schema={
         "type": "object",
         "additionalProperties": False,
-        "properties": {"slug": {**SLUG, "description": "the note's slug, as brain_query returns it"}},
+        "properties": {"slug": replace(inputs.SLUG, description="the note's slug, as brain_query returns it").json_schema()},
         "required": ["slug"],
     },
     output_schema=NOTE_DETAIL_SCHEMA,
@@ -166,7 +137,7 @@ def brain_get(arguments: dict, ctx: ToolContext) -> dict:
     scope="brain:write",
 )
 def brain_write(arguments: dict, ctx: ToolContext) -> dict:
-    return _write_raw(do_write_raw_note, arguments, ctx.actor)
+    return _write(do_write_raw_note, inputs.RAW_NOTE, arguments, ctx)
 
 
 @brain.tool(
@@ -176,34 +147,12 @@ def brain_write(arguments: dict, ctx: ToolContext) -> dict:
         "Put a document straight into the wiki under wing/hall (e.g. wing 'sources', hall 'papers'). "
         "For trusted sources only; anything that needs review goes through brain_ingest_raw. Not idempotent."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "title": TITLE,
-            "body": BODY,
-            "wing": {**SEGMENT, "minLength": 1, "description": "first folder under wiki/, e.g. 'concepts'"},
-            "hall": {**SEGMENT, "description": "second folder under wiki/, optional"},
-            "frontmatter": FRONTMATTER,
-            "slug": SLUG,
-        },
-        "required": ["title", "body", "wing"],
-    },
+    input_schema=inputs.WIKI_NOTE.json_schema(),
     output_schema=NOTE_REF_SCHEMA,
     scope="brain:write",
 )
 def brain_ingest(arguments: dict, ctx: ToolContext) -> dict:
-    return _run_write(
-        do_ingest_note,
-        title=arguments["title"],
-        body=arguments["body"],
-        wing=arguments["wing"],
-        hall=arguments.get("hall", ""),
-        frontmatter=arguments.get("frontmatter"),
-        slug=arguments.get("slug"),
-        source="mcp",
-        user=ctx.actor,
-    )
+    return _write(do_ingest_note, inputs.WIKI_NOTE, arguments, ctx)
 
 
 @brain.tool(
@@ -215,7 +164,7 @@ def brain_ingest(arguments: dict, ctx: ToolContext) -> dict:
     scope="brain:write",
 )
 def brain_ingest_raw(arguments: dict, ctx: ToolContext) -> dict:
-    return _write_raw(do_ingest_raw_note, arguments, ctx.actor)
+    return _write(do_ingest_raw_note, inputs.RAW_NOTE, arguments, ctx)
 
 
 class WikiNoteResources:

@@ -25,12 +25,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from brain import actions, similar
+from brain import actions, inputs, similar
+from brain.errors import BrainInputError, NoteConflict
 from brain.hooks import provenance_entries
+from brain.limits import MAX_SESSION_ID_LENGTH, MAX_TITLE_LENGTH
 from brain.models import Note, NoteRevision, NoteStatus
 from brain.presenters import render_note_body
 from brain.search import SearchInputError, search
-from brain.slugs import MAX_SLUG_LENGTH, numbered, slugify_title
 from hyperguild.lib.diff import html_diff
 from hyperguild.ui import paginate, role_action, role_page, staff_action
 
@@ -66,7 +67,7 @@ EXCERPT_CHARS = 240
 class QueueFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200)
     source = forms.CharField(required=False, max_length=50)
-    session = forms.CharField(required=False, max_length=200)
+    session = forms.CharField(required=False, max_length=MAX_SESSION_ID_LENGTH)
     kind = forms.CharField(required=False, max_length=100)
     project = forms.CharField(required=False, max_length=200)
     # A username: whose notes ("Mine" links to the signed-in person's own).
@@ -87,13 +88,13 @@ class VersionedForm(forms.Form):
 
 
 class PromoteForm(VersionedForm):
-    # Wing, hall and slug rules live in brain.actions (BrainInputError, via brain.slugs.validate_slug,
-    # as for MCP, REST and imports); the form only bounds sizes.
-    wing = forms.CharField(max_length=100)
-    hall = forms.CharField(max_length=100, required=False)
-    title = forms.CharField(max_length=300)
-    slug = forms.CharField(max_length=MAX_SLUG_LENGTH)
-    body = forms.CharField(widget=forms.Textarea, strip=False)
+    # The fields and their sizes are brain.inputs' (as for MCP and REST); wing, hall and slug rules are the
+    # actions' (BrainInputError, via brain.slugs.validate_slug, as for MCP, REST and imports).
+    wing = inputs.WING.form_field()
+    hall = inputs.HALL.form_field(required=False)
+    title = inputs.TITLE.form_field()
+    slug = inputs.SLUG.form_field()
+    body = inputs.BODY.form_field()
     confirm_duplicate = forms.BooleanField(required=False)
 
 
@@ -102,14 +103,14 @@ class RejectForm(forms.Form):
 
 
 class EditForm(VersionedForm):
-    title = forms.CharField(max_length=300)
-    body = forms.CharField(widget=forms.Textarea, strip=False)
+    title = inputs.TITLE.form_field()
+    body = inputs.BODY.form_field()
 
 
 class RefileForm(VersionedForm):
-    wing = forms.CharField(max_length=100)
-    hall = forms.CharField(max_length=100, required=False)
-    slug = forms.CharField(max_length=MAX_SLUG_LENGTH)
+    wing = inputs.WING.form_field()
+    hall = inputs.HALL.form_field(required=False)
+    slug = inputs.SLUG.form_field()
 
 
 class DemoteForm(VersionedForm):
@@ -117,8 +118,8 @@ class DemoteForm(VersionedForm):
 
 
 class MergeForm(VersionedForm):
-    into = forms.CharField(max_length=MAX_SLUG_LENGTH)
-    body = forms.CharField(widget=forms.Textarea, strip=False)
+    into = inputs.SLUG.form_field()
+    body = inputs.BODY.form_field()
 
     def clean_into(self) -> Note:
         slug = self.cleaned_data["into"].strip()
@@ -139,8 +140,8 @@ class BulkForm(forms.Form):
     # "Select all N matching this filter": the filter's query string and the count the reviewer saw.
     select_all = forms.BooleanField(required=False)
     expected_count = forms.IntegerField(required=False, min_value=0)
-    wing = forms.CharField(max_length=100, required=False)
-    hall = forms.CharField(max_length=100, required=False)
+    wing = inputs.SEGMENT.form_field(required=False)
+    hall = inputs.SEGMENT.form_field(required=False)
     reason = forms.CharField(max_length=2000, required=False)
     title_from_heading = forms.BooleanField(required=False)
     slug_from_title = forms.BooleanField(required=False)
@@ -158,8 +159,8 @@ class BulkForm(forms.Form):
 
 class SearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=500)
-    wing = forms.CharField(required=False, max_length=100)
-    hall = forms.CharField(required=False, max_length=100)
+    wing = inputs.SEGMENT.form_field(required=False)
+    hall = inputs.SEGMENT.form_field(required=False)
     status = forms.ChoiceField(
         required=False, choices=[("wiki", "wiki"), ("raw", "raw"), ("any", "any (not archived)")]
     )
@@ -505,15 +506,22 @@ def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
             note, reviewer=request.user, wing=data["wing"], hall=data["hall"] or "",
             title=data["title"], slug=data["slug"], body=data["body"], expected_version=data["version"],
         )
-    except actions.NoteConflict as exc:
-        form.add_error(None, str(exc))
-        return _note_page(request, exc.current, promote_form=form, conflict=_conflict(exc.current, data["body"]),
-                          status=409)
-    except actions.BrainInputError as exc:
-        form.add_error(None, str(exc))
-        return _note_page(request, note, promote_form=form, status=400)
+    except BrainInputError as exc:
+        return _refused(request, note, exc, body=data["body"], promote_form=form)
     _undo_message(request, f"Promoted “{promoted.title}” to {promoted.path or promoted.wing}.", promoted)
     return _after_action(note, _filter_query(request))
+
+
+def _refused(request: HttpRequest, note: Note, exc: BrainInputError, *, body: str | None = None, **form) -> HttpResponse:
+    """The note page again with the action's refusal on `form` (one `<name>_form=` argument).
+
+    A conflict answers 409; where the form carried a body, the page shows the note as it is now beside it.
+    """
+    ((_, bound),) = form.items()
+    bound.add_error(None, str(exc))
+    if isinstance(exc, NoteConflict) and body is not None:
+        return _note_page(request, exc.current, **form, conflict=_conflict(exc.current, body), status=409)
+    return _note_page(request, note, **form, status=exc.http_status)
 
 
 @role_action(REVIEW)
@@ -526,9 +534,8 @@ def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
         return _note_page(request, note, reject_form=form, status=400)
     try:
         rejected = actions.do_reject_note(note, reviewer=request.user, reason=form.cleaned_data["reason"])
-    except actions.BrainInputError as exc:
-        form.add_error(None, str(exc))
-        return _note_page(request, note, reject_form=form, status=400)
+    except BrainInputError as exc:
+        return _refused(request, note, exc, reject_form=form)
     _undo_message(request, f"Rejected “{note.title}”.", rejected)
     return _after_action(note, _filter_query(request))
 
@@ -545,12 +552,8 @@ def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
         edited = actions.do_edit_note(
             note, title=data["title"], body=body, user=request.user, expected_version=data["version"]
         )
-    except actions.NoteConflict as exc:
-        form.add_error(None, str(exc))
-        return _note_page(request, exc.current, edit_form=form, conflict=_conflict(exc.current, body), status=409)
-    except actions.BrainInputError as exc:
-        form.add_error(None, str(exc))
-        return _note_page(request, note, edit_form=form, status=400)
+    except BrainInputError as exc:
+        return _refused(request, note, exc, body=body, edit_form=form)
     if edited.version == note.version:
         messages.info(request, "Nothing changed.")
     else:
@@ -570,45 +573,37 @@ def refile_note(request: HttpRequest, pk: int) -> HttpResponse:
             note, user=request.user, wing=data["wing"], hall=data["hall"] or "", slug=data["slug"],
             expected_version=data["version"],
         )
-    except actions.BrainInputError as exc:
-        form.add_error(None, str(exc))
-        return _note_page(request, note, refile_form=form, status=409 if isinstance(exc, actions.NoteConflict) else 400)
+    except BrainInputError as exc:
+        return _refused(request, note, exc, refile_form=form)
     _undo_message(request, f"Re-filed “{refiled.title}” to {refiled.path}.", refiled)
     return redirect("brain-note", pk=refiled.pk)
 
 
-@role_action(REVIEW)
-def demote_note(request: HttpRequest, pk: int) -> HttpResponse:
+def _back_to_the_queue(request: HttpRequest, pk: int, action, done: str) -> HttpResponse:
+    """Demote or reopen: an optional reason and the version seen (DemoteForm), the action, back to the note."""
     note = get_object_or_404(Note, pk=pk)
     form = DemoteForm(request.POST)
     form.is_valid()
     try:
-        demoted = actions.do_demote_note(
+        changed = action(
             note, user=request.user, reason=form.cleaned_data.get("reason") or "",
             expected_version=form.cleaned_data.get("version"),
-        )
-    except actions.BrainInputError as exc:
+        )  # fmt: skip
+    except BrainInputError as exc:
         messages.error(request, str(exc))
         return redirect("brain-note", pk=note.pk)
-    _undo_message(request, f"Demoted “{demoted.title}” back to the review queue.", demoted)
-    return redirect("brain-note", pk=demoted.pk)
+    _undo_message(request, done.format(title=changed.title), changed)
+    return redirect("brain-note", pk=changed.pk)
+
+
+@role_action(REVIEW)
+def demote_note(request: HttpRequest, pk: int) -> HttpResponse:
+    return _back_to_the_queue(request, pk, actions.do_demote_note, "Demoted “{title}” back to the review queue.")
 
 
 @role_action(REVIEW)
 def reopen_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note = get_object_or_404(Note, pk=pk)
-    form = DemoteForm(request.POST)  # the same two fields: an optional reason and the version seen
-    form.is_valid()
-    try:
-        reopened = actions.do_reopen_note(
-            note, user=request.user, reason=form.cleaned_data.get("reason") or "",
-            expected_version=form.cleaned_data.get("version"),
-        )
-    except actions.BrainInputError as exc:
-        messages.error(request, str(exc))
-        return redirect("brain-note", pk=note.pk)
-    _undo_message(request, f"Reopened “{reopened.title}”: it is back in the review queue.", reopened)
-    return redirect("brain-note", pk=reopened.pk)
+    return _back_to_the_queue(request, pk, actions.do_reopen_note, "Reopened “{title}”: it is back in the review queue.")
 
 
 def _return_path(request: HttpRequest, fallback: str) -> str:
@@ -636,7 +631,7 @@ def undo_change(request: HttpRequest, group: str) -> HttpResponse:
     fallback = reverse("brain-note", args=[revision.note_id]) if single else reverse("brain-review")
     try:
         restored = actions.do_undo_revision(group, user=request.user)
-    except actions.BrainInputError as exc:
+    except BrainInputError as exc:
         messages.error(request, f"Nothing was undone: {exc}")
         return redirect(_return_path(request, fallback) if not single else fallback)
     names = ", ".join(f"“{note.title}”" for note in restored[:5])
@@ -709,11 +704,11 @@ def merge_note(request: HttpRequest, pk: int) -> HttpResponse:
             try:
                 actions.do_merge_note(note, into=target, reviewer=request.user, body=body,
                                       expected_version=form.cleaned_data["version"])
-            except actions.NoteConflict as exc:
+            except NoteConflict as exc:
                 error, status, target = str(exc), 409, exc.current
                 # Saving again is now a deliberate choice over the text shown; nothing is lost meanwhile.
                 conflict, version = _conflict(exc.current, body), exc.current.version
-            except actions.BrainInputError as exc:
+            except BrainInputError as exc:
                 error = str(exc)
             else:
                 target.refresh_from_db()
@@ -731,7 +726,7 @@ def _first_heading(body: str) -> str:
     for line in body.splitlines():
         text = line.strip()
         if text.startswith("#"):
-            return text.lstrip("#").strip()[:300]
+            return text.lstrip("#").strip()[:MAX_TITLE_LENGTH]
     return ""
 
 
@@ -764,14 +759,13 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
         try:
             if data["action"] == "promote":
                 title = (_first_heading(note.body) if data["title_from_heading"] else "") or note.title
-                slug = slugify_title(title) if data["slug_from_title"] else None
                 actions.do_promote_note(
                     note, reviewer=request.user, wing=data["wing"], hall=data["hall"] or "", title=title,
-                    slug=_free_slug(slug, note) if slug else None, group=group,
+                    slug_from_title=data["slug_from_title"], group=group,
                 )
             else:
                 actions.do_reject_note(note, reviewer=request.user, reason=data["reason"].strip(), group=group)
-        except actions.BrainInputError as exc:
+        except BrainInputError as exc:
             failed.append(f"{note.slug}: {exc}")
         else:
             done += 1
@@ -784,17 +778,6 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
     for failure in failed:
         messages.error(request, failure)
     return redirect(_queue_url(filter_query))
-
-
-def _free_slug(slug: str, note: Note) -> str:
-    """`slug`, or `slug-2`, `slug-3`… when another note has it (bulk re-slugging never collides)."""
-    if slug == note.slug or not Note.objects.filter(slug=slug).exclude(pk=note.pk).exists():
-        return slug
-    taken = set(Note.objects.filter(slug__startswith=f"{slug}-").values_list("slug", flat=True))
-    number = 2
-    while numbered(slug, number) in taken:
-        number += 1
-    return numbered(slug, number)
 
 
 @staff_action

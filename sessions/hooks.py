@@ -34,6 +34,7 @@ from brain.context import ContextInputError, context
 from hyperguild.lib.text import excerpt
 from sessions.actions import check_session_id, do_log_checked_entry
 from sessions.errors import HookRefused
+from sessions.inputs import MAX_MESSAGE_CHARS
 from sessions.models import SessionEntry
 
 logger = logging.getLogger(__name__)
@@ -41,7 +42,7 @@ logger = logging.getLogger(__name__)
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd")
 CLIENT = {"name": "claude-code", "via": "hyperguild plugin hooks"}
 
-MAX_PROMPT_CHARS = 20000  # the entry's message limit (sessions.actions.ENTRY_FIELDS_SCHEMA)
+MAX_PROMPT_CHARS = MAX_MESSAGE_CHARS  # a prompt is logged as one entry's message
 MAX_COMMAND_CHARS = 500
 MAX_ERROR_CHARS = 1500
 MAX_SKILL_CHARS = 100

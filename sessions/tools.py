@@ -10,8 +10,9 @@
 from __future__ import annotations
 
 from hyperguild.mcp.registry import ToolContext, get_endpoint
-from sessions.actions import ENTRY_FIELDS_SCHEMA, SESSION_ID_SCHEMA, do_log_checked_entry
+from sessions.actions import do_log_checked_entry
 from sessions.errors import SessionsError
+from sessions.inputs import ENTRY_FIELDS_SCHEMA, SESSION_ID_SCHEMA
 from sessions.retrospective import run_retrospective
 from sessions.routed_skills import routed_retrospective_result
 from sessions.trainer import run_trainer

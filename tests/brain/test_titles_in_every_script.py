@@ -12,7 +12,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from brain.actions import BrainInputError, do_write_raw_note
+from brain.actions import do_write_raw_note
+from brain.errors import BrainInputError
 from brain.folder import import_folder
 from brain.models import Note
 from brain.slugs import slugify_path, slugify_title

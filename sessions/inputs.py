@@ -1,0 +1,52 @@
+"""The input of a session-log entry, defined once: the MCP `session_log` schema and the REST body are this.
+
+`sessions.actions.do_log_checked_entry` validates every entry from outside against it (with jsonschema),
+whichever door it came through; the MCP tool declares the same schema with the session id added.
+"""
+
+from __future__ import annotations
+
+# A session id becomes a file name on export (`sessions/<id>.jsonl`): keep it path-safe.
+SESSION_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$"
+SESSION_ID_RULE = "Use letters, digits, '_', '.', '-' (at most 200 characters)."
+# Largest `data` payload of one entry, serialised.
+MAX_ENTRY_DATA_BYTES = 64 * 1024
+MAX_CLIENT_BYTES = 4096
+
+SESSION_ID_SCHEMA = {
+    "type": "string",
+    "pattern": SESSION_ID_PATTERN,
+    "description": "The session's id (letters, digits, '_', '.', '-'; at most 200 characters).",
+}
+# The fields of one entry (the session id travels apart: an argument on MCP, the URL on REST).
+ENTRY_FIELDS_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["kind"],
+    "properties": {
+        "kind": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 64,
+            "pattern": r"^[A-Za-z0-9_.:-]+$",
+            "description": "What happened: e.g. start, skill, decision, correction, error, fix, note, end.",
+        },
+        "skill": {"type": "string", "maxLength": 100},
+        "phase": {"type": "string", "maxLength": 64},
+        "status": {"type": "string", "maxLength": 64, "description": "e.g. pass, fail, error."},
+        "message": {"type": "string", "maxLength": 20000},
+        "data": {"description": f"Any JSON value, at most {MAX_ENTRY_DATA_BYTES} bytes serialised."},
+        "idempotency_key": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": 200,
+            "description": "Repeat it on a retry: the first entry is returned and nothing new is written.",
+        },
+        "project": {"type": "string", "maxLength": 200},
+        "project_root": {"type": "string", "maxLength": 1000},
+        "client": {"type": "object", "maxProperties": 20, "description": "Client metadata (name, version, ...)."},
+    },
+}
+
+# The longest message of an entry (a hook's prompt is cut to it).
+MAX_MESSAGE_CHARS = ENTRY_FIELDS_SCHEMA["properties"]["message"]["maxLength"]
