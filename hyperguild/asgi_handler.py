@@ -33,10 +33,7 @@ from django.conf import settings
 from django.core import signals
 from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
-from django.core.handlers.base import BaseHandler
-from django.core.handlers.exception import convert_exception_to_response
 from django.urls import set_script_prefix
-from django.utils.module_loading import import_string
 
 from hyperguild.lib import admission, balance
 
@@ -60,27 +57,6 @@ def is_notification(request) -> bool:
         return NOTIFICATION_RE.match(request.body) is not None
     except Exception:  # an unreadable body: the guard answers it in the chain
         return False
-
-
-class SyncChain(BaseHandler):
-    """A synchronous middleware chain over the given middleware paths (Django's rules, sync only)."""
-
-    def __init__(self, paths: list[str]) -> None:
-        super().__init__()
-        self._view_middleware = []
-        self._template_response_middleware = []
-        self._exception_middleware = []
-        handler = convert_exception_to_response(self._get_response)
-        for path in reversed(paths):
-            middleware = import_string(path)(handler)
-            if hasattr(middleware, "process_view"):
-                self._view_middleware.insert(0, middleware.process_view)
-            if hasattr(middleware, "process_template_response"):
-                self._template_response_middleware.append(middleware.process_template_response)
-            if hasattr(middleware, "process_exception"):
-                self._exception_middleware.append(middleware.process_exception)
-            handler = convert_exception_to_response(middleware)
-        self._middleware_chain = handler
 
 
 class RequestThreads:
@@ -129,7 +105,6 @@ class SyncChainASGIHandler(ASGIHandler):
         super().__init__()
         self.threads = RequestThreads()
         self.gate = admission.Gate(settings.HYPERGUILD_WEB_CONCURRENCY)
-        self.mcp_chain = SyncChain(settings.HYPERGUILD_MCP_MIDDLEWARE)
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
@@ -174,7 +149,6 @@ class SyncChainASGIHandler(ASGIHandler):
         request, response = self.create_request(scope, body_file)
         if request is not None:
             response = self._get_response_admitted(request)
-            response._handler_class = self.__class__
         if not response.streaming:
             response.close()  # its content is in memory already; this sends request_finished
         return response
@@ -196,11 +170,8 @@ class SyncChainASGIHandler(ASGIHandler):
         return await sync_to_async(self._get_response_admitted, thread_sensitive=True)(request)
 
     def _get_response_admitted(self, request):
-        if not request.path_info.startswith(MCP_PREFIX):
-            with admission.admitted(self.gate):
-                return self.get_response(request)
-        if is_notification(request):
+        if request.path_info.startswith(MCP_PREFIX) and is_notification(request):
             # A notification (a cancellation above all) must not queue behind the calls it is about.
-            return self.mcp_chain.get_response(request)
+            return self.get_response(request)
         with admission.admitted(self.gate):
-            return self.mcp_chain.get_response(request)
+            return self.get_response(request)

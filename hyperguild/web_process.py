@@ -27,8 +27,17 @@ import uvicorn
 from hyperguild.lib import balance
 from hyperguild.lib.processes import limit_heap_arenas
 
-APPLICATION = "hyperguild.asgi:application"
 BACKLOG = 2048
+
+
+def custom_application():
+    """hyperguild's own ASGI handler (hyperguild/asgi_handler.py) over the same settings as `hyperguild.asgi`."""
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    import hyperguild.asgi  # noqa: F401 - settings, the pool default, django.setup()
+    from hyperguild.asgi_handler import SyncChainASGIHandler
+
+    return ASGIStaticFilesHandler(SyncChainASGIHandler())
 
 
 def shared_socket(host: str, port: int) -> socket.socket:
@@ -84,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--slot must be between 0 and {args.slots - 1}")
     limit_heap_arenas()  # before any request thread starts (see its docstring)
     sock = shared_socket(args.host, args.port)
-    config = uvicorn.Config(APPLICATION, timeout_graceful_shutdown=5, access_log=False, lifespan="off")
+    config = uvicorn.Config(custom_application(), timeout_graceful_shutdown=5, access_log=False, lifespan="off")
     server = Server(config)
     if args.board is not None and args.slots > 1:
         server.board = balance.Board(args.board, args.slots, args.slot)

@@ -1,8 +1,12 @@
 """`manage.py serve`: what `make run` runs.
 
-Migrates, makes an admin account if there is none, starts the ASGI server
-(uvicorn) and the django-q2 cluster as child processes, prints the endpoint
+Migrates, makes an admin account if there is none, starts the web server
+and the django-q2 cluster as child processes, prints the endpoint
 URLs, the Claude Code plugin lines and the `claude mcp add` lines, and stops everything on Ctrl-C.
+
+The web server is HYPERGUILD_SERVER (or `--server`): `uvicorn`, stock uvicorn with
+`--workers` serving Django's own ASGI handler (`hyperguild.asgi:application`), or
+`custom`, hyperguild's own web processes (`hyperguild/web_process.py`).
 
 Without DATABASE_URL it also supervises the embedded PostgreSQL: checked
 every `DB_CHECK_SECONDS`, started again if its postmaster died (the web
@@ -36,6 +40,31 @@ WORKER_RESTART_SECONDS = 5  # at most one restart of a dying worker cluster this
 DB_CHECK_SECONDS = 1.0
 
 
+def web_command(server: str, host: str, port: int, slot: int, slots: int, board: str) -> list[str]:
+    """The command line of one web server child of `serve`: `slots` processes on (host, port)."""
+    threads = str(settings.HYPERGUILD_WEB_CONCURRENCY)
+    if server == "granian":
+        # Stock: Django's WSGI handler on granian's processes, each running HYPERGUILD_WEB_CONCURRENCY requests at
+        # once on as many threads; granian replaces a process that dies.
+        return [sys.executable, "-m", "granian", "--interface", "wsgi", "hyperguild.wsgi:application",
+                "--host", host, "--port", str(port), "--workers", str(slots), "--blocking-threads", threads,
+                "--respawn-failed-workers", "--respawn-interval", "1", "--workers-kill-timeout", "5"]  # fmt: skip
+    if server == "gunicorn":
+        bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return [sys.executable, "-m", "gunicorn", "hyperguild.wsgi:application", "--bind", bind,
+                "--workers", str(slots), "--worker-class", "gthread", "--threads", threads,
+                "--graceful-timeout", "5"]  # fmt: skip
+    if server == "uvicorn":
+        # Stock: Django's ASGI handler; uvicorn runs its --workers on one shared socket and replaces one that dies.
+        return [sys.executable, "-m", "uvicorn", "hyperguild.asgi:application", "--host", host, "--port", str(port),
+                "--workers", str(slots), "--no-access-log", "--lifespan", "off",
+                "--timeout-graceful-shutdown", "5"]  # fmt: skip
+    # One process per socket, all on the port (hyperguild/web_process.py says why); they keep their
+    # shares of the connections even through the board file (hyperguild/lib/balance.py).
+    return [sys.executable, "-m", "hyperguild.web_process", "--host", host, "--port", str(port),
+            "--board", board, "--slot", str(slot), "--slots", str(slots)]  # fmt: skip
+
+
 def masked(token: str) -> str:
     return f"set, {len(token)} characters, not shown" if token else "empty"
 
@@ -48,11 +77,20 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=settings.HYPERGUILD_PORT, help="port (default: %(default)s)")
         parser.add_argument("--no-worker", action="store_true", help="do not start the django-q2 cluster")
         parser.add_argument(
+            "--server",
+            choices=settings.HYPERGUILD_SERVERS,
+            default=settings.HYPERGUILD_SERVER,
+            help="web server (default: HYPERGUILD_SERVER = %(default)s)",
+        )
+        parser.add_argument(
             "--web-workers", type=int, default=settings.HYPERGUILD_WEB_WORKERS,
             help="web server processes (default: HYPERGUILD_WEB_WORKERS = %(default)s)",
         )  # fmt: skip
 
-    def handle(self, *args, host: str, port: int, no_worker: bool, web_workers: int = 1, **options) -> None:
+    def handle(
+        self, *args, host: str, port: int, no_worker: bool, web_workers: int = 1, server: str = "", **options
+    ) -> None:
+        server = server or settings.HYPERGUILD_SERVER
         problem = public_bind_problem(host)
         if problem:
             raise CommandError(problem)
@@ -64,35 +102,37 @@ class Command(BaseCommand):
         user, generated = do_ensure_admin_account(settings.HYPERGUILD_ADMIN_USER, settings.HYPERGUILD_ADMIN_PASSWORD)
         if user is not None:
             if generated:
-                self.stdout.write(self.style.WARNING(
-                    f"created admin account {user.username!r} with password {generated} (shown once; "
-                    "set HYPERGUILD_ADMIN_PASSWORD to choose it)"
-                ))
+                self.stdout.write(
+                    self.style.WARNING(
+                        f"created admin account {user.username!r} with password {generated} (shown once; "
+                        "set HYPERGUILD_ADMIN_PASSWORD to choose it)"
+                    )
+                )
             else:
                 self.stdout.write(f"created admin account {user.username!r} (password from HYPERGUILD_ADMIN_PASSWORD)")
         do_ensure_schedules()
 
         web_started: dict[int, float] = {}
         slots = max(1, web_workers)
-        # The web processes keep their shares of the connections even through this file (hyperguild/lib/balance.py).
+        # HYPERGUILD_SERVER=custom: the web processes keep their shares of the connections even through this file.
         board_fd, board = tempfile.mkstemp(prefix=f"hyperguild-web-{port}-", suffix=".board")
         os.close(board_fd)
 
         def start_web(slot: int) -> subprocess.Popen:
-            # One process per socket, all on the port (hyperguild/web_process.py says why).
-            web = subprocess.Popen(
-                [sys.executable, "-m", "hyperguild.web_process", "--host", host, "--port", str(port),
-                 "--board", board, "--slot", str(slot), "--slots", str(slots)],
-                cwd=settings.BASE_DIR, start_new_session=True,
-            )  # fmt: skip
+            web = subprocess.Popen(web_command(server, host, port, slot, slots, board), cwd=settings.BASE_DIR,
+                                   start_new_session=True)  # fmt: skip
             web_started[web.pid] = time.monotonic()
             return web
 
-        webs = [start_web(slot) for slot in range(slots)]
+        # uvicorn runs its --workers itself (and replaces one that dies); the custom server is one child per process.
+        webs = [start_web(slot) for slot in range(slots if server == "custom" else 1)]
         server = webs[0]
         children: list[subprocess.Popen] = list(webs)
+
         def start_worker() -> subprocess.Popen:
-            return subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, start_new_session=True)
+            return subprocess.Popen(
+                [sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, start_new_session=True
+            )
 
         if not no_worker:
             children.append(start_worker())
@@ -192,9 +232,13 @@ class Command(BaseCommand):
         endpoints = all_endpoints()
         with_token = [e for e in endpoints if e.token_setting and e.token()]
         if with_token:
-            self.stdout.write("  Tokens are not printed: " + ", ".join(
-                f"{e.token_setting} ({masked(e.token())})" for e in with_token
-            ) + ".")
-            self.stdout.write("  Read them where you set them (e.g. `grep _MCP_TOKEN .env`) and export them "
-                              "before pasting the lines above.")
+            self.stdout.write(
+                "  Tokens are not printed: "
+                + ", ".join(f"{e.token_setting} ({masked(e.token())})" for e in with_token)
+                + "."
+            )
+            self.stdout.write(
+                "  Read them where you set them (e.g. `grep _MCP_TOKEN .env`) and export them "
+                "before pasting the lines above."
+            )
         self.stdout.write("Press Ctrl-C to stop.")
