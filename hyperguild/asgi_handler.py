@@ -24,39 +24,16 @@ there, and skipping them is a measurable share of a `brain_query`.
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
-from django.conf import settings
 from django.core import signals
 from django.core.exceptions import RequestAborted
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.urls import set_script_prefix
 
-from hyperguild.lib import admission, balance
-
-MCP_PREFIX = "/mcp/"
-# A JSON-RPC notification has a "notifications/..." method; a peek at the body's start is enough to tell.
-NOTIFICATION_RE = re.compile(rb'\s*\{.*?"method"\s*:\s*"notifications/', re.DOTALL)
-NOTIFICATION_MAX_BYTES = 4096
-
-
-def is_notification(request) -> bool:
-    """A small POST whose JSON-RPC method is a notification (anything else is treated as a call)."""
-    if request.method != "POST":
-        return False
-    try:
-        length = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        return False
-    if not 0 < length <= NOTIFICATION_MAX_BYTES:
-        return False
-    try:
-        return NOTIFICATION_RE.match(request.body) is not None
-    except Exception:  # an unreadable body: the guard answers it in the chain
-        return False
+from hyperguild.lib import balance
 
 
 class RequestThreads:
@@ -104,7 +81,6 @@ class SyncChainASGIHandler(ASGIHandler):
     def __init__(self) -> None:
         super().__init__()
         self.threads = RequestThreads()
-        self.gate = admission.Gate(settings.HYPERGUILD_WEB_CONCURRENCY)
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
@@ -148,7 +124,7 @@ class SyncChainASGIHandler(ASGIHandler):
         signals.request_started.send(sender=self.__class__, scope=scope)
         request, response = self.create_request(scope, body_file)
         if request is not None:
-            response = self._get_response_admitted(request)
+            response = self.get_response(request)
         if not response.streaming:
             response.close()  # its content is in memory already; this sends request_finished
         return response
@@ -167,11 +143,4 @@ class SyncChainASGIHandler(ASGIHandler):
         await sync_to_async(response.close, thread_sensitive=True)()
 
     async def get_response_async(self, request):
-        return await sync_to_async(self._get_response_admitted, thread_sensitive=True)(request)
-
-    def _get_response_admitted(self, request):
-        if request.path_info.startswith(MCP_PREFIX) and is_notification(request):
-            # A notification (a cancellation above all) must not queue behind the calls it is about.
-            return self.get_response(request)
-        with admission.admitted(self.gate):
-            return self.get_response(request)
+        return await sync_to_async(self.get_response, thread_sensitive=True)(request)

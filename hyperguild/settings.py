@@ -62,10 +62,12 @@ HYPERGUILD_SERVER = env_choice("HYPERGUILD_SERVER", "granian", HYPERGUILD_SERVER
 # Web server processes `make run` / `manage.py serve` starts: one per core by default,
 # since a Python process uses one core at a time; each maps the same shared BM25 base segment.
 HYPERGUILD_WEB_WORKERS = env_int("HYPERGUILD_WEB_WORKERS", os.cpu_count() or 1, minimum=1, maximum=64)
-# Requests one web process runs at once: the threads of each granian or gunicorn process (a request holds
-# one to its end, a streamed tool call included); with "custom", its first-come first-served limit
-# (hyperguild/lib/admission.py); uvicorn (asyncio) has no such limit.
-HYPERGUILD_WEB_CONCURRENCY = env_int("HYPERGUILD_WEB_CONCURRENCY", 2, minimum=1, maximum=256)
+# Threads of each granian or gunicorn process: a request holds one to its end, a tool call that waits minutes
+# on a skill worker included, so there must be more of them than such calls at once.
+HYPERGUILD_WEB_THREADS = env_int("HYPERGUILD_WEB_THREADS", 32, minimum=1, maximum=1024)
+# Requests one web process runs at once, whatever the server; the others wait in arrival order, and a tool
+# that waits on another service gives its place up (hyperguild/lib/admission.py). 0: no such limit.
+HYPERGUILD_WEB_CONCURRENCY = env_int("HYPERGUILD_WEB_CONCURRENCY", 2, minimum=0, maximum=256)
 ALLOWED_HOSTS = env_list("HYPERGUILD_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 # Origins allowed to call the MCP endpoints; "*" in the port position means any port.
 HYPERGUILD_ALLOWED_ORIGINS = env_list(
@@ -242,6 +244,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "hyperguild.middleware.AdmissionMiddleware",  # off with HYPERGUILD_WEB_CONCURRENCY=0
     "hyperguild.middleware.GuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",

@@ -42,10 +42,10 @@ DB_CHECK_SECONDS = 1.0
 
 def web_command(server: str, host: str, port: int, slot: int, slots: int, board: str) -> list[str]:
     """The command line of one web server child of `serve`: `slots` processes on (host, port)."""
-    threads = str(settings.HYPERGUILD_WEB_CONCURRENCY)
+    threads = str(settings.HYPERGUILD_WEB_THREADS)
     if server == "granian":
-        # Stock: Django's WSGI handler on granian's processes, each running HYPERGUILD_WEB_CONCURRENCY requests at
-        # once on as many threads; granian replaces a process that dies.
+        # Stock: Django's WSGI handler on granian's processes, HYPERGUILD_WEB_THREADS threads each; granian
+        # replaces a process that dies.
         return [sys.executable, "-m", "granian", "--interface", "wsgi", "hyperguild.wsgi:application",
                 "--host", host, "--port", str(port), "--workers", str(slots), "--blocking-threads", threads,
                 "--respawn-failed-workers", "--respawn-interval", "1", "--workers-kill-timeout", "5"]  # fmt: skip
