@@ -227,14 +227,21 @@ class Figures:
         )
 
 
-def server_spec(spec: str) -> tuple[str, int | None]:
-    """ "granian@8" -> ("granian", 8): a web server and, optionally, the requests each of its processes runs at once."""
-    name, _, concurrency = spec.partition("@")
-    if not concurrency:
-        return name, None
-    if not concurrency.isdigit() or not 1 <= int(concurrency) <= 256:
+def server_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """ "granian@32/2" -> ("granian", {HYPERGUILD_WEB_THREADS: 32, HYPERGUILD_WEB_CONCURRENCY: 2}): a web server,
+    optionally its threads per process (@) and its admission gate (/, 0 for none); ValueError if malformed."""
+    rest, _, gate = spec.partition("/")
+    name, _, threads = rest.partition("@")
+    env = {}
+    for variable, value, minimum in (("HYPERGUILD_WEB_THREADS", threads, 1), ("HYPERGUILD_WEB_CONCURRENCY", gate, 0)):
+        if not value:
+            continue
+        if not value.isdigit() or not minimum <= int(value) <= 256:
+            raise ValueError(spec)
+        env[variable] = value
+    if (threads and not rest.count("@") == 1) or spec.count("/") > 1:
         raise ValueError(spec)
-    return name, int(concurrency)
+    return name, env
 
 
 def side_by_side_table(results: dict[tuple[str, str], list[Figures]], seconds: float, options: dict) -> str:
@@ -254,6 +261,7 @@ def side_by_side_table(results: dict[tuple[str, str], list[Figures]], seconds: f
 
         rows.append((name, kind, cell(rates, 0), cell(client, 0), cell(server, 1), errors))
     lines = [
+        "stock: a stock server and Django's own handler with no gate (/0); the others carry a piece of ours",
         f"side by side: {options['notes']} notes, {options['clients']} clients, {options['workers']} web process(es), "
         f"{len(next(iter(results.values())))} round(s) of {seconds:g} s; median (min–max) over rounds",
         "",
@@ -270,7 +278,26 @@ def side_by_side_table(results: dict[tuple[str, str], list[Figures]], seconds: f
             compare = f"{(mine[0] / best_rate - 1) * 100:+.0f} %, {(mine[1] / best_p99 - 1) * 100:+.0f} %"
         phase = "reads" if kind == "reads" else f"reads + writer {options['write_rate']:g}/s"
         lines.append(f"| {name} | {phase} | {rate} | {client} | {server} | {errors} | {compare} |")
+    stock = [name for name in {name for name, _ in medians} if is_stock(name)]
+    for kind in dict.fromkeys(kind for _, kind in medians):
+        best = [medians[name, kind] for name in stock]
+        if not best:
+            break
+        rate, client, server = max(b[0] for b in best), min(b[1] for b in best), min(b[2] for b in best)
+        for name in (name for name, k in medians if k == kind and name not in stock):
+            mine = medians[name, kind]
+            lines.append(
+                f"{name} against the best stock server on each figure ({kind}): calls/s {(mine[0] / rate - 1) * 100:+.0f} %, "
+                f"client p99 {(mine[1] / client - 1) * 100:+.0f} %, server p99 {(mine[2] / server - 1) * 100:+.0f} %"
+            )
     return "\n".join(lines)
+
+
+def is_stock(spec: str) -> bool:
+    """A stock server with Django's own handler and no piece of ours in front (no admission gate)."""
+    name, overrides = server_spec(spec)
+    gate = overrides.get("HYPERGUILD_WEB_CONCURRENCY", str(settings.HYPERGUILD_WEB_CONCURRENCY))
+    return name != "custom" and gate == "0"
 
 
 class Command(BaseCommand):
@@ -297,7 +324,8 @@ class Command(BaseCommand):
                             help="write the server's output (its log) to this file instead of discarding it")  # fmt: skip
         parser.add_argument("--servers", default=settings.HYPERGUILD_SERVER,
                             help=f"web servers to start, comma-separated ({', '.join(settings.HYPERGUILD_SERVERS)}), "
-                                 "each with an optional @N (HYPERGUILD_WEB_CONCURRENCY for it); with more than one, "
+                                 "each with an optional @threads and /gate (HYPERGUILD_WEB_THREADS and HYPERGUILD_WEB_CONCURRENCY "
+                                 "for it: granian@32/2, granian@2/0); with more than one, "
                                  "the same clients drive each in turn on the same notes and a side-by-side table is printed (default: HYPERGUILD_SERVER = %(default)s)")  # fmt: skip
         parser.add_argument("--server-dir", type=Path, default=Path(settings.BASE_DIR),
                             help="checkout whose `manage.py serve` is started (to compare with an older version)")  # fmt: skip
@@ -321,7 +349,7 @@ class Command(BaseCommand):
                 or len(set(options["servers"])) != len(options["servers"])):  # fmt: skip
             raise CommandError(
                 f"--servers takes distinct names from {', '.join(settings.HYPERGUILD_SERVERS)}, each with an optional "
-                f"@N (requests a web process runs at once), not {options['servers']!r}"
+                f"@threads and /gate (granian@32/2), not {options['servers']!r}"
             )
         load = os.getloadavg()
         self.stdout.write(
@@ -362,9 +390,9 @@ class Command(BaseCommand):
         corpus_id = None
         try:
             for spec in options["servers"]:
-                name, concurrency = server_spec(spec)
+                name, overrides = server_spec(spec)
                 port = free_port()
-                own_env = {**env, "HYPERGUILD_WEB_CONCURRENCY": str(concurrency)} if concurrency else env
+                own_env = {**env, **overrides}
                 servers[spec] = port, subprocess.Popen(
                     [sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port), "--server", name],
                     cwd=options["server_dir"], env=own_env, stdout=log, stderr=log, start_new_session=True,
