@@ -453,7 +453,7 @@ class Command(BaseCommand):
                     label = (
                         f"round {round_number + 1}, {name}, {clients} clients{' + writer' if kind == 'writer' else ''}"
                     )
-                    self.stdout.write(f"{label:<40}: {figures.line(seconds)}")
+                    self.stdout.write(f"{label:<46}: {figures.line(seconds)}")
                     if figures.first_error:
                         self.stdout.write(f"  first error: {figures.first_error}")
         self.stdout.write(side_by_side_table(results, seconds, options))
