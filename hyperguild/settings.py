@@ -54,10 +54,9 @@ HYPERGUILD_HOST = env_str("HYPERGUILD_HOST", "127.0.0.1")
 HYPERGUILD_PORT = env_int("HYPERGUILD_PORT", 8000, minimum=1, maximum=65535)
 HYPERGUILD_PUBLIC_URL = env_str("HYPERGUILD_PUBLIC_URL", "")
 HYPERGUILD_ALLOW_NO_AUTH = env_bool("HYPERGUILD_ALLOW_NO_AUTH", False)
-# The web server `make run` / `manage.py serve` starts (docs/operations.md#web-processes): stock servers with
-# Django's own handler ("granian" and "gunicorn": WSGI; "uvicorn": ASGI), or "custom", hyperguild's own web
-# processes (hyperguild/web_process.py), kept for side-by-side runs of `bench_load --servers`.
-HYPERGUILD_SERVERS = ["granian", "gunicorn", "uvicorn", "custom"]
+# The web server `make run` / `manage.py serve` starts (docs/operations.md#web-processes), each a stock server
+# running Django's own handler: "granian" and "gunicorn" (WSGI), "uvicorn" (ASGI).
+HYPERGUILD_SERVERS = ["granian", "gunicorn", "uvicorn"]
 HYPERGUILD_SERVER = env_choice("HYPERGUILD_SERVER", "granian", HYPERGUILD_SERVERS)
 # Web server processes `make run` / `manage.py serve` starts: one per core by default,
 # since a Python process uses one core at a time; each maps the same shared BM25 base segment.

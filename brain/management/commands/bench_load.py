@@ -295,9 +295,8 @@ def side_by_side_table(results: dict[tuple[str, str], list[Figures]], seconds: f
 
 def is_stock(spec: str) -> bool:
     """A stock server with Django's own handler and no piece of ours in front (no admission gate)."""
-    name, overrides = server_spec(spec)
-    gate = overrides.get("HYPERGUILD_WEB_CONCURRENCY", str(settings.HYPERGUILD_WEB_CONCURRENCY))
-    return name != "custom" and gate == "0"
+    _, overrides = server_spec(spec)
+    return overrides.get("HYPERGUILD_WEB_CONCURRENCY", str(settings.HYPERGUILD_WEB_CONCURRENCY)) == "0"
 
 
 class Command(BaseCommand):
