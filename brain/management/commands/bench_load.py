@@ -244,6 +244,17 @@ def server_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name, env
 
 
+def checkout_spec(spec: str) -> tuple[str, Path] | None:
+    """ "today=/srv/old" -> ("today", Path("/srv/old")): another checkout's own `manage.py serve`, as it stands
+    (an older version with a web server of its own); None for a server name."""
+    label, equals, directory = spec.partition("=")
+    if not equals:
+        return None
+    if not label or "@" in label or "/" in label or not (Path(directory) / "manage.py").is_file():
+        raise ValueError(spec)
+    return label, Path(directory)
+
+
 def side_by_side_table(results: dict[tuple[str, str], list[Figures]], seconds: float, options: dict) -> str:
     """A markdown table: per server and phase, the median over rounds of calls/s and the p99s (the range in
     brackets), and how each compares with the best of the other servers."""
@@ -278,7 +289,7 @@ def side_by_side_table(results: dict[tuple[str, str], list[Figures]], seconds: f
             compare = f"{(mine[0] / best_rate - 1) * 100:+.0f} %, {(mine[1] / best_p99 - 1) * 100:+.0f} %"
         phase = "reads" if kind == "reads" else f"reads + writer {options['write_rate']:g}/s"
         lines.append(f"| {name} | {phase} | {rate} | {client} | {server} | {errors} | {compare} |")
-    stock = [name for name in {name for name, _ in medians} if is_stock(name)]
+    stock = [name for name in {name for name, _ in medians} if name in options["stock"]]
     for kind in dict.fromkeys(kind for _, kind in medians):
         best = [medians[name, kind] for name in stock]
         if not best:
@@ -294,7 +305,9 @@ def side_by_side_table(results: dict[tuple[str, str], list[Figures]], seconds: f
 
 
 def is_stock(spec: str) -> bool:
-    """A stock server with Django's own handler and no piece of ours in front (no admission gate)."""
+    """A stock server of this checkout with Django's own handler and no piece of ours in front (no admission gate)."""
+    if checkout_spec(spec) is not None:
+        return False
     _, overrides = server_spec(spec)
     return overrides.get("HYPERGUILD_WEB_CONCURRENCY", str(settings.HYPERGUILD_WEB_CONCURRENCY)) == "0"
 
@@ -324,7 +337,8 @@ class Command(BaseCommand):
         parser.add_argument("--servers", default=settings.HYPERGUILD_SERVER,
                             help=f"web servers to start, comma-separated ({', '.join(settings.HYPERGUILD_SERVERS)}), "
                                  "each with an optional @threads and /gate (HYPERGUILD_WEB_THREADS and HYPERGUILD_WEB_CONCURRENCY "
-                                 "for it: granian@32/2, granian@2/0); with more than one, "
+                                 "for it: granian@32/2, granian@2/0), or label=DIR for another checkout's own serve "
+                                 "(today=/path/to/main); with more than one, "
                                  "the same clients drive each in turn on the same notes and a side-by-side table is printed (default: HYPERGUILD_SERVER = %(default)s)")  # fmt: skip
         parser.add_argument("--server-dir", type=Path, default=Path(settings.BASE_DIR),
                             help="checkout whose `manage.py serve` is started (to compare with an older version)")  # fmt: skip
@@ -339,16 +353,20 @@ class Command(BaseCommand):
         if any(not 0 < rate <= 10_000 for rate in rates) or options["write_rate"] <= 0:
             raise CommandError("--query-rates and --write-rate take rates above 0 (calls/s, at most 10,000)")
         options["rates"] = rates
+        options["stock"] = set()
         options["servers"] = [spec.strip() for spec in options["servers"].split(",") if spec.strip()]
         try:
-            parsed = [server_spec(spec) for spec in options["servers"]]
+            parsed = [server_spec(spec) for spec in options["servers"] if checkout_spec(spec) is None]
+            checkouts = [spec for spec in options["servers"] if checkout_spec(spec) is not None]
         except ValueError:
-            parsed = []
+            parsed, checkouts = [], []
+        if not parsed and checkouts and len(checkouts) == len(options["servers"]):
+            parsed = [("granian", {})]  # only checkouts: nothing of this one to check
         if (not parsed or any(name not in settings.HYPERGUILD_SERVERS for name, _ in parsed)
                 or len(set(options["servers"])) != len(options["servers"])):  # fmt: skip
             raise CommandError(
                 f"--servers takes distinct names from {', '.join(settings.HYPERGUILD_SERVERS)}, each with an optional "
-                f"@threads and /gate (granian@32/2), not {options['servers']!r}"
+                f"@threads and /gate (granian@32/2), or label=DIR (another checkout's serve), not {options['servers']!r}"
             )
         load = os.getloadavg()
         self.stdout.write(
@@ -389,14 +407,23 @@ class Command(BaseCommand):
         corpus_id = None
         try:
             for spec in options["servers"]:
-                name, overrides = server_spec(spec)
                 port = free_port()
-                own_env = {**env, **overrides}
-                servers[spec] = port, subprocess.Popen(
-                    [sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port), "--server", name],
-                    cwd=options["server_dir"], env=own_env, stdout=log, stderr=log, start_new_session=True,
-                )  # fmt: skip
-                asyncio.run(self.wait_ready(port, servers[spec][1]))  # one at a time: each migrates at start
+                command = [sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port)]
+                if (checkout := checkout_spec(spec)) is not None:
+                    label, directory, own_env = checkout[0], checkout[1], env
+                else:
+                    name, overrides = server_spec(spec)
+                    label, directory, own_env = spec, options["server_dir"], {**env, **overrides}
+                    command += ["--server", name]
+                    if is_stock(spec):
+                        options["stock"].add(label)
+                servers[label] = (
+                    port,
+                    subprocess.Popen(
+                        command, cwd=directory, env=own_env, stdout=log, stderr=log, start_new_session=True
+                    ),
+                )
+                asyncio.run(self.wait_ready(port, servers[label][1]))  # one at a time: each migrates at start
             if len(servers) == 1:
                 ((port, server),) = servers.values()
                 asyncio.run(self.drive(port, server, corpus, options))
