@@ -20,19 +20,21 @@ carries SQL, paths or exception text. The log keeps the detail under the request
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import threading
 import time
 import uuid
 
 from django.conf import settings
-from django.core.exceptions import DisallowedHost, RequestDataTooBig
+from django.core.exceptions import DisallowedHost, MiddlewareNotUsed, RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 from django.urls import Resolver404, resolve
 
 from hyperguild.errors import error_body
+from hyperguild.lib import admission
 from hyperguild.lib.limits import InputRejected, loads_limited, text_problem
 
 logger = logging.getLogger("hyperguild.http")
@@ -100,7 +102,10 @@ class GuardMiddleware:
         except DisallowedHost:
             _log_bad_host(request.META.get("HTTP_HOST", ""))
             return json_error(
-                request, 400, "bad_host", "The Host header is not one this server answers to (HYPERGUILD_ALLOWED_HOSTS)."
+                request,
+                400,
+                "bad_host",
+                "The Host header is not one this server answers to (HYPERGUILD_ALLOWED_HOSTS).",
             )
         problem = text_problem(request.path_info)
         if problem:
@@ -144,7 +149,9 @@ class GuardMiddleware:
 
     def _check_form(self, request: HttpRequest) -> HttpResponse | None:
         """UI forms: a NUL or lone surrogate in any field is refused before a view (or the database) sees it."""
-        if not request.META.get("CONTENT_TYPE", "").startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
+        if not request.META.get("CONTENT_TYPE", "").startswith(
+            ("application/x-www-form-urlencoded", "multipart/form-data")
+        ):
             return None
         try:
             fields = list(request.POST.lists())
@@ -190,7 +197,10 @@ def server_error(request: HttpRequest) -> HttpResponse:
         response["Retry-After"] = retry
     elif is_api_request(request):
         response = json_error(
-            request, 500, "internal", f"Something went wrong on the server; the log has the detail (request id {request_id})."
+            request,
+            500,
+            "internal",
+            f"Something went wrong on the server; the log has the detail (request id {request_id}).",
         )
     else:
         html = loader.render_to_string("500.html", {"request_id": request_id})
@@ -215,3 +225,48 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     if is_api_request(request) or "text/html" not in accept:
         return json_error(request, 404, "not_found", "Nothing here: check the path.")
     return HttpResponse("Not found.", status=404, content_type="text/plain; charset=utf-8")
+
+
+MCP_PREFIX = "/mcp/"
+# A JSON-RPC notification has a "notifications/..." method; a peek at the body's start is enough to tell.
+NOTIFICATION_RE = re.compile(rb'\s*\{.*?"method"\s*:\s*"notifications/', re.DOTALL)
+NOTIFICATION_MAX_BYTES = 4096
+
+
+def is_notification(request: HttpRequest) -> bool:
+    """A small POST to /mcp/* whose JSON-RPC method is a notification (anything else is treated as a call)."""
+    if request.method != "POST" or not request.path_info.startswith(MCP_PREFIX):
+        return False
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return False
+    if not 0 < length <= NOTIFICATION_MAX_BYTES:
+        return False
+    try:
+        return NOTIFICATION_RE.match(request.body) is not None
+    except Exception:  # an unreadable body: the guard answers it in the chain
+        return False
+
+
+class AdmissionMiddleware:
+    """At most HYPERGUILD_WEB_CONCURRENCY requests of a web process run at once, in arrival order
+    (hyperguild/lib/admission.py); 0 leaves the web server's own threads as the only limit.
+
+    Kept by the side-by-side benchmark in bench/RESULTS.md ("Stock and custom web serving"): with the web
+    server's threads kept high enough for long tool calls, this gate is what holds the 50-client p99 down.
+    A JSON-RPC notification (a cancellation above all) never queues behind the calls it is about; the
+    response of a streamed call leaves the gate before its first byte.
+    """
+
+    def __init__(self, get_response) -> None:
+        if not settings.HYPERGUILD_WEB_CONCURRENCY:
+            raise MiddlewareNotUsed
+        self.get_response = get_response
+        self.gate = admission.Gate(settings.HYPERGUILD_WEB_CONCURRENCY)
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if is_notification(request):
+            return self.get_response(request)
+        with admission.admitted(self.gate):
+            return self.get_response(request)
