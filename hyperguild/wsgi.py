@@ -1,7 +1,7 @@
 """The WSGI entry point: Django's own handler, served by any WSGI server.
 
-    granian --interface wsgi hyperguild.wsgi:application --workers 2 --blocking-threads 2
-    gunicorn hyperguild.wsgi:application --worker-class gthread --workers 2 --threads 2
+    granian --interface wsgi hyperguild.wsgi:application --workers 2 --blocking-threads 32
+    gunicorn hyperguild.wsgi:application --worker-class gthread --workers 2 --threads 32
 
 `manage.py serve` runs one of these (HYPERGUILD_SERVER; docs/operations.md#web-processes).
 """

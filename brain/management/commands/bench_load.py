@@ -44,7 +44,7 @@ import numpy as np
 import psutil
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from brain import bm25
 from brain.evaluation import SyntheticCorpus, percentile, store_synthetic_notes
@@ -404,7 +404,6 @@ class Command(BaseCommand):
         }
         log = open(options["server_log"], "ab") if options.get("server_log") else subprocess.DEVNULL  # noqa: SIM115
         servers: dict[str, tuple[int, subprocess.Popen]] = {}
-        corpus_id = None
         try:
             for spec in options["servers"]:
                 port = free_port()
@@ -429,9 +428,6 @@ class Command(BaseCommand):
                 asyncio.run(self.drive(port, server, corpus, options))
             else:
                 asyncio.run(self.side_by_side(servers, corpus, options))
-            from brain.models import BrainVersion
-
-            corpus_id = BrainVersion.current_with_corpus()[1]
         finally:
             for _, server in servers.values():
                 server.send_signal(signal.SIGTERM)
@@ -442,6 +438,13 @@ class Command(BaseCommand):
                     os.killpg(server.pid, signal.SIGKILL)
             if log is not subprocess.DEVNULL:
                 log.close()
+            # Asked once the servers are gone: with several of them, their pools can hold every connection there is.
+            from brain.models import BrainVersion
+
+            try:
+                corpus_id = BrainVersion.current_with_corpus()[1]
+            except DatabaseError:
+                corpus_id = None
             directory = bm25.shared_dir(corpus_id)
             if directory is not None:
                 shutil.rmtree(directory, ignore_errors=True)
