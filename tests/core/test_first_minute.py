@@ -4,7 +4,6 @@ endpoint is open to every local process, and a busy port that says how to pick a
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -69,19 +68,6 @@ def test_with_every_token_set_there_is_no_warning_and_no_pointer_to_a_dot_env(ch
     output = serve_until_ready(env, free_port())
     assert "NO TOKEN" not in output and ".env" not in output
     assert "export it" in output
-
-
-def test_a_busy_port_names_hyperguild_port(child_env):
-    with socket.socket() as other:
-        other.bind(("127.0.0.1", 0))
-        other.listen()
-        port = other.getsockname()[1]
-        completed = subprocess.run(
-            [sys.executable, "manage.py", "serve", "--port", str(port)],
-            cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
-    assert completed.returncode != 0
-    assert f"HYPERGUILD_PORT={port + 1} make run" in completed.stderr
 
 
 def test_make_run_announces_each_set_up_step_and_lets_pip_show_its_progress():

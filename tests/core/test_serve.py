@@ -42,6 +42,7 @@ def test_serve_refuses_a_port_another_program_listens_on(child_env):
         )  # fmt: skip
     assert completed.returncode != 0
     assert f"Port {port} on 127.0.0.1 is already in use" in completed.stderr
+    assert f"HYPERGUILD_PORT={port + 1} make run" in completed.stderr  # what `make run` can take (issue 28)
 
 
 def test_a_public_bind_address_without_tokens_fails_the_system_check(child_env):
