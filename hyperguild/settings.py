@@ -295,7 +295,10 @@ TEMPLATES = [
 
 
 def _database() -> dict:
-    url = env_str("DATABASE_URL")
+    # HYPERGUILD_EMBEDDED_DB_URL is set by `serve` for its own children (web and worker processes): they
+    # use the embedded server serve supervises and never start it themselves, so after a crash of the
+    # database only serve starts it again (hyperguild.lib.embedded_db).
+    url = env_str("DATABASE_URL") or env_str("HYPERGUILD_EMBEDDED_DB_URL")
     if not url:
         from hyperguild.lib.embedded_db import embedded_database_url
 

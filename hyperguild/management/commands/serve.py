@@ -32,7 +32,7 @@ from django.db import connections
 
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
 from hyperguild.checks import public_bind_problem
-from hyperguild.lib.embedded_db import ensure_embedded_database, stop_embedded_database
+from hyperguild.lib.embedded_db import embedded_database_url, ensure_embedded_database, stop_embedded_database
 from hyperguild.management.commands.plugin_setup import setup_lines
 from hyperguild.mcp.registry import all_endpoints
 
@@ -125,10 +125,17 @@ class Command(BaseCommand):
         do_ensure_schedules()
 
         web_started: dict[int, float] = {}
+        supervise_db = not os.environ.get("DATABASE_URL")
+        child_env = dict(os.environ)
+        if supervise_db:
+            # The children get the address of the server this process supervises; they never start it, so
+            # a web or worker process started again after a crash of the database cannot race the check
+            # below (which logs the restart and resets this process's connections).
+            child_env["HYPERGUILD_EMBEDDED_DB_URL"] = embedded_database_url(settings.DATA_DIR)
 
         def start_web() -> subprocess.Popen:
             web = subprocess.Popen(web_command(server, host, port, max(1, web_workers)), cwd=settings.BASE_DIR,
-                                   start_new_session=True)  # fmt: skip
+                                   env=child_env, start_new_session=True)  # fmt: skip
             web_started[web.pid] = time.monotonic()
             return web
 
@@ -139,7 +146,8 @@ class Command(BaseCommand):
 
         def start_worker() -> subprocess.Popen:
             return subprocess.Popen(
-                [sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, start_new_session=True
+                [sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, env=child_env,
+                start_new_session=True,
             )
 
         if not no_worker:
@@ -163,7 +171,6 @@ class Command(BaseCommand):
             if self._wait_ready(base, web):
                 self._print_banner(settings.HYPERGUILD_PUBLIC_URL or base)
                 self._warn_open_endpoints()
-            supervise_db = not os.environ.get("DATABASE_URL")
             next_db_check = time.monotonic() + DB_CHECK_SECONDS
             last_worker_start = time.monotonic()
             while not stopping:
@@ -200,7 +207,7 @@ class Command(BaseCommand):
                     child.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     os.killpg(child.pid, signal.SIGKILL)
-            if not db_was_running and not os.environ.get("DATABASE_URL"):
+            if not db_was_running and supervise_db:
                 stop_embedded_database(settings.DATA_DIR)
             self.stdout.write(self.style.SUCCESS("stopped"))
 
