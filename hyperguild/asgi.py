@@ -1,22 +1,22 @@
+"""The ASGI entry point: Django's own handler, served by any ASGI server.
+
+uvicorn hyperguild.asgi:application --workers 2      # what `manage.py serve` runs (docs/operations.md)
+"""
+
 import os
 
 # Web processes borrow database connections from a pool (HYPERGUILD_DB_POOL connections at most,
 # per process) instead of opening one per request; 0 turns it off. Read when settings load, below.
 _POOL_DEFAULT_SET_HERE = "HYPERGUILD_DB_POOL" not in os.environ
 os.environ.setdefault("HYPERGUILD_DB_POOL", "8")
-
-import django  # noqa: E402
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402 (after the pool default)
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hyperguild.settings")
-django.setup(set_prefix=False)
 
-from hyperguild.asgi_handler import SyncChainASGIHandler  # noqa: E402 (after setup)
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402 (after the pool default)
+from django.core.asgi import get_asgi_application  # noqa: E402
 
-# One synchronous middleware chain per request (see asgi_handler). The browser UI and the
-# admin need their vendored CSS/JS; the service runs offline with no separate web server
-# in front, so it serves /static/ itself.
-application = ASGIStaticFilesHandler(SyncChainASGIHandler())
+# The browser UI and the admin need their vendored CSS/JS; the service runs offline with no
+# separate web server in front, so it serves /static/ itself.
+application = ASGIStaticFilesHandler(get_asgi_application())
 
 if _POOL_DEFAULT_SET_HERE:
     # The web default must not leak into processes started from this one (a django-q2 cluster

@@ -54,11 +54,19 @@ HYPERGUILD_HOST = env_str("HYPERGUILD_HOST", "127.0.0.1")
 HYPERGUILD_PORT = env_int("HYPERGUILD_PORT", 8000, minimum=1, maximum=65535)
 HYPERGUILD_PUBLIC_URL = env_str("HYPERGUILD_PUBLIC_URL", "")
 HYPERGUILD_ALLOW_NO_AUTH = env_bool("HYPERGUILD_ALLOW_NO_AUTH", False)
-# Web server processes `make run` / `manage.py serve` starts (hyperguild/web_process.py): one per core by default,
+# The web server `make run` / `manage.py serve` starts (docs/operations.md#web-processes), each a stock server
+# running Django's own handler: "granian" and "gunicorn" (WSGI), "uvicorn" (ASGI).
+HYPERGUILD_SERVERS = ["granian", "gunicorn", "uvicorn"]
+HYPERGUILD_SERVER = env_choice("HYPERGUILD_SERVER", "granian", HYPERGUILD_SERVERS)
+# Web server processes `make run` / `manage.py serve` starts: one per core by default,
 # since a Python process uses one core at a time; each maps the same shared BM25 base segment.
 HYPERGUILD_WEB_WORKERS = env_int("HYPERGUILD_WEB_WORKERS", os.cpu_count() or 1, minimum=1, maximum=64)
-# Requests one web process runs at once; the others wait in arrival order (hyperguild/lib/admission.py).
-HYPERGUILD_WEB_CONCURRENCY = env_int("HYPERGUILD_WEB_CONCURRENCY", 2, minimum=1, maximum=256)
+# Threads of each granian or gunicorn process: a request holds one to its end, a tool call that waits minutes
+# on a skill worker included, so there must be more of them than such calls at once.
+HYPERGUILD_WEB_THREADS = env_int("HYPERGUILD_WEB_THREADS", 32, minimum=1, maximum=1024)
+# Requests one web process runs at once, whatever the server; the others wait in arrival order, and a tool
+# that waits on another service gives its place up (hyperguild/lib/admission.py). 0: no such limit.
+HYPERGUILD_WEB_CONCURRENCY = env_int("HYPERGUILD_WEB_CONCURRENCY", 2, minimum=0, maximum=256)
 ALLOWED_HOSTS = env_list("HYPERGUILD_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 # Origins allowed to call the MCP endpoints; "*" in the port position means any port.
 HYPERGUILD_ALLOWED_ORIGINS = env_list(
@@ -238,6 +246,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "hyperguild.middleware.AdmissionMiddleware",  # off with HYPERGUILD_WEB_CONCURRENCY=0
     "hyperguild.middleware.GuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
@@ -248,13 +257,6 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",
-]
-# What /mcp/* requests pass through (hyperguild/asgi_handler.py): bearer tokens, never cookies,
-# so the session, CSRF, login and browser-header middleware above have nothing to do there.
-HYPERGUILD_MCP_MIDDLEWARE = [
-    "hyperguild.middleware.GuardMiddleware",
-    "django.middleware.security.SecurityMiddleware",
-    "django.middleware.common.CommonMiddleware",  # Content-Length, as on every other answer
 ]
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 # Notes are user-written markdown: images from other hosts (tracking pixels) must not load in the UI.
@@ -293,7 +295,10 @@ TEMPLATES = [
 
 
 def _database() -> dict:
-    url = env_str("DATABASE_URL")
+    # HYPERGUILD_EMBEDDED_DB_URL is set by `serve` for its own children (web and worker processes): they
+    # use the embedded server serve supervises and never start it themselves, so after a crash of the
+    # database only serve starts it again (hyperguild.lib.embedded_db).
+    url = env_str("DATABASE_URL") or env_str("HYPERGUILD_EMBEDDED_DB_URL")
     if not url:
         from hyperguild.lib.embedded_db import embedded_database_url
 

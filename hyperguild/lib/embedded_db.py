@@ -11,6 +11,8 @@ when it started it).
 `make run` also supervises it: `ensure_embedded_database()` starts it again
 (same data directory, same socket, so the same URL) when its postmaster has
 died; the app's connections are health-checked and reconnect on next use.
+Its web and worker processes get the URL in HYPERGUILD_EMBEDDED_DB_URL and
+never start the server themselves: only `serve` restarts it.
 """
 
 from __future__ import annotations

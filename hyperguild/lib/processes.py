@@ -1,4 +1,4 @@
-"""Process facts read from this machine's kernel, and the C allocator's settings for long-lived processes (no app knowledge)."""
+"""Process facts read from this machine's kernel, and freed memory given back by the C allocator (no app knowledge)."""
 
 from __future__ import annotations
 
@@ -24,29 +24,12 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-M_ARENA_MAX = -8  # a mallopt() parameter (glibc's malloc.h)
-HEAP_ARENAS = 2
-
-
-def limit_heap_arenas() -> bool:
-    """Let glibc keep HEAP_ARENAS heaps for the process's threads, not 8 per core; False where it cannot.
-
-    A web process lends each request a thread of its own (up to 64 idle ones are kept); each
-    thread that allocates gets one of glibc's arenas, and every arena keeps freed memory up to
-    its trim threshold — which glibc raises to tens of MiB once a large block is freed, as after
-    a BM25 base is built in memory. The interpreter lock runs one thread's Python at a time, so
-    two arenas are enough for the threads to rarely wait on one.
-    """
-    libc = _libc()
-    return libc is not None and bool(libc.mallopt(M_ARENA_MAX, HEAP_ARENAS))
-
-
 def _libc():
     global _libc_handle
     if _libc_handle is None:
         try:
             handle = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-            _libc_handle = handle if hasattr(handle, "malloc_trim") and hasattr(handle, "mallopt") else False
+            _libc_handle = handle if hasattr(handle, "malloc_trim") else False
         except OSError:
             _libc_handle = False
     return _libc_handle or None

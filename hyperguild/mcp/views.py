@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import queue
 import threading
 import time
 import uuid
@@ -281,7 +282,10 @@ class McpView(APIView):
         accepts_sse = "text/event-stream" in accept or "*/*" in accept
         streams = message["method"] == "tools/call" and progress_token is not None and accepts_sse
         if wants_sse_only or streams:
-            return self._stream(message, progress_token, record, client, revision, owner_digest(request.META.get("HTTP_AUTHORIZATION", "")))
+            return self._stream(
+                message, progress_token, record, client, revision,
+                owner_digest(request.META.get("HTTP_AUTHORIZATION", "")), asynchronous="wsgi.input" not in request.META,
+            )  # fmt: skip
 
         ctx = ToolContext(
             endpoint=self.mcp_endpoint.name, request_id=message["id"], progress_token=progress_token, caller=client,
@@ -314,23 +318,23 @@ class McpView(APIView):
         return self._json(error_response(None, INVALID_REQUEST, message), 413, record)
 
     def _stream(
-        self, message: dict, progress_token: Any, record: CallRecord, client: str, revision: Revision, owner: str
+        self, message: dict, progress_token: Any, record: CallRecord, client: str, revision: Revision, owner: str,
+        asynchronous: bool,
     ) -> StreamingHttpResponse:
+        """Progress notifications, then the result, as SSE. The call runs on a thread of its own; the stream is
+        an async generator under an ASGI server and a plain one under a WSGI server (Django would otherwise
+        collect the whole stream before sending it). Either way, closing the stream (the client went away:
+        at once under ASGI, at the next keep-alive under WSGI) cancels the call."""
         endpoint = self.mcp_endpoint
         view = self
 
-        async def events():
-            loop = asyncio.get_running_loop()
-            queue: asyncio.Queue = asyncio.Queue()
-
-            def emit(payload: dict) -> None:
-                loop.call_soon_threadsafe(queue.put_nowait, ("event", payload))
-
+        def start(put) -> ToolContext:
+            """Run the call on its own thread; `put((kind, payload))` receives its events and, last, its answer."""
             ctx = ToolContext(
                 endpoint=endpoint.name,
                 request_id=message["id"],
                 progress_token=progress_token,
-                emit=emit,
+                emit=lambda payload: put(("event", payload)),
                 caller=client,
                 identity=view.request.user,
             )
@@ -342,31 +346,60 @@ class McpView(APIView):
                     incident = uuid.uuid4().hex[:16]
                     logger.exception("MCP dispatch failed (request id %s, revision %s)", incident, record.revision)
                     response = error_response(
-                        message["id"], INTERNAL_ERROR, f"Internal error; the server log has the detail (request id {incident})"
-                    )
+                        message["id"], INTERNAL_ERROR,
+                        f"Internal error; the server log has the detail (request id {incident})",
+                    )  # fmt: skip
                 finally:
                     connections.close_all()
-                loop.call_soon_threadsafe(queue.put_nowait, ("final", response))
+                put(("final", response))
 
-            worker = threading.Thread(target=run, name=f"mcp-{endpoint.name}-{message['id']}", daemon=True)
-            worker.start()
+            threading.Thread(target=run, name=f"mcp-{endpoint.name}-{message['id']}", daemon=True).start()
+            return ctx
+
+        def event(payload: dict) -> bytes:
+            return f"event: message\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
+
+        def finished(ctx: ToolContext) -> None:
+            # Reached on normal completion and when the client goes away (the stream is closed): stop the handler.
+            ctx.cancelled.set()
+            view._log(record, 200)
+
+        async def async_events():
+            loop = asyncio.get_running_loop()
+            events: asyncio.Queue = asyncio.Queue()
+            ctx = start(lambda item: loop.call_soon_threadsafe(events.put_nowait, item))
             try:
                 while True:
                     try:
-                        kind, payload = await asyncio.wait_for(queue.get(), timeout=SSE_KEEPALIVE_SECONDS)
+                        kind, payload = await asyncio.wait_for(events.get(), timeout=SSE_KEEPALIVE_SECONDS)
                     except TimeoutError:
                         yield b": keepalive\n\n"
                         continue
-                    yield f"event: message\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
+                    yield event(payload)
                     if kind == "final":
                         break
             finally:
-                # Reached on normal completion and when the client goes away
-                # (the generator is closed): stop the handler either way.
-                ctx.cancelled.set()
-                view._log(record, 200)
+                finished(ctx)
 
-        response = StreamingHttpResponse(events(), content_type="text/event-stream")
+        def sync_events():
+            events: queue.SimpleQueue = queue.SimpleQueue()
+            ctx = start(events.put)
+            try:
+                while True:
+                    try:
+                        kind, payload = events.get(timeout=SSE_KEEPALIVE_SECONDS)
+                    except queue.Empty:
+                        yield b": keepalive\n\n"
+                        continue
+                    yield event(payload)
+                    if kind == "final":
+                        break
+            finally:
+                finished(ctx)
+
+        response = StreamingHttpResponse(
+            async_events() if asynchronous else sync_events(), content_type="text/event-stream"
+        )
         response["Cache-Control"] = "no-cache"
         response["X-Accel-Buffering"] = "no"
         return response

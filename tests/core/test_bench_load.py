@@ -51,3 +51,34 @@ def test_bench_load_refuses_a_bad_rate_before_it_creates_anything(rates, message
     with pytest.raises(CommandError, match=message):
         call_command("bench_load", "--query-rates", rates, stdout=out)
     assert "scratch database" not in out.getvalue()
+
+
+def test_bench_load_drives_several_servers_side_by_side_and_compares_them_with_the_best_stock_one(child_env):
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "bench_load", "--notes", "40", "--clients", "3", "--seconds", "0.5",
+         "--workers", "1", "--servers", "granian@4/2,granian@4/0,uvicorn/0", "--repeat", "2"],
+        cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    out = completed.stdout
+    assert completed.returncode == 0, completed.stderr[-3000:] + out[-3000:]
+    for spec in ("granian@4/2", "granian@4/0", "uvicorn/0"):
+        for kind in ("reads", "reads + writer 10/s"):
+            assert re.search(rf"^\| {re.escape(spec)} \| {re.escape(kind)} \| \d+ \(\d+–\d+\) \| .* \| 0 \|", out,
+                             flags=re.MULTILINE), f"{spec} {kind} missing from:\n{out}"  # fmt: skip
+        assert len(re.findall(rf"^round \d, {re.escape(spec)}, 3 clients .*\b[1-9]\d* calls, 0 errors", out,
+                              flags=re.MULTILINE)) == 4  # fmt: skip
+    # Only the configuration with a piece of ours (the gate) is compared with the best stock figures.
+    assert re.search(r"^granian@4/2 against the best stock server on each figure \(reads\): calls/s [+-]\d+ %", out,
+                     flags=re.MULTILINE), out  # fmt: skip
+    assert "granian@4/0 against" not in out and "uvicorn/0 against" not in out
+    scratch = re.search(r"scratch database (hyperguild_eval_\d+)", out).group(1)
+    with psycopg.connect(database_url(), autocommit=True) as conn:
+        assert scratch not in [row[0] for row in conn.execute("SELECT datname FROM pg_database")]
+
+
+@pytest.mark.parametrize("servers", ["nginx", "granian,granian", "granian@0", "granian@x/2", "granian/2/2", ""])
+def test_bench_load_refuses_an_unknown_or_malformed_server_before_it_creates_anything(servers):
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="--servers takes distinct names"):
+        call_command("bench_load", "--servers", servers, stdout=out)
+    assert "scratch database" not in out.getvalue()

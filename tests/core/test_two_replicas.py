@@ -2,7 +2,7 @@
 
 A second PostgreSQL (embedded, in a scratch folder) plays the external
 database. `manage.py setup` migrates it and installs the schedules; then two
-web processes (`python -m hyperguild.web_process`, as the systemd units run them) and two django-q2
+web servers (granian on `hyperguild.wsgi`, as the systemd units run them) and two django-q2
 clusters start against it with `DATABASE_URL`. Nothing is shared between
 the processes but that database.
 """
@@ -25,6 +25,7 @@ import psycopg
 import pytest
 from django.conf import settings
 
+from hyperguild.management.commands.serve import web_command
 from tests.conftest import free_port
 from tests.supervisor.conftest import FAKE_CLAUDE, FakeClaude, process_alive, stop_process_group
 
@@ -91,7 +92,7 @@ def cluster():
     for _ in range(2):
         port = free_port()
         processes.append(subprocess.Popen(
-            [sys.executable, "-m", "hyperguild.web_process", "--host", "127.0.0.1", "--port", str(port)],
+            web_command("granian", "127.0.0.1", port, workers=1),
             cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         ))  # fmt: skip
         webs.append(f"http://127.0.0.1:{port}")

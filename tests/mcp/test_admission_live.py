@@ -1,4 +1,4 @@
-"""The real ASGI app admits HYPERGUILD_WEB_CONCURRENCY requests at a time (hyperguild/asgi_handler.py):
+"""The real app admits HYPERGUILD_WEB_CONCURRENCY requests at a time (AdmissionMiddleware, whatever the server):
 quick calls queue behind busy ones, but never behind a cancellation or a tool waiting outside."""
 
 from __future__ import annotations
@@ -94,12 +94,12 @@ def test_a_tool_that_waits_outside_the_service_holds_no_place(selftest_endpoint)
     assert all(outcome["response"]["structuredContent"] == {"answered": True} for _, outcome in slow)
 
 
-def test_mcp_answers_take_the_short_chain_and_pages_the_full_one(asgi_server):
+def test_mcp_answers_and_pages_go_through_the_one_middleware_chain(asgi_server):
     answer = mcp_post(f"{asgi_server}/mcp/brain", rpc("ping"))
     assert answer.status_code == 200
     assert answer.headers["content-length"] == str(len(answer.content))
     assert answer.headers["x-request-id"] and answer.headers["x-content-type-options"] == "nosniff"
-    assert "set-cookie" not in answer.headers and "content-security-policy" not in answer.headers
+    assert "set-cookie" not in answer.headers  # a bearer-token call starts no session
 
     page = httpx.get(f"{asgi_server}/admin/login/", timeout=10)
     assert page.status_code == 200

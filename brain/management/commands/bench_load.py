@@ -44,7 +44,7 @@ import numpy as np
 import psutil
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
+from django.db import DatabaseError, connections
 
 from brain import bm25
 from brain.evaluation import SyntheticCorpus, percentile, store_synthetic_notes
@@ -227,6 +227,91 @@ class Figures:
         )
 
 
+def server_spec(spec: str) -> tuple[str, dict[str, str]]:
+    """ "granian@32/2" -> ("granian", {HYPERGUILD_WEB_THREADS: 32, HYPERGUILD_WEB_CONCURRENCY: 2}): a web server,
+    optionally its threads per process (@) and its admission gate (/, 0 for none); ValueError if malformed."""
+    rest, _, gate = spec.partition("/")
+    name, _, threads = rest.partition("@")
+    env = {}
+    for variable, value, minimum in (("HYPERGUILD_WEB_THREADS", threads, 1), ("HYPERGUILD_WEB_CONCURRENCY", gate, 0)):
+        if not value:
+            continue
+        if not value.isdigit() or not minimum <= int(value) <= 256:
+            raise ValueError(spec)
+        env[variable] = value
+    if (threads and not rest.count("@") == 1) or spec.count("/") > 1:
+        raise ValueError(spec)
+    return name, env
+
+
+def checkout_spec(spec: str) -> tuple[str, Path] | None:
+    """ "today=/srv/old" -> ("today", Path("/srv/old")): another checkout's own `manage.py serve`, as it stands
+    (an older version with a web server of its own); None for a server name."""
+    label, equals, directory = spec.partition("=")
+    if not equals:
+        return None
+    if not label or "@" in label or "/" in label or not (Path(directory) / "manage.py").is_file():
+        raise ValueError(spec)
+    return label, Path(directory)
+
+
+def side_by_side_table(results: dict[tuple[str, str], list[Figures]], seconds: float, options: dict) -> str:
+    """A markdown table: per server and phase, the median over rounds of calls/s and the p99s (the range in
+    brackets), and how each compares with the best of the other servers."""
+    rows = []
+    medians: dict[tuple[str, str], tuple[float, float, float]] = {}
+    for (name, kind), runs in results.items():
+        rates = [len(f.client) / seconds for f in runs]
+        client = [percentile(f.client, 99) if f.client else float("nan") for f in runs]
+        server = [percentile(f.server, 99) if f.server else float("nan") for f in runs]
+        medians[name, kind] = (float(np.median(rates)), float(np.median(client)), float(np.median(server)))
+        errors = sum(f.errors for f in runs)
+
+        def cell(values: list[float], digits: int) -> str:
+            return f"{np.median(values):.{digits}f} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+
+        rows.append((name, kind, cell(rates, 0), cell(client, 0), cell(server, 1), errors))
+    lines = [
+        "stock: a stock server and Django's own handler with no gate (/0); the others carry a piece of ours",
+        f"side by side: {options['notes']} notes, {options['clients']} clients, {options['workers']} web process(es), "
+        f"{len(next(iter(results.values())))} round(s) of {seconds:g} s; median (min–max) over rounds",
+        "",
+        "| server | phase | calls/s | client p99 ms | server p99 ms | errors | vs the best other (calls/s, client p99) |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for name, kind, rate, client, server, errors in rows:
+        others = [medians[other, kind] for other, k in medians if k == kind and other != name]
+        compare = ""
+        if others:
+            best_rate = max(o[0] for o in others)
+            best_p99 = min(o[1] for o in others)
+            mine = medians[name, kind]
+            compare = f"{(mine[0] / best_rate - 1) * 100:+.0f} %, {(mine[1] / best_p99 - 1) * 100:+.0f} %"
+        phase = "reads" if kind == "reads" else f"reads + writer {options['write_rate']:g}/s"
+        lines.append(f"| {name} | {phase} | {rate} | {client} | {server} | {errors} | {compare} |")
+    stock = [name for name in {name for name, _ in medians} if name in options["stock"]]
+    for kind in dict.fromkeys(kind for _, kind in medians):
+        best = [medians[name, kind] for name in stock]
+        if not best:
+            break
+        rate, client, server = max(b[0] for b in best), min(b[1] for b in best), min(b[2] for b in best)
+        for name in (name for name, k in medians if k == kind and name not in stock):
+            mine = medians[name, kind]
+            lines.append(
+                f"{name} against the best stock server on each figure ({kind}): calls/s {(mine[0] / rate - 1) * 100:+.0f} %, "
+                f"client p99 {(mine[1] / client - 1) * 100:+.0f} %, server p99 {(mine[2] / server - 1) * 100:+.0f} %"
+            )
+    return "\n".join(lines)
+
+
+def is_stock(spec: str) -> bool:
+    """A stock server of this checkout with Django's own handler and no piece of ours in front (no admission gate)."""
+    if checkout_spec(spec) is not None:
+        return False
+    _, overrides = server_spec(spec)
+    return overrides.get("HYPERGUILD_WEB_CONCURRENCY", str(settings.HYPERGUILD_WEB_CONCURRENCY)) == "0"
+
+
 class Command(BaseCommand):
     help = "Start the real server on a scratch database and print calls/s and latency percentiles under load."
 
@@ -249,6 +334,12 @@ class Command(BaseCommand):
                             help="run the brain_query phase this many times on the same server (default: 1)")  # fmt: skip
         parser.add_argument("--server-log", type=Path,
                             help="write the server's output (its log) to this file instead of discarding it")  # fmt: skip
+        parser.add_argument("--servers", default=settings.HYPERGUILD_SERVER,
+                            help=f"web servers to start, comma-separated ({', '.join(settings.HYPERGUILD_SERVERS)}), "
+                                 "each with an optional @threads and /gate (HYPERGUILD_WEB_THREADS and HYPERGUILD_WEB_CONCURRENCY "
+                                 "for it: granian@32/2, granian@2/0), or label=DIR for another checkout's own serve "
+                                 "(today=/path/to/main); with more than one, "
+                                 "the same clients drive each in turn on the same notes and a side-by-side table is printed (default: HYPERGUILD_SERVER = %(default)s)")  # fmt: skip
         parser.add_argument("--server-dir", type=Path, default=Path(settings.BASE_DIR),
                             help="checkout whose `manage.py serve` is started (to compare with an older version)")  # fmt: skip
 
@@ -256,10 +347,27 @@ class Command(BaseCommand):
         try:
             rates = [float(rate) for rate in options["query_rates"].split(",") if rate.strip()]
         except ValueError:
-            raise CommandError(f"--query-rates takes numbers separated by commas, not {options['query_rates']!r}") from None
+            raise CommandError(
+                f"--query-rates takes numbers separated by commas, not {options['query_rates']!r}"
+            ) from None
         if any(not 0 < rate <= 10_000 for rate in rates) or options["write_rate"] <= 0:
             raise CommandError("--query-rates and --write-rate take rates above 0 (calls/s, at most 10,000)")
         options["rates"] = rates
+        options["stock"] = set()
+        options["servers"] = [spec.strip() for spec in options["servers"].split(",") if spec.strip()]
+        try:
+            parsed = [server_spec(spec) for spec in options["servers"] if checkout_spec(spec) is None]
+            checkouts = [spec for spec in options["servers"] if checkout_spec(spec) is not None]
+        except ValueError:
+            parsed, checkouts = [], []
+        if not parsed and checkouts and len(checkouts) == len(options["servers"]):
+            parsed = [("granian", {})]  # only checkouts: nothing of this one to check
+        if (not parsed or any(name not in settings.HYPERGUILD_SERVERS for name, _ in parsed)
+                or len(set(options["servers"])) != len(options["servers"])):  # fmt: skip
+            raise CommandError(
+                f"--servers takes distinct names from {', '.join(settings.HYPERGUILD_SERVERS)}, each with an optional "
+                f"@threads and /gate (granian@32/2), or label=DIR (another checkout's serve), not {options['servers']!r}"
+            )
         load = os.getloadavg()
         self.stdout.write(
             f"machine: {os.cpu_count()} CPUs ({cpu_model()}), load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
@@ -286,7 +394,6 @@ class Command(BaseCommand):
         store_synthetic_notes(corpus, options["notes"])
         self.stdout.write(f"{options['notes']} notes stored in {time.perf_counter() - started:.1f} s")
         connections["default"].close()
-        port = free_port()
         env = {
             **os.environ,
             "DATABASE_URL": database_url(connections["default"].settings_dict),
@@ -296,29 +403,91 @@ class Command(BaseCommand):
             "HYPERGUILD_ADMIN_PASSWORD": "bench-only-password",
         }
         log = open(options["server_log"], "ab") if options.get("server_log") else subprocess.DEVNULL  # noqa: SIM115
-        server = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port)],
-            cwd=options["server_dir"], env=env, stdout=log, stderr=log, start_new_session=True,
-        )  # fmt: skip
-        corpus_id = None
+        servers: dict[str, tuple[int, subprocess.Popen]] = {}
         try:
-            asyncio.run(self.drive(port, server, corpus, options))
-            from brain.models import BrainVersion
-
-            corpus_id = BrainVersion.current_with_corpus()[1]
+            for spec in options["servers"]:
+                port = free_port()
+                command = [sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port)]
+                if (checkout := checkout_spec(spec)) is not None:
+                    label, directory, own_env = checkout[0], checkout[1], env
+                else:
+                    name, overrides = server_spec(spec)
+                    label, directory, own_env = spec, options["server_dir"], {**env, **overrides}
+                    command += ["--server", name]
+                    if is_stock(spec):
+                        options["stock"].add(label)
+                servers[label] = (
+                    port,
+                    subprocess.Popen(
+                        command, cwd=directory, env=own_env, stdout=log, stderr=log, start_new_session=True
+                    ),
+                )
+                asyncio.run(self.wait_ready(port, servers[label][1]))  # one at a time: each migrates at start
+            if len(servers) == 1:
+                ((port, server),) = servers.values()
+                asyncio.run(self.drive(port, server, corpus, options))
+            else:
+                asyncio.run(self.side_by_side(servers, corpus, options))
         finally:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
+            for _, server in servers.values():
+                server.send_signal(signal.SIGTERM)
+            for _, server in servers.values():
+                try:
+                    server.wait(30)
+                except subprocess.TimeoutExpired:
+                    os.killpg(server.pid, signal.SIGKILL)
             if log is not subprocess.DEVNULL:
                 log.close()
+            # Asked once the servers are gone: with several of them, their pools can hold every connection there is.
+            from brain.models import BrainVersion
+
+            try:
+                corpus_id = BrainVersion.current_with_corpus()[1]
+            except DatabaseError:
+                corpus_id = None
             directory = bm25.shared_dir(corpus_id)
             if directory is not None:
                 shutil.rmtree(directory, ignore_errors=True)
-        if not options["reads_only"]:
+        if not options["reads_only"] and len(servers) == 1:
             self.breakdown(corpus)
+
+    async def side_by_side(self, servers: dict[str, tuple[int, subprocess.Popen]], corpus: SyntheticCorpus,
+                           options: dict) -> None:  # fmt: skip
+        """The 50-client phase (and, unless --reads-only, the same with the writer) on each web server in turn,
+        --repeat rounds, the order rotated each round; all the servers stay up on the same scratch database, so
+        they serve the same notes on the same machine at the same time of day."""
+        clients, seconds = options["clients"], options["seconds"]
+        for name, (port, server) in servers.items():
+            await self.wait_ready(port, server)
+            warm = await self.phase(port, corpus, clients, seconds=0, calls_each=max(4, 40 // clients + 2))
+            self.stdout.write(f"{name}: up on port {port} with {options['workers']} web process(es), "
+                              f"warmed up with {len(warm.client)} calls")  # fmt: skip
+        names = list(servers)
+        kinds = ["reads"] if options["reads_only"] else ["reads", "writer"]
+        results: dict[tuple[str, str], list[Figures]] = {(name, kind): [] for name in names for kind in kinds}
+        for round_number in range(max(1, options["repeat"])):
+            order = names[round_number % len(names) :] + names[: round_number % len(names)]
+            for kind in kinds:
+                for name in order:
+                    port = servers[name][0]
+                    if kind == "reads":
+                        figures = await self.phase(port, corpus, clients, seconds)
+                    else:
+                        writes, lags, stop = Figures(), [], asyncio.Event()
+                        writer = asyncio.create_task(self.writer(port, options["write_rate"], writes, lags, stop))
+                        figures = await self.phase(port, corpus, clients, seconds)
+                        stop.set()
+                        await writer
+                    results[name, kind].append(figures)
+                    label = (
+                        f"round {round_number + 1}, {name}, {clients} clients{' + writer' if kind == 'writer' else ''}"
+                    )
+                    self.stdout.write(f"{label:<46}: {figures.line(seconds)}")
+                    if figures.first_error:
+                        self.stdout.write(f"  first error: {figures.first_error}")
+        self.stdout.write(side_by_side_table(results, seconds, options))
+        for name, (_, server) in servers.items():
+            self.memory(server, f"{name}, at the end")
 
     async def drive(self, port: int, server: subprocess.Popen, corpus: SyntheticCorpus, options: dict) -> None:
         await self.wait_ready(port, server)
@@ -520,7 +689,10 @@ class Command(BaseCommand):
             f"{percentile(ping, 50):.2f} ms -> ping/bare {ratio:.2f}x ({samples} each, interleaved)"
         )
         rates = {}
-        for name, method, path, body in (("bare", "GET", "/health/live", b""), ("ping", "POST", "/mcp/brain", ping_body)):
+        for name, method, path, body in (
+            ("bare", "GET", "/health/live", b""),
+            ("ping", "POST", "/mcp/brain", ping_body),
+        ):
             count = 0
             deadline = time.perf_counter() + seconds
 
@@ -565,8 +737,10 @@ class Command(BaseCommand):
             return ""
         bases = sorted({Path(m.path).parent.name for m in maps})
         private = sum(m.private_clean + m.private_dirty for m in maps)
-        return (f"  (BM25 base {', '.join(bases)}: RSS {sum(m.rss for m in maps) / 2**20:.0f} MiB, "
-                f"of it only here {private / 2**20:.0f} MiB)")
+        return (
+            f"  (BM25 base {', '.join(bases)}: RSS {sum(m.rss for m in maps) / 2**20:.0f} MiB, "
+            f"of it only here {private / 2**20:.0f} MiB)"
+        )
 
     # -- where the time goes ---------------------------------------------------------------
 

@@ -11,13 +11,11 @@ import uuid
 from statistics import median
 
 from django.contrib.auth import get_user_model
-from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection, transaction
-from django.test import RequestFactory
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from brain import views
 from brain.actions import do_undo_revision, do_write_raw_note
 from brain.models import Note, NoteRevision, NoteStatus
 
@@ -54,14 +52,12 @@ class Command(BaseCommand):
             )
         self.stdout.write(f"created {notes} raw notes in {time.perf_counter() - started:.1f} s")
         user = get_user_model().objects.create_user(f"bench-{run}", is_staff=True)
-        factory = RequestFactory()
+        # Django's test client: the whole request, middleware included, as a logged-in reviewer.
+        browser = Client(SERVER_NAME="localhost")
+        browser.force_login(user)
 
-        def request(method: str, path: str, data: dict | None = None):
-            req = getattr(factory, method)(path, data or {})
-            req.user = user
-            req._messages = CookieStorage(req)
-            req._dont_enforce_csrf_checks = True
-            return req
+        def get(path: str, data: dict | None = None):
+            return lambda: browser.get(path, data or {})
 
         def timed(label: str, call) -> None:
             times, queries = [], 0
@@ -75,15 +71,13 @@ class Command(BaseCommand):
                     raise RuntimeError(f"{label}: HTTP {response.status_code}")
             self.stdout.write(f"{label:<55} median {median(times):7.1f} ms  ({queries} queries)")
 
-        timed("queue, newest first, 25 a page", lambda: views.review_queue(request("get", "/review/")))
-        timed("queue, 200 a page", lambda: views.review_queue(request("get", "/review/", {"per": "200"})))
-        timed("queue, page 20 at 200 a page, sorted by title",
-              lambda: views.review_queue(request("get", "/review/", {"per": "200", "sort": "title", "page": "20"})))
-        timed("queue filtered by source", lambda: views.review_queue(request("get", "/review/", {"source": "bench"})))
+        timed("queue, newest first, 25 a page", get("/review/"))
+        timed("queue, 200 a page", get("/review/", {"per": "200"}))
+        timed("queue, page 20 at 200 a page, sorted by title", get("/review/", {"per": "200", "sort": "title", "page": "20"}))
+        timed("queue filtered by source", get("/review/", {"source": "bench"}))
         middle = Note.objects.raw_queue().filter(source="bench")[notes // 2]
         timed("note page opened from a filter (with j/k neighbours)",
-              lambda: views.note_detail(request("get", f"/review/{middle.pk}/", {"from": "source=bench&sort=title"}),
-                                        pk=middle.pk))
+              get(f"/review/{middle.pk}/", {"from": "source=bench&sort=title"}))
 
         # A long raw note (issue 31): its page reads the stored similar-notes ranking, never searches per view.
         sections = [f"## Section {i}\n\n" + "Retry uploads with jitter and backoff; log every attempt. " * 12
@@ -92,19 +86,17 @@ class Command(BaseCommand):
                                  slug=f"bench-{run}-long")
         self.stdout.write(f"long raw note: {len(long.body):,} characters")
         timed("similar notes ranked now (the background task's work)",
-              lambda: views.similar_panel(request("get", f"/review/{long.pk}/similar/", {"again": "1"}), pk=long.pk))
-        timed("raw note page, long body (ranking stored)",
-              lambda: views.note_detail(request("get", f"/review/{long.pk}/"), pk=long.pk))
+              get(f"/review/{long.pk}/similar/", {"again": "1"}))
+        timed("raw note page, long body (ranking stored)", get(f"/review/{long.pk}/"))
         timed("raw note page, long body, opened from a filter",
-              lambda: views.note_detail(request("get", f"/review/{long.pk}/", {"from": "source=bench-long"}),
-                                        pk=long.pk))
+              get(f"/review/{long.pk}/", {"from": "source=bench-long"}))
 
         matching = Note.objects.raw_queue().filter(source="bench-bulk").count()
         t0 = time.perf_counter()
-        response = views.bulk_review(request("post", "/review/bulk/", {
+        response = browser.post("/review/bulk/", {
             "action": "reject", "reason": "bench", "select_all": "1", "expected_count": str(matching),
             "next_query": "source=bench-bulk",
-        }))
+        })
         elapsed = time.perf_counter() - t0
         rejected = Note.objects.filter(source="bench-bulk", status=NoteStatus.REJECTED).count()
         self.stdout.write(

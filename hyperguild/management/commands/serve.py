@@ -1,8 +1,14 @@
 """`manage.py serve`: what `make run` runs.
 
-Migrates, makes an admin account if there is none, starts the ASGI server
-(uvicorn) and the django-q2 cluster as child processes, prints the endpoint
+Migrates, makes an admin account if there is none, starts the web server
+and the django-q2 cluster as child processes, prints the endpoint
 URLs, the Claude Code plugin lines and the `claude mcp add` lines, and stops everything on Ctrl-C.
+
+The web server is HYPERGUILD_SERVER (or `--server`), a stock server running Django's own
+handler: `granian` (WSGI, `hyperguild.wsgi:application`, the default), `gunicorn` (WSGI, gthread
+workers) or `uvicorn` (ASGI, `hyperguild.asgi:application`). Each runs HYPERGUILD_WEB_WORKERS
+processes on one listening socket and replaces a process that dies; `serve` starts the server
+again if it stops altogether.
 
 Without DATABASE_URL it also supervises the embedded PostgreSQL: checked
 every `DB_CHECK_SECONDS`, started again if its postmaster died (the web
@@ -13,11 +19,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import httpx
 from django.conf import settings
@@ -27,13 +32,44 @@ from django.db import connections
 
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
 from hyperguild.checks import public_bind_problem
-from hyperguild.lib.embedded_db import ensure_embedded_database, stop_embedded_database
+from hyperguild.lib.embedded_db import embedded_database_url, ensure_embedded_database, stop_embedded_database
 from hyperguild.management.commands.plugin_setup import setup_lines
 from hyperguild.mcp.registry import all_endpoints
-from hyperguild.web_process import port_taken
 
 WORKER_RESTART_SECONDS = 5  # at most one restart of a dying worker cluster this often
 DB_CHECK_SECONDS = 1.0
+
+
+def port_taken(host: str, port: int) -> bool:
+    """True if something already listens on (host, port) — another program, or another serve."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
+def web_command(server: str, host: str, port: int, workers: int) -> list[str]:
+    """The command line of the web server `serve` starts: `workers` processes on (host, port)."""
+    threads = str(settings.HYPERGUILD_WEB_THREADS)
+    if server == "granian":
+        # Django's WSGI handler on granian's processes, HYPERGUILD_WEB_THREADS threads each (bench/RESULTS.md,
+        # "Stock and custom web serving", has the figures that made it the default).
+        return [sys.executable, "-m", "granian", "--interface", "wsgi", "hyperguild.wsgi:application",
+                "--host", host, "--port", str(port), "--workers", str(workers), "--blocking-threads", threads,
+                "--respawn-failed-workers", "--respawn-interval", "1", "--workers-kill-timeout", "5"]  # fmt: skip
+    if server == "gunicorn":
+        bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        return [sys.executable, "-m", "gunicorn", "hyperguild.wsgi:application", "--bind", bind,
+                "--workers", str(workers), "--worker-class", "gthread", "--threads", threads,
+                "--graceful-timeout", "5"]  # fmt: skip
+    # uvicorn: Django's ASGI handler.
+    return [sys.executable, "-m", "uvicorn", "hyperguild.asgi:application", "--host", host, "--port", str(port),
+            "--workers", str(workers), "--no-access-log", "--lifespan", "off",
+            "--timeout-graceful-shutdown", "5"]  # fmt: skip
 
 
 def masked(token: str) -> str:
@@ -48,11 +84,20 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=settings.HYPERGUILD_PORT, help="port (default: %(default)s)")
         parser.add_argument("--no-worker", action="store_true", help="do not start the django-q2 cluster")
         parser.add_argument(
+            "--server",
+            choices=settings.HYPERGUILD_SERVERS,
+            default=settings.HYPERGUILD_SERVER,
+            help="web server (default: HYPERGUILD_SERVER = %(default)s)",
+        )
+        parser.add_argument(
             "--web-workers", type=int, default=settings.HYPERGUILD_WEB_WORKERS,
             help="web server processes (default: HYPERGUILD_WEB_WORKERS = %(default)s)",
         )  # fmt: skip
 
-    def handle(self, *args, host: str, port: int, no_worker: bool, web_workers: int = 1, **options) -> None:
+    def handle(
+        self, *args, host: str, port: int, no_worker: bool, web_workers: int = 1, server: str = "", **options
+    ) -> None:
+        server = server or settings.HYPERGUILD_SERVER
         problem = public_bind_problem(host)
         if problem:
             raise CommandError(problem)
@@ -69,36 +114,41 @@ class Command(BaseCommand):
         user, generated = do_ensure_admin_account(settings.HYPERGUILD_ADMIN_USER, settings.HYPERGUILD_ADMIN_PASSWORD)
         if user is not None:
             if generated:
-                self.stdout.write(self.style.WARNING(
-                    f"created admin account {user.username!r} with password {generated} (shown once; "
-                    "set HYPERGUILD_ADMIN_PASSWORD to choose it)"
-                ))
+                self.stdout.write(
+                    self.style.WARNING(
+                        f"created admin account {user.username!r} with password {generated} (shown once; "
+                        "set HYPERGUILD_ADMIN_PASSWORD to choose it)"
+                    )
+                )
             else:
                 self.stdout.write(f"created admin account {user.username!r} (password from HYPERGUILD_ADMIN_PASSWORD)")
         do_ensure_schedules()
 
         web_started: dict[int, float] = {}
-        slots = max(1, web_workers)
-        # The web processes keep their shares of the connections even through this file (hyperguild/lib/balance.py).
-        board_fd, board = tempfile.mkstemp(prefix=f"hyperguild-web-{port}-", suffix=".board")
-        os.close(board_fd)
+        supervise_db = not os.environ.get("DATABASE_URL")
+        child_env = dict(os.environ)
+        if supervise_db:
+            # The children get the address of the server this process supervises; they never start it, so
+            # a web or worker process started again after a crash of the database cannot race the check
+            # below (which logs the restart and resets this process's connections).
+            child_env["HYPERGUILD_EMBEDDED_DB_URL"] = embedded_database_url(settings.DATA_DIR)
 
-        def start_web(slot: int) -> subprocess.Popen:
-            # One process per socket, all on the port (hyperguild/web_process.py says why).
-            web = subprocess.Popen(
-                [sys.executable, "-m", "hyperguild.web_process", "--host", host, "--port", str(port),
-                 "--board", board, "--slot", str(slot), "--slots", str(slots)],
-                cwd=settings.BASE_DIR, start_new_session=True,
-            )  # fmt: skip
+        def start_web() -> subprocess.Popen:
+            web = subprocess.Popen(web_command(server, host, port, max(1, web_workers)), cwd=settings.BASE_DIR,
+                                   env=child_env, start_new_session=True)  # fmt: skip
             web_started[web.pid] = time.monotonic()
             return web
 
-        self._step(f"starting {slots} web process{'es' if slots > 1 else ''} on {host}:{port}…")
-        webs = [start_web(slot) for slot in range(slots)]
-        server = webs[0]
-        children: list[subprocess.Popen] = list(webs)
+        processes = max(1, web_workers)
+        self._step(f"starting {processes} web process{'es' if processes > 1 else ''} ({server}) on {host}:{port}…")
+        web = start_web()
+        children: list[subprocess.Popen] = [web]
+
         def start_worker() -> subprocess.Popen:
-            return subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, start_new_session=True)
+            return subprocess.Popen(
+                [sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, env=child_env,
+                start_new_session=True,
+            )
 
         if not no_worker:
             self._step("starting the task worker (django-q2 cluster)…")
@@ -118,27 +168,24 @@ class Command(BaseCommand):
         try:
             base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
             self._step("waiting for the web server to answer…")
-            if self._wait_ready(base, server):
+            if self._wait_ready(base, web):
                 self._print_banner(settings.HYPERGUILD_PUBLIC_URL or base)
                 self._warn_open_endpoints()
-            supervise_db = not os.environ.get("DATABASE_URL")
             next_db_check = time.monotonic() + DB_CHECK_SECONDS
             last_worker_start = time.monotonic()
             while not stopping:
                 for index, child in enumerate(children):
                     if child.poll() is None:
                         continue
-                    if child in webs:
-                        # Another web process keeps serving the port meanwhile; a crashed one is
-                        # replaced, one that cannot start at all stops serve.
+                    if child is web:
+                        # The server replaces a web process that dies; if the server itself stops, it is
+                        # started again, unless it could not start at all.
                         if time.monotonic() - web_started.pop(child.pid, 0.0) < WORKER_RESTART_SECONDS:
-                            self.stderr.write(f"a web process exited with {child.returncode} at start; stopping")
+                            self.stderr.write(f"the web server exited with {child.returncode} at start; stopping")
                             stopping = True
                             break
-                        self.stderr.write(f"a web process exited with {child.returncode}; starting it again")
-                        replacement = start_web(webs.index(child))
-                        webs[webs.index(child)] = replacement
-                        children[index] = replacement
+                        self.stderr.write(f"the web server exited with {child.returncode}; starting it again")
+                        web = children[index] = start_web()
                     elif time.monotonic() - last_worker_start >= WORKER_RESTART_SECONDS:
                         # The worker cluster can die with the database (an outage mid-poll): start it
                         # again rather than take the web server down with it.
@@ -160,8 +207,7 @@ class Command(BaseCommand):
                     child.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     os.killpg(child.pid, signal.SIGKILL)
-            Path(board).unlink(missing_ok=True)
-            if not db_was_running and not os.environ.get("DATABASE_URL"):
+            if not db_was_running and supervise_db:
                 stop_embedded_database(settings.DATA_DIR)
             self.stdout.write(self.style.SUCCESS("stopped"))
 
