@@ -1,0 +1,150 @@
+"""Two promotions racing for one slug: the second gets the next free number, never a 500.
+
+A bulk promote with "slug from the title" picks the first free slug with a SELECT, but a
+promotion still in flight in another transaction is invisible to that SELECT: both pick the
+same slug, and the second one's UPDATE waits on the unique index and then fails. The test
+makes that interleaving happen every time: the first promotion holds its transaction open
+until the second (a real HTTP request to the live server) is seen waiting on it in
+pg_stat_activity.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import threading
+import time
+from collections.abc import Callable
+
+import httpx
+import pytest
+from django.db import connection, transaction
+
+from brain.actions import do_promote_note, do_write_raw_note
+from brain.errors import BrainInputError
+from brain.models import Note, NoteRevision, NoteStatus
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+HIDDEN = re.compile(r'<input type="hidden" name="csrfmiddlewaretoken" value="([^"]*)"')
+
+
+def signed_in(base: str, username: str, password: str) -> tuple[httpx.Cookies, str]:
+    """A reviewer's session cookies and a CSRF token, as a browser has them after signing in."""
+    with httpx.Client(base_url=base, follow_redirects=False, timeout=30) as browser:
+        token = HIDDEN.search(browser.get("/login/").text).group(1)
+        done = browser.post("/login/", data={"csrfmiddlewaretoken": token, "next": "/", "username": username,
+                                             "password": password})  # fmt: skip
+        assert done.status_code == 302, done.text[:500]
+        queue = browser.get("/review/")
+        assert queue.status_code == 200, queue.status_code
+        return browser.cookies, html.unescape(HIDDEN.search(queue.text).group(1))
+
+
+def waiting_on_a_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
+        return cursor.fetchone()[0] > 0
+
+
+class HeldPromotion(threading.Thread):
+    """`do_promote_note` in its own transaction (its own connection), held open until `release()`."""
+
+    def __init__(self, promote: Callable[[], Note]) -> None:
+        super().__init__(daemon=True)
+        self.promote, self.holding, self.released = promote, threading.Event(), threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            with transaction.atomic():
+                self.promote()
+                self.holding.set()
+                self.released.wait(60)
+        except BaseException as exc:  # handed to the test, which re-raises it
+            self.error = exc
+        finally:
+            self.holding.set()
+            connection.close()
+
+    def hold(self) -> None:
+        self.start()
+        assert self.holding.wait(30) and self.error is None, self.error
+
+    def release(self) -> None:
+        self.released.set()
+        self.join(30)
+        assert self.error is None, self.error
+
+
+def in_thread(work: Callable[[], object]) -> tuple[threading.Thread, dict]:
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:
+            outcome["error"] = exc
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+def release_once_blocked(first: HeldPromotion, second: threading.Thread) -> None:
+    """Let the first promotion commit once the second waits on it (or has already answered)."""
+    deadline = time.monotonic() + 30
+    while second.is_alive() and not waiting_on_a_lock() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    first.release()
+    second.join(30)
+    assert not second.is_alive()
+
+
+def test_a_bulk_promote_racing_another_promotion_for_its_slug_takes_the_next_number(asgi_server, staff_user):
+    # Two raw notes whose titles give one slug (their raw slugs differ).
+    first = do_write_raw_note(title="Pool sizing", body="Size the pool to the cores.", slug="inbox/pool-a")
+    second = do_write_raw_note(title="Pool sizing", body="Size the pool to the load.", slug="inbox/pool-b")
+    cookies, token = signed_in(asgi_server, "reviewer", "pw-reviewer-123")
+
+    held = HeldPromotion(lambda: do_promote_note(first, reviewer=staff_user, wing="ops", slug_from_title=True))
+    held.hold()  # holds `pool-sizing`, not committed yet
+    request, outcome = in_thread(lambda: httpx.post(
+        f"{asgi_server}/review/bulk/", cookies=cookies, timeout=60, headers={"Referer": f"{asgi_server}/review/"},
+        data={"csrfmiddlewaretoken": token, "action": "promote", "notes": [second.pk], "wing": "ops",
+              "slug_from_title": "1", "next_query": ""},
+    ))  # fmt: skip
+    release_once_blocked(held, request)
+
+    assert "error" not in outcome, outcome.get("error")
+    response = outcome["value"]
+    assert response.status_code == 302, (response.status_code, response.text[:300])
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.slug, second.slug) == ("pool-sizing", "pool-sizing-2")
+    assert first.status == second.status == NoteStatus.WIKI
+    assert second.path == "wiki/ops/pool-sizing-2.md" and second.body == "Size the pool to the load."
+    for note in (first, second):  # each promoted once: one revision, one version up
+        assert NoteRevision.objects.filter(note=note, action=NoteRevision.Action.PROMOTE).count() == 1
+        assert note.version == 2
+
+
+def test_an_explicit_slug_taken_by_a_promotion_in_flight_is_refused_with_a_clear_error(staff_user):
+    first = do_write_raw_note(title="One", body="a", slug="inbox/one")
+    second = do_write_raw_note(title="Two", body="b", slug="inbox/two")
+
+    held = HeldPromotion(lambda: do_promote_note(first, reviewer=staff_user, wing="ops", slug="shared"))
+    held.hold()
+    promote, outcome = in_thread(lambda: do_promote_note(second, reviewer=staff_user, wing="ops", slug="shared"))
+    release_once_blocked(held, promote)
+
+    assert isinstance(outcome.get("error"), BrainInputError), outcome
+    assert "already used by another note" in str(outcome["error"])
+    second.refresh_from_db()
+    assert (second.slug, second.status, second.version) == ("inbox/two", NoteStatus.RAW, 1)  # nothing written
+    assert not NoteRevision.objects.filter(note=second).exists()
+    assert Note.objects.get(slug="shared").pk == first.pk
