@@ -5,7 +5,8 @@ promotion still in flight in another transaction is invisible to that SELECT: bo
 same slug, and the second one's UPDATE waits on the unique index and then fails. The test
 makes that interleaving happen every time: the first promotion holds its transaction open
 until the second (a real HTTP request to the live server) is seen waiting on it in
-pg_stat_activity.
+pg_stat_activity. An explicit slug (promote or refile) in the same race is refused with the
+error a reviewer can act on, as when the other note had it all along.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import httpx
 import pytest
 from django.db import connection, transaction
 
-from brain.actions import do_promote_note, do_write_raw_note
+from brain.actions import do_ingest_note, do_promote_note, do_refile_note, do_write_raw_note
 from brain.errors import BrainInputError
 from brain.models import Note, NoteRevision, NoteStatus
 
@@ -49,8 +50,8 @@ def waiting_on_a_lock() -> bool:
         return cursor.fetchone()[0] > 0
 
 
-class HeldPromotion(threading.Thread):
-    """`do_promote_note` in its own transaction (its own connection), held open until `release()`."""
+class HeldAction(threading.Thread):
+    """A slug-changing action (promote, refile) in its own transaction and connection, held open until `release()`."""
 
     def __init__(self, promote: Callable[[], Note]) -> None:
         super().__init__(daemon=True)
@@ -95,14 +96,16 @@ def in_thread(work: Callable[[], object]) -> tuple[threading.Thread, dict]:
     return thread, outcome
 
 
-def release_once_blocked(first: HeldPromotion, second: threading.Thread) -> None:
-    """Let the first promotion commit once the second waits on it (or has already answered)."""
+def release_once_blocked(first: HeldAction, second: threading.Thread) -> None:
+    """Let the first action commit once the second waits on it: the race happened, every time."""
     deadline = time.monotonic() + 30
     while second.is_alive() and not waiting_on_a_lock() and time.monotonic() < deadline:
         time.sleep(0.02)
+    blocked = second.is_alive() and waiting_on_a_lock()
     first.release()
     second.join(30)
     assert not second.is_alive()
+    assert blocked, "the second promotion never waited on the first: the race was not reproduced"
 
 
 def test_a_bulk_promote_racing_another_promotion_for_its_slug_takes_the_next_number(asgi_server, staff_user):
@@ -111,7 +114,7 @@ def test_a_bulk_promote_racing_another_promotion_for_its_slug_takes_the_next_num
     second = do_write_raw_note(title="Pool sizing", body="Size the pool to the load.", slug="inbox/pool-b")
     cookies, token = signed_in(asgi_server, "reviewer", "pw-reviewer-123")
 
-    held = HeldPromotion(lambda: do_promote_note(first, reviewer=staff_user, wing="ops", slug_from_title=True))
+    held = HeldAction(lambda: do_promote_note(first, reviewer=staff_user, wing="ops", slug_from_title=True))
     held.hold()  # holds `pool-sizing`, not committed yet
     request, outcome = in_thread(lambda: httpx.post(
         f"{asgi_server}/review/bulk/", cookies=cookies, timeout=60, headers={"Referer": f"{asgi_server}/review/"},
@@ -137,7 +140,7 @@ def test_an_explicit_slug_taken_by_a_promotion_in_flight_is_refused_with_a_clear
     first = do_write_raw_note(title="One", body="a", slug="inbox/one")
     second = do_write_raw_note(title="Two", body="b", slug="inbox/two")
 
-    held = HeldPromotion(lambda: do_promote_note(first, reviewer=staff_user, wing="ops", slug="shared"))
+    held = HeldAction(lambda: do_promote_note(first, reviewer=staff_user, wing="ops", slug="shared"))
     held.hold()
     promote, outcome = in_thread(lambda: do_promote_note(second, reviewer=staff_user, wing="ops", slug="shared"))
     release_once_blocked(held, promote)
@@ -147,4 +150,20 @@ def test_an_explicit_slug_taken_by_a_promotion_in_flight_is_refused_with_a_clear
     second.refresh_from_db()
     assert (second.slug, second.status, second.version) == ("inbox/two", NoteStatus.RAW, 1)  # nothing written
     assert not NoteRevision.objects.filter(note=second).exists()
+    assert Note.objects.get(slug="shared").pk == first.pk
+
+
+def test_a_refile_to_a_slug_taken_by_a_refile_in_flight_is_refused_with_a_clear_error(staff_user):
+    first = do_ingest_note(title="One", body="a", wing="ops", slug="one")
+    second = do_ingest_note(title="Two", body="b", wing="ops", slug="two")
+
+    held = HeldAction(lambda: do_refile_note(first, user=staff_user, wing="ops", slug="shared"))
+    held.hold()
+    refile, outcome = in_thread(lambda: do_refile_note(second, user=staff_user, wing="ops", slug="shared"))
+    release_once_blocked(held, refile)
+
+    assert isinstance(outcome.get("error"), BrainInputError), outcome
+    assert "already used by another note" in str(outcome["error"])
+    second.refresh_from_db()
+    assert (second.slug, second.path, second.version) == ("two", "wiki/ops/two.md", 1)
     assert Note.objects.get(slug="shared").pk == first.pk
