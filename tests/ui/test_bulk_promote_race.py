@@ -167,3 +167,30 @@ def test_a_refile_to_a_slug_taken_by_a_refile_in_flight_is_refused_with_a_clear_
     second.refresh_from_db()
     assert (second.slug, second.path, second.version) == ("two", "wiki/ops/two.md", 1)
     assert Note.objects.get(slug="shared").pk == first.pk
+
+
+def test_two_reviewers_bulk_promoting_same_titled_notes_at_once_promote_every_note_once(asgi_server, staff_user):
+    notes = [do_write_raw_note(title="Same title", body=f"Body {i}.", slug=f"inbox/same-{i}") for i in range(16)]
+    halves = [notes[0::2], notes[1::2]]
+    browsers = [signed_in(asgi_server, "reviewer", "pw-reviewer-123") for _ in halves]
+    start, answers = threading.Barrier(len(halves)), [None] * len(halves)
+
+    def bulk_promote(k: int) -> None:
+        cookies, token = browsers[k]
+        start.wait(30)
+        answers[k] = httpx.post(f"{asgi_server}/review/bulk/", cookies=cookies, timeout=60, data={
+            "csrfmiddlewaretoken": token, "action": "promote", "notes": [note.pk for note in halves[k]],
+            "wing": "ops", "slug_from_title": "1",
+        })  # fmt: skip
+
+    threads = [threading.Thread(target=bulk_promote, args=(k,)) for k in range(len(halves))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+
+    assert [answer.status_code for answer in answers] == [302, 302], [answer.text[:200] for answer in answers]
+    promoted = Note.objects.filter(pk__in=[note.pk for note in notes], status=NoteStatus.WIKI)
+    assert sorted(promoted.values_list("slug", flat=True)) == sorted(["same-title", *(f"same-title-{n}" for n in range(2, 17))])
+    assert NoteRevision.objects.filter(action=NoteRevision.Action.PROMOTE).count() == 16
+    assert sorted(promoted.values_list("body", flat=True)) == sorted(note.body for note in notes)
