@@ -10,16 +10,17 @@ rebuild on the next query) and, once committed, tells the search side
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -284,38 +285,66 @@ def _first_free_number(base: str, *, exclude: Note | None = None) -> int:
     return number
 
 
+@functools.cache
+def _slug_constraints() -> frozenset[str]:
+    """Names of the unique constraints on Note.slug, as the database calls them."""
+    with connection.cursor() as cursor:
+        constraints = connection.introspection.get_constraints(cursor, Note._meta.db_table)
+    slug = Note._meta.get_field("slug").column
+    return frozenset(name for name, found in constraints.items() if found["unique"] and found["columns"] == [slug])
+
+
+def _slug_taken(exc: IntegrityError) -> bool:
+    """Whether `exc` is the slug's unique index refusing a slug that another note took meanwhile."""
+    name = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
+    return name is not None and name in _slug_constraints()
+
+
 def _inserted(note: Note) -> bool:
     """Insert `note` in a savepoint; False, with nothing written, when its slug was taken meanwhile."""
     try:
         with transaction.atomic():
             note.save()
-    except IntegrityError:
+    except IntegrityError as exc:
+        if not _slug_taken(exc):
+            raise
         return False
     return True
 
 
-def _insert_with_unique_slug(note: Note, base: str, *, explicit: bool) -> None:
-    """Save a new note under `base`, or `base-2`, `base-3`… when taken.
+def _save_under_free_slug(note: Note, base: str, save: Callable[[], Any], *, explicit: bool, taken: str) -> None:
+    """`save()` the note (new, or changing its slug) under `base`, or `base-2`, `base-3`… when taken.
 
-    Safe under concurrency: the unique index decides, not a prior SELECT. A
-    concurrent insert of the same slug waits for the other transaction and
-    then fails with IntegrityError inside its savepoint; we move on to the
-    next free number. An explicit slug is never renumbered.
+    The one slug allocator of every write that picks a slug. Safe under concurrency: the unique
+    index decides, not the SELECT that found the first free number, which cannot see a write
+    still in flight in another transaction. Such a write makes ours wait for it and then fail
+    with IntegrityError inside the savepoint (nothing of `save()` is kept); we move on to the
+    next number. An explicit slug is never renumbered: taken, it raises BrainInputError(`taken`).
     """
-    if explicit:
-        note.slug = base
-        note.path = note.canonical_path()
-        if Note.objects.filter(slug=base).exists() or not _inserted(note):
-            raise BrainInputError(f"slug {base!r} is already used by another note; choose another or omit slug.")
-        return
-    number = _first_free_number(base)
+    number = _first_free_number(base, exclude=note if note.pk is not None else None)
+    if explicit and number != 1:
+        raise BrainInputError(taken)
     for _ in range(MAX_SLUG_ATTEMPTS):
         note.slug = numbered(base, number)
         note.path = note.canonical_path()
-        if _inserted(note):
+        try:
+            with transaction.atomic():
+                save()
+        except IntegrityError as exc:
+            if not _slug_taken(exc):
+                raise
+        else:
             return
+        if explicit:
+            raise BrainInputError(taken)
         number += 1
     raise BrainInputError(f"could not find a free slug near {base!r}; pass an explicit slug.")
+
+
+def _insert_with_unique_slug(note: Note, base: str, *, explicit: bool) -> None:
+    """Save a new note under `base`, or `base-2`, `base-3`… when taken (explicit: see _save_under_free_slug)."""
+    taken = f"slug {base!r} is already used by another note; choose another or omit slug."
+    _save_under_free_slug(note, base, note.save, explicit=explicit, taken=taken)
 
 
 def _check_provenance(provenance: Any) -> dict | None:
@@ -418,12 +447,14 @@ def _locked(note: Note, *, allowed: tuple[str, ...] = (), verb: str = "", expect
     return note
 
 
-def _take_slug(note: Note, new_slug: str | None) -> None:
-    """Give `note` the explicit `new_slug`; one another note has is refused, never renumbered."""
+def _save_maybe_reslugged(note: Note, new_slug: str | None, save: Callable[[], Any], *, renumber: bool) -> None:
+    """`save()` the note, under `new_slug` when it differs from the note's own: numbered (`-2`, `-3`…) when
+    `renumber` and taken, else refused when another note has it (BrainInputError)."""
     if new_slug and new_slug != note.slug:
-        if Note.objects.filter(slug=new_slug).exists():
-            raise BrainInputError(f"slug {new_slug!r} is already used by another note; choose another.")
-        note.slug = new_slug
+        taken = f"slug {new_slug!r} is already used by another note; choose another."
+        _save_under_free_slug(note, new_slug, save, explicit=not renumber, taken=taken)
+    else:
+        save()
 
 
 def _who(user) -> str:
@@ -489,19 +520,22 @@ def do_promote_note(
         if new_title is not None:
             note.title = new_title
         if slug_from_title:
-            base = slugify_title(note.title)
-            new_slug = numbered(base, _first_free_number(base, exclude=note))
+            new_slug = slugify_title(note.title)
         _check_wiki_slug(new_slug or note.slug, hall)
-        _take_slug(note, new_slug)
         if new_body is not None:
             note.body = new_body
         note.promote(reviewer=reviewer, wing=wing, hall=hall)
         note.content_hash = note.compute_hash()
         note.redactions = [*note.redactions, *redacted.flags, *slug_flags]
-        _save_with_revision(
-            note, before=before, version_before=version_before, action=NoteRevision.Action.PROMOTE, user=reviewer,
-            group=group, summary=f"promoted to {note.path}",
-        )  # fmt: skip
+
+        def save() -> None:
+            _save_with_revision(
+                note, before=before, version_before=version_before, action=NoteRevision.Action.PROMOTE,
+                user=reviewer, group=group, summary=f"promoted to {note.path}",
+            )  # fmt: skip
+
+        # Bulk promotes race each other for the slug of one title: the unique index decides, not a SELECT.
+        _save_maybe_reslugged(note, new_slug, save, renumber=slug_from_title)
         _after_write(note)
         return note
 
@@ -621,16 +655,19 @@ def do_refile_note(
         note = _locked(note, allowed=(NoteStatus.WIKI,), verb="re-filed", expected_version=expected_version)
         _check_wiki_slug(new_slug or note.slug, hall)
         before, version_before = note.snapshot(), note.version
-        _take_slug(note, new_slug)
         note.wing, note.hall = wing, hall
         note.path = note.canonical_path()
-        if note.snapshot() == before:
+        if new_slug in (None, note.slug) and note.snapshot() == before:
             return note
         note.redactions = [*note.redactions, *slug_flags]
-        _save_with_revision(
-            note, before=before, version_before=version_before, action=NoteRevision.Action.REFILE, user=user,
-            summary=f"re-filed to {note.path}",
-        )  # fmt: skip
+
+        def save() -> None:
+            _save_with_revision(
+                note, before=before, version_before=version_before, action=NoteRevision.Action.REFILE, user=user,
+                summary=f"re-filed to {note.path}",
+            )  # fmt: skip
+
+        _save_maybe_reslugged(note, new_slug, save, renumber=False)
         _after_write(note)
         return note
 

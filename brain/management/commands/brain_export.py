@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.core.management.base import BaseCommand
-from tqdm import tqdm
 
 from brain.folder import FolderSummary, export_folder
 from brain.models import Note
+from hyperguild.lib.progress import progress_bar
 
 
 class Command(BaseCommand):
@@ -29,7 +29,7 @@ class Command(BaseCommand):
         total = Note.objects.exportable().count()
 
         def progress(items):
-            return tqdm(items, total=total, desc="exporting", unit="note", disable=not show_progress, file=self.stderr._out)
+            return progress_bar(self.stderr, items, enabled=show_progress, total=total, desc="exporting", unit="note")
 
         return export_folder(directory, progress=progress)
 

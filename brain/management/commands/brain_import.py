@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
 from brain.folder import FolderError, FolderSummary, import_folder
+from hyperguild.lib.progress import progress_bar
 
 
 class Command(BaseCommand):
@@ -31,7 +31,7 @@ class Command(BaseCommand):
 
     def import_directory(self, directory: Path, *, archive_missing: bool = False, show_progress: bool = True) -> FolderSummary:
         def progress(items):
-            return tqdm(items, desc="importing", unit="file", disable=not show_progress, file=self.stderr._out)
+            return progress_bar(self.stderr, items, enabled=show_progress, desc="importing", unit="file")
 
         try:
             return import_folder(directory, progress=progress, archive_missing=archive_missing)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
-from tqdm import tqdm
 
+from hyperguild.lib.progress import progress_bar
 from sessions.go_migration import GoMigrationError, GoMigrationReport, migrate_from_go
 
 
@@ -32,7 +32,7 @@ class Command(BaseCommand):
     def migrate(self, directory: Path, *, env_file: Path | None = None, models_file: Path | None = None,
                 show_progress: bool = True) -> GoMigrationReport:
         def progress(items):
-            return tqdm(items, desc="importing", unit="file", disable=not show_progress, file=self.stderr._out)
+            return progress_bar(self.stderr, items, enabled=show_progress, desc="importing", unit="file")
 
         for path, what in ((env_file, "--env"), (models_file, "--models")):
             if path is not None and not path.is_file():
