@@ -88,7 +88,7 @@ class EndpointTokenAPIView(APIView):
     def handle_exception(self, exc):
         response = super().handle_exception(exc)
         if isinstance(exc, InsufficientScope):
-            response["WWW-Authenticate"] = challenge_for(self.request._request, get_endpoint(self.token_endpoint))
+            response["WWW-Authenticate"] = challenge_for(self.request, get_endpoint(self.token_endpoint))
         return response
 
     def permission_denied(self, request, message=None, code=None):

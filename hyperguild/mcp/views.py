@@ -70,9 +70,9 @@ class BearerTokenAuthentication(BaseAuthentication):
 
     def authenticate(self, request):
         try:
-            identity = authenticate_bearer(request._request, self.scope, endpoint=self.endpoint)
+            identity = authenticate_bearer(request, self.scope, endpoint=self.endpoint)
         except BearerRefused as refused:
-            request._request.bearer_refused = refused  # for the challenge header of the answer
+            request.bearer_refused = refused  # for the challenge header of the answer
             if refused.status == 403:
                 raise InsufficientScope(refused.message) from None
             if not refused.error:
@@ -81,7 +81,7 @@ class BearerTokenAuthentication(BaseAuthentication):
         return identity, None
 
     def authenticate_header(self, request) -> str:
-        return challenge_for(request._request, self.endpoint)
+        return challenge_for(request, self.endpoint)
 
 
 def challenge_for(request, endpoint: Endpoint) -> str:
@@ -207,7 +207,7 @@ class McpView(APIView):
     def handle_exception(self, exc):
         response = super().handle_exception(exc)
         if isinstance(exc, InsufficientScope):
-            response["WWW-Authenticate"] = challenge_for(self.request._request, self.mcp_endpoint)
+            response["WWW-Authenticate"] = challenge_for(self.request, self.mcp_endpoint)
         self._log(CallRecord(status=f"http {response.status_code}"), response.status_code)
         return response
 
