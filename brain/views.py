@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from urllib.parse import urlencode
 
@@ -179,25 +180,26 @@ def _sort_key(form: QueueFilterForm) -> tuple[str, ...]:
     return SORTS.get(sort or "newest", SORTS["newest"])[1]
 
 
+# The queue filter's fields that narrow the notes when given, and how each does.
+QUEUE_FILTERS: dict[str, Callable[[str], Q]] = {
+    "q": lambda words: Q(title__icontains=words) | Q(body__icontains=words) | Q(slug__icontains=words),
+    "source": lambda source: Q(source=source),
+    "session": lambda session: Q(session_id=session),
+    "author": lambda username: Q(created_by__username=username),
+    "kind": lambda kind: Q(frontmatter__kind=kind) | Q(provenance__kind=kind),
+    "project": lambda project: Q(frontmatter__project=project) | Q(provenance__project=project),
+}
+
+
 def _filtered_queue(form: QueueFilterForm):
     """The raw queue under the reviewer's filter, in the order they chose."""
     notes = Note.objects.raw_queue()
     if not form.is_valid():
         return notes
     data = form.cleaned_data
-    if data["q"]:
-        words = data["q"]
-        notes = notes.filter(Q(title__icontains=words) | Q(body__icontains=words) | Q(slug__icontains=words))
-    if data["source"]:
-        notes = notes.filter(source=data["source"])
-    if data["session"]:
-        notes = notes.filter(session_id=data["session"])
-    if data["author"]:
-        notes = notes.filter(created_by__username=data["author"])
-    if data["kind"]:
-        notes = notes.filter(Q(frontmatter__kind=data["kind"]) | Q(provenance__kind=data["kind"]))
-    if data["project"]:
-        notes = notes.filter(Q(frontmatter__project=data["project"]) | Q(provenance__project=data["project"]))
+    for name, condition in QUEUE_FILTERS.items():
+        if data[name]:
+            notes = notes.filter(condition(data[name]))
     if data["age"] in AGES:
         notes = notes.filter(created_at__gte=timezone.now() - AGES[data["age"]])
     elif data["age"] == "old":
