@@ -392,6 +392,21 @@ def _raw_note_or_leave(request: HttpRequest, pk: int) -> tuple[Note, HttpRespons
     return note, None
 
 
+def _note_and_form(
+    request: HttpRequest, pk: int, form_class: type[forms.Form], name: str, *, raw_only: bool = False
+) -> tuple[Note, forms.Form, HttpResponse | None]:
+    """The note, the action's form bound to the POST, and the answer to give instead of acting, if any.
+
+    That answer is the way back to the note when `raw_only` and it is no longer raw, or the note page
+    with the form's errors (400) when the form is not valid; `name` is the form's name on that page.
+    """
+    note, leave = _raw_note_or_leave(request, pk) if raw_only else (get_object_or_404(Note, pk=pk), None)
+    form = form_class(request.POST)
+    if leave is None and not form.is_valid():
+        leave = _note_page(request, note, **{name: form}, status=400)
+    return note, form, leave
+
+
 def undo_tag(group: uuid.UUID, *, redo: bool = False) -> str:
     """A message's extra tag that gives its banner an Undo (or, for an undo, a Redo) button (templates/base.html)."""
     return f"{'redo' if redo else 'undo'}-url:{reverse('brain-undo', args=[group])}"
@@ -489,12 +504,9 @@ def similar_panel(request: HttpRequest, pk: int) -> HttpResponse:
 
 @role_action(REVIEW)
 def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note, leave = _raw_note_or_leave(request, pk)
+    note, form, leave = _note_and_form(request, pk, PromoteForm, "promote_form", raw_only=True)
     if leave:
         return leave
-    form = PromoteForm(request.POST)
-    if not form.is_valid():
-        return _note_page(request, note, promote_form=form, status=400)
     data = form.cleaned_data
     if not data["confirm_duplicate"]:
         # A decision: the stored ranking only while no wiki note changed since it was made.
@@ -528,12 +540,9 @@ def _refused(request: HttpRequest, note: Note, exc: BrainInputError, *, body: st
 
 @role_action(REVIEW)
 def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note, leave = _raw_note_or_leave(request, pk)
+    note, form, leave = _note_and_form(request, pk, RejectForm, "reject_form", raw_only=True)
     if leave:
         return leave
-    form = RejectForm(request.POST)
-    if not form.is_valid():
-        return _note_page(request, note, reject_form=form, status=400)
     try:
         rejected = actions.do_reject_note(note, reviewer=request.user, reason=form.cleaned_data["reason"])
     except BrainInputError as exc:
@@ -544,10 +553,9 @@ def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
 
 @role_action(REVIEW)
 def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note = get_object_or_404(Note, pk=pk)
-    form = EditForm(request.POST)
-    if not form.is_valid():
-        return _note_page(request, note, edit_form=form, status=400)
+    note, form, leave = _note_and_form(request, pk, EditForm, "edit_form")
+    if leave:
+        return leave
     data = form.cleaned_data
     body = data["body"]
     try:
@@ -565,10 +573,9 @@ def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
 
 @role_action(REVIEW)
 def refile_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note = get_object_or_404(Note, pk=pk)
-    form = RefileForm(request.POST)
-    if not form.is_valid():
-        return _note_page(request, note, refile_form=form, status=400)
+    note, form, leave = _note_and_form(request, pk, RefileForm, "refile_form")
+    if leave:
+        return leave
     data = form.cleaned_data
     try:
         refiled = actions.do_refile_note(
