@@ -12,6 +12,7 @@ import json
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
+from functools import wraps
 from urllib.parse import urlencode
 
 from django import forms
@@ -392,19 +393,27 @@ def _raw_note_or_leave(request: HttpRequest, pk: int) -> tuple[Note, HttpRespons
     return note, None
 
 
-def _note_and_form(
-    request: HttpRequest, pk: int, form_class: type[forms.Form], name: str, *, raw_only: bool = False
-) -> tuple[Note, forms.Form, HttpResponse | None]:
-    """The note, the action's form bound to the POST, and the answer to give instead of acting, if any.
+def _note_form_action(form_class: type[forms.Form], name: str, *, raw_only: bool = False) -> Callable:
+    """Decorate a view that acts on note `pk` with a posted form: it is called as `view(request, note, form)`.
 
-    That answer is the way back to the note when `raw_only` and it is no longer raw, or the note page
-    with the form's errors (400) when the form is not valid; `name` is the form's name on that page.
+    When the form is not valid the note page shows its errors (400) instead, with the form as `name`; a
+    `raw_only` action on a note no longer raw goes back to the note and changes nothing.
     """
-    note, leave = _raw_note_or_leave(request, pk) if raw_only else (get_object_or_404(Note, pk=pk), None)
-    form = form_class(request.POST)
-    if leave is None and not form.is_valid():
-        leave = _note_page(request, note, **{name: form}, status=400)
-    return note, form, leave
+
+    def decorate(view: Callable[[HttpRequest, Note, forms.Form], HttpResponse]) -> Callable:
+        @wraps(view)
+        def wrapped(request: HttpRequest, pk: int) -> HttpResponse:
+            note, leave = _raw_note_or_leave(request, pk) if raw_only else (get_object_or_404(Note, pk=pk), None)
+            if leave:
+                return leave
+            form = form_class(request.POST)
+            if not form.is_valid():
+                return _note_page(request, note, **{name: form}, status=400)
+            return view(request, note, form)
+
+        return wrapped
+
+    return decorate
 
 
 def undo_tag(group: uuid.UUID, *, redo: bool = False) -> str:
@@ -503,10 +512,8 @@ def similar_panel(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_action(REVIEW)
-def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note, form, leave = _note_and_form(request, pk, PromoteForm, "promote_form", raw_only=True)
-    if leave:
-        return leave
+@_note_form_action(PromoteForm, "promote_form", raw_only=True)
+def promote_note(request: HttpRequest, note: Note, form: PromoteForm) -> HttpResponse:
     data = form.cleaned_data
     if not data["confirm_duplicate"]:
         # A decision: the stored ranking only while no wiki note changed since it was made.
@@ -539,10 +546,8 @@ def _refused(request: HttpRequest, note: Note, exc: BrainInputError, *, body: st
 
 
 @role_action(REVIEW)
-def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note, form, leave = _note_and_form(request, pk, RejectForm, "reject_form", raw_only=True)
-    if leave:
-        return leave
+@_note_form_action(RejectForm, "reject_form", raw_only=True)
+def reject_note(request: HttpRequest, note: Note, form: RejectForm) -> HttpResponse:
     try:
         rejected = actions.do_reject_note(note, reviewer=request.user, reason=form.cleaned_data["reason"])
     except BrainInputError as exc:
@@ -552,10 +557,8 @@ def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_action(REVIEW)
-def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note, form, leave = _note_and_form(request, pk, EditForm, "edit_form")
-    if leave:
-        return leave
+@_note_form_action(EditForm, "edit_form")
+def edit_note(request: HttpRequest, note: Note, form: EditForm) -> HttpResponse:
     data = form.cleaned_data
     body = data["body"]
     try:
@@ -572,10 +575,8 @@ def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_action(REVIEW)
-def refile_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note, form, leave = _note_and_form(request, pk, RefileForm, "refile_form")
-    if leave:
-        return leave
+@_note_form_action(RefileForm, "refile_form")
+def refile_note(request: HttpRequest, note: Note, form: RefileForm) -> HttpResponse:
     data = form.cleaned_data
     try:
         refiled = actions.do_refile_note(
