@@ -7,7 +7,7 @@ app (`sessions/tools.py`), which runs its own logic with the routed model.
 
 from __future__ import annotations
 
-from hyperguild.mcp.registry import Endpoint, Handler, ToolContext, register_endpoint
+from hyperguild.mcp.registry import Endpoint, ToolContext, register_endpoint
 from supervisor import routing_service, skills
 from supervisor.errors import SupervisorError
 
@@ -23,32 +23,31 @@ routing = register_endpoint(
 routing.translate_errors(SupervisorError)  # RootRefused, RoutingFailed, GatewayMissing reach the caller as tool errors
 
 
-def _routed_tool(skill: str, description: str, *, read_only: bool = False) -> Handler:
-    """Declare `skill` on this endpoint: `routing_service.<skill>` answers it with the model the router picks
-    (a model call, so open world, and it may take minutes: long running)."""
-    service = getattr(routing_service, skill)
-
-    def handler(arguments: dict, ctx: ToolContext) -> dict:
-        return service(arguments, ctx.report_progress, ctx.is_cancelled, ctx.actor)
-
-    handler.__name__ = skill
-    routing.tool(
-        **skills.tool_declaration(skill, routed=True), description=description, read_only=read_only,
-        open_world=True, long_running=True,
-    )(handler)  # fmt: skip
-    return handler
-
-
-review = _routed_tool(
-    "review",
-    skills.SKILLS["review"].description
-    + " Answered by the fast or the thinking model, chosen by the skill's observed pass rate; an answer whose "
-    "findings are mostly ungrounded fails and is retried on the thinking model.",
+@routing.tool(
+    **skills.tool_declaration("review", routed=True),
+    description=(
+        skills.SKILLS["review"].description
+        + " Answered by the fast or the thinking model, chosen by the skill's observed pass rate; an answer whose "
+        "findings are mostly ungrounded fails and is retried on the thinking model."
+    ),
     read_only=True,
+    open_world=True,
+    long_running=True,
 )
-debug = _routed_tool(
-    "debug",
-    "The routed model diagnoses `symptom`: the server runs `failing_cmd` in the project root, shows the model "
-    "its output and the files it mentions, and returns hypotheses, the root cause and the fix. The routing "
-    "endpoint does not edit files: apply the fix, then re-run failing_cmd (failing_cmd_passes stays null).",
+def review(arguments: dict, ctx: ToolContext) -> dict:
+    return routing_service.review(arguments, ctx.report_progress, ctx.is_cancelled, ctx.actor)
+
+
+@routing.tool(
+    **skills.tool_declaration("debug", routed=True),
+    description=(
+        "The routed model diagnoses `symptom`: the server runs `failing_cmd` in the project root, shows the model "
+        "its output and the files it mentions, and returns hypotheses, the root cause and the fix. The routing "
+        "endpoint does not edit files: apply the fix, then re-run failing_cmd (failing_cmd_passes stays null)."
+    ),
+    read_only=False,
+    open_world=True,
+    long_running=True,
 )
+def debug(arguments: dict, ctx: ToolContext) -> dict:
+    return routing_service.debug(arguments, ctx.report_progress, ctx.is_cancelled, ctx.actor)
