@@ -27,7 +27,7 @@ from brain.presenters import (
 )
 from brain.search import search
 from hyperguild.lib.schema import closed_object
-from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
+from hyperguild.mcp.registry import Endpoint, Handler, ToolContext, ToolError, register_endpoint
 
 brain = register_endpoint(
     Endpoint(
@@ -47,7 +47,7 @@ brain.translate_errors(BrainError)  # BrainInputError, SearchInputError, SlugErr
 STATUSES = [*NoteStatus.values, "any"]
 
 
-def _write_tool(action, write: inputs.NoteInput, *, name: str, title: str, description: str):
+def _write_tool(action, write: inputs.NoteInput, *, name: str, title: str, description: str) -> Handler:
     """Declare a tool that writes one new note with `action`: its input schema is `write`'s (from brain.inputs,
     where REST and the forms take theirs too), it answers the note's reference and needs the brain:write scope."""
 
