@@ -859,24 +859,16 @@ def do_rechunk_note(note_id: int, *, using: str = "default") -> int:
         existing = {c.ordinal: c for c in NoteChunk.objects.using(using).filter(note_id=note_id)}
         deleted = 0
         for chunk in wanted:
+            fields = {
+                "heading_path": chunk.heading_path, "text": chunk.text,
+                "content_hash": chunk.content_hash, "source_hash": note.text_md5,
+            }  # fmt: skip
             row = existing.pop(chunk.ordinal, None)
             if row is None:
-                NoteChunk.objects.using(using).create(
-                    note_id=note_id,
-                    ordinal=chunk.ordinal,
-                    heading_path=chunk.heading_path,
-                    text=chunk.text,
-                    content_hash=chunk.content_hash,
-                    source_hash=note.text_md5,
-                )
-            elif (row.content_hash, row.heading_path, row.text, row.source_hash) != (
-                chunk.content_hash,
-                chunk.heading_path,
-                chunk.text,
-                note.text_md5,
-            ):
-                row.heading_path, row.text = chunk.heading_path, chunk.text
-                row.content_hash, row.source_hash = chunk.content_hash, note.text_md5
+                NoteChunk.objects.using(using).create(note_id=note_id, ordinal=chunk.ordinal, **fields)
+            elif any(getattr(row, name) != value for name, value in fields.items()):
+                for name, value in fields.items():
+                    setattr(row, name, value)
                 row.save(using=using)
         if existing:  # the note got shorter: drop the extra chunks and their embeddings
             gone = NoteChunk.objects.using(using).filter(id__in=[c.id for c in existing.values()])

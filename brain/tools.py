@@ -27,7 +27,7 @@ from brain.presenters import (
 )
 from brain.search import search
 from hyperguild.lib.schema import closed_object
-from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
+from hyperguild.mcp.registry import Endpoint, Handler, ToolContext, ToolError, register_endpoint
 
 brain = register_endpoint(
     Endpoint(
@@ -45,13 +45,22 @@ brain = register_endpoint(
 brain.translate_errors(BrainError)  # BrainInputError, SearchInputError, SlugError… reach the caller as tool errors
 
 STATUSES = [*NoteStatus.values, "any"]
-# The write tools' schemas come from brain.inputs, where REST and the forms take theirs too.
-RAW_NOTE_INPUT = inputs.RAW_NOTE.json_schema()  # brain_write and brain_ingest_raw: a note for raw
 
 
-def _write(action, write: inputs.NoteInput, arguments: dict, ctx: ToolContext) -> dict:
-    """A new note from checked arguments (the registry validated them against `write`'s schema)."""
-    return note_ref(action(**write.arguments(arguments), source="mcp", user=ctx.actor))
+def _write_tool(action, write: inputs.NoteInput, *, name: str, title: str, description: str) -> Handler:
+    """Declare a tool that writes one new note with `action`: its input schema is `write`'s (from brain.inputs,
+    where REST and the forms take theirs too), it answers the note's reference and needs the brain:write scope."""
+
+    def handler(arguments: dict, ctx: ToolContext) -> dict:
+        # The registry validated the arguments against `write`'s schema.
+        return note_ref(action(**write.arguments(arguments), source="mcp", user=ctx.actor))
+
+    handler.__name__ = name
+    brain.tool(
+        name=name, title=title, description=description, input_schema=write.json_schema(),
+        output_schema=NOTE_REF_SCHEMA, scope="brain:write",
+    )(handler)  # fmt: skip
+    return handler
 
 
 @brain.tool(
@@ -123,7 +132,9 @@ def brain_get(arguments: dict, ctx: ToolContext) -> dict:
     return note_detail(note)
 
 
-@brain.tool(
+brain_write = _write_tool(
+    do_write_raw_note,
+    inputs.RAW_NOTE,
     name="brain_write",
     title="Write a note into raw",
     description=(
@@ -132,39 +143,24 @@ def brain_get(arguments: dict, ctx: ToolContext) -> dict:
         "keys) are replaced by [REDACTED:<kind>] before anything is stored; `redactions` lists what was removed. "
         "Not idempotent."
     ),
-    input_schema=RAW_NOTE_INPUT,
-    output_schema=NOTE_REF_SCHEMA,
-    scope="brain:write",
 )
-def brain_write(arguments: dict, ctx: ToolContext) -> dict:
-    return _write(do_write_raw_note, inputs.RAW_NOTE, arguments, ctx)
-
-
-@brain.tool(
+brain_ingest = _write_tool(
+    do_ingest_note,
+    inputs.WIKI_NOTE,
     name="brain_ingest",
     title="Ingest a document into the wiki",
     description=(
         "Put a document straight into the wiki under wing/hall (e.g. wing 'sources', hall 'papers'). "
         "For trusted sources only; anything that needs review goes through brain_ingest_raw. Not idempotent."
     ),
-    input_schema=inputs.WIKI_NOTE.json_schema(),
-    output_schema=NOTE_REF_SCHEMA,
-    scope="brain:write",
 )
-def brain_ingest(arguments: dict, ctx: ToolContext) -> dict:
-    return _write(do_ingest_note, inputs.WIKI_NOTE, arguments, ctx)
-
-
-@brain.tool(
+brain_ingest_raw = _write_tool(
+    do_ingest_raw_note,
+    inputs.RAW_NOTE,
     name="brain_ingest_raw",
     title="Ingest a document into raw",
     description="Put a document into raw for a person to review and promote into the wiki. Not idempotent.",
-    input_schema=RAW_NOTE_INPUT,
-    output_schema=NOTE_REF_SCHEMA,
-    scope="brain:write",
 )
-def brain_ingest_raw(arguments: dict, ctx: ToolContext) -> dict:
-    return _write(do_ingest_raw_note, inputs.RAW_NOTE, arguments, ctx)
 
 
 class WikiNoteResources:

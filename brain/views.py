@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
+from functools import wraps
 from urllib.parse import urlencode
 
 from django import forms
@@ -179,25 +181,26 @@ def _sort_key(form: QueueFilterForm) -> tuple[str, ...]:
     return SORTS.get(sort or "newest", SORTS["newest"])[1]
 
 
+# The queue filter's fields that narrow the notes when given, and how each does.
+QUEUE_FILTERS: dict[str, Callable[[str], Q]] = {
+    "q": lambda words: Q(title__icontains=words) | Q(body__icontains=words) | Q(slug__icontains=words),
+    "source": lambda source: Q(source=source),
+    "session": lambda session: Q(session_id=session),
+    "author": lambda username: Q(created_by__username=username),
+    "kind": lambda kind: Q(frontmatter__kind=kind) | Q(provenance__kind=kind),
+    "project": lambda project: Q(frontmatter__project=project) | Q(provenance__project=project),
+}
+
+
 def _filtered_queue(form: QueueFilterForm):
     """The raw queue under the reviewer's filter, in the order they chose."""
     notes = Note.objects.raw_queue()
     if not form.is_valid():
         return notes
     data = form.cleaned_data
-    if data["q"]:
-        words = data["q"]
-        notes = notes.filter(Q(title__icontains=words) | Q(body__icontains=words) | Q(slug__icontains=words))
-    if data["source"]:
-        notes = notes.filter(source=data["source"])
-    if data["session"]:
-        notes = notes.filter(session_id=data["session"])
-    if data["author"]:
-        notes = notes.filter(created_by__username=data["author"])
-    if data["kind"]:
-        notes = notes.filter(Q(frontmatter__kind=data["kind"]) | Q(provenance__kind=data["kind"]))
-    if data["project"]:
-        notes = notes.filter(Q(frontmatter__project=data["project"]) | Q(provenance__project=data["project"]))
+    for name, condition in QUEUE_FILTERS.items():
+        if data[name]:
+            notes = notes.filter(condition(data[name]))
     if data["age"] in AGES:
         notes = notes.filter(created_at__gte=timezone.now() - AGES[data["age"]])
     elif data["age"] == "old":
@@ -390,6 +393,29 @@ def _raw_note_or_leave(request: HttpRequest, pk: int) -> tuple[Note, HttpRespons
     return note, None
 
 
+def _note_form_action(form_class: type[forms.Form], name: str, *, raw_only: bool = False) -> Callable:
+    """Decorate a view that acts on note `pk` with a posted form: it is called as `view(request, note, form)`.
+
+    When the form is not valid the note page shows its errors (400) instead, with the form as `name`; a
+    `raw_only` action on a note no longer raw goes back to the note and changes nothing.
+    """
+
+    def decorate(view: Callable[[HttpRequest, Note, forms.Form], HttpResponse]) -> Callable:
+        @wraps(view)
+        def wrapped(request: HttpRequest, pk: int) -> HttpResponse:
+            note, leave = _raw_note_or_leave(request, pk) if raw_only else (get_object_or_404(Note, pk=pk), None)
+            if leave:
+                return leave
+            form = form_class(request.POST)
+            if not form.is_valid():
+                return _note_page(request, note, **{name: form}, status=400)
+            return view(request, note, form)
+
+        return wrapped
+
+    return decorate
+
+
 def undo_tag(group: uuid.UUID, *, redo: bool = False) -> str:
     """A message's extra tag that gives its banner an Undo (or, for an undo, a Redo) button (templates/base.html)."""
     return f"{'redo' if redo else 'undo'}-url:{reverse('brain-undo', args=[group])}"
@@ -486,13 +512,8 @@ def similar_panel(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_action(REVIEW)
-def promote_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note, leave = _raw_note_or_leave(request, pk)
-    if leave:
-        return leave
-    form = PromoteForm(request.POST)
-    if not form.is_valid():
-        return _note_page(request, note, promote_form=form, status=400)
+@_note_form_action(PromoteForm, "promote_form", raw_only=True)
+def promote_note(request: HttpRequest, note: Note, form: PromoteForm) -> HttpResponse:
     data = form.cleaned_data
     if not data["confirm_duplicate"]:
         # A decision: the stored ranking only while no wiki note changed since it was made.
@@ -525,13 +546,8 @@ def _refused(request: HttpRequest, note: Note, exc: BrainInputError, *, body: st
 
 
 @role_action(REVIEW)
-def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note, leave = _raw_note_or_leave(request, pk)
-    if leave:
-        return leave
-    form = RejectForm(request.POST)
-    if not form.is_valid():
-        return _note_page(request, note, reject_form=form, status=400)
+@_note_form_action(RejectForm, "reject_form", raw_only=True)
+def reject_note(request: HttpRequest, note: Note, form: RejectForm) -> HttpResponse:
     try:
         rejected = actions.do_reject_note(note, reviewer=request.user, reason=form.cleaned_data["reason"])
     except BrainInputError as exc:
@@ -541,11 +557,8 @@ def reject_note(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_action(REVIEW)
-def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note = get_object_or_404(Note, pk=pk)
-    form = EditForm(request.POST)
-    if not form.is_valid():
-        return _note_page(request, note, edit_form=form, status=400)
+@_note_form_action(EditForm, "edit_form")
+def edit_note(request: HttpRequest, note: Note, form: EditForm) -> HttpResponse:
     data = form.cleaned_data
     body = data["body"]
     try:
@@ -562,11 +575,8 @@ def edit_note(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_action(REVIEW)
-def refile_note(request: HttpRequest, pk: int) -> HttpResponse:
-    note = get_object_or_404(Note, pk=pk)
-    form = RefileForm(request.POST)
-    if not form.is_valid():
-        return _note_page(request, note, refile_form=form, status=400)
+@_note_form_action(RefileForm, "refile_form")
+def refile_note(request: HttpRequest, note: Note, form: RefileForm) -> HttpResponse:
     data = form.cleaned_data
     try:
         refiled = actions.do_refile_note(

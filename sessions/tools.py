@@ -17,7 +17,7 @@ from sessions.retrospective import run_retrospective
 from sessions.routed_skills import routed_retrospective_result
 from sessions.trainer import run_trainer
 from supervisor import skills as _skills
-from supervisor.routing_tools import routing
+from supervisor.routing_tools import routed_model_tool, routing
 from supervisor.tools import supervisor
 
 # EntryRefused, SessionNotFound… reach the caller as tool errors on every endpoint with sessions tools.
@@ -111,7 +111,7 @@ def trainer(arguments: dict, ctx: ToolContext) -> dict:
 # --- the routed twins on /mcp/routing (the model is the router's choice) ---------------------
 
 
-@routing.tool(
+@routed_model_tool(
     **_skills.tool_declaration("retrospective", routed=True),
     description=(
         "Look back on a session's log and skill runs and propose learnings, written to the brain as raw notes "
@@ -119,8 +119,6 @@ def trainer(arguments: dict, ctx: ToolContext) -> dict:
         "the model answered valid JSON whose evidence names real entries; otherwise the thinking model retries."
     ),
     idempotent=True,
-    open_world=True,
-    long_running=True,
 )
 def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
     ctx.report_progress(0, 1, "asking the routed model")

@@ -99,12 +99,7 @@ def _filtered_examples(form: TrainingFilterForm):
     examples = TrainingExample.objects.all()
     if form.is_valid():
         data = form.cleaned_data
-        if data["kind"]:
-            examples = examples.filter(kind=data["kind"])
-        if data["status"]:
-            examples = examples.filter(status=data["status"])
-        if data["skill"]:
-            examples = examples.filter(skill=data["skill"])
+        examples = examples.filter(**{name: data[name] for name in ("kind", "status", "skill") if data[name]})
         if data["flagged"]:
             examples = examples.filter(flagged=data["flagged"] == "1")
     return examples.select_related("reviewer").order_by("-created_at", "-id")

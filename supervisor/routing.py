@@ -39,6 +39,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Protocol
 
 from django.conf import settings
@@ -234,10 +235,8 @@ def route(
     first = attempt(decision.model)
     stopped = bool(cancelled and cancelled())
     retry = not first.passed and decision.model != thinking and not stopped
-    first_entry = do_log_routing_entry(
-        skill=skill, decision=decision, attempt=first, is_final=not retry, session_id=session_id,
-        requested_by=requested_by,
-    )
+    log_entry = partial(do_log_routing_entry, skill=skill, session_id=session_id, requested_by=requested_by)
+    first_entry = log_entry(decision=decision, attempt=first, is_final=not retry)
 
     def remember(entries: list[RoutingEntry], attempts: list[Attempt]) -> None:
         # An override says nothing about what works where, so it teaches the pathway nothing.
@@ -258,15 +257,7 @@ def route(
         )
     fallback = Decision(thinking, RoutingEntry.Reason.FAIL_OPEN, decision.pass_rate, decision.samples, None)
     second = attempt(thinking)
-    second_entry = do_log_routing_entry(
-        skill=skill,
-        decision=fallback,
-        attempt=second,
-        is_final=True,
-        attempt_of=first_entry,
-        session_id=session_id,
-        requested_by=requested_by,
-    )
+    second_entry = log_entry(decision=fallback, attempt=second, is_final=True, attempt_of=first_entry)
     remember([first_entry, second_entry], [first, second])
     if second.passed:
         return Routed(second.data, second_entry, [first_entry, second_entry])

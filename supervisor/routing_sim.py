@@ -44,6 +44,17 @@ class SkillProfile:
     thinking: float
 
 
+def _pass_probabilities(part: str, fast_text: str, thinking_text: str) -> tuple[float, float]:
+    """The fast and thinking models' pass probabilities written in `part` of a spec."""
+    try:
+        fast, thinking = float(fast_text), float(thinking_text)
+    except ValueError:
+        raise SimSpecError(f"{part!r}: the pass probabilities must be numbers") from None
+    if not (0 <= fast <= 1 and 0 <= thinking <= 1):
+        raise SimSpecError(f"{part!r}: pass probabilities lie between 0 and 1")
+    return fast, thinking
+
+
 def parse_skills(text: str) -> list[SkillProfile]:
     """`review:0.95/0.99,debug:0.6/0.9` → profiles (fast/thinking pass probabilities)."""
     profiles = []
@@ -54,12 +65,7 @@ def parse_skills(text: str) -> list[SkillProfile]:
         fast_text, slash, thinking_text = probabilities.partition("/")
         if not sep or not slash or not name.strip():
             raise SimSpecError(f"{part!r}: write skill:fast/thinking, e.g. review:0.95/0.99")
-        try:
-            fast, thinking = float(fast_text), float(thinking_text)
-        except ValueError:
-            raise SimSpecError(f"{part!r}: the pass probabilities must be numbers") from None
-        if not (0 <= fast <= 1 and 0 <= thinking <= 1):
-            raise SimSpecError(f"{part!r}: pass probabilities lie between 0 and 1")
+        fast, thinking = _pass_probabilities(part, fast_text, thinking_text)
         profiles.append(SkillProfile(name.strip(), fast, thinking))
     if not profiles:
         raise SimSpecError("no skills given: e.g. --skills review:0.95/0.99,debug:0.6/0.9")
@@ -89,19 +95,23 @@ class SkillTally:
         self.baseline_expected += thinking_chance
 
 
-def simulated_model(
-    outcomes: random.Random, pass_chance: Callable[[str], float], models: list[str], results: list[bool]
-) -> Callable[[str], Attempt]:
-    """An `attempt` for `route`: a model passes with `pass_chance(model)`; the models asked and results are appended."""
+@dataclass
+class SimulatedModels:
+    """An `attempt` for `route` (one per call): SIM_FAST passes with probability `fast`, SIM_THINKING with
+    `thinking`; `asked` and `results` record the models asked, in order, and whether each passed."""
 
-    def attempt(model: str) -> Attempt:
-        models.append(model)
-        results.append(outcomes.random() < pass_chance(model))
-        if results[-1]:
+    outcomes: random.Random
+    fast: float
+    thinking: float
+    asked: list[str] = field(default_factory=list)
+    results: list[bool] = field(default_factory=list)
+
+    def __call__(self, model: str) -> Attempt:
+        self.asked.append(model)
+        self.results.append(self.outcomes.random() < (self.fast if model == SIM_FAST else self.thinking))
+        if self.results[-1]:
             return Attempt(RoutingEntry.Status.PASS, data={"ok": True})
         return Attempt(RoutingEntry.Status.FAIL, error="simulated failed check")
-
-    return attempt
 
 
 @dataclass
@@ -220,21 +230,14 @@ def simulate(
             profile = choices.choice(profiles)
             tally = tallies[profile.name]
             after_drop = drop_at is not None and index >= drop_at and profile.name in dropped
-            fast_p = drop_to if after_drop else profile.fast
-            attempts: list[str] = []
-            results: list[bool] = []
-
-            def chance(model: str, fast_p: float = fast_p, profile: SkillProfile = profile) -> float:
-                return fast_p if model == SIM_FAST else profile.thinking
-
-            attempt = simulated_model(outcomes, chance, attempts, results)
+            attempt = SimulatedModels(outcomes, drop_to if after_drop else profile.fast, profile.thinking)
             try:
                 route(SIM_PREFIX + profile.name, attempt, session_id="routing_sim", rng=router_rng)
                 passed = True
             except RoutingFailed:
                 passed = False
-            tally.count(passed, attempts, results, profile.thinking)
-            first_models[profile.name].append((index, attempts[0] == SIM_FAST))
+            tally.count(passed, attempt.asked, attempt.results, profile.thinking)
+            first_models[profile.name].append((index, attempt.asked[0] == SIM_FAST))
             if on_progress:
                 on_progress(index + 1)
         report.entries_written = RoutingEntry.objects.count() - before
@@ -299,12 +302,7 @@ def parse_areas(text: str) -> list[AreaProfile]:
         if len(pieces) != 3 or "/" not in pieces[2] or not pieces[0].strip() or not pieces[1].strip():
             raise SimSpecError(f"{part!r}: write skill:area:fast/thinking, e.g. review:src/api:0.97/0.99")
         fast_text, _, thinking_text = pieces[2].partition("/")
-        try:
-            fast, thinking = float(fast_text), float(thinking_text)
-        except ValueError:
-            raise SimSpecError(f"{part!r}: the pass probabilities must be numbers") from None
-        if not (0 <= fast <= 1 and 0 <= thinking <= 1):
-            raise SimSpecError(f"{part!r}: pass probabilities lie between 0 and 1")
+        fast, thinking = _pass_probabilities(part, fast_text, thinking_text)
         profiles.append(AreaProfile(pieces[0].strip(), pieces[1].strip(), fast, thinking))
     if not profiles:
         raise SimSpecError("no areas given: e.g. --areas review:src/api:0.97/0.99,review:legacy/core:0.3/0.95")
@@ -385,13 +383,7 @@ def _run_areas(profiles: list[AreaProfile], calls: int, seed: int, memory: bool,
     for index in range(calls):
         profile = choices.choice(profiles)
         tally = run.tallies[profile.label]
-        attempts: list[str] = []
-        results: list[bool] = []
-
-        def chance(model: str, profile: AreaProfile = profile) -> float:
-            return profile.fast if model == SIM_FAST else profile.thinking
-
-        attempt = simulated_model(outcomes, chance, attempts, results)
+        attempt = SimulatedModels(outcomes, profile.fast, profile.thinking)
         key = PathwayKey(SIM_PREFIX + profile.skill, profile.area, SIM_SIGNAL) if memory else None
         try:
             routed = route(SIM_PREFIX + profile.skill, attempt, session_id="routing_sim", rng=router_rng, pathway=key)
@@ -399,7 +391,7 @@ def _run_areas(profiles: list[AreaProfile], calls: int, seed: int, memory: bool,
         except RoutingFailed as exc:
             passed, first_reason = False, exc.entries[0].reason
         run.pathway_decisions += first_reason == RoutingEntry.Reason.PATHWAY
-        tally.count(passed, attempts, results, profile.thinking)
+        tally.count(passed, attempt.asked, attempt.results, profile.thinking)
         if on_progress:
             on_progress(index + 1)
     if memory:

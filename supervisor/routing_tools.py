@@ -7,6 +7,8 @@ app (`sessions/tools.py`), which runs its own logic with the routed model.
 
 from __future__ import annotations
 
+from functools import partial
+
 from hyperguild.mcp.registry import Endpoint, ToolContext, register_endpoint
 from supervisor import routing_service, skills
 from supervisor.errors import SupervisorError
@@ -22,8 +24,11 @@ routing = register_endpoint(
 )
 routing.translate_errors(SupervisorError)  # RootRefused, RoutingFailed, GatewayMissing reach the caller as tool errors
 
+# A tool that asks the model the router picks: it reaches outside (open world) and may take minutes.
+routed_model_tool = partial(routing.tool, open_world=True, long_running=True)
 
-@routing.tool(
+
+@routed_model_tool(
     **skills.tool_declaration("review", routed=True),
     description=(
         skills.SKILLS["review"].description
@@ -31,14 +36,12 @@ routing.translate_errors(SupervisorError)  # RootRefused, RoutingFailed, Gateway
         "findings are mostly ungrounded fails and is retried on the thinking model."
     ),
     read_only=True,
-    open_world=True,
-    long_running=True,
 )
 def review(arguments: dict, ctx: ToolContext) -> dict:
     return routing_service.review(arguments, ctx.report_progress, ctx.is_cancelled, ctx.actor)
 
 
-@routing.tool(
+@routed_model_tool(
     **skills.tool_declaration("debug", routed=True),
     description=(
         "The routed model diagnoses `symptom`: the server runs `failing_cmd` in the project root, shows the model "
@@ -46,8 +49,6 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
         "endpoint does not edit files: apply the fix, then re-run failing_cmd (failing_cmd_passes stays null)."
     ),
     read_only=False,
-    open_world=True,
-    long_running=True,
 )
 def debug(arguments: dict, ctx: ToolContext) -> dict:
     return routing_service.debug(arguments, ctx.report_progress, ctx.is_cancelled, ctx.actor)
