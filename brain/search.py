@@ -125,12 +125,17 @@ def unreviewed_hint(count: int) -> str | None:
     )
 
 
-def unreviewed_matches(query: str, tags: list[str] | None = None) -> tuple[int, list[dict]]:
+def unreviewed_matches(
+    query: str, tags: list[str] | None = None, bm25_pass: bm25.QueryScores | None = None
+) -> tuple[int, list[dict]]:
     """(how many raw notes match `query`, the best UNREVIEWED_NAMED of them as {slug, title, status}).
 
     BM25 and its floors; raw notes have no wing or hall yet, so those filters do not apply.
+    `bm25_pass`: the wiki search's pass over the postings, reused rather than scored again.
     """
-    ranking = rank_notes(query, depth=UNREVIEWED_COUNT_DEPTH, status=NoteStatus.RAW, rankers=("bm25",))
+    ranking = rank_notes(
+        query, depth=UNREVIEWED_COUNT_DEPTH, status=NoteStatus.RAW, rankers=("bm25",), bm25_pass=bm25_pass
+    )
     ids = [note_id for note_id, _, _ in ranking.fused]
     if tags:
         tagged = set(Note.objects.filter(id__in=ids).with_tags(tags).values_list("id", flat=True))
@@ -187,7 +192,8 @@ def search(
     else:
         ranking = rank_notes(query, depth=limit * BM25_FANOUT, wing=wing, hall=hall, status=status)
         hits = _hits(ranking.fused[:limit], tokens, ranking.passages)
-    unreviewed, named = unreviewed_matches(query, tags) if status == NoteStatus.WIKI and not with_raw else (0, [])
+    counts_raw = status == NoteStatus.WIKI and not with_raw
+    unreviewed, named = unreviewed_matches(query, tags, ranking.bm25_pass) if counts_raw else (0, [])
     reasons = [ranking.reason] if ranking.reason else []
     if not hits:
         reasons.append(ranking.abstain_reason or "Nothing relevant: no note matches the query.")
@@ -214,6 +220,7 @@ class Ranking:
     passed: dict[str, tuple[int, int]] = field(default_factory=dict)
     abstain_reason: str | None = None  # set when candidates existed but none passed
     used_vectors: str | None = None  # the embedder key the vector side used, if it ran
+    bm25_pass: bm25.QueryScores | None = None  # the BM25 side's pass over the postings, for another filter
 
 
 def rank_notes(
@@ -226,6 +233,7 @@ def rank_notes(
     rankers: tuple[str, ...] = ("bm25", "vector"),
     embedder=None,
     floor: floors.Floors | None = None,
+    bm25_pass: bm25.QueryScores | None = None,
 ) -> Ranking:
     """BM25 top-`depth` and (embedder on) vector top-`depth`·VECTOR_FANOUT, cut at their floors, fused.
 
@@ -248,8 +256,9 @@ def rank_notes(
         index = bm25.current_index()
         tokens = bm25.tokenize(query)
         wants_shares = floor.bm25 > 0 or floor.bm25_alone > 0
+        bm25_pass = index.score(tokens, shares=wants_shares, reuse=bm25_pass)
         bm25_ranking, shares = index.rank_with_shares(
-            tokens, limit=depth, wing=wing, hall=hall, status=status, shares=wants_shares
+            tokens, limit=depth, wing=wing, hall=hall, status=status, shares=wants_shares, scored=bm25_pass
         )
         if wants_shares and bm25_ranking:
             kept = [(note_id, score) for note_id, score in bm25_ranking if shares[note_id] >= floor.bm25]
@@ -317,6 +326,7 @@ def rank_notes(
         passed=passed,
         abstain_reason=abstain_reason,
         used_vectors=embedder.key if use_vectors else None,
+        bm25_pass=bm25_pass,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -14,6 +15,19 @@ from brain.bm25.text import term_key
 K1 = 0.9
 B = 0.4
 EPSILON = 0.25  # rank-bm25's floor for negative idf, as a fraction of the mean idf
+
+
+@dataclass(frozen=True)
+class QueryScores:
+    """One query's pass over a snapshot's postings (`Snapshot.score()`), per part: each document's
+    BM25 score, whether it matched a token, and (with shares) the idf weight of the tokens it holds."""
+
+    snapshot: Snapshot
+    tokens: tuple[str, ...]
+    scores: list[np.ndarray]
+    matched: list[np.ndarray]
+    weights: list[np.ndarray] | None
+    total_weight: float
 
 
 class Snapshot:
@@ -196,20 +210,19 @@ class Snapshot:
         `filters`: `wing`, `hall`, `status`, as for `rank_with_shares()`."""
         return self.rank_with_shares(query_tokens, limit=limit, shares=False, **filters)[0]
 
-    def rank_with_shares(
-        self,
-        query_tokens: list[str],
-        *,
-        limit: int,
-        wing: str | None = None,
-        hall: str | None = None,
-        status: str | None = None,
-        shares: bool = True,
-    ) -> tuple[list[tuple[int, float]], dict[int, float]]:
-        """`rank()`, and (`shares`) each ranked note's `idf_shares()` from the same pass over the postings."""
-        if self.n_docs == 0 or limit <= 0:
-            return [], {}
-        parts = [(seg, alive) for seg, alive in zip(self.parts, self.alives, strict=True)]
+    def score(self, query_tokens: list[str], *, shares: bool = True, reuse: QueryScores | None = None) -> QueryScores:
+        """One pass of the query over the postings of every part: each note's score (and idf weight).
+
+        `reuse`: a pass done already, returned as it is if it is this snapshot's, for these tokens (with
+        the weights when `shares` wants them).
+        """
+        if (
+            reuse is not None
+            and reuse.snapshot is self
+            and reuse.tokens == tuple(query_tokens)
+            and (reuse.weights is not None or not shares)
+        ):
+            return reuse
         scores = [np.zeros(len(seg), dtype=np.float64) for seg in self.parts]
         matched = [np.zeros(len(seg), dtype=bool) for seg in self.parts]
         weights = [np.zeros(len(seg), dtype=np.float64) for seg in self.parts] if shares else None
@@ -225,7 +238,7 @@ class Snapshot:
             if first and shares:  # idf_shares' weights: each distinct term once
                 weight = max(idf, EPSILON) if df else 0.0
                 total_weight += weight if df else self.unseen_idf()
-            for index, ((seg, _), term) in enumerate(zip(parts, ids, strict=True)):
+            for index, (seg, term) in enumerate(zip(self.parts, ids, strict=True)):
                 if term < 0:
                     continue
                 start, end = seg.offsets[term], seg.offsets[term + 1]
@@ -236,20 +249,39 @@ class Snapshot:
                 matched[index][docs] = True
                 if weight:
                     weights[index][docs] += weight
+        return QueryScores(self, tuple(query_tokens), scores, matched, weights, total_weight)
+
+    def rank_with_shares(
+        self,
+        query_tokens: list[str],
+        *,
+        limit: int,
+        wing: str | None = None,
+        hall: str | None = None,
+        status: str | None = None,
+        shares: bool = True,
+        scored: QueryScores | None = None,
+    ) -> tuple[list[tuple[int, float]], dict[int, float]]:
+        """`rank()`, and (`shares`) each ranked note's `idf_shares()` from the same pass over the postings.
+
+        `scored`: that pass, done already by `score()` for another filter of the same query (a wiki
+        search also counts the raw notes it matches); ignored unless it is this snapshot's, for these tokens.
+        """
+        if self.n_docs == 0 or limit <= 0:
+            return [], {}
+        scored = self.score(query_tokens, shares=shares, reuse=scored)
         found_ids, found_scores, found_weights = [], [], []
-        for index, (seg, alive) in enumerate(parts):
-            seg_matched = matched[index]
-            if alive is not None:
-                seg_matched &= alive
+        for index, (seg, alive) in enumerate(zip(self.parts, self.alives, strict=True)):
+            seg_matched = scored.matched[index] if alive is None else scored.matched[index] & alive
             candidates = np.flatnonzero(seg_matched)
             # Filters compare small integer codes, not strings: cheap even with 100,000 candidates.
             for codes, value in ((seg.status_codes, status), (seg.wing_codes, wing), (seg.hall_codes, hall)):
                 if value is not None:
                     candidates = candidates[codes[candidates] == seg.code(value)]
             found_ids.append(seg.note_ids[candidates])
-            found_scores.append(scores[index][candidates])
-            if weights is not None:
-                found_weights.append(weights[index][candidates])
+            found_scores.append(scored.scores[index][candidates])
+            if shares:
+                found_weights.append(scored.weights[index][candidates])
         ids, cand_scores = np.concatenate(found_ids), np.concatenate(found_scores)
         if len(ids) == 0:
             return [], {}
@@ -262,8 +294,8 @@ class Snapshot:
         order = top[np.lexsort((ids[top], -cand_scores[top]))][:limit]
         ranking = [(int(ids[i]), float(cand_scores[i])) for i in order]
         note_shares: dict[int, float] = {}
-        if weights is not None:
-            cand_weights = np.concatenate(found_weights)
+        if shares:
+            cand_weights, total_weight = np.concatenate(found_weights), scored.total_weight
             note_shares = {
                 int(ids[i]): float(cand_weights[i] / total_weight) if total_weight > 0 else 0.0 for i in order
             }

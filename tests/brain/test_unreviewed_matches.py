@@ -92,3 +92,35 @@ def test_rest_query_and_the_search_page_say_so_too(brain_server):
     assert 'id="unreviewed-matches"' in page and "1 unreviewed (raw) note also matches" in page
     page = client.get("/search/", {"q": "teardown races", "include_raw": "on"}).content.decode()
     assert "Flaky fixture teardown" in page and 'id="unreviewed-matches"' not in page
+
+
+def test_a_wiki_search_goes_over_the_postings_once_for_its_hits_and_its_raw_count(monkeypatch):
+    from brain import bm25
+    from brain.search import search
+
+    for number in range(6):
+        do_ingest_note(
+            title=f"Reaper wiki {number}", body=f"The pool reaper closes idle connections, case {number}.", wing="concepts"
+        )
+        do_write_raw_note(title=f"Reaper raw {number}", body=f"The pool reaper races the teardown, case {number}.")
+    passes = []
+    score = bm25.Snapshot.score
+
+    def counted(snapshot, tokens, **options):
+        scored = score(snapshot, tokens, **options)
+        if scored is not options.get("reuse"):
+            passes.append(tokens)
+        return scored
+
+    monkeypatch.setattr(bm25.Snapshot, "score", counted)
+    found = search("pool reaper connections")
+    assert sorted(hit.title for hit in found.hits) == [f"Reaper wiki {number}" for number in range(6)]
+    assert found.unreviewed_matches == 6
+    raw_titles = {f"Reaper raw {number}" for number in range(6)}
+    assert len(found.unreviewed) == 5 and {note["title"] for note in found.unreviewed} <= raw_titles
+    assert len(passes) == 1, f"{len(passes)} passes over the postings for one wiki search"
+    # A different index (after a write) is scored afresh: a pass is only reused on its own snapshot.
+    do_write_raw_note(title="Reaper raw 6", body="The pool reaper races the teardown, case 6.")
+    passes.clear()
+    assert search("pool reaper connections").unreviewed_matches == 7
+    assert len(passes) == 1
