@@ -125,10 +125,8 @@ def unreviewed_hint(count: int) -> str | None:
     )
 
 
-def unreviewed_matches(
-    query: str, tags: list[str] | None = None, bm25_pass: bm25.QueryScores | None = None
-) -> tuple[int, list[dict]]:
-    """(how many raw notes match `query`, the best UNREVIEWED_NAMED of them as {slug, title, status}).
+def unreviewed_ids(query: str, tags: list[str] | None = None, bm25_pass: bm25.QueryScores | None = None) -> list[int]:
+    """The raw notes that match `query`, best first (at most UNREVIEWED_COUNT_DEPTH).
 
     BM25 and its floors; raw notes have no wing or hall yet, so those filters do not apply.
     `bm25_pass`: the wiki search's pass over the postings, reused rather than scored again.
@@ -140,14 +138,16 @@ def unreviewed_matches(
     if tags:
         tagged = set(Note.objects.filter(id__in=ids).with_tags(tags).values_list("id", flat=True))
         ids = [note_id for note_id in ids if note_id in tagged]
-    best = ids[:UNREVIEWED_NAMED]
-    rows = hit_rows(best)
-    named = [
+    return ids
+
+
+def named_unreviewed(ids: list[int], rows: dict[int, tuple]) -> list[dict]:
+    """The best UNREVIEWED_NAMED of `ids` still raw, as {slug, title, status}, from `hit_rows()`' rows."""
+    return [
         {"slug": rows[i][1], "title": rows[i][2], "status": rows[i][6]}
-        for i in best
+        for i in ids[:UNREVIEWED_NAMED]
         if i in rows and rows[i][6] == NoteStatus.RAW
     ]
-    return len(ids), named
 
 
 def search(
@@ -189,11 +189,18 @@ def search(
             fused = [item for item in fused if item[0] in tagged]
         statuses = (NoteStatus.WIKI, NoteStatus.RAW) if with_raw else None
         hits = _hits(fused, tokens, ranking.passages, statuses=statuses, limit=limit)
+        raw_ids = unreviewed_ids(query, tags, ranking.bm25_pass) if status == NoteStatus.WIKI and not with_raw else []
+        named = named_unreviewed(raw_ids, hit_rows(raw_ids[:UNREVIEWED_NAMED]))
     else:
         ranking = rank_notes(query, depth=limit * BM25_FANOUT, wing=wing, hall=hall, status=status)
-        hits = _hits(ranking.fused[:limit], tokens, ranking.passages)
-    counts_raw = status == NoteStatus.WIKI and not with_raw
-    unreviewed, named = unreviewed_matches(query, tags, ranking.bm25_pass) if counts_raw else (0, [])
+        # A wiki search also counts and names the raw notes it leaves out, from the same pass over the
+        # postings and with one query for the rows of both.
+        raw_ids = unreviewed_ids(query, tags, ranking.bm25_pass) if status == NoteStatus.WIKI else []
+        fused = ranking.fused[:limit]
+        rows = hit_rows([note_id for note_id, _, _ in fused] + raw_ids[:UNREVIEWED_NAMED])
+        hits = _hits(fused, tokens, ranking.passages, rows=rows)
+        named = named_unreviewed(raw_ids, rows)
+    unreviewed = len(raw_ids)
     reasons = [ranking.reason] if ranking.reason else []
     if not hits:
         reasons.append(ranking.abstain_reason or "Nothing relevant: no note matches the query.")
@@ -359,10 +366,12 @@ def hit_rows(ids: list[int]) -> dict[int, tuple]:
 
 def _hits(
     fused, tokens: list[str], passages: dict[int, str], *, statuses: tuple[str, ...] | None = None,
-    limit: int | None = None,
+    limit: int | None = None, rows: dict[int, tuple] | None = None,
 ) -> list[Hit]:  # fmt: skip
-    """The fused ids as hits (archived ones dropped); `statuses` keeps only those, `limit` stops early."""
-    rows = hit_rows([note_id for note_id, _, _ in fused])
+    """The fused ids as hits (archived ones dropped); `statuses` keeps only those, `limit` stops early.
+    `rows`: `hit_rows()` of those ids (and maybe more), fetched already."""
+    if rows is None:
+        rows = hit_rows([note_id for note_id, _, _ in fused])
     hits = []
     for note_id, score, ranks in fused:
         if limit is not None and len(hits) >= limit:

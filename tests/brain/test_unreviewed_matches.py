@@ -124,3 +124,17 @@ def test_a_wiki_search_goes_over_the_postings_once_for_its_hits_and_its_raw_coun
     passes.clear()
     assert search("pool reaper connections").unreviewed_matches == 7
     assert len(passes) == 1
+
+
+def test_a_tagged_wiki_search_counts_and_names_only_the_raw_notes_with_those_tags():
+    from brain.search import search
+
+    do_ingest_note(title="Reaper wiki", body="The pool reaper closes idle connections.", wing="concepts",
+                   frontmatter={"tags": ["pool"]})  # fmt: skip
+    tagged = do_write_raw_note(title="Reaper tagged", body="The pool reaper races.", frontmatter={"tags": ["pool"]})
+    do_write_raw_note(title="Reaper untagged", body="The pool reaper races again.")
+    found = search("pool reaper", tags=["pool"])
+    assert [hit.title for hit in found.hits] == ["Reaper wiki"]
+    assert found.unreviewed_matches == 1
+    assert found.unreviewed == [{"slug": tagged.slug, "title": "Reaper tagged", "status": "raw"}]
+    assert search("pool reaper").unreviewed_matches == 2
