@@ -246,8 +246,8 @@ class AdmissionMiddleware:
     (hyperguild/lib/admission.py); 0 leaves the web server's own threads as the only limit.
 
     Kept by the side-by-side benchmark in bench/RESULTS.md ("Stock and custom web serving"): on granian with
-    the 32 threads long tool calls need, it beats the best stock configuration at 50 clients (client p99 -42 %
-    with the writer at 100,000 notes; -15 % at 2,000; server p99 -70 % or more at both).
+    32 threads, it beats the best stock configuration at 50 clients (client p99 -42 % with the writer at
+    100,000 notes; -15 % at 2,000; server p99 -70 % or more at both); the default is now 8 threads, with it.
     A JSON-RPC notification (a cancellation above all) never queues behind the calls it is about; the
     response of a streamed call leaves the gate before its first byte.
     """

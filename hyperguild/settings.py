@@ -62,8 +62,9 @@ HYPERGUILD_SERVER = env_choice("HYPERGUILD_SERVER", "granian", HYPERGUILD_SERVER
 # since a Python process uses one core at a time; each maps the same shared BM25 base segment.
 HYPERGUILD_WEB_WORKERS = env_int("HYPERGUILD_WEB_WORKERS", os.cpu_count() or 1, minimum=1, maximum=64)
 # Threads of each granian or gunicorn process: a request holds one to its end, a tool call that waits minutes
-# on a skill worker included, so there must be more of them than such calls at once.
-HYPERGUILD_WEB_THREADS = env_int("HYPERGUILD_WEB_THREADS", 32, minimum=1, maximum=1024)
+# on a skill worker included, so there must be more of them than such calls at once. 8: with the admission
+# gate, more threads only contend for the interpreter lock (bench/RESULTS.md: 8 against 16 and 32 threads).
+HYPERGUILD_WEB_THREADS = env_int("HYPERGUILD_WEB_THREADS", 8, minimum=1, maximum=1024)
 # Requests one web process runs at once, whatever the server; the others wait in arrival order, and a tool
 # that waits on another service gives its place up (hyperguild/lib/admission.py). 0: no such limit.
 HYPERGUILD_WEB_CONCURRENCY = env_int("HYPERGUILD_WEB_CONCURRENCY", 2, minimum=0, maximum=256)
