@@ -227,6 +227,8 @@ class Snapshot:
         matched = [np.zeros(len(seg), dtype=bool) for seg in self.parts]
         weights = [np.zeros(len(seg), dtype=np.float64) for seg in self.parts] if shares else None
         total_weight = 0.0
+        if self.n_docs == 0:  # nothing to score (and no average length to normalise by)
+            return QueryScores(self, tuple(query_tokens), scores, matched, weights, total_weight)
         terms: dict[str, tuple[tuple[int, ...], int, float]] = {}
         norms = self.length_norms()
         for token in query_tokens:  # a repeated token counts again, as in rank-bm25

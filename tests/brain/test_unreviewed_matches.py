@@ -94,7 +94,17 @@ def test_rest_query_and_the_search_page_say_so_too(brain_server):
     assert "Flaky fixture teardown" in page and 'id="unreviewed-matches"' not in page
 
 
-def test_a_wiki_search_goes_over_the_postings_once_for_its_hits_and_its_raw_count(monkeypatch):
+@pytest.fixture
+def fresh_index():
+    """The in-process index starts over with the emptied test database (as brain_server's does)."""
+    from brain import bm25
+
+    bm25.reset()
+    yield
+    bm25.reset()
+
+
+def test_a_wiki_search_goes_over_the_postings_once_for_its_hits_and_its_raw_count(monkeypatch, fresh_index):
     from brain import bm25
     from brain.search import search
 
@@ -126,7 +136,7 @@ def test_a_wiki_search_goes_over_the_postings_once_for_its_hits_and_its_raw_coun
     assert len(passes) == 1
 
 
-def test_a_tagged_wiki_search_counts_and_names_only_the_raw_notes_with_those_tags():
+def test_a_tagged_wiki_search_counts_and_names_only_the_raw_notes_with_those_tags(fresh_index):
     from brain.search import search
 
     do_ingest_note(title="Reaper wiki", body="The pool reaper closes idle connections.", wing="concepts",
@@ -138,3 +148,14 @@ def test_a_tagged_wiki_search_counts_and_names_only_the_raw_notes_with_those_tag
     assert found.unreviewed_matches == 1
     assert found.unreviewed == [{"slug": tagged.slug, "title": "Reaper tagged", "status": "raw"}]
     assert search("pool reaper").unreviewed_matches == 2
+
+
+def test_a_search_of_an_empty_brain_abstains_without_a_numeric_warning(fresh_index):
+    import warnings
+
+    from brain.search import search
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a division by an average length of zero would raise here
+        found = search("pool reaper")
+    assert found.hits == [] and found.abstained and found.unreviewed_matches == 0
