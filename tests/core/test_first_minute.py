@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import free_port
+from tests.fakes.helpers import lines_until_banner
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,14 +26,7 @@ def serve_until_ready(env: dict, port: int, *extra: str) -> str:
     )  # fmt: skip
     lines: list[str] = []
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "Press Ctrl-C" in line:
-                break
+        lines = lines_until_banner(process)
         time.sleep(2)  # anything logged just after the banner (a late 503) would land here
     finally:
         process.send_signal(signal.SIGINT)

@@ -16,6 +16,7 @@ import psutil
 import pytest
 
 from tests.conftest import free_port, mcp_post, rpc
+from tests.fakes.helpers import lines_until_banner
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -73,14 +74,7 @@ def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ct
     )
     lines: list[str] = []
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if "Press Ctrl-C" in line:
-                break
+        lines = lines_until_banner(process)
         output = "".join(lines)
         base = f"http://127.0.0.1:{port}"
         assert f"claude mcp add --scope user --transport http hyperguild-brain {base}/mcp/brain" in output, output

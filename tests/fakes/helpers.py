@@ -29,6 +29,20 @@ def wait_for(predicate: Callable[[], T], seconds: float, what: str) -> T:
     raise AssertionError(f"timed out after {seconds} s waiting for {what}")
 
 
+def lines_until_banner(process: subprocess.Popen, seconds: float = 90) -> list[str]:
+    """The lines `manage.py serve` prints (stdout, text mode) up to its banner's last one, "Press Ctrl-C…"."""
+    lines: list[str] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if "Press Ctrl-C" in line:
+            break
+    return lines
+
+
 def tool_answer(response: httpx.Response) -> dict:
     """The JSON-RPC answer of an MCP POST, whether it came as JSON or as the last message of an SSE stream."""
     if response.headers.get("content-type", "").startswith("text/event-stream"):
