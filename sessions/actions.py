@@ -96,10 +96,13 @@ def check_entry_fields(fields: Any) -> dict:
     return fields
 
 
-def do_log_checked_entry(session_id: str, fields: dict, *, source: str, user=None) -> dict:
+def do_log_checked_entry(
+    session_id: str, fields: dict, *, source: str, user=None, occurred_at: datetime | None = None
+) -> dict:
     """Validate an entry from outside (MCP session_log, REST) against the one limit table, then log it.
 
-    Raises EntryRefused, with nothing written, when the id or a field breaks a limit.
+    Raises EntryRefused, with nothing written, when the id or a field breaks a limit. `occurred_at`
+    is when it happened, for an entry that arrives late (a hook replayed from the plugin's spool).
     """
     check_session_id(session_id)
     check_entry_fields(fields)
@@ -116,6 +119,7 @@ def do_log_checked_entry(session_id: str, fields: dict, *, source: str, user=Non
         project_root=fields.get("project_root"),
         client=fields.get("client"),
         source=source,
+        occurred_at=occurred_at,
         user=user,
     )
     return {"session_id": session_id, "seq": entry.seq, "created": created, "entry_id": entry.pk}

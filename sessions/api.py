@@ -1,7 +1,10 @@
 """REST: `POST /sessions/<id>/entries` (same contract as the session_log tool), a read-back,
-and `POST /api/hooks/<event>` for the Claude Code plugin's hooks (sessions.hooks)."""
+`POST /api/hooks/<event>` for the Claude Code plugin's hooks and `POST /api/hooks/spool` for what its
+spool kept while the service was away (sessions.hooks)."""
 
 from __future__ import annotations
+
+from dataclasses import asdict
 
 from rest_framework import status as http_status
 from rest_framework.exceptions import NotFound, ValidationError
@@ -10,7 +13,7 @@ from rest_framework.response import Response
 from hyperguild.api import EndpointTokenAPIView
 from hyperguild.lib.limits import InputRejected, loads_limited
 from sessions.actions import check_session_id, do_log_checked_entry
-from sessions.hooks import HookRefused, handle_hook
+from sessions.hooks import HookRefused, handle_hook, replay_spool
 from sessions.models import AgentSession
 
 MAX_PAGE = 500
@@ -58,6 +61,8 @@ class SessionEntriesView(BrainTokenView):
                         "message": e.message,
                         "data": e.data,
                         "created_at": e.created_at.isoformat(),
+                        # When it happened, for an entry that came late (a hook from the plugin's spool).
+                        "occurred_at": e.occurred_at.isoformat() if e.occurred_at else None,
                     }
                     for e in entries[:limit]
                 ],
@@ -82,3 +87,17 @@ class ClaudeHookView(BrainTokenView):
             raise HookRefused(exc.message) from None
         identity = request.user
         return Response(handle_hook(event, payload, user=identity.user, may_read_brain=identity.allows("brain:read")).answer)
+
+
+class ClaudeHookSpoolView(ClaudeHookView):
+    """`POST /api/hooks/spool`: hooks the plugin could not deliver, oldest first (sessions.hooks.replay_spool).
+
+    The same caller and scope as the hook route (it is that route, later); the answer counts what was
+    logged, what was there already and what was refused, by index."""
+
+    def post(self, request):  # type: ignore[override]
+        try:
+            body = loads_limited(request.body)
+        except InputRejected as exc:
+            raise HookRefused(exc.message) from None
+        return Response(asdict(replay_spool(body, user=request.user.user)))

@@ -204,3 +204,16 @@ def test_a_prompt_over_the_entry_limit_is_cut_and_says_how_long_it_was(asgi_serv
     entry = SessionEntry.objects.get(session__external_id=session_id)
     assert len(entry.message) == 20000 and entry.message.startswith("explain ")
     assert entry.data == {"truncated_from_chars": len(long_prompt)}
+
+
+def test_pre_compact_marks_where_the_context_was_cut_with_its_trigger(asgi_server):
+    session_id = str(uuid.uuid4())
+    say = payload("UserPromptSubmit", session_id, prompt="go on", prompt_id="p1")
+    manual = payload("PreCompact", session_id, trigger="manual", custom_instructions="keep the rounding decisions")
+    auto = payload("PreCompact", session_id, trigger="auto", custom_instructions="")
+    for event, body in (("UserPromptSubmit", say), ("PreCompact", manual), ("PreCompact", auto)):
+        assert post(asgi_server, event, body).json() == {}
+    entries = list(SessionEntry.objects.for_session(session_id))
+    assert [(e.kind, e.phase) for e in entries] == [("prompt", ""), ("compact", "manual"), ("compact", "auto")]
+    assert entries[1].message == "Claude Code compacts the context (manual): keep the rounding decisions"
+    assert entries[2].message == "Claude Code compacts the context (auto)"
