@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from io import StringIO
 
 from django.core.management import call_command
@@ -45,3 +47,18 @@ def test_the_default_url_follows_the_public_url(settings):
     settings.HYPERGUILD_PUBLIC_URL = "https://hg.example.com"
     # The --url default is read when the parser is built, i.e. on each call_command.
     assert "export HYPERGUILD_URL=https://hg.example.com\n" in run()
+
+
+def test_it_shows_where_the_spool_is_and_how_to_flush_or_clear_it(settings, tmp_path):
+    output = run(url="http://10.0.0.5:8000/")
+    assert "~/.hyperguild/spool/http___10.0.0.5_8000.jsonl" in output
+    manifest = json.loads((settings.BASE_DIR / "claude-plugin" / "hyperguild" / ".claude-plugin" / "plugin.json").read_text())
+    script = f"~/.claude/plugins/cache/hyperguild/hyperguild/{manifest['version']}/hooks/hyperguild-hook"
+    for command in ("status", "flush", "clear"):
+        assert f"    sh {script} {command}" in output
+
+    # The file named is the one the hook script keeps for that URL.
+    hook = settings.BASE_DIR / "claude-plugin" / "hyperguild" / "hooks" / "hyperguild-hook"
+    status = subprocess.run(["sh", str(hook), "status"], capture_output=True, text=True, timeout=30,
+                            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HYPERGUILD_URL": "http://10.0.0.5:8000/"})  # fmt: skip
+    assert f"{tmp_path}/.hyperguild/spool/http___10.0.0.5_8000.jsonl" in status.stdout

@@ -1,12 +1,15 @@
 """`manage.py plugin_setup`: how to connect Claude Code to this server (the plugin, or the three endpoints).
 
 The checkout path and the URL differ per machine, so the lines are printed for this one:
-the two `claude plugin` lines, the two environment variables the plugin reads, and which
-token they need. The serve banner prints the same lines.
+the two `claude plugin` lines, the two environment variables the plugin reads, which
+token they need, and where the plugin keeps what it could not send (its spool) with the
+lines that flush or clear it by hand. The serve banner prints the same lines.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
 from pathlib import Path
 
@@ -17,6 +20,8 @@ from hyperguild.mcp.registry import Endpoint, all_endpoints
 
 PLUGIN_FOLDER = "claude-plugin"
 DEFAULT_URL = "http://127.0.0.1:8000"
+# Where the plugin's hook script keeps what the service did not take (HYPERGUILD_SPOOL_DIR moves it).
+SPOOL_DIR = "~/.hyperguild/spool"
 
 
 def claude_mcp_add_line(name: str, url: str, token_setting: str | None, token: str) -> str:
@@ -35,6 +40,30 @@ def plugin_install_lines(base_dir: Path | None = None) -> list[str]:
     return [
         f"claude plugin marketplace add {shlex.quote(str(folder))}",
         "claude plugin install hyperguild@hyperguild",
+    ]
+
+
+def spool_file_name(url: str) -> str:
+    """The spool file the hook script keeps for `url`: every byte outside [A-Za-z0-9.-] becomes '_' (its `tr -c`)."""
+    return re.sub(rb"[^A-Za-z0-9.-]", b"_", url.rstrip("/").encode()).decode() + ".jsonl"
+
+
+def installed_hook_script(base_dir: Path | None = None) -> str:
+    """Where `claude plugin install` puts the hook script on the user's machine (the version is the plugin's)."""
+    manifest = (base_dir or Path(settings.BASE_DIR)) / PLUGIN_FOLDER / "hyperguild" / ".claude-plugin" / "plugin.json"
+    version = json.loads(manifest.read_text())["version"]
+    return f"~/.claude/plugins/cache/hyperguild/hyperguild/{version}/hooks/hyperguild-hook"
+
+
+def spool_lines(base: str) -> list[str]:
+    script = installed_hook_script()
+    return [
+        f"Offline spool: what the hooks cannot deliver waits on your machine in {SPOOL_DIR}/{spool_file_name(base)} "
+        "(HYPERGUILD_SPOOL_DIR moves the folder; HYPERGUILD_SPOOL_MAX_BYTES caps it, default 5 MiB) and goes with "
+        "the next hook that reaches this server. By hand, with the same HYPERGUILD_URL:",
+        f"    sh {script} status   # where it is and what waits",
+        f"    sh {script} flush    # send it now",
+        f"    sh {script} clear    # throw it away",
     ]
 
 
@@ -72,6 +101,7 @@ def setup_lines(base: str) -> list[str]:
     if base.rstrip("/") == DEFAULT_URL:
         url_line += "   # the default; needed only for another address"
     lines += [url_line, f"    {plugin_token_advice(endpoints)}"]
+    lines += spool_lines(base)
     lines.append("Or only the endpoints, for every project of this user (--scope user; without it `claude mcp add` "
                  "adds a server to the current folder only):")  # fmt: skip
     for endpoint in endpoints:
