@@ -251,3 +251,48 @@ def test_clear_throws_the_spool_away_and_flush_says_what_still_waits(plugin, ser
     assert cleared.returncode == 0 and "5 entries waiting for" in cleared.stdout and "thrown away" in cleared.stdout
     assert spooled(spool) == [] and not AgentSession.objects.exists()
     assert os.listdir(spool_dir) == []
+
+
+def test_locks_left_by_killed_hooks_are_taken_over(plugin, service, tmp_path):
+    folder = project(tmp_path, "ledgerly")
+    spool_dir = tmp_path / "spool"
+    extra = {"HYPERGUILD_SPOOL_DIR": str(spool_dir)}
+    spool = spool_file(plugin.home, service.url, spool_dir)
+    spool_dir.mkdir(mode=0o700)
+    dead = subprocess.run(["sh", "-c", "echo $$"], capture_output=True, text=True).stdout.strip()  # a pid that is gone
+    Path(f"{spool}.lock").mkdir()
+    Path(f"{spool}.lock/holder").write_text(f"{dead} {int(time.time())}\n")
+    Path(f"{spool}.flush-lock").mkdir()  # made, never signed: its maker was killed in between
+
+    session_id = str(uuid.uuid4())
+    hooks = five_hooks(session_id, folder)
+    for event, payload in hooks[:3]:
+        run_in_time(plugin, event, payload, service.url, **extra)
+    assert len(spooled(spool)) == 3  # the dead holder's lock was taken over at once
+    time.sleep(2.1)  # an unsigned lock is abandoned after two seconds
+    service.start()
+    for event, payload in hooks[3:]:
+        run_in_time(plugin, event, payload, service.url, **extra)
+    settle(spool)
+    assert [e.kind for e in entries(session_id)] == ["start", "prompt", "test", "test", "stop"]
+    assert spooled(spool) == []
+
+
+def test_a_hanging_service_with_a_spool_still_gets_the_start_done_within_its_timeout(plugin, tmp_path):
+    from tests.plugin.test_claude_cli import SilentServer
+
+    folder = project(tmp_path, "ledgerly")
+    extra = {"HYPERGUILD_SPOOL_DIR": str(tmp_path / "spool")}
+    server = SilentServer()
+    try:
+        earlier, now = str(uuid.uuid4()), str(uuid.uuid4())
+        run_in_time(plugin, "UserPromptSubmit", hook_payload("UserPromptSubmit", earlier, folder, prompt="hi"), server.url, **extra)
+        # A sender for the waiting entry hangs on the service; the start waits a second for it, then its own 2 s.
+        ran = run_in_time(plugin, "SessionStart", hook_payload("SessionStart", now, folder, source="startup"), server.url, **extra)
+        message = json.loads(ran.stdout)["systemMessage"]
+        assert "did not answer" in message and "entries waiting to be sent (service unreachable)" in message
+    finally:
+        server.close()  # the background sender's request ends with the connection
+    spool = spool_file(plugin.home, server.url, tmp_path / "spool")
+    settle(spool)
+    assert [line["session"] for line in spooled(spool)] == [earlier, now]  # its batch went back to the head
