@@ -211,10 +211,10 @@ def gap_fields(count: int, drop_key: str) -> dict:
         "kind": "gap",
         "status": "dropped",
         "message": (
-            f"{count} hook {noun} of this session never arrived: the plugin's offline spool was full "
-            "(HYPERGUILD_SPOOL_MAX_BYTES) and dropped its oldest"
+            f"{count} hook {noun} of this session never arrived: the plugin's offline spool dropped them "
+            "(its oldest, when it was full: HYPERGUILD_SPOOL_MAX_BYTES; or a line the service could not take)"
         ),
-        "data": {"dropped": count, "why": "spool cap"},
+        "data": {"dropped": count, "by": "the plugin's offline spool"},
         "idempotency_key": f"spool-gap:{drop_key}",
         "client": CLIENT,
     }

@@ -229,7 +229,7 @@ def test_a_spool_past_its_cap_drops_the_oldest_and_the_service_logs_how_many(plu
     settle(spool)
     logged = entries(session_id)
     assert [e.kind for e in logged] == ["gap"] + ["prompt"] * len(kept)
-    assert logged[0].data == {"dropped": dropped, "why": "spool cap"}
+    assert logged[0].data == {"dropped": dropped, "by": "the plugin's offline spool"}
     assert [e.message.split()[1] for e in logged[1:]] == [pid[1:].zfill(2) for pid in kept]
     # Visible to anyone reading the session back, and told once.
     read = httpx.get(f"{service.url}/sessions/{session_id}/entries", headers={"Authorization": f"Bearer {TOKEN}"},
@@ -296,3 +296,23 @@ def test_a_hanging_service_with_a_spool_still_gets_the_start_done_within_its_tim
     spool = spool_file(plugin.home, server.url, tmp_path / "spool")
     settle(spool)
     assert [line["session"] for line in spooled(spool)] == [earlier, now]  # its batch went back to the head
+
+
+def test_a_line_the_service_can_never_take_is_dropped_counted_and_does_not_hold_the_rest_up(plugin, service, tmp_path):
+    folder = project(tmp_path, "ledgerly")
+    extra = {"HYPERGUILD_SPOOL_DIR": str(tmp_path / "spool")}
+    session_id, _ = spool_a_session_offline(plugin, service, folder, **extra)
+    spool = spool_file(plugin.home, service.url, tmp_path / "spool")
+    lines = spool.read_text().splitlines(keepends=True)
+    # A line cut short (a disk that filled up while it was written) between the prompt and the test runs.
+    cut = lines[2][: len(lines[2]) // 2] + "\n"
+    spool.write_text("".join([*lines[:2], cut, *lines[2:]]))
+
+    service.start()
+    flushed = by_hand(plugin, "flush", service.url, **extra)
+    assert flushed.returncode == 0, flushed.stdout + flushed.stderr
+    assert "5 entries sent" in flushed.stdout
+    logged = entries(session_id)
+    assert [e.kind for e in logged] == ["start", "prompt", "gap", "test", "test", "stop"]
+    assert logged[2].data == {"dropped": 1, "by": "the plugin's offline spool"}
+    assert spooled(spool) == []
