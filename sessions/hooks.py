@@ -1,10 +1,11 @@
 """Claude Code hooks: the hook's JSON in, the hook's JSON out (`POST /api/hooks/<event>`).
 
-The plugin in `claude-plugin/` posts each hook's input exactly as Claude Code
-gives it. The session is Claude Code's `session_id`, the project root the
-hook's `cwd`. Every entry carries an idempotency key derived from the
-payload (its `prompt_id` or `tool_use_id` when it has one, else a hash of the
-whole payload), so a retried hook never writes twice.
+The plugin in `claude-plugin/` posts each hook's input as Claude Code gives
+it, with one key added: `hyperguild_hook_id`, an id for that run of the hook.
+The session is Claude Code's `session_id`, the project root the hook's `cwd`.
+Every entry carries an idempotency key derived from the payload (its
+`prompt_id` or `tool_use_id` when it has one, else its `hyperguild_hook_id`,
+else a hash of the whole payload), so a retried hook never writes twice.
 
     SessionStart        start entry; answers the project's notes as additionalContext
                         (brain.context's ranking and abstention: nothing for an unrelated folder)
@@ -82,10 +83,19 @@ class HookOutcome:
     queued_retrospective: bool = False
 
 
+HOOK_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+
+
 def idempotency_key(event: str, payload: dict) -> str:
+    """Claude Code's own id of the prompt or tool use; else the id the plugin's hook script gives each hook it
+    runs (`hyperguild_hook_id`: two identical Stops are two entries, a late copy from the spool is none);
+    else a hash of the whole input."""
     natural = payload.get("prompt_id") if event == "UserPromptSubmit" else payload.get("tool_use_id")
     if isinstance(natural, str) and 0 < len(natural) <= 120:
         return f"hook:{event}:{natural}"
+    hook_id = payload.get("hyperguild_hook_id")
+    if isinstance(hook_id, str) and HOOK_ID.match(hook_id):
+        return f"hook:{event}:run:{hook_id}"
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return f"hook:{event}:{hashlib.sha256(canonical.encode()).hexdigest()}"
 

@@ -106,6 +106,8 @@ def test_with_the_service_stopped_a_sessions_hooks_wait_in_a_private_spool_witho
 
     spool = spool_file(plugin.home, service.url)
     assert [line["event"] for line in lines] == ["SessionStart", "UserPromptSubmit", "PostToolUseFailure", "PostToolUse", "Stop"]
+    hook_ids = [line["input"].pop("hyperguild_hook_id") for line in lines]  # the script's id for each run
+    assert len(set(hook_ids)) == 5
     assert [line["input"] for line in lines] == [payload for _, payload in five_hooks(session_id, folder)]
     times = [datetime.fromisoformat(line["at"].replace("Z", "+00:00")) for line in lines]
     assert began <= times[0] <= times[-1] <= datetime.now(UTC) and times == sorted(times)

@@ -206,7 +206,7 @@ def test_a_prompt_over_the_entry_limit_is_cut_and_says_how_long_it_was(asgi_serv
     assert entry.data == {"truncated_from_chars": len(long_prompt)}
 
 
-def test_pre_compact_marks_where_the_context_was_cut_with_its_trigger(asgi_server):
+def test_pre_compact_marks_where_the_context_was_cut_with_its_trigger_each_time(asgi_server):
     session_id = str(uuid.uuid4())
     say = payload("UserPromptSubmit", session_id, prompt="go on", prompt_id="p1")
     manual = payload("PreCompact", session_id, trigger="manual", custom_instructions="keep the rounding decisions")
@@ -217,3 +217,9 @@ def test_pre_compact_marks_where_the_context_was_cut_with_its_trigger(asgi_serve
     assert [(e.kind, e.phase) for e in entries] == [("prompt", ""), ("compact", "manual"), ("compact", "auto")]
     assert entries[1].message == "Claude Code compacts the context (manual): keep the rounding decisions"
     assert entries[2].message == "Claude Code compacts the context (auto)"
+
+    # The same input again is the same hook retried; the plugin's script tells two runs apart by their id.
+    for hook_id in ("1764140000-101", "1764140900-202", "1764140900-202"):
+        assert post(asgi_server, "PreCompact", {"hyperguild_hook_id": hook_id, **auto}).status_code == 200
+    assert post(asgi_server, "PreCompact", auto).status_code == 200
+    assert [e.phase for e in SessionEntry.objects.for_session(session_id)] == ["", "manual", "auto", "auto", "auto"]
