@@ -169,7 +169,11 @@ def replay_spool(body: Any, *, user=None) -> SpoolReplay:
     entries, dropped, drop_key = check_spool_batch(body)
     replay = SpoolReplay(received=len(entries))
     for session_id, count in dropped.items():
-        logged = do_log_checked_entry(session_id, gap_fields(count, drop_key), source="rest", user=user)
+        # What was dropped came before what is left: the gap sits at the oldest time the batch knows of.
+        times = [at for _, payload, at in entries if payload.get("session_id") == session_id] or [at for *_, at in entries]
+        logged = do_log_checked_entry(
+            session_id, gap_fields(count, drop_key), source="rest", user=user, occurred_at=min(times, default=None)
+        )
         if logged["created"]:
             replay.gaps[session_id] = count
     for index, (event, payload, occurred_at) in enumerate(entries):

@@ -222,7 +222,7 @@ def test_a_spool_past_its_cap_drops_the_oldest_and_the_service_logs_how_many(plu
     assert 0 < len(kept) < 12 and spool.stat().st_size <= 4000
     assert kept == [f"p{index}" for index in range(12 - len(kept), 12)]  # the newest stay, in order
     dropped = 12 - len(kept)
-    assert f"{dropped} dropped over the cap" in by_hand(plugin, "status", service.url, **extra).stdout
+    assert f"{dropped} dropped (over the cap of 4000 bytes" in by_hand(plugin, "status", service.url, **extra).stdout
 
     service.start()
     # A start sends the spool before its own event (a prompt would queue behind it, and could push one more out).
@@ -237,7 +237,7 @@ def test_a_spool_past_its_cap_drops_the_oldest_and_the_service_logs_how_many(plu
     read = httpx.get(f"{service.url}/sessions/{session_id}/entries", headers={"Authorization": f"Bearer {TOKEN}"},
                      timeout=30).json()["entries"]
     assert read[0]["kind"] == "gap" and f"{dropped} hook entries" in read[0]["message"]
-    assert spooled(spool) == [] and "0 dropped" in by_hand(plugin, "status", service.url, **extra).stdout
+    assert spooled(spool) == [] and "0 dropped (" in by_hand(plugin, "status", service.url, **extra).stdout
 
 
 def test_clear_throws_the_spool_away_and_flush_says_what_still_waits(plugin, service, tmp_path):

@@ -115,6 +115,7 @@ def test_entries_the_spool_dropped_leave_a_gap_entry_with_the_count_once(asgi_se
     assert [e.kind for e in entries] == ["gap", "test", "stop"]  # the dropped ones were older than what is left
     gap = entries[0]
     assert gap.data == {"dropped": 3, "by": "the plugin's offline spool"} and gap.status == "dropped"
+    assert gap.occurred_at == entries[1].occurred_at  # no later than what is left, for a timeline in time order
     assert "3 hook entries of this session never arrived" in gap.message
     read = httpx.get(f"{asgi_server}/sessions/{session_id}/entries", timeout=30).json()["entries"]
     assert read[0]["kind"] == "gap" and read[0]["data"]["dropped"] == 3
