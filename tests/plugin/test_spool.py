@@ -65,7 +65,7 @@ def run_in_time(plugin: InstalledPlugin, event: str, payload: dict, url: str, **
     began = time.monotonic()
     ran = plugin.run_hook(event, payload, url=url, token=TOKEN, timeout=30, **extra)
     elapsed = time.monotonic() - began
-    assert ran.returncode == 0, ran.stderr
+    assert ran.returncode == 0 and ran.stderr == "", ran.stderr
     assert elapsed < timeout_of(plugin, event), (event, elapsed)
     return ran
 
@@ -318,3 +318,27 @@ def test_a_line_the_service_can_never_take_is_dropped_counted_and_does_not_hold_
     assert [e.kind for e in logged] == ["start", "prompt", "gap", "test", "test", "stop"]
     assert logged[2].data == {"dropped": 1, "by": "the plugin's offline spool"}
     assert spooled(spool) == []
+
+
+# What docs/plugin.md says the hook script needs, and nothing else on PATH.
+DOCUMENTED_TOOLS = ("sh", "curl", "awk", "sed", "tr", "head", "tail", "wc", "mkdir", "mv", "rm", "cat", "chmod",
+                    "nohup", "date", "sleep")  # fmt: skip
+
+
+def test_the_hook_needs_only_the_tools_its_docs_name(plugin, service, tmp_path):
+    import shutil
+
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in DOCUMENTED_TOOLS:
+        (tools / tool).symlink_to(shutil.which(tool))
+    extra = {"HYPERGUILD_SPOOL_DIR": str(tmp_path / "spool"), "PATH": str(tools), "HYPERGUILD_SPOOL_MAX_BYTES": "1500"}
+    folder = project(tmp_path, "ledgerly")
+    session_id, lines = spool_a_session_offline(plugin, service, folder, **extra)
+    assert 0 < len(lines) < 5  # spooled, and some dropped over that small cap
+    service.start()
+    flushed = by_hand(plugin, "flush", service.url, **extra)
+    assert flushed.returncode == 0, flushed.stdout + flushed.stderr
+    logged = entries(session_id)
+    assert logged[0].kind == "gap" and len(logged) == 1 + len(lines)
+    assert flushed.stderr == ""  # no "not found" from a tool the docs do not name
