@@ -346,3 +346,29 @@ def test_the_hook_needs_only_the_tools_its_docs_name(plugin, service, tmp_path):
     logged = entries(session_id)
     assert logged[0].kind == "gap" and len(logged) == 1 + len(lines)
     assert flushed.stderr == ""  # no "not found" from a tool the docs do not name
+
+
+def test_a_service_that_takes_hooks_but_not_the_spool_keeps_it_and_the_start_says_what_waits(plugin, tmp_path):
+    from tests.fakes.http import FakeHTTPServer, Request, Response
+
+    paths: list[str] = []
+
+    def handle(request: Request) -> Response:
+        paths.append(request.path)
+        return Response(503, {"error": "busy"}) if request.path == "/api/hooks/spool" else Response(200, {})
+
+    folder = project(tmp_path, "ledgerly")
+    extra = {"HYPERGUILD_SPOOL_DIR": str(tmp_path / "spool")}
+    with FakeHTTPServer(handle) as fake:
+        spool = spool_file(plugin.home, fake.url, tmp_path / "spool")
+        spool.parent.mkdir(mode=0o700)
+        earlier = {"hyperguild_spool": 1, "event": "Stop", "at": "2026-03-02T09:04:00Z", "session": "s-earlier",
+                   "input": hook_payload("Stop", "s-earlier", folder)}  # fmt: skip
+        spool.write_text(json.dumps(earlier) + "\n")
+        ran = run_in_time(plugin, "SessionStart", hook_payload("SessionStart", str(uuid.uuid4()), folder, source="startup"),
+                          fake.url, **extra)  # fmt: skip
+        settle(spool)
+    message = json.loads(ran.stdout)["systemMessage"]
+    assert message == "hyperguild: 1 entry from earlier sessions still waiting to be sent (hyperguild-hook status)."
+    assert [line["session"] for line in spooled(spool)] == ["s-earlier"]  # kept, for the next try
+    assert sorted(paths) == ["/api/hooks/SessionStart", "/api/hooks/spool"]  # its own event went straight in
