@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from io import StringIO
 
-from django.core.management import call_command
+import pytest
+from django.core.management import CommandError, call_command
 
 
 def run(**options) -> str:
@@ -45,3 +46,26 @@ def test_the_default_url_follows_the_public_url(settings):
     settings.HYPERGUILD_PUBLIC_URL = "https://hg.example.com"
     # The --url default is read when the parser is built, i.e. on each call_command.
     assert "export HYPERGUILD_URL=https://hg.example.com\n" in run()
+
+
+@pytest.mark.django_db
+def test_it_asks_only_for_the_scopes_the_persons_role_allows(settings):
+    from tests.people.conftest import make_person
+
+    settings.BRAIN_MCP_TOKEN = settings.SUPERVISOR_MCP_TOKEN = settings.ROUTING_MCP_TOKEN = ""
+    make_person("rita", "reader")
+    make_person("otto", "operator")
+    reader = run(user="rita")
+    assert "token create rita --scope brain:read --scope sessions:write`" in reader
+    assert "brain:write" not in reader and "supervisor:run" not in reader
+    operator = run(user="otto")
+    assert "--scope supervisor:run --scope routing:run`" in operator and "--scope brain:write" not in operator
+    anyone = run()
+    assert "token create USERNAME --scope brain:read --scope sessions:write`" in anyone
+    assert "add brain:write supervisor:run routing:run if your role allows them" in anyone
+
+
+@pytest.mark.django_db
+def test_an_unknown_person_is_refused():
+    with pytest.raises(CommandError, match="No account called 'nobody'"):
+        run(user="nobody")

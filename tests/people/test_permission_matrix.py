@@ -16,15 +16,17 @@ from dataclasses import dataclass
 import httpx
 import pytest
 from django.contrib.auth.models import Group
+from django.core.management import CommandError
 
 from brain.actions import do_ingest_note
 from brain.models import Note
 from hyperguild.actions import do_create_personal_token
+from hyperguild.models import PersonalToken
 from hyperguild.permissions import role_scopes
 from sessions.models import SessionEntry
 from supervisor.models import SkillRun
 from tests.conftest import call_tool, mcp_post, rpc
-from tests.people.conftest import bearer, make_person
+from tests.people.conftest import bearer, make_person, token_for
 
 PASSWORD = "pw-for-tests-123"
 CWD = "/home/team/src/ledgerly"
@@ -114,6 +116,28 @@ def signed_in(live: str, username: str) -> httpx.Client:
                                            "csrfmiddlewaretoken": browser.cookies["csrftoken"]})  # fmt: skip
     assert page.status_code == 200 and signed.status_code == 302, (username, signed.text[:300])
     return browser
+
+
+def test_the_tokens_page_shows_and_accepts_only_the_scopes_of_the_role(live, people):
+    for role, who in people.items():
+        with closing(signed_in(live, who.username)) as browser:
+            page = browser.get("/tokens/")
+            offered = re.findall(r'name="scopes" value="([^"]+)"', page.text)
+            assert offered == who.scopes, (role, offered)
+            if role in OPERATORS:
+                continue
+            made = browser.post("/tokens/", data={"name": "sneaky", "scopes": ["brain:read", "supervisor:run"],
+                                                  "expires_days": "30", "csrfmiddlewaretoken": browser.cookies["csrftoken"]},
+                                headers={"Referer": f"{live}/tokens/"})  # fmt: skip
+            assert made.status_code == 400 and "not one of the available choices" in made.text, role
+    assert not PersonalToken.objects.filter(name="sneaky").exists()
+
+
+def test_the_token_command_refuses_a_scope_the_role_does_not_allow(live):
+    make_person("rita", "reader")
+    with pytest.raises(CommandError, match="rita's role does not allow brain:write"):
+        token_for("rita", "brain:read", "brain:write")
+    assert not PersonalToken.objects.exists()
 
 
 def test_the_browser_door_edit_is_a_reviewers_and_staffs(live, people, wiki_note):
