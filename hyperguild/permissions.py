@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 EVERY_ACCOUNT = ""  # a right whose `permission` is this is open to every active account (with the scope)
+STAFF_ONLY = "staff"  # no role grants it: a scope an app declared without a right (fail closed until it declares one)
 
 
 @dataclass(frozen=True)
@@ -56,13 +57,14 @@ def register_right(name: str, *, scope: str, permission: str = EVERY_ACCOUNT, de
 
 
 def get_right(name: str) -> Right:
-    """The right called `name`; a scope with no right of its own is open to every account holding the scope."""
+    """The right called `name`; a scope with no right of its own is staff's only (fail closed)."""
     with _LOCK:
         right = _RIGHTS.get(name)
     if right is None:
         if ":" not in name:
             raise KeyError(f"no right called {name!r}; the apps declare theirs with register_right")
-        return Right(name=name, scope=name)
+        # A scope no app declared a right for: staff only, so a new scope never opens a door by omission.
+        return Right(name=name, scope=name, permission=STAFF_ONLY)
     return right
 
 
@@ -81,6 +83,8 @@ def role_allows(user: Any, right: Right | str) -> bool:
         return False
     if user.is_staff or not right.permission:
         return True
+    if right.permission == STAFF_ONLY:
+        return False
     return bool(user.has_perm(right.permission))
 
 
@@ -121,6 +125,8 @@ def may(who: Any, right_name: str) -> bool:
 def _who_may(right: Right) -> str:
     if not right.permission:
         return "an active account"
+    if right.permission == STAFF_ONLY:
+        return "a staff account (no role holds it yet: register_right)"
     roles = " or ".join(f"the {role} role" for role in right.roles) or f"the {right.permission} permission"
     return f"{roles} (permission {right.permission}) or a staff account"
 

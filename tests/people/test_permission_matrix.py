@@ -371,3 +371,14 @@ def test_the_matrix_in_docs_names_every_right():
         assert re.search(rf"`{re.escape(right.name)}`", text), right.name
     for tool in ("brain_verify", "brain_supersede", "/metrics"):
         assert tool in text
+
+
+@pytest.mark.django_db
+def test_a_scope_no_app_declared_a_right_for_is_staffs_only():
+    from hyperguild.permissions import permission_refusal, role_allows
+
+    reviewer, staff = make_person("rob", "reviewer"), make_person("sue", is_staff=True)
+    assert not role_allows(reviewer, "metrics:scrape") and role_allows(staff, "metrics:scrape")
+    assert "staff" in permission_refusal(reviewer, "metrics:scrape")
+    with pytest.raises(KeyError):
+        permission_refusal(reviewer, "no-such-right")
