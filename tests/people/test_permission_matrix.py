@@ -96,6 +96,7 @@ def rpc_result(url: str, method: str, params: dict, headers: dict) -> dict:
 WRITERS = {"reviewer", "curator", "staff"}
 REVIEWERS = {"reviewer", "staff"}
 OPERATORS = {"operator", "staff"}
+CURATORS = {"curator", "staff"}
 
 
 def test_the_tokens_page_offers_each_role_only_what_it_allows(people):
@@ -151,6 +152,20 @@ def test_the_browser_door_edit_is_a_reviewers_and_staffs(live, people, wiki_note
         allowed = edited.status_code in (200, 302)
         assert allowed == (role in REVIEWERS), (role, edited.status_code)
         assert (f"Edited by {role}." in Note.objects.get(pk=wiki_note.pk).body) == (role in REVIEWERS), role
+
+
+def test_the_browser_door_curation_is_a_curators_and_staffs(live, people):
+    from sessions.models import TrainingExample
+    from tests.ui.conftest import make_example
+
+    for role, who in people.items():
+        example = make_example("sft")
+        with closing(signed_in(live, who.username)) as browser:
+            approved = browser.post(f"/training/{example.pk}/approve/", headers={"Referer": f"{live}/training/"},
+                                    data={"csrfmiddlewaretoken": browser.cookies["csrftoken"]})  # fmt: skip
+        example.refresh_from_db()
+        assert (approved.status_code == 302) == (role in CURATORS), (role, approved.status_code)
+        assert (example.status == TrainingExample.Status.APPROVED) == (role in CURATORS), role
 
 
 def test_the_mcp_tool_door_brain_edit_is_a_reviewers_and_brain_write_a_writers(live, people, wiki_note):
