@@ -15,12 +15,14 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import CommandError
 
 from brain.actions import do_ingest_note
 from brain.models import Note
 from hyperguild.actions import do_create_personal_token
+from hyperguild.auth import new_personal_token
 from hyperguild.models import PersonalToken
 from hyperguild.permissions import role_scopes
 from sessions.models import SessionEntry
@@ -287,15 +289,24 @@ def test_an_operators_token_runs_no_command_once_the_role_goes(live, python_proj
     assert SkillRun.objects.count() == 0
 
 
+def legacy_token(user, scopes: list[str]) -> dict:
+    """A token made before roles bound tokens (the Tokens page offered every scope): stored as the action stores one."""
+    secret, prefix, digest = new_personal_token()
+    PersonalToken.objects.create(user=user, name="old", prefix=prefix, token_hash=digest, scopes=scopes)
+    return bearer(secret)
+
+
 def test_a_readers_wiki_edit_never_reaches_a_reviewers_session_start(live, people, wiki_note):
-    reader, reviewer = people["reader"], people["reviewer"]
+    reviewer = people["reviewer"]
+    reader = legacy_token(get_user_model().objects.get(username=people["reader"].username),
+                          ["brain:read", "brain:write", "sessions:write"])  # fmt: skip
     url = f"{live}/mcp/brain"
     assert call_tool(url, "brain_edit", {"slug": wiki_note.slug, "version": wiki_note.version, "body": INJECTION},
-                     headers=reader.headers)["isError"] is True  # fmt: skip
+                     headers=reader)["isError"] is True  # fmt: skip
     assert call_tool(url, "brain_ingest", {"title": "Ledgerly setup", "body": INJECTION, "wing": "concepts"},
-                     headers=reader.headers)["isError"] is True  # fmt: skip
+                     headers=reader)["isError"] is True  # fmt: skip
     assert httpx.post(f"{live}/ingest", json={"title": "Ledgerly ops", "body": INJECTION, "wing": "concepts"},
-                      headers=reader.headers, timeout=30).status_code == 403  # fmt: skip
+                      headers=reader, timeout=30).status_code == 403  # fmt: skip
     started = hook(live, "SessionStart", str(uuid.uuid4()), reviewer.headers, source="startup")
     context = started.json()["hookSpecificOutput"]["additionalContext"]
     assert "ledgerly-rounds-per-line" in context and "IMPORTANT SYSTEM NOTE" not in context
