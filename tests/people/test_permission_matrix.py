@@ -82,6 +82,13 @@ def python_project(tmp_path, settings):
     return tmp_path
 
 
+def legacy_token(user, scopes: list[str]) -> dict:
+    """A token made before roles bound tokens (the Tokens page offered every scope): stored as the action stores one."""
+    secret, prefix, digest = new_personal_token()
+    PersonalToken.objects.create(user=user, name="old", prefix=prefix, token_hash=digest, scopes=scopes)
+    return bearer(secret)
+
+
 def hook(base: str, event: str, session_id: str, headers: dict, **fields) -> httpx.Response:
     body = {"session_id": session_id, "transcript_path": "/tmp/t.jsonl", "cwd": CWD, "hook_event_name": event, **fields}
     return httpx.post(f"{base}/api/hooks/{event}", json=body, headers=headers, timeout=30)
@@ -198,6 +205,12 @@ def test_the_supervisor_and_routing_doors_are_an_operators_and_staffs(live, peop
             call = rpc("tools/call", {"name": "tdd_red", "arguments": {
                 "project_root": str(python_project), "spec": "add", "test_cmd": "id; exit 1"}})  # fmt: skip
             assert mcp_post(f"{live}/mcp/supervisor", call, headers=who.headers).status_code == 403, role
+    # Finding 1 as found: the no-role account's token with supervisor:run (made when the Tokens page offered it).
+    nobody = legacy_token(get_user_model().objects.get(username=people["none"].username), ["supervisor:run", "routing:run"])
+    call = rpc("tools/call", {"name": "tdd_red", "arguments": {
+        "project_root": str(python_project), "spec": "add", "test_cmd": "id; exit 1"}})  # fmt: skip
+    refused = mcp_post(f"{live}/mcp/supervisor", call, headers=nobody)
+    assert refused.status_code == 403 and "role does not allow it now" in refused.json()["error"]["message"]
     assert SkillRun.objects.count() == 0
 
 
@@ -287,13 +300,6 @@ def test_an_operators_token_runs_no_command_once_the_role_goes(live, python_proj
         "project_root": str(python_project), "symptom": "x", "failing_cmd": "id; exit 1"}})  # fmt: skip
     assert mcp_post(f"{live}/mcp/routing", debug, headers=bearer(token)).status_code == 403
     assert SkillRun.objects.count() == 0
-
-
-def legacy_token(user, scopes: list[str]) -> dict:
-    """A token made before roles bound tokens (the Tokens page offered every scope): stored as the action stores one."""
-    secret, prefix, digest = new_personal_token()
-    PersonalToken.objects.create(user=user, name="old", prefix=prefix, token_hash=digest, scopes=scopes)
-    return bearer(secret)
 
 
 def test_a_readers_wiki_edit_never_reaches_a_reviewers_session_start(live, people, wiki_note):
