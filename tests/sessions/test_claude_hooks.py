@@ -32,7 +32,9 @@ def payload(event: str, session_id: str, **fields) -> dict:
 def post(base: str, event: str, body, headers: dict | None = None) -> httpx.Response:
     if isinstance(body, (dict, list)):
         return httpx.post(f"{base}/api/hooks/{event}", json=body, headers=headers or {}, timeout=30)
-    return httpx.post(f"{base}/api/hooks/{event}", content=body, headers=headers or {}, timeout=30)
+    # Raw bytes go as the plugin sends every body: JSON (the route takes nothing else, issue 35).
+    return httpx.post(f"{base}/api/hooks/{event}", content=body, timeout=30,
+                      headers={"Content-Type": "application/json", **(headers or {})})  # fmt: skip
 
 
 def kinds(session_id: str) -> list[str]:
