@@ -49,7 +49,9 @@ def a_session_offline(session_id: str) -> list[dict]:
 def send(base: str, body, headers: dict | None = None) -> httpx.Response:
     if isinstance(body, (dict, list)):
         return httpx.post(f"{base}/api/hooks/spool", json=body, headers=headers or {}, timeout=30)
-    return httpx.post(f"{base}/api/hooks/spool", content=body, headers=headers or {}, timeout=30)
+    # Raw bytes as the plugin sends them: JSON's media type (the route takes no other), whatever the body.
+    headers = {"Content-Type": "application/json", **(headers or {})}
+    return httpx.post(f"{base}/api/hooks/spool", content=body, headers=headers, timeout=30)
 
 
 def logged(session_id: str) -> list[SessionEntry]:
