@@ -414,10 +414,16 @@ HYPERGUILD_AUDIT_KEEP_DAYS = env_int("HYPERGUILD_AUDIT_KEEP_DAYS", 90, minimum=1
 # django-oauth-toolkit as the authorization server of the MCP endpoints (hyperguild/oauth.py).
 HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS = env_int("HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
 HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS = env_int("HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1)
+# Dynamic client registrations (RFC 7591, no credential needed) one address may try per hour.
+HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR = env_int("HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR", 20, minimum=1)
 # Client ID metadata documents: the server fetches the client's https:// metadata URL (needs outbound HTTPS).
 HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS = env_bool("HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS", False)
 OAUTH2_PROVIDER = {
     "SCOPES_BACKEND_CLASS": "hyperguild.oauth.EndpointScopes",
+    # Remembers redeemed codes: a replayed one revokes every token issued from it (RFC 6749 §4.1.2).
+    "OAUTH2_VALIDATOR_CLASS": "hyperguild.oauth.OAuth2Validator",
+    # A token opens the one endpoint it names, never a URL that merely starts with it.
+    "RESOURCE_SERVER_TOKEN_RESOURCE_VALIDATOR": "hyperguild.oauth.resource_is_exactly",
     "SCOPES": {"_": "replaced by the endpoints' scopes (hyperguild.oauth.EndpointScopes)"},
     "PKCE_REQUIRED": True,
     "ACCESS_TOKEN_EXPIRE_SECONDS": HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS,
