@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import dj_database_url
+from django.conf import global_settings
 
 from hyperguild.lib.env import (
     alias_notices,
@@ -259,6 +260,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
+# Django's own list, and the hasher of OAuth client secrets (which must be listed for a secret to check).
+PASSWORD_HASHERS = [*global_settings.PASSWORD_HASHERS, "hyperguild.lib.hashers.ClientSecretHasher"]
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 # Notes are user-written markdown: images from other hosts (tracking pixels) must not load in the UI.
 CONTENT_SECURITY_POLICY = {
@@ -420,6 +423,8 @@ HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR = env_int("HYPERGUILD_OAUTH_REGISTRATION
 HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS = env_bool("HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS", False)
 OAUTH2_PROVIDER = {
     "SCOPES_BACKEND_CLASS": "hyperguild.oauth.EndpointScopes",
+    # Client secrets are long and random: hashed cheaply (hyperguild/lib/hashers.py), not like passwords.
+    "CLIENT_SECRET_HASHER": "pbkdf2_sha256_client_secret",
     # Remembers redeemed codes: a replayed one revokes every token issued from it (RFC 6749 §4.1.2).
     "OAUTH2_VALIDATOR_CLASS": "hyperguild.oauth.OAuth2Validator",
     # A token opens the one endpoint it names, never a URL that merely starts with it.

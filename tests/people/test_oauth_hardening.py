@@ -171,11 +171,21 @@ def test_a_public_client_is_registered_without_a_secret(live):
     assert app.client_type == "public" and app.client_secret == "" and app.hash_client_secret is False
 
 
-def test_a_confidential_client_still_gets_its_secret(live):
+def test_a_confidential_client_gets_a_cheaply_hashed_secret_that_still_authenticates_it(live):
     answer = register(live, token_endpoint_auth_method="client_secret_post")
     assert answer.status_code == 201 and answer.json()["client_secret"]
-    stored = Application.objects.get(client_id=answer.json()["client_id"]).client_secret
-    assert stored != answer.json()["client_secret"] and identify_hasher(stored)  # hashed, as before
+    client_id, secret = answer.json()["client_id"], answer.json()["client_secret"]
+    stored = Application.objects.get(client_id=client_id).client_secret
+    assert stored != secret and identify_hasher(stored).algorithm == "pbkdf2_sha256_client_secret"
+
+    def token_error(client_secret: str) -> str:
+        return httpx.post(f"{live}/oauth/token/", data={
+            "grant_type": "authorization_code", "code": "no-such-code", "redirect_uri": REDIRECT_URI,
+            "client_id": client_id, "client_secret": client_secret, "code_verifier": "v" * 43,
+        }, timeout=30).json()["error"]  # fmt: skip
+
+    assert token_error(secret) == "invalid_grant"  # the client authenticated; only the code is wrong
+    assert token_error(secret[:-1] + "x") == "invalid_client"
 
 
 def _register_from(live: str, source: str) -> int:
