@@ -26,6 +26,8 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import threading
+import time
 from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
@@ -285,6 +287,37 @@ def registration_problem(metadata: object) -> tuple[str, str] | None:
     return None
 
 
+# An address refused by the rate limit is refused again from memory for this long, without asking the
+# database: an address that keeps trying after its 429 costs the process next to nothing.
+REFUSED_ADDRESS_MEMORY_SECONDS = 60.0
+_refused_addresses: dict[str | None, float] = {}
+_refused_lock = threading.Lock()
+
+
+def _refused_recently(address: str | None) -> bool:
+    with _refused_lock:
+        until = _refused_addresses.get(address)
+        if until is not None and until <= time.monotonic():
+            del _refused_addresses[address]
+            until = None
+        return until is not None
+
+
+def _remember_refused(address: str | None) -> None:
+    with _refused_lock:
+        now = time.monotonic()
+        if len(_refused_addresses) > 10_000:  # many addresses: forget the ones whose time is up
+            for key in [key for key, until in _refused_addresses.items() if until <= now]:
+                del _refused_addresses[key]
+        _refused_addresses[address] = now + REFUSED_ADDRESS_MEMORY_SECONDS
+
+
+def forget_refused_addresses() -> None:
+    """Clear the memory of refused addresses (this process's): the database's count decides again."""
+    with _refused_lock:
+        _refused_addresses.clear()
+
+
 class RegisterClientView(views.DynamicClientRegistrationView):
     """RFC 7591 registration: rate-limited per address, redirect URIs and grant types as RFC 8252/9700 want.
 
@@ -296,7 +329,12 @@ class RegisterClientView(views.DynamicClientRegistrationView):
     def post(self, request, *args, **kwargs):
         from hyperguild.actions import do_admit_client_registration
 
-        if not do_admit_client_registration(request.META.get("REMOTE_ADDR") or None):
+        address = request.META.get("REMOTE_ADDR") or None
+        refused = _refused_recently(address)
+        if not refused and not do_admit_client_registration(address):
+            refused = True
+            _remember_refused(address)
+        if refused:
             response = JsonResponse({
                 "error": "too_many_requests",
                 "error_description": f"This address has registered {settings.HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR} "

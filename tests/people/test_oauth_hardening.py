@@ -196,7 +196,16 @@ def _register_from(live: str, source: str) -> int:
         return client.post(f"{live}/oauth/register/", json=body).status_code
 
 
-def test_registrations_are_rate_limited_per_address(live, settings):
+@pytest.fixture
+def refusals_forgotten():
+    from hyperguild.oauth import forget_refused_addresses
+
+    forget_refused_addresses()
+    yield
+    forget_refused_addresses()  # the server runs in this process: the next test starts with a clean slate
+
+
+def test_registrations_are_rate_limited_per_address(live, settings, refusals_forgotten):
     settings.HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR = 2
     assert [_register_from(live, "127.0.0.1") for _ in range(3)] == [201, 201, 429]
     refused = register(live)
@@ -208,6 +217,15 @@ def test_registrations_are_rate_limited_per_address(live, settings):
         probe.bind(("127.0.0.2", 0))  # loopback is 127.0.0.0/8 on Linux
     assert _register_from(live, "127.0.0.2") == 201
     assert set(ClientRegistrationAttempt.objects.values_list("address", flat=True)) == {"127.0.0.1", "127.0.0.2"}
+    # A refused address is refused again from memory, without a row; when its hour has passed (here: the
+    # rows are gone and the memory cleared), it registers again.
+    assert _register_from(live, "127.0.0.1") == 429
+    assert ClientRegistrationAttempt.objects.filter(address="127.0.0.1").count() == 2
+    from hyperguild.oauth import forget_refused_addresses
+
+    ClientRegistrationAttempt.objects.all().delete()
+    forget_refused_addresses()
+    assert _register_from(live, "127.0.0.1") == 201
 
 
 def test_a_replayed_code_revokes_every_token_issued_from_it(live):
