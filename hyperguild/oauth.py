@@ -33,6 +33,7 @@ from urllib.parse import unquote, urlsplit
 from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from django.shortcuts import render
+from django.urls import reverse
 from oauth2_provider import oauth2_validators, views
 from oauth2_provider.exceptions import OAuthToolkitError
 from oauth2_provider.models import Application
@@ -310,6 +311,57 @@ def _remember_refused(address: str | None) -> None:
             for key in [key for key, until in _refused_addresses.items() if until <= now]:
                 del _refused_addresses[key]
         _refused_addresses[address] = now + REFUSED_ADDRESS_MEMORY_SECONDS
+
+
+class RegistrationLane:
+    """At most HYPERGUILD_OAUTH_REGISTRATION_CONCURRENCY registrations run at once in a web process; one more
+    is answered 503 with `Retry-After: 1` at once, before it would wait in the process's queue
+    (AdmissionMiddleware) ahead of people's searches. Registration is open to anyone: fifty addresses
+    registering in a loop must not make `/query` wait behind them (bench_registration measures it)."""
+
+    def __init__(self) -> None:
+        self.semaphore: threading.BoundedSemaphore | None = None
+        self.lock = threading.Lock()
+
+    def _places(self) -> threading.BoundedSemaphore:
+        with self.lock:
+            if self.semaphore is None:
+                self.semaphore = threading.BoundedSemaphore(settings.HYPERGUILD_OAUTH_REGISTRATION_CONCURRENCY)
+            return self.semaphore
+
+    def try_enter(self) -> bool:
+        return self._places().acquire(blocking=False)
+
+    def leave(self) -> None:
+        self._places().release()
+
+
+registration_lane = RegistrationLane()
+
+
+class RegistrationLaneMiddleware:
+    """First in MIDDLEWARE: registrations take a place in `registration_lane` or are answered 503 at once."""
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+        self.path: str | None = None
+
+    def __call__(self, request):
+        if self.path is None:
+            self.path = reverse("oauth2_provider:dcr-register")
+        if request.method != "POST" or request.path_info != self.path:
+            return self.get_response(request)
+        if not registration_lane.try_enter():
+            response = JsonResponse({
+                "error": "temporarily_unavailable",
+                "error_description": "Other clients are registering right now; try again in a second.",
+            }, status=503)  # fmt: skip
+            response["Retry-After"] = "1"
+            return response
+        try:
+            return self.get_response(request)
+        finally:
+            registration_lane.leave()
 
 
 def forget_refused_addresses() -> None:

@@ -248,6 +248,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # OAuth registrations (open to anyone) never queue ahead of people's work (hyperguild/oauth.py).
+    "hyperguild.oauth.RegistrationLaneMiddleware",
     "hyperguild.middleware.AdmissionMiddleware",  # off with HYPERGUILD_WEB_CONCURRENCY=0
     "hyperguild.middleware.GuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -419,6 +421,8 @@ HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS = env_int("HYPERGUILD_OAUTH_ACCESS_TOKEN_S
 HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS = env_int("HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1)
 # Dynamic client registrations (RFC 7591, no credential needed) one address may try per hour.
 HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR = env_int("HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR", 10, minimum=1)
+# Registrations one web process runs at once; one more is answered 503 (Retry-After: 1) instead of queueing.
+HYPERGUILD_OAUTH_REGISTRATION_CONCURRENCY = env_int("HYPERGUILD_OAUTH_REGISTRATION_CONCURRENCY", 1, minimum=1)
 # Client ID metadata documents: the server fetches the client's https:// metadata URL (needs outbound HTTPS).
 HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS = env_bool("HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS", False)
 OAUTH2_PROVIDER = {

@@ -265,3 +265,17 @@ def test_one_issuer_everywhere(live):
     assert root["issuer"] == live
     client_id = register(live).json()["client_id"]
     assert authorize(live, client_id, f"{live}/mcp/brain", pkce()[1])["iss"] == root["issuer"]
+
+
+def test_a_registration_beyond_the_lane_is_answered_503_at_once_rather_than_queued(live):
+    from hyperguild.oauth import registration_lane
+
+    assert registration_lane.try_enter()  # another client's registration, running in this process
+    try:
+        busy = register(live)
+        assert busy.status_code == 503 and busy.headers["Retry-After"] == "1"
+        assert busy.json()["error"] == "temporarily_unavailable"
+        assert Application.objects.count() == 0 and ClientRegistrationAttempt.objects.count() == 0
+    finally:
+        registration_lane.leave()
+    assert register(live).status_code == 201
