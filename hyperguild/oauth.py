@@ -35,7 +35,7 @@ from django.http import HttpRequest, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
 from oauth2_provider import oauth2_validators, views
-from oauth2_provider.exceptions import OAuthToolkitError
+from oauth2_provider.exceptions import FatalClientError, OAuthToolkitError
 from oauth2_provider.models import Application
 from oauth2_provider.scopes import BaseScopes
 from oauth2_provider.settings import oauth2_settings
@@ -148,10 +148,11 @@ def resource_is_exactly(request_uri: str, audiences: list[str]) -> bool:
 
 
 def _refused_target(message: str, credentials: dict) -> OAuthToolkitError:
-    return OAuthToolkitError(
-        error=CustomOAuth2Error(error="invalid_target", description=message, state=credentials.get("state")),
-        redirect_uri=credentials.get("redirect_uri"),
-    )
+    """invalid_target, sent back to the client; shown on the page instead when there is no redirect URI to trust."""
+    error = CustomOAuth2Error(error="invalid_target", description=message, state=credentials.get("state"))
+    if not credentials.get("redirect_uri"):
+        return FatalClientError(error=error)
+    return OAuthToolkitError(error=error, redirect_uri=credentials["redirect_uri"])
 
 
 class AuthorizationView(views.AuthorizationView):
@@ -183,8 +184,11 @@ class AuthorizationView(views.AuthorizationView):
     def form_valid(self, form):
         # The hidden field can be edited before the form is posted: checked again, and made canonical.
         asked = (form.cleaned_data.get("resource") or "").split()
-        credentials = {"state": form.cleaned_data.get("state"), "redirect_uri": form.cleaned_data.get("redirect_uri")}
         application = Application.objects.filter(client_id=form.cleaned_data.get("client_id")).first()
+        redirect_uri = form.cleaned_data.get("redirect_uri")
+        if application is None or not application.redirect_uri_allowed(redirect_uri):
+            redirect_uri = None  # an edited form: the error is shown here, never sent to an unregistered address
+        credentials = {"state": form.cleaned_data.get("state"), "redirect_uri": redirect_uri}
         try:
             if len(asked) != 1:
                 raise ResourceRefused("Send exactly one resource: the URL of the one MCP endpoint the token is for.")

@@ -279,3 +279,21 @@ def test_a_registration_beyond_the_lane_is_answered_503_at_once_rather_than_queu
     finally:
         registration_lane.leave()
     assert register(live).status_code == 201
+
+
+def test_a_consent_form_edited_to_another_redirect_shows_the_error_and_sends_nobody_anywhere(live):
+    make_person("olga", "reader", password=PASSWORD)
+    client_id = register(live).json()["client_id"]
+    with httpx.Client(base_url=live, follow_redirects=False, timeout=30) as browser:
+        browser.cookies.update(_signed_in_cookies(live, "olga"))
+        page = browser.get("/oauth/authorize/", params={
+            "response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT_URI, "state": "s",
+            "scope": "brain:read", "code_challenge": pkce()[1], "code_challenge_method": "S256",
+            "resource": f"{live}/mcp/brain",
+        })  # fmt: skip
+        form = {name: html.unescape(value) for name, value in HIDDEN.findall(page.text)}
+        form.update(allow="Authorize", resource=f"{live}/", redirect_uri="https://evil.example/cb")
+        answer = browser.post("/oauth/authorize/", data=form)
+    assert answer.status_code == 400 and 'id="oauth-error"' in answer.text
+    assert "evil.example" not in answer.text.split('id="oauth-error"')[1] and "oauth-continue-link" not in answer.text
+    assert not Grant.objects.exists()
