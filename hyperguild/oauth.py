@@ -36,7 +36,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from oauth2_provider import oauth2_validators, views
 from oauth2_provider.exceptions import FatalClientError, OAuthToolkitError
-from oauth2_provider.models import Application
+from oauth2_provider.models import Application, get_grant_model
 from oauth2_provider.scopes import BaseScopes
 from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import OAuthProtectedResourceMetadataView
@@ -426,6 +426,27 @@ def drop_public_client_secret(sender, instance, **kwargs) -> None:
 class OAuth2Validator(oauth2_validators.OAuth2Validator):
     """django-oauth-toolkit's validator, remembering each redeemed code so a replay revokes its tokens."""
 
+    @staticmethod
+    def _match_bound_resource(request) -> None:
+        """A `resource` sent to the token endpoint in another spelling of the one the grant is bound to
+        (`…/mcp/brain/`, an upper-case host) means that one; anything else is left for DOT to refuse."""
+        asked = getattr(request, "resource", None)
+        if not isinstance(asked, str) or not asked.strip():
+            return
+        if request.grant_type == "authorization_code":
+            grant = get_grant_model().objects.filter(code=request.code, application=request.client).first()
+            bound = (grant.resource or []) if grant is not None else []
+        else:
+            refresh = getattr(request, "refresh_token_instance", None)
+            bound = (refresh.resource or []) if refresh is not None else []
+        parts = urlsplit(asked)
+        if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")) or "@" in parts.netloc:
+            return
+        for url in bound:
+            if url != asked and _normalised(url) == _normalised(asked) and not parts.query and not parts.fragment:
+                request.resource = url
+                return
+
     def validate_code(self, client_id, code, client, request, *args, **kwargs):
         if super().validate_code(client_id, code, client, request, *args, **kwargs):
             return True
@@ -436,6 +457,7 @@ class OAuth2Validator(oauth2_validators.OAuth2Validator):
         return False
 
     def save_bearer_token(self, token, request, *args, **kwargs):
+        self._match_bound_resource(request)
         saved = super().save_bearer_token(token, request, *args, **kwargs)
         if request.grant_type == "authorization_code" and request.code:
             from oauth2_provider.models import get_refresh_token_model

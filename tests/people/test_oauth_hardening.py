@@ -297,3 +297,23 @@ def test_a_consent_form_edited_to_another_redirect_shows_the_error_and_sends_nob
     assert answer.status_code == 400 and 'id="oauth-error"' in answer.text
     assert "evil.example" not in answer.text.split('id="oauth-error"')[1] and "oauth-continue-link" not in answer.text
     assert not Grant.objects.exists()
+
+
+def test_the_token_endpoint_takes_the_bound_resource_in_another_spelling_and_refuses_a_wider_one(live):
+    make_person("olga", "reader", password=PASSWORD)
+    client_id = register(live).json()["client_id"]
+    verifier, challenge = pkce()
+    code = authorize(live, client_id, f"{live}/mcp/brain", challenge)["code"]
+    wider = httpx.post(f"{live}/oauth/token/", data={
+        "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI, "client_id": client_id,
+        "code_verifier": verifier, "resource": f"{live}/",
+    }, timeout=30)  # fmt: skip
+    assert wider.status_code == 400 and wider.json()["error"] == "invalid_target"
+    verifier, challenge = pkce()
+    code = authorize(live, client_id, f"{live}/mcp/brain", challenge)["code"]
+    slashed = httpx.post(f"{live}/oauth/token/", data={
+        "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI, "client_id": client_id,
+        "code_verifier": verifier, "resource": f"{live}/mcp/brain/",
+    }, timeout=30)  # fmt: skip
+    assert slashed.status_code == 200, slashed.text
+    assert AccessToken.objects.get(user__isnull=False).resource == [f"{live}/mcp/brain"]
