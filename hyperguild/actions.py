@@ -14,7 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 from django_q.models import Schedule
 
-from hyperguild.auth import check_scopes, new_personal_token
+from hyperguild.auth import check_scopes, new_personal_token, token_digest
 from hyperguild.contributions import schedules
 from hyperguild.errors import DomainError
 from hyperguild.models import CredentialUse, McpCancellation, McpTask, PersonalToken, WorkerHeartbeat
@@ -203,3 +203,68 @@ def do_revoke_personal_token(token: PersonalToken) -> PersonalToken:
         PersonalToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
     token.refresh_from_db()
     return token
+
+
+# --- OAuth: the registration rate limit and replayed authorization codes (hyperguild.oauth) -----------------
+
+# How long a registration attempt counts against its address, and how long a redeemed code is remembered
+# (a replay comes within the code's minute of life, or soon after: a day is ample).
+REGISTRATION_WINDOW = timedelta(hours=1)
+REDEEMED_CODE_KEPT = timedelta(days=1)
+
+
+def do_admit_client_registration(address: str | None) -> bool:
+    """Count one registration attempt from `address`: False, with nothing written, when it has had its hour's share.
+
+    The limit is HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR attempts per address, refused or not.
+    """
+    from django.db import connection
+
+    from hyperguild.models import ClientRegistrationAttempt
+
+    now = timezone.now()
+    with transaction.atomic():
+        # One address's attempts are counted one at a time: concurrent ones must not all see room for one more.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"hyperguild-oauth-register:{address}"])
+        ClientRegistrationAttempt.objects.filter(at__lt=now - REGISTRATION_WINDOW).delete()
+        recent = ClientRegistrationAttempt.objects.filter(address=address, at__gte=now - REGISTRATION_WINDOW).count()
+        if recent >= settings.HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR:
+            return False
+        ClientRegistrationAttempt.objects.create(address=address, at=now)
+    return True
+
+
+def do_record_redeemed_code(code: str, client_id: str, *, access_token_checksum: str, token_family) -> None:
+    """Remember that `code` was exchanged, and for which tokens (only the code's SHA-256 is kept)."""
+    from hyperguild.models import RedeemedAuthorizationCode
+
+    now = timezone.now()
+    with transaction.atomic():
+        RedeemedAuthorizationCode.objects.filter(redeemed_at__lt=now - REDEEMED_CODE_KEPT).delete()
+        RedeemedAuthorizationCode.objects.create(
+            code_digest=token_digest(code), client_id=client_id, access_token_checksum=access_token_checksum,
+            token_family=token_family, redeemed_at=now,
+        )  # fmt: skip
+
+
+def do_revoke_tokens_of_replayed_code(code: str, client_id: str) -> int:
+    """A redeemed code came back (RFC 6749 §4.1.2): revoke every token issued from it. How many rows were hit."""
+    from oauth2_provider.models import get_access_token_model, get_refresh_token_model
+
+    from hyperguild.models import RedeemedAuthorizationCode
+
+    with transaction.atomic():
+        redeemed = (
+            RedeemedAuthorizationCode.objects.select_for_update()
+            .filter(code_digest=token_digest(code), client_id=client_id)
+            .first()
+        )
+        if redeemed is None:
+            return 0
+        # The family holds the first refresh token and every one rotated from it, with their access tokens.
+        get_refresh_token_model().revoke_family(redeemed.token_family)
+        deleted, _ = get_access_token_model().objects.filter(token_checksum=redeemed.access_token_checksum).delete()
+        redeemed.replayed_at = timezone.now()
+        redeemed.save(update_fields=["replayed_at"])
+    return 1 + deleted

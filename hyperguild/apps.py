@@ -33,6 +33,14 @@ class HyperguildConfig(AppConfig):
         # periodic schedules, so web servers and `qcluster` started separately still get them.
         post_migrate.connect(install_schedules, sender=self, dispatch_uid="hyperguild-install-schedules")
 
+        # A public OAuth client (Claude Code's kind) gets no secret to hash (hyperguild.oauth).
+        from django.db.models.signals import pre_save
+        from oauth2_provider.models import Application
+
+        from hyperguild.oauth import drop_public_client_secret
+
+        pre_save.connect(drop_public_client_secret, sender=Application, dispatch_uid="hyperguild-public-client-secret")
+
 
 def install_schedules(sender, using: str = "default", **kwargs) -> None:
     from hyperguild.actions import do_ensure_schedules

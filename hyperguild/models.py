@@ -162,3 +162,39 @@ class CredentialUse(models.Model):
 
     def __str__(self) -> str:
         return f"{self.credential} {self.method} {self.path} @ {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class ClientRegistrationAttempt(models.Model):
+    """One call to the OAuth registration endpoint (RFC 7591) from an address: what its rate limit counts.
+
+    Registration needs no credential (an MCP client registers before anyone signs in), so each address
+    may try HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR times an hour; rows older than that are deleted as
+    new ones come (hyperguild.actions.do_admit_client_registration).
+    """
+
+    address = models.GenericIPAddressField(null=True, blank=True)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["address", "at"])]
+
+    def __str__(self) -> str:
+        return f"registration from {self.address} @ {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class RedeemedAuthorizationCode(models.Model):
+    """An OAuth authorization code already exchanged for tokens, and the tokens it gave.
+
+    A code is good once (RFC 6749 §4.1.2): when it comes back, every token issued from it is revoked,
+    since one of the two exchanges was not the client's. Only the code's SHA-256 is kept.
+    """
+
+    code_digest = models.CharField(max_length=64, unique=True)
+    client_id = models.CharField(max_length=100)
+    access_token_checksum = models.CharField(max_length=64, blank=True)
+    token_family = models.UUIDField(null=True, blank=True)
+    redeemed_at = models.DateTimeField(default=timezone.now, db_index=True)
+    replayed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"code for {self.client_id} redeemed @ {self.redeemed_at:%Y-%m-%d %H:%M:%S}"

@@ -6,23 +6,22 @@ The metadata documents sit at the origin's root (RFC 8414, RFC 9728); the endpoi
 from django.urls import path, re_path
 from oauth2_provider import views
 
-from hyperguild.oauth import EndpointResourceMetadataView
+from hyperguild.oauth import AuthorizationView, EndpointResourceMetadataView, RegisterClientView, ServerMetadataView
 
 app_name = "oauth2_provider"
 
 urlpatterns = [
-    path(".well-known/oauth-authorization-server", views.OAuthServerMetadataView.as_view(),
-         name="oauth-server-metadata"),
-    # MCP clients also try the issuer-path form below an endpoint's path; the issuer here is the origin.
-    re_path(r"^\.well-known/oauth-authorization-server/mcp/[\w-]+/?$", views.OAuthServerMetadataView.as_view()),
+    path(".well-known/oauth-authorization-server", ServerMetadataView.as_view(), name="oauth-server-metadata"),
+    # MCP clients also try the issuer-path form below an endpoint's path; the issuer is the origin there too.
+    re_path(r"^\.well-known/oauth-authorization-server/mcp/[\w-]+/?$", ServerMetadataView.as_view()),
     path(".well-known/oauth-protected-resource", EndpointResourceMetadataView.as_view(),
          name="oauth-resource-metadata"),
     path(".well-known/oauth-protected-resource/<path:resource_path>", EndpointResourceMetadataView.as_view(),
          name="oauth-resource-metadata-path"),
-    path("oauth/authorize/", views.AuthorizationView.as_view(), name="authorize"),
+    path("oauth/authorize/", AuthorizationView.as_view(), name="authorize"),
     path("oauth/token/", views.TokenView.as_view(), name="token"),
     path("oauth/revoke_token/", views.RevokeTokenView.as_view(), name="revoke-token"),
-    path("oauth/register/", views.DynamicClientRegistrationView.as_view(), name="dcr-register"),
+    path("oauth/register/", RegisterClientView.as_view(), name="dcr-register"),
     path("oauth/register/<str:client_id>/", views.DynamicClientRegistrationManagementView.as_view(),
          name="dcr-register-management"),
 ]  # fmt: skip

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import dj_database_url
+from django.conf import global_settings
 
 from hyperguild.lib.env import (
     alias_notices,
@@ -247,6 +248,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # OAuth registrations (open to anyone) never queue ahead of people's work (hyperguild/oauth.py).
+    "hyperguild.oauth.RegistrationLaneMiddleware",
     "hyperguild.middleware.AdmissionMiddleware",  # off with HYPERGUILD_WEB_CONCURRENCY=0
     "hyperguild.middleware.GuardMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -259,6 +262,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
+# Django's own list, and the hasher of OAuth client secrets (which must be listed for a secret to check).
+PASSWORD_HASHERS = [*global_settings.PASSWORD_HASHERS, "hyperguild.lib.hashers.ClientSecretHasher"]
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 # Notes are user-written markdown: images from other hosts (tracking pixels) must not load in the UI.
 CONTENT_SECURITY_POLICY = {
@@ -414,10 +419,20 @@ HYPERGUILD_AUDIT_KEEP_DAYS = env_int("HYPERGUILD_AUDIT_KEEP_DAYS", 90, minimum=1
 # django-oauth-toolkit as the authorization server of the MCP endpoints (hyperguild/oauth.py).
 HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS = env_int("HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
 HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS = env_int("HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1)
+# Dynamic client registrations (RFC 7591, no credential needed) one address may try per hour.
+HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR = env_int("HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR", 10, minimum=1)
+# Registrations one web process runs at once; one more is answered 503 (Retry-After: 1) instead of queueing.
+HYPERGUILD_OAUTH_REGISTRATION_CONCURRENCY = env_int("HYPERGUILD_OAUTH_REGISTRATION_CONCURRENCY", 1, minimum=1)
 # Client ID metadata documents: the server fetches the client's https:// metadata URL (needs outbound HTTPS).
 HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS = env_bool("HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS", False)
 OAUTH2_PROVIDER = {
     "SCOPES_BACKEND_CLASS": "hyperguild.oauth.EndpointScopes",
+    # Client secrets are long and random: hashed cheaply (hyperguild/lib/hashers.py), not like passwords.
+    "CLIENT_SECRET_HASHER": "pbkdf2_sha256_client_secret",
+    # Remembers redeemed codes: a replayed one revokes every token issued from it (RFC 6749 §4.1.2).
+    "OAUTH2_VALIDATOR_CLASS": "hyperguild.oauth.OAuth2Validator",
+    # A token opens the one endpoint it names, never a URL that merely starts with it.
+    "RESOURCE_SERVER_TOKEN_RESOURCE_VALIDATOR": "hyperguild.oauth.resource_is_exactly",
     "SCOPES": {"_": "replaced by the endpoints' scopes (hyperguild.oauth.EndpointScopes)"},
     "PKCE_REQUIRED": True,
     "ACCESS_TOKEN_EXPIRE_SECONDS": HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS,

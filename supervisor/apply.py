@@ -3,8 +3,8 @@
     check_apply_request(root, arguments)   # before anything is recorded: the review run, the branch
     result = run_apply(ctx)                # the runner (supervisor.runners.RUNNERS["apply"])
 
-The user's working tree, index and HEAD are never touched: the work happens
-in a `git worktree` (under DATA_DIR/apply/) on a new branch
+The user's working tree, index, HEAD and other worktrees are never touched:
+the work happens in a `git worktree` (under DATA_DIR/apply/) on a new branch
 `hyperguild/apply-<review run id>` made from the commit the review read
 (`reviewed_commit` in its result). The supervisor first runs `test_cmd`
 there (and `lint_cmd`, to count its findings); a suite that already fails
@@ -18,11 +18,15 @@ that fails names the refusal:
 - `size`: its added + removed lines <= SUPERVISOR_MAX_PATCH_LINES (or the
   call's `max_patch_lines`);
 - `apply`: `git apply` takes it on the branch as it is now;
+- `rationale`: the patch changes (or creates) only the finding's file, and
+  only lines within QUOTE_WINDOW of the code the finding quotes;
 - `tests`: the supervisor runs `test_cmd` itself; it must pass;
 - `warnings`: with `lint_cmd`, its count of findings (non-empty output
-  lines) must not be higher than before the patch;
-- `rationale`: the patch changes only the finding's file, and only lines
-  within QUOTE_WINDOW of the code the finding quotes.
+  lines) must not be higher than before the patch.
+
+Every gate that needs no run of the project's code comes before `tests`: a
+patch refused by one of them is never executed (a `conftest.py` it creates
+is never imported).
 
 A finding that passes every gate is one commit (naming the finding and both
 runs); one that fails is reverted (`git reset --hard`, `git clean`) and the
@@ -219,11 +223,16 @@ def changed_old_lines(diff_u0: str) -> dict[str, list[tuple[int, int]]]:
     return changed
 
 
-def rationale_problem(finding: dict, work_root: Path, diff_u0: str, shift: int) -> str | None:
-    """Why the change is not the change the finding argues for (None: it is)."""
+def rationale_problem(finding: dict, work_root: Path, diff_u0: str, shift: int,
+                      patched: set[str] = frozenset()) -> str | None:
+    """Why the change is not the change the finding argues for (None: it is).
+
+    `patched` are the paths the patch itself names (relative to the project): a file it creates is
+    untracked, so `git diff HEAD` does not show it, but it is a change all the same.
+    """
     changed = changed_old_lines(diff_u0)
     wanted = finding["file"]
-    others = sorted(path for path in changed if path != wanted)
+    others = sorted({path for path in changed if path != wanted} | {path for path in patched if path != wanted})
     if others:
         return f"the patch changes {', '.join(others)}, but the finding is about {wanted}"
     if wanted not in changed:
@@ -289,23 +298,58 @@ class _Worktree:
     def close(self, keep_branch: bool) -> None:
         if not self.created:
             return
-        code, _ = _git(self.root, "worktree", "remove", "--force", str(self.folder))
-        if code != 0:
-            shutil.rmtree(self.folder, ignore_errors=True)
-            _git(self.root, "worktree", "prune")
+        remove_own_worktree(self.root, self.folder)
         if not keep_branch:
             _git(self.root, "branch", "-D", self.branch)
 
 
+def remove_own_worktree(root: Path, folder: Path) -> None:
+    """Remove one worktree apply made (its folder and its metadata), and nothing else.
+
+    Never `git worktree prune`: that also drops the metadata of the owner's own worktrees whose folders
+    are moved aside for a while, and they are then no repository any more. `git worktree remove` names
+    the one worktree, whether its folder is still there or not.
+    """
+    repository = root
+    if folder.is_dir():
+        # The repository the worktree belongs to (it may not be `root`'s: a stale folder of another project).
+        code, common = _git(folder, "rev-parse", "--path-format=absolute", "--git-common-dir")
+        if code == 0 and common.strip():
+            repository = Path(common.strip().splitlines()[0])
+    code, _ = _git(repository, "worktree", "remove", "--force", str(folder))
+    if code != 0 and folder.exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        _git(repository, "worktree", "remove", "--force", str(folder))
+
+
+def _registered_worktrees(root: Path) -> list[Path]:
+    code, listing = _git(root, "worktree", "list", "--porcelain")
+    if code != 0:
+        return []
+    return [Path(line.removeprefix("worktree ")) for line in listing.splitlines() if line.startswith("worktree ")]
+
+
+def _finished_run_folder(folder: Path, base: Path) -> bool:
+    """Is `folder` apply's own folder (DATA_DIR/apply/run-<id>) of a run that has ended?"""
+    if folder.parent != base:
+        return False
+    run_id = folder.name.removeprefix("run-")
+    return (folder.name.startswith("run-") and run_id.isdigit()
+            and SkillRun.objects.filter(pk=int(run_id)).exclude(status__in=SkillRun.UNFINISHED).exists())
+
+
 def remove_stale_worktrees(root: Path) -> None:
-    """Worktrees of apply runs that ended without cleaning up (their process was killed): gone, metadata pruned."""
-    base = Path(settings.DATA_DIR) / "apply"
-    if base.is_dir():
-        for folder in base.iterdir():
-            run_id = folder.name.removeprefix("run-")
-            if run_id.isdigit() and SkillRun.objects.filter(pk=int(run_id)).exclude(status__in=SkillRun.UNFINISHED).exists():
-                shutil.rmtree(folder, ignore_errors=True)
-    _git(root, "worktree", "prune")
+    """Worktrees of apply runs that ended without cleaning up (their process was killed): folder and metadata gone.
+
+    Only apply's own (DATA_DIR/apply/run-<id> of a finished run) are touched; the owner's worktrees are not.
+    """
+    base = (Path(settings.DATA_DIR) / "apply").resolve()
+    stale = {folder.resolve() for folder in base.iterdir() if _finished_run_folder(folder.resolve(), base)} \
+        if base.is_dir() else set()
+    # Registered in `root`'s repository but with the folder gone (removed by hand, or a crash mid-removal).
+    stale |= {folder for folder in _registered_worktrees(root) if _finished_run_folder(folder, base)}
+    for folder in sorted(stale):
+        remove_own_worktree(root, folder)
 
 
 def _entry(index: int, finding: dict) -> dict:
@@ -338,7 +382,7 @@ def _commit_message(entry: dict, source: SkillRun, apply_run_id: int) -> str:
         f"hyperguild apply: {title}\n\n"
         f"Finding {entry['index']} of {source.skill} run {source.pk} ({entry['file']}:{entry['line']}, "
         f"{finding_kind(entry)}, confidence {entry.get('confidence')}).\n"
-        f"Applied by apply run {apply_run_id}: gates confidence, size, apply, tests, warnings and rationale passed.\n"
+        f"Applied by apply run {apply_run_id}: gates confidence, size, apply, rationale, tests and warnings passed.\n"
     )
 
 
@@ -490,6 +534,15 @@ def _try_finding(ctx, entry: dict, finding: dict, worktree: _Worktree, recorder:
         entry["output"] = _tail(output)
         worktree.revert()
         return None
+    # The rationale needs no run of the project's code: it comes before `tests`, so a refused patch never executes.
+    code, diff_u0 = _git(work, "diff", "-U0", "--no-color", "--relative", "HEAD", "--", ".")
+    patched = {path.removeprefix(worktree.prefix) for path in diff_paths(diff)}
+    problem = rationale_problem(finding, work, diff_u0 if code == 0 else "", shifts.get(str(finding["file"]), 0),
+                                patched)
+    if not _gate(entry, GATE_RATIONALE, problem is None, problem or "the patch changes the cited lines"):
+        entry["output"] = _tail(diff_u0)
+        worktree.revert()
+        return None
     ctx.progress(f"finding {entry['index']}: {test_cmd}")
     tests = run_command(work, test_cmd, ctx.cancel_check)
     if tests.outcome == ProcessOutcome.CANCELLED:
@@ -519,12 +572,6 @@ def _try_finding(ctx, entry: dict, finding: dict, worktree: _Worktree, recorder:
             worktree.revert()
             return None
         entry["_lint_after"] = after
-    code, diff_u0 = _git(work, "diff", "-U0", "--no-color", "--relative", "HEAD", "--", ".")
-    problem = rationale_problem(finding, work, diff_u0 if code == 0 else "", shifts.get(str(finding["file"]), 0))
-    if not _gate(entry, GATE_RATIONALE, problem is None, problem or "the patch changes the cited lines"):
-        entry["output"] = _tail(diff_u0)
-        worktree.revert()
-        return None
     part = recorder.attempt()
     paths = [item["path"] for item in part["files"]]
     _git_ok(work, "add", "-A", "--", *(paths or ["."]))

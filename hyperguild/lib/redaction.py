@@ -3,30 +3,110 @@
     text, found = redact("key AKIA...")        # found: {"aws_access_key": 1}
     value, found = redact_value({"a": [...]})  # every string inside, redacted
 
-Built-in patterns catch AWS keys, OpenAI/GitHub/Slack-style tokens, private
-key blocks, bearer tokens and `api_key=...`-style assignments; operators add
-one regex a line in `TRAINER_SECRET_PATTERNS_FILE` (read at call time,
-compiled once per file name). A match becomes `[REDACTED:<pattern name>]`;
-a pattern with a named group `secret` redacts only that part, so the label
-(`Bearer `, `api_key = `) stays readable.
+The detectors, in order (the first to match a stretch of text names it):
+
+1. hyperguild's own personal tokens (`hgp_…`, hyperguild.auth.PERSONAL_TOKEN_PREFIX) and whole JWTs;
+2. the regex plugins of `detect-secrets` (Yelp's maintained detector, pinned in requirements.txt)
+   listed in DETECT_SECRETS_PLUGINS: AWS, Stripe, JWTs (only formally valid ones), URLs with a
+   password (`postgres://user:pass@…`), GitHub, GitLab, Slack, OpenAI, SendGrid, PyPI, npm, …;
+3. our own patterns for what those miss (Google API keys `AIza…`, whole PEM private key blocks,
+   `sk-…` keys of any shape, bearer tokens, `api_key=…`-style assignments);
+4. the operator's, one regex a line in `TRAINER_SECRET_PATTERNS_FILE` (read at call time,
+   compiled once per file name).
+
+Text is first normalised for invisible characters (zero-width spaces and joiners, soft hyphens,
+word joiners, BOMs, bidi controls): `AKIA\u200b…` is an AWS key all the same. When a secret is
+found the stored text is the normalised one; text without secrets is returned exactly as given.
+A match becomes `[REDACTED:<pattern name>]`; a pattern with a named group `secret` (or a plugin
+listed with its secret group) redacts only that part, so the label (`Bearer `, `api_key = `,
+`postgres://user:`) stays readable.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from detect_secrets.plugins.aws import AWSKeyDetector
+from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.basic_auth import BasicAuthDetector
+from detect_secrets.plugins.discord import DiscordBotTokenDetector
+from detect_secrets.plugins.github_token import GitHubTokenDetector
+from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+from detect_secrets.plugins.jwt import JwtTokenDetector
+from detect_secrets.plugins.mailchimp import MailchimpDetector
+from detect_secrets.plugins.npm import NpmDetector
+from detect_secrets.plugins.openai import OpenAIDetector
+from detect_secrets.plugins.pypi_token import PypiTokenDetector
+from detect_secrets.plugins.sendgrid import SendGridDetector
+from detect_secrets.plugins.slack import SlackDetector
+from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+from detect_secrets.plugins.stripe import StripeDetector
+from detect_secrets.plugins.twilio import TwilioKeyDetector
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-# (name, regex). A named group `secret` limits the redaction to that part.
+# hyperguild's personal tokens: `hgp_` + 51 characters (hyperguild.auth.new_personal_token). The 12-character
+# prefix the Tokens page shows to name a token ("hgp_3f9a2c1b") is not a secret and is left alone.
+OWN_TOKEN_PATTERN = ("hyperguild_token", r"\bhgp_[A-Za-z0-9_-]{20,}")
+# A whole JWT, signature included (detect-secrets' own regex stops after the payload), checked by its plugin.
+WHOLE_JWT_PATTERN = ("jwt", r"\beyJ[A-Za-z0-9_-]+={0,2}\.[A-Za-z0-9_-]+={0,2}\.[A-Za-z0-9_-]*")
+
+# detect-secrets' regex plugins (their `denylist`), with the name a hit is counted under and, for plugins whose
+# regex captures the secret in a group behind a readable label, that group. Left out on purpose: the
+# high-entropy and keyword plugins (they flag commit hashes, checksums and prose), IP addresses (not secrets),
+# the private-key plugin (it matches the BEGIN line only; our pattern takes the whole block) and the IBM and
+# Artifactory/Cloudant/Softlayer plugins (keyword-context heuristics, noisy on prose), and Telegram's (a regex
+# that starts with digits costs a full scan of every text for a rare kind).
+DETECT_SECRETS_PLUGINS: list[tuple[type, str, int, tuple[str, ...]]] = [
+    (AWSKeyDetector, "aws_access_key", 0, ("a3t", "abia", "acca", "akia", "asia", "aws")),
+    (StripeDetector, "stripe_key", 0, ()),
+    (JwtTokenDetector, "jwt", 0, ()),
+    (BasicAuthDetector, "url_password", 1, ()),
+    (GitHubTokenDetector, "github_token", 0, ()),
+    (GitLabTokenDetector, "gitlab_token", 0, ()),
+    (SlackDetector, "slack_token", 0, ("xox", "hooks.slack.com")),
+    (OpenAIDetector, "openai_key", 0, ()),
+    (SendGridDetector, "sendgrid_key", 0, ()),
+    (PypiTokenDetector, "pypi_token", 0, ()),
+    (NpmDetector, "npm_token", 1, ()),
+    (AzureStorageKeyDetector, "azure_storage_key", 0, ()),
+    (DiscordBotTokenDetector, "discord_token", 0, ()),
+    (MailchimpDetector, "mailchimp_key", 0, ("-us",)),
+    (SquareOAuthDetector, "square_oauth", 0, ()),
+    (TwilioKeyDetector, "twilio_key", 0, ()),
+]
+# Speed (redaction runs on every write): a regex that does not start with a literal scans the whole text, a
+# few hundred µs per 10 KB each. Such detectors name needles, lower-case words one of which must be in the
+# (lower-cased) text for the regex to match at all; without one, the regex is not run. Measured by
+# bench/redaction.py (bench/RESULTS.md).
+NEEDLES: dict[str, tuple[str, ...]] = {
+    "hyperguild_token": ("hgp_",),
+    "jwt": ("eyj",),
+    "aws_access_key": ("akia", "asia", "agpa", "aida", "aroa"),
+    "aws_secret_key": ("aws_secret_access_key",),
+    "google_api_key": ("aiza",),
+    "openai_key": ("sk-",),
+    "stripe_key": ("k_live_", "k_test_"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "slack_token": ("xox",),
+    "bearer_token": ("bearer",),
+    "assigned_secret": ("api", "token", "secret", "password"),
+}
+# A plugin's own check that a match really is one (a JWT's first two parts must decode to JSON).
+PLUGIN_VALIDATORS: dict[type, Callable[[str], bool]] = {JwtTokenDetector: JwtTokenDetector.is_formally_valid}
+
+# (name, regex), after the plugins. A named group `secret` limits the redaction to that part.
 DEFAULT_SECRET_PATTERNS: list[tuple[str, str]] = [
     ("aws_access_key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}\b"),
     ("aws_secret_key", r"(?i)aws_secret_access_key\s*[:=]\s*['\"]?(?P<secret>[A-Za-z0-9/+=]{40})"),
+    ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}"),
     ("private_key", r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z0-9 ]*PRIVATE KEY-----"),
     ("openai_key", r"\bsk-[A-Za-z0-9_-]{20,}"),
+    ("stripe_key", r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}"),
     ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})"),
     ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
     ("bearer_token", r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/-]{16,}=*)"),
@@ -36,6 +116,9 @@ DEFAULT_SECRET_PATTERNS: list[tuple[str, str]] = [
         r"['\"]?\s*[:=]\s*['\"]?(?P<secret>[^\s'\"]{8,})",
     ),
 ]
+# Characters that show nothing and split a secret so no pattern sees it: zero-width space/non-joiner/joiner,
+# word joiner and invisible operators, BOM, soft hyphen, Mongolian vowel separator, bidi marks and controls.
+INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
 REDACTED = "[REDACTED:{name}]"
 
 
@@ -54,42 +137,99 @@ def load_pattern_file(path: str) -> list[tuple[str, str]]:
     return patterns
 
 
+class Detector:
+    """One compiled regex: its name, the group that is the secret (0: the whole match), an optional check of a
+    match, and the needles (NEEDLES) one of which a text must hold for the regex to be worth running."""
+
+    __slots__ = ("name", "pattern", "group", "valid", "needles")
+
+    def __init__(self, name: str, pattern: re.Pattern, group: int | str = 0,
+                 valid: Callable[[str], bool] | None = None, needles: tuple[str, ...] = ()) -> None:
+        self.name, self.pattern, self.group, self.valid, self.needles = name, pattern, group, valid, needles
+
+    def may_match(self, lowered: str) -> bool:
+        return not self.needles or any(needle in lowered for needle in self.needles)
+
+    def secret_group(self, match: re.Match) -> int | str:
+        if self.group and match.group(self.group) is not None:
+            return self.group
+        return 0
+
+    def accepts(self, match: re.Match) -> bool:
+        return self.valid is None or self.valid(match.group(0))
+
+
+def _detector(name: str, regex: str, needles: tuple[str, ...] = ()) -> Detector:
+    pattern = re.compile(regex)
+    return Detector(name, pattern, "secret" if "secret" in pattern.groupindex else 0, needles=needles)
+
+
 @lru_cache(maxsize=4)
-def _compiled(extra_file: str) -> tuple[tuple[str, re.Pattern], ...]:
-    patterns = list(DEFAULT_SECRET_PATTERNS)
+def _compiled(extra_file: str) -> tuple[Detector, ...]:
+    detectors = [
+        _detector(*OWN_TOKEN_PATTERN, NEEDLES["hyperguild_token"]),
+        Detector(WHOLE_JWT_PATTERN[0], re.compile(WHOLE_JWT_PATTERN[1]), 0, JwtTokenDetector.is_formally_valid,
+                 NEEDLES["jwt"]),
+    ]
+    for plugin, name, group, needles in DETECT_SECRETS_PLUGINS:
+        detectors += [Detector(name, pattern, group, PLUGIN_VALIDATORS.get(plugin), needles)
+                      for pattern in plugin.denylist]  # fmt: skip
+    detectors += [_detector(name, regex, NEEDLES.get(name, ())) for name, regex in DEFAULT_SECRET_PATTERNS]
     if extra_file:
-        patterns += load_pattern_file(extra_file)
-    return tuple((name, re.compile(regex)) for name, regex in patterns)
+        detectors += [_detector(name, regex) for name, regex in load_pattern_file(extra_file)]
+    return tuple(detectors)
 
 
-def secret_patterns() -> tuple[tuple[str, re.Pattern], ...]:
+def secret_patterns() -> tuple[Detector, ...]:
     return _compiled(settings.TRAINER_SECRET_PATTERNS_FILE or "")
 
 
-def _redact_into(text: str, found: dict[str, int]) -> str:
-    for name, pattern in secret_patterns():
-        replacement = REDACTED.format(name=name)
+def normalise(text: str) -> str:
+    """`text` without invisible characters (INVISIBLE)."""
+    return INVISIBLE.sub("", text)
 
-        def substitute(match: re.Match, name=name, replacement=replacement) -> str:
-            found[name] = found.get(name, 0) + 1
-            if "secret" in match.re.groupindex and match.group("secret") is not None:
-                start, end = match.span("secret")
+
+def _redact_into(text: str, found: dict[str, int]) -> str:
+    # Most text has no invisible character: the search costs one scan and the text is used as it is.
+    source = normalise(text) if INVISIBLE.search(text) else text
+    hits_before = sum(found.values())
+    lowered = source.lower()
+    cleaned = source
+    for detector in secret_patterns():
+        if not detector.may_match(lowered):
+            continue
+        replacement = REDACTED.format(name=detector.name)
+
+        def substitute(match: re.Match, detector=detector, replacement=replacement) -> str:
+            if not detector.accepts(match):
+                return match.group(0)
+            found[detector.name] = found.get(detector.name, 0) + 1
+            group = detector.secret_group(match)
+            if group:
+                start, end = match.span(group)
                 offset = match.start()
                 whole = match.group(0)
                 return whole[: start - offset] + replacement + whole[end - offset :]
             return replacement
 
-        text = pattern.sub(substitute, text)
-    return text
+        cleaned = detector.pattern.sub(substitute, cleaned)
+    # Nothing found: the text exactly as given (an emoji's zero-width joiner stays).
+    return cleaned if sum(found.values()) > hits_before else text
 
 
 def secret_spans(text: str) -> list[tuple[int, int, str]]:
-    """(start, end, pattern name) of every secret in `text` (the `secret` group's span where there is one)."""
+    """(start, end, pattern name) of every secret in `text` (the secret group's span where there is one).
+
+    Spans are positions in `text` itself, which must hold no invisible characters (a slug, say).
+    """
     spans = []
-    for name, pattern in secret_patterns():
-        for match in pattern.finditer(text):
-            group = "secret" if "secret" in pattern.groupindex and match.group("secret") is not None else 0
-            spans.append((*match.span(group), name))
+    lowered = text.lower()
+    for detector in secret_patterns():
+        if not detector.may_match(lowered):
+            continue
+        for match in detector.pattern.finditer(text):
+            if detector.accepts(match):
+                spans.append((*match.span(detector.secret_group(match)), detector.name))
     return spans
 
 

@@ -138,3 +138,13 @@ def test_an_imported_file_is_redacted_and_the_mirror_rewrites_the_file_on_disk(d
     assert "[REDACTED:aws_access_key]" in (mirror / "raw" / "keys.md").read_text(encoding="utf-8")
     again = sync_mirror(mirror)
     assert (again.added, again.updated, again.written) == (0, 0, 0)
+
+
+def test_a_note_with_the_kinds_issue_35_found_is_stored_without_them(db):
+    from tests.sessions.test_redaction import MISSED_KINDS
+
+    body = "\n".join(f"- {secret}" for secret, _, _ in MISSED_KINDS)
+    note = do_write_raw_note(title="Ops creds", body=body, frontmatter={"db": MISSED_KINDS[2][0]})
+    stored = stored_text(note)
+    assert not any(part in stored for _, _, part in MISSED_KINDS), stored
+    assert {flag["pattern"] for flag in note.redactions} == {name for _, name, _ in MISSED_KINDS}

@@ -82,3 +82,15 @@ def test_a_note_a_skill_writes_is_stored_redacted_with_its_redactions_in_the_pro
     assert not any(secret in note.body for secret in SECRETS)
     assert {(f["field"], f["pattern"]) for f in note.provenance["redactions"]} == {
         ("body", "aws_access_key"), ("body", "private_key"), ("body", "openai_key")}
+
+
+def test_a_session_entry_with_the_kinds_issue_35_found_is_stored_without_them():
+    from tests.sessions.test_redaction import MISSED_KINDS
+
+    message = " ".join(secret for secret, _, _ in MISSED_KINDS)
+    do_log_checked_entry("leaky-35", {"kind": "note", "message": message, "data": {"env": MISSED_KINDS[2][0]}},
+                         source="rest")  # fmt: skip
+    entry = SessionEntry.objects.get(session__external_id="leaky-35")
+    stored = entry.message + str(entry.data)
+    assert not any(part in stored for _, _, part in MISSED_KINDS), stored
+    assert {pattern for _, pattern in patterns(entry.redactions)} == {name for _, name, _ in MISSED_KINDS}

@@ -180,7 +180,7 @@ def test_only_the_finding_that_passes_every_gate_is_committed_and_the_owners_tre
     assert "test_double" in broken["output"] and "exit code 1" in broken["reason"]
     assert big["reason"] == "12 changed line(s), limit 6"
     assert "0.5 < 0.9" in unsure["reason"]
-    assert [g["gate"] for g in applied["gates"]] == ["confidence", "size", "apply", "tests", "rationale"]
+    assert [g["gate"] for g in applied["gates"]] == ["confidence", "size", "apply", "rationale", "tests"]
     assert all(g["passed"] for g in applied["gates"])
     # Exactly one commit on the branch, on top of the reviewed commit, naming the finding and the run.
     log = git(git_project, "log", "--format=%H %P%n%B", f"{head.strip()}..{branch}")
@@ -432,3 +432,61 @@ def test_the_worktree_a_killed_apply_left_is_removed_by_the_next_apply(fake_clau
 
     assert sorted(p.name for p in (settings.DATA_DIR / "apply").iterdir()) == [f"run-{alive.pk}"]
     assert len(git(git_project, "worktree", "list").splitlines()) == 1  # its metadata is pruned too
+
+
+def test_a_patch_refused_by_its_rationale_is_never_run(fake_claude, git_project, tmp_path):
+    """Finding 9 of issue 35: the `tests` gate ran a `conftest.py` the `rationale` gate then refused."""
+    marker = tmp_path / "conftest-ran"
+    plant = f"""--- /dev/null
++++ b/conftest.py
+@@ -0,0 +1 @@
++open({str(marker)!r}, "w").write("the patch ran")
+"""
+    review = review_run(fake_claude, git_project, [finding("add subtracts", 5, "return a - b", plant)])
+
+    run = apply_run(git_project, review)
+
+    (only,) = run.result["findings"]
+    assert (only["outcome"], only["gate"]) == ("refused", "rationale")
+    assert "the patch changes conftest.py, but the finding is about calc.py" in only["reason"]
+    assert [g["gate"] for g in only["gates"]] == ["confidence", "size", "apply", "rationale"]
+    assert not marker.exists()
+    assert run.result["branch"] is None
+
+
+def test_apply_leaves_the_owners_moved_aside_worktree_registered(fake_claude, git_project, tmp_path):
+    """Finding 9 of issue 35: `git worktree prune` dropped the metadata of a worktree whose folder was moved aside."""
+    own = tmp_path / "my-feature"
+    git(git_project, "worktree", "add", "-q", "-b", "my-feature", str(own))
+    aside = tmp_path / "my-feature-aside"
+    own.rename(aside)
+    review = review_run(fake_claude, git_project, [finding("add subtracts", 5, "return a - b", FIX_ADD)])
+
+    run = apply_run(git_project, review)
+
+    assert run.result["applied"] == 1
+    aside.rename(own)
+    assert git(own, "rev-parse", "--abbrev-ref", "HEAD").strip() == "my-feature"
+    listed = git(git_project, "worktree", "list", "--porcelain")
+    assert f"worktree {own}" in listed and "apply/run-" not in listed
+
+
+def test_a_stale_apply_worktree_whose_folder_is_gone_is_unregistered_and_the_owners_are_kept(
+    fake_claude, git_project, settings, tmp_path
+):
+    from supervisor.apply import remove_stale_worktrees
+
+    dead = SkillRun.objects.create(skill="apply", project_root=str(git_project), status="error")
+    folder = settings.DATA_DIR / "apply" / f"run-{dead.pk}"
+    git(git_project, "worktree", "add", "-q", "-b", "left-behind", str(folder))
+    own = tmp_path / "mine"
+    git(git_project, "worktree", "add", "-q", "-b", "mine", str(own))
+    import shutil
+
+    shutil.rmtree(folder)
+    own.rename(tmp_path / "mine-aside")
+
+    remove_stale_worktrees(git_project)
+
+    listed = git(git_project, "worktree", "list", "--porcelain")
+    assert f"run-{dead.pk}" not in listed and f"worktree {own}" in listed
