@@ -55,8 +55,8 @@ QUESTION_WORD_WEIGHT = 0.3
 KEPT_STOPWORDS = frozenset({"who", "where", "own"})
 # A query term found in the passage's headings or lead-in but not in the passage itself.
 CONTEXT_WEIGHT = 0.5
-# … found in the heading right above it: the section is about that.
-HEADING_WEIGHT = 1.0
+# … found in the heading right above it: the section is about that (not quite as much as saying it).
+HEADING_WEIGHT = 0.75
 # A line ending with ":" this short leads into what follows it.
 LEAD_IN_CHARS = 200
 
@@ -157,6 +157,11 @@ def _is_lead_in(kind: str, lines: list[str]) -> bool:
     return kind == "text" and text.endswith(":") and len(text) <= LEAD_IN_CHARS
 
 
+def _nearest(headings: list[tuple[int, str]]) -> str:
+    """The heading right above, unless it is the page's `#` heading (the title, which counts as context)."""
+    return headings[-1][1] if headings and headings[-1][0] > 1 else ""
+
+
 def split_passages(title: str, body: str) -> list[Passage]:
     """The passages of a note, in order (see the module docstring)."""
     sections: list[tuple[str, str, list[str]]] = []  # (heading path, nearest heading, lines)
@@ -168,7 +173,7 @@ def split_passages(title: str, body: str) -> list[Passage]:
             in_fence = not in_fence
         match = None if in_fence else HEADING_RE.match(line)
         if match:
-            sections.append((" ".join(h for _, h in headings), headings[-1][1] if headings else "", current))
+            sections.append((" ".join(h for _, h in headings), _nearest(headings), current))
             current = []
             level = len(match.group(1))
             while headings and headings[-1][0] >= level:
@@ -176,7 +181,7 @@ def split_passages(title: str, body: str) -> list[Passage]:
             headings.append((level, match.group(2)))
         else:
             current.append(line)
-    sections.append((" ".join(h for _, h in headings), headings[-1][1] if headings else "", current))
+    sections.append((" ".join(h for _, h in headings), _nearest(headings), current))
 
     found: list[tuple[str, str, str]] = []  # (text, context, nearest heading)
     for heading, nearest, lines in sections:
