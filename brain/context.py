@@ -238,19 +238,23 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
     ]
     return {
         "project": name, "entries": entries, "degraded": degraded, "reason": reason,
-        "unreviewed": project_raw_notes(project_root, [item["slug"] for item in seeds.unreviewed]),
+        "unreviewed": project_raw_notes(name, project_root, [item["slug"] for item in seeds.unreviewed]),
         "unreviewed_matches": seeds.unreviewed_matches, "unreviewed_hint": seeds.unreviewed_hint,
     }  # fmt: skip
 
 
-def project_raw_notes(project_root: str, matching_slugs: list[str]) -> list[dict]:
-    """The project's own recent raw notes: written in one of its sessions, or matching its name."""
+def project_raw_notes(name: str, project_root: str, matching_slugs: list[str]) -> list[dict]:
+    """The project's own recent raw notes: written in one of its sessions, or naming it (as the entries do)."""
     sessions = project_sessions(project_root)
-    notes = (
+    candidates = (
         Note.objects.filter(status=NoteStatus.RAW)
         .filter(Q(session_id__in=sessions) | Q(slug__in=matching_slugs))
-        .order_by("-created_at", "-id")[:RAW_CONTEXT_LIMIT]
+        .order_by("-created_at", "-id")
     )
+    notes = [
+        note for note in candidates[: RAW_CONTEXT_LIMIT + len(matching_slugs)]
+        if note.session_id in sessions or names_the_project(name, note.title, note.body)
+    ][:RAW_CONTEXT_LIMIT]
     return [
         {"slug": note.slug, "title": note.title, "status": note.status, "created_at": note.created_at.isoformat(),
          "excerpt": excerpt(note.title, note.body)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from brain.actions import do_write_raw_note
 from brain.context import context
 from brain.search import search
 from tests.answers.conftest import ingest
@@ -87,3 +88,13 @@ def test_a_name_no_note_holds_gets_no_entries_even_if_its_words_are_common():
              "body": "Close unrelated issues quickly; the app team owns the rest."}])  # fmt: skip
 
     assert context("/home/someone/src/unrelated-app")["entries"] == []
+
+
+@pytest.mark.django_db
+def test_unreviewed_notes_are_held_to_the_same_name_rule():
+    do_write_raw_note(title="Scratch", body="Close unrelated issues quickly; the app team owns the rest.")
+    do_write_raw_note(title="Nightly export", body="unrelated-app exports its ledger nightly.")
+
+    found = context("/home/someone/src/unrelated-app")
+
+    assert [item["title"] for item in found["unreviewed"]] == ["Nightly export"]
