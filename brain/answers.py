@@ -20,6 +20,7 @@ from django.conf import settings
 
 from brain.errors import AnswerUnavailable
 from brain.models import Note
+from brain.passages import ScoredPassage, best_sentences, score_passages, split_passages
 from brain.search import search
 from hyperguild.lib.llm import LLMError, get_llm_client
 from hyperguild.lib.reranker import RerankerError, get_reranker
@@ -33,6 +34,8 @@ SOURCE_CHARS = 2000
 # Length of the excerpt returned with each source, and of an extractive passage.
 EXCERPT_CHARS = 200
 PASSAGE_CHARS = 600
+# An extractive answer quotes a source's best passage only if it scores this share of the best one.
+EXTRACT_SHARE = 0.5
 
 NOTHING_FOUND = "The brain has no note that answers this question."
 
@@ -50,17 +53,30 @@ def _source_text(note: Note) -> str:
     return f"{note.title}\n\n{note.body[:SOURCE_CHARS]}"
 
 
-def best_passage(question: str, body: str) -> str:
-    """The paragraph of `body` sharing most words with the question (the first one on a tie)."""
-    wanted = {word.lower() for word in _WORD.findall(question) if len(word) > 2}
-    paragraphs = [part.strip() for part in re.split(r"\n\s*\n", body) if part.strip()]
-    if not paragraphs:
-        return ""
-    best = max(
-        paragraphs,
-        key=lambda part: (len(wanted & {word.lower() for word in _WORD.findall(part)}), -paragraphs.index(part)),
-    )
-    return excerpt(best, PASSAGE_CHARS)
+def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[tuple[int, Note]], str]:
+    """The extractive answer: (sources numbered in the order they are quoted, the answer text).
+
+    Every passage of every candidate competes (`brain.passages`): the sources are the notes of the
+    best passages (at most `limit`), each quoted by its own best passage as `[n] Title: passage`, the
+    best first; a note is quoted only when its best passage scores EXTRACT_SHARE of the best one
+    (the best is always quoted). With nothing matching, the first candidate's opening.
+    """
+    pool = [(note, passage) for note in candidates for passage in split_passages(note.title, note.body)]
+    ranked = [item for item in score_passages(question, pool) if item.score > 0]
+    best: dict[int, ScoredPassage] = {}
+    for item in ranked:
+        best.setdefault(item.source.id, item)
+    if not best:
+        note = candidates[0]
+        return [(1, note)], f"[1] {note.title}: {excerpt(note.body, EXCERPT_CHARS)}"
+    top = ranked[0].score
+    quoted = [item for item in best.values() if item.score >= EXTRACT_SHARE * top][:limit]
+    chosen = [(n, item.source) for n, item in enumerate(quoted, start=1)]
+    lines = [
+        f"[{n}] {item.source.title}: {best_sentences(item.passage, question, PASSAGE_CHARS)}"
+        for n, item in enumerate(quoted, start=1)
+    ]
+    return chosen, "\n\n".join(lines)
 
 
 def user_prompt(question: str, sources: list[tuple[int, Note]]) -> str:
@@ -91,7 +107,12 @@ def answer(question: str, limit: int = 5) -> dict:
 
     llm = get_llm_client() if settings.BRAIN_ANSWER_MODEL else None
     cap = min(limit, MAX_LLM_SOURCES) if llm is not None else limit
-    chosen = list(enumerate(candidates[:cap], start=1))
+    extract = ""
+    if llm is None and candidates:
+        # Without an LLM the passages choose the sources: the note that answers may not rank first.
+        chosen, extract = extractive(question, candidates, cap)
+    else:
+        chosen = list(enumerate(candidates[:cap], start=1))
     sources = [
         {
             "n": n,
@@ -113,9 +134,7 @@ def answer(question: str, limit: int = 5) -> dict:
         return result
 
     if llm is None:
-        result["answer"] = "\n\n".join(
-            f"[{n}] {note.title}: {best_passage(question, note.body) or excerpt(note.body, EXCERPT_CHARS)}" for n, note in chosen
-        )
+        result["answer"] = extract
         return result
 
     messages = [

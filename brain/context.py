@@ -7,15 +7,19 @@ scores; a note found several ways keeps its best score, then gets boosts):
    top SEED_LIMIT, only notes that pass search's relevance floors
    (`brain.floors`): a project the brain knows nothing about gets no seeds,
    hence no graph neighbours, and an empty list rather than the nearest
-   unrelated notes. Scores come from the rank, not the raw search score, so
-   BM25 and fused scores mix the same way: rank r (0-based) scores
-   1 / (1 + r).
+   unrelated notes. A name of several words (`unrelated-app`) must appear
+   as a name in a seed, its words together in order: a note that merely says
+   "unrelated" is not about the project. Scores come from the rank, not the
+   raw search score, so BM25 and fused scores mix the same way: rank r
+   (0-based) scores 1 / (1 + r).
 2. Path seeds. With `recent_files`, `search(path tokens)` adds its hits at
    PATH_SEED_WEIGHT times the rank score.
-3. Graph. The top GRAPH_SEEDS seeds expand GRAPH_DEPTH hops over resolved
-   links in either direction; a neighbour at distance d of a seed scoring s
-   scores s · GRAPH_DECAY ** d (so a 2-hop neighbour of the best seed ties
-   the 4th seed).
+3. Graph. Every seed (name and path seeds alike: all passed the floors)
+   expands GRAPH_DEPTH hops over resolved links in either direction; a
+   neighbour at distance d of a seed scoring s scores s · GRAPH_DECAY ** d,
+   the best over its seeds (so a 2-hop neighbour of the best seed ties the
+   4th seed). Neighbours fill the slots the seeds leave free, and a note
+   that never names the project comes in through the notes that link to it.
 4. Path boost. A candidate whose title or body shares words with the
    recent files' paths (`internal/graphstore/pg.go` → `graphstore`; a word
    of the note that begins a path word counts too, so "graph" matches it)
@@ -24,6 +28,10 @@ scores; a note found several ways keeps its best score, then gets boosts):
    lifts the second seed above the first.
 
 Highest score first; ties keep the order in which candidates were found.
+Each entry's excerpt is the note's passage that best matches the project
+name and the recent files' words (`brain.passages`: no heading line, no
+HTML comment), cut to EXCERPT_CHARS; a note that matches none of them (a
+graph neighbour) shows its first passage.
 """
 
 from __future__ import annotations
@@ -36,14 +44,13 @@ from django.db.models import Q
 
 from brain import bm25
 from brain.errors import ContextInputError
-from brain.graph import neighbour_distances
 from brain.hooks import project_sessions
-from brain.models import Note, NoteStatus
+from brain.models import Note, NoteLink, NoteStatus
+from brain.passages import best_sentences, score_passages, split_passages
 from brain.search import search
 
 SEED_LIMIT = 20
 PATH_SEED_WEIGHT = 0.5
-GRAPH_SEEDS = 3
 GRAPH_DEPTH = 2
 GRAPH_DECAY = 0.5
 PATH_BOOST = 0.75
@@ -104,9 +111,61 @@ def shared_words(note_tokens: set[str], words: list[str]) -> int:
     return count
 
 
-def excerpt(body: str) -> str:
-    """The first EXCERPT_CHARS characters of the body (which is stored without its frontmatter)."""
-    return body.strip()[:EXCERPT_CHARS]
+def excerpt(title: str, body: str, query: str = "") -> str:
+    """The note's passage that best matches `query` (its first passage when none does), without
+    heading lines or HTML comments, on one line and cut to about EXCERPT_CHARS characters."""
+    passages = split_passages(title, body)
+    if not passages:
+        return ""
+    best = passages[0]
+    if query:
+        ranked = score_passages(query, [(None, passage) for passage in passages])
+        if ranked and ranked[0].score > 0:
+            best = ranked[0].passage
+    return best_sentences(best, query, EXCERPT_CHARS)
+
+
+def project_words(name: str) -> list[str]:
+    return [word for word in _PATH_SPLIT.split(name) if word]
+
+
+def names_the_project(name: str, title: str, body: str) -> bool:
+    """Whether the note names the project: for a name of several words (`unrelated-app`, `Ledgerly API`),
+    those words together and in order, joined by spaces or punctuation; a one-word name always passes
+    (search matched it)."""
+    words = project_words(name)
+    if len(words) < 2:
+        return True
+    pattern = re.compile(r"(?<![0-9A-Za-z])" + r"[\s_\-./:]*".join(map(re.escape, words)) + r"(?![0-9A-Za-z])", re.I)
+    return bool(pattern.search(title) or pattern.search(body))
+
+
+def neighbour_scores(seeds: dict[int, float], depth: int) -> dict[int, float]:
+    """{note id: best seed score · GRAPH_DECAY ** hops} for the wiki notes within `depth` hops of any seed
+    (a seed only when another seed's neighbourhood scores it higher). One query per hop, however many seeds."""
+    best = dict(seeds)
+    frontier = dict(seeds)
+    found: dict[int, float] = {}
+    for _ in range(depth):
+        if not frontier:
+            break
+        edges = NoteLink.objects.filter(
+            Q(source_id__in=frontier) | Q(target_id__in=frontier),
+            target__isnull=False,
+            source__status=NoteStatus.WIKI,
+            target__status=NoteStatus.WIKI,
+        ).values_list("source_id", "target_id")
+        reached: dict[int, float] = {}
+        for source_id, target_id in edges:
+            for here, there in ((source_id, target_id), (target_id, source_id)):
+                if here in frontier:
+                    score = frontier[here] * GRAPH_DECAY
+                    if score > best.get(there, 0.0) and score > reached.get(there, 0.0):
+                        reached[there] = score
+        for note_id, score in reached.items():
+            best[note_id] = found[note_id] = score
+        frontier = reached
+    return found
 
 
 @dataclass
@@ -134,7 +193,11 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
     seeds = search(name, limit=SEED_LIMIT)
     # An abstention is not a problem to report: an empty list already says "nothing relevant".
     degraded, reason = seeds.degraded, seeds.reason if seeds.degraded else None
-    for rank, hit in enumerate(seeds.hits):
+    named = seeds.hits
+    if len(project_words(name)) > 1:
+        bodies = dict(Note.objects.filter(id__in=[hit.note_id for hit in named]).values_list("id", "body"))
+        named = [hit for hit in named if names_the_project(name, hit.title, bodies.get(hit.note_id, ""))]
+    for rank, hit in enumerate(named):
         consider(hit.note_id, 1.0 / (1 + rank))
 
     wanted = path_words(recent_files or [])
@@ -145,10 +208,10 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
         for rank, hit in enumerate(by_path.hits):
             consider(hit.note_id, PATH_SEED_WEIGHT / (1 + rank))
 
-    for hit in seeds.hits[:GRAPH_SEEDS]:
-        seed_score = candidates[hit.note_id].score
-        for note_id, distance in neighbour_distances([hit.note_id], GRAPH_DEPTH, status=NoteStatus.WIKI).items():
-            consider(note_id, seed_score * GRAPH_DECAY**distance)
+    for note_id, score in neighbour_scores(
+        {note_id: candidate.score for note_id, candidate in candidates.items()}, GRAPH_DEPTH
+    ).items():
+        consider(note_id, score)
 
     notes = Note.objects.wiki().in_bulk(list(candidates))
     if wanted:
@@ -163,32 +226,37 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
         (candidate for candidate in candidates.values() if candidate.note_id in notes),
         key=lambda candidate: (-candidate.score, candidate.order),
     )[:limit]
+    query = " ".join([name, *wanted])
     entries = [
         {
             "slug": notes[candidate.note_id].slug,
             "title": notes[candidate.note_id].title,
             "doc_path": notes[candidate.note_id].path,
-            "excerpt": excerpt(notes[candidate.note_id].body),
+            "excerpt": excerpt(notes[candidate.note_id].title, notes[candidate.note_id].body, query),
         }
         for candidate in ranked
     ]
     return {
         "project": name, "entries": entries, "degraded": degraded, "reason": reason,
-        "unreviewed": project_raw_notes(project_root, [item["slug"] for item in seeds.unreviewed]),
+        "unreviewed": project_raw_notes(name, project_root, [item["slug"] for item in seeds.unreviewed]),
         "unreviewed_matches": seeds.unreviewed_matches, "unreviewed_hint": seeds.unreviewed_hint,
     }  # fmt: skip
 
 
-def project_raw_notes(project_root: str, matching_slugs: list[str]) -> list[dict]:
-    """The project's own recent raw notes: written in one of its sessions, or matching its name."""
+def project_raw_notes(name: str, project_root: str, matching_slugs: list[str]) -> list[dict]:
+    """The project's own recent raw notes: written in one of its sessions, or naming it (as the entries do)."""
     sessions = project_sessions(project_root)
-    notes = (
+    candidates = (
         Note.objects.filter(status=NoteStatus.RAW)
         .filter(Q(session_id__in=sessions) | Q(slug__in=matching_slugs))
-        .order_by("-created_at", "-id")[:RAW_CONTEXT_LIMIT]
+        .order_by("-created_at", "-id")
     )
+    notes = [
+        note for note in candidates[: RAW_CONTEXT_LIMIT + len(matching_slugs)]
+        if note.session_id in sessions or names_the_project(name, note.title, note.body)
+    ][:RAW_CONTEXT_LIMIT]
     return [
         {"slug": note.slug, "title": note.title, "status": note.status, "created_at": note.created_at.isoformat(),
-         "excerpt": excerpt(note.body)}
+         "excerpt": excerpt(note.title, note.body)}
         for note in notes
     ]  # fmt: skip

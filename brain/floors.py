@@ -16,6 +16,15 @@ answer "nothing relevant" instead of padding the page with noise.
   whose rare words no note contains ("zebra3fa8b2c1 config") matches only a
   small share even where a common word matches, so it is not answered with
   every note that says "config".
+- **Evidence** (BM25): a hit must hold at least as many of the query's
+  words as there are query words no note uses at all. The share alone does
+  not scale down: in a brain of 18 notes a word one note uses weighs as much
+  as a word none uses, so "How do I center a div in *CSS*?" (center and div
+  in no note) matched a third of its weight through one word of one long
+  note. The rule follows the brain's own vocabulary: in a small brain an
+  off-topic question's words are mostly unseen and it applies; in a large
+  one nearly every word is seen somewhere and it almost never does
+  (SciFact: `bench/RESULTS.md`).
 - **Agreement** (vectors on, a calibrated model): a hit both rankers found
   needs less from each than a hit one ranker found alone, in the manner of
   a second witness.
@@ -61,9 +70,17 @@ class Floors:
     support: float | None = None
     agree: float | None = None  # None: a hit both rankers found is held to the one-ranker floors
     bm25_alone: float = 0.0
+    evidence: bool = False  # the evidence rule: a BM25 hit holds as many query terms as no note holds
+
+    def enough_terms(self, matched: int, unseen: int) -> bool:
+        """Whether a BM25 hit holding `matched` distinct query terms is evidence enough, when `unseen` of the
+        query's terms are in no note at all."""
+        return not self.evidence or matched >= unseen
 
     def describe(self, embedder_key: str | None) -> str:
         parts = [f"BM25 hits must match {self.bm25:.0%} of the query's idf weight"]
+        if self.evidence:
+            parts.append("and hold as many of its words as no note holds")
         if embedder_key:
             if self.vector is None:
                 parts.append(f"{embedder_key} has no calibrated vector floor, so vector hits only reorder BM25 ones")
@@ -128,8 +145,9 @@ def support_floor(embedder_key: str) -> float | None:
 
 def current(embedder_key: str | None) -> Floors:
     bm25_share = float(settings.BRAIN_BM25_FLOOR)
+    evidence = bm25_share > 0  # BRAIN_BM25_FLOOR=0 switches BM25's floors off
     if not embedder_key:
-        return Floors(bm25=bm25_share, vector=None)
+        return Floors(bm25=bm25_share, vector=None, evidence=evidence)
     vector = vector_floor(embedder_key)
     agree = agree_floor(embedder_key) if vector is not None else None
     return Floors(
@@ -138,6 +156,7 @@ def current(embedder_key: str | None) -> Floors:
         support=support_floor(embedder_key),
         agree=agree,
         bm25_alone=max(bm25_share, float(settings.BRAIN_BM25_ALONE_FLOOR)),
+        evidence=evidence,
     )
 
 

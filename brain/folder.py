@@ -8,6 +8,14 @@ Layout (that of an existing hyperguild brain):
     sessions/<session_id>.jsonl, training-data/  read and written by the sessions app, through the
                                                  folder sections it registers (`brain.hooks`)
 
+A **plain folder** (markdown files, but no wiki/ or raw/ and no folder another app
+reads) is imported as if it were laid out: each `<folders>/<name>.md` becomes
+`wiki/<wing>/<hall>/<folders>/<name>.md` (`PlainFolder`: the wing and hall given,
+by default the folder's own name and no hall, so a first sub-folder is the hall
+as in the layout) or, for review, `raw/<folders>/<name>.md`. A folder holding no
+markdown at all is refused with the expected layout (`LAYOUT_HELP`), never
+imported as nothing.
+
 Folder and file names are slugified (`Café Notes.md` → `cafe-notes`). The
 title comes from frontmatter `title:`, else the first `# heading`, else the
 file name; the stored frontmatter is the rest. Export writes `title:` first,
@@ -58,6 +66,34 @@ HEADING_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 ProgressWrapper = Callable[[Iterable], Iterable]
 
+LAYOUT_HELP = """brain_import reads either a brain folder:
+    wiki/<wing>/<hall>/<name>.md   reviewed notes (wing and hall are the first two folders)
+    raw/<name>.md                  notes waiting for review
+    sessions/<session_id>.jsonl    session logs
+or a plain folder of .md files, imported as wiki notes under a wing named after the folder
+(--wing and --hall choose another place) or, with --raw, as raw notes for review."""
+
+
+@dataclass(frozen=True)
+class PlainFolder:
+    """Where the notes of a plain folder go: `status` wiki (under `wing`/`hall`) or raw."""
+
+    status: str = NoteStatus.WIKI
+    wing: str = ""
+    hall: str = ""
+
+    def place(self, rel_path: str) -> str:
+        """The brain-layout path of the plain folder's file `rel_path` (`a/b.md` → `wiki/docs/a/b.md`)."""
+        if self.status == NoteStatus.RAW:
+            return f"raw/{rel_path}"
+        return "/".join(part for part in ("wiki", self.wing, self.hall, rel_path) if part)
+
+    def describe(self) -> str:
+        if self.status == NoteStatus.RAW:
+            return "raw notes waiting for review (raw/)"
+        place = f"wing {self.wing!r}" + (f", hall {self.hall!r}" if self.hall else "")
+        return f"wiki notes under {place}"
+
 
 @dataclass
 class FolderSummary:
@@ -72,6 +108,9 @@ class FolderSummary:
     ambiguous_links: list[str] = field(default_factory=list)  # in notes added or updated by this run
     sessions: object | None = None
     training_data: object | None = None
+    layout: str = "brain"  # "brain" (wiki/, raw/ …) or "plain" (a folder of .md files)
+    plain: PlainFolder | None = None  # where a plain folder's notes went
+    ignored: list[str] = field(default_factory=list)  # .md files of a brain folder outside wiki/ and raw/
 
     @property
     def changes(self) -> int:
@@ -93,6 +132,9 @@ class FolderSummary:
             "errors": [{"file": name, "error": message} for name, message in self.errors],
             "sessions": self.sessions,
             "training_data": self.training_data,
+            "layout": self.layout,
+            "placed_as": self.plain.describe() if self.plain else None,
+            "ignored": list(self.ignored),
         }
 
 
@@ -132,6 +174,34 @@ def iter_note_files(root: Path) -> list[str]:
                 if name.endswith(".md") and not name.startswith(".") and name != INDEX_FILE:
                     found.append((Path(dirpath) / name).relative_to(root).as_posix())
     return sorted(found)
+
+
+def _walk_markdown(base: Path, root: Path) -> list[str]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in filenames:
+            if name.endswith(".md") and not name.startswith("."):
+                found.append((Path(dirpath) / name).relative_to(root).as_posix())
+    return sorted(found)
+
+
+def layout_folders() -> list[str]:
+    """The top folders that make a folder a brain folder: wiki/, raw/ and those other apps read (sessions/ …)."""
+    return [*NOTE_FOLDERS, *(section.folder for section in folder_sections())]
+
+
+def folder_layout(root: Path) -> str:
+    """`brain` when `root` holds any layout folder, `plain` when it holds markdown only, else `empty`."""
+    if any((root / name).is_dir() for name in layout_folders()):
+        return "brain"
+    return "plain" if _walk_markdown(root, root) else "empty"
+
+
+def loose_markdown(root: Path) -> list[str]:
+    """The .md files of a brain folder that no layout folder holds (a README beside wiki/): not imported."""
+    inside = tuple(f"{name}/" for name in layout_folders())
+    return [rel for rel in _walk_markdown(root, root) if not rel.startswith(inside)]
 
 
 def iter_index_files(root: Path) -> list[str]:
@@ -356,31 +426,76 @@ def _error_text(exc: Exception) -> str:
 # -- import / export ------------------------------------------------------------------
 
 
-def import_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress, archive_missing: bool = False) -> FolderSummary:
-    """Read a brain folder into the database. Bad files are reported by name and skipped."""
+def default_plain_folder(root: Path) -> PlainFolder:
+    """A plain folder's notes go to the wiki, under a wing named after the folder."""
+    return PlainFolder(status=NoteStatus.WIKI, wing=_name_segment(root.resolve().name))
+
+
+def import_folder(
+    root: Path | str,
+    *,
+    progress: ProgressWrapper = _no_progress,
+    archive_missing: bool = False,
+    plain: PlainFolder | None = None,
+) -> FolderSummary:
+    """Read a brain folder, or a plain folder of markdown, into the database. Bad files are reported by name
+    and skipped. `plain`: where a plain folder's notes go (default: `default_plain_folder`); giving it for a
+    brain folder, or a folder with no markdown at all, raises FolderError with the expected layout."""
     root = Path(root)
     if not root.is_dir():
         raise FolderError(f"{root} is not a directory")
-    summary = FolderSummary()
-    seen: dict[str, str] = {}
-    # What the database already holds, read once: an unchanged file costs no transaction.
-    known = {
+    layout = folder_layout(root)
+    if layout == "empty":
+        raise FolderError(f"{root} holds no .md file and none of {', '.join(f'{n}/' for n in layout_folders())}: "
+                          f"nothing to import.\n{LAYOUT_HELP}")
+    if layout == "brain" and plain is not None:
+        raise FolderError(f"{root} is a brain folder (it holds wiki/, raw/ or sessions/): its notes already have "
+                          f"their place, so --wing, --hall and --raw do not apply.\n{LAYOUT_HELP}")
+    if layout == "plain":
+        return _import_plain_folder(root, plain or default_plain_folder(root), progress, archive_missing)
+    summary = FolderSummary(ignored=loose_markdown(root))
+    known = _known_notes()
+    files = iter_note_files(root)
+    _import_files(root, {rel: rel for rel in files}, summary, known, progress, archive_missing)
+    import_index_files(root, summary)
+    for section in folder_sections():
+        if section.import_dir is not None and (root / section.folder).is_dir():
+            setattr(summary, section.summary_field, section.import_dir(root / section.folder))
+    return summary
+
+
+def _known_notes() -> dict[str, tuple]:
+    """slug → (content_hash, status, wing, hall, path) of every note, read once: an unchanged file costs no
+    transaction."""
+    return {
         row[0]: row[1:]
         for row in Note.objects.values_list("slug", "content_hash", "status", "wing", "hall", "path").iterator()
     }
-    files = iter_note_files(root)
+
+
+def _import_files(
+    root: Path, files: dict[str, str], summary: FolderSummary, known: dict[str, tuple], progress: ProgressWrapper,
+    archive_missing: bool,
+) -> None:  # fmt: skip
+    """Import `files` (brain-layout path → the file's path under `root`, the same for a brain folder)."""
+    seen: dict[str, str] = {}
     on_disk = set(files)
     held = {slug: row[-1] for slug, row in known.items()}  # slug → path, for placing files without a query each
     changed: list[Note] = []
     for rel_path in progress(sorted(files, key=claim_order)):
+        source = files[rel_path]
         try:
-            nf = place_note_file(read_note_file(root, rel_path), on_disk, seen, held)
+            try:
+                text = (root / source).read_bytes().decode("utf-8")
+            except UnicodeDecodeError:
+                raise FolderError("the file is not UTF-8 text")
+            nf = place_note_file(parse_note_text(rel_path, text), on_disk, seen, held)
             if known.get(nf.slug) == _fingerprint(nf):
                 summary.unchanged += 1
                 continue
             note, outcome = _import_one(nf)
         except (FolderError, FrontmatterError, BrainInputError, OSError) as exc:
-            summary.errors.append((rel_path, _error_text(exc)))
+            summary.errors.append((source, _error_text(exc)))
             continue
         summary.count(outcome)
         if outcome != "unchanged":
@@ -391,10 +506,21 @@ def import_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress,
         for note in gone:
             do_archive_note(note, reason=f"{note.path} is no longer in the imported folder")
             summary.archived += 1
-    import_index_files(root, summary)
-    for section in folder_sections():
-        if section.import_dir is not None and (root / section.folder).is_dir():
-            setattr(summary, section.summary_field, section.import_dir(root / section.folder))
+
+
+def _import_plain_folder(
+    root: Path, plain: PlainFolder, progress: ProgressWrapper, archive_missing: bool
+) -> FolderSummary:
+    if plain.status not in (NoteStatus.WIKI, NoteStatus.RAW):
+        raise FolderError(f"a plain folder's notes go to the wiki or to raw, not {plain.status}")
+    if plain.status == NoteStatus.WIKI and not plain.wing:
+        raise FolderError(f"wiki notes need a wing: give one with --wing.\n{LAYOUT_HELP}")
+    if plain.status == NoteStatus.WIKI:
+        plain = PlainFolder(NoteStatus.WIKI, _name_segment(plain.wing), _name_segment(plain.hall) if plain.hall else "")
+    summary = FolderSummary(layout="plain", plain=plain)
+    # An _index.md of a plain folder is an ordinary page (a README of its folder), not a wing description.
+    files = {plain.place(rel): rel for rel in _walk_markdown(root, root)}
+    _import_files(root, files, summary, _known_notes(), progress, archive_missing)
     return summary
 
 

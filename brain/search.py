@@ -7,7 +7,8 @@
   the active model (pgvector HNSW, cosine), top `limit · BM25_FANOUT ·
   VECTOR_FANOUT` notes, each note ranked at its best chunk.
 - Relevance floors (`brain.floors`): a BM25 hit must match BRAIN_BM25_FLOOR of
-  the query's idf weight, a vector hit must reach its model's cosine floor.
+  the query's idf weight (and hold as many of its words as no note holds), a
+  vector hit must reach its model's cosine floor.
   Hits below their ranker's floor are dropped before fusion.
 - Reciprocal Rank Fusion: score = Σ weight / (RRF_K + rank) over the rankers
   that found the note and passed it, ranks counted among the hits that passed.
@@ -262,13 +263,18 @@ def rank_notes(
     if "bm25" in rankers:
         index = bm25.current_index()
         tokens = bm25.tokenize(query)
-        wants_shares = floor.bm25 > 0 or floor.bm25_alone > 0
+        wants_shares = floor.bm25 > 0 or floor.bm25_alone > 0 or floor.evidence
         bm25_pass = index.score(tokens, shares=wants_shares, reuse=bm25_pass)
-        bm25_ranking, shares = index.rank_with_shares(
+        bm25_ranking, shares, matched = index.rank_with_evidence(
             tokens, limit=depth, wing=wing, hall=hall, status=status, shares=wants_shares, scored=bm25_pass
         )
         if wants_shares and bm25_ranking:
-            kept = [(note_id, score) for note_id, score in bm25_ranking if shares[note_id] >= floor.bm25]
+            unseen = sum(1 for token in set(tokens) if index.term_info(token)[1] == 0) if floor.evidence else 0
+            kept = [
+                (note_id, score)
+                for note_id, score in bm25_ranking
+                if shares[note_id] >= floor.bm25 and floor.enough_terms(matched[note_id], unseen)
+            ]
         else:
             kept = bm25_ranking
         passed["bm25"] = (len(bm25_ranking), len(kept))

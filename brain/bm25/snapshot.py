@@ -28,6 +28,11 @@ class QueryScores:
     matched: list[np.ndarray]
     weights: list[np.ndarray] | None
     total_weight: float
+    counts: list[np.ndarray] | None = None  # with weights: how many distinct query terms each document holds
+
+    @property
+    def distinct_terms(self) -> int:
+        return len(set(self.tokens))
 
 
 class Snapshot:
@@ -226,9 +231,10 @@ class Snapshot:
         scores = [np.zeros(len(seg), dtype=np.float64) for seg in self.parts]
         matched = [np.zeros(len(seg), dtype=bool) for seg in self.parts]
         weights = [np.zeros(len(seg), dtype=np.float64) for seg in self.parts] if shares else None
+        counts = [np.zeros(len(seg), dtype=np.int32) for seg in self.parts] if shares else None
         total_weight = 0.0
         if self.n_docs == 0:  # nothing to score (and no average length to normalise by)
-            return QueryScores(self, tuple(query_tokens), scores, matched, weights, total_weight)
+            return QueryScores(self, tuple(query_tokens), scores, matched, weights, total_weight, counts)
         terms: dict[str, tuple[tuple[int, ...], int, float]] = {}
         norms = self.length_norms()
         for token in query_tokens:  # a repeated token counts again, as in rank-bm25
@@ -251,7 +257,9 @@ class Snapshot:
                 matched[index][docs] = True
                 if weight:
                     weights[index][docs] += weight
-        return QueryScores(self, tuple(query_tokens), scores, matched, weights, total_weight)
+                if first and shares:
+                    counts[index][docs] += 1
+        return QueryScores(self, tuple(query_tokens), scores, matched, weights, total_weight, counts)
 
     def rank_with_shares(
         self,
@@ -269,10 +277,27 @@ class Snapshot:
         `scored`: that pass, done already by `score()` for another filter of the same query (a wiki
         search also counts the raw notes it matches); ignored unless it is this snapshot's, for these tokens.
         """
+        ranking, note_shares, _ = self.rank_with_evidence(
+            query_tokens, limit=limit, wing=wing, hall=hall, status=status, shares=shares, scored=scored
+        )
+        return ranking, note_shares
+
+    def rank_with_evidence(
+        self,
+        query_tokens: list[str],
+        *,
+        limit: int,
+        wing: str | None = None,
+        hall: str | None = None,
+        status: str | None = None,
+        shares: bool = True,
+        scored: QueryScores | None = None,
+    ) -> tuple[list[tuple[int, float]], dict[int, float], dict[int, int]]:
+        """`rank_with_shares()`, and (`shares`) how many distinct query terms each ranked note contains."""
         if self.n_docs == 0 or limit <= 0:
-            return [], {}
+            return [], {}, {}
         scored = self.score(query_tokens, shares=shares, reuse=scored)
-        found_ids, found_scores, found_weights = [], [], []
+        found_ids, found_scores, found_weights, found_counts = [], [], [], []
         for index, (seg, alive) in enumerate(zip(self.parts, self.alives, strict=True)):
             seg_matched = scored.matched[index] if alive is None else scored.matched[index] & alive
             candidates = np.flatnonzero(seg_matched)
@@ -284,9 +309,10 @@ class Snapshot:
             found_scores.append(scored.scores[index][candidates])
             if shares:
                 found_weights.append(scored.weights[index][candidates])
+                found_counts.append(scored.counts[index][candidates])
         ids, cand_scores = np.concatenate(found_ids), np.concatenate(found_scores)
         if len(ids) == 0:
-            return [], {}
+            return [], {}, {}
         top = np.arange(len(ids))
         if len(ids) > limit:
             # Everything scoring at least the limit-th best: notes tied at the cut all compete.
@@ -296,12 +322,15 @@ class Snapshot:
         order = top[np.lexsort((ids[top], -cand_scores[top]))][:limit]
         ranking = [(int(ids[i]), float(cand_scores[i])) for i in order]
         note_shares: dict[int, float] = {}
+        note_counts: dict[int, int] = {}
         if shares:
             cand_weights, total_weight = np.concatenate(found_weights), scored.total_weight
             note_shares = {
                 int(ids[i]): float(cand_weights[i] / total_weight) if total_weight > 0 else 0.0 for i in order
             }
-        return ranking, note_shares
+            cand_counts = np.concatenate(found_counts)
+            note_counts = {int(ids[i]): int(cand_counts[i]) for i in order}
+        return ranking, note_shares, note_counts
 
 
 EMPTY_CORPUS = ""

@@ -82,7 +82,9 @@ def test_the_local_model_has_calibrated_floors_and_the_settings_override_them(se
     assert floors.vector_floor("ollama:some-new-model") is None  # not calibrated: reorders BM25 hits only
     assert floors.current("ollama:some-new-model").agree is None
     settings.BRAIN_VECTOR_FLOOR, settings.BRAIN_VECTOR_AGREE_FLOOR, settings.BRAIN_VECTOR_SUPPORT_FLOOR = 0.5, 0.45, 0.4
-    assert floors.current(local) == floors.Floors(bm25=0.25, vector=0.5, support=0.4, agree=0.45, bm25_alone=0.40)
+    assert floors.current(local) == floors.Floors(
+        bm25=0.25, vector=0.5, support=0.4, agree=0.45, bm25_alone=0.40, evidence=True
+    )
 
 
 def test_calibration_takes_random_pairs_p99_and_p90_and_relevant_pairs_p1():

@@ -1,0 +1,293 @@
+"""A note's passages, and which of them answer a question.
+
+The extractive answer (no LLM) and the SessionStart context quote a note by
+its passage that answers, not by its opening. A passage is one of:
+
+- a paragraph;
+- one item of a list, one row of a table;
+- a fenced code block, a list or a table together with the short line that
+  leads into it (`**From the command line** (operators):` and the command
+  under it are one passage: the lead-in alone says nothing);
+
+each with its *context*: the note's title, the headings above it and the
+lead-in of the list or table it belongs to. HTML comments (`<!-- … -->`) are
+never part of a passage.
+
+Scoring is BM25 over the passages considered together (`score_passages`:
+the idf counted among those passages, so a word most of them use weighs
+little), plus CONTEXT_WEIGHT of the weight of each query term found only in
+the context (a row of the "Set it up" section counts "set" a little), times
+one plus the share of the question the passage covers.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from brain import bm25
+
+PASSAGE_K1 = 1.2
+# Less length normalisation than BM25's usual 0.75: a table row or a one-line item is short, and a short
+# passage is not more relevant for it.
+PASSAGE_B = 0.3
+# Words that phrase a question rather than name its subject ("what happens to…", "what does X mean"),
+# as stems: they count, at this share of their weight.
+QUESTION_WORDS = frozenset(
+    {"happen", "mean", "use", "see", "get", "work", "make", "need", "way", "tell", "find", "return", "say"}
+)
+# The stemmer leaves irregular verb forms alone; a question's "written" should find a passage's "write".
+IRREGULAR_FORMS = {
+    "written": "write", "wrote": "write", "taken": "take", "took": "take", "given": "give", "gave": "give",
+    "chosen": "choose", "chose": "choose", "made": "make", "found": "find", "sent": "send", "kept": "keep",
+    "built": "build", "ran": "run", "done": "do", "did": "do", "shown": "show", "seen": "see", "saw": "see",
+    "known": "know", "knew": "know", "thrown": "throw", "threw": "throw", "broken": "break", "broke": "break",
+    "began": "begin", "begun": "begin", "brought": "bring", "bought": "buy", "caught": "catch", "held": "hold",
+    "lost": "lose", "paid": "pay", "read": "read", "said": "say", "sold": "sell", "told": "tell", "thought": "think",
+    "understood": "understand", "went": "go", "gone": "go", "won": "win", "wore": "wear", "worn": "wear",
+}  # fmt: skip
+QUESTION_WORD_WEIGHT = 0.3
+# Stopwords that say what a question asks for ("who promoted a note?", "my own PostgreSQL"): passages keep them.
+KEPT_STOPWORDS = frozenset({"who", "where", "own"})
+# A query term found in the passage's headings or lead-in but not in the passage itself.
+CONTEXT_WEIGHT = 0.5
+# … found in the heading right above it: the section is about that (not quite as much as saying it).
+HEADING_WEIGHT = 0.75
+# A line ending with ":" this short leads into what follows it.
+LEAD_IN_CHARS = 200
+
+HTML_COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+FENCE_RE = re.compile(r"^\s*(```|~~~)")
+LIST_ITEM_RE = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+TABLE_RULE_RE = re.compile(r"^\|?\s*:?-{3,}")
+SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\[(])")
+
+
+@dataclass(frozen=True)
+class Passage:
+    text: str  # as it stands in the note (a lead-in included)
+    context: str  # title, headings and lead-in: what the passage is about, not what it says
+    order: int
+    tokens: tuple[str, ...] = field(default=(), repr=False)
+    context_tokens: frozenset[str] = field(default=frozenset(), repr=False)
+    heading_tokens: frozenset[str] = field(default=frozenset(), repr=False)  # the nearest heading's
+
+    @property
+    def token_set(self) -> frozenset[str]:
+        return frozenset(self.tokens) | self.context_tokens
+
+
+@dataclass(frozen=True)
+class ScoredPassage:
+    passage: Passage
+    score: float
+    source: object = None  # what the caller attached (a note)
+
+
+def tokenize(text: str) -> list[str]:
+    """BM25's tokens (`brain.bm25.tokenize`), with KEPT_STOPWORDS kept."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    if bm25.CJK_RE.search(text):
+        return bm25.tokenize(text)
+    return [
+        word if word in KEPT_STOPWORDS else bm25.word_tokens(IRREGULAR_FORMS.get(word, word))[0]
+        for word in bm25.WORD_RE.findall(text)
+        if word in KEPT_STOPWORDS or (word not in bm25.STOPWORDS and IRREGULAR_FORMS.get(word) not in bm25.STOPWORDS)
+    ]
+
+
+def without_html_comments(text: str) -> str:
+    return HTML_COMMENT_RE.sub("", text)
+
+
+def _blocks(lines: list[str]) -> list[tuple[str, list[str]]]:
+    """(kind, lines) of one section: "code", "table", "list" or "text", split at blank lines (not inside code)."""
+    blocks: list[tuple[str, list[str]]] = []
+    current: list[str] = []
+    in_fence = False
+
+    def flush() -> None:
+        if current:
+            first = current[0].lstrip()
+            if FENCE_RE.match(first):
+                kind = "code"
+            elif first.startswith("|"):
+                kind = "table"
+            elif LIST_ITEM_RE.match(first):
+                kind = "list"
+            else:
+                kind = "text"
+            blocks.append((kind, list(current)))
+            current.clear()
+
+    for line in lines:
+        if FENCE_RE.match(line):
+            if not in_fence:
+                flush()
+            in_fence = not in_fence
+            current.append(line)
+            if not in_fence:
+                flush()
+            continue
+        if not in_fence and not line.strip():
+            flush()
+            continue
+        current.append(line)
+    flush()
+    return blocks
+
+
+def _list_items(lines: list[str]) -> list[str]:
+    items: list[list[str]] = []
+    for line in lines:
+        if LIST_ITEM_RE.match(line) or not items:
+            items.append([line])
+        else:  # an indented continuation, or a nested item: part of the item above
+            items[-1].append(line)
+    return ["\n".join(item) for item in items]
+
+
+def _is_lead_in(kind: str, lines: list[str]) -> bool:
+    text = " ".join(line.strip() for line in lines)
+    return kind == "text" and text.endswith(":") and len(text) <= LEAD_IN_CHARS
+
+
+def _nearest(headings: list[tuple[int, str]]) -> str:
+    """The heading right above, unless it is the page's `#` heading (the title, which counts as context)."""
+    return headings[-1][1] if headings and headings[-1][0] > 1 else ""
+
+
+def split_passages(title: str, body: str) -> list[Passage]:
+    """The passages of a note, in order (see the module docstring)."""
+    sections: list[tuple[str, str, list[str]]] = []  # (heading path, nearest heading, lines)
+    headings: list[tuple[int, str]] = []
+    current: list[str] = []
+    in_fence = False
+    for line in without_html_comments(body).splitlines():
+        if FENCE_RE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else HEADING_RE.match(line)
+        if match:
+            sections.append((" ".join(h for _, h in headings), _nearest(headings), current))
+            current = []
+            level = len(match.group(1))
+            while headings and headings[-1][0] >= level:
+                headings.pop()
+            headings.append((level, match.group(2)))
+        else:
+            current.append(line)
+    sections.append((" ".join(h for _, h in headings), _nearest(headings), current))
+
+    found: list[tuple[str, str, str]] = []  # (text, context, nearest heading)
+    for heading, nearest, lines in sections:
+        context = f"{title} {heading}".strip()
+        blocks = _blocks(lines)
+        lead_in = ""
+        for index, (kind, block) in enumerate(blocks):
+            text = "\n".join(block).strip()
+            following = blocks[index + 1][0] if index + 1 < len(blocks) else None
+            if _is_lead_in(kind, block) and following in ("code", "table", "list"):
+                lead_in = text
+                continue
+            if kind == "code":
+                found.append((f"{lead_in}\n\n{text}".strip(), context, nearest))
+            elif kind == "table":
+                rows = [line for line in block if not TABLE_RULE_RE.match(line.strip())]
+                header, rows = (rows[0], rows[1:]) if len(rows) > 1 else ("", rows)
+                for row in rows:
+                    found.append((row.strip(), f"{context} {lead_in} {header}".strip(), nearest))
+            elif kind == "list":
+                for item in _list_items(block):
+                    found.append((item.strip(), f"{context} {lead_in}".strip(), nearest))
+            else:
+                found.append((text, context, nearest))
+            lead_in = ""
+    passages = []
+    for order, (text, context, nearest) in enumerate(item for item in found if item[0].strip()):
+        passages.append(
+            Passage(text, context, order, tuple(tokenize(text)), frozenset(tokenize(context)), frozenset(tokenize(nearest)))
+        )
+    return passages
+
+
+def term_weights(question: str, pool: list[Passage]) -> dict[str, float]:
+    """Each distinct query term's idf among the passages of `pool` (Lucene's form, never negative), words that
+    only phrase a question (QUESTION_WORDS) at QUESTION_WORD_WEIGHT of theirs."""
+    terms = list(dict.fromkeys(tokenize(question)))
+    count = len(pool)
+    weights = {}
+    for term in terms:
+        df = sum(1 for passage in pool if term in passage.token_set)
+        idf = math.log(1 + (count - df + 0.5) / (df + 0.5))
+        weights[term] = idf * (QUESTION_WORD_WEIGHT if term in QUESTION_WORDS else 1.0)
+    return weights
+
+
+def score_passages(question: str, candidates: Iterable[tuple[object, Passage]]) -> list[ScoredPassage]:
+    """`candidates` (source, passage) scored against `question`, best first; ties keep their order.
+
+    BM25 over the candidates as documents, each query term found only in a passage's context adding
+    CONTEXT_WEIGHT of its weight; the sum is multiplied by (1 + the share of the query's weight the
+    passage covers, text and context), so a passage naming most of what is asked beats one naming a
+    single rare word of it.
+    """
+    pool = list(candidates)
+    passages = [passage for _, passage in pool]
+    weights = term_weights(question, passages)
+    total = sum(weights.values())
+    if not total:
+        return [ScoredPassage(passage, 0.0, source) for source, passage in pool]
+    average = sum(len(passage.tokens) for passage in passages) / len(passages) or 1.0
+    scored = []
+    for position, (source, passage) in enumerate(pool):
+        counts = Counter(passage.tokens)
+        norm = PASSAGE_K1 * (1 - PASSAGE_B + PASSAGE_B * len(passage.tokens) / average)
+        score = covered = 0.0
+        for term, weight in weights.items():
+            tf = counts.get(term, 0)
+            if tf:
+                score += weight * tf * (PASSAGE_K1 + 1) / (tf + norm)
+                covered += weight
+            elif term in passage.heading_tokens:
+                score += HEADING_WEIGHT * weight
+                covered += weight
+            elif term in passage.context_tokens:
+                score += CONTEXT_WEIGHT * weight
+                covered += weight
+        score *= 1 + covered / total
+        scored.append((score, position, ScoredPassage(passage, score, source)))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [item for _, _, item in scored]
+
+
+def best_sentences(passage: Passage, question: str, limit: int) -> str:
+    """The passage cut to about `limit` characters: from the sentence that matches most of the question on,
+    with the sentences before it while there is room. Prose is put on one line; code keeps its lines."""
+    text = passage.text.strip()
+    if not FENCE_RE.search(text):
+        text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    terms = set(bm25.tokenize(question)) - QUESTION_WORDS
+    pieces = [piece for piece in SENTENCE_RE.split(text) if piece.strip()]
+    found = [len(terms & set(bm25.tokenize(piece))) for piece in pieces]
+    best = max(range(len(pieces)), key=lambda i: (found[i], -i))
+    first, last = best, best
+    length = len(pieces[best])
+    while last + 1 < len(pieces) and length + len(pieces[last + 1]) + 1 <= limit:
+        last += 1
+        length += len(pieces[last]) + 1
+    while first > 0 and length + len(pieces[first - 1]) + 1 <= limit:
+        first -= 1
+        length += len(pieces[first]) + 1
+    window = " ".join(pieces[first : last + 1])
+    if len(window) > limit:
+        cut = window.rfind(" ", 0, limit)
+        window = window[: cut if cut > limit // 2 else limit].rstrip()
+        last = -1  # cut inside a sentence
+    return ("…" if first > 0 else "") + window + ("…" if last != len(pieces) - 1 else "")
