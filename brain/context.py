@@ -23,7 +23,9 @@ scores; a note found several ways keeps its best score, then gets boosts):
    The files a session is touching are strong evidence: one shared word
    lifts the second seed above the first.
 
-Highest score first; ties keep the order in which candidates were found.
+Highest score first; ties keep the order in which candidates were found. Truth (docs/truth.md): a
+superseded note is never a candidate, every entry carries its `verification`, and stale notes rank
+below the others (verified or unverified) whatever their score.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ from brain import bm25
 from brain.errors import ContextInputError
 from brain.graph import neighbour_distances
 from brain.hooks import project_sessions
-from brain.models import Note, NoteStatus
+from brain.models import Note, NoteStatus, Project, VerificationState
 from brain.search import search
+from brain.truth import verification_dict
 
 SEED_LIMIT = 20
 PATH_SEED_WEIGHT = 0.5
@@ -66,6 +69,10 @@ _PATH_SPLIT = re.compile(r"[^0-9A-Za-z]+")
 
 
 def project_name(project_root: str) -> str:
+    """The project's name: the Project the full path resolves to, else the path's last folder name."""
+    project = Project.objects.for_cwd(project_root) if project_root.strip() else None
+    if project is not None:
+        return project.name
     name = os.path.basename(project_root.strip().rstrip("/\\"))
     if not name:
         raise ContextInputError(f"project_root {project_root!r} has no folder name to search for.")
@@ -150,7 +157,7 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
         for note_id, distance in neighbour_distances([hit.note_id], GRAPH_DEPTH, status=NoteStatus.WIKI).items():
             consider(note_id, seed_score * GRAPH_DECAY**distance)
 
-    notes = Note.objects.wiki().in_bulk(list(candidates))
+    notes = Note.objects.wiki().current().in_bulk(list(candidates))
     if wanted:
         for candidate in candidates.values():
             note = notes.get(candidate.note_id)
@@ -161,7 +168,9 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
 
     ranked = sorted(
         (candidate for candidate in candidates.values() if candidate.note_id in notes),
-        key=lambda candidate: (-candidate.score, candidate.order),
+        key=lambda candidate: (
+            notes[candidate.note_id].verification_state == VerificationState.STALE, -candidate.score, candidate.order
+        ),
     )[:limit]
     entries = [
         {
@@ -169,6 +178,7 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
             "title": notes[candidate.note_id].title,
             "doc_path": notes[candidate.note_id].path,
             "excerpt": excerpt(notes[candidate.note_id].body),
+            "verification": verification_dict(notes[candidate.note_id]),
         }
         for candidate in ranked
     ]
@@ -183,7 +193,7 @@ def project_raw_notes(project_root: str, matching_slugs: list[str]) -> list[dict
     """The project's own recent raw notes: written in one of its sessions, or matching its name."""
     sessions = project_sessions(project_root)
     notes = (
-        Note.objects.filter(status=NoteStatus.RAW)
+        Note.objects.filter(status=NoteStatus.RAW, superseded_by__isnull=True)
         .filter(Q(session_id__in=sessions) | Q(slug__in=matching_slugs))
         .order_by("-created_at", "-id")[:RAW_CONTEXT_LIMIT]
     )
