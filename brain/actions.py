@@ -11,6 +11,7 @@ rebuild on the next query) and, once committed, tells the search side
 from __future__ import annotations
 
 import functools
+import json
 import re
 import unicodedata
 import uuid
@@ -1101,18 +1102,27 @@ def _refresh_anchors(note: Note) -> None:
 
 def _anchor_rows(note: Note) -> list[Anchor]:
     """The note's anchor rows in line with its text: new ones made (unchecked), dropped ones deleted."""
-    wanted = {anchor.key: anchor for anchor in anchor_rules.extract(note.body, note.frontmatter)}
-    existing = {anchor.key: anchor for anchor in note.anchors.all()}
-    gone = [anchor.pk for key, anchor in existing.items() if key not in wanted]
+    return _anchor_rows_of([note], {note.pk: list(note.anchors.all())})[note.pk]
+
+
+def _anchor_rows_of(notes: list[Note], existing_rows: dict[int, list[Anchor]]) -> dict[int, list[Anchor]]:
+    """`_anchor_rows` for many notes at once: one delete and one insert for all of them."""
+    gone, new, rows = [], [], {}
+    for note in notes:
+        wanted = {anchor.key: anchor for anchor in anchor_rules.extract(note.body, note.frontmatter)}
+        existing = {anchor.key: anchor for anchor in existing_rows.get(note.pk, [])}
+        gone += [anchor.pk for key, anchor in existing.items() if key not in wanted]
+        made = [
+            Anchor(note=note, key=key, kind=found.kind, value=found.value, hint=found.hint, explicit=found.explicit,
+                   path=found.hint or (found.value if found.kind == "path" else ""))
+            for key, found in wanted.items() if key not in existing
+        ]  # fmt: skip
+        new += made
+        rows[note.pk] = [anchor for key, anchor in existing.items() if key in wanted] + made
     if gone:
         Anchor.objects.filter(pk__in=gone).delete()
-    new = [
-        Anchor(note=note, key=key, kind=found.kind, value=found.value, hint=found.hint, explicit=found.explicit,
-               path=found.hint or (found.value if found.kind == "path" else ""))
-        for key, found in wanted.items() if key not in existing
-    ]  # fmt: skip
-    Anchor.objects.bulk_create(new)
-    return [anchor for key, anchor in existing.items() if key in wanted] + new
+    Anchor.objects.bulk_create(new, batch_size=1000)
+    return rows
 
 
 def _project_head(project: Project | None) -> tuple[Repository | None, str, str]:
@@ -1155,7 +1165,42 @@ def _store_checks(verifier: truth.Verifier, anchors: list[Anchor]) -> None:
             anchor.location, anchor.path = check.location, check.path
         else:
             anchor.path = check.path or anchor.path  # the location where it last held stays, for the evidence
-    Anchor.objects.bulk_update(anchors, ["state", "commit", "checked_at", "evidence", "location", "path"], batch_size=500)
+    _update_rows(
+        Anchor, anchors, {"state": "text", "commit": "text", "checked_at": "timestamptz", "evidence": "jsonb",
+                          "location": "text", "path": "text"},
+    )  # fmt: skip
+
+
+UPDATE_BATCH = 1000
+
+
+def _update_rows(model, rows: list, columns: dict[str, str]) -> None:
+    """Write `columns` of many rows in one UPDATE … FROM (VALUES …) per UPDATE_BATCH rows.
+
+    Django's bulk_update builds a CASE per column with a branch per row: with thousands of anchors it
+    took most of the time of a re-verification with thousands of anchors (figures in bench/RESULTS.md).
+    """
+    if not rows:
+        return
+    table = connection.ops.quote_name(model._meta.db_table)
+    names = list(columns)
+    sets = ", ".join(f"{connection.ops.quote_name(name)} = v.{connection.ops.quote_name(name)}" for name in names)
+    placeholder = "(%s, " + ", ".join(f"%s::{kind}" for kind in columns.values()) + ")"
+    aliases = ", ".join(["id", *[connection.ops.quote_name(name) for name in names]])
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), UPDATE_BATCH):
+            batch = rows[start : start + UPDATE_BATCH]
+            params: list = []
+            for row in batch:
+                params.append(row.pk)
+                for name, kind in columns.items():
+                    value = getattr(row, name)
+                    params.append(json.dumps(value) if kind == "jsonb" else value)
+            values = ", ".join([placeholder] * len(batch))
+            cursor.execute(
+                f"UPDATE {table} AS t SET {sets} FROM (VALUES {values}) AS v({aliases}) WHERE t.id = v.id",  # noqa: S608
+                params,
+            )
 
 
 def _store_verdict(note: Note, verdict: truth.NoteVerdict | None = None) -> None:
@@ -1230,39 +1275,44 @@ def do_recheck_project(project: Project, head: str) -> RecheckOutcome:
         old = "" if project.sync_error else project.last_synced_commit
         outcome = RecheckOutcome(project=project.name, old=old, new=head, stale=[])
         repo = project_rules.repository(project)
-        if not old:
-            # A first sync (or the first since the repository read again): every note's anchors, from its text.
-            for note in Note.objects.filter(project=project):
-                _anchor_rows(note)
-        anchors = Anchor.objects.filter(note__project=project)
-        if old and old != head:
-            changed = repo.changed_files(old, head)
-            outcome.changed_files = len(changed)
-            anchors = anchors.filter(Q(path__in=changed) | Q(hint__in=changed))
-        elif old == head:
-            anchors = anchors.none()
-        due = list(anchors)
         verifier = truth.Verifier(repo, head, old=old or None)
+        if not old:
+            # A first sync (or the first since the repository read again): every note's anchors, from its
+            # text, all checked.
+            notes = list(Note.objects.filter(project=project))
+            existing: dict[int, list[Anchor]] = {}
+            for anchor in Anchor.objects.filter(note__project=project):
+                existing.setdefault(anchor.note_id, []).append(anchor)
+            by_note = _anchor_rows_of(notes, existing)
+            due = [anchor for rows in by_note.values() for anchor in rows]
+        else:
+            changed = repo.changed_files(old, head) if old != head else []
+            outcome.changed_files = len(changed)
+            due = list(Anchor.objects.filter(note__project=project).filter(Q(path__in=changed) | Q(hint__in=changed)))
+            note_ids = {anchor.note_id for anchor in due}
+            notes = list(Note.objects.filter(pk__in=note_ids))
+            by_note = {}
+            checked = {anchor.pk: anchor for anchor in due}
+            for anchor in Anchor.objects.filter(note_id__in=note_ids):
+                by_note.setdefault(anchor.note_id, []).append(checked.get(anchor.pk, anchor))
         _store_checks(verifier, due)
         outcome.anchors_rechecked = len(due)
-        note_ids = {anchor.note_id for anchor in due}
-        outcome.notes_rechecked = len(note_ids)
-        by_note: dict[int, list[Anchor]] = {}
-        for anchor in Anchor.objects.filter(note_id__in=note_ids):
-            by_note.setdefault(anchor.note_id, []).append(anchor)
-        for note in Note.objects.filter(pk__in=note_ids):
-            note.project = project
+        rechecked = [note for note in notes if by_note.get(note.pk)] if old else notes
+        outcome.notes_rechecked = len({anchor.note_id for anchor in due})
+        now = timezone.now()
+        for note in rechecked:
             verdict = truth.verdict(note, by_note.get(note.pk, []), head)
-            _store_verdict(note, verdict)
+            note.verification_state, note.verified_commit = verdict.state, verdict.commit
+            note.verification_evidence, note.verified_at = verdict.evidence, now
             if verdict.state == VerificationState.STALE:
                 outcome.stale.append(note.slug)
+        _update_rows(
+            Note, rechecked, {"verification_state": "text", "verified_commit": "text",
+                              "verification_evidence": "jsonb", "verified_at": "timestamptz"},
+        )  # fmt: skip
         # Notes none of whose files changed still hold at the new head.
         Note.objects.filter(project=project, verification_state=VerificationState.VERIFIED).exclude(
-            pk__in=note_ids).update(verified_commit=head)  # fmt: skip
-        if not old:
-            # The first sync (or the first since the repository read again): notes without anchors say so too.
-            for note in Note.objects.filter(project=project).exclude(pk__in=note_ids):
-                _store_verdict(note, truth.verdict(note, [], head))
+            pk__in=[note.pk for note in rechecked]).update(verified_commit=head)  # fmt: skip
         Project.objects.filter(pk=project.pk).update(last_synced_commit=head, synced_at=timezone.now(), sync_error="")
         project.last_synced_commit, project.sync_error = head, ""
         outcome.stale.sort()

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
+from tests.people.conftest import live  # noqa: F401 - the live server with every token set
+
 GIT_ENV = {
     **os.environ, "GIT_AUTHOR_NAME": "Ana", "GIT_AUTHOR_EMAIL": "ana@example.com", "GIT_COMMITTER_NAME": "Ana",
     "GIT_COMMITTER_EMAIL": "ana@example.com", "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent",
