@@ -1348,7 +1348,7 @@ def do_confirm_note(note: Note, *, user, expected_version: int | None = None) ->
 EXPORTED_STATES = (NoteStatus.RAW, NoteStatus.WIKI)
 
 
-def do_supersede_note(old: Note, new: Note, *, reason: str, user=None) -> Note:
+def do_supersede_note(old: Note, new: Note, *, reason: str, user=None, group: uuid.UUID | None = None) -> Note:
     """`old` is superseded by `new`: out of default search, brain_context and SessionStart, still readable.
 
     One revision on the old note (who, when, why; undo restores it). The link goes both ways
@@ -1378,7 +1378,7 @@ def do_supersede_note(old: Note, new: Note, *, reason: str, user=None) -> Note:
         old.superseded_reason = reason
         _save_with_revision(
             old, before=before, version_before=version_before, action=NoteRevision.Action.SUPERSEDE, user=user,
-            summary=f"superseded by {new.slug}: {reason}",
+            group=group, summary=f"superseded by {new.slug}: {reason}",
         )  # fmt: skip
         _after_write(old, links_changed=False)
         return old
@@ -1399,3 +1399,15 @@ def do_find_or_make_project(*, name: str = "", cwd: str = "") -> Project | None:
     folders = [cwd] if cwd.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", cwd) else [name]
     project, _ = Project.objects.get_or_create(name=name, defaults={"folders": folders, "branch": "main"})
     return project
+
+
+def do_promote_superseding(note: Note, old: Note, *, reviewer, reason: str) -> Note:
+    """A raw note the duplicate finder paired with wiki note `old` enters the wiki in its place: promoted
+    to `old`'s wing and hall, and `old` superseded by it. One revision group: one undo restores both."""
+    if old.status != NoteStatus.WIKI:
+        raise BrainInputError(f"{old.slug} is {old.status}; a raw note can only supersede a wiki note.")
+    group = uuid.uuid4()
+    with transaction.atomic():
+        promoted = do_promote_note(note, reviewer=reviewer, wing=old.wing, hall=old.hall, group=group)
+        do_supersede_note(old, promoted, reason=reason, user=reviewer, group=group)
+        return promoted
