@@ -1209,6 +1209,10 @@ def _store_verdict(note: Note, verdict: truth.NoteVerdict | None = None) -> None
         if note.verification_state == VerificationState.UNVERIFIED:
             return
         verdict = truth.verdict(note, list(note.anchors.all()), note.verified_commit)
+    if (note.verification_state, note.verified_commit, note.verification_evidence) == (
+        verdict.state, verdict.commit, verdict.evidence
+    ):
+        return  # nothing new: the row stays as it is (an undo restores a note exactly)
     note.verification_state, note.verified_commit = verdict.state, verdict.commit
     note.verification_evidence, note.verified_at = verdict.evidence, timezone.now()
     Note.objects.filter(pk=note.pk).update(

@@ -55,6 +55,16 @@ class AnchorInline(admin.TabularInline):
         return False
 
 
+@admin.register(Anchor)
+class AnchorAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Every note's anchors and their last check (written by brain.truth's checks only)."""
+
+    list_display = ("note", "kind", "value", "state", "path", "location", "commit", "checked_at")
+    list_filter = ("kind", "state", "explicit")
+    search_fields = ("value", "path", "note__slug")
+    list_select_related = ("note",)
+
+
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
     """Projects (docs/truth.md). Add them with `manage.py project add`; here an operator edits folders and syncs."""
