@@ -31,7 +31,7 @@ from brain import actions, inputs, similar
 from brain.errors import BrainInputError, NoteConflict
 from brain.hooks import provenance_entries
 from brain.limits import MAX_SESSION_ID_LENGTH, MAX_TITLE_LENGTH
-from brain.models import Note, NoteRevision, NoteStatus
+from brain.models import Note, NoteRevision, NoteStatus, Project
 from brain.presenters import render_note_body
 from brain.search import SearchInputError, search
 from hyperguild.lib.diff import html_diff
@@ -908,3 +908,12 @@ def archive_note(request: HttpRequest, pk: int) -> HttpResponse:
 def _posted_version(request: HttpRequest) -> int | None:
     value = request.POST.get("version", "")
     return int(value) if value.isdigit() else None
+
+
+@login_required
+def projects_page(request: HttpRequest) -> HttpResponse:
+    """Every project: its repository and branch, the head its notes were checked at, and how many are
+    verified, stale and unverified (or why its repository cannot be read)."""
+    states = {state: Count("notes", filter=Q(notes__verification_state=state)) for state in ("verified", "stale", "unverified")}
+    projects = Project.objects.annotate(**states).order_by("name")
+    return render(request, "brain/projects.html", {"projects": projects})

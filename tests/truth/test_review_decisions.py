@@ -45,3 +45,19 @@ def test_superseding_needs_the_reviewer_role_a_known_successor_and_a_reason(clie
     assert old.superseded_by_id is None and not NoteRevision.objects.filter(note=old, action="supersede").exists()
     client.post(f"/review/{old.pk}/supersede/", {"by": new.slug, "reason": "the pipeline replaced fabric"})
     assert Note.objects.get(pk=old.pk).superseded_by_id == new.pk
+
+
+def test_the_projects_page_shows_each_projects_head_and_counts_or_why_it_cannot_be_read(client, code_root, tmp_path):
+    from tests.truth.conftest import add_project, make_repo, write_notes
+
+    add_project("ledgerly", str(make_repo(code_root)))
+    write_notes()
+    add_project("outside", str(make_repo(tmp_path / "elsewhere")))
+    client.force_login(make_person("vic"))
+
+    page = client.get("/review/projects/").content.decode()
+
+    ledgerly = page.split('data-project="ledgerly"')[1].split("</tr>")[0]
+    assert "<td>10</td>" in ledgerly and "cannot be read" not in ledgerly  # ten verified notes
+    outside = page.split('data-project="outside"')[1].split("</tr>")[0]
+    assert "cannot be read" in outside and "outside SUPERVISOR_ALLOWED_ROOTS" in outside
