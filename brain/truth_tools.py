@@ -8,6 +8,7 @@ it is refused.
 
 from __future__ import annotations
 
+from brain import inputs
 from brain.actions import do_supersede_note, do_verify_note
 from brain.models import Note
 from brain.presenters import NOTE_REF_SCHEMA, note_ref, supersession
@@ -38,7 +39,7 @@ def _note(slug: str) -> Note:
     return note
 
 
-SLUG = {"type": "string", "minLength": 1, "maxLength": 300}
+SLUG = {key: value for key, value in inputs.SLUG.json_schema().items() if key != "description"}
 
 
 @brain.tool(
@@ -89,7 +90,7 @@ def brain_verify(arguments: dict, ctx: ToolContext) -> dict:
         "properties": {
             "slug": {**SLUG, "description": "the note that is no longer true"},
             "by": {**SLUG, "description": "the note that replaces it"},
-            "reason": {"type": "string", "minLength": 1, "maxLength": 2000, "description": "what changed"},
+            "reason": {**inputs.REASON.json_schema(), "minLength": 1, "description": "what changed"},
         },
         "required": ["slug", "by", "reason"],
     },
