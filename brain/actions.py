@@ -11,11 +11,12 @@ rebuild on the next query) and, once committed, tells the search side
 from __future__ import annotations
 
 import functools
+import json
 import re
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -24,12 +25,18 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from brain import anchors as anchor_rules
+from brain import projects as project_rules
+from brain import truth
 from brain.chunking import chunk_note
 from brain.errors import BrainInputError, NoteConflict
+from brain.hooks import session_project
 from brain.indexing import note_changed
 from brain.limits import MAX_TITLE_LENGTH
 from brain.models import (
     NOTE_SOURCE_HASH,
+    Anchor,
+    AnchorState,
     AreaDescription,
     BrainVersion,
     Embedding,
@@ -40,10 +47,13 @@ from brain.models import (
     NoteLink,
     NoteRevision,
     NoteStatus,
+    Project,
     SimilarNotes,
+    VerificationState,
     note_content_hash,
 )
 from brain.placement import resolve_targets, suffixes
+from brain.repository import Repository, RepositoryUnreadable
 from brain.slugs import SlugError, numbered, slugify_path, slugify_title, validate_segment, validate_slug
 from hyperguild.lib.limits import hostile_value_problem, text_problem
 from hyperguild.lib.markdown import FrontmatterError, check_frontmatter_limits, extract_wikilinks
@@ -260,6 +270,9 @@ def _rebuild_links(note: Note) -> None:
 def _after_write(note: Note, *, corpus_changed: bool = True, links_changed: bool = True) -> None:
     if links_changed:
         _rebuild_links(note)
+        _refresh_anchors(note)
+    else:
+        _store_verdict(note)
     if corpus_changed:
         BrainVersion.bump([note.id])
     note_id = note.id
@@ -384,13 +397,28 @@ def _save_with_revision(
 
 def do_write_raw_note(
     *, title: str, body: str, frontmatter: dict | None = None, slug: str | None = None, source: str = "mcp",
-    provenance: dict | None = None, session_id: str = "", user=None,
+    provenance: dict | None = None, session_id: str = "", user=None, anchors: list[str] | None = None,
 ) -> Note:  # fmt: skip
-    """A new note in raw, waiting for review."""
+    """A new note in raw, waiting for review (`anchors`: explicit ones, kept in frontmatter `anchors:`)."""
     return _create_note(
-        title=title, body=body, frontmatter=frontmatter, slug=slug, status=NoteStatus.RAW, source=source,
-        provenance=provenance, session_id=session_id, user=user,
+        title=title, body=body, frontmatter=_with_anchors(frontmatter, anchors), slug=slug, status=NoteStatus.RAW,
+        source=source, provenance=provenance, session_id=session_id, user=user,
     )  # fmt: skip
+
+
+def _with_anchors(frontmatter: Any, anchors: Any) -> Any:
+    """Explicit anchors join the frontmatter's `anchors:` list (where an imported file keeps them too)."""
+    if anchors is None:
+        return frontmatter
+    if not isinstance(anchors, list) or not all(isinstance(item, str) and item.strip() for item in anchors):
+        raise BrainInputError("anchors must be a list of non-empty strings (paths, symbols, quoted lines…).")
+    if frontmatter is not None and not isinstance(frontmatter, dict):
+        return frontmatter  # _clean_frontmatter says what is wrong with it
+    frontmatter = dict(frontmatter or {})
+    given = frontmatter.get("anchors")
+    given = [given] if isinstance(given, str) else given if isinstance(given, list) else []
+    frontmatter["anchors"] = [*given, *[item for item in anchors if item not in given]]
+    return frontmatter
 
 
 def do_ingest_raw_note(*, provenance: dict | None = None, **note: Any) -> Note:
@@ -400,12 +428,12 @@ def do_ingest_raw_note(*, provenance: dict | None = None, **note: Any) -> Note:
 
 def do_ingest_note(
     *, title: str, body: str, wing: str, hall: str = "", frontmatter: dict | None = None, slug: str | None = None,
-    source: str = "mcp", provenance: dict | None = None, user=None,
+    source: str = "mcp", provenance: dict | None = None, user=None, anchors: list[str] | None = None,
 ) -> Note:  # fmt: skip
     """A document straight into the wiki under wing/hall (for trusted sources)."""
     return _create_note(
-        title=title, body=body, frontmatter=frontmatter, slug=slug, status=NoteStatus.WIKI, wing=wing, hall=hall,
-        source=source, provenance={"method": "ingest", **(_check_provenance(provenance) or {})}, user=user,
+        title=title, body=body, frontmatter=_with_anchors(frontmatter, anchors), slug=slug, status=NoteStatus.WIKI,
+        wing=wing, hall=hall, source=source, provenance={"method": "ingest", **(_check_provenance(provenance) or {})}, user=user,
     )  # fmt: skip
 
 
@@ -732,7 +760,9 @@ def do_undo_revision(group: uuid.UUID | str, *, user) -> list[Note]:
         notes = {n.pk: n for n in Note.objects.select_for_update().filter(pk__in=[r.note_id for r in revisions]).order_by("pk")}
         for rev in revisions:
             note = notes[rev.note_id]
-            if note.version != rev.version_after or note.snapshot() != rev.after:
+            # Only the fields the revision recorded: one written before a field existed still undoes.
+            now = {name: value for name, value in note.snapshot().items() if name in rev.after}
+            if note.version != rev.version_after or now != rev.after:
                 raise BrainInputError(
                     f"“{note.title}” changed after this {rev.get_action_display()} (now version {note.version}); "
                     "undo the later changes first, from its history."
@@ -994,3 +1024,394 @@ def do_prune_note_changes(keep_seconds: int = NOTE_CHANGE_KEEP_SECONDS) -> int:
     cutoff = timezone.now() - timedelta(seconds=keep_seconds)
     deleted, _ = NoteChange.objects.filter(created_at__lt=cutoff, version__lt=newest).delete()
     return deleted
+
+
+# -- projects, anchors and their truth (brain.truth computes, these store; docs/truth.md) -------------------
+
+
+def do_add_project(*, name: str, repo: str = "", branch: str = "main", folders: Iterable[str] = ()) -> Project:
+    """A new project (or the same name updated), then one sync: its head is recorded when the repository reads.
+
+    An unreadable repository is not refused: the project is kept with `sync_error` saying why, and its
+    notes stay unverified until it reads.
+    """
+    if not isinstance(name, str) or not project_rules.PROJECT_NAME.match(name):
+        raise BrainInputError(
+            f"project name {name!r} must be 1-200 letters, digits, '.', '_' or '-', starting with a letter or digit."
+        )
+    repo = (repo or "").strip()
+    if repo and "://" not in repo and not repo.startswith("git@") and not repo.startswith("/"):
+        raise BrainInputError(f"--repo {repo!r} must be an absolute path or a git URL.")
+    branch = (branch or "main").strip()
+    if not re.match(r"^[\w./-]{1,200}$", branch) or branch.startswith("-") or ".." in branch:
+        raise BrainInputError(f"branch {branch!r} is not a branch name.")
+    folders = [str(folder).strip() for folder in folders if str(folder).strip()]
+    with transaction.atomic():
+        project, _ = Project.objects.update_or_create(
+            name=name, defaults={"repo": repo, "branch": branch, "folders": folders}
+        )
+        _link_existing_notes(project)
+    do_sync_project(project)
+    project.refresh_from_db()
+    return project
+
+
+def _link_existing_notes(project: Project) -> None:
+    """Notes without a project whose frontmatter or provenance names this one now belong to it."""
+    unlinked = Note.objects.filter(project__isnull=True).filter(
+        Q(frontmatter__project=project.name) | Q(provenance__project=project.name)
+    )
+    unlinked.update(project=project)
+
+
+def _note_project(note: Note) -> Project | None:
+    """Its frontmatter `project:`, else its session's project, else the project its provenance names."""
+    named = (note.frontmatter or {}).get("project")
+    if isinstance(named, str) and named.strip():
+        found = Project.objects.filter(name=named.strip()).first() or Project.objects.for_cwd(named.strip())
+        if found is not None:
+            return found
+    project_id = session_project(note.session_id)
+    if project_id is not None:
+        return Project.objects.filter(pk=project_id).first()
+    named = (note.provenance or {}).get("project")
+    if isinstance(named, str) and named:
+        return Project.objects.filter(name=named).first()
+    return None
+
+
+def do_set_note_project(note: Note, project: Project | None) -> Note:
+    """A reviewer's choice of the note's project; its anchors are checked against that project's code."""
+    with transaction.atomic():
+        note = _locked(note)
+        Note.objects.filter(pk=note.pk).update(project=project)
+        note.project = project
+        _check_note(note, list(note.anchors.all()), only_unchecked=False)
+        return note
+
+
+def _refresh_anchors(note: Note) -> None:
+    """Anchors again from the note's text (kept where unchanged, with their last check), then its verdict."""
+    if note.project_id is None:
+        project = _note_project(note)
+        if project is not None:
+            Note.objects.filter(pk=note.pk).update(project=project)
+            note.project = project
+    _check_note(note, _anchor_rows(note), only_unchecked=True)
+
+
+def _anchor_rows(note: Note) -> list[Anchor]:
+    """The note's anchor rows in line with its text: new ones made (unchecked), dropped ones deleted."""
+    return _anchor_rows_of([note], {note.pk: list(note.anchors.all())})[note.pk]
+
+
+def _anchor_rows_of(notes: list[Note], existing_rows: dict[int, list[Anchor]]) -> dict[int, list[Anchor]]:
+    """`_anchor_rows` for many notes at once: one delete and one insert for all of them."""
+    gone, new, rows = [], [], {}
+    for note in notes:
+        wanted = {anchor.key: anchor for anchor in anchor_rules.extract(note.body, note.frontmatter)}
+        existing = {anchor.key: anchor for anchor in existing_rows.get(note.pk, [])}
+        gone += [anchor.pk for key, anchor in existing.items() if key not in wanted]
+        made = [
+            Anchor(note=note, key=key, kind=found.kind, value=found.value, hint=found.hint, explicit=found.explicit,
+                   path=found.hint or (found.value if found.kind == "path" else ""))
+            for key, found in wanted.items() if key not in existing
+        ]  # fmt: skip
+        new += made
+        rows[note.pk] = [anchor for key, anchor in existing.items() if key in wanted] + made
+    if gone:
+        Anchor.objects.filter(pk__in=gone).delete()
+    Anchor.objects.bulk_create(new, batch_size=1000)
+    return rows
+
+
+def _project_head(project: Project | None) -> tuple[Repository | None, str, str]:
+    """(repository, the commit notes are checked at, "") or (None, "", why they cannot be)."""
+    if project is None:
+        return None, "", truth.no_repository_reason(None)
+    if project.sync_error:
+        return None, "", truth.no_repository_reason(project, project.sync_error)
+    if not project.last_synced_commit:
+        return None, "", truth.no_repository_reason(project)
+    try:
+        return project_rules.repository(project), project.last_synced_commit, ""
+    except RepositoryUnreadable as exc:
+        return None, "", truth.no_repository_reason(project, str(exc))
+
+
+def _check_note(note: Note, anchors: list[Anchor], *, only_unchecked: bool) -> None:
+    """Check `anchors` (all, or those never checked at the project's head) and store the note's verdict."""
+    repo, commit, reason = _project_head(note.project)
+    if repo is None:
+        _store_verdict(note, truth.unverified(reason))
+        return
+    due = [a for a in anchors if not only_unchecked or a.state == AnchorState.UNCHECKED or a.commit != commit]
+    try:
+        verifier = truth.Verifier(repo, commit)
+        _store_checks(verifier, due)
+    except RepositoryUnreadable as exc:
+        _store_verdict(note, truth.unverified(truth.no_repository_reason(note.project, str(exc))))
+        return
+    _store_verdict(note, truth.verdict(note, anchors, commit))
+
+
+def _store_checks(verifier: truth.Verifier, anchors: list[Anchor]) -> None:
+    now = timezone.now()
+    for anchor in anchors:
+        check = verifier.check(anchor)
+        anchor.state, anchor.commit, anchor.checked_at = check.state, verifier.commit, now
+        anchor.evidence = check.evidence
+        if check.state in (AnchorState.HOLDS, AnchorState.MOVED):
+            anchor.location, anchor.path = check.location, check.path
+        else:
+            anchor.path = check.path or anchor.path  # the location where it last held stays, for the evidence
+    _update_rows(
+        Anchor, anchors, {"state": "text", "commit": "text", "checked_at": "timestamptz", "evidence": "jsonb",
+                          "location": "text", "path": "text"},
+    )  # fmt: skip
+
+
+UPDATE_BATCH = 1000
+
+
+def _update_rows(model, rows: list, columns: dict[str, str]) -> None:
+    """Write `columns` of many rows in one UPDATE … FROM (VALUES …) per UPDATE_BATCH rows.
+
+    Django's bulk_update builds a CASE per column with a branch per row: with thousands of anchors it
+    took most of the time of a re-verification with thousands of anchors (figures in bench/RESULTS.md).
+    """
+    if not rows:
+        return
+    table = connection.ops.quote_name(model._meta.db_table)
+    names = list(columns)
+    sets = ", ".join(f"{connection.ops.quote_name(name)} = v.{connection.ops.quote_name(name)}" for name in names)
+    placeholder = "(%s, " + ", ".join(f"%s::{kind}" for kind in columns.values()) + ")"
+    aliases = ", ".join(["id", *[connection.ops.quote_name(name) for name in names]])
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), UPDATE_BATCH):
+            batch = rows[start : start + UPDATE_BATCH]
+            params: list = []
+            for row in batch:
+                params.append(row.pk)
+                for name, kind in columns.items():
+                    value = getattr(row, name)
+                    params.append(json.dumps(value) if kind == "jsonb" else value)
+            values = ", ".join([placeholder] * len(batch))
+            cursor.execute(
+                f"UPDATE {table} AS t SET {sets} FROM (VALUES {values}) AS v({aliases}) WHERE t.id = v.id",  # noqa: S608
+                params,
+            )
+
+
+def _store_verdict(note: Note, verdict: truth.NoteVerdict | None = None) -> None:
+    """Store the note's verification (derived data: no revision, no version bump)."""
+    if verdict is None:  # the anchors are as they were: the verdict again, e.g. after an undo of "still true"
+        if note.verification_state == VerificationState.UNVERIFIED:
+            return
+        verdict = truth.verdict(note, list(note.anchors.all()), note.verified_commit)
+    if (note.verification_state, note.verified_commit, note.verification_evidence) == (
+        verdict.state, verdict.commit, verdict.evidence
+    ):
+        return  # nothing new: the row stays as it is (an undo restores a note exactly)
+    note.verification_state, note.verified_commit = verdict.state, verdict.commit
+    note.verification_evidence, note.verified_at = verdict.evidence, timezone.now()
+    Note.objects.filter(pk=note.pk).update(
+        verification_state=verdict.state, verified_commit=verdict.commit, verification_evidence=verdict.evidence,
+        verified_at=note.verified_at,
+    )  # fmt: skip
+
+
+def do_verify_note(note: Note) -> Note:
+    """Re-check every anchor of one note now, at its project's recorded head (brain_verify)."""
+    with transaction.atomic():
+        note = _locked(note)
+        _check_note(note, list(note.anchors.all()), only_unchecked=False)
+        return note
+
+
+@dataclass
+class RecheckOutcome:
+    """What one sync of a project did (kept as the django-q2 result and printed by project_sync)."""
+
+    project: str
+    old: str = ""
+    new: str = ""
+    changed_files: int = 0
+    notes_rechecked: int = 0
+    anchors_rechecked: int = 0
+    stale: list[str] = field(default_factory=list)  # slugs of the re-checked notes that are stale now
+    error: str = ""
+
+    def as_dict(self) -> dict:
+        return {
+            "project": self.project, "old": self.old, "new": self.new, "changed_files": self.changed_files,
+            "notes_rechecked": self.notes_rechecked, "anchors_rechecked": self.anchors_rechecked,
+            "stale": list(self.stale or []), "error": self.error,
+        }  # fmt: skip
+
+
+def do_sync_project(project: Project) -> RecheckOutcome:
+    """Fetch the project's repository (a mirror) and re-verify the notes its new branch head may change.
+
+    Incremental: only anchors whose file changed between the last synced head and the new one are
+    re-checked (`git diff --name-only old..new`); the first sync checks every anchor. Nothing is
+    retired: a note whose anchors no longer hold becomes stale, and a person decides.
+    """
+    try:
+        project_rules.fetch(project)
+        head = project_rules.repository(project).head(project.branch)
+    except RepositoryUnreadable as exc:
+        Project.objects.filter(pk=project.pk).update(sync_error=str(exc), synced_at=timezone.now())
+        project.sync_error = str(exc)
+        reason = truth.no_repository_reason(project, str(exc))
+        verdict = truth.unverified(reason)
+        Note.objects.filter(project=project).update(
+            verification_state=verdict.state, verified_commit="", verification_evidence=verdict.evidence
+        )
+        return RecheckOutcome(project=project.name, error=str(exc), stale=[])
+    return do_recheck_project(project, head)
+
+
+def do_recheck_project(project: Project, head: str) -> RecheckOutcome:
+    """Re-verify the project's notes at commit `head` (see do_sync_project), and record it as synced."""
+    with transaction.atomic():
+        project = Project.objects.select_for_update().get(pk=project.pk)
+        old = "" if project.sync_error else project.last_synced_commit
+        outcome = RecheckOutcome(project=project.name, old=old, new=head, stale=[])
+        repo = project_rules.repository(project)
+        verifier = truth.Verifier(repo, head, old=old or None)
+        if not old:
+            # A first sync (or the first since the repository read again): every note's anchors, from its
+            # text, all checked.
+            notes = list(Note.objects.filter(project=project))
+            existing: dict[int, list[Anchor]] = {}
+            for anchor in Anchor.objects.filter(note__project=project):
+                existing.setdefault(anchor.note_id, []).append(anchor)
+            by_note = _anchor_rows_of(notes, existing)
+            due = [anchor for rows in by_note.values() for anchor in rows]
+        else:
+            changed = repo.changed_files(old, head) if old != head else []
+            outcome.changed_files = len(changed)
+            due = list(Anchor.objects.filter(note__project=project).filter(Q(path__in=changed) | Q(hint__in=changed)))
+            note_ids = {anchor.note_id for anchor in due}
+            notes = list(Note.objects.filter(pk__in=note_ids))
+            by_note = {}
+            checked = {anchor.pk: anchor for anchor in due}
+            for anchor in Anchor.objects.filter(note_id__in=note_ids):
+                by_note.setdefault(anchor.note_id, []).append(checked.get(anchor.pk, anchor))
+        _store_checks(verifier, due)
+        outcome.anchors_rechecked = len(due)
+        rechecked = [note for note in notes if by_note.get(note.pk)] if old else notes
+        outcome.notes_rechecked = len({anchor.note_id for anchor in due})
+        now = timezone.now()
+        for note in rechecked:
+            verdict = truth.verdict(note, by_note.get(note.pk, []), head)
+            note.verification_state, note.verified_commit = verdict.state, verdict.commit
+            note.verification_evidence, note.verified_at = verdict.evidence, now
+            if verdict.state == VerificationState.STALE:
+                outcome.stale.append(note.slug)
+        _update_rows(
+            Note, rechecked, {"verification_state": "text", "verified_commit": "text",
+                              "verification_evidence": "jsonb", "verified_at": "timestamptz"},
+        )  # fmt: skip
+        # Notes none of whose files changed still hold at the new head.
+        Note.objects.filter(project=project, verification_state=VerificationState.VERIFIED).exclude(
+            pk__in=[note.pk for note in rechecked]).update(verified_commit=head)  # fmt: skip
+        Project.objects.filter(pk=project.pk).update(last_synced_commit=head, synced_at=timezone.now(), sync_error="")
+        project.last_synced_commit, project.sync_error = head, ""
+        outcome.stale.sort()
+        return outcome
+
+
+def do_confirm_note(note: Note, *, user, expected_version: int | None = None) -> Note:
+    """"Still true": re-check at the project's head, waive what no longer holds there, verified at that commit.
+
+    One revision (the waivers are part of it), so one undo makes the note stale again.
+    """
+    with transaction.atomic():
+        note = _locked(note, allowed=EXPORTED_STATES, verb="confirmed", expected_version=expected_version)
+        repo, commit, reason = _project_head(note.project)
+        if repo is None:
+            raise BrainInputError(f"“{note.title}” cannot be re-anchored: {reason}.")
+        anchors = list(note.anchors.all())
+        _store_checks(truth.Verifier(repo, commit), anchors)
+        before, version_before = note.snapshot(), note.version
+        waived = dict(note.waived_anchors or {})
+        for anchor in anchors:
+            if anchor.state in (AnchorState.CHANGED, AnchorState.GONE):
+                waived[anchor.key] = {"commit": commit, "by": _who(user) or "service", "at": timezone.now().isoformat()}
+        note.waived_anchors = waived
+        _save_with_revision(
+            note, before=before, version_before=version_before, action=NoteRevision.Action.STILL_TRUE, user=user,
+            summary=f"still true at {commit[:7]}",
+        )  # fmt: skip
+        _store_verdict(note, truth.verdict(note, anchors, commit))
+        return note
+
+
+EXPORTED_STATES = (NoteStatus.RAW, NoteStatus.WIKI)
+
+
+def do_supersede_note(old: Note, new: Note, *, reason: str, user=None, group: uuid.UUID | None = None) -> Note:
+    """`old` is superseded by `new`: out of default search, brain_context and SessionStart, still readable.
+
+    One revision on the old note (who, when, why; undo restores it). The link goes both ways
+    (`old.superseded_by`, `new.supersedes`). Refused, with nothing written, for a note superseding
+    itself, a successor that is not live or is itself superseded, or an old note already superseded.
+    """
+    if not isinstance(reason, str) or not reason.strip():
+        raise BrainInputError("a reason is required to supersede a note: say what changed.")
+    reason = _redact_note_fields(body=reason.strip()).body[:2000]
+    with transaction.atomic():
+        first, second = sorted([old.pk, new.pk])
+        locked = {n.pk: n for n in Note.objects.select_for_update().filter(pk__in=[first, second]).order_by("pk")}
+        if old.pk == new.pk:
+            raise BrainInputError("a note cannot supersede itself.")
+        old, new = locked[old.pk], locked[new.pk]
+        if old.superseded_by_id is not None:
+            raise BrainInputError(f"{old.slug} is already superseded by {old.superseded_by.slug}; undo that first.")
+        if new.status not in EXPORTED_STATES or new.superseded_by_id is not None:
+            raise BrainInputError(
+                f"{new.slug} cannot be the successor: it is {'superseded' if new.superseded_by_id else new.status}."
+            )
+        if old.status not in EXPORTED_STATES:
+            raise BrainInputError(f"note {old.slug} is {old.status}; only raw or wiki notes can be superseded.")
+        before, version_before = old.snapshot(), old.version
+        old.superseded_by, old.superseded_at = new, timezone.now()
+        old.superseded_by_person = user if getattr(user, "pk", None) else None
+        old.superseded_reason = reason
+        _save_with_revision(
+            old, before=before, version_before=version_before, action=NoteRevision.Action.SUPERSEDE, user=user,
+            group=group, summary=f"superseded by {new.slug}: {reason}",
+        )  # fmt: skip
+        _after_write(old, links_changed=False)
+        return old
+
+
+def do_find_or_make_project(*, name: str = "", cwd: str = "") -> Project | None:
+    """The project a session belongs to: the one its cwd resolves to, else the one named `name` (or the
+    cwd's folder name), else a new project of that name with no repository yet (its notes unverified)."""
+    cwd = cwd.strip() if isinstance(cwd, str) else ""
+    if cwd:
+        found = Project.objects.for_cwd(cwd)
+        if found is not None:
+            return found
+    name = name.strip() if isinstance(name, str) and name.strip() else (project_rules.folder_name(cwd) if cwd else "")
+    name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:200]
+    if not name:
+        return None
+    folders = [cwd] if cwd.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", cwd) else [name]
+    project, _ = Project.objects.get_or_create(name=name, defaults={"folders": folders, "branch": "main"})
+    return project
+
+
+def do_promote_superseding(note: Note, old: Note, *, reviewer, reason: str) -> Note:
+    """A raw note the duplicate finder paired with wiki note `old` enters the wiki in its place: promoted
+    to `old`'s wing and hall, and `old` superseded by it. One revision group: one undo restores both."""
+    if old.status != NoteStatus.WIKI:
+        raise BrainInputError(f"{old.slug} is {old.status}; a raw note can only supersede a wiki note.")
+    group = uuid.uuid4()
+    with transaction.atomic():
+        promoted = do_promote_note(note, reviewer=reviewer, wing=old.wing, hall=old.hall, group=group)
+        do_supersede_note(old, promoted, reason=reason, user=reviewer, group=group)
+        return promoted

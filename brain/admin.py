@@ -5,9 +5,17 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.urls import reverse
 
-from brain.actions import do_archive_note, do_promote_note, do_reject_note, do_undo_revision
+from brain.actions import (
+    do_archive_note,
+    do_promote_note,
+    do_reject_note,
+    do_sync_project,
+    do_undo_revision,
+    do_verify_note,
+)
 from brain.errors import BrainInputError
 from brain.models import (
+    Anchor,
     AreaDescription,
     BrainVersion,
     Embedding,
@@ -18,6 +26,7 @@ from brain.models import (
     NoteLink,
     NoteRevision,
     NoteStatus,
+    Project,
     SimilarNotes,
 )
 from hyperguild.admin_mixins import ReadOnlyAdminMixin
@@ -35,20 +44,75 @@ class LinkOutInline(admin.TabularInline):
         return False
 
 
+class AnchorInline(admin.TabularInline):
+    model = Anchor
+    fields = ("kind", "value", "hint", "explicit", "state", "location", "commit", "checked_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Anchor)
+class AnchorAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Every note's anchors and their last check (written by brain.truth's checks only)."""
+
+    list_display = ("note", "kind", "value", "state", "path", "location", "commit", "checked_at")
+    list_filter = ("kind", "state", "explicit")
+    search_fields = ("value", "path", "note__slug")
+    list_select_related = ("note",)
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    """Projects (docs/truth.md). Add them with `manage.py project add`; here an operator edits folders and syncs."""
+
+    list_display = ("name", "repo", "branch", "last_synced_commit", "synced_at", "sync_error")
+    search_fields = ("name", "repo")
+    readonly_fields = ("last_synced_commit", "synced_at", "sync_error", "created_at")
+    actions = ["sync_projects"]
+
+    @admin.action(description="Sync with the repository and re-verify changed notes")
+    def sync_projects(self, request, queryset) -> None:
+        for project in queryset:
+            outcome = do_sync_project(project)
+            if outcome.error:
+                self.message_user(request, f"{project.name}: {outcome.error}", messages.WARNING)
+            else:
+                self.message_user(request, f"{project.name}: {outcome.notes_rechecked} notes re-checked, "
+                                           f"{len(outcome.stale)} stale")
+
+
 @admin.register(Note)
 class NoteAdmin(admin.ModelAdmin):
-    list_display = ("slug", "title", "status", "wing", "hall", "source", "created_by", "reviewed_by", "updated_at")
-    list_filter = ("status", "wing", "hall", "source", ("created_by", admin.RelatedOnlyFieldListFilter))
+    list_display = (
+        "slug", "title", "status", "wing", "hall", "project", "verification_state", "source", "created_by",
+        "reviewed_by", "updated_at",
+    )  # fmt: skip
+    list_filter = (
+        "status", "verification_state", "project", "wing", "hall", "source",
+        ("created_by", admin.RelatedOnlyFieldListFilter),
+    )  # fmt: skip
     search_fields = ("slug", "title", "body", "session_id", "created_by__username")
-    list_select_related = ("reviewed_by", "created_by")
+    list_select_related = ("reviewed_by", "created_by", "project")
     date_hierarchy = "created_at"
     # Writes go through the actions (hash, links, search version); the admin only reads fields.
     readonly_fields = (
         "slug", "title", "body", "frontmatter", "status", "wing", "hall", "path", "content_hash", "provenance",
         "source", "session_id", "created_by", "reviewed_by", "reviewed_at", "review_note", "created_at", "updated_at",
+        "verification_state", "verified_commit", "verification_evidence", "verified_at", "waived_anchors",
+        "superseded_by", "superseded_at", "superseded_by_person", "superseded_reason",
     )  # fmt: skip
-    inlines = [LinkOutInline]
-    actions = ["promote_notes", "reject_notes", "archive_notes"]
+    inlines = [LinkOutInline, AnchorInline]
+    actions = ["promote_notes", "reject_notes", "archive_notes", "verify_notes"]
+
+    @admin.action(description="Re-check anchors against the project's head")
+    def verify_notes(self, request, queryset) -> None:
+        for note in queryset:
+            do_verify_note(note)
+        self.message_user(request, f"{queryset.count()} notes re-checked")
 
     def view_on_site(self, obj: Note) -> str:
         return reverse("brain-note", args=[obj.pk])  # the review UI's page for the note

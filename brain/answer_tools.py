@@ -7,6 +7,7 @@ from brain.context import context
 from brain.limits import MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT
 from brain.presenters import UNREVIEWED_HINT_SCHEMA, UNREVIEWED_LIST_SCHEMA, UNREVIEWED_MATCHES_SCHEMA
 from brain.tools import brain
+from brain.truth import VERIFICATION_SCHEMA
 from hyperguild.lib.schema import STRING, closed_object
 from hyperguild.mcp.registry import ToolContext
 
@@ -19,6 +20,7 @@ SOURCE_SCHEMA = {
         "title": {"type": "string"},
         "path": {"type": "string"},
         "excerpt": {"type": "string"},
+        "verification": VERIFICATION_SCHEMA,
     },
     "required": ["n", "slug", "title", "path", "excerpt"],
 }
@@ -74,7 +76,9 @@ def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
     description=(
         "At session start: the wiki notes (decisions, corrections, surprises) that apply to a project. "
         "The project's folder name seeds a search, the best hits pull in notes linked within 2 hops, "
-        "and notes mentioning words of `recent_files` paths rank higher. `unreviewed` is a separate list: this "
+        "and notes mentioning words of `recent_files` paths rank higher. Each entry says whether it still holds "
+        "against the project's code (`verification`: verified at a commit, stale with the evidence, or "
+        "unverified); stale notes rank below the others and superseded notes are left out. `unreviewed` is a separate list: this "
         "project's own recent raw notes (written in its sessions, or matching its name), not reviewed by a person yet."
     ),
     input_schema={
@@ -104,7 +108,10 @@ def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
             "project": {"type": "string"},
             "entries": {
                 "type": "array",
-                "items": closed_object({"slug": STRING, "title": STRING, "doc_path": STRING, "excerpt": STRING}),
+                "items": closed_object({
+                    "slug": STRING, "title": STRING, "doc_path": STRING, "excerpt": STRING,
+                    "verification": VERIFICATION_SCHEMA,
+                }),  # fmt: skip
             },
             "degraded": {"type": "boolean", "description": "true when vector search failed and BM25 answered alone"},
             "reason": {"type": ["string", "null"]},

@@ -19,9 +19,10 @@ import re
 from django.conf import settings
 
 from brain.errors import AnswerUnavailable
-from brain.models import Note
+from brain.models import Note, VerificationState
 from brain.passages import ScoredPassage, best_sentences, score_passages, split_passages
 from brain.search import search
+from brain.truth import verification_dict
 from hyperguild.lib.llm import LLMError, get_llm_client
 from hyperguild.lib.reranker import RerankerError, get_reranker
 from hyperguild.lib.text import excerpt
@@ -79,8 +80,14 @@ def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[
     return chosen, "\n\n".join(lines)
 
 
+def truth_label(note: Note) -> str:
+    return verification_dict(note)["label"]
+
+
 def user_prompt(question: str, sources: list[tuple[int, Note]]) -> str:
-    blocks = [f"[{n}] {note.title} ({note.slug})\n{note.body[:SOURCE_CHARS].strip()}" for n, note in sources]
+    blocks = [
+        f"[{n}] {note.title} ({note.slug}; {truth_label(note)})\n{note.body[:SOURCE_CHARS].strip()}" for n, note in sources
+    ]
     return "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
 
 
@@ -105,6 +112,8 @@ def answer(question: str, limit: int = 5) -> dict:
         except RerankerError as exc:
             raise AnswerUnavailable(f"The reranker failed, so no answer was attempted: {exc}") from None
 
+    # A note whose code changed since (stale) comes after the others, and says so (docs/truth.md).
+    candidates.sort(key=lambda note: note.verification_state == VerificationState.STALE)
     llm = get_llm_client() if settings.BRAIN_ANSWER_MODEL else None
     cap = min(limit, MAX_LLM_SOURCES) if llm is not None else limit
     extract = ""
@@ -120,6 +129,7 @@ def answer(question: str, limit: int = 5) -> dict:
             "title": note.title,
             "path": note.path,
             "excerpt": excerpts.get(note.id) or excerpt(note.body, EXCERPT_CHARS),
+            "verification": verification_dict(note),
         }
         for n, note in chosen
     ]

@@ -46,6 +46,7 @@ class QuerySerializer(serializers.Serializer):
     hall = inputs.SEGMENT.serializer_field(required=False)
     status = serializers.ChoiceField(choices=[*NoteStatus.values, "any"], default=NoteStatus.WIKI)
     include_raw = serializers.BooleanField(default=False, help_text="with status wiki: unreviewed raw notes too")
+    include_superseded = serializers.BooleanField(default=False, help_text="also notes a newer note superseded")
     tags = serializers.ListField(
         child=inputs.TAG.serializer_field(required=True), required=False, max_length=MAX_TAGS,
         help_text="only notes whose frontmatter tags hold every one of these",
@@ -75,7 +76,7 @@ class QueryView(BrainAPIView):
         response = search(
             args["query"], limit=args["limit"], wing=args.get("wing") or None,
             hall=args.get("hall") or None, status=args["status"], include_raw=args["include_raw"],
-            tags=args.get("tags"),
+            tags=args.get("tags"), include_superseded=args["include_superseded"],
         )  # fmt: skip
         return Response(query_result(response))
 

@@ -8,7 +8,7 @@ class BrainConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the brain endpoint and its tools, then brain_answer, brain_context, the note-changing tools and the prompts.
-        from brain import answer_tools, backlog, mcp_prompts, note_tools, system_checks, tools  # noqa: F401
+        from brain import answer_tools, backlog, mcp_prompts, note_tools, system_checks, tools, truth_tools  # noqa: F401
         from brain.contributions import home_counts
         from brain.tasks import schedules
         from hyperguild.contributions import register_home_counts, register_schedules

@@ -32,6 +32,9 @@ Each entry's excerpt is the note's passage that best matches the project
 name and the recent files' words (`brain.passages`: no heading line, no
 HTML comment), cut to EXCERPT_CHARS; a note that matches none of them (a
 graph neighbour) shows its first passage.
+
+Truth (docs/truth.md): a superseded note is never a candidate, every entry carries its
+`verification`, and stale notes rank below the others (verified or unverified) whatever their score.
 """
 
 from __future__ import annotations
@@ -45,9 +48,10 @@ from django.db.models import Q
 from brain import bm25
 from brain.errors import ContextInputError
 from brain.hooks import project_sessions
-from brain.models import Note, NoteLink, NoteStatus
+from brain.models import Note, NoteLink, NoteStatus, Project, VerificationState
 from brain.passages import best_sentences, score_passages, split_passages
 from brain.search import search
+from brain.truth import verification_dict
 
 SEED_LIMIT = 20
 PATH_SEED_WEIGHT = 0.5
@@ -73,6 +77,10 @@ _PATH_SPLIT = re.compile(r"[^0-9A-Za-z]+")
 
 
 def project_name(project_root: str) -> str:
+    """The project's name: the Project the full path resolves to, else the path's last folder name."""
+    project = Project.objects.for_cwd(project_root) if project_root.strip() else None
+    if project is not None:
+        return project.name
     name = os.path.basename(project_root.strip().rstrip("/\\"))
     if not name:
         raise ContextInputError(f"project_root {project_root!r} has no folder name to search for.")
@@ -213,7 +221,7 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
     ).items():
         consider(note_id, score)
 
-    notes = Note.objects.wiki().in_bulk(list(candidates))
+    notes = Note.objects.wiki().current().in_bulk(list(candidates))
     if wanted:
         for candidate in candidates.values():
             note = notes.get(candidate.note_id)
@@ -224,7 +232,9 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
 
     ranked = sorted(
         (candidate for candidate in candidates.values() if candidate.note_id in notes),
-        key=lambda candidate: (-candidate.score, candidate.order),
+        key=lambda candidate: (
+            notes[candidate.note_id].verification_state == VerificationState.STALE, -candidate.score, candidate.order
+        ),
     )[:limit]
     query = " ".join([name, *wanted])
     entries = [
@@ -233,6 +243,7 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
             "title": notes[candidate.note_id].title,
             "doc_path": notes[candidate.note_id].path,
             "excerpt": excerpt(notes[candidate.note_id].title, notes[candidate.note_id].body, query),
+            "verification": verification_dict(notes[candidate.note_id]),
         }
         for candidate in ranked
     ]
@@ -247,7 +258,7 @@ def project_raw_notes(name: str, project_root: str, matching_slugs: list[str]) -
     """The project's own recent raw notes: written in one of its sessions, or naming it (as the entries do)."""
     sessions = project_sessions(project_root)
     candidates = (
-        Note.objects.filter(status=NoteStatus.RAW)
+        Note.objects.filter(status=NoteStatus.RAW, superseded_by__isnull=True)
         .filter(Q(session_id__in=sessions) | Q(slug__in=matching_slugs))
         .order_by("-created_at", "-id")
     )

@@ -76,3 +76,21 @@ def provenance_entries(session_id: str, seqs: list[int]) -> list:
     with _LOCK:
         lookup = _provenance_entries
     return lookup(session_id, seqs) if lookup is not None else []
+
+
+# session_id -> the id of the brain Project that session's cwd resolved to (None: none)
+SessionProject = Callable[[str], "int | None"]
+_session_project: SessionProject | None = None
+
+
+def register_session_project(lookup: SessionProject) -> None:
+    global _session_project
+    with _LOCK:
+        _session_project = lookup
+
+
+def session_project(session_id: str) -> int | None:
+    """The project id of the session `session_id`, or None (no such session, no project, no app registered)."""
+    with _LOCK:
+        lookup = _session_project
+    return lookup(session_id) if lookup is not None and session_id else None

@@ -100,7 +100,27 @@ class Integer:
         return serializers.IntegerField(min_value=self.minimum, required=required)
 
 
-Field = Text | Mapping | Integer
+@dataclass(frozen=True)
+class StringList:
+    """A list of short strings (explicit anchors)."""
+
+    description: str = ""
+    max_items: int = 200
+    max_length: int = 500
+
+    def json_schema(self) -> dict:
+        return {
+            "type": "array", "items": {"type": "string", "minLength": 1, "maxLength": self.max_length},
+            "maxItems": self.max_items, "description": self.description,
+        }  # fmt: skip
+
+    def serializer_field(self, *, required: bool) -> serializers.Field:
+        return serializers.ListField(
+            child=serializers.CharField(max_length=self.max_length), max_length=self.max_items, required=required
+        )
+
+
+Field = Text | Mapping | Integer | StringList
 
 
 @dataclass(frozen=True)
@@ -154,17 +174,25 @@ SESSION_ID = Text(max_length=MAX_SESSION_ID_LENGTH, description="the Claude Code
 TAG = Text(min_length=1, max_length=MAX_TAG_LENGTH)
 VERSION = Integer(minimum=1, description="the note's version as brain_get (or the last write) showed it")
 REASON = Text(max_length=MAX_REASON_LENGTH, description="why, shown in the note's history")
+ANCHORS = StringList(
+    description=(
+        "what the note cites in its project's code, beyond what is found in its text: file paths, symbols "
+        "(`Class.method`), quoted lines, commands, settings; 'kind: value' forces a kind (docs/truth.md)"
+    )
+)
 
 # -- the writes ---------------------------------------------------------------------------------
 
 # A note for raw: brain_write, brain_ingest_raw, POST /write.
 RAW_NOTE = NoteInput(
-    {"title": TITLE, "body": BODY, "frontmatter": FRONTMATTER, "slug": SLUG, "session_id": SESSION_ID},
+    {"title": TITLE, "body": BODY, "frontmatter": FRONTMATTER, "slug": SLUG, "session_id": SESSION_ID,
+     "anchors": ANCHORS},
     required=("title", "body"),
 )
 # A document straight into the wiki: brain_ingest, POST /ingest (which also takes raw notes).
 WIKI_NOTE = NoteInput(
-    {"title": TITLE, "body": BODY, "wing": WING, "hall": HALL, "frontmatter": FRONTMATTER, "slug": SLUG},
+    {"title": TITLE, "body": BODY, "wing": WING, "hall": HALL, "frontmatter": FRONTMATTER, "slug": SLUG,
+     "anchors": ANCHORS},
     required=("title", "body", "wing"),
 )
 # A change to a note's text: brain_edit (the browser's edit form takes title and body).

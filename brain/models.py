@@ -27,7 +27,66 @@ class NoteStatus(models.TextChoices):
     ARCHIVED = "archived", "archived"
 
 
+class VerificationState(models.TextChoices):
+    """Whether what a note cites in its project's code is still there (docs/truth.md)."""
+
+    VERIFIED = "verified", "verified"
+    STALE = "stale", "stale"
+    UNVERIFIED = "unverified", "unverified"
+
+
+class ProjectQuerySet(models.QuerySet):
+    def for_cwd(self, cwd: str) -> Project | None:
+        """The project a folder belongs to: the longest folder entry (an absolute path) the cwd is in, else
+        the one whose repository (a local path) holds it, else one that names the cwd's folder name."""
+        from brain.projects import project_for_cwd  # the matching rule lives with the rest of project logic
+
+        return project_for_cwd(self, cwd)
+
+
+class Project(models.Model):
+    """A codebase the team's notes describe: the folders that mean it and a repository the service reads.
+
+    `repo` is a local path (under SUPERVISOR_ALLOWED_ROOTS) or a git URL, kept as a bare mirror under
+    HYPERGUILD_REPO_MIRRORS_DIR; `branch` is the team's truth. `last_synced_commit` is the branch head
+    the notes were last verified against (brain.truth); `sync_error` says why the repository could not
+    be read ("" when it could), and its notes stay unverified meanwhile.
+    """
+
+    name = models.CharField(max_length=200, unique=True)
+    # Folder names (`ledgerly`) or absolute paths (`/home/ana/src/ledgerly`) that mean this project.
+    folders = models.JSONField(default=list, blank=True)
+    repo = models.CharField(max_length=1000, blank=True)
+    branch = models.CharField(max_length=200, blank=True, default="main")
+    last_synced_commit = models.CharField(max_length=64, blank=True)
+    synced_at = models.DateTimeField(null=True, blank=True)
+    sync_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ProjectQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_remote(self) -> bool:
+        return "://" in self.repo or self.repo.startswith("git@")
+
+
 class NoteQuerySet(models.QuerySet):
+    def current(self):
+        """Notes nobody superseded: what default search, brain_context and SessionStart show."""
+        return self.filter(superseded_by__isnull=True)
+
+    def needs_recheck(self):
+        """Live notes whose anchors no longer hold: the "Needs a re-check" queue."""
+        return self.filter(
+            verification_state=VerificationState.STALE, status__in=EXPORTED_STATUSES, superseded_by__isnull=True
+        )
+
     def wiki(self):
         return self.filter(status=NoteStatus.WIKI)
 
@@ -111,6 +170,29 @@ class Note(models.Model):
     # Goes up by one on every change made through an action; a form that saw version N may only
     # save over version N (optimistic concurrency: two reviewers never overwrite each other silently).
     version = models.PositiveIntegerField(default=1)
+    # The codebase the note describes (its session's project, its frontmatter `project:`, or a reviewer's choice).
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="notes")
+    # Its anchors checked against the project's branch head (brain.truth): state, at which commit, and for
+    # a stale note the evidence of each anchor that no longer holds. Derived: recomputed after every write
+    # and every re-verification, so never part of a revision.
+    verification_state = models.CharField(
+        max_length=16, choices=VerificationState.choices, default=VerificationState.UNVERIFIED, db_index=True
+    )
+    verified_commit = models.CharField(max_length=64, blank=True)
+    verification_evidence = models.JSONField(default=list, blank=True)
+    verified_at = models.DateTimeField(null=True, blank=True)
+    # Anchors a person declared still true although the code no longer shows them ("still true" in the
+    # re-check queue): {anchor key: {"commit", "by", "at"}}. Part of revisions, so the decision is undoable.
+    waived_anchors = models.JSONField(default=dict, blank=True)
+    # Supersession (brain.actions.do_supersede_note): the successor, when, by whom and why.
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="supersedes"
+    )
+    superseded_at = models.DateTimeField(null=True, blank=True)
+    superseded_by_person = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    superseded_reason = models.TextField(blank=True)
 
     objects = NoteQuerySet.as_manager()
 
@@ -174,6 +256,7 @@ class Note(models.Model):
         """The fields a revision records and an undo restores, as JSON."""
         data = {name: getattr(self, name) for name in REVISION_FIELDS}
         data["reviewed_at"] = self.reviewed_at.isoformat() if self.reviewed_at else None
+        data["superseded_at"] = self.superseded_at.isoformat() if self.superseded_at else None
         return json.loads(json.dumps(data, default=str))
 
     def restore(self, snapshot: dict) -> None:
@@ -182,13 +265,17 @@ class Note(models.Model):
                 setattr(self, name, snapshot[name])
         reviewed_at = snapshot.get("reviewed_at")
         self.reviewed_at = datetime.fromisoformat(reviewed_at) if reviewed_at else None
+        if "superseded_at" in snapshot:
+            superseded_at = snapshot["superseded_at"]
+            self.superseded_at = datetime.fromisoformat(superseded_at) if superseded_at else None
 
 
 # What a revision keeps of a note: everything a reviewer's action can change (not ids, timestamps of
 # the row itself or the version counter).
 REVISION_FIELDS = (
     "slug", "title", "body", "frontmatter", "status", "wing", "hall", "path", "content_hash", "provenance",
-    "source", "session_id", "reviewed_by_id", "reviewed_at", "review_note",
+    "source", "session_id", "reviewed_by_id", "reviewed_at", "review_note", "waived_anchors",
+    "superseded_by_id", "superseded_at", "superseded_by_person_id", "superseded_reason",
 )  # fmt: skip
 
 
@@ -216,6 +303,8 @@ class NoteRevision(models.Model):
         DEMOTE = "demote", "demote to raw"
         ARCHIVE = "archive", "archive"
         REOPEN = "reopen", "reopen"
+        SUPERSEDE = "supersede", "superseded"
+        STILL_TRUE = "still_true", "still true (re-anchored)"
         UNDO = "undo", "undo"
 
     note = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="revisions")
@@ -246,6 +335,56 @@ class NoteRevision(models.Model):
 
     def changed_fields(self) -> list[str]:
         return [name for name in REVISION_FIELDS if self.before.get(name) != self.after.get(name)]
+
+
+class AnchorKind(models.TextChoices):
+    PATH = "path", "file path"
+    SYMBOL = "symbol", "symbol"
+    QUOTE = "quote", "quoted lines"
+    COMMAND = "command", "command"
+    SETTING = "setting", "setting name"
+
+
+class AnchorState(models.TextChoices):
+    HOLDS = "holds", "holds"
+    MOVED = "moved", "moved"
+    CHANGED = "changed", "changed"
+    GONE = "gone", "gone"
+    UNCHECKED = "unchecked", "not checked"
+
+
+class Anchor(models.Model):
+    """One thing a note cites in its project's code, and its last check against the branch head.
+
+    Extracted from the note's text at every write (brain.anchors, deterministic) or given explicitly
+    (frontmatter `anchors:`). `path` is the file the anchor depends on (the file it names, the file it
+    was found in, or its hint): re-verification re-checks an anchor when a commit changes that file.
+    """
+
+    note = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="anchors")
+    key = models.CharField(max_length=64)  # sha1 of kind, value and the path hint: stable across writes
+    kind = models.CharField(max_length=16, choices=AnchorKind.choices)
+    value = models.TextField()
+    hint = models.CharField(max_length=500, blank=True)  # the file the note ties it to, if any
+    explicit = models.BooleanField(default=False)
+    path = models.CharField(max_length=500, blank=True, db_index=True)
+    state = models.CharField(max_length=16, choices=AnchorState.choices, default=AnchorState.UNCHECKED)
+    commit = models.CharField(max_length=64, blank=True)
+    location = models.CharField(max_length=600, blank=True)  # path:line where it was found
+    # Where it last held (the quote's lines then), what the code says now, the commit that changed it, the hunk.
+    evidence = models.JSONField(default=dict, blank=True)
+    checked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["note_id", "id"]
+        constraints = [models.UniqueConstraint(fields=["note", "key"], name="anchor_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.value[:60]}"
+
+    @property
+    def holds(self) -> bool:
+        return self.state in (AnchorState.HOLDS, AnchorState.MOVED)
 
 
 class NoteLink(models.Model):

@@ -9,6 +9,7 @@ from django.urls import reverse
 from brain.models import Note, NoteLink
 from brain.placement import resolve_targets
 from brain.slugs import slugify_path
+from brain.truth import VERIFICATION_SCHEMA, verification_dict
 from hyperguild.lib.markdown import extract_wikilinks, render_markdown
 from hyperguild.lib.schema import STRING, closed_object
 
@@ -73,6 +74,24 @@ def note_detail(note: Note) -> dict:
         "updated_at": note.updated_at.isoformat(),
         "links_out": links_out,
         "links_in": links_in,
+        "project": note.project.name if note.project_id else None,
+        "verification": verification_dict(note),
+        **supersession(note),
+    }
+
+
+def supersession(note: Note) -> dict:
+    """`superseded_by` (slug or null), `superseded` (the sentence brain_get says) and `supersedes` (slugs)."""
+    successor = note.superseded_by
+    sentence = None
+    if successor is not None:
+        who = note.superseded_by_person.get_username() if note.superseded_by_person_id else "the service"
+        when = note.superseded_at.date().isoformat() if note.superseded_at else "an unknown date"
+        sentence = f"superseded by {successor.slug} on {when} by {who}: {note.superseded_reason}"
+    return {
+        "superseded_by": successor.slug if successor is not None else None,
+        "superseded": sentence,
+        "supersedes": list(note.supersedes.order_by("slug").values_list("slug", flat=True)),
     }
 
 
@@ -123,6 +142,14 @@ NOTE_DETAIL_SCHEMA = {
                 {"source_slug": STRING, "source_title": STRING, "kind": LINK_KIND, "resolved": {"type": "boolean"}}
             ),
         },
+        "project": {"type": ["string", "null"], "description": "the project whose code the note describes"},
+        "verification": VERIFICATION_SCHEMA,
+        "superseded_by": {"type": ["string", "null"], "description": "the slug of the note that replaces this one"},
+        "superseded": {
+            "type": ["string", "null"],
+            "description": "'superseded by X on <date> by <person>: <reason>' (null: current)",
+        },
+        "supersedes": {"type": "array", "items": STRING, "description": "notes this one replaces"},
     },
     "required": [
         *NOTE_REF_SCHEMA["required"], "body", "frontmatter", "source", "session_id", "content_hash",
@@ -145,6 +172,8 @@ HIT_SCHEMA = closed_object({
     "note_id": {"type": "integer"}, "slug": STRING, "title": STRING, "path": STRING, "wing": STRING, "hall": STRING,
     "status": STRING, "score": {"type": "number"}, "excerpt": STRING,
     "rankers": {"type": "object", "additionalProperties": {"type": "integer"}},
+    "verification": VERIFICATION_SCHEMA,
+    "superseded_by": {"type": ["string", "null"], "description": "the slug of the note that replaces this one"},
 })
 
 QUERY_RESULT_SCHEMA = closed_object(

@@ -27,6 +27,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from brain import backlog, bm25, floors, vectors
 from brain.errors import SearchInputError
 from brain.limits import MAX_SEARCH_LIMIT
 from brain.models import Note, NoteStatus
+from brain.truth import verification_of
 from hyperguild.lib.embedders import get_embedder
 
 logger = logging.getLogger(__name__)
@@ -70,6 +72,9 @@ class Hit:
     score: float
     excerpt: str
     rankers: dict[str, int] = field(default_factory=dict)
+    # Its anchors against the project's code (brain.truth.verification_dict) and its successor's slug, if any.
+    verification: dict = field(default_factory=dict)
+    superseded_by: str | None = None
 
     def as_dict(self) -> dict:
         return {
@@ -83,6 +88,8 @@ class Hit:
             "score": self.score,
             "excerpt": self.excerpt,
             "rankers": dict(self.rankers),
+            "verification": dict(self.verification),
+            "superseded_by": self.superseded_by,
         }
 
 
@@ -160,8 +167,11 @@ def search(
     status: str | None = NoteStatus.WIKI,
     include_raw: bool = False,
     tags: list[str] | None = None,
+    include_superseded: bool = False,
 ) -> SearchResponse:
     """Ranked notes for `query`. `status` None or "any" means every status but archived.
+
+    Superseded notes are left out unless `include_superseded` (they keep their history; brain_get reads them).
 
     `include_raw` with the wiki status: wiki and raw notes ranked together (never rejected ones).
     A wiki-only search counts the raw notes it left out (`unreviewed_matches`). `tags`: only notes
@@ -181,10 +191,11 @@ def search(
 
     tokens = bm25.tokenize(query)
     with_raw = include_raw and status == NoteStatus.WIKI
+    hidden = set() if include_superseded else superseded_ids()
     if with_raw or tags:
         depth = limit * BM25_FANOUT * (INCLUDE_RAW_FANOUT if with_raw else 1) * (TAGS_FANOUT if tags else 1)
         ranking = rank_notes(query, depth=depth, wing=wing, hall=hall, status=None if with_raw else status)
-        fused = ranking.fused
+        fused = [item for item in ranking.fused if item[0] not in hidden]
         if tags:
             tagged = set(Note.objects.filter(id__in=[i for i, _, _ in fused]).with_tags(tags).values_list("id", flat=True))
             fused = [item for item in fused if item[0] in tagged]
@@ -197,7 +208,7 @@ def search(
         # A wiki search also counts and names the raw notes it leaves out, from the same pass over the
         # postings and with one query for the rows of both.
         raw_ids = unreviewed_ids(query, tags, ranking.bm25_pass) if status == NoteStatus.WIKI else []
-        fused = ranking.fused[:limit]
+        fused = [item for item in ranking.fused if item[0] not in hidden][:limit]
         rows = hit_rows([note_id for note_id, _, _ in fused] + raw_ids[:UNREVIEWED_NAMED])
         hits = _hits(fused, tokens, ranking.passages, rows=rows)
         named = named_unreviewed(raw_ids, rows)
@@ -355,6 +366,11 @@ def fuse(rankings: dict[str, list[int]], weights: dict[str, float]) -> list[tupl
     return [(i, scores[i], ranks[i]) for i in order]
 
 
+def superseded_ids() -> set[int]:
+    """Ids of the notes someone superseded: out of default search (a short list, read once per query)."""
+    return set(Note.objects.filter(superseded_by__isnull=False).values_list("id", flat=True))
+
+
 def hit_rows(ids: list[int]) -> dict[int, tuple]:
     """id → (id, slug, title, path, wing, hall, status, body): only the columns a hit shows
     (no JSON fields to decode, no model instances; this is brain_query's hot path)."""
@@ -364,7 +380,9 @@ def hit_rows(ids: list[int]) -> dict[int, tuple]:
     table = connection.ops.quote_name(Note._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT id, slug, title, path, wing, hall, status, body FROM {table} WHERE id = ANY(%s)",  # noqa: S608
+            f"SELECT n.id, n.slug, n.title, n.path, n.wing, n.hall, n.status, n.body, n.verification_state, "  # noqa: S608
+            f"n.verified_commit, n.verification_evidence, s.slug FROM {table} n "
+            f"LEFT JOIN {table} s ON s.id = n.superseded_by_id WHERE n.id = ANY(%s)",
             [list(ids)],
         )
         return {row[0]: row for row in cursor.fetchall()}
@@ -387,7 +405,9 @@ def _hits(
             continue
         if statuses is not None and row[6] not in statuses:
             continue
-        _, slug, title, path, wing, hall, status, body = row
+        _, slug, title, path, wing, hall, status, body, state, commit, evidence, successor = row
+        if isinstance(evidence, str):
+            evidence = json.loads(evidence)
         hits.append(
             Hit(
                 note_id=note_id,
@@ -400,6 +420,8 @@ def _hits(
                 score=float(score),
                 excerpt=excerpt(body, tokens, fallback=passages.get(note_id)),
                 rankers=ranks,
+                verification=verification_of(state, commit, evidence or []),
+                superseded_by=successor,
             )
         )
     return hits

@@ -19,11 +19,15 @@ MIRROR_SCHEDULE = "brain-mirror"
 MIRROR_LOCK_KEY = 0x6272_6169_6E00  # "brain\0"
 EMBED_SCHEDULE = "brain-embeddings"
 INDEX_PRUNE_SCHEDULE = "brain-index-prune"
+VERIFY_SCHEDULE = "brain-verify-projects"
 
 
 def schedules() -> list[tuple[str, str, int]]:
     """Periodic schedules installed by `do_ensure_schedules()`: the mirror runs only with BRAIN_DIR set."""
-    wanted: list[tuple[str, str, int]] = [(INDEX_PRUNE_SCHEDULE, "brain.tasks.prune_note_changes", 3600)]
+    wanted: list[tuple[str, str, int]] = [
+        (INDEX_PRUNE_SCHEDULE, "brain.tasks.prune_note_changes", 3600),
+        (VERIFY_SCHEDULE, "brain.tasks.verify_projects", settings.BRAIN_VERIFY_INTERVAL),
+    ]
     if settings.BRAIN_DIR:
         wanted.append((MIRROR_SCHEDULE, "brain.tasks.sync_brain_dir", settings.BRAIN_SYNC_INTERVAL))
     if settings.BRAIN_EMBEDDER != "off":
@@ -87,3 +91,26 @@ def refresh_similar_notes(note_id: int) -> dict:
         return {"skipped": "not a raw note"}
     found = similar.refresh(note)
     return {"similar": len(found), "duplicates": sum(item.duplicate for item in found)}
+
+
+def verify_projects() -> dict:
+    """Every project with a repository: fetch, and when its branch head moved, re-verify the notes anchored
+    to the files that changed (brain.actions.do_sync_project). One unreadable project never stops the others."""
+    from brain.actions import do_sync_project
+    from brain.models import Project
+
+    results = {}
+    for project in Project.objects.exclude(repo=""):
+        results[project.name] = do_sync_project(project).as_dict()
+    return results
+
+
+def verify_project(project_id: int) -> dict:
+    """One project (queued by a session's hook when it may have moved the branch head)."""
+    from brain.actions import do_sync_project
+    from brain.models import Project
+
+    project = Project.objects.filter(pk=project_id).exclude(repo="").first()
+    if project is None:
+        return {"skipped": "no such project with a repository"}
+    return do_sync_project(project).as_dict()

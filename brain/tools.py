@@ -102,6 +102,11 @@ def _write_tool(action, write: inputs.NoteInput, *, name: str, title: str, descr
                 "maxItems": MAX_TAGS,
                 "description": "only notes whose frontmatter `tags` holds every one of these",
             },
+            "include_superseded": {
+                "type": "boolean",
+                "default": False,
+                "description": "also notes a newer note superseded (left out by default; each hit names its successor)",
+            },
         },
         required=["query"],
     ),
@@ -118,6 +123,7 @@ def brain_query(arguments: dict, ctx: ToolContext) -> dict:
         status=arguments.get("status", "wiki"),
         include_raw=arguments.get("include_raw", False),
         tags=arguments.get("tags"),
+        include_superseded=arguments.get("include_superseded", False),
     )
     return query_result(response)
 
@@ -125,7 +131,11 @@ def brain_query(arguments: dict, ctx: ToolContext) -> dict:
 @brain.tool(
     name="brain_get",
     title="Read a note",
-    description="The whole note for a slug: body, frontmatter, status, place, and its links out (resolved or not) and in.",
+    description=(
+        "The whole note for a slug: body, frontmatter, status, place, its links out (resolved or not) and in, "
+        "its `verification` against its project's code (verified at a commit, stale with the evidence, or "
+        "unverified and why) and, when a newer note replaced it, `superseded` (by which note, when, who, why)."
+    ),
     input_schema={
         "type": "object",
         "additionalProperties": False,

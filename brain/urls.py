@@ -28,5 +28,11 @@ urlpatterns += [
     path("review/<int:pk>/demote/", views.demote_note, name="brain-demote"),
     path("review/<int:pk>/reopen/", views.reopen_note, name="brain-reopen"),
     path("review/undo/<uuid:group>/", views.undo_change, name="brain-undo"),
+    path("review/recheck/", views.recheck_queue, name="brain-recheck"),
+    path("review/projects/", views.projects_page, name="brain-projects"),
+    path("review/<int:pk>/still-true/", views.still_true, name="brain-still-true"),
+    path("review/<int:pk>/supersede/", views.supersede_note, name="brain-supersede"),
+    path("review/<int:pk>/supersedes/", views.promote_superseding, name="brain-promote-superseding"),
+    path("review/<int:pk>/archive/", views.archive_note, name="brain-archive"),
     path("search/", views.search_page, name="brain-search"),
 ]

@@ -31,7 +31,7 @@ from brain import actions, inputs, similar
 from brain.errors import BrainInputError, NoteConflict
 from brain.hooks import provenance_entries
 from brain.limits import MAX_SESSION_ID_LENGTH, MAX_TITLE_LENGTH
-from brain.models import Note, NoteRevision, NoteStatus
+from brain.models import Note, NoteRevision, NoteStatus, Project
 from brain.presenters import render_note_body
 from brain.search import SearchInputError, search
 from hyperguild.lib.diff import html_diff
@@ -820,3 +820,100 @@ def search_page(request: HttpRequest) -> HttpResponse:
     return render(request, "brain/search.html", {
         "form": form, "response": response, "error": error, "wings": wings, "halls": halls,
     })
+
+
+# --- truth: the "Needs a re-check" queue and its one-click decisions (docs/truth.md) --------------------
+
+
+RECHECK_PAGE = 20
+
+
+@login_required
+def recheck_queue(request: HttpRequest) -> HttpResponse:
+    """Stale notes, oldest check first: for each anchor that no longer holds, what the note quotes beside
+    what the code says now, and the decisions (still true, edit, superseded by…, archive)."""
+    notes = Note.objects.needs_recheck().select_related("project").order_by("verified_at", "id")
+    page, query = paginate(request, notes, per_page=RECHECK_PAGE)
+    return render(request, "brain/recheck.html", {"page": page, "notes": page.object_list, "query": query})
+
+
+def _stale_note(pk: int) -> Note:
+    return get_object_or_404(Note, pk=pk)
+
+
+@role_action(REVIEW)
+def still_true(request: HttpRequest, pk: int) -> HttpResponse:
+    note = _stale_note(pk)
+    try:
+        confirmed = actions.do_confirm_note(note, user=request.user, expected_version=_posted_version(request))
+    except BrainInputError as exc:
+        messages.error(request, str(exc))
+        return redirect("brain-recheck")
+    _undo_message(request, f"“{confirmed.title}” is still true: re-anchored at {confirmed.verified_commit[:7]}.", confirmed)
+    return redirect(_return_path(request, reverse("brain-recheck")))
+
+
+@role_action(REVIEW)
+def supersede_note(request: HttpRequest, pk: int) -> HttpResponse:
+    note = _stale_note(pk)
+    by = (request.POST.get("by") or "").strip()
+    successor = Note.objects.filter(slug=by).first() if by else None
+    if successor is None:
+        messages.error(request, f"No note with slug {by!r}: give the slug of the note that replaces “{note.title}”.")
+        return redirect(_return_path(request, reverse("brain-recheck")))
+    try:
+        old = actions.do_supersede_note(note, successor, reason=request.POST.get("reason") or "", user=request.user)
+    except BrainInputError as exc:
+        messages.error(request, str(exc))
+        return redirect(_return_path(request, reverse("brain-recheck")))
+    _undo_message(request, f"“{old.title}” is superseded by “{successor.title}”.", old)
+    return redirect(_return_path(request, reverse("brain-recheck")))
+
+
+@role_action(REVIEW)
+def promote_superseding(request: HttpRequest, pk: int) -> HttpResponse:
+    """On a raw note the duplicate finder paired with a wiki note: promote it in the wiki note's place."""
+    note, leave = _raw_note_or_leave(request, pk)
+    if leave:
+        return leave
+    old = Note.objects.filter(slug=(request.POST.get("old") or "").strip()).first()
+    if old is None:
+        messages.error(request, "No such wiki note to supersede.")
+        return redirect("brain-note", pk=note.pk)
+    reason = (request.POST.get("reason") or "").strip() or f"replaced by the newer note {note.slug}"
+    try:
+        promoted = actions.do_promote_superseding(note, old, reviewer=request.user, reason=reason)
+    except BrainInputError as exc:
+        messages.error(request, str(exc))
+        return redirect("brain-note", pk=note.pk)
+    _undo_message(request, f"Promoted “{promoted.title}”; it supersedes “{old.title}”.", promoted)
+    return redirect("brain-note", pk=promoted.pk)
+
+
+@role_action(REVIEW)
+def archive_note(request: HttpRequest, pk: int) -> HttpResponse:
+    note = get_object_or_404(Note, pk=pk)
+    try:
+        archived = actions.do_archive_note(
+            note, user=request.user, reason=(request.POST.get("reason") or "").strip(),
+            expected_version=_posted_version(request),
+        )  # fmt: skip
+    except BrainInputError as exc:
+        messages.error(request, str(exc))
+        return redirect(_return_path(request, reverse("brain-recheck")))
+    _undo_message(request, f"Archived “{archived.title}”.", archived)
+    return redirect(_return_path(request, reverse("brain-recheck")))
+
+
+def _posted_version(request: HttpRequest) -> int | None:
+    value = request.POST.get("version", "")
+    return int(value) if value.isdigit() else None
+
+
+@login_required
+def projects_page(request: HttpRequest) -> HttpResponse:
+    """Every project: its repository and branch, the head its notes were checked at, and how many are
+    verified, stale and unverified (or why its repository cannot be read)."""
+    states = {state: Count("notes", filter=Q(notes__verification_state=state)) for state in ("verified", "stale", "unverified")}
+    projects = Project.objects.annotate(**states).order_by("name")
+    return render(request, "brain/projects.html", {"projects": projects})

@@ -102,6 +102,10 @@ BRAIN_DIR = env_str("BRAIN_DIR", "")
 # Where the mirror writes session logs (<id>.jsonl); empty = BRAIN_DIR/sessions.
 BRAIN_SESSIONS_DIR = env_str("BRAIN_SESSIONS_DIR", "")
 BRAIN_SYNC_INTERVAL = env_int("BRAIN_SYNC_INTERVAL", 300, minimum=10)
+# Bare mirrors of projects whose repository is a git URL (brain.projects); local repositories are read in place.
+HYPERGUILD_REPO_MIRRORS_DIR = env_str("HYPERGUILD_REPO_MIRRORS_DIR", "") or str(DATA_DIR / "repos")
+# Seconds between checks of every project's branch head (notes re-verified when it moved, brain.truth).
+BRAIN_VERIFY_INTERVAL = env_int("BRAIN_VERIFY_INTERVAL", 300, minimum=10)
 BRAIN_MAX_NOTE_BYTES = env_int("BRAIN_MAX_NOTE_BYTES", 256 * 1024, minimum=1024)
 # The Go rule: BRAIN_PG_DSN + BRAIN_EMBED_URL (and no BRAIN_EMBEDDER) means hybrid
 # search on that Ollama; one without the other is reported by `manage.py check`.

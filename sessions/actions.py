@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 
+from brain.actions import do_find_or_make_project
 from hyperguild.lib.limits import hostile_value_problem
 from sessions.errors import EntryRefused, FlaggedExample, InvalidExampleEdit, SessionNotYours
 from sessions.inputs import (
@@ -41,7 +42,8 @@ def _session_for_update(
         with transaction.atomic():
             AgentSession.objects.get_or_create(
                 external_id=external_id,
-                defaults={"project": project or "", "project_root": project_root or "", "client": client or {}},
+                defaults={"project": _project(project, project_root), "project_root": project_root or "",
+                          "client": client or {}},
             )
     except IntegrityError:
         pass  # another caller created it a moment ago; the locked read below finds it
@@ -51,8 +53,8 @@ def _session_for_update(
     check_session_owner(session, user)
     # Metadata fills in what is missing; it never overwrites what an earlier call said.
     changed = []
-    if project and not session.project:
-        session.project, changed = project, [*changed, "project"]
+    if (project or project_root) and session.project_id is None:
+        session.project, changed = _project(project, project_root), [*changed, "project"]
     if project_root and not session.project_root:
         session.project_root, changed = project_root, [*changed, "project_root"]
     if client and not session.client:
@@ -94,6 +96,11 @@ def may_read_session(session: AgentSession, user) -> bool:
 
 _SESSION_ID = Draft202012Validator(SESSION_ID_SCHEMA)
 _ENTRY_FIELDS = Draft202012Validator(ENTRY_FIELDS_SCHEMA)
+
+
+def _project(name: str | None, root: str | None):
+    """The brain Project a session names or runs in (see brain.actions.do_find_or_make_project)."""
+    return do_find_or_make_project(name=name or "", cwd=root or "")
 
 
 def check_session_id(session_id: Any) -> str:

@@ -24,7 +24,8 @@ class SessionEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
 @admin.register(AgentSession)
 class AgentSessionAdmin(admin.ModelAdmin):
     list_display = ("external_id", "project", "started_by", "last_seq", "created_at", "updated_at")
-    search_fields = ("external_id", "project", "project_root")
+    search_fields = ("external_id", "project__name", "project_root")
+    list_select_related = ("project", "started_by")
     list_filter = ("project",)
     readonly_fields = ("external_id", "project", "project_root", "client", "started_by", "last_seq", "file_layout", "created_at", "updated_at")
     inlines = [SessionEntryInline]

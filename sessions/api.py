@@ -53,7 +53,7 @@ class SessionEntriesView(BrainTokenView):
         return Response(
             {
                 "session_id": session.external_id,
-                "project": session.project,
+                "project": session.project.name if session.project_id else "",
                 "last_seq": session.last_seq,
                 "entries": [
                     {

@@ -39,6 +39,11 @@ FOLDER_SECTIONS = (
 PROJECT_SESSIONS_LIMIT = 200
 
 
+def session_project(session_id: str) -> int | None:
+    """The id of the brain Project session `session_id` belongs to (notes written in it link to that project)."""
+    return AgentSession.objects.filter(external_id=session_id).values_list("project_id", flat=True).first()
+
+
 def project_sessions(project_root: str) -> list[str]:
     """The `session_id`s of the newest sessions recorded for `project_root` (for brain_context)."""
     root = project_root.strip().rstrip("/")

@@ -44,7 +44,7 @@ from hyperguild.lib.text import excerpt
 from sessions.actions import check_session_id, do_log_checked_entry
 from sessions.errors import EntryRefused, HookRefused
 from sessions.inputs import MAX_MESSAGE_CHARS, SESSION_ID_PATTERN, SPOOL_BATCH_SCHEMA
-from sessions.models import SessionEntry
+from sessions.models import AgentSession, SessionEntry
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +81,7 @@ class HookOutcome:
     answer: dict = field(default_factory=dict)
     logged: dict | None = None
     queued_retrospective: bool = False
+    queued_verification: bool = False
 
 
 HOOK_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
@@ -133,8 +134,10 @@ def handle_hook(
         outcome.logged = do_log_checked_entry(session_id, fields, source="rest", user=user, occurred_at=occurred_at)
         if event in ("Stop", "SessionEnd") and outcome.logged["created"]:
             outcome.queued_retrospective = queue_retrospective(session_id, final=event == "SessionEnd")
+    if event == "Stop" or (event == "PostToolUse" and moves_head(payload)):
+        outcome.queued_verification = queue_verification(session_id)
     if event == "SessionStart" and payload.get("source") != "resume" and may_read_brain:
-        text = context_text(project_label(cwd))
+        text = context_text(cwd)
         if text:
             outcome.answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
     return outcome
@@ -308,7 +311,11 @@ def error_text(payload: dict) -> str:
 
 
 def context_text(project: str) -> str:
-    """The project's notes for the model, compact and capped; '' when the brain knows nothing about it."""
+    """The project's notes for the model, compact and capped; '' when the brain knows nothing about it.
+
+    `project` is the session's full cwd: brain.context resolves the Project it belongs to. Every line
+    carries the note's state ("verified at 1a2b3c4", "may be outdated: …", or why it is unverified).
+    """
     try:
         found = context(project, limit=CONTEXT_NOTES)
     except ContextInputError:
@@ -325,12 +332,41 @@ def context_text(project: str) -> str:
         "Read one with brain_get <slug>; search more with brain_query.\n"
     )
     for entry in entries:
-        line = f"- {entry['title']} ({entry['slug']}): {' '.join(entry['excerpt'].split())}"
-        line = excerpt(line, CONTEXT_LINE_CHARS) + "\n"
+        head = f"- {entry['title']} ({entry['slug']}) [{entry['verification']['label']}]: "
+        # The state is never cut off: the excerpt gives way.
+        line = excerpt(head + " ".join(entry["excerpt"].split()), max(CONTEXT_LINE_CHARS, len(head) + 40)) + "\n"
         if len(text) + len(line) > budget:
             break
         text += line
     return text.rstrip() if "\n- " in text else ""
+
+
+# Bash commands after which the branch head may have moved: the project's notes are re-verified.
+GIT_MOVES_HEAD = re.compile(r"\bgit\s+(?:commit|merge|pull|rebase|cherry-pick|revert|reset|checkout|switch|am)\b")
+VERIFY_DEBOUNCE_SECONDS = 30
+
+
+def moves_head(payload: dict) -> bool:
+    tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    command = tool_input.get("command")
+    return payload.get("tool_name") == "Bash" and isinstance(command, str) and bool(GIT_MOVES_HEAD.search(command))
+
+
+def queue_verification(session_id: str) -> bool:
+    """Queue a sync of the session's project (brain.tasks.verify_project) when it has a repository.
+
+    A sync whose branch head did not move costs one `git rev-parse`; still, at most one is queued per
+    project every VERIFY_DEBOUNCE_SECONDS (docs/truth.md).
+    """
+    project = AgentSession.objects.filter(external_id=session_id).values_list("project_id", "project__repo").first()
+    if project is None or project[0] is None or not project[1]:
+        return False
+    if not cache.add(f"hyperguild:hook-verify:{project[0]}", True, VERIFY_DEBOUNCE_SECONDS):
+        return False
+    from django_q.tasks import async_task
+
+    async_task("brain.tasks.verify_project", project[0], task_name=f"verify-project-{project[0]}")
+    return True
 
 
 def queue_retrospective(session_id: str, *, final: bool) -> bool:

@@ -15,7 +15,10 @@ from django.db.models import Q
 
 class AgentSession(models.Model):
     external_id = models.CharField(max_length=200, unique=True, help_text="The session_id clients pass.")
-    project = models.CharField(max_length=200, blank=True)
+    # The brain Project its cwd resolved to (replaces the folder-name text field of before; docs/truth.md).
+    project = models.ForeignKey(
+        "brain.Project", null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions"
+    )
     project_root = models.CharField(max_length=1000, blank=True)
     client = models.JSONField(default=dict, blank=True)
     # The person whose token logged the session's first attributed entry (None: the service identity).

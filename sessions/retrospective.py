@@ -379,8 +379,8 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
                     "method": learning.method,
                     "retrospective_key": key,
                 }
-                if session.project:
-                    provenance["project"] = session.project  # the review queue filters and shows it
+                if session.project_id:
+                    provenance["project"] = session.project.name  # the review queue filters and shows it
                 if model and learning.method == "llm":
                     provenance["model"] = model
                 note_text, redactions = redact_fields({"title": learning.title, "body": learning.body})

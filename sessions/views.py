@@ -55,7 +55,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
         sessions = sessions.filter(started_by=request.user)
     query = request.GET.get("q", "").strip()[:200]
     if query:
-        sessions = sessions.filter(Q(external_id__icontains=query) | Q(project__icontains=query))
+        sessions = sessions.filter(Q(external_id__icontains=query) | Q(project__name__icontains=query))
     mine = request.GET.get("mine") == "1"
     if mine:
         sessions = sessions.filter(started_by=request.user)

@@ -53,6 +53,11 @@ def test_brain_context_returns_relevant_entries_and_a_two_hop_neighbour(brain_ur
         # It never names the project: its first sentences, whole, within 200 characters.
         "excerpt": "The LiteLLM model list on the LAN box drifted from the repo copy; a model alias vanished and "
         "every call failed with an unknown model error.…",
+        "verification": {  # issue 38: every entry says whether it still holds (no project here: unverified)
+            "state": "unverified", "commit": None, "evidence": [],
+            "label": "unverified: the note belongs to no project, so there is no code to check it against",
+            "reason": "unverified: the note belongs to no project, so there is no code to check it against",
+        },
     }
     assert note.body.startswith(drift["excerpt"][:-1])
 
@@ -128,9 +133,21 @@ def test_path_words_drop_extensions_short_and_generic_words():
     assert path_words([]) == []
 
 
+@pytest.mark.django_db
 def test_the_project_name_is_the_last_folder_of_the_root():
     assert project_name("/home/someone/dev/hyperguild") == "hyperguild"
     assert project_name("/home/someone/dev/hyperguild/") == "hyperguild"
+
+
+@pytest.mark.django_db
+def test_a_project_record_is_found_from_the_full_path_not_only_the_folder_name():
+    from brain.models import Project
+
+    Project.objects.create(name="ledgerly", folders=["/srv/teams/ledgerly-main"])
+    Project.objects.create(name="ledgerly-api", folders=["/srv/teams/ledgerly-main/services/api"])
+    assert project_name("/srv/teams/ledgerly-main/docs") == "ledgerly"
+    assert project_name("/srv/teams/ledgerly-main/services/api/src") == "ledgerly-api"  # the longest folder wins
+    assert project_name("/elsewhere/ledgerly-main") == "ledgerly-main"  # no record: the folder's name, as before
 
 
 @pytest.mark.django_db(transaction=True)
@@ -173,7 +190,7 @@ def test_the_tool_contract_is_pinned(brain_url):
     assert tool["annotations"]["readOnlyHint"] is True
     assert tool["annotations"]["openWorldHint"] is False
     entry = tool["outputSchema"]["properties"]["entries"]["items"]
-    assert entry["required"] == ["slug", "title", "doc_path", "excerpt"]
+    assert entry["required"] == ["slug", "title", "doc_path", "excerpt", "verification"]  # issue 38: the state
 
 
 def test_with_hybrid_search_on_it_still_finds_the_project_notes_and_the_two_hop_neighbour(db, settings):

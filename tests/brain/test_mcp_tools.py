@@ -17,15 +17,18 @@ from tests.conftest import call_tool, mcp_post, rpc
 pytestmark = pytest.mark.django_db(transaction=True)
 
 EXPECTED_TOOLS = {
-    "brain_query": ({"query", "limit", "wing", "hall", "status", "include_raw", "tags"}, ["query"]),
+    "brain_query": ({"query", "limit", "wing", "hall", "status", "include_raw", "tags", "include_superseded"}, ["query"]),
     "brain_get": ({"slug"}, ["slug"]),
-    "brain_write": ({"title", "body", "frontmatter", "slug", "session_id"}, ["title", "body"]),
-    "brain_ingest": ({"title", "body", "wing", "hall", "frontmatter", "slug"}, ["title", "body", "wing"]),
-    "brain_ingest_raw": ({"title", "body", "frontmatter", "slug", "session_id"}, ["title", "body"]),
+    "brain_write": ({"title", "body", "frontmatter", "slug", "session_id", "anchors"}, ["title", "body"]),
+    "brain_ingest": ({"title", "body", "wing", "hall", "frontmatter", "slug", "anchors"}, ["title", "body", "wing"]),
+    "brain_ingest_raw": ({"title", "body", "frontmatter", "slug", "session_id", "anchors"}, ["title", "body"]),
     # issue 28: change, archive, undo and list existing notes
     "brain_edit": ({"slug", "version", "title", "body", "frontmatter"}, ["slug", "version"]),
     "brain_archive": ({"slug", "version", "reason"}, ["slug", "version"]),
     "brain_undo": ({"change"}, ["change"]),
+    # issue 38: knowledge that stays true
+    "brain_verify": ({"slug"}, ["slug"]),
+    "brain_supersede": ({"slug", "by", "reason"}, ["slug", "by", "reason"]),
 }
 
 

@@ -121,7 +121,7 @@ def test_a_headless_run_leaves_its_session_in_the_service(asgi_server, plugin_ho
     logged = entries_soon(session_id, 3)
     session = AgentSession.objects.get(external_id=session_id)
     assert session.project_root == str(folder)
-    assert session.project == "ledgerly"
+    assert session.project.name == "ledgerly"
     assert [entry.kind for entry in logged] == ["start", "prompt", "end"]
     prompt = logged[1]
     assert AWS_KEY not in prompt.message and OPENAI_KEY not in prompt.message

@@ -195,7 +195,7 @@ def test_a_windows_folder_is_named_by_its_last_part(asgi_server):
     answer = post(asgi_server, "SessionStart", body).json()
     assert "ledgerly-rounds-per-line" in answer["hookSpecificOutput"]["additionalContext"]
     session = AgentSession.objects.get(external_id=session_id)
-    assert (session.project, session.project_root) == ("ledgerly", "C:\\Users\\someone\\src\\ledgerly")
+    assert (session.project.name, session.project_root) == ("ledgerly", "C:\\Users\\someone\\src\\ledgerly")
 
 
 def test_a_prompt_over_the_entry_limit_is_cut_and_says_how_long_it_was(asgi_server):

@@ -17,7 +17,7 @@ def test_it_numbers_entries_per_session_starting_at_one():
     other, _ = do_log_entry("s-2", kind="note")
     assert created and (first.seq, second.seq, other.seq) == (1, 2, 1)
     session = AgentSession.objects.get(external_id="s-1")
-    assert session.last_seq == 2 and session.project == "p" and session.client == {"name": "cc"}
+    assert session.last_seq == 2 and session.project.name == "p" and session.client == {"name": "cc"}
 
 
 def test_a_retried_call_with_the_same_idempotency_key_returns_the_first_entry():
@@ -32,7 +32,7 @@ def test_later_metadata_does_not_overwrite_what_the_first_call_said():
     do_log_entry("s-1", kind="note", project="first")
     do_log_entry("s-1", kind="note", project="second", project_root="/srv/x")
     session = AgentSession.objects.get(external_id="s-1")
-    assert (session.project, session.project_root) == ("first", "/srv/x")
+    assert (session.project.name, session.project_root) == ("first", "/srv/x")
 
 
 def test_the_database_refuses_to_edit_an_entry():

@@ -1,0 +1,167 @@
+"""Reading a project's git repository: the `git` CLI in a subprocess, nothing else.
+
+Everything here reads objects by commit id, and a commit's tree never changes, so file lists and file
+contents are cached per (repository, commit) for the life of the process: re-verifying 5,000 notes
+anchored to one file reads that file once. Commands run with no hooks, no pager, no prompt, and a
+deadline; a failure raises `RepositoryUnreadable` with git's own words.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+GIT_TIMEOUT_SECONDS = 60
+# Files larger than this are not read for anchors (generated files, data).
+MAX_FILE_BYTES = 2 * 1024 * 1024
+# A definition of a symbol in the languages hyperguild's teams write most (Python, Go, JS/TS, Rust, Ruby…).
+DEFINITION_PATTERN = (
+    r"^[[:space:]]*(export[[:space:]]+)?(pub[[:space:]]+)?(async[[:space:]]+)?"
+    r"(def|class|func|function|fn|struct|interface|type|module)[[:space:]]+(\([^)]*\)[[:space:]]*)?[A-Za-z_][A-Za-z0-9_]*"
+)
+_DEFINITION_NAME = re.compile(
+    r"(?:def|class|func|function|fn|struct|interface|type|module)\s+(?:\([^)]*\)\s*)?([A-Za-z_]\w*)"
+)
+_ENV = {
+    "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "GIT_CONFIG_NOSYSTEM": "1", "GIT_OPTIONAL_LOCKS": "0",
+    "LC_ALL": "C",
+}  # fmt: skip
+
+
+class RepositoryUnreadable(Exception):
+    """The repository cannot be read (missing, not git, no such branch, git failed): notes stay unverified."""
+
+
+@dataclass(frozen=True)
+class Definition:
+    name: str
+    path: str
+    line: int
+
+
+def run_git(git_dir: str, *args: str, check: bool = True, input_text: str | None = None) -> str:
+    """`git` with `git_dir` (a work tree or a bare repository); stdout, or RepositoryUnreadable."""
+    command = ["git", "-c", "core.hooksPath=/dev/null", "-C", git_dir, *args]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS, env={**os.environ, **_ENV},
+            input=input_text, errors="replace",
+        )  # fmt: skip
+    except FileNotFoundError:
+        raise RepositoryUnreadable("git is not installed on the server") from None
+    except subprocess.TimeoutExpired:
+        raise RepositoryUnreadable(f"git {args[0]} took longer than {GIT_TIMEOUT_SECONDS} s") from None
+    if check and done.returncode != 0:
+        message = (done.stderr.strip() or done.stdout.strip() or f"exit {done.returncode}").splitlines()
+        raise RepositoryUnreadable(f"git {args[0]}: {message[-1] if message else 'failed'}")
+    return done.stdout
+
+
+class Repository:
+    """One git repository (a work tree or a bare mirror), read at given commits."""
+
+    def __init__(self, git_dir: str | Path):
+        self.git_dir = str(git_dir)
+
+    def head(self, branch: str) -> str:
+        """The full commit id the branch points at."""
+        if not Path(self.git_dir).is_dir():
+            raise RepositoryUnreadable(f"{self.git_dir} does not exist")
+        ref = branch or "HEAD"
+        out = run_git(self.git_dir, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False).strip()
+        if not out:
+            raise RepositoryUnreadable(f"{self.git_dir} has no branch {ref!r}")
+        return out
+
+    def short(self, commit: str) -> str:
+        return commit[:7]
+
+    def files(self, commit: str) -> frozenset[str]:
+        return _files(self.git_dir, commit)
+
+    def read(self, commit: str, path: str) -> str | None:
+        """The file's text at `commit`, or None when it is not there (or too large, or binary)."""
+        if path not in self.files(commit):
+            return None
+        return _read(self.git_dir, commit, path)
+
+    def definitions(self, commit: str) -> dict[str, tuple[Definition, ...]]:
+        """name → where it is defined at `commit` (one `git grep` over the whole tree, cached)."""
+        return _definitions(self.git_dir, commit)
+
+    def grep_fixed(self, commit: str, text: str) -> list[tuple[str, int]]:
+        """(path, line) of every line holding `text` at `commit`."""
+        out = run_git(self.git_dir, "grep", "-n", "-I", "-F", "--no-color", "-e", text, commit, check=False)
+        found = []
+        prefix = f"{commit}:"
+        for line in out.splitlines():
+            line = line.removeprefix(prefix)
+            path, _, rest = line.partition(":")
+            number, _, _ = rest.partition(":")
+            if number.isdigit():
+                found.append((path, int(number)))
+        return found
+
+    def changed_files(self, old: str, new: str) -> list[str]:
+        """Paths that differ between two commits (both sides of a rename)."""
+        out = run_git(self.git_dir, "diff", "--name-only", "--no-renames", old, new)
+        return [line for line in out.splitlines() if line]
+
+    def last_change(self, old: str | None, new: str, path: str) -> str:
+        """The newest commit in old..new (or up to new) that touched `path`; '' when none did."""
+        spec = f"{old}..{new}" if old else new
+        return run_git(self.git_dir, "log", "-1", "--format=%H", spec, "--", path, check=False).strip()
+
+    def hunks(self, old: str, new: str, path: str) -> list[str]:
+        """The diff of `path` between two commits, one string per hunk (with its @@ header)."""
+        out = run_git(self.git_dir, "diff", "--no-color", "--unified=2", old, new, "--", path, check=False)
+        hunks, current = [], []
+        for line in out.splitlines():
+            if line.startswith("@@"):
+                if current:
+                    hunks.append("\n".join(current))
+                current = [line]
+            elif current:
+                current.append(line)
+        if current:
+            hunks.append("\n".join(current))
+        return hunks
+
+    def commits_since(self, base: str, head: str) -> list[str]:
+        """Commits after `base` up to `head`, oldest first, first-parent (the branch's own history)."""
+        out = run_git(self.git_dir, "rev-list", "--first-parent", "--reverse", f"{base}..{head}")
+        return out.split()
+
+
+@functools.lru_cache(maxsize=64)
+def _files(git_dir: str, commit: str) -> frozenset[str]:
+    out = run_git(git_dir, "ls-tree", "-r", "--name-only", "-z", commit)
+    return frozenset(name for name in out.split("\0") if name)
+
+
+@functools.lru_cache(maxsize=4096)
+def _read(git_dir: str, commit: str, path: str) -> str | None:
+    size = run_git(git_dir, "cat-file", "-s", f"{commit}:{path}", check=False).strip()
+    if not size.isdigit() or int(size) > MAX_FILE_BYTES:
+        return None
+    text = run_git(git_dir, "cat-file", "blob", f"{commit}:{path}", check=False)
+    return None if "\0" in text[:8000] else text
+
+
+@functools.lru_cache(maxsize=32)
+def _definitions(git_dir: str, commit: str) -> dict[str, tuple[Definition, ...]]:
+    out = run_git(git_dir, "grep", "-n", "-I", "-E", "--no-color", "-e", DEFINITION_PATTERN, commit, check=False)
+    found: dict[str, list[Definition]] = {}
+    prefix = f"{commit}:"
+    for line in out.splitlines():
+        line = line.removeprefix(prefix)
+        path, _, rest = line.partition(":")
+        number, _, code = rest.partition(":")
+        match = _DEFINITION_NAME.search(code)
+        if match and number.isdigit():
+            found.setdefault(match.group(1), []).append(Definition(match.group(1), path, int(number)))
+    return {name: tuple(items) for name, items in found.items()}

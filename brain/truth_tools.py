@@ -1,0 +1,116 @@
+"""brain_verify and brain_supersede: a person decides about a note's truth (docs/truth.md).
+
+Imported by BrainConfig.ready(), after brain/tools.py. Both need the brain:write scope and a person who
+may decide: TRUTH_DECISION_PERMISSION, below, is the one place that names the requirement (the permission
+matrix of docs/people.md takes it over). The service identity (an environment token) names nobody, so
+it is refused.
+"""
+
+from __future__ import annotations
+
+from brain import inputs
+from brain.actions import do_supersede_note, do_verify_note
+from brain.models import Note
+from brain.presenters import NOTE_REF_SCHEMA, note_ref, supersession
+from brain.tools import brain
+from brain.truth import VERIFICATION_SCHEMA, verification_dict
+from hyperguild.lib.schema import STRING
+from hyperguild.mcp.registry import ToolContext, ToolError
+from hyperguild.ui import may
+
+# Who may re-check a note now and retire it in favour of another: reviewers (this permission) and staff.
+TRUTH_DECISION_PERMISSION = "brain.review_note"
+
+
+def require_truth_decider(ctx: ToolContext, tool: str) -> None:
+    user = ctx.actor
+    if user is None or not may(user, TRUTH_DECISION_PERMISSION):
+        who = "the service token names no person" if user is None else f"{user.get_username()} is not a reviewer"
+        raise ToolError(
+            f"{tool} is for reviewers and staff ({who}): use a personal token of someone with the reviewer role "
+            "(docs/people.md)."
+        )
+
+
+def _note(slug: str) -> Note:
+    note = Note.objects.filter(slug=slug).first()
+    if note is None:
+        raise ToolError(f"No note with slug {slug!r}; find slugs with brain_query.")
+    return note
+
+
+SLUG = {key: value for key, value in inputs.SLUG.json_schema().items() if key != "description"}
+
+
+@brain.tool(
+    name="brain_verify",
+    title="Re-check a note against the code now",
+    description=(
+        "Check every anchor of a note (the files, symbols, quoted lines, commands and settings it cites) against "
+        "its project's branch head now, and return its verification: verified at a commit, stale with the "
+        "evidence, or unverified and why. Reviewers and staff only."
+    ),
+    input_schema={
+        "type": "object", "additionalProperties": False, "properties": {"slug": SLUG}, "required": ["slug"],
+    },  # fmt: skip
+    output_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "slug": STRING,
+            "verification": VERIFICATION_SCHEMA,
+            "anchors": {"type": "array", "items": {"type": "object"}},
+        },
+        "required": ["slug", "verification", "anchors"],
+    },
+    idempotent=True,
+    scope="brain:write",
+)
+def brain_verify(arguments: dict, ctx: ToolContext) -> dict:
+    require_truth_decider(ctx, "brain_verify")
+    note = do_verify_note(_note(arguments["slug"]))
+    anchors = [
+        {"kind": a.kind, "value": a.value, "state": a.state, "location": a.location, "commit": a.commit}
+        for a in note.anchors.all()
+    ]
+    return {"slug": note.slug, "verification": verification_dict(note), "anchors": anchors}
+
+
+@brain.tool(
+    name="brain_supersede",
+    title="Supersede a note",
+    description=(
+        "Mark note `slug` as superseded by note `by`, with the reason: it leaves default search, brain_context and "
+        "the session-start context, keeps its history, and brain_get names its successor. One revision; undo it "
+        "in the browser. Reviewers and staff only."
+    ),
+    input_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "slug": {**SLUG, "description": "the note that is no longer true"},
+            "by": {**SLUG, "description": "the note that replaces it"},
+            "reason": {**inputs.REASON.json_schema(), "minLength": 1, "description": "what changed"},
+        },
+        "required": ["slug", "by", "reason"],
+    },
+    output_schema={
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            **NOTE_REF_SCHEMA["properties"],
+            "superseded_by": {"type": ["string", "null"]},
+            "superseded": {"type": ["string", "null"]},
+            "supersedes": {"type": "array", "items": STRING},
+            "change": {"type": "string", "description": "the revision group (undo it in the browser)"},
+        },
+        "required": [*NOTE_REF_SCHEMA["required"], "superseded_by", "superseded", "change"],
+    },
+    scope="brain:write",
+)
+def brain_supersede(arguments: dict, ctx: ToolContext) -> dict:
+    require_truth_decider(ctx, "brain_supersede")
+    old, new = _note(arguments["slug"]), _note(arguments["by"])
+    note = do_supersede_note(old, new, reason=arguments["reason"], user=ctx.actor)
+    change = str(note.revisions.order_by("-id").values_list("group", flat=True).first())
+    return {**note_ref(note), **supersession(note), "change": change}
