@@ -65,6 +65,7 @@ SLUG = {key: value for key, value in inputs.SLUG.json_schema().items() if key !=
     },
     idempotent=True,
     scope="brain:write",
+    right="brain:review",
 )
 def brain_verify(arguments: dict, ctx: ToolContext) -> dict:
     require_truth_decider(ctx, "brain_verify")
@@ -107,6 +108,7 @@ def brain_verify(arguments: dict, ctx: ToolContext) -> dict:
         "required": [*NOTE_REF_SCHEMA["required"], "superseded_by", "superseded", "change"],
     },
     scope="brain:write",
+    right="brain:review",
 )
 def brain_supersede(arguments: dict, ctx: ToolContext) -> dict:
     require_truth_decider(ctx, "brain_supersede")
