@@ -59,7 +59,7 @@ def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[
 
     Every passage of every candidate competes (`brain.passages`): the sources are the notes of the
     best passages (at most `limit`), each quoted by its own best passage as `[n] Title: passage`, the
-    best first; a note is quoted only when its best passage scores EXTRACT_SHARE of the best one
+    best first, with the note's truth state (docs/truth.md); a note is quoted only when its best passage scores EXTRACT_SHARE of the best one
     (the best is always quoted). With nothing matching, the first candidate's opening.
     """
     pool = [(note, passage) for note in candidates for passage in split_passages(note.title, note.body)]
@@ -69,12 +69,12 @@ def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[
         best.setdefault(item.source.id, item)
     if not best:
         note = candidates[0]
-        return [(1, note)], f"[1] {note.title}: {excerpt(note.body, EXCERPT_CHARS)}"
+        return [(1, note)], f"[1] {note.title} ({truth_label(note)}): {excerpt(note.body, EXCERPT_CHARS)}"
     top = ranked[0].score
     quoted = [item for item in best.values() if item.score >= EXTRACT_SHARE * top][:limit]
     chosen = [(n, item.source) for n, item in enumerate(quoted, start=1)]
     lines = [
-        f"[{n}] {item.source.title}: {best_sentences(item.passage, question, PASSAGE_CHARS)}"
+        f"[{n}] {item.source.title} ({truth_label(item.source)}): {best_sentences(item.passage, question, PASSAGE_CHARS)}"
         for n, item in enumerate(quoted, start=1)
     ]
     return chosen, "\n\n".join(lines)
