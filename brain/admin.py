@@ -7,6 +7,7 @@ from django.urls import reverse
 
 from brain.actions import do_archive_note, do_promote_note, do_reject_note, do_undo_revision
 from brain.errors import BrainInputError
+from brain.indexing import notes_changed_in_bulk
 from brain.models import (
     AreaDescription,
     BrainVersion,
@@ -60,6 +61,7 @@ class NoteAdmin(admin.ModelAdmin):
         return False  # notes are archived, never deleted
 
     @admin.action(description="Promote selected raw notes into the wiki (needs a wing in the note or its frontmatter)")
+    @notes_changed_in_bulk()  # the notes' background work queued in batches, not once per note
     def promote_notes(self, request, queryset):
         done, problems = 0, []
         for note in queryset.filter(status=NoteStatus.RAW):
@@ -73,6 +75,7 @@ class NoteAdmin(admin.ModelAdmin):
         self._report(request, f"Promoted {done} note(s).", problems)
 
     @admin.action(description="Reject selected raw notes")
+    @notes_changed_in_bulk()  # the notes' background work queued in batches, not once per note
     def reject_notes(self, request, queryset):
         done, problems = 0, []
         for note in queryset.filter(status=NoteStatus.RAW):
@@ -84,6 +87,7 @@ class NoteAdmin(admin.ModelAdmin):
         self._report(request, f"Rejected {done} note(s).", problems)
 
     @admin.action(description="Archive selected notes")
+    @notes_changed_in_bulk()  # the notes' background work queued in batches, not once per note
     def archive_notes(self, request, queryset):
         done = 0
         for note in queryset.exclude(status=NoteStatus.ARCHIVED):

@@ -92,27 +92,54 @@ def _candidate_filter(targets: Iterable[str]) -> Q:
     return query
 
 
+# Link targets per candidate query: keeps the OR of conditions a size the planner answers from the indexes.
+TARGETS_PER_QUERY = 500
+
+Candidates = dict[str, list[tuple]]  # a target slug → the (id, slug, wing, hall) rows it may mean
+
+
+def link_candidates(targets: Iterable[str]) -> Candidates:
+    """Every note each target may mean (slug equal, or ending in `/target`), in one query per 500 targets."""
+    wanted = sorted(set(targets))
+    found: Candidates = {}
+    for start in range(0, len(wanted), TARGETS_PER_QUERY):
+        part = wanted[start : start + TARGETS_PER_QUERY]
+        rows = (
+            Note.objects.annotate(slug_reversed=Reverse("slug"))
+            .filter(_candidate_filter(part))
+            .values_list("id", "slug", "wing", "hall")
+        )
+        asked = set(part)
+        for row in rows:
+            for suffix in suffixes(row[1]):
+                if suffix in asked:
+                    found.setdefault(suffix, []).append(row)
+    return found
+
+
 def resolve_targets(targets: Iterable[str], *, wing: str, hall: str, exclude_id: int | None = None) -> dict[str, Resolution]:
     """How each link target of a note in (`wing`, `hall`) resolves, in one query."""
     targets = sorted(set(targets))
     if not targets:
         return {}
-    rows = list(
-        Note.objects.annotate(slug_reversed=Reverse("slug"))
-        .filter(_candidate_filter(targets))
-        .values_list("id", "slug", "wing", "hall")
-    )
+    return resolve_with(link_candidates(targets), targets, wing=wing, hall=hall, exclude_id=exclude_id)
+
+
+def resolve_with(
+    candidates: Candidates, targets: Iterable[str], *, wing: str, hall: str, exclude_id: int | None = None
+) -> dict[str, Resolution]:
+    """`resolve_targets` from candidates already read (`link_candidates`): many notes' links, few queries."""
     resolved = {}
-    for target in targets:
-        candidates = [row for row in rows if row[1] == target or row[1].endswith(f"/{target}")]
-        if exclude_id is not None and len(candidates) > 1:
+    for target in sorted(set(targets)):
+        rows = candidates.get(target, [])
+        if exclude_id is not None and len(rows) > 1:
             # A note never resolves its own bare-name link to itself when another note fits.
-            candidates = [row for row in candidates if row[0] != exclude_id] or candidates
-        if not candidates:
+            rows = [row for row in rows if row[0] != exclude_id] or rows
+        if not rows:
             resolved[target] = Resolution(None, None)
             continue
-        best = max(_specificity(row, wing, hall) for row in candidates)
-        top = [row for row in candidates if _specificity(row, wing, hall) == best]
+        best = max(_specificity(row, wing, hall) for row in rows)
+        top = [row for row in rows if _specificity(row, wing, hall) == best]
         exact = [row for row in top if row[1] == target]
         chosen = exact[0] if exact else min(top, key=lambda row: (len(row[1]), row[1]))
         ambiguous = tuple(sorted(row[1] for row in top)) if len(top) > 1 else ()
