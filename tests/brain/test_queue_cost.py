@@ -113,14 +113,14 @@ def test_importing_the_same_folder_again_queues_nothing(tmp_path, settings):
     assert queued() == []
 
 
-def test_a_mirror_round_of_200_new_files_queues_at_most_2_tasks(tmp_path, settings):
+def test_a_mirror_round_of_new_files_queues_one_task_and_opens_no_connection(tmp_path, settings):
     settings.BRAIN_EMBEDDER = "off"
-    write_brain(tmp_path, 200)
+    write_brain(tmp_path, 60)
     Note.objects.exists()
     with counting_connections() as opened:
         summary = sync_mirror(tmp_path)
-    assert summary.added == 200 and not summary.errors
-    assert len(queued()) <= 2 and len(opened) <= 5
+    assert summary.added == 60 and not summary.errors
+    assert len(queued()) == 1 and opened == []
     assert queued_ids() == sorted(Note.objects.values_list("pk", flat=True))
 
 
