@@ -9,7 +9,7 @@ checkout after the other, on the same machine: a fresh data directory (its own e
 `manage.py migrate` (not timed), and `manage.py brain_import DIR --no-progress`, timed from the outside
 (process start included, as a user sees it). Printed: seconds, notes/s, the tasks the import queued, and the
 load average (the machine may be shared). `--worker` runs `manage.py qcluster` beside the import (the
-embedder's work happens there) and reports how long the queue took to drain after the import ended.
+embedder's work happens there) and reports how many notes it had embedded when the import ended.
 
 A checkout is a directory with `manage.py` (e.g. `git worktree add /tmp/hg-03f6726 03f6726`); it runs with
 this checkout's virtualenv unless it has its own `.venv`.
@@ -80,6 +80,13 @@ def queued_tasks(python: str, checkout: Path, env: dict) -> int:
     return int(out.stdout.strip().splitlines()[-1])
 
 
+def embedded_notes(python: str, checkout: Path, env: dict) -> int:
+    code = "from brain.models import Embedding; print(Embedding.objects.values('chunk__note').distinct().count())"
+    out = subprocess.run([python, "manage.py", "shell", "-c", code], cwd=checkout, env=env, capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    return int(out.stdout.strip().splitlines()[-1])
+
+
 def run_one(checkout: Path, folder: Path, count: int, embedder: str, worker: bool) -> dict:
     python = python_for(checkout)
     data_dir = Path(tempfile.mkdtemp(prefix="hg-import-bench-"))
@@ -103,10 +110,7 @@ def run_one(checkout: Path, folder: Path, count: int, embedder: str, worker: boo
         }  # fmt: skip
         result["queued"] = queued_tasks(python, checkout, env)
         if cluster is not None:
-            drain_started = time.perf_counter()
-            while result["queued"] and queued_tasks(python, checkout, env):
-                time.sleep(2)
-            result["drained_after_s"] = time.perf_counter() - drain_started
+            result["embedded"] = embedded_notes(python, checkout, env)
         return result
     finally:
         if cluster is not None:
@@ -134,7 +138,7 @@ def main() -> None:
                     head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
                                           capture_output=True, text=True).stdout.strip()  # fmt: skip
                     r = run_one(checkout, folder, count, args.embedder, args.worker)
-                    drained = f", queue drained {r['drained_after_s']:.0f} s after" if "drained_after_s" in r else ""
+                    drained = f", {r['embedded']} notes embedded by the worker so far" if "embedded" in r else ""
                     print(f"{count} notes, embedder {args.embedder}, {checkout.name}@{head} round {round_ + 1}: "
                           f"{r['seconds']:.1f} s, {r['notes_per_s']:.0f} notes/s, {r['queued']} tasks queued{drained} "
                           f"({r['summary']}; load {r['load'][0]:.1f}→{r['load'][1]:.1f})", flush=True)  # fmt: skip
