@@ -114,7 +114,7 @@ def run_one(checkout: Path, folder: Path, count: int, embedder: str, worker: boo
         return result
     finally:
         if cluster is not None:
-            os.killpg(cluster.pid, signal.SIGTERM)
+            os.killpg(cluster.pid, signal.SIGKILL)  # a worker busy embedding would finish its batch first
             cluster.wait(timeout=60)
         stop_database(data_dir)
         shutil.rmtree(data_dir, ignore_errors=True)
