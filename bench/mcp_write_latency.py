@@ -4,7 +4,7 @@
 
 For each checkout in turn, on the same machine: a fresh data directory (its own embedded PostgreSQL), the
 server started the way `make run` does (`manage.py serve --no-worker`, so the queued tasks stay queued and
-cost nothing after the call), `--warmup` calls not counted, then `--calls` sequential `brain_write` calls on
+cost nothing after the call; `--db-pool 0` without the web process's connection pool), `--warmup` calls not counted, then `--calls` sequential `brain_write` calls on
 one keep-alive connection (httpx). Printed: client p50/p95/p99, the server's own time (`Server-Timing`) when
 the checkout sends it, and the load average (the machine may be shared).
 """
@@ -72,13 +72,15 @@ def write_call(client: httpx.Client, url: str, i: int) -> tuple[float, float | N
     return elapsed, server_ms(response.headers)
 
 
-def run_one(checkout: Path, calls: int, warmup: int) -> dict:
+def run_one(checkout: Path, calls: int, warmup: int, db_pool: int | None) -> dict:
     python = str(checkout / ".venv" / "bin" / "python") if (checkout / ".venv").exists() else sys.executable
     data_dir = Path(tempfile.mkdtemp(prefix="hg-write-bench-"))
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "HYPERGUILD_EMBEDDED_DB_URL")}
     env.update(HYPERGUILD_DATA_DIR=str(data_dir), BRAIN_EMBEDDER="off", BRAIN_MCP_TOKEN=TOKEN, BRAIN_DIR="",
                HYPERGUILD_ADMIN_PASSWORD="bench-only-password", PYTHONDONTWRITEBYTECODE="1")  # fmt: skip
+    if db_pool is not None:
+        env["HYPERGUILD_DB_POOL"] = str(db_pool)
     server = subprocess.Popen([python, "manage.py", "serve", "--no-worker", "--port", str(port)], cwd=checkout, env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
     try:
@@ -118,16 +120,18 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--checkout", type=Path, nargs="+", default=[Path(".")])
     parser.add_argument("--rounds", type=int, default=1, help="alternate the checkouts this many times")
+    parser.add_argument("--db-pool", type=int, help="HYPERGUILD_DB_POOL for the web process (0: a connection per request)")
     args = parser.parse_args()
     for round_ in range(args.rounds):
         for checkout in args.checkout:
             checkout = checkout.resolve()
             head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
                                   text=True).stdout.strip()  # fmt: skip
-            r = run_one(checkout, args.calls, args.warmup)
+            r = run_one(checkout, args.calls, args.warmup, args.db_pool)
             c, s = r["client"], r["server"]
             server = (f"; server p50 {statistics.median(s):.1f} p99 {percentile(s, 99):.1f} ms" if s else "")
-            print(f"{checkout.name}@{head} round {round_ + 1}: {len(c)} brain_write calls, client p50 "
+            pool = "" if args.db_pool is None else f", HYPERGUILD_DB_POOL={args.db_pool}"
+            print(f"{checkout.name}@{head} round {round_ + 1}{pool}: {len(c)} brain_write calls, client p50 "
                   f"{statistics.median(c):.1f} p95 {percentile(c, 95):.1f} p99 {percentile(c, 99):.1f} ms{server} "
                   f"(load {r['load'][0]:.1f}→{r['load'][1]:.1f})", flush=True)  # fmt: skip
 
