@@ -10,7 +10,7 @@ CLAUDE_CLI := tests/claude_cli/node_modules/.installed
 
 help:
 	@echo "make run   - set up and start hyperguild (web server + worker) on http://127.0.0.1:8000"
-	@echo "make test  - set up and run the whole test suite"
+	@echo "make test  - set up and run the whole test suite (on every core; TEST_WORKERS=1 for one process)"
 	@echo "make lint  - ruff and lint-imports (the layers contract in pyproject.toml)"
 
 # Progress on the first run (about a minute): a line per step, and pip's own line per package.
@@ -41,9 +41,14 @@ run: $(STAMP)
 	@echo "==> [3/3] starting hyperguild (embedded database, migrations, web server, worker; HYPERGUILD_PORT picks the port)"
 	$(BIN)/python manage.py serve
 
+# The suite runs on every core (pytest-xdist): each worker has its own test database (pytest-django adds
+# _gw0, _gw1… to its name) and runs whole files (--dist loadfile), so a module's servers start once.
+# TEST_WORKERS=1 runs it in one process; PYTEST_ARGS adds pytest options (e.g. a folder or -k).
+TEST_WORKERS ?= auto
+
 test: $(STAMP) $(CONFORMANCE) $(CLAUDE_CLI) chromium
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -31,7 +31,7 @@ from brain import truth
 from brain.chunking import chunk_note
 from brain.errors import BrainInputError, NoteConflict
 from brain.hooks import session_project
-from brain.indexing import note_changed
+from brain.indexing import note_changed, notes_changed_in_bulk
 from brain.limits import MAX_TITLE_LENGTH
 from brain.models import (
     NOTE_SOURCE_HASH,
@@ -52,7 +52,7 @@ from brain.models import (
     VerificationState,
     note_content_hash,
 )
-from brain.placement import resolve_targets, suffixes
+from brain.placement import link_candidates, resolve_targets, resolve_with, suffixes
 from brain.repository import Repository, RepositoryUnreadable
 from brain.slugs import SlugError, numbered, slugify_path, slugify_title, validate_segment, validate_slug
 from hyperguild.lib.limits import hostile_value_problem, text_problem
@@ -625,6 +625,7 @@ def _check_merge_target(into: Note) -> None:
         raise BrainInputError(problem)
 
 
+@notes_changed_in_bulk()  # both notes' background work in one task
 def do_merge_note(
     note: Note, *, into: Note, reviewer, body: str, expected_version: int | None = None,
 ) -> Note:  # fmt: skip
@@ -739,6 +740,7 @@ def do_reopen_note(note: Note, *, user, reason: str = "", expected_version: int 
     )  # fmt: skip
 
 
+@notes_changed_in_bulk()  # a bulk action's undo: every note's background work in one task per batch
 def do_undo_revision(group: uuid.UUID | str, *, user) -> list[Note]:
     """Undo one reviewer action (every revision of its group): each note gets back its fields from before.
 
@@ -791,6 +793,47 @@ def do_undo_revision(group: uuid.UUID | str, *, user) -> list[Note]:
 # -- import (used by brain.folder) -----------------------------------------------
 
 
+@dataclass(frozen=True)
+class NoteFileFields:
+    """A file's note as it will be stored: validated, redacted (`flags`: what the note door took out)."""
+
+    slug: str
+    title: str
+    body: str
+    frontmatter: dict
+    status: str
+    wing: str
+    hall: str
+    flags: list
+
+
+def _clean_note_file(*, slug: str, title: str, body: str, frontmatter: dict, status: str, wing: str, hall: str) -> NoteFileFields:
+    title = _clean_title(title)
+    body = _clean_body(body, required=False)
+    frontmatter = _clean_frontmatter(frontmatter)
+    redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
+    clean_slug, slug_flags = _redact_slug(_clean_slug(slug))
+    if not clean_slug:
+        raise BrainInputError("the file name gives no usable slug.")
+    if status not in (NoteStatus.RAW, NoteStatus.WIKI):
+        raise BrainInputError(f"a file can only hold a raw or wiki note, not {status}.")
+    wing, hall = _clean_place(wing, hall, wing_required=False)
+    return NoteFileFields(
+        slug=clean_slug, title=redacted.title, body=redacted.body, frontmatter=redacted.frontmatter, status=status,
+        wing=wing, hall=hall, flags=redacted.flags + slug_flags,
+    )  # fmt: skip
+
+
+def _new_note_from_file(fields: NoteFileFields, *, path: str, source: str) -> Note:
+    note = Note(
+        slug=fields.slug, title=fields.title, body=fields.body, frontmatter=fields.frontmatter, status=fields.status,
+        wing=fields.wing, hall=fields.hall, path=path, source=source, provenance={"source": source, "path": path},
+        redactions=fields.flags,
+    )  # fmt: skip
+    note.content_hash = note.compute_hash()
+    return note
+
+
 def do_import_note_file(
     *,
     slug: str,
@@ -811,27 +854,14 @@ def do_import_note_file(
     rejected or archived note with the same content stays as it is, unless
     `restore` (the mirror: the file is back on disk) brings it back.
     """
-    title = _clean_title(title)
-    body = _clean_body(body, required=False)
-    frontmatter = _clean_frontmatter(frontmatter)
-    redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
-    title, body, frontmatter = redacted.title, redacted.body, redacted.frontmatter
-    slug, slug_flags = _redact_slug(_clean_slug(slug))
-    flags = redacted.flags + slug_flags
-    slug = slug or ""
-    if not slug:
-        raise BrainInputError("the file name gives no usable slug.")
-    if status not in (NoteStatus.RAW, NoteStatus.WIKI):
-        raise BrainInputError(f"a file can only hold a raw or wiki note, not {status}.")
-    wing, hall = _clean_place(wing, hall, wing_required=False)
+    fields = _clean_note_file(slug=slug, title=title, body=body, frontmatter=frontmatter, status=status, wing=wing,
+                              hall=hall)  # fmt: skip
+    slug, title, body, frontmatter = fields.slug, fields.title, fields.body, fields.frontmatter
+    wing, hall, flags = fields.wing, fields.hall, fields.flags
     with transaction.atomic():
         note = Note.objects.select_for_update().filter(slug=slug).first()
         if note is None:
-            note = Note(
-                slug=slug, title=title, body=body, frontmatter=frontmatter, status=status, wing=wing, hall=hall,
-                path=path, source=source, provenance={"source": source, "path": path}, redactions=flags,
-            )  # fmt: skip
-            note.content_hash = note.compute_hash()
+            note = _new_note_from_file(fields, path=path, source=source)
             if not _inserted(note):
                 raise BrainInputError(f"slug {slug!r} was written by someone else at the same time; import again.")
             _after_write(note)
@@ -855,6 +885,88 @@ def do_import_note_file(
         return note, "updated"
 
 
+class SlugsTakenMeanwhile(Exception):
+    """A bulk insert met a slug another writer took since the caller looked: nothing of the batch was written."""
+
+
+def do_import_new_note_files(files: Iterable[dict], *, source: str = "import") -> list[Note | BrainInputError]:
+    """Notes for files whose slugs no note holds (a folder import's new files), in one transaction.
+
+    Each item of `files` holds do_import_note_file's arguments. What is stored is what
+    do_import_note_file would store for each file ("added"), but the notes are inserted together,
+    their links resolved in a few queries, and the corpus version moves once: an import of
+    thousands of new files is not thousands of transactions. Returns, per file, the new note or
+    the BrainInputError that refused that file (nothing written for it). Raises SlugsTakenMeanwhile,
+    with nothing written, when another writer took one of the slugs: the caller imports those
+    files one by one.
+    """
+    results: list[Note | BrainInputError] = []
+    notes: list[Note] = []
+    for item in files:
+        try:
+            fields = _clean_note_file(**{key: item[key] for key in ("slug", "title", "body", "frontmatter", "status",
+                                                                   "wing", "hall")})  # fmt: skip
+        except BrainInputError as exc:
+            results.append(exc)
+            continue
+        note = _new_note_from_file(fields, path=item["path"], source=source)
+        results.append(note)
+        notes.append(note)
+    if not notes:
+        return results
+    if len({note.slug for note in notes}) < len(notes):
+        raise SlugsTakenMeanwhile()  # two files of the batch give one slug: one by one, the second one updates
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                Note.objects.bulk_create(notes)
+        except IntegrityError as exc:
+            if not _slug_taken(exc):
+                raise
+            raise SlugsTakenMeanwhile() from None
+        _link_new_notes(notes)
+        BrainVersion.bump([note.id for note in notes])
+        for note in notes:
+            transaction.on_commit(functools.partial(note_changed, note.id))
+    return results
+
+
+def _link_new_notes(notes: list[Note]) -> None:
+    """What _rebuild_links does for each new note, for many at once: their outgoing links, resolved
+    after all of them are in (so links between them resolve as if imported one by one), and the
+    links elsewhere that one of them now answers better."""
+    targets = {note.id: link_targets(note.body, note.frontmatter) for note in notes}
+    candidates = link_candidates(slug for found in targets.values() for slug, _ in found)
+    links = []
+    for note in notes:
+        resolved = resolve_with(candidates, [slug for slug, _ in targets[note.id]], wing=note.wing, hall=note.hall,
+                                exclude_id=note.id)  # fmt: skip
+        links += [NoteLink(source=note, target_slug=slug, target_id=resolved[slug].target_id, kind=kind)
+                  for slug, kind in targets[note.id]]  # fmt: skip
+    NoteLink.objects.bulk_create(links, batch_size=1000)
+    new_ids = [note.id for note in notes]
+    answered = sorted({suffix for note in notes for suffix in suffixes(note.slug)})
+    affected: list[NoteLink] = []
+    for start in range(0, len(answered), 1000):
+        affected += list(
+            NoteLink.objects.filter(target_slug__in=answered[start : start + 1000])
+            .exclude(source_id__in=new_ids)
+            .select_related("source")
+        )
+    if not affected:
+        return
+    candidates = link_candidates(link.target_slug for link in affected)
+    moved = []
+    for link in affected:
+        answer = resolve_with(candidates, [link.target_slug], wing=link.source.wing, hall=link.source.hall,
+                              exclude_id=link.source_id)[link.target_slug]  # fmt: skip
+        if answer.target_id != link.target_id:
+            link.target_id = answer.target_id
+            moved.append(link)
+    NoteLink.objects.bulk_update(moved, ["target"], batch_size=1000)
+
+
+@notes_changed_in_bulk()
 def do_archive_notes(notes: Iterable[Note], *, reason: str) -> int:
     count = 0
     for note in notes:

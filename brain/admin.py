@@ -14,6 +14,7 @@ from brain.actions import (
     do_verify_note,
 )
 from brain.errors import BrainInputError
+from brain.indexing import notes_changed_in_bulk
 from brain.models import (
     Anchor,
     AreaDescription,
@@ -124,6 +125,7 @@ class NoteAdmin(admin.ModelAdmin):
         return False  # notes are archived, never deleted
 
     @admin.action(description="Promote selected raw notes into the wiki (needs a wing in the note or its frontmatter)")
+    @notes_changed_in_bulk()  # the notes' background work queued in batches, not once per note
     def promote_notes(self, request, queryset):
         done, problems = 0, []
         for note in queryset.filter(status=NoteStatus.RAW):
@@ -137,6 +139,7 @@ class NoteAdmin(admin.ModelAdmin):
         self._report(request, f"Promoted {done} note(s).", problems)
 
     @admin.action(description="Reject selected raw notes")
+    @notes_changed_in_bulk()  # the notes' background work queued in batches, not once per note
     def reject_notes(self, request, queryset):
         done, problems = 0, []
         for note in queryset.filter(status=NoteStatus.RAW):
@@ -148,6 +151,7 @@ class NoteAdmin(admin.ModelAdmin):
         self._report(request, f"Rejected {done} note(s).", problems)
 
     @admin.action(description="Archive selected notes")
+    @notes_changed_in_bulk()  # the notes' background work queued in batches, not once per note
     def archive_notes(self, request, queryset):
         done = 0
         for note in queryset.exclude(status=NoteStatus.ARCHIVED):

@@ -42,18 +42,21 @@ import yaml
 from django.db import transaction
 
 from brain.actions import (
+    SlugsTakenMeanwhile,
     do_archive_note,
     do_forget_mirror_file,
     do_forget_note_hash,
     do_import_area_description,
+    do_import_new_note_files,
     do_import_note_file,
     do_record_mirror_file,
     do_touch_mirror_file,
 )
 from brain.errors import BrainInputError, FolderError
 from brain.hooks import folder_sections
-from brain.models import AreaDescription, MirrorFile, Note, NoteStatus
-from brain.placement import choose_slug, resolve_targets, slug_candidates
+from brain.indexing import notes_changed_in_bulk
+from brain.models import AreaDescription, MirrorFile, Note, NoteLink, NoteStatus
+from brain.placement import choose_slug, link_candidates, resolve_with, slug_candidates
 from brain.slugs import slugify_segment
 from hyperguild.lib.markdown import FrontmatterError, parse_markdown, write_markdown
 
@@ -62,6 +65,8 @@ logger = logging.getLogger("brain.folder")
 NOTE_FOLDERS = ("wiki", "raw")
 # The Go hyperguild's wing/hall descriptions: wiki/_index.md, wiki/<wing>/_index.md, wiki/<wing>/<hall>/_index.md.
 INDEX_FILE = "_index.md"
+# New files inserted per transaction by an import (one corpus version, a few queries for their links).
+NEW_FILES_PER_TRANSACTION = 200
 HEADING_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 ProgressWrapper = Callable[[Iterable], Iterable]
@@ -335,11 +340,19 @@ def place_note_file(
 
 
 def ambiguous_links(notes: list[Note]) -> list[str]:
-    """One line per `[[bare-name]]` of `notes` that several notes answer equally well."""
+    """One line per `[[bare-name]]` of `notes` that several notes answer equally well (a few queries for all)."""
+    targets: dict[int, list[str]] = {}
+    ids = [note.id for note in notes]
+    for start in range(0, len(ids), 1000):
+        for source_id, target in NoteLink.objects.filter(source_id__in=ids[start : start + 1000]).values_list(
+            "source_id", "target_slug"
+        ):
+            targets.setdefault(source_id, []).append(target)
+    candidates = link_candidates(target for found in targets.values() for target in found)
     lines = []
     for note in notes:
-        targets = list(note.links_out.values_list("target_slug", flat=True))
-        for target, answer in resolve_targets(targets, wing=note.wing, hall=note.hall, exclude_id=note.id).items():
+        resolved = resolve_with(candidates, targets.get(note.id, []), wing=note.wing, hall=note.hall, exclude_id=note.id)
+        for target, answer in resolved.items():
             if answer.ambiguous:
                 others = ", ".join(slug for slug in answer.ambiguous if slug != answer.target_slug)
                 lines.append(f"{note.path or note.slug}: [[{target}]] is ambiguous: resolved to {answer.target_slug} "
@@ -383,10 +396,42 @@ def import_index_files(root: Path, summary: FolderSummary) -> None:
 
 
 def _import_one(nf: NoteFile, *, restore: bool = False) -> tuple[Note, str]:
-    return do_import_note_file(
-        slug=nf.slug, title=nf.title, body=nf.body, frontmatter=nf.frontmatter, status=nf.status,
-        wing=nf.wing, hall=nf.hall, path=nf.rel_path, restore=restore,
-    )  # fmt: skip
+    return do_import_note_file(**_file_arguments(nf), restore=restore)
+
+
+def _import_new(new_files: list[NoteFile], summary: FolderSummary, changed: list[Note]) -> None:
+    """Insert the notes of `new_files` together (`do_import_new_note_files`), then empty the list.
+
+    When another writer took one of their slugs meanwhile, the files are imported one by one instead
+    (an existing note is then updated, as on any import)."""
+    if not new_files:
+        return
+    files = list(new_files)
+    new_files.clear()
+    try:
+        results = do_import_new_note_files([_file_arguments(nf) for nf in files])
+    except SlugsTakenMeanwhile:
+        for nf in files:
+            try:
+                note, outcome = _import_one(nf)
+            except BrainInputError as exc:
+                summary.errors.append((nf.rel_path, _error_text(exc)))
+                continue
+            summary.count(outcome)
+            if outcome != "unchanged":
+                changed.append(note)
+        return
+    for nf, result in zip(files, results, strict=True):
+        if isinstance(result, BrainInputError):
+            summary.errors.append((nf.rel_path, _error_text(result)))
+        else:
+            summary.added += 1
+            changed.append(result)
+
+
+def _file_arguments(nf: NoteFile) -> dict:
+    return {"slug": nf.slug, "title": nf.title, "body": nf.body, "frontmatter": nf.frontmatter, "status": nf.status,
+            "wing": nf.wing, "hall": nf.hall, "path": nf.rel_path}  # fmt: skip
 
 
 def _fingerprint(nf: NoteFile) -> tuple[str, str, str, str, str]:
@@ -426,6 +471,7 @@ def _error_text(exc: Exception) -> str:
 # -- import / export ------------------------------------------------------------------
 
 
+@notes_changed_in_bulk()
 def default_plain_folder(root: Path) -> PlainFolder:
     """A plain folder's notes go to the wiki, under a wing named after the folder."""
     return PlainFolder(status=NoteStatus.WIKI, wing=_name_segment(root.resolve().name))
@@ -440,7 +486,10 @@ def import_folder(
 ) -> FolderSummary:
     """Read a brain folder, or a plain folder of markdown, into the database. Bad files are reported by name
     and skipped. `plain`: where a plain folder's notes go (default: `default_plain_folder`); giving it for a
-    brain folder, or a folder with no markdown at all, raises FolderError with the expected layout."""
+    brain folder, or a folder with no markdown at all, raises FolderError with the expected layout.
+
+    The background work of the notes it changes is queued one task per batch of notes (`brain.indexing`).
+    """
     root = Path(root)
     if not root.is_dir():
         raise FolderError(f"{root} is not a directory")
@@ -482,6 +531,7 @@ def _import_files(
     on_disk = set(files)
     held = {slug: row[-1] for slug, row in known.items()}  # slug → path, for placing files without a query each
     changed: list[Note] = []
+    new_files: list[NoteFile] = []  # files whose slug no note holds: inserted a batch at a time
     for rel_path in progress(sorted(files, key=claim_order)):
         source = files[rel_path]
         try:
@@ -490,6 +540,11 @@ def _import_files(
             except UnicodeDecodeError:
                 raise FolderError("the file is not UTF-8 text")
             nf = place_note_file(parse_note_text(rel_path, text), on_disk, seen, held)
+            if nf.slug not in known:
+                new_files.append(nf)
+                if len(new_files) >= NEW_FILES_PER_TRANSACTION:
+                    _import_new(new_files, summary, changed)
+                continue
             if known.get(nf.slug) == _fingerprint(nf):
                 summary.unchanged += 1
                 continue
@@ -500,6 +555,7 @@ def _import_files(
         summary.count(outcome)
         if outcome != "unchanged":
             changed.append(note)
+    _import_new(new_files, summary, changed)
     summary.ambiguous_links = ambiguous_links(changed)
     if archive_missing:
         gone = Note.objects.exportable().filter(source="import").exclude(slug__in=list(seen))
@@ -565,8 +621,9 @@ def export_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress,
 # -- the two-way mirror ------------------------------------------------------------------
 
 
+@notes_changed_in_bulk()
 def sync_mirror(root: Path | str) -> FolderSummary:
-    """One round of the BRAIN_DIR mirror.
+    """One round of the BRAIN_DIR mirror (its notes' background work queued in batches, as import_folder's).
 
     1. disk → service: files new or changed since the last round (mtime/size,
        then hash) are imported; on a conflict the disk edit wins.

@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from django.db.models import Q
-from django.db.models.functions import Reverse
+from django.db import connection
 
 from brain.models import Note, NoteStatus
 from brain.slugs import MAX_SLUG_LENGTH, numbered
@@ -84,12 +83,43 @@ def _specificity(candidate: tuple, source_wing: str, source_hall: str) -> int:
     return 0
 
 
-def _candidate_filter(targets: Iterable[str]) -> Q:
-    # `slug_reversed` starts with the reversed "/name": the index note_slug_reversed answers it.
-    query = Q(pk__in=[])
-    for target in targets:
-        query |= Q(slug=target) | Q(slug_reversed__startswith=f"/{target}"[::-1])
-    return query
+# Link targets per candidate query (two arrays of this many parameters).
+TARGETS_PER_QUERY = 1000
+
+Candidates = dict[str, list[tuple]]  # a target slug → the (id, slug, wing, hall) rows it may mean
+
+# The notes each target may mean, one index lookup per target: its slug equal, or its reversed slug in the
+# range of strings starting with the reversed "/target" (the note_slug_reversed index is text_pattern_ops,
+# whose ~>=~ and ~<~ compare bytes, so that range is exactly those strings; "0" is the byte after "/").
+# A filter OR-ing a condition per target scans every note once per target instead.
+_CANDIDATES_SQL = """
+SELECT n.id, n.slug, n.wing, n.hall FROM unnest(%(targets)s::text[]) AS t(target)
+JOIN {table} n ON n.slug = t.target
+UNION
+SELECT n.id, n.slug, n.wing, n.hall FROM unnest(%(targets)s::text[]) AS t(target)
+CROSS JOIN LATERAL (
+    SELECT id, slug, wing, hall FROM {table}
+    WHERE reverse(slug) ~>=~ (reverse(t.target) || '/') AND reverse(slug) ~<~ (reverse(t.target) || '0')
+) n
+"""
+
+
+def link_candidates(targets: Iterable[str]) -> Candidates:
+    """Every note each target may mean (slug equal, or ending in `/target`), in one query per 1,000 targets."""
+    wanted = sorted(set(targets))
+    found: Candidates = {}
+    sql = _CANDIDATES_SQL.format(table=connection.ops.quote_name(Note._meta.db_table))
+    for start in range(0, len(wanted), TARGETS_PER_QUERY):
+        part = wanted[start : start + TARGETS_PER_QUERY]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, {"targets": part})
+            rows = cursor.fetchall()
+        asked = set(part)
+        for row in rows:
+            for suffix in suffixes(row[1]):
+                if suffix in asked:
+                    found.setdefault(suffix, []).append(tuple(row))
+    return found
 
 
 def resolve_targets(targets: Iterable[str], *, wing: str, hall: str, exclude_id: int | None = None) -> dict[str, Resolution]:
@@ -97,22 +127,24 @@ def resolve_targets(targets: Iterable[str], *, wing: str, hall: str, exclude_id:
     targets = sorted(set(targets))
     if not targets:
         return {}
-    rows = list(
-        Note.objects.annotate(slug_reversed=Reverse("slug"))
-        .filter(_candidate_filter(targets))
-        .values_list("id", "slug", "wing", "hall")
-    )
+    return resolve_with(link_candidates(targets), targets, wing=wing, hall=hall, exclude_id=exclude_id)
+
+
+def resolve_with(
+    candidates: Candidates, targets: Iterable[str], *, wing: str, hall: str, exclude_id: int | None = None
+) -> dict[str, Resolution]:
+    """`resolve_targets` from candidates already read (`link_candidates`): many notes' links, few queries."""
     resolved = {}
-    for target in targets:
-        candidates = [row for row in rows if row[1] == target or row[1].endswith(f"/{target}")]
-        if exclude_id is not None and len(candidates) > 1:
+    for target in sorted(set(targets)):
+        rows = candidates.get(target, [])
+        if exclude_id is not None and len(rows) > 1:
             # A note never resolves its own bare-name link to itself when another note fits.
-            candidates = [row for row in candidates if row[0] != exclude_id] or candidates
-        if not candidates:
+            rows = [row for row in rows if row[0] != exclude_id] or rows
+        if not rows:
             resolved[target] = Resolution(None, None)
             continue
-        best = max(_specificity(row, wing, hall) for row in candidates)
-        top = [row for row in candidates if _specificity(row, wing, hall) == best]
+        best = max(_specificity(row, wing, hall) for row in rows)
+        top = [row for row in rows if _specificity(row, wing, hall) == best]
         exact = [row for row in top if row[1] == target]
         chosen = exact[0] if exact else min(top, key=lambda row: (len(row[1]), row[1]))
         ambiguous = tuple(sorted(row[1] for row in top)) if len(top) > 1 else ()

@@ -60,16 +60,16 @@ def sync_embeddings() -> dict:
     return run_sync(embedder).as_dict()
 
 
-def sync_note_embeddings(note_id: int) -> dict:
-    """The same for one note, queued by `brain.indexing.note_changed` right after a write."""
+def sync_note_embeddings(*note_ids: int) -> dict:
+    """The same for the notes of one write or one batch of a bulk path, queued by `brain.indexing`."""
     embedder = get_embedder()
     if embedder is None:
         return {"skipped": "BRAIN_EMBEDDER is off"}
-    result = run_sync(embedder, note_ids=[note_id]).as_dict()
+    result = run_sync(embedder, note_ids=note_ids).as_dict()
     try:
-        result["similar"] = refresh_similar_notes(note_id)
+        result["similar"] = refresh_similar_notes(*note_ids)
     except Exception as exc:  # noqa: BLE001 — the vectors are stored; the note page ranks it on its next view
-        logger.warning("could not rank the similar notes of note %s: %s", note_id, exc)
+        logger.warning("could not rank the similar notes of %d note(s) from note %s: %s", len(note_ids), note_ids[0], exc)
         result["similar"] = {"error": str(exc)}
     return result
 
@@ -81,16 +81,29 @@ def prune_note_changes() -> dict:
     return {"deleted": do_prune_note_changes()}
 
 
-def refresh_similar_notes(note_id: int) -> dict:
-    """Rank the notes most like a raw note after it changed, so its page and the queue read the result."""
+def refresh_similar_notes(*note_ids: int) -> dict:
+    """Rank the notes most like each raw note of `note_ids` after they changed, so their pages and the
+    queue read the result. Notes that are no longer raw (or gone) are skipped."""
     from brain import similar
     from brain.models import Note, NoteStatus
 
-    note = Note.objects.filter(pk=note_id, status=NoteStatus.RAW).first()
-    if note is None:
-        return {"skipped": "not a raw note"}
-    found = similar.refresh(note)
-    return {"similar": len(found), "duplicates": sum(item.duplicate for item in found)}
+    result = {"ranked": 0, "skipped": 0, "failed": 0, "similar": 0, "duplicates": 0}
+    notes = Note.objects.filter(pk__in=note_ids, status=NoteStatus.RAW).in_bulk()
+    for note_id in note_ids:
+        note = notes.get(note_id)
+        if note is None:
+            result["skipped"] += 1
+            continue
+        try:
+            found = similar.refresh(note)
+        except Exception:  # noqa: BLE001 — one note's fault costs its ranking (its page ranks it later), not the batch's
+            logger.exception("could not rank the similar notes of note %s", note_id)
+            result["failed"] += 1
+            continue
+        result["ranked"] += 1
+        result["similar"] += len(found)
+        result["duplicates"] += sum(item.duplicate for item in found)
+    return result
 
 
 def verify_projects() -> dict:

@@ -30,6 +30,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from brain import actions, inputs, similar
 from brain.errors import BrainInputError, NoteConflict
 from brain.hooks import provenance_entries
+from brain.indexing import notes_changed_in_bulk
 from brain.limits import MAX_SESSION_ID_LENGTH, MAX_TITLE_LENGTH
 from brain.models import Note, NoteRevision, NoteStatus, Project
 from brain.presenters import render_note_body
@@ -764,21 +765,23 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
     notes = list(_filtered_queue(queue_form)) if data["select_all"] else list(data["notes"])
     done, failed = 0, []
     group = uuid.uuid4()  # one revision group: the success message's Undo takes back the whole bulk action
-    # No bulk action exists on purpose: each note goes through the same single action as the note page.
-    for note in notes:
-        try:
-            if data["action"] == "promote":
-                title = (_first_heading(note.body) if data["title_from_heading"] else "") or note.title
-                actions.do_promote_note(
-                    note, reviewer=request.user, wing=data["wing"], hall=data["hall"] or "", title=title,
-                    slug_from_title=data["slug_from_title"], group=group,
-                )
+    # No bulk action exists on purpose: each note goes through the same single action as the note page;
+    # their background work (similar-notes ranking, embeddings) is queued together, not once per note.
+    with notes_changed_in_bulk():
+        for note in notes:
+            try:
+                if data["action"] == "promote":
+                    title = (_first_heading(note.body) if data["title_from_heading"] else "") or note.title
+                    actions.do_promote_note(
+                        note, reviewer=request.user, wing=data["wing"], hall=data["hall"] or "", title=title,
+                        slug_from_title=data["slug_from_title"], group=group,
+                    )
+                else:
+                    actions.do_reject_note(note, reviewer=request.user, reason=data["reason"].strip(), group=group)
+            except BrainInputError as exc:
+                failed.append(f"{note.slug}: {exc}")
             else:
-                actions.do_reject_note(note, reviewer=request.user, reason=data["reason"].strip(), group=group)
-        except BrainInputError as exc:
-            failed.append(f"{note.slug}: {exc}")
-        else:
-            done += 1
+                done += 1
     verb = "Promoted" if data["action"] == "promote" else "Rejected"
     # Say where they went: the wiki folder (wing/hall) they are now in.
     place = "/".join(part for part in (data["wing"], data["hall"]) if part)
