@@ -925,10 +925,33 @@ def do_import_new_note_files(files: Iterable[dict], *, source: str = "import") -
                 raise
             raise SlugsTakenMeanwhile() from None
         _link_new_notes(notes)
+        _anchor_new_notes(notes)
         BrainVersion.bump([note.id for note in notes])
         for note in notes:
             transaction.on_commit(functools.partial(note_changed, note.id))
     return results
+
+
+def _anchor_new_notes(notes: list[Note]) -> None:
+    """What freshly inserted notes cite in code (docs/truth.md), in one insert; a note that names its project
+    (frontmatter `project:`, its session) is checked against that project's code as a single write is."""
+    rows = _anchor_rows_of(notes, {})
+    unlinked = []
+    for note in notes:
+        if not (note.frontmatter or {}).get("project") and not note.session_id and not (note.provenance or {}).get("project"):
+            unlinked.append(note.pk)  # no project to check against: unverified, as a single write leaves it
+            continue
+        project = _note_project(note)
+        if project is not None:
+            Note.objects.filter(pk=note.pk).update(project=project)
+            note.project = project
+        _check_note(note, rows[note.pk], only_unchecked=True)
+    if unlinked:
+        verdict = truth.unverified(truth.no_repository_reason(None))
+        Note.objects.filter(pk__in=unlinked).update(
+            verification_state=verdict.state, verified_commit=verdict.commit, verification_evidence=verdict.evidence,
+            verified_at=timezone.now(),
+        )  # fmt: skip
 
 
 def _link_new_notes(notes: list[Note]) -> None:
