@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from collections import Counter
 from collections.abc import Iterable
@@ -34,6 +35,13 @@ class DocTerms:
     keys: np.ndarray  # uint64
     tfs: np.ndarray  # int32
     length: int
+    fingerprint: int = 0
+
+
+def text_fingerprint(title: str, body: str) -> int:
+    """The first 8 bytes of md5(title + "\n" + body), as PostgreSQL's `md5(title || E'\n' || body)` gives them:
+    how a base on disk is compared with the database when the change log cannot say what changed."""
+    return int.from_bytes(hashlib.md5(f"{title}\n{body}".encode()).digest()[:8], "big")  # noqa: S324 — not security
 
 
 def doc_terms(note_id: int, title: str, body: str, status: str, wing: str, hall: str) -> DocTerms:
@@ -42,12 +50,13 @@ def doc_terms(note_id: int, title: str, body: str, status: str, wing: str, hall:
     counts = Counter(tokens)
     keys = np.fromiter((term_key(t) for t in counts), dtype=np.uint64, count=len(counts))
     tfs = np.fromiter(counts.values(), dtype=np.int32, count=len(counts))
-    return DocTerms(note_id, status, wing, hall, keys, tfs, len(tokens))
+    return DocTerms(note_id, status, wing, hall, keys, tfs, len(tokens), text_fingerprint(title, body))
 
 
 SEGMENT_ARRAYS = (
     "note_ids", "lengths", "status_codes", "wing_codes", "hall_codes",
     "keys", "offsets", "post_docs", "post_tfs", "fwd_offsets", "fwd_terms", "block_terms", "block_max",
+    "fingerprints",
 )  # fmt: skip
 
 
@@ -81,6 +90,7 @@ class Segment:
     fwd_terms: np.ndarray  # int32
     block_terms: np.ndarray  # int32, sorted
     block_max: np.ndarray  # float32, (len(block_terms), number of blocks)
+    fingerprints: np.ndarray  # uint64, per document: `text_fingerprint()` of its title and body (0: unknown)
     path: Path | None = None  # where it is memory-mapped from, if shared
 
     def __post_init__(self) -> None:
@@ -151,12 +161,15 @@ def build_segment(
     tfs: np.ndarray,
     term_of: np.ndarray | None = None,
     term_keys: np.ndarray | None = None,
+    fingerprints: np.ndarray | None = None,
 ) -> Segment:
     """A segment from flat arrays: one entry per document, one per (document, distinct term).
 
     A pair's term is given either by its key (`keys`) or, using less memory, by its index
     (`term_of`) in `term_keys`, a list of distinct keys in any order.
     """
+    if fingerprints is None:
+        fingerprints = np.zeros(len(note_ids), dtype=np.uint64)
     order = np.argsort(note_ids, kind="stable")
     if len(order) and not np.all(order == np.arange(len(order))):  # documents must be sorted by note id
         rank = np.empty_like(order)
@@ -166,6 +179,7 @@ def build_segment(
         wings = [wings[i] for i in order]
         halls = [halls[i] for i in order]
         lengths = lengths[order]
+        fingerprints = fingerprints[order]
         doc_of = rank[doc_of]
     n = len(note_ids)
     if term_of is not None:
@@ -215,6 +229,7 @@ def build_segment(
         fwd_terms=fwd_terms.astype(np.int32),
         block_terms=block_terms,
         block_max=block_max,
+        fingerprints=np.asarray(fingerprints, dtype=np.uint64),
     )
 
 
@@ -257,6 +272,7 @@ def segment_from_docs(docs: Iterable[DocTerms], version: int) -> Segment:
         doc_of=np.repeat(np.arange(len(docs), dtype=np.int64), sizes),
         keys=np.concatenate([d.keys for d in docs]) if docs else np.zeros(0, dtype=np.uint64),
         tfs=np.concatenate([d.tfs for d in docs]) if docs else np.zeros(0, dtype=np.int32),
+        fingerprints=np.fromiter((d.fingerprint for d in docs), dtype=np.uint64, count=len(docs)),
     )
 
 
@@ -264,6 +280,7 @@ def segment_from_rows(rows: Iterable[tuple], version: int) -> Segment:
     """`rows`: (id, title, body, status, wing, hall); tokenised into typed arrays, not per-note objects,
     so 1,000,000 notes fit."""
     ids, lengths = array("q"), array("q")
+    fingerprints = array("Q")
     doc_of, tfs = array("i"), array("i")
     term_of = array("i")  # each pair's term, as an index into `term_index` (4 bytes a pair, not an 8-byte key)
     term_index: dict[int, int] = {}  # term key → its index
@@ -275,6 +292,7 @@ def segment_from_rows(rows: Iterable[tuple], version: int) -> Segment:
         stats.tokenised += 1
         counts = Counter(tokens)
         ids.append(note_id)
+        fingerprints.append(text_fingerprint(title, body))
         lengths.append(len(tokens))
         statuses.append(status)
         wings.append(wing)
@@ -293,4 +311,5 @@ def segment_from_rows(rows: Iterable[tuple], version: int) -> Segment:
         tfs=np.frombuffer(tfs, dtype=np.int32) if tfs else np.zeros(0, np.int32),
         term_of=np.frombuffer(term_of, dtype=np.int32) if term_of else np.zeros(0, np.int32),
         term_keys=np.fromiter(term_index, dtype=np.uint64, count=len(term_index)),
+        fingerprints=np.frombuffer(fingerprints, dtype=np.uint64) if fingerprints else np.zeros(0, np.uint64),
     )

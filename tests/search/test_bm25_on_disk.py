@@ -114,3 +114,38 @@ def test_a_base_written_in_another_format_is_built_again_not_misread(on_disk):
     assert bm25.current_index().base.path == path  # rewritten in this format, then mapped
     assert json.loads((path / "meta.json").read_text())["format"] == SEGMENT_FORMAT
     assert bm25.stats.loads == loads + 1
+
+
+def test_a_restart_behind_a_pruned_change_log_applies_only_what_differs_from_the_base_on_disk(on_disk, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from brain.actions import do_promote_note, do_prune_note_changes, do_write_raw_note
+    from brain.models import NoteChange
+
+    notes = five_notes()
+    unicode_note = do_ingest_note(title="Café 日本", body="autovacuum naïve résumé 東京", wing="eng")
+    raw = do_write_raw_note(title="Raw vacuum", body="autovacuum raw draft")
+    search("autovacuum")
+    builds = bm25.stats.full_builds
+    bm25.reset()  # down for days, while others write
+    do_edit_note(notes[0], body="wraparound emergency")
+    do_archive_note(notes[1])
+    do_promote_note(raw, reviewer=None, wing="ops")  # the same text, another status and wing
+    do_ingest_note(title="Checkpoint", body="autovacuum checkpoint spread", wing="eng")
+    NoteChange.objects.update(created_at=timezone.now() - timedelta(days=2))
+    do_prune_note_changes()  # the log no longer reaches back to the base on disk
+    diffs, tokenised = bm25.stats.diff_catch_ups, bm25.stats.tokenised
+    bm25.reset()
+    snapshot = bm25.current_index()
+    assert bm25.stats.full_builds == builds and bm25.stats.diff_catch_ups == diffs + 1
+    assert bm25.stats.tokenised - tokenised == 3  # the edited, the promoted and the new note; nothing else
+    assert snapshot.tombstones == 3 and snapshot.delta_notes == 3  # the unicode note's fingerprint matched
+    rows = list(Note.objects.searchable().order_by("id").values_list("id", "title", "body", "status", "wing", "hall"))
+    full = bm25.build_index(rows, version=snapshot.version)
+    for query in ("autovacuum", "wraparound", "café 東京", "raw draft"):
+        tokens = bm25.tokenize(query)
+        for status in ("wiki", "raw", None):
+            assert snapshot.rank(tokens, limit=20, status=status) == full.rank(tokens, limit=20, status=status)
+    assert unicode_note.id in {note_id for note_id, _ in snapshot.rank(bm25.tokenize("東京"), limit=5)}
