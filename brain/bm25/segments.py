@@ -6,7 +6,7 @@ import hashlib
 from array import array
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -92,9 +92,8 @@ class Segment:
     block_max: np.ndarray  # float32, (len(block_terms), number of blocks)
     fingerprints: np.ndarray  # uint64, per document: `text_fingerprint()` of its title and body (0: unknown)
     path: Path | None = None  # where it is memory-mapped from, if shared
-
-    def __post_init__(self) -> None:
-        self._label_blocks: dict[tuple[str, int], np.ndarray] = {}
+    # blocks_with()'s answers, remembered (a segment never changes)
+    label_blocks: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.note_ids)
@@ -116,12 +115,12 @@ class Segment:
     def blocks_with(self, codes_name: str, code: int) -> np.ndarray:
         """Per block, whether any document in it has this status/wing/hall code (cached: segments never change)."""
         key = (codes_name, code)
-        found = self._label_blocks.get(key)
+        found = self.label_blocks.get(key)
         if found is None:
             codes = getattr(self, codes_name)
             found = np.zeros(self.blocks, dtype=bool)
             found[np.flatnonzero(codes == code) >> BLOCK_SHIFT] = True
-            self._label_blocks[key] = found
+            self.label_blocks[key] = found
         return found
 
     @property
