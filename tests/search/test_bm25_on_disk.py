@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.db import connection
 
 from brain import bm25
 from brain.actions import do_archive_note, do_edit_note, do_ingest_note
@@ -149,3 +150,30 @@ def test_a_restart_behind_a_pruned_change_log_applies_only_what_differs_from_the
         for status in ("wiki", "raw", None):
             assert snapshot.rank(tokens, limit=20, status=status) == full.rank(tokens, limit=20, status=status)
     assert unicode_note.id in {note_id for note_id, _ in snapshot.rank(bm25.tokenize("東京"), limit=5)}
+
+
+@pytest.mark.django_db(transaction=True)  # the starting thread has its own connection: the notes must be committed
+def test_a_restarted_process_maps_the_base_while_another_process_holds_the_lock_to_merge(on_disk):
+    import threading
+
+    from brain.bm25.storage import file_lock, shared_dir
+
+    five_notes()
+    expected = hits("autovacuum horizon")
+    corpus_id = bm25.current_index().corpus_id
+    builds = bm25.stats.full_builds
+    bm25.reset()
+    answered: list = []
+    # Another process merging holds the machine's BM25 lock for as long as the merge takes.
+    with file_lock(shared_dir(corpus_id)):
+        def start() -> None:
+            try:
+                answered.append(hits("autovacuum horizon"))
+            finally:
+                connection.close()
+
+        starting = threading.Thread(target=start)
+        starting.start()
+        starting.join(60)
+        assert not starting.is_alive(), "the restarted process waited for the other process's lock"
+    assert answered == [expected] and bm25.stats.full_builds == builds
