@@ -32,6 +32,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import connection
 
 from brain import backlog, bm25, floors, vectors
@@ -275,7 +276,9 @@ def rank_notes(
         index = bm25.current_index()
         tokens = bm25.tokenize(query)
         wants_shares = floor.bm25 > 0 or floor.bm25_alone > 0 or floor.evidence
-        bm25_pass = index.score(tokens, shares=wants_shares, reuse=bm25_pass)
+        if not settings.BRAIN_BM25_PRUNING:
+            # Exhaustive: one pass over every posting, reused by the raw-note count of a wiki search.
+            bm25_pass = index.score(tokens, shares=wants_shares, reuse=bm25_pass)
         bm25_ranking, shares, matched = index.rank_with_evidence(
             tokens, limit=depth, wing=wing, hall=hall, status=status, shares=wants_shares, scored=bm25_pass
         )

@@ -139,6 +139,11 @@ BRAIN_BM25_MERGE_NOTES = env_int("BRAIN_BM25_MERGE_NOTES", 1000, minimum=1)
 BRAIN_BM25_FRESH_NOTES = env_int("BRAIN_BM25_FRESH_NOTES", 64, minimum=1)
 BRAIN_BM25_DIR = env_str("BRAIN_BM25_DIR", str(DATA_DIR / "bm25"))
 BRAIN_BM25_SHARE_MIN_NOTES = env_int("BRAIN_BM25_SHARE_MIN_NOTES", 5000, minimum=0)
+# Top-k with dynamic pruning (block-max bounds, brain/bm25/pruning.py): the same hits and scores as scoring
+# every posting, far fewer postings scored. Off: every posting of every query term (for side-by-side benchmarks).
+BRAIN_BM25_PRUNING = env_bool("BRAIN_BM25_PRUNING", True)
+# A base behind a pruned change log is compared with the database; past this many differing notes it is built again.
+BRAIN_BM25_DIFF_MAX_NOTES = env_int("BRAIN_BM25_DIFF_MAX_NOTES", 50_000, minimum=0)
 
 # --- LLM gateway (OpenAI-compatible, e.g. LiteLLM) ---------------------------
 LITELLM_BASE_URL = env_str("LITELLM_BASE_URL")

@@ -13,6 +13,11 @@ class Stats:
         self.merges = 0  # background merges of base + delta
         self.refreshes = 0  # snapshots published after changes
         self.middle_builds = 0  # middle segments rebuilt from every changed note (past BRAIN_BM25_FRESH_NOTES)
+        self.diff_catch_ups = 0  # bases brought up to the database by comparing fingerprints (a pruned change log)
+        self.pruned_queries = 0  # top-k rankings done with dynamic pruning (brain.bm25.pruning)
+        self.postings_scored = 0  # postings those rankings scored
+        self.postings_skipped = 0  # postings of their query terms they never looked at
+        self.maxscore_rounds = 0  # of those, MaxScore passes over the blocks left once θ was known
 
 
 stats = Stats()

@@ -5,10 +5,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from array import array
 
 import numpy as np
 from django.conf import settings
 from django.db import connection
+from django.db.models import TextField, Value
+from django.db.models.functions import MD5, Concat
 
 from brain.bm25.counters import stats
 from brain.bm25.merging import merge_segments
@@ -24,7 +27,12 @@ FETCH_BATCH = 2000
 
 
 class CorpusGap(Exception):
-    """The change log does not cover the versions since the snapshot: only a full build is exact."""
+    """The change log does not cover the versions since the snapshot: pruned (`bulk` False), or a bulk change
+    logged as "everything" (`bulk` True)."""
+
+    def __init__(self, version: int, *, bulk: bool = False) -> None:
+        super().__init__(version)
+        self.bulk = bulk
 
 
 class LiveIndex:
@@ -55,8 +63,11 @@ class LiveIndex:
             return
         try:
             self._apply_changes(version)
-        except CorpusGap:
-            self._start_over(corpus_id, from_scratch=True)
+        except CorpusGap as gap:
+            # A pruned log (a service down for longer than the log is kept): the base is compared with the
+            # database instead, which re-tokenises only what differs. A bulk change is built from scratch.
+            if gap.bulk or not self._catch_up_by_diff():
+                self._start_over(corpus_id, from_scratch=True)
             self._apply_changes(version)
 
     def _apply_changes(self, target: int) -> None:
@@ -65,7 +76,9 @@ class LiveIndex:
         expected = self.version + 1
         latest: dict[int, int] = {}
         for version, note_id in rows:
-            if version > expected or note_id is None:  # pruned, or a bulk load logged as "everything"
+            if note_id is None:  # a bulk load logged as "everything"
+                raise CorpusGap(version, bulk=True)
+            if version > expected:  # pruned
                 raise CorpusGap(version)
             expected = version + 1
             latest[note_id] = version
@@ -89,12 +102,81 @@ class LiveIndex:
         self.version = expected - 1
         self._publish()
 
+    def _catch_up_by_diff(self) -> bool:
+        """Bring the base up to the database without the change log: compare each note's text fingerprint,
+        status, wing and hall with the base's, and take the notes that differ (or appeared, or went) as changed.
+
+        PostgreSQL hashes the texts (`md5`), so only ids and fingerprints cross the wire and only the notes
+        that differ are tokenised. False (nothing changed here) when more than BRAIN_BM25_DIFF_MAX_NOTES
+        differ: then a full build is cheaper than a delta that large.
+        """
+        base = self.base
+        if base is None:
+            return False
+        started = time.perf_counter()
+        # Read before the rows, as in _full_build: a write landing in between is applied again on top.
+        version = BrainVersion.current()
+        ids, fingerprints, codes = array("q"), array("Q"), array("i")
+        code_of: dict[str, int] = {}
+        fingerprint = MD5(Concat("title", Value("\n"), "body", output_field=TextField()))
+        rows = (Note.objects.searchable().annotate(fingerprint=fingerprint)
+                .values_list("id", "fingerprint", "status", "wing", "hall").iterator(chunk_size=FETCH_BATCH))  # fmt: skip
+        for note_id, digest, status, wing, hall in rows:
+            ids.append(note_id)
+            fingerprints.append(int(digest[:16], 16))
+            for label in (status, wing, hall):
+                code = code_of.get(label)
+                if code is None:
+                    code = code_of[label] = base.code(label)
+                codes.append(code)
+        note_ids = np.frombuffer(ids, dtype=np.int64) if ids else np.zeros(0, np.int64)
+        found = np.frombuffer(fingerprints, dtype=np.uint64) if ids else np.zeros(0, np.uint64)
+        labels = (np.frombuffer(codes, dtype=np.int32) if ids else np.zeros(0, np.int32)).reshape(-1, 3)
+        differs = np.ones(len(note_ids), dtype=bool)
+        in_base = np.zeros(len(base), dtype=bool)
+        if len(base) and len(note_ids):
+            at = np.minimum(np.searchsorted(base.note_ids, note_ids), len(base) - 1)
+            same_id = base.note_ids[at] == note_ids
+            in_base[at[same_id]] = True
+            differs = ~same_id | (base.fingerprints[at] != found)
+            for column, codes_name in enumerate(("status_codes", "wing_codes", "hall_codes")):
+                differs |= getattr(base, codes_name)[at] != labels[:, column]
+        changed = note_ids[differs].tolist()
+        removed = base.note_ids[~in_base].tolist()
+        if len(changed) + len(removed) > settings.BRAIN_BM25_DIFF_MAX_NOTES:
+            logger.info("BM25 base %d behind the database by %d notes: built again", base.version,
+                        len(changed) + len(removed))  # fmt: skip
+            return False
+        docs: dict[int, DocTerms] = {}
+        for start in range(0, len(changed), FETCH_BATCH):
+            for row in Note.objects.searchable().filter(id__in=changed[start : start + FETCH_BATCH]).values_list(
+                "id", "title", "body", "status", "wing", "hall"
+            ):
+                docs[row[0]] = doc_terms(*row)
+        self.changed = {note_id: version for note_id in changed + removed}
+        self.delta_docs = docs
+        self.middle, self.middle_versions = None, {}
+        self.version = version
+        stats.diff_catch_ups += 1
+        logger.info("BM25 base %d compared with the database at version %d: %d notes differ (%.2f s)",
+                    base.version, version, len(self.changed), time.perf_counter() - started)  # fmt: skip
+        self._publish()
+        return True
+
     def _start_over(self, corpus_id: str, *, from_scratch: bool = False) -> None:
         """A base for `corpus_id`: the newest one shared on disk if it is usable, else a full build."""
         self.corpus_id = corpus_id
         self.changed, self.delta_docs = {}, {}
         self.middle, self.middle_versions = None, {}
         directory = shared_dir(corpus_id)
+        # A base on disk is mapped without the lock (bases are written by renaming a finished folder): a process
+        # starting while another one merges (minutes at 1,000,000 notes) answers from the base it finds at once.
+        base = None if from_scratch else newest_on_disk(directory, BrainVersion.current())
+        if base is not None:
+            self.base = base
+            self.version = base.version
+            self._publish()
+            return
         with file_lock(directory):
             base = None if from_scratch else newest_on_disk(directory, BrainVersion.current())
             if base is None:

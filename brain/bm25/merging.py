@@ -29,9 +29,11 @@ def merge_segments(base: Segment, alive: np.ndarray | None, delta: Segment, vers
                 renumber[seg.post_docs[live]],
                 seg.keys[term_of_posting[live]],
                 seg.post_tfs[live],
+                seg.fingerprints[docs_kept],
             )
         )
-    (ids_a, st_a, wi_a, ha_a, len_a, doc_a, key_a, tf_a), (ids_b, st_b, wi_b, ha_b, len_b, doc_b, key_b, tf_b) = parts
+    (ids_a, st_a, wi_a, ha_a, len_a, doc_a, key_a, tf_a, fp_a), (ids_b, st_b, wi_b, ha_b, len_b, doc_b, key_b, tf_b,
+                                                                 fp_b) = parts  # fmt: skip
     return build_segment(
         version=version,
         note_ids=np.concatenate([ids_a, ids_b]),
@@ -42,4 +44,5 @@ def merge_segments(base: Segment, alive: np.ndarray | None, delta: Segment, vers
         doc_of=np.concatenate([doc_a, doc_b + len(ids_a)]),
         keys=np.concatenate([key_a, key_b]),
         tfs=np.concatenate([tf_a, tf_b]),
+        fingerprints=np.concatenate([fp_a, fp_b]),
     )

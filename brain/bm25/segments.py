@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from brain.bm25.counters import stats
+from brain.bm25.okapi import K1, B
 from brain.bm25.text import note_text, term_key, tokenize
+
+# Block-max bounds for dynamic pruning (`brain.bm25.pruning`): documents are cut into blocks of
+# 2**BLOCK_SHIFT consecutive positions, and each term with at least LONG_POSTINGS postings keeps, per
+# block, the largest term-frequency part of BM25 any of its postings there reaches. Shorter lists are
+# scored whole at query time (cheap), so they need no stored bound.
+BLOCK_SHIFT = 10
+BLOCK_DOCS = 1 << BLOCK_SHIFT
+LONG_POSTINGS = 2048
 
 
 @dataclass
@@ -25,6 +35,13 @@ class DocTerms:
     keys: np.ndarray  # uint64
     tfs: np.ndarray  # int32
     length: int
+    fingerprint: int = 0
+
+
+def text_fingerprint(title: str, body: str) -> int:
+    """The first 8 bytes of md5(title + "\n" + body), as PostgreSQL's `md5(title || E'\n' || body)` gives them:
+    how a base on disk is compared with the database when the change log cannot say what changed."""
+    return int.from_bytes(hashlib.md5(f"{title}\n{body}".encode()).digest()[:8], "big")  # noqa: S324 — not security
 
 
 def doc_terms(note_id: int, title: str, body: str, status: str, wing: str, hall: str) -> DocTerms:
@@ -33,12 +50,13 @@ def doc_terms(note_id: int, title: str, body: str, status: str, wing: str, hall:
     counts = Counter(tokens)
     keys = np.fromiter((term_key(t) for t in counts), dtype=np.uint64, count=len(counts))
     tfs = np.fromiter(counts.values(), dtype=np.int32, count=len(counts))
-    return DocTerms(note_id, status, wing, hall, keys, tfs, len(tokens))
+    return DocTerms(note_id, status, wing, hall, keys, tfs, len(tokens), text_fingerprint(title, body))
 
 
 SEGMENT_ARRAYS = (
     "note_ids", "lengths", "status_codes", "wing_codes", "hall_codes",
-    "keys", "offsets", "post_docs", "post_tfs", "fwd_offsets", "fwd_terms",
+    "keys", "offsets", "post_docs", "post_tfs", "fwd_offsets", "fwd_terms", "block_terms", "block_max",
+    "fingerprints",
 )  # fmt: skip
 
 
@@ -50,6 +68,10 @@ class Segment:
     `post_docs/post_tfs[offsets[t]:offsets[t+1]]`; the forward index
     `fwd_terms[fwd_offsets[d]:fwd_offsets[d+1]]` lists document d's terms,
     which is what a tombstone needs to take d out of the document frequencies.
+
+    `block_max[r, k]` bounds, for term `block_terms[r]` (the terms with at least LONG_POSTINGS
+    postings, ascending), `tf·(k1+1) / (tf + k1·(1 − b + b·dl/avgdl))` over its postings in
+    document block k, with avgdl this segment's own (`reference_avgdl`); 0 where it has none.
     """
 
     version: int
@@ -66,10 +88,40 @@ class Segment:
     post_tfs: np.ndarray  # int32
     fwd_offsets: np.ndarray  # int64, n + 1
     fwd_terms: np.ndarray  # int32
+    block_terms: np.ndarray  # int32, sorted
+    block_max: np.ndarray  # float32, (len(block_terms), number of blocks)
+    fingerprints: np.ndarray  # uint64, per document: `text_fingerprint()` of its title and body (0: unknown)
     path: Path | None = None  # where it is memory-mapped from, if shared
+    # blocks_with()'s answers, remembered (a segment never changes)
+    label_blocks: dict[tuple[str, int], np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.note_ids)
+
+    @property
+    def blocks(self) -> int:
+        return (len(self.note_ids) + BLOCK_DOCS - 1) >> BLOCK_SHIFT
+
+    @property
+    def reference_avgdl(self) -> float:
+        """The average length `block_max` was computed with (the same expression as at build)."""
+        return self.total_length / len(self.note_ids) if len(self.note_ids) else 0.0
+
+    def block_row(self, term: int) -> int:
+        """The row of `term` in `block_max`, or -1 (a short list: no stored bounds)."""
+        i = int(np.searchsorted(self.block_terms, term))
+        return i if i < len(self.block_terms) and int(self.block_terms[i]) == term else -1
+
+    def blocks_with(self, codes_name: str, code: int) -> np.ndarray:
+        """Per block, whether any document in it has this status/wing/hall code (cached: segments never change)."""
+        key = (codes_name, code)
+        found = self.label_blocks.get(key)
+        if found is None:
+            codes = getattr(self, codes_name)
+            found = np.zeros(self.blocks, dtype=bool)
+            found[np.flatnonzero(codes == code) >> BLOCK_SHIFT] = True
+            self.label_blocks[key] = found
+        return found
 
     @property
     def nbytes(self) -> int:
@@ -108,12 +160,15 @@ def build_segment(
     tfs: np.ndarray,
     term_of: np.ndarray | None = None,
     term_keys: np.ndarray | None = None,
+    fingerprints: np.ndarray | None = None,
 ) -> Segment:
     """A segment from flat arrays: one entry per document, one per (document, distinct term).
 
     A pair's term is given either by its key (`keys`) or, using less memory, by its index
     (`term_of`) in `term_keys`, a list of distinct keys in any order.
     """
+    if fingerprints is None:
+        fingerprints = np.zeros(len(note_ids), dtype=np.uint64)
     order = np.argsort(note_ids, kind="stable")
     if len(order) and not np.all(order == np.arange(len(order))):  # documents must be sorted by note id
         rank = np.empty_like(order)
@@ -123,6 +178,7 @@ def build_segment(
         wings = [wings[i] for i in order]
         halls = [halls[i] for i in order]
         lengths = lengths[order]
+        fingerprints = fingerprints[order]
         doc_of = rank[doc_of]
     n = len(note_ids)
     if term_of is not None:
@@ -151,6 +207,10 @@ def build_segment(
     encode = lambda values: np.asarray([labels.setdefault(v, len(labels)) for v in values], dtype=np.int32)  # noqa: E731
     status_codes, wing_codes, hall_codes = encode(statuses), encode(wings), encode(halls)
     lengths = np.asarray(lengths, dtype=np.int32)
+    post_docs = doc_of[post_order]
+    post_tfs = np.asarray(tfs, dtype=np.int32)[post_order]
+    del post_order
+    block_terms, block_max = block_maxima(offsets, post_docs, post_tfs, lengths)
     return Segment(
         version=version,
         labels=list(labels),
@@ -162,11 +222,40 @@ def build_segment(
         hall_codes=hall_codes,
         keys=vocabulary.astype(np.uint64),
         offsets=offsets,
-        post_docs=doc_of[post_order],
-        post_tfs=np.asarray(tfs, dtype=np.int32)[post_order],
+        post_docs=post_docs,
+        post_tfs=post_tfs,
         fwd_offsets=fwd_offsets,
         fwd_terms=fwd_terms.astype(np.int32),
+        block_terms=block_terms,
+        block_max=block_max,
+        fingerprints=np.asarray(fingerprints, dtype=np.uint64),
     )
+
+
+def block_maxima(
+    offsets: np.ndarray, post_docs: np.ndarray, post_tfs: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(block_terms, block_max) of a segment: see `Segment`. One pass over the long lists, a term at a time
+    (no scratch array of every posting)."""
+    n = len(lengths)
+    blocks = (n + BLOCK_DOCS - 1) >> BLOCK_SHIFT
+    long_terms = np.flatnonzero(np.diff(offsets) >= LONG_POSTINGS).astype(np.int32)
+    block_max = np.zeros((len(long_terms), blocks), dtype=np.float32)
+    if not len(long_terms):
+        return long_terms, block_max
+    avgdl = int(lengths.sum(dtype=np.int64)) / n
+    norms = K1 * (1 - B + B * lengths.astype(np.float64) / avgdl)
+    for row, term in enumerate(long_terms):
+        start, end = offsets[term], offsets[term + 1]
+        docs = post_docs[start:end]
+        tf = post_tfs[start:end].astype(np.float64)
+        part = tf * (K1 + 1) / (tf + norms[docs])
+        block_of = docs >> BLOCK_SHIFT
+        firsts = np.flatnonzero(np.concatenate(([True], block_of[1:] != block_of[:-1])))
+        block_max[row, block_of[firsts]] = np.maximum.reduceat(part, firsts)
+    # float32 rounds to the nearest value, maybe below: one step up keeps every stored figure a bound.
+    np.nextafter(block_max, np.float32(np.inf), out=block_max, where=block_max > 0)
+    return long_terms, block_max
 
 
 def segment_from_docs(docs: Iterable[DocTerms], version: int) -> Segment:
@@ -182,6 +271,7 @@ def segment_from_docs(docs: Iterable[DocTerms], version: int) -> Segment:
         doc_of=np.repeat(np.arange(len(docs), dtype=np.int64), sizes),
         keys=np.concatenate([d.keys for d in docs]) if docs else np.zeros(0, dtype=np.uint64),
         tfs=np.concatenate([d.tfs for d in docs]) if docs else np.zeros(0, dtype=np.int32),
+        fingerprints=np.fromiter((d.fingerprint for d in docs), dtype=np.uint64, count=len(docs)),
     )
 
 
@@ -189,6 +279,7 @@ def segment_from_rows(rows: Iterable[tuple], version: int) -> Segment:
     """`rows`: (id, title, body, status, wing, hall); tokenised into typed arrays, not per-note objects,
     so 1,000,000 notes fit."""
     ids, lengths = array("q"), array("q")
+    fingerprints = array("Q")
     doc_of, tfs = array("i"), array("i")
     term_of = array("i")  # each pair's term, as an index into `term_index` (4 bytes a pair, not an 8-byte key)
     term_index: dict[int, int] = {}  # term key → its index
@@ -200,6 +291,7 @@ def segment_from_rows(rows: Iterable[tuple], version: int) -> Segment:
         stats.tokenised += 1
         counts = Counter(tokens)
         ids.append(note_id)
+        fingerprints.append(text_fingerprint(title, body))
         lengths.append(len(tokens))
         statuses.append(status)
         wings.append(wing)
@@ -218,4 +310,5 @@ def segment_from_rows(rows: Iterable[tuple], version: int) -> Segment:
         tfs=np.frombuffer(tfs, dtype=np.int32) if tfs else np.zeros(0, np.int32),
         term_of=np.frombuffer(term_of, dtype=np.int32) if term_of else np.zeros(0, np.int32),
         term_keys=np.fromiter(term_index, dtype=np.uint64, count=len(term_index)),
+        fingerprints=np.frombuffer(fingerprints, dtype=np.uint64) if fingerprints else np.zeros(0, np.uint64),
     )

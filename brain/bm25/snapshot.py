@@ -6,15 +6,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from django.conf import settings
 
+from brain.bm25.okapi import EPSILON, K1, B
+from brain.bm25.pruning import pruned_rank
 from brain.bm25.segments import Segment, segment_from_docs, segment_from_rows
 from brain.bm25.text import term_key
-
-# Okapi parameters tuned for short scientific/technical notes (BEIR's
-# Elasticsearch baseline uses k1 0.9, b 0.4 as well).
-K1 = 0.9
-B = 0.4
-EPSILON = 0.25  # rank-bm25's floor for negative idf, as a fraction of the mean idf
 
 
 @dataclass(frozen=True)
@@ -176,9 +173,13 @@ class Snapshot:
         brain has never seen stays mostly unmatched. `brain.floors` compares the share with
         BRAIN_BM25_FLOOR.
         """
+        return self.shares_and_counts(query_tokens, note_ids)[0]
+
+    def shares_and_counts(self, query_tokens: list[str], note_ids: list[int]) -> tuple[dict[int, float], dict[int, int]]:
+        """`idf_shares()`, and how many distinct query terms each note contains (the evidence floor's count)."""
         distinct = list(dict.fromkeys(query_tokens))
         if not distinct or self.n_docs == 0 or not note_ids:
-            return {note_id: 0.0 for note_id in note_ids}
+            return {note_id: 0.0 for note_id in note_ids}, {note_id: 0 for note_id in note_ids}
         unseen_idf = self.unseen_idf()
         wanted = np.asarray(note_ids, dtype=np.int64)
         located = []  # per part: positions of the wanted notes that are alive there, or -1
@@ -192,6 +193,7 @@ class Snapshot:
                 positions[hit] = found[hit]
             located.append(positions)
         matched = np.zeros(len(wanted), dtype=np.float64)
+        counts = np.zeros(len(wanted), dtype=np.int64)
         total = 0.0
         for token in distinct:
             ids, df, idf = self.term_info(token)
@@ -205,15 +207,21 @@ class Snapshot:
             for positions, seg, term in zip(located, self.parts, ids, strict=True):
                 if term >= 0:
                     docs = seg.post_docs[seg.offsets[term] : seg.offsets[term + 1]]
-                    has_term |= (positions >= 0) & np.isin(positions, docs)
+                    # Postings are sorted: a binary search per wanted note, not a pass over the whole list.
+                    at = np.minimum(np.searchsorted(docs, positions), len(docs) - 1)
+                    has_term |= (positions >= 0) & (docs[at] == positions)
             matched[has_term] += weight
-        return {int(note_id): float(matched[i] / total) if total > 0 else 0.0 for i, note_id in enumerate(note_ids)}
+            counts[has_term] += 1
+        note_shares = {int(note_id): float(matched[i] / total) if total > 0 else 0.0 for i, note_id in enumerate(note_ids)}
+        return note_shares, {int(note_id): int(counts[i]) for i, note_id in enumerate(note_ids)}
 
-    def rank(self, query_tokens: list[str], *, limit: int, **filters: str | None) -> list[tuple[int, float]]:
+    def rank(
+        self, query_tokens: list[str], *, limit: int, exhaustive: bool | None = None, **filters: str | None
+    ) -> list[tuple[int, float]]:
         """(note_id, score) of the best `limit` notes that match at least one token, best first.
 
-        `filters`: `wing`, `hall`, `status`, as for `rank_with_shares()`."""
-        return self.rank_with_shares(query_tokens, limit=limit, shares=False, **filters)[0]
+        `filters`: `wing`, `hall`, `status`; `exhaustive`: as for `rank_with_shares()`."""
+        return self.rank_with_shares(query_tokens, limit=limit, shares=False, exhaustive=exhaustive, **filters)[0]
 
     def score(self, query_tokens: list[str], *, shares: bool = True, reuse: QueryScores | None = None) -> QueryScores:
         """One pass of the query over the postings of every part: each note's score (and idf weight).
@@ -271,14 +279,20 @@ class Snapshot:
         status: str | None = None,
         shares: bool = True,
         scored: QueryScores | None = None,
+        exhaustive: bool | None = None,
     ) -> tuple[list[tuple[int, float]], dict[int, float]]:
-        """`rank()`, and (`shares`) each ranked note's `idf_shares()` from the same pass over the postings.
+        """`rank()`, and (`shares`) each ranked note's `idf_shares()`.
 
-        `scored`: that pass, done already by `score()` for another filter of the same query (a wiki
-        search also counts the raw notes it matches); ignored unless it is this snapshot's, for these tokens.
+        With pruning (BRAIN_BM25_PRUNING, unless `exhaustive` says otherwise; `brain.bm25.pruning`)
+        only the postings that can reach the top `limit` are scored, and the shares of the ranked
+        notes are looked up afterwards. Exhaustive: one pass over every posting, and the shares
+        from the same pass; `scored` is that pass, done already by `score()` for another filter of
+        the same query, ignored unless it is this snapshot's, for these tokens. Both give the same
+        notes, scores and shares.
         """
         ranking, note_shares, _ = self.rank_with_evidence(
-            query_tokens, limit=limit, wing=wing, hall=hall, status=status, shares=shares, scored=scored
+            query_tokens, limit=limit, wing=wing, hall=hall, status=status, shares=shares, scored=scored,
+            exhaustive=exhaustive,
         )
         return ranking, note_shares
 
@@ -292,10 +306,20 @@ class Snapshot:
         status: str | None = None,
         shares: bool = True,
         scored: QueryScores | None = None,
+        exhaustive: bool | None = None,
     ) -> tuple[list[tuple[int, float]], dict[int, float], dict[int, int]]:
         """`rank_with_shares()`, and (`shares`) how many distinct query terms each ranked note contains."""
         if self.n_docs == 0 or limit <= 0:
             return [], {}, {}
+        if exhaustive is None:
+            exhaustive = scored is not None or not settings.BRAIN_BM25_PRUNING
+        if not exhaustive:
+            ranking = pruned_rank(self, query_tokens, limit=limit, filters={"status": status, "wing": wing,
+                                                                            "hall": hall})  # fmt: skip
+            if not shares:
+                return ranking, {}, {}
+            note_shares, note_counts = self.shares_and_counts(query_tokens, [note_id for note_id, _ in ranking])
+            return ranking, note_shares, note_counts
         scored = self.score(query_tokens, shares=shares, reuse=scored)
         found_ids, found_scores, found_weights, found_counts = [], [], [], []
         for index, (seg, alive) in enumerate(zip(self.parts, self.alives, strict=True)):

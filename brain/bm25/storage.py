@@ -18,29 +18,48 @@ from brain.bm25.segments import SEGMENT_ARRAYS, Segment
 
 logger = logging.getLogger(__name__)
 
+# Bumped whenever the arrays a segment saves change (2: block-max bounds); a base of another format is
+# ignored and built again, never misread.
+SEGMENT_FORMAT = 2
+
 
 def save_segment(segment: Segment, directory: Path, corpus_id: str) -> Path:
     """Write `segment` as .npy files under `directory/base-<version>` (atomically: a temporary folder renamed)."""
     directory.mkdir(parents=True, exist_ok=True)
     final = directory / f"base-{segment.version:014d}"
     if final.exists():
-        return final
+        if _format_of(final) == SEGMENT_FORMAT:
+            return final
+        shutil.rmtree(final, ignore_errors=True)  # written by an older version: replaced (callers hold file_lock)
     tmp = directory / f".tmp-{os.getpid()}-{threading.get_ident()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     for name in SEGMENT_ARRAYS:
         np.save(tmp / f"{name}.npy", getattr(segment, name), allow_pickle=False)
-    meta = {"version": segment.version, "corpus_id": corpus_id, "labels": segment.labels,
-            "total_length": segment.total_length}  # fmt: skip
+    meta = {"format": SEGMENT_FORMAT, "version": segment.version, "corpus_id": corpus_id,
+            "labels": segment.labels, "total_length": segment.total_length}  # fmt: skip
     (tmp / "meta.json").write_text(json.dumps(meta))
     os.rename(tmp, final)
     return final
 
 
+def _format_of(path: Path) -> int | None:
+    try:
+        return json.loads((path / "meta.json").read_text()).get("format")
+    except (OSError, ValueError):
+        return None
+
+
 def load_segment(path: Path) -> Segment:
     """Memory-map a saved segment: pages are shared with every other process that maps it."""
     meta = json.loads((path / "meta.json").read_text())
-    arrays = {name: np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in SEGMENT_ARRAYS}
+    if meta.get("format") != SEGMENT_FORMAT:
+        raise ValueError(f"{path}: segment format {meta.get('format')}, this version reads {SEGMENT_FORMAT}")
+    # Plain arrays over the mapped pages (np.asarray drops the memmap subclass, whose slicing costs a Python
+    # call per slice on the query path); the mapping lives as long as an array over it does.
+    arrays = {
+        name: np.asarray(np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False)) for name in SEGMENT_ARRAYS
+    }
     stats.loads += 1
     return Segment(version=meta["version"], labels=meta["labels"], total_length=meta["total_length"], path=path,
                    **arrays)  # fmt: skip

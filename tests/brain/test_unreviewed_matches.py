@@ -104,9 +104,11 @@ def fresh_index():
     bm25.reset()
 
 
-def test_a_wiki_search_goes_over_the_postings_once_for_its_hits_and_its_raw_count(monkeypatch, fresh_index):
+def test_a_wiki_search_goes_over_the_postings_once_for_its_hits_and_its_raw_count(monkeypatch, fresh_index, settings):
     from brain import bm25
     from brain.search import search
+
+    settings.BRAIN_BM25_PRUNING = False  # the exhaustive path: one pass over every posting, shared by both rankings
 
     for number in range(6):
         do_ingest_note(
@@ -159,3 +161,32 @@ def test_a_search_of_an_empty_brain_abstains_without_a_numeric_warning(fresh_ind
         warnings.simplefilter("error")  # a division by an average length of zero would raise here
         found = search("pool reaper")
     assert found.hits == [] and found.abstained and found.unreviewed_matches == 0
+
+
+def test_with_pruning_a_wiki_search_scores_no_whole_pass_and_counts_the_same_raw_notes(monkeypatch, fresh_index, settings):
+    from brain import bm25
+    from brain.search import search
+
+    for number in range(6):
+        do_ingest_note(
+            title=f"Reaper wiki {number}", body=f"The pool reaper closes idle connections, case {number}.", wing="concepts"
+        )
+        do_write_raw_note(title=f"Reaper raw {number}", body=f"The pool reaper races the teardown, case {number}.")
+    settings.BRAIN_BM25_PRUNING = False
+    exhaustive = search("pool reaper connections")
+    passes = []
+    score = bm25.Snapshot.score
+
+    def counted(snapshot, tokens, **options):
+        passes.append(tokens)
+        return score(snapshot, tokens, **options)
+
+    monkeypatch.setattr(bm25.Snapshot, "score", counted)
+    settings.BRAIN_BM25_PRUNING = True
+    pruned_before = bm25.stats.pruned_queries
+    pruned = search("pool reaper connections")
+    assert passes == []  # the wiki ranking and the raw count are each a pruned top-k, not a pass over every posting
+    assert bm25.stats.pruned_queries == pruned_before + 2
+    assert [(hit.note_id, hit.score) for hit in pruned.hits] == [(hit.note_id, hit.score) for hit in exhaustive.hits]
+    assert pruned.unreviewed_matches == exhaustive.unreviewed_matches == 6
+    assert pruned.unreviewed == exhaustive.unreviewed

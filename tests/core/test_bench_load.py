@@ -76,7 +76,23 @@ def test_bench_load_drives_several_servers_side_by_side_and_compares_them_with_t
         assert scratch not in [row[0] for row in conn.execute("SELECT datname FROM pg_database")]
 
 
-@pytest.mark.parametrize("servers", ["nginx", "granian,granian", "granian@0", "granian@x/2", "granian/2/2", ""])
+@pytest.mark.timeout(360)  # a server started twice: slow on a busy machine
+def test_bench_load_serves_with_exhaustive_bm25_and_times_the_first_answer_after_a_restart(child_env):
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "bench_load", "--notes", "40", "--clients", "3", "--seconds", "0.5",
+         "--workers", "1", "--servers", "granian@4/2+exhaustive", "--reads-only", "--restart"],
+        cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=340,
+    )  # fmt: skip
+    out = completed.stdout
+    assert completed.returncode == 0, completed.stderr[-3000:] + out[-3000:]
+    assert re.search(r"^brain_query, 3 clients .*\b[1-9]\d* calls, 0 errors", out, flags=re.MULTILINE), out
+    assert re.search(r"^granian@4/2\+exhaustive, restarted: serving after [\d.]+ s, first brain_query answered after "
+                     r"[\d.]+ s; the next \d+ calls on new connections", out, flags=re.MULTILINE), out  # fmt: skip
+    assert "bench_load done; scratch database dropped" in out
+
+
+@pytest.mark.parametrize("servers", ["nginx", "granian,granian", "granian@0", "granian@x/2", "granian/2/2", "",
+                                     "granian+fast"])  # fmt: skip
 def test_bench_load_refuses_an_unknown_or_malformed_server_before_it_creates_anything(servers):
     out = io.StringIO()
     with pytest.raises(CommandError, match="--servers takes distinct names"):

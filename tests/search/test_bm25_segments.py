@@ -238,7 +238,7 @@ def test_another_process_base_on_disk_is_mapped_instead_of_built(settings, tmp_p
 
 
 @pytest.mark.django_db
-def test_a_process_behind_a_pruned_change_log_builds_its_base_again(settings):
+def test_a_process_behind_a_pruned_change_log_compares_its_base_with_the_database_instead_of_building(settings):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -252,6 +252,27 @@ def test_a_process_behind_a_pruned_change_log_builds_its_base_again(settings):
     do_ingest_note(title="C", body="autovacuum c", wing="eng")
     NoteChange.objects.update(created_at=timezone.now() - timedelta(days=2))
     assert do_prune_note_changes() == 2  # the newest row stays
+    builds, diffs = bm25.stats.full_builds, bm25.stats.diff_catch_ups
+    assert sorted(h.title for h in search("autovacuum").hits) == ["A", "B", "C"]
+    assert bm25.stats.full_builds == builds and bm25.stats.diff_catch_ups == diffs + 1
+
+
+@pytest.mark.django_db
+def test_a_process_behind_a_pruned_change_log_builds_again_when_too_much_differs(settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from brain.actions import do_prune_note_changes
+
+    settings.BRAIN_EMBEDDER = "off"
+    settings.BRAIN_BM25_DIFF_MAX_NOTES = 1
+    do_ingest_note(title="A", body="autovacuum a", wing="eng")
+    search("autovacuum")
+    do_ingest_note(title="B", body="autovacuum b", wing="eng")
+    do_ingest_note(title="C", body="autovacuum c", wing="eng")
+    NoteChange.objects.update(created_at=timezone.now() - timedelta(days=2))
+    do_prune_note_changes()
     builds = bm25.stats.full_builds
     assert sorted(h.title for h in search("autovacuum").hits) == ["A", "B", "C"]
     assert bm25.stats.full_builds == builds + 1

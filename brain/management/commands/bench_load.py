@@ -227,12 +227,27 @@ class Figures:
         )
 
 
+def stop_server(server: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL to its process group after 30 s."""
+    if server.poll() is None:
+        server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(10)
+
+
 def server_spec(spec: str) -> tuple[str, dict[str, str]]:
     """ "granian@32/2" -> ("granian", {HYPERGUILD_WEB_THREADS: 32, HYPERGUILD_WEB_CONCURRENCY: 2}): a web server,
-    optionally its threads per process (@) and its admission gate (/, 0 for none); ValueError if malformed."""
+    optionally its threads per process (@) and its admission gate (/, 0 for none), and "+exhaustive" to score
+    every BM25 posting (BRAIN_BM25_PRUNING off); ValueError if malformed."""
+    spec, plus, option = spec.partition("+")
+    if plus and option != "exhaustive":
+        raise ValueError(spec)
     rest, _, gate = spec.partition("/")
     name, _, threads = rest.partition("@")
-    env = {}
+    env = {"BRAIN_BM25_PRUNING": "0"} if plus else {}
     for variable, value, minimum in (("HYPERGUILD_WEB_THREADS", threads, 1), ("HYPERGUILD_WEB_CONCURRENCY", gate, 0)):
         if not value:
             continue
@@ -340,6 +355,9 @@ class Command(BaseCommand):
                                  "for it: granian@32/2, granian@2/0), or label=DIR for another checkout's own serve "
                                  "(today=/path/to/main); with more than one, "
                                  "the same clients drive each in turn on the same notes and a side-by-side table is printed (default: HYPERGUILD_SERVER = %(default)s)")  # fmt: skip
+        parser.add_argument("--restart", action="store_true",
+                            help="at the end, restart each server and time its first brain_query answer "
+                                 "(the base segment is mapped from disk, not built)")  # fmt: skip
         parser.add_argument("--server-dir", type=Path, default=Path(settings.BASE_DIR),
                             help="checkout whose `manage.py serve` is started (to compare with an older version)")  # fmt: skip
 
@@ -404,10 +422,22 @@ class Command(BaseCommand):
         }
         log = open(options["server_log"], "ab") if options.get("server_log") else subprocess.DEVNULL  # noqa: SIM115
         servers: dict[str, tuple[int, subprocess.Popen]] = {}
+        launches: dict[str, tuple[list[str], Path, dict[str, str]]] = {}
+
+        def start(label: str) -> None:
+            command, directory, own_env = launches[label]
+            port = free_port()
+            servers[label] = (
+                port,
+                subprocess.Popen(
+                    [*command, "--port", str(port)], cwd=directory, env=own_env, stdout=log, stderr=log,
+                    start_new_session=True,
+                ),
+            )
+
         try:
             for spec in options["servers"]:
-                port = free_port()
-                command = [sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port)]
+                command = [sys.executable, "manage.py", "serve", "--no-worker"]
                 if (checkout := checkout_spec(spec)) is not None:
                     label, directory, own_env = checkout[0], checkout[1], env
                 else:
@@ -416,26 +446,27 @@ class Command(BaseCommand):
                     command += ["--server", name]
                     if is_stock(spec):
                         options["stock"].add(label)
-                servers[label] = (
-                    port,
-                    subprocess.Popen(
-                        command, cwd=directory, env=own_env, stdout=log, stderr=log, start_new_session=True
-                    ),
-                )
-                asyncio.run(self.wait_ready(port, servers[label][1]))  # one at a time: each migrates at start
+                launches[label] = (command, directory, own_env)
+                start(label)
+                asyncio.run(self.wait_ready(servers[label][0], servers[label][1]))  # one at a time: each migrates
             if len(servers) == 1:
                 ((port, server),) = servers.values()
                 asyncio.run(self.drive(port, server, corpus, options))
             else:
                 asyncio.run(self.side_by_side(servers, corpus, options))
+            if options["restart"]:
+                for label in list(servers):
+                    stop_server(servers[label][1])
+                    started = time.perf_counter()
+                    start(label)
+                    asyncio.run(self.first_answer(label, started, *servers[label], corpus))
+                    stop_server(servers[label][1])  # one at a time: the next restart has the machine to itself
         finally:
             for _, server in servers.values():
-                server.send_signal(signal.SIGTERM)
+                if server.poll() is None:
+                    server.send_signal(signal.SIGTERM)
             for _, server in servers.values():
-                try:
-                    server.wait(30)
-                except subprocess.TimeoutExpired:
-                    os.killpg(server.pid, signal.SIGKILL)
+                stop_server(server)
             if log is not subprocess.DEVNULL:
                 log.close()
             # Asked once the servers are gone: with several of them, their pools can hold every connection there is.
@@ -548,6 +579,32 @@ class Command(BaseCommand):
 
         await self.ping_ratio(port, clients, options["ping_samples"], min(5.0, seconds))
         self.memory(server, "at the end (after the writer's phases)")
+
+    async def first_answer(self, label: str, started: float, port: int, server: subprocess.Popen,
+                           corpus: SyntheticCorpus) -> None:  # fmt: skip
+        """After a restart: when the server answers /health/live, its first brain_query, and the slowest of the
+        next calls on new connections (which reach the other web processes, each mapping the base)."""
+        await self.wait_ready(port, server)
+        up = time.perf_counter() - started
+        first = None
+        while first is None:
+            conn = Connection(port)
+            try:
+                body = rpc("tools/call", {"name": "brain_query", "arguments": {"query": corpus.query(), "limit": 10}})
+                status, headers, payload = await conn.request("POST", "/mcp/brain", body)
+            finally:
+                conn.close()
+            if status == 200 and b'"isError": true' not in payload and b'"isError":true' not in payload:
+                first = time.perf_counter() - started
+            elif server.poll() is not None:
+                raise SystemExit(f"{label}: the server exited with {server.returncode} after its restart")
+            else:
+                await asyncio.sleep(0.1)
+        following = await self.phase(port, corpus, clients=4, seconds=0, calls_each=5)
+        self.stdout.write(
+            f"{label}, restarted: serving after {up:.1f} s, first brain_query answered after {first:.1f} s; "
+            f"the next {len(following.client)} calls on new connections: slowest {max(following.client or [0]):.0f} ms"
+        )
 
     async def wait_ready(self, port: int, server: subprocess.Popen) -> None:
         for _ in range(600):
