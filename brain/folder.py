@@ -471,12 +471,12 @@ def _error_text(exc: Exception) -> str:
 # -- import / export ------------------------------------------------------------------
 
 
-@notes_changed_in_bulk()
 def default_plain_folder(root: Path) -> PlainFolder:
     """A plain folder's notes go to the wiki, under a wing named after the folder."""
     return PlainFolder(status=NoteStatus.WIKI, wing=_name_segment(root.resolve().name))
 
 
+@notes_changed_in_bulk()
 def import_folder(
     root: Path | str,
     *,
