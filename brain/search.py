@@ -37,6 +37,7 @@ from brain.errors import SearchInputError
 from brain.limits import MAX_SEARCH_LIMIT
 from brain.models import Note, NoteStatus
 from hyperguild.lib.embedders import get_embedder
+from hyperguild.tracing import traced
 
 logger = logging.getLogger(__name__)
 
@@ -150,6 +151,7 @@ def named_unreviewed(ids: list[int], rows: dict[int, tuple]) -> list[dict]:
     ]
 
 
+@traced("brain.search")
 def search(
     query: str,
     *,

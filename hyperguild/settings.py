@@ -222,6 +222,13 @@ HYPERGUILD_HOOK_RETROSPECTIVE = env_bool("HYPERGUILD_HOOK_RETROSPECTIVE", True)
 # Most characters of project context the SessionStart hook puts in front of the model.
 HYPERGUILD_HOOK_CONTEXT_CHARS = env_int("HYPERGUILD_HOOK_CONTEXT_CHARS", 2000, minimum=200, maximum=20000)
 
+# --- Metrics and traces (docs/operations.md, "Metrics and traces") -----------
+# GET /metrics needs this as a Bearer token when set; when empty only loopback callers may scrape.
+HYPERGUILD_METRICS_TOKEN = env_str("HYPERGUILD_METRICS_TOKEN", "")
+# OpenTelemetry traces go over OTLP/HTTP to this collector (e.g. http://127.0.0.1:4318); empty: tracing off.
+OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "hyperguild")
+
 # --- Training data -----------------------------------------------------------
 TRAINER_SECRET_PATTERNS_FILE = env_str("TRAINER_SECRET_PATTERNS_FILE", "")
 # The licence a trainer_export dataset card names (a Hugging Face licence id, e.g. apache-2.0, or "other").
@@ -247,6 +254,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "hyperguild.metrics.MetricsMiddleware",  # first: counts every answer, the admission gate's 503s too
     "hyperguild.middleware.AdmissionMiddleware",  # off with HYPERGUILD_WEB_CONCURRENCY=0
     "hyperguild.middleware.GuardMiddleware",
     "django.middleware.security.SecurityMiddleware",

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 
-from hyperguild import people_views, ui, views
+from hyperguild import metrics, people_views, ui, views
 from hyperguild.mcp.views import McpView
 
 mcp_view = McpView.as_view()
@@ -10,6 +10,7 @@ mcp_view = McpView.as_view()
 urlpatterns = [
     path("health", views.health, name="health"),
     path("health/live", views.live, name="health-live"),
+    path("metrics", metrics.metrics_view, name="metrics"),
     path("favicon.ico", views.favicon, name="favicon"),
     # /mcp/x and /mcp/x/ both answer: MCP clients POST and must not be redirected.
     path("mcp/<slug:endpoint>", mcp_view, name="mcp"),

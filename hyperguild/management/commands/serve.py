@@ -18,11 +18,13 @@ server and the worker reconnect on their next query).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 from django.conf import settings
@@ -70,6 +72,16 @@ def web_command(server: str, host: str, port: int, workers: int) -> list[str]:
     return [sys.executable, "-m", "uvicorn", "hyperguild.asgi:application", "--host", host, "--port", str(port),
             "--workers", str(workers), "--no-access-log", "--lifespan", "off",
             "--timeout-graceful-shutdown", "5"]  # fmt: skip
+
+
+def metrics_dir(port: int) -> Path:
+    """An empty folder for the web processes' metric files (PROMETHEUS_MULTIPROC_DIR), unless one is set."""
+    configured = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    folder = Path(configured) if configured else settings.DATA_DIR / "metrics" / str(port)
+    if folder.exists() and not configured:
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def masked(token: str) -> str:
@@ -132,6 +144,9 @@ class Command(BaseCommand):
             # a web or worker process started again after a crash of the database cannot race the check
             # below (which logs the restart and resets this process's connections).
             child_env["HYPERGUILD_EMBEDDED_DB_URL"] = embedded_database_url(settings.DATA_DIR)
+        # Several web processes answer /metrics: each keeps its counters in files here, a scrape adds them up
+        # (hyperguild.metrics). Emptied at each start, so the counters start at 0 with the service.
+        child_env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir(port))
 
         def start_web() -> subprocess.Popen:
             web = subprocess.Popen(web_command(server, host, port, max(1, web_workers)), cwd=settings.BASE_DIR,
