@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1
 CONFORMANCE := tests/conformance/node_modules/.installed
 CLAUDE_CLI := tests/claude_cli/node_modules/.installed
 
-.PHONY: run test lint help chromium
+.PHONY: run test lint help chromium prometheus
 
 help:
 	@echo "make run   - set up and start hyperguild (web server + worker) on http://127.0.0.1:8000"
@@ -37,11 +37,17 @@ chromium:
 	  (echo "installing Debian chromium for the browser tests" && \
 	   (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
+# A real Prometheus scrapes /metrics in tests/core/test_prometheus.py; Debian's package, installed when missing.
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ] || \
+	  (echo "installing Debian prometheus for the metrics test" && \
+	   (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null)
+
 run: $(STAMP)
 	@echo "==> [3/3] starting hyperguild (embedded database, migrations, web server, worker; HYPERGUILD_PORT picks the port)"
 	$(BIN)/python manage.py serve
 
-test: $(STAMP) $(CONFORMANCE) $(CLAUDE_CLI) chromium
+test: $(STAMP) $(CONFORMANCE) $(CLAUDE_CLI) chromium prometheus
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

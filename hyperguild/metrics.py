@@ -29,7 +29,8 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import MiddlewareNotUsed
+from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
 from prometheus_client import (
     REGISTRY,
@@ -103,11 +104,14 @@ class _ScrapeTimeSources:
 
 
 def observe_http(route: str, method: str, status: int, seconds: float) -> None:
+    # Only MetricsMiddleware calls it, and it is not installed with HYPERGUILD_METRICS off.
     HTTP_REQUESTS.labels(route, method, str(status)).inc()
     HTTP_LATENCY.labels(route, method).observe(seconds)
 
 
 def observe_mcp(endpoint: str, method: str, tool: str | None, outcome: str, seconds: float) -> None:
+    if not settings.HYPERGUILD_METRICS:
+        return
     MCP_CALLS.labels(endpoint, method or "unknown", tool or "", outcome).inc()
     MCP_LATENCY.labels(endpoint, method or "unknown", tool or "").observe(seconds)
 
@@ -162,6 +166,8 @@ def scrape_refusal(request: HttpRequest) -> tuple[int, str] | None:
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
+    if not settings.HYPERGUILD_METRICS:
+        raise Http404("metrics are off (HYPERGUILD_METRICS=0)")
     refusal = scrape_refusal(request)
     if refusal is not None:
         status, reason = refusal
@@ -181,6 +187,8 @@ class MetricsMiddleware:
     """Counts every request by its URL pattern (never the raw path: slugs and ids would explode the labels)."""
 
     def __init__(self, get_response):
+        if not settings.HYPERGUILD_METRICS:
+            raise MiddlewareNotUsed
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:

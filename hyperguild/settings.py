@@ -223,6 +223,8 @@ HYPERGUILD_HOOK_RETROSPECTIVE = env_bool("HYPERGUILD_HOOK_RETROSPECTIVE", True)
 HYPERGUILD_HOOK_CONTEXT_CHARS = env_int("HYPERGUILD_HOOK_CONTEXT_CHARS", 2000, minimum=200, maximum=20000)
 
 # --- Metrics and traces (docs/operations.md, "Metrics and traces") -----------
+# 0: no /metrics, nothing counted per request (the benchmark's "off" side; on costs well under 5 %).
+HYPERGUILD_METRICS = env_bool("HYPERGUILD_METRICS", True)
 # GET /metrics needs this as a Bearer token when set; when empty only loopback callers may scrape.
 HYPERGUILD_METRICS_TOKEN = env_str("HYPERGUILD_METRICS_TOKEN", "")
 # OpenTelemetry traces go over OTLP/HTTP to this collector (e.g. http://127.0.0.1:4318); empty: tracing off.

@@ -118,3 +118,8 @@ def test_with_a_metrics_token_set_a_scrape_must_carry_it(client, db, settings):
     right = client.get("/metrics", REMOTE_ADDR="203.0.113.9", HTTP_AUTHORIZATION="Bearer scrape-secret")
     assert right.status_code == 200
     assert b"hyperguild_http_requests_total" in right.content
+
+
+def test_with_metrics_off_there_is_no_metrics_page(client, db, settings):
+    settings.HYPERGUILD_METRICS = False
+    assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 404
