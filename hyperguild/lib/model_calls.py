@@ -104,7 +104,8 @@ def record_model_call(
     context = current_context()
     cleaned, redactions = redact_fields({"request": request, "response": response or "", "error": error or ""})
     call = do_record_model_call(
-        requested_by=context.requested_by,
+        # A User only: the service identity and anonymous callers are named by `service`.
+        requested_by=context.requested_by if getattr(context.requested_by, "pk", None) else None,
         service=context.service,
         session_id=context.session_id,
         project=context.project,
