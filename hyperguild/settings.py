@@ -404,6 +404,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"expected_mcp_405": {"()": "hyperguild.log_filters.ExpectedMcpNotAllowed"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
@@ -414,6 +415,8 @@ LOGGING = {
         "django_q": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         # GuardMiddleware logs bad Hosts once a minute without a traceback; Django's own line would flood.
         "django.security.DisallowedHost": {"handlers": [], "level": "CRITICAL", "propagate": False},
+        # A GET on an MCP endpoint is answered 405 as the protocol asks; that answer is not a warning.
+        "django.request": {"filters": ["expected_mcp_405"]},
     },
 }
 

@@ -311,3 +311,41 @@ def get_llm_client(*, timeout: float | None = None, retries: int | None = None) 
 
 def _ms_since(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
+
+
+# How long a gateway probe's answer is reused (/health may be polled every few seconds).
+GATEWAY_PROBE_TTL_SECONDS = 30.0
+GATEWAY_PROBE_TIMEOUT_SECONDS = 2.0
+_probe_cache: dict[str, tuple[float, bool, str]] = {}
+
+
+def gateway_status(*, fresh: bool = False) -> dict[str, Any]:
+    """The model gateway as /health and the `serve` banner name it: URL, models, reachable or not.
+
+    Reachable means it answered HTTP at all (any status: a 401 or 404 is a gateway that is up); the
+    probe is a GET of /v1/models with a short timeout, reused for GATEWAY_PROBE_TTL_SECONDS.
+    """
+    fast, thinking = settings.HYPERGUILD_FAST_MODEL, settings.HYPERGUILD_THINKING_MODEL
+    models = {"answer": settings.BRAIN_ANSWER_MODEL or None, "fast": fast, "thinking": thinking}
+    if not settings.LITELLM_BASE_URL:
+        return {"configured": False, "url": None, "models": models, "reachable": None,
+                "note": "LITELLM_BASE_URL is empty: brain_answer is extractive, the retrospective uses rules, "
+                        "/mcp/routing refuses its calls"}  # fmt: skip
+    base = settings.LITELLM_BASE_URL.rstrip("/")
+    url = f"{base}/models" if base.endswith("/v1") else f"{base}/v1/models"
+    now = time.monotonic()
+    cached = _probe_cache.get(url)
+    if cached is None or fresh or now - cached[0] > GATEWAY_PROBE_TTL_SECONDS:
+        headers = {"Authorization": f"Bearer {settings.LITELLM_API_KEY}"} if settings.LITELLM_API_KEY else {}
+        try:
+            status = httpx.get(url, headers=headers, timeout=GATEWAY_PROBE_TIMEOUT_SECONDS).status_code
+            cached = (now, True, f"HTTP {status}")
+        except httpx.HTTPError as exc:
+            cached = (now, False, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        _probe_cache[url] = cached
+    report: dict[str, Any] = {"configured": True, "url": safe_url(base), "models": models, "reachable": cached[1]}
+    if not cached[1]:
+        report["error"] = cached[2][:300]
+    if fast == thinking:
+        report["single_model"] = True
+    return report
