@@ -68,14 +68,18 @@ class LLMTruncated(LLMBadResponse):
     """The model was cut at the token limit (`finish_reason: length`): its JSON answer is incomplete."""
 
 
-# Purposes with a limit of their own in settings (LLM_MAX_TOKENS_<PURPOSE>); any other uses LLM_MAX_TOKENS_DEFAULT.
-PURPOSES = ("answer", "retrospective", "review", "debug", "trainer", "spec", "summary")
-
-
 def generation_limit(purpose: str) -> int:
-    """The most tokens a model may write for `purpose` (settings LLM_MAX_TOKENS_*)."""
-    name = f"LLM_MAX_TOKENS_{purpose.upper()}" if purpose in PURPOSES else "LLM_MAX_TOKENS_DEFAULT"
-    return int(getattr(settings, name))
+    """The most tokens a model may write for `purpose` (settings LLM_MAX_TOKENS_*; any other: _DEFAULT)."""
+    limits = {
+        "answer": settings.LLM_MAX_TOKENS_ANSWER,
+        "retrospective": settings.LLM_MAX_TOKENS_RETROSPECTIVE,
+        "review": settings.LLM_MAX_TOKENS_REVIEW,
+        "debug": settings.LLM_MAX_TOKENS_DEBUG,
+        "trainer": settings.LLM_MAX_TOKENS_TRAINER,
+        "spec": settings.LLM_MAX_TOKENS_SPEC,
+        "summary": settings.LLM_MAX_TOKENS_SUMMARY,
+    }
+    return limits.get(purpose, settings.LLM_MAX_TOKENS_DEFAULT)
 
 
 @dataclass
