@@ -7,6 +7,9 @@
               (BRAIN_ANSWER_MODEL through LITELLM_BASE_URL) with the instruction
               to answer only from them and cite them by number; without an LLM
               the answer is extractive: the best passage of each source
+    accept    the model's answer counts (`synthesized: true`) only if it was not cut
+              off, cites sources that exist and is not degenerate
+              (brain.answer_checks); otherwise the extractive answer, with `reason`
 
 Nothing surviving the filter is an answer too: it says so and cites nothing.
 A failing reranker or LLM raises AnswerUnavailable naming the service.
@@ -18,10 +21,12 @@ import re
 
 from django.conf import settings
 
+from brain.answer_checks import synthesized_answer_problem
 from brain.errors import AnswerUnavailable
 from brain.models import Note
 from brain.search import search
 from hyperguild.lib.llm import LLMError, get_llm_client
+from hyperguild.lib.model_calls import mark_model_call
 from hyperguild.lib.reranker import RerankerError, get_reranker
 from hyperguild.lib.text import excerpt
 
@@ -89,7 +94,8 @@ def answer(question: str, limit: int = 5) -> dict:
         except RerankerError as exc:
             raise AnswerUnavailable(f"The reranker failed, so no answer was attempted: {exc}") from None
 
-    llm = get_llm_client() if settings.BRAIN_ANSWER_MODEL else None
+    # A person waits: the answer's own timeout, and no retry (a retry doubles the wait on a busy server).
+    llm = get_llm_client(timeout=settings.BRAIN_ANSWER_TIMEOUT, retries=0) if settings.BRAIN_ANSWER_MODEL else None
     cap = min(limit, MAX_LLM_SOURCES) if llm is not None else limit
     chosen = list(enumerate(candidates[:cap], start=1))
     sources = [
@@ -113,9 +119,7 @@ def answer(question: str, limit: int = 5) -> dict:
         return result
 
     if llm is None:
-        result["answer"] = "\n\n".join(
-            f"[{n}] {note.title}: {best_passage(question, note.body) or excerpt(note.body, EXCERPT_CHARS)}" for n, note in chosen
-        )
+        result["answer"] = extractive_answer(question, chosen)
         return result
 
     messages = [
@@ -123,8 +127,22 @@ def answer(question: str, limit: int = 5) -> dict:
         {"role": "user", "content": user_prompt(question, chosen)},
     ]
     try:
-        chat = llm.chat(messages, model=settings.BRAIN_ANSWER_MODEL, temperature=0)
+        chat = llm.chat(messages, model=settings.BRAIN_ANSWER_MODEL, temperature=0, purpose="answer")
     except LLMError as exc:
         raise AnswerUnavailable(f"The LLM ({settings.BRAIN_ANSWER_MODEL}) failed to answer: {exc}") from None
+    problem = synthesized_answer_problem(chat.text, sources=len(chosen), truncated=chat.truncated)
+    if problem is not None:
+        # Garbage is never passed off as a sourced answer: the passages themselves, and why.
+        if not chat.truncated:
+            mark_model_call(chat.call_id, "bad_output", problem)
+        result.update(answer=extractive_answer(question, chosen), reason=f"{problem}; the passages are shown instead")
+        return result
     result.update(answer=chat.text.strip(), model=chat.model, synthesized=True)
     return result
+
+
+def extractive_answer(question: str, chosen: list[tuple[int, Note]]) -> str:
+    """The answer without a model: the passage of each source that answers the question."""
+    return "\n\n".join(
+        f"[{n}] {note.title}: {best_passage(question, note.body) or excerpt(note.body, EXCERPT_CHARS)}" for n, note in chosen
+    )

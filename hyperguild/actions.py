@@ -17,7 +17,7 @@ from django_q.models import Schedule
 from hyperguild.auth import check_scopes, new_personal_token
 from hyperguild.contributions import schedules
 from hyperguild.errors import DomainError
-from hyperguild.models import CredentialUse, McpCancellation, McpTask, PersonalToken, WorkerHeartbeat
+from hyperguild.models import CredentialUse, McpCancellation, McpTask, ModelCall, PersonalToken, WorkerHeartbeat
 
 HEARTBEAT_NAME = "qcluster"
 
@@ -195,3 +195,17 @@ def do_revoke_personal_token(token: PersonalToken) -> PersonalToken:
         PersonalToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
     token.refresh_from_db()
     return token
+
+
+def do_record_model_call(**values) -> ModelCall:
+    """Store one model call (hyperguild.lib.model_calls.record_model_call redacts and caps first).
+
+    Not atomic of its own: inside a caller's transaction the record shares its fate, outside it is
+    committed at once (autocommit), which is how the clients call it.
+    """
+    return ModelCall.objects.create(**values)
+
+
+def do_mark_model_call(call_id: int, *, outcome: str, error: str) -> None:
+    """Record a caller's verdict on an answer the model gave (bad output, degenerate, failed a check)."""
+    ModelCall.objects.filter(pk=call_id).update(outcome=outcome, error=error)

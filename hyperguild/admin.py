@@ -6,7 +6,7 @@ from django.contrib import admin
 
 from hyperguild.actions import do_revoke_personal_token
 from hyperguild.admin_mixins import ReadOnlyAdminMixin
-from hyperguild.models import CredentialUse, McpCancellation, McpTask, PersonalToken, WorkerHeartbeat
+from hyperguild.models import CredentialUse, McpCancellation, McpTask, ModelCall, PersonalToken, WorkerHeartbeat
 
 
 @admin.register(WorkerHeartbeat)
@@ -90,3 +90,18 @@ class CredentialUseAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ("user",)
     date_hierarchy = "at"
     readonly_fields = ("at", "user", "kind", "credential", "method", "path", "address")
+
+
+@admin.register(ModelCall)
+class ModelCallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Every call to a model, success or failure, with what was sent and what came back (redacted, capped)."""
+
+    list_display = ("created_at", "purpose", "skill", "model", "provider", "outcome", "finish_reason", "latency_ms",
+                    "input_tokens", "output_tokens", "requested_by", "service", "session_id")  # fmt: skip
+    list_filter = ("outcome", "provider", "purpose", "model")
+    search_fields = ("model", "skill", "purpose", "session_id", "project", "error", "service", "requested_by__username")
+    list_select_related = ("requested_by",)
+    date_hierarchy = "created_at"
+
+    def get_readonly_fields(self, request, obj=None):
+        return [field.name for field in self.model._meta.fields]

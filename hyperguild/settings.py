@@ -153,6 +153,18 @@ BRAIN_RERANKER_TIMEOUT = env_float("BRAIN_RERANKER_TIMEOUT", 10.0, minimum=0.1)
 BRAIN_RERANKER_RETRIES = env_int("BRAIN_RERANKER_RETRIES", 0, minimum=0, maximum=10)
 LITELLM_TIMEOUT = env_float("LITELLM_TIMEOUT", 60.0, minimum=0.1)
 LITELLM_RETRIES = env_int("LITELLM_RETRIES", 1, minimum=0, maximum=10)
+# Bounded generation: the most tokens a model may write, per purpose (max_tokens on the OpenAI
+# wire, options.num_predict on Ollama's). A call cut at its limit is recorded as truncated.
+LLM_MAX_TOKENS_ANSWER = env_int("LLM_MAX_TOKENS_ANSWER", 600, minimum=16)
+LLM_MAX_TOKENS_RETROSPECTIVE = env_int("LLM_MAX_TOKENS_RETROSPECTIVE", 1500, minimum=16)
+LLM_MAX_TOKENS_REVIEW = env_int("LLM_MAX_TOKENS_REVIEW", 2500, minimum=16)
+LLM_MAX_TOKENS_DEBUG = env_int("LLM_MAX_TOKENS_DEBUG", 2500, minimum=16)
+LLM_MAX_TOKENS_TRAINER = env_int("LLM_MAX_TOKENS_TRAINER", 1500, minimum=16)
+LLM_MAX_TOKENS_SPEC = env_int("LLM_MAX_TOKENS_SPEC", 2500, minimum=16)
+LLM_MAX_TOKENS_SUMMARY = env_int("LLM_MAX_TOKENS_SUMMARY", 300, minimum=16)
+LLM_MAX_TOKENS_DEFAULT = env_int("LLM_MAX_TOKENS_DEFAULT", 1000, minimum=16)
+# brain_answer: a person waits on it, so its own (shorter) timeout, never above LITELLM_TIMEOUT.
+BRAIN_ANSWER_TIMEOUT = env_float("BRAIN_ANSWER_TIMEOUT", 60.0, minimum=0.1)
 
 # --- Limits at the door and error answers (hyperguild.middleware, hyperguild.lib.limits) ---
 HYPERGUILD_REST_MAX_BODY = env_int("HYPERGUILD_REST_MAX_BODY", 2_621_440, minimum=1024)
@@ -402,6 +414,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"expected_mcp_405": {"()": "hyperguild.log_filters.ExpectedMcpNotAllowed"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
@@ -412,6 +425,8 @@ LOGGING = {
         "django_q": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         # GuardMiddleware logs bad Hosts once a minute without a traceback; Django's own line would flood.
         "django.security.DisallowedHost": {"handlers": [], "level": "CRITICAL", "propagate": False},
+        # A GET on an MCP endpoint is answered 405 as the protocol asks; that answer is not a warning.
+        "django.request": {"filters": ["expected_mcp_405"]},
     },
 }
 

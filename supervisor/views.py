@@ -104,7 +104,8 @@ def routing_dashboard(request: HttpRequest) -> HttpResponse:
     figures = window.figures(settings.HYPERGUILD_FAST_MODEL)
     per_skill = [{"skill": name, **row} for name, row in sorted(figures["skills"].items())]
     per_model = [
-        {"model": name, **row, "share": row["attempts"] / figures["attempts"]} for name, row in figures["models"].items()
+        {"model": name, **row, "share": row["attempts"] / figures["attempts"] if figures["attempts"] else 0.0}
+        for name, row in figures["models"].items()
     ]
     latest = list(window.select_related("attempt_of").order_by("-created_at", "-id")[:LATEST_DECISIONS])
     pathways = list(

@@ -47,6 +47,7 @@ def test_stats_report_pass_rates_model_counts_and_the_fast_share(asgi_server):
         "calls_by_model": {FAST: 2, THINKING: 1},
         "fast_share": pytest.approx(0.6667),
         "fail_open_retries": 1,
+        "outages": 0,
     }
     assert body["skills"]["debug"]["pass_rate"] == 0.0
     assert body["window_hours"] == 24
