@@ -6,7 +6,15 @@ from django.contrib import admin
 
 from hyperguild.actions import do_revoke_personal_token
 from hyperguild.admin_mixins import ReadOnlyAdminMixin
-from hyperguild.models import CredentialUse, McpCancellation, McpTask, ModelCall, PersonalToken, WorkerHeartbeat
+from hyperguild.models import (
+    CredentialUse,
+    McpCancellation,
+    McpTask,
+    ModelCall,
+    PersonalToken,
+    PersonBudget,
+    WorkerHeartbeat,
+)
 
 
 @admin.register(WorkerHeartbeat)
@@ -97,11 +105,22 @@ class ModelCallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Every call to a model, success or failure, with what was sent and what came back (redacted, capped)."""
 
     list_display = ("created_at", "purpose", "skill", "model", "provider", "outcome", "finish_reason", "latency_ms",
-                    "input_tokens", "output_tokens", "requested_by", "service", "session_id")  # fmt: skip
-    list_filter = ("outcome", "provider", "purpose", "model")
+                    "input_tokens", "output_tokens", "cost_usd", "cost_source", "requested_by", "service",
+                    "session_id")  # fmt: skip
+    list_filter = ("outcome", "provider", "purpose", "model", "cost_source", "skill")
     search_fields = ("model", "skill", "purpose", "session_id", "project", "error", "service", "requested_by__username")
     list_select_related = ("requested_by",)
     date_hierarchy = "created_at"
 
     def get_readonly_fields(self, request, obj=None):
         return [field.name for field in self.model._meta.fields]
+
+
+@admin.register(PersonBudget)
+class PersonBudgetAdmin(admin.ModelAdmin):
+    """A person's own daily and monthly limits on model spend (USD, UTC days and months; empty: none)."""
+
+    list_display = ("person", "daily_usd", "monthly_usd")
+    search_fields = ("person__username", "person__email")
+    list_select_related = ("person",)
+    autocomplete_fields = ("person",)

@@ -219,4 +219,45 @@ def queue_metrics() -> Iterable[Metric]:
     )
 
 
+def model_call_metrics() -> Iterable[Metric]:
+    """Model calls, tokens and cost by model, skill and outcome, read from the ModelCall records.
+
+    A cost total here is exactly the sum of the records' costs (calls whose cost is unknown add
+    nothing and are counted apart in hyperguild_model_calls_unpriced).
+    """
+    from django.db.models import Count, Q, Sum
+
+    from hyperguild.models import ModelCall
+
+    calls = GaugeMetricFamily("hyperguild_model_calls", "Model calls recorded", labels=["model", "skill", "outcome"])
+    tokens = GaugeMetricFamily(
+        "hyperguild_model_tokens", "Tokens of the model calls recorded", labels=["model", "skill", "direction"]
+    )
+    cost = GaugeMetricFamily("hyperguild_model_cost_usd", "Cost in USD of the model calls recorded", labels=["model", "skill"])
+    unpriced = GaugeMetricFamily(
+        "hyperguild_model_calls_unpriced", "Model calls whose cost is unknown (usage or price)", labels=["model", "skill"]
+    )
+    rows = (
+        ModelCall.objects.values("model", "skill", "outcome")
+        .annotate(n=Count("id"), i=Sum("input_tokens"), o=Sum("output_tokens"), usd=Sum("cost_usd"),
+                  unknown=Count("id", filter=Q(cost_usd__isnull=True)))
+        .order_by()
+    )  # fmt: skip
+    by_model: dict[tuple[str, str], list] = {}
+    for row in rows:
+        calls.add_metric([row["model"], row["skill"], row["outcome"]], row["n"])
+        totals = by_model.setdefault((row["model"], row["skill"]), [0, 0, 0.0, 0])
+        totals[0] += row["i"] or 0
+        totals[1] += row["o"] or 0
+        totals[2] += float(row["usd"] or 0)
+        totals[3] += row["unknown"]
+    for (model, skill), (inputs, outputs, usd, unknown) in by_model.items():
+        tokens.add_metric([model, skill, "input"], inputs)
+        tokens.add_metric([model, skill, "output"], outputs)
+        cost.add_metric([model, skill], usd)
+        unpriced.add_metric([model, skill], unknown)
+    yield from (calls, tokens, cost, unpriced)
+
+
 register_metric_source("queue", queue_metrics)
+register_metric_source("model_calls", model_call_metrics)

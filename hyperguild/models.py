@@ -214,6 +214,9 @@ class ModelCall(models.Model):
     input_tokens = models.PositiveIntegerField(null=True, blank=True)
     output_tokens = models.PositiveIntegerField(null=True, blank=True)
     cost_usd = models.DecimalField(max_digits=12, decimal_places=6, null=True, blank=True)
+    # How cost_usd was found, or why it is empty: reported, price table, price unknown, usage unknown
+    # (hyperguild.lib.pricing.CostSource). An empty cost is never a silent 0.
+    cost_source = models.CharField(max_length=20, blank=True, default="")
     redactions = models.JSONField(default=list, blank=True)
 
     class Meta:
@@ -227,3 +230,35 @@ class ModelCall(models.Model):
     def counts_against_model(self) -> bool:
         """False for an outage: the model never got the chance to answer."""
         return self.outcome != self.Outcome.OUTAGE
+
+
+class PersonBudget(models.Model):
+    """A person's own spending limits on model calls, in USD (days and months in UTC). Empty: no limit.
+
+    The service's limits are settings (HYPERGUILD_BUDGET_DAILY_USD, HYPERGUILD_BUDGET_MONTHLY_USD);
+    a call must fit both (hyperguild.budgets).
+    """
+
+    person = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="budget")
+    daily_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
+    monthly_usd = models.DecimalField(max_digits=10, decimal_places=2, null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"budget of {self.person}"
+
+
+class BudgetReservation(models.Model):
+    """What a model call about to be made may cost, held until its ModelCall is recorded.
+
+    Concurrent calls see each other's reservations, so together they cannot overshoot a budget by
+    more than one call's estimate (hyperguild.budgets.reserve). A reservation left behind by a
+    crashed process stops counting after RESERVATION_TTL.
+    """
+
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    person = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    amount_usd = models.DecimalField(max_digits=12, decimal_places=6)
+    what = models.CharField(max_length=200)
+
+    def __str__(self) -> str:
+        return f"{self.what}: {self.amount_usd} USD"

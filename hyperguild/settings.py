@@ -234,6 +234,15 @@ HYPERGUILD_HOOK_RETROSPECTIVE = env_bool("HYPERGUILD_HOOK_RETROSPECTIVE", True)
 # Most characters of project context the SessionStart hook puts in front of the model.
 HYPERGUILD_HOOK_CONTEXT_CHARS = env_int("HYPERGUILD_HOOK_CONTEXT_CHARS", 2000, minimum=200, maximum=20000)
 
+# --- Model call costs and budgets (docs/operations.md, "Costs and budgets") ---------
+# YAML: model name -> {input, output} USD per million tokens, for responses that carry no cost.
+HYPERGUILD_MODEL_PRICES_FILE = env_str("HYPERGUILD_MODEL_PRICES_FILE", "")
+# The whole service's limits per UTC day and month, in USD; 0: no limit.
+HYPERGUILD_BUDGET_DAILY_USD = env_float("HYPERGUILD_BUDGET_DAILY_USD", 0.0, minimum=0.0)
+HYPERGUILD_BUDGET_MONTHLY_USD = env_float("HYPERGUILD_BUDGET_MONTHLY_USD", 0.0, minimum=0.0)
+# What a budget holds back for a call it cannot price beforehand (a claude worker run, an unlisted model).
+HYPERGUILD_BUDGET_UNPRICED_CALL_USD = env_float("HYPERGUILD_BUDGET_UNPRICED_CALL_USD", 0.05, minimum=0.0)
+
 # --- Metrics and traces (docs/operations.md, "Metrics and traces") -----------
 # 0: no /metrics, nothing counted per request (the benchmark's "off" side; on costs well under 5 %).
 HYPERGUILD_METRICS = env_bool("HYPERGUILD_METRICS", True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from django.conf import settings
 
 from brain.actions import do_write_raw_note
+from hyperguild import budgets
 from hyperguild.lib.model_calls import record_model_call
 from hyperguild.lib.redaction import redact_fields
 from hyperguild.models import ModelCall
@@ -89,7 +90,13 @@ class RunContext:
         except ModelTableError as exc:
             raise SkillFailed(str(exc)) from exc
         prompt = build_prompt(self.skill, task)
-        worker = executor.run_worker(
+        with budgets.reserve(None, what=f"{self.skill} worker ({model})"):
+            worker = self._spawn(prompt, model, cwd, waiting, gateway_env)
+            record_worker_call(worker, model=model, prompt=prompt, purpose=self.skill)
+        return worker
+
+    def _spawn(self, prompt: str, model: str, cwd: Path, waiting, gateway_env) -> executor.WorkerResult:
+        return executor.run_worker(
             prompt=prompt,
             schema=worker_schema(self.skill),
             cwd=cwd,
@@ -100,8 +107,6 @@ class RunContext:
             on_start=self.worker_pids.append,
             env_overrides=gateway_env,
         )
-        record_worker_call(worker, model=model, prompt=prompt, purpose=self.skill)
-        return worker
 
     def log(self, attempt: int, worker: executor.WorkerResult, **verification) -> dict:
         entry = {
@@ -147,7 +152,14 @@ def record_worker_call(worker: executor.WorkerResult, *, model: str, prompt: str
         if isinstance(worker.envelope, dict) else "",
         input_tokens=usage.get("input_tokens") if isinstance(usage.get("input_tokens"), int) else None,
         output_tokens=usage.get("output_tokens") if isinstance(usage.get("output_tokens"), int) else None,
+        reported_cost_usd=_reported_cost(worker.envelope),
     )  # fmt: skip
+
+
+def _reported_cost(envelope) -> float | None:
+    """The claude CLI's own `total_cost_usd` (None when the envelope has none)."""
+    cost = envelope.get("total_cost_usd") if isinstance(envelope, dict) else None
+    return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0 else None
 
 
 def run_worker_skill(run, progress: ReportProgress, cancel_check: Callable[[], bool]) -> tuple[dict, RunContext]:

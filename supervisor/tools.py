@@ -17,6 +17,7 @@ import time
 from django.conf import settings
 from django.db import connection, transaction
 
+from hyperguild import budgets
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError, register_endpoint
 from supervisor import executor, reaper
 from supervisor.actions import do_create_skill_run, do_request_cancel
@@ -94,6 +95,10 @@ def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor"
     problem = next(filter(None, (gateway_problem(name.strip()) for name in model.split(","))), None)
     if problem:
         raise ModelTableError(problem)
+    if model:
+        # Before anything is queued or spawned: a spent budget is a clear error, not a failed run.
+        # A consensus review runs one worker per model, and the budget must hold them all.
+        budgets.check(budgets.estimate_or_default(None), requested_by, count=len(model.split(",")))
     run = do_create_skill_run(
         skill=skill,
         arguments=arguments,

@@ -19,6 +19,7 @@ success or failure; `result.call_id` / `error.call_id` name the record.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +29,7 @@ from django.conf import settings
 
 from hyperguild.lib.http import ServiceClient, ServiceRejected, ServiceUnavailable, configured_client, safe_url
 from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
+from hyperguild.lib.pricing import estimate
 from hyperguild.lib.text import excerpt
 
 # How much of a non-JSON or malformed answer an LLMBadResponse keeps.
@@ -175,6 +177,20 @@ class LLMClient:
             payload["temperature"] = temperature
         payload["max_tokens"] = limit
 
+        # A budget (hyperguild.budgets) holds this call's estimate until its record is written.
+        with self._budget(model, messages, limit, purpose):
+            return self._chat(payload, model, limit, purpose)
+
+    def _budget(self, model: str, messages: list[dict[str, Any]], limit: int, purpose: str):
+        if not self.record:
+            return contextlib.nullcontext()
+        # Imported here: a lib module loads no models when imported (the budgets read ModelCall rows).
+        from hyperguild import budgets
+
+        chars = sum(len(str(message.get("content") or "")) for message in messages)
+        return budgets.reserve(estimate(model, chars, limit), what=f"{purpose or 'chat'} on {model}")
+
+    def _chat(self, payload: dict[str, Any], model: str, limit: int, purpose: str) -> ChatResult:
         def record(outcome: str, **values: Any) -> int | None:
             if not self.record:
                 return None

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from hyperguild.lib.pricing import cost_of
 from hyperguild.lib.redaction import redact_fields
 
 # What a record keeps of the request and of the raw response, in characters (hyperguild.models.ModelCall.BODY_CAP).
@@ -96,12 +97,14 @@ def record_model_call(
     max_tokens: int | None = None,
     input_tokens: int | None = None,
     output_tokens: int | None = None,
+    reported_cost_usd: float | None = None,
 ):
     """Redact, cap and store one call; returns the ModelCall. Who/skill/session/project: the current context."""
     from hyperguild.actions import do_record_model_call
     from hyperguild.models import ModelCall
 
     context = current_context()
+    cost_usd, cost_source = cost_of(model, input_tokens, output_tokens, reported_cost_usd)
     cleaned, redactions = redact_fields({"request": request, "response": response or "", "error": error or ""})
     call = do_record_model_call(
         # A User only: the service identity and anonymous callers are named by `service`.
@@ -124,6 +127,8 @@ def record_model_call(
         latency_ms=max(0, int(latency_ms)),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        cost_usd=cost_usd,
+        cost_source=cost_source,
         redactions=redactions,
     )
     context.recorded.append(call.pk)

@@ -13,6 +13,7 @@ retrieval order: this is a filter, not a re-ranker.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -81,6 +82,18 @@ def score_response(text: str) -> float:
     if match and match.group(1).lower() == "yes":
         return 1.0
     return 0.0
+
+
+def _ollama_counts(body: str) -> tuple[int, int] | None:
+    """(prompt_eval_count, eval_count) of an Ollama generate body, None when it does not say."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    counts = (data.get("prompt_eval_count"), data.get("eval_count")) if isinstance(data, dict) else (None, None)
+    if all(isinstance(count, int) and not isinstance(count, bool) for count in counts):
+        return counts[0], counts[1]
+    return None
 
 
 @dataclass
@@ -182,22 +195,29 @@ class RerankerClient:
         return judgement, None
 
     def _record(self, outcomes: Sequence[Judgement | _Failure]) -> None:
-        if not self.record:
+        """One ModelCall for the whole pass over N candidates (not N): its tokens are the sum of Ollama's
+        `prompt_eval_count` and `eval_count`, unknown if any answer lacks them; the worst outcome wins."""
+        if not self.record or not outcomes:
             return
         from hyperguild.lib.model_calls import record_model_call
 
-        for item in outcomes:
-            common = {
-                "provider": "ollama", "endpoint": safe_url(self.generate_url), "model": self.model, "purpose": "rerank",
-                "request": item.payload, "max_tokens": NUM_PREDICT, "latency_ms": item.latency_ms,
-            }  # fmt: skip
-            if isinstance(item, _Failure):
-                record_model_call(**common, outcome=item.error.outcome, error=str(item.error),
-                                  response=item.error.response, status_code=item.status)  # fmt: skip
-            else:
-                truncated = item.done_reason == "length" and item.score == 0
-                record_model_call(**common, outcome="truncated" if truncated else "ok", response=item.body,
-                                  finish_reason=item.done_reason, status_code=200)  # fmt: skip
+        failures = [item for item in outcomes if isinstance(item, _Failure)]
+        judgements = [item for item in outcomes if isinstance(item, Judgement)]
+        counts = [_ollama_counts(item.body) for item in judgements]
+        known = bool(counts) and not failures and all(count is not None for count in counts)
+        truncated = any(item.done_reason == "length" and item.score == 0 for item in judgements)
+        outcome = failures[0].error.outcome if failures else ("truncated" if truncated else "ok")
+        record_model_call(
+            provider="ollama", endpoint=safe_url(self.generate_url), model=self.model, purpose="rerank",
+            request=[item.payload for item in outcomes] if len(outcomes) > 1 else outcomes[0].payload,
+            max_tokens=NUM_PREDICT, latency_ms=max(item.latency_ms for item in outcomes), outcome=outcome,
+            response="\n".join(item.body if isinstance(item, Judgement) else item.error.response for item in outcomes),
+            error="; ".join(str(item.error) for item in failures),
+            status_code=failures[0].status if failures else 200,
+            finish_reason=",".join(sorted({item.done_reason for item in judgements if item.done_reason})),
+            input_tokens=sum(count[0] for count in counts) if known else None,
+            output_tokens=sum(count[1] for count in counts) if known else None,
+        )  # fmt: skip
 
     def _judgement(self, response: httpx.Response) -> Judgement:
         try:

@@ -123,3 +123,18 @@ def test_with_a_metrics_token_set_a_scrape_must_carry_it(client, db, settings):
 def test_with_metrics_off_there_is_no_metrics_page(client, db, settings):
     settings.HYPERGUILD_METRICS = False
     assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 404
+
+
+def test_the_cost_on_metrics_is_the_sum_of_the_model_call_records(brain):
+    from decimal import Decimal
+
+    from hyperguild.models import ModelCall
+
+    for cost in ("0.0123", "0.0400", None):
+        baker.make(ModelCall, model="fast", skill="review", provider="openai", outcome="ok", input_tokens=10,
+                   output_tokens=5, cost_usd=Decimal(cost) if cost else None)  # fmt: skip
+    found = samples(httpx.get(f"{brain}/metrics").text)
+    assert found[("hyperguild_model_cost_usd", (("model", "fast"), ("skill", "review")))] == pytest.approx(0.0523)
+    assert found[("hyperguild_model_calls", (("model", "fast"), ("outcome", "ok"), ("skill", "review")))] == 3
+    assert found[("hyperguild_model_tokens", (("direction", "input"), ("model", "fast"), ("skill", "review")))] == 30
+    assert found[("hyperguild_model_calls_unpriced", (("model", "fast"), ("skill", "review")))] == 1

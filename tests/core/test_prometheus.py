@@ -124,3 +124,18 @@ def test_prometheus_counts_exactly_the_mcp_calls_made_across_two_web_processes(t
     assert len(pids) == 2, sorted(path.name for path in metrics_dir.iterdir())
     assert prometheus_value(prometheus, 'sum(hyperguild_http_requests_total{route="mcp/<slug:endpoint>"})') >= CALLS
     assert prometheus_value(prometheus, "hyperguild_metric_source_up{source=\"queue\"}") == 1.0
+
+
+def test_prometheus_reads_the_same_model_cost_total_as_the_records(two_web_processes, prometheus):
+    from decimal import Decimal
+
+    from django.db.models import Sum
+    from model_bakery import baker
+
+    from hyperguild.models import ModelCall
+
+    for cost, model in (("0.0123", "fast"), ("0.2500", "thinking"), ("0.0007", "fast")):
+        baker.make(ModelCall, model=model, skill="review", provider="openai", outcome="ok", cost_usd=Decimal(cost))
+    expected = float(ModelCall.objects.aggregate(total=Sum("cost_usd"))["total"])
+    seen = wait_for(lambda: prometheus_value(prometheus, "sum(hyperguild_model_cost_usd)"), 30, "a scrape with costs")
+    assert seen == pytest.approx(expected)
