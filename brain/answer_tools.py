@@ -66,6 +66,7 @@ SOURCE_SCHEMA = {
     idempotent=True,
     # It may call an outside LLM and reranker with the question and notes.
     open_world=True,
+    reports_usage=True,
 )
 def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
     return answer(arguments["question"], limit=arguments.get("limit", 5))

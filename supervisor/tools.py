@@ -19,6 +19,7 @@ from django.db import connection, transaction
 
 from hyperguild import budgets
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError, register_endpoint
+from hyperguild.usage import usage_of
 from supervisor import executor, reaper
 from supervisor.actions import do_create_skill_run, do_request_cancel
 from supervisor.apply import check_apply_request
@@ -178,7 +179,13 @@ def _worker_tool(skill: str, *, read_only: bool = False, destructive: bool = Fal
     def handler(arguments: dict, ctx: ToolContext) -> dict:
         try:
             run = start_skill_run(skill, arguments, requested_by=ctx.actor)
-            return wait_for_run(run, ctx)
+            result = wait_for_run(run, ctx)
+            if spec.worker_schema is not None:
+                # The worker's calls were recorded by the process that ran it, and linked to the run.
+                usage = usage_of(list(run.model_calls.values_list("pk", flat=True)))
+                if usage is not None:
+                    result = {**result, "usage": usage}
+            return result
         finally:
             # The engine may run this in a thread of its own that ends with the
             # call; its connection would otherwise stay open until GC.
@@ -197,6 +204,7 @@ def _worker_tool(skill: str, *, read_only: bool = False, destructive: bool = Fal
         idempotent=False,
         open_world=True,
         long_running=True,  # minutes of a worker: run as an MCP task when the client can poll
+        reports_usage=spec.worker_schema is not None,  # apply asks no model
     )(handler)
     return handler
 

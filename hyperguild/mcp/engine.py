@@ -465,8 +465,12 @@ class Dispatcher:
             with model_call_context(
                 requested_by=ctx.actor, service=f"mcp/{self.endpoint.name}", skill=name,
                 session_id=str(arguments.get("session_id") or "")[:200], project=str(arguments.get("project_root") or ""),
-            ):  # fmt: skip
+            ) as calls:  # fmt: skip
                 structured = tool.handler(arguments, ctx)
+            if tool.reports_usage:
+                from hyperguild.usage import add_usage
+
+                structured = add_usage(structured, calls.recorded, ctx.actor)
         except ToolCancelled as exc:
             record.status = "cancelled"
             return tool_error_result(exc.message)
