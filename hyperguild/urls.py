@@ -22,6 +22,7 @@ urlpatterns = [
     path("login/", people_views.LoginView.as_view(), name="hyperguild-login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="hyperguild-login"), name="hyperguild-logout"),
     path("tokens/", people_views.tokens, name="hyperguild-tokens"),
+    path("costs/", ui.costs, name="hyperguild-costs"),
     path("tokens/<int:pk>/revoke/", people_views.revoke_token, name="hyperguild-token-revoke"),
     path("admin/", admin.site.urls),
     path("", include("brain.urls")),

@@ -26,6 +26,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
+from hyperguild.costs import spend_of
 from supervisor.models import Pathway, RoutingEntry, SkillRun
 from supervisor.routing import routing_settings, routing_stats
 
@@ -146,4 +147,6 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     result = run.result if isinstance(run.result, dict) else {}
     source_id = result.get("source_run_id")
     source = SkillRun.objects.filter(pk=source_id).only("pk", "skill").first() if isinstance(source_id, int) else None
-    return render(request, "supervisor/run_detail.html", {"run": run, "result": result, "source": source})
+    return render(request, "supervisor/run_detail.html", {
+        "run": run, "result": result, "source": source, "cost": spend_of(run.model_calls.all()),
+    })  # fmt: skip
