@@ -59,9 +59,10 @@ def costs_report(now: datetime | None = None, days: int = COSTS_DAYS) -> dict:
     per_day = list(
         calls.annotate(day=TruncDay("created_at", tzinfo=UTC)).values("day").annotate(**_figures()).order_by("-day")
     )
-    by_person = list(
-        calls.values("requested_by__username", "service").annotate(**_figures()).order_by("-cost", "-calls")
-    )
+    # A person's calls are theirs whichever endpoint made them; a call with no person is its service part's.
+    people = calls.filter(requested_by__isnull=False).values("requested_by__username").annotate(**_figures())
+    services = calls.filter(requested_by__isnull=True).values("service").annotate(**_figures())
+    by_person = sorted([*people, *services], key=lambda row: (-row["cost"], -row["calls"]))
     sessions = calls.exclude(session_id="").values("session_id").annotate(**_figures())
     return {
         "since": start,

@@ -40,8 +40,8 @@ def table(page: str, table_id: str) -> dict[str, list[str]]:
 @pytest.fixture
 def spending(staff_user, plain_user):
     call("0.0100", person=staff_user, session_id="s-big", model="thinking", skill="tdd_red")
-    call("0.0020", person=plain_user, session_id="s-small")
-    call("0.0030", person=plain_user, session_id="s-small", days_ago=1)
+    call("0.0020", person=plain_user, session_id="s-small", service="mcp/routing")
+    call("0.0030", person=plain_user, session_id="s-small", days_ago=1, service="mcp/brain")  # the same person's row
     call(None, person=plain_user, session_id="s-small", model="mystery")  # cost unknown: counted apart
     call("0.5000", person=plain_user, days_ago=31)  # outside the 30 days
     call("0.0005", service="supervisor worker", skill="retrospective", project="")
@@ -59,7 +59,7 @@ def test_the_costs_page_sums_per_day_person_skill_model_project_and_top_sessions
     }
     assert table(page, "costs-by-person") == {
         "reviewer": ["1", "100", "10", "0.0100", "0"], "reader": ["3", "200", "20", "0.0050", "1"],
-        "supervisor worker": ["1", "100", "10", "0.0005", "0"],
+        "supervisor worker (service)": ["1", "100", "10", "0.0005", "0"],
     }
     assert table(page, "costs-by-skill")["review"] == ["3", "200", "20", "0.0050", "1"]
     assert table(page, "costs-by-model") == {
