@@ -7,6 +7,7 @@ from django.contrib import admin
 from hyperguild.actions import do_revoke_personal_token
 from hyperguild.admin_mixins import ReadOnlyAdminMixin
 from hyperguild.models import (
+    BudgetReservation,
     CredentialUse,
     McpCancellation,
     McpTask,
@@ -124,3 +125,15 @@ class PersonBudgetAdmin(admin.ModelAdmin):
     search_fields = ("person__username", "person__email")
     list_select_related = ("person",)
     autocomplete_fields = ("person",)
+
+
+@admin.register(BudgetReservation)
+class BudgetReservationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Estimates held by model calls in flight (hyperguild.budgets.reserve); one older than an hour is ignored."""
+
+    list_display = ("created_at", "person", "amount_usd", "what")
+    search_fields = ("what", "person__username")
+    list_select_related = ("person",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [field.name for field in self.model._meta.fields]
