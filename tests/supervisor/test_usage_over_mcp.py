@@ -76,6 +76,20 @@ def test_a_tdd_red_result_carries_the_usage_the_claude_envelope_reported(
     assert "budget_warning" not in result["structuredContent"]
 
 
+def test_a_consensus_review_sums_the_usage_of_every_reviewer(asgi_server, ada, fake_claude, python_project, skill_worker):
+    review = {"verdict": "approve", "summary": "fine", "findings": []}
+    fake_claude.script([{"report": review, "total_cost_usd": 0.01}, {"report": review, "total_cost_usd": 0.02}])
+
+    arguments = {"project_root": str(python_project), "paths": ["calc.py"], "consensus": 2}
+    result = call(asgi_server, "supervisor", "review", arguments, ada)
+
+    assert result["isError"] is False, result
+    usage = result["structuredContent"]["usage"]
+    assert (usage["calls"], usage["input_tokens"], usage["output_tokens"]) == (2, 240, 80)
+    assert usage["cost_usd"] == pytest.approx(0.03)
+    assert len(fake_claude.calls()) == 2
+
+
 def test_a_routed_review_result_carries_usage_priced_from_the_table(asgi_server, ada, gateway, python_project):
     for model in (FAST, THINKING):
         gateway.on(model, lambda request, model=model: Reply.json(GOOD_REVIEW | {"findings": []}, usage=USAGE))
