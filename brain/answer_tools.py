@@ -33,7 +33,8 @@ SOURCE_SCHEMA = {
         "Answer a question from the team's wiki notes, citing them as [1], [2]… (the numbers of `sources`). "
         "Candidates are retrieved by search, filtered by the reranker when one is configured, and the LLM "
         "(BRAIN_ANSWER_MODEL) answers from the kept notes only. Without an LLM the answer is the best passage "
-        "of each source and `synthesized` is false. When no note fits, `sources` is empty and the answer says so."
+        "of each source and `synthesized` is false; so it is, with a `reason`, when the model's answer was cut off, "
+        "cites no existing source or is degenerate. When no note fits, `sources` is empty and the answer says so."
     ),
     input_schema=closed_object(
         {
@@ -52,6 +53,8 @@ SOURCE_SCHEMA = {
             "model": {"type": ["string", "null"], "description": "the model that wrote the answer; null if none did"},
             "reranked": {"type": "boolean", "description": "whether the reranker filtered the candidates"},
             "synthesized": {"type": "boolean", "description": "true: written by the LLM; false: extracted passages"},
+            "reason": {"type": "string", "description": "why the model's answer was not used (cut off, uncited, "
+                       "degenerate), when it was not"},
             "unreviewed_matches": UNREVIEWED_MATCHES_SCHEMA,
             "unreviewed": UNREVIEWED_LIST_SCHEMA,
             "unreviewed_hint": UNREVIEWED_HINT_SCHEMA,
@@ -65,6 +68,7 @@ SOURCE_SCHEMA = {
     idempotent=True,
     # It may call an outside LLM and reranker with the question and notes.
     open_world=True,
+    reports_usage=True,
 )
 def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
     return answer(arguments["question"], limit=arguments.get("limit", 5))

@@ -7,6 +7,9 @@
               (BRAIN_ANSWER_MODEL through LITELLM_BASE_URL) with the instruction
               to answer only from them and cite them by number; without an LLM
               the answer is extractive: the best passage of each source
+    accept    the model's answer counts (`synthesized: true`) only if it was not cut
+              off, cites sources that exist and is not degenerate
+              (brain.answer_checks); otherwise the extractive answer, with `reason`
 
 Nothing surviving the filter is an answer too: it says so and cites nothing.
 A failing reranker or LLM raises AnswerUnavailable naming the service.
@@ -18,12 +21,14 @@ import re
 
 from django.conf import settings
 
+from brain.answer_checks import synthesized_answer_problem
 from brain.errors import AnswerUnavailable
 from brain.models import Note, VerificationState
 from brain.passages import ScoredPassage, best_sentences, score_passages, split_passages
 from brain.search import search
 from brain.truth import verification_dict
 from hyperguild.lib.llm import LLMError, get_llm_client
+from hyperguild.lib.model_calls import mark_model_call
 from hyperguild.lib.reranker import RerankerError, get_reranker
 from hyperguild.lib.text import excerpt
 
@@ -114,7 +119,8 @@ def answer(question: str, limit: int = 5) -> dict:
 
     # A note whose code changed since (stale) comes after the others, and says so (docs/truth.md).
     candidates.sort(key=lambda note: note.verification_state == VerificationState.STALE)
-    llm = get_llm_client() if settings.BRAIN_ANSWER_MODEL else None
+    # A person waits: the answer's own timeout, and no retry (a retry doubles the wait on a busy server).
+    llm = get_llm_client(timeout=settings.BRAIN_ANSWER_TIMEOUT, retries=0) if settings.BRAIN_ANSWER_MODEL else None
     cap = min(limit, MAX_LLM_SOURCES) if llm is not None else limit
     extract = ""
     if llm is None and candidates:
@@ -122,17 +128,20 @@ def answer(question: str, limit: int = 5) -> dict:
         chosen, extract = extractive(question, candidates, cap)
     else:
         chosen = list(enumerate(candidates[:cap], start=1))
-    sources = [
-        {
-            "n": n,
-            "slug": note.slug,
-            "title": note.title,
-            "path": note.path,
-            "excerpt": excerpts.get(note.id) or excerpt(note.body, EXCERPT_CHARS),
-            "verification": verification_dict(note),
-        }
-        for n, note in chosen
-    ]
+    def sources_of(numbered: list[tuple[int, Note]]) -> list[dict]:
+        return [
+            {
+                "n": n,
+                "slug": note.slug,
+                "title": note.title,
+                "path": note.path,
+                "excerpt": excerpts.get(note.id) or excerpt(note.body, EXCERPT_CHARS),
+                "verification": verification_dict(note),
+            }
+            for n, note in numbered
+        ]
+
+    sources = sources_of(chosen)
     result = {
         "answer": "", "sources": sources, "model": None, "reranked": reranker is not None, "synthesized": False,
         "unreviewed_matches": response.unreviewed_matches, "unreviewed": response.unreviewed,
@@ -152,8 +161,17 @@ def answer(question: str, limit: int = 5) -> dict:
         {"role": "user", "content": user_prompt(question, chosen)},
     ]
     try:
-        chat = llm.chat(messages, model=settings.BRAIN_ANSWER_MODEL, temperature=0)
+        chat = llm.chat(messages, model=settings.BRAIN_ANSWER_MODEL, temperature=0, purpose="answer")
     except LLMError as exc:
         raise AnswerUnavailable(f"The LLM ({settings.BRAIN_ANSWER_MODEL}) failed to answer: {exc}") from None
+    problem = synthesized_answer_problem(chat.text, sources=len(chosen), truncated=chat.truncated)
+    if problem is not None:
+        # Garbage is never passed off as a sourced answer: the passages themselves, and why.
+        if not chat.truncated:
+            mark_model_call(chat.call_id, "bad_output", problem)
+        # The passages choose and number the sources again, as without a model (the one that answers may not rank first).
+        rechosen, extract = extractive(question, [note for _, note in chosen], len(chosen))
+        result.update(answer=extract, sources=sources_of(rechosen), reason=f"{problem}; the passages are shown instead")
+        return result
     result.update(answer=chat.text.strip(), model=chat.model, synthesized=True)
     return result

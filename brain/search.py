@@ -41,6 +41,7 @@ from brain.limits import MAX_SEARCH_LIMIT
 from brain.models import Note, NoteStatus
 from brain.truth import verification_of
 from hyperguild.lib.embedders import get_embedder
+from hyperguild.tracing import traced
 
 logger = logging.getLogger(__name__)
 
@@ -159,6 +160,7 @@ def named_unreviewed(ids: list[int], rows: dict[int, tuple]) -> list[dict]:
     ]
 
 
+@traced("brain.search")
 def search(
     query: str,
     *,

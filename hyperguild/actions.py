@@ -17,7 +17,7 @@ from django_q.models import Schedule
 from hyperguild.auth import check_scopes, new_personal_token, token_digest
 from hyperguild.contributions import schedules
 from hyperguild.errors import DomainError
-from hyperguild.models import CredentialUse, McpCancellation, McpTask, PersonalToken, WorkerHeartbeat
+from hyperguild.models import CredentialUse, McpCancellation, McpTask, ModelCall, PersonalToken, WorkerHeartbeat
 from hyperguild.permissions import role_scopes
 
 HEARTBEAT_NAME = "qcluster"
@@ -268,3 +268,17 @@ def do_revoke_tokens_of_replayed_code(code: str, client_id: str) -> int:
         redeemed.replayed_at = timezone.now()
         redeemed.save(update_fields=["replayed_at"])
     return 1 + deleted
+
+
+def do_record_model_call(**values) -> ModelCall:
+    """Store one model call (hyperguild.lib.model_calls.record_model_call redacts and caps first).
+
+    Not atomic of its own: inside a caller's transaction the record shares its fate, outside it is
+    committed at once (autocommit), which is how the clients call it.
+    """
+    return ModelCall.objects.create(**values)
+
+
+def do_mark_model_call(call_id: int, *, outcome: str, error: str) -> None:
+    """Record a caller's verdict on an answer the model gave (bad output, degenerate, failed a check)."""
+    ModelCall.objects.filter(pk=call_id).update(outcome=outcome, error=error)

@@ -6,7 +6,16 @@ from django.contrib import admin
 
 from hyperguild.actions import do_revoke_personal_token
 from hyperguild.admin_mixins import ReadOnlyAdminMixin
-from hyperguild.models import CredentialUse, McpCancellation, McpTask, PersonalToken, WorkerHeartbeat
+from hyperguild.models import (
+    BudgetReservation,
+    CredentialUse,
+    McpCancellation,
+    McpTask,
+    ModelCall,
+    PersonalToken,
+    PersonBudget,
+    WorkerHeartbeat,
+)
 
 
 @admin.register(WorkerHeartbeat)
@@ -90,3 +99,41 @@ class CredentialUseAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ("user",)
     date_hierarchy = "at"
     readonly_fields = ("at", "user", "kind", "credential", "method", "path", "address")
+
+
+@admin.register(ModelCall)
+class ModelCallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Every call to a model, success or failure, with what was sent and what came back (redacted, capped)."""
+
+    list_display = ("created_at", "purpose", "skill", "model", "provider", "outcome", "finish_reason", "latency_ms",
+                    "input_tokens", "output_tokens", "cost_usd", "cost_source", "requested_by", "service",
+                    "session_id")  # fmt: skip
+    list_filter = ("outcome", "provider", "purpose", "model", "cost_source", "skill")
+    search_fields = ("model", "skill", "purpose", "session_id", "project", "error", "service", "requested_by__username")
+    list_select_related = ("requested_by",)
+    date_hierarchy = "created_at"
+
+    def get_readonly_fields(self, request, obj=None):
+        return [field.name for field in self.model._meta.fields]
+
+
+@admin.register(PersonBudget)
+class PersonBudgetAdmin(admin.ModelAdmin):
+    """A person's own daily and monthly limits on model spend (USD, UTC days and months; empty: none)."""
+
+    list_display = ("person", "daily_usd", "monthly_usd")
+    search_fields = ("person__username", "person__email")
+    list_select_related = ("person",)
+    autocomplete_fields = ("person",)
+
+
+@admin.register(BudgetReservation)
+class BudgetReservationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Estimates held by model calls in flight (hyperguild.budgets.reserve); one older than an hour is ignored."""
+
+    list_display = ("created_at", "person", "amount_usd", "what")
+    search_fields = ("what", "person__username")
+    list_select_related = ("person",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [field.name for field in self.model._meta.fields]

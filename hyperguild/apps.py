@@ -23,6 +23,10 @@ class HyperguildConfig(AppConfig):
 
         steady_reconnects()  # before any pool opens: a lost connection is retried every half second
 
+        from hyperguild.tracing import configure_tracing
+
+        configure_tracing()  # only with OTEL_EXPORTER_OTLP_ENDPOINT set; before the handler loads the middleware
+
         # One line per Go hyperguild variable name, at every start-up, until the
         # environment uses our names.
         log = logging.getLogger("hyperguild.env")

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from hyperguild.actions import TokenRequestError, do_create_personal_token, do_revoke_personal_token
 from hyperguild.auth import known_scopes
+from hyperguild.costs import own_spend
 from hyperguild.models import CredentialUse, PersonalToken
 from hyperguild.permissions import role_scopes
 
@@ -54,7 +55,7 @@ def _page(request: HttpRequest, form: TokenForm, *, new_secret: str = "", status
     activity = CredentialUse.objects.filter(user=request.user)[:ACTIVITY_ROWS]
     return render(request, "hyperguild/tokens.html", {
         "form": form, "tokens": tokens, "activity": activity, "new_secret": new_secret, "now": timezone.now(),
-        "default_days": settings.HYPERGUILD_TOKEN_DEFAULT_DAYS,
+        "default_days": settings.HYPERGUILD_TOKEN_DEFAULT_DAYS, "spend": own_spend(request.user),
     }, status=status)  # fmt: skip
 
 

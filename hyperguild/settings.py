@@ -163,6 +163,18 @@ BRAIN_RERANKER_TIMEOUT = env_float("BRAIN_RERANKER_TIMEOUT", 10.0, minimum=0.1)
 BRAIN_RERANKER_RETRIES = env_int("BRAIN_RERANKER_RETRIES", 0, minimum=0, maximum=10)
 LITELLM_TIMEOUT = env_float("LITELLM_TIMEOUT", 60.0, minimum=0.1)
 LITELLM_RETRIES = env_int("LITELLM_RETRIES", 1, minimum=0, maximum=10)
+# Bounded generation: the most tokens a model may write, per purpose (max_tokens on the OpenAI
+# wire, options.num_predict on Ollama's). A call cut at its limit is recorded as truncated.
+LLM_MAX_TOKENS_ANSWER = env_int("LLM_MAX_TOKENS_ANSWER", 600, minimum=16)
+LLM_MAX_TOKENS_RETROSPECTIVE = env_int("LLM_MAX_TOKENS_RETROSPECTIVE", 1500, minimum=16)
+LLM_MAX_TOKENS_REVIEW = env_int("LLM_MAX_TOKENS_REVIEW", 2500, minimum=16)
+LLM_MAX_TOKENS_DEBUG = env_int("LLM_MAX_TOKENS_DEBUG", 2500, minimum=16)
+LLM_MAX_TOKENS_TRAINER = env_int("LLM_MAX_TOKENS_TRAINER", 1500, minimum=16)
+LLM_MAX_TOKENS_SPEC = env_int("LLM_MAX_TOKENS_SPEC", 2500, minimum=16)
+LLM_MAX_TOKENS_SUMMARY = env_int("LLM_MAX_TOKENS_SUMMARY", 300, minimum=16)
+LLM_MAX_TOKENS_DEFAULT = env_int("LLM_MAX_TOKENS_DEFAULT", 1000, minimum=16)
+# brain_answer: a person waits on it, so its own (shorter) timeout, never above LITELLM_TIMEOUT.
+BRAIN_ANSWER_TIMEOUT = env_float("BRAIN_ANSWER_TIMEOUT", 60.0, minimum=0.1)
 
 # --- Limits at the door and error answers (hyperguild.middleware, hyperguild.lib.limits) ---
 HYPERGUILD_REST_MAX_BODY = env_int("HYPERGUILD_REST_MAX_BODY", 2_621_440, minimum=1024)
@@ -232,6 +244,24 @@ HYPERGUILD_HOOK_RETROSPECTIVE = env_bool("HYPERGUILD_HOOK_RETROSPECTIVE", True)
 # Most characters of project context the SessionStart hook puts in front of the model.
 HYPERGUILD_HOOK_CONTEXT_CHARS = env_int("HYPERGUILD_HOOK_CONTEXT_CHARS", 2000, minimum=200, maximum=20000)
 
+# --- Model call costs and budgets (docs/operations.md, "Costs and budgets") ---------
+# YAML: model name -> {input, output} USD per million tokens, for responses that carry no cost.
+HYPERGUILD_MODEL_PRICES_FILE = env_str("HYPERGUILD_MODEL_PRICES_FILE", "")
+# The whole service's limits per UTC day and month, in USD; 0: no limit.
+HYPERGUILD_BUDGET_DAILY_USD = env_float("HYPERGUILD_BUDGET_DAILY_USD", 0.0, minimum=0.0)
+HYPERGUILD_BUDGET_MONTHLY_USD = env_float("HYPERGUILD_BUDGET_MONTHLY_USD", 0.0, minimum=0.0)
+# What a budget holds back for a call it cannot price beforehand (a claude worker run, an unlisted model).
+HYPERGUILD_BUDGET_UNPRICED_CALL_USD = env_float("HYPERGUILD_BUDGET_UNPRICED_CALL_USD", 0.05, minimum=0.0)
+
+# --- Metrics and traces (docs/operations.md, "Metrics and traces") -----------
+# 0: no /metrics, nothing counted per request (the benchmark's "off" side; on costs well under 5 %).
+HYPERGUILD_METRICS = env_bool("HYPERGUILD_METRICS", True)
+# GET /metrics needs this as a Bearer token when set; when empty only loopback callers may scrape.
+HYPERGUILD_METRICS_TOKEN = env_str("HYPERGUILD_METRICS_TOKEN", "")
+# OpenTelemetry traces go over OTLP/HTTP to this collector (e.g. http://127.0.0.1:4318); empty: tracing off.
+OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "hyperguild")
+
 # --- Training data -----------------------------------------------------------
 TRAINER_SECRET_PATTERNS_FILE = env_str("TRAINER_SECRET_PATTERNS_FILE", "")
 # The licence a trainer_export dataset card names (a Hugging Face licence id, e.g. apache-2.0, or "other").
@@ -257,6 +287,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "hyperguild.metrics.MetricsMiddleware",  # first: counts every answer, the admission gate's 503s too
     # OAuth registrations (open to anyone) never queue ahead of people's work (hyperguild/oauth.py).
     "hyperguild.oauth.RegistrationLaneMiddleware",
     "hyperguild.middleware.AdmissionMiddleware",  # off with HYPERGUILD_WEB_CONCURRENCY=0
@@ -406,6 +437,7 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"expected_mcp_405": {"()": "hyperguild.log_filters.ExpectedMcpNotAllowed"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
@@ -416,6 +448,8 @@ LOGGING = {
         "django_q": {"handlers": ["console"], "level": "WARNING", "propagate": False},
         # GuardMiddleware logs bad Hosts once a minute without a traceback; Django's own line would flood.
         "django.security.DisallowedHost": {"handlers": [], "level": "CRITICAL", "propagate": False},
+        # A GET on an MCP endpoint is answered 405 as the protocol asks; that answer is not a warning.
+        "django.request": {"filters": ["expected_mcp_405"]},
     },
 }
 

@@ -117,3 +117,13 @@ def paginate(request: HttpRequest, queryset, per_page: int = PAGE_SIZE) -> tuple
 def home(request: HttpRequest) -> HttpResponse:
     """Where a reviewer starts: what is waiting (counts registered by the apps) and where to go."""
     return render(request, "hyperguild/home.html", home_counts())
+
+
+@login_required
+def costs(request: HttpRequest) -> HttpResponse:
+    """What model calls cost over the last 30 UTC days: per day, person, skill, model, project; top sessions."""
+    from hyperguild.costs import COSTS_DAYS, budget_warnings, costs_report
+
+    return render(request, "hyperguild/costs.html", {
+        **costs_report(), "days": COSTS_DAYS, "warnings": budget_warnings(request.user),
+    })  # fmt: skip

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 
-from hyperguild import people_views, ui, views
+from hyperguild import metrics, people_views, ui, views
 from hyperguild.mcp.views import McpView
 
 mcp_view = McpView.as_view()
@@ -10,6 +10,7 @@ mcp_view = McpView.as_view()
 urlpatterns = [
     path("health", views.health, name="health"),
     path("health/live", views.live, name="health-live"),
+    path("metrics", metrics.metrics_view, name="metrics"),
     path("favicon.ico", views.favicon, name="favicon"),
     # /mcp/x and /mcp/x/ both answer: MCP clients POST and must not be redirected.
     path("mcp/<slug:endpoint>", mcp_view, name="mcp"),
@@ -21,6 +22,7 @@ urlpatterns = [
     path("login/", people_views.LoginView.as_view(), name="hyperguild-login"),
     path("logout/", auth_views.LogoutView.as_view(next_page="hyperguild-login"), name="hyperguild-logout"),
     path("tokens/", people_views.tokens, name="hyperguild-tokens"),
+    path("costs/", ui.costs, name="hyperguild-costs"),
     path("tokens/<int:pk>/revoke/", people_views.revoke_token, name="hyperguild-token-revoke"),
     path("admin/", admin.site.urls),
     path("", include("brain.urls")),

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_GET
 from hyperguild.health import health_sections
 from hyperguild.lib.db_pool import database_version
 from hyperguild.lib.http import breaker_states
+from hyperguild.lib.llm import gateway_status
 from hyperguild.models import WorkerHeartbeat
 
 logger = logging.getLogger("hyperguild.health")
@@ -58,6 +59,8 @@ def health(request):
     # Circuit breakers of the outbound services this process has called (closed, open, half-open);
     # an open breaker degrades a feature, it does not make the service unhealthy.
     report["services"] = breaker_states()
+    # The model gateway, named even before anything called it: URL, models, reachable or not.
+    report["model_gateway"] = gateway_status()
     report.update(health_sections())
     report["ok"] = report["database"]["ok"] and report["worker"]["ok"]
     return JsonResponse(report, status=200 if report["ok"] else 503)

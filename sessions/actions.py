@@ -285,6 +285,25 @@ def do_record_retrospective(
     )
 
 
+def do_record_failed_retrospective(
+    session: AgentSession, *, model: str, message: str, model_output: str, model_calls: list[int]
+) -> RetrospectiveRun:
+    """Keep a retrospective whose model answer was refused: the reason, the model's text (redacted) and its calls."""
+    cleaned, redactions = redact_fields({"model_output": model_output[:100_000], "message": message})
+    run = RetrospectiveRun.objects.create(
+        session=session,
+        method=RetrospectiveRun.Method.LLM,
+        model=model,
+        status=RetrospectiveRun.Status.MALFORMED,
+        message=cleaned["message"],
+        model_output=cleaned["model_output"],
+        redactions=redactions,
+    )
+    if model_calls:
+        run.model_calls.set(model_calls)
+    return run
+
+
 # --- training-data curation -----------------------------------------------------------
 
 

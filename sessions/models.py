@@ -123,6 +123,9 @@ class RetrospectiveRun(models.Model):
     notes_written = models.JSONField(default=list, blank=True)
     # Secrets taken out of the learnings before storing: [{field, pattern, count}].
     redactions = models.JSONField(default=list, blank=True)
+    # The model's own text when its answer was refused (malformed), so it can be read and replayed.
+    model_output = models.TextField(blank=True, default="")
+    model_calls = models.ManyToManyField("hyperguild.ModelCall", blank=True, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

@@ -7,7 +7,8 @@ How learnings are found:
   `llm_model`, else `BRAIN_ANSWER_MODEL`, else `HYPERGUILD_THINKING_MODEL`,
   reads the entries and runs and answers JSON validated against
   `LLM_ANSWER_SCHEMA` (evidence must name entries that exist). A malformed
-  answer is reported and nothing is written. A gateway that is down or
+  answer is reported, nothing is written, and a failed RetrospectiveRun keeps
+  the model's text (its ModelCall keeps the request and the raw body). A gateway that is down or
   refuses the model falls back to the rules, and the result says so.
 - Without one, rules: failure→pass transitions of a skill (in the log and
   in the session's SkillRuns), errors followed by a fix, and entries the
@@ -35,8 +36,9 @@ from brain.bm25 import tokenize
 from brain.models import Note
 from brain.search import SearchInputError, search
 from hyperguild.lib.llm import LLMBadResponse, LLMError, get_llm_client
+from hyperguild.lib.model_calls import mark_model_call
 from hyperguild.lib.text import excerpt
-from sessions.actions import do_record_retrospective
+from sessions.actions import do_record_failed_retrospective, do_record_retrospective
 from sessions.errors import SessionNotFound
 from sessions.models import AgentSession, SessionEntry
 from sessions.redaction import redact_fields
@@ -233,7 +235,12 @@ def rules_learnings(entries: list[SessionEntry], runs: list) -> list[Learning]:
 
 
 class MalformedAnswer(ValueError):
-    pass
+    """The model answered, but not with learnings we can use; carries its text and the ModelCall."""
+
+    def __init__(self, message: str, *, text: str = "", call_id: int | None = None):
+        super().__init__(message)
+        self.text = text
+        self.call_id = call_id
 
 
 def llm_model_name(llm_model: str | None = None) -> str:
@@ -253,15 +260,19 @@ def llm_prompt(session: AgentSession, entries: list[SessionEntry], runs: list) -
 
 def llm_learnings(client, model: str, session: AgentSession, entries: list[SessionEntry], runs: list) -> list[Learning]:
     try:
-        data, _ = client.chat_json(llm_prompt(session, entries, runs), model=model, schema=LLM_ANSWER_SCHEMA)
+        data, result = client.chat_json(
+            llm_prompt(session, entries, runs), model=model, schema=LLM_ANSWER_SCHEMA, purpose="retrospective"
+        )
     except LLMBadResponse as exc:
-        raise MalformedAnswer(str(exc)) from exc
+        raise MalformedAnswer(str(exc), text=exc.text or "", call_id=getattr(exc, "call_id", None)) from exc
     known = {e.seq for e in entries}
     learnings = []
     for index, item in enumerate(data["learnings"]):
         unknown = sorted(set(item["evidence"]) - known)
         if unknown:
-            raise MalformedAnswer(f"learnings[{index}] cites entries that do not exist: {unknown}")
+            problem = f"learnings[{index}] cites entries that do not exist: {unknown}"
+            mark_model_call(result.call_id, "bad_output", problem)
+            raise MalformedAnswer(problem, text=result.text, call_id=result.call_id)
         learnings.append(
             Learning(
                 title=item["title"].strip(),
@@ -333,6 +344,11 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
             learnings = llm_learnings(client, model, session, entries, runs)
             method = "llm"
         except MalformedAnswer as exc:
+            # The failed run is kept, with the model's own text, so it can be read and replayed.
+            do_record_failed_retrospective(
+                session, model=model, message=f"The model's answer was malformed ({exc}); nothing was written.",
+                model_output=exc.text, model_calls=[exc.call_id] if exc.call_id is not None else [],
+            )  # fmt: skip
             return _result(
                 status=Verdict.ERROR,
                 model_used=model,

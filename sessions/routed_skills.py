@@ -12,6 +12,8 @@ import json
 import time
 
 from hyperguild.errors import DomainError
+from hyperguild.lib.model_calls import model_call_context
+from hyperguild.models import ModelCall
 from sessions.retrospective import SessionNotFound, run_retrospective
 from supervisor.models import RoutingEntry
 from supervisor.routing import Attempt, route
@@ -41,22 +43,25 @@ def routed_session_skill(
 
     def attempt(model: str) -> Attempt:
         began = time.monotonic()
-        try:
-            outcome = run_with_model(arguments["session_id"], model)
-        except SessionNotFound:
-            raise  # the caller's mistake, not the model's: out of route() before anything is logged
-        except DomainError as exc:  # a refusal from the code the model's answer went through
-            return Attempt(RoutingEntry.Status.ERROR, error=exc.message, latency_ms=_ms(began))
-        except Exception as exc:  # the sessions logic broke: this attempt errs, the call still ends cleanly
-            return Attempt(RoutingEntry.Status.ERROR, error=f"{exc.__class__.__name__}: {exc}", latency_ms=_ms(began))
+        # The model calls made inside are collected, so the entry keeps what was sent and what the model wrote.
+        with model_call_context() as recorded:
+            try:
+                outcome = run_with_model(arguments["session_id"], model)
+            except SessionNotFound:
+                raise  # the caller's mistake, not the model's: out of route() before anything is logged
+            except DomainError as exc:  # a refusal from the code the model's answer went through
+                return Attempt(RoutingEntry.Status.ERROR, error=exc.message, latency_ms=_ms(began),
+                               **_model_exchange(recorded.recorded)[0])  # fmt: skip
+            except Exception as exc:  # the sessions logic broke: this attempt errs, the call still ends cleanly
+                return Attempt(RoutingEntry.Status.ERROR, error=f"{exc.__class__.__name__}: {exc}", latency_ms=_ms(began),
+                               **_model_exchange(recorded.recorded)[0])  # fmt: skip
+        exchange, outage = _model_exchange(recorded.recorded)
         problem = judge(outcome)
-        return Attempt(
-            RoutingEntry.Status.FAIL if problem else RoutingEntry.Status.PASS,
-            data=outcome,
-            error=problem or "",
-            latency_ms=_ms(began),
-            response=json.dumps(outcome, default=str)[: RoutingEntry.BODY_CAP],
-        )
+        status = RoutingEntry.Status.FAIL if problem else RoutingEntry.Status.PASS
+        if problem and outage:
+            # The gateway never answered (the rules stood in): not the model's failure.
+            status = RoutingEntry.Status.OUTAGE
+        return Attempt(status, data=outcome, error=problem or "", latency_ms=_ms(began), **exchange)
 
     # SessionNotFound leaves route() before anything is logged and reaches the caller as a tool error.
     routed = route(
@@ -69,6 +74,30 @@ def routed_session_skill(
     }
     values["count"] = len(values.get(list_key) or [])
     return routed_result(skill, routed, started, **values)
+
+
+def _model_exchange(call_ids: list[int]) -> tuple[dict, bool]:
+    """(request sent, the model's own text and the call ids, for the Attempt; whether the last call was an outage)."""
+    calls = list(ModelCall.objects.filter(pk__in=call_ids).order_by("created_at", "id"))
+    if not calls:
+        return {}, False
+    last = calls[-1]
+    request = (last.request or {}).get("messages", last.request) if isinstance(last.request, dict) else last.request
+    exchange = {
+        "model_calls": [call.pk for call in calls],
+        "request": request,
+        "response": _model_text(last.response)[: RoutingEntry.BODY_CAP],
+    }
+    return exchange, last.outcome == ModelCall.Outcome.OUTAGE
+
+
+def _model_text(body: str) -> str:
+    """The message content of an OpenAI chat-completions body; the body itself when it is not one."""
+    try:
+        content = json.loads(body)["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return body
+    return content if isinstance(content, str) else body
 
 
 def _ms(began: float) -> int:

@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import logging
+
+from hyperguild import budgets
+from hyperguild.lib.llm import get_llm_client
+from sessions.models import AgentSession
 from sessions.retrospective import run_retrospective
 from sessions.trainer import run_trainer
 
+logger = logging.getLogger(__name__)
+
 
 def retrospective(session_id: str, llm_model: str | None = None) -> dict:
-    """`async_task("sessions.tasks.retrospective", session_id)`: look back on one session."""
+    """`async_task("sessions.tasks.retrospective", session_id)`: look back on one session.
+
+    Queued by the Stop/SessionEnd hooks: with a model that a spent budget would refuse, it skips
+    with a logged reason (the next hook tries again) instead of failing in the queue.
+    """
+    if get_llm_client() is not None:
+        session = AgentSession.objects.filter(external_id=session_id).select_related("started_by").first()
+        refusal = budgets.would_exceed(session.started_by if session is not None else None)
+        if refusal:
+            logger.warning("retrospective of session %s skipped: %s", session_id, refusal)
+            return {"skipped": refusal}
     return run_retrospective(session_id, llm_model=llm_model)
 
 

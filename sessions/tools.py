@@ -90,6 +90,7 @@ def session_log(arguments: dict, ctx: ToolContext) -> dict:
     idempotent=True,
     open_world=True,
     long_running=True,
+    reports_usage=True,
 )
 def retrospective(arguments: dict, ctx: ToolContext) -> dict:
     ctx.report_progress(0, 1, "reading the session")

@@ -23,8 +23,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from brain.models import Note
+from hyperguild.costs import spend_of
 from hyperguild.lib.diff import html_diff
 from hyperguild.lib.diffs import diff_block
+from hyperguild.models import ModelCall
 from hyperguild.ui import paginate, role_action, role_page
 from sessions import actions
 from sessions.actions import may_read_session
@@ -83,7 +85,7 @@ def session_detail(request: HttpRequest, external_id: str) -> HttpResponse:
     timeline.sort(key=lambda item: (item[0] or timezone.now(), item[1]))
     return render(request, "sessions/session_detail.html", {
         "session": session, "timeline": timeline, "truncated": truncated, "n_entries": len(entries),
-        "runs": runs, "notes": notes,
+        "runs": runs, "notes": notes, "cost": spend_of(ModelCall.objects.filter(session_id=external_id)),
     })
 
 

@@ -117,7 +117,8 @@ def do_request_cancel(run_id: int) -> None:
 
 @transaction.atomic
 def do_finish_skill_run(
-    run_id: int, result: dict, *, attempt_log: list | None = None, change: dict | None = None
+    run_id: int, result: dict, *, attempt_log: list | None = None, change: dict | None = None,
+    model_calls: list[int] | None = None,
 ) -> SkillRun:
     """Record the final result; a run someone cancelled stays cancelled. Secrets are redacted (and counted) first."""
     run = SkillRun.objects.select_for_update().get(pk=run_id)
@@ -150,6 +151,8 @@ def do_finish_skill_run(
     run.worker_pgid = None
     run.finished_at = timezone.now()
     run.save()
+    if model_calls:
+        run.model_calls.add(*model_calls)
     return run
 
 
@@ -186,7 +189,7 @@ def do_log_routing_entry(
         "request": _capped(attempt.request), "response": _capped(attempt.response or ""), "error": attempt.error[:5000]
     })
     with transaction.atomic():
-        return RoutingEntry.objects.create(
+        entry = RoutingEntry.objects.create(
             requested_by=requested_by if getattr(requested_by, "pk", None) else None,
             skill=skill,
             model=decision.model,
@@ -206,6 +209,9 @@ def do_log_routing_entry(
             redactions=redactions,
             session_id=session_id[:200],
         )
+        if attempt.model_calls:
+            entry.model_calls.set(attempt.model_calls)
+        return entry
 
 
 # --- pathway memory ----------------------------------------------------------------

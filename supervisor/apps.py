@@ -13,6 +13,9 @@ class SupervisorConfig(AppConfig):
         from supervisor import routing_tools, system_checks  # noqa: F401
         from supervisor import mcp_prompts  # noqa: F401, I001
         from hyperguild.contributions import register_schedules
+        from hyperguild.metrics import register_metric_source
+        from supervisor.metrics import skill_run_metrics
         from supervisor.tasks import schedules
 
         register_schedules(schedules)  # the reaper of abandoned runs
+        register_metric_source("skill_runs", skill_run_metrics)

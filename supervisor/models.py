@@ -78,6 +78,8 @@ class SkillRun(models.Model):
     message = models.TextField(blank=True, default="")
     progress = models.CharField(max_length=200, blank=True, default="", help_text="what the run is doing now")
     session_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
+    # Every model call the run made (each `claude` worker attempt), with what was sent and the raw answer.
+    model_calls = models.ManyToManyField("hyperguild.ModelCall", blank=True, related_name="+")
     # The person whose token made the call (None: the service identity or the simulator).
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -125,7 +127,18 @@ class RoutingEntryQuerySet(models.QuerySet):
         is the thinking model rescuing a fast failure (the failure is what
         counts), so both are left out.
         """
-        return self.filter(attempt_of__isnull=True).exclude(reason=RoutingEntry.Reason.OVERRIDE)
+        return (
+            self.filter(attempt_of__isnull=True)
+            .exclude(reason=RoutingEntry.Reason.OVERRIDE)
+            .exclude(status=RoutingEntry.Status.OUTAGE)
+        )
+
+    def judged(self) -> RoutingEntryQuerySet:
+        """Entries where a model got its chance: outages (gateway down, timeout, 5xx) are left out."""
+        return self.exclude(status=RoutingEntry.Status.OUTAGE)
+
+    def outages(self) -> RoutingEntryQuerySet:
+        return self.filter(status=RoutingEntry.Status.OUTAGE)
 
     def since(self, moment) -> RoutingEntryQuerySet:
         return self.filter(created_at__gte=moment)
@@ -139,10 +152,13 @@ class RoutingEntryQuerySet(models.QuerySet):
     #                rescued by the thinking model counts as a thinking call)
     # fail_open_retries  retries onto the thinking model
     # attempts       model calls, retries included; per model with passes and mean latency
+    # outages        attempts that never reached a model (gateway unreachable, timed out, 5xx): shown
+    #                apart, never in calls, attempts or any pass rate
 
     def per_skill_figures(self, fast_model: str) -> dict[str, dict]:
         finals = (
             self.final()
+            .judged()
             .values("skill", "model")
             .annotate(calls=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.Status.PASS)))
             .order_by("skill", "model")
@@ -157,6 +173,7 @@ class RoutingEntryQuerySet(models.QuerySet):
         retries = dict(
             self.filter(reason=RoutingEntry.Reason.FAIL_OPEN).values_list("skill").annotate(n=Count("id")).order_by("skill")
         )
+        outages = dict(self.outages().values_list("skill").annotate(n=Count("id")).order_by("skill"))
         counted: dict[str, dict] = {}
         for row in finals:
             skill = counted.setdefault(row["skill"], {"calls": 0, "passes": 0, "calls_by_model": {}})
@@ -173,15 +190,25 @@ class RoutingEntryQuerySet(models.QuerySet):
                 "calls_by_model": skill["calls_by_model"],
                 "fast_share": _share(skill["calls_by_model"].get(fast_model, 0), skill["calls"]),
                 "fail_open_retries": retries.get(name, 0),
+                "outages": outages.get(name, 0),
             }
+        for name, count in outages.items():  # a skill that only ever met outages still shows them
+            figures.setdefault(name, {
+                "calls": 0, "pass_rate": None, "router_pass_rate": None, "calls_by_model": {}, "fast_share": None,
+                "fail_open_retries": retries.get(name, 0), "outages": count,
+            })  # fmt: skip
         return figures
 
     def per_model_figures(self) -> dict[str, dict]:
         """Model calls (retries included) per model, most used first: attempts, passes, mean latency."""
+        outage = Q(status=RoutingEntry.Status.OUTAGE)
         rows = (
             self.values("model")
             .annotate(
-                attempts=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.Status.PASS)), latency=Avg("latency_ms")
+                attempts=Count("id", filter=~outage),
+                passes=Count("id", filter=Q(status=RoutingEntry.Status.PASS)),
+                latency=Avg("latency_ms", filter=~outage),
+                outages=Count("id", filter=outage),
             )
             .order_by("-attempts", "model")
         )
@@ -190,6 +217,7 @@ class RoutingEntryQuerySet(models.QuerySet):
                 "attempts": row["attempts"],
                 "passes": row["passes"],
                 "mean_latency_ms": round(row["latency"], 1) if row["latency"] is not None else None,
+                "outages": row["outages"],
             }
             for row in rows
         }
@@ -215,6 +243,7 @@ class RoutingEntryQuerySet(models.QuerySet):
             "calls_by_model": dict(sorted(calls_by_model.items())),
             "fast_share": _share(calls_by_model.get(fast_model, 0), calls),
             "attempts": sum(model["attempts"] for model in models.values()),
+            "outages": sum(model["outages"] for model in models.values()),
             "models": models,
             "skills": skills,
         }
@@ -361,11 +390,15 @@ class RoutingEntry(models.Model):
         SAMPLE_BAND = "sample band", "sample band"
         MIN_SAMPLES = "min samples", "min samples"
         FAIL_OPEN = "fail-open retry", "fail-open retry"
+        SINGLE_MODEL = "single model", "single model (fast = thinking)"
 
     class Status(models.TextChoices):
         PASS = "pass", "pass"
-        FAIL = "fail", "fail: no passing answer (gateway error, invalid answer or failed check)"
+        FAIL = "fail", "fail: no passing answer (model refused, invalid answer or failed check)"
         ERROR = "error", "error: hyperguild could not run the attempt"
+        # The gateway was unreachable, timed out or answered 5xx: the model never got its chance, so an
+        # outage is shown apart and never counted in a pass rate.
+        OUTAGE = "outage", "outage: gateway unreachable, timed out or 5xx"
 
     # Request/response bodies are kept for training extraction, capped so a
     # huge prompt cannot bloat the table.
@@ -394,6 +427,10 @@ class RoutingEntry(models.Model):
     request = models.JSONField(null=True, blank=True, help_text="the messages sent (capped)")
     response = models.TextField(blank=True, default="", help_text="the model's answer (capped)")
     session_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
+    # The model calls this attempt made (one, or one per part of a tree-split), with their raw bodies.
+    model_calls = models.ManyToManyField("hyperguild.ModelCall", blank=True, related_name="+")
+    # The model calls this attempt made (one, or one per part of a tree-split), with their raw bodies.
+    model_calls = models.ManyToManyField("hyperguild.ModelCall", blank=True, related_name="+")
     # The person whose token made the call (None: the service identity or the simulator).
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -3,6 +3,8 @@
 How a model is chosen (`decide`):
 
 1. A caller's explicit `model` wins (reason "override").
+1a. When HYPERGUILD_FAST_MODEL = HYPERGUILD_THINKING_MODEL, that one model
+   answers every call (reason "single model"), with no fail-open retry.
 1b. A promoted pathway (see `supervisor.models.Pathway`) for the call's
    narrow fingerprint (skill + first two path segments + signal class)
    decides next: its recommended model, reason "pathway".
@@ -45,7 +47,9 @@ from typing import Any, Protocol
 from django.conf import settings
 from django.core.cache import cache
 
-from hyperguild.lib.llm import ChatResult, LLMBadResponse, LLMError
+from hyperguild.lib.llm import ChatResult, LLMBadResponse, LLMError, LLMRejected, LLMTruncated, LLMUnavailable
+from hyperguild.lib.model_calls import mark_model_call
+from hyperguild.models import ModelCall
 from supervisor.actions import do_log_routing_entry, do_record_pathway_outcome
 from supervisor.errors import RoutingFailed
 from supervisor.models import Pathway, RoutingEntry
@@ -112,10 +116,16 @@ class Attempt:
     usage: dict[str, int] | None = None
     request: Any = None
     response: str = ""
+    model_calls: list[int] = field(default_factory=list)  # ids of the ModelCalls this attempt made
+    rejected: bool = False  # the gateway refused the model (unknown model, bad key): a set-up problem
 
     @property
     def passed(self) -> bool:
         return self.status == RoutingEntry.Status.PASS
+
+    @property
+    def outage(self) -> bool:
+        return self.status == RoutingEntry.Status.OUTAGE
 
 
 @dataclass
@@ -188,6 +198,9 @@ def decide(
     measured = pass_rate(skill)
     if override:
         return Decision(override, RoutingEntry.Reason.OVERRIDE, measured.rate, measured.samples, None)
+    if fast == thinking:
+        # One model serves both roles (a single local model): there is nothing to choose, and no fail-open retry.
+        return Decision(fast, RoutingEntry.Reason.SINGLE_MODEL, measured.rate, measured.samples, None)
     if pathway is not None:
         # Read fresh on every call (one indexed lookup): a retirement must stop the next call, not the next TTL.
         promoted = Pathway.objects.deciding().filter(key=pathway.key).values_list("recommended_model", flat=True)
@@ -241,7 +254,10 @@ def route(
     def remember(entries: list[RoutingEntry], attempts: list[Attempt]) -> None:
         # An override says nothing about what works where, so it teaches the pathway nothing.
         if pathway is not None and decision.reason != RoutingEntry.Reason.OVERRIDE:
-            outcomes = [(entry.model, result.passed) for entry, result in zip(entries, attempts, strict=True)]
+            # An outage says nothing about the model either.
+            outcomes = [
+                (entry.model, result.passed) for entry, result in zip(entries, attempts, strict=True) if not result.outage
+            ]
             do_record_pathway_outcome(pathway, outcomes, entries)
 
     if first.passed:
@@ -250,8 +266,10 @@ def route(
     if not retry:
         remember([first_entry], [first])
         why_not = "the call was cancelled" if stopped else "it is the thinking model, there is nothing to fall back on"
+        if decision.reason == RoutingEntry.Reason.SINGLE_MODEL:
+            why_not = "the fast and the thinking model are the same model"
         raise RoutingFailed(
-            f"{skill}: {decision.model} ({decision.reason}) failed: {first.error} No retry: {why_not}.",
+            f"{skill}: {decision.model} ({decision.reason}) failed: {first.error} No retry: {why_not}.{failure_hint([first])}",
             [first_entry],
             first.data,
         )
@@ -263,11 +281,25 @@ def route(
         return Routed(second.data, second_entry, [first_entry, second_entry])
     raise RoutingFailed(
         f"{skill}: both models failed. {decision.model} ({decision.reason}): {first.error} "
-        f"Then {thinking} (fail-open retry): {second.error} "
-        "Check the gateway (LITELLM_BASE_URL) knows both models (HYPERGUILD_FAST_MODEL, HYPERGUILD_THINKING_MODEL).",
+        f"Then {thinking} (fail-open retry): {second.error}{failure_hint([first, second])}",
         [first_entry, second_entry],
         second.data,
     )
+
+
+def failure_hint(attempts: list[Attempt]) -> str:
+    """What to do about failed attempts, named after their actual cause ('' when the answers were just wrong)."""
+    if all(attempt.outage for attempt in attempts):
+        return (
+            " The gateway (LITELLM_BASE_URL) could not be reached or kept failing: this is an outage, not counted "
+            "against either model; check that it is running."
+        )
+    if any(attempt.rejected for attempt in attempts):
+        return (
+            " Check the gateway (LITELLM_BASE_URL) knows both models (HYPERGUILD_FAST_MODEL, HYPERGUILD_THINKING_MODEL) "
+            "and accepts LITELLM_API_KEY."
+        )
+    return ""
 
 
 def llm_attempt(
@@ -277,6 +309,7 @@ def llm_attempt(
     check: Callable[[dict], str | None] | None = None,
     *,
     max_tokens: int | None = None,
+    purpose: str = "",
 ) -> Callable[[str], Attempt]:
     """An `attempt` for `route` that asks a model for JSON matching `schema`, then runs `check`.
 
@@ -287,21 +320,34 @@ def llm_attempt(
     def run(model: str) -> Attempt:
         started = time.monotonic()
         try:
-            data, result = client.chat_json(messages, model=model, schema=schema, max_tokens=max_tokens)
+            data, result = client.chat_json(messages, model=model, schema=schema, max_tokens=max_tokens, purpose=purpose)
         except LLMBadResponse as exc:
             result: ChatResult | None = getattr(exc, "result", None)
+            what = "the answer was cut at the token limit" if isinstance(exc, LLMTruncated) else "the answer failed validation"
             return Attempt(
                 RoutingEntry.Status.FAIL,
-                error=f"the answer failed validation: {exc}",
+                error=f"{what}: {exc}",
                 latency_ms=result.latency_ms if result else _ms_since(started),
                 usage=result.usage if result else None,
                 request=messages,
                 response=result.text if result else (exc.text or ""),
+                model_calls=_call_ids(exc),
             )
+        except LLMUnavailable as exc:
+            # Unreachable, timed out, 5xx: the model never got its chance; not counted in its pass rate.
+            return Attempt(
+                RoutingEntry.Status.OUTAGE, error=str(exc), latency_ms=_ms_since(started), request=messages,
+                model_calls=_call_ids(exc),
+            )  # fmt: skip
         except LLMError as exc:
-            # Unreachable gateway, unknown model, bad key: for the router this model failed the call.
-            return Attempt(RoutingEntry.Status.FAIL, error=str(exc), latency_ms=_ms_since(started), request=messages)
+            # Unknown model, bad key: for the router this model failed the call.
+            return Attempt(
+                RoutingEntry.Status.FAIL, error=str(exc), latency_ms=_ms_since(started), request=messages,
+                model_calls=_call_ids(exc), rejected=isinstance(exc, LLMRejected),
+            )  # fmt: skip
         problem = check(data) if check else None
+        if problem and result.call_id is not None:
+            mark_model_call(result.call_id, ModelCall.Outcome.BAD_OUTPUT, f"the answer failed a check: {problem}")
         return Attempt(
             RoutingEntry.Status.FAIL if problem else RoutingEntry.Status.PASS,
             data=data,
@@ -310,9 +356,15 @@ def llm_attempt(
             usage=result.usage,
             request=messages,
             response=result.text,
+            model_calls=[result.call_id] if result.call_id is not None else [],
         )
 
     return run
+
+
+def _call_ids(exc: Exception) -> list[int]:
+    call_id = getattr(exc, "call_id", None)
+    return [call_id] if call_id is not None else []
 
 
 def _ms_since(started: float) -> int:

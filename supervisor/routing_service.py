@@ -72,7 +72,6 @@ MAX_DEBUG_FILES = 5
 MAX_UNGROUNDED_SHARE = 0.5
 COMMAND_TIMEOUT_SECONDS = 60
 COMMAND_OUTPUT_CHARS = 8_000
-ANSWER_MAX_TOKENS = 4096
 
 _FALLBACK_DISCIPLINE = {
     "review": (
@@ -163,28 +162,32 @@ def _run(command: list[str] | str, cwd: Path, *, shell: bool = False) -> tuple[i
     return ran.exit_code, output
 
 
-def multi_attempt(client, calls: list[list[dict]], schema: dict, check, merge, *, max_tokens: int | None = None):
+def multi_attempt(
+    client, calls: list[list[dict]], schema: dict, check, merge, *, max_tokens: int | None = None, purpose: str = ""
+):
     """An `attempt` for `route` that asks the model once per message list, merges the answers, then checks.
 
     One list is one call (a plain `llm_attempt`); several are the parts of a
     tree-split. Any part that fails fails the attempt.
     """
     if len(calls) == 1:
-        return llm_attempt(client, calls[0], schema, check, max_tokens=max_tokens)
+        return llm_attempt(client, calls[0], schema, check, max_tokens=max_tokens, purpose=purpose)
 
     def run(model: str) -> Attempt:
-        answers, texts, latency, usage = [], [], 0, {}
+        answers, texts, latency, usage, call_ids = [], [], 0, {}, []
         request = [message for messages in calls for message in messages]
         for number, messages in enumerate(calls, start=1):
-            one = llm_attempt(client, messages, schema, None, max_tokens=max_tokens)(model)
+            one = llm_attempt(client, messages, schema, None, max_tokens=max_tokens, purpose=purpose)(model)
             latency += one.latency_ms
+            call_ids += one.model_calls
             for name, value in (one.usage or {}).items():
                 usage[name] = usage.get(name, 0) + value
             texts.append(one.response)
             if not one.passed:
                 return Attempt(
                     one.status, error=f"part {number} of {len(calls)}: {one.error}", latency_ms=latency,
-                    usage=usage or None, request=request, response="\n\n".join(texts),
+                    usage=usage or None, request=request, response="\n\n".join(texts), model_calls=call_ids,
+                    rejected=one.rejected,
                 )
             answers.append(one.data)
         data = merge(answers)
@@ -197,6 +200,7 @@ def multi_attempt(client, calls: list[list[dict]], schema: dict, check, merge, *
             usage=usage or None,
             request=request,
             response="\n\n".join(texts),
+            model_calls=call_ids,
         )
 
     return run
@@ -356,8 +360,9 @@ def review(arguments: dict, progress: Progress, cancelled: Cancelled, requested_
         preface.append(f"Focus: {arguments['focus']}")
     calls = review_calls(client, arguments, files, diff, preface, lambda text: progress(0, 1, text))
     attempt = multi_attempt(
-        client, calls, skills.worker_schema("review"), review_check(root), merge_reviews, max_tokens=ANSWER_MAX_TOKENS
-    )
+        client, calls, skills.worker_schema("review"), review_check(root), merge_reviews,
+        max_tokens=settings.LLM_MAX_TOKENS_REVIEW, purpose="review",
+    )  # fmt: skip
     if (arguments.get("consensus") or 1) > 1:
         return _consensus_review(arguments, progress, cancelled, root, attempt, pathway, started, requested_by)
     progress(0, 1, "asking the routed model")
@@ -567,8 +572,9 @@ def debug(arguments: dict, progress: Progress, cancelled: Cancelled, requested_b
         },
     ]
     attempt = llm_attempt(
-        client, messages, skills.worker_schema("debug"), debug_check(root), max_tokens=ANSWER_MAX_TOKENS
-    )
+        client, messages, skills.worker_schema("debug"), debug_check(root), max_tokens=settings.LLM_MAX_TOKENS_DEBUG,
+        purpose="debug",
+    )  # fmt: skip
     progress(1, 2, "asking the routed model")
     routed = route(
         "debug", attempt, override=arguments.get("model"), session_id=arguments.get("session_id", ""),

@@ -30,7 +30,8 @@ register_right("routing:run", scope="routing:run", permission="supervisor.run_sk
 routing.translate_errors(SupervisorError)  # RootRefused, RoutingFailed, GatewayMissing reach the caller as tool errors
 
 # A tool that asks the model the router picks: it reaches outside (open world) and may take minutes.
-routed_model_tool = partial(routing.tool, open_world=True, long_running=True)
+# Its result says what the model calls used and cost (`usage`).
+routed_model_tool = partial(routing.tool, open_world=True, long_running=True, reports_usage=True)
 
 
 @routed_model_tool(

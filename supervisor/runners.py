@@ -20,7 +20,10 @@ from pathlib import Path
 from django.conf import settings
 
 from brain.actions import do_write_raw_note
+from hyperguild import budgets
+from hyperguild.lib.model_calls import record_model_call
 from hyperguild.lib.redaction import redact_fields
+from hyperguild.models import ModelCall
 from supervisor import executor
 from supervisor.apply import head_commit, run_apply
 from supervisor.changes import ChangeRecorder
@@ -86,8 +89,15 @@ class RunContext:
             gateway_env = gateway_environment(model)
         except ModelTableError as exc:
             raise SkillFailed(str(exc)) from exc
+        prompt = build_prompt(self.skill, task)
+        with budgets.reserve(None, what=f"{self.skill} worker ({model})"):
+            worker = self._spawn(prompt, model, cwd, waiting, gateway_env)
+            record_worker_call(worker, model=model, prompt=prompt, purpose=self.skill)
+        return worker
+
+    def _spawn(self, prompt: str, model: str, cwd: Path, waiting, gateway_env) -> executor.WorkerResult:
         return executor.run_worker(
-            prompt=build_prompt(self.skill, task),
+            prompt=prompt,
             schema=worker_schema(self.skill),
             cwd=cwd,
             model=model,
@@ -115,6 +125,41 @@ class RunContext:
 
     def result(self, **values) -> dict:
         return build_result(self.skill, model_used=self.model, run_id=self.run.pk, **values)
+
+
+# How a `claude` worker run ends, as a ModelCall outcome. A worker that could not work at all
+# (offline, rate-limited, not logged in) or ran out of time is an outage, not the model's answer.
+_WORKER_OUTCOMES = {
+    WorkerStatus.OK: ModelCall.Outcome.OK,
+    WorkerStatus.ERROR: ModelCall.Outcome.BAD_OUTPUT,
+    WorkerStatus.UNAVAILABLE: ModelCall.Outcome.OUTAGE,
+    WorkerStatus.TIMEOUT: ModelCall.Outcome.OUTAGE,
+    WorkerStatus.CANCELLED: ModelCall.Outcome.OUTAGE,
+}
+
+
+def record_worker_call(worker: executor.WorkerResult, *, model: str, prompt: str, purpose: str) -> None:
+    """Keep one `claude -p` run as a ModelCall: the prompt and argv sent, its raw output, how it ended."""
+    if worker.pid is None:
+        return  # it never started (no free slot, no binary, cancelled first): no call was made
+    usage = ((worker.envelope or {}).get("usage") or {}) if isinstance(worker.envelope, dict) else {}
+    record_model_call(
+        provider=ModelCall.Provider.CLAUDE, endpoint=" ".join(worker.argv[:2]) or settings.CLAUDE_BINARY,
+        model=model or "", purpose=purpose, request={"argv": worker.argv, "prompt": prompt},
+        response=worker.stdout + (f"\n[stderr]\n{worker.stderr}" if worker.stderr else ""),
+        outcome=_WORKER_OUTCOMES.get(worker.status, ModelCall.Outcome.BAD_OUTPUT), error=worker.message,
+        latency_ms=worker.duration_ms, finish_reason=str((worker.envelope or {}).get("subtype") or "")
+        if isinstance(worker.envelope, dict) else "",
+        input_tokens=usage.get("input_tokens") if isinstance(usage.get("input_tokens"), int) else None,
+        output_tokens=usage.get("output_tokens") if isinstance(usage.get("output_tokens"), int) else None,
+        reported_cost_usd=_reported_cost(worker.envelope),
+    )  # fmt: skip
+
+
+def _reported_cost(envelope) -> float | None:
+    """The claude CLI's own `total_cost_usd` (None when the envelope has none)."""
+    cost = envelope.get("total_cost_usd") if isinstance(envelope, dict) else None
+    return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0 else None
 
 
 def run_worker_skill(run, progress: ReportProgress, cancel_check: Callable[[], bool]) -> tuple[dict, RunContext]:

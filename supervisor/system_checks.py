@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.checks import Error, Warning, register
+from django.core.checks import Error, Info, Warning, register
 
 
 def routing_problems() -> list[str]:
@@ -20,17 +20,26 @@ def routing_problems() -> list[str]:
             "the thinking model answers, at or above FLOOR the fast one, so CEIL must not exceed FLOOR "
             "(defaults: CEIL 0.70, FLOOR 0.90)."
         )
-    if settings.HYPERGUILD_FAST_MODEL == settings.HYPERGUILD_THINKING_MODEL:
-        problems.append(
-            f"HYPERGUILD_FAST_MODEL and HYPERGUILD_THINKING_MODEL are both {settings.HYPERGUILD_FAST_MODEL!r}: "
-            "routing needs two different models."
-        )
     return problems
+
+
+def single_model_notice() -> str:
+    """'' unless one model serves both routing roles (allowed: a single local model is a common start)."""
+    if settings.HYPERGUILD_FAST_MODEL != settings.HYPERGUILD_THINKING_MODEL:
+        return ""
+    return (
+        f"HYPERGUILD_FAST_MODEL and HYPERGUILD_THINKING_MODEL are both {settings.HYPERGUILD_FAST_MODEL!r}: routing "
+        "sends every call to that one model (reason \"single model\"), with no fail-open retry."
+    )
 
 
 @register("hyperguild")
 def check_routing_settings(app_configs, **kwargs):
-    return [Error(problem, id="hyperguild.E010") for problem in routing_problems()]
+    messages = [Error(problem, id="hyperguild.E010") for problem in routing_problems()]
+    notice = single_model_notice()
+    if notice:
+        messages.append(Info(notice, id="hyperguild.I010"))
+    return messages
 
 
 @register("hyperguild")

@@ -10,6 +10,7 @@ import time
 from django.conf import settings
 from django.db import connection
 
+from hyperguild.lib.model_calls import model_call_context
 from supervisor import executor, reaper
 from supervisor.actions import do_beat_skill_run, do_claim_skill_run, do_finish_skill_run, do_set_run_progress
 from supervisor.models import SkillRun
@@ -69,7 +70,11 @@ def run_skill(run_id: int) -> str:
 
     try:
         try:
-            result, ctx = run_worker_skill(run, progress, cancel_requested)
+            with model_call_context(
+                requested_by=run.requested_by, service="supervisor worker", skill=run.skill, session_id=run.session_id,
+                project=run.project_root,
+            ) as calls:  # fmt: skip
+                result, ctx = run_worker_skill(run, progress, cancel_requested)
             log, change = ctx.attempt_log, ctx.change
         except Exception as exc:
             logger.exception("skill run %s failed", run_id)
@@ -77,7 +82,7 @@ def run_skill(run_id: int) -> str:
                 build_result(run.skill, run_id=run_id, message=f"internal error: {type(exc).__name__}: {exc}"), [], None
             )
         result["duration_ms"] = int((time.monotonic() - started) * 1000)
-        finished = do_finish_skill_run(run_id, result, attempt_log=log, change=change)
+        finished = do_finish_skill_run(run_id, result, attempt_log=log, change=change, model_calls=calls.recorded)
     finally:
         executor.current_run_id.reset(owner)
         heartbeat.stop()

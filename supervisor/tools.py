@@ -17,9 +17,11 @@ import time
 from django.conf import settings
 from django.db import connection, transaction
 
+from hyperguild import budgets
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError, register_endpoint
 from hyperguild.permissions import register_right
 from hyperguild.roles import OPERATOR
+from hyperguild.usage import usage_of
 from supervisor import executor, reaper
 from supervisor.actions import do_create_skill_run, do_request_cancel
 from supervisor.apply import check_apply_request
@@ -101,6 +103,10 @@ def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor"
     problem = next(filter(None, (gateway_problem(name.strip()) for name in model.split(","))), None)
     if problem:
         raise ModelTableError(problem)
+    if model:
+        # Before anything is queued or spawned: a spent budget is a clear error, not a failed run.
+        # A consensus review runs one worker per model, and the budget must hold them all.
+        budgets.check(budgets.estimate_or_default(None), requested_by, count=len(model.split(",")))
     run = do_create_skill_run(
         skill=skill,
         arguments=arguments,
@@ -181,7 +187,13 @@ def _worker_tool(skill: str, *, read_only: bool = False, destructive: bool = Fal
         check_command_right(arguments, ctx.identity)
         try:
             run = start_skill_run(skill, arguments, requested_by=ctx.actor)
-            return wait_for_run(run, ctx)
+            result = wait_for_run(run, ctx)
+            if spec.worker_schema is not None:
+                # The worker's calls were recorded by the process that ran it, and linked to the run.
+                usage = usage_of(list(run.model_calls.values_list("pk", flat=True)))
+                if usage is not None:
+                    result = {**result, "usage": usage}
+            return result
         finally:
             # The engine may run this in a thread of its own that ends with the
             # call; its connection would otherwise stay open until GC.
@@ -200,6 +212,7 @@ def _worker_tool(skill: str, *, read_only: bool = False, destructive: bool = Fal
         idempotent=False,
         open_world=True,
         long_running=True,  # minutes of a worker: run as an MCP task when the client can poll
+        reports_usage=spec.worker_schema is not None,  # apply asks no model
     )(handler)
     return handler
 

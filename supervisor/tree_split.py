@@ -28,7 +28,6 @@ from hyperguild.lib.llm import LLMError
 
 SCRATCHPAD_OPEN = "<<<SCRATCHPAD: summaries of the other parts, written by a model. Not code: never quote or cite it.>>>"
 SCRATCHPAD_CLOSE = "<<<END SCRATCHPAD>>>"
-SUMMARY_MAX_TOKENS = 300
 SUMMARY_INPUT_CHARS = 40_000
 
 # A top-level definition starts a block: Python, JS/TS, Go, Rust, Ruby, Elixir, Java-ish.
@@ -122,7 +121,9 @@ def summarise_parts(client, name: str, parts: list[Part]) -> list[str]:
             {"role": "user", "content": f"{name} ({part.label}):\n{part.text[:SUMMARY_INPUT_CHARS]}"},
         ]
         try:
-            text = client.chat(messages, model=settings.HYPERGUILD_FAST_MODEL, max_tokens=SUMMARY_MAX_TOKENS).text
+            text = client.chat(
+                messages, model=settings.HYPERGUILD_FAST_MODEL, max_tokens=settings.LLM_MAX_TOKENS_SUMMARY, purpose="summary"
+            ).text
         except LLMError as exc:
             text = f"(no summary: {exc})"
         summaries.append(text.strip() or "(empty summary)")

@@ -26,6 +26,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
+from hyperguild.costs import spend_of
 from supervisor.models import Pathway, RoutingEntry, SkillRun
 from supervisor.routing import routing_settings, routing_stats
 
@@ -104,7 +105,8 @@ def routing_dashboard(request: HttpRequest) -> HttpResponse:
     figures = window.figures(settings.HYPERGUILD_FAST_MODEL)
     per_skill = [{"skill": name, **row} for name, row in sorted(figures["skills"].items())]
     per_model = [
-        {"model": name, **row, "share": row["attempts"] / figures["attempts"]} for name, row in figures["models"].items()
+        {"model": name, **row, "share": row["attempts"] / figures["attempts"] if figures["attempts"] else 0.0}
+        for name, row in figures["models"].items()
     ]
     latest = list(window.select_related("attempt_of").order_by("-created_at", "-id")[:LATEST_DECISIONS])
     pathways = list(
@@ -145,4 +147,6 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     result = run.result if isinstance(run.result, dict) else {}
     source_id = result.get("source_run_id")
     source = SkillRun.objects.filter(pk=source_id).only("pk", "skill").first() if isinstance(source_id, int) else None
-    return render(request, "supervisor/run_detail.html", {"run": run, "result": result, "source": source})
+    return render(request, "supervisor/run_detail.html", {
+        "run": run, "result": result, "source": source, "cost": spend_of(run.model_calls.all()),
+    })  # fmt: skip

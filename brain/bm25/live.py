@@ -20,6 +20,7 @@ from brain.bm25.snapshot import Snapshot
 from brain.bm25.storage import file_lock, forget_old_bases, load_segment, newest_on_disk, save_segment, shared_dir
 from brain.models import BrainVersion, Note, NoteChange
 from hyperguild.lib.processes import give_back_freed_memory
+from hyperguild.metrics import BM25_REFRESH
 
 logger = logging.getLogger(__name__)
 
@@ -303,7 +304,7 @@ def current_index() -> Snapshot:
         return snapshot
     version, corpus_id = BrainVersion.current_with_corpus()
     if snapshot is None or snapshot.corpus_id != corpus_id or snapshot.version < version:
-        with live.lock:
+        with live.lock, BM25_REFRESH.time():
             live.catch_up(version, corpus_id)
             snapshot = live.snapshot
     live.checked_at, live.local_writes_seen = now, writes

@@ -6,12 +6,20 @@ gateway said no" (LLMRejected: unknown model, bad key, bad request) from "the
 gateway answered nonsense" (LLMBadResponse).
 
     client = get_llm_client()           # None when LITELLM_BASE_URL is empty
-    result = client.chat([{"role": "user", "content": "hi"}], model="fast")
-    data, result = client.chat_json(messages, model="fast", schema={...})
+    result = client.chat([{"role": "user", "content": "hi"}], model="fast", purpose="answer")
+    data, result = client.chat_json(messages, model="fast", schema={...}, purpose="review")
+
+Every generation is bounded: `max_tokens` is always sent, the caller's or the
+purpose's limit from settings (`generation_limit`). An answer cut at that limit
+(`finish_reason: length`) comes back with `truncated=True` from `chat`, and
+raises LLMTruncated from `chat_json` (cut JSON is not an answer). The client made
+by `get_llm_client` records every call as a ModelCall (hyperguild.lib.model_calls),
+success or failure; `result.call_id` / `error.call_id` name the record.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,8 +27,9 @@ from typing import Any
 import httpx
 from django.conf import settings
 
-from hyperguild.lib.http import ServiceClient, ServiceRejected, ServiceUnavailable, configured_client
+from hyperguild.lib.http import ServiceClient, ServiceRejected, ServiceUnavailable, configured_client, safe_url
 from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
+from hyperguild.lib.pricing import estimate
 from hyperguild.lib.text import excerpt
 
 # How much of a non-JSON or malformed answer an LLMBadResponse keeps.
@@ -57,6 +66,24 @@ class LLMBadResponse(LLMError):
         self.text = text
 
 
+class LLMTruncated(LLMBadResponse):
+    """The model was cut at the token limit (`finish_reason: length`): its JSON answer is incomplete."""
+
+
+def generation_limit(purpose: str) -> int:
+    """The most tokens a model may write for `purpose` (settings LLM_MAX_TOKENS_*; any other: _DEFAULT)."""
+    limits = {
+        "answer": settings.LLM_MAX_TOKENS_ANSWER,
+        "retrospective": settings.LLM_MAX_TOKENS_RETROSPECTIVE,
+        "review": settings.LLM_MAX_TOKENS_REVIEW,
+        "debug": settings.LLM_MAX_TOKENS_DEBUG,
+        "trainer": settings.LLM_MAX_TOKENS_TRAINER,
+        "spec": settings.LLM_MAX_TOKENS_SPEC,
+        "summary": settings.LLM_MAX_TOKENS_SUMMARY,
+    }
+    return limits.get(purpose, settings.LLM_MAX_TOKENS_DEFAULT)
+
+
 @dataclass
 class ChatResult:
     text: str
@@ -64,6 +91,14 @@ class ChatResult:
     usage: dict[str, int] | None
     latency_ms: int
     raw: dict[str, Any] = field(repr=False)
+    finish_reason: str = ""
+    call_id: int | None = None  # the ModelCall that recorded it (None when the client does not record)
+    body: str = field(default="", repr=False)  # the server's body as received
+
+    @property
+    def truncated(self) -> bool:
+        """Cut at the token limit (OpenAI `finish_reason: length`)."""
+        return self.finish_reason == "length"
 
 
 def _usage(raw: dict[str, Any]) -> dict[str, int] | None:
@@ -92,11 +127,14 @@ class LLMClient:
         retries: int = 2,
         backoff: float | None = None,
         transport: httpx.BaseTransport | None = None,
+        record: bool = False,
     ):
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
         self.retries = retries
+        # Record every call as a ModelCall (needs the database; get_llm_client's clients do).
+        self.record = record
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -128,27 +166,74 @@ class LLMClient:
         response_format: dict[str, Any] | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        purpose: str = "",
     ) -> ChatResult:
+        """One chat completion, bounded by `max_tokens` (default: the purpose's limit), recorded when `record`."""
+        limit = max_tokens if max_tokens is not None else generation_limit(purpose)
         payload: dict[str, Any] = {"model": model, "messages": messages}
         if response_format is not None:
             payload["response_format"] = response_format
         if temperature is not None:
             payload["temperature"] = temperature
-        if max_tokens is not None:
-            payload["max_tokens"] = max_tokens
+        payload["max_tokens"] = limit
+
+        # A budget (hyperguild.budgets) holds this call's estimate until its record is written.
+        with self._budget(model, messages, limit, purpose):
+            return self._chat(payload, model, limit, purpose)
+
+    def _budget(self, model: str, messages: list[dict[str, Any]], limit: int, purpose: str):
+        if not self.record:
+            return contextlib.nullcontext()
+        # Imported here: a lib module loads no models when imported (the budgets read ModelCall rows).
+        from hyperguild import budgets
+
+        chars = sum(len(str(message.get("content") or "")) for message in messages)
+        return budgets.reserve(estimate(model, chars, limit), what=f"{purpose or 'chat'} on {model}")
+
+    def _chat(self, payload: dict[str, Any], model: str, limit: int, purpose: str) -> ChatResult:
+        def record(outcome: str, **values: Any) -> int | None:
+            if not self.record:
+                return None
+            from hyperguild.lib.model_calls import record_model_call
+
+            return record_model_call(
+                provider="openai", endpoint=safe_url(self.completions_url), model=model, purpose=purpose,
+                request=payload, max_tokens=limit, outcome=outcome, latency_ms=_ms_since(started), **values,
+            ).pk  # fmt: skip
 
         started = time.monotonic()
         try:
             response = self._http.post(self.completions_url, json=payload)
         except ServiceRejected as exc:
-            raise LLMRejected(
+            error = LLMRejected(
                 f"the gateway rejected model {model!r} with HTTP {exc.status}: {exc.detail}",
                 status=exc.status or 400,
                 gateway_message=exc.detail,
-            ) from None
+            )
+            error.call_id = record("model_error", error=str(error), status_code=exc.status)  # type: ignore[attr-defined]
+            raise error from None
         except ServiceUnavailable as exc:
-            raise LLMUnavailable(f"{exc} (model {model!r})", status=exc.status, attempts=exc.attempts) from None
-        return self._result(response, model, started)
+            error = LLMUnavailable(f"{exc} (model {model!r})", status=exc.status, attempts=exc.attempts)
+            error.call_id = record("outage", error=str(error), status_code=exc.status)  # type: ignore[attr-defined]
+            raise error from None
+        try:
+            result = self._result(response, model, started)
+        except LLMBadResponse as exc:
+            exc.call_id = record(  # type: ignore[attr-defined]
+                "bad_output", response=response.text, error=str(exc), status_code=response.status_code
+            )
+            raise
+        usage = result.usage or {}
+        result.call_id = record(
+            "truncated" if result.truncated else "ok",
+            response=result.body,
+            status_code=response.status_code,
+            finish_reason=result.finish_reason,
+            input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+            error=f"cut at the limit of {limit} tokens" if result.truncated else "",
+        )
+        return result
 
     def _result(self, response: httpx.Response, model: str, started: float) -> ChatResult:
         latency_ms = int((time.monotonic() - started) * 1000)
@@ -160,7 +245,8 @@ class LLMClient:
                 text=excerpt(response.text, ERROR_BODY_CHARS),
             ) from None
         try:
-            message = raw["choices"][0]["message"]
+            choice = raw["choices"][0]
+            message = choice["message"]
             text = message.get("content")
         except (KeyError, IndexError, TypeError, AttributeError):
             raise LLMBadResponse(
@@ -169,12 +255,15 @@ class LLMClient:
             ) from None
         if not isinstance(text, str):
             raise LLMBadResponse("the model returned no text content", text=excerpt(response.text, ERROR_BODY_CHARS))
+        finish_reason = choice.get("finish_reason") if isinstance(choice, dict) else None
         return ChatResult(
             text=text,
             model=str(raw.get("model") or model),
             usage=_usage(raw),
             latency_ms=latency_ms,
             raw=raw,
+            finish_reason=finish_reason if isinstance(finish_reason, str) else "",
+            body=response.text,
         )
 
     def chat_json(
@@ -185,11 +274,13 @@ class LLMClient:
         schema: dict[str, Any],
         temperature: float | None = None,
         max_tokens: int | None = None,
+        purpose: str = "",
     ) -> tuple[dict[str, Any], ChatResult]:
         """Ask for a JSON object and validate it against `schema`.
 
-        Raises LLMBadResponse (with the ChatResult on `.result`) when the text
-        is not JSON, not an object, or does not match the schema.
+        Raises LLMTruncated when the model was cut at the limit, LLMBadResponse
+        when the text is not JSON, not an object, or does not match the schema;
+        either carries the ChatResult on `.result` and the record on `.call_id`.
         """
         result = self.chat(
             messages,
@@ -197,24 +288,84 @@ class LLMClient:
             response_format={"type": "json_object"},
             temperature=temperature,
             max_tokens=max_tokens,
+            purpose=purpose,
         )
-        try:
-            data = parse_model_json(result.text, schema)
-        except ModelJSONError as exc:
-            error = LLMBadResponse(str(exc), text=result.text)
-            error.result = result  # type: ignore[attr-defined]
-            raise error from None
-        return data, result
+        if result.truncated:
+            error: LLMBadResponse = LLMTruncated(
+                f"the model was cut at the token limit ({result.usage or {}}); its JSON is incomplete", text=result.text
+            )
+        else:
+            try:
+                return parse_model_json(result.text, schema), result
+            except ModelJSONError as exc:
+                error = LLMBadResponse(str(exc), text=result.text)
+                if self.record:
+                    from hyperguild.lib.model_calls import mark_model_call
+
+                    mark_model_call(result.call_id, "bad_output", str(exc))
+        error.result = result  # type: ignore[attr-defined]
+        error.call_id = result.call_id  # type: ignore[attr-defined]
+        raise error from None
 
 
-def get_llm_client() -> LLMClient | None:
-    """The configured gateway client, or None when LITELLM_BASE_URL is empty (feature stays off)."""
+def get_llm_client(*, timeout: float | None = None, retries: int | None = None) -> LLMClient | None:
+    """The configured gateway client, or None when LITELLM_BASE_URL is empty (feature stays off).
+
+    `timeout` / `retries` tighten the configured ones (never loosen them): a call a person waits on
+    (brain_answer) asks for less. The client records every call as a ModelCall.
+    """
     if not settings.LITELLM_BASE_URL:
         return None
+    timeout_cap = min(settings.LITELLM_TIMEOUT, settings.HYPERGUILD_HTTP_TIMEOUT)
+    retries_cap = min(settings.LITELLM_RETRIES, settings.HYPERGUILD_HTTP_RETRIES)
     url, key, timeout, retries = (
         settings.LITELLM_BASE_URL,
         settings.LITELLM_API_KEY,
-        min(settings.LITELLM_TIMEOUT, settings.HYPERGUILD_HTTP_TIMEOUT),
-        min(settings.LITELLM_RETRIES, settings.HYPERGUILD_HTTP_RETRIES),
+        min(timeout, timeout_cap) if timeout is not None else timeout_cap,
+        min(retries, retries_cap) if retries is not None else retries_cap,
     )
-    return configured_client(("llm", url, key, timeout, retries), lambda: LLMClient(url, key, timeout=timeout, retries=retries))
+    return configured_client(
+        ("llm", url, key, timeout, retries), lambda: LLMClient(url, key, timeout=timeout, retries=retries, record=True)
+    )
+
+
+def _ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+# How long a gateway probe's answer is reused (/health may be polled every few seconds).
+GATEWAY_PROBE_TTL_SECONDS = 30.0
+GATEWAY_PROBE_TIMEOUT_SECONDS = 2.0
+_probe_cache: dict[str, tuple[float, bool, str]] = {}
+
+
+def gateway_status(*, fresh: bool = False) -> dict[str, Any]:
+    """The model gateway as /health and the `serve` banner name it: URL, models, reachable or not.
+
+    Reachable means it answered HTTP at all (any status: a 401 or 404 is a gateway that is up); the
+    probe is a GET of /v1/models with a short timeout, reused for GATEWAY_PROBE_TTL_SECONDS.
+    """
+    fast, thinking = settings.HYPERGUILD_FAST_MODEL, settings.HYPERGUILD_THINKING_MODEL
+    models = {"answer": settings.BRAIN_ANSWER_MODEL or None, "fast": fast, "thinking": thinking}
+    if not settings.LITELLM_BASE_URL:
+        return {"configured": False, "url": None, "models": models, "reachable": None,
+                "note": "LITELLM_BASE_URL is empty: brain_answer is extractive, the retrospective uses rules, "
+                        "/mcp/routing refuses its calls"}  # fmt: skip
+    base = settings.LITELLM_BASE_URL.rstrip("/")
+    url = f"{base}/models" if base.endswith("/v1") else f"{base}/v1/models"
+    now = time.monotonic()
+    cached = _probe_cache.get(url)
+    if cached is None or fresh or now - cached[0] > GATEWAY_PROBE_TTL_SECONDS:
+        headers = {"Authorization": f"Bearer {settings.LITELLM_API_KEY}"} if settings.LITELLM_API_KEY else {}
+        try:
+            status = httpx.get(url, headers=headers, timeout=GATEWAY_PROBE_TIMEOUT_SECONDS).status_code
+            cached = (now, True, f"HTTP {status}")
+        except httpx.HTTPError as exc:
+            cached = (now, False, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        _probe_cache[url] = cached
+    report: dict[str, Any] = {"configured": True, "url": safe_url(base), "models": models, "reachable": cached[1]}
+    if not cached[1]:
+        report["error"] = cached[2][:300]
+    if fast == thinking:
+        report["single_model"] = True
+    return report

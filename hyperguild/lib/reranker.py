@@ -13,16 +13,25 @@ retrieval order: this is a filter, not a re-ranker.
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import CancelledError, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import httpx
 from django.conf import settings
 
-from hyperguild.lib.http import ServiceClient, ServiceError, ServiceRejected, configured_client
+from hyperguild.lib.http import (
+    ServiceClient,
+    ServiceError,
+    ServiceRejected,
+    ServiceUnavailable,
+    configured_client,
+    safe_url,
+)
 
 T = TypeVar("T")
 
@@ -49,6 +58,11 @@ _FIRST_WORD = re.compile(r"\s*([A-Za-z]+)")
 class RerankerError(Exception):
     """The reranker service could not judge a candidate (down, timed out, refused the model)."""
 
+    def __init__(self, message: str, *, outcome: str = "model_error", response: str = ""):
+        super().__init__(message)
+        self.outcome = outcome  # how its ModelCall ends: outage, model_error or bad_output
+        self.response = response
+
 
 def build_prompt(query: str, document: str, instruction: str = DEFAULT_INSTRUCTION) -> str:
     body = f"<Instruct>: {instruction}\n<Query>: {query}\n<Document>: {document}"
@@ -70,14 +84,42 @@ def score_response(text: str) -> float:
     return 0.0
 
 
-@dataclass(frozen=True)
+def _ollama_counts(body: str) -> tuple[int, int] | None:
+    """(prompt_eval_count, eval_count) of an Ollama generate body, None when it does not say."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    counts = (data.get("prompt_eval_count"), data.get("eval_count")) if isinstance(data, dict) else (None, None)
+    if all(isinstance(count, int) and not isinstance(count, bool) for count in counts):
+        return counts[0], counts[1]
+    return None
+
+
+@dataclass
 class Judgement:
     score: float
     response: str
+    done_reason: str = ""  # Ollama's: "stop", or "length" when cut at num_predict
+    body: str = field(default="", repr=False)  # the server's body as received
+    payload: dict | None = field(default=None, repr=False)
+    latency_ms: int = 0
 
     @property
     def keep(self) -> bool:
         return self.score > 0
+
+
+@dataclass
+class _Failure:
+    error: RerankerError
+    payload: dict
+    latency_ms: int
+    status: int | None = None
+
+
+def _ms_since(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
 
 
 class RerankerClient:
@@ -90,7 +132,10 @@ class RerankerClient:
         timeout: float = 60.0,
         retries: int = 2,
         instruction: str = DEFAULT_INSTRUCTION,
+        record: bool = False,
     ):
+        # Record every judgement as a ModelCall (needs the database; get_reranker's clients do).
+        self.record = record
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.concurrency = max(1, concurrency)
@@ -120,16 +165,59 @@ class RerankerClient:
 
     def judge(self, query: str, document: str) -> Judgement:
         """Ask about one document; raises RerankerError when the service fails."""
+        judgement, failure = self._judge_timed(query, document)
+        self._record([failure or judgement])
+        if isinstance(failure, _Failure):
+            raise failure.error
+        return judgement
+
+    def _judge_timed(self, query: str, document: str) -> tuple[Judgement | None, _Failure | None]:
+        """One request, never raising: safe in a worker thread (nothing is written here)."""
+        payload = self.payload(query, document)
+        started = time.monotonic()
         try:
-            response = self._http.post("/api/generate", json=self.payload(query, document))
+            response = self._http.post("/api/generate", json=payload)
         except ServiceRejected as exc:
             # Ollama answers 404 for a model that is not pulled.
-            raise RerankerError(
+            error = RerankerError(
                 f"reranker at {self.base_url} refused model {self.model!r}: HTTP {exc.status}: {exc.detail}"
-            ) from None
+            )
+            return None, _Failure(error, payload, _ms_since(started), exc.status)
         except ServiceError as exc:
-            raise RerankerError(str(exc)) from None
-        return self._judgement(response)
+            outcome = "outage" if isinstance(exc, ServiceUnavailable) else "bad_output"
+            return None, _Failure(RerankerError(str(exc), outcome=outcome), payload, _ms_since(started), exc.status)
+        try:
+            judgement = self._judgement(response)
+        except RerankerError as exc:
+            exc.outcome, exc.response = "bad_output", response.text
+            return None, _Failure(exc, payload, _ms_since(started), response.status_code)
+        judgement.payload, judgement.latency_ms = payload, _ms_since(started)
+        return judgement, None
+
+    def _record(self, outcomes: Sequence[Judgement | _Failure]) -> None:
+        """One ModelCall for the whole pass over N candidates (not N): its tokens are the sum of Ollama's
+        `prompt_eval_count` and `eval_count`, unknown if any answer lacks them; the worst outcome wins."""
+        if not self.record or not outcomes:
+            return
+        from hyperguild.lib.model_calls import record_model_call
+
+        failures = [item for item in outcomes if isinstance(item, _Failure)]
+        judgements = [item for item in outcomes if isinstance(item, Judgement)]
+        counts = [_ollama_counts(item.body) for item in judgements]
+        known = bool(counts) and not failures and all(count is not None for count in counts)
+        truncated = any(item.done_reason == "length" and item.score == 0 for item in judgements)
+        outcome = failures[0].error.outcome if failures else ("truncated" if truncated else "ok")
+        record_model_call(
+            provider="ollama", endpoint=safe_url(self.generate_url), model=self.model, purpose="rerank",
+            request=[item.payload for item in outcomes] if len(outcomes) > 1 else outcomes[0].payload,
+            max_tokens=NUM_PREDICT, latency_ms=max(item.latency_ms for item in outcomes), outcome=outcome,
+            response="\n".join(item.body if isinstance(item, Judgement) else item.error.response for item in outcomes),
+            error="; ".join(str(item.error) for item in failures),
+            status_code=failures[0].status if failures else 200,
+            finish_reason=",".join(sorted({item.done_reason for item in judgements if item.done_reason})),
+            input_tokens=sum(count[0] for count in counts) if known else None,
+            output_tokens=sum(count[1] for count in counts) if known else None,
+        )  # fmt: skip
 
     def _judgement(self, response: httpx.Response) -> Judgement:
         try:
@@ -141,22 +229,36 @@ class RerankerClient:
             ) from None
         if not isinstance(text, str):
             raise RerankerError(f"reranker at {self.base_url} answered without a text response")
-        return Judgement(score=score_response(text), response=text)
+        done_reason = body.get("done_reason") if isinstance(body.get("done_reason"), str) else ""
+        return Judgement(score=score_response(text), response=text, done_reason=done_reason, body=response.text)
 
     def judge_all(self, query: str, documents: Sequence[str]) -> list[Judgement]:
-        """One judgement per document, in order, at most `concurrency` requests in flight."""
+        """One judgement per document, in order, at most `concurrency` requests in flight.
+
+        The requests run in threads; their records are written here, in the caller's thread (its
+        database connection and transaction), once all are in.
+        """
         if not documents:
             return []
         if len(documents) == 1 or self.concurrency == 1:
             return [self.judge(query, document) for document in documents]
+        outcomes: list[Judgement | _Failure] = []
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(documents)), thread_name_prefix="rerank") as pool:
-            futures = [pool.submit(self.judge, query, document) for document in documents]
-            try:
-                return [future.result() for future in futures]
-            except RerankerError:
-                # One failure fails the whole filter: don't keep calling a service that is down.
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
+            futures = [pool.submit(self._judge_timed, query, document) for document in documents]
+            for future in futures:
+                try:
+                    judgement, failure = future.result()
+                except CancelledError:
+                    continue
+                outcomes.append(failure or judgement)
+                if failure is not None:
+                    # One failure fails the whole filter: don't keep calling a service that is down.
+                    pool.shutdown(wait=True, cancel_futures=True)
+        self._record(outcomes)
+        for item in outcomes:
+            if isinstance(item, _Failure):
+                raise item.error
+        return outcomes  # type: ignore[return-value]
 
     def filter(self, query: str, candidates: Sequence[T], *, text: Callable[[T], str]) -> list[T]:
         """The candidates judged relevant, in their original (retrieval) order."""
@@ -178,5 +280,5 @@ def get_reranker() -> RerankerClient | None:
     )
     return configured_client(
         ("reranker", url, model, concurrency, timeout, retries),
-        lambda: RerankerClient(url, model, concurrency=concurrency, timeout=timeout, retries=retries),
+        lambda: RerankerClient(url, model, concurrency=concurrency, timeout=timeout, retries=retries, record=True),
     )

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from hyperguild.lib import admission
+from hyperguild.lib.model_calls import model_call_context
 from hyperguild.lib.schema import format_schema_errors, schema_problems
 from hyperguild.mcp.cancellation import RUNNING
 from hyperguild.mcp.registry import Endpoint, Prompt, ToolCancelled, ToolContext, ToolError
@@ -476,7 +477,16 @@ class Dispatcher:
             admission.leave()  # it waits on a worker or a model: quick calls must not wait behind it
         try:
             ctx.check_cancelled()
-            structured = tool.handler(arguments, ctx)
+            # Every model call the tool makes is recorded as made by this caller, for this tool.
+            with model_call_context(
+                requested_by=ctx.actor, service=f"mcp/{self.endpoint.name}", skill=name,
+                session_id=str(arguments.get("session_id") or "")[:200], project=str(arguments.get("project_root") or ""),
+            ) as calls:  # fmt: skip
+                structured = tool.handler(arguments, ctx)
+            if tool.reports_usage:
+                from hyperguild.usage import add_usage
+
+                structured = add_usage(structured, calls.recorded, ctx.actor)
         except ToolCancelled as exc:
             record.status = "cancelled"
             return tool_error_result(exc.message)

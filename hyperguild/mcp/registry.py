@@ -138,10 +138,17 @@ class Tool:
     scope: str = ""
     # The right (hyperguild.permissions) a caller needs, scope and role: empty means the right named as `scope`.
     right: str = ""
+    # It asks a model: its result carries `usage` and `budget_warning` (hyperguild.usage), declared in its outputSchema.
+    reports_usage: bool = False
     input_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
     output_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if self.reports_usage:
+            from hyperguild.usage import USAGE_PROPERTIES
+
+            properties = {**self.output_schema.get("properties", {}), **USAGE_PROPERTIES}
+            object.__setattr__(self, "output_schema", {**self.output_schema, "properties": properties})
         for label, schema in (("input_schema", self.input_schema), ("output_schema", self.output_schema)):
             if schema.get("type") != "object":
                 raise ValueError(f"tool {self.name}: {label} must be a JSON Schema of type object")

@@ -48,12 +48,20 @@ from hyperguild.mcp.engine import (
 from hyperguild.mcp.registry import Endpoint, ToolContext, find_endpoint
 from hyperguild.mcp.revision import Rejection, Revision, decide, http_status_for
 from hyperguild.mcp.tasks import owner_digest
+from hyperguild.metrics import observe_mcp
+from hyperguild.tracing import carry_context, mcp_span
 
 logger = logging.getLogger("hyperguild.mcp")
 
 # An idle SSE stream gets a comment line this often, so proxies and clients
 # see a live connection during long tool calls.
 SSE_KEEPALIVE_SECONDS = 15.0
+# The methods a metric may name (any other method a client sends is counted as "other").
+KNOWN_METHODS = frozenset(
+    {"initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "completion/complete",
+     "resources/list", "resources/read", "resources/templates/list", "server/discover", "tasks/get", "tasks/update",
+     "tasks/cancel", "tasks/list", "notifications/initialized", "notifications/cancelled", "response"}
+)  # fmt: skip
 
 
 class InsufficientScope(exceptions.PermissionDenied):
@@ -107,6 +115,12 @@ class AcceptAnything(BaseContentNegotiation):
 
     def select_renderer(self, request, renderers, format_suffix=None):
         return renderers[0], renderers[0].media_type
+
+
+def person_id(request) -> int | None:
+    """The signed-in person's id for traces (None for a service token or no one)."""
+    user = getattr(request, "user", None)
+    return user.pk if getattr(user, "is_authenticated", False) and isinstance(getattr(user, "pk", None), int) else None
 
 
 def origin_allowed(origin: str) -> bool:
@@ -292,7 +306,8 @@ class McpView(APIView):
             identity=request.user,
         )
         owner = owner_digest(request.META.get("HTTP_AUTHORIZATION", ""))
-        response = Dispatcher(self.mcp_endpoint, owner).handle(message, ctx, record, revision)
+        with mcp_span(self.mcp_endpoint.name, message, person_id=person_id(request), revision=revision.version):
+            response = Dispatcher(self.mcp_endpoint, owner).handle(message, ctx, record, revision)
         status = http_status_for(response["error"]["code"]) if revision.modern and "error" in response else 200
         http = self._json(response, status, record)
         if message["method"] == "initialize" and not revision.modern and not request.META.get("HTTP_MCP_SESSION_ID"):
@@ -339,9 +354,11 @@ class McpView(APIView):
                 identity=view.request.user,
             )
 
+            @carry_context  # the handler's thread continues the request's trace
             def run() -> None:
                 try:
-                    response = Dispatcher(endpoint, owner).handle(message, ctx, record, revision)
+                    with mcp_span(endpoint.name, message, person_id=person_id(view.request), revision=revision.version):
+                        response = Dispatcher(endpoint, owner).handle(message, ctx, record, revision)
                 except Exception:  # never leave the stream without an answer
                     incident = uuid.uuid4().hex[:16]
                     logger.exception("MCP dispatch failed (request id %s, revision %s)", incident, record.revision)
@@ -419,4 +436,9 @@ class McpView(APIView):
             **record.extra,
         }
         logger.info("mcp %s", json.dumps(line, ensure_ascii=False))
+        known_endpoint = getattr(self, "mcp_endpoint", None)
+        # Labels only from names the server knows: a client's made-up method or tool must not add series.
+        method = record.method if record.method in KNOWN_METHODS else ("other" if record.method else "")
+        tool = record.tool if known_endpoint is not None and record.tool in known_endpoint.tools else ""
+        observe_mcp(endpoint if known_endpoint is not None else "unknown", method, tool, record.status, duration_ms / 1000)
         return duration_ms

@@ -92,6 +92,9 @@ def test_only_the_note_the_reranker_keeps_reaches_the_llm(brain, brain_url, rera
         "unreviewed_matches": 0,  # issue 28: raw matches are counted and named, never cited
         "unreviewed": [],
         "unreviewed_hint": None,
+        # One record for the reranker's pass, one for the answer; neither fake reports usage (issue 39).
+        "usage": {"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_reason": "usage unknown",
+                  "model": f"{RERANKER_MODEL}, {ANSWER_MODEL}", "calls": 2},
     }
     assert "LiteLLM" in answer["sources"][0]["excerpt"]
 

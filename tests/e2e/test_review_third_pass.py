@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.e2e]
 
 PHONE = {"width": 390, "height": 844}
 SCREENS_COPY = Path("/work/screens-ui")
-NAV = ["Review", "Activity", "Search", "Training", "Routing", "Sessions", "Admin", "Log out"]
+NAV = ["Review", "Activity", "Search", "Training", "Routing", "Sessions", "Costs", "Admin", "Log out"]
 MULTILINE = "# Retries\n\nRetry three times.\n\n```python\nfor attempt in range(3):\n    call()\n```\n"
 
 
@@ -85,7 +85,7 @@ def test_every_page_fits_a_phone_and_the_nav_reaches_every_section(live_ui, phon
         "home": "/", "queue": "/review/", "raw-note": f"/review/{raw[0].pk}/", "wiki-note": f"/review/{wiki.pk}/",
         "merge": f"/review/{raw[0].pk}/merge/preview/?into=uploads", "search": "/search/?q=uploads",
         "training": "/training/", "sft": f"/training/{sft.pk}/", "dpo": f"/training/{dpo.pk}/",
-        "routing": "/routing/", "sessions": "/sessions/", "activity": "/activity/",
+        "routing": "/routing/", "sessions": "/sessions/", "activity": "/activity/", "costs": "/costs/",
         "session": "/sessions/session-with-a-long-identifier-0123456789/",
         "admin": "/admin/", "admin-notes": "/admin/brain/note/", "admin-note": f"/admin/brain/note/{wiki.pk}/change/",
     }

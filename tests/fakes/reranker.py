@@ -29,8 +29,12 @@ class FakeReranker(FakeHTTPServer):
     name = "fake-ollama"
     protocol_version = "HTTP/1.1"
 
-    def __init__(self, judge: Callable[[str], str], *, delay: float = 0.0, status: int = 200):
+    def __init__(
+        self, judge: Callable[[str], str], *, delay: float = 0.0, status: int = 200, counts: tuple[int, int] | None = None
+    ):
+        """`counts`: the prompt_eval_count and eval_count every answer reports (Ollama's usage); None: none."""
         super().__init__()
+        self.counts = counts
         self.judge = judge
         self.delay = delay
         self.status = status
@@ -50,10 +54,13 @@ class FakeReranker(FakeHTTPServer):
                 return Response(404, {"error": "404 page not found"})
             if self.status != 200:
                 return Response(self.status, {"error": "model runner has unexpectedly stopped"})
-            return Response(200, {
+            answer = {
                 "model": body.get("model"), "created_at": "2026-01-01T00:00:00Z",
                 "response": self.judge(body["prompt"]), "done": True, "done_reason": "stop",
-            })  # fmt: skip
+            }  # fmt: skip
+            if self.counts is not None:
+                answer["prompt_eval_count"], answer["eval_count"] = self.counts
+            return Response(200, answer)
         finally:
             with self.lock:
                 self.in_flight -= 1

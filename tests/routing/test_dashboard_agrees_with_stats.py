@@ -29,13 +29,15 @@ def test_the_dashboard_and_routing_stats_agree_on_every_figure_for_the_same_wind
     stats = httpx.get(f"{asgi_server}/routing/stats", params={"window": 7 * 24}, headers=AUTH).json()
 
     shown = page.context["figures"]
-    for figure in ("calls", "calls_by_model", "fast_share", "attempts", "models", "skills"):
+    for figure in ("calls", "calls_by_model", "fast_share", "attempts", "outages", "models", "skills"):
         assert shown[figure] == stats[figure], figure
     # The seeded history, as both sides must count it.
     assert stats["calls"] == 7 and stats["attempts"] == 8
     assert stats["fast_share"] == round(4 / 7, 4)  # a fast failure rescued by the thinking model is a thinking call
     assert stats["skills"]["review"]["router_pass_rate"] == 0.75  # 3 of 4 first choices; the override is left out
-    assert stats["models"][THINKING] == {"attempts": 3, "passes": 2, "mean_latency_ms": round((900 + 700 + 1500) / 3, 1)}
+    assert stats["models"][THINKING] == {
+        "attempts": 3, "passes": 2, "mean_latency_ms": round((900 + 700 + 1500) / 3, 1), "outages": 0
+    }
 
     html = page.content.decode()
     assert f"<b>{stats['calls']}</b><span>routed calls" in html

@@ -63,6 +63,7 @@ def test_when_both_models_fail_the_call_is_an_error_naming_both(gateway, project
     text = result["content"][0]["text"]
     assert FAST in text and THINKING in text
     assert "Invalid model name" in text and "not JSON" in text
+    assert "Check the gateway (LITELLM_BASE_URL) knows both models" in text  # the fast model was refused
     final = RoutingEntry.objects.get(session_id="s-both", is_final=True)
     assert (final.model, final.status, final.reason) == (THINKING, "fail", "fail-open retry")
     assert RoutingEntry.objects.filter(session_id="s-both").count() == 2
@@ -76,8 +77,10 @@ def test_a_failed_thinking_model_choice_is_not_retried(gateway, project, asgi_se
 
     assert result["isError"] is True
     assert "overloaded" in result["content"][0]["text"]
+    assert "outage" in result["content"][0]["text"]  # the hint names the cause: the gateway, not the model
     [entry] = RoutingEntry.objects.filter(session_id="s-think")
-    assert (entry.model, entry.reason, entry.status, entry.is_final) == (THINKING, "ceil", "fail", True)
+    # A 503 is an outage: logged, but not a failure of the model.
+    assert (entry.model, entry.reason, entry.status, entry.is_final) == (THINKING, "ceil", "outage", True)
 
 
 def test_32_concurrent_routed_calls_each_get_exactly_one_final_entry(gateway, project, asgi_server):

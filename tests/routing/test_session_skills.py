@@ -45,6 +45,9 @@ def test_a_routed_retrospective_fails_open_when_the_fast_model_cites_entries_tha
     assert (first.model, first.status, first.is_final) == (FAST, "fail", False)
     assert "do not exist" in first.error
     assert (second.reason, second.status, second.is_final) == ("fail-open retry", "pass", True)
+    # Both models' calls are in its usage; the fake reported no token counts, so the cost is unknown, not 0.
+    assert content["usage"] == {"input_tokens": None, "output_tokens": None, "cost_usd": None,
+                                "cost_reason": "usage unknown", "model": f"{FAST}, {THINKING}", "calls": 2}  # fmt: skip
 
 
 def test_a_routed_retrospective_of_an_unknown_session_is_refused_and_nothing_is_logged(gateway, asgi_server):

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from hyperguild.mcp.registry import get_endpoint
+from hyperguild.usage import USAGE_PROPERTIES
 from supervisor import skills
 from supervisor.models import RoutingEntry
 from supervisor.system_checks import routing_problems
@@ -47,6 +48,7 @@ def test_stats_report_pass_rates_model_counts_and_the_fast_share(asgi_server):
         "calls_by_model": {FAST: 2, THINKING: 1},
         "fast_share": pytest.approx(0.6667),
         "fail_open_retries": 1,
+        "outages": 0,
     }
     assert body["skills"]["debug"]["pass_rate"] == 0.0
     assert body["window_hours"] == 24
@@ -99,7 +101,11 @@ def test_the_routing_tools_share_their_schemas_with_the_supervisor_skills():
     assert {"review", "debug"} <= set(tools)
     for name in tools:
         assert tools[name].input_schema == skills.input_schema(name)
-        assert tools[name].output_schema == skills.result_schema(name)
+        expected = skills.result_schema(name)
+        if tools[name].reports_usage:  # a tool that asks a model says what it cost (issue 39)
+            expected["properties"] |= USAGE_PROPERTIES
+        assert tools[name].output_schema == expected
+    assert tools["review"].reports_usage and tools["retrospective"].reports_usage and not tools["trainer"].reports_usage
     assert tools["review"].read_only is True
     assert set(tools["review"].input_schema["properties"]) == {
         "project_root",

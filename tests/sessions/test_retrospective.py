@@ -161,7 +161,12 @@ def test_a_malformed_model_answer_is_reported_and_nothing_is_written(gateway, re
     result = run_retrospective(SESSION)
     assert result["status"] == "error" and "malformed" in result["message"] and "nothing was written" in result["message"]
     assert result["learnings"] == [] and result["count"] == 0
-    assert not Note.objects.exists() and not RetrospectiveRun.objects.exists()
+    assert not Note.objects.exists()
+    # No note, but a failed run that keeps the model's own text (and its ModelCall) to read and replay.
+    run = RetrospectiveRun.objects.get()
+    assert (run.status, run.notes_written) == ("malformed", [])
+    assert run.model_output == reply.body["choices"][0]["message"]["content"]
+    assert run.model_calls.get().outcome == "bad_output"
 
 
 @pytest.mark.django_db

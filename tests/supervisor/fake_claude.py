@@ -214,7 +214,7 @@ def main() -> None:
         "num_turns": 3,
         "result": ("Done.\n```json\n" + json.dumps(report) + "\n```") if step.get("in_result") else "Done.",
         "session_id": f"fake-{os.getpid()}",
-        "total_cost_usd": 0.0012,
+        "total_cost_usd": step.get("total_cost_usd", 0.0012),
         "usage": {"input_tokens": 120, "output_tokens": 40, "cache_read_input_tokens": 0},
     }
     if not step.get("in_result"):

@@ -111,7 +111,10 @@ def test_a_tdd_red_task_started_on_a_is_polled_to_completion_on_b(
     assert result["resultType"] == "complete" and result["isError"] is False
     assert result["structuredContent"]["verified"] is True and result["structuredContent"]["status"] == "pass"
     run = SkillRun.objects.get(pk=result["structuredContent"]["run_id"])
-    assert run.status == "pass" and run.result == result["structuredContent"]
+    # The task's result is the run's, plus what its worker's model calls cost (issue 39).
+    structured = dict(result["structuredContent"])
+    assert structured.pop("usage")["calls"] == run.model_calls.count() == 1
+    assert run.status == "pass" and run.result == structured
     assert seen >= {"working", "completed"}
     assert process_b.poll() is None
 

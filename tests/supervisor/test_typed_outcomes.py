@@ -36,9 +36,9 @@ def test_callers_see_every_verdict_but_cancelled_and_a_run_can_end_in_each():
 
 def test_the_stored_status_values_are_the_ones_the_database_already_holds():
     assert SkillRun.Status.values == ["queued", "running", "pass", "fail", "error", "timeout", "cancelled"]
-    assert RoutingEntry.Status.values == ["pass", "fail", "error"]
+    assert RoutingEntry.Status.values == ["pass", "fail", "error", "outage"]
     assert RoutingEntry.Reason.values == [
-        "override", "pathway", "floor", "ceil", "sample band", "min samples", "fail-open retry"
+        "override", "pathway", "floor", "ceil", "sample band", "min samples", "fail-open retry", "single model"
     ]
     assert Pathway.State.values == ["probation", "promoted", "retired"]
 

@@ -108,7 +108,7 @@ def test_every_page_needs_a_login(client, targets):
         reverse("hyperguild-home"), reverse("brain-review"), reverse("brain-note", args=[note.pk]),
         reverse("brain-search") + "?q=raw", reverse("sessions-training"),
         reverse("sessions-training-detail", args=[example.pk]), reverse("supervisor-routing"),
-        reverse("sessions-list"), reverse("sessions-detail", args=["s-1"]),
+        reverse("sessions-list"), reverse("sessions-detail", args=["s-1"]), reverse("hyperguild-costs"),
     ]
     for url in pages:
         response = client.get(url)

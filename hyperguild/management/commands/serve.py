@@ -18,11 +18,13 @@ server and the worker reconnect on their next query).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 from django.conf import settings
@@ -33,6 +35,7 @@ from django.db import connections
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
 from hyperguild.checks import public_bind_problem
 from hyperguild.lib.embedded_db import embedded_database_url, ensure_embedded_database, stop_embedded_database
+from hyperguild.lib.llm import gateway_status
 from hyperguild.management.commands.plugin_setup import setup_lines
 from hyperguild.mcp.registry import all_endpoints
 
@@ -72,6 +75,44 @@ def web_command(server: str, host: str, port: int, workers: int) -> list[str]:
             "--timeout-graceful-shutdown", "5"]  # fmt: skip
 
 
+def metrics_dir(port: int) -> Path:
+    """An empty folder for the web processes' metric files (PROMETHEUS_MULTIPROC_DIR), unless one is set."""
+    configured = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    folder = Path(configured) if configured else settings.DATA_DIR / "metrics" / str(port)
+    if folder.exists() and not configured:
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def gateway_lines() -> list[str]:
+    """What the banner says about the model gateway: where, which models, reachable or not."""
+    status = gateway_status(fresh=True)
+    models = status["models"]
+    if not status["configured"]:
+        return [f"model gateway: none ({status['note']})."]
+    state = "reachable" if status["reachable"] else f"NOT reachable ({status.get('error', '')})"
+    lines = [
+        f"model gateway: {status['url']} ({state}); answer model: {models['answer'] or 'none (extractive answers)'}, "
+        f"fast: {models['fast']}, thinking: {models['thinking']}."
+    ]
+    if status.get("single_model"):
+        lines.append(f"  one model, {models['fast']}, serves both routing roles: routing always uses it, no fail-open retry.")
+    return lines
+
+
+def granian_thread_note(threads: int) -> str:
+    """granian warns when a WSGI worker may run more threads than 2 × cores + 1; say why that is intended."""
+    cores = os.cpu_count() or 1
+    if threads <= cores * 2 + 1:
+        return ""
+    return (
+        f"note: granian will warn that {threads} Python threads seem high for {cores} core(s). That is intended: "
+        "Django's handler spends most of a request waiting on PostgreSQL or a model, not on the CPU "
+        "(bench/RESULTS.md has the figures); set HYPERGUILD_WEB_THREADS to change it."
+    )
+
+
 def masked(token: str) -> str:
     return f"set, {len(token)} characters, not shown" if token else "empty"
 
@@ -93,6 +134,21 @@ class Command(BaseCommand):
             "--web-workers", type=int, default=settings.HYPERGUILD_WEB_WORKERS,
             help="web server processes (default: HYPERGUILD_WEB_WORKERS = %(default)s)",
         )  # fmt: skip
+
+    def execute(self, *args, **options):
+        """Run the system checks and `handle`; a start that fails stops the database it started (no process left)."""
+        try:
+            return super().execute(*args, **options)
+        except BaseException:
+            # A failed system check, a taken port, a failed migration: the embedded PostgreSQL that this
+            # process started (when settings were read) must not outlive it, or the next `make run` would
+            # reuse a server that its Ctrl-C then never stops.
+            if self._started_embedded_db():
+                stop_embedded_database(settings.DATA_DIR)
+            raise
+
+    def _started_embedded_db(self) -> bool:
+        return not os.environ.get("DATABASE_URL") and os.environ.get("HYPERGUILD_DB_STARTED_HERE") == "1"
 
     def handle(
         self, *args, host: str, port: int, no_worker: bool, web_workers: int = 1, server: str = "", **options
@@ -132,6 +188,9 @@ class Command(BaseCommand):
             # a web or worker process started again after a crash of the database cannot race the check
             # below (which logs the restart and resets this process's connections).
             child_env["HYPERGUILD_EMBEDDED_DB_URL"] = embedded_database_url(settings.DATA_DIR)
+        # Several web processes answer /metrics: each keeps its counters in files here, a scrape adds them up
+        # (hyperguild.metrics). Emptied at each start, so the counters start at 0 with the service.
+        child_env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir(port))
 
         def start_web() -> subprocess.Popen:
             web = subprocess.Popen(web_command(server, host, port, max(1, web_workers)), cwd=settings.BASE_DIR,
@@ -141,6 +200,8 @@ class Command(BaseCommand):
 
         processes = max(1, web_workers)
         self._step(f"starting {processes} web process{'es' if processes > 1 else ''} ({server}) on {host}:{port}…")
+        if server == "granian" and (note := granian_thread_note(settings.HYPERGUILD_WEB_THREADS)):
+            self._step(note)
         web = start_web()
         children: list[subprocess.Popen] = [web]
 
@@ -284,4 +345,6 @@ class Command(BaseCommand):
                               "with the value this server was started with, before pasting.")
         self.stdout.write(f"  People sign in at {base}/login/ and make their own tokens at {base}/tokens/; "
                           "without a header, Claude Code signs in through the browser (docs/people.md).")
+        for line in gateway_lines():
+            self.stdout.write(f"  {line}")
         self.stdout.write("Press Ctrl-C to stop.")

@@ -1,0 +1,82 @@
+"""What metrics and tracing cost the service: `bench_load --reads-only` with them off and on, interleaved.
+
+    .venv/bin/python bench/metrics_overhead.py --rounds 3 --notes 2000 --seconds 15
+
+Arms (`--arms`, default all four): "off" (HYPERGUILD_METRICS=0, no OTEL_EXPORTER_OTLP_ENDPOINT),
+"metrics" (/metrics counting every request and MCP call), "tracing" (every request traced — Django,
+MCP, search and psycopg spans — and exported over OTLP/HTTP to a sink on 127.0.0.1 that reads and
+drops each export, as a collector on another host would cost this machine nothing), "both".
+`--sample R` traces a fraction R of the requests (OTEL_TRACES_SAMPLER=parentbased_traceidratio).
+Prints each round's calls/s and server p99 and the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.fakes.http import FakeHTTPServer, Response  # noqa: E402 (after the path set-up)
+
+LINE = re.compile(r"([\d.]+) calls/s \| client p50.*server p50\s+[\d.]+\s+p95\s+[\d.]+\s+p99\s+([\d.]+)")
+
+
+def run(env: dict, args) -> tuple[float, float]:
+    command = [sys.executable, "manage.py", "bench_load", "--reads-only", "--notes", str(args.notes),
+               "--seconds", str(args.seconds), "--clients", str(args.clients)]  # fmt: skip
+    out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    if out.returncode != 0:
+        raise SystemExit(f"bench_load failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    for line in out.stdout.splitlines():
+        match = LINE.search(line)
+        if match and "brain_query" in line:
+            return float(match.group(1)), float(match.group(2))
+    raise SystemExit(f"no brain_query line in:\n{out.stdout[-3000:]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--notes", type=int, default=2000)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--arms", default="off,metrics,tracing,both")
+    parser.add_argument("--sample", type=float, default=1.0, help="fraction of requests traced (default: all)")
+    args = parser.parse_args()
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    names = args.arms.split(",")
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    exports = []
+    with FakeHTTPServer(lambda request: exports.append(len(request.raw)) or Response(200, raw=b"")) as sink:
+        tracing = {"OTEL_EXPORTER_OTLP_ENDPOINT": sink.url}
+        if args.sample < 1:
+            tracing |= {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": str(args.sample)}
+        arms = {
+            "off": {**base, "HYPERGUILD_METRICS": "0"},
+            "metrics": {**base, "HYPERGUILD_METRICS": "1"},
+            "tracing": {**base, "HYPERGUILD_METRICS": "0", **tracing},
+            "both": {**base, "HYPERGUILD_METRICS": "1", **tracing},
+        }
+        for round_number in range(1, args.rounds + 1):
+            order = names if round_number % 2 else list(reversed(names))
+            for name in order:
+                rate, p99 = run(arms[name], args)
+                figures[name].append((rate, p99))
+                print(f"round {round_number} {name:7}: {rate:7.1f} calls/s, server p99 {p99:6.1f} ms", flush=True)
+    off = statistics.median(r for r, _ in figures[names[0]])
+    for name, rows in figures.items():
+        rate = statistics.median(r for r, _ in rows)
+        print(f"{name:7}: median {rate:7.1f} calls/s ({(rate / off - 1) * 100:+.1f} % vs {names[0]}), "
+              f"median server p99 {statistics.median(p for _, p in rows):6.1f} ms")  # fmt: skip
+    print(f"OTLP exports received: {len(exports)} ({sum(exports) / 1e6:.1f} MB)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Budgets on model calls: checked before a call is made, per person and for the whole service.
+
+    with reserve(estimate_usd, what="review on fast"):   # raises BudgetExceeded, or holds the estimate
+        ...make the call and record its ModelCall...
+
+A call must fit every limit that applies: the service's per UTC day and month (settings) and the
+person's own (`PersonBudget`, in the admin). What counts as spent in a period is the recorded cost of
+the model calls made in it plus the estimates of calls in flight (`BudgetReservation`), read under
+a transaction-level advisory lock, so concurrent calls cannot overshoot a budget by more than one
+call's estimate. The person is the one the current `model_call_context` names (a service call has
+none and counts against the service's limits only).
+"""
+
+from __future__ import annotations
+
+import calendar
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Sum
+
+from hyperguild.lib.model_calls import current_context
+from hyperguild.mcp.registry import ToolError
+from hyperguild.models import BudgetReservation, ModelCall, PersonBudget
+
+WARN_AT = Decimal("0.8")  # a budget this much spent is warned about
+RESERVATION_TTL = timedelta(hours=1)  # a reservation older than this was left by a crashed process
+_LOCK_KEY = 0x6879_6275_6467  # pg_advisory_xact_lock key: one lane for every budget check
+
+
+class BudgetExceeded(ToolError):
+    """A call would go over a budget: the caller sees which, what was spent and when it resets."""
+
+
+@dataclass(frozen=True)
+class Limit:
+    scope: str  # "you" or "the service"
+    period: str  # "day" or "month"
+    usd: Decimal
+    person_id: int | None  # None: the whole service's spend counts
+
+    def describe(self) -> str:
+        owner = "your" if self.scope == "you" else "the service's"
+        return f"{owner} {'daily' if self.period == 'day' else 'monthly'} budget of {self.usd:.2f} USD"
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def period_bounds(period: str, at: datetime) -> tuple[datetime, datetime]:
+    """[start, end) of the UTC day or month holding `at`."""
+    at = at.astimezone(UTC)
+    if period == "day":
+        start = at.replace(hour=0, minute=0, second=0, microsecond=0)
+        return start, start + timedelta(days=1)
+    start = at.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    days = calendar.monthrange(start.year, start.month)[1]
+    return start, start + timedelta(days=days)
+
+
+def limits_for(person) -> list[Limit]:
+    limits = []
+    for period, usd in (("day", settings.HYPERGUILD_BUDGET_DAILY_USD), ("month", settings.HYPERGUILD_BUDGET_MONTHLY_USD)):
+        if usd:
+            limits.append(Limit("the service", period, Decimal(str(usd)), None))
+    person_id = getattr(person, "pk", None) if getattr(person, "is_authenticated", False) else None
+    if person_id is not None:
+        own = PersonBudget.objects.filter(person_id=person_id).first()
+        if own is not None:
+            for period, usd in (("day", own.daily_usd), ("month", own.monthly_usd)):
+                if usd is not None:
+                    limits.append(Limit("you", period, Decimal(usd), person_id))
+    return limits
+
+
+def spent(limit: Limit, at: datetime) -> Decimal:
+    """Recorded cost in the limit's period plus the estimates of the calls in flight."""
+    start, end = period_bounds(limit.period, at)
+    calls = ModelCall.objects.filter(created_at__gte=start, created_at__lt=end, cost_usd__isnull=False)
+    held = BudgetReservation.objects.filter(created_at__gte=max(start, at - RESERVATION_TTL))
+    if limit.person_id is not None:
+        calls, held = calls.filter(requested_by_id=limit.person_id), held.filter(person_id=limit.person_id)
+    total = calls.aggregate(s=Sum("cost_usd"))["s"] or Decimal(0)
+    return total + (held.aggregate(s=Sum("amount_usd"))["s"] or Decimal(0))
+
+
+def exceeded_message(limit: Limit, used: Decimal, estimate: Decimal, at: datetime) -> str:
+    _, resets = period_bounds(limit.period, at)
+    return (
+        f"Budget reached: {limit.describe()} has {used:.4f} USD spent or held, and this call may cost up to "
+        f"{estimate:.4f} USD. It resets at {resets:%Y-%m-%d %H:%M} UTC"
+        + (" (ask an operator to raise your limit in the admin, Person budgets)." if limit.scope == "you"
+           else " (HYPERGUILD_BUDGET_DAILY_USD / HYPERGUILD_BUDGET_MONTHLY_USD raise it).")
+    )  # fmt: skip
+
+
+def check(estimate: Decimal, person=None, *, count: int = 1) -> list[str]:
+    """Raise BudgetExceeded if `count` calls of `estimate` would not fit; else the warnings (≥ 80 % spent)."""
+    at = now()
+    warnings = []
+    needed = estimate * count
+    for limit in limits_for(person):
+        used = spent(limit, at)
+        if used + needed > limit.usd:
+            raise BudgetExceeded(
+                exceeded_message(limit, used, needed, at),
+                data={"budget": limit.describe(), "spent_usd": float(used), "limit_usd": float(limit.usd),
+                      "resets_at": period_bounds(limit.period, at)[1].isoformat()},
+            )  # fmt: skip
+        if used + needed >= limit.usd * WARN_AT:
+            warnings.append(f"{limit.describe()} is {(used + needed) / limit.usd:.0%} spent")
+    return warnings
+
+
+def estimate_or_default(estimate: Decimal | None) -> Decimal:
+    return estimate if estimate is not None else Decimal(str(settings.HYPERGUILD_BUDGET_UNPRICED_CALL_USD))
+
+
+@contextmanager
+def reserve(estimate: Decimal | None, *, what: str, person=None, count: int = 1) -> Iterator[list[str]]:
+    """Hold `count` × `estimate` against every budget that applies while the block makes its calls."""
+    person = person if person is not None else current_context().requested_by
+    amount = estimate_or_default(estimate) * count
+    if not limits_for(person):
+        yield []  # no budget applies: nothing to hold (and no lock taken)
+        return
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            # One check at a time, so two calls never both see the room only one of them fits in.
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_LOCK_KEY])
+        warnings = check(amount, person)
+        held = BudgetReservation.objects.create(
+            person=person if getattr(person, "is_authenticated", False) else None, amount_usd=amount, what=what[:200]
+        )
+    try:
+        yield warnings
+    finally:
+        BudgetReservation.objects.filter(pk=held.pk).delete()
+
+
+def would_exceed(person=None, estimate: Decimal | None = None) -> str | None:
+    """Why a call would be refused now (None: it fits). For work that should skip, not fail."""
+    try:
+        check(estimate_or_default(estimate), person)
+    except BudgetExceeded as exc:
+        return exc.message
+    return None

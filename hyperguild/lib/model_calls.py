@@ -1,0 +1,145 @@
+"""Recording every model call (hyperguild.models.ModelCall), from the one client of each protocol.
+
+    with model_call_context(skill="review", session_id=sid, project=root, requested_by=user):
+        client.chat(messages, model="fast", purpose="review")    # the client records the call
+
+    calls = recorded_calls()          # ids of the calls recorded in this block, in order
+
+The clients (hyperguild.lib.llm, hyperguild.lib.reranker, the supervisor's claude runner) call
+`record_model_call` once per call, success or failure; who made it, for which skill, session and
+project comes from the innermost `model_call_context` (the core names no product concept: these
+are plain strings the apps pass in). Outside any context a call is still recorded, with the
+purpose its client was given.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from hyperguild.lib.pricing import cost_of
+from hyperguild.lib.redaction import redact_fields
+
+# What a record keeps of the request and of the raw response, in characters (hyperguild.models.ModelCall.BODY_CAP).
+TRUNCATION_MARK = "\n…[cut: {dropped} more characters]"
+
+
+@dataclass(frozen=True)
+class CallContext:
+    requested_by: Any = None
+    service: str = ""
+    session_id: str = ""
+    project: str = ""
+    skill: str = ""
+    # Ids of the ModelCalls recorded while this context was the innermost one (shared with the contexts inside it).
+    recorded: list[int] = field(default_factory=list, compare=False)
+
+
+_current: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("model_call_context", default=None)
+
+
+@contextmanager
+def model_call_context(**values: Any) -> Iterator[CallContext]:
+    """Name who, which skill, session and project the model calls made inside the block are for.
+
+    A nested context inherits what it does not set, and its recordings show in the outer one's list too.
+    """
+    outer = _current.get()
+    context = replace(outer, **values) if outer is not None else CallContext(**values)
+    token = _current.set(context)
+    try:
+        yield context
+    finally:
+        _current.reset(token)
+
+
+def current_context() -> CallContext:
+    return _current.get() or CallContext()
+
+
+def recorded_calls() -> list[int]:
+    """Ids of the ModelCalls recorded inside the current context so far (empty outside any)."""
+    context = _current.get()
+    return list(context.recorded) if context is not None else []
+
+
+def _cap(value: Any, cap: int) -> Any:
+    if isinstance(value, str):
+        if len(value) <= cap:
+            return value
+        return value[:cap] + TRUNCATION_MARK.format(dropped=len(value) - cap)
+    if value is None:
+        return None
+    text = json.dumps(value, default=str)
+    if len(text) <= cap:
+        return value
+    # Too large to keep whole: keep the opening of its JSON as text, so what was sent stays readable.
+    return {"truncated_json": _cap(text, cap)}
+
+
+def record_model_call(
+    *,
+    provider: str,
+    endpoint: str,
+    model: str,
+    outcome: str,
+    purpose: str = "",
+    request: Any = None,
+    response: str = "",
+    error: str = "",
+    status_code: int | None = None,
+    finish_reason: str = "",
+    latency_ms: int = 0,
+    max_tokens: int | None = None,
+    input_tokens: int | None = None,
+    output_tokens: int | None = None,
+    reported_cost_usd: float | None = None,
+):
+    """Redact, cap and store one call; returns the ModelCall. Who/skill/session/project: the current context."""
+    from hyperguild.actions import do_record_model_call
+    from hyperguild.models import ModelCall
+
+    context = current_context()
+    cost_usd, cost_source = cost_of(model, input_tokens, output_tokens, reported_cost_usd)
+    cleaned, redactions = redact_fields({"request": request, "response": response or "", "error": error or ""})
+    call = do_record_model_call(
+        # A User only: the service identity and anonymous callers are named by `service`.
+        requested_by=context.requested_by if getattr(context.requested_by, "pk", None) else None,
+        service=context.service,
+        session_id=context.session_id,
+        project=context.project,
+        skill=context.skill,
+        purpose=purpose,
+        provider=provider,
+        endpoint=endpoint[:500],
+        model=model[:200],
+        max_tokens=max_tokens,
+        request=_cap(cleaned["request"], ModelCall.BODY_CAP),
+        response=_cap(cleaned["response"], ModelCall.BODY_CAP),
+        outcome=outcome,
+        error=_cap(cleaned["error"], ModelCall.BODY_CAP),
+        status_code=status_code,
+        finish_reason=(finish_reason or "")[:40],
+        latency_ms=max(0, int(latency_ms)),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost_usd=cost_usd,
+        cost_source=cost_source,
+        redactions=redactions,
+    )
+    context.recorded.append(call.pk)
+    return call
+
+
+def mark_model_call(call_id: int | None, outcome: str, error: str) -> None:
+    """A caller judged a recorded answer (bad JSON, failed check, degenerate): say so on the record."""
+    if call_id is None:
+        return
+    from hyperguild.actions import do_mark_model_call
+
+    cleaned, _ = redact_fields({"error": error})
+    do_mark_model_call(call_id, outcome=outcome, error=cleaned["error"][:10_000])

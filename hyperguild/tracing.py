@@ -1,0 +1,146 @@
+"""OpenTelemetry traces, exported over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+
+`configure_tracing()` runs once per process from `HyperguildConfig.ready()`. With no endpoint it
+does nothing: every `span()` below is then the API's no-op span, which costs a function call.
+With one, it installs the SDK's tracer provider (batching exporter, so a request never waits on
+the collector) and the stock instrumentations: Django (a server span per request that continues
+the caller's `traceparent` header), psycopg (a span per query) and httpx (a span per outbound call:
+models, embedders, rerankers).
+
+The MCP view adds a span per MCP message (`mcp_span`): endpoint, method, tool, the person's id and
+the protocol revision; a `traceparent` in the request's `params._meta` continues the caller's
+trace when the HTTP header does not carry one. Apps add their own child spans with `span()`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from django.conf import settings
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+
+logger = logging.getLogger(__name__)
+TRACER_NAME = "hyperguild"
+F = TypeVar("F", bound=Callable[..., Any])
+
+_configured = False
+_lock = threading.Lock()
+
+
+def tracing_enabled() -> bool:
+    return bool(settings.OTEL_EXPORTER_OTLP_ENDPOINT)
+
+
+def configure_tracing() -> bool:
+    """Install the tracer provider and the instrumentations if a collector is configured. True if on."""
+    global _configured
+    if not tracing_enabled():
+        return False
+    with _lock:
+        if _configured:
+            return True
+        # Imported here: with tracing off, the SDK, the exporter and the instrumentations are never loaded.
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.instrumentation.django import DjangoInstrumentor
+        from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+        from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        endpoint = settings.OTEL_EXPORTER_OTLP_ENDPOINT.rstrip("/")
+        if not endpoint.endswith("/v1/traces"):
+            endpoint += "/v1/traces"  # OTLP/HTTP's path for traces under the collector's base URL
+        provider = TracerProvider(
+            resource=Resource.create({"service.name": settings.OTEL_SERVICE_NAME, "service.version": settings.VERSION})
+        )
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+        trace.set_tracer_provider(provider)
+        DjangoInstrumentor().instrument(tracer_provider=provider)
+        PsycopgInstrumentor().instrument(tracer_provider=provider, enable_commenter=False)
+        HTTPXClientInstrumentor().instrument(tracer_provider=provider)
+        _configured = True
+        logger.info("tracing on: spans go to %s", endpoint)
+        return True
+
+
+def flush_traces(timeout_millis: int = 5000) -> None:
+    """Send what is batched now (tests; a process about to exit)."""
+    provider = trace.get_tracer_provider()
+    flush = getattr(provider, "force_flush", None)
+    if flush is not None:
+        flush(timeout_millis)
+
+
+def tracer() -> trace.Tracer:
+    return trace.get_tracer(TRACER_NAME)
+
+
+def carry_context(function: Callable[[], None]) -> Callable[[], None]:
+    """`function`, run in another thread, under the trace context current where it was wrapped."""
+    parent = otel_context.get_current()
+
+    def run() -> None:
+        token = otel_context.attach(parent)
+        try:
+            function()
+        finally:
+            otel_context.detach(token)
+
+    return run
+
+
+@contextmanager
+def span(name: str, **attributes: Any) -> Iterator[trace.Span]:
+    """A child span of whatever is current (a no-op when tracing is off)."""
+    with tracer().start_as_current_span(name, attributes={k: v for k, v in attributes.items() if v is not None}) as s:
+        yield s
+
+
+def traced(name: str) -> Callable[[F], F]:
+    """A decorator: each call of the function is a child span called `name`."""
+
+    def wrap(function: F) -> F:
+        @functools.wraps(function)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            with tracer().start_as_current_span(name):
+                return function(*args, **kwargs)
+
+        return inner  # type: ignore[return-value]  # same signature: functools.wraps
+
+    return wrap
+
+
+@contextmanager
+def mcp_span(endpoint: str, message: dict, *, person_id: int | None, revision: str | None) -> Iterator[trace.Span]:
+    """The span of one MCP message. `params._meta.traceparent` continues the caller's trace."""
+    method = message.get("method") or ""
+    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
+    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    carrier = {k: v for k, v in meta.items() if k in ("traceparent", "tracestate") and isinstance(v, str)}
+    token = None
+    if carrier:
+        token = otel_context.attach(propagate.extract(carrier))
+    try:
+        name = f"mcp {method} {tool}" if tool else f"mcp {method}"
+        with span(
+            name,
+            **{
+                "mcp.endpoint": endpoint,
+                "mcp.method.name": method,
+                "mcp.tool.name": tool,
+                "mcp.protocol.version": revision,
+                "enduser.id": str(person_id) if person_id is not None else None,
+            },
+        ) as s:
+            yield s
+    finally:
+        if token is not None:
+            otel_context.detach(token)

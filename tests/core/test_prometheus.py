@@ -1,0 +1,141 @@
+"""A real Prometheus (Debian's package) scrapes a server running two web processes.
+
+The server is granian with two worker processes on one socket, as `serve --web-workers 2` runs
+it, with PROMETHEUS_MULTIPROC_DIR set as `serve` sets it. Prometheus scrapes /metrics every
+second; the test asks Prometheus, through its HTTP API, how many MCP calls it saw.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from django.conf import settings
+
+from hyperguild.management.commands.serve import web_command
+from tests.conftest import call_tool, free_port, test_database_url
+from tests.fakes.helpers import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
+CALLS = 12
+
+
+def prometheus_value(prom: str, query: str) -> float | None:
+    answer = httpx.get(f"{prom}/api/v1/query", params={"query": query}, timeout=5).json()
+    assert answer["status"] == "success", answer
+    result = answer["data"]["result"]
+    return float(result[0]["value"][1]) if result else None
+
+
+@pytest.fixture
+def two_web_processes(transactional_db):
+    scratch = Path(tempfile.mkdtemp(prefix="prometheus-", dir=settings.DATA_DIR))
+    metrics_dir = scratch / "metrics"
+    metrics_dir.mkdir()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("HYPERGUILD_DB_STARTED_HERE", "HYPERGUILD_DB_POOL")}
+    env.update(
+        DATABASE_URL=test_database_url(), HYPERGUILD_DATA_DIR=str(scratch / "data"), BRAIN_EMBEDDER="off",
+        BRAIN_MCP_TOKEN="", SUPERVISOR_MCP_TOKEN="", ROUTING_MCP_TOKEN="", HYPERGUILD_LOG_LEVEL="WARNING",
+        PROMETHEUS_MULTIPROC_DIR=str(metrics_dir),
+    )  # fmt: skip
+    web = subprocess.Popen(web_command("granian", "127.0.0.1", port, workers=2), cwd=ROOT, env=env,
+                           start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            return httpx.get(f"{base}/health/live", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_for(answers, 60, "the web server")
+        yield base, port, metrics_dir, scratch
+    finally:
+        os.killpg(web.pid, signal.SIGTERM)
+        try:
+            web.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(web.pid, signal.SIGKILL)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+@pytest.fixture
+def prometheus(two_web_processes):
+    base, port, _, scratch = two_web_processes
+    prom_port = free_port()
+    config = scratch / "prometheus.yml"
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+        "scrape_configs:\n  - job_name: hyperguild\n    metrics_path: /metrics\n"
+        f"    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
+    )
+    process = subprocess.Popen(
+        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={scratch / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{prom_port}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    prom = f"http://127.0.0.1:{prom_port}"
+
+    def ready() -> bool:
+        try:
+            return httpx.get(f"{prom}/-/ready", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_for(ready, 60, "Prometheus")
+        yield prom
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def test_prometheus_counts_exactly_the_mcp_calls_made_across_two_web_processes(two_web_processes, prometheus):
+    from brain.actions import do_ingest_note
+
+    base, _, metrics_dir, _ = two_web_processes
+    do_ingest_note(title="Vacuum", body="Vacuum reclaims dead tuples.", wing="concepts", hall="db")
+    query = 'sum(hyperguild_mcp_calls_total{endpoint="brain",method="tools/call",tool="brain_query",outcome="ok"})'
+    wait_for(lambda: prometheus_value(prometheus, "up") == 1.0, 30, "a first successful scrape")
+
+    for request_id in range(CALLS):
+        # A new connection each time: the kernel spreads them over both processes' accept queues.
+        assert call_tool(f"{base}/mcp/brain", "brain_query", {"query": "vacuum"}, request_id=request_id)["isError"] is False
+
+    seen = wait_for(lambda: prometheus_value(prometheus, query) == CALLS, 30, f"Prometheus to see {CALLS} calls")
+    assert seen
+    time.sleep(2.5)  # two more scrapes: the figure stays put (nothing counted twice)
+    assert prometheus_value(prometheus, query) == CALLS
+    # Both processes kept their own counters, and the scrape added them up.
+    pids = {path.name.rsplit("_", 1)[-1] for path in metrics_dir.glob("counter_*.db")}
+    assert len(pids) == 2, sorted(path.name for path in metrics_dir.iterdir())
+    assert prometheus_value(prometheus, 'sum(hyperguild_http_requests_total{route="mcp/<slug:endpoint>"})') >= CALLS
+    assert prometheus_value(prometheus, "hyperguild_metric_source_up{source=\"queue\"}") == 1.0
+
+
+def test_prometheus_reads_the_same_model_cost_total_as_the_records(two_web_processes, prometheus):
+    from decimal import Decimal
+
+    from django.db.models import Sum
+    from model_bakery import baker
+
+    from hyperguild.models import ModelCall
+
+    for cost, model in (("0.0123", "fast"), ("0.2500", "thinking"), ("0.0007", "fast")):
+        baker.make(ModelCall, model=model, skill="review", provider="openai", outcome="ok", cost_usd=Decimal(cost))
+    expected = float(ModelCall.objects.aggregate(total=Sum("cost_usd"))["total"])
+    seen = wait_for(lambda: prometheus_value(prometheus, "sum(hyperguild_model_cost_usd)"), 30, "a scrape with costs")
+    assert seen == pytest.approx(expected)

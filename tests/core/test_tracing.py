@@ -1,0 +1,115 @@
+"""Traces: one brain_query call reaches an OTLP/HTTP collector as a tree under the caller's traceparent.
+
+The server is granian (one process, as `serve` starts it) with OTEL_EXPORTER_OTLP_ENDPOINT
+pointing at a fake collector on 127.0.0.1 that decodes the protobuf it receives.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import httpx
+import pytest
+from django.conf import settings
+
+from hyperguild.management.commands.serve import web_command
+from tests.conftest import call_tool, free_port, rpc, test_database_url
+from tests.fakes.helpers import wait_for
+from tests.fakes.otlp import FakeCollector
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def traced_server(transactional_db):
+    scratch = Path(tempfile.mkdtemp(prefix="tracing-", dir=settings.DATA_DIR))
+    collector = FakeCollector().start()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("HYPERGUILD_DB_STARTED_HERE", "HYPERGUILD_DB_POOL")}
+    env.update(
+        DATABASE_URL=test_database_url(), HYPERGUILD_DATA_DIR=str(scratch), BRAIN_EMBEDDER="off",
+        BRAIN_MCP_TOKEN="", SUPERVISOR_MCP_TOKEN="", ROUTING_MCP_TOKEN="", HYPERGUILD_LOG_LEVEL="WARNING",
+        OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="100",
+    )  # fmt: skip
+    web = subprocess.Popen(web_command("granian", "127.0.0.1", port, workers=1), cwd=ROOT, env=env,
+                           start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            return httpx.get(f"{base}/health/live", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_for(answers, 60, "the web server")
+        yield base, collector
+    finally:
+        os.killpg(web.pid, signal.SIGTERM)
+        try:
+            web.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(web.pid, signal.SIGKILL)
+        collector.stop()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def ancestors(span, by_id: dict) -> list[str]:
+    chain = []
+    while span.parent_span_id and span.parent_span_id in by_id:
+        span = by_id[span.parent_span_id]
+        chain.append(span.name)
+    return chain
+
+
+def test_a_brain_query_is_one_trace_under_the_callers_traceparent(traced_server):
+    from brain.actions import do_ingest_note
+
+    base, collector = traced_server
+    do_ingest_note(title="Vacuum", body="Vacuum reclaims dead tuples.", wing="concepts", hall="db")
+    trace_id, caller_span = secrets.token_hex(16), secrets.token_hex(8)
+    headers = {"traceparent": f"00-{trace_id}-{caller_span}-01"}
+    result = call_tool(f"{base}/mcp/brain", "brain_query", {"query": "vacuum"}, headers=headers)
+    assert result["isError"] is False
+
+    def complete():
+        spans = collector.spans(trace_id)
+        names = {s.name for s in spans}
+        return spans if "mcp tools/call brain_query" in names and "brain.search" in names else None
+
+    spans = wait_for(complete, 30, "the trace of the brain_query call")
+    by_id = {s.span_id: s for s in spans}
+    mcp = next(s for s in spans if s.name == "mcp tools/call brain_query")
+    assert mcp.attributes["mcp.endpoint"] == "brain"
+    assert mcp.attributes["mcp.tool.name"] == "brain_query"
+    assert mcp.attributes["mcp.protocol.version"]
+    # The HTTP server span continues the caller's span; the MCP span is under it.
+    roots = [s for s in spans if s.parent_span_id == caller_span]
+    assert roots, [(s.name, s.parent_span_id) for s in spans]
+    search = next(s for s in spans if s.name == "brain.search")
+    assert "mcp tools/call brain_query" in ancestors(search, by_id)
+    database = [s for s in spans if s.attributes.get("db.system") == "postgresql"
+                or s.attributes.get("db.system.name") == "postgresql"]  # fmt: skip
+    assert any("brain.search" in ancestors(s, by_id) for s in database), [s.name for s in database]
+    assert all(s.trace_id == trace_id for s in spans)
+
+
+def test_a_traceparent_in_the_requests_meta_continues_the_callers_trace(traced_server):
+    base, collector = traced_server
+    trace_id, caller_span = secrets.token_hex(16), secrets.token_hex(8)
+    message = rpc("tools/list", {"_meta": {"traceparent": f"00-{trace_id}-{caller_span}-01"}})
+    response = httpx.post(f"{base}/mcp/brain", json=message,
+                          headers={"Accept": "application/json, text/event-stream"}, timeout=30)  # fmt: skip
+    assert response.status_code == 200
+
+    def received():
+        return [s for s in collector.spans(trace_id) if s.name == "mcp tools/list"]
+
+    (span,) = wait_for(received, 30, "the tools/list span")
+    assert span.parent_span_id == caller_span
