@@ -45,6 +45,9 @@ def test_a_routed_retrospective_fails_open_when_the_fast_model_cites_entries_tha
     assert (first.model, first.status, first.is_final) == (FAST, "fail", False)
     assert "do not exist" in first.error
     assert (second.reason, second.status, second.is_final) == ("fail-open retry", "pass", True)
+    # Each entry links its own model call (not the earlier attempt's), with what was sent and the model's text.
+    assert first.model_calls.get().model == FAST and second.model_calls.get().model == THINKING
+    assert '"evidence": [99]' in first.response and first.request[0]["role"] == "system"
 
 
 def test_a_routed_retrospective_of_an_unknown_session_is_refused_and_nothing_is_logged(gateway, asgi_server):
