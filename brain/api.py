@@ -94,6 +94,8 @@ class IngestView(BrainAPIView):
 
     def post(self, request):
         args = self.validated(IngestSerializer)
+        # Into raw: any writer; straight into the wiki skips review, so it is a reviewer's (as brain_ingest).
+        self.require_right("brain:write" if args["raw"] else "brain:review")
         action, write = (do_ingest_raw_note, inputs.RAW_NOTE) if args["raw"] else (do_ingest_note, inputs.WIKI_NOTE)
         note = action(**write.arguments(args), source=REST_SOURCE, user=request.user.user)
         return Response(note_ref(note), status=status.HTTP_201_CREATED)

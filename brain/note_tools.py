@@ -78,6 +78,7 @@ def _write_at_version(action, note: Note, version: int, **arguments) -> dict:
     output_schema=WRITE_RESULT_SCHEMA,
     idempotent=True,
     scope="brain:write",
+    right="brain:review",  # a change to an existing note is a reviewer's (the browser's edit form asks the same)
 )
 def brain_edit(arguments: dict, ctx: ToolContext) -> dict:
     note = _note(arguments["slug"])
@@ -103,6 +104,7 @@ def brain_edit(arguments: dict, ctx: ToolContext) -> dict:
     destructive=True,
     idempotent=True,
     scope="brain:write",
+    right="brain:review",  # a change to an existing note is a reviewer's (the browser's edit form asks the same)
 )
 def brain_archive(arguments: dict, ctx: ToolContext) -> dict:
     note = _note(arguments["slug"])
@@ -131,6 +133,7 @@ def brain_archive(arguments: dict, ctx: ToolContext) -> dict:
         "required": ["notes"],
     },
     scope="brain:write",
+    right="brain:review",  # a change to an existing note is a reviewer's (the browser's edit form asks the same)
 )
 def brain_undo(arguments: dict, ctx: ToolContext) -> dict:
     # Only what an MCP caller could have done itself: a reviewer's promote, reject, merge or re-file is

@@ -28,6 +28,8 @@ from brain.presenters import (
 from brain.search import search
 from hyperguild.lib.schema import closed_object
 from hyperguild.mcp.registry import Endpoint, Handler, ToolContext, ToolError, register_endpoint
+from hyperguild.permissions import register_right
+from hyperguild.roles import CURATOR, REVIEWER
 
 brain = register_endpoint(
     Endpoint(
@@ -35,19 +37,28 @@ brain = register_endpoint(
         title="hyperguild brain",
         token_setting="BRAIN_MCP_TOKEN",
         # Reading is the default scope of its tools; writing notes and logging sessions are asked for apart.
-        scopes=("brain:read", "brain:write", "sessions:write"),
+        scopes=("brain:read", "brain:write", "sessions:write", "sessions:read"),
         instructions=(
             "The team's knowledge base. Search it before you work (brain_query, brain_context), "
             "read notes (brain_get), record what you learn (brain_write) and log the session (session_log)."
         ),
     )
 )
+# What each scope and role allows on this endpoint and the brain's REST routes (hyperguild.permissions; docs/people.md).
+register_right("brain:read", scope="brain:read",
+               description="search and read notes: tools, resources, prompts, completion, POST /query, GET /notes")
+register_right("brain:write", scope="brain:write", permission="brain.add_note", roles=(REVIEWER, CURATOR),
+               description="write new raw notes for review: brain_write, brain_ingest_raw, POST /write, POST /ingest raw")
+register_right("brain:review", scope="brain:write", permission="brain.review_note", roles=(REVIEWER,),
+               description="change the wiki: brain_ingest, brain_edit, brain_archive, brain_undo, brain_verify, "
+               "brain_supersede, POST /ingest into the wiki")  # fmt: skip
 brain.translate_errors(BrainError)  # BrainInputError, SearchInputError, SlugError… reach the caller as tool errors
 
 STATUSES = [*NoteStatus.values, "any"]
 
 
-def _write_tool(action, write: inputs.NoteInput, *, name: str, title: str, description: str) -> Handler:
+def _write_tool(action, write: inputs.NoteInput, *, name: str, title: str, description: str,
+                right: str = "brain:write") -> Handler:
     """Declare a tool that writes one new note with `action`: its input schema is `write`'s (from brain.inputs,
     where REST and the forms take theirs too), it answers the note's reference and needs the brain:write scope."""
 
@@ -58,7 +69,7 @@ def _write_tool(action, write: inputs.NoteInput, *, name: str, title: str, descr
     handler.__name__ = name
     brain.tool(
         name=name, title=title, description=description, input_schema=write.json_schema(),
-        output_schema=NOTE_REF_SCHEMA, scope="brain:write",
+        output_schema=NOTE_REF_SCHEMA, scope="brain:write", right=right,
     )(handler)  # fmt: skip
     return handler
 
@@ -151,8 +162,10 @@ brain_ingest = _write_tool(
     title="Ingest a document into the wiki",
     description=(
         "Put a document straight into the wiki under wing/hall (e.g. wing 'sources', hall 'papers'). "
-        "For trusted sources only; anything that needs review goes through brain_ingest_raw. Not idempotent."
+        "For trusted sources only; anything that needs review goes through brain_ingest_raw. Needs a reviewer's "
+        "role (it skips review). Not idempotent."
     ),
+    right="brain:review",
 )
 brain_ingest_raw = _write_tool(
     do_ingest_raw_note,

@@ -18,6 +18,7 @@ from hyperguild.auth import check_scopes, new_personal_token
 from hyperguild.contributions import schedules
 from hyperguild.errors import DomainError
 from hyperguild.models import CredentialUse, McpCancellation, McpTask, ModelCall, PersonalToken, WorkerHeartbeat
+from hyperguild.permissions import role_scopes
 
 HEARTBEAT_NAME = "qcluster"
 
@@ -179,6 +180,13 @@ def do_create_personal_token(user, *, name: str, scopes: list[str], expires_days
         )
     if not getattr(user, "is_active", False):
         raise TokenRequestError(f"{user} is not an active account; activate it before making it a token.")
+    allowed = role_scopes(user, ordered)
+    if len(allowed) < len(ordered):
+        refused = [scope for scope in ordered if scope not in allowed]
+        raise TokenRequestError(
+            f"{user.get_username()}'s role does not allow {', '.join(refused)} (roles: docs/people.md); "
+            f"it allows {', '.join(role_scopes(user)) or 'no scope'}."
+        )
     secret, prefix, digest = new_personal_token()
     now = timezone.now()
     with transaction.atomic():

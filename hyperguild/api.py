@@ -14,7 +14,7 @@ EXCEPTION_HANDLER) turns both into that shape with the right status.
 
 from __future__ import annotations
 
-from rest_framework.exceptions import APIException, NotAuthenticated
+from rest_framework.exceptions import APIException, NotAuthenticated, PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -22,6 +22,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from hyperguild.errors import DomainError, error_body
 from hyperguild.mcp.registry import get_endpoint
 from hyperguild.mcp.views import BearerTokenAuthentication, HasClient, InsufficientScope, challenge_for
+from hyperguild.permissions import permission_refusal
 
 
 class Unavailable(APIException):
@@ -90,6 +91,12 @@ class EndpointTokenAPIView(APIView):
         if isinstance(exc, InsufficientScope):
             response["WWW-Authenticate"] = challenge_for(self.request, get_endpoint(self.token_endpoint))
         return response
+
+    def require_right(self, right: str) -> None:
+        """The one permission check (hyperguild.permissions) for a right finer than the view's scope: 403 if refused."""
+        refusal = permission_refusal(self.request.user, right)
+        if refusal:
+            raise PermissionDenied(refusal)
 
     def permission_denied(self, request, message=None, code=None):
         if request.authenticators and not request.successful_authenticator:

@@ -102,8 +102,12 @@ def known_scopes() -> dict[str, str]:
         for tool in endpoint.tools.values():
             if tool.scope:
                 described.setdefault(tool.scope, []).append(tool.name)
+    from hyperguild.permissions import all_rights
+
+    # A scope no tool needs (sessions:read: a REST route) is described by its right.
+    rights = {right.name: right.description for right in all_rights()}
     return {
-        scope: (f"{', '.join(tools)} on " if tools else "") + ", ".join(
+        scope: (f"{', '.join(tools)} on " if tools else f"{rights[scope]}; " if rights.get(scope) else "") + ", ".join(
             f"/mcp/{e.name}" for e in all_endpoints() if scope in e.scopes
         )
         for scope, tools in described.items()
@@ -213,6 +217,13 @@ def authenticate_bearer(
                                 resource_metadata=metadata)  # fmt: skip
 
     if wanted and not wanted & identity.scopes:
+        if wanted & set(identity.extra.get("granted_scopes", ())):
+            raise BearerRefused(
+                403, f"This token was granted {', '.join(sorted(wanted & set(identity.extra['granted_scopes'])))}, "
+                f"but {identity.username}'s role does not allow it now (docs/people.md: roles); {request.path} "
+                f"needs one of: {challenge_scope}.",
+                error="insufficient_scope", scope=challenge_scope, resource_metadata=metadata,
+            )  # fmt: skip
         raise BearerRefused(
             403, f"This token's scopes ({', '.join(sorted(identity.scopes)) or 'none'}) do not reach "
             f"{request.path}; it needs one of: {challenge_scope}.",
@@ -233,8 +244,9 @@ def _personal_identity(value: str) -> Identity | None:
     token = PersonalToken.objects.usable().select_related("user").filter(token_hash=token_digest(value)).first()
     if token is None or not token.user.is_active:
         return None
-    return Identity(user=token.user, scopes=frozenset(token.scopes), via="token",
-                    credential=f"{token.prefix} ({token.name})", extra={"token_id": token.pk})  # fmt: skip
+    return Identity(user=token.user, scopes=effective_scopes(token.user, token.scopes), via="token",
+                    credential=f"{token.prefix} ({token.name})",
+                    extra={"token_id": token.pk, "granted_scopes": tuple(token.scopes)})  # fmt: skip
 
 
 def _oauth_identity(value: str, request: HttpRequest, endpoints: list[Endpoint]) -> Identity | None:
@@ -252,8 +264,17 @@ def _oauth_identity(value: str, request: HttpRequest, endpoints: list[Endpoint])
     if not token.resource or not any(token.allows_audience(resource_url(request, e)) for e in endpoints):
         return None
     client = token.application.name if token.application else "OAuth client"
-    return Identity(user=token.user, scopes=frozenset(token.scope.split()), via="oauth",
-                    credential=f"oauth: {client}", extra={"access_token_id": token.pk})  # fmt: skip
+    granted = token.scope.split()
+    return Identity(user=token.user, scopes=effective_scopes(token.user, granted), via="oauth",
+                    credential=f"oauth: {client}",
+                    extra={"access_token_id": token.pk, "granted_scopes": tuple(granted)})  # fmt: skip
+
+
+def effective_scopes(user, granted: Collection[str]) -> frozenset[str]:
+    """What a person's credential may use now: the scopes it was granted ∩ those their role allows today."""
+    from hyperguild.permissions import role_scopes
+
+    return frozenset(role_scopes(user, [scope for scope in granted]))
 
 
 def _client_address(request: HttpRequest) -> str | None:

@@ -22,6 +22,10 @@ class WorkerHeartbeat(models.Model):
     host = models.CharField(max_length=255, blank=True)
     pid = models.IntegerField(null=True, blank=True)
 
+    class Meta:
+        # The service's own health and figures: held by the operator role (hyperguild.roles), used by /metrics.
+        permissions = [("view_metrics", "Can see the service's metrics")]
+
     def __str__(self) -> str:
         return f"{self.name} @ {self.beat_at:%Y-%m-%d %H:%M:%S}"
 

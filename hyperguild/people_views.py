@@ -19,6 +19,7 @@ from django.utils import timezone
 from hyperguild.actions import TokenRequestError, do_create_personal_token, do_revoke_personal_token
 from hyperguild.auth import known_scopes
 from hyperguild.models import CredentialUse, PersonalToken
+from hyperguild.permissions import role_scopes
 
 ACTIVITY_ROWS = 50
 LIFETIMES = (7, 30, 90, 180, 365)
@@ -36,9 +37,13 @@ class TokenForm(forms.Form):
     scopes = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
     expires_days = forms.TypedChoiceField(coerce=int, label="expires after")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user=None, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["scopes"].choices = [(scope, f"{scope} — {what}") for scope, what in known_scopes().items()]
+        # Only the scopes the person's role allows now (hyperguild.permissions): a token can hold no more.
+        allowed = set(role_scopes(user))
+        self.fields["scopes"].choices = [
+            (scope, f"{scope} — {what}") for scope, what in known_scopes().items() if scope in allowed
+        ]
         lifetimes = [days for days in LIFETIMES if days <= settings.HYPERGUILD_TOKEN_MAX_DAYS]
         self.fields["expires_days"].choices = [(str(days), f"{days} days") for days in lifetimes]
         self.fields["expires_days"].initial = str(settings.HYPERGUILD_TOKEN_DEFAULT_DAYS)
@@ -56,10 +61,10 @@ def _page(request: HttpRequest, form: TokenForm, *, new_secret: str = "", status
 @login_required
 def tokens(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
-        return _page(request, TokenForm())
+        return _page(request, TokenForm(user=request.user))
     if request.method != "POST":
         return HttpResponseNotAllowed(["GET", "POST"])
-    form = TokenForm(request.POST)
+    form = TokenForm(request.POST, user=request.user)
     if not form.is_valid():
         return _page(request, form, status=400)
     data = form.cleaned_data
@@ -70,7 +75,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
         form.add_error(None, exc.message)
         return _page(request, form, status=400)
     # Shown once, in this answer: never stored, never in a redirect or a message cookie.
-    return _page(request, TokenForm(), new_secret=issued.secret, status=201)
+    return _page(request, TokenForm(user=request.user), new_secret=issued.secret, status=201)
 
 
 @login_required

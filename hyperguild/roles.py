@@ -3,16 +3,18 @@
 - `reader`: browse and search (the view permissions);
 - `reviewer`: promote, reject, merge, edit, re-file, demote notes and undo (brain.review_note);
 - `curator`: approve, reject, edit, swap and export training examples (agent_sessions.curate_trainingexample);
+- `operator`: run skills on /mcp/supervisor and /mcp/routing, with their commands (supervisor.run_skill), and
+  see the service's metrics (hyperguild.view_metrics);
 - staff (`is_staff`) may do all of it, and superusers hold every permission (the admin).
 
-The core makes the groups (hyperguild migration 0004); each app's migration grants its own
+The core makes the groups (hyperguild migrations 0005 and 0006); each app's migration grants its own
 permissions to them with `grant_permissions`, so the core names no app.
 """
 
 from __future__ import annotations
 
-READER, REVIEWER, CURATOR = "reader", "reviewer", "curator"
-ROLES = (READER, REVIEWER, CURATOR)
+READER, REVIEWER, CURATOR, OPERATOR = "reader", "reviewer", "curator", "operator"
+ROLES = (READER, REVIEWER, CURATOR, OPERATOR)
 
 
 def grant_permissions(apps, app_label: str, grants: dict[str, list[str]]) -> None:

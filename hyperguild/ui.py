@@ -22,13 +22,17 @@ from django.shortcuts import render
 
 from hyperguild.contributions import home_counts
 from hyperguild.errors import error_body
+from hyperguild.permissions import Right, role_allows
 
 PAGE_SIZE = 25
 
 
 def may(user, permission: str) -> bool:
-    """Staff may do everything in the UI; everyone else needs the permission (through a role)."""
-    return bool(user.is_active and (user.is_staff or user.has_perm(permission)))
+    """Staff may do everything in the UI; everyone else needs the permission (through a role).
+
+    The same rule as every other door's (hyperguild.permissions.role_allows): a browser holds no token scopes,
+    so only the role counts."""
+    return role_allows(user, Right(name=permission, scope="", permission=permission))
 
 
 def _refuse(permission: str, json: bool) -> HttpResponse:

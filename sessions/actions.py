@@ -14,7 +14,7 @@ from django.utils import timezone
 from jsonschema import Draft202012Validator
 
 from hyperguild.lib.limits import hostile_value_problem
-from sessions.errors import EntryRefused, FlaggedExample, InvalidExampleEdit
+from sessions.errors import EntryRefused, FlaggedExample, InvalidExampleEdit, SessionNotYours
 from sessions.inputs import (
     ENTRY_FIELDS_SCHEMA,
     MAX_CLIENT_BYTES,
@@ -46,6 +46,9 @@ def _session_for_update(
     except IntegrityError:
         pass  # another caller created it a moment ago; the locked read below finds it
     session = AgentSession.objects.select_for_update().get(external_id=external_id)
+    # Checked under the lock, before the idempotency keys are looked at: another person can neither append
+    # nor take a key (a prompt id) first, nor learn whether one is there.
+    check_session_owner(session, user)
     # Metadata fills in what is missing; it never overwrites what an earlier call said.
     changed = []
     if project and not session.project:
@@ -59,6 +62,32 @@ def _session_for_update(
     if changed:
         session.save(update_fields=[*changed, "updated_at"])
     return session
+
+
+def check_session_owner(session: AgentSession, user) -> None:
+    """A session belongs to the person whose credential started it: SessionNotYours for anyone else.
+
+    The service identity (user None: an environment token, an open endpoint, an import) may append to any
+    session. A person may append to their own session, or to a new one (no entries yet), which becomes theirs;
+    a session the service already logged into stays the service's.
+    """
+    if not getattr(user, "pk", None):
+        return
+    if session.started_by_id == user.pk:
+        return
+    if session.started_by_id is None and session.last_seq == 0:
+        return  # a new session: the caller's (set by the caller below)
+    raise SessionNotYours(
+        f"Session {session.external_id!r} was started by someone else; only they can log to it. "
+        "Start a session of your own (a new session_id)."
+    )
+
+
+def may_read_session(session: AgentSession, user) -> bool:
+    """Its owner and staff read a session's entries (the service identity, user None, reads every one)."""
+    if not getattr(user, "pk", None):
+        return user is None
+    return bool(user.is_staff or session.started_by_id == user.pk)
 
 
 # -- the session-entry contract (sessions.inputs): one definition for every door (MCP session_log, REST) ----
@@ -96,10 +125,13 @@ def check_entry_fields(fields: Any) -> dict:
     return fields
 
 
-def do_log_checked_entry(session_id: str, fields: dict, *, source: str, user=None) -> dict:
+def do_log_checked_entry(
+    session_id: str, fields: dict, *, source: str, user=None, occurred_at: datetime | None = None
+) -> dict:
     """Validate an entry from outside (MCP session_log, REST) against the one limit table, then log it.
 
-    Raises EntryRefused, with nothing written, when the id or a field breaks a limit.
+    Raises EntryRefused, with nothing written, when the id or a field breaks a limit. `occurred_at`
+    is when it happened, for an entry that arrives late (a hook replayed from the plugin's spool).
     """
     check_session_id(session_id)
     check_entry_fields(fields)
@@ -116,6 +148,7 @@ def do_log_checked_entry(session_id: str, fields: dict, *, source: str, user=Non
         project_root=fields.get("project_root"),
         client=fields.get("client"),
         source=source,
+        occurred_at=occurred_at,
         user=user,
     )
     return {"session_id": session_id, "seq": entry.seq, "created": created, "entry_id": entry.pk}

@@ -1,16 +1,21 @@
 """REST: `POST /sessions/<id>/entries` (same contract as the session_log tool), a read-back,
-and `POST /api/hooks/<event>` for the Claude Code plugin's hooks (sessions.hooks)."""
+`POST /api/hooks/<event>` for the Claude Code plugin's hooks and `POST /api/hooks/spool` for what its
+spool kept while the service was away (sessions.hooks)."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from rest_framework import status as http_status
-from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, UnsupportedMediaType, ValidationError
 from rest_framework.response import Response
 
 from hyperguild.api import EndpointTokenAPIView
 from hyperguild.lib.limits import InputRejected, loads_limited
-from sessions.actions import check_session_id, do_log_checked_entry
-from sessions.hooks import HookRefused, handle_hook
+from hyperguild.mcp.views import origin_allowed
+from hyperguild.permissions import may
+from sessions.actions import check_session_id, do_log_checked_entry, may_read_session
+from sessions.hooks import HookRefused, handle_hook, replay_spool
 from sessions.models import AgentSession
 
 MAX_PAGE = 500
@@ -24,7 +29,8 @@ class BrainTokenView(EndpointTokenAPIView):
 
 class SessionEntriesView(BrainTokenView):
     def required_scope(self, request) -> str:
-        return "sessions:write" if request.method == "POST" else "brain:read"
+        # Reading a session back is its owner's (or staff's), with a token that may read sessions.
+        return "sessions:write" if request.method == "POST" else "sessions:read"
 
     def post(self, request, session_id: str):
         # The same validation as session_log on MCP (sessions.actions' limit table); EntryRefused → 400.
@@ -35,8 +41,9 @@ class SessionEntriesView(BrainTokenView):
     def get(self, request, session_id: str):
         check_session_id(session_id)
         session = AgentSession.objects.filter(external_id=session_id).first()
-        if session is None:
-            raise NotFound(f"No session {session_id!r}; log an entry to create it.")
+        # Another person's session is answered as if it did not exist (only its owner and staff read it).
+        if session is None or not may_read_session(session, request.user.user):
+            raise NotFound(f"No session {session_id!r} of yours; log an entry to create it.")
         try:
             after = max(0, int(request.query_params.get("after", 0)))
             limit = min(MAX_PAGE, max(1, int(request.query_params.get("limit", 100))))
@@ -58,6 +65,8 @@ class SessionEntriesView(BrainTokenView):
                         "message": e.message,
                         "data": e.data,
                         "created_at": e.created_at.isoformat(),
+                        # When it happened, for an entry that came late (a hook from the plugin's spool).
+                        "occurred_at": e.occurred_at.isoformat() if e.occurred_at else None,
                     }
                     for e in entries[:limit]
                 ],
@@ -75,10 +84,38 @@ class ClaudeHookView(BrainTokenView):
 
     token_scope = "sessions:write"
 
+    def initial(self, request, *args, **kwargs):
+        # As /mcp/*: a browser page on another site must not reach this route. It takes JSON only, so a
+        # cross-site "simple" request (text/plain, a form) is refused before anything is read or written.
+        origin = request.META.get("HTTP_ORIGIN", "")
+        if not origin_allowed(origin):
+            raise PermissionDenied(f"Origin {origin} is not allowed; add it to HYPERGUILD_ALLOWED_ORIGINS if it should be.")
+        media_type = request.META.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
+        if media_type != "application/json":
+            raise UnsupportedMediaType(media_type or "none", detail=(
+                f"The hook route takes Content-Type: application/json only (got {media_type or 'none'!r}); "
+                "post the hook's JSON as the plugin's hook script does."
+            ))  # fmt: skip
+        super().initial(request, *args, **kwargs)
+
     def post(self, request, event: str):
         try:
             payload = loads_limited(request.body)
         except InputRejected as exc:
             raise HookRefused(exc.message) from None
         identity = request.user
-        return Response(handle_hook(event, payload, user=identity.user, may_read_brain=identity.allows("brain:read")).answer)
+        return Response(handle_hook(event, payload, user=identity.user, may_read_brain=may(identity, "brain:read")).answer)
+
+
+class ClaudeHookSpoolView(ClaudeHookView):
+    """`POST /api/hooks/spool`: hooks the plugin could not deliver, oldest first (sessions.hooks.replay_spool).
+
+    The same caller and scope as the hook route (it is that route, later); the answer counts what was
+    logged, what was there already and what was refused, by index."""
+
+    def post(self, request):  # type: ignore[override]
+        try:
+            body = loads_limited(request.body)
+        except InputRejected as exc:
+            raise HookRefused(exc.message) from None
+        return Response(asdict(replay_spool(body, user=request.user.user)))

@@ -20,6 +20,13 @@ class SessionNotFound(SessionsError, LookupError):
     code = "not_found"
 
 
+class SessionNotYours(SessionsError, PermissionError):
+    """A session another person started: only they append to it (and read it, with staff)."""
+
+    http_status = 403
+    code = "permission_denied"
+
+
 class InvalidExampleEdit(SessionsError, ValueError):
     """An edit that would leave a training example in a shape TRL cannot read."""
 

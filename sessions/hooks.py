@@ -1,18 +1,25 @@
 """Claude Code hooks: the hook's JSON in, the hook's JSON out (`POST /api/hooks/<event>`).
 
-The plugin in `claude-plugin/` posts each hook's input exactly as Claude Code
-gives it. The session is Claude Code's `session_id`, the project root the
-hook's `cwd`. Every entry carries an idempotency key derived from the
-payload (its `prompt_id` or `tool_use_id` when it has one, else a hash of the
-whole payload), so a retried hook never writes twice.
+The plugin in `claude-plugin/` posts each hook's input as Claude Code gives
+it, with one key added: `hyperguild_hook_id`, an id for that run of the hook.
+The session is Claude Code's `session_id`, the project root the hook's `cwd`.
+Every entry carries an idempotency key derived from the payload (its
+`prompt_id` or `tool_use_id` when it has one, else its `hyperguild_hook_id`,
+else a hash of the whole payload), so a retried hook never writes twice.
 
     SessionStart        start entry; answers the project's notes as additionalContext
                         (brain.context's ranking and abstention: nothing for an unrelated folder)
     UserPromptSubmit    prompt entry (redacted by do_log_entry, like every entry)
     PostToolUse         what matters, compactly: files written, test/build commands with
     PostToolUseFailure  their outcome, failed commands; never file contents; the rest is skipped
+    PreCompact          compact entry (phase: manual or auto): where the session's context was cut
     Stop                stop entry (the reply ended); queues the retrospective if anything is new
     SessionEnd          end entry (the session ended); the same
+
+What the plugin could not deliver (the service away, busy or failing) waits in its spool on the
+user's machine and comes later, oldest first, to `POST /api/hooks/spool` (`replay_spool`): each
+entry keeps the time it happened (`occurred_at`), a replay of one that did arrive writes nothing,
+and entries the spool dropped over its cap leave a `gap` entry in their session saying how many.
 """
 
 from __future__ import annotations
@@ -24,22 +31,24 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Max
+from jsonschema import Draft202012Validator
 
 from brain.context import ContextInputError, context
 from hyperguild.lib.text import excerpt
 from sessions.actions import check_session_id, do_log_checked_entry
-from sessions.errors import HookRefused
-from sessions.inputs import MAX_MESSAGE_CHARS
+from sessions.errors import EntryRefused, HookRefused
+from sessions.inputs import MAX_MESSAGE_CHARS, SESSION_ID_PATTERN, SPOOL_BATCH_SCHEMA
 from sessions.models import SessionEntry
 
 logger = logging.getLogger(__name__)
 
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd")
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop", "SessionEnd")
 CLIENT = {"name": "claude-code", "via": "hyperguild plugin hooks"}
 
 MAX_PROMPT_CHARS = MAX_MESSAGE_CHARS  # a prompt is logged as one entry's message
@@ -74,19 +83,31 @@ class HookOutcome:
     queued_retrospective: bool = False
 
 
+HOOK_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
+
+
 def idempotency_key(event: str, payload: dict) -> str:
+    """Claude Code's own id of the prompt or tool use; else the id the plugin's hook script gives each hook it
+    runs (`hyperguild_hook_id`: two identical Stops are two entries, a late copy from the spool is none);
+    else a hash of the whole input."""
     natural = payload.get("prompt_id") if event == "UserPromptSubmit" else payload.get("tool_use_id")
     if isinstance(natural, str) and 0 < len(natural) <= 120:
         return f"hook:{event}:{natural}"
+    hook_id = payload.get("hyperguild_hook_id")
+    if isinstance(hook_id, str) and HOOK_ID.match(hook_id):
+        return f"hook:{event}:run:{hook_id}"
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return f"hook:{event}:{hashlib.sha256(canonical.encode()).hexdigest()}"
 
 
-def handle_hook(event: str, payload: Any, *, user=None, may_read_brain: bool = True) -> HookOutcome:
+def handle_hook(
+    event: str, payload: Any, *, user=None, may_read_brain: bool = True, occurred_at: datetime | None = None
+) -> HookOutcome:
     """Log what the hook says and answer it; HookRefused (nothing written) for input it cannot use.
 
     `user` is the person whose token posted the hook (None: the service identity); the SessionStart
-    context comes only to a caller that may read the brain (`brain:read`)."""
+    context comes only to a caller that may read the brain (`brain:read`). `occurred_at` is when the
+    hook ran, for one that comes late from the plugin's spool (None: now)."""
     if event not in HOOK_EVENTS:
         raise HookRefused(f"Unknown hook event {event!r}; this route takes {', '.join(HOOK_EVENTS)}.")
     if not isinstance(payload, dict):
@@ -109,7 +130,7 @@ def handle_hook(event: str, payload: Any, *, user=None, may_read_brain: bool = T
             project_root=cwd[:1000],
             client=CLIENT,
         )
-        outcome.logged = do_log_checked_entry(session_id, fields, source="rest", user=user)
+        outcome.logged = do_log_checked_entry(session_id, fields, source="rest", user=user, occurred_at=occurred_at)
         if event in ("Stop", "SessionEnd") and outcome.logged["created"]:
             outcome.queued_retrospective = queue_retrospective(session_id, final=event == "SessionEnd")
     if event == "SessionStart" and payload.get("source") != "resume" and may_read_brain:
@@ -117,6 +138,100 @@ def handle_hook(event: str, payload: Any, *, user=None, may_read_brain: bool = T
         if text:
             outcome.answer = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}}
     return outcome
+
+
+@dataclass
+class SpoolReplay:
+    """What a batch from the plugin's spool became: counts, the entries refused (by index) and the gaps logged."""
+
+    received: int = 0
+    logged: int = 0
+    already_logged: int = 0
+    not_worth_an_entry: int = 0
+    refused: list[dict] = field(default_factory=list)
+    gaps: dict[str, int] = field(default_factory=dict)
+    retrospectives_queued: int = 0
+
+
+_SPOOL_BATCH = Draft202012Validator(SPOOL_BATCH_SCHEMA)
+
+
+def replay_spool(body: Any, *, user=None) -> SpoolReplay:
+    """Log a batch of hooks the plugin could not deliver, in the order it sends them (oldest first).
+
+    Each entry is handled as its hook would have been when it ran (`handle_hook`, at its original
+    time, without the SessionStart context nobody waits for any more); its idempotency key makes a
+    replay of one that did arrive write nothing. An entry the route would refuse is reported by
+    index and the rest go on: one bad line must not hold the spool up forever. The sessions whose
+    entries the spool's cap dropped get a `gap` entry with the count, logged once per `drop_key`.
+    A batch that is not the spool's shape (or a time that is not one) is refused whole: HookRefused.
+    """
+    entries, dropped, drop_key = check_spool_batch(body)
+    replay = SpoolReplay(received=len(entries))
+    for session_id, count in dropped.items():
+        # What was dropped came before what is left: the gap sits at the oldest time the batch knows of.
+        times = [at for _, payload, at in entries if payload.get("session_id") == session_id] or [at for *_, at in entries]
+        logged = do_log_checked_entry(
+            session_id, gap_fields(count, drop_key), source="rest", user=user, occurred_at=min(times, default=None)
+        )
+        if logged["created"]:
+            replay.gaps[session_id] = count
+    for index, (event, payload, occurred_at) in enumerate(entries):
+        try:
+            outcome = handle_hook(event, payload, user=user, may_read_brain=False, occurred_at=occurred_at)
+        except (HookRefused, EntryRefused) as exc:
+            replay.refused.append({"index": index, "event": event, "error": exc.message})
+            continue
+        if outcome.logged is None:
+            replay.not_worth_an_entry += 1
+        elif outcome.logged["created"]:
+            replay.logged += 1
+        else:
+            replay.already_logged += 1
+        replay.retrospectives_queued += outcome.queued_retrospective
+    return replay
+
+
+def check_spool_batch(body: Any) -> tuple[list[tuple[str, dict, datetime]], dict[str, int], str]:
+    """The batch's entries as (event, input, time), the drop counts worth logging, and the drop report's key."""
+    problems = sorted(_SPOOL_BATCH.iter_errors(body), key=lambda e: list(e.absolute_path))
+    if problems:
+        where = "/".join(str(part) for part in problems[0].absolute_path) or "body"
+        raise HookRefused(f"Not a batch from the plugin's spool: {where}: {problems[0].message}")
+    entries = []
+    for index, item in enumerate(body["entries"]):
+        try:
+            occurred_at = datetime.fromisoformat(item["at"].replace("Z", "+00:00"))
+        except ValueError:
+            occurred_at = None
+        if occurred_at is None or occurred_at.tzinfo is None:
+            raise HookRefused(f"entries/{index}/at: {item['at']!r} is not an ISO 8601 time with its zone.")
+        entries.append((item["event"], item["input"], occurred_at))
+    # The plugin reads session ids out of the lines it drops; one it could not read cannot be told.
+    dropped = {
+        session_id: count
+        for session_id, count in (body.get("dropped") or {}).items()
+        if count > 0 and re.fullmatch(SESSION_ID_PATTERN, session_id)
+    }
+    drop_key = body.get("drop_key") or ""
+    if dropped and not drop_key:
+        raise HookRefused("drop_key: a drop report needs its key, so that sending it twice logs it once.")
+    return entries, dropped, drop_key
+
+
+def gap_fields(count: int, drop_key: str) -> dict:
+    noun = "entry" if count == 1 else "entries"
+    return {
+        "kind": "gap",
+        "status": "dropped",
+        "message": (
+            f"{count} hook {noun} of this session never arrived: the plugin's offline spool dropped them "
+            "(its oldest, when it was full: HYPERGUILD_SPOOL_MAX_BYTES; or a line the service could not take)"
+        ),
+        "data": {"dropped": count, "by": "the plugin's offline spool"},
+        "idempotency_key": f"spool-gap:{drop_key}",
+        "client": CLIENT,
+    }
 
 
 def project_label(cwd: str) -> str:
@@ -141,6 +256,13 @@ def entry_fields(event: str, payload: dict, cwd: str) -> dict | None:
         return tool_fields(payload, cwd, failed=event == "PostToolUseFailure")
     if event == "Stop":
         return {"kind": "stop", "message": "Claude finished its reply"}
+    if event == "PreCompact":
+        trigger = str(payload.get("trigger") or "unknown")[:64]
+        message = f"Claude Code compacts the context ({trigger})"
+        instructions = payload.get("custom_instructions")
+        if isinstance(instructions, str) and instructions.strip():
+            message += f": {instructions}"
+        return {"kind": "compact", "phase": trigger, "message": message[:MAX_PROMPT_CHARS]}
     reason = str(payload.get("reason") or "other")[:64]
     return {"kind": "end", "phase": reason, "message": f"Claude Code session ended ({reason})"}
 

@@ -50,3 +50,42 @@ ENTRY_FIELDS_SCHEMA = {
 
 # The longest message of an entry (a hook's prompt is cut to it).
 MAX_MESSAGE_CHARS = ENTRY_FIELDS_SCHEMA["properties"]["message"]["maxLength"]
+
+# What the plugin's spool sends when the service answers again (`POST /api/hooks/spool`): its oldest
+# lines as they are in the spool file, and how many entries of which session its cap dropped.
+MAX_SPOOL_BATCH = 500
+SPOOL_BATCH_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["entries"],
+    "properties": {
+        "entries": {
+            "type": "array",
+            "maxItems": MAX_SPOOL_BATCH,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["event", "at", "input"],
+                "properties": {
+                    "hyperguild_spool": {"const": 1, "description": "The spool line's format version."},
+                    "event": {"type": "string", "maxLength": 64},
+                    "at": {"type": "string", "maxLength": 64, "description": "When the hook ran (ISO 8601, with zone)."},
+                    "session": {"type": "string", "maxLength": 200},
+                    "input": {"type": "object", "description": "The hook's JSON input, as Claude Code gave it."},
+                },
+            },
+        },
+        "dropped": {
+            "type": "object",
+            "maxProperties": 10000,
+            "additionalProperties": {"type": "integer", "minimum": 0},
+            "description": "Session id → entries of it the spool dropped over its cap since the last report.",
+        },
+        "drop_key": {
+            "type": "string",
+            "maxLength": 100,
+            "pattern": r"^[A-Za-z0-9_.:-]*$",
+            "description": "The drop report's own key: a report sent twice is logged once.",
+        },
+    },
+}

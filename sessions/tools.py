@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from hyperguild.mcp.registry import ToolContext, get_endpoint
+from hyperguild.permissions import register_right
 from sessions.actions import do_log_checked_entry
 from sessions.errors import SessionsError
 from sessions.inputs import ENTRY_FIELDS_SCHEMA, SESSION_ID_SCHEMA
@@ -23,6 +24,12 @@ from supervisor.tools import supervisor
 # EntryRefused, SessionNotFound… reach the caller as tool errors on every endpoint with sessions tools.
 for _endpoint in ("brain", "supervisor", "routing"):
     get_endpoint(_endpoint).translate_errors(SessionsError)
+
+# Logging and reading back one's own sessions is every account's; a session is its owner's (sessions.actions).
+register_right("sessions:write", scope="sessions:write",
+               description="log your own sessions: session_log, POST /sessions/<id>/entries, the hook route")
+register_right("sessions:read", scope="sessions:read",
+               description="read your own sessions' entries (staff: every session): GET /sessions/<id>/entries")
 
 # The arguments: the session id plus the entry fields, both from the one limit table in sessions.actions.
 SESSION_LOG_INPUT = {

@@ -17,7 +17,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -27,6 +27,7 @@ from hyperguild.lib.diff import html_diff
 from hyperguild.lib.diffs import diff_block
 from hyperguild.ui import paginate, role_action, role_page
 from sessions import actions
+from sessions.actions import may_read_session
 from sessions.activity import SERVICE, MergedActivity, action_choices, people
 from sessions.models import AgentSession, SessionEntry, TrainingExample
 from sessions.trl_export import export_examples as export_training_examples
@@ -49,6 +50,9 @@ def session_list(request: HttpRequest) -> HttpResponse:
     sessions = (
         AgentSession.objects.select_related("started_by").annotate(n_entries=Count("entries")).order_by("-updated_at", "-id")
     )
+    if not request.user.is_staff:
+        # A session is its owner's (sessions.actions.may_read_session): staff see every session, others their own.
+        sessions = sessions.filter(started_by=request.user)
     query = request.GET.get("q", "").strip()[:200]
     if query:
         sessions = sessions.filter(Q(external_id__icontains=query) | Q(project__icontains=query))
@@ -63,6 +67,8 @@ def session_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def session_detail(request: HttpRequest, external_id: str) -> HttpResponse:
     session = get_object_or_404(AgentSession, external_id=external_id)
+    if not may_read_session(session, request.user):
+        raise Http404("No such session of yours.")  # another person's session is answered as if it did not exist
     entries = list(SessionEntry.objects.filter(session=session).order_by("seq")[: TIMELINE_LIMIT + 1])
     truncated = len(entries) > TIMELINE_LIMIT
     entries = entries[:TIMELINE_LIMIT]

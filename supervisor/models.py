@@ -101,6 +101,8 @@ class SkillRun(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["skill", "-created_at"])]
+        # Running skills (/mcp/supervisor, /mcp/routing) and free-form commands: the operator role (hyperguild.roles).
+        permissions = [("run_skill", "Can run skills and the commands they take (test_cmd, failing_cmd)")]
 
     def __str__(self) -> str:
         return f"{self.skill} #{self.pk} ({self.status})"

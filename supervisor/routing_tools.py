@@ -10,8 +10,11 @@ from __future__ import annotations
 from functools import partial
 
 from hyperguild.mcp.registry import Endpoint, ToolContext, register_endpoint
+from hyperguild.permissions import register_right
+from hyperguild.roles import OPERATOR
 from supervisor import routing_service, skills
 from supervisor.errors import SupervisorError
+from supervisor.shell_reach import check_command_right
 
 routing = register_endpoint(
     Endpoint(
@@ -22,6 +25,8 @@ routing = register_endpoint(
         instructions="Skills answered by a fast or a thinking model, chosen by each skill's observed pass rate.",
     )
 )
+register_right("routing:run", scope="routing:run", permission="supervisor.run_skill", roles=(OPERATOR,),
+               description="run the routed skills on /mcp/routing and read GET /routing/stats")
 routing.translate_errors(SupervisorError)  # RootRefused, RoutingFailed, GatewayMissing reach the caller as tool errors
 
 # A tool that asks the model the router picks: it reaches outside (open world) and may take minutes.
@@ -51,4 +56,5 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
     read_only=False,
 )
 def debug(arguments: dict, ctx: ToolContext) -> dict:
+    check_command_right(arguments, ctx.identity)  # failing_cmd runs as the service's user
     return routing_service.debug(arguments, ctx.report_progress, ctx.is_cancelled, ctx.actor)

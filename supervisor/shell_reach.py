@@ -7,7 +7,10 @@ narrow what reaches a shell, they do not make the token harmless.
 - `git_range` never starts with `-` (it would be read by `git diff` as an option);
 - `test_cmd` and `lint_cmd` (free-form shell commands) are refused when
   SUPERVISOR_ALLOW_TEST_CMD is off: the test command is then always the one
-  detected from the project's build files.
+  detected from the project's build files;
+- a command from the arguments (`test_cmd`, `lint_cmd`, `failing_cmd`) needs the
+  `supervisor:commands` right (hyperguild.permissions: the operator role or staff),
+  whatever scope the token holds.
 """
 
 from __future__ import annotations
@@ -39,6 +42,21 @@ def check_lint_cmd(lint_cmd: str | None) -> None:
             "lint_cmd is turned off on this server (SUPERVISOR_ALLOW_TEST_CMD=0, which governs every free-form "
             "command): leave it out, and apply skips the warnings gate"
         )
+
+
+COMMAND_ARGUMENTS = ("test_cmd", "lint_cmd", "failing_cmd")
+
+
+def check_command_right(arguments: dict, identity) -> None:
+    """A shell command from the arguments runs as the service's user: only a caller with the right may send one."""
+    from hyperguild.permissions import permission_refusal
+
+    given = [name for name in COMMAND_ARGUMENTS if arguments.get(name)]
+    if not given or identity is None:
+        return
+    refusal = permission_refusal(identity, "supervisor:commands", what=f"a command in the arguments ({', '.join(given)})")
+    if refusal:
+        raise ArgumentRefused(refusal)
 
 
 def check_shell_arguments(arguments: dict) -> None:

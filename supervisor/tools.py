@@ -18,6 +18,8 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError, register_endpoint
+from hyperguild.permissions import register_right
+from hyperguild.roles import OPERATOR
 from supervisor import executor, reaper
 from supervisor.actions import do_create_skill_run, do_request_cancel
 from supervisor.apply import check_apply_request
@@ -25,7 +27,7 @@ from supervisor.errors import SupervisorError
 from supervisor.model_table import ModelTableError, consensus_models, gateway_problem, resolve_model
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
-from supervisor.shell_reach import check_shell_arguments
+from supervisor.shell_reach import check_command_right, check_shell_arguments
 from supervisor.skills import SKILLS, Verdict, build_result
 from supervisor.tier import current_tier
 
@@ -46,6 +48,11 @@ supervisor = register_endpoint(
         ),
     )
 )
+# Skills run workers and commands as the service's user: the operator role's (hyperguild.permissions; docs/people.md).
+register_right("supervisor:run", scope="supervisor:run", permission="supervisor.run_skill", roles=(OPERATOR,),
+               description="run the skills on /mcp/supervisor (workers that edit files and run tests)")
+register_right("supervisor:commands", scope="", permission="supervisor.run_skill", roles=(OPERATOR,),
+               description="give a shell command in the arguments (test_cmd, lint_cmd, failing_cmd)")
 supervisor.translate_errors(SupervisorError)  # RootRefused, ModelTableError… reach the caller as tool errors
 
 
@@ -171,6 +178,7 @@ def _worker_tool(skill: str, *, read_only: bool = False, destructive: bool = Fal
     spec = SKILLS[skill]
 
     def handler(arguments: dict, ctx: ToolContext) -> dict:
+        check_command_right(arguments, ctx.identity)
         try:
             run = start_skill_run(skill, arguments, requested_by=ctx.actor)
             return wait_for_run(run, ctx)

@@ -7,10 +7,11 @@ made since the oldest of them started (one query a second) and sets the
 cancel flag of each call whose endpoint and request id match a record made
 after the call began.
 
-Scope: a cancellation stops only calls of the client that sent it. Clients
-reuse small JSON-RPC ids and may share one token, so the id alone is not
-enough: calls and cancellations are keyed on (endpoint, client key, id).
-The client key is the `Mcp-Session-Id` header, which the server hands out
+Scope: a cancellation stops only calls of the client that sent it, with the
+credential that started them (one person never cancels another's call).
+Clients reuse small JSON-RPC ids and may share one token, so the id alone is
+not enough: calls and cancellations are keyed on (endpoint, client key, id).
+The client key is a digest of the Authorization header and the `Mcp-Session-Id` header, which the server hands out
 in its answer to `initialize` and every conforming client (Claude Code and
 the official SDKs) sends back on each later request; a client that sends
 none is keyed on its address and User-Agent (two such clients behind one
@@ -51,13 +52,28 @@ def session_client_key(session_id: str) -> str:
     return "s:" + hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:24]
 
 
+def credential_key(authorization: str) -> str:
+    """The part of a client key that names the credential (a digest of the Authorization header, never the token)."""
+    return "c:" + hashlib.sha256(authorization.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def session_caller_key(session_id: str, authorization: str = "") -> str:
+    """The client key of a caller that sends `Mcp-Session-Id: <session_id>` with this Authorization header."""
+    return f"{credential_key(authorization)}/{session_client_key(session_id)}"
+
+
 def client_key(request) -> str:
-    """Who is calling: the Mcp-Session-Id if sent, else a digest of the address and User-Agent."""
+    """Who is calling: the credential (a digest of the Authorization header), then the Mcp-Session-Id if sent,
+    else a digest of the address and User-Agent.
+
+    The credential comes first so that one person can never cancel another's call, whatever session id or
+    address they share or guess: a cancellation matches only calls made with the same credential."""
+    authorization = request.META.get("HTTP_AUTHORIZATION", "")
     session = request.META.get("HTTP_MCP_SESSION_ID", "").strip()
     if session:
-        return session_client_key(session)
+        return session_caller_key(session, authorization)
     who = f"{request.META.get('REMOTE_ADDR', '')}|{request.META.get('HTTP_USER_AGENT', '')}"
-    return "a:" + hashlib.sha256(who.encode("utf-8", "replace")).hexdigest()[:24]
+    return f"{credential_key(authorization)}/a:" + hashlib.sha256(who.encode("utf-8", "replace")).hexdigest()[:24]
 
 
 def request_id_key(request_id: Any, caller: str = "") -> str:

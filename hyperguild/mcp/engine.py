@@ -47,6 +47,7 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002  # 2025-11-25 and earlier; 2026-07-28 says -32602
+FORBIDDEN = -32003  # server-defined: the caller's credential or role does not allow this (hyperguild.permissions)
 SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 
 
@@ -315,13 +316,15 @@ class Dispatcher:
             if method == "prompts/list":
                 return self._prompts_list(params)
             if method == "prompts/get":
-                return self._prompts_get(params, record)
+                return self._prompts_get(params, record, ctx)
             if method == "completion/complete":
-                return self._complete(params)
+                return self._complete(params, ctx)
         if self.endpoint.resources is not None:
             if method == "resources/list":
+                self._require(ctx, self.endpoint.read_right, method)
                 return self._resources_list(params)
             if method == "resources/read":
+                self._require(ctx, self.endpoint.read_right, method)
                 return self._resources_read(params)
             if method == "resources/templates/list":
                 return {"resourceTemplates": self.endpoint.resources.resource_templates()}
@@ -376,9 +379,21 @@ class Dispatcher:
             raise RpcError(INVALID_PARAMS, f"Unknown prompt: {name} (this endpoint has: {known})")
         return prompt
 
-    def _prompts_get(self, params: dict, record: CallRecord) -> dict:
+    @staticmethod
+    def _require(ctx: ToolContext, right: str, what: str) -> None:
+        """The one permission check (hyperguild.permissions) for a door that is not a tool: RpcError if refused."""
+        if not right or ctx.identity is None:
+            return
+        from hyperguild.permissions import permission_refusal
+
+        refusal = permission_refusal(ctx.identity, right, what=what)
+        if refusal:
+            raise RpcError(FORBIDDEN, refusal, {"right": right})
+
+    def _prompts_get(self, params: dict, record: CallRecord, ctx: ToolContext) -> dict:
         prompt = self._prompt(params.get("name"))
         record.tool = prompt.name
+        self._require(ctx, prompt.right, f"prompts/get {prompt.name}")
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict) or not all(isinstance(value, str) for value in arguments.values()):
             raise RpcError(INVALID_PARAMS, "prompts/get params.arguments must be an object of strings")
@@ -396,13 +411,14 @@ class Dispatcher:
             raise RpcError(INVALID_PARAMS, getattr(exc, "message", None) or str(exc)) from None
         return {"description": prompt.description, "messages": messages}
 
-    def _complete(self, params: dict) -> dict:
+    def _complete(self, params: dict, ctx: ToolContext) -> dict:
         ref, argument = params.get("ref"), params.get("argument")
         if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
             raise RpcError(INVALID_PARAMS, "completion/complete needs params.ref and params.argument {name, value}")
         values: list[str] = []
         if ref.get("type") == "ref/prompt":
             prompt = self._prompt(ref.get("name"))
+            self._require(ctx, prompt.right, f"completion/complete {prompt.name}")
             spec = next((a for a in prompt.arguments if a.name == argument["name"]), None)
             if spec is None:
                 raise RpcError(INVALID_PARAMS, f"Prompt {prompt.name} has no argument {argument['name']}")

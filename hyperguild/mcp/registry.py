@@ -136,6 +136,8 @@ class Tool:
     long_running: bool = False
     # The token scope a caller needs (e.g. "brain:write"); empty: the endpoint's first scope (Endpoint.add).
     scope: str = ""
+    # The right (hyperguild.permissions) a caller needs, scope and role: empty means the right named as `scope`.
+    right: str = ""
     input_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
     output_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
 
@@ -148,15 +150,15 @@ class Tool:
         object.__setattr__(self, "output_validator", Draft202012Validator(self.output_schema))
 
     def scope_refusal(self, ctx: ToolContext) -> str | None:
-        """Why the caller may not run this tool (a message it can act on), or None when it may."""
-        identity = ctx.identity
-        if not self.scope or identity is None or identity.allows(self.scope):
+        """Why the caller may not run this tool (a message it can act on), or None when it may.
+
+        The one permission check (hyperguild.permissions): the credential's scope and its person's role now."""
+        right = self.right or self.scope
+        if not right or ctx.identity is None:
             return None
-        held = ", ".join(sorted(identity.scopes)) or "none"
-        return (
-            f"{self.name} needs the {self.scope} scope; the token you sent has: {held}. "
-            f"Ask for a token with --scope {self.scope} (docs/people.md)."
-        )
+        from hyperguild.permissions import permission_refusal
+
+        return permission_refusal(ctx.identity, right, what=self.name)
 
     def describe(self) -> dict:
         return {
@@ -205,6 +207,8 @@ class Prompt:
     description: str
     handler: PromptHandler
     arguments: tuple[PromptArgument, ...] = ()
+    # The right (hyperguild.permissions) `prompts/get` and `completion/complete` need; empty: the endpoint's first scope.
+    right: str = ""
 
     def describe(self) -> dict:
         return {
@@ -280,12 +284,19 @@ class Endpoint:
 
         def register(handler: PromptHandler) -> PromptHandler:
             prompt = Prompt(handler=handler, arguments=tuple(arguments), **spec)
+            if not prompt.right and self.scopes:
+                prompt = replace(prompt, right=self.scopes[0])
             if prompt.name in self.prompts and self.prompts[prompt.name].handler is not handler:
                 raise ValueError(f"endpoint {self.name}: prompt {prompt.name} is registered twice")
             self.prompts[prompt.name] = prompt
             return handler
 
         return register
+
+    @property
+    def read_right(self) -> str:
+        """The right that reading this endpoint's resources needs: its first scope's (its tools' default)."""
+        return self.scopes[0] if self.scopes else ""
 
     def token(self) -> str:
         if not self.token_setting:

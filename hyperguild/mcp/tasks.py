@@ -107,6 +107,7 @@ class Tasks:
             emit=progress.emit,
             client=dict(revision.client_capabilities),
             caller=TASK_CALLER,
+            identity=ctx.identity,  # the same permission check and attribution as the blocking call
         )
         thread = threading.Thread(
             target=self._run,

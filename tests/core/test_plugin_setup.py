@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from io import StringIO
 
-from django.core.management import call_command
+import pytest
+from django.core.management import CommandError, call_command
 
 
 def run(**options) -> str:
@@ -45,3 +48,40 @@ def test_the_default_url_follows_the_public_url(settings):
     settings.HYPERGUILD_PUBLIC_URL = "https://hg.example.com"
     # The --url default is read when the parser is built, i.e. on each call_command.
     assert "export HYPERGUILD_URL=https://hg.example.com\n" in run()
+
+
+def test_it_shows_where_the_spool_is_and_how_to_flush_or_clear_it(settings, tmp_path):
+    output = run(url="http://10.0.0.5:8000/")
+    assert "~/.hyperguild/spool/http___10.0.0.5_8000.jsonl" in output
+    manifest = json.loads((settings.BASE_DIR / "claude-plugin" / "hyperguild" / ".claude-plugin" / "plugin.json").read_text())
+    script = f"~/.claude/plugins/cache/hyperguild/hyperguild/{manifest['version']}/hooks/hyperguild-hook"
+    for command in ("status", "flush", "clear"):
+        assert f"    sh {script} {command}" in output
+
+    # The file named is the one the hook script keeps for that URL.
+    hook = settings.BASE_DIR / "claude-plugin" / "hyperguild" / "hooks" / "hyperguild-hook"
+    status = subprocess.run(["sh", str(hook), "status"], capture_output=True, text=True, timeout=30,
+                            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HYPERGUILD_URL": "http://10.0.0.5:8000/"})  # fmt: skip
+    assert f"{tmp_path}/.hyperguild/spool/http___10.0.0.5_8000.jsonl" in status.stdout
+
+@pytest.mark.django_db
+def test_it_asks_only_for_the_scopes_the_persons_role_allows(settings):
+    from tests.people.conftest import make_person
+
+    settings.BRAIN_MCP_TOKEN = settings.SUPERVISOR_MCP_TOKEN = settings.ROUTING_MCP_TOKEN = ""
+    make_person("rita", "reader")
+    make_person("otto", "operator")
+    reader = run(user="rita")
+    assert "token create rita --scope brain:read --scope sessions:write`" in reader
+    assert "brain:write" not in reader and "supervisor:run" not in reader
+    operator = run(user="otto")
+    assert "--scope supervisor:run --scope routing:run`" in operator and "--scope brain:write" not in operator
+    anyone = run()
+    assert "token create USERNAME --scope brain:read --scope sessions:write`" in anyone
+    assert "add brain:write supervisor:run routing:run if your role allows them" in anyone
+
+
+@pytest.mark.django_db
+def test_an_unknown_person_is_refused():
+    with pytest.raises(CommandError, match="No account called 'nobody'"):
+        run(user="nobody")

@@ -9,14 +9,14 @@ import pytest
 from django.utils import timezone
 
 from hyperguild.actions import do_purge_mcp_cancellations, do_record_mcp_cancellation
-from hyperguild.mcp.cancellation import request_id_key, session_client_key
+from hyperguild.mcp.cancellation import request_id_key, session_caller_key
 from hyperguild.models import McpCancellation
 from tests.conftest import mcp_post, parse_sse, rpc
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SESSION = {"Mcp-Session-Id": "replica-test-client"}
-CALLER = session_client_key("replica-test-client")
+CALLER = session_caller_key("replica-test-client")
 
 
 def start_waiting_call(url: str, request_id) -> tuple[threading.Thread, dict]:

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from hyperguild.mcp.cancellation import request_id_key, session_client_key
+from hyperguild.mcp.cancellation import request_id_key, session_caller_key
 from hyperguild.models import McpCancellation
 from tests.conftest import mcp_post, parse_sse, rpc
 
@@ -38,7 +38,7 @@ def test_another_clients_cancellation_of_the_same_id_does_not_stop_the_call(self
     assert cancel(url, 42, "bob-session").status_code == 202
     # Neither this process nor the cross-replica watcher (one poll a second) stops alice's call.
     assert not state.cancel_seen.wait(2.5)
-    assert McpCancellation.objects.get().request_id == request_id_key(42, session_client_key("bob-session"))
+    assert McpCancellation.objects.get().request_id == request_id_key(42, session_caller_key("bob-session"))
 
     assert cancel(url, 42, "alice-session").status_code == 202
     assert state.cancel_seen.wait(10)

@@ -28,18 +28,21 @@ def live(asgi_server, settings, transactional_db):
     bm25.reset()
 
 
-ROLE_MIGRATIONS = {
-    "brain": "brain.migrations.0009_role_permissions",
-    "agent_sessions": "sessions.migrations.0005_role_permissions",
-    "supervisor": "supervisor.migrations.0007_role_permissions",
-}
+ROLE_MIGRATIONS = [
+    ("brain", "brain.migrations.0009_role_permissions"),
+    ("brain", "brain.migrations.0011_note_writers"),
+    ("agent_sessions", "sessions.migrations.0005_role_permissions"),
+    ("supervisor", "supervisor.migrations.0007_role_permissions"),
+    ("supervisor", "supervisor.migrations.0008_operator_role"),
+    ("hyperguild", "hyperguild.migrations.0006_operator_role"),
+]
 
 
 def restore_roles() -> None:
     """The groups the migrations made, as they made them: a transactional test's flush empties every table."""
     from django.apps import apps
 
-    for label, module in ROLE_MIGRATIONS.items():
+    for label, module in ROLE_MIGRATIONS:
         grant_permissions(apps, label, importlib.import_module(module).GRANTS)
 
 

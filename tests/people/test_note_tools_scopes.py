@@ -9,7 +9,7 @@ from tests.people.conftest import bearer, make_person, token_for
 
 
 def test_a_read_only_token_cannot_edit_archive_or_undo_and_a_writer_is_named(live):
-    make_person("carol")
+    make_person("carol", "reviewer")  # editing a note is a reviewer's; the reader token below still cannot
     note = do_write_raw_note(title="Ledgerly rounding", body="Ledgerly rounds per invoice line.")
     reader = bearer(token_for("carol", "brain:read"))
     writer = bearer(token_for("carol", "brain:read", "brain:write"))

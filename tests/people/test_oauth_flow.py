@@ -108,7 +108,7 @@ def oauth_provider(url: str, browser: Browser, storage: MemoryStorage) -> OAuthC
 
 
 def test_the_mcp_client_signs_a_person_in_and_then_lists_tools_and_queries(live):
-    olga = make_person("olga", "reader", password=PASSWORD)
+    olga = make_person("olga", "reviewer", password=PASSWORD)  # writing notes (brain_write below) needs a writer's role
     do_ingest_note(title="Advisory locks", body="Use pg advisory locks to serialise migrations.", wing="concepts")
     url = f"{live}/mcp/brain"
     browser, storage = Browser(live, "olga"), MemoryStorage()
@@ -139,7 +139,7 @@ def test_the_mcp_client_signs_a_person_in_and_then_lists_tools_and_queries(live)
     token = storage.tokens.access_token
     issued = AccessToken.objects.get(user=olga)  # (the other one is the registration's own, RFC 7592)
     assert issued.resource == [url] and issued.user == olga
-    assert set(issued.scope.split()) == {"brain:read", "brain:write", "sessions:write"}
+    assert set(issued.scope.split()) == {"brain:read", "brain:write", "sessions:write", "sessions:read"}
     assert issued.token != token  # stored hashed (RFC 9700 token storage)
     for other in ("supervisor", "routing"):
         refused = mcp_post(f"{live}/mcp/{other}", rpc("tools/list"), headers=bearer(token))
@@ -219,7 +219,7 @@ def test_discovery_documents_describe_each_endpoint(live):
     assert no_token.status_code == 401
     challenge = no_token.headers["WWW-Authenticate"]
     assert f'resource_metadata="{live}/.well-known/oauth-protected-resource/mcp/brain"' in challenge
-    assert 'scope="brain:read brain:write sessions:write"' in challenge
+    assert 'scope="brain:read brain:write sessions:write sessions:read"' in challenge
 
 
 @pytest.mark.parametrize(

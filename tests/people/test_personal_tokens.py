@@ -22,7 +22,7 @@ NOTE = {"title": "Pin the event loop policy", "body": "Set the policy once, at s
 
 
 def test_a_token_made_with_the_command_writes_notes_whose_author_is_alice(live):
-    alice = make_person("alice")
+    alice = make_person("alice", "reviewer")  # brain:write needs a role that writes notes
     token = token_for("alice", "brain:read", "brain:write")
     assert token.startswith("hgp_") and " " not in token
 
@@ -88,7 +88,7 @@ def test_a_read_only_token_gets_a_clear_error_on_brain_write_and_nothing_is_writ
 
 
 def test_a_token_without_the_endpoints_scope_is_refused_there(live):
-    make_person("carol")
+    make_person("carol", "reviewer")
     token = token_for("carol", "brain:read", "brain:write")
     response = mcp_post(f"{live}/mcp/supervisor", rpc("tools/list"), headers=bearer(token))
     assert response.status_code == 403
@@ -120,7 +120,7 @@ ALL_SCOPES = ("brain:read", "brain:write", "sessions:write", "supervisor:run", "
 
 
 def test_a_revoked_token_gets_401_on_every_endpoint(live):
-    make_person("dave")
+    make_person("dave", "reviewer", "operator")  # every scope: a writer's and an operator's role
     token = token_for("dave", *ALL_SCOPES)
     assert _call(live, "post_mcp", "/mcp/routing", token).status_code == 200  # it worked before
     prefix = PersonalToken.objects.get().prefix
@@ -134,7 +134,7 @@ def test_a_revoked_token_gets_401_on_every_endpoint(live):
 
 
 def test_an_expired_token_gets_401_on_every_endpoint(live):
-    make_person("erin")
+    make_person("erin", "reviewer", "operator")
     token = token_for("erin", *ALL_SCOPES, extra=("--expires-days", "1"))
     PersonalToken.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     for how, path in ENDPOINTS:
@@ -209,8 +209,10 @@ def test_session_logs_name_the_person_and_need_sessions_write(live):
     refused_rest = httpx.post(f"{live}/sessions/s-hugo/entries", json={"kind": "note"}, headers=bearer(reader), timeout=30)
     assert refused_rest.status_code == 403
     assert SessionEntry.objects.count() == 2
-    # Reading the log back needs only brain:read.
-    assert httpx.get(f"{live}/sessions/s-hugo/entries", headers=bearer(reader), timeout=30).status_code == 200
+    # Reading the log back needs sessions:read (issue 35), and it is the owner's.
+    assert httpx.get(f"{live}/sessions/s-hugo/entries", headers=bearer(reader), timeout=30).status_code == 403
+    own = token_for("hugo", "sessions:read")
+    assert httpx.get(f"{live}/sessions/s-hugo/entries", headers=bearer(own), timeout=30).status_code == 200
 
     browser = Client()
     browser.force_login(hugo)

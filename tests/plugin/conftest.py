@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import ThreadedServer, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI_DIR = ROOT / "tests" / "claude_cli"
@@ -24,9 +26,14 @@ MARKETPLACE = ROOT / "claude-plugin"
 PINNED = json.loads((CLI_DIR / "package.json").read_text())["dependencies"]["@anthropic-ai/claude-code"]
 
 
+# The plugin's spool folder for the current test (see spool_of_each_test).
+_test_spool: list[Path] = []
+
+
 def offline_env(home: Path, **extra: str) -> dict[str, str]:
     closed = f"http://127.0.0.1:{free_port()}"
     env = {
+        "HYPERGUILD_SPOOL_DIR": str(_test_spool[-1]) if _test_spool else "",
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": str(home),
         "LANG": "C.UTF-8",
@@ -72,9 +79,12 @@ class InstalledPlugin:
     def command(self, event: str) -> str:
         return self.hooks[event][0]["hooks"][0]["command"]
 
-    def run_hook(self, event: str, payload: dict, *, url: str, token: str = "", timeout: float = 10):
+    def hook_env(self, url: str, token: str = "", **extra: str) -> dict[str, str]:
+        return offline_env(self.home, CLAUDE_PLUGIN_ROOT=str(self.root), HYPERGUILD_URL=url, HYPERGUILD_TOKEN=token, **extra)
+
+    def run_hook(self, event: str, payload: dict, *, url: str, token: str = "", timeout: float = 10, **extra: str):
         """Run the installed hook command for `event` as Claude Code does: a shell, the JSON on stdin."""
-        env = offline_env(self.home, CLAUDE_PLUGIN_ROOT=str(self.root), HYPERGUILD_URL=url, HYPERGUILD_TOKEN=token)
+        env = self.hook_env(url, token, **extra)
         return subprocess.run(
             ["sh", "-c", self.command(event)],
             input=json.dumps(payload),
@@ -83,6 +93,39 @@ class InstalledPlugin:
             text=True,
             timeout=timeout,
         )
+
+
+class ServiceAt:
+    """The service (the real ASGI app) at an address of its own, stopped until `start()`."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.server: ThreadedServer | None = None
+
+    def start(self) -> None:
+        from hyperguild.asgi import application
+
+        self.server = ThreadedServer(application, self.port)
+        self.server.start()
+        # Up means answering: the first requests of a fresh process (database connections, the search
+        # index) would take part of a hook's 2 s, and the test is about the spool, not a cold start.
+        for _ in range(2):
+            httpx.get(f"{self.url}/health", timeout=30)
+            httpx.post(f"{self.url}/api/hooks/SessionStart", json={"cwd": "/warm/up", "source": "startup"}, timeout=30)
+
+    def stop(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+            self.server = None
+
+
+@pytest.fixture
+def service():
+    """A service that is down until the test starts it, at the same URL the hooks were given."""
+    at = ServiceAt()
+    yield at
+    at.stop()
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +142,21 @@ def plugin_home(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def plugin(plugin_home) -> InstalledPlugin:
     return InstalledPlugin(plugin_home)
+
+
+@pytest.fixture(autouse=True)
+def spool_of_each_test(tmp_path):
+    """Each test's hooks spool in a folder of their own (HYPERGUILD_SPOOL_DIR; "" in a test's env means the
+    default under HOME), so what one test left unsent never reaches another test's service; and no
+    background sender outlives its test."""
+    folder = tmp_path / "hook-spool"
+    _test_spool.append(folder)
+    yield folder
+    _test_spool.remove(folder)
+    deadline = time.monotonic() + 30
+    while folder.exists() and any(path.suffix in (".lock", ".flush-lock") for path in folder.iterdir()):
+        assert time.monotonic() < deadline, "a hook's background sender kept its lock"
+        time.sleep(0.05)
 
 
 @pytest.fixture(autouse=True)

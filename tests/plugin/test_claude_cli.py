@@ -48,6 +48,15 @@ def entries(session_id: str) -> list[SessionEntry]:
     return list(SessionEntry.objects.for_session(session_id))
 
 
+def entries_soon(session_id: str, count: int, seconds: float = 30) -> list[SessionEntry]:
+    """The session's entries once there are `count`: a hook that found the service slow (a cold start takes
+    more than its 2 s) spooled its event, and the ones after it queue behind it, sent in the background."""
+    deadline = time.monotonic() + seconds
+    while len(found := entries(session_id)) < count and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return found
+
+
 def hook_payload(event: str, session_id: str, cwd: Path, **fields) -> dict:
     """A hook's input as the hooks reference documents it."""
     return {
@@ -73,7 +82,7 @@ def test_the_pinned_cli_validates_the_marketplace_and_the_plugin(tmp_path):
     assert plugin.returncode == 0, output
     assert "Validation passed" in output
     assert "ignored at runtime" not in output  # every hook is one the CLI runs
-    for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"):
+    for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop", "SessionEnd"):
         assert f"hooks: {event}" in output, output
     for name in ("brain", "supervisor", "routing"):
         assert f"mcpServers: {name} http" in output
@@ -81,7 +90,9 @@ def test_the_pinned_cli_validates_the_marketplace_and_the_plugin(tmp_path):
 
 
 def test_marketplace_add_and_install_leave_the_plugin_in_a_fresh_home(plugin):
-    assert set(plugin.hooks) == {"SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop", "SessionEnd"}
+    assert set(plugin.hooks) == {
+        "SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop", "SessionEnd"
+    }  # fmt: skip
     mcp = json.loads((plugin.root / ".mcp.json").read_text())["mcpServers"]
     assert sorted(mcp) == ["brain", "routing", "supervisor"]
     for server in mcp.values():
@@ -107,10 +118,10 @@ def test_a_headless_run_leaves_its_session_in_the_service(asgi_server, plugin_ho
     result = json.loads(completed.stdout)
     session_id = result["session_id"]
 
+    logged = entries_soon(session_id, 3)
     session = AgentSession.objects.get(external_id=session_id)
     assert session.project_root == str(folder)
     assert session.project == "ledgerly"
-    logged = entries(session_id)
     assert [entry.kind for entry in logged] == ["start", "prompt", "end"]
     prompt = logged[1]
     assert AWS_KEY not in prompt.message and OPENAI_KEY not in prompt.message
@@ -118,6 +129,26 @@ def test_a_headless_run_leaves_its_session_in_the_service(asgi_server, plugin_ho
     assert prompt.message.startswith("Rotate the key ")
     assert {flag["pattern"] for flag in prompt.redactions} == {"aws_access_key", "openai_key"}
     assert OrmQ.objects.count() >= 1  # SessionEnd queued the retrospective
+
+
+def test_a_headless_run_while_the_service_is_down_arrives_with_the_next_run(service, plugin_home, tmp_path):
+    folder = project(tmp_path, "ledgerly")
+    offline = claude(["-p", "Fix the rounding of invoice lines", "--output-format", "json"], plugin_home, cwd=folder,
+                     HYPERGUILD_URL=service.url)  # fmt: skip
+    assert offline.returncode == 1, offline.stdout + offline.stderr  # not logged in: no model turn
+    first = json.loads(offline.stdout)["session_id"]
+    assert not AgentSession.objects.filter(external_id=first).exists()
+
+    service.start()
+    online = claude(["-p", "And now the totals", "--output-format", "json"], plugin_home, cwd=folder,
+                    HYPERGUILD_URL=service.url)  # fmt: skip
+    second = json.loads(online.stdout)["session_id"]
+    logged = entries_soon(first, 3)  # the spool goes in the background: the second run does not wait for it
+    assert [entry.kind for entry in logged] == ["start", "prompt", "end"]
+    assert logged[1].message == "Fix the rounding of invoice lines"
+    assert all(entry.occurred_at is not None for entry in logged)  # when it happened, not when it arrived
+    assert AgentSession.objects.get(external_id=first).project_root == str(folder)
+    assert [entry.kind for entry in entries_soon(second, 3)] == ["start", "prompt", "end"]
 
 
 def test_post_tool_use_and_stop_through_the_installed_hook_command(asgi_server, plugin, tmp_path):
@@ -191,16 +222,18 @@ def test_session_start_names_the_wiki_notes_of_a_project_the_brain_knows(asgi_se
 def test_with_the_service_stopped_the_hook_exits_0_at_once(plugin, tmp_path):
     folder = project(tmp_path, "ledgerly")
     url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    spool = tmp_path / "spool"
     for event in plugin.hooks:
         began = time.monotonic()
-        ran = plugin.run_hook(event, hook_payload(event, str(uuid.uuid4()), folder, source="startup"), url=url)
+        ran = plugin.run_hook(event, hook_payload(event, str(uuid.uuid4()), folder, source="startup"), url=url,
+                              HYPERGUILD_SPOOL_DIR=str(spool))  # fmt: skip
         elapsed = time.monotonic() - began
         assert ran.returncode == 0, ran.stderr
         assert elapsed < 2, elapsed
         if event == "SessionStart":
             message = json.loads(ran.stdout)
             assert set(message) == {"systemMessage"} and len(message["systemMessage"]) < 200
-            assert "not logged" in message["systemMessage"]
+            assert "waiting to be sent (service unreachable)" in message["systemMessage"]
         else:
             assert ran.stdout == ""
 

@@ -5,19 +5,19 @@ from __future__ import annotations
 import io
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from supervisor.models import RoutingEntry
 from tests.conftest import call_tool
 from tests.fakes.openai import Reply
+from tests.people.conftest import make_person
 from tests.routing.conftest import AUTH, FAST, GOOD_REVIEW, THINKING, seed_history
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def test_routing_entries_name_the_person_whose_token_asked(gateway, project, asgi_server):
-    rosa = get_user_model().objects.create_user("rosa", password="pw-for-tests-123")
+    rosa = make_person("rosa", "operator")  # routing:run is the operator role's (issue 35)
     out = io.StringIO()
     call_command("token", "create", "rosa", "--scope", "routing:run", stdout=out)
     token = out.getvalue().strip().splitlines()[-1]

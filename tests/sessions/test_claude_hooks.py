@@ -32,7 +32,9 @@ def payload(event: str, session_id: str, **fields) -> dict:
 def post(base: str, event: str, body, headers: dict | None = None) -> httpx.Response:
     if isinstance(body, (dict, list)):
         return httpx.post(f"{base}/api/hooks/{event}", json=body, headers=headers or {}, timeout=30)
-    return httpx.post(f"{base}/api/hooks/{event}", content=body, headers=headers or {}, timeout=30)
+    # Raw bytes go as the plugin sends every body: JSON (the route takes nothing else, issue 35).
+    return httpx.post(f"{base}/api/hooks/{event}", content=body, timeout=30,
+                      headers={"Content-Type": "application/json", **(headers or {})})  # fmt: skip
 
 
 def kinds(session_id: str) -> list[str]:
@@ -204,3 +206,22 @@ def test_a_prompt_over_the_entry_limit_is_cut_and_says_how_long_it_was(asgi_serv
     entry = SessionEntry.objects.get(session__external_id=session_id)
     assert len(entry.message) == 20000 and entry.message.startswith("explain ")
     assert entry.data == {"truncated_from_chars": len(long_prompt)}
+
+
+def test_pre_compact_marks_where_the_context_was_cut_with_its_trigger_each_time(asgi_server):
+    session_id = str(uuid.uuid4())
+    say = payload("UserPromptSubmit", session_id, prompt="go on", prompt_id="p1")
+    manual = payload("PreCompact", session_id, trigger="manual", custom_instructions="keep the rounding decisions")
+    auto = payload("PreCompact", session_id, trigger="auto", custom_instructions="")
+    for event, body in (("UserPromptSubmit", say), ("PreCompact", manual), ("PreCompact", auto)):
+        assert post(asgi_server, event, body).json() == {}
+    entries = list(SessionEntry.objects.for_session(session_id))
+    assert [(e.kind, e.phase) for e in entries] == [("prompt", ""), ("compact", "manual"), ("compact", "auto")]
+    assert entries[1].message == "Claude Code compacts the context (manual): keep the rounding decisions"
+    assert entries[2].message == "Claude Code compacts the context (auto)"
+
+    # The same input again is the same hook retried; the plugin's script tells two runs apart by their id.
+    for hook_id in ("1764140000-101", "1764140900-202", "1764140900-202"):
+        assert post(asgi_server, "PreCompact", {"hyperguild_hook_id": hook_id, **auto}).status_code == 200
+    assert post(asgi_server, "PreCompact", auto).status_code == 200
+    assert [e.phase for e in SessionEntry.objects.for_session(session_id)] == ["", "manual", "auto", "auto", "auto"]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import io
 
 import pytest
-from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from supervisor.models import SkillRun
 from tests.conftest import call_tool, mcp_post, rpc
+from tests.people.conftest import make_person
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -22,7 +22,7 @@ def token_for(username: str, *scopes: str) -> dict:
 
 def test_a_skill_run_names_the_person_whose_token_started_it(asgi_server, settings, fake_claude, python_project, skill_worker):
     settings.SUPERVISOR_MCP_TOKEN = "supervisor-env"
-    sam = get_user_model().objects.create_user("sam", password="pw-for-tests-123")
+    sam = make_person("sam", "operator")  # running skills is the operator role's
     test = "def test_add():\n    from calc import add\n    assert add(1, 2) == 3\n"
     fake_claude.script([{"write": {"tests/test_add.py": test},
                          "report": {"status": "done", "file_path": "tests/test_add.py", "summary": "ok"}}])  # fmt: skip
@@ -37,7 +37,7 @@ def test_a_skill_run_names_the_person_whose_token_started_it(asgi_server, settin
 
 def test_a_token_without_supervisor_run_starts_nothing(asgi_server, settings, python_project):
     settings.SUPERVISOR_MCP_TOKEN = "supervisor-env"
-    get_user_model().objects.create_user("sam", password="pw-for-tests-123")
+    make_person("sam", "operator")  # an operator, whose token was made without supervisor:run
     call = rpc("tools/call", {"name": "tdd_red", "arguments": {"project_root": str(python_project), "spec": "add"}})
     response = mcp_post(f"{asgi_server}/mcp/supervisor", call, headers=token_for("sam", "brain:read", "routing:run"))
     assert response.status_code == 403

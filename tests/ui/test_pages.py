@@ -68,3 +68,17 @@ def test_the_routing_dashboard_draws_pass_rates_calls_per_model_and_decisions(st
 def test_the_routing_dashboard_with_no_data_says_so(staff_client):
     page = staff_client.get(reverse("supervisor-routing"), {"days": "bogus"}).content.decode()
     assert "No routed calls" in page
+
+
+def test_a_session_sent_late_from_the_plugins_spool_shows_its_gap_first_at_its_own_times(staff_client, settings):
+    from sessions.hooks import replay_spool
+
+    settings.BRAIN_EMBEDDER = "off"
+    hook = {"session_id": "sess-late", "cwd": "/home/someone/src/ledgerly", "hook_event_name": "UserPromptSubmit"}
+    replay_spool({
+        "entries": [{"event": "UserPromptSubmit", "at": "2026-03-02T09:01:00Z", "input": {**hook, "prompt": "round per line"}}],
+        "dropped": {"sess-late": 2}, "drop_key": "1764140000-7",
+    })  # fmt: skip
+    page = staff_client.get(reverse("sessions-detail", args=["sess-late"])).content.decode()
+    assert page.index("2 hook entries of this session never arrived") < page.index("round per line")
+    assert "09:01:00" in page  # when it happened, not when it arrived

@@ -1,22 +1,27 @@
 """`manage.py plugin_setup`: how to connect Claude Code to this server (the plugin, or the three endpoints).
 
 The checkout path and the URL differ per machine, so the lines are printed for this one:
-the two `claude plugin` lines, the two environment variables the plugin reads, and which
-token they need. The serve banner prints the same lines.
+the two `claude plugin` lines, the two environment variables the plugin reads, which
+token they need, and where the plugin keeps what it could not send (its spool) with the
+lines that flush or clear it by hand. The serve banner prints the same lines.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from hyperguild.mcp.registry import Endpoint, all_endpoints
 
 PLUGIN_FOLDER = "claude-plugin"
 DEFAULT_URL = "http://127.0.0.1:8000"
+# Where the plugin's hook script keeps what the service did not take (HYPERGUILD_SPOOL_DIR moves it).
+SPOOL_DIR = "~/.hyperguild/spool"
 
 
 def claude_mcp_add_line(name: str, url: str, token_setting: str | None, token: str) -> str:
@@ -38,16 +43,62 @@ def plugin_install_lines(base_dir: Path | None = None) -> list[str]:
     ]
 
 
+def spool_file_name(url: str) -> str:
+    """The spool file the hook script keeps for `url`: every byte outside [A-Za-z0-9.-] becomes '_' (its `tr -c`)."""
+    return re.sub(rb"[^A-Za-z0-9.-]", b"_", url.rstrip("/").encode()).decode() + ".jsonl"
+
+
+def installed_hook_script(base_dir: Path | None = None) -> str:
+    """Where `claude plugin install` puts the hook script on the user's machine (the version is the plugin's)."""
+    manifest = (base_dir or Path(settings.BASE_DIR)) / PLUGIN_FOLDER / "hyperguild" / ".claude-plugin" / "plugin.json"
+    version = json.loads(manifest.read_text())["version"]
+    return f"~/.claude/plugins/cache/hyperguild/hyperguild/{version}/hooks/hyperguild-hook"
+
+
+def spool_lines(base: str) -> list[str]:
+    script = installed_hook_script()
+    return [
+        f"Offline spool: what the hooks cannot deliver waits on your machine in {SPOOL_DIR}/{spool_file_name(base)} "
+        "(HYPERGUILD_SPOOL_DIR moves the folder; HYPERGUILD_SPOOL_MAX_BYTES caps it, default 5 MiB) and goes with "
+        "the next hook that reaches this server. By hand, with the same HYPERGUILD_URL:",
+        f"    sh {script} status   # where it is and what waits",
+        f"    sh {script} flush    # send it now",
+        f"    sh {script} clear    # throw it away",
+    ]
+
+
 PLUGIN_SCOPES = ("brain:read", "brain:write", "sessions:write", "supervisor:run", "routing:run")
 
 
-def plugin_token_advice(endpoints: list[Endpoint]) -> str:
-    """Which token HYPERGUILD_TOKEN must hold: the plugin sends one token to the three endpoints and the hooks."""
+def plugin_scopes(user=None) -> list[str]:
+    """The plugin's scopes a person's role allows now (hyperguild.permissions); without a person, those every account may hold."""
+    from django.contrib.auth.models import AnonymousUser
+
+    from hyperguild.permissions import role_scopes
+
+    if user is None:
+        # Every active account's: a person with a role adds theirs (docs/people.md).
+        user = AnonymousUser()
+        user.is_active = True  # an account with no role, for role_scopes
+    return role_scopes(user, list(PLUGIN_SCOPES))
+
+
+def plugin_token_advice(endpoints: list[Endpoint], user=None) -> str:
+    """Which token HYPERGUILD_TOKEN must hold: the plugin sends one token to the three endpoints and the hooks.
+
+    Only the scopes the person's role allows (a token can hold no more); without a person, those any account may
+    hold, and which roles add the others."""
+    scopes = plugin_scopes(user)
+    who = user.get_username() if user is not None else "USERNAME"
+    more = [scope for scope in PLUGIN_SCOPES if scope not in scopes]
     personal = (
-        "HYPERGUILD_TOKEN: your personal token with the scopes " + " ".join(PLUGIN_SCOPES)
-        + " (make it on the Tokens page, /tokens/, or with `manage.py token create USERNAME "
-        + " ".join(f"--scope {scope}" for scope in PLUGIN_SCOPES) + "`)"
+        "HYPERGUILD_TOKEN: " + ("the" if user is not None else "your") + f" personal token with the scopes {' '.join(scopes)}"
+        + (f" (the scopes {who}'s role allows)" if user is not None else "")
+        + f" (make it on the Tokens page, /tokens/, or with `manage.py token create {who} "
+        + " ".join(f"--scope {scope}" for scope in scopes) + "`)"
     )
+    if more and user is None:
+        personal += f"; add {' '.join(more)} if your role allows them (writing notes: reviewer or curator; skills: operator)"
     tokens = {endpoint.token_setting: endpoint.token() for endpoint in endpoints if endpoint.token_setting}
     set_tokens = {name: value for name, value in tokens.items() if value}
     if not set_tokens:
@@ -62,8 +113,8 @@ def plugin_token_advice(endpoints: list[Endpoint]) -> str:
     )
 
 
-def setup_lines(base: str) -> list[str]:
-    """What a user on another machine needs, as lines to print (no secret among them)."""
+def setup_lines(base: str, user=None) -> list[str]:
+    """What a user on another machine needs, as lines to print (no secret among them); `user`: for that person."""
     endpoints = all_endpoints()
     lines = ["Claude Code plugin (the three endpoints, hooks that log each session and bring the project's notes in, "
              "the loop skill):"]  # fmt: skip
@@ -71,7 +122,8 @@ def setup_lines(base: str) -> list[str]:
     url_line = f"    export HYPERGUILD_URL={shlex.quote(base)}"
     if base.rstrip("/") == DEFAULT_URL:
         url_line += "   # the default; needed only for another address"
-    lines += [url_line, f"    {plugin_token_advice(endpoints)}"]
+    lines += [url_line, f"    {plugin_token_advice(endpoints, user)}"]
+    lines += spool_lines(base)
     lines.append("Or only the endpoints, for every project of this user (--scope user; without it `claude mcp add` "
                  "adds a server to the current folder only):")  # fmt: skip
     for endpoint in endpoints:
@@ -94,8 +146,16 @@ class Command(BaseCommand):
             default=settings.HYPERGUILD_PUBLIC_URL or f"http://{local_host(settings.HYPERGUILD_HOST)}:{settings.HYPERGUILD_PORT}",
             help="the server's address as Claude Code reaches it (default: HYPERGUILD_PUBLIC_URL, else host:port)",
         )
+        parser.add_argument("--user", default="", help="the person the token is for: ask only for the scopes their role allows")
 
-    def handle(self, *args, url: str, **options) -> None:
-        for line in setup_lines(url.rstrip("/")):
+    def handle(self, *args, url: str, user: str = "", **options) -> None:
+        person = None
+        if user:
+            from django.contrib.auth import get_user_model
+
+            person = get_user_model().objects.filter(username=user).first()
+            if person is None:
+                raise CommandError(f"No account called {user!r}; create it in the admin first.")
+        for line in setup_lines(url.rstrip("/"), person):
             self.stdout.write(line)
         self.stdout.write(self.style.SUCCESS("docs/plugin.md explains each step."))
