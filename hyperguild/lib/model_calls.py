@@ -35,8 +35,10 @@ class CallContext:
     session_id: str = ""
     project: str = ""
     skill: str = ""
-    # Ids of the ModelCalls recorded while this context was the innermost one (shared with the contexts inside it).
+    # Ids of the ModelCalls recorded inside this context (nested contexts included).
     recorded: list[int] = field(default_factory=list, compare=False)
+    # The `recorded` lists of the enclosing contexts, which see this context's calls too.
+    outer: tuple[list[int], ...] = field(default=(), compare=False, repr=False)
 
 
 _current: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("model_call_context", default=None)
@@ -46,10 +48,14 @@ _current: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("m
 def model_call_context(**values: Any) -> Iterator[CallContext]:
     """Name who, which skill, session and project the model calls made inside the block are for.
 
-    A nested context inherits what it does not set, and its recordings show in the outer one's list too.
+    A nested context inherits what it does not set; its calls show in its own `recorded` and in every
+    enclosing context's, an outer context's calls never in an inner one's.
     """
-    outer = _current.get()
-    context = replace(outer, **values) if outer is not None else CallContext(**values)
+    enclosing = _current.get()
+    if enclosing is None:
+        context = CallContext(**values)
+    else:
+        context = replace(enclosing, **values, recorded=[], outer=(enclosing.recorded, *enclosing.outer))
     token = _current.set(context)
     try:
         yield context
@@ -131,7 +137,8 @@ def record_model_call(
         cost_source=cost_source,
         redactions=redactions,
     )
-    context.recorded.append(call.pk)
+    for recorded in (context.recorded, *context.outer):
+        recorded.append(call.pk)
     return call
 
 

@@ -112,3 +112,14 @@ def test_the_admin_lists_model_calls_and_nobody_can_add_or_change_one(gateway, a
     admin_client.post(f"/admin/hyperguild/modelcall/{result.call_id}/change/", {"model": "changed"})
     assert ModelCall.objects.get(pk=result.call_id).model == "fast"
     assert admin_client.post(f"/admin/hyperguild/modelcall/{result.call_id}/delete/", {"post": "yes"}).status_code == 403
+
+
+def test_a_nested_context_sees_only_its_own_calls_and_the_outer_one_sees_all(gateway):
+    gateway.default = lambda request: Reply.text("hi")
+    client = get_llm_client()
+    with model_call_context(skill="review") as outer:
+        first = client.chat([{"role": "user", "content": "1"}], model="fast", purpose="review").call_id
+        with model_call_context(session_id="s-2") as inner:
+            second = client.chat([{"role": "user", "content": "2"}], model="fast", purpose="review").call_id
+    assert (outer.recorded, inner.recorded) == ([first, second], [second])
+    assert ModelCall.objects.get(pk=second).skill == "review"  # inherited from the outer context

