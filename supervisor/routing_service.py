@@ -52,7 +52,7 @@ from supervisor.model_table import consensus_models, load_table
 from supervisor.models import Pathway, RoutingEntry
 from supervisor.roots import RootRefused, relative_to_root, resolve_inside, resolve_project_root
 from supervisor.routing import Attempt, PathwayKey, Routed, RoutingFailed, llm_attempt, route
-from supervisor.shell_reach import check_git_range
+from supervisor.shell_reach import check_command_right, check_git_range
 from supervisor.skills import Verdict
 
 # progress(done, total or None, text): what the caller is told while a call runs.
@@ -548,8 +548,11 @@ def debug_files_block(client, files: list[tuple[str, str]], evidence: str) -> st
     return "\n".join(blocks)
 
 
-def debug(arguments: dict, progress: Progress, cancelled: Cancelled, requested_by=None) -> dict:
-    """A routed diagnosis of `symptom` from `failing_cmd`'s output and the files it names; it edits nothing."""
+def debug(arguments: dict, progress: Progress, cancelled: Cancelled, requested_by=None, *, identity=None) -> dict:
+    """A routed diagnosis of `symptom` from `failing_cmd`'s output and the files it names; it edits nothing.
+
+    `failing_cmd` runs as the service's user: only a caller (`identity`) with the right may send one."""
+    check_command_right(arguments, identity)
     started = time.monotonic()
     root = _root(arguments)
     client = routing_client()

@@ -14,7 +14,6 @@ from hyperguild.permissions import register_right
 from hyperguild.roles import OPERATOR
 from supervisor import routing_service, skills
 from supervisor.errors import SupervisorError
-from supervisor.shell_reach import check_command_right
 
 routing = register_endpoint(
     Endpoint(
@@ -57,5 +56,4 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
     read_only=False,
 )
 def debug(arguments: dict, ctx: ToolContext) -> dict:
-    check_command_right(arguments, ctx.identity)  # failing_cmd runs as the service's user
-    return routing_service.debug(arguments, ctx.report_progress, ctx.is_cancelled, ctx.actor)
+    return routing_service.debug(arguments, ctx.report_progress, ctx.is_cancelled, ctx.actor, identity=ctx.identity)

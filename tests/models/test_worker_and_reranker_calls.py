@@ -34,17 +34,18 @@ def test_each_worker_run_is_a_model_call_linked_from_its_skill_run(fake_claude, 
     assert AWS_KEY not in call.response and "[REDACTED:aws_access_key]" in call.response
 
 
-def test_a_reranker_that_is_down_is_an_outage_and_one_that_answers_is_recorded_per_judgement(settings):
+def test_a_reranker_that_is_down_is_an_outage_and_a_pass_that_answers_is_one_record(settings):
     settings.BRAIN_RERANKER_RETRIES = 0
     with FakeReranker(lambda prompt: "yes") as ollama:
         settings.BRAIN_RERANKER_URL = ollama.url
         settings.BRAIN_RERANKER_CONCURRENCY = 3
         kept = get_reranker().filter("deploy?", ["a", "b", "c", "d"], text=lambda document: document)
     assert kept == ["a", "b", "c", "d"]
-    calls = ModelCall.objects.filter(purpose="rerank")
-    assert calls.count() == 4 and set(calls.values_list("outcome", "provider", "max_tokens")) == {("ok", "ollama", 4)}
-    assert all(call.request["options"]["num_predict"] == 4 for call in calls)
-    answered = list(calls.values_list("pk", flat=True))
+    # A pass over four candidates is one record (issue 39), holding the four requests it sent.
+    (call,) = ModelCall.objects.filter(purpose="rerank")
+    assert (call.outcome, call.provider, call.max_tokens) == ("ok", "ollama", 4)
+    assert len(call.request) == 4 and all(request["options"]["num_predict"] == 4 for request in call.request)
+    answered = [call.pk]
 
     settings.BRAIN_RERANKER_URL = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(RerankerError):

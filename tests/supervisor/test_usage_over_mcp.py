@@ -39,7 +39,7 @@ def ada(asgi_server, settings, tmp_path):
     settings.HYPERGUILD_MODEL_PRICES_FILE = str(prices)
     cache.clear()
     bm25.reset()
-    person = make_person("ada")
+    person = make_person("ada", "operator")  # supervisor:run and routing:run are an operator's (issue 35)
     person.token = token_for("ada", "brain:read", "supervisor:run", "routing:run")
     yield person
     bm25.reset()
