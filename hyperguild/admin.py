@@ -8,12 +8,14 @@ from hyperguild.actions import do_revoke_personal_token
 from hyperguild.admin_mixins import ReadOnlyAdminMixin
 from hyperguild.models import (
     BudgetReservation,
+    ClientRegistrationAttempt,
     CredentialUse,
     McpCancellation,
     McpTask,
     ModelCall,
     PersonalToken,
     PersonBudget,
+    RedeemedAuthorizationCode,
     WorkerHeartbeat,
 )
 
@@ -134,6 +136,30 @@ class BudgetReservationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("created_at", "person", "amount_usd", "what")
     search_fields = ("what", "person__username")
     list_select_related = ("person",)
+
+    def get_readonly_fields(self, request, obj=None):
+        return [field.name for field in self.model._meta.fields]
+
+
+@admin.register(ClientRegistrationAttempt)
+class ClientRegistrationAttemptAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """OAuth client registrations by address: what the per-address rate limit counts (kept an hour)."""
+
+    list_display = ("at", "address")
+    search_fields = ("address",)
+    date_hierarchy = "at"
+
+    def get_readonly_fields(self, request, obj=None):
+        return [field.name for field in self.model._meta.fields]
+
+
+@admin.register(RedeemedAuthorizationCode)
+class RedeemedAuthorizationCodeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Authorization codes already exchanged (their SHA-256 only); a replayed one revoked its tokens."""
+
+    list_display = ("redeemed_at", "client_id", "replayed_at")
+    list_filter = (("replayed_at", admin.EmptyFieldListFilter),)
+    search_fields = ("client_id",)
 
     def get_readonly_fields(self, request, obj=None):
         return [field.name for field in self.model._meta.fields]
