@@ -7,9 +7,7 @@ second; the test asks Prometheus, through its HTTP API, how many MCP calls it sa
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -19,9 +17,8 @@ import httpx
 import pytest
 from django.conf import settings
 
-from hyperguild.management.commands.serve import web_command
-from tests.conftest import call_tool, free_port, test_database_url
-from tests.fakes.helpers import wait_for
+from tests.conftest import call_tool, free_port
+from tests.fakes.helpers import granian_on_test_database, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
@@ -40,32 +37,10 @@ def two_web_processes(transactional_db):
     scratch = Path(tempfile.mkdtemp(prefix="prometheus-", dir=settings.DATA_DIR))
     metrics_dir = scratch / "metrics"
     metrics_dir.mkdir()
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("HYPERGUILD_DB_STARTED_HERE", "HYPERGUILD_DB_POOL")}
-    env.update(
-        DATABASE_URL=test_database_url(), HYPERGUILD_DATA_DIR=str(scratch / "data"), BRAIN_EMBEDDER="off",
-        BRAIN_MCP_TOKEN="", SUPERVISOR_MCP_TOKEN="", ROUTING_MCP_TOKEN="", HYPERGUILD_LOG_LEVEL="WARNING",
-        PROMETHEUS_MULTIPROC_DIR=str(metrics_dir),
-    )  # fmt: skip
-    web = subprocess.Popen(web_command("granian", "127.0.0.1", port, workers=2), cwd=ROOT, env=env,
-                           start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-
-    def answers() -> bool:
-        try:
-            return httpx.get(f"{base}/health/live", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
     try:
-        wait_for(answers, 60, "the web server")
-        yield base, port, metrics_dir, scratch
+        with granian_on_test_database(scratch / "data", workers=2, PROMETHEUS_MULTIPROC_DIR=str(metrics_dir)) as (base, port):
+            yield base, port, metrics_dir, scratch
     finally:
-        os.killpg(web.pid, signal.SIGTERM)
-        try:
-            web.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(web.pid, signal.SIGKILL)
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -6,11 +6,8 @@ pointing at a fake collector on 127.0.0.1 that decodes the protobuf it receives.
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
-import signal
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -18,9 +15,8 @@ import httpx
 import pytest
 from django.conf import settings
 
-from hyperguild.management.commands.serve import web_command
-from tests.conftest import call_tool, free_port, rpc, test_database_url
-from tests.fakes.helpers import wait_for
+from tests.conftest import call_tool, rpc
+from tests.fakes.helpers import granian_on_test_database, wait_for
 from tests.fakes.otlp import FakeCollector
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,34 +25,12 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def traced_server(transactional_db):
     scratch = Path(tempfile.mkdtemp(prefix="tracing-", dir=settings.DATA_DIR))
-    collector = FakeCollector().start()
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("HYPERGUILD_DB_STARTED_HERE", "HYPERGUILD_DB_POOL")}
-    env.update(
-        DATABASE_URL=test_database_url(), HYPERGUILD_DATA_DIR=str(scratch), BRAIN_EMBEDDER="off",
-        BRAIN_MCP_TOKEN="", SUPERVISOR_MCP_TOKEN="", ROUTING_MCP_TOKEN="", HYPERGUILD_LOG_LEVEL="WARNING",
-        OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="100",
-    )  # fmt: skip
-    web = subprocess.Popen(web_command("granian", "127.0.0.1", port, workers=1), cwd=ROOT, env=env,
-                           start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-
-    def answers() -> bool:
-        try:
-            return httpx.get(f"{base}/health/live", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
     try:
-        wait_for(answers, 60, "the web server")
-        yield base, collector
+        with FakeCollector() as collector, granian_on_test_database(
+            scratch, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="100"
+        ) as (base, _):
+            yield base, collector
     finally:
-        os.killpg(web.pid, signal.SIGTERM)
-        try:
-            web.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(web.pid, signal.SIGKILL)
-        collector.stop()
         shutil.rmtree(scratch, ignore_errors=True)
 
 

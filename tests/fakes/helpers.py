@@ -1,12 +1,15 @@
-"""Helpers more than one test file needs: waiting, reading an MCP answer, running a skill, a worker cluster."""
+"""Helpers more than one test file needs: waiting, reading an MCP answer, running a skill, a worker cluster,
+a web server on the test database."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -82,3 +85,41 @@ def start_qcluster(settings, allowed_root, **environment: str) -> subprocess.Pop
         [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env, start_new_session=True,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
+
+
+@contextmanager
+def granian_on_test_database(scratch: Path, *, workers: int = 1, **environment: str) -> Iterator[tuple[str, int]]:
+    """granian serving hyperguild's WSGI app on the test database, as `serve` starts it; yields (base URL, port).
+
+    Tokens are empty (the endpoints open on loopback), the embedder off, the data folder `scratch`;
+    `environment` adds or overrides variables. The process group is stopped at the end.
+    """
+    from hyperguild.management.commands.serve import web_command
+    from tests.conftest import free_port
+
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("HYPERGUILD_DB_STARTED_HERE", "HYPERGUILD_DB_POOL")}
+    env.update(
+        DATABASE_URL=test_database_url(), HYPERGUILD_DATA_DIR=str(scratch), BRAIN_EMBEDDER="off",
+        BRAIN_MCP_TOKEN="", SUPERVISOR_MCP_TOKEN="", ROUTING_MCP_TOKEN="", HYPERGUILD_LOG_LEVEL="WARNING",
+        **environment,
+    )  # fmt: skip
+    web = subprocess.Popen(web_command("granian", "127.0.0.1", port, workers=workers), cwd=ROOT,
+                           env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            return httpx.get(f"{base}/health/live", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        wait_for(answers, 60, "the web server")
+        yield base, port
+    finally:
+        os.killpg(web.pid, signal.SIGTERM)
+        try:
+            web.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(web.pid, signal.SIGKILL)
