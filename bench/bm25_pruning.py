@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bm25_pruning.py var/bm25/<corpus id> [QUERIES]
 
-The base folder is one `bench_load` (or a service) wrote under BRAIN_BM25_DIR from `SyntheticCorpus(seed=11)`
+The base folder is one `bench/load.py` (or a service) wrote under BRAIN_BM25_DIR from `SyntheticCorpus(seed=11)`
 notes, whose queries this draws. Each call is what `search()` asks of BM25 for a wiki query: the top 30 wiki notes
 with the relevance floor's shares, and the raw-note count's top 50; exhaustive scores every posting once and reuses
 that pass for both, as `search()` does with BRAIN_BM25_PRUNING off. Rounds alternate; figures are `process_time`.
@@ -25,8 +25,8 @@ django.setup()
 
 import numpy as np  # noqa: E402
 
+from bench.synthetic import SyntheticCorpus  # noqa: E402
 from brain import bm25  # noqa: E402
-from brain.evaluation import SyntheticCorpus  # noqa: E402
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""What metrics and tracing cost the service: `bench_load --reads-only` with them off and on, interleaved.
+"""What metrics and tracing cost the service: `bench/load.py --reads-only` with them off and on, interleaved.
 
     .venv/bin/python bench/metrics_overhead.py --rounds 3 --notes 2000 --seconds 15
 
@@ -29,11 +29,11 @@ LINE = re.compile(r"([\d.]+) calls/s \| client p50.*server p50\s+[\d.]+\s+p95\s+
 
 
 def run(env: dict, args) -> tuple[float, float]:
-    command = [sys.executable, "manage.py", "bench_load", "--reads-only", "--notes", str(args.notes),
+    command = [sys.executable, "bench/load.py", "--reads-only", "--notes", str(args.notes),
                "--seconds", str(args.seconds), "--clients", str(args.clients)]  # fmt: skip
     out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     if out.returncode != 0:
-        raise SystemExit(f"bench_load failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+        raise SystemExit(f"bench/load.py failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
     for line in out.stdout.splitlines():
         match = LINE.search(line)
         if match and "brain_query" in line:

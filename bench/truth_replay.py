@@ -32,7 +32,7 @@ django.setup()
 from django.conf import settings  # noqa: E402
 
 from brain.actions import do_sync_project  # noqa: E402
-from brain.management.commands.brain_eval import ScratchDatabase  # noqa: E402
+from brain.evaluation import ScratchDatabase  # noqa: E402
 from brain.models import Note, NoteStatus, Project  # noqa: E402
 from brain.repository import Repository  # noqa: E402
 

@@ -1,24 +1,33 @@
-"""Retrieval benchmark helpers: BEIR datasets, metrics, an embedding cache.
+"""Retrieval evaluation helpers: BEIR datasets, metrics, an embedding cache, a scratch database.
 
-Used by `manage.py brain_eval`. Nothing here touches the user's notes: the
-command runs against a scratch database.
+Used by `manage.py brain_eval` and by the benchmarks in bench/. Nothing here touches the user's notes: they
+run against a scratch database (`ScratchDatabase`).
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
-import itertools
 import json
 import math
+import os
 import random
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import numpy as np
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import OutputWrapper
+from django.db import DatabaseError, connections
+from django.db.migrations.loader import MigrationLoader
 
+from brain import bm25, vectors
 from brain.limits import MAX_TITLE_LENGTH
+from brain.models import BrainVersion
 from hyperguild.lib.embedders import BaseEmbedder
 
 HASH_BYTES = 32
@@ -223,54 +232,75 @@ class RankerScores:
     latency_ms: list[float] = field(default_factory=list)
 
 
-# -- synthetic notes (brain_eval --synthetic, bench_load) -------------------------------
-
-SYNTHETIC_VOCABULARY = 30_000
-SYNTHETIC_WINGS = ["eng", "ops", "product", "research", "people"]
-SYNTHETIC_HALLS = ["decisions", "howto", "incidents", "notes"]
+TEMPLATE_PREFIX = "hyperguild_eval_template_"
 
 
-def pseudo_word(rng: random.Random) -> str:
-    return "".join(rng.choice("bcdfghklmnprstvz") + rng.choice("aeiou") for _ in range(rng.randint(2, 4)))
+class ScratchDatabase:
+    """Create `hyperguild_eval_<pid>` on the service's PostgreSQL, point the default alias at it, drop it after.
 
+    The scratch database is a copy of a migrated template (`hyperguild_eval_template_<key>`, the key a hash of
+    the migrations on disk): migrating once per schema, not once per run, saves most of a run's start-up (and
+    most of the time of the tests that run brain_eval and bench/load.py). The template is made under a name of its
+    own and renamed when ready, so two runs making it at once never copy half of one; templates of older
+    schemas are dropped when a new one is made. Nothing ever connects to a template but the copy.
+    """
 
-class SyntheticCorpus:
-    """Zipf-distributed pseudo-words: titles of 2–6 words, bodies of 40–200, five wings, four halls."""
+    def __init__(self, stdout: OutputWrapper | IO[str] | None = None) -> None:
+        self.stdout = stdout
+        self.connection = connections["default"]
+        self.original = self.connection.settings_dict["NAME"]
+        self.name = f"hyperguild_eval_{os.getpid()}"
 
-    def __init__(self, seed: int = 7) -> None:
-        self.rng = random.Random(seed)
-        self.vocabulary = [pseudo_word(self.rng) for _ in range(SYNTHETIC_VOCABULARY)]
-        self.weights = [1 / (rank + 1) for rank in range(len(self.vocabulary))]
-        # The same draws as choices(..., weights) makes, without summing the weights again for every note.
-        self.cum_weights = list(itertools.accumulate(self.weights))
+    def __enter__(self) -> ScratchDatabase:
+        template = self._template()
+        with self.connection.cursor() as cursor:
+            cursor.execute(f'CREATE DATABASE "{self.name}" TEMPLATE "{template}"')
+        self._switch(self.name)
+        bm25.reset()
+        vectors.forget_indexes()
+        return self
 
-    def words(self, low: int, high: int) -> str:
-        return " ".join(self.rng.choices(self.vocabulary, cum_weights=self.cum_weights, k=self.rng.randint(low, high)))
+    def _template(self) -> str:
+        migrations = sorted(f"{app}.{name}" for app, name in MigrationLoader(None, ignore_no_migrations=True).disk_migrations)
+        key = hashlib.sha256("\n".join(migrations).encode()).hexdigest()[:12]
+        name = f"{TEMPLATE_PREFIX}{key}"
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", [f"{TEMPLATE_PREFIX}%"])
+            existing = {row[0] for row in cursor.fetchall()}
+        if name in existing:
+            return name
+        building = f"{name}_{os.getpid()}"
+        with self.connection.cursor() as cursor:
+            cursor.execute(f'CREATE DATABASE "{building}"')
+        try:
+            self._switch(building)
+            call_command("migrate", verbosity=0, interactive=False)
+        finally:
+            self._switch(self.original)
+        with self.connection.cursor() as cursor:
+            try:
+                cursor.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
+            except DatabaseError:  # another run made it meanwhile: use theirs
+                cursor.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
+            for old in existing:
+                if len(old) == len(name):  # a template of another schema, never one being built
+                    cursor.execute(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)')
+        return name
 
-    def note(self) -> tuple[str, str, str, str]:
-        """(title, body, wing, hall)"""
-        return self.words(2, 6), self.words(40, 200), self.rng.choice(SYNTHETIC_WINGS), self.rng.choice(SYNTHETIC_HALLS)
+    def __exit__(self, *exc: object) -> None:
+        try:
+            corpus_id = BrainVersion.current_with_corpus()[1]
+        except Exception:  # noqa: BLE001 — leaving anyway; a stray segment folder is harmless
+            corpus_id = ""
+        self._switch(self.original)
+        bm25.reset()
+        directory = bm25.shared_dir(corpus_id)
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)  # the scratch corpus's shared base, if it had one
+        with self.connection.cursor() as cursor:
+            cursor.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
 
-    def query(self) -> str:
-        return " ".join(self.rng.choices(self.vocabulary[:5000], k=self.rng.randint(1, 4)))
-
-
-def store_synthetic_notes(corpus: SyntheticCorpus, count: int, *, progress=None) -> None:
-    """`count` wiki notes straight through bulk_create (scratch databases only), logged as one bulk change."""
-    from brain.models import BrainVersion, Note, NoteStatus
-
-    batch = []
-    for i in range(count):
-        title, body, wing, hall = corpus.note()
-        note = Note(slug=f"n-{i}", title=title, body=body, status=NoteStatus.WIKI, wing=wing, hall=hall,
-                    path=f"wiki/{wing}/{hall}/n-{i}.md", source="eval")  # fmt: skip
-        # bulk_create skips the actions: give the note the content hash an action would.
-        note.content_hash = note.compute_hash()
-        batch.append(note)
-        if len(batch) >= 2000:
-            Note.objects.bulk_create(batch)
-            batch = []
-            if progress:
-                progress(i + 1)
-    Note.objects.bulk_create(batch)
-    BrainVersion.bump()
+    def _switch(self, name: str) -> None:
+        self.connection.close()
+        self.connection.settings_dict["NAME"] = name
+        settings.DATABASES["default"]["NAME"] = name

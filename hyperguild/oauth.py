@@ -321,7 +321,7 @@ class RegistrationLane:
     """At most HYPERGUILD_OAUTH_REGISTRATION_CONCURRENCY registrations run at once in a web process; one more
     is answered 503 with `Retry-After: 1` at once, before it would wait in the process's queue
     (AdmissionMiddleware) ahead of people's searches. Registration is open to anyone: fifty addresses
-    registering in a loop must not make `/query` wait behind them (bench_registration measures it)."""
+    registering in a loop must not make `/query` wait behind them (bench/registration.py measures it)."""
 
     def __init__(self) -> None:
         self.semaphore: threading.BoundedSemaphore | None = None

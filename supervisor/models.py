@@ -372,7 +372,7 @@ def _share(part: int, whole: int) -> float | None:
 
 
 class RoutingEntry(models.Model):
-    """One routing decision on /mcp/routing (or in routing_sim) and how it ended.
+    """One routing decision on /mcp/routing (or in bench/routing_sim.py) and how it ended.
 
     A call makes one entry, or two when a failed first attempt is retried on
     the thinking model (fail-open): the retry points at the first attempt

@@ -4,7 +4,7 @@ A web process runs its requests' Python on one interpreter lock. Fifty requests 
 together all slow each other down (each gets a fiftieth of the core, and the lock's
 hand-overs cost time of their own); let in a few at a time, each finishes in its own few
 milliseconds and the rest wait in arrival order, which gives more calls per second and
-a much shorter tail (`manage.py bench_load` measures both). HYPERGUILD_WEB_CONCURRENCY
+a much shorter tail (`bench/load.py` measures both). HYPERGUILD_WEB_CONCURRENCY
 sets N (default 2).
 
 Waiting on something outside the service must not hold a place: a request gives its

@@ -1,4 +1,4 @@
-"""`manage.py bench_load` runs end to end on a tiny corpus: it starts the real server, drives every phase
+"""`bench/load.py` runs end to end on a tiny corpus: it starts the real server, drives every phase
 and drops its scratch database. (Its figures are printed for people to read; nothing here times anything.)"""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from bench.load import Command
 from tests.conftest import test_database_url as database_url
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_bench_load_prints_every_phase_and_leaves_no_scratch_database(child_env):
     completed = subprocess.run(
-        [sys.executable, "manage.py", "bench_load", "--notes", "40", "--clients", "3", "--seconds", "0.5",
+        [sys.executable, "bench/load.py", "--notes", "40", "--clients", "3", "--seconds", "0.5",
          "--workers", "1", "--write-rate", "5", "--query-rates", "10", "--ping-samples", "3"],
         cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
@@ -49,13 +50,13 @@ def test_bench_load_prints_every_phase_and_leaves_no_scratch_database(child_env)
 def test_bench_load_refuses_a_bad_rate_before_it_creates_anything(rates, message):
     out = io.StringIO()
     with pytest.raises(CommandError, match=message):
-        call_command("bench_load", "--query-rates", rates, stdout=out)
+        call_command(Command(), "--query-rates", rates, stdout=out)
     assert "scratch database" not in out.getvalue()
 
 
 def test_bench_load_drives_several_servers_side_by_side_and_compares_them_with_the_best_stock_one(child_env):
     completed = subprocess.run(
-        [sys.executable, "manage.py", "bench_load", "--notes", "40", "--clients", "3", "--seconds", "0.5",
+        [sys.executable, "bench/load.py", "--notes", "40", "--clients", "3", "--seconds", "0.5",
          "--workers", "1", "--servers", "granian@4/2,granian@4/0,uvicorn/0", "--repeat", "2"],
         cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
@@ -79,7 +80,7 @@ def test_bench_load_drives_several_servers_side_by_side_and_compares_them_with_t
 @pytest.mark.timeout(360)  # a server started twice: slow on a busy machine
 def test_bench_load_serves_with_exhaustive_bm25_and_times_the_first_answer_after_a_restart(child_env):
     completed = subprocess.run(
-        [sys.executable, "manage.py", "bench_load", "--notes", "40", "--clients", "3", "--seconds", "0.5",
+        [sys.executable, "bench/load.py", "--notes", "40", "--clients", "3", "--seconds", "0.5",
          "--workers", "1", "--servers", "granian@4/2+exhaustive", "--reads-only", "--restart"],
         cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=340,
     )  # fmt: skip
@@ -96,5 +97,5 @@ def test_bench_load_serves_with_exhaustive_bm25_and_times_the_first_answer_after
 def test_bench_load_refuses_an_unknown_or_malformed_server_before_it_creates_anything(servers):
     out = io.StringIO()
     with pytest.raises(CommandError, match="--servers takes distinct names"):
-        call_command("bench_load", "--servers", servers, stdout=out)
+        call_command(Command(), "--servers", servers, stdout=out)
     assert "scratch database" not in out.getvalue()

@@ -1,4 +1,4 @@
-"""Acceptance 5: routing_sim replays a workload through the real router and prints its figures."""
+"""Acceptance 5: bench/routing_sim.py replays a workload through the real router and prints its figures."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from bench.routing_sim import Command, calls_until_moved_off, parse_areas, parse_skills, simulate, simulate_areas
 from supervisor.models import Pathway, RoutingEntry
-from supervisor.routing_sim import calls_until_moved_off, parse_areas, parse_skills, simulate, simulate_areas
 
 pytestmark = pytest.mark.django_db
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 def test_it_prints_savings_quality_and_adaptation_and_keeps_no_rows():
     out = StringIO()
     call_command(
-        "routing_sim",
+        Command(),
         "--skills",
         "review:0.95/0.99,debug:0.6/0.9",
         "--calls",
@@ -82,7 +82,7 @@ def test_adaptation_counts_calls_until_fast_serves_under_half_of_the_last_20():
 def test_it_refuses_a_bad_workload_and_writes_nothing(arguments, message):
     with pytest.raises(CommandError, match=message):
         call_command(
-            "routing_sim", *arguments, "--calls" if "--calls" not in arguments else "--seed", "10", "--no-progress"
+            Command(), *arguments, "--calls" if "--calls" not in arguments else "--seed", "10", "--no-progress"
         )
     assert RoutingEntry.objects.count() == 0
 
@@ -90,7 +90,7 @@ def test_it_refuses_a_bad_workload_and_writes_nothing(arguments, message):
 def test_the_areas_workload_prints_savings_and_quality_with_and_without_pathway_memory():
     out = StringIO()
     call_command(
-        "routing_sim", "--areas", "review:src/good:1.0/1.0,review:legacy/bad:0.0/1.0", "--calls", "120",
+        Command(), "--areas", "review:src/good:1.0/1.0,review:legacy/bad:0.0/1.0", "--calls", "120",
         "--min-samples", "5", "--window", "20", "--no-progress", stdout=out,
     )
     text = out.getvalue()
@@ -113,17 +113,17 @@ def test_pathway_memory_sends_the_good_area_to_the_fast_model_and_the_bad_one_to
 
 def test_a_bad_areas_spec_is_refused():
     with pytest.raises(CommandError, match="skill:area:fast/thinking"):
-        call_command("routing_sim", "--areas", "review:0.5/0.9", "--no-progress")
+        call_command(Command(), "--areas", "review:0.5/0.9", "--no-progress")
 
 
 @pytest.mark.parametrize("workload", [["--skills", "review:0.9/0.99"], ["--areas", "review:src/api:0.9/0.99"]])
 def test_it_shows_progress_on_stderr_and_still_prints_the_report(workload):
     out, err = StringIO(), StringIO()
-    call_command("routing_sim", *workload, "--calls", "6", stdout=out, stderr=err)
+    call_command(Command(), *workload, "--calls", "6", stdout=out, stderr=err)
     assert "call" in err.getvalue()  # the progress bar
     assert "thinking calls saved" in out.getvalue()
 
 
 def test_a_bad_spec_with_progress_on_is_a_command_error():
     with pytest.raises(CommandError):
-        call_command("routing_sim", "--skills", "review:1.5/0.9", "--calls", "3", stderr=StringIO())
+        call_command(Command(), "--skills", "review:1.5/0.9", "--calls", "3", stderr=StringIO())

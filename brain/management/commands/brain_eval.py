@@ -1,8 +1,11 @@
-"""manage.py brain_eval: retrieval quality and latency on a scratch brain.
+"""manage.py brain_eval: retrieval quality on a team's own judged queries (or any BEIR-layout folder).
 
-    brain_eval --dataset ../shared/datasets/scifact [--rankers bm25,dense,hybrid] [--embedder local]
+    brain_eval --dataset DIR [--rankers bm25,dense,hybrid] [--embedder local]
                [--negatives FILE] [--floors on|off|both] [--calibrate]
-    brain_eval --synthetic 100000
+
+An operator's command: it checks search on your own golden queries and calibrates the relevance floors for
+a new embedding model (docs/search.md). Index build and latency on generated notes are a benchmark,
+`bench/search_scale.py`, outside the service.
 
 With --negatives (queries that have no relevant document in the corpus) it
 also prints the share of them answered with no hits. --floors both (the
@@ -19,27 +22,21 @@ text hash, so only the first run with a given embedder pays for them.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import random
-import shutil
 import signal
 import time
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import DatabaseError, connections
+from django.db import connections
 from tqdm import tqdm
 
 from brain import bm25, floors, vectors
-from brain.actions import do_edit_note
 from brain.embedding_sync import sync_embeddings
 from brain.evaluation import (
-    SYNTHETIC_WINGS,
     CachingEmbedder,
-    SyntheticCorpus,
+    ScratchDatabase,
     document_chunks,
     load_beir,
     load_negatives,
@@ -47,7 +44,6 @@ from brain.evaluation import (
     percentile,
     recall_at,
     sampled_corpus,
-    store_synthetic_notes,
 )
 from brain.models import BrainVersion, Note, NoteStatus
 from brain.search import rank_notes, search
@@ -61,7 +57,6 @@ LATENCY_LIMIT = 10  # hits per timed search(), as brain_query's default
 # i.e. nothing passes the floors among rank_notes' candidates at that depth.
 NEGATIVE_DEPTH = LATENCY_LIMIT * 3
 RANDOM_PAIRS_PER_QUERY = 20
-SYNTHETIC_QUERIES = 300
 IMPORT_BATCH = 2000
 EVAL_WING = "eval"
 
@@ -69,18 +64,17 @@ EVAL_WING = "eval"
 class Command(BaseCommand):
     help = (
         "Measure brain search on a BEIR-layout dataset (corpus.jsonl, queries.jsonl, qrels/test.tsv): "
-        "nDCG@10, Recall@100 and latency per ranker, embedding throughput; or, with --synthetic N, "
-        "index build time and query latency on N generated notes. Runs in a scratch database."
+        "nDCG@10, Recall@100 and latency per ranker, embedding throughput, and (--calibrate) the relevance "
+        "floors the judged pairs suggest. Runs in a scratch database."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--dataset", type=Path, help="a BEIR-layout folder")
+        parser.add_argument("--dataset", type=Path, required=True, help="a BEIR-layout folder")
         parser.add_argument("--split", default="test", help="qrels file to use (default: test)")
         parser.add_argument("--rankers", default="bm25", help="comma list of bm25, dense, hybrid (default: bm25)")
         parser.add_argument(
             "--embedder", choices=["local", "ollama", "openai"], help="embedder for dense/hybrid (default: settings)"
         )
-        parser.add_argument("--synthetic", type=int, help="generate this many notes instead of a dataset")
         parser.add_argument(
             "--corpus-sample",
             type=int,
@@ -107,23 +101,17 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options) -> None:
-        if bool(options["dataset"]) == bool(options["synthetic"]):
-            raise CommandError("Give either --dataset DIR or --synthetic N.")
         rankers = [r.strip() for r in options["rankers"].split(",") if r.strip()]
         unknown = set(rankers) - set(RANKERS)
         if unknown:
             raise CommandError(f"Unknown ranker(s) {', '.join(sorted(unknown))}: use bm25, dense, hybrid.")
-        if options["dataset"] and not (options["dataset"] / "corpus.jsonl").exists():
+        if not (options["dataset"] / "corpus.jsonl").exists():
             raise CommandError(f"{options['dataset']} has no corpus.jsonl (BEIR layout expected).")
         if options["embedder"]:
             settings.BRAIN_EMBEDDER = options["embedder"]
-        elif options["synthetic"]:
-            settings.BRAIN_EMBEDDER = "off"  # 100k notes are not embedded for a latency run
         needs_vectors = any(r != "bm25" for r in rankers)
         options["negative_queries"] = []
         if options["negatives"]:
-            if not options["dataset"]:
-                raise CommandError("--negatives goes with --dataset.")
             try:
                 options["negative_queries"] = load_negatives(options["negatives"])
             except OSError as exc:
@@ -140,10 +128,7 @@ class Command(BaseCommand):
         try:
             with ScratchDatabase(self.stdout) as scratch:
                 self.stdout.write(f"scratch database {scratch.name}")
-                if options["synthetic"]:
-                    self.run_synthetic(options["synthetic"])
-                else:
-                    self.run_dataset(options, rankers, needs_vectors)
+                self.run_dataset(options, rankers, needs_vectors)
         finally:
             signal.signal(signal.SIGTERM, previous_handler)
         self.stdout.write(self.style.SUCCESS("brain_eval done; scratch database dropped."))
@@ -396,120 +381,6 @@ class Command(BaseCommand):
         finally:
             settings.BRAIN_EMBEDDER = previous
 
-    # -- synthetic -----------------------------------------------------------------------
 
-    def run_synthetic(self, count: int) -> None:
-        corpus = SyntheticCorpus(seed=7)
-        started = time.perf_counter()
-        bar = tqdm(total=count, desc="generating", unit="note", file=self.stderr, disable=None)
-        store_synthetic_notes(corpus, count, progress=lambda done: bar.update(done - bar.n))
-        bar.close()
-        self.stdout.write(f"{count} notes generated and stored in {time.perf_counter() - started:.1f} s")
-
-        bm25.reset()
-        started = time.perf_counter()
-        index = bm25.current_index()
-        self.stdout.write(
-            f"BM25 base segment build: {time.perf_counter() - started:.2f} s for {len(index)} notes, "
-            f"{len(index.base.keys)} terms, {len(index.base.post_docs)} postings, "
-            f"{index.base.nbytes / 2**20:.0f} MiB of arrays"
-        )
-        latencies = []
-        for _ in range(SYNTHETIC_QUERIES):
-            query = corpus.query()
-            wing = corpus.rng.choice([None, None, corpus.rng.choice(SYNTHETIC_WINGS)])
-            started = time.perf_counter()
-            search(query, limit=LATENCY_LIMIT, wing=wing)
-            latencies.append((time.perf_counter() - started) * 1000)
-        self.stdout.write(
-            f"brain_query (search(), server side, limit {LATENCY_LIMIT}) over {count} notes: "
-            f"p50 {percentile(latencies, 50):.1f} ms  p95 {percentile(latencies, 95):.1f} ms  "
-            f"({SYNTHETIC_QUERIES} queries)"
-        )
-        # After a write only the changed note is tokenised; the base segment is untouched.
-        note = Note.objects.filter(source="eval").first()
-        do_edit_note(note, body=note.body + " " + corpus.rng.choice(corpus.vocabulary))
-        started = time.perf_counter()
-        bm25.current_index()
-        self.stdout.write(f"BM25 refresh after one edit: {(time.perf_counter() - started) * 1000:.1f} ms "
-                          f"(whole-index builds so far: {bm25.stats.full_builds})")  # fmt: skip
-
-
-def _raise_system_exit(signum, frame) -> None:
+def _raise_system_exit(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
-
-
-TEMPLATE_PREFIX = "hyperguild_eval_template_"
-
-
-class ScratchDatabase:
-    """Create `hyperguild_eval_<pid>` on the service's PostgreSQL, point the default alias at it, drop it after.
-
-    The scratch database is a copy of a migrated template (`hyperguild_eval_template_<key>`, the key a hash of
-    the migrations on disk): migrating once per schema, not once per run, saves most of a run's start-up (and
-    most of the time of the tests that run brain_eval and bench_load). The template is made under a name of its
-    own and renamed when ready, so two runs making it at once never copy half of one; templates of older
-    schemas are dropped when a new one is made. Nothing ever connects to a template but the copy.
-    """
-
-    def __init__(self, stdout):
-        self.stdout = stdout
-        self.connection = connections["default"]
-        self.original = self.connection.settings_dict["NAME"]
-        self.name = f"hyperguild_eval_{os.getpid()}"
-
-    def __enter__(self) -> ScratchDatabase:
-        template = self._template()
-        with self.connection.cursor() as cursor:
-            cursor.execute(f'CREATE DATABASE "{self.name}" TEMPLATE "{template}"')
-        self._switch(self.name)
-        bm25.reset()
-        vectors.forget_indexes()
-        return self
-
-    def _template(self) -> str:
-        from django.db.migrations.loader import MigrationLoader
-
-        migrations = sorted(f"{app}.{name}" for app, name in MigrationLoader(None, ignore_no_migrations=True).disk_migrations)
-        key = hashlib.sha256("\n".join(migrations).encode()).hexdigest()[:12]
-        name = f"{TEMPLATE_PREFIX}{key}"
-        with self.connection.cursor() as cursor:
-            cursor.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", [f"{TEMPLATE_PREFIX}%"])
-            existing = {row[0] for row in cursor.fetchall()}
-        if name in existing:
-            return name
-        building = f"{name}_{os.getpid()}"
-        with self.connection.cursor() as cursor:
-            cursor.execute(f'CREATE DATABASE "{building}"')
-        try:
-            self._switch(building)
-            call_command("migrate", verbosity=0, interactive=False)
-        finally:
-            self._switch(self.original)
-        with self.connection.cursor() as cursor:
-            try:
-                cursor.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
-            except DatabaseError:  # another run made it meanwhile: use theirs
-                cursor.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
-            for old in existing:
-                if len(old) == len(name):  # a template of another schema, never one being built
-                    cursor.execute(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)')
-        return name
-
-    def __exit__(self, *exc) -> None:
-        try:
-            corpus_id = BrainVersion.current_with_corpus()[1]
-        except Exception:  # noqa: BLE001 — leaving anyway; a stray segment folder is harmless
-            corpus_id = ""
-        self._switch(self.original)
-        bm25.reset()
-        directory = bm25.shared_dir(corpus_id)
-        if directory is not None:
-            shutil.rmtree(directory, ignore_errors=True)  # the scratch corpus's shared base, if it had one
-        with self.connection.cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-
-    def _switch(self, name: str) -> None:
-        self.connection.close()
-        self.connection.settings_dict["NAME"] = name
-        settings.DATABASES["default"]["NAME"] = name

@@ -1,30 +1,45 @@
 """Time the review UI at scale: the queue, a note page with filter-aware navigation, bulk actions and undo.
 
-Everything it writes (the raw notes, a staff user, the revisions) is rolled back at the end, like
-`routing_sim`: run it against any database. Prints figures; asserts nothing.
+    .venv/bin/python bench/review.py --notes 5000 --bulk 200
+
+(Formerly `manage.py review_bench`; the options are the same.) Everything it writes (the raw notes, a staff
+user, the revisions) is rolled back at the end, like bench/routing_sim.py: run it against any database.
+Prints figures; asserts nothing.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from statistics import median
+from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandParser
-from django.db import connection, transaction
-from django.test import Client
-from django.test.utils import CaptureQueriesContext
+if __name__ == "__main__":  # `python bench/x.py` puts bench/ first on the path: the checkout belongs there
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from brain.actions import do_undo_revision, do_write_raw_note
-from brain.models import Note, NoteRevision, NoteStatus
+from bench.script import BenchCommand, run, setup_django  # noqa: E402
+
+setup_django()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management.base import CommandParser  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+from django.http import HttpResponseBase  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+
+from brain.actions import do_undo_revision, do_write_raw_note  # noqa: E402
+from brain.models import Note, NoteRevision, NoteStatus  # noqa: E402
 
 
 class Rollback(Exception):
     """Raised at the end to undo everything the benchmark wrote."""
 
 
-class Command(BaseCommand):
+class Command(BenchCommand):
     help = "Time the review queue, a note page and bulk reject/undo over N raw notes (rolled back at the end)."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -32,7 +47,7 @@ class Command(BaseCommand):
         parser.add_argument("--bulk", type=int, default=200, help="notes to reject in one select-all bulk action")
         parser.add_argument("--repeat", type=int, default=5, help="timed repetitions of each page (median shown)")
 
-    def handle(self, *args, notes: int, bulk: int, repeat: int, **options) -> None:
+    def handle(self, *args: Any, notes: int, bulk: int, repeat: int, **options: Any) -> None:
         try:
             with transaction.atomic():
                 self.run(notes=notes, bulk=bulk, repeat=repeat)
@@ -56,10 +71,10 @@ class Command(BaseCommand):
         browser = Client(SERVER_NAME="localhost")
         browser.force_login(user)
 
-        def get(path: str, data: dict | None = None):
+        def get(path: str, data: dict[str, str] | None = None) -> Callable[[], HttpResponseBase]:
             return lambda: browser.get(path, data or {})
 
-        def timed(label: str, call) -> None:
+        def timed(label: str, call: Callable[[], HttpResponseBase]) -> None:
             times, queries = [], 0
             for _ in range(repeat):
                 with CaptureQueriesContext(connection) as captured:
@@ -112,3 +127,7 @@ class Command(BaseCommand):
         elapsed = time.perf_counter() - t0
         self.stdout.write(f"undo of the bulk reject ({len(groups)} revision group, {restored} notes restored): "
                           f"{elapsed:.2f} s ({elapsed / max(restored, 1) * 1000:.1f} ms a note)")
+
+
+if __name__ == "__main__":
+    run(Command())

@@ -1,4 +1,10 @@
-"""A synthetic workload replayed through the real router (for `manage.py routing_sim`).
+"""A synthetic workload replayed through the real router.
+
+    .venv/bin/python bench/routing_sim.py --skills review:0.95/0.99,debug:0.6/0.9 --calls 2000 \
+        --drop-at 1000 --drop-to 0.5 --drop-skills review --seed 1
+    .venv/bin/python bench/routing_sim.py --areas review:src/api:0.97/0.99,review:legacy/core:0.3/0.95 --calls 2000
+
+(Formerly `manage.py routing_sim`; the options are the same.)
 
 Each skill has a true pass probability per model (`review:0.95/0.99` means
 the fast model passes 95% of review calls, the thinking model 99%). Calls
@@ -16,14 +22,28 @@ cost saved (the share of thinking-model calls avoided) at quality retained
 from __future__ import annotations
 
 import random
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
 
-from django.db import transaction
-from django.test.utils import override_settings
+if __name__ == "__main__":  # `python bench/x.py` puts bench/ first on the path: the checkout belongs there
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from supervisor.models import RoutingEntry
-from supervisor.routing import Attempt, RoutingFailed, route
+from bench.script import BenchCommand, run, setup_django  # noqa: E402
+
+setup_django()
+
+from django.core.management.base import CommandError, CommandParser  # noqa: E402
+from django.db import transaction  # noqa: E402
+from django.test.utils import override_settings  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+from supervisor.models import RoutingEntry  # noqa: E402
+from supervisor.routing import Attempt, RoutingFailed, route  # noqa: E402
+
+T = TypeVar("T")
 
 SIM_PREFIX = "sim:"
 SIM_FAST = "sim-fast"
@@ -374,7 +394,8 @@ class AreaReport:
         return out
 
 
-def _run_areas(profiles: list[AreaProfile], calls: int, seed: int, memory: bool, on_progress) -> AreaRun:
+def _run_areas(profiles: list[AreaProfile], calls: int, seed: int, memory: bool,
+               on_progress: Callable[[int], None] | None) -> AreaRun:  # fmt: skip
     from supervisor.models import Pathway
     from supervisor.routing import PathwayKey
 
@@ -418,3 +439,132 @@ def simulate_areas(
             runs.append(_run_areas(profiles, calls, seed, memory, on_progress))
             transaction.set_rollback(True)
     return AreaReport(*runs)
+
+
+class Command(BenchCommand):
+    help = (
+        "Replay a synthetic workload (per-skill pass probabilities of the fast and the thinking model) through the "
+        "real router, in a transaction that is rolled back, and print thinking calls saved, pass rate lost and "
+        "adaptation to a mid-run quality drop, against always using the thinking model."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--skills",
+            default="",
+            help="skill:fast/thinking pass probabilities, comma-separated, e.g. review:0.95/0.99,debug:0.6/0.9",
+        )
+        parser.add_argument(
+            "--areas",
+            default="",
+            help=(
+                "instead of --skills: skill:area:fast/thinking per area, e.g. "
+                "review:src/api:0.97/0.99,review:legacy/core:0.3/0.95; runs the workload with and without "
+                "pathway memory and prints both"
+            ),
+        )
+        parser.add_argument("--calls", type=int, default=2000, help="routed calls to simulate (default 2000)")
+        parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+        parser.add_argument("--drop-at", type=int, default=None, help="call index where the fast model's quality drops")
+        parser.add_argument(
+            "--drop-to", type=float, default=None, help="the fast model's pass probability after the drop"
+        )
+        parser.add_argument(
+            "--drop-skills", default="", help="comma-separated skills whose fast model drops (default: all of them)"
+        )
+        parser.add_argument(
+            "--ttl",
+            type=int,
+            default=0,
+            help="pass-rate cache TTL in calls' worth of seconds (default 0: fresh rate per call)",
+        )
+        parser.add_argument("--window", type=int, default=None, help="override HYPERGUILD_ROUTE_WINDOW")
+        parser.add_argument("--min-samples", type=int, default=None, help="override HYPERGUILD_ROUTE_MIN_SAMPLES")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["areas"]:
+            areas = self.run_areas(options)
+            for line in areas.lines():
+                self.stdout.write(line)
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"routing_sim: pathway memory saves {areas.with_memory.thinking_saved:.0%} of thinking calls "
+                    f"(pass rate alone {areas.without.thinking_saved:.0%}) at {areas.with_memory.quality_retained:.1%} "
+                    f"quality ({areas.without.quality_retained:.1%}); nothing was kept in the database."
+                )
+            )
+            return
+        report = self.run(options)
+        for line in report.lines():
+            self.stdout.write(line)
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"routing_sim: {report.thinking_saved:.0%} thinking calls saved at {report.quality_retained:.1%} "
+                "of the always-thinking quality; nothing was kept in the database."
+            )
+        )
+
+    def run_areas(self, options: dict[str, Any]) -> AreaReport:
+        calls = options["calls"]
+        if calls < 1:
+            raise CommandError("--calls must be at least 1")
+        if options["skills"] or options["drop_at"] is not None:
+            raise CommandError("--areas replaces --skills and the drop options")
+        return self.with_progress(
+            options,
+            2 * calls,
+            lambda on_progress: simulate_areas(
+                parse_areas(options["areas"]), calls=calls, on_progress=on_progress, **self.router_options(options)
+            ),
+        )
+
+    def run(self, options: dict[str, Any]) -> SimReport:
+        calls = options["calls"]
+        if not options["skills"]:
+            raise CommandError("give --skills (or --areas)")
+        if calls < 1:
+            raise CommandError("--calls must be at least 1")
+        if (options["drop_at"] is None) != (options["drop_to"] is None):
+            raise CommandError("--drop-at and --drop-to go together")
+        if options["drop_to"] is not None and not 0 <= options["drop_to"] <= 1:
+            raise CommandError("--drop-to is a pass probability between 0 and 1")
+        if options["drop_at"] is not None and not 0 <= options["drop_at"] < calls:
+            raise CommandError("--drop-at must lie within the calls (0 … calls − 1)")
+        drop_skills = [name.strip() for name in options["drop_skills"].split(",") if name.strip()]
+        return self.with_progress(
+            options,
+            calls,
+            lambda on_progress: simulate(
+                parse_skills(options["skills"]),
+                calls=calls,
+                drop_at=options["drop_at"],
+                drop_to=options["drop_to"],
+                drop_skills=drop_skills,
+                ttl=options["ttl"],
+                on_progress=on_progress,
+                **self.router_options(options),
+            ),
+        )
+
+    @staticmethod
+    def router_options(options: dict[str, Any]) -> dict[str, Any]:
+        """The options both workloads pass on: the seed and the router settings they override."""
+        return {"seed": options["seed"], "window": options["window"], "min_samples": options["min_samples"]}
+
+    def with_progress(
+        self, options: dict[str, Any], total: int, simulation: Callable[[Callable[[int], None] | None], T]
+    ) -> T:
+        """Run `simulation` with a progress bar of `total` calls (unless --no-progress); a bad spec is a CommandError."""
+        bar = None if options["no_progress"] else tqdm(total=total, unit="call", file=self.stderr, leave=False)
+        try:
+            return simulation((lambda done: bar.update(1)) if bar else None)
+        except SimSpecError as exc:
+            raise CommandError(str(exc)) from None
+        finally:
+            if bar:
+                bar.close()
+
+
+if __name__ == "__main__":
+    run(Command())

@@ -1,7 +1,9 @@
 """OAuth registration under abuse: does `/query` stay quick while many addresses register clients?
 
-    manage.py bench_registration                       # 50 addresses, 30 s, /query 5/s
-    manage.py bench_registration --clients 50 --seconds 30 --query-rate 5
+    .venv/bin/python bench/registration.py                       # 50 addresses, 30 s, /query 5/s
+    .venv/bin/python bench/registration.py --clients 50 --seconds 30 --query-rate 5
+
+(Formerly `manage.py bench_registration`; the options are the same.)
 
 Issue 35, finding 7: one dynamic registration (RFC 7591) cost about 0.3 s of CPU (a hashed client
 secret), and 50 clients registering for 30 s took `/query` from 0.34 s to time-outs.
@@ -31,15 +33,24 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from pathlib import Path
+from typing import Any
 
-from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
-from django.test import Client
+if __name__ == "__main__":  # `python bench/x.py` puts bench/ first on the path: the checkout belongs there
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from brain.evaluation import SyntheticCorpus, percentile, store_synthetic_notes
-from brain.management.commands.bench_load import cpu_model, database_url, free_port, server_cpu_seconds
-from brain.management.commands.brain_eval import ScratchDatabase
+from bench.script import BenchCommand, run, setup_django  # noqa: E402
+
+setup_django()
+
+from django.conf import settings  # noqa: E402
+from django.core.management.base import CommandError, CommandParser  # noqa: E402
+from django.db import connections  # noqa: E402
+from django.test import Client  # noqa: E402
+
+from bench.serving import cpu_model, database_url, free_port, server_cpu_seconds  # noqa: E402
+from bench.synthetic import SyntheticCorpus, store_synthetic_notes  # noqa: E402
+from brain.evaluation import ScratchDatabase, percentile  # noqa: E402
 
 TOKEN = "bench-registration-token"
 NOTES = 2000
@@ -77,7 +88,7 @@ async def http_post(port: int, path: str, body: bytes, *, source: str = "127.0.0
             writer.close()
 
 
-class Command(BaseCommand):
+class Command(BenchCommand):
     help = "OAuth dynamic registration from many addresses against /query latency (issue 35, finding 7)."
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -86,7 +97,7 @@ class Command(BaseCommand):
         parser.add_argument("--query-rate", type=float, default=5.0, help="/query calls started per second")
         parser.add_argument("--samples", type=int, default=20, help="registrations timed in this process")
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         if not 1 <= options["clients"] <= 250:
             raise CommandError("--clients takes 1 to 250 (addresses 127.0.0.2 onwards)")
         load = os.getloadavg()
@@ -120,7 +131,7 @@ class Command(BaseCommand):
             self.stdout.write(f"CPU per registration, {label}: median {spent[len(spent) // 2] * 1000:.1f} ms, "
                               f"max {spent[-1] * 1000:.1f} ms ({samples} in this process)")  # fmt: skip
 
-    def against_the_server(self, corpus: SyntheticCorpus, options: dict) -> None:
+    def against_the_server(self, corpus: SyntheticCorpus, options: dict[str, Any]) -> None:
         port = free_port()
         env = {**os.environ, "DATABASE_URL": database_url(connections["default"].settings_dict),
                "BRAIN_EMBEDDER": "off", "BRAIN_MCP_TOKEN": TOKEN, "HYPERGUILD_ADMIN_PASSWORD": "bench-only-password"}
@@ -135,7 +146,8 @@ class Command(BaseCommand):
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
 
-    async def drive(self, port: int, server: subprocess.Popen, corpus: SyntheticCorpus, options: dict) -> None:
+    async def drive(self, port: int, server: subprocess.Popen[bytes], corpus: SyntheticCorpus,
+                    options: dict[str, Any]) -> None:  # fmt: skip
         for _ in range(600):
             if server.poll() is not None:
                 raise CommandError(f"the server exited with {server.returncode}")
@@ -203,3 +215,7 @@ class Command(BaseCommand):
         shown = ", ".join(f"{'no answer' if status == 0 else status}: {count}" for status, count in sorted(statuses.items()))
         self.stdout.write(f"registration calls: {calls} ({shown}); web processes' CPU {cpu:.1f} s, "
                           f"{cpu / max(calls, 1) * 1000:.1f} ms per call (queries included)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    run(Command())
