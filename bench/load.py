@@ -72,8 +72,9 @@ from bench.serving import (  # noqa: E402
 )
 from bench.synthetic import SyntheticCorpus, store_synthetic_notes  # noqa: E402
 from brain import bm25  # noqa: E402
-from brain.evaluation import ScratchDatabase, percentile  # noqa: E402
+from brain.evaluation import percentile  # noqa: E402
 from brain.models import BrainVersion  # noqa: E402
+from brain.scratch import ScratchDatabase  # noqa: E402
 from brain.search import hit_rows, search  # noqa: E402
 from hyperguild.mcp.engine import CallRecord, Dispatcher  # noqa: E402
 from hyperguild.mcp.registry import ToolContext, get_endpoint  # noqa: E402

@@ -50,7 +50,8 @@ from django.test import Client  # noqa: E402
 
 from bench.serving import cpu_model, database_url, free_port, server_cpu_seconds  # noqa: E402
 from bench.synthetic import SyntheticCorpus, store_synthetic_notes  # noqa: E402
-from brain.evaluation import ScratchDatabase, percentile  # noqa: E402
+from brain.evaluation import percentile  # noqa: E402
+from brain.scratch import ScratchDatabase  # noqa: E402
 
 TOKEN = "bench-registration-token"
 NOTES = 2000

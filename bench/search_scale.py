@@ -30,8 +30,9 @@ from tqdm import tqdm  # noqa: E402
 from bench.synthetic import SYNTHETIC_WINGS, SyntheticCorpus, store_synthetic_notes  # noqa: E402
 from brain import bm25  # noqa: E402
 from brain.actions import do_edit_note  # noqa: E402
-from brain.evaluation import ScratchDatabase, percentile  # noqa: E402
+from brain.evaluation import percentile  # noqa: E402
 from brain.models import Note  # noqa: E402
+from brain.scratch import ScratchDatabase  # noqa: E402
 from brain.search import search  # noqa: E402
 
 QUERIES = 300

@@ -32,9 +32,9 @@ django.setup()
 from django.conf import settings  # noqa: E402
 
 from brain.actions import do_sync_project  # noqa: E402
-from brain.evaluation import ScratchDatabase  # noqa: E402
 from brain.models import Note, NoteStatus, Project  # noqa: E402
 from brain.repository import Repository  # noqa: E402
+from brain.scratch import ScratchDatabase  # noqa: E402
 
 
 def git(git_dir: str, *args: str) -> str:

@@ -1,7 +1,7 @@
-"""Retrieval evaluation helpers: BEIR datasets, metrics, an embedding cache, a scratch database.
+"""Retrieval evaluation helpers: BEIR datasets, metrics, an embedding cache.
 
 Used by `manage.py brain_eval` and by the benchmarks in bench/. Nothing here touches the user's notes: they
-run against a scratch database (`ScratchDatabase`).
+run against a scratch database (brain/scratch.py).
 """
 
 from __future__ import annotations
@@ -10,24 +10,14 @@ import csv
 import hashlib
 import json
 import math
-import os
 import random
-import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
 
 import numpy as np
-from django.conf import settings
-from django.core.management import call_command
-from django.core.management.base import OutputWrapper
-from django.db import DatabaseError, connections
-from django.db.migrations.loader import MigrationLoader
 
-from brain import bm25, vectors
 from brain.limits import MAX_TITLE_LENGTH
-from brain.models import BrainVersion
 from hyperguild.lib.embedders import BaseEmbedder
 
 HASH_BYTES = 32
@@ -223,84 +213,3 @@ def load_negatives(path: Path) -> list[str]:
     if not queries:
         raise ValueError(f"{path} holds no queries")
     return queries
-
-
-@dataclass
-class RankerScores:
-    ndcg: list[float] = field(default_factory=list)
-    recall: list[float] = field(default_factory=list)
-    latency_ms: list[float] = field(default_factory=list)
-
-
-TEMPLATE_PREFIX = "hyperguild_eval_template_"
-
-
-class ScratchDatabase:
-    """Create `hyperguild_eval_<pid>` on the service's PostgreSQL, point the default alias at it, drop it after.
-
-    The scratch database is a copy of a migrated template (`hyperguild_eval_template_<key>`, the key a hash of
-    the migrations on disk): migrating once per schema, not once per run, saves most of a run's start-up (and
-    most of the time of the tests that run brain_eval and bench/load.py). The template is made under a name of its
-    own and renamed when ready, so two runs making it at once never copy half of one; templates of older
-    schemas are dropped when a new one is made. Nothing ever connects to a template but the copy.
-    """
-
-    def __init__(self, stdout: OutputWrapper | IO[str] | None = None) -> None:
-        self.stdout = stdout
-        self.connection = connections["default"]
-        self.original = self.connection.settings_dict["NAME"]
-        self.name = f"hyperguild_eval_{os.getpid()}"
-
-    def __enter__(self) -> ScratchDatabase:
-        template = self._template()
-        with self.connection.cursor() as cursor:
-            cursor.execute(f'CREATE DATABASE "{self.name}" TEMPLATE "{template}"')
-        self._switch(self.name)
-        bm25.reset()
-        vectors.forget_indexes()
-        return self
-
-    def _template(self) -> str:
-        migrations = sorted(f"{app}.{name}" for app, name in MigrationLoader(None, ignore_no_migrations=True).disk_migrations)
-        key = hashlib.sha256("\n".join(migrations).encode()).hexdigest()[:12]
-        name = f"{TEMPLATE_PREFIX}{key}"
-        with self.connection.cursor() as cursor:
-            cursor.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", [f"{TEMPLATE_PREFIX}%"])
-            existing = {row[0] for row in cursor.fetchall()}
-        if name in existing:
-            return name
-        building = f"{name}_{os.getpid()}"
-        with self.connection.cursor() as cursor:
-            cursor.execute(f'CREATE DATABASE "{building}"')
-        try:
-            self._switch(building)
-            call_command("migrate", verbosity=0, interactive=False)
-        finally:
-            self._switch(self.original)
-        with self.connection.cursor() as cursor:
-            try:
-                cursor.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
-            except DatabaseError:  # another run made it meanwhile: use theirs
-                cursor.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
-            for old in existing:
-                if len(old) == len(name):  # a template of another schema, never one being built
-                    cursor.execute(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)')
-        return name
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            corpus_id = BrainVersion.current_with_corpus()[1]
-        except Exception:  # noqa: BLE001 — leaving anyway; a stray segment folder is harmless
-            corpus_id = ""
-        self._switch(self.original)
-        bm25.reset()
-        directory = bm25.shared_dir(corpus_id)
-        if directory is not None:
-            shutil.rmtree(directory, ignore_errors=True)  # the scratch corpus's shared base, if it had one
-        with self.connection.cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-
-    def _switch(self, name: str) -> None:
-        self.connection.close()
-        self.connection.settings_dict["NAME"] = name
-        settings.DATABASES["default"]["NAME"] = name

@@ -36,7 +36,6 @@ from brain import bm25, floors, vectors
 from brain.embedding_sync import sync_embeddings
 from brain.evaluation import (
     CachingEmbedder,
-    ScratchDatabase,
     document_chunks,
     load_beir,
     load_negatives,
@@ -46,6 +45,7 @@ from brain.evaluation import (
     sampled_corpus,
 )
 from brain.models import BrainVersion, Note, NoteStatus
+from brain.scratch import ScratchDatabase
 from brain.search import rank_notes, search
 from hyperguild.lib.embedders import get_embedder
 
