@@ -13,15 +13,12 @@ class HyperguildConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from hyperguild import checks  # noqa: F401  (registers system checks)
-        from hyperguild.lib.db_pool import steady_reconnects
         from hyperguild.permissions import register_right
         from hyperguild.roles import OPERATOR
 
         # The core's own right (the apps declare theirs with their endpoints): the service's figures.
         register_right("service:metrics", scope="", permission="hyperguild.view_metrics", roles=(OPERATOR,),
                        description="see the service's metrics (/metrics)")
-
-        steady_reconnects()  # before any pool opens: a lost connection is retried every half second
 
         from hyperguild.tracing import configure_tracing
 
