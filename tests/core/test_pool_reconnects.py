@@ -71,14 +71,16 @@ def attempt_gaps(database: HangingUpDatabase, **options: Any) -> list[float]:
     return [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
 
 
-def test_a_lost_database_is_tried_again_every_half_second_for_as_long_as_it_is_down(hanging_up_database):
+def test_a_lost_database_is_tried_again_every_half_second_for_as_long_as_it_is_down(
+    hanging_up_database: HangingUpDatabase,
+) -> None:
     options = pool_options(min_size=1, max_size=1, timeout=5)
     gaps = attempt_gaps(hanging_up_database, **{k: v for k, v in options.items() if k.startswith("reconnect")})
     assert len(gaps) >= 5, gaps  # steady: about WATCH_SECONDS / RECONNECT_SECONDS attempts
     assert max(gaps) < 2 * RECONNECT_SECONDS + 0.3, gaps  # never the library's growing pauses
 
 
-def test_without_the_options_the_pool_backs_off_further_each_time(hanging_up_database):
+def test_without_the_options_the_pool_backs_off_further_each_time(hanging_up_database: HangingUpDatabase) -> None:
     # What the test above tells apart: psycopg_pool's own policy, 1 s then 2 s between attempts.
     gaps = attempt_gaps(hanging_up_database)
     assert max(gaps) > 1.6, gaps
