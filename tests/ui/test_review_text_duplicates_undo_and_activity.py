@@ -1,4 +1,6 @@
-"""The review UI's third pass (issue 31): each test reproduces one numbered problem, then shows the fix."""
+"""Review pages keep text intact (line endings, merges only into wiki notes), flag duplicates by meaning, undo
+reopens, bulk rejects and training decisions, and show activity, guidelines and the curation page (issue 31:
+each test reproduced one problem, then shows the fix)."""
 
 from __future__ import annotations
 
