@@ -1,5 +1,9 @@
 """Streamable HTTP transport: one DRF view serves every `/mcp/<endpoint>`.
 
+The view does bytes (the body and its limit, JSON or SSE framing), auth (bearer token or OAuth
+grant, origin) and HTTP (statuses, headers, `Mcp-Session-Id`); it hands the body to
+`engine.receive`, which owns all of JSON-RPC, and never looks inside a message itself.
+
 Three DRF defaults fight the protocol and are overridden here:
 - content negotiation runs before dispatch, so a GET with `Accept:
   text/event-stream` would get 406 instead of 405: `AcceptAnything`;
