@@ -70,14 +70,6 @@ def configure_tracing() -> bool:
         return True
 
 
-def flush_traces(timeout_millis: int = 5000) -> None:
-    """Send what is batched now (tests; a process about to exit)."""
-    provider = trace.get_tracer_provider()
-    flush = getattr(provider, "force_flush", None)
-    if flush is not None:
-        flush(timeout_millis)
-
-
 def tracer() -> trace.Tracer:
     return trace.get_tracer(TRACER_NAME)
 
