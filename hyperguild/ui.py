@@ -111,6 +111,9 @@ def costs(request: HttpRequest) -> HttpResponse:
     """What model calls cost over the last 30 UTC days: per day, person, skill, model, project; top sessions."""
     from hyperguild.costs import COSTS_DAYS, budget_warnings, costs_report
 
+    # Other people's spend is for operators (and staff), who hold the permission that reads /metrics.
+    everyone = may(request.user, "hyperguild.view_metrics")
     return render(request, "hyperguild/costs.html", {
-        **costs_report(), "days": COSTS_DAYS, "warnings": budget_warnings(request.user),
+        **costs_report(only_person=None if everyone else request.user), "days": COSTS_DAYS,
+        "warnings": budget_warnings(request.user), "everyone": everyone,
     })  # fmt: skip
