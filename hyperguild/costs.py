@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncDay
@@ -51,8 +52,11 @@ def grouped(calls: QuerySet[ModelCall], field: str) -> list[dict]:
     return list(calls.values(field).annotate(**_figures()).order_by("-cost", "-calls", field))
 
 
-def costs_report(now: datetime | None = None, days: int = COSTS_DAYS) -> dict:
-    """The Costs page's tables over the last `days` UTC days (today included)."""
+def costs_report(now: datetime | None = None, days: int = COSTS_DAYS, *, only_person: Any = None) -> dict:
+    """The Costs page's tables over the last `days` UTC days (today included).
+
+    With `only_person`, the rows that name people (by person, top sessions) are that person's alone (and the
+    service parts'); the totals per day, skill, model and project stay the team's, which name nobody."""
     now = now or budgets.now()
     start = budgets.period_bounds("day", now)[0] - timedelta(days=days - 1)
     calls = ModelCall.objects.filter(created_at__gte=start)
@@ -60,10 +64,11 @@ def costs_report(now: datetime | None = None, days: int = COSTS_DAYS) -> dict:
         calls.annotate(day=TruncDay("created_at", tzinfo=UTC)).values("day").annotate(**_figures()).order_by("-day")
     )
     # A person's calls are theirs whichever endpoint made them; a call with no person is its service part's.
-    people = calls.filter(requested_by__isnull=False).values("requested_by__username").annotate(**_figures())
+    personal = calls if only_person is None else calls.filter(requested_by=only_person)
+    people = personal.filter(requested_by__isnull=False).values("requested_by__username").annotate(**_figures())
     services = calls.filter(requested_by__isnull=True).values("service").annotate(**_figures())
     by_person = sorted([*people, *services], key=lambda row: (-row["cost"], -row["calls"]))
-    sessions = calls.exclude(session_id="").values("session_id").annotate(**_figures())
+    sessions = personal.exclude(session_id="").values("session_id").annotate(**_figures())
     return {
         "since": start,
         "total": spend_of(calls),

@@ -142,9 +142,6 @@ class TrainingExampleQuerySet(models.QuerySet):
     def approved(self):
         return self.filter(status=TrainingExample.Status.APPROVED)
 
-    def of_kind(self, kind: str):
-        return self.filter(kind=kind)
-
 
 class TrainingExample(models.Model):
     """An SFT or DPO candidate, in chat-message form, with where it came from.
