@@ -22,6 +22,8 @@ import os
 import secrets
 from pathlib import Path
 
+import django
+
 from hyperguild.lib.embedded_db import ensure_database
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -80,6 +82,4 @@ def prepare_process() -> None:
 def setup_django() -> None:
     """`prepare_process()` and `django.setup()`: for scripts that run Django outside manage.py (bench/)."""
     prepare_process()
-    import django
-
     django.setup()
