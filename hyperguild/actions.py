@@ -62,7 +62,7 @@ def do_ensure_schedules() -> list[str]:
 
 
 @transaction.atomic
-def do_ensure_admin_account(username: str, password: str = "") -> tuple[object | None, str | None]:
+def do_ensure_admin_account(username: str, password: str = "") -> tuple[User | None, str | None]:
     """Create a superuser if there is none.
 
     Returns (user, generated_password): the password is returned only when

@@ -11,7 +11,7 @@ or the JSON error shape for JSON views), wrong method → 405.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
@@ -19,7 +19,6 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
-from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import render
 
@@ -108,7 +107,11 @@ def staff_page(view: Callable) -> Callable:
     return wrapped
 
 
-def paginate(request: HttpRequest, queryset: Sequence[Any] | QuerySet[Any], per_page: int = PAGE_SIZE) -> tuple[Page[Any], str]:
+def paginate(
+    request: HttpRequest,
+    queryset: Any,  # whatever Django's Paginator pages: a QuerySet, a list, or an object with count() and slices
+    per_page: int = PAGE_SIZE,
+) -> tuple[Page[Any], str]:
     """The requested page (bad numbers fall back to the first or last) and the query string without `page`."""
     page = Paginator(queryset, per_page).get_page(request.GET.get("page"))
     params = request.GET.copy()
