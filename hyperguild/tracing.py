@@ -25,6 +25,8 @@ from django.conf import settings
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 
+from hyperguild.lib.typed import JSON
+
 logger = logging.getLogger(__name__)
 TRACER_NAME = "hyperguild"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -118,7 +120,7 @@ def traced(name: str) -> Callable[[F], F]:
 
 
 @contextmanager
-def mcp_span(endpoint: str, message: dict[str, Any], *, person_id: int | None, revision: str | None) -> Iterator[trace.Span]:
+def mcp_span(endpoint: str, message: JSON, *, person_id: int | None, revision: str | None) -> Iterator[trace.Span]:
     """The span of one MCP message. `params._meta.traceparent` continues the caller's trace."""
     method = message.get("method") or ""
     params = message.get("params")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -14,6 +13,7 @@ from hyperguild.health import health_sections
 from hyperguild.lib.db_pool import database_version
 from hyperguild.lib.http import breaker_states
 from hyperguild.lib.llm import gateway_status
+from hyperguild.lib.typed import JSON
 from hyperguild.models import WorkerHeartbeat
 
 logger = logging.getLogger("hyperguild.health")
@@ -30,7 +30,7 @@ def live(request: HttpRequest) -> JsonResponse:
 @require_GET
 def health(request: HttpRequest) -> JsonResponse:
     """Database, worker heartbeat and version; 200 when all is well, else 503."""
-    report: dict[str, Any] = {"version": settings.VERSION, "time": timezone.now().isoformat()}
+    report: JSON = {"version": settings.VERSION, "time": timezone.now().isoformat()}
     try:
         # A short checkout of its own: a pool still reconnecting after an outage makes /health say
         # so at once instead of waiting out the pool's timeout (hyperguild.lib.db_pool).

@@ -27,6 +27,7 @@ from typing import Any, Protocol
 from django.conf import settings
 
 from hyperguild.lib.http import ServiceClient, ServiceError
+from hyperguild.lib.typed import JSON
 
 OLLAMA_DEFAULT_MODEL = "nomic-embed-text"
 LOCAL_MODEL = "multilingual-e5-small"
@@ -137,7 +138,7 @@ class HttpEmbedder(BaseEmbedder):
         # Pooled: every embedder built for this server reuses the same keep-alive connections.
         self._http = ServiceClient(self.service, self.base_url, headers=headers, timeout=timeout, retries=ATTEMPTS - 1)
 
-    def _post(self, payload: dict[str, Any], *, is_query: bool = False) -> dict[str, Any]:
+    def _post(self, payload: JSON, *, is_query: bool = False) -> JSON:
         try:
             if is_query:
                 body = self._http.post_json(self.path, payload, timeout=self.query_timeout, retries=0)

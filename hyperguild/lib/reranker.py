@@ -32,6 +32,7 @@ from hyperguild.lib.http import (
     configured_client,
     safe_url,
 )
+from hyperguild.lib.typed import JSON
 
 T = TypeVar("T")
 
@@ -154,7 +155,7 @@ class RerankerClient:
     def close(self) -> None:
         self._http.close()
 
-    def payload(self, query: str, document: str) -> dict[str, Any]:
+    def payload(self, query: str, document: str) -> JSON:
         return {
             "model": self.model,
             "prompt": build_prompt(query, document[:MAX_DOCUMENT_CHARS], self.instruction),
