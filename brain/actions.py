@@ -989,16 +989,6 @@ def _link_new_notes(notes: list[Note]) -> None:
     NoteLink.objects.bulk_update(moved, ["target"], batch_size=1000)
 
 
-@notes_changed_in_bulk()
-def do_archive_notes(notes: Iterable[Note], *, reason: str) -> int:
-    count = 0
-    for note in notes:
-        if note.status != NoteStatus.ARCHIVED:
-            do_archive_note(note, reason=reason)
-            count += 1
-    return count
-
-
 # -- chunks and embeddings (brain.embedding_sync decides what is due; these write it) -------
 
 

@@ -96,12 +96,6 @@ class NoteQuerySet(models.QuerySet):
     def searchable(self):
         return self.exclude(status=NoteStatus.ARCHIVED)
 
-    def in_wing(self, wing: str):
-        return self.filter(wing=wing)
-
-    def in_hall(self, hall: str):
-        return self.filter(hall=hall)
-
     def with_tags(self, tags):
         """Notes whose frontmatter `tags` holds every one of `tags` (a YAML list, or one tag as a string)."""
         queryset = self

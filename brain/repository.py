@@ -131,11 +131,6 @@ class Repository:
             hunks.append("\n".join(current))
         return hunks
 
-    def commits_since(self, base: str, head: str) -> list[str]:
-        """Commits after `base` up to `head`, oldest first, first-parent (the branch's own history)."""
-        out = run_git(self.git_dir, "rev-list", "--first-parent", "--reverse", f"{base}..{head}")
-        return out.split()
-
 
 @functools.lru_cache(maxsize=64)
 def _files(git_dir: str, commit: str) -> frozenset[str]:

@@ -35,7 +35,7 @@ from brain.limits import MAX_SESSION_ID_LENGTH, MAX_TITLE_LENGTH
 from brain.models import Note, NoteRevision, NoteStatus, Project
 from brain.presenters import render_note_body
 from brain.search import SearchInputError, search
-from hyperguild.lib.diff import html_diff
+from hyperguild.lib.diffs import html_diff
 from hyperguild.ui import paginate, role_action, role_page, staff_action
 
 HISTORY_LIMIT = 50

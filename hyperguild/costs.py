@@ -54,8 +54,11 @@ def grouped(calls: QuerySet[ModelCall], field: str) -> list[dict[str, Any]]:
     return list(calls.values(field).annotate(**_figures()).order_by("-cost", "-calls", field))
 
 
-def costs_report(now: datetime | None = None, days: int = COSTS_DAYS) -> dict[str, Any]:
-    """The Costs page's tables over the last `days` UTC days (today included)."""
+def costs_report(now: datetime | None = None, days: int = COSTS_DAYS, *, only_person: User | None = None) -> dict[str, Any]:
+    """The Costs page's tables over the last `days` UTC days (today included).
+
+    With `only_person`, the rows that name people (by person, top sessions) are that person's alone (and the
+    service parts'); the totals per day, skill, model and project stay the team's, which name nobody."""
     now = now or budgets.now()
     start = budgets.period_bounds("day", now)[0] - timedelta(days=days - 1)
     calls = ModelCall.objects.filter(created_at__gte=start)
@@ -63,11 +66,12 @@ def costs_report(now: datetime | None = None, days: int = COSTS_DAYS) -> dict[st
         calls.annotate(day=TruncDay("created_at", tzinfo=UTC)).values("day").annotate(**_figures()).order_by("-day")
     )
     # A person's calls are theirs whichever endpoint made them; a call with no person is its service part's.
+    personal = calls if only_person is None else calls.filter(requested_by=only_person)
     # Typed as plain rows: the stubs cannot see the annotations that **_figures() adds.
-    people: QuerySet[ModelCall, Mapping[str, Any]] = calls.filter(requested_by__isnull=False).values("requested_by__username").annotate(**_figures())
+    people: QuerySet[ModelCall, Mapping[str, Any]] = personal.filter(requested_by__isnull=False).values("requested_by__username").annotate(**_figures())
     services: QuerySet[ModelCall, Mapping[str, Any]] = calls.filter(requested_by__isnull=True).values("service").annotate(**_figures())
     by_person = sorted([*people, *services], key=lambda row: (-row["cost"], -row["calls"]))
-    sessions = calls.exclude(session_id="").values("session_id").annotate(**_figures())
+    sessions = personal.exclude(session_id="").values("session_id").annotate(**_figures())
     return {
         "since": start,
         "total": spend_of(calls),

@@ -261,6 +261,12 @@ HYPERGUILD_METRICS_TOKEN = env_str("HYPERGUILD_METRICS_TOKEN", "")
 # OpenTelemetry traces go over OTLP/HTTP to this collector (e.g. http://127.0.0.1:4318); empty: tracing off.
 OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "hyperguild")
+# Requests that arrive without a caller's trace: the share traced (a caller's sampled `traceparent` is always
+# continued). 0.1 keeps tracing's cost within a few per cent (bench/RESULTS.md); 1 traces every request.
+# OTEL_TRACES_SAMPLER, when set, replaces this rule with the SDK's own.
+HYPERGUILD_TRACE_SAMPLE = env_float("HYPERGUILD_TRACE_SAMPLE", 0.1, minimum=0.0, maximum=1.0)
+# A span per database query under traced requests (psycopg); 0 leaves them out.
+HYPERGUILD_TRACE_DATABASE = env_bool("HYPERGUILD_TRACE_DATABASE", True)
 
 # --- Training data -----------------------------------------------------------
 TRAINER_SECRET_PATTERNS_FILE = env_str("TRAINER_SECRET_PATTERNS_FILE", "")

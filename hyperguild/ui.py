@@ -94,19 +94,6 @@ def staff_action(view: Callable) -> Callable:
     return wrapped
 
 
-def staff_page(view: Callable) -> Callable:
-    """A page for staff only: sign-in, then staff (403)."""
-
-    @login_required
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not request.user.is_staff:
-            raise PermissionDenied("this page needs a staff account")
-        return view(request, *args, **kwargs)
-
-    return wrapped
-
-
 def paginate(
     request: HttpRequest,
     queryset: Any,  # whatever Django's Paginator pages: a QuerySet, a list, or an object with count() and slices
@@ -131,6 +118,9 @@ def costs(request: AuthenticatedHttpRequest) -> HttpResponse:
     """What model calls cost over the last 30 UTC days: per day, person, skill, model, project; top sessions."""
     from hyperguild.costs import COSTS_DAYS, budget_warnings, costs_report
 
+    # Other people's spend is for operators (and staff), who hold the permission that reads /metrics.
+    everyone = may(request.user, "hyperguild.view_metrics")
     return render(request, "hyperguild/costs.html", {
-        **costs_report(), "days": COSTS_DAYS, "warnings": budget_warnings(request.user),
+        **costs_report(only_person=None if everyone else request.user), "days": COSTS_DAYS,
+        "warnings": budget_warnings(request.user), "everyone": everyone,
     })  # fmt: skip

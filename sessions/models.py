@@ -144,9 +144,6 @@ class TrainingExampleQuerySet(models.QuerySet):
     def approved(self) -> TrainingExampleQuerySet:
         return self.filter(status=TrainingExample.Status.APPROVED)
 
-    def of_kind(self, kind: str) -> TrainingExampleQuerySet:
-        return self.filter(kind=kind)
-
 
 class TrainingExample(models.Model):
     """An SFT or DPO candidate, in chat-message form, with where it came from.

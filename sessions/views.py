@@ -25,8 +25,7 @@ from django.utils import timezone
 
 from brain.models import Note
 from hyperguild.costs import spend_of
-from hyperguild.lib.diff import html_diff
-from hyperguild.lib.diffs import diff_block
+from hyperguild.lib.diffs import diff_block, html_diff
 from hyperguild.lib.typed import JSON, AuthenticatedHttpRequest
 from hyperguild.models import ModelCall
 from hyperguild.ui import paginate, role_action, role_page

@@ -253,9 +253,6 @@ class PathwayQuerySet(models.QuerySet):
     def for_skill(self, skill: str) -> PathwayQuerySet:
         return self.filter(skill=skill)
 
-    def in_area(self, skill: str, area: str) -> PathwayQuerySet:
-        return self.filter(skill=skill, area=area)
-
     def deciding(self) -> PathwayQuerySet:
         """Pathways past probation whose recommended model the router uses."""
         return self.filter(state=Pathway.State.PROMOTED).exclude(recommended_model="")

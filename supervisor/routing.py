@@ -100,10 +100,6 @@ class Decision:
     samples: int
     fast_probability: float | None  # None for override / floor / ceil
 
-    @property
-    def is_fast(self) -> bool:
-        return self.model == settings.HYPERGUILD_FAST_MODEL
-
 
 @dataclass
 class Attempt:
@@ -174,10 +170,6 @@ def pass_rate(skill: str) -> PassRate:
     fresh = compute_pass_rate(skill)
     cache.set(key, (fresh.rate, fresh.samples), ttl)
     return fresh
-
-
-def forget_pass_rate(skill: str) -> None:
-    cache.delete(CACHE_KEY.format(skill=skill))
 
 
 # --- the decision --------------------------------------------------------------

@@ -27,10 +27,6 @@ class QueryScores:
     total_weight: float
     counts: list[np.ndarray] | None = None  # with weights: how many distinct query terms each document holds
 
-    @property
-    def distinct_terms(self) -> int:
-        return len(set(self.tokens))
-
 
 class Snapshot:
     """An immutable view of the live corpus: segments, tombstones and the corpus statistics.

@@ -70,11 +70,6 @@ def alias_notices() -> list[str]:
     return [_alias_notices[name] for name in sorted(_alias_notices)]
 
 
-def go_names_in_environment(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The Go hyperguild variable names that are set."""
-    return sorted(alias for aliases in GO_ALIASES.values() for alias in aliases if _set(alias, environ) is not None)
-
-
 def go_hybrid_rule(environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
     """The Go rule for hybrid search: (embedder to use, problem).
 
