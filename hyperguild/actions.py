@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -19,6 +21,9 @@ from hyperguild.contributions import schedules
 from hyperguild.errors import DomainError
 from hyperguild.models import CredentialUse, McpCancellation, McpTask, ModelCall, PersonalToken, WorkerHeartbeat
 from hyperguild.permissions import role_scopes
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 HEARTBEAT_NAME = "qcluster"
 
@@ -57,7 +62,7 @@ def do_ensure_schedules() -> list[str]:
 
 
 @transaction.atomic
-def do_ensure_admin_account(username: str, password: str = "") -> tuple[object | None, str | None]:
+def do_ensure_admin_account(username: str, password: str = "") -> tuple[User | None, str | None]:
     """Create a superuser if there is none.
 
     Returns (user, generated_password): the password is returned only when
@@ -164,7 +169,7 @@ class IssuedToken:
     secret: str
 
 
-def do_create_personal_token(user, *, name: str, scopes: list[str], expires_days: int | None = None) -> IssuedToken:
+def do_create_personal_token(user: User, *, name: str, scopes: list[str], expires_days: int | None = None) -> IssuedToken:
     """Make a personal token for `user`; TokenRequestError, with nothing written, on bad input."""
     name = (name or "").strip()
     if not name or len(name) > 100:
@@ -235,7 +240,7 @@ def do_admit_client_registration(address: str | None) -> bool:
     return True
 
 
-def do_record_redeemed_code(code: str, client_id: str, *, access_token_checksum: str, token_family) -> None:
+def do_record_redeemed_code(code: str, client_id: str, *, access_token_checksum: str, token_family: uuid.UUID | None) -> None:
     """Remember that `code` was exchanged, and for which tokens (only the code's SHA-256 is kept)."""
     from hyperguild.models import RedeemedAuthorizationCode
 
@@ -270,7 +275,7 @@ def do_revoke_tokens_of_replayed_code(code: str, client_id: str) -> int:
     return 1 + deleted
 
 
-def do_record_model_call(**values) -> ModelCall:
+def do_record_model_call(**values: Any) -> ModelCall:
     """Store one model call (hyperguild.lib.model_calls.record_model_call redacts and caps first).
 
     Not atomic of its own: inside a caller's transaction the record shares its fate, outside it is

@@ -1,4 +1,5 @@
 import logging
+from typing import Any
 
 from django.apps import AppConfig
 
@@ -46,7 +47,7 @@ class HyperguildConfig(AppConfig):
         pre_save.connect(drop_public_client_secret, sender=Application, dispatch_uid="hyperguild-public-client-secret")
 
 
-def install_schedules(sender, using: str = "default", **kwargs) -> None:
+def install_schedules(sender: object, using: str = "default", **kwargs: Any) -> None:
     from hyperguild.actions import do_ensure_schedules
 
     if using == "default":

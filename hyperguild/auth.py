@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -32,6 +32,9 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from hyperguild.mcp.registry import Endpoint, all_endpoints
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 logger = logging.getLogger("hyperguild.auth")
 
@@ -199,6 +202,7 @@ def authenticate_bearer(
         raise BearerRefused(401, "The Authorization header must be 'Bearer <token>'.", error="invalid_request",
                             resource_metadata=metadata)  # fmt: skip
 
+    identity: Identity | None
     for candidate in endpoints:
         expected = candidate.token()
         # Constant-time comparison: the token must not leak through timing.
@@ -270,7 +274,7 @@ def _oauth_identity(value: str, request: HttpRequest, endpoints: list[Endpoint])
                     extra={"access_token_id": token.pk, "granted_scopes": tuple(granted)})  # fmt: skip
 
 
-def effective_scopes(user, granted: Collection[str]) -> frozenset[str]:
+def effective_scopes(user: User, granted: Collection[str]) -> frozenset[str]:
     """What a person's credential may use now: the scopes it was granted ∩ those their role allows today."""
     from hyperguild.permissions import role_scopes
 

@@ -192,7 +192,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 class MetricsMiddleware:
     """Counts every request by its URL pattern (never the raw path: slugs and ids would explode the labels)."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         if not settings.HYPERGUILD_METRICS:
             raise MiddlewareNotUsed
         self.get_response = get_response

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from brain.folder import FolderError, import_folder
+from brain.folder import FolderError, ProgressWrapper, import_folder
 from brain.models import AreaDescription
 from hyperguild.lib.env import GO_ALIASES, go_hybrid_rule
 from sessions.folder import import_sessions_dir
@@ -95,7 +95,8 @@ def _absolute(value: str, base: Path) -> str:
 
 
 def migrate_from_go(
-    directory: Path, *, env_file: Path | None = None, models_file: Path | None = None, progress=None
+    directory: Path, *, env_file: Path | None = None, models_file: Path | None = None,
+    progress: ProgressWrapper | None = None,
 ) -> GoMigrationReport:
     directory = Path(directory)
     if not directory.is_dir():
@@ -120,9 +121,12 @@ def migrate_from_go(
 # -- the folder ------------------------------------------------------------------------------
 
 
-def _import_brain(directory: Path, go_env: dict, env_file: Path | None, report: GoMigrationReport, progress) -> None:
+def _import_brain(
+    directory: Path, go_env: dict[str, str], env_file: Path | None, report: GoMigrationReport,
+    progress: ProgressWrapper | None,
+) -> None:
     try:
-        summary = import_folder(directory, **({"progress": progress} if progress else {}))
+        summary = import_folder(directory, progress=progress) if progress else import_folder(directory)
     except FolderError as exc:
         raise GoMigrationError(str(exc)) from exc
     report.changes += summary.added + summary.updated

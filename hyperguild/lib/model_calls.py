@@ -19,10 +19,13 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hyperguild.lib.pricing import cost_of
 from hyperguild.lib.redaction import redact_fields
+
+if TYPE_CHECKING:
+    from hyperguild.models import ModelCall
 
 # What a record keeps of the request and of the raw response, in characters (hyperguild.models.ModelCall.BODY_CAP).
 TRUNCATION_MARK = "\n…[cut: {dropped} more characters]"
@@ -104,7 +107,7 @@ def record_model_call(
     input_tokens: int | None = None,
     output_tokens: int | None = None,
     reported_cost_usd: float | None = None,
-):
+) -> ModelCall:
     """Redact, cap and store one call; returns the ModelCall. Who/skill/session/project: the current context."""
     from hyperguild.actions import do_record_model_call
     from hyperguild.models import ModelCall

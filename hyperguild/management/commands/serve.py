@@ -25,11 +25,13 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import httpx
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
@@ -120,7 +122,7 @@ def masked(token: str) -> str:
 class Command(BaseCommand):
     help = "Set up the database and run the web server and the task worker until Ctrl-C."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=settings.HYPERGUILD_HOST, help="address to bind (default: %(default)s)")
         parser.add_argument("--port", type=int, default=settings.HYPERGUILD_PORT, help="port (default: %(default)s)")
         parser.add_argument("--no-worker", action="store_true", help="do not start the django-q2 cluster")
@@ -135,7 +137,7 @@ class Command(BaseCommand):
             help="web server processes (default: HYPERGUILD_WEB_WORKERS = %(default)s)",
         )  # fmt: skip
 
-    def execute(self, *args, **options):
+    def execute(self, *args: Any, **options: Any) -> str | None:
         """Run the system checks and `handle`; a start that fails stops the database it started (no process left)."""
         try:
             return super().execute(*args, **options)
@@ -151,7 +153,7 @@ class Command(BaseCommand):
         return not os.environ.get("DATABASE_URL") and os.environ.get("HYPERGUILD_DB_STARTED_HERE") == "1"
 
     def handle(
-        self, *args, host: str, port: int, no_worker: bool, web_workers: int = 1, server: str = "", **options
+        self, *args: Any, host: str, port: int, no_worker: bool, web_workers: int = 1, server: str = "", **options: Any
     ) -> None:
         server = server or settings.HYPERGUILD_SERVER
         problem = public_bind_problem(host)
@@ -220,7 +222,7 @@ class Command(BaseCommand):
 
         stopping = False
 
-        def stop(signum, frame) -> None:
+        def stop(signum: int, frame: FrameType | None) -> None:
             nonlocal stopping
             stopping = True
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from sessions.folder import export_sessions_dir
 from sessions.models import AgentSession
@@ -13,11 +14,11 @@ from sessions.models import AgentSession
 class Command(BaseCommand):
     help = "Export session logs as <session_id>.jsonl files (imported sessions come out byte for byte)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("directory", type=Path, help="Folder to write (created if missing).")
         parser.add_argument("--session", action="append", dest="sessions", help="Only this session id (repeatable).")
 
-    def handle(self, *args, directory: Path, sessions: list[str] | None = None, **options) -> None:
+    def handle(self, *args: Any, directory: Path, sessions: list[str] | None = None, **options: Any) -> None:
         summary = self.export_dir(directory, sessions, show_progress=options["verbosity"] > 0)
         self.stdout.write(
             self.style.SUCCESS(
