@@ -30,8 +30,11 @@ from django.db import DatabaseError
 from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
+from oauth2_provider.models import AccessToken
 
 from hyperguild.mcp.registry import Endpoint, all_endpoints
+from hyperguild.models import CredentialUse, PersonalToken
+from hyperguild.permissions import all_rights, role_scopes
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -105,7 +108,6 @@ def known_scopes() -> dict[str, str]:
         for tool in endpoint.tools.values():
             if tool.scope:
                 described.setdefault(tool.scope, []).append(tool.name)
-    from hyperguild.permissions import all_rights
 
     # A scope no tool needs (sessions:read: a REST route) is described by its right.
     rights = {right.name: right.description for right in all_rights()}
@@ -243,8 +245,6 @@ def _service_scopes(endpoints: list[Endpoint]) -> frozenset[str]:
 
 
 def _personal_identity(value: str) -> Identity | None:
-    from hyperguild.models import PersonalToken
-
     token = PersonalToken.objects.usable().select_related("user").filter(token_hash=token_digest(value)).first()
     if token is None or not token.user.is_active:
         return None
@@ -254,8 +254,6 @@ def _personal_identity(value: str) -> Identity | None:
 
 
 def _oauth_identity(value: str, request: HttpRequest, endpoints: list[Endpoint]) -> Identity | None:
-    from oauth2_provider.models import AccessToken
-
     token = (
         AccessToken.objects.select_related("application", "user")
         .filter(token_checksum=token_digest(value))
@@ -276,8 +274,6 @@ def _oauth_identity(value: str, request: HttpRequest, endpoints: list[Endpoint])
 
 def effective_scopes(user: User, granted: Collection[str]) -> frozenset[str]:
     """What a person's credential may use now: the scopes it was granted ∩ those their role allows today."""
-    from hyperguild.permissions import role_scopes
-
     return frozenset(role_scopes(user, [scope for scope in granted]))
 
 
@@ -287,8 +283,6 @@ def _client_address(request: HttpRequest) -> str | None:
 
 def _record_use(identity: Identity, request: HttpRequest) -> None:
     """Audit one use; a database hiccup here never turns a good token away."""
-    from hyperguild.models import CredentialUse, PersonalToken
-
     now = timezone.now()
     address = _client_address(request)
     try:

@@ -33,6 +33,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 from django.urls import Resolver404, resolve
+from rest_framework.views import APIView
 
 from hyperguild.errors import error_body
 from hyperguild.lib import admission
@@ -63,7 +64,6 @@ def is_api_request(request: HttpRequest) -> bool:
     except (Resolver404, UnicodeError, ValueError):
         return False
     view_class = getattr(match.func, "cls", None)
-    from rest_framework.views import APIView
 
     return isinstance(view_class, type) and issubclass(view_class, APIView)
 

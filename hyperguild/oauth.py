@@ -40,12 +40,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from oauth2_provider import oauth2_validators, views
 from oauth2_provider.exceptions import FatalClientError, OAuthToolkitError
-from oauth2_provider.models import Application, get_grant_model
+from oauth2_provider.models import Application, get_grant_model, get_refresh_token_model
 from oauth2_provider.scopes import BaseScopes
 from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import OAuthProtectedResourceMetadataView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
+from hyperguild.actions import do_admit_client_registration, do_record_redeemed_code, do_revoke_tokens_of_replayed_code
 from hyperguild.auth import known_scopes, public_url, resource_url, token_digest
 from hyperguild.mcp.registry import Endpoint, all_endpoints, find_endpoint
 
@@ -392,8 +393,6 @@ class RegisterClientView(views.DynamicClientRegistrationView):
     """
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        from hyperguild.actions import do_admit_client_registration
-
         address = request.META.get("REMOTE_ADDR") or None
         refused = _refused_recently(address)
         if not refused and not do_admit_client_registration(address):
@@ -461,7 +460,6 @@ class OAuth2Validator(oauth2_validators.OAuth2Validator):
     ) -> bool:
         if super().validate_code(client_id, code, client, request, *args, **kwargs):
             return True
-        from hyperguild.actions import do_revoke_tokens_of_replayed_code
 
         if client is not None and do_revoke_tokens_of_replayed_code(code, client.client_id):
             logger.warning("OAuth code replayed for client %s: every token issued from it is revoked", client.client_id)
@@ -471,10 +469,6 @@ class OAuth2Validator(oauth2_validators.OAuth2Validator):
         self._match_bound_resource(request)
         saved = super().save_bearer_token(token, request, *args, **kwargs)
         if request.grant_type == "authorization_code" and request.code:
-            from oauth2_provider.models import get_refresh_token_model
-
-            from hyperguild.actions import do_record_redeemed_code
-
             refresh = None
             if token.get("refresh_token"):
                 refresh = get_refresh_token_model().objects.filter(

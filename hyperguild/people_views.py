@@ -45,7 +45,7 @@ class TokenForm(forms.Form):
     def __init__(self, *args: Any, user: User | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Only the scopes the person's role allows now (hyperguild.permissions): a token can hold no more.
-        allowed = set(role_scopes(user))
+        allowed = set(role_scopes(user, list(known_scopes())))
         cast(forms.MultipleChoiceField, self.fields["scopes"]).choices = [
             (scope, f"{scope} — {what}") for scope, what in known_scopes().items() if scope in allowed
         ]

@@ -14,6 +14,7 @@ permissions to them with `grant_permissions`, so the core names no app.
 from __future__ import annotations
 
 from django.apps.registry import Apps
+from django.contrib.auth.management import create_permissions
 
 READER, REVIEWER, CURATOR, OPERATOR = "reader", "reviewer", "curator", "operator"
 ROLES = (READER, REVIEWER, CURATOR, OPERATOR)
@@ -25,8 +26,6 @@ def grant_permissions(apps: Apps, app_label: str, grants: dict[str, list[str]]) 
     Permissions are normally made after migrating (post_migrate); they are made here first so a
     fresh database gets its roles in the same `migrate`.
     """
-    from django.contrib.auth.management import create_permissions
-
     app_config = apps.get_app_config(app_label)
     if not getattr(app_config, "models_module", None):
         # A migration's app registry has no models module: create_permissions would skip it; it only tests truth.

@@ -23,6 +23,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonR
 from django.shortcuts import render
 
 from hyperguild.contributions import home_counts
+from hyperguild.costs import COSTS_DAYS, budget_warnings, costs_report
 from hyperguild.errors import error_body
 from hyperguild.lib.typed import AuthenticatedHttpRequest
 from hyperguild.permissions import Right, role_allows
@@ -116,8 +117,6 @@ def home(request: HttpRequest) -> HttpResponse:
 @login_required
 def costs(request: AuthenticatedHttpRequest) -> HttpResponse:
     """What model calls cost over the last 30 UTC days: per day, person, skill, model, project; top sessions."""
-    from hyperguild.costs import COSTS_DAYS, budget_warnings, costs_report
-
     # Other people's spend is for operators (and staff), who hold the permission that reads /metrics.
     everyone = may(request.user, "hyperguild.view_metrics")
     return render(request, "hyperguild/costs.html", {

@@ -18,6 +18,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
 from django.conf import settings
 
 from brain.folder import FolderError, ProgressWrapper, import_folder
@@ -227,8 +228,6 @@ def _map_models(models_file: Path | None, go_env: dict, report: GoMigrationRepor
         return
     try:
         table = load_table(models_file)
-        import yaml
-
         raw_skills = (yaml.safe_load(models_file.read_text(encoding="utf-8")) or {}).get("skills") or {}
     except (ModelTableError, OSError) as exc:
         report.cannot_use.append(f"{models_file}: {exc}")

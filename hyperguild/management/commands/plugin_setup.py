@@ -15,9 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AnonymousUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from hyperguild.mcp.registry import Endpoint, all_endpoints
+from hyperguild.permissions import role_scopes
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, User
@@ -76,10 +79,6 @@ PLUGIN_SCOPES = ("brain:read", "brain:write", "sessions:write", "supervisor:run"
 
 def plugin_scopes(user: User | AnonymousUser | None = None) -> list[str]:
     """The plugin's scopes a person's role allows now (hyperguild.permissions); without a person, those every account may hold."""
-    from django.contrib.auth.models import AnonymousUser
-
-    from hyperguild.permissions import role_scopes
-
     if user is None:
         # Every active account's: a person with a role adds theirs (docs/people.md).
         user = AnonymousUser()
@@ -156,8 +155,6 @@ class Command(BaseCommand):
     def handle(self, *args: Any, url: str, user: str = "", **options: Any) -> None:
         person = None
         if user:
-            from django.contrib.auth import get_user_model
-
             person = get_user_model().objects.filter(username=user).first()
             if person is None:
                 raise CommandError(f"No account called {user!r}; create it in the admin first.")
