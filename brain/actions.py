@@ -31,14 +31,13 @@ from brain import truth
 from brain.chunking import chunk_note
 from brain.errors import BrainInputError, NoteConflict
 from brain.hooks import session_project
-from brain.indexing import note_changed, notes_changed_in_bulk
+from brain.indexing import bump_brain_version, note_changed, notes_changed_in_bulk
 from brain.limits import MAX_TITLE_LENGTH
 from brain.models import (
     NOTE_SOURCE_HASH,
     Anchor,
     AnchorState,
     AreaDescription,
-    BrainVersion,
     Embedding,
     MirrorFile,
     Note,
@@ -274,7 +273,7 @@ def _after_write(note: Note, *, corpus_changed: bool = True, links_changed: bool
     else:
         _store_verdict(note)
     if corpus_changed:
-        BrainVersion.bump([note.id])
+        bump_brain_version([note.id])
     note_id = note.id
 
     def notify() -> None:
@@ -926,7 +925,7 @@ def do_import_new_note_files(files: Iterable[dict], *, source: str = "import") -
             raise SlugsTakenMeanwhile() from None
         _link_new_notes(notes)
         _anchor_new_notes(notes)
-        BrainVersion.bump([note.id for note in notes])
+        bump_brain_version([note.id for note in notes])
         for note in notes:
             transaction.on_commit(functools.partial(note_changed, note.id))
     return results

@@ -21,12 +21,11 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, OuterRef
-
-from brain import vectors
+from brain import backlog, vectors
 from brain.actions import do_drop_archived_chunks, do_rechunk_note, do_store_embeddings
+from brain.backlog import missing_chunks, stale_notes
 from brain.chunking import embed_text
-from brain.models import NOTE_SOURCE_HASH, Embedding, Note, NoteChunk, NoteStatus
+from brain.models import Embedding, Note, NoteChunk
 from hyperguild.lib.embedders import BaseEmbedder, EmbedderError
 
 logger = logging.getLogger(__name__)
@@ -69,16 +68,8 @@ def sync_embeddings(
     result.deleted += do_drop_archived_chunks(notes, using=using)
     _rechunk_changed(notes, result, using)
     _embed_missing(embedder, notes, result, using, progress)
-    from brain import backlog  # late: backlog reads this module
-
     backlog.forget()
     return result
-
-
-def stale_notes(notes):
-    """Searchable notes with no chunk carrying their current title/body hash."""
-    current = NoteChunk.objects.filter(note=OuterRef("pk"), source_hash=OuterRef("text_md5"))
-    return notes.exclude(status=NoteStatus.ARCHIVED).annotate(text_md5=NOTE_SOURCE_HASH).filter(~Exists(current))
 
 
 def _rechunk_changed(notes, result: SyncResult, using: str) -> None:
@@ -95,18 +86,6 @@ def _rechunk_changed(notes, result: SyncResult, using: str) -> None:
         for note_id in batch:
             result.deleted += do_rechunk_note(note_id, using=using)
             result.rechunked += 1
-
-
-def missing_chunks(embedder: BaseEmbedder, notes, using: str = "default"):
-    current = Embedding.objects.using(using).filter(
-        chunk=OuterRef("pk"), model=embedder.key, content_hash=OuterRef("content_hash")
-    )
-    return (
-        NoteChunk.objects.using(using)
-        .filter(note__in=notes.exclude(status=NoteStatus.ARCHIVED))
-        .filter(~Exists(current))
-        .order_by("id")
-    )
 
 
 def _embed_missing(embedder, notes, result: SyncResult, using: str, progress) -> None:

@@ -18,7 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from brain.chunking import chunk_note
+from brain.indexing import bump_brain_version
 from brain.limits import MAX_TITLE_LENGTH
+from brain.models import Note, NoteStatus
 from hyperguild.lib.embedders import BaseEmbedder
 
 HASH_BYTES = 32
@@ -85,8 +88,6 @@ def sample_order(dataset: BeirDataset) -> list[dict]:
 
 def document_chunks(doc: dict) -> list[str]:
     """The texts the embedder reads for one dataset document, exactly as brain_eval imports it."""
-    from brain.chunking import chunk_note
-
     title = (doc.get("title") or "").strip()[:MAX_TITLE_LENGTH]
     return [chunk.embed_text for chunk in chunk_note(title, doc.get("text") or "")]
 
@@ -257,8 +258,6 @@ class SyntheticCorpus:
 
 def store_synthetic_notes(corpus: SyntheticCorpus, count: int, *, progress=None) -> None:
     """`count` wiki notes straight through bulk_create (scratch databases only), logged as one bulk change."""
-    from brain.models import BrainVersion, Note, NoteStatus
-
     batch = []
     for i in range(count):
         title, body, wing, hall = corpus.note()
@@ -273,4 +272,4 @@ def store_synthetic_notes(corpus: SyntheticCorpus, count: int, *, progress=None)
             if progress:
                 progress(i + 1)
     Note.objects.bulk_create(batch)
-    BrainVersion.bump()
+    bump_brain_version()

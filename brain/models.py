@@ -5,18 +5,18 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
 from django.contrib.postgres.indexes import OpClass
-from django.db import connection, models, transaction
+from django.db import models
 from django.db.models import F, Q, TextField, Value
 from django.db.models.functions import MD5, Concat, Reverse
 from django.utils import timezone
 from pgvector.django import VectorField
 
 from brain.limits import MAX_PLACE_LENGTH, MAX_SESSION_ID_LENGTH, MAX_SLUG_LENGTH, MAX_TITLE_LENGTH
+from brain.projects import project_for_cwd
 from hyperguild.lib.redaction import redaction_summary
 
 
@@ -39,9 +39,7 @@ class ProjectQuerySet(models.QuerySet):
     def for_cwd(self, cwd: str) -> Project | None:
         """The project a folder belongs to: the longest folder entry (an absolute path) the cwd is in, else
         the one whose repository (a local path) holds it, else one that names the cwd's folder name."""
-        from brain.projects import project_for_cwd  # the matching rule lives with the rest of project logic
-
-        return project_for_cwd(self, cwd)
+        return project_for_cwd(self, cwd)  # the matching rule lives with the rest of project logic
 
 
 class Project(models.Model):
@@ -409,37 +407,13 @@ class BrainVersion(models.Model):
 
     Search indexes in memory compare their version with this one and apply
     the changes logged in `NoteChange` since; every process sees the same
-    number. `corpus_id` is new whenever the row is (a new or emptied
+    number. Writers move it with `brain.indexing.bump_brain_version`. `corpus_id` is new whenever the row is (a new or emptied
     database), so an index never mistakes another corpus for its own.
     """
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     version = models.BigIntegerField(default=0)
     corpus_id = models.UUIDField(default=uuid.uuid4)
-
-    @classmethod
-    def bump(cls, note_ids: Iterable[int] | None = None) -> int:
-        """Move the version and log which notes changed (None: the whole corpus, e.g. a bulk load).
-
-        Call it inside the writer's transaction: the version row stays locked
-        until commit, so versions become visible in the order they were given
-        and an index that has seen version v has seen every change up to v.
-        """
-        with connection.cursor() as cursor:
-            # One statement, safe when the row does not exist yet (a new or flushed database).
-            cursor.execute(
-                "INSERT INTO brain_brainversion (id, version, corpus_id) VALUES (1, 1, gen_random_uuid()) "
-                "ON CONFLICT (id) DO UPDATE SET version = brain_brainversion.version + 1 RETURNING version"
-            )
-            version = cursor.fetchone()[0]
-        ids = [None] if note_ids is None else sorted(set(note_ids))
-        NoteChange.objects.bulk_create([NoteChange(version=version, note_id=note_id) for note_id in ids])
-
-        from brain import bm25  # imported here: bm25 imports this module
-
-        bm25.note_local_write()
-        transaction.on_commit(bm25.note_local_write)  # and again once others can see it
-        return version
 
     @classmethod
     def current(cls) -> int:

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db.models import F
 
 from brain import vectors
+from brain.actions import do_store_similar_notes
 from brain.models import Embedding, Note, NoteStatus, SimilarNotes
 from brain.search import SearchInputError, rank_notes
 from hyperguild.lib.diffs import similarity
@@ -116,8 +117,6 @@ def _items(row: SimilarNotes) -> list[Similar]:
 
 def refresh(note: Note) -> list[Similar]:
     """Rank now and store the result for the note's current text."""
-    from brain.actions import do_store_similar_notes
-
     found = find_similar(note)
     do_store_similar_notes(note, found)
     return found

@@ -26,6 +26,8 @@ from django.conf import settings
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 
+from hyperguild.lib.typed import JSON
+
 logger = logging.getLogger(__name__)
 TRACER_NAME = "hyperguild"
 F = TypeVar("F", bound=Callable[..., Any])
@@ -139,12 +141,14 @@ def traced(name: str) -> Callable[[F], F]:
 
 
 @contextmanager
-def mcp_span(endpoint: str, message: dict, *, person_id: int | None, revision: str | None) -> Iterator[trace.Span]:
+def mcp_span(endpoint: str, message: JSON, *, person_id: int | None, revision: str | None) -> Iterator[trace.Span]:
     """The span of one MCP message. `params._meta.traceparent` continues the caller's trace."""
     method = message.get("method") or ""
-    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    params = message.get("params")
+    params = params if isinstance(params, dict) else {}
     tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
-    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    meta = params.get("_meta")
+    meta = meta if isinstance(meta, dict) else {}
     carrier = {k: v for k, v in meta.items() if k in ("traceparent", "tracestate") and isinstance(v, str)}
     token = None
     if carrier:

@@ -6,6 +6,8 @@ whichever door it came through; the MCP tool declares the same schema with the s
 
 from __future__ import annotations
 
+from typing import Any
+
 # A session id becomes a file name on export (`sessions/<id>.jsonl`): keep it path-safe.
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$"
 SESSION_ID_RULE = "Use letters, digits, '_', '.', '-' (at most 200 characters)."
@@ -19,7 +21,7 @@ SESSION_ID_SCHEMA = {
     "description": "The session's id (letters, digits, '_', '.', '-'; at most 200 characters).",
 }
 # The fields of one entry (the session id travels apart: an argument on MCP, the URL on REST).
-ENTRY_FIELDS_SCHEMA = {
+ENTRY_FIELDS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["kind"],

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+
+from django.contrib.auth.models import User
 
 from hyperguild.errors import DomainError
 from hyperguild.lib.model_calls import model_call_context
+from hyperguild.lib.typed import JSON
 from hyperguild.models import ModelCall
 from sessions.retrospective import SessionNotFound, run_retrospective
 from supervisor.models import RoutingEntry
@@ -21,7 +25,7 @@ from supervisor.routing_service import routed_result, routing_client
 from supervisor.skills import Verdict
 
 
-def routed_retrospective_result(arguments: dict, requested_by=None) -> dict:
+def routed_retrospective_result(arguments: JSON, requested_by: User | None = None) -> JSON:
     """A retrospective of `arguments["session_id"]` written by the routed model."""
     return routed_session_skill(
         "retrospective",
@@ -34,8 +38,14 @@ def routed_retrospective_result(arguments: dict, requested_by=None) -> dict:
 
 
 def routed_session_skill(
-    skill: str, arguments: dict, run_with_model, judge, list_key: str, *, requested_by=None
-) -> dict:
+    skill: str,
+    arguments: JSON,
+    run_with_model: Callable[[str, str], JSON],
+    judge: Callable[[JSON], str | None],
+    list_key: str,
+    *,
+    requested_by: User | None = None,
+) -> JSON:
     """Route a sessions-app skill: `run_with_model(session_id, model)` does the work with the given model,
     `judge(outcome)` returns None if it passed or why it did not."""
     started = time.monotonic()

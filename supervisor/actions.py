@@ -9,8 +9,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from hyperguild.lib.redaction import redact_fields
-from supervisor.executor import cap
 from supervisor.models import Pathway, RoutingEntry, SkillRun
+from supervisor.output import cap
 from supervisor.skills import build_result
 
 if TYPE_CHECKING:

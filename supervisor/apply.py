@@ -401,9 +401,7 @@ def run_apply(ctx) -> dict:
     max_lines = args.get("max_patch_lines", settings.SUPERVISOR_MAX_PATCH_LINES)
     commit = source.result["reviewed_commit"]
     branch = branch_name(source.pk)
-    from supervisor.tools import run_budget_seconds  # the tools module registers the endpoint: imported late
-
-    deadline = time.monotonic() + run_budget_seconds() - settings.SUPERVISOR_TEST_TIMEOUT * 2 - 30
+    deadline = time.monotonic() + executor.run_budget_seconds() - settings.SUPERVISOR_TEST_TIMEOUT * 2 - 30
     remove_stale_worktrees(root)
     entries: list[dict] = []
     findings = list((source.result or {}).get("findings") or [])

@@ -50,6 +50,9 @@ from django.db import connection
 from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
 from hyperguild.lib.text import excerpt
 from hyperguild.mcp.registry import token_settings
+from supervisor.actions import do_record_run_ownership
+from supervisor.models import SkillRun
+from supervisor.output import cap
 
 KILL_GRACE = 5.0
 POLL_INTERVAL = 0.1
@@ -142,15 +145,11 @@ class WorkerResult:
     argv: list[str] = field(default_factory=list)
 
 
-def cap(text: str, limit: int | None = None) -> str:
-    """Keep the head and the tail of long output (the tail is where errors are)."""
-    limit = limit or settings.SUPERVISOR_OUTPUT_CAP
-    if len(text) <= limit:
-        return text
-    marker = f"\n…[{len(text) - limit} characters cut]…\n"
-    head = limit // 4
-    tail = limit - head - len(marker)
-    return text[:head] + marker + text[-tail:]
+def run_budget_seconds() -> float:
+    """The longest a skill run can legitimately take, from the settings in force: the wait for a worker
+    slot, then every attempt at its worker and test timeouts with the kill grace of each."""
+    per_attempt = settings.SUPERVISOR_TIMEOUT + settings.SUPERVISOR_TEST_TIMEOUT + 2 * KILL_GRACE
+    return settings.SUPERVISOR_QUEUE_WAIT + settings.SUPERVISOR_MAX_ATTEMPTS * per_attempt + 30
 
 
 def _matches(name: str, patterns) -> bool:
@@ -247,8 +246,6 @@ def worker_slot(on_wait: Callable[[float], None] | None = None) -> Iterator[int]
 
 def _slots_held_by_runs(run_id: int | None) -> set[int]:
     """Slots recorded on running runs other than this one (a dead owner's worker may still run)."""
-    from supervisor.models import SkillRun
-
     held = SkillRun.objects.running().filter(worker_slot__isnull=False).exclude(pk=run_id)
     return set(held.values_list("worker_slot", flat=True))
 
@@ -256,8 +253,6 @@ def _slots_held_by_runs(run_id: int | None) -> set[int]:
 def _record_on_run(run_id: int | None, **fields) -> None:
     if run_id is None:
         return
-    from supervisor.actions import do_record_run_ownership
-
     try:
         do_record_run_ownership(run_id, **fields)
     except Exception:  # noqa: BLE001 - bookkeeping must not turn a finished worker into a crash

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.test.utils import override_settings
 
-from supervisor.models import RoutingEntry
-from supervisor.routing import Attempt, RoutingFailed, route
+from supervisor.models import Pathway, RoutingEntry
+from supervisor.routing import Attempt, PathwayKey, RoutingFailed, route
 
 SIM_PREFIX = "sim:"
 SIM_FAST = "sim-fast"
@@ -375,9 +375,6 @@ class AreaReport:
 
 
 def _run_areas(profiles: list[AreaProfile], calls: int, seed: int, memory: bool, on_progress) -> AreaRun:
-    from supervisor.models import Pathway
-    from supervisor.routing import PathwayKey
-
     outcomes, choices, router_rng = random.Random(seed), random.Random(seed + 1), random.Random(seed + 2)
     run = AreaRun(memory, {p.label: SkillTally() for p in profiles})
     for index in range(calls):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
+from hyperguild.permissions import permission_refusal
 from supervisor.errors import ArgumentRefused
 
 
@@ -49,8 +50,6 @@ COMMAND_ARGUMENTS = ("test_cmd", "lint_cmd", "failing_cmd")
 
 def check_command_right(arguments: dict, identity) -> None:
     """A shell command from the arguments runs as the service's user: only a caller with the right may send one."""
-    from hyperguild.permissions import permission_refusal
-
     given = [name for name in COMMAND_ARGUMENTS if arguments.get(name)]
     if not given or identity is None:
         return

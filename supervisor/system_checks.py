@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.checks import Error, Info, Warning, register
 
+from supervisor.model_table import ModelTableError, is_gateway_model, load_table
+
 
 def routing_problems() -> list[str]:
     """Routing settings that contradict each other (MIN_SAMPLES above WINDOW is allowed: the
@@ -45,8 +47,6 @@ def check_routing_settings(app_configs, **kwargs):
 @register("hyperguild")
 def check_gateway_models(app_configs, **kwargs):
     """provider/name models in the model table run through the LiteLLM gateway, which must be set."""
-    from supervisor.model_table import ModelTableError, is_gateway_model, load_table
-
     if settings.LITELLM_BASE_URL:
         return []
     try:

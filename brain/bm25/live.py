@@ -284,7 +284,7 @@ _local_writes = 0  # bumped by this process's writes: its next search checks the
 
 
 def note_local_write() -> None:
-    """Called by `BrainVersion.bump()` (and again on commit): read-your-writes for this process."""
+    """Called by `brain.indexing.bump_brain_version()` (and again on commit): read-your-writes for this process."""
     global _local_writes
     _local_writes += 1
 

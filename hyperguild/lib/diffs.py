@@ -17,13 +17,23 @@ a diff that names one, or that was cut at the cap, does not apply.
 from __future__ import annotations
 
 import difflib
+import enum
 import re
 from pathlib import Path
+from typing import Any, Final
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-BINARY = object()  # a file whose content is not text: named in the diff, not inlined
+
+class _Binary(enum.Enum):
+    """The type of BINARY: a one-member enum, so a type checker narrows `text is BINARY`."""
+
+    BINARY = "binary"
+
+
+BINARY: Final = _Binary.BINARY  # a file whose content is not text: named in the diff, not inlined
+FileText = str | _Binary  # a file's text, or BINARY
 TRUNCATED_MARKER = "[hyperguild: diff truncated"
 NO_NEWLINE = "\\ No newline at end of file"
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -34,7 +44,7 @@ class PatchFailed(ValueError):
     """The diff does not apply to the files it names (or cannot be applied at all)."""
 
 
-def as_text(data: bytes) -> str | object:
+def as_text(data: bytes) -> FileText:
     """The file's text, or BINARY when it holds a NUL byte or is not UTF-8."""
     if b"\0" in data:
         return BINARY
@@ -44,7 +54,7 @@ def as_text(data: bytes) -> str | object:
         return BINARY
 
 
-def file_diff(path: str, before, after) -> str:
+def file_diff(path: str, before: FileText | None, after: FileText | None) -> str:
     """One file's part of a unified diff; `before`/`after` are text, None (no such file) or BINARY.
 
     Call it for a file whose content changed: two BINARY sides are still named as differing.
@@ -100,14 +110,14 @@ def fenced(diff: str) -> str:
     return "```diff\n" + diff + ("" if diff.endswith("\n") or not diff else "\n") + "```"
 
 
-def _parse(diff: str) -> list[dict]:
+def _parse(diff: str) -> list[dict[str, Any]]:
     """[{old: path|None, new: path|None, hunks: [(old_start, old_len, [lines])]}]."""
     if TRUNCATED_MARKER in diff:
         raise PatchFailed("the diff was truncated at the size cap, so it cannot be applied")
-    files: list[dict] = []
+    files: list[dict[str, Any]] = []
     lines = diff.splitlines(keepends=True)
     i = 0
-    current = None
+    current: dict[str, Any] | None = None
     while i < len(lines):
         line = lines[i]
         if line.startswith("diff --git "):

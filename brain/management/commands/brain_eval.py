@@ -27,10 +27,12 @@ import signal
 import time
 from pathlib import Path
 
+import numpy as np
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, connections
+from django.db.migrations.loader import MigrationLoader
 from tqdm import tqdm
 
 from brain import bm25, floors, vectors
@@ -49,6 +51,7 @@ from brain.evaluation import (
     sampled_corpus,
     store_synthetic_notes,
 )
+from brain.indexing import bump_brain_version
 from brain.models import BrainVersion, Note, NoteStatus
 from brain.search import rank_notes, search
 from hyperguild.lib.embedders import get_embedder
@@ -216,7 +219,7 @@ class Command(BaseCommand):
                 Note.objects.bulk_create(batch)
                 batch = []
         Note.objects.bulk_create(batch)
-        BrainVersion.bump()
+        bump_brain_version()
         return slug_to_doc
 
     def embed_corpus(self, embedder: CachingEmbedder) -> None:
@@ -313,8 +316,6 @@ class Command(BaseCommand):
 
     def calibrate(self, dataset, corpus: list[dict], embedder: CachingEmbedder, negatives: list[str]) -> None:
         """Cosine similarity of judged relevant pairs against random pairs, and the floor they suggest."""
-        import numpy as np
-
         docs = {doc["_id"]: doc for doc in corpus}
         chunk_vectors: dict[str, np.ndarray] = {}
         for doc_id, doc in docs.items():
@@ -468,8 +469,6 @@ class ScratchDatabase:
         return self
 
     def _template(self) -> str:
-        from django.db.migrations.loader import MigrationLoader
-
         migrations = sorted(f"{app}.{name}" for app, name in MigrationLoader(None, ignore_no_migrations=True).disk_migrations)
         key = hashlib.sha256("\n".join(migrations).encode()).hexdigest()[:12]
         name = f"{TEMPLATE_PREFIX}{key}"

@@ -33,6 +33,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
+from django_q.tasks import async_task
 
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
 from hyperguild.checks import public_bind_problem
@@ -227,8 +228,6 @@ class Command(BaseCommand):
         if not no_worker:
             self._step("starting the task worker (django-q2 cluster)…")
             children.append(start_worker())
-            from django_q.tasks import async_task
-
             async_task("hyperguild.tasks.heartbeat")  # healthy as soon as the worker runs, not a minute later
 
         stopping = False
