@@ -5,6 +5,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hyperguild.boot import prepare_process
+from hyperguild.lib.db_pool import keep_pool_checked
 
 WEB_PROCESS = "HYPERGUILD_WEB_PROCESS"
 
@@ -26,6 +27,7 @@ def web_process_environment() -> Iterator[None]:
     os.environ[WEB_PROCESS] = "1"
     try:
         yield
+        keep_pool_checked()  # dead pooled connections are thrown out soon after an outage (hyperguild.lib.db_pool)
     finally:
         if before is None:
             os.environ.pop(WEB_PROCESS, None)

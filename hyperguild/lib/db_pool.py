@@ -14,6 +14,12 @@ attempt and throws out every other pooled connection that died with the server. 
 therefore retried every RECONNECT_SECONDS for as long as the database is down (tests/core/test_pool_reconnects.py);
 a failed attempt on a unix socket or a refused TCP port costs next to nothing.
 
+A request that borrows a pooled connection which died with the server is handed the next one after a pause,
+and psycopg_pool lengthens that pause each time (1 s, 2 s, 4 s…), so a request that met several dead
+connections in a row could run out of time although the database answered again. Each web process therefore
+has the pool check its idle connections every POOL_CHECK_SECONDS (`keep_pool_checked()`, an empty query per
+idle connection, the pool's own `check()`): dead ones are thrown out within that time of an outage.
+
 /health does not borrow through Django: `database_version()` checks out with its own short
 timeout, so a health probe answers within HEALTH_CHECKOUT_SECONDS whatever the pool's state.
 """
@@ -21,12 +27,14 @@ timeout, so a health probe answers within HEALTH_CHECKOUT_SECONDS whatever the p
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from psycopg_pool import ConnectionPool
 
 RECONNECT_SECONDS = 0.5
+POOL_CHECK_SECONDS = 1.0
 HEALTH_CHECKOUT_SECONDS = 2.0
 VECTOR_VERSION_SQL = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 
@@ -44,6 +52,29 @@ def grow_again(pool: ConnectionPool[Any]) -> None:
     that no longer answer, so a request is not handed them one after the other."""
     if not pool.closed:
         pool.check()
+
+
+_checker_started = threading.Event()
+
+
+def keep_pool_checked() -> None:
+    """Start this process's pool checker (once): a daemon thread that has the default database's pool check
+    its idle connections every POOL_CHECK_SECONDS. The web entry points call it (hyperguild.serving)."""
+    if _checker_started.is_set():
+        return
+    _checker_started.set()
+    threading.Thread(target=_check_pool_forever, name="db-pool-checker", daemon=True).start()
+
+
+def _check_pool_forever() -> None:
+    while True:
+        time.sleep(POOL_CHECK_SECONDS)
+        pool = getattr(connections[DEFAULT_DB_ALIAS], "pool", None)
+        if pool is not None:
+            try:
+                grow_again(pool)
+            except Exception:  # noqa: BLE001 - a pool closing under it: the next round looks again
+                continue
 
 
 def pool_options(*, min_size: int, max_size: int, timeout: float) -> dict[str, Any]:
