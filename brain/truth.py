@@ -274,18 +274,3 @@ def verification_of(state: str, commit: str, evidence: list[dict]) -> dict:
             if item.get("anchor")
         ],
     }
-
-
-VERIFICATION_SCHEMA = {
-    "type": "object",
-    "description": "whether what the note cites in its project's code still holds (docs/truth.md)",
-    "properties": {
-        "state": {"type": "string", "enum": ["verified", "stale", "unverified"]},
-        "commit": {"type": ["string", "null"], "description": "the branch head it was checked at"},
-        "label": {"type": "string", "description": "'verified at 1a2b3c4', 'may be outdated: …' or why unverified"},
-        "reason": {"type": ["string", "null"], "description": "why the note is unverified (null otherwise)"},
-        "evidence": {"type": "array", "items": {"type": "object"},
-                     "description": "for a stale note: each anchor that no longer holds, the commit that changed it"},
-    },
-    "required": ["state", "commit", "label", "reason", "evidence"],
-}
