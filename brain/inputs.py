@@ -10,9 +10,10 @@ numbering) are the actions' (`brain.actions`), which every door calls.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
 from django import forms
+from pydantic import Field as Constraints
 from rest_framework import serializers
 
 from brain.limits import (
@@ -21,8 +22,21 @@ from brain.limits import (
     MAX_SESSION_ID_LENGTH,
     MAX_SLUG_LENGTH,
     MAX_TAG_LENGTH,
+    MAX_TAGS,
     MAX_TITLE_LENGTH,
 )
+from brain.models import NoteStatus
+
+# -- typed fields (pydantic): the MCP tools' input models take these -----------------------------
+
+Tag = Annotated[str, Constraints(min_length=1, max_length=MAX_TAG_LENGTH)]
+Tags = Annotated[
+    list[Tag],
+    Constraints(max_length=MAX_TAGS, description="only notes whose frontmatter `tags` holds every one of these"),
+]
+# A status filter: a note status, or "any" (every status; for search, every status but archived).
+StatusFilter = Literal["raw", "wiki", "rejected", "archived", "any"]
+assert list(get_args(StatusFilter)) == [*NoteStatus.values, "any"], "StatusFilter must follow NoteStatus"
 
 
 @dataclass(frozen=True)

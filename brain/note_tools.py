@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import uuid
 
+from pydantic import Field
+
 from brain import inputs
 from brain.actions import do_archive_note, do_edit_note, do_undo_revision
 from brain.errors import NoteConflict
-from brain.limits import MAX_TAGS
+from brain.inputs import StatusFilter, Tags
 from brain.models import Note, NoteRevision, NoteStatus
 from brain.presenters import NOTE_REF_SCHEMA, note_ref
 from brain.tools import brain
-from hyperguild.lib.schema import STRING
+from hyperguild.mcp.contracts import ToolInput, ToolResult
 from hyperguild.mcp.registry import ToolContext, ToolError
 
 RECENT_DEFAULT = 20
@@ -31,13 +33,6 @@ WRITE_RESULT_SCHEMA = {
     **NOTE_REF_SCHEMA,
     "properties": {**NOTE_REF_SCHEMA["properties"], "change": CHANGE_SCHEMA},
     "required": [*NOTE_REF_SCHEMA["required"], "change"],
-}
-STATUS_FILTER = {"type": "string", "enum": [*NoteStatus.values, "any"], "default": "any"}
-TAGS = {
-    "type": "array",
-    "items": inputs.TAG.json_schema(),
-    "maxItems": MAX_TAGS,
-    "description": "only notes whose frontmatter `tags` holds every one of these",
 }
 
 
@@ -170,26 +165,37 @@ def note_tags(note: Note) -> list[str]:
     return [str(tag).strip() for tag in tags if str(tag).strip()]
 
 
-RECENT_ITEM_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "slug": STRING, "title": STRING, "status": STRING, "wing": STRING, "hall": STRING, "version": {"type": "integer"},
-        "tags": {"type": "array", "items": STRING}, "updated_at": STRING,
-        "last_change": {
-            "type": ["object", "null"],
-            "description": "the newest revision: what was done, when, and its change id (null: written, never changed)",
-            "properties": {
-                "action": {"type": "string"},
-                "at": {"type": "string"},
-                "summary": {"type": "string"},
-                "change": {"type": "string"},
-                "undone": {"type": "boolean"},
-            },
-        },
-    },
-    "required": ["slug", "title", "status", "wing", "hall", "version", "tags", "updated_at", "last_change"],
-}
+class RecentInput(ToolInput):
+    limit: int = Field(RECENT_DEFAULT, ge=1, le=RECENT_MAX)
+    status: StatusFilter = "any"
+    tags: Tags | None = None
+
+
+class LastChange(ToolResult):
+    action: str
+    at: str
+    summary: str
+    change: str
+    undone: bool
+
+
+class RecentNote(ToolResult):
+    slug: str
+    title: str
+    status: str
+    wing: str
+    hall: str
+    version: int
+    tags: list[str]
+    updated_at: str
+    last_change: LastChange | None = Field(
+        description="the newest revision: what was done, when, and its change id (null: written, never changed)"
+    )
+
+
+class RecentResult(ToolResult):
+    notes: list[RecentNote]
+    count: int
 
 
 @brain.tool(
@@ -200,45 +206,31 @@ RECENT_ITEM_SCHEMA = {
         "(default any: every status, archived included, so an archive shows too) and by frontmatter tags "
         "(every tag given must be on the note)."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "limit": {"type": "integer", "minimum": 1, "maximum": RECENT_MAX, "default": RECENT_DEFAULT},
-            "status": STATUS_FILTER,
-            "tags": TAGS,
-        },
-    },
-    output_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"notes": {"type": "array", "items": RECENT_ITEM_SCHEMA}, "count": {"type": "integer"}},
-        "required": ["notes", "count"],
-    },
+    input_model=RecentInput,
+    result_model=RecentResult,
     read_only=True,
     idempotent=True,
 )
-def brain_recent(arguments: dict, ctx: ToolContext) -> dict:
+def brain_recent(arguments: RecentInput, ctx: ToolContext) -> RecentResult:
     notes = Note.objects.all()
-    status = arguments.get("status", "any")
-    if status != "any":
-        notes = notes.filter(status=status)
-    notes = notes.with_tags(arguments.get("tags"))
-    notes = list(notes.order_by("-updated_at", "-id")[: arguments.get("limit", RECENT_DEFAULT)])
-    latest = {}
+    if arguments.status != "any":
+        notes = notes.filter(status=arguments.status)
+    notes = notes.with_tags(arguments.tags)
+    recent = list(notes.order_by("-updated_at", "-id")[: arguments.limit])
+    latest: dict[int, NoteRevision] = {}
     for revision in (
-        NoteRevision.objects.filter(note__in=notes).order_by("note_id", "-id").distinct("note_id")
+        NoteRevision.objects.filter(note__in=recent).order_by("note_id", "-id").distinct("note_id")
     ):
         latest[revision.note_id] = revision
     items = []
-    for note in notes:
+    for note in recent:
         revision = latest.get(note.id)
-        items.append({
-            "slug": note.slug, "title": note.title, "status": note.status, "wing": note.wing, "hall": note.hall,
-            "version": note.version, "tags": note_tags(note), "updated_at": note.updated_at.isoformat(),
-            "last_change": None if revision is None else {
-                "action": revision.action, "at": revision.created_at.isoformat(), "summary": revision.summary,
-                "change": str(revision.group), "undone": revision.undone_at is not None,
-            },
-        })  # fmt: skip
-    return {"notes": items, "count": len(items)}
+        items.append(RecentNote(
+            slug=note.slug, title=note.title, status=note.status, wing=note.wing, hall=note.hall,
+            version=note.version, tags=note_tags(note), updated_at=note.updated_at.isoformat(),
+            last_change=None if revision is None else LastChange(
+                action=revision.action, at=revision.created_at.isoformat(), summary=revision.summary,
+                change=str(revision.group), undone=revision.undone_at is not None,
+            ),
+        ))  # fmt: skip
+    return RecentResult(notes=items, count=len(items))

@@ -482,7 +482,7 @@ class Dispatcher:
                 requested_by=ctx.actor, service=f"mcp/{self.endpoint.name}", skill=name,
                 session_id=str(arguments.get("session_id") or "")[:200], project=str(arguments.get("project_root") or ""),
             ) as calls:  # fmt: skip
-                structured = tool.handler(arguments, ctx)
+                structured = tool.call(arguments, ctx)
             if tool.reports_usage:
                 from hyperguild.usage import add_usage
 
