@@ -1,8 +1,8 @@
 """One definition per skill: its arguments, its result, what its worker must return.
 
-Each is a pydantic model, and the JSON Schemas the tools declare and the
-workers are held to are generated from them (`json_schema`). Every skill
-result shares one shape (`SkillResult`):
+Each is a pydantic model (`hyperguild.mcp.contracts`), and the JSON Schemas
+the tools declare and the workers are held to are generated from them. Every
+skill result shares one shape (`SkillResult`):
 
     {status: pass|fail|error|timeout, phase, skill, file_path, runner_output,
      verified, model_used, message, run_id, attempts, duration_ms}
@@ -32,14 +32,15 @@ tools; only their models are defined here:
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import cache
-from typing import Annotated, Any, Literal, TypeVar, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
-from pydantic.json_schema import JsonSchemaMode, SkipJsonSchema
+
+from hyperguild.mcp import contracts
+from hyperguild.mcp.contracts import ToolInput, ToolResult
+from hyperguild.usage import UsageReport
 
 
 class Verdict(StrEnum):
@@ -59,74 +60,20 @@ class Verdict(StrEnum):
 STATUSES = [verdict.value for verdict in Verdict if verdict is not Verdict.CANCELLED]
 
 
-# --- JSON Schema from the models ---------------------------------------------------------
-
-# pydantic's own additions that say nothing to a client or a worker: dropped from the generated schemas.
-_NOISE = frozenset({"title", "default", "$defs"})
-
-
-@cache
-def _generated_schema(model: type[BaseModel], mode: JsonSchemaMode) -> dict[str, Any]:
-    raw = model.model_json_schema(mode=mode)
-    # A model's docstring is for readers of the code; the schema's words are its fields' descriptions.
-    definitions = {
-        name: {key: value for key, value in schema.items() if key != "description"}
-        for name, schema in raw.get("$defs", {}).items()
-    }
-    raw.pop("description", None)
-    plain = _plain(raw, definitions)
-    assert isinstance(plain, dict)
-    return plain
-
-
-def json_schema(model: type[BaseModel], *, mode: JsonSchemaMode = "validation") -> dict[str, Any]:
-    """`model`'s JSON Schema in the plain form the tools have always declared (a fresh copy).
-
-    References are inlined, pydantic's titles and defaults dropped, `X | None`
-    written `{"type": [X, "null"]}`, and every object with properties names
-    its required ones (`[]` when none). Results use `mode="serialization"`:
-    a field with a default is always present in the output, so it is required.
-    """
-    return copy.deepcopy(_generated_schema(model, mode))
-
-
-def _plain(node: Any, definitions: dict[str, Any]) -> Any:
-    if isinstance(node, list):
-        return [_plain(item, definitions) for item in node]
-    if not isinstance(node, dict):
-        return node
-    if "$ref" in node:
-        target = definitions[node["$ref"].rsplit("/", 1)[-1]]
-        return _plain({**target, **{k: v for k, v in node.items() if k != "$ref"}}, definitions)
-    plain: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in _NOISE or (key == "additionalProperties" and value is True):
-            continue
-        if key == "properties":  # property names are not keywords: a property may be called "title"
-            plain[key] = {name: _plain(schema, definitions) for name, schema in value.items()}
-        else:
-            plain[key] = _plain(value, definitions)
-    branches = plain.get("anyOf")
-    if branches and all(set(branch) == {"type"} and isinstance(branch["type"], str) for branch in branches):
-        del plain["anyOf"]
-        plain["type"] = [branch["type"] for branch in branches]
-    if "properties" in plain:
-        plain.setdefault("required", [])
-    return plain
-
-
 # --- the parts the models are made of --------------------------------------------------------
 
-_T = TypeVar("_T")
+def _null() -> None:
+    return None
 
 
-def _is_none(value: object) -> bool:
-    return value is None
+def nullable(description: str | None = None) -> Any:
+    """A result field that is always there and null until set: `{"type": [X, "null"]}`, required.
 
+    (A default of None would make it optional and leave it out of the result when None:
+    `hyperguild.mcp.contracts.ToolResult`.)
+    """
+    return Field(default_factory=_null, description=description)
 
-# An optional field: absent (None in Python), never null on the wire. The schema shows only its type,
-# and a dump leaves it out while it is None.
-Maybe = Annotated[_T | SkipJsonSchema[None], Field(exclude_if=_is_none)]
 
 ProjectRoot = Annotated[
     str,
@@ -151,10 +98,17 @@ Count = Annotated[int, Field(ge=0)]
 Confidence = Annotated[float, Field(ge=0, le=1)]
 
 
-class _Open(BaseModel):
-    """A nested object of a report or a result: the named fields, and whatever else it carries kept as is."""
+def _say_nothing_of_other_keys(schema: dict[str, Any]) -> None:
+    # Other keys are allowed, JSON Schema's default: the schemas have never said so, and need not.
+    schema.pop("additionalProperties", None)
 
-    model_config = ConfigDict(extra="allow")
+
+class _Open(ToolResult):
+    """A nested object of a report or a result: the named fields, and whatever else it carries kept as is.
+
+    An optional field (default None) is left out when None, as in any ToolResult."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra=_say_nothing_of_other_keys)
 
 
 class Finding(_Open):
@@ -165,18 +119,18 @@ class Finding(_Open):
     rationale: str
     suggestion: str
     confidence: Confidence
-    quote: Maybe[str] = Field(
+    quote: str | None = Field(
         None, description="the code at that line, copied exactly (required: a finding without it is dropped)"
     )
-    kind: Maybe[str] = Field(None, description="the class of bug, e.g. off-by-one, null-deref, injection")
+    kind: str | None = Field(None, description="the class of bug, e.g. off-by-one, null-deref, injection")
 
 
 class ResultFinding(Finding):
     """A finding as the supervisor returns it: grounded, with the patch gate's verdict."""
 
-    patch: str | None = Field(None, description="the suggestion, if small enough to be a patch")
-    patch_refused: Maybe[str] = Field(None, description="why the suggestion is not offered as a patch")
-    agreed_by: Maybe[list[Annotated[int, Field(ge=1)]]] = Field(
+    patch: str | None = nullable("the suggestion, if small enough to be a patch")
+    patch_refused: str | None = Field(None, description="why the suggestion is not offered as a patch")
+    agreed_by: list[Annotated[int, Field(ge=1)]] | None = Field(
         None, description="consensus reviews only: the reviews (1-based) that reported this finding"
     )
 
@@ -186,7 +140,7 @@ class DroppedFinding(_Open):
 
     gate: Literal["file", "line", "quote", "rationale", "confidence", "consensus"]
     reason: str
-    review: Maybe[Annotated[int, Field(ge=1)]] = Field(
+    review: Annotated[int, Field(ge=1)] | None = Field(
         None, description="consensus reviews only: which review reported it"
     )
 
@@ -194,7 +148,7 @@ class DroppedFinding(_Open):
 class Hypothesis(_Open):
     hypothesis: str
     evidence: str
-    ruled_out: Maybe[bool] = None
+    ruled_out: bool | None = None
 
 
 class Learning(_Open):
@@ -205,12 +159,12 @@ class Learning(_Open):
     kind: Literal["decision", "correction", "surprise", "pattern"]
     # The session entries (their seq numbers) the learning rests on.
     evidence: list[Annotated[int, Field(ge=1)]]
-    runs: Maybe[list[int]] = None
-    method: Maybe[str] = None
+    runs: list[int] | None = None
+    method: str | None = None
     # written: a new raw note; merge: a near-duplicate of merge_into; exists: written by an earlier run.
-    outcome: Maybe[Literal["written", "merge", "exists"]] = None
-    note_slug: Maybe[str] = None
-    merge_into: Maybe[dict[str, Any]] = None
+    outcome: Literal["written", "merge", "exists"] | None = None
+    note_slug: str | None = None
+    merge_into: dict[str, Any] | None = None
 
 
 class Example(_Open):
@@ -219,8 +173,8 @@ class Example(_Open):
     kind: Literal["sft", "dpo"]
     prompt: str
     chosen: str
-    rejected: str | None = None
-    source_run_id: int | None = None
+    rejected: str | None = nullable()
+    source_run_id: int | None = nullable()
 
 
 ApplyGateName = Literal[
@@ -239,21 +193,21 @@ class ApplyFinding(_Open):
     """One finding as `apply` answers it: applied (with its commit) or refused (with the gate, why, the evidence)."""
 
     index: int = Field(ge=1)
-    file: str | None = None
-    line: int | None = None
-    title: str | None = None
-    kind: str | None = None
-    confidence: float | None = None
-    fingerprint: Maybe[str] = None
+    file: str | None = nullable()
+    line: int | None = nullable()
+    title: str | None = nullable()
+    kind: str | None = nullable()
+    confidence: float | None = nullable()
+    fingerprint: str | None = None
     outcome: Literal["applied", "refused"]
-    commit: str | None = Field(None, description="the commit on the branch (applied only)")
+    commit: str | None = nullable("the commit on the branch (applied only)")
     gate: Annotated[
         ApplyGateName | None,
         WithJsonSchema({"type": ["string", "null"], "enum": [*APPLY_GATE_NAMES, None]}),
         Field(description="the gate that refused it"),
     ]
     reason: str
-    output: Maybe[str] = Field(None, description="excerpt of the evidence: test or lint output, git's message")
+    output: str | None = Field(None, description="excerpt of the evidence: test or lint output, git's message")
     gates: list[GateTried] = Field(description="every gate tried, in order")
 
 
@@ -269,8 +223,8 @@ class WorkerReport(BaseModel):
 class TddReport(WorkerReport):
     status: Literal["done", "blocked"]
     file_path: str = Field(description="main file written, relative to the project root")
-    files_changed: Maybe[list[str]] = None
-    test_name: Maybe[str] = None
+    files_changed: list[str] | None = None
+    test_name: str | None = None
     summary: str
 
 
@@ -284,55 +238,74 @@ class DebugReport(WorkerReport):
     hypotheses: list[Hypothesis]
     root_cause: str
     fix: str
-    files_changed: Maybe[list[str]] = None
-    summary: Maybe[str] = None
+    files_changed: list[str] | None = None
+    summary: str | None = None
     # The code the root cause is in, quoted: grounded like a review's findings.
-    findings: Maybe[list[Finding]] = None
+    findings: list[Finding] | None = None
 
 
 class SpecReport(WorkerReport):
     title: str
     spec: str
     acceptance_criteria: list[str] = Field(min_length=1)
-    open_questions: Maybe[list[str]] = None
+    open_questions: list[str] | None = None
+
+
+class GroundedReview(_Open):
+    """A review's answer once the supervisor grounded it: the findings kept (with the patch gate's verdict)
+    and the ones dropped, with why (`supervisor.grounding`)."""
+
+    findings: list[ResultFinding] = Field(default_factory=list)
+    verdict: Literal["approve", "request_changes", "comment"] = "comment"
+    summary: str = ""
+    dropped_findings: list[DroppedFinding] = Field(default_factory=list)
+
+
+class GroundedDiagnosis(_Open):
+    """A debug answer once the supervisor grounded the code it quotes."""
+
+    hypotheses: list[Hypothesis]
+    root_cause: str
+    fix: str
+    files_changed: list[str] = Field(default_factory=list)
+    findings: list[ResultFinding] = Field(default_factory=list)
+    dropped_findings: list[DroppedFinding] = Field(default_factory=list)
 
 
 # --- the arguments of each skill -------------------------------------------------------------
 
 
-class SkillInput(BaseModel):
-    """A skill's arguments: exactly these fields."""
-
-    model_config = ConfigDict(extra="forbid")
+class SkillInput(ToolInput):
+    """A skill's arguments: exactly these fields (an optional one is None when not given)."""
 
 
 class TddRedInput(SkillInput):
     project_root: ProjectRoot
     spec: str = Field(min_length=1, max_length=20000, description="the behaviour to test")
-    test_path: Maybe[Annotated[RelPath, Field(description="where the test should go (optional hint)")]] = None
-    test_cmd: Maybe[TestCmd] = None
-    model: Maybe[ModelName] = None
-    session_id: Maybe[SessionId] = None
+    test_path: Annotated[RelPath, Field(description="where the test should go (optional hint)")] | None = None
+    test_cmd: TestCmd | None = None
+    model: ModelName | None = None
+    session_id: SessionId | None = None
 
 
 class TddGreenInput(SkillInput):
     project_root: ProjectRoot
     test_path: RelPath = Field(description="the failing test, relative to the project root")
-    impl_path: Maybe[Annotated[RelPath, Field(description="where the implementation goes (optional hint)")]] = None
-    notes: Maybe[Annotated[str, Field(max_length=20000)]] = None
-    test_cmd: Maybe[TestCmd] = None
-    model: Maybe[ModelName] = None
-    session_id: Maybe[SessionId] = None
+    impl_path: Annotated[RelPath, Field(description="where the implementation goes (optional hint)")] | None = None
+    notes: Annotated[str, Field(max_length=20000)] | None = None
+    test_cmd: TestCmd | None = None
+    model: ModelName | None = None
+    session_id: SessionId | None = None
 
 
 class TddRefactorInput(SkillInput):
     project_root: ProjectRoot
     test_path: RelPath
     impl_path: RelPath
-    goal: Maybe[Annotated[str, Field(max_length=20000, description="what to improve (optional)")]] = None
-    test_cmd: Maybe[TestCmd] = None
-    model: Maybe[ModelName] = None
-    session_id: Maybe[SessionId] = None
+    goal: Annotated[str, Field(max_length=20000, description="what to improve (optional)")] | None = None
+    test_cmd: TestCmd | None = None
+    model: ModelName | None = None
+    session_id: SessionId | None = None
 
 
 GIT_RANGE_PATTERN = r"^[A-Za-z0-9_./~^@{}-]+(\.\.\.?[A-Za-z0-9_./~^@{}-]+)?$"
@@ -342,10 +315,10 @@ class ReviewInput(SkillInput):
     model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["paths"]}, {"required": ["git_range"]}]})
 
     project_root: ProjectRoot
-    paths: Maybe[Annotated[list[RelPath], Field(min_length=1, max_length=200)]] = None
-    git_range: Maybe[Annotated[str, Field(min_length=1, max_length=200, pattern=GIT_RANGE_PATTERN)]] = None
-    focus: Maybe[Annotated[str, Field(max_length=2000)]] = None
-    consensus: Maybe[Literal[2, 3]] = Field(
+    paths: Annotated[list[RelPath], Field(min_length=1, max_length=200)] | None = None
+    git_range: Annotated[str, Field(min_length=1, max_length=200, pattern=GIT_RANGE_PATTERN)] | None = None
+    focus: Annotated[str, Field(max_length=2000)] | None = None
+    consensus: Literal[2, 3] | None = Field(
         None,
         description=(
             "run this many independent reviews (the model table's `consensus` models when configured, "
@@ -353,8 +326,8 @@ class ReviewInput(SkillInput):
             "overlapping lines and kind; the others are dropped with gate consensus"
         ),
     )
-    model: Maybe[ModelName] = None
-    session_id: Maybe[SessionId] = None
+    model: ModelName | None = None
+    session_id: SessionId | None = None
 
     @model_validator(mode="after")
     def _paths_or_range(self) -> ReviewInput:
@@ -367,130 +340,128 @@ class DebugInput(SkillInput):
     project_root: ProjectRoot
     symptom: str = Field(min_length=1, max_length=20000)
     failing_cmd: str = Field(min_length=1, max_length=2000)
-    model: Maybe[ModelName] = None
-    session_id: Maybe[SessionId] = None
+    model: ModelName | None = None
+    session_id: SessionId | None = None
 
 
 class ApplyInput(SkillInput):
     project_root: ProjectRoot
     run_id: int = Field(ge=1, description="the verified review (or debug) run to apply")
-    test_cmd: Maybe[TestCmd] = None
-    lint_cmd: Maybe[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
+    test_cmd: TestCmd | None = None
+    lint_cmd: Annotated[str, Field(min_length=1, max_length=2000)] | None = Field(
         None, description="shell command printing one line per lint finding (e.g. ruff check --output-format concise)"
     )
-    min_confidence: Maybe[Confidence] = Field(
+    min_confidence: Confidence | None = Field(
         None, description="confidence gate (default SUPERVISOR_APPLY_MIN_CONFIDENCE)"
     )
-    max_patch_lines: Maybe[Annotated[int, Field(ge=0, le=500)]] = Field(
+    max_patch_lines: Annotated[int, Field(ge=0, le=500)] | None = Field(
         None, description="size gate: most added + removed lines (default SUPERVISOR_MAX_PATCH_LINES)"
     )
-    session_id: Maybe[SessionId] = None
+    session_id: SessionId | None = None
 
 
 class SpecInput(SkillInput):
     text: str = Field(min_length=1, max_length=100000, description="conversation or notes")
-    project: Maybe[Annotated[str, Field(max_length=200, description="project name, for the note")]] = None
-    project_root: Maybe[ProjectRoot] = None
-    model: Maybe[ModelName] = None
-    session_id: Maybe[SessionId] = None
+    project: Annotated[str, Field(max_length=200, description="project name, for the note")] | None = None
+    project_root: ProjectRoot | None = None
+    model: ModelName | None = None
+    session_id: SessionId | None = None
 
 
 class TierInput(SkillInput):
-    refresh: Maybe[Annotated[bool, Field(description="ignore the cache")]] = None
-    session_id: Maybe[SessionId] = None
+    model_config = ConfigDict(json_schema_extra={"required": []})  # the surface has always said it
+
+    refresh: Annotated[bool, Field(description="ignore the cache")] | None = None
+    session_id: SessionId | None = None
 
 
 class RetrospectiveInput(SkillInput):
     session_id: SessionId = Field(description="the session to look back on")
-    model: Maybe[ModelName] = None
+    model: ModelName | None = None
 
 
 class TrainerInput(SkillInput):
     session_id: SessionId = Field(description="the session to mine")
-    model: Maybe[ModelName] = None
+    model: ModelName | None = None
 
 
 # --- the result of each skill ----------------------------------------------------------------
 
 
-class SkillResult(BaseModel):
+class SkillResult(ToolResult):
     """The shape every skill result shares; a skill's result adds its own fields.
 
-    Every field has a neutral default, and every field is in every result
-    (required in the serialization schema). Other keys (`usage`) pass through.
+    Every field has a neutral value (`build_result` fills them) and is in every
+    result; a skill that asks a model also subclasses `UsageReport` (`usage`,
+    `budget_warning`: optional, left out until the engine fills them).
     """
-
-    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=True)
 
     status: Annotated[
         Verdict, WithJsonSchema({"type": "string", "enum": STATUSES}), Field(description="the supervisor's verdict")
     ] = Verdict.ERROR
     phase: str = Field("", description="red, green, refactor, review, debug, spec, …")
     skill: str = ""
-    file_path: str | None = Field(None, description="main file the worker wrote, relative to the project root")
+    file_path: str | None = nullable("main file the worker wrote, relative to the project root")
     runner_output: str = Field("", description="output of the supervisor's own check (tests, failing_cmd)")
-    verified: bool | None = Field(
-        None, description="true/false from the supervisor's own check; null: nothing to check"
-    )
+    verified: bool | None = nullable("true/false from the supervisor's own check; null: nothing to check")
     model_used: str = ""
     message: str = Field("", description="what happened, and why the status is what it is")
-    run_id: int | None = Field(None, description="the SkillRun record (admin: /admin/supervisor/skillrun/<id>/)")
+    run_id: int | None = nullable("the SkillRun record (admin: /admin/supervisor/skillrun/<id>/)")
     attempts: Count = 0
     duration_ms: Count = 0
 
 
-ReviewedCommit = Annotated[
-    str | None,
-    Field(description="the git commit checked out when the findings were grounded (what `apply` branches from)"),
-]
+_REVIEWED_COMMIT = "the git commit checked out when the findings were grounded (what `apply` branches from)"
 
 
-class TddResult(SkillResult):
+class TddResult(SkillResult, UsageReport):
     files_changed: list[str] = Field(default_factory=list, description="files the worker says it touched")
     test_cmd: str = Field("", description="the command the supervisor ran")
-    worker_report: dict[str, Any] | None = Field(None, description="the worker's own claim (not trusted)")
+    worker_report: dict[str, Any] | None = nullable("the worker's own claim (not trusted)")
 
 
 class TddRedResult(TddResult):
-    test_name: str | None = None
+    test_name: str | None = nullable()
 
 
-class ReviewResult(SkillResult):
+class ReviewResult(SkillResult, UsageReport):
     findings: list[ResultFinding] = Field(default_factory=list)
     verdict: Literal["approve", "request_changes", "comment", "none"] = "none"
     dropped_findings: list[DroppedFinding] = Field(default_factory=list)
     summary: str = ""
-    reviewed_commit: ReviewedCommit = None
+    reviewed_commit: str | None = nullable(_REVIEWED_COMMIT)
 
 
-class DebugResult(SkillResult):
+class DebugResult(SkillResult, UsageReport):
     hypotheses: list[Hypothesis] = Field(default_factory=list)
     root_cause: str = ""
     fix: str = ""
     files_changed: list[str] = Field(default_factory=list)
-    failing_cmd_passes: bool | None = None
-    worker_report: dict[str, Any] | None = None
+    failing_cmd_passes: bool | None = nullable()
+    worker_report: dict[str, Any] | None = nullable()
     findings: list[ResultFinding] = Field(default_factory=list)
     dropped_findings: list[DroppedFinding] = Field(default_factory=list)
-    reviewed_commit: ReviewedCommit = None
+    reviewed_commit: str | None = nullable(_REVIEWED_COMMIT)
 
 
 class ApplyResult(SkillResult):
     findings: list[ApplyFinding] = Field(default_factory=list)
-    branch: str | None = Field(None, description="the branch holding the commits (null: nothing applied)")
-    base_commit: str | None = Field(None, description="the reviewed commit the branch starts from")
-    source_run_id: int | None = None
+    branch: str | None = nullable("the branch holding the commits (null: nothing applied)")
+    base_commit: str | None = nullable("the reviewed commit the branch starts from")
+    source_run_id: int | None = nullable()
     applied: Count = 0
     refused: Count = 0
-    test_cmd: str | None = None
-    lint_cmd: str | None = None
+    test_cmd: str | None = nullable()
+    lint_cmd: str | None = nullable()
 
 
-class SpecResult(SkillResult):
+class SpecResult(SkillResult, UsageReport):
     title: str = ""
     spec: str = ""
     acceptance_criteria: list[str] = Field(default_factory=list)
-    note_id: int | str | None = Field(None, description="the raw note in the brain, if written")
+    note_id: Annotated[int | str | None, WithJsonSchema({"type": ["integer", "string", "null"]})] = nullable(
+        "the raw note in the brain, if written"
+    )
 
 
 class TierResult(SkillResult):
@@ -501,14 +472,20 @@ class TierResult(SkillResult):
     cached: bool = False
 
 
-class RetrospectiveResult(SkillResult):
+class RetrospectiveResult(SkillResult, UsageReport):
     learnings: list[Learning] = Field(default_factory=list)
     count: Count = 0
+    method: Literal["llm", "rules"] | None = Field(None, description="who proposed the learnings")
+    written: list[str] | None = Field(None, description="the raw notes this run wrote (slugs)")
+    merge_suggestions: list[dict[str, Any]] | None = Field(
+        None, description="learnings an existing note already says: {learning, slug, title, status, score}"
+    )
 
 
 class TrainerResult(SkillResult):
     examples: list[Example] = Field(default_factory=list)
     count: Count = 0
+    created: Count | None = Field(None, description="how many of the examples are new")
 
 
 # --- the skills ------------------------------------------------------------------------------
@@ -536,15 +513,15 @@ class SkillSpec:
     read_only: bool = False
 
     def input_schema(self) -> dict[str, Any]:
-        return json_schema(self.input_model)
+        return contracts.input_schema(self.input_model)
 
     def result_schema(self) -> dict[str, Any]:
-        return json_schema(self.result_model, mode="serialization")
+        return contracts.output_schema(self.result_model)
 
     @property
     def worker_schema(self) -> dict[str, Any] | None:
         """What `claude --json-schema` must return (None: no claude worker)."""
-        return None if self.worker_model is None else json_schema(self.worker_model)
+        return None if self.worker_model is None else contracts.input_schema(self.worker_model)
 
 
 SKILLS: dict[str, SkillSpec] = {}
@@ -737,12 +714,13 @@ def result_schema(skill: str) -> dict[str, Any]:
 
 
 def tool_declaration(skill: str, *, routed: bool = False) -> dict[str, Any]:
-    """The name, title and schemas of an MCP tool serving `skill` (`routed`: the /mcp/routing twin).
+    """The name, title and models of an MCP tool serving `skill` (`routed`: the /mcp/routing twin).
 
     For `endpoint.tool(**tool_declaration("review"), description=..., read_only=...)`.
     """
-    title = SKILLS[skill].title + (" (routed)" if routed else "")
-    return {"name": skill, "title": title, "input_schema": input_schema(skill), "output_schema": result_schema(skill)}
+    spec = SKILLS[skill]
+    title = spec.title + (" (routed)" if routed else "")
+    return {"name": skill, "title": title, "input_model": spec.input_model, "result_model": spec.result_model}
 
 
 def worker_schema(skill: str) -> dict[str, Any]:
@@ -753,15 +731,24 @@ def worker_schema(skill: str) -> dict[str, Any]:
 
 
 def build_result(skill: str, *, status: Verdict | str = Verdict.ERROR, **values: Any) -> dict[str, Any]:
-    """A result in the shared shape with every field present: `values`, and the model's neutral defaults for the rest.
+    """A result in the shared shape with every field present: `values`, and the model's neutral values for the rest.
 
-    The result is the tool's structured output (and `SkillRun.result`): a dict
-    in the shape of the skill's `result_model`, built only here. A status that
-    is not a `Verdict` raises ValueError rather than reaching a caller.
+    The result as it is stored (`SkillRun.result`) and passed between the
+    runners: a dict in the shape of the skill's `result_model`, built only
+    here; `typed_result` makes the tool's result of it. The optional fields
+    (default None: `usage`, `budget_warning`) stay out until set. A status
+    that is not a `Verdict` raises ValueError rather than reaching a caller.
     """
     spec = SKILLS[skill]
     result = {
-        name: field.get_default(call_default_factory=True) for name, field in spec.result_model.model_fields.items()
+        name: field.get_default(call_default_factory=True)
+        for name, field in spec.result_model.model_fields.items()
+        if field.default is not None
     }
     result.update(status=Verdict(status), phase=spec.phase, skill=skill, **values)
     return result
+
+
+def typed_result(skill: str, result: dict[str, Any]) -> SkillResult:
+    """`result` (from `build_result`, or stored on a run) as the skill's result model: what its tool returns."""
+    return SKILLS[skill].result_model.model_validate(result)

@@ -149,10 +149,7 @@ Handler = Callable[[Any, ToolContext], Any]
 UNCONVERTED_TOOLS: frozenset[tuple[str, str]] = frozenset(
     [("brain", name) for name in ("brain_answer", "brain_archive", "brain_context", "brain_edit", "brain_get",
                                   "brain_ingest", "brain_ingest_raw", "brain_query", "brain_supersede",
-                                  "brain_undo", "brain_verify", "brain_write", "session_log")]
-    + [("supervisor", name) for name in ("apply", "debug", "retrospective", "review", "spec", "tdd_green",
-                                         "tdd_red", "tdd_refactor", "tier", "trainer")]
-    + [("routing", name) for name in ("debug", "retrospective", "review", "trainer")]
+                                  "brain_undo", "brain_verify", "brain_write")]
 )  # fmt: skip
 
 

@@ -6,8 +6,9 @@ import pytest
 from pydantic import ValidationError
 
 from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
+from hyperguild.mcp.contracts import input_schema
 from supervisor import skills
-from supervisor.skills import SKILLS, ReviewInput, ReviewReport, ReviewResult, Verdict, build_result, json_schema
+from supervisor.skills import SKILLS, ReviewInput, ReviewReport, ReviewResult, Verdict, build_result, typed_result
 
 GROUNDED_FINDING = {
     "file": "calc.py", "line": 2, "severity": "major", "title": "off by one", "rationale": "the loop stops early",
@@ -25,7 +26,7 @@ def test_every_skill_declares_an_input_model_a_result_model_and_a_worker_model_w
 def test_the_worker_schema_is_the_plain_json_schema_of_the_worker_model():
     schema = skills.worker_schema("review")
 
-    assert schema == json_schema(ReviewReport)
+    assert schema == input_schema(ReviewReport)
     assert schema["additionalProperties"] is False and schema["required"] == ["findings", "verdict", "summary"]
     finding = schema["properties"]["findings"]["items"]
     assert "$ref" not in str(schema) and "title" not in finding and "title" in finding["properties"]
@@ -65,15 +66,26 @@ def test_a_review_without_paths_or_a_git_range_is_refused_by_the_model_as_by_the
         ReviewInput.model_validate({"project_root": "/srv/p", "paths": ["a.py"], "colour": "red"})
 
 
-def test_a_built_result_is_a_valid_instance_of_the_result_model_and_every_field_is_required_in_its_schema():
+def test_a_built_result_is_a_valid_instance_of_the_result_model_and_dumps_back_to_the_same_dict():
     result = build_result("review", status=Verdict.PASS, findings=[{**GROUNDED_FINDING, "patch": None}], verdict="approve")
 
-    model = ReviewResult.model_validate(result)
-    assert model.status is Verdict.PASS and model.findings[0].patch is None
-    assert model.model_dump(mode="json") == {**result, "status": "pass"}
+    model = typed_result("review", result)
+    assert isinstance(model, ReviewResult) and model.status is Verdict.PASS and model.findings[0].patch is None
+    assert model.model_dump(mode="json") == {**result, "status": "pass"}  # no null where a field was not given
+
+
+def test_every_result_field_is_required_but_the_usage_the_engine_adds():
     schema = skills.result_schema("review")
-    assert schema["required"] == list(ReviewResult.model_fields)
+
+    assert schema["required"] == [name for name in ReviewResult.model_fields if name not in ("usage", "budget_warning")]
     assert schema["properties"]["status"]["enum"] == ["pass", "fail", "error", "timeout"]
+    assert schema["properties"]["file_path"]["type"] == ["string", "null"]
+    assert "usage" in schema["properties"] and "usage" not in skills.result_schema("apply")["properties"]
+
+
+def test_a_result_with_a_field_its_model_does_not_name_is_refused():
+    with pytest.raises(ValidationError, match="Extra inputs are not permitted"):
+        typed_result("tier", build_result("tier", colour="red"))
 
 
 def test_the_neutral_values_of_a_result_are_the_result_models_defaults():
