@@ -27,10 +27,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from brain import actions, inputs, similar
+from brain import actions, similar
 from brain.errors import BrainInputError, NoteConflict
 from brain.hooks import provenance_entries
 from brain.indexing import notes_changed_in_bulk
+from brain.inputs import NoteEditInput, QueryInput, WikiNoteInput, form_field
 from brain.limits import MAX_SESSION_ID_LENGTH, MAX_TITLE_LENGTH
 from brain.models import Note, NoteRevision, NoteStatus, Project
 from brain.presenters import render_note_body
@@ -91,13 +92,13 @@ class VersionedForm(forms.Form):
 
 
 class PromoteForm(VersionedForm):
-    # The fields and their sizes are brain.inputs' (as for MCP and REST); wing, hall and slug rules are the
+    # The fields and their sizes are brain.inputs' models' (as for MCP and REST); wing, hall and slug rules are the
     # actions' (BrainInputError, via brain.slugs.validate_slug, as for MCP, REST and imports).
-    wing = inputs.WING.form_field()
-    hall = inputs.HALL.form_field(required=False)
-    title = inputs.TITLE.form_field()
-    slug = inputs.SLUG.form_field()
-    body = inputs.BODY.form_field()
+    wing = form_field(WikiNoteInput, "wing")
+    hall = form_field(WikiNoteInput, "hall", required=False)
+    title = form_field(WikiNoteInput, "title")
+    slug = form_field(WikiNoteInput, "slug")
+    body = form_field(WikiNoteInput, "body")
     confirm_duplicate = forms.BooleanField(required=False)
 
 
@@ -106,14 +107,14 @@ class RejectForm(forms.Form):
 
 
 class EditForm(VersionedForm):
-    title = inputs.TITLE.form_field()
-    body = inputs.BODY.form_field()
+    title = form_field(NoteEditInput, "title")
+    body = form_field(NoteEditInput, "body")
 
 
 class RefileForm(VersionedForm):
-    wing = inputs.WING.form_field()
-    hall = inputs.HALL.form_field(required=False)
-    slug = inputs.SLUG.form_field()
+    wing = form_field(WikiNoteInput, "wing")
+    hall = form_field(WikiNoteInput, "hall", required=False)
+    slug = form_field(WikiNoteInput, "slug")
 
 
 class DemoteForm(VersionedForm):
@@ -121,8 +122,8 @@ class DemoteForm(VersionedForm):
 
 
 class MergeForm(VersionedForm):
-    into = inputs.SLUG.form_field()
-    body = inputs.BODY.form_field()
+    into = form_field(NoteEditInput, "slug")
+    body = form_field(NoteEditInput, "body")
 
     def clean_into(self) -> Note:
         slug = self.cleaned_data["into"].strip()
@@ -143,8 +144,8 @@ class BulkForm(forms.Form):
     # "Select all N matching this filter": the filter's query string and the count the reviewer saw.
     select_all = forms.BooleanField(required=False)
     expected_count = forms.IntegerField(required=False, min_value=0)
-    wing = inputs.SEGMENT.form_field(required=False)
-    hall = inputs.SEGMENT.form_field(required=False)
+    wing = form_field(QueryInput, "wing", required=False)
+    hall = form_field(QueryInput, "hall", required=False)
     reason = forms.CharField(max_length=2000, required=False)
     title_from_heading = forms.BooleanField(required=False)
     slug_from_title = forms.BooleanField(required=False)
@@ -162,8 +163,8 @@ class BulkForm(forms.Form):
 
 class SearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=500)
-    wing = inputs.SEGMENT.form_field(required=False)
-    hall = inputs.SEGMENT.form_field(required=False)
+    wing = form_field(QueryInput, "wing", required=False)
+    hall = form_field(QueryInput, "hall", required=False)
     status = forms.ChoiceField(
         required=False, choices=[("wiki", "wiki"), ("raw", "raw"), ("any", "any (not archived)")]
     )

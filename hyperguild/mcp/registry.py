@@ -147,9 +147,7 @@ Handler = Callable[[Any, ToolContext], Any]
 # each entry is removed when its tool declares input_model and result_model; then this set, the
 # `input_schema=`/`output_schema=` arguments and the `tool()` overload that takes them go.
 UNCONVERTED_TOOLS: frozenset[tuple[str, str]] = frozenset(
-    [("brain", name) for name in ("brain_answer", "brain_archive", "brain_context", "brain_edit", "brain_get",
-                                  "brain_ingest", "brain_ingest_raw", "brain_query", "brain_supersede",
-                                  "brain_undo", "brain_verify", "brain_write")]
+    # Empty: every tool is converted (issue 40). The set, the dict-schema overload of tool() and its branch can go.
 )  # fmt: skip
 
 

@@ -829,7 +829,7 @@ class Command(BaseCommand):
             ids = [note_id for note_id, _ in ranking[:10]]
             timed("hits SQL", lambda ids=ids: hit_rows(ids))
             timed("search() total", lambda q=query: search(q, limit=10))
-            structured = timed("tool handler total", lambda q=query, i=i: tool.handler({"query": q}, ToolContext(
+            structured = timed("tool handler total", lambda q=query, i=i: tool.call({"query": q}, ToolContext(
                 endpoint="brain", request_id=i)))  # fmt: skip
             timed("output schema check (sampled)", lambda s=structured: list(tool.output_validator.iter_errors(s)))
             timed("JSON encoding", lambda s=structured: json.dumps({"result": {"structuredContent": s,
