@@ -13,8 +13,10 @@ from typing import Any
 
 from pydantic import Field
 
+from hyperguild import budgets
 from hyperguild.lib.pricing import CostSource
 from hyperguild.mcp.contracts import ToolResult, output_schema
+from hyperguild.models import ModelCall
 
 
 class Usage(ToolResult):
@@ -49,10 +51,6 @@ USAGE_SCHEMA: dict[str, Any] = USAGE_PROPERTIES["usage"]
 
 def summed_usage(call_ids: list[int]) -> Usage | None:
     """The summed usage of these ModelCalls; None when there are none."""
-    # Imported here: the models need the app registry, and this module is imported by the MCP
-    # registry, which loads before it (hyperguild.budgets, below, imports the registry too).
-    from hyperguild.models import ModelCall
-
     calls = list(ModelCall.objects.filter(pk__in=call_ids).order_by("created_at", "id"))
     if not calls:
         return None
@@ -87,9 +85,6 @@ def _total(values: list[int | None]) -> int | None:
 
 def budget_warning(person: Any) -> str | None:
     """The budgets that apply to `person` (and the service's) that are 80 % spent or more, in one line."""
-    # Imported here: hyperguild.budgets imports the MCP registry, which imports this module.
-    from hyperguild import budgets
-
     try:
         warnings = budgets.check(Decimal(0), person)
     except budgets.BudgetExceeded as exc:

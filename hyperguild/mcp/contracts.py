@@ -15,10 +15,12 @@ shape is written), so a JSON Schema is never restated by hand. The rules of that
 
 - No `title`s (pydantic's automatic ones); `description`s come from `Field(description=...)` only (a model's
   docstring is for its reader, not the wire); nested models are written out in place (no `$defs`/`$ref`).
-- `ToolInput` is closed (`extra="forbid"`: `additionalProperties: false`); an open one sets `extra="allow"`.
+- `ToolInput` is closed (`extra="forbid"`: `additionalProperties: false`); an open one sets `extra="allow"`
+  (nothing written: JSON Schema's default). A model with no required field writes no `required` (add
+  `json_schema_extra={"required": []}` to its model_config where a pinned schema says `"required": []`).
 - A field whose default is None is optional and *not* nullable on the wire (`{"type": "string"}`, not in
-  `required`): in an input it means "not given"; in a result it is left out when None (`ToolResult`'s
-  serializer). A field typed `X | None` without a default is required and nullable: `{"type": ["X", "null"]}`.
+  `required`): in an input it means "not given"; in a result it is left out when None (`ToolResult` gives
+  such fields pydantic's `exclude_if`). A field typed `X | None` without a default is required and nullable: `{"type": ["X", "null"]}`.
 - `dict[str, Any]` is `{"type": "object"}` (an open mapping is JSON Schema's default).
 """
 
@@ -27,7 +29,8 @@ from __future__ import annotations
 import inspect
 from typing import Any, cast
 
-from pydantic import BaseModel, ConfigDict, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import PydanticUndefined, core_schema
 
@@ -47,17 +50,20 @@ class ToolResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    @model_serializer(mode="wrap")
-    def _leave_out_absent(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
-        data = cast(dict[str, Any], handler(self))
-        for name, field in type(self).model_fields.items():
-            key = field.serialization_alias or field.alias or name if info.by_alias else name
-            if field.default is None and not field.is_required() and data.get(key, PydanticUndefined) is None:
-                del data[key]
-        return data
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Before pydantic collects the fields (it reads the class attributes after this hook): a field whose
+        # default is None gets `exclude_if=is None`, so the dump (in pydantic-core) leaves it out when None.
+        for name in cls.__dict__.get("__annotations__", {}):
+            default = cls.__dict__.get(name, PydanticUndefined)
+            if default is None:
+                setattr(cls, name, Field(None, exclude_if=_is_none))
+            elif isinstance(default, FieldInfo) and default.default is None and default.exclude_if is None:
+                setattr(cls, name, FieldInfo.merge_field_infos(default, exclude_if=_is_none))
+        super().__init_subclass__(**kwargs)
 
 
-_LEAVE_OUT_ABSENT = ToolResult._leave_out_absent
+def _is_none(value: Any) -> bool:
+    return value is None
 
 
 class ToolSchema(GenerateJsonSchema):
@@ -69,6 +75,8 @@ class ToolSchema(GenerateJsonSchema):
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
         json_schema = super().model_schema(schema)
         json_schema.pop("title", None)
+        if json_schema.get("additionalProperties") is True:
+            del json_schema["additionalProperties"]  # extra="allow": JSON Schema's default, never written
         docstring = schema["cls"].__doc__
         if docstring and json_schema.get("description") == inspect.cleandoc(docstring):
             del json_schema["description"]
@@ -105,13 +113,6 @@ class ToolSchema(GenerateJsonSchema):
             # A result always carries its fields except the ones left out when None (ToolResult).
             return not _defaults_to_none(field["schema"])
         return super().field_is_required(field, total)
-
-    def ser_schema(
-        self, schema: core_schema.SerSchema | core_schema.IncExSeqSerSchema | core_schema.IncExDictSerSchema
-    ) -> JsonSchemaValue | None:
-        if schema["type"] == "function-wrap" and schema.get("function") is _LEAVE_OUT_ABSENT:
-            return None  # ToolResult's serializer only leaves fields out: the fields' own schemas describe it
-        return super().ser_schema(schema)
 
     def generate(self, schema: core_schema.CoreSchema, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
         json_schema = super().generate(schema, mode=mode)

@@ -52,7 +52,6 @@ from pydantic import BaseModel, ValidationError
 
 from hyperguild.mcp.contracts import input_schema, output_schema
 from hyperguild.permissions import permission_refusal
-from hyperguild.usage import USAGE_PROPERTIES, UsageReport
 
 
 class ToolError(Exception):
@@ -171,7 +170,7 @@ class Tool:
     scope: str = ""
     # The right (hyperguild.permissions) a caller needs, scope and role: empty means the right named as `scope`.
     right: str = ""
-    # It asks a model: its result carries `usage` and `budget_warning` (its result_model is a hyperguild.usage.UsageReport).
+    # It asks a model: its result carries `usage` and `budget_warning` (its result_model subclasses hyperguild.usage.UsageReport).
     reports_usage: bool = False
     # Generated from the models; given by hand only by UNCONVERTED_TOOLS.
     input_schema: dict[str, Any] = field(default_factory=dict)
@@ -183,6 +182,10 @@ class Tool:
         if self.input_model is not None or self.result_model is not None:
             self._generate_schemas()
         elif self.reports_usage:  # an unconverted tool: the usage fields join its hand-written outputSchema
+            # Imported here, and only for UNCONVERTED_TOOLS (it goes with them): hyperguild.usage imports
+            # hyperguild.budgets, which imports this module.
+            from hyperguild.usage import USAGE_PROPERTIES
+
             properties = {**self.output_schema.get("properties", {}), **USAGE_PROPERTIES}
             object.__setattr__(self, "output_schema", {**self.output_schema, "properties": properties})
         for label, schema in (("input_schema", self.input_schema), ("output_schema", self.output_schema)):
@@ -205,7 +208,7 @@ class Tool:
                     f"{'ToolInput' if label == 'input_model' else 'ToolResult'}), not {model!r}"
                 )
         assert self.input_model is not None and self.result_model is not None
-        if self.reports_usage and not issubclass(self.result_model, UsageReport):
+        if self.reports_usage and not {"usage", "budget_warning"} <= set(self.result_model.model_fields):
             raise ToolContractError(
                 f"tool {self.name} reports usage: its result_model {self.result_model.__name__} must subclass "
                 "hyperguild.usage.UsageReport (the `usage` and `budget_warning` fields)"

@@ -13,15 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
-from hyperguild.mcp.contracts import ToolInput, ToolResult
+from hyperguild.mcp.contracts import NoArguments, ToolInput, ToolResult, input_schema
 from hyperguild.mcp.registry import (
     UNCONVERTED_TOOLS,
     Endpoint,
     Tool,
     ToolContext,
     ToolContractError,
+    ToolError,
     all_endpoints,
     find_endpoint,
 )
@@ -142,12 +143,41 @@ def test_the_schemas_are_generated_from_the_models():
     }
 
 
+class OpenInput(ToolInput):
+    model_config = ConfigDict(extra="allow", frozen=True, json_schema_extra={"required": []})
+    label: str = ""
+
+
+def test_an_open_input_writes_no_additional_properties_and_a_model_may_pin_an_empty_required():
+    assert input_schema(OpenInput) == {"type": "object", "properties": {"label": {"type": "string", "default": ""}},
+                                       "required": []}  # fmt: skip
+    assert input_schema(NoArguments) == {"type": "object", "additionalProperties": False, "properties": {}}
+
+
 def test_a_call_parses_the_arguments_into_the_model_and_dumps_the_result_model():
     tool = Tool(name="ping", title="Ping", description="d", handler=_ping, input_model=PingInput,
                 result_model=PingResult)  # fmt: skip
     ctx = ToolContext(endpoint="contracts-check")
     assert tool.call({"word": "ab", "times": 2}, ctx) == {"echo": "abab", "note": None}
     assert tool.call({"word": "ab", "hall": "h"}, ctx) == {"echo": "ab", "note": "h"}
+
+
+class RangeInput(ToolInput):
+    low: int
+    high: int
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RangeInput:
+        if self.low > self.high:
+            raise ValueError("low must not be above high")
+        return self
+
+
+def test_a_rule_of_the_input_model_beyond_its_schema_is_a_tool_error_in_words():
+    tool = Tool(name="span", title="Span", description="d", input_model=RangeInput, result_model=PingResult,
+                handler=lambda arguments, ctx: PingResult(echo="never", note=None))  # fmt: skip
+    with pytest.raises(ToolError, match="Invalid arguments for span: Value error, low must not be above high"):
+        tool.call({"low": 3, "high": 1}, ToolContext(endpoint="contracts-check"))
 
 
 def test_a_handler_that_returns_something_else_than_its_result_model_fails_loudly():
