@@ -98,17 +98,12 @@ Count = Annotated[int, Field(ge=0)]
 Confidence = Annotated[float, Field(ge=0, le=1)]
 
 
-def _say_nothing_of_other_keys(schema: dict[str, Any]) -> None:
-    # Other keys are allowed, JSON Schema's default: the schemas have never said so, and need not.
-    schema.pop("additionalProperties", None)
-
-
 class _Open(ToolResult):
     """A nested object of a report or a result: the named fields, and whatever else it carries kept as is.
 
     An optional field (default None) is left out when None, as in any ToolResult."""
 
-    model_config = ConfigDict(extra="allow", json_schema_extra=_say_nothing_of_other_keys)
+    model_config = ConfigDict(extra="allow")
 
 
 class Finding(_Open):
