@@ -146,10 +146,7 @@ Handler = Callable[[Any, ToolContext], Any]
 # each entry is removed when its tool declares input_model and result_model; then this set, the
 # `input_schema=`/`output_schema=` arguments and the `tool()` overload that takes them go.
 UNCONVERTED_TOOLS: frozenset[tuple[str, str]] = frozenset(
-    [("brain", "session_log")]
-    + [("supervisor", name) for name in ("apply", "debug", "retrospective", "review", "spec", "tdd_green",
-                                         "tdd_red", "tdd_refactor", "tier", "trainer")]
-    + [("routing", name) for name in ("debug", "retrospective", "review", "trainer")]
+    # Empty: every tool is converted (issue 40). The set, the dict-schema overload of tool() and its branch can go.
 )  # fmt: skip
 
 
