@@ -8,8 +8,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from brain import inputs
@@ -57,12 +60,12 @@ class QuerySerializer(serializers.Serializer):
 NoteInputSerializer = inputs.RAW_NOTE.serializer("NoteInputSerializer")
 
 
-class IngestSerializer(NoteInputSerializer):
+class IngestSerializer(NoteInputSerializer):  # type: ignore[valid-type,misc]  # a class brain.inputs builds at import
     wing = inputs.SEGMENT.serializer_field(required=False)  # blank with raw: true
     hall = inputs.SEGMENT.serializer_field(required=False)
     raw = serializers.BooleanField(default=False, help_text="true: into raw for review instead of the wiki")
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs.get("raw") and not attrs.get("wing"):
             raise serializers.ValidationError({"wing": "wing is required to ingest into the wiki (or send raw: true)."})
         return attrs
@@ -71,7 +74,7 @@ class IngestSerializer(NoteInputSerializer):
 class QueryView(BrainAPIView):
     token_scope = "brain:read"
 
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         args = self.validated(QuerySerializer)
         response = search(
             args["query"], limit=args["limit"], wing=args.get("wing") or None,
@@ -84,7 +87,7 @@ class QueryView(BrainAPIView):
 class WriteView(BrainAPIView):
     token_scope = "brain:write"
 
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         args = self.validated(NoteInputSerializer)
         note = do_write_raw_note(**inputs.RAW_NOTE.arguments(args), source=REST_SOURCE, user=request.user.user)
         return Response(note_ref(note), status=status.HTTP_201_CREATED)
@@ -93,7 +96,7 @@ class WriteView(BrainAPIView):
 class IngestView(BrainAPIView):
     token_scope = "brain:write"
 
-    def post(self, request):
+    def post(self, request: Request) -> Response:
         args = self.validated(IngestSerializer)
         # Into raw: any writer; straight into the wiki skips review, so it is a reviewer's (as brain_ingest).
         self.require_right("brain:write" if args["raw"] else "brain:review")
@@ -105,7 +108,7 @@ class IngestView(BrainAPIView):
 class NoteView(BrainAPIView):
     token_scope = "brain:read"
 
-    def get(self, request, slug: str):
+    def get(self, request: Request, slug: str) -> Response:
         note = Note.objects.filter(slug=slug).first()
         if note is None:
             raise NotFound(f"No note with slug {slug!r}; find slugs with POST /query.")

@@ -31,7 +31,7 @@ _partial_lock = threading.Lock()
 _partial_cache: dict[str, tuple[float, bool]] = {}
 
 
-def _active_embedder():
+def _active_embedder() -> BaseEmbedder | None:
     return get_embedder()
 
 
@@ -53,7 +53,7 @@ def missing_chunks(embedder: BaseEmbedder, notes: QuerySet[Note], using: str = "
     )
 
 
-def model_status(embedder) -> dict:
+def model_status(embedder: BaseEmbedder) -> dict:
     key = embedder.key
     notes = Note.objects.all()
     live_chunks = NoteChunk.objects.exclude(note__status=NoteStatus.ARCHIVED)
@@ -86,7 +86,7 @@ def model_status(embedder) -> dict:
     }
 
 
-def status(embedder=None) -> dict:
+def status(embedder: BaseEmbedder | None = None) -> dict:
     """{"enabled", "active": model_status or None, "models": [{"model", "embedded_chunks"}]}."""
     embedder = embedder if embedder is not None else _active_embedder()
     models = [

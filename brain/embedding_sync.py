@@ -21,6 +21,8 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from django.db.models import QuerySet
+
 from brain import backlog, vectors
 from brain.actions import do_drop_archived_chunks, do_rechunk_note, do_store_embeddings
 from brain.backlog import missing_chunks, stale_notes
@@ -72,7 +74,7 @@ def sync_embeddings(
     return result
 
 
-def _rechunk_changed(notes, result: SyncResult, using: str) -> None:
+def _rechunk_changed(notes: QuerySet[Note], result: SyncResult, using: str) -> None:
     last_id = 0
     while True:
         # Walk by id so a note that somehow stays stale is not looped on; one edited again
@@ -88,7 +90,10 @@ def _rechunk_changed(notes, result: SyncResult, using: str) -> None:
             result.rechunked += 1
 
 
-def _embed_missing(embedder, notes, result: SyncResult, using: str, progress) -> None:
+def _embed_missing(
+    embedder: BaseEmbedder, notes: QuerySet[Note], result: SyncResult, using: str,
+    progress: Callable[[int, int], None] | None,
+) -> None:  # fmt: skip
     todo = list(missing_chunks(embedder, notes, using).values_list("id", "content_hash"))
     total, done, failed_batches = len(todo), 0, 0
     if progress:

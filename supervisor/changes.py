@@ -19,6 +19,7 @@ Each attempt's own part sits in its `attempt_log` entry (`change`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from django.conf import settings
@@ -31,7 +32,7 @@ BLOB_LIMIT = 256 * 1024
 
 
 class ChangeRecorder:
-    def __init__(self, root: Path, keep: list[str | None] = ()):
+    def __init__(self, root: Path, keep: Iterable[str | None] = ()) -> None:
         self.root = root
         # Files the run may touch whose text is kept even if unchanged (a TDD task's test_path, impl_path).
         self.keep = [path for path in keep if path]
