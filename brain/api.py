@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
@@ -22,6 +22,9 @@ from brain.models import Note, NoteStatus
 from brain.presenters import note_detail, note_ref, query_result
 from brain.search import search
 from hyperguild.api import EndpointTokenAPIView
+
+if TYPE_CHECKING:
+    from brain.types import JSONObject
 
 REST_SOURCE = "rest"
 
@@ -65,7 +68,7 @@ class IngestSerializer(NoteInputSerializer):  # type: ignore[valid-type,misc]  #
     hall = inputs.SEGMENT.serializer_field(required=False)
     raw = serializers.BooleanField(default=False, help_text="true: into raw for review instead of the wiki")
 
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+    def validate(self, attrs: JSONObject) -> JSONObject:
         if not attrs.get("raw") and not attrs.get("wing"):
             raise serializers.ValidationError({"wing": "wing is required to ingest into the wiki (or send raw: true)."})
         return attrs

@@ -28,7 +28,7 @@ from brain.actions import do_drop_archived_chunks, do_rechunk_note, do_store_emb
 from brain.backlog import missing_chunks, stale_notes
 from brain.chunking import embed_text
 from brain.models import Embedding, Note, NoteChunk
-from hyperguild.lib.embedders import BaseEmbedder, EmbedderError
+from hyperguild.lib.embedders import Embedder, EmbedderError
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class SyncResult:
 
 
 def sync_embeddings(
-    embedder: BaseEmbedder,
+    embedder: Embedder,
     *,
     note_ids: Iterable[int] | None = None,
     using: str = "default",
@@ -91,7 +91,7 @@ def _rechunk_changed(notes: QuerySet[Note], result: SyncResult, using: str) -> N
 
 
 def _embed_missing(
-    embedder: BaseEmbedder, notes: QuerySet[Note], result: SyncResult, using: str,
+    embedder: Embedder, notes: QuerySet[Note], result: SyncResult, using: str,
     progress: Callable[[int, int], None] | None,
 ) -> None:  # fmt: skip
     todo = list(missing_chunks(embedder, notes, using).values_list("id", "content_hash"))
@@ -144,7 +144,7 @@ def _embed_texts(chunk_ids: list[int], using: str) -> dict[int, str]:
     return texts
 
 
-def _store(embedder: BaseEmbedder, rows: list[tuple[int, str, list[float]]], using: str) -> int:
+def _store(embedder: Embedder, rows: list[tuple[int, str, list[float]]], using: str) -> int:
     if not rows:
         return 0
     vectors.ensure_index(embedder.key, len(rows[0][2]), using=using)

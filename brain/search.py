@@ -41,7 +41,7 @@ from brain.errors import SearchInputError
 from brain.limits import MAX_SEARCH_LIMIT
 from brain.models import Note, NoteStatus
 from brain.truth import verification_of
-from hyperguild.lib.embedders import BaseEmbedder, get_embedder
+from hyperguild.lib.embedders import Embedder, get_embedder
 from hyperguild.tracing import traced
 
 logger = logging.getLogger(__name__)
@@ -255,7 +255,7 @@ def rank_notes(
     hall: str | None = None,
     status: str | None = None,
     rankers: tuple[str, ...] = ("bm25", "vector"),
-    embedder: BaseEmbedder | None = None,
+    embedder: Embedder | None = None,
     floor: floors.Floors | None = None,
     bm25_pass: bm25.QueryScores | None = None,
 ) -> Ranking:

@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connections, transaction
 
-from hyperguild.lib.embedders import BaseEmbedder, get_embedder
+from hyperguild.lib.embedders import Embedder, get_embedder
 
 # Chunks fetched per wanted note: a note's chunks compete, its best one counts.
 CHUNKS_PER_NOTE = 2
@@ -101,7 +101,7 @@ def rank_scored(
     wing: str | None = None,
     hall: str | None = None,
     status: str | None = None,
-    embedder: BaseEmbedder | None = None,
+    embedder: Embedder | None = None,
     using: str = "default",
     vector: list[float] | None = None,
 ) -> list[tuple[int, str, float]]:

@@ -31,7 +31,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -87,7 +86,7 @@ class Command(BaseCommand):
         parser.add_argument("--query-rate", type=float, default=5.0, help="/query calls started per second")
         parser.add_argument("--samples", type=int, default=20, help="registrations timed in this process")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args, **options) -> None:
         if not 1 <= options["clients"] <= 250:
             raise CommandError("--clients takes 1 to 250 (addresses 127.0.0.2 onwards)")
         load = os.getloadavg()

@@ -8,14 +8,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from statistics import median
-from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import connection, transaction
-from django.http import HttpResponseBase
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
@@ -35,7 +32,7 @@ class Command(BaseCommand):
         parser.add_argument("--bulk", type=int, default=200, help="notes to reject in one select-all bulk action")
         parser.add_argument("--repeat", type=int, default=5, help="timed repetitions of each page (median shown)")
 
-    def handle(self, *args: Any, notes: int, bulk: int, repeat: int, **options: Any) -> None:
+    def handle(self, *args, notes: int, bulk: int, repeat: int, **options) -> None:
         try:
             with transaction.atomic():
                 self.run(notes=notes, bulk=bulk, repeat=repeat)
@@ -59,10 +56,10 @@ class Command(BaseCommand):
         browser = Client(SERVER_NAME="localhost")
         browser.force_login(user)
 
-        def get(path: str, data: dict | None = None) -> Callable[[], HttpResponseBase]:
+        def get(path: str, data: dict | None = None):
             return lambda: browser.get(path, data or {})
 
-        def timed(label: str, call: Callable[[], HttpResponseBase]) -> None:
+        def timed(label: str, call) -> None:
             times, queries = [], 0
             for _ in range(repeat):
                 with CaptureQueriesContext(connection) as captured:

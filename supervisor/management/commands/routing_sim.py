@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
@@ -67,7 +67,7 @@ class Command(BaseCommand):
         parser.add_argument("--min-samples", type=int, default=None, help="override HYPERGUILD_ROUTE_MIN_SAMPLES")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    def handle(self, *args: Any, **options: Any) -> None:
+    def handle(self, *args, **options) -> None:
         if options["areas"]:
             areas = self.run_areas(options)
             for line in areas.lines():
