@@ -258,9 +258,7 @@ class SyntheticCorpus:
         return " ".join(self.rng.choices(self.vocabulary[:5000], k=self.rng.randint(1, 4)))
 
 
-def store_synthetic_notes(
-    corpus: SyntheticCorpus, count: int, *, progress: Callable[[int], object] | None = None
-) -> None:
+def store_synthetic_notes(corpus: SyntheticCorpus, count: int, *, progress=None) -> None:
     """`count` wiki notes straight through bulk_create (scratch databases only), logged as one bulk change."""
     batch = []
     for i in range(count):
