@@ -24,7 +24,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from hyperguild.lib.diffs import BINARY, as_text, file_diff, join_diffs
+from hyperguild.lib.diffs import BINARY, FileText, as_text, file_diff, join_diffs
 from supervisor.verification import Capture, TestRun, capture
 
 # Characters of one file's text kept in `blobs`.
@@ -40,7 +40,7 @@ class ChangeRecorder:
         self.current = self.start
         self.blobs: dict[str, str | None] = {}
 
-    def _blob(self, snap: Capture, path: str):
+    def _blob(self, snap: Capture, path: str) -> FileText | None:
         """The file's text for the diff (None: absent; BINARY: binary or not kept), remembered in `blobs`."""
         digest = snap.hashes.get(path)
         if digest is None:
