@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
@@ -21,6 +21,9 @@ from brain.models import Note
 from brain.presenters import note_detail, note_ref, query_result
 from brain.tools import run_query
 from hyperguild.api import EndpointTokenAPIView
+
+if TYPE_CHECKING:
+    pass
 
 REST_SOURCE = "rest"
 

@@ -21,7 +21,7 @@ from django.db.models import Count, Exists, Min, OuterRef, QuerySet
 from django.utils import timezone
 
 from brain.models import NOTE_SOURCE_HASH, Embedding, Note, NoteChunk, NoteStatus
-from hyperguild.lib.embedders import BaseEmbedder, get_embedder
+from hyperguild.lib.embedders import BaseEmbedder, Embedder, get_embedder
 
 RATE_WINDOW_SECONDS = 15 * 60
 MIN_RATE_SAMPLES = 2  # embeddings in the window needed before a rate (and a time left) is given
@@ -31,7 +31,7 @@ _partial_lock = threading.Lock()
 _partial_cache: dict[str, tuple[float, bool]] = {}
 
 
-def _active_embedder():
+def _active_embedder() -> BaseEmbedder | None:
     return get_embedder()
 
 
@@ -41,7 +41,7 @@ def stale_notes(notes: QuerySet[Note]) -> QuerySet[Note]:
     return notes.exclude(status=NoteStatus.ARCHIVED).annotate(text_md5=NOTE_SOURCE_HASH).filter(~Exists(current))
 
 
-def missing_chunks(embedder: BaseEmbedder, notes: QuerySet[Note], using: str = "default") -> QuerySet[NoteChunk]:
+def missing_chunks(embedder: Embedder, notes: QuerySet[Note], using: str = "default") -> QuerySet[NoteChunk]:
     current = Embedding.objects.using(using).filter(
         chunk=OuterRef("pk"), model=embedder.key, content_hash=OuterRef("content_hash")
     )
@@ -53,7 +53,7 @@ def missing_chunks(embedder: BaseEmbedder, notes: QuerySet[Note], using: str = "
     )
 
 
-def model_status(embedder) -> dict:
+def model_status(embedder: Embedder) -> dict:
     key = embedder.key
     notes = Note.objects.all()
     live_chunks = NoteChunk.objects.exclude(note__status=NoteStatus.ARCHIVED)
@@ -86,7 +86,7 @@ def model_status(embedder) -> dict:
     }
 
 
-def status(embedder=None) -> dict:
+def status(embedder: Embedder | None = None) -> dict:
     """{"enabled", "active": model_status or None, "models": [{"model", "embedded_chunks"}]}."""
     embedder = embedder if embedder is not None else _active_embedder()
     models = [

@@ -21,12 +21,14 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from django.db.models import QuerySet
+
 from brain import backlog, vectors
 from brain.actions import do_drop_archived_chunks, do_rechunk_note, do_store_embeddings
 from brain.backlog import missing_chunks, stale_notes
 from brain.chunking import embed_text
 from brain.models import Embedding, Note, NoteChunk
-from hyperguild.lib.embedders import BaseEmbedder, EmbedderError
+from hyperguild.lib.embedders import Embedder, EmbedderError
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +56,7 @@ class SyncResult:
 
 
 def sync_embeddings(
-    embedder: BaseEmbedder,
+    embedder: Embedder,
     *,
     note_ids: Iterable[int] | None = None,
     using: str = "default",
@@ -72,7 +74,7 @@ def sync_embeddings(
     return result
 
 
-def _rechunk_changed(notes, result: SyncResult, using: str) -> None:
+def _rechunk_changed(notes: QuerySet[Note], result: SyncResult, using: str) -> None:
     last_id = 0
     while True:
         # Walk by id so a note that somehow stays stale is not looped on; one edited again
@@ -88,7 +90,10 @@ def _rechunk_changed(notes, result: SyncResult, using: str) -> None:
             result.rechunked += 1
 
 
-def _embed_missing(embedder, notes, result: SyncResult, using: str, progress) -> None:
+def _embed_missing(
+    embedder: Embedder, notes: QuerySet[Note], result: SyncResult, using: str,
+    progress: Callable[[int, int], None] | None,
+) -> None:  # fmt: skip
     todo = list(missing_chunks(embedder, notes, using).values_list("id", "content_hash"))
     total, done, failed_batches = len(todo), 0, 0
     if progress:
@@ -139,7 +144,7 @@ def _embed_texts(chunk_ids: list[int], using: str) -> dict[int, str]:
     return texts
 
 
-def _store(embedder: BaseEmbedder, rows: list[tuple[int, str, list[float]]], using: str) -> int:
+def _store(embedder: Embedder, rows: list[tuple[int, str, list[float]]], using: str) -> int:
     if not rows:
         return 0
     vectors.ensure_index(embedder.key, len(rows[0][2]), using=using)

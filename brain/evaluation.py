@@ -13,6 +13,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -146,6 +147,7 @@ class CachingEmbedder:
         if not self.inner.dimensions:
             self.inner.embed_query("dimensions")  # a model we do not know: learn its size once
         dims = self.inner.dimensions
+        assert dims is not None  # the embedder learns its size from the first vector it returns
         record = HASH_BYTES + 4 * dims
         for path in sorted(self.cache_dir.glob(self.pattern)):
             data = path.read_bytes()
@@ -157,7 +159,7 @@ class CachingEmbedder:
     def _digest(text: str) -> bytes:
         return hashlib.sha256(text.encode("utf-8")).digest()
 
-    def embed_documents(self, texts: list[str], progress=None) -> list[list[float]]:
+    def embed_documents(self, texts: list[str], progress: Callable[[int], object] | None = None) -> list[list[float]]:
         digests = [self._digest(t) for t in texts]
         missing = [i for i, d in enumerate(digests) if d not in self.cache]
         step = 16

@@ -637,6 +637,8 @@ def sync_mirror(root: Path | str) -> FolderSummary:
 
     # 1. disk → service
     claimed: dict[str, str] = {}
+    note: Note | None  # a file's note in step 1 and 2, a service note in step 3
+    data: bytes | None
     for rel_path in sorted(on_disk, key=claim_order):
         full = root / rel_path
         stat = full.stat()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING, Self
 
 from django.conf import settings
 from django.contrib.postgres.indexes import OpClass
@@ -18,6 +20,9 @@ from pgvector.django import VectorField
 from brain.limits import MAX_PLACE_LENGTH, MAX_SESSION_ID_LENGTH, MAX_SLUG_LENGTH, MAX_TITLE_LENGTH
 from brain.projects import project_for_cwd
 from hyperguild.lib.redaction import redaction_summary
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class NoteStatus(models.TextChoices):
@@ -35,7 +40,7 @@ class VerificationState(models.TextChoices):
     UNVERIFIED = "unverified", "unverified"
 
 
-class ProjectQuerySet(models.QuerySet):
+class ProjectQuerySet(models.QuerySet["Project"]):
     def for_cwd(self, cwd: str) -> Project | None:
         """The project a folder belongs to: the longest folder entry (an absolute path) the cwd is in, else
         the one whose repository (a local path) holds it, else one that names the cwd's folder name."""
@@ -74,34 +79,34 @@ class Project(models.Model):
         return "://" in self.repo or self.repo.startswith("git@")
 
 
-class NoteQuerySet(models.QuerySet):
-    def current(self):
+class NoteQuerySet(models.QuerySet["Note"]):
+    def current(self) -> Self:
         """Notes nobody superseded: what default search, brain_context and SessionStart show."""
         return self.filter(superseded_by__isnull=True)
 
-    def needs_recheck(self):
+    def needs_recheck(self) -> Self:
         """Live notes whose anchors no longer hold: the "Needs a re-check" queue."""
         return self.filter(
             verification_state=VerificationState.STALE, status__in=EXPORTED_STATUSES, superseded_by__isnull=True
         )
 
-    def wiki(self):
+    def wiki(self) -> Self:
         return self.filter(status=NoteStatus.WIKI)
 
-    def raw_queue(self):
+    def raw_queue(self) -> Self:
         return self.filter(status=NoteStatus.RAW).order_by("-created_at", "-id")
 
-    def searchable(self):
+    def searchable(self) -> Self:
         return self.exclude(status=NoteStatus.ARCHIVED)
 
-    def with_tags(self, tags):
+    def with_tags(self, tags: Iterable[str] | None) -> Self:
         """Notes whose frontmatter `tags` holds every one of `tags` (a YAML list, or one tag as a string)."""
         queryset = self
         for tag in tags or ():
             queryset = queryset.filter(Q(frontmatter__tags__contains=[tag]) | Q(frontmatter__tags=tag))
         return queryset
 
-    def exportable(self):
+    def exportable(self) -> Self:
         """Notes that live in a brain folder: raw and wiki (rejected and archived ones do not)."""
         return self.filter(status__in=EXPORTED_STATUSES)
 
@@ -213,14 +218,14 @@ class Note(models.Model):
     def canonical_path(self) -> str:
         return canonical_note_path(self.status, self.wing, self.hall, self.slug)
 
-    def promote(self, *, reviewer, wing: str, hall: str = "") -> None:
+    def promote(self, *, reviewer: User | None, wing: str, hall: str = "") -> None:
         self.status = NoteStatus.WIKI
         self.wing, self.hall = wing, hall
         self.reviewed_by = reviewer
         self.reviewed_at = timezone.now()
         self.path = self.canonical_path()
 
-    def reject(self, *, reviewer, reason: str) -> None:
+    def reject(self, *, reviewer: User | None, reason: str) -> None:
         self.status = NoteStatus.REJECTED
         self.reviewed_by = reviewer
         self.reviewed_at = timezone.now()
@@ -271,8 +276,8 @@ REVISION_FIELDS = (
 )  # fmt: skip
 
 
-class NoteRevisionQuerySet(models.QuerySet):
-    def undoable(self):
+class NoteRevisionQuerySet(models.QuerySet["NoteRevision"]):
+    def undoable(self) -> Self:
         return self.filter(undone_at__isnull=True).exclude(action=NoteRevision.Action.UNDO)
 
 

@@ -119,7 +119,8 @@ class Repository:
     def hunks(self, old: str, new: str, path: str) -> list[str]:
         """The diff of `path` between two commits, one string per hunk (with its @@ header)."""
         out = run_git(self.git_dir, "diff", "--no-color", "--unified=2", old, new, "--", path, check=False)
-        hunks, current = [], []
+        hunks: list[str] = []
+        current: list[str] = []
         for line in out.splitlines():
             if line.startswith("@@"):
                 if current:

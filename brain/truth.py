@@ -151,8 +151,8 @@ class Verifier:
         # Where it is defined says most: a settings file, then any assignment, then the first mention.
         hits.sort(key=lambda hit: ("settings" not in hit[0], hit[0].startswith(("tests/", "test/")), hit))
         if hits:
-            path, line = hits[0]
-            return self._found(path, line, preferred)
+            path, number = hits[0]
+            return self._found(path, number, preferred)
         return self._missing(preferred)
 
     def _check_command(self, anchor: Anchor) -> Check:

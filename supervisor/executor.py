@@ -38,11 +38,12 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import IO
 
 from django.conf import settings
 from django.db import connection
@@ -152,7 +153,7 @@ def run_budget_seconds() -> float:
     return settings.SUPERVISOR_QUEUE_WAIT + settings.SUPERVISOR_MAX_ATTEMPTS * per_attempt + 30
 
 
-def _matches(name: str, patterns) -> bool:
+def _matches(name: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
 
@@ -250,7 +251,7 @@ def _slots_held_by_runs(run_id: int | None) -> set[int]:
     return set(held.values_list("worker_slot", flat=True))
 
 
-def _record_on_run(run_id: int | None, **fields) -> None:
+def _record_on_run(run_id: int | None, **fields: int | None) -> None:
     if run_id is None:
         return
     try:
@@ -299,7 +300,7 @@ def kill_group(process: subprocess.Popen, grace: float = KILL_GRACE) -> None:
 class _Drain(threading.Thread):
     """Reads one pipe to the end, remembering when output last arrived."""
 
-    def __init__(self, pipe, name: str):
+    def __init__(self, pipe: IO[bytes], name: str) -> None:
         super().__init__(daemon=True, name=name)
         self.pipe = pipe
         self.chunks: list[bytes] = []
@@ -365,8 +366,10 @@ def run_process(
         on_start(process.pid)
     if input_text is not None:
         threading.Thread(target=_feed, args=(process.stdin, input_text), daemon=True, name=f"stdin-{process.pid}").start()
+    assert process.stdout is not None  # stdout=PIPE
     drains = [_Drain(process.stdout, f"stdout-{process.pid}")]
     if not merge_stderr:
+        assert process.stderr is not None  # stderr=PIPE unless merged into stdout
         drains.append(_Drain(process.stderr, f"stderr-{process.pid}"))
     for drain in drains:
         drain.start()
@@ -399,7 +402,7 @@ def run_process(
     return ProcessResult(outcome, process.returncode, stdout, stderr, process.pid)
 
 
-def _feed(pipe, text: str) -> None:
+def _feed(pipe: IO[bytes], text: str) -> None:
     """Write the whole input and close the pipe (in a thread: a big prompt fills the pipe buffer)."""
     try:
         pipe.write(text.encode("utf-8"))

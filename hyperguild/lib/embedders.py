@@ -55,7 +55,9 @@ class EmbedderError(Exception):
 class Embedder(Protocol):
     kind: str
     model: str
-    dimensions: int | None
+
+    @property
+    def dimensions(self) -> int | None: ...  # read-only here: a wrapper (brain.evaluation.CachingEmbedder) passes it on
 
     @property
     def key(self) -> str: ...

@@ -26,6 +26,7 @@ import shutil
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -40,6 +41,7 @@ from brain.actions import do_edit_note
 from brain.embedding_sync import sync_embeddings
 from brain.evaluation import (
     SYNTHETIC_WINGS,
+    BeirDataset,
     CachingEmbedder,
     SyntheticCorpus,
     document_chunks,
@@ -109,7 +111,7 @@ class Command(BaseCommand):
             help="print the vector floor the judged pairs suggest for the embedder (needs dense or hybrid)",
         )
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         if bool(options["dataset"]) == bool(options["synthetic"]):
             raise CommandError("Give either --dataset DIR or --synthetic N.")
         rankers = [r.strip() for r in options["rankers"].split(",") if r.strip()]
@@ -173,7 +175,9 @@ class Command(BaseCommand):
 
         embedder = None
         if needs_vectors:
-            embedder = CachingEmbedder(get_embedder(), options["cache_dir"])
+            inner = get_embedder()
+            assert inner is not None  # handle() refused vector rankers with BRAIN_EMBEDDER=off
+            embedder = CachingEmbedder(inner, options["cache_dir"])
             self.embed_corpus(embedder)
             with connections["default"].cursor() as cursor:
                 # Fresh bulk-loaded tables have no statistics: without them the planner expects
@@ -182,6 +186,7 @@ class Command(BaseCommand):
             self.stdout.write(f"vector query plan: {self.vector_plan(embedder, next(iter(dataset.queries.values())))}")
 
         if options["calibrate"]:
+            assert embedder is not None  # handle() refused --calibrate without a vector ranker
             self.calibrate(dataset, corpus, embedder, options["negative_queries"])
 
         settings_list = {"on": [True], "off": [False], "both": [True, False]}[options["floors"]]
@@ -198,7 +203,7 @@ class Command(BaseCommand):
 
     def import_documents(self, corpus: list[dict]) -> dict[str, str]:
         """Scratch notes straight through the ORM: no user data, no mirror, no per-note tasks."""
-        slug_to_doc = {}
+        slug_to_doc: dict[str, str] = {}
         batch = []
         for doc in tqdm(corpus, desc="importing", unit="doc", file=self.stderr, disable=None):
             slug = f"doc-{len(slug_to_doc)}"
@@ -249,7 +254,7 @@ class Command(BaseCommand):
             )
 
     def evaluate_ranker(
-        self, ranker: str, dataset, id_to_doc: dict[int, str], embedder, floors_on: bool, negatives: list[str],
+        self, ranker: str, dataset: BeirDataset, id_to_doc: dict[int, str], embedder: CachingEmbedder | None, floors_on: bool, negatives: list[str],
         *, timed: bool,
     ) -> dict:  # fmt: skip
         floor = None if floors_on else floors.NO_FLOORS
@@ -292,7 +297,7 @@ class Command(BaseCommand):
         )
         return row
 
-    def print_table(self, rows: list[dict], embedder, with_negatives: bool) -> None:
+    def print_table(self, rows: list[dict], embedder: CachingEmbedder | None, with_negatives: bool) -> None:
         key = embedder.key if embedder is not None else None
         current = floors.current(key)
         self.stdout.write("")
@@ -314,14 +319,15 @@ class Command(BaseCommand):
             )
             self.stdout.write(line)
 
-    def calibrate(self, dataset, corpus: list[dict], embedder: CachingEmbedder, negatives: list[str]) -> None:
+    def calibrate(self, dataset: BeirDataset, corpus: list[dict], embedder: CachingEmbedder, negatives: list[str]) -> None:
         """Cosine similarity of judged relevant pairs against random pairs, and the floor they suggest."""
         docs = {doc["_id"]: doc for doc in corpus}
         chunk_vectors: dict[str, np.ndarray] = {}
         for doc_id, doc in docs.items():
             found = [embedder.cached_document(text) for text in document_chunks(doc)]
-            if found and all(v is not None for v in found):
-                chunk_vectors[doc_id] = np.vstack(found)
+            cached = [v for v in found if v is not None]
+            if found and len(cached) == len(found):
+                chunk_vectors[doc_id] = np.vstack(cached)
         rng = random.Random(11)
         ids = sorted(chunk_vectors)
         relevant, unrelated, best_judged = [], [], []
@@ -374,7 +380,7 @@ class Command(BaseCommand):
         )
 
     @staticmethod
-    def vector_plan(embedder, query: str) -> str:
+    def vector_plan(embedder: CachingEmbedder, query: str) -> str:
         """The planner's own choice (nothing forced) for the vector query: index scan or not."""
         vector = embedder.embed_query(query)
         sql = vectors.query_sql(embedder.key, len(vector), wing=False, hall=False, status=False)
