@@ -1,12 +1,15 @@
 #!/usr/bin/env python
-import os
 import sys
+
+from django.core.management import execute_from_command_line
+
+from hyperguild.boot import prepare_process
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hyperguild.settings")
-    from django.core.management import execute_from_command_line
-
+    # The entry point of every command (serve, qcluster, migrate…): the secret key and, without DATABASE_URL,
+    # the embedded PostgreSQL exist before Django reads its settings, which only read (hyperguild.boot).
+    prepare_process()
     execute_from_command_line(sys.argv)
 
 

@@ -10,18 +10,15 @@ that pass for both, as `search()` does with BRAIN_BM25_PRUNING off. Rounds alter
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hyperguild.settings")
+from hyperguild.boot import setup_django  # noqa: E402
 
-import django  # noqa: E402
-
-django.setup()
+setup_django()  # the secret key and the embedded database, then Django (hyperguild.boot)
 
 import numpy as np  # noqa: E402
 

@@ -92,10 +92,9 @@ def chunk_texts(doc: dict, max_chars: int) -> list[str]:
 
 def cached_dense_ndcg(dataset_dir: Path) -> tuple[float, int] | None:
     """Dense nDCG@10 of the default config over the documents brain_eval's cache holds."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hyperguild.settings")
-    import django
+    from hyperguild.boot import setup_django
 
-    django.setup()
+    setup_django()  # the secret key and the embedded database, then Django (hyperguild.boot)
     import numpy as np
     from django.conf import settings
 

@@ -788,7 +788,7 @@ class Command(BenchCommand):
             return value
 
         def call_tool(query: str, request_id: int) -> Any:
-            return tool.handler({"query": query}, ToolContext(endpoint="brain", request_id=request_id))
+            return tool.call({"query": query}, ToolContext(endpoint="brain", request_id=request_id))
 
         def schema_errors(structured: Any) -> list[Any]:
             return list(tool.output_validator.iter_errors(structured))

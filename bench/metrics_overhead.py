@@ -3,10 +3,10 @@
     .venv/bin/python bench/metrics_overhead.py --rounds 3 --notes 2000 --seconds 15
 
 Arms (`--arms`, default all four): "off" (HYPERGUILD_METRICS=0, no OTEL_EXPORTER_OTLP_ENDPOINT),
-"metrics" (/metrics counting every request and MCP call), "tracing" (every request traced — Django,
-MCP, search and psycopg spans — and exported over OTLP/HTTP to a sink on 127.0.0.1 that reads and
+"metrics" (/metrics counting every request and MCP call), "tracing" (tracing on as the service
+samples it by default — a tenth of new traces, with Django, MCP, search and psycopg spans — and exported over OTLP/HTTP to a sink on 127.0.0.1 that reads and
 drops each export, as a collector on another host would cost this machine nothing), "both".
-`--sample R` traces a fraction R of the requests (OTEL_TRACES_SAMPLER=parentbased_traceidratio).
+`--sample R` records a share R of new traces instead (HYPERGUILD_TRACE_SAMPLE; 1: every request).
 Prints each round's calls/s and server p99 and the medians.
 """
 
@@ -48,7 +48,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--arms", default="off,metrics,tracing,both")
-    parser.add_argument("--sample", type=float, default=1.0, help="fraction of requests traced (default: all)")
+    parser.add_argument("--sample", type=float, default=None,
+                        help="HYPERGUILD_TRACE_SAMPLE: the share of new traces recorded (default: the service's, 0.1)")
     args = parser.parse_args()
     base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     names = args.arms.split(",")
@@ -56,8 +57,8 @@ def main() -> None:
     exports = []
     with FakeHTTPServer(lambda request: exports.append(len(request.raw)) or Response(200, raw=b"")) as sink:
         tracing = {"OTEL_EXPORTER_OTLP_ENDPOINT": sink.url}
-        if args.sample < 1:
-            tracing |= {"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": str(args.sample)}
+        if args.sample is not None:
+            tracing |= {"HYPERGUILD_TRACE_SAMPLE": str(args.sample)}
         arms = {
             "off": {**base, "HYPERGUILD_METRICS": "0"},
             "metrics": {**base, "HYPERGUILD_METRICS": "1"},

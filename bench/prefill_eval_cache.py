@@ -16,11 +16,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hyperguild.settings")
+from hyperguild.boot import setup_django  # noqa: E402
 
-import django  # noqa: E402
-
-django.setup()
+setup_django()  # the secret key and the embedded database, then Django (hyperguild.boot)
 
 from django.conf import settings  # noqa: E402
 

@@ -10,18 +10,15 @@ Run it before and after a change to hyperguild/lib/redaction.py (issue 35: the d
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hyperguild.settings")
+from hyperguild.boot import setup_django  # noqa: E402
 
-import django  # noqa: E402
-
-django.setup()
+setup_django()  # the secret key and the embedded database, then Django (hyperguild.boot)
 
 from hyperguild.lib.redaction import redact  # noqa: E402
 

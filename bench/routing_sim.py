@@ -40,8 +40,8 @@ from django.db import transaction  # noqa: E402
 from django.test.utils import override_settings  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
-from supervisor.models import RoutingEntry  # noqa: E402
-from supervisor.routing import Attempt, RoutingFailed, route  # noqa: E402
+from supervisor.models import Pathway, RoutingEntry  # noqa: E402
+from supervisor.routing import Attempt, PathwayKey, RoutingFailed, route  # noqa: E402
 
 T = TypeVar("T")
 
@@ -396,9 +396,6 @@ class AreaReport:
 
 def _run_areas(profiles: list[AreaProfile], calls: int, seed: int, memory: bool,
                on_progress: Callable[[int], None] | None) -> AreaRun:  # fmt: skip
-    from supervisor.models import Pathway
-    from supervisor.routing import PathwayKey
-
     outcomes, choices, router_rng = random.Random(seed), random.Random(seed + 1), random.Random(seed + 2)
     run = AreaRun(memory, {p.label: SkillTally() for p in profiles})
     for index in range(calls):

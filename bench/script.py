@@ -14,7 +14,6 @@ lists only what operators use). Tests call the same `Command` in process with `c
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,13 +24,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def setup_django() -> None:
-    """Configure Django for a script run from the command line; nothing when it is ready (a test imported it)."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hyperguild.settings")
-    import django
+    """The secret key and the embedded database, then Django (`hyperguild.boot.setup_django()`), for a script run
+    from the command line; nothing when Django is ready (a test imported the script)."""
     from django.apps import apps
 
+    from hyperguild.boot import setup_django as boot
+
     if not apps.ready:
-        django.setup()
+        boot()
 
 
 class BenchCommand(BaseCommand):

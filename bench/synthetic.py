@@ -7,7 +7,8 @@ import itertools
 import random
 from collections.abc import Callable
 
-from brain.models import BrainVersion, Note, NoteStatus
+from brain.indexing import bump_brain_version
+from brain.models import Note, NoteStatus
 
 SYNTHETIC_VOCABULARY = 30_000
 SYNTHETIC_WINGS = ["eng", "ops", "product", "research", "people"]
@@ -57,4 +58,4 @@ def store_synthetic_notes(
             if progress:
                 progress(i + 1)
     Note.objects.bulk_create(batch)
-    BrainVersion.bump()
+    bump_brain_version()

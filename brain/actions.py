@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -31,14 +31,13 @@ from brain import truth
 from brain.chunking import chunk_note
 from brain.errors import BrainInputError, NoteConflict
 from brain.hooks import session_project
-from brain.indexing import note_changed, notes_changed_in_bulk
+from brain.indexing import bump_brain_version, note_changed, notes_changed_in_bulk
 from brain.limits import MAX_TITLE_LENGTH
 from brain.models import (
     NOTE_SOURCE_HASH,
     Anchor,
     AnchorState,
     AreaDescription,
-    BrainVersion,
     Embedding,
     MirrorFile,
     Note,
@@ -59,6 +58,10 @@ from hyperguild.lib.limits import hostile_value_problem, text_problem
 from hyperguild.lib.markdown import FrontmatterError, check_frontmatter_limits, extract_wikilinks
 from hyperguild.lib.redaction import redact_fields, secret_spans
 from hyperguild.lib.text import without_bidi_controls
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django.db.models import Model, QuerySet
 
 MAX_SLUG_ATTEMPTS = 64
 
@@ -204,7 +207,7 @@ def _redact_slug(slug: str | None) -> tuple[str | None, list[dict]]:
     spans = set(secret_spans(slug)) | set(secret_spans(slug.upper()))
     if not spans:
         return slug, []
-    chars, counts = list(slug), {}
+    chars, counts = list(slug), dict[str, int]()
     for start, end, name in spans:
         chars[start:end] = ["\x00"] * (end - start)
         counts[name] = counts.get(name, 0) + 1
@@ -218,6 +221,7 @@ def _redact_slug(slug: str | None) -> tuple[str | None, list[dict]]:
 def link_targets(body: str, frontmatter: dict) -> list[tuple[str, str]]:
     """(target_slug, kind) pairs of a note, deduplicated, in order."""
     found: list[tuple[str, str]] = []
+    kind: str
     for link in extract_wikilinks(body):
         found.append((slugify_path(link.target), NoteLink.Kind.WIKILINK))
     for key, kind in (("related", NoteLink.Kind.RELATED), ("links", NoteLink.Kind.LINKS)):
@@ -233,7 +237,7 @@ def link_targets(body: str, frontmatter: dict) -> list[tuple[str, str]]:
             target = wikilinks[0].target if wikilinks else value
             found.append((slugify_path(target), kind))
     seen: set[tuple[str, str]] = set()
-    targets = []
+    targets: list[tuple[str, str]] = []
     for slug, kind in found:
         if not slug or (slug, kind) in seen:
             continue
@@ -274,7 +278,7 @@ def _after_write(note: Note, *, corpus_changed: bool = True, links_changed: bool
     else:
         _store_verdict(note)
     if corpus_changed:
-        BrainVersion.bump([note.id])
+        bump_brain_version([note.id])
     note_id = note.id
 
     def notify() -> None:
@@ -379,7 +383,7 @@ def _check_version(note: Note, expected_version: int | None) -> None:
 
 
 def _save_with_revision(
-    note: Note, *, before: dict, version_before: int, action: str, user=None, group: uuid.UUID | None = None,
+    note: Note, *, before: dict, version_before: int, action: str, user: User | None = None, group: uuid.UUID | None = None,
     summary: str = "",
 ) -> NoteRevision:
     """Save `note` one version up and record what changed (call inside the action's transaction)."""
@@ -397,7 +401,7 @@ def _save_with_revision(
 
 def do_write_raw_note(
     *, title: str, body: str, frontmatter: dict | None = None, slug: str | None = None, source: str = "mcp",
-    provenance: dict | None = None, session_id: str = "", user=None, anchors: list[str] | None = None,
+    provenance: dict | None = None, session_id: str = "", user: User | None = None, anchors: list[str] | None = None,
 ) -> Note:  # fmt: skip
     """A new note in raw, waiting for review (`anchors`: explicit ones, kept in frontmatter `anchors:`)."""
     return _create_note(
@@ -428,7 +432,7 @@ def do_ingest_raw_note(*, provenance: dict | None = None, **note: Any) -> Note:
 
 def do_ingest_note(
     *, title: str, body: str, wing: str, hall: str = "", frontmatter: dict | None = None, slug: str | None = None,
-    source: str = "mcp", provenance: dict | None = None, user=None, anchors: list[str] | None = None,
+    source: str = "mcp", provenance: dict | None = None, user: User | None = None, anchors: list[str] | None = None,
 ) -> Note:  # fmt: skip
     """A document straight into the wiki under wing/hall (for trusted sources)."""
     return _create_note(
@@ -439,7 +443,7 @@ def do_ingest_note(
 
 def _create_note(
     *, title: Any, body: Any, frontmatter: Any, slug: Any, status: str, source: str, provenance: Any,
-    wing: Any = "", hall: Any = "", session_id: str = "", user=None,
+    wing: Any = "", hall: Any = "", session_id: str = "", user: User | None = None,
 ) -> Note:  # fmt: skip
     """Validate, redact and insert a new note under a free slug (the write and ingest actions' one path)."""
     title, body = _clean_title(title), _clean_body(body)
@@ -451,6 +455,7 @@ def _create_note(
     if session_id:
         provenance.setdefault("session_id", session_id)
     redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
+    assert redacted.title is not None and redacted.body is not None  # given, so returned
     slug, slug_flags = _redact_slug(slug)
     note = Note(
         title=redacted.title, body=redacted.body, frontmatter=redacted.frontmatter, status=status, wing=wing,
@@ -485,12 +490,12 @@ def _save_maybe_reslugged(note: Note, new_slug: str | None, save: Callable[[], A
         save()
 
 
-def _who(user) -> str:
+def _who(user: User | None) -> str:
     return getattr(user, "get_username", lambda: "")() if user is not None else ""
 
 
 def do_edit_note(
-    note: Note, *, title: str | None = None, body: str | None = None, frontmatter=None, user=None,
+    note: Note, *, title: str | None = None, body: str | None = None, frontmatter: Any = None, user: User | None = None,
     expected_version: int | None = None,
 ) -> Note:  # fmt: skip
     """Change a note's title, body and/or frontmatter (None leaves a field as it is).
@@ -524,7 +529,7 @@ def do_edit_note(
 
 
 def do_promote_note(
-    note: Note, *, reviewer, wing: str, hall: str = "", title: str | None = None, slug: str | None = None,
+    note: Note, *, reviewer: User | None, wing: str, hall: str = "", title: str | None = None, slug: str | None = None,
     body: str | None = None, expected_version: int | None = None, group: uuid.UUID | None = None,
     slug_from_title: bool = False,
 ) -> Note:  # fmt: skip
@@ -568,7 +573,7 @@ def do_promote_note(
         return note
 
 
-def do_reject_note(note: Note, *, reviewer, reason: str, group: uuid.UUID | None = None) -> Note:
+def do_reject_note(note: Note, *, reviewer: User | None, reason: str, group: uuid.UUID | None = None) -> Note:
     """raw → rejected, with the reason (required) recorded as the review note (`group`: see do_promote_note)."""
     if not isinstance(reason, str) or not reason.strip():
         raise BrainInputError("a reason is required to reject a note: say why it should not enter the wiki.")
@@ -584,7 +589,7 @@ def do_reject_note(note: Note, *, reviewer, reason: str, group: uuid.UUID | None
         return note
 
 
-def do_archive_note(note: Note, *, user=None, reason: str = "", expected_version: int | None = None) -> Note:
+def do_archive_note(note: Note, *, user: User | None = None, reason: str = "", expected_version: int | None = None) -> Note:
     """Take a note out of search and out of the brain folder; it is never deleted.
 
     With `expected_version` a note that changed meanwhile raises `NoteConflict` (see do_edit_note).
@@ -627,7 +632,7 @@ def _check_merge_target(into: Note) -> None:
 
 @notes_changed_in_bulk()  # both notes' background work in one task
 def do_merge_note(
-    note: Note, *, into: Note, reviewer, body: str, expected_version: int | None = None,
+    note: Note, *, into: Note, reviewer: User | None, body: str, expected_version: int | None = None,
 ) -> Note:  # fmt: skip
     """Merge a raw note into an existing note: `into` gets `body`, the raw note is archived.
 
@@ -638,6 +643,7 @@ def do_merge_note(
     changes share one revision group, so one undo restores both notes.
     """
     redacted = _redact_note_fields(body=_clean_body(body))
+    assert redacted.body is not None  # given, so returned
     body = redacted.body
     with transaction.atomic():
         # Lock in id order: two merges touching the same pair never wait on each other in a cycle.
@@ -675,7 +681,7 @@ def do_merge_note(
 
 
 def do_refile_note(
-    note: Note, *, user, wing: str, hall: str = "", slug: str | None = None, expected_version: int | None = None,
+    note: Note, *, user: User | None, wing: str, hall: str = "", slug: str | None = None, expected_version: int | None = None,
 ) -> Note:  # fmt: skip
     """Move a wiki note to another wing/hall and/or slug (its file moves with it)."""
     wing, hall = _clean_place(wing, hall, wing_required=True)
@@ -702,7 +708,7 @@ def do_refile_note(
 
 
 def _back_to_raw(
-    note: Note, *, user, reason: str, expected_version: int | None, allowed: tuple[str, ...], verb: str, action: str,
+    note: Note, *, user: User | None, reason: str, expected_version: int | None, allowed: tuple[str, ...], verb: str, action: str,
     summary: str,
 ) -> Note:  # fmt: skip
     """The note back in the review queue (raw, out of any wing, raw/ on disk); one revision, undoable."""
@@ -723,7 +729,7 @@ def _back_to_raw(
         return note
 
 
-def do_demote_note(note: Note, *, user, reason: str = "", expected_version: int | None = None) -> Note:
+def do_demote_note(note: Note, *, user: User | None, reason: str = "", expected_version: int | None = None) -> Note:
     """wiki → raw: the note goes back to the review queue (out of wiki search, back to raw/ on disk)."""
     return _back_to_raw(
         note, user=user, reason=reason, expected_version=expected_version, allowed=(NoteStatus.WIKI,),
@@ -731,7 +737,7 @@ def do_demote_note(note: Note, *, user, reason: str = "", expected_version: int 
     )  # fmt: skip
 
 
-def do_reopen_note(note: Note, *, user, reason: str = "", expected_version: int | None = None) -> Note:
+def do_reopen_note(note: Note, *, user: User | None, reason: str = "", expected_version: int | None = None) -> Note:
     """rejected or archived → raw: the note is back in the review queue (an undoable revision like any other)."""
     return _back_to_raw(
         note, user=user, reason=reason, expected_version=expected_version,
@@ -741,7 +747,7 @@ def do_reopen_note(note: Note, *, user, reason: str = "", expected_version: int 
 
 
 @notes_changed_in_bulk()  # a bulk action's undo: every note's background work in one task per batch
-def do_undo_revision(group: uuid.UUID | str, *, user) -> list[Note]:
+def do_undo_revision(group: uuid.UUID | str, *, user: User | None) -> list[Note]:
     """Undo one reviewer action (every revision of its group): each note gets back its fields from before.
 
     Refused, with nothing written, when a note changed again after that
@@ -763,13 +769,13 @@ def do_undo_revision(group: uuid.UUID | str, *, user) -> list[Note]:
         for rev in revisions:
             note = notes[rev.note_id]
             # Only the fields the revision recorded: one written before a field existed still undoes.
-            now = {name: value for name, value in note.snapshot().items() if name in rev.after}
-            if note.version != rev.version_after or now != rev.after:
+            fields_now = {name: value for name, value in note.snapshot().items() if name in rev.after}
+            if note.version != rev.version_after or fields_now != rev.after:
                 raise BrainInputError(
                     f"“{note.title}” changed after this {rev.get_action_display()} (now version {note.version}); "
                     "undo the later changes first, from its history."
                 )
-        undo_group, now, restored = uuid.uuid4(), timezone.now(), []
+        undo_group, now, restored = uuid.uuid4(), timezone.now(), list[Note]()
         # The note that changed slug last gives its slug back first.
         for rev in reversed(revisions):
             note = notes[rev.note_id]
@@ -812,6 +818,7 @@ def _clean_note_file(*, slug: str, title: str, body: str, frontmatter: dict, sta
     body = _clean_body(body, required=False)
     frontmatter = _clean_frontmatter(frontmatter)
     redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
+    assert redacted.title is not None and redacted.body is not None and redacted.frontmatter is not None  # given
     clean_slug, slug_flags = _redact_slug(_clean_slug(slug))
     if not clean_slug:
         raise BrainInputError("the file name gives no usable slug.")
@@ -926,7 +933,7 @@ def do_import_new_note_files(files: Iterable[dict], *, source: str = "import") -
             raise SlugsTakenMeanwhile() from None
         _link_new_notes(notes)
         _anchor_new_notes(notes)
-        BrainVersion.bump([note.id for note in notes])
+        bump_brain_version([note.id for note in notes])
         for note in notes:
             transaction.on_commit(functools.partial(note_changed, note.id))
     return results
@@ -989,20 +996,10 @@ def _link_new_notes(notes: list[Note]) -> None:
     NoteLink.objects.bulk_update(moved, ["target"], batch_size=1000)
 
 
-@notes_changed_in_bulk()
-def do_archive_notes(notes: Iterable[Note], *, reason: str) -> int:
-    count = 0
-    for note in notes:
-        if note.status != NoteStatus.ARCHIVED:
-            do_archive_note(note, reason=reason)
-            count += 1
-    return count
-
-
 # -- chunks and embeddings (brain.embedding_sync decides what is due; these write it) -------
 
 
-def do_drop_archived_chunks(notes, *, using: str = "default") -> int:
+def do_drop_archived_chunks(notes: QuerySet[Note], *, using: str = "default") -> int:
     """Delete the chunks of the archived notes among `notes` (their embeddings go with them); returns embeddings deleted."""
     archived = NoteChunk.objects.using(using).filter(note__in=notes.filter(status=NoteStatus.ARCHIVED))
     deleted = Embedding.objects.using(using).filter(chunk__in=archived).count()
@@ -1124,6 +1121,7 @@ def do_import_area_description(
     body = _clean_body(body, required=False)
     frontmatter = _clean_frontmatter(frontmatter)
     redacted = _redact_note_fields(title=title, body=body, frontmatter=frontmatter)
+    assert redacted.title is not None and redacted.body is not None and redacted.frontmatter is not None  # given
     title, body, frontmatter = redacted.title, redacted.body, redacted.frontmatter
     wing, hall = _clean_place(wing, hall, wing_required=False)
     content_hash = note_content_hash(title, frontmatter, body)
@@ -1309,7 +1307,7 @@ def _store_checks(verifier: truth.Verifier, anchors: list[Anchor]) -> None:
 UPDATE_BATCH = 1000
 
 
-def _update_rows(model, rows: list, columns: dict[str, str]) -> None:
+def _update_rows(model: type[Model], rows: list, columns: dict[str, str]) -> None:
     """Write `columns` of many rows in one UPDATE … FROM (VALUES …) per UPDATE_BATCH rows.
 
     Django's bulk_update builds a CASE per column with a branch per row: with thousands of anchors it
@@ -1458,7 +1456,7 @@ def do_recheck_project(project: Project, head: str) -> RecheckOutcome:
         return outcome
 
 
-def do_confirm_note(note: Note, *, user, expected_version: int | None = None) -> Note:
+def do_confirm_note(note: Note, *, user: User | None, expected_version: int | None = None) -> Note:
     """"Still true": re-check at the project's head, waive what no longer holds there, verified at that commit.
 
     One revision (the waivers are part of it), so one undo makes the note stale again.
@@ -1487,7 +1485,7 @@ def do_confirm_note(note: Note, *, user, expected_version: int | None = None) ->
 EXPORTED_STATES = (NoteStatus.RAW, NoteStatus.WIKI)
 
 
-def do_supersede_note(old: Note, new: Note, *, reason: str, user=None, group: uuid.UUID | None = None) -> Note:
+def do_supersede_note(old: Note, new: Note, *, reason: str, user: User | None = None, group: uuid.UUID | None = None) -> Note:
     """`old` is superseded by `new`: out of default search, brain_context and SessionStart, still readable.
 
     One revision on the old note (who, when, why; undo restores it). The link goes both ways
@@ -1496,14 +1494,14 @@ def do_supersede_note(old: Note, new: Note, *, reason: str, user=None, group: uu
     """
     if not isinstance(reason, str) or not reason.strip():
         raise BrainInputError("a reason is required to supersede a note: say what changed.")
-    reason = _redact_note_fields(body=reason.strip()).body[:2000]
+    reason = (_redact_note_fields(body=reason.strip()).body or "")[:2000]  # a body given comes back
     with transaction.atomic():
         first, second = sorted([old.pk, new.pk])
         locked = {n.pk: n for n in Note.objects.select_for_update().filter(pk__in=[first, second]).order_by("pk")}
         if old.pk == new.pk:
             raise BrainInputError("a note cannot supersede itself.")
         old, new = locked[old.pk], locked[new.pk]
-        if old.superseded_by_id is not None:
+        if old.superseded_by is not None:
             raise BrainInputError(f"{old.slug} is already superseded by {old.superseded_by.slug}; undo that first.")
         if new.status not in EXPORTED_STATES or new.superseded_by_id is not None:
             raise BrainInputError(
@@ -1540,7 +1538,7 @@ def do_find_or_make_project(*, name: str = "", cwd: str = "") -> Project | None:
     return project
 
 
-def do_promote_superseding(note: Note, old: Note, *, reviewer, reason: str) -> Note:
+def do_promote_superseding(note: Note, old: Note, *, reviewer: User | None, reason: str) -> Note:
     """A raw note the duplicate finder paired with wiki note `old` enters the wiki in its place: promoted
     to `old`'s wing and hall, and `old` superseded by it. One revision group: one undo restores both."""
     if old.status != NoteStatus.WIKI:

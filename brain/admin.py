@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin, messages
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
 from django.urls import reverse
 
 from brain.actions import (
@@ -32,6 +36,9 @@ from brain.models import (
 )
 from hyperguild.admin_mixins import ReadOnlyAdminMixin
 
+if TYPE_CHECKING:
+    from brain.types import SignedInRequest  # the admin is behind staff sign-in
+
 
 class LinkOutInline(admin.TabularInline):
     model = NoteLink
@@ -41,7 +48,7 @@ class LinkOutInline(admin.TabularInline):
     extra = 0
     can_delete = False
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -52,7 +59,7 @@ class AnchorInline(admin.TabularInline):
     extra = 0
     can_delete = False
 
-    def has_add_permission(self, request, obj=None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -76,7 +83,7 @@ class ProjectAdmin(admin.ModelAdmin):
     actions = ["sync_projects"]
 
     @admin.action(description="Sync with the repository and re-verify changed notes")
-    def sync_projects(self, request, queryset) -> None:
+    def sync_projects(self, request: HttpRequest, queryset: QuerySet[Project]) -> None:
         for project in queryset:
             outcome = do_sync_project(project)
             if outcome.error:
@@ -110,7 +117,7 @@ class NoteAdmin(admin.ModelAdmin):
     actions = ["promote_notes", "reject_notes", "archive_notes", "verify_notes"]
 
     @admin.action(description="Re-check anchors against the project's head")
-    def verify_notes(self, request, queryset) -> None:
+    def verify_notes(self, request: HttpRequest, queryset: QuerySet[Note]) -> None:
         for note in queryset:
             do_verify_note(note)
         self.message_user(request, f"{queryset.count()} notes re-checked")
@@ -118,15 +125,15 @@ class NoteAdmin(admin.ModelAdmin):
     def view_on_site(self, obj: Note) -> str:
         return reverse("brain-note", args=[obj.pk])  # the review UI's page for the note
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False  # notes are archived, never deleted
 
     @admin.action(description="Promote selected raw notes into the wiki (needs a wing in the note or its frontmatter)")
     @notes_changed_in_bulk()  # the notes' background work queued in batches, not once per note
-    def promote_notes(self, request, queryset):
+    def promote_notes(self, request: SignedInRequest, queryset: QuerySet[Note]) -> None:
         done, problems = 0, []
         for note in queryset.filter(status=NoteStatus.RAW):
             wing = note.wing or str(note.frontmatter.get("wing", ""))
@@ -140,7 +147,7 @@ class NoteAdmin(admin.ModelAdmin):
 
     @admin.action(description="Reject selected raw notes")
     @notes_changed_in_bulk()  # the notes' background work queued in batches, not once per note
-    def reject_notes(self, request, queryset):
+    def reject_notes(self, request: SignedInRequest, queryset: QuerySet[Note]) -> None:
         done, problems = 0, []
         for note in queryset.filter(status=NoteStatus.RAW):
             try:
@@ -152,14 +159,14 @@ class NoteAdmin(admin.ModelAdmin):
 
     @admin.action(description="Archive selected notes")
     @notes_changed_in_bulk()  # the notes' background work queued in batches, not once per note
-    def archive_notes(self, request, queryset):
+    def archive_notes(self, request: SignedInRequest, queryset: QuerySet[Note]) -> None:
         done = 0
         for note in queryset.exclude(status=NoteStatus.ARCHIVED):
             do_archive_note(note, user=request.user, reason=f"archived from the admin by {request.user}")
             done += 1
         self._report(request, f"Archived {done} note(s).", [])
 
-    def _report(self, request, summary: str, problems: list[str]) -> None:
+    def _report(self, request: HttpRequest, summary: str, problems: list[str]) -> None:
         self.message_user(request, summary, messages.SUCCESS)
         for problem in problems:
             self.message_user(request, problem, messages.WARNING)
@@ -173,10 +180,10 @@ class NoteLinkAdmin(admin.ModelAdmin):
     list_select_related = ("source", "target")
     readonly_fields = ("source", "target_slug", "target", "kind")
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -196,7 +203,7 @@ class NoteRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
     @admin.action(description="Undo the selected changes (their whole action)")
-    def undo_revisions(self, request, queryset):
+    def undo_revisions(self, request: SignedInRequest, queryset: QuerySet[NoteRevision]) -> None:
         groups = list(dict.fromkeys(queryset.order_by("-id").values_list("group", flat=True)))
         done = 0
         for group in groups:
@@ -215,10 +222,10 @@ class MirrorFileAdmin(admin.ModelAdmin):
     list_select_related = ("note",)
     readonly_fields = ("path", "note", "disk_hash", "note_hash", "mtime_ns", "size", "synced_at")
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -232,10 +239,10 @@ class NoteChunkAdmin(admin.ModelAdmin):
     list_select_related = ("note",)
     readonly_fields = ("note", "ordinal", "heading_path", "text", "content_hash", "source_hash")
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -248,10 +255,10 @@ class EmbeddingAdmin(admin.ModelAdmin):
     exclude = ("vector",)  # hundreds of floats help nobody on a form
     readonly_fields = ("chunk", "model", "dimensions", "content_hash", "created_at")
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -282,10 +289,10 @@ class AreaDescriptionAdmin(admin.ModelAdmin):
     search_fields = ("wing", "hall", "title", "body")
     readonly_fields = ("wing", "hall", "title", "body", "frontmatter", "path", "content_hash", "updated_at")
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 

@@ -145,7 +145,7 @@ def extract(body: str, frontmatter: dict | None = None) -> list[FoundAnchor]:
     return list(unique.values())[:MAX_ANCHORS]
 
 
-def _explicit(item) -> FoundAnchor | None:
+def _explicit(item: object) -> FoundAnchor | None:
     if isinstance(item, dict):
         kind, value, hint = item.get("kind"), item.get("value"), item.get("path") or ""
         if kind not in KINDS or not isinstance(value, str) or not value.strip() or not isinstance(hint, str):

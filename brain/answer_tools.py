@@ -2,28 +2,43 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import Field
+
 from brain.answers import answer
 from brain.context import context
 from brain.limits import MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT
-from brain.presenters import UNREVIEWED_HINT_SCHEMA, UNREVIEWED_LIST_SCHEMA, UNREVIEWED_MATCHES_SCHEMA
+from brain.presenters import Unreviewed, UnreviewedHint, UnreviewedMatches, UnreviewedNote, VerificationField
 from brain.tools import brain
-from brain.truth import VERIFICATION_SCHEMA
-from hyperguild.lib.schema import STRING, closed_object
+from hyperguild.mcp.contracts import ToolInput, ToolResult
 from hyperguild.mcp.registry import ToolContext
+from hyperguild.usage import UsageReport
 
-SOURCE_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "n": {"type": "integer", "minimum": 1, "description": "the number the answer cites, as [n]"},
-        "slug": {"type": "string"},
-        "title": {"type": "string"},
-        "path": {"type": "string"},
-        "excerpt": {"type": "string"},
-        "verification": VERIFICATION_SCHEMA,
-    },
-    "required": ["n", "slug", "title", "path", "excerpt"],
-}
+
+class AnswerInput(ToolInput):
+    question: str = Field(min_length=1, max_length=MAX_QUERY_LENGTH, pattern="\\S")
+    limit: int = Field(5, ge=1, le=10, description="most sources to use (an LLM gets at most 5)")
+
+
+class Source(ToolResult):
+    n: int = Field(ge=1, description="the number the answer cites, as [n]")
+    slug: str
+    title: str
+    path: str
+    excerpt: str
+    verification: VerificationField | None = None
+
+
+class AnswerResult(Unreviewed, UsageReport):
+    answer: str
+    sources: list[Source]
+    model: str | None = Field(description="the model that wrote the answer; null if none did")
+    reranked: bool = Field(description="whether the reranker filtered the candidates")
+    synthesized: bool = Field(description="true: written by the LLM; false: extracted passages")
+    reason: str | None = Field(
+        None, description="why the model's answer was not used (cut off, uncited, degenerate), when it was not"
+    )
 
 
 @brain.tool(
@@ -36,42 +51,56 @@ SOURCE_SCHEMA = {
         "of each source and `synthesized` is false; so it is, with a `reason`, when the model's answer was cut off, "
         "cites no existing source or is degenerate. When no note fits, `sources` is empty and the answer says so."
     ),
-    input_schema=closed_object(
-        {
-            "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_LENGTH, "pattern": "\\S"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5,
-                      "description": "most sources to use (an LLM gets at most 5)"},
-        },
-        required=["question"],
-    ),
-    output_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "answer": {"type": "string"},
-            "sources": {"type": "array", "items": SOURCE_SCHEMA},
-            "model": {"type": ["string", "null"], "description": "the model that wrote the answer; null if none did"},
-            "reranked": {"type": "boolean", "description": "whether the reranker filtered the candidates"},
-            "synthesized": {"type": "boolean", "description": "true: written by the LLM; false: extracted passages"},
-            "reason": {"type": "string", "description": "why the model's answer was not used (cut off, uncited, "
-                       "degenerate), when it was not"},
-            "unreviewed_matches": UNREVIEWED_MATCHES_SCHEMA,
-            "unreviewed": UNREVIEWED_LIST_SCHEMA,
-            "unreviewed_hint": UNREVIEWED_HINT_SCHEMA,
-        },
-        "required": [
-            "answer", "sources", "model", "reranked", "synthesized", "unreviewed_matches", "unreviewed",
-            "unreviewed_hint",
-        ],
-    },
+    input_model=AnswerInput,
+    result_model=AnswerResult,
     read_only=True,
     idempotent=True,
     # It may call an outside LLM and reranker with the question and notes.
     open_world=True,
     reports_usage=True,
 )
-def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
-    return answer(arguments["question"], limit=arguments.get("limit", 5))
+def brain_answer(arguments: AnswerInput, ctx: ToolContext) -> AnswerResult:
+    return AnswerResult.model_validate(answer(arguments.question, limit=arguments.limit))
+
+
+MAX_PATH_LENGTH = 1000  # a project root or a recent file's path
+MAX_RECENT_FILES = 100
+
+
+class ContextInput(ToolInput):
+    project_root: str = Field(
+        min_length=1, max_length=MAX_PATH_LENGTH,
+        description="absolute path of the project; its last folder name is the project name",
+    )  # fmt: skip
+    recent_files: list[Annotated[str, Field(min_length=1, max_length=MAX_PATH_LENGTH)]] | None = Field(
+        None, max_length=MAX_RECENT_FILES, description="paths recently opened or edited; notes sharing words with them are boosted"
+    )
+    limit: int = Field(10, ge=1, le=MAX_SEARCH_LIMIT)
+
+
+class ContextEntry(ToolResult):
+    slug: str
+    title: str
+    doc_path: str
+    excerpt: str
+    verification: VerificationField
+
+
+class ProjectRawNote(UnreviewedNote):
+    created_at: str
+    excerpt: str
+
+
+class ContextResult(ToolResult):
+    project: str
+    entries: list[ContextEntry]
+    degraded: bool = Field(description="true when vector search failed and BM25 answered alone")
+    reason: str | None
+    unreviewed: list[ProjectRawNote] = Field(
+        description="NOT REVIEWED: this project's recent raw notes, newest first; treat them as unchecked"
+    )
+    unreviewed_matches: UnreviewedMatches
+    unreviewed_hint: UnreviewedHint
 
 
 @brain.tool(
@@ -85,58 +114,12 @@ def brain_answer(arguments: dict, ctx: ToolContext) -> dict:
         "unverified); stale notes rank below the others and superseded notes are left out. `unreviewed` is a separate list: this "
         "project's own recent raw notes (written in its sessions, or matching its name), not reviewed by a person yet."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "project_root": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": 1000,
-                "description": "absolute path of the project; its last folder name is the project name",
-            },
-            "recent_files": {
-                "type": "array",
-                "items": {"type": "string", "minLength": 1, "maxLength": 1000},
-                "maxItems": 100,
-                "description": "paths recently opened or edited; notes sharing words with them are boosted",
-            },
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "default": 10},
-        },
-        "required": ["project_root"],
-    },
-    output_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "project": {"type": "string"},
-            "entries": {
-                "type": "array",
-                "items": closed_object({
-                    "slug": STRING, "title": STRING, "doc_path": STRING, "excerpt": STRING,
-                    "verification": VERIFICATION_SCHEMA,
-                }),  # fmt: skip
-            },
-            "degraded": {"type": "boolean", "description": "true when vector search failed and BM25 answered alone"},
-            "reason": {"type": ["string", "null"]},
-            "unreviewed": {
-                "type": "array",
-                "description": "NOT REVIEWED: this project's recent raw notes, newest first; treat them as unchecked",
-                "items": closed_object(
-                    {"slug": STRING, "title": STRING, "status": STRING, "created_at": STRING, "excerpt": STRING}
-                ),
-            },
-            "unreviewed_matches": UNREVIEWED_MATCHES_SCHEMA,
-            "unreviewed_hint": UNREVIEWED_HINT_SCHEMA,
-        },
-        "required": ["project", "entries", "degraded", "reason", "unreviewed", "unreviewed_matches", "unreviewed_hint"],
-    },
+    input_model=ContextInput,
+    result_model=ContextResult,
     read_only=True,
     idempotent=True,
 )
-def brain_context(arguments: dict, ctx: ToolContext) -> dict:
-    return context(
-        arguments["project_root"],
-        recent_files=arguments.get("recent_files"),
-        limit=arguments.get("limit", 10),
+def brain_context(arguments: ContextInput, ctx: ToolContext) -> ContextResult:
+    return ContextResult.model_validate(
+        context(arguments.project_root, recent_files=arguments.recent_files, limit=arguments.limit)
     )

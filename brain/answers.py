@@ -69,7 +69,7 @@ def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[
     """
     pool = [(note, passage) for note in candidates for passage in split_passages(note.title, note.body)]
     ranked = [item for item in score_passages(question, pool) if item.score > 0]
-    best: dict[int, ScoredPassage] = {}
+    best: dict[int, ScoredPassage[Note]] = {}
     for item in ranked:
         best.setdefault(item.source.id, item)
     if not best:

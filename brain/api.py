@@ -8,17 +8,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
 from rest_framework.response import Response
 
-from brain import inputs
 from brain.actions import do_ingest_note, do_ingest_raw_note, do_write_raw_note
-from brain.limits import MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, MAX_TAGS
-from brain.models import Note, NoteStatus
+from brain.inputs import QueryInput, RawNoteInput, WikiNoteInput, action_arguments, given, rest_field, serializer_for
+from brain.models import Note
 from brain.presenters import note_detail, note_ref, query_result
-from brain.search import search
+from brain.tools import run_query
 from hyperguild.api import EndpointTokenAPIView
+
+if TYPE_CHECKING:
+    pass
 
 REST_SOURCE = "rest"
 
@@ -32,37 +37,26 @@ class BrainAPIView(EndpointTokenAPIView):
 
     token_endpoint = "brain"
 
-    def validated(self, serializer_class: type[serializers.Serializer]) -> dict:
+    def validated(self, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
         """The request body checked by `serializer_class` (a 400 naming each bad field otherwise)."""
         serializer = serializer_class(data=self.request.data)
         serializer.is_valid(raise_exception=True)
-        return serializer.validated_data
+        return dict(serializer.validated_data)
 
 
-class QuerySerializer(serializers.Serializer):
-    query = serializers.CharField(max_length=MAX_QUERY_LENGTH, trim_whitespace=True)
-    limit = serializers.IntegerField(min_value=1, max_value=MAX_SEARCH_LIMIT, default=10)
-    wing = inputs.SEGMENT.serializer_field(required=False)
-    hall = inputs.SEGMENT.serializer_field(required=False)
-    status = serializers.ChoiceField(choices=[*NoteStatus.values, "any"], default=NoteStatus.WIKI)
-    include_raw = serializers.BooleanField(default=False, help_text="with status wiki: unreviewed raw notes too")
-    include_superseded = serializers.BooleanField(default=False, help_text="also notes a newer note superseded")
-    tags = serializers.ListField(
-        child=inputs.TAG.serializer_field(required=True), required=False, max_length=MAX_TAGS,
-        help_text="only notes whose frontmatter tags hold every one of these",
-    )  # fmt: skip
+# The bodies are the MCP tools' input models (brain.inputs), as DRF serializers (DRF's error messages):
+# POST /query takes what brain_query takes; POST /write what brain_write takes; POST /ingest that and a
+# place, or raw: true.
+QuerySerializer = serializer_for(QueryInput)
+NoteInputSerializer = serializer_for(RawNoteInput)
 
 
-# POST /write takes what brain_write takes (brain.inputs.RAW_NOTE); POST /ingest that and a place, or raw: true.
-NoteInputSerializer = inputs.RAW_NOTE.serializer("NoteInputSerializer")
-
-
-class IngestSerializer(NoteInputSerializer):
-    wing = inputs.SEGMENT.serializer_field(required=False)  # blank with raw: true
-    hall = inputs.SEGMENT.serializer_field(required=False)
+class IngestSerializer(NoteInputSerializer):  # type: ignore[misc,valid-type]  # a class made by serializer_for
+    wing = rest_field(WikiNoteInput, "wing", required=False)  # blank with raw: true
+    hall = rest_field(WikiNoteInput, "hall", required=False)
     raw = serializers.BooleanField(default=False, help_text="true: into raw for review instead of the wiki")
 
-    def validate(self, attrs):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs.get("raw") and not attrs.get("wing"):
             raise serializers.ValidationError({"wing": "wing is required to ingest into the wiki (or send raw: true)."})
         return attrs
@@ -71,42 +65,41 @@ class IngestSerializer(NoteInputSerializer):
 class QueryView(BrainAPIView):
     token_scope = "brain:read"
 
-    def post(self, request):
-        args = self.validated(QuerySerializer)
-        response = search(
-            args["query"], limit=args["limit"], wing=args.get("wing") or None,
-            hall=args.get("hall") or None, status=args["status"], include_raw=args["include_raw"],
-            tags=args.get("tags"), include_superseded=args["include_superseded"],
-        )  # fmt: skip
-        return Response(query_result(response))
+    def post(self, request: Request) -> Response:
+        arguments = given(QueryInput, self.validated(QuerySerializer))
+        return Response(query_result(run_query(arguments)).model_dump(mode="json"))
 
 
 class WriteView(BrainAPIView):
     token_scope = "brain:write"
 
-    def post(self, request):
-        args = self.validated(NoteInputSerializer)
-        note = do_write_raw_note(**inputs.RAW_NOTE.arguments(args), source=REST_SOURCE, user=request.user.user)
-        return Response(note_ref(note), status=status.HTTP_201_CREATED)
+    def post(self, request: Request) -> Response:
+        arguments = given(RawNoteInput, self.validated(NoteInputSerializer))
+        note = do_write_raw_note(**action_arguments(arguments), source=REST_SOURCE, user=request.user.user)
+        return Response(note_ref(note).model_dump(mode="json"), status=status.HTTP_201_CREATED)
 
 
 class IngestView(BrainAPIView):
     token_scope = "brain:write"
 
-    def post(self, request):
-        args = self.validated(IngestSerializer)
+    def post(self, request: Request) -> Response:
+        data = self.validated(IngestSerializer)
         # Into raw: any writer; straight into the wiki skips review, so it is a reviewer's (as brain_ingest).
-        self.require_right("brain:write" if args["raw"] else "brain:review")
-        action, write = (do_ingest_raw_note, inputs.RAW_NOTE) if args["raw"] else (do_ingest_note, inputs.WIKI_NOTE)
-        note = action(**write.arguments(args), source=REST_SOURCE, user=request.user.user)
-        return Response(note_ref(note), status=status.HTTP_201_CREATED)
+        self.require_right("brain:write" if data["raw"] else "brain:review")
+        if data["raw"]:
+            note = do_ingest_raw_note(**action_arguments(given(RawNoteInput, data)), source=REST_SOURCE,
+                                      user=request.user.user)  # fmt: skip
+        else:
+            note = do_ingest_note(**action_arguments(given(WikiNoteInput, data)), source=REST_SOURCE,
+                                  user=request.user.user)  # fmt: skip
+        return Response(note_ref(note).model_dump(mode="json"), status=status.HTTP_201_CREATED)
 
 
 class NoteView(BrainAPIView):
     token_scope = "brain:read"
 
-    def get(self, request, slug: str):
+    def get(self, request: Request, slug: str) -> Response:
         note = Note.objects.filter(slug=slug).first()
         if note is None:
             raise NotFound(f"No note with slug {slug!r}; find slugs with POST /query.")
-        return Response(note_detail(note))
+        return Response(note_detail(note).model_dump(mode="json"))

@@ -17,11 +17,11 @@ import threading
 import time
 from datetime import timedelta
 
-from django.db.models import Count, Exists, Min, OuterRef
+from django.db.models import Count, Exists, Min, OuterRef, QuerySet
 from django.utils import timezone
 
-from brain.embedding_sync import missing_chunks, stale_notes
-from brain.models import Embedding, Note, NoteChunk, NoteStatus
+from brain.models import NOTE_SOURCE_HASH, Embedding, Note, NoteChunk, NoteStatus
+from hyperguild.lib.embedders import BaseEmbedder, Embedder, get_embedder
 
 RATE_WINDOW_SECONDS = 15 * 60
 MIN_RATE_SAMPLES = 2  # embeddings in the window needed before a rate (and a time left) is given
@@ -31,13 +31,29 @@ _partial_lock = threading.Lock()
 _partial_cache: dict[str, tuple[float, bool]] = {}
 
 
-def _active_embedder():
-    from hyperguild.lib.embedders import get_embedder
-
+def _active_embedder() -> BaseEmbedder | None:
     return get_embedder()
 
 
-def model_status(embedder) -> dict:
+def stale_notes(notes: QuerySet[Note]) -> QuerySet[Note]:
+    """Searchable notes with no chunk carrying their current title/body hash."""
+    current = NoteChunk.objects.filter(note=OuterRef("pk"), source_hash=OuterRef("text_md5"))
+    return notes.exclude(status=NoteStatus.ARCHIVED).annotate(text_md5=NOTE_SOURCE_HASH).filter(~Exists(current))
+
+
+def missing_chunks(embedder: Embedder, notes: QuerySet[Note], using: str = "default") -> QuerySet[NoteChunk]:
+    current = Embedding.objects.using(using).filter(
+        chunk=OuterRef("pk"), model=embedder.key, content_hash=OuterRef("content_hash")
+    )
+    return (
+        NoteChunk.objects.using(using)
+        .filter(note__in=notes.exclude(status=NoteStatus.ARCHIVED))
+        .filter(~Exists(current))
+        .order_by("id")
+    )
+
+
+def model_status(embedder: Embedder) -> dict:
     key = embedder.key
     notes = Note.objects.all()
     live_chunks = NoteChunk.objects.exclude(note__status=NoteStatus.ARCHIVED)
@@ -70,7 +86,7 @@ def model_status(embedder) -> dict:
     }
 
 
-def status(embedder=None) -> dict:
+def status(embedder: Embedder | None = None) -> dict:
     """{"enabled", "active": model_status or None, "models": [{"model", "embedded_chunks"}]}."""
     embedder = embedder if embedder is not None else _active_embedder()
     models = [

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from brain.api import BrainAPIView
@@ -22,7 +23,7 @@ OFF_MESSAGE = (
 class BackfillEmbeddingsView(BrainAPIView):
     token_scope = "brain:write"
 
-    def post(self, request) -> Response:
+    def post(self, request: Request) -> Response:
         embedder = get_embedder()
         if embedder is None:
             raise Unavailable(OFF_MESSAGE)

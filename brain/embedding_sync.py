@@ -21,13 +21,14 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, OuterRef
+from django.db.models import QuerySet
 
-from brain import vectors
+from brain import backlog, vectors
 from brain.actions import do_drop_archived_chunks, do_rechunk_note, do_store_embeddings
+from brain.backlog import missing_chunks, stale_notes
 from brain.chunking import embed_text
-from brain.models import NOTE_SOURCE_HASH, Embedding, Note, NoteChunk, NoteStatus
-from hyperguild.lib.embedders import BaseEmbedder, EmbedderError
+from brain.models import Embedding, Note, NoteChunk
+from hyperguild.lib.embedders import Embedder, EmbedderError
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class SyncResult:
 
 
 def sync_embeddings(
-    embedder: BaseEmbedder,
+    embedder: Embedder,
     *,
     note_ids: Iterable[int] | None = None,
     using: str = "default",
@@ -69,19 +70,11 @@ def sync_embeddings(
     result.deleted += do_drop_archived_chunks(notes, using=using)
     _rechunk_changed(notes, result, using)
     _embed_missing(embedder, notes, result, using, progress)
-    from brain import backlog  # late: backlog reads this module
-
     backlog.forget()
     return result
 
 
-def stale_notes(notes):
-    """Searchable notes with no chunk carrying their current title/body hash."""
-    current = NoteChunk.objects.filter(note=OuterRef("pk"), source_hash=OuterRef("text_md5"))
-    return notes.exclude(status=NoteStatus.ARCHIVED).annotate(text_md5=NOTE_SOURCE_HASH).filter(~Exists(current))
-
-
-def _rechunk_changed(notes, result: SyncResult, using: str) -> None:
+def _rechunk_changed(notes: QuerySet[Note], result: SyncResult, using: str) -> None:
     last_id = 0
     while True:
         # Walk by id so a note that somehow stays stale is not looped on; one edited again
@@ -97,19 +90,10 @@ def _rechunk_changed(notes, result: SyncResult, using: str) -> None:
             result.rechunked += 1
 
 
-def missing_chunks(embedder: BaseEmbedder, notes, using: str = "default"):
-    current = Embedding.objects.using(using).filter(
-        chunk=OuterRef("pk"), model=embedder.key, content_hash=OuterRef("content_hash")
-    )
-    return (
-        NoteChunk.objects.using(using)
-        .filter(note__in=notes.exclude(status=NoteStatus.ARCHIVED))
-        .filter(~Exists(current))
-        .order_by("id")
-    )
-
-
-def _embed_missing(embedder, notes, result: SyncResult, using: str, progress) -> None:
+def _embed_missing(
+    embedder: Embedder, notes: QuerySet[Note], result: SyncResult, using: str,
+    progress: Callable[[int, int], None] | None,
+) -> None:  # fmt: skip
     todo = list(missing_chunks(embedder, notes, using).values_list("id", "content_hash"))
     total, done, failed_batches = len(todo), 0, 0
     if progress:
@@ -160,7 +144,7 @@ def _embed_texts(chunk_ids: list[int], using: str) -> dict[int, str]:
     return texts
 
 
-def _store(embedder: BaseEmbedder, rows: list[tuple[int, str, list[float]]], using: str) -> int:
+def _store(embedder: Embedder, rows: list[tuple[int, str, list[float]]], using: str) -> int:
     if not rows:
         return 0
     vectors.ensure_index(embedder.key, len(rows[0][2]), using=using)

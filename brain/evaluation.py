@@ -12,11 +12,13 @@ import json
 import math
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from brain.chunking import chunk_note
 from brain.limits import MAX_TITLE_LENGTH
 from hyperguild.lib.embedders import BaseEmbedder
 
@@ -84,8 +86,6 @@ def sample_order(dataset: BeirDataset) -> list[dict]:
 
 def document_chunks(doc: dict) -> list[str]:
     """The texts the embedder reads for one dataset document, exactly as brain_eval imports it."""
-    from brain.chunking import chunk_note
-
     title = (doc.get("title") or "").strip()[:MAX_TITLE_LENGTH]
     return [chunk.embed_text for chunk in chunk_note(title, doc.get("text") or "")]
 
@@ -144,6 +144,7 @@ class CachingEmbedder:
         if not self.inner.dimensions:
             self.inner.embed_query("dimensions")  # a model we do not know: learn its size once
         dims = self.inner.dimensions
+        assert dims is not None  # the embedder learns its size from the first vector it returns
         record = HASH_BYTES + 4 * dims
         for path in sorted(self.cache_dir.glob(self.pattern)):
             data = path.read_bytes()
@@ -155,7 +156,7 @@ class CachingEmbedder:
     def _digest(text: str) -> bytes:
         return hashlib.sha256(text.encode("utf-8")).digest()
 
-    def embed_documents(self, texts: list[str], progress=None) -> list[list[float]]:
+    def embed_documents(self, texts: list[str], progress: Callable[[int], object] | None = None) -> list[list[float]]:
         digests = [self._digest(t) for t in texts]
         missing = [i for i, d in enumerate(digests) if d not in self.cache]
         step = 16

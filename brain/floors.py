@@ -107,6 +107,7 @@ class Floors:
 
     def vector_passes(self, similarity: float, found_by_bm25: bool) -> bool:
         """Whether a vector hit stands (`vector` is not None); `found_by_bm25`: it passed BM25's share floor."""
+        assert self.vector is not None  # callers ask only when a vector floor is set
         if similarity >= self.vector:
             return True
         return found_by_bm25 and self.agree is not None and similarity >= self.agree

@@ -274,14 +274,6 @@ def parse_note_text(rel_path: str, text: str) -> NoteFile:
     )  # fmt: skip
 
 
-def read_note_file(root: Path, rel_path: str) -> NoteFile:
-    try:
-        text = (root / rel_path).read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        raise FolderError("the file is not UTF-8 text")
-    return parse_note_text(rel_path, text)
-
-
 def note_file_text(note: Note) -> str:
     """The exact text a note is exported as."""
     frontmatter = {"title": note.title, **{k: v for k, v in note.frontmatter.items() if k != "title"}}
@@ -645,6 +637,8 @@ def sync_mirror(root: Path | str) -> FolderSummary:
 
     # 1. disk → service
     claimed: dict[str, str] = {}
+    note: Note | None  # a file's note in step 1 and 2, a service note in step 3
+    data: bytes | None
     for rel_path in sorted(on_disk, key=claim_order):
         full = root / rel_path
         stat = full.stat()

@@ -1,7 +1,8 @@
 """What happens to the search side when a note changes.
 
 The brain's write actions call `note_changed(note_id)` once their transaction
-has committed. BM25 needs nothing here (it watches `BrainVersion`); the
+has committed; inside their transaction they call `bump_brain_version`, which
+BM25 watches (`BrainVersion`, `NoteChange`). The
 embedding side enqueues the note's chunk/embedding sync in the background so
 a write never waits on an embedding service; the review pages' similar-notes
 ranking follows (`brain.similar`).
@@ -19,7 +20,11 @@ import logging
 from collections.abc import Iterable, Iterator
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django_q.tasks import async_task
+
+from brain import bm25
+from brain.models import NoteChange
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +37,29 @@ BULK_BATCH = 200
 # The note ids changed inside the current `notes_changed_in_bulk()` block (None outside one). A context
 # variable, so threads and requests served side by side each collect their own.
 _pending: contextvars.ContextVar[dict[int, None] | None] = contextvars.ContextVar("brain_notes_changed", default=None)
+
+
+def bump_brain_version(note_ids: Iterable[int] | None = None) -> int:
+    """Move the corpus version and log which notes changed (None: the whole corpus, e.g. a bulk load).
+
+    Call it inside the writer's transaction: the version row stays locked
+    until commit, so versions become visible in the order they were given
+    and an index that has seen version v has seen every change up to v.
+    """
+    with connection.cursor() as cursor:
+        # One statement, safe when the row does not exist yet (a new or flushed database).
+        cursor.execute(
+            "INSERT INTO brain_brainversion (id, version, corpus_id) VALUES (1, 1, gen_random_uuid()) "
+            "ON CONFLICT (id) DO UPDATE SET version = brain_brainversion.version + 1 RETURNING version"
+        )
+        row = cursor.fetchone()
+    assert row is not None  # RETURNING gives the row the statement wrote
+    version: int = row[0]
+    ids = [None] if note_ids is None else sorted(set(note_ids))
+    NoteChange.objects.bulk_create([NoteChange(version=version, note_id=note_id) for note_id in ids])
+    bm25.note_local_write()
+    transaction.on_commit(bm25.note_local_write)  # and again once others can see it
+    return version
 
 
 def embeddings_enabled() -> bool:
@@ -90,8 +118,6 @@ def queue_background_work(note_ids: Iterable[int]) -> None:
     if not ids:
         return
     try:
-        from django_q.tasks import async_task
-
         with transaction.atomic():
             if embeddings_enabled():
                 async_task(SYNC_NOTE_TASK, *ids, task_name=_task_name("embed-notes", ids), group="brain-embed")

@@ -7,17 +7,22 @@ import json
 import uuid
 from collections.abc import Iterable
 from datetime import datetime
+from typing import TYPE_CHECKING, Self
 
 from django.conf import settings
 from django.contrib.postgres.indexes import OpClass
-from django.db import connection, models, transaction
+from django.db import models
 from django.db.models import F, Q, TextField, Value
 from django.db.models.functions import MD5, Concat, Reverse
 from django.utils import timezone
 from pgvector.django import VectorField
 
 from brain.limits import MAX_PLACE_LENGTH, MAX_SESSION_ID_LENGTH, MAX_SLUG_LENGTH, MAX_TITLE_LENGTH
+from brain.projects import project_for_cwd
 from hyperguild.lib.redaction import redaction_summary
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class NoteStatus(models.TextChoices):
@@ -35,13 +40,11 @@ class VerificationState(models.TextChoices):
     UNVERIFIED = "unverified", "unverified"
 
 
-class ProjectQuerySet(models.QuerySet):
+class ProjectQuerySet(models.QuerySet["Project"]):
     def for_cwd(self, cwd: str) -> Project | None:
         """The project a folder belongs to: the longest folder entry (an absolute path) the cwd is in, else
         the one whose repository (a local path) holds it, else one that names the cwd's folder name."""
-        from brain.projects import project_for_cwd  # the matching rule lives with the rest of project logic
-
-        return project_for_cwd(self, cwd)
+        return project_for_cwd(self, cwd)  # the matching rule lives with the rest of project logic
 
 
 class Project(models.Model):
@@ -76,40 +79,34 @@ class Project(models.Model):
         return "://" in self.repo or self.repo.startswith("git@")
 
 
-class NoteQuerySet(models.QuerySet):
-    def current(self):
+class NoteQuerySet(models.QuerySet["Note"]):
+    def current(self) -> Self:
         """Notes nobody superseded: what default search, brain_context and SessionStart show."""
         return self.filter(superseded_by__isnull=True)
 
-    def needs_recheck(self):
+    def needs_recheck(self) -> Self:
         """Live notes whose anchors no longer hold: the "Needs a re-check" queue."""
         return self.filter(
             verification_state=VerificationState.STALE, status__in=EXPORTED_STATUSES, superseded_by__isnull=True
         )
 
-    def wiki(self):
+    def wiki(self) -> Self:
         return self.filter(status=NoteStatus.WIKI)
 
-    def raw_queue(self):
+    def raw_queue(self) -> Self:
         return self.filter(status=NoteStatus.RAW).order_by("-created_at", "-id")
 
-    def searchable(self):
+    def searchable(self) -> Self:
         return self.exclude(status=NoteStatus.ARCHIVED)
 
-    def in_wing(self, wing: str):
-        return self.filter(wing=wing)
-
-    def in_hall(self, hall: str):
-        return self.filter(hall=hall)
-
-    def with_tags(self, tags):
+    def with_tags(self, tags: Iterable[str] | None) -> Self:
         """Notes whose frontmatter `tags` holds every one of `tags` (a YAML list, or one tag as a string)."""
         queryset = self
         for tag in tags or ():
             queryset = queryset.filter(Q(frontmatter__tags__contains=[tag]) | Q(frontmatter__tags=tag))
         return queryset
 
-    def exportable(self):
+    def exportable(self) -> Self:
         """Notes that live in a brain folder: raw and wiki (rejected and archived ones do not)."""
         return self.filter(status__in=EXPORTED_STATUSES)
 
@@ -221,14 +218,14 @@ class Note(models.Model):
     def canonical_path(self) -> str:
         return canonical_note_path(self.status, self.wing, self.hall, self.slug)
 
-    def promote(self, *, reviewer, wing: str, hall: str = "") -> None:
+    def promote(self, *, reviewer: User | None, wing: str, hall: str = "") -> None:
         self.status = NoteStatus.WIKI
         self.wing, self.hall = wing, hall
         self.reviewed_by = reviewer
         self.reviewed_at = timezone.now()
         self.path = self.canonical_path()
 
-    def reject(self, *, reviewer, reason: str) -> None:
+    def reject(self, *, reviewer: User | None, reason: str) -> None:
         self.status = NoteStatus.REJECTED
         self.reviewed_by = reviewer
         self.reviewed_at = timezone.now()
@@ -279,8 +276,8 @@ REVISION_FIELDS = (
 )  # fmt: skip
 
 
-class NoteRevisionQuerySet(models.QuerySet):
-    def undoable(self):
+class NoteRevisionQuerySet(models.QuerySet["NoteRevision"]):
+    def undoable(self) -> Self:
         return self.filter(undone_at__isnull=True).exclude(action=NoteRevision.Action.UNDO)
 
 
@@ -415,37 +412,13 @@ class BrainVersion(models.Model):
 
     Search indexes in memory compare their version with this one and apply
     the changes logged in `NoteChange` since; every process sees the same
-    number. `corpus_id` is new whenever the row is (a new or emptied
+    number. Writers move it with `brain.indexing.bump_brain_version`. `corpus_id` is new whenever the row is (a new or emptied
     database), so an index never mistakes another corpus for its own.
     """
 
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     version = models.BigIntegerField(default=0)
     corpus_id = models.UUIDField(default=uuid.uuid4)
-
-    @classmethod
-    def bump(cls, note_ids: Iterable[int] | None = None) -> int:
-        """Move the version and log which notes changed (None: the whole corpus, e.g. a bulk load).
-
-        Call it inside the writer's transaction: the version row stays locked
-        until commit, so versions become visible in the order they were given
-        and an index that has seen version v has seen every change up to v.
-        """
-        with connection.cursor() as cursor:
-            # One statement, safe when the row does not exist yet (a new or flushed database).
-            cursor.execute(
-                "INSERT INTO brain_brainversion (id, version, corpus_id) VALUES (1, 1, gen_random_uuid()) "
-                "ON CONFLICT (id) DO UPDATE SET version = brain_brainversion.version + 1 RETURNING version"
-            )
-            version = cursor.fetchone()[0]
-        ids = [None] if note_ids is None else sorted(set(note_ids))
-        NoteChange.objects.bulk_create([NoteChange(version=version, note_id=note_id) for note_id in ids])
-
-        from brain import bm25  # imported here: bm25 imports this module
-
-        bm25.note_local_write()
-        transaction.on_commit(bm25.note_local_write)  # and again once others can see it
-        return version
 
     @classmethod
     def current(cls) -> int:

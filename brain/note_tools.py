@@ -10,35 +10,28 @@ refused and nothing is written, as the browser's edit form is.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
+from typing import Any
 
-from brain import inputs
+from pydantic import Field
+
 from brain.actions import do_archive_note, do_edit_note, do_undo_revision
 from brain.errors import NoteConflict
-from brain.limits import MAX_TAGS
+from brain.inputs import NoteArchiveInput, NoteEditInput, StatusFilter, Tags
 from brain.models import Note, NoteRevision, NoteStatus
-from brain.presenters import NOTE_REF_SCHEMA, note_ref
+from brain.presenters import NoteRef, note_ref
 from brain.tools import brain
-from hyperguild.lib.schema import STRING
+from hyperguild.mcp.contracts import ToolInput, ToolResult
 from hyperguild.mcp.registry import ToolContext, ToolError
 
 RECENT_DEFAULT = 20
 RECENT_MAX = 100
-CHANGE_SCHEMA = {
-    "type": ["string", "null"],
-    "description": "the change this call made (undo it with brain_undo); null when nothing changed",
-}
-WRITE_RESULT_SCHEMA = {
-    **NOTE_REF_SCHEMA,
-    "properties": {**NOTE_REF_SCHEMA["properties"], "change": CHANGE_SCHEMA},
-    "required": [*NOTE_REF_SCHEMA["required"], "change"],
-}
-STATUS_FILTER = {"type": "string", "enum": [*NoteStatus.values, "any"], "default": "any"}
-TAGS = {
-    "type": "array",
-    "items": inputs.TAG.json_schema(),
-    "maxItems": MAX_TAGS,
-    "description": "only notes whose frontmatter `tags` holds every one of these",
-}
+
+
+class WriteResult(NoteRef):
+    change: str | None = Field(
+        description="the change this call made (undo it with brain_undo); null when nothing changed"
+    )
 
 
 def _note(slug: str) -> Note:
@@ -48,14 +41,14 @@ def _note(slug: str) -> Note:
     return note
 
 
-def _written(note: Note, version_before: int) -> dict:
+def _written(note: Note, version_before: int) -> WriteResult:
     change = None
     if note.version != version_before:
         change = str(note.revisions.order_by("-id").values_list("group", flat=True).first())
-    return {**note_ref(note), "change": change}
+    return WriteResult(**note_ref(note).model_dump(), change=change)
 
 
-def _write_at_version(action, note: Note, version: int, **arguments) -> dict:
+def _write_at_version(action: Callable[..., Note], note: Note, version: int, **arguments: Any) -> WriteResult:
     """`action` on `note` as the caller saw it (`version`); a note changed since is refused with what to do."""
     try:
         written = action(note, expected_version=version, **arguments)
@@ -74,21 +67,21 @@ def _write_at_version(action, note: Note, version: int, **arguments) -> dict:
         "brain_get showed: if someone changed the note since, nothing is written and the error says so. "
         "One revision in the note's history; undo it with brain_undo and the returned `change`."
     ),
-    input_schema=inputs.NOTE_EDIT.json_schema(),
-    output_schema=WRITE_RESULT_SCHEMA,
+    input_model=NoteEditInput,
+    result_model=WriteResult,
     idempotent=True,
     scope="brain:write",
     right="brain:review",  # a change to an existing note is a reviewer's (the browser's edit form asks the same)
 )
-def brain_edit(arguments: dict, ctx: ToolContext) -> dict:
-    note = _note(arguments["slug"])
+def brain_edit(arguments: NoteEditInput, ctx: ToolContext) -> WriteResult:
+    note = _note(arguments.slug)
     if note.status not in (NoteStatus.RAW, NoteStatus.WIKI):
         raise ToolError(f"note {note.slug} is {note.status}; only raw and wiki notes can be edited.")
-    if not any(key in arguments for key in ("title", "body", "frontmatter")):
+    if arguments.title is None and arguments.body is None and arguments.frontmatter is None:
         raise ToolError("Nothing to change: give a title, a body or frontmatter.")
     return _write_at_version(
-        do_edit_note, note, arguments["version"], title=arguments.get("title"), body=arguments.get("body"),
-        frontmatter=arguments.get("frontmatter"), user=ctx.actor,
+        do_edit_note, note, arguments.version, title=arguments.title, body=arguments.body,
+        frontmatter=arguments.frontmatter, user=ctx.actor,
     )  # fmt: skip
 
 
@@ -99,17 +92,25 @@ def brain_edit(arguments: dict, ctx: ToolContext) -> dict:
         "Take a note out of search and out of the brain folder (hyperguild never deletes a note). Give the "
         "version brain_get showed. One revision; undo it with brain_undo and the returned `change`."
     ),
-    input_schema=inputs.NOTE_ARCHIVE.json_schema(),
-    output_schema=WRITE_RESULT_SCHEMA,
+    input_model=NoteArchiveInput,
+    result_model=WriteResult,
     destructive=True,
     idempotent=True,
     scope="brain:write",
     right="brain:review",  # a change to an existing note is a reviewer's (the browser's edit form asks the same)
 )
-def brain_archive(arguments: dict, ctx: ToolContext) -> dict:
-    note = _note(arguments["slug"])
-    return _write_at_version(do_archive_note, note, arguments["version"], reason=arguments.get("reason", "").strip(),
+def brain_archive(arguments: NoteArchiveInput, ctx: ToolContext) -> WriteResult:
+    note = _note(arguments.slug)
+    return _write_at_version(do_archive_note, note, arguments.version, reason=(arguments.reason or "").strip(),
                              user=ctx.actor)
+
+
+class UndoInput(ToolInput):
+    change: str = Field(min_length=1, max_length=64, description="the change id")
+
+
+class UndoResult(ToolResult):
+    notes: list[WriteResult]
 
 
 @brain.tool(
@@ -120,34 +121,23 @@ def brain_archive(arguments: dict, ctx: ToolContext) -> dict:
         "note gets back its fields from before. Refused when the note changed again since, and for a reviewer's "
         "promote, reject or merge (undone in the browser). The undo is a revision too."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"change": {"type": "string", "minLength": 1, "maxLength": 64, "description": "the change id"}},
-        "required": ["change"],
-    },
-    output_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"notes": {"type": "array", "items": WRITE_RESULT_SCHEMA}},
-        "required": ["notes"],
-    },
+    input_model=UndoInput,
+    result_model=UndoResult,
     scope="brain:write",
     right="brain:review",  # a change to an existing note is a reviewer's (the browser's edit form asks the same)
 )
-def brain_undo(arguments: dict, ctx: ToolContext) -> dict:
+def brain_undo(arguments: UndoInput, ctx: ToolContext) -> UndoResult:
     # Only what an MCP caller could have done itself: a reviewer's promote, reject, merge or re-file is
     # undone by a person, in the browser.
-    actions = set(
-        NoteRevision.objects.filter(group=_change_id(arguments["change"])).values_list("action", flat=True)
-    )
+    group = _change_id(arguments.change)
+    actions = set(NoteRevision.objects.filter(group=group).values_list("action", flat=True)) if group else set()
     if actions - UNDOABLE_OVER_MCP:
         raise ToolError(
             f"That change is a reviewer's {', '.join(sorted(actions - UNDOABLE_OVER_MCP))}; undo it in the browser, "
             "from the note's history."
         )
-    restored = do_undo_revision(arguments["change"], user=ctx.actor)
-    return {"notes": [_written(note, note.version - 1) for note in restored]}
+    restored = do_undo_revision(arguments.change, user=ctx.actor)
+    return UndoResult(notes=[_written(note, note.version - 1) for note in restored])
 
 
 UNDOABLE_OVER_MCP = {NoteRevision.Action.EDIT, NoteRevision.Action.ARCHIVE}
@@ -170,26 +160,37 @@ def note_tags(note: Note) -> list[str]:
     return [str(tag).strip() for tag in tags if str(tag).strip()]
 
 
-RECENT_ITEM_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "properties": {
-        "slug": STRING, "title": STRING, "status": STRING, "wing": STRING, "hall": STRING, "version": {"type": "integer"},
-        "tags": {"type": "array", "items": STRING}, "updated_at": STRING,
-        "last_change": {
-            "type": ["object", "null"],
-            "description": "the newest revision: what was done, when, and its change id (null: written, never changed)",
-            "properties": {
-                "action": {"type": "string"},
-                "at": {"type": "string"},
-                "summary": {"type": "string"},
-                "change": {"type": "string"},
-                "undone": {"type": "boolean"},
-            },
-        },
-    },
-    "required": ["slug", "title", "status", "wing", "hall", "version", "tags", "updated_at", "last_change"],
-}
+class RecentInput(ToolInput):
+    limit: int = Field(RECENT_DEFAULT, ge=1, le=RECENT_MAX)
+    status: StatusFilter = "any"
+    tags: Tags | None = None
+
+
+class LastChange(ToolResult):
+    action: str
+    at: str
+    summary: str
+    change: str
+    undone: bool
+
+
+class RecentNote(ToolResult):
+    slug: str
+    title: str
+    status: str
+    wing: str
+    hall: str
+    version: int
+    tags: list[str]
+    updated_at: str
+    last_change: LastChange | None = Field(
+        description="the newest revision: what was done, when, and its change id (null: written, never changed)"
+    )
+
+
+class RecentResult(ToolResult):
+    notes: list[RecentNote]
+    count: int
 
 
 @brain.tool(
@@ -200,45 +201,30 @@ RECENT_ITEM_SCHEMA = {
         "(default any: every status, archived included, so an archive shows too) and by frontmatter tags "
         "(every tag given must be on the note)."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "limit": {"type": "integer", "minimum": 1, "maximum": RECENT_MAX, "default": RECENT_DEFAULT},
-            "status": STATUS_FILTER,
-            "tags": TAGS,
-        },
-    },
-    output_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"notes": {"type": "array", "items": RECENT_ITEM_SCHEMA}, "count": {"type": "integer"}},
-        "required": ["notes", "count"],
-    },
+    input_model=RecentInput,
+    result_model=RecentResult,
     read_only=True,
     idempotent=True,
 )
-def brain_recent(arguments: dict, ctx: ToolContext) -> dict:
+def brain_recent(arguments: RecentInput, ctx: ToolContext) -> RecentResult:
     notes = Note.objects.all()
-    status = arguments.get("status", "any")
-    if status != "any":
-        notes = notes.filter(status=status)
-    notes = notes.with_tags(arguments.get("tags"))
-    notes = list(notes.order_by("-updated_at", "-id")[: arguments.get("limit", RECENT_DEFAULT)])
-    latest = {}
-    for revision in (
-        NoteRevision.objects.filter(note__in=notes).order_by("note_id", "-id").distinct("note_id")
-    ):
-        latest[revision.note_id] = revision
+    if arguments.status != "any":
+        notes = notes.filter(status=arguments.status)
+    notes = notes.with_tags(arguments.tags)
+    recent = list(notes.order_by("-updated_at", "-id")[: arguments.limit])
+    latest: dict[int, NoteRevision] = {
+        newest.note_id: newest
+        for newest in NoteRevision.objects.filter(note__in=recent).order_by("note_id", "-id").distinct("note_id")
+    }
     items = []
-    for note in notes:
+    for note in recent:
         revision = latest.get(note.id)
-        items.append({
-            "slug": note.slug, "title": note.title, "status": note.status, "wing": note.wing, "hall": note.hall,
-            "version": note.version, "tags": note_tags(note), "updated_at": note.updated_at.isoformat(),
-            "last_change": None if revision is None else {
-                "action": revision.action, "at": revision.created_at.isoformat(), "summary": revision.summary,
-                "change": str(revision.group), "undone": revision.undone_at is not None,
-            },
-        })  # fmt: skip
-    return {"notes": items, "count": len(items)}
+        items.append(RecentNote(
+            slug=note.slug, title=note.title, status=note.status, wing=note.wing, hall=note.hall,
+            version=note.version, tags=note_tags(note), updated_at=note.updated_at.isoformat(),
+            last_change=None if revision is None else LastChange(
+                action=revision.action, at=revision.created_at.isoformat(), summary=revision.summary,
+                change=str(revision.group), undone=revision.undone_at is not None,
+            ),
+        ))  # fmt: skip
+    return RecentResult(notes=items, count=len(items))

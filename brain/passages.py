@@ -28,6 +28,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from brain import bm25
 
@@ -82,11 +83,14 @@ class Passage:
         return frozenset(self.tokens) | self.context_tokens
 
 
+Source = TypeVar("Source")  # what a caller attaches to each passage it scores (a note, or None)
+
+
 @dataclass(frozen=True)
-class ScoredPassage:
+class ScoredPassage(Generic[Source]):
     passage: Passage
     score: float
-    source: object = None  # what the caller attached (a note)
+    source: Source  # what the caller attached (a note)
 
 
 def tokenize(text: str) -> list[str]:
@@ -228,7 +232,7 @@ def term_weights(question: str, pool: list[Passage]) -> dict[str, float]:
     return weights
 
 
-def score_passages(question: str, candidates: Iterable[tuple[object, Passage]]) -> list[ScoredPassage]:
+def score_passages(question: str, candidates: Iterable[tuple[Source, Passage]]) -> list[ScoredPassage[Source]]:
     """`candidates` (source, passage) scored against `question`, best first; ties keep their order.
 
     BM25 over the candidates as documents, each query term found only in a passage's context adding
@@ -243,7 +247,7 @@ def score_passages(question: str, candidates: Iterable[tuple[object, Passage]]) 
     if not total:
         return [ScoredPassage(passage, 0.0, source) for source, passage in pool]
     average = sum(len(passage.tokens) for passage in passages) / len(passages) or 1.0
-    scored = []
+    scored: list[tuple[float, int, ScoredPassage[Source]]] = []
     for position, (source, passage) in enumerate(pool):
         counts = Counter(passage.tokens)
         norm = PASSAGE_K1 * (1 - PASSAGE_B + PASSAGE_B * len(passage.tokens) / average)

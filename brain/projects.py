@@ -17,6 +17,8 @@ from django.conf import settings
 from brain.repository import Repository, RepositoryUnreadable, run_git
 
 if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
     from brain.models import Project
 
 PROJECT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -31,7 +33,7 @@ def _normal(path: str) -> str:
     return path.replace("\\", "/").rstrip("/")
 
 
-def project_for_cwd(projects, cwd: str):
+def project_for_cwd(projects: QuerySet[Project], cwd: str) -> Project | None:
     """The project `cwd` belongs to (see ProjectQuerySet.for_cwd), or None.
 
     An absolute folder entry or a local repository path that holds the cwd wins (the longest);

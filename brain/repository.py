@@ -119,7 +119,8 @@ class Repository:
     def hunks(self, old: str, new: str, path: str) -> list[str]:
         """The diff of `path` between two commits, one string per hunk (with its @@ header)."""
         out = run_git(self.git_dir, "diff", "--no-color", "--unified=2", old, new, "--", path, check=False)
-        hunks, current = [], []
+        hunks: list[str] = []
+        current: list[str] = []
         for line in out.splitlines():
             if line.startswith("@@"):
                 if current:
@@ -130,11 +131,6 @@ class Repository:
         if current:
             hunks.append("\n".join(current))
         return hunks
-
-    def commits_since(self, base: str, head: str) -> list[str]:
-        """Commits after `base` up to `head`, oldest first, first-parent (the branch's own history)."""
-        out = run_git(self.git_dir, "rev-list", "--first-parent", "--reverse", f"{base}..{head}")
-        return out.split()
 
 
 @functools.lru_cache(maxsize=64)

@@ -30,6 +30,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -40,7 +42,7 @@ from brain.errors import SearchInputError
 from brain.limits import MAX_SEARCH_LIMIT
 from brain.models import Note, NoteStatus
 from brain.truth import verification_of
-from hyperguild.lib.embedders import get_embedder
+from hyperguild.lib.embedders import Embedder, get_embedder
 from hyperguild.tracing import traced
 
 logger = logging.getLogger(__name__)
@@ -194,7 +196,7 @@ def search(
 
     tokens = bm25.tokenize(query)
     with_raw = include_raw and status == NoteStatus.WIKI
-    hidden = set() if include_superseded else superseded_ids()
+    hidden: frozenset[int] = frozenset() if include_superseded else superseded_ids()
     if with_raw or tags:
         depth = limit * BM25_FANOUT * (INCLUDE_RAW_FANOUT if with_raw else 1) * (TAGS_FANOUT if tags else 1)
         ranking = rank_notes(query, depth=depth, wing=wing, hall=hall, status=None if with_raw else status)
@@ -219,8 +221,9 @@ def search(
     reasons = [ranking.reason] if ranking.reason else []
     if not hits:
         reasons.append(ranking.abstain_reason or "Nothing relevant: no note matches the query.")
-        if unreviewed:
-            reasons.append(unreviewed_hint(unreviewed))
+        hint = unreviewed_hint(unreviewed)  # None when no raw note matched
+        if hint:
+            reasons.append(hint)
     return SearchResponse(
         hits=hits,
         degraded=ranking.degraded,
@@ -253,7 +256,7 @@ def rank_notes(
     hall: str | None = None,
     status: str | None = None,
     rankers: tuple[str, ...] = ("bm25", "vector"),
-    embedder=None,
+    embedder: Embedder | None = None,
     floor: floors.Floors | None = None,
     bm25_pass: bm25.QueryScores | None = None,
 ) -> Ranking:
@@ -268,7 +271,7 @@ def rank_notes(
         embedder = get_embedder()
         use_vectors = embedder is not None
     if floor is None:
-        floor = floors.current(embedder.key if use_vectors else None)
+        floor = floors.current(embedder.key if use_vectors and embedder else None)
 
     rankings: dict[str, list[int]] = {}
     passed: dict[str, tuple[int, int]] = {}
@@ -300,6 +303,7 @@ def rank_notes(
     degraded, reason = False, None
 
     if use_vectors:
+        assert embedder is not None  # use_vectors stays True only with an embedder
         vector_depth = depth * VECTOR_FANOUT if "bm25" in rankers else depth
         try:
             query_vector = embedder.embed_query(query)
@@ -345,7 +349,7 @@ def rank_notes(
     abstain_reason = None
     if not fused and any(found for found, _ in passed.values()):
         abstain_reason = "Nothing relevant: no candidate passed the relevance floors (" + floor.describe(
-            embedder.key if use_vectors else None
+            embedder.key if use_vectors and embedder else None
         ) + ")."
     return Ranking(
         fused=fused,
@@ -354,7 +358,7 @@ def rank_notes(
         reason=reason,
         passed=passed,
         abstain_reason=abstain_reason,
-        used_vectors=embedder.key if use_vectors else None,
+        used_vectors=embedder.key if use_vectors and embedder else None,
         bm25_pass=bm25_pass,
     )
 
@@ -371,9 +375,26 @@ def fuse(rankings: dict[str, list[int]], weights: dict[str, float]) -> list[tupl
     return [(i, scores[i], ranks[i]) for i in order]
 
 
-def superseded_ids() -> set[int]:
-    """Ids of the notes someone superseded: out of default search (a short list, read once per query)."""
-    return set(Note.objects.filter(superseded_by__isnull=False).values_list("id", flat=True))
+# The superseded notes as of one BM25 snapshot (a snapshot is one corpus version). Superseding a note (and undoing
+# it) writes the note, which bumps the corpus version and so makes a new snapshot: the set is as fresh as the
+# snapshot a query ranks against (this process's own writes at once, other processes' within
+# BRAIN_BM25_CHECK_SECONDS). Without it every query paid one more round trip to the database (about a fifth of a
+# search's CPU at 100,000 notes).
+_superseded: tuple[bm25.Snapshot, frozenset[int]] | None = None
+_superseded_lock = threading.Lock()
+
+
+def superseded_ids() -> frozenset[int]:
+    """Ids of the notes someone superseded: out of default search (a short list, read once per corpus version)."""
+    global _superseded
+    snapshot = bm25.current_index()
+    cached = _superseded
+    if cached is not None and cached[0] is snapshot:
+        return cached[1]
+    ids = frozenset(Note.objects.filter(superseded_by__isnull=False).values_list("id", flat=True))
+    with _superseded_lock:
+        _superseded = (snapshot, ids)
+    return ids
 
 
 def hit_rows(ids: list[int]) -> dict[int, tuple]:
@@ -394,14 +415,14 @@ def hit_rows(ids: list[int]) -> dict[int, tuple]:
 
 
 def _hits(
-    fused, tokens: list[str], passages: dict[int, str], *, statuses: tuple[str, ...] | None = None,
+    fused: list[tuple[int, float, dict[str, int]]], tokens: list[str], passages: dict[int, str], *, statuses: tuple[str, ...] | None = None,
     limit: int | None = None, rows: dict[int, tuple] | None = None,
 ) -> list[Hit]:  # fmt: skip
     """The fused ids as hits (archived ones dropped); `statuses` keeps only those, `limit` stops early.
     `rows`: `hit_rows()` of those ids (and maybe more), fetched already."""
     if rows is None:
         rows = hit_rows([note_id for note_id, _, _ in fused])
-    hits = []
+    hits: list[Hit] = []
     for note_id, score, ranks in fused:
         if limit is not None and len(hits) >= limit:
             break
@@ -466,13 +487,13 @@ def _distinct_terms_found(text: str, wanted: set[str]) -> int:
     """How many of the `wanted` terms `text` contains (as `len(wanted & set(tokenize(text)))`)."""
     if not text.isascii():
         return len(wanted.intersection(bm25.tokenize(text)))
-    found = set()
+    found: set[str] = set()
     for match in _candidate_words(text, wanted):  # in ASCII text: every word that may be a wanted term
         found.update(bm25.word_tokens(match.group()))
     return len(found & wanted)
 
 
-def _candidate_words(text: str, wanted: set[str]):
+def _candidate_words(text: str, wanted: set[str]) -> Iterator[re.Match[str]]:
     """The words of `text` that may tokenise to a wanted term, in order.
 
     In ASCII text a word's stem starts with the word's own first letter, lowercased (the

@@ -4,7 +4,7 @@ Candidates come from the brain's own hybrid search (`brain.search.rank_notes`: B
 vectors when the embedder is on), with the note's title and the start of its body as the query.
 Each candidate gets two scores:
 
-- `words`: the share of words in common (`hyperguild.lib.diff.similarity`), which finds copies;
+- `words`: the share of words in common (`hyperguild.lib.diffs.similarity`), which finds copies;
 - `meaning`: the cosine of the two notes' closest stored chunk vectors (the embedder's passages),
   which finds paraphrases that share few words. `None` when the embedder is off or a note has no
   vector yet.
@@ -25,9 +25,10 @@ from django.conf import settings
 from django.db.models import F
 
 from brain import vectors
+from brain.actions import do_store_similar_notes
 from brain.models import Embedding, Note, NoteStatus, SimilarNotes
 from brain.search import SearchInputError, rank_notes
-from hyperguild.lib.diff import similarity
+from hyperguild.lib.diffs import similarity
 
 logger = logging.getLogger(__name__)
 
@@ -116,8 +117,6 @@ def _items(row: SimilarNotes) -> list[Similar]:
 
 def refresh(note: Note) -> list[Similar]:
     """Rank now and store the result for the note's current text."""
-    from brain.actions import do_store_similar_notes
-
     found = find_similar(note)
     do_store_similar_notes(note, found)
     return found

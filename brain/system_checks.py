@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from django.apps import AppConfig
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import CheckMessage, Error, register
 from django.core.checks import Warning as CheckWarning
 
 from hyperguild.lib.embedders import embedder_problems
 
 
 @register("hyperguild")
-def check_brain_embedder(app_configs, **kwargs):
+def check_brain_embedder(app_configs: Sequence[AppConfig] | None, **kwargs: Any) -> list[CheckMessage]:
     """A half-configured embedder stops start-up, naming the variable to set."""
     return [
         Error(message, hint=f"Set {variable}.", id="hyperguild.E020")
@@ -24,7 +27,7 @@ def check_brain_embedder(app_configs, **kwargs):
 
 
 @register("hyperguild")
-def check_answer_model(app_configs, **kwargs):
+def check_answer_model(app_configs: Sequence[AppConfig] | None, **kwargs: Any) -> list[CheckMessage]:
     """BRAIN_ANSWER_MODEL without a gateway would silently give extractive answers only."""
     if settings.BRAIN_ANSWER_MODEL and not settings.LITELLM_BASE_URL:
         return [
@@ -39,7 +42,7 @@ def check_answer_model(app_configs, **kwargs):
 
 
 @register("hyperguild")
-def check_brain_dir(app_configs, **kwargs):
+def check_brain_dir(app_configs: Sequence[AppConfig] | None, **kwargs: Any) -> list[CheckMessage]:
     """The mirror writes into BRAIN_DIR: it must be a writable folder (or creatable)."""
     if not settings.BRAIN_DIR:
         return []
@@ -59,7 +62,7 @@ def check_brain_dir(app_configs, **kwargs):
 
 
 @register("hyperguild")
-def check_go_hybrid_rule(app_configs, **kwargs):
+def check_go_hybrid_rule(app_configs: Sequence[AppConfig] | None, **kwargs: Any) -> list[CheckMessage]:
     """The Go hyperguild's rule: BRAIN_PG_DSN and BRAIN_EMBED_URL go together, unless BRAIN_EMBEDDER decides.
 
     The rule itself is applied while the settings are read (`hyperguild.lib.env.go_hybrid_rule`).

@@ -8,8 +8,11 @@ from pathlib import Path
 from django.conf import settings
 from django.db import connection
 
+from brain import similar
+from brain.actions import do_prune_note_changes, do_sync_project
 from brain.embedding_sync import sync_embeddings as run_sync
 from brain.folder import sync_mirror
+from brain.models import Note, NoteStatus, Project
 from hyperguild.lib.embedders import get_embedder
 
 logger = logging.getLogger(__name__)
@@ -76,17 +79,12 @@ def sync_note_embeddings(*note_ids: int) -> dict:
 
 def prune_note_changes() -> dict:
     """Hourly: drop BM25 change-log rows older than a day (`brain.actions.do_prune_note_changes`)."""
-    from brain.actions import do_prune_note_changes
-
     return {"deleted": do_prune_note_changes()}
 
 
 def refresh_similar_notes(*note_ids: int) -> dict:
     """Rank the notes most like each raw note of `note_ids` after they changed, so their pages and the
     queue read the result. Notes that are no longer raw (or gone) are skipped."""
-    from brain import similar
-    from brain.models import Note, NoteStatus
-
     result = {"ranked": 0, "skipped": 0, "failed": 0, "similar": 0, "duplicates": 0}
     notes = Note.objects.filter(pk__in=note_ids, status=NoteStatus.RAW).in_bulk()
     for note_id in note_ids:
@@ -109,9 +107,6 @@ def refresh_similar_notes(*note_ids: int) -> dict:
 def verify_projects() -> dict:
     """Every project with a repository: fetch, and when its branch head moved, re-verify the notes anchored
     to the files that changed (brain.actions.do_sync_project). One unreadable project never stops the others."""
-    from brain.actions import do_sync_project
-    from brain.models import Project
-
     results = {}
     for project in Project.objects.exclude(repo=""):
         results[project.name] = do_sync_project(project).as_dict()
@@ -120,9 +115,6 @@ def verify_projects() -> dict:
 
 def verify_project(project_id: int) -> dict:
     """One project (queued by a session's hook when it may have moved the branch head)."""
-    from brain.actions import do_sync_project
-    from brain.models import Project
-
     project = Project.objects.filter(pk=project_id).exclude(repo="").first()
     if project is None:
         return {"skipped": "no such project with a repository"}

@@ -7,27 +7,29 @@ never destructive). Wiki notes are also resources: `brain://note/<slug>`.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from typing import Annotated
 
-from brain import inputs
+from pydantic import Field
+
 from brain.actions import do_ingest_note, do_ingest_raw_note, do_write_raw_note
 from brain.errors import BrainError
 from brain.folder import note_file_text
-from brain.limits import MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, MAX_TAGS
-from brain.models import Note, NoteStatus
+from brain.inputs import QueryInput, RawNoteInput, Slug, WikiNoteInput, action_arguments
+from brain.models import Note
 from brain.presenters import (
-    NOTE_DETAIL_SCHEMA,
-    NOTE_REF_SCHEMA,
     NOTE_URI_PREFIX,
-    QUERY_RESULT_SCHEMA,
+    NoteDetail,
+    NoteRef,
+    QueryResult,
     note_detail,
     note_ref,
     note_uri,
     query_result,
 )
-from brain.search import search
-from hyperguild.lib.schema import closed_object
-from hyperguild.mcp.registry import Endpoint, Handler, ToolContext, ToolError, register_endpoint
+from brain.search import SearchResponse, search
+from hyperguild.mcp.contracts import ToolInput
+from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
 from hyperguild.permissions import register_right
 from hyperguild.roles import CURATOR, REVIEWER
 
@@ -54,22 +56,21 @@ register_right("brain:review", scope="brain:write", permission="brain.review_not
                "brain_supersede, POST /ingest into the wiki")  # fmt: skip
 brain.translate_errors(BrainError)  # BrainInputError, SearchInputError, SlugError… reach the caller as tool errors
 
-STATUSES = [*NoteStatus.values, "any"]
+WriteAction = Callable[..., Note]
 
 
-def _write_tool(action, write: inputs.NoteInput, *, name: str, title: str, description: str,
-                right: str = "brain:write") -> Handler:
-    """Declare a tool that writes one new note with `action`: its input schema is `write`'s (from brain.inputs,
+def _write_tool(action: WriteAction, write: type[RawNoteInput | WikiNoteInput], *, name: str, title: str,
+                description: str, right: str = "brain:write") -> Callable[[ToolInput, ToolContext], NoteRef]:
+    """Declare a tool that writes one new note with `action`: its input model is `write` (from brain.inputs,
     where REST and the forms take theirs too), it answers the note's reference and needs the brain:write scope."""
 
-    def handler(arguments: dict, ctx: ToolContext) -> dict:
-        # The registry validated the arguments against `write`'s schema.
-        return note_ref(action(**write.arguments(arguments), source="mcp", user=ctx.actor))
+    def handler(arguments: ToolInput, ctx: ToolContext) -> NoteRef:
+        return note_ref(action(**action_arguments(arguments), source="mcp", user=ctx.actor))
 
     handler.__name__ = name
     brain.tool(
-        name=name, title=title, description=description, input_schema=write.json_schema(),
-        output_schema=NOTE_REF_SCHEMA, scope="brain:write", right=right,
+        name=name, title=title, description=description, input_model=write, result_model=NoteRef,
+        scope="brain:write", right=right,
     )(handler)  # fmt: skip
     return handler
 
@@ -84,48 +85,31 @@ def _write_tool(action, write: inputs.NoteInput, *, name: str, title: str, descr
         "by default: `unreviewed_matches` says how many raw notes, not reviewed yet, match too, and "
         "include_raw=true ranks them with the wiki notes (each hit shows its status). Read a note with brain_get."
     ),
-    input_schema=closed_object(
-        {
-            "query": {"type": "string", "minLength": 1, "maxLength": MAX_QUERY_LENGTH, "description": "words to search for"},
-            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_SEARCH_LIMIT, "default": 10},
-            "wing": inputs.SEGMENT.json_schema(),
-            "hall": inputs.SEGMENT.json_schema(),
-            "status": {"type": "string", "enum": STATUSES, "default": "wiki"},
-            "include_raw": {
-                "type": "boolean",
-                "default": False,
-                "description": "with status wiki: also unreviewed raw notes (notes just written), each hit with its status",
-            },
-            "tags": {
-                "type": "array",
-                "items": inputs.TAG.json_schema(),
-                "maxItems": MAX_TAGS,
-                "description": "only notes whose frontmatter `tags` holds every one of these",
-            },
-            "include_superseded": {
-                "type": "boolean",
-                "default": False,
-                "description": "also notes a newer note superseded (left out by default; each hit names its successor)",
-            },
-        },
-        required=["query"],
-    ),
-    output_schema=QUERY_RESULT_SCHEMA,
+    input_model=QueryInput,
+    result_model=QueryResult,
     read_only=True,
     idempotent=True,
 )
-def brain_query(arguments: dict, ctx: ToolContext) -> dict:
-    response = search(
-        arguments["query"],
-        limit=arguments.get("limit", 10),
-        wing=arguments.get("wing") or None,
-        hall=arguments.get("hall") or None,
-        status=arguments.get("status", "wiki"),
-        include_raw=arguments.get("include_raw", False),
-        tags=arguments.get("tags"),
-        include_superseded=arguments.get("include_superseded", False),
+def brain_query(arguments: QueryInput, ctx: ToolContext) -> QueryResult:
+    return query_result(run_query(arguments))
+
+
+def run_query(arguments: QueryInput) -> SearchResponse:
+    """The search brain_query and POST /query run."""
+    return search(
+        arguments.query,
+        limit=arguments.limit,
+        wing=arguments.wing or None,
+        hall=arguments.hall or None,
+        status=arguments.status,
+        include_raw=arguments.include_raw,
+        tags=arguments.tags,
+        include_superseded=arguments.include_superseded,
     )
-    return query_result(response)
+
+
+class GetInput(ToolInput):
+    slug: Annotated[Slug, Field(description="the note's slug, as brain_query returns it")]
 
 
 @brain.tool(
@@ -136,26 +120,21 @@ def brain_query(arguments: dict, ctx: ToolContext) -> dict:
         "its `verification` against its project's code (verified at a commit, stale with the evidence, or "
         "unverified and why) and, when a newer note replaced it, `superseded` (by which note, when, who, why)."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {"slug": replace(inputs.SLUG, description="the note's slug, as brain_query returns it").json_schema()},
-        "required": ["slug"],
-    },
-    output_schema=NOTE_DETAIL_SCHEMA,
+    input_model=GetInput,
+    result_model=NoteDetail,
     read_only=True,
     idempotent=True,
 )
-def brain_get(arguments: dict, ctx: ToolContext) -> dict:
-    note = Note.objects.filter(slug=arguments["slug"]).first()
+def brain_get(arguments: GetInput, ctx: ToolContext) -> NoteDetail:
+    note = Note.objects.filter(slug=arguments.slug).first()
     if note is None:
-        raise ToolError(f"No note with slug {arguments['slug']!r}; find slugs with brain_query.")
+        raise ToolError(f"No note with slug {arguments.slug!r}; find slugs with brain_query.")
     return note_detail(note)
 
 
 brain_write = _write_tool(
     do_write_raw_note,
-    inputs.RAW_NOTE,
+    RawNoteInput,
     name="brain_write",
     title="Write a note into raw",
     description=(
@@ -167,7 +146,7 @@ brain_write = _write_tool(
 )
 brain_ingest = _write_tool(
     do_ingest_note,
-    inputs.WIKI_NOTE,
+    WikiNoteInput,
     name="brain_ingest",
     title="Ingest a document into the wiki",
     description=(
@@ -179,7 +158,7 @@ brain_ingest = _write_tool(
 )
 brain_ingest_raw = _write_tool(
     do_ingest_raw_note,
-    inputs.RAW_NOTE,
+    RawNoteInput,
     name="brain_ingest_raw",
     title="Ingest a document into raw",
     description="Put a document into raw for a person to review and promote into the wiki. Not idempotent.",

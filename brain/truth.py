@@ -151,8 +151,8 @@ class Verifier:
         # Where it is defined says most: a settings file, then any assignment, then the first mention.
         hits.sort(key=lambda hit: ("settings" not in hit[0], hit[0].startswith(("tests/", "test/")), hit))
         if hits:
-            path, line = hits[0]
-            return self._found(path, line, preferred)
+            path, number = hits[0]
+            return self._found(path, number, preferred)
         return self._missing(preferred)
 
     def _check_command(self, anchor: Anchor) -> Check:
@@ -274,18 +274,3 @@ def verification_of(state: str, commit: str, evidence: list[dict]) -> dict:
             if item.get("anchor")
         ],
     }
-
-
-VERIFICATION_SCHEMA = {
-    "type": "object",
-    "description": "whether what the note cites in its project's code still holds (docs/truth.md)",
-    "properties": {
-        "state": {"type": "string", "enum": ["verified", "stale", "unverified"]},
-        "commit": {"type": ["string", "null"], "description": "the branch head it was checked at"},
-        "label": {"type": "string", "description": "'verified at 1a2b3c4', 'may be outdated: …' or why unverified"},
-        "reason": {"type": ["string", "null"], "description": "why the note is unverified (null otherwise)"},
-        "evidence": {"type": "array", "items": {"type": "object"},
-                     "description": "for a stale note: each anchor that no longer holds, the commit that changed it"},
-    },
-    "required": ["state", "commit", "label", "reason", "evidence"],
-}

@@ -8,13 +8,17 @@ it is refused.
 
 from __future__ import annotations
 
-from brain import inputs
+from typing import Annotated, Any
+
+from pydantic import Field
+
 from brain.actions import do_supersede_note, do_verify_note
+from brain.inputs import NoteSlug, Reason
 from brain.models import Note
-from brain.presenters import NOTE_REF_SCHEMA, note_ref, supersession
+from brain.presenters import NoteRef, Supersession, Verification, VerificationField, note_ref, supersession
 from brain.tools import brain
-from brain.truth import VERIFICATION_SCHEMA, verification_dict
-from hyperguild.lib.schema import STRING
+from brain.truth import verification_dict
+from hyperguild.mcp.contracts import ToolInput, ToolResult
 from hyperguild.mcp.registry import ToolContext, ToolError
 from hyperguild.ui import may
 
@@ -39,7 +43,14 @@ def _note(slug: str) -> Note:
     return note
 
 
-SLUG = {key: value for key, value in inputs.SLUG.json_schema().items() if key != "description"}
+class VerifyInput(ToolInput):
+    slug: NoteSlug
+
+
+class VerifyResult(ToolResult):
+    slug: str
+    verification: VerificationField
+    anchors: list[dict[str, Any]]
 
 
 @brain.tool(
@@ -50,31 +61,30 @@ SLUG = {key: value for key, value in inputs.SLUG.json_schema().items() if key !=
         "its project's branch head now, and return its verification: verified at a commit, stale with the "
         "evidence, or unverified and why. Reviewers and staff only."
     ),
-    input_schema={
-        "type": "object", "additionalProperties": False, "properties": {"slug": SLUG}, "required": ["slug"],
-    },  # fmt: skip
-    output_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "slug": STRING,
-            "verification": VERIFICATION_SCHEMA,
-            "anchors": {"type": "array", "items": {"type": "object"}},
-        },
-        "required": ["slug", "verification", "anchors"],
-    },
+    input_model=VerifyInput,
+    result_model=VerifyResult,
     idempotent=True,
     scope="brain:write",
     right="brain:review",
 )
-def brain_verify(arguments: dict, ctx: ToolContext) -> dict:
+def brain_verify(arguments: VerifyInput, ctx: ToolContext) -> VerifyResult:
     require_truth_decider(ctx, "brain_verify")
-    note = do_verify_note(_note(arguments["slug"]))
+    note = do_verify_note(_note(arguments.slug))
     anchors = [
         {"kind": a.kind, "value": a.value, "state": a.state, "location": a.location, "commit": a.commit}
         for a in note.anchors.all()
     ]
-    return {"slug": note.slug, "verification": verification_dict(note), "anchors": anchors}
+    return VerifyResult(slug=note.slug, verification=Verification(**verification_dict(note)), anchors=anchors)
+
+
+class SupersedeInput(ToolInput):
+    slug: Annotated[NoteSlug, Field(description="the note that is no longer true")]
+    by: Annotated[NoteSlug, Field(description="the note that replaces it")]
+    reason: Annotated[Reason, Field(min_length=1, description="what changed")]
+
+
+class SupersedeResult(Supersession, NoteRef):
+    change: str = Field(description="the revision group (undo it in the browser)")
 
 
 @brain.tool(
@@ -85,34 +95,14 @@ def brain_verify(arguments: dict, ctx: ToolContext) -> dict:
         "the session-start context, keeps its history, and brain_get names its successor. One revision; undo it "
         "in the browser. Reviewers and staff only."
     ),
-    input_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            "slug": {**SLUG, "description": "the note that is no longer true"},
-            "by": {**SLUG, "description": "the note that replaces it"},
-            "reason": {**inputs.REASON.json_schema(), "minLength": 1, "description": "what changed"},
-        },
-        "required": ["slug", "by", "reason"],
-    },
-    output_schema={
-        "type": "object",
-        "additionalProperties": False,
-        "properties": {
-            **NOTE_REF_SCHEMA["properties"],
-            "superseded_by": {"type": ["string", "null"]},
-            "superseded": {"type": ["string", "null"]},
-            "supersedes": {"type": "array", "items": STRING},
-            "change": {"type": "string", "description": "the revision group (undo it in the browser)"},
-        },
-        "required": [*NOTE_REF_SCHEMA["required"], "superseded_by", "superseded", "change"],
-    },
+    input_model=SupersedeInput,
+    result_model=SupersedeResult,
     scope="brain:write",
     right="brain:review",
 )
-def brain_supersede(arguments: dict, ctx: ToolContext) -> dict:
+def brain_supersede(arguments: SupersedeInput, ctx: ToolContext) -> SupersedeResult:
     require_truth_decider(ctx, "brain_supersede")
-    old, new = _note(arguments["slug"]), _note(arguments["by"])
-    note = do_supersede_note(old, new, reason=arguments["reason"], user=ctx.actor)
+    old, new = _note(arguments.slug), _note(arguments.by)
+    note = do_supersede_note(old, new, reason=arguments.reason, user=ctx.actor)
     change = str(note.revisions.order_by("-id").values_list("group", flat=True).first())
-    return {**note_ref(note), **supersession(note), "change": change}
+    return SupersedeResult(**note_ref(note).model_dump(), **supersession(note).model_dump(), change=change)

@@ -9,11 +9,12 @@ so the planner can use exactly that model's index.
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from django.conf import settings
 from django.db import connections, transaction
 
-from hyperguild.lib.embedders import BaseEmbedder, get_embedder
+from hyperguild.lib.embedders import Embedder, get_embedder
 
 # Chunks fetched per wanted note: a note's chunks compete, its best one counts.
 CHUNKS_PER_NOTE = 2
@@ -88,7 +89,7 @@ def query_sql(model: str, dimensions: int, *, wing: bool, hall: bool, status: bo
     )
 
 
-def rank(query: str, *, limit: int, **kwargs) -> list[tuple[int, str]]:
+def rank(query: str, *, limit: int, **kwargs: Any) -> list[tuple[int, str]]:
     """(note_id, best chunk text) of the `limit` nearest notes, nearest first (see rank_scored)."""
     return [(note_id, text) for note_id, text, _ in rank_scored(query, limit=limit, **kwargs)]
 
@@ -100,7 +101,7 @@ def rank_scored(
     wing: str | None = None,
     hall: str | None = None,
     status: str | None = None,
-    embedder: BaseEmbedder | None = None,
+    embedder: Embedder | None = None,
     using: str = "default",
     vector: list[float] | None = None,
 ) -> list[tuple[int, str, float]]:
@@ -117,7 +118,7 @@ def rank_scored(
     dims = len(vector)
     wanted = limit * CHUNKS_PER_NOTE
     sql = query_sql(embedder.key, dims, wing=bool(wing), hall=bool(hall), status=bool(status))
-    params = {"vector": vector_literal(vector), "limit": wanted, "wing": wing, "hall": hall, "status": status}
+    params: dict[str, str | int | None] = {"vector": vector_literal(vector), "limit": wanted, "wing": wing, "hall": hall, "status": status}
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         # ef_search bounds how many rows one HNSW scan can return; iterative scans keep
         # walking the graph when the note filters drop rows (pgvector ≥ 0.8).

@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Callable
 from datetime import timedelta
 from functools import wraps
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack, cast
 from urllib.parse import urlencode
 
 from django import forms
@@ -27,16 +28,22 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from brain import actions, inputs, similar
+from brain import actions, similar
 from brain.errors import BrainInputError, NoteConflict
 from brain.hooks import provenance_entries
 from brain.indexing import notes_changed_in_bulk
+from brain.inputs import NoteEditInput, QueryInput, WikiNoteInput, form_field
 from brain.limits import MAX_SESSION_ID_LENGTH, MAX_TITLE_LENGTH
 from brain.models import Note, NoteRevision, NoteStatus, Project
 from brain.presenters import render_note_body
 from brain.search import SearchInputError, search
-from hyperguild.lib.diff import html_diff
+from hyperguild.lib.diffs import html_diff
 from hyperguild.ui import paginate, role_action, role_page, staff_action
+
+if TYPE_CHECKING:
+    from django.db.models import QuerySet
+
+    from brain.types import SignedInRequest
 
 HISTORY_LIMIT = 50
 BACKLINKS_LIMIT = 100
@@ -81,7 +88,7 @@ class QueueFilterForm(forms.Form):
                  ("old", "older than 30 days")],
     )
     sort = forms.ChoiceField(required=False, choices=[(key, label) for key, (label, _) in SORTS.items()])
-    per = forms.TypedChoiceField(required=False, coerce=int, empty_value=PAGE_SIZES[0],
+    per = forms.TypedChoiceField(required=False, coerce=int, empty_value=PAGE_SIZES[0],  # type: ignore[arg-type]  # Django takes any empty value; django-stubs says str
                                  choices=[(str(n), f"{n} a page") for n in PAGE_SIZES])
 
 
@@ -91,13 +98,13 @@ class VersionedForm(forms.Form):
 
 
 class PromoteForm(VersionedForm):
-    # The fields and their sizes are brain.inputs' (as for MCP and REST); wing, hall and slug rules are the
+    # The fields and their sizes are brain.inputs' models' (as for MCP and REST); wing, hall and slug rules are the
     # actions' (BrainInputError, via brain.slugs.validate_slug, as for MCP, REST and imports).
-    wing = inputs.WING.form_field()
-    hall = inputs.HALL.form_field(required=False)
-    title = inputs.TITLE.form_field()
-    slug = inputs.SLUG.form_field()
-    body = inputs.BODY.form_field()
+    wing = form_field(WikiNoteInput, "wing")
+    hall = form_field(WikiNoteInput, "hall", required=False)
+    title = form_field(WikiNoteInput, "title")
+    slug = form_field(WikiNoteInput, "slug")
+    body = form_field(WikiNoteInput, "body")
     confirm_duplicate = forms.BooleanField(required=False)
 
 
@@ -106,14 +113,14 @@ class RejectForm(forms.Form):
 
 
 class EditForm(VersionedForm):
-    title = inputs.TITLE.form_field()
-    body = inputs.BODY.form_field()
+    title = form_field(NoteEditInput, "title")
+    body = form_field(NoteEditInput, "body")
 
 
 class RefileForm(VersionedForm):
-    wing = inputs.WING.form_field()
-    hall = inputs.HALL.form_field(required=False)
-    slug = inputs.SLUG.form_field()
+    wing = form_field(WikiNoteInput, "wing")
+    hall = form_field(WikiNoteInput, "hall", required=False)
+    slug = form_field(WikiNoteInput, "slug")
 
 
 class DemoteForm(VersionedForm):
@@ -121,8 +128,8 @@ class DemoteForm(VersionedForm):
 
 
 class MergeForm(VersionedForm):
-    into = inputs.SLUG.form_field()
-    body = inputs.BODY.form_field()
+    into = form_field(NoteEditInput, "slug")
+    body = form_field(NoteEditInput, "body")
 
     def clean_into(self) -> Note:
         slug = self.cleaned_data["into"].strip()
@@ -143,14 +150,15 @@ class BulkForm(forms.Form):
     # "Select all N matching this filter": the filter's query string and the count the reviewer saw.
     select_all = forms.BooleanField(required=False)
     expected_count = forms.IntegerField(required=False, min_value=0)
-    wing = inputs.SEGMENT.form_field(required=False)
-    hall = inputs.SEGMENT.form_field(required=False)
+    wing = form_field(QueryInput, "wing", required=False)
+    hall = form_field(QueryInput, "hall", required=False)
     reason = forms.CharField(max_length=2000, required=False)
     title_from_heading = forms.BooleanField(required=False)
     slug_from_title = forms.BooleanField(required=False)
 
-    def clean(self):
+    def clean(self) -> dict[str, Any]:
         data = super().clean()
+        assert data is not None  # Form.clean returns cleaned_data
         if not data.get("select_all") and not data.get("notes") and "notes" not in self.errors:
             self.add_error("notes", "Tick at least one note, or select all the notes matching the filter.")
         if data.get("action") == "promote" and not data.get("wing"):
@@ -162,8 +170,8 @@ class BulkForm(forms.Form):
 
 class SearchForm(forms.Form):
     q = forms.CharField(required=False, max_length=500)
-    wing = inputs.SEGMENT.form_field(required=False)
-    hall = inputs.SEGMENT.form_field(required=False)
+    wing = form_field(QueryInput, "wing", required=False)
+    hall = form_field(QueryInput, "hall", required=False)
     status = forms.ChoiceField(
         required=False, choices=[("wiki", "wiki"), ("raw", "raw"), ("any", "any (not archived)")]
     )
@@ -193,7 +201,7 @@ QUEUE_FILTERS: dict[str, Callable[[str], Q]] = {
 }
 
 
-def _filtered_queue(form: QueueFilterForm):
+def _filtered_queue(form: QueueFilterForm) -> QuerySet[Note]:
     """The raw queue under the reviewer's filter, in the order they chose."""
     notes = Note.objects.raw_queue()
     if not form.is_valid():
@@ -328,8 +336,10 @@ def _wiki_duplicates(similar_notes: list[dict] | None) -> list[dict]:
     return [item for item in similar_notes or [] if item["duplicate"] and item["note"].status == NoteStatus.WIKI]
 
 
-def _note_page(request: HttpRequest, note: Note, *, promote_form=None, reject_form=None, edit_form=None,
-               refile_form=None, conflict=None, status: int = 200, similar_found=None):
+def _note_page(request: HttpRequest, note: Note, *, promote_form: forms.Form | None = None,
+               reject_form: forms.Form | None = None, edit_form: forms.Form | None = None,
+               refile_form: forms.Form | None = None, conflict: dict | None = None, status: int = 200,
+               similar_found: list[similar.Similar] | None = None) -> HttpResponse:
     wings, halls = _wings_and_halls()
     filter_query = _filter_query(request)
     newer = older = None
@@ -381,6 +391,15 @@ def _note_page(request: HttpRequest, note: Note, *, promote_form=None, reject_fo
     return render(request, "brain/note.html", context, status=status)
 
 
+class NoteForms(TypedDict, total=False):
+    """The forms the note page shows, each passed back bound when its action was refused."""
+
+    promote_form: forms.Form
+    reject_form: forms.Form
+    edit_form: forms.Form
+    refile_form: forms.Form
+
+
 def _conflict(note: Note, yours: str) -> dict:
     """What a conflict page shows: the text now saved, the reviewer's text (kept), and their diff."""
     return {"current": note.body, "yours": yours, "version": note.version, "diff": html_diff(note.body, yours)}
@@ -409,7 +428,8 @@ def _note_form_action(form_class: type[forms.Form], name: str, *, raw_only: bool
                 return leave
             form = form_class(request.POST)
             if not form.is_valid():
-                return _note_page(request, note, **{name: form}, status=400)
+                as_named: dict[str, Any] = {name: form}  # `name` is one of _note_page's form keywords
+                return _note_page(request, note, **as_named, status=400)
             return view(request, note, form)
 
         return wrapped
@@ -434,6 +454,7 @@ def _undo_message(request: HttpRequest, text: str, note: Note) -> None:
     redo = False
     if revision.action == NoteRevision.Action.UNDO:
         # An undo offers Redo; a redo (an undo of an undo) offers Undo again.
+        assert revision.undoes is not None  # do_undo_revision records the group every undo undid
         undone = NoteRevision.objects.filter(group=revision.undoes).values_list("action", flat=True).first()
         redo = undone != NoteRevision.Action.UNDO
     messages.success(request, text, extra_tags=undo_tag(revision.group, redo=redo))
@@ -442,7 +463,7 @@ def _undo_message(request: HttpRequest, text: str, note: Note) -> None:
 # --- pages ------------------------------------------------------------------------------
 
 
-def _queue_context(request: HttpRequest, form: QueueFilterForm) -> dict:
+def _queue_context(request: SignedInRequest, form: QueueFilterForm) -> dict:
     per = form.cleaned_data.get("per") if form.is_valid() else None
     notes = _filtered_queue(form).select_related("created_by").only(
         "id", "slug", "title", "source", "session_id", "frontmatter", "provenance", "created_at", "status",
@@ -464,7 +485,7 @@ def _queue_context(request: HttpRequest, form: QueueFilterForm) -> dict:
          for value in pair if isinstance(value, str) and value}
     )  # fmt: skip
     wings, halls = _wings_and_halls()
-    filter_params = form.data.copy()
+    filter_params = cast(QueryDict, form.data).copy()  # _queue_form binds a QueryDict
     filter_params.pop("page", None)
     filter_query = filter_params.urlencode()
     return {
@@ -489,7 +510,7 @@ def _queue_context(request: HttpRequest, form: QueueFilterForm) -> dict:
 
 
 @login_required
-def review_queue(request: HttpRequest) -> HttpResponse:
+def review_queue(request: SignedInRequest) -> HttpResponse:
     return render(request, "brain/review_queue.html", _queue_context(request, QueueFilterForm(request.GET)))
 
 
@@ -514,7 +535,7 @@ def similar_panel(request: HttpRequest, pk: int) -> HttpResponse:
 
 @role_action(REVIEW)
 @_note_form_action(PromoteForm, "promote_form", raw_only=True)
-def promote_note(request: HttpRequest, note: Note, form: PromoteForm) -> HttpResponse:
+def promote_note(request: SignedInRequest, note: Note, form: PromoteForm) -> HttpResponse:
     data = form.cleaned_data
     if not data["confirm_duplicate"]:
         # A decision: the stored ranking only while no wiki note changed since it was made.
@@ -534,12 +555,13 @@ def promote_note(request: HttpRequest, note: Note, form: PromoteForm) -> HttpRes
     return _after_action(note, _filter_query(request))
 
 
-def _refused(request: HttpRequest, note: Note, exc: BrainInputError, *, body: str | None = None, **form) -> HttpResponse:
+def _refused(request: HttpRequest, note: Note, exc: BrainInputError, *, body: str | None = None, **form: Unpack[NoteForms]) -> HttpResponse:
     """The note page again with the action's refusal on `form` (one `<name>_form=` argument).
 
     A conflict answers 409; where the form carried a body, the page shows the note as it is now beside it.
     """
     ((_, bound),) = form.items()
+    assert isinstance(bound, forms.Form)  # every NoteForms value is one
     bound.add_error(None, str(exc))
     if isinstance(exc, NoteConflict) and body is not None:
         return _note_page(request, exc.current, **form, conflict=_conflict(exc.current, body), status=409)
@@ -548,7 +570,7 @@ def _refused(request: HttpRequest, note: Note, exc: BrainInputError, *, body: st
 
 @role_action(REVIEW)
 @_note_form_action(RejectForm, "reject_form", raw_only=True)
-def reject_note(request: HttpRequest, note: Note, form: RejectForm) -> HttpResponse:
+def reject_note(request: SignedInRequest, note: Note, form: RejectForm) -> HttpResponse:
     try:
         rejected = actions.do_reject_note(note, reviewer=request.user, reason=form.cleaned_data["reason"])
     except BrainInputError as exc:
@@ -559,7 +581,7 @@ def reject_note(request: HttpRequest, note: Note, form: RejectForm) -> HttpRespo
 
 @role_action(REVIEW)
 @_note_form_action(EditForm, "edit_form")
-def edit_note(request: HttpRequest, note: Note, form: EditForm) -> HttpResponse:
+def edit_note(request: SignedInRequest, note: Note, form: EditForm) -> HttpResponse:
     data = form.cleaned_data
     body = data["body"]
     try:
@@ -577,7 +599,7 @@ def edit_note(request: HttpRequest, note: Note, form: EditForm) -> HttpResponse:
 
 @role_action(REVIEW)
 @_note_form_action(RefileForm, "refile_form")
-def refile_note(request: HttpRequest, note: Note, form: RefileForm) -> HttpResponse:
+def refile_note(request: SignedInRequest, note: Note, form: RefileForm) -> HttpResponse:
     data = form.cleaned_data
     try:
         refiled = actions.do_refile_note(
@@ -590,7 +612,7 @@ def refile_note(request: HttpRequest, note: Note, form: RefileForm) -> HttpRespo
     return redirect("brain-note", pk=refiled.pk)
 
 
-def _back_to_the_queue(request: HttpRequest, pk: int, action, done: str) -> HttpResponse:
+def _back_to_the_queue(request: SignedInRequest, pk: int, action: Callable[..., Note], done: str) -> HttpResponse:
     """Demote or reopen: an optional reason and the version seen (DemoteForm), the action, back to the note."""
     note = get_object_or_404(Note, pk=pk)
     form = DemoteForm(request.POST)
@@ -608,12 +630,12 @@ def _back_to_the_queue(request: HttpRequest, pk: int, action, done: str) -> Http
 
 
 @role_action(REVIEW)
-def demote_note(request: HttpRequest, pk: int) -> HttpResponse:
+def demote_note(request: SignedInRequest, pk: int) -> HttpResponse:
     return _back_to_the_queue(request, pk, actions.do_demote_note, "Demoted “{title}” back to the review queue.")
 
 
 @role_action(REVIEW)
-def reopen_note(request: HttpRequest, pk: int) -> HttpResponse:
+def reopen_note(request: SignedInRequest, pk: int) -> HttpResponse:
     return _back_to_the_queue(request, pk, actions.do_reopen_note, "Reopened “{title}”: it is back in the review queue.")
 
 
@@ -627,7 +649,7 @@ def _return_path(request: HttpRequest, fallback: str) -> str:
 
 
 @role_action(REVIEW)
-def undo_change(request: HttpRequest, group: str) -> HttpResponse:
+def undo_change(request: SignedInRequest, group: str) -> HttpResponse:
     """Undo one action (or redo, when that action was an undo).
 
     One note: back to that note, so the reviewer sees what came back. Several (a bulk action): back to
@@ -656,8 +678,8 @@ def undo_change(request: HttpRequest, group: str) -> HttpResponse:
     return redirect(fallback if single else _return_path(request, fallback))
 
 
-def _merge_context(request: HttpRequest, note: Note, target: Note | None, body: str, into_value: str, form,
-                   version=None) -> dict:
+def _merge_context(request: HttpRequest, note: Note, target: Note | None, body: str, into_value: str, form: forms.Form,
+                   version: int | str | None = None) -> dict:
     return {
         "filter_query": _filter_query(request),
         "note": note, "form": form, "target": target, "body": body, "into_value": into_value,
@@ -698,7 +720,7 @@ def merge_render(request: HttpRequest, pk: int) -> JsonResponse:
 
 
 @role_action(REVIEW)
-def merge_note(request: HttpRequest, pk: int) -> HttpResponse:
+def merge_note(request: SignedInRequest, pk: int) -> HttpResponse:
     note, leave = _raw_note_or_leave(request, pk)
     if leave:
         return leave
@@ -742,7 +764,7 @@ def _first_heading(body: str) -> str:
 
 
 @role_action(REVIEW)
-def bulk_review(request: HttpRequest) -> HttpResponse:
+def bulk_review(request: SignedInRequest) -> HttpResponse:
     form = BulkForm(request.POST)
     filter_query = request.POST.get("next_query", "")[:2000]
     ticked = {value for value in request.POST.getlist("notes") if value.isdigit()}
@@ -794,7 +816,7 @@ def bulk_review(request: HttpRequest) -> HttpResponse:
 
 
 @staff_action
-def write_guidelines(request: HttpRequest) -> HttpResponse:
+def write_guidelines(request: SignedInRequest) -> HttpResponse:
     """Start the reviewing guidelines (a wiki note) from a default text, or open them when they exist."""
     note = _guidelines()
     if note is None:
@@ -845,7 +867,7 @@ def _stale_note(pk: int) -> Note:
 
 
 @role_action(REVIEW)
-def still_true(request: HttpRequest, pk: int) -> HttpResponse:
+def still_true(request: SignedInRequest, pk: int) -> HttpResponse:
     note = _stale_note(pk)
     try:
         confirmed = actions.do_confirm_note(note, user=request.user, expected_version=_posted_version(request))
@@ -857,7 +879,7 @@ def still_true(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_action(REVIEW)
-def supersede_note(request: HttpRequest, pk: int) -> HttpResponse:
+def supersede_note(request: SignedInRequest, pk: int) -> HttpResponse:
     note = _stale_note(pk)
     by = (request.POST.get("by") or "").strip()
     successor = Note.objects.filter(slug=by).first() if by else None
@@ -874,7 +896,7 @@ def supersede_note(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_action(REVIEW)
-def promote_superseding(request: HttpRequest, pk: int) -> HttpResponse:
+def promote_superseding(request: SignedInRequest, pk: int) -> HttpResponse:
     """On a raw note the duplicate finder paired with a wiki note: promote it in the wiki note's place."""
     note, leave = _raw_note_or_leave(request, pk)
     if leave:
@@ -894,7 +916,7 @@ def promote_superseding(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_action(REVIEW)
-def archive_note(request: HttpRequest, pk: int) -> HttpResponse:
+def archive_note(request: SignedInRequest, pk: int) -> HttpResponse:
     note = get_object_or_404(Note, pk=pk)
     try:
         archived = actions.do_archive_note(

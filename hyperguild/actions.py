@@ -5,20 +5,35 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from django_q.models import Schedule
+from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 
-from hyperguild.auth import check_scopes, new_personal_token, token_digest
+from hyperguild.auth import check_scopes, known_scopes, new_personal_token, token_digest
 from hyperguild.contributions import schedules
 from hyperguild.errors import DomainError
-from hyperguild.models import CredentialUse, McpCancellation, McpTask, ModelCall, PersonalToken, WorkerHeartbeat
+from hyperguild.models import (
+    ClientRegistrationAttempt,
+    CredentialUse,
+    McpCancellation,
+    McpTask,
+    ModelCall,
+    PersonalToken,
+    RedeemedAuthorizationCode,
+    WorkerHeartbeat,
+)
 from hyperguild.permissions import role_scopes
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 HEARTBEAT_NAME = "qcluster"
 
@@ -57,7 +72,7 @@ def do_ensure_schedules() -> list[str]:
 
 
 @transaction.atomic
-def do_ensure_admin_account(username: str, password: str = "") -> tuple[object | None, str | None]:
+def do_ensure_admin_account(username: str, password: str = "") -> tuple[User | None, str | None]:
     """Create a superuser if there is none.
 
     Returns (user, generated_password): the password is returned only when
@@ -164,7 +179,7 @@ class IssuedToken:
     secret: str
 
 
-def do_create_personal_token(user, *, name: str, scopes: list[str], expires_days: int | None = None) -> IssuedToken:
+def do_create_personal_token(user: User, *, name: str, scopes: list[str], expires_days: int | None = None) -> IssuedToken:
     """Make a personal token for `user`; TokenRequestError, with nothing written, on bad input."""
     name = (name or "").strip()
     if not name or len(name) > 100:
@@ -185,7 +200,7 @@ def do_create_personal_token(user, *, name: str, scopes: list[str], expires_days
         refused = [scope for scope in ordered if scope not in allowed]
         raise TokenRequestError(
             f"{user.get_username()}'s role does not allow {', '.join(refused)} (roles: docs/people.md); "
-            f"it allows {', '.join(role_scopes(user)) or 'no scope'}."
+            f"it allows {', '.join(role_scopes(user, list(known_scopes()))) or 'no scope'}."
         )
     secret, prefix, digest = new_personal_token()
     now = timezone.now()
@@ -218,10 +233,6 @@ def do_admit_client_registration(address: str | None) -> bool:
 
     The limit is HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR attempts per address, refused or not.
     """
-    from django.db import connection
-
-    from hyperguild.models import ClientRegistrationAttempt
-
     now = timezone.now()
     with transaction.atomic():
         # One address's attempts are counted one at a time: concurrent ones must not all see room for one more.
@@ -235,10 +246,8 @@ def do_admit_client_registration(address: str | None) -> bool:
     return True
 
 
-def do_record_redeemed_code(code: str, client_id: str, *, access_token_checksum: str, token_family) -> None:
+def do_record_redeemed_code(code: str, client_id: str, *, access_token_checksum: str, token_family: uuid.UUID | None) -> None:
     """Remember that `code` was exchanged, and for which tokens (only the code's SHA-256 is kept)."""
-    from hyperguild.models import RedeemedAuthorizationCode
-
     now = timezone.now()
     with transaction.atomic():
         RedeemedAuthorizationCode.objects.filter(redeemed_at__lt=now - REDEEMED_CODE_KEPT).delete()
@@ -250,10 +259,6 @@ def do_record_redeemed_code(code: str, client_id: str, *, access_token_checksum:
 
 def do_revoke_tokens_of_replayed_code(code: str, client_id: str) -> int:
     """A redeemed code came back (RFC 6749 §4.1.2): revoke every token issued from it. How many rows were hit."""
-    from oauth2_provider.models import get_access_token_model, get_refresh_token_model
-
-    from hyperguild.models import RedeemedAuthorizationCode
-
     with transaction.atomic():
         redeemed = (
             RedeemedAuthorizationCode.objects.select_for_update()
@@ -270,7 +275,7 @@ def do_revoke_tokens_of_replayed_code(code: str, client_id: str) -> int:
     return 1 + deleted
 
 
-def do_record_model_call(**values) -> ModelCall:
+def do_record_model_call(**values: Any) -> ModelCall:
     """Store one model call (hyperguild.lib.model_calls.record_model_call redacts and caps first).
 
     Not atomic of its own: inside a caller's transaction the record shares its fate, outside it is

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import Model, QuerySet
+from django.http import HttpRequest
 
 from hyperguild.actions import do_revoke_personal_token
 from hyperguild.admin_mixins import ReadOnlyAdminMixin
@@ -28,10 +30,10 @@ class WorkerHeartbeatAdmin(admin.ModelAdmin):
     search_fields = ("name", "host")
     readonly_fields = ("name", "beat_at", "host", "pid")
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -44,10 +46,10 @@ class McpCancellationAdmin(admin.ModelAdmin):
     search_fields = ("request_id", "reason")
     readonly_fields = ("endpoint", "request_id", "reason", "created_at")
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -61,10 +63,10 @@ class McpTaskAdmin(admin.ModelAdmin):
     readonly_fields = [field.name for field in McpTask._meta.fields if field.name != "owner"]
     exclude = ("owner",)  # a digest of a credential: nothing an operator needs to see
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -85,7 +87,7 @@ class PersonalTokenAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         return " ".join(token.scopes)
 
     @admin.action(description="Revoke the selected tokens")
-    def revoke_tokens(self, request, queryset) -> None:
+    def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[PersonalToken]) -> None:
         for token in queryset:
             do_revoke_personal_token(token)
         self.message_user(request, f"Revoked {queryset.count()} token(s).")
@@ -115,7 +117,7 @@ class ModelCallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ("requested_by",)
     date_hierarchy = "created_at"
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list[str]:
         return [field.name for field in self.model._meta.fields]
 
 
@@ -137,7 +139,7 @@ class BudgetReservationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     search_fields = ("what", "person__username")
     list_select_related = ("person",)
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list[str]:
         return [field.name for field in self.model._meta.fields]
 
 
@@ -149,7 +151,7 @@ class ClientRegistrationAttemptAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     search_fields = ("address",)
     date_hierarchy = "at"
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list[str]:
         return [field.name for field in self.model._meta.fields]
 
 
@@ -161,5 +163,5 @@ class RedeemedAuthorizationCodeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = (("replayed_at", admin.EmptyFieldListFilter),)
     search_fields = ("client_id",)
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list[str]:
         return [field.name for field in self.model._meta.fields]

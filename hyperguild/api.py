@@ -14,7 +14,12 @@ EXCEPTION_HANDLER) turns both into that shape with the right status.
 
 from __future__ import annotations
 
+from typing import Any
+
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import APIException, NotAuthenticated, PermissionDenied
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -34,7 +39,7 @@ class Unavailable(APIException):
 
 
 
-def _messages(value) -> str:
+def _messages(value: object) -> str:
     if isinstance(value, dict):
         return "; ".join(f"{key}: {_messages(inner)}" for key, inner in value.items())
     if isinstance(value, list):
@@ -42,14 +47,14 @@ def _messages(value) -> str:
     return str(value)
 
 
-def _details(value) -> dict:
+def _details(value: object) -> dict[str, str]:
     """DRF's field errors as {field: "message"} (nested fields as a/b)."""
     if not isinstance(value, dict):
         return {}
     return {str(key): _messages(inner) for key, inner in value.items()}
 
 
-def exception_handler(exc, context):
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF errors and DomainErrors as the one JSON error shape."""
     if isinstance(exc, DomainError):
         return Response(error_body(exc.code, exc.message, exc.details), status=exc.http_status)
@@ -75,18 +80,18 @@ class EndpointTokenAPIView(APIView):
 
     token_endpoint: str = ""
     token_scope: str = ""
-    throttle_classes: list = []
+    throttle_classes: list[type] = []
 
-    def required_scope(self, request) -> str | tuple[str, ...] | None:
+    def required_scope(self, request: Request) -> str | tuple[str, ...] | None:
         return self.token_scope or None
 
-    def get_authenticators(self):
+    def get_authenticators(self) -> list[BaseAuthentication]:
         return [BearerTokenAuthentication(get_endpoint(self.token_endpoint), self.required_scope(self.request))]
 
-    def get_permissions(self):
+    def get_permissions(self) -> list[BasePermission]:
         return [HasClient()]
 
-    def handle_exception(self, exc):
+    def handle_exception(self, exc: Exception) -> Response:
         response = super().handle_exception(exc)
         if isinstance(exc, InsufficientScope):
             response["WWW-Authenticate"] = challenge_for(self.request, get_endpoint(self.token_endpoint))
@@ -98,7 +103,7 @@ class EndpointTokenAPIView(APIView):
         if refusal:
             raise PermissionDenied(refusal)
 
-    def permission_denied(self, request, message=None, code=None):
+    def permission_denied(self, request: Request, message: str | None = None, code: str | None = None) -> None:
         if request.authenticators and not request.successful_authenticator:
             setting = get_endpoint(self.token_endpoint).token_setting
             raise NotAuthenticated(f"This endpoint needs Authorization: Bearer <{setting}>.")

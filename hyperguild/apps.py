@@ -1,4 +1,5 @@
 import logging
+from typing import Any
 
 from django.apps import AppConfig
 
@@ -9,21 +10,23 @@ class HyperguildConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        # Imported here, not at the top: Django imports this module before any app's models are loaded,
+        # and these import models (or register checks and signal handlers that do).
         from django.conf import settings
         from django.db.models.signals import post_migrate
 
         from hyperguild import checks  # noqa: F401  (registers system checks)
-        from hyperguild.lib.db_pool import steady_reconnects
+        from hyperguild.actions import do_mark_model_call, do_record_model_call
+        from hyperguild.lib.model_calls import set_recorder
         from hyperguild.permissions import register_right
         from hyperguild.roles import OPERATOR
+        from hyperguild.tracing import configure_tracing
 
         # The core's own right (the apps declare theirs with their endpoints): the service's figures.
         register_right("service:metrics", scope="", permission="hyperguild.view_metrics", roles=(OPERATOR,),
                        description="see the service's metrics (/metrics)")
 
-        steady_reconnects()  # before any pool opens: a lost connection is retried every half second
-
-        from hyperguild.tracing import configure_tracing
+        set_recorder(do_record_model_call, do_mark_model_call)  # the clients record calls through the actions
 
         configure_tracing()  # only with OTEL_EXPORTER_OTLP_ENDPOINT set; before the handler loads the middleware
 
@@ -46,8 +49,8 @@ class HyperguildConfig(AppConfig):
         pre_save.connect(drop_public_client_secret, sender=Application, dispatch_uid="hyperguild-public-client-secret")
 
 
-def install_schedules(sender, using: str = "default", **kwargs) -> None:
-    from hyperguild.actions import do_ensure_schedules
+def install_schedules(sender: object, using: str = "default", **kwargs: Any) -> None:
+    from hyperguild.actions import do_ensure_schedules  # not at the top: this module loads before the models
 
     if using == "default":
         do_ensure_schedules()

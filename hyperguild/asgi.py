@@ -8,6 +8,7 @@ from django.core.asgi import get_asgi_application
 
 from hyperguild.serving import web_process_environment
 
+# Before Django loads: the secret key, the embedded database (hyperguild.boot), a database pool for this process.
 with web_process_environment():
     # The browser UI and the admin need their vendored CSS/JS; the service runs offline with no
     # separate web server in front, so it serves /static/ itself.

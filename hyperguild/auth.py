@@ -23,15 +23,21 @@ import secrets
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import DatabaseError
 from django.db.models import Q
 from django.http import HttpRequest
 from django.utils import timezone
+from oauth2_provider.models import AccessToken
 
 from hyperguild.mcp.registry import Endpoint, all_endpoints
+from hyperguild.models import CredentialUse, PersonalToken
+from hyperguild.permissions import all_rights, role_scopes
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 logger = logging.getLogger("hyperguild.auth")
 
@@ -102,7 +108,6 @@ def known_scopes() -> dict[str, str]:
         for tool in endpoint.tools.values():
             if tool.scope:
                 described.setdefault(tool.scope, []).append(tool.name)
-    from hyperguild.permissions import all_rights
 
     # A scope no tool needs (sessions:read: a REST route) is described by its right.
     rights = {right.name: right.description for right in all_rights()}
@@ -199,6 +204,7 @@ def authenticate_bearer(
         raise BearerRefused(401, "The Authorization header must be 'Bearer <token>'.", error="invalid_request",
                             resource_metadata=metadata)  # fmt: skip
 
+    identity: Identity | None
     for candidate in endpoints:
         expected = candidate.token()
         # Constant-time comparison: the token must not leak through timing.
@@ -239,8 +245,6 @@ def _service_scopes(endpoints: list[Endpoint]) -> frozenset[str]:
 
 
 def _personal_identity(value: str) -> Identity | None:
-    from hyperguild.models import PersonalToken
-
     token = PersonalToken.objects.usable().select_related("user").filter(token_hash=token_digest(value)).first()
     if token is None or not token.user.is_active:
         return None
@@ -250,8 +254,6 @@ def _personal_identity(value: str) -> Identity | None:
 
 
 def _oauth_identity(value: str, request: HttpRequest, endpoints: list[Endpoint]) -> Identity | None:
-    from oauth2_provider.models import AccessToken
-
     token = (
         AccessToken.objects.select_related("application", "user")
         .filter(token_checksum=token_digest(value))
@@ -270,10 +272,8 @@ def _oauth_identity(value: str, request: HttpRequest, endpoints: list[Endpoint])
                     extra={"access_token_id": token.pk, "granted_scopes": tuple(granted)})  # fmt: skip
 
 
-def effective_scopes(user, granted: Collection[str]) -> frozenset[str]:
+def effective_scopes(user: User, granted: Collection[str]) -> frozenset[str]:
     """What a person's credential may use now: the scopes it was granted ∩ those their role allows today."""
-    from hyperguild.permissions import role_scopes
-
     return frozenset(role_scopes(user, [scope for scope in granted]))
 
 
@@ -283,8 +283,6 @@ def _client_address(request: HttpRequest) -> str | None:
 
 def _record_use(identity: Identity, request: HttpRequest) -> None:
     """Audit one use; a database hiccup here never turns a good token away."""
-    from hyperguild.models import CredentialUse, PersonalToken
-
     now = timezone.now()
     address = _client_address(request)
     try:

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser, User
 from django.db import connection, transaction
 from django.db.models import Sum
 
@@ -64,8 +65,12 @@ def period_bounds(period: str, at: datetime) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=days)
 
 
-def limits_for(person) -> list[Limit]:
+Person = User | AnonymousUser | None  # whom a call is for: only a signed-in person has a budget of their own
+
+
+def limits_for(person: Person) -> list[Limit]:
     limits = []
+    usd: float | Decimal | None
     for period, usd in (("day", settings.HYPERGUILD_BUDGET_DAILY_USD), ("month", settings.HYPERGUILD_BUDGET_MONTHLY_USD)):
         if usd:
             limits.append(Limit("the service", period, Decimal(str(usd)), None))
@@ -100,7 +105,7 @@ def exceeded_message(limit: Limit, used: Decimal, estimate: Decimal, at: datetim
     )  # fmt: skip
 
 
-def check(estimate: Decimal, person=None, *, count: int = 1) -> list[str]:
+def check(estimate: Decimal, person: Person = None, *, count: int = 1) -> list[str]:
     """Raise BudgetExceeded if `count` calls of `estimate` would not fit; else the warnings (≥ 80 % spent)."""
     at = now()
     warnings = []
@@ -123,7 +128,7 @@ def estimate_or_default(estimate: Decimal | None) -> Decimal:
 
 
 @contextmanager
-def reserve(estimate: Decimal | None, *, what: str, person=None, count: int = 1) -> Iterator[list[str]]:
+def reserve(estimate: Decimal | None, *, what: str, person: Person = None, count: int = 1) -> Iterator[list[str]]:
     """Hold `count` × `estimate` against every budget that applies while the block makes its calls."""
     person = person if person is not None else current_context().requested_by
     amount = estimate_or_default(estimate) * count
@@ -136,7 +141,7 @@ def reserve(estimate: Decimal | None, *, what: str, person=None, count: int = 1)
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_LOCK_KEY])
         warnings = check(amount, person)
         held = BudgetReservation.objects.create(
-            person=person if getattr(person, "is_authenticated", False) else None, amount_usd=amount, what=what[:200]
+            person=person if isinstance(person, User) else None, amount_usd=amount, what=what[:200]
         )
     try:
         yield warnings
@@ -144,7 +149,7 @@ def reserve(estimate: Decimal | None, *, what: str, person=None, count: int = 1)
         BudgetReservation.objects.filter(pk=held.pk).delete()
 
 
-def would_exceed(person=None, estimate: Decimal | None = None) -> str | None:
+def would_exceed(person: Person = None, estimate: Decimal | None = None) -> str | None:
     """Why a call would be refused now (None: it fits). For work that should skip, not fail."""
     try:
         check(estimate_or_default(estimate), person)

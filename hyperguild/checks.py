@@ -9,9 +9,12 @@ refuse a contradictory configuration with a message that names the variable.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
+from typing import Any
 
+from django.apps import AppConfig
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import CheckMessage, Error, register
 
 from hyperguild.mcp.registry import all_endpoints
 
@@ -41,6 +44,6 @@ def public_bind_problem(host: str) -> str | None:
 
 
 @register("hyperguild")
-def check_bind_address(app_configs, **kwargs):
+def check_bind_address(app_configs: Sequence[AppConfig] | None, **kwargs: Any) -> list[CheckMessage]:
     problem = public_bind_problem(settings.HYPERGUILD_HOST)
     return [Error(problem, id="hyperguild.E001")] if problem else []

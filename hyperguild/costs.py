@@ -7,10 +7,13 @@ how many calls it leaves out. Days and months are UTC, as the budgets' are (hype
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
+from django.contrib.auth.models import User
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncDay
 
@@ -22,7 +25,7 @@ TOP_SESSIONS = 10
 ZERO = Decimal(0)
 
 
-def _figures() -> dict:
+def _figures() -> dict[str, Any]:
     return {
         "calls": Count("id"),
         # Named apart from the fields they sum: an annotation may not shadow a field the filter reads.
@@ -46,13 +49,16 @@ def spend_of(calls: QuerySet[ModelCall]) -> Spend:
     return Spend(**calls.aggregate(**_figures()))
 
 
-def grouped(calls: QuerySet[ModelCall], field: str) -> list[dict]:
+def grouped(calls: QuerySet[ModelCall], field: str) -> list[dict[str, Any]]:
     """One row per value of `field`, the most expensive first."""
     return list(calls.values(field).annotate(**_figures()).order_by("-cost", "-calls", field))
 
 
-def costs_report(now: datetime | None = None, days: int = COSTS_DAYS) -> dict:
-    """The Costs page's tables over the last `days` UTC days (today included)."""
+def costs_report(now: datetime | None = None, days: int = COSTS_DAYS, *, only_person: User | None = None) -> dict[str, Any]:
+    """The Costs page's tables over the last `days` UTC days (today included).
+
+    With `only_person`, the rows that name people (by person, top sessions) are that person's alone (and the
+    service parts'); the totals per day, skill, model and project stay the team's, which name nobody."""
     now = now or budgets.now()
     start = budgets.period_bounds("day", now)[0] - timedelta(days=days - 1)
     calls = ModelCall.objects.filter(created_at__gte=start)
@@ -60,10 +66,12 @@ def costs_report(now: datetime | None = None, days: int = COSTS_DAYS) -> dict:
         calls.annotate(day=TruncDay("created_at", tzinfo=UTC)).values("day").annotate(**_figures()).order_by("-day")
     )
     # A person's calls are theirs whichever endpoint made them; a call with no person is its service part's.
-    people = calls.filter(requested_by__isnull=False).values("requested_by__username").annotate(**_figures())
-    services = calls.filter(requested_by__isnull=True).values("service").annotate(**_figures())
+    personal = calls if only_person is None else calls.filter(requested_by=only_person)
+    # Typed as plain rows: the stubs cannot see the annotations that **_figures() adds.
+    people: QuerySet[ModelCall, Mapping[str, Any]] = personal.filter(requested_by__isnull=False).values("requested_by__username").annotate(**_figures())
+    services: QuerySet[ModelCall, Mapping[str, Any]] = calls.filter(requested_by__isnull=True).values("service").annotate(**_figures())
     by_person = sorted([*people, *services], key=lambda row: (-row["cost"], -row["calls"]))
-    sessions = calls.exclude(session_id="").values("session_id").annotate(**_figures())
+    sessions = personal.exclude(session_id="").values("session_id").annotate(**_figures())
     return {
         "since": start,
         "total": spend_of(calls),
@@ -72,15 +80,15 @@ def costs_report(now: datetime | None = None, days: int = COSTS_DAYS) -> dict:
         "by_skill": grouped(calls, "skill"),
         "by_model": grouped(calls, "model"),
         "by_project": grouped(calls, "project"),
-        "top_sessions": list(sessions.order_by("-cost", "-calls")[:TOP_SESSIONS]),
+        "top_sessions": list(sessions.order_by("-cost", "-calls")[:TOP_SESSIONS]),  # type: ignore[misc]  # the stubs cannot see the **_figures() annotations
     }
 
 
-def spend_between(person, start: datetime, end: datetime) -> Spend:
+def spend_between(person: User, start: datetime, end: datetime) -> Spend:
     return spend_of(ModelCall.objects.filter(requested_by=person, created_at__gte=start, created_at__lt=end))
 
 
-def own_spend(person, now: datetime | None = None) -> dict:
+def own_spend(person: User, now: datetime | None = None) -> dict[str, Any]:
     """A person's own spend this UTC day and month, with their limits (None: no limit)."""
     now = now or budgets.now()
     budget = PersonBudget.objects.filter(person=person).first()
@@ -95,7 +103,7 @@ def own_spend(person, now: datetime | None = None) -> dict:
     }
 
 
-def budget_warnings(viewer) -> list[str]:
+def budget_warnings(viewer: User) -> list[str]:
     """The budgets 80 % spent or more that `viewer` should hear of: their own and the service's, and for
     staff every person's."""
     at = budgets.now()

@@ -30,8 +30,10 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import MiddlewareNotUsed
+from django.db.models import Count, Min, Q, Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
+from django_q.models import OrmQ
 from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
@@ -43,6 +45,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
+from hyperguild.models import ModelCall
 from hyperguild.permissions import may
 
 logger = logging.getLogger(__name__)
@@ -192,7 +195,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 class MetricsMiddleware:
     """Counts every request by its URL pattern (never the raw path: slugs and ids would explode the labels)."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         if not settings.HYPERGUILD_METRICS:
             raise MiddlewareNotUsed
         self.get_response = get_response
@@ -208,9 +211,6 @@ class MetricsMiddleware:
 
 def queue_metrics() -> Iterable[Metric]:
     """The django-q2 ORM broker's queue: tasks waiting and the age of the oldest (0 when empty)."""
-    from django.db.models import Count, Min
-    from django_q.models import OrmQ
-
     now = timezone.now()
     waiting = OrmQ.objects.filter(lock__lte=now).aggregate(n=Count("id"), oldest=Min("lock"))
     taken = OrmQ.objects.filter(lock__gt=now).count()
@@ -231,10 +231,6 @@ def model_call_metrics() -> Iterable[Metric]:
     A cost total here is exactly the sum of the records' costs (calls whose cost is unknown add
     nothing and are counted apart in hyperguild_model_calls_unpriced).
     """
-    from django.db.models import Count, Q, Sum
-
-    from hyperguild.models import ModelCall
-
     calls = GaugeMetricFamily("hyperguild_model_calls", "Model calls recorded", labels=["model", "skill", "outcome"])
     tokens = GaugeMetricFamily(
         "hyperguild_model_tokens", "Tokens of the model calls recorded", labels=["model", "skill", "direction"]

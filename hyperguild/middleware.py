@@ -25,6 +25,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost, MiddlewareNotUsed, RequestDataTooBig
@@ -32,6 +33,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 from django.urls import Resolver404, resolve
+from rest_framework.views import APIView
 
 from hyperguild.errors import error_body
 from hyperguild.lib import admission
@@ -62,7 +64,6 @@ def is_api_request(request: HttpRequest) -> bool:
     except (Resolver404, UnicodeError, ValueError):
         return False
     view_class = getattr(match.func, "cls", None)
-    from rest_framework.views import APIView
 
     return isinstance(view_class, type) and issubclass(view_class, APIView)
 
@@ -87,13 +88,14 @@ def _log_bad_host(host: str) -> None:
 
 
 class GuardMiddleware:
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        request.request_id = new_request_id()
+        request_id = new_request_id()
+        request.request_id = request_id  # type: ignore[attr-defined]  # our own attribute: logs and server_error read it
         response = self.refuse(request) or self.get_response(request)
-        response["X-Request-Id"] = request.request_id
+        response["X-Request-Id"] = request_id
         return response
 
     def refuse(self, request: HttpRequest) -> HttpResponse | None:
@@ -176,8 +178,9 @@ def server_error(request: HttpRequest) -> HttpResponse:
     """handler500: a database outage is a 503 with Retry-After; nothing internal reaches the client."""
     exc = sys.exc_info()[1]
     request_id = getattr(request, "request_id", "") or new_request_id()
-    request.request_id = request_id
+    request.request_id = request_id  # type: ignore[attr-defined]  # our own attribute (GuardMiddleware sets it first)
     outage = isinstance(exc, OUTAGE_ERRORS)
+    response: HttpResponse
     logger.error(
         "request %s %s %s failed: %s: %s", request_id, request.method, request.path_info[:200], type(exc).__name__, exc
     )
@@ -252,7 +255,7 @@ class AdmissionMiddleware:
     response of a streamed call leaves the gate before its first byte.
     """
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         if not settings.HYPERGUILD_WEB_CONCURRENCY:
             raise MiddlewareNotUsed
         self.get_response = get_response

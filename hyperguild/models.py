@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
@@ -29,7 +29,7 @@ class WorkerHeartbeat(models.Model):
     def __str__(self) -> str:
         return f"{self.name} @ {self.beat_at:%Y-%m-%d %H:%M:%S}"
 
-    def age(self, now=None) -> timedelta:
+    def age(self, now: datetime | None = None) -> timedelta:
         return (now or timezone.now()) - self.beat_at
 
 
@@ -95,7 +95,7 @@ class McpTask(models.Model):
 
 
 class PersonalTokenQuerySet(models.QuerySet):
-    def usable(self, now=None):
+    def usable(self, now: datetime | None = None) -> PersonalTokenQuerySet:
         """Not revoked and not expired: the tokens that still open a door."""
         now = now or timezone.now()
         return self.filter(revoked_at__isnull=True).filter(models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now))
@@ -128,7 +128,7 @@ class PersonalToken(models.Model):
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.name})"
 
-    def state(self, now=None) -> str:
+    def state(self, now: datetime | None = None) -> str:
         now = now or timezone.now()
         if self.revoked_at:
             return "revoked"

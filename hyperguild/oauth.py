@@ -28,22 +28,30 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
+from django import forms
 from django.conf import settings
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.urls import reverse
 from oauth2_provider import oauth2_validators, views
 from oauth2_provider.exceptions import FatalClientError, OAuthToolkitError
-from oauth2_provider.models import Application, get_grant_model
+from oauth2_provider.models import Application, get_grant_model, get_refresh_token_model
 from oauth2_provider.scopes import BaseScopes
 from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import OAuthProtectedResourceMetadataView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
+from hyperguild.actions import do_admit_client_registration, do_record_redeemed_code, do_revoke_tokens_of_replayed_code
 from hyperguild.auth import known_scopes, public_url, resource_url, token_digest
-from hyperguild.mcp.registry import all_endpoints, find_endpoint
+from hyperguild.mcp.registry import Endpoint, all_endpoints, find_endpoint
+
+if TYPE_CHECKING:
+    from oauthlib.common import Request as OAuthlibRequest
 
 logger = logging.getLogger("hyperguild.oauth")
 
@@ -54,10 +62,10 @@ class EndpointScopes(BaseScopes):
     def get_all_scopes(self) -> dict[str, str]:
         return known_scopes()
 
-    def get_available_scopes(self, application=None, request=None, *args, **kwargs) -> list[str]:
+    def get_available_scopes(self, application: object = None, request: object = None, *args: Any, **kwargs: Any) -> list[str]:
         return list(known_scopes())
 
-    def get_default_scopes(self, application=None, request=None, *args, **kwargs) -> list[str]:
+    def get_default_scopes(self, application: object = None, request: object = None, *args: Any, **kwargs: Any) -> list[str]:
         # A client that asks for nothing gets the least: the first scope declared (reading, on the first endpoint).
         return list(known_scopes())[:1]
 
@@ -69,7 +77,9 @@ class EndpointResourceMetadataView(OAuthProtectedResourceMetadataView):
     an endpoint is a 404, so a client never gets a resource that does not exist.
     """
 
-    def dispatch(self, request, *args, **kwargs):
+    endpoint: Endpoint | None  # the endpoint the document is about (None: the whole server), set per request
+
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         path = kwargs.get("resource_path", "").strip("/")
         self.endpoint = None
         if path:
@@ -80,7 +90,7 @@ class EndpointResourceMetadataView(OAuthProtectedResourceMetadataView):
                                     status=404)
         return super().dispatch(request, *args, **kwargs)
 
-    def get_resource(self, request) -> str:
+    def get_resource(self, request: HttpRequest) -> str:
         return public_url(request, f"/mcp/{self.endpoint.name}" if self.endpoint is not None else "/")
 
     def get_scopes_supported(self) -> list[str]:
@@ -165,7 +175,7 @@ class AuthorizationView(views.AuthorizationView):
       form whose answer leads here), and the client's loopback address is not 'self'.
     """
 
-    def validate_authorization_request(self, request):
+    def validate_authorization_request(self, request: HttpRequest) -> tuple[list[str], dict[str, Any]]:
         scopes, credentials = super().validate_authorization_request(request)
         asked = request.GET.getlist("resource")
         if len(asked) != 1:
@@ -178,10 +188,10 @@ class AuthorizationView(views.AuthorizationView):
             raise _refused_target(str(exc), credentials) from None
         query = request.GET.copy()
         query.setlist("resource", [canonical])
-        request.GET = query
+        request.GET = query  # type: ignore[assignment]  # the copy (mutable) replaces the client's query
         return scopes, credentials
 
-    def form_valid(self, form):
+    def form_valid(self, form: forms.Form) -> HttpResponse:
         # The hidden field can be edited before the form is posted: checked again, and made canonical.
         asked = (form.cleaned_data.get("resource") or "").split()
         application = Application.objects.filter(client_id=form.cleaned_data.get("client_id")).first()
@@ -197,7 +207,7 @@ class AuthorizationView(views.AuthorizationView):
             return self.error_response(_refused_target(str(exc), credentials), application)
         return super().form_valid(form)
 
-    def redirect(self, redirect_to, application):
+    def redirect(self, redirect_to: str, application: Application | None) -> HttpResponse:
         # The same checks as the stock redirect (the URI's scheme is one the client may use) ...
         checked = super().redirect(redirect_to, application)
         # ... answered as a page that navigates there (see the class docstring).
@@ -217,7 +227,7 @@ class ServerMetadataView(views.OAuthServerMetadataView):
     MCP clients also look below an endpoint's path (`/.well-known/oauth-authorization-server/mcp/brain`), and
     the issuer there must be the one the root document and the authorization response's `iss` name."""
 
-    def get(self, request, *args, **kwargs):
+    def get(self, request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
         response = super().get(request, *args, **kwargs)
         document = json.loads(response.content)
         document["issuer"] = oauth2_settings.oauth2_authorization_server_issuer(request)
@@ -346,11 +356,11 @@ registration_lane = RegistrationLane()
 class RegistrationLaneMiddleware:
     """First in MIDDLEWARE: registrations take a place in `registration_lane` or are answered 503 at once."""
 
-    def __init__(self, get_response) -> None:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
         self.path: str | None = None
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if self.path is None:
             self.path = reverse("oauth2_provider:dcr-register")
         if request.method != "POST" or request.path_info != self.path:
@@ -382,9 +392,7 @@ class RegisterClientView(views.DynamicClientRegistrationView):
     (drop_public_client_secret), and each address may try HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR times an hour.
     """
 
-    def post(self, request, *args, **kwargs):
-        from hyperguild.actions import do_admit_client_registration
-
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         address = request.META.get("REMOTE_ADDR") or None
         refused = _refused_recently(address)
         if not refused and not do_admit_client_registration(address):
@@ -403,13 +411,13 @@ class RegisterClientView(views.DynamicClientRegistrationView):
             metadata = json.loads(request.body)
         except ValueError:
             metadata = None
-        if refused := registration_problem(metadata):
-            error, why = refused
+        if problem := registration_problem(metadata):
+            error, why = problem
             return JsonResponse({"error": error, "error_description": why}, status=400)
         return super().post(request, *args, **kwargs)
 
 
-def drop_public_client_secret(sender, instance, **kwargs) -> None:
+def drop_public_client_secret(sender: type[Application], instance: Application, **kwargs: Any) -> None:
     """pre_save of a new Application: a public client authenticates with nothing, so it is given no secret.
 
     django-oauth-toolkit would otherwise generate one and hash it with the password hasher (a third of a
@@ -427,7 +435,7 @@ class OAuth2Validator(oauth2_validators.OAuth2Validator):
     """django-oauth-toolkit's validator, remembering each redeemed code so a replay revokes its tokens."""
 
     @staticmethod
-    def _match_bound_resource(request) -> None:
+    def _match_bound_resource(request: OAuthlibRequest) -> None:
         """A `resource` sent to the token endpoint in another spelling of the one the grant is bound to
         (`…/mcp/brain/`, an upper-case host) means that one; anything else is left for DOT to refuse."""
         asked = getattr(request, "resource", None)
@@ -447,23 +455,20 @@ class OAuth2Validator(oauth2_validators.OAuth2Validator):
                 request.resource = url
                 return
 
-    def validate_code(self, client_id, code, client, request, *args, **kwargs):
+    def validate_code(
+        self, client_id: str, code: str, client: Application | None, request: OAuthlibRequest, *args: Any, **kwargs: Any
+    ) -> bool:
         if super().validate_code(client_id, code, client, request, *args, **kwargs):
             return True
-        from hyperguild.actions import do_revoke_tokens_of_replayed_code
 
         if client is not None and do_revoke_tokens_of_replayed_code(code, client.client_id):
             logger.warning("OAuth code replayed for client %s: every token issued from it is revoked", client.client_id)
         return False
 
-    def save_bearer_token(self, token, request, *args, **kwargs):
+    def save_bearer_token(self, token: dict[str, Any], request: OAuthlibRequest, *args: Any, **kwargs: Any) -> Any:
         self._match_bound_resource(request)
         saved = super().save_bearer_token(token, request, *args, **kwargs)
         if request.grant_type == "authorization_code" and request.code:
-            from oauth2_provider.models import get_refresh_token_model
-
-            from hyperguild.actions import do_record_redeemed_code
-
             refresh = None
             if token.get("refresh_token"):
                 refresh = get_refresh_token_model().objects.filter(

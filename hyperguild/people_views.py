@@ -7,18 +7,22 @@ their tokens or an OAuth grant (hyperguild.models.CredentialUse).
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed
+from django.contrib.auth.models import User
+from django.http import HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
 from hyperguild.actions import TokenRequestError, do_create_personal_token, do_revoke_personal_token
 from hyperguild.auth import known_scopes
 from hyperguild.costs import own_spend
+from hyperguild.lib.typed import AuthenticatedHttpRequest
 from hyperguild.models import CredentialUse, PersonalToken
 from hyperguild.permissions import role_scopes
 
@@ -38,19 +42,19 @@ class TokenForm(forms.Form):
     scopes = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple)
     expires_days = forms.TypedChoiceField(coerce=int, label="expires after")
 
-    def __init__(self, *args, user=None, **kwargs):
+    def __init__(self, *args: Any, user: User | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # Only the scopes the person's role allows now (hyperguild.permissions): a token can hold no more.
-        allowed = set(role_scopes(user))
-        self.fields["scopes"].choices = [
+        allowed = set(role_scopes(user, list(known_scopes())))
+        cast(forms.MultipleChoiceField, self.fields["scopes"]).choices = [
             (scope, f"{scope} — {what}") for scope, what in known_scopes().items() if scope in allowed
         ]
         lifetimes = [days for days in LIFETIMES if days <= settings.HYPERGUILD_TOKEN_MAX_DAYS]
-        self.fields["expires_days"].choices = [(str(days), f"{days} days") for days in lifetimes]
+        cast(forms.TypedChoiceField, self.fields["expires_days"]).choices = [(str(days), f"{days} days") for days in lifetimes]
         self.fields["expires_days"].initial = str(settings.HYPERGUILD_TOKEN_DEFAULT_DAYS)
 
 
-def _page(request: HttpRequest, form: TokenForm, *, new_secret: str = "", status: int = 200) -> HttpResponse:
+def _page(request: AuthenticatedHttpRequest, form: TokenForm, *, new_secret: str = "", status: int = 200) -> HttpResponse:
     tokens = PersonalToken.objects.filter(user=request.user)
     activity = CredentialUse.objects.filter(user=request.user)[:ACTIVITY_ROWS]
     return render(request, "hyperguild/tokens.html", {
@@ -60,7 +64,7 @@ def _page(request: HttpRequest, form: TokenForm, *, new_secret: str = "", status
 
 
 @login_required
-def tokens(request: HttpRequest) -> HttpResponse:
+def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.method == "GET":
         return _page(request, TokenForm(user=request.user))
     if request.method != "POST":
@@ -80,7 +84,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
+def revoke_token(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     # Only one's own: another person's token id is a 404, as if it did not exist.

@@ -139,10 +139,7 @@ def scope_right(scope: str) -> Right:
     return get_right(scope)
 
 
-def role_scopes(user: Any, scopes: list[str] | tuple[str, ...] | None = None) -> list[str]:
-    """Of `scopes` (default: every scope the endpoints declare), those the person's role allows now, in order."""
-    if scopes is None:
-        from hyperguild.auth import known_scopes
-
-        scopes = list(known_scopes())
+def role_scopes(user: Any, scopes: list[str] | tuple[str, ...]) -> list[str]:
+    """Of `scopes` (every scope the endpoints declare: `hyperguild.auth.known_scopes()`), those the person's
+    role allows now, in order."""
     return [scope for scope in scopes if role_allows(user, scope_right(scope))]

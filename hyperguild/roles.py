@@ -13,21 +13,23 @@ permissions to them with `grant_permissions`, so the core names no app.
 
 from __future__ import annotations
 
+from django.apps.registry import Apps
+from django.contrib.auth.management import create_permissions
+
 READER, REVIEWER, CURATOR, OPERATOR = "reader", "reviewer", "curator", "operator"
 ROLES = (READER, REVIEWER, CURATOR, OPERATOR)
 
 
-def grant_permissions(apps, app_label: str, grants: dict[str, list[str]]) -> None:
+def grant_permissions(apps: Apps, app_label: str, grants: dict[str, list[str]]) -> None:
     """In a data migration: give each role (group name) the app's permissions (codenames).
 
     Permissions are normally made after migrating (post_migrate); they are made here first so a
     fresh database gets its roles in the same `migrate`.
     """
-    from django.contrib.auth.management import create_permissions
-
     app_config = apps.get_app_config(app_label)
     if not getattr(app_config, "models_module", None):
-        app_config.models_module = True  # a migration's app registry: create_permissions would skip it
+        # A migration's app registry has no models module: create_permissions would skip it; it only tests truth.
+        app_config.models_module = True  # type: ignore[assignment]  # a truthy marker, not a module
     create_permissions(app_config, apps=apps, verbosity=0)
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
@@ -40,7 +42,7 @@ def grant_permissions(apps, app_label: str, grants: dict[str, list[str]]) -> Non
         group.permissions.add(*permissions)
 
 
-def revoke_permissions(apps, app_label: str, grants: dict[str, list[str]]) -> None:
+def revoke_permissions(apps: Apps, app_label: str, grants: dict[str, list[str]]) -> None:
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
     for role, codenames in grants.items():

@@ -4,22 +4,32 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from hyperguild.boot import prepare_process
+from hyperguild.lib.db_pool import keep_pool_checked
+
+WEB_PROCESS = "HYPERGUILD_WEB_PROCESS"
+
 
 @contextmanager
 def web_process_environment() -> Iterator[None]:
-    """Load the application inside this block: web processes get a database pool, other processes do not.
+    """Load the application inside this block: what every entry point prepares (`prepare_process()`: the
+    secret key, the embedded database), and a database pool, which only web processes have.
 
     Web processes borrow database connections from a pool (HYPERGUILD_DB_POOL connections at most, per
-    process) instead of opening one per request; 0 turns it off. Settings read it when they load, so the
-    application must be built inside the block. The web default must not leak into processes started
-    from this one afterwards (a django-q2 cluster forks its workers: a pool opened before the fork would
-    share its sockets between them, so a killed worker's advisory locks would outlive it).
+    process, 8 unless set) instead of opening one per request; 0 turns it off. Settings read the marker set
+    here when they load, so the application must be built inside the block. It must not leak into processes
+    started from this one afterwards: no other process pools (a django-q2 cluster forks its workers: a pool
+    opened before the fork would share its sockets between them, so a killed worker's advisory locks would
+    outlive it).
     """
-    pool_default_set_here = "HYPERGUILD_DB_POOL" not in os.environ
-    os.environ.setdefault("HYPERGUILD_DB_POOL", "8")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hyperguild.settings")
+    prepare_process()
+    before = os.environ.get(WEB_PROCESS)
+    os.environ[WEB_PROCESS] = "1"
     try:
         yield
+        keep_pool_checked()  # dead pooled connections are thrown out soon after an outage (hyperguild.lib.db_pool)
     finally:
-        if pool_default_set_here:
-            os.environ.pop("HYPERGUILD_DB_POOL", None)
+        if before is None:
+            os.environ.pop(WEB_PROCESS, None)
+        else:
+            os.environ[WEB_PROCESS] = before

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import secrets
-import sys
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 from django.conf import global_settings
 
+from hyperguild.boot import configured_data_dir, stored_secret_key
+from hyperguild.lib.db_pool import pool_options
+from hyperguild.lib.embedded_db import embedded_database_url
 from hyperguild.lib.env import (
     alias_notices,
     env_bool,
@@ -28,22 +31,20 @@ from hyperguild.lib.env import (
     go_hybrid_rule,
 )
 
+# Importing this module starts no process and writes no file: the entry points make what must exist first
+# (hyperguild.boot.prepare_process: the secret key, the embedded PostgreSQL); settings only read.
 BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(env_str("HYPERGUILD_DATA_DIR", str(BASE_DIR / "var"))).resolve()
+DATA_DIR = configured_data_dir()
 
 
 def _secret_key() -> str:
     configured = env_str("HYPERGUILD_SECRET_KEY")
     if configured:
         return configured
-    # No key given: make one once and keep it under var/, so sessions
-    # survive restarts without a secret ever living in the repository.
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
-    key_file = DATA_DIR / "secret_key"
-    if not key_file.exists():
-        key_file.write_text(secrets.token_urlsafe(50))
-        key_file.chmod(0o600)
-    return key_file.read_text().strip()
+    # No key given: the one the entry point made once under the data folder (hyperguild.boot), so sessions
+    # survive restarts without a secret ever living in the repository. Before any entry point ran (a type
+    # checker, a bare import) there is none: a key for this process only, written nowhere.
+    return stored_secret_key(DATA_DIR) or secrets.token_urlsafe(50)
 
 
 SECRET_KEY = _secret_key()
@@ -261,6 +262,12 @@ HYPERGUILD_METRICS_TOKEN = env_str("HYPERGUILD_METRICS_TOKEN", "")
 # OpenTelemetry traces go over OTLP/HTTP to this collector (e.g. http://127.0.0.1:4318); empty: tracing off.
 OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "hyperguild")
+# Requests that arrive without a caller's trace: the share traced (a caller's sampled `traceparent` is always
+# continued). 0.1 keeps tracing's cost within a few per cent (bench/RESULTS.md); 1 traces every request.
+# OTEL_TRACES_SAMPLER, when set, replaces this rule with the SDK's own.
+HYPERGUILD_TRACE_SAMPLE = env_float("HYPERGUILD_TRACE_SAMPLE", 0.1, minimum=0.0, maximum=1.0)
+# A span per database query under traced requests (psycopg); 0 leaves them out.
+HYPERGUILD_TRACE_DATABASE = env_bool("HYPERGUILD_TRACE_DATABASE", True)
 
 # --- Training data -----------------------------------------------------------
 TRAINER_SECRET_PATTERNS_FILE = env_str("TRAINER_SECRET_PATTERNS_FILE", "")
@@ -340,33 +347,30 @@ TEMPLATES = [
 ]
 
 
-def _database() -> dict:
+def _database() -> dict[str, Any]:
     # HYPERGUILD_EMBEDDED_DB_URL is set by `serve` for its own children (web and worker processes): they
     # use the embedded server serve supervises and never start it themselves, so after a crash of the
-    # database only serve starts it again (hyperguild.lib.embedded_db).
-    url = env_str("DATABASE_URL") or env_str("HYPERGUILD_EMBEDDED_DB_URL")
-    if not url:
-        from hyperguild.lib.embedded_db import embedded_database_url
-
-        url = embedded_database_url(DATA_DIR)
-    pool = env_int("HYPERGUILD_DB_POOL", 0, minimum=0, maximum=500)
+    # database only serve starts it again (hyperguild.lib.embedded_db). Without either variable, the
+    # embedded server of the data folder: its address only, the entry point starts it (hyperguild.boot).
+    url = env_str("DATABASE_URL") or env_str("HYPERGUILD_EMBEDDED_DB_URL") or embedded_database_url(DATA_DIR)
+    # Only web processes pool: their entry points (hyperguild.wsgi, hyperguild.asgi, through
+    # hyperguild.serving) set HYPERGUILD_WEB_PROCESS while Django loads. Every other process connects
+    # directly: commands, and the django-q2 cluster, which forks its workers — a pool opened before the
+    # fork would share sockets (and the advisory locks taken on them) between processes.
+    pool = env_int("HYPERGUILD_DB_POOL", 8, minimum=0, maximum=500) if env_bool("HYPERGUILD_WEB_PROCESS", False) else 0
     pool_timeout = env_float("HYPERGUILD_DB_POOL_TIMEOUT", 10.0, minimum=0.5, maximum=300.0)
-    if "qcluster" in sys.argv:
-        # django-q2 forks its workers: a pool opened before the fork would share sockets
-        # (and the advisory locks taken on them) between processes. Workers connect directly.
-        pool = 0
     # Health checks on: without a pool Django tests a reused connection; with one, the pool tests each
     # connection it lends (an empty query), so after a database restart no call fails on a connection
     # that died with the old server (tests/supervisor/test_chaos.py).
-    config = dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True)
+    config: dict[str, Any] = dict(dj_database_url.parse(url, conn_max_age=0, conn_health_checks=True))
     config["ENGINE"] = "django.db.backends.postgresql"
     if pool:
         # A pool per process (psycopg_pool): a request borrows a connection instead of opening one,
-        # which costs PostgreSQL a new backend each time. The ASGI entry point turns it on by default.
+        # which costs PostgreSQL a new backend each time.
         # All `pool` connections open at start, so a burst of requests never waits for the pool to grow.
         # A request that cannot borrow a connection within `pool_timeout` gets a 503 with Retry-After
         # rather than hanging (hyperguild.lib.db_pool says how the pool reconnects after an outage).
-        config.setdefault("OPTIONS", {})["pool"] = {"min_size": pool, "max_size": pool, "timeout": pool_timeout}
+        config.setdefault("OPTIONS", {})["pool"] = pool_options(min_size=pool, max_size=pool, timeout=pool_timeout)
     # The embedded server listens on a unix socket given as ?host=/path;
     # keep it in HOST, where Django (and tests that hand the URL on) look.
     socket_dir = config.get("OPTIONS", {}).pop("host", None)

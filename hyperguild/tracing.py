@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -24,6 +25,8 @@ from typing import Any, TypeVar
 from django.conf import settings
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
+
+from hyperguild.lib.typed import JSON
 
 logger = logging.getLogger(__name__)
 TRACER_NAME = "hyperguild"
@@ -53,33 +56,53 @@ def configure_tracing() -> bool:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 
         endpoint = settings.OTEL_EXPORTER_OTLP_ENDPOINT.rstrip("/")
         if not endpoint.endswith("/v1/traces"):
             endpoint += "/v1/traces"  # OTLP/HTTP's path for traces under the collector's base URL
+        # A caller's sampled trace is always continued; of the rest, HYPERGUILD_TRACE_SAMPLE. None: the SDK reads
+        # OTEL_TRACES_SAMPLER (and its argument) itself.
+        sampler = (
+            None
+            if os.environ.get("OTEL_TRACES_SAMPLER")
+            else ParentBased(TraceIdRatioBased(settings.HYPERGUILD_TRACE_SAMPLE))
+        )
         provider = TracerProvider(
-            resource=Resource.create({"service.name": settings.OTEL_SERVICE_NAME, "service.version": settings.VERSION})
+            resource=Resource.create({"service.name": settings.OTEL_SERVICE_NAME, "service.version": settings.VERSION}),
+            sampler=sampler,
         )
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
         trace.set_tracer_provider(provider)
         DjangoInstrumentor().instrument(tracer_provider=provider)
-        PsycopgInstrumentor().instrument(tracer_provider=provider, enable_commenter=False)
+        if settings.HYPERGUILD_TRACE_DATABASE:
+            PsycopgInstrumentor().instrument(tracer_provider=provider, enable_commenter=False)
         HTTPXClientInstrumentor().instrument(tracer_provider=provider)
         _configured = True
-        logger.info("tracing on: spans go to %s", endpoint)
+        logger.info(
+            "tracing on: spans go to %s (%s)",
+            endpoint,
+            os.environ.get("OTEL_TRACES_SAMPLER") or f"sampled: {settings.HYPERGUILD_TRACE_SAMPLE:g} of new traces",
+        )
         return True
 
 
 def flush_traces(timeout_millis: int = 5000) -> None:
-    """Send what is batched now (tests; a process about to exit)."""
+    """Send what is batched now (bench/tracing_cpu_probe.py counts the exporter's work in a call's cost)."""
     provider = trace.get_tracer_provider()
     flush = getattr(provider, "force_flush", None)
     if flush is not None:
         flush(timeout_millis)
 
 
+# One tracer for the process: `trace.get_tracer` builds a new one per call (about a millisecond of the SDK's
+# bookkeeping under a profiler, bench/tracing_cpu.py). Before configure_tracing() it is the API's proxy, which
+# turns into the SDK's tracer once a provider is installed.
+_TRACER = trace.get_tracer(TRACER_NAME)
+
+
 def tracer() -> trace.Tracer:
-    return trace.get_tracer(TRACER_NAME)
+    return _TRACER
 
 
 def carry_context(function: Callable[[], None]) -> Callable[[], None]:
@@ -118,12 +141,14 @@ def traced(name: str) -> Callable[[F], F]:
 
 
 @contextmanager
-def mcp_span(endpoint: str, message: dict, *, person_id: int | None, revision: str | None) -> Iterator[trace.Span]:
+def mcp_span(endpoint: str, message: JSON, *, person_id: int | None, revision: str | None) -> Iterator[trace.Span]:
     """The span of one MCP message. `params._meta.traceparent` continues the caller's trace."""
     method = message.get("method") or ""
-    params = message.get("params") if isinstance(message.get("params"), dict) else {}
+    params = message.get("params")
+    params = params if isinstance(params, dict) else {}
     tool = params.get("name") if method == "tools/call" and isinstance(params.get("name"), str) else None
-    meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+    meta = params.get("_meta")
+    meta = meta if isinstance(meta, dict) else {}
     carrier = {k: v for k, v in meta.items() if k in ("traceparent", "tracestate") and isinstance(v, str)}
     token = None
     if carrier:

@@ -13,21 +13,25 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import render
 
 from hyperguild.contributions import home_counts
+from hyperguild.costs import COSTS_DAYS, budget_warnings, costs_report
 from hyperguild.errors import error_body
+from hyperguild.lib.typed import AuthenticatedHttpRequest
 from hyperguild.permissions import Right, role_allows
 
 PAGE_SIZE = 25
 
 
-def may(user, permission: str) -> bool:
+def may(user: AbstractBaseUser | AnonymousUser, permission: str) -> bool:
     """Staff may do everything in the UI; everyone else needs the permission (through a role).
 
     The same rule as every other door's (hyperguild.permissions.role_allows): a browser holds no token scopes,
@@ -48,7 +52,7 @@ def role_action(permission: str, *, json: bool = False) -> Callable[[Callable], 
     def decorate(view: Callable) -> Callable:
         @login_required
         @wraps(view)
-        def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if not may(request.user, permission):
                 return _refuse(permission, json)
             if request.method != "POST":
@@ -66,7 +70,7 @@ def role_page(permission: str) -> Callable[[Callable], Callable]:
     def decorate(view: Callable) -> Callable:
         @login_required
         @wraps(view)
-        def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if not may(request.user, permission):
                 return _refuse(permission, False)
             return view(request, *args, **kwargs)
@@ -81,7 +85,7 @@ def staff_action(view: Callable) -> Callable:
 
     @login_required
     @wraps(view)
-    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_staff:
             raise PermissionDenied("this needs a staff account")
         if request.method != "POST":
@@ -91,20 +95,11 @@ def staff_action(view: Callable) -> Callable:
     return wrapped
 
 
-def staff_page(view: Callable) -> Callable:
-    """A page for staff only: sign-in, then staff (403)."""
-
-    @login_required
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        if not request.user.is_staff:
-            raise PermissionDenied("this page needs a staff account")
-        return view(request, *args, **kwargs)
-
-    return wrapped
-
-
-def paginate(request: HttpRequest, queryset, per_page: int = PAGE_SIZE) -> tuple[Page, str]:
+def paginate(
+    request: HttpRequest,
+    queryset: Any,  # whatever Django's Paginator pages: a QuerySet, a list, or an object with count() and slices
+    per_page: int = PAGE_SIZE,
+) -> tuple[Page[Any], str]:
     """The requested page (bad numbers fall back to the first or last) and the query string without `page`."""
     page = Paginator(queryset, per_page).get_page(request.GET.get("page"))
     params = request.GET.copy()
@@ -120,10 +115,11 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def costs(request: HttpRequest) -> HttpResponse:
+def costs(request: AuthenticatedHttpRequest) -> HttpResponse:
     """What model calls cost over the last 30 UTC days: per day, person, skill, model, project; top sessions."""
-    from hyperguild.costs import COSTS_DAYS, budget_warnings, costs_report
-
+    # Other people's spend is for operators (and staff), who hold the permission that reads /metrics.
+    everyone = may(request.user, "hyperguild.view_metrics")
     return render(request, "hyperguild/costs.html", {
-        **costs_report(), "days": COSTS_DAYS, "warnings": budget_warnings(request.user),
+        **costs_report(only_person=None if everyone else request.user), "days": COSTS_DAYS,
+        "warnings": budget_warnings(request.user), "everyone": everyone,
     })  # fmt: skip

@@ -1,7 +1,7 @@
 """What a tool call's model calls used and cost, as the tool result shows it (`usage`, `budget_warning`).
 
-A tool that asks a model declares `reports_usage=True` (hyperguild.mcp.registry.Tool): its outputSchema
-gains the two optional fields below, and the engine fills them from the ModelCalls recorded while the
+A tool that asks a model declares `reports_usage=True` (hyperguild.mcp.registry.Tool) and a result_model
+that subclasses `UsageReport` (the two optional fields below), and the engine fills them from the ModelCalls recorded while the
 handler ran (or a handler sets `usage` itself from calls made elsewhere, as a skill run's worker does).
 A sum over calls of which one has no known tokens or cost is null with a reason, never a silent 0.
 """
@@ -11,61 +11,80 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from pydantic import Field
+
+from hyperguild import budgets
 from hyperguild.lib.pricing import CostSource
-
-USAGE_SCHEMA: dict = {
-    "type": "object",
-    "additionalProperties": False,
-    "description": "what the model calls this tool made used and cost (summed over `calls`)",
-    "properties": {
-        "input_tokens": {"type": ["integer", "null"], "description": "null: a call's usage is unknown"},
-        "output_tokens": {"type": ["integer", "null"], "description": "null: a call's usage is unknown"},
-        "cost_usd": {"type": ["number", "null"], "description": "null: see cost_reason"},
-        "cost_reason": {"type": "string", "description": "why cost_usd is null: usage unknown or price unknown"},
-        "model": {"type": "string", "description": "the model(s) asked, comma-separated"},
-        "calls": {"type": "integer", "minimum": 0, "description": "how many model calls were made"},
-    },
-    "required": ["input_tokens", "output_tokens", "cost_usd", "model", "calls"],
-}
-
-USAGE_PROPERTIES: dict = {
-    "usage": USAGE_SCHEMA,
-    "budget_warning": {"type": "string", "description": "a budget that applies to this caller is 80 % spent or more"},
-}
+from hyperguild.mcp.contracts import ToolResult, output_schema
+from hyperguild.models import ModelCall
 
 
-def usage_of(call_ids: list[int]) -> dict[str, Any] | None:
+class Usage(ToolResult):
+    """What a tool call's model calls used and cost, summed over `calls`."""
+
+    input_tokens: int | None = Field(description="null: a call's usage is unknown")
+    output_tokens: int | None = Field(description="null: a call's usage is unknown")
+    cost_usd: float | None = Field(description="null: see cost_reason")
+    cost_reason: str | None = Field(None, description="why cost_usd is null: usage unknown or price unknown")
+    model: str = Field(description="the model(s) asked, comma-separated")
+    calls: int = Field(ge=0, description="how many model calls were made")
+
+
+class UsageReport(ToolResult):
+    """The fields a `reports_usage` tool's result carries: its result_model subclasses this.
+
+    The handler leaves them unset; the engine fills them after the call (`add_usage`), unless the
+    handler set `usage` itself from calls made elsewhere (a skill run's worker)."""
+
+    usage: Usage | None = Field(
+        None, description="what the model calls this tool made used and cost (summed over `calls`)"
+    )
+    budget_warning: str | None = Field(
+        None, description="a budget that applies to this caller is 80 % spent or more"
+    )
+
+
+# The same fields as JSON Schema, for tools still declared with dict schemas (registry.UNCONVERTED_TOOLS).
+USAGE_PROPERTIES: dict[str, Any] = output_schema(UsageReport)["properties"]
+USAGE_SCHEMA: dict[str, Any] = USAGE_PROPERTIES["usage"]
+
+
+def summed_usage(call_ids: list[int]) -> Usage | None:
     """The summed usage of these ModelCalls; None when there are none."""
-    from hyperguild.models import ModelCall
-
     calls = list(ModelCall.objects.filter(pk__in=call_ids).order_by("created_at", "id"))
     if not calls:
         return None
-    usage: dict[str, Any] = {
-        "input_tokens": _total([call.input_tokens for call in calls]),
-        "output_tokens": _total([call.output_tokens for call in calls]),
-        "cost_usd": None,
-        "model": ", ".join(dict.fromkeys(call.model for call in calls if call.model)),
-        "calls": len(calls),
-    }
     unknown = [call for call in calls if call.cost_usd is None]
+    cost_usd, cost_reason = None, None
     if not unknown:
-        usage["cost_usd"] = float(sum((call.cost_usd for call in calls), Decimal(0)))
+        cost_usd = float(sum((call.cost_usd for call in calls if call.cost_usd is not None), Decimal(0)))
     elif all(call.cost_source == CostSource.PRICE_UNKNOWN for call in unknown):
-        usage["cost_reason"] = CostSource.PRICE_UNKNOWN  # every call's tokens are known; a model is not priced
+        cost_reason = str(CostSource.PRICE_UNKNOWN)  # every call's tokens are known; a model is not priced
     else:
-        usage["cost_reason"] = CostSource.USAGE_UNKNOWN
-    return usage
+        cost_reason = str(CostSource.USAGE_UNKNOWN)
+    return Usage(
+        input_tokens=_total([call.input_tokens for call in calls]),
+        output_tokens=_total([call.output_tokens for call in calls]),
+        cost_usd=cost_usd,
+        cost_reason=cost_reason,
+        model=", ".join(dict.fromkeys(call.model for call in calls if call.model)),
+        calls=len(calls),
+    )
+
+
+def usage_of(call_ids: list[int]) -> dict[str, Any] | None:
+    """`summed_usage` as the structured result's `usage` (a dict), for tools that build dict results."""
+    usage = summed_usage(call_ids)
+    return None if usage is None else usage.model_dump(mode="json")
 
 
 def _total(values: list[int | None]) -> int | None:
-    return None if any(value is None for value in values) else sum(values)  # type: ignore[arg-type]
+    known = [value for value in values if value is not None]
+    return sum(known) if len(known) == len(values) else None
 
 
-def budget_warning(person) -> str | None:
+def budget_warning(person: Any) -> str | None:
     """The budgets that apply to `person` (and the service's) that are 80 % spent or more, in one line."""
-    from hyperguild import budgets
-
     try:
         warnings = budgets.check(Decimal(0), person)
     except budgets.BudgetExceeded as exc:
@@ -73,7 +92,7 @@ def budget_warning(person) -> str | None:
     return "; ".join(warnings) or None
 
 
-def add_usage(result: dict, call_ids: list[int], person) -> dict:
+def add_usage(result: dict[str, Any], call_ids: list[int], person: Any) -> dict[str, Any]:
     """Fill `usage` (unless the handler did) and `budget_warning` into a tool's structured result."""
     if "usage" not in result:
         usage = usage_of(call_ids)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
-from django.http import HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
@@ -13,12 +13,13 @@ from hyperguild.health import health_sections
 from hyperguild.lib.db_pool import database_version
 from hyperguild.lib.http import breaker_states
 from hyperguild.lib.llm import gateway_status
+from hyperguild.lib.typed import JSON
 from hyperguild.models import WorkerHeartbeat
 
 logger = logging.getLogger("hyperguild.health")
 
 
-def live(request):
+def live(request: HttpRequest) -> JsonResponse:
     """Liveness for a load balancer: the process answers, nothing else is checked (no database query).
 
     Also the bare JSON view the load benchmark compares an MCP ping with.
@@ -27,9 +28,9 @@ def live(request):
 
 
 @require_GET
-def health(request):
+def health(request: HttpRequest) -> JsonResponse:
     """Database, worker heartbeat and version; 200 when all is well, else 503."""
-    report: dict = {"version": settings.VERSION, "time": timezone.now().isoformat()}
+    report: JSON = {"version": settings.VERSION, "time": timezone.now().isoformat()}
     try:
         # A short checkout of its own: a pool still reconnecting after an outage makes /health say
         # so at once instead of waiting out the pool's timeout (hyperguild.lib.db_pool).
@@ -66,7 +67,7 @@ def health(request):
     return JsonResponse(report, status=200 if report["ok"] else 503)
 
 
-def well_known_not_found(request, rest: str = ""):
+def well_known_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
     """An OAuth discovery path that describes nothing here: say so in JSON, not an HTML 404."""
     return JsonResponse(
         {"error": "not_found", "error_description": "no OAuth metadata here; see /.well-known/oauth-protected-resource/mcp/<endpoint>"},
@@ -78,7 +79,7 @@ FAVICON = (settings.BASE_DIR / "static" / "favicon.svg").read_bytes()
 
 
 @require_GET
-def favicon(request):
+def favicon(request: HttpRequest) -> HttpResponse:
     """`/favicon.ico`, which browsers ask for on their own: the same icon as the pages' `<link rel=icon>`."""
     response = HttpResponse(FAVICON, content_type="image/svg+xml")
     response["Cache-Control"] = "public, max-age=86400"

@@ -9,12 +9,15 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from jsonschema import Draft202012Validator
 
 from brain.actions import do_find_or_make_project
+from brain.models import Project
 from hyperguild.lib.limits import hostile_value_problem
+from hyperguild.lib.typed import JSON
 from sessions.errors import EntryRefused, FlaggedExample, InvalidExampleEdit, SessionNotYours
 from sessions.inputs import (
     ENTRY_FIELDS_SCHEMA,
@@ -34,7 +37,7 @@ REDACTION_MARKER = re.compile(r"\[REDACTED:([A-Za-z0-9_]+)\]")
 
 
 def _session_for_update(
-    external_id: str, *, project: str | None, project_root: str | None, client: dict | None, user=None
+    external_id: str, *, project: str | None, project_root: str | None, client: JSON | None, user: User | None = None
 ) -> AgentSession:
     """Create the session on first use, then lock its row for the rest of the transaction."""
     try:
@@ -52,7 +55,7 @@ def _session_for_update(
     # nor take a key (a prompt id) first, nor learn whether one is there.
     check_session_owner(session, user)
     # Metadata fills in what is missing; it never overwrites what an earlier call said.
-    changed = []
+    changed: list[str] = []
     if (project or project_root) and session.project_id is None:
         session.project, changed = _project(project, project_root), [*changed, "project"]
     if project_root and not session.project_root:
@@ -66,14 +69,14 @@ def _session_for_update(
     return session
 
 
-def check_session_owner(session: AgentSession, user) -> None:
+def check_session_owner(session: AgentSession, user: User | None) -> None:
     """A session belongs to the person whose credential started it: SessionNotYours for anyone else.
 
     The service identity (user None: an environment token, an open endpoint, an import) may append to any
     session. A person may append to their own session, or to a new one (no entries yet), which becomes theirs;
     a session the service already logged into stays the service's.
     """
-    if not getattr(user, "pk", None):
+    if user is None or not user.pk:
         return
     if session.started_by_id == user.pk:
         return
@@ -85,9 +88,9 @@ def check_session_owner(session: AgentSession, user) -> None:
     )
 
 
-def may_read_session(session: AgentSession, user) -> bool:
+def may_read_session(session: AgentSession, user: User | None) -> bool:
     """Its owner and staff read a session's entries (the service identity, user None, reads every one)."""
-    if not getattr(user, "pk", None):
+    if user is None or not user.pk:
         return user is None
     return bool(user.is_staff or session.started_by_id == user.pk)
 
@@ -98,7 +101,7 @@ _SESSION_ID = Draft202012Validator(SESSION_ID_SCHEMA)
 _ENTRY_FIELDS = Draft202012Validator(ENTRY_FIELDS_SCHEMA)
 
 
-def _project(name: str | None, root: str | None):
+def _project(name: str | None, root: str | None) -> Project | None:
     """The brain Project a session names or runs in (see brain.actions.do_find_or_make_project)."""
     return do_find_or_make_project(name=name or "", cwd=root or "")
 
@@ -133,8 +136,8 @@ def check_entry_fields(fields: Any) -> dict:
 
 
 def do_log_checked_entry(
-    session_id: str, fields: dict, *, source: str, user=None, occurred_at: datetime | None = None
-) -> dict:
+    session_id: str, fields: JSON, *, source: str, user: User | None = None, occurred_at: datetime | None = None
+) -> JSON:
     """Validate an entry from outside (MCP session_log, REST) against the one limit table, then log it.
 
     Raises EntryRefused, with nothing written, when the id or a field breaks a limit. `occurred_at`
@@ -177,7 +180,7 @@ def do_log_entry(
     source: str = EntrySource.MCP,
     raw_line: str = "",
     occurred_at: datetime | None = None,
-    user=None,
+    user: User | None = None,
 ) -> tuple[SessionEntry, bool]:
     """Append one entry to `session_id` (created on first use); returns (entry, created).
 
@@ -212,7 +215,7 @@ def do_log_entry(
             source=source,
             raw_line=text["raw_line"],
             occurred_at=occurred_at,
-            logged_by=user.get_username() if getattr(user, "pk", None) else "",
+            logged_by=user.get_username() if user is not None and user.pk else "",
         )
     return entry, True
 
@@ -307,12 +310,14 @@ def do_record_failed_retrospective(
 # --- training-data curation -----------------------------------------------------------
 
 
-def _reviewer_label(reviewer) -> str:
+def _reviewer_label(reviewer: User | None) -> str:
     return getattr(reviewer, "get_username", lambda: str(reviewer))() if reviewer is not None else ""
 
 
-def _history(example: TrainingExample, reviewer, action: str, changes: dict | None = None, **extra) -> None:
-    record = {"at": timezone.now().isoformat(), "by": _reviewer_label(reviewer), "action": action}
+def _history(
+    example: TrainingExample, reviewer: User | None, action: str, changes: JSON | None = None, /, **extra: Any
+) -> None:
+    record: JSON = {"at": timezone.now().isoformat(), "by": _reviewer_label(reviewer), "action": action}
     if changes:
         record["changes"] = changes
     record.update(extra)
@@ -333,7 +338,7 @@ def validate_messages(name: str, value: Any) -> list[dict]:
 
 
 @transaction.atomic
-def do_approve_example(example: TrainingExample, *, reviewer, confirm_flagged: bool = False) -> TrainingExample:
+def do_approve_example(example: TrainingExample, *, reviewer: User | None, confirm_flagged: bool = False) -> TrainingExample:
     """candidate → approved. A flagged example (possible secret) is refused unless `confirm_flagged`."""
     example = TrainingExample.objects.select_for_update().get(pk=example.pk)
     if example.flagged and not confirm_flagged:
@@ -354,7 +359,7 @@ def _flag_summary(flags: list[dict]) -> str:
 
 
 @transaction.atomic
-def do_reject_example(example: TrainingExample, *, reviewer, reason: str = "") -> TrainingExample:
+def do_reject_example(example: TrainingExample, *, reviewer: User | None, reason: str = "") -> TrainingExample:
     example = TrainingExample.objects.select_for_update().get(pk=example.pk)
     before = _decision_state(example)
     example.status = TrainingExample.Status.REJECTED
@@ -391,7 +396,7 @@ def _contents(messages: Any) -> list[str]:
 
 
 @transaction.atomic
-def do_edit_example(example: TrainingExample, *, reviewer, **fields: Any) -> TrainingExample:
+def do_edit_example(example: TrainingExample, *, reviewer: User | None, **fields: Any) -> TrainingExample:
     """Change prompt/completion/chosen/rejected/review_note; each change is kept in `edits`.
 
     Edited messages go through the secret scan again: a secret pasted in is
@@ -432,7 +437,7 @@ SWAPPED_SIDE = {"chosen": "rejected", "rejected": "chosen"}
 
 
 @transaction.atomic
-def do_swap_dpo(example: TrainingExample, *, reviewer) -> TrainingExample:
+def do_swap_dpo(example: TrainingExample, *, reviewer: User | None) -> TrainingExample:
     """Exchange chosen and rejected (a reviewer judged the pair the other way round).
 
     The evidence moves with the texts: `provenance.verification` keeps each
@@ -479,7 +484,7 @@ UNDOABLE_DECISIONS = ("approve", "reject", "swap")
 
 
 @transaction.atomic
-def do_undo_example_decision(example: TrainingExample, *, reviewer, step: int) -> TrainingExample:
+def do_undo_example_decision(example: TrainingExample, *, reviewer: User | None, step: int) -> TrainingExample:
     """Undo the approve, reject or swap recorded at `edits[step]`; the undo is recorded too.
 
     Refused, with nothing written, unless that decision is still the last thing that happened to the

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import overload
 
 from django.db import connection
+from django.db.models import QuerySet
 from django.utils.dateparse import parse_datetime
 
 from brain.models import NoteRevision
@@ -41,7 +43,7 @@ class MergedActivity:
         self.person, self.action = person, action
 
     # -- the notes' side -----------------------------------------------------------------------
-    def _revisions(self):
+    def _revisions(self) -> QuerySet[NoteRevision]:
         revisions = NoteRevision.objects.select_related("user", "note").order_by("-created_at", "-id")
         if self.person == SERVICE:
             revisions = revisions.filter(user__isnull=True)
@@ -101,7 +103,13 @@ class MergedActivity:
     def __len__(self) -> int:
         return self.count()
 
-    def __getitem__(self, index):
+    @overload
+    def __getitem__(self, index: int) -> Activity: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Activity]: ...
+
+    def __getitem__(self, index: int | slice) -> Activity | list[Activity]:
         if not isinstance(index, slice):
             return self[index:index + 1][0]
         stop = index.stop or 0

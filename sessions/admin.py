@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
 from django.urls import reverse
 
 from hyperguild.admin_mixins import ReadOnlyAdminMixin
+from hyperguild.lib.typed import AuthenticatedHttpRequest
 from sessions.actions import FlaggedExample, do_approve_example, do_reject_example, do_swap_dpo
 from sessions.models import AgentSession, RetrospectiveRun, SessionEntry, TrainingExample
 
@@ -33,7 +36,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
     def view_on_site(self, obj: AgentSession) -> str:
         return reverse("sessions-detail", args=[obj.external_id])  # the timeline page
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # sessions start with their first session_log call
 
 
@@ -76,11 +79,11 @@ class TrainingExampleAdmin(admin.ModelAdmin):
     def view_on_site(self, obj: TrainingExample) -> str:
         return reverse("sessions-training-detail", args=[obj.pk])  # the curation page
 
-    def has_add_permission(self, request) -> bool:
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # examples come from the trainer; edit them in the curation UI (kept in edit history)
 
     @admin.action(description="Approve selected examples (flagged ones are left for the curation page)")
-    def approve(self, request, queryset) -> None:
+    def approve(self, request: AuthenticatedHttpRequest, queryset: QuerySet[TrainingExample]) -> None:
         done, flagged = 0, []
         for example in queryset:
             try:
@@ -95,13 +98,13 @@ class TrainingExampleAdmin(admin.ModelAdmin):
             ), messages.WARNING)
 
     @admin.action(description="Reject selected examples")
-    def reject(self, request, queryset) -> None:
+    def reject(self, request: AuthenticatedHttpRequest, queryset: QuerySet[TrainingExample]) -> None:
         for example in queryset:
             do_reject_example(example, reviewer=request.user, reason="rejected in bulk from the admin")
         self.message_user(request, f"Rejected {queryset.count()} example(s).", messages.SUCCESS)
 
     @admin.action(description="Swap chosen and rejected of selected DPO pairs")
-    def swap(self, request, queryset) -> None:
+    def swap(self, request: AuthenticatedHttpRequest, queryset: QuerySet[TrainingExample]) -> None:
         pairs = list(queryset.filter(kind=TrainingExample.Kind.DPO))
         for example in pairs:
             do_swap_dpo(example, reviewer=request.user)

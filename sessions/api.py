@@ -5,9 +5,11 @@ spool kept while the service was away (sessions.hooks)."""
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import Any
 
 from rest_framework import status as http_status
 from rest_framework.exceptions import NotFound, PermissionDenied, UnsupportedMediaType, ValidationError
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from hyperguild.api import EndpointTokenAPIView
@@ -28,17 +30,17 @@ class BrainTokenView(EndpointTokenAPIView):
 
 
 class SessionEntriesView(BrainTokenView):
-    def required_scope(self, request) -> str:
+    def required_scope(self, request: Request) -> str:
         # Reading a session back is its owner's (or staff's), with a token that may read sessions.
         return "sessions:write" if request.method == "POST" else "sessions:read"
 
-    def post(self, request, session_id: str):
+    def post(self, request: Request, session_id: str) -> Response:
         # The same validation as session_log on MCP (sessions.actions' limit table); EntryRefused → 400.
         result = do_log_checked_entry(session_id, request.data, source="rest", user=request.user.user)
         code = http_status.HTTP_201_CREATED if result["created"] else http_status.HTTP_200_OK
         return Response(result, status=code)
 
-    def get(self, request, session_id: str):
+    def get(self, request: Request, session_id: str) -> Response:
         check_session_id(session_id)
         session = AgentSession.objects.filter(external_id=session_id).first()
         # Another person's session is answered as if it did not exist (only its owner and staff read it).
@@ -53,7 +55,7 @@ class SessionEntriesView(BrainTokenView):
         return Response(
             {
                 "session_id": session.external_id,
-                "project": session.project.name if session.project_id else "",
+                "project": session.project.name if session.project else "",
                 "last_seq": session.last_seq,
                 "entries": [
                     {
@@ -84,7 +86,7 @@ class ClaudeHookView(BrainTokenView):
 
     token_scope = "sessions:write"
 
-    def initial(self, request, *args, **kwargs):
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         # As /mcp/*: a browser page on another site must not reach this route. It takes JSON only, so a
         # cross-site "simple" request (text/plain, a form) is refused before anything is read or written.
         origin = request.META.get("HTTP_ORIGIN", "")
@@ -98,7 +100,7 @@ class ClaudeHookView(BrainTokenView):
             ))  # fmt: skip
         super().initial(request, *args, **kwargs)
 
-    def post(self, request, event: str):
+    def post(self, request: Request, event: str) -> Response:
         try:
             payload = loads_limited(request.body)
         except InputRejected as exc:
@@ -113,7 +115,7 @@ class ClaudeHookSpoolView(ClaudeHookView):
     The same caller and scope as the hook route (it is that route, later); the answer counts what was
     logged, what was there already and what was refused, by index."""
 
-    def post(self, request):  # type: ignore[override]
+    def post(self, request: Request) -> Response:  # type: ignore[override]  # this route has no event in its URL
         try:
             body = loads_limited(request.body)
         except InputRejected as exc:

@@ -44,15 +44,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 
 from hyperguild.lib.diffs import BINARY, fenced
+from hyperguild.lib.typed import JSON
 from sessions.actions import do_store_training_example
 from sessions.models import TrainingExample
 from sessions.redaction import redact_value
-from sessions.replay import ContentStore, diff_between, state_hashes
+from sessions.replay import ContentStore, ReplayError, diff_between, state_hashes
 from supervisor.models import RoutingEntry, SkillRun
 
 # One answer shape per example, asked for once (in the system line): a model trained on a prompt that asks for
@@ -74,23 +75,24 @@ PROMPT_FILE_CHARS = 20_000
 PROMPT_FILES_CHARS = 60_000
 
 Stored = tuple[TrainingExample, bool]
+Message = dict[str, Any]  # one chat message: {"role": …, "content": …}
 
 
 def _as_text(report: Any) -> str:
     return report if isinstance(report, str) else json.dumps(report, ensure_ascii=False, indent=2, sort_keys=True)
 
 
-def task_arguments(run) -> dict:
+def task_arguments(run: SkillRun) -> JSON:
     return {k: v for k, v in sorted((run.arguments or {}).items()) if k not in NOT_TASK_ARGUMENTS}
 
 
-def task_key(run) -> str:
+def task_key(run: SkillRun) -> str:
     return json.dumps([run.skill, run.project_root, task_arguments(run)], sort_keys=True, ensure_ascii=False)
 
 
 def prompt_messages(
-    run, files: dict[str, str] | None = None, *, change: bool = False, task: str | None = None
-) -> list[dict]:
+    run: SkillRun, files: dict[str, str] | None = None, *, change: bool = False, task: str | None = None
+) -> list[Message]:
     """System line (asking for a change or for the report, `change`) + the task (default: the run's arguments);
     `files` (path -> text before the change) are shown after it."""
     if task is None:
@@ -113,11 +115,11 @@ def prompt_messages(
     ]
 
 
-def _answer(report: Any) -> list[dict]:
+def _answer(report: Any) -> list[Message]:
     return [{"role": "assistant", "content": _as_text(report)}]
 
 
-def _verification(run, attempt: dict | None = None) -> dict:
+def _verification(run: SkillRun, attempt: JSON | None = None) -> JSON:
     source = attempt or {}
     output = source.get("runner_output") if attempt else run.runner_output
     return {
@@ -132,7 +134,7 @@ def _verification(run, attempt: dict | None = None) -> dict:
     }
 
 
-def _test_runs(run) -> dict:
+def _test_runs(run: SkillRun) -> JSON:
     """The test command and the supervisor's own exit codes before and after the worker, when recorded."""
     change = run.change or {}
     if not change.get("test_cmd"):
@@ -144,7 +146,7 @@ def _test_runs(run) -> dict:
     }
 
 
-def _pre_state(run, after_attempt: int, hashes: dict) -> dict:
+def _pre_state(run: SkillRun, after_attempt: int, hashes: dict[str, str]) -> JSON:
     """What trainer_verify rebuilds: the run and attempt the state was recorded at, and a digest of it."""
     digest = hashlib.sha1(json.dumps(sorted(hashes.items())).encode()).hexdigest()
     return {
@@ -163,16 +165,16 @@ def _summary_line(report: Any) -> str:
     return (summary or "").strip().splitlines()[0][:300] if (summary or "").strip() else ""
 
 
-def _change_answer(report: Any, diff: str) -> list[dict]:
+def _change_answer(report: Any, diff: str) -> list[Message]:
     summary = _summary_line(report)
     return [{"role": "assistant", "content": (summary + "\n\n" if summary else "") + fenced(diff)}]
 
 
-def _has_change(run) -> bool:
+def _has_change(run: SkillRun) -> bool:
     return run.skill in CHANGE_SKILLS and "pre_state" in (run.change or {})
 
 
-def _prompt_files(run, hashes: dict, store: ContentStore, changed: set[str]) -> dict[str, str]:
+def _prompt_files(run: SkillRun, hashes: dict[str, str], store: ContentStore, changed: set[str]) -> dict[str, str]:
     """Texts, at `hashes`, of the files the change touches and of the task's test/impl files."""
     args = run.arguments or {}
     wanted = set(changed) | {args.get(k) for k in ("test_path", "impl_path") if isinstance(args.get(k), str)}
@@ -183,18 +185,27 @@ def _prompt_files(run, hashes: dict, store: ContentStore, changed: set[str]) -> 
     return files
 
 
-def _changed_paths(before: dict, after: dict) -> set[str]:
+def _recorded_state(run: SkillRun, after_attempt: int | None) -> dict[str, str]:
+    """state_hashes of a run whose pre-state is recorded (every caller checks `pre_state` first)."""
+    hashes = state_hashes(run, after_attempt)
+    if hashes is None:
+        raise ReplayError(f"run {run.pk} has no recorded pre-state")
+    return hashes
+
+
+def _changed_paths(before: dict[str, str], after: dict[str, str]) -> set[str]:
     return {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
 
 
-def _sft_answer(run, stores: dict) -> tuple[list[dict], list[dict], dict]:
+def _sft_answer(run: SkillRun, stores: dict[str, ContentStore]) -> tuple[list[Message], list[Message], JSON]:
     """(prompt, completion, extra provenance) of a verified run: the change, the grounded review, or the report."""
     if _has_change(run):
         store = _store_for(run, stores)
-        before, after = state_hashes(run, 0), state_hashes(run, None)
+        before, after = _recorded_state(run, 0), _recorded_state(run, None)
         prompt = prompt_messages(run, _prompt_files(run, before, store, _changed_paths(before, after)), change=True)
-        extra = {"pre_state": _pre_state(run, 0, before), "change": _change_facts(run.change)}
-        return prompt, _change_answer(run.worker_report, run.change.get("diff") or ""), extra
+        change = run.change or {}  # recorded: _has_change
+        extra = {"pre_state": _pre_state(run, 0, before), "change": _change_facts(change)}
+        return prompt, _change_answer(run.worker_report, change.get("diff") or ""), extra
     if run.skill == "review" and isinstance(run.result, dict):
         answer = {k: run.result.get(k) for k in ("verdict", "summary", "findings")}
         check = {"check": "grounding", "grounded_findings": len(answer["findings"] or []),
@@ -203,14 +214,16 @@ def _sft_answer(run, stores: dict) -> tuple[list[dict], list[dict], dict]:
     return prompt_messages(run), _answer(run.worker_report), {}
 
 
-def _change_facts(change: dict) -> dict:
+def _change_facts(change: JSON) -> JSON:
     return {
         "files": [{"path": f["path"], "status": f["status"], "binary": f.get("binary", False)} for f in change.get("files") or []],
         "truncated": bool(change.get("truncated")),
     }
 
 
-def _store(source_key: str, *, kind: str, skill: str, prompt, provenance: dict, **answers) -> Stored:
+def _store(
+    source_key: str, *, kind: str, skill: str, prompt: list[Message], provenance: JSON, **answers: list[Message]
+) -> Stored:
     """Redact every field, flag what was redacted (field, pattern, count), store once per `source_key`."""
     flags: list[dict] = []
 
@@ -227,7 +240,7 @@ def _store(source_key: str, *, kind: str, skill: str, prompt, provenance: dict, 
     )
 
 
-def _store_dpo(source_key: str, run, *, chosen: Any, rejected: Any, **provenance) -> Stored:
+def _store_dpo(source_key: str, run: SkillRun, *, chosen: Any, rejected: Any, **provenance: Any) -> Stored:
     """A DPO pair of two worker reports for the task of `run` (runs recorded before changes were captured)."""
     return _store(
         source_key,
@@ -245,7 +258,7 @@ def finished_runs(session_id: str | None) -> list[SkillRun]:
     return list(runs.in_session(session_id) if session_id else runs)
 
 
-def _store_for(run: SkillRun, stores: dict) -> ContentStore:
+def _store_for(run: SkillRun, stores: dict[str, ContentStore]) -> ContentStore:
     """One ContentStore per project root for a whole extraction pass (it reads every recorded run of the project)."""
     if run.project_root not in stores:
         stores[run.project_root] = ContentStore(run.project_root)
@@ -253,9 +266,9 @@ def _store_for(run: SkillRun, stores: dict) -> ContentStore:
 
 
 def extract_from_runs(runs: list[SkillRun]) -> list[Stored]:
-    stored = []
+    stored: list[Stored] = []
     stores: dict[str, ContentStore] = {}
-    pending_failures: dict[str, list] = {}
+    pending_failures: dict[str, list[SkillRun]] = {}
     patches = _ApplyPatches()
     for run in runs:
         if run.skill == "apply":
@@ -291,7 +304,7 @@ def extract_from_runs(runs: list[SkillRun]) -> list[Stored]:
     return stored + _apply_pairs(patches, stores)
 
 
-def _across_runs_pair(failed: SkillRun, run: SkillRun, stores: dict) -> Stored:
+def _across_runs_pair(failed: SkillRun, run: SkillRun, stores: dict[str, ContentStore]) -> Stored:
     """DPO of a failed run and the later run of the same task that passed."""
     common = {
         "origin": "skill_runs",
@@ -302,17 +315,17 @@ def _across_runs_pair(failed: SkillRun, run: SkillRun, stores: dict) -> Stored:
     }
     if _has_change(failed) and _has_change(run):
         store = _store_for(run, stores)
-        base, target = state_hashes(failed, 0), state_hashes(run, None)
+        base, target = _recorded_state(failed, 0), _recorded_state(run, None)
         chosen = diff_between(base, target, store, cap=settings.SUPERVISOR_DIFF_CAP)
         if chosen is not None:
-            changed = _changed_paths(base, target) | _changed_paths(base, state_hashes(failed, None))
+            changed = _changed_paths(base, target) | _changed_paths(base, _recorded_state(failed, None))
             return _store(
                 f"dpo:runs:{failed.pk}:{run.pk}",
                 kind="dpo",
                 skill=run.skill,
                 prompt=prompt_messages(run, _prompt_files(run, base, store, changed), change=True),
                 chosen=_change_answer(run.worker_report, chosen),
-                rejected=_change_answer(failed.worker_report, failed.change.get("diff") or ""),
+                rejected=_change_answer(failed.worker_report, (failed.change or {}).get("diff") or ""),
                 provenance={**common, "session_id": run.session_id, "pre_state": _pre_state(failed, 0, base)},
             )
     return _store_dpo(
@@ -320,7 +333,7 @@ def _across_runs_pair(failed: SkillRun, run: SkillRun, stores: dict) -> Stored:
     )
 
 
-def _within_run_pairs(run: SkillRun, stores: dict) -> list[Stored]:
+def _within_run_pairs(run: SkillRun, stores: dict[str, ContentStore]) -> list[Stored]:
     attempts = [a for a in (run.attempt_log or []) if isinstance(a, dict) and a.get("report") is not None]
     rejected = [a for a in attempts if a.get("verified") is False]
     passed = [a for a in attempts if a.get("verified") is True]
@@ -342,7 +355,7 @@ def _within_run_pairs(run: SkillRun, stores: dict) -> list[Stored]:
     if _has_change(run) and "change" in worst:
         store = _store_for(run, stores)
         base_attempt = (worst.get("attempt") or 1) - 1
-        base, target = state_hashes(run, base_attempt), state_hashes(run, chosen.get("attempt"))
+        base, target = _recorded_state(run, base_attempt), _recorded_state(run, chosen.get("attempt"))
         chosen_diff = diff_between(base, target, store, cap=settings.SUPERVISOR_DIFF_CAP)
         if chosen_diff is not None:
             changed = _changed_paths(base, target) | {f["path"] for f in worst["change"].get("files") or []}
@@ -358,7 +371,7 @@ def _within_run_pairs(run: SkillRun, stores: dict) -> list[Stored]:
     return [_store_dpo(key, run, chosen=chosen["report"], rejected=worst["report"], **common)]
 
 
-def _routing_prompt(request: Any) -> list[dict] | None:
+def _routing_prompt(request: Any) -> list[Message] | None:
     messages = request.get("messages") if isinstance(request, dict) else request
     if not isinstance(messages, list) or not messages:
         return None
@@ -375,9 +388,9 @@ def extract_from_routing(session_id: str | None) -> list[Stored]:
     retries = RoutingEntry.objects.filter(attempt_of__isnull=False, status=RoutingEntry.Status.PASS, attempt_of__status=RoutingEntry.Status.FAIL)
     if session_id:
         retries = retries.filter(session_id=session_id)
-    stored = []
+    stored: list[Stored] = []
     for retry in retries.select_related("attempt_of").order_by("created_at", "id"):
-        failed = retry.attempt_of
+        failed = cast(RoutingEntry, retry.attempt_of)  # the filter keeps only retries (attempt_of is set)
         prompt = _routing_prompt(retry.request) or _routing_prompt(failed.request)
         if prompt is None or not retry.response or not failed.response:
             continue
@@ -406,23 +419,27 @@ def extract_from_routing(session_id: str | None) -> list[Stored]:
 # --- apply: each committed patch, and a patch the tests refused for the same finding -------------
 
 
+_Finding = tuple[str, Any, Any]  # project root, file, bug fingerprint
+_Patch = tuple[SkillRun, JSON, dict[str, str]]  # the apply run, its attempt entry, the file hashes before
+
+
 class _ApplyPatches:
     """Patches of apply runs by finding (project, file, bug fingerprint): applied ones and ones the tests refused."""
 
-    def __init__(self):
-        self.applied: dict[tuple, list[tuple[SkillRun, dict, dict]]] = {}
-        self.refused: dict[tuple, list[tuple[SkillRun, dict, dict]]] = {}
+    def __init__(self) -> None:
+        self.applied: dict[_Finding, list[_Patch]] = {}
+        self.refused: dict[_Finding, list[_Patch]] = {}
 
     @staticmethod
-    def key(run: SkillRun, entry: dict) -> tuple:
+    def key(run: SkillRun, entry: JSON) -> _Finding:
         return run.project_root, entry.get("file"), entry.get("fingerprint")
 
 
-def _apply_entries(run: SkillRun) -> list[dict]:
+def _apply_entries(run: SkillRun) -> list[JSON]:
     return [e for e in run.attempt_log or [] if isinstance(e, dict) and isinstance(e.get("attempt"), int)]
 
 
-def _finding_task(run: SkillRun, entry: dict) -> str:
+def _finding_task(run: SkillRun, entry: JSON) -> str:
     source = (run.change or {}).get("source_run_id")
     quote = str(entry.get("quote") or "")
     return (
@@ -435,22 +452,24 @@ def _finding_task(run: SkillRun, entry: dict) -> str:
     )
 
 
-def _apply_prompt(run: SkillRun, entry: dict, before: dict, store: ContentStore, changed: set[str]) -> list[dict]:
+def _apply_prompt(
+    run: SkillRun, entry: JSON, before: dict[str, str], store: ContentStore, changed: set[str]
+) -> list[Message]:
     return prompt_messages(run, _prompt_files(run, before, store, changed), change=True, task=_finding_task(run, entry))
 
 
-def _apply_answer(entry: dict, diff: str) -> list[dict]:
+def _apply_answer(entry: JSON, diff: str) -> list[Message]:
     return _change_answer({"summary": f"Fix: {entry.get('title') or 'the finding'}"}, diff)
 
 
-def _apply_examples(run: SkillRun, stores: dict, patches: _ApplyPatches) -> list[Stored]:
+def _apply_examples(run: SkillRun, stores: dict[str, ContentStore], patches: _ApplyPatches) -> list[Stored]:
     """One SFT example per committed patch (the supervisor's tests passed on it); refused-by-tests patches noted."""
     if "pre_state" not in (run.change or {}):
         return []
-    stored = []
+    stored: list[Stored] = []
     store = _store_for(run, stores)
     for entry in _apply_entries(run):
-        before = state_hashes(run, entry["attempt"] - 1)
+        before = _recorded_state(run, entry["attempt"] - 1)
         if entry.get("outcome") == "applied" and isinstance(entry.get("change"), dict):
             patches.applied.setdefault(_ApplyPatches.key(run, entry), []).append((run, entry, before))
             diff = entry["change"].get("diff") or ""
@@ -477,13 +496,13 @@ def _apply_examples(run: SkillRun, stores: dict, patches: _ApplyPatches) -> list
     return stored
 
 
-def _apply_pairs(patches: _ApplyPatches, stores: dict) -> list[Stored]:
+def _apply_pairs(patches: _ApplyPatches, stores: dict[str, ContentStore]) -> list[Stored]:
     """DPO: a patch the tests refused (rejected) and a committed patch for the same finding (chosen).
 
     Both sides must start from the same files: every file either patch touches has the same content in the
     refused patch's pre-state and the committed one's (which the pair records, and trainer_verify rebuilds).
     """
-    stored = []
+    stored: list[Stored] = []
     for key, refused in patches.refused.items():
         for bad_run, bad, bad_before in refused:
             bad_files = {f["path"] for f in bad["attempted_change"].get("files") or []}

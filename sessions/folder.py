@@ -22,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from django.db import transaction
 from django.utils.dateparse import parse_datetime
@@ -106,6 +107,7 @@ def import_session_file(path: Path) -> dict:
                 obj = json.loads(line)
             except ValueError:
                 obj = None
+            fields: dict[str, Any]
             if not isinstance(obj, dict):
                 counts["unparsed"] += 1
                 fields = {"kind": UNPARSED_KIND, "data": None}

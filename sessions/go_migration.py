@@ -18,9 +18,10 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
 from django.conf import settings
 
-from brain.folder import FolderError, import_folder
+from brain.folder import FolderError, ProgressWrapper, import_folder
 from brain.models import AreaDescription
 from hyperguild.lib.env import GO_ALIASES, go_hybrid_rule
 from sessions.folder import import_sessions_dir
@@ -95,7 +96,8 @@ def _absolute(value: str, base: Path) -> str:
 
 
 def migrate_from_go(
-    directory: Path, *, env_file: Path | None = None, models_file: Path | None = None, progress=None
+    directory: Path, *, env_file: Path | None = None, models_file: Path | None = None,
+    progress: ProgressWrapper | None = None,
 ) -> GoMigrationReport:
     directory = Path(directory)
     if not directory.is_dir():
@@ -120,9 +122,12 @@ def migrate_from_go(
 # -- the folder ------------------------------------------------------------------------------
 
 
-def _import_brain(directory: Path, go_env: dict, env_file: Path | None, report: GoMigrationReport, progress) -> None:
+def _import_brain(
+    directory: Path, go_env: dict[str, str], env_file: Path | None, report: GoMigrationReport,
+    progress: ProgressWrapper | None,
+) -> None:
     try:
-        summary = import_folder(directory, **({"progress": progress} if progress else {}))
+        summary = import_folder(directory, progress=progress) if progress else import_folder(directory)
     except FolderError as exc:
         raise GoMigrationError(str(exc)) from exc
     report.changes += summary.added + summary.updated
@@ -223,8 +228,6 @@ def _map_models(models_file: Path | None, go_env: dict, report: GoMigrationRepor
         return
     try:
         table = load_table(models_file)
-        import yaml
-
         raw_skills = (yaml.safe_load(models_file.read_text(encoding="utf-8")) or {}).get("skills") or {}
     except (ModelTableError, OSError) as exc:
         report.cannot_use.append(f"{models_file}: {exc}")

@@ -35,8 +35,10 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db.models import Max
+from django_q.tasks import async_task
 from jsonschema import Draft202012Validator
 
 from brain.context import ContextInputError, context
@@ -102,7 +104,7 @@ def idempotency_key(event: str, payload: dict) -> str:
 
 
 def handle_hook(
-    event: str, payload: Any, *, user=None, may_read_brain: bool = True, occurred_at: datetime | None = None
+    event: str, payload: Any, *, user: User | None = None, may_read_brain: bool = True, occurred_at: datetime | None = None
 ) -> HookOutcome:
     """Log what the hook says and answer it; HookRefused (nothing written) for input it cannot use.
 
@@ -116,8 +118,7 @@ def handle_hook(
     named = payload.get("hook_event_name")
     if named is not None and named != event:
         raise HookRefused(f"The payload is a {named} hook, posted to the {event} route.")
-    session_id = payload.get("session_id")
-    check_session_id(session_id)
+    session_id = check_session_id(payload.get("session_id"))
     cwd = payload.get("cwd")
     if not isinstance(cwd, str) or not (cwd.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", cwd)):
         raise HookRefused("cwd must be the absolute folder Claude Code runs in.")
@@ -159,7 +160,7 @@ class SpoolReplay:
 _SPOOL_BATCH = Draft202012Validator(SPOOL_BATCH_SCHEMA)
 
 
-def replay_spool(body: Any, *, user=None) -> SpoolReplay:
+def replay_spool(body: Any, *, user: User | None = None) -> SpoolReplay:
     """Log a batch of hooks the plugin could not deliver, in the order it sends them (oldest first).
 
     Each entry is handled as its hook would have been when it ran (`handle_hook`, at its original
@@ -272,7 +273,8 @@ def entry_fields(event: str, payload: dict, cwd: str) -> dict | None:
 
 def tool_fields(payload: dict, cwd: str, *, failed: bool) -> dict | None:
     tool = payload.get("tool_name")
-    tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    tool_input = payload.get("tool_input")
+    tool_input = tool_input if isinstance(tool_input, dict) else {}
     status = "fail" if failed else "pass"
     if tool in FILE_TOOLS:
         path = tool_input.get("file_path") or tool_input.get("notebook_path")
@@ -347,7 +349,8 @@ VERIFY_DEBOUNCE_SECONDS = 30
 
 
 def moves_head(payload: dict) -> bool:
-    tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
+    tool_input = payload.get("tool_input")
+    tool_input = tool_input if isinstance(tool_input, dict) else {}
     command = tool_input.get("command")
     return payload.get("tool_name") == "Bash" and isinstance(command, str) and bool(GIT_MOVES_HEAD.search(command))
 
@@ -363,7 +366,6 @@ def queue_verification(session_id: str) -> bool:
         return False
     if not cache.add(f"hyperguild:hook-verify:{project[0]}", True, VERIFY_DEBOUNCE_SECONDS):
         return False
-    from django_q.tasks import async_task
 
     async_task("brain.tasks.verify_project", project[0], task_name=f"verify-project-{project[0]}")
     return True
@@ -394,7 +396,6 @@ def queue_retrospective(session_id: str, *, final: bool) -> bool:
         if not final and time.time() - queued_at < RETROSPECTIVE_DEBOUNCE_SECONDS:
             return False
     cache.set(key, (latest, time.time()), RETROSPECTIVE_MEMORY_SECONDS)
-    from django_q.tasks import async_task
 
     async_task("sessions.tasks.retrospective", session_id, task_name=f"retrospective-{session_id}"[:100])
     return True

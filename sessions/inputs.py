@@ -1,10 +1,18 @@
-"""The input of a session-log entry, defined once: the MCP `session_log` schema and the REST body are this.
+"""The input of a session-log entry, defined once: the MCP `session_log` arguments and the REST body are this.
 
-`sessions.actions.do_log_checked_entry` validates every entry from outside against it (with jsonschema),
-whichever door it came through; the MCP tool declares the same schema with the session id added.
+`EntryFields` is the model; `sessions.actions.do_log_checked_entry` validates every entry from outside
+against its schema (with jsonschema), whichever door it came through; the MCP tool takes
+`SessionLogInput`, the same fields with the session id added.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from hyperguild.mcp import contracts
+from hyperguild.mcp.contracts import ToolInput
 
 # A session id becomes a file name on export (`sessions/<id>.jsonl`): keep it path-safe.
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$"
@@ -12,44 +20,54 @@ SESSION_ID_RULE = "Use letters, digits, '_', '.', '-' (at most 200 characters)."
 # Largest `data` payload of one entry, serialised.
 MAX_ENTRY_DATA_BYTES = 64 * 1024
 MAX_CLIENT_BYTES = 4096
-
-SESSION_ID_SCHEMA = {
-    "type": "string",
-    "pattern": SESSION_ID_PATTERN,
-    "description": "The session's id (letters, digits, '_', '.', '-'; at most 200 characters).",
-}
-# The fields of one entry (the session id travels apart: an argument on MCP, the URL on REST).
-ENTRY_FIELDS_SCHEMA = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["kind"],
-    "properties": {
-        "kind": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 64,
-            "pattern": r"^[A-Za-z0-9_.:-]+$",
-            "description": "What happened: e.g. start, skill, decision, correction, error, fix, note, end.",
-        },
-        "skill": {"type": "string", "maxLength": 100},
-        "phase": {"type": "string", "maxLength": 64},
-        "status": {"type": "string", "maxLength": 64, "description": "e.g. pass, fail, error."},
-        "message": {"type": "string", "maxLength": 20000},
-        "data": {"description": f"Any JSON value, at most {MAX_ENTRY_DATA_BYTES} bytes serialised."},
-        "idempotency_key": {
-            "type": "string",
-            "minLength": 1,
-            "maxLength": 200,
-            "description": "Repeat it on a retry: the first entry is returned and nothing new is written.",
-        },
-        "project": {"type": "string", "maxLength": 200},
-        "project_root": {"type": "string", "maxLength": 1000},
-        "client": {"type": "object", "maxProperties": 20, "description": "Client metadata (name, version, ...)."},
-    },
-}
-
 # The longest message of an entry (a hook's prompt is cut to it).
-MAX_MESSAGE_CHARS = ENTRY_FIELDS_SCHEMA["properties"]["message"]["maxLength"]
+MAX_MESSAGE_CHARS = 20000
+
+
+class EntryFields(ToolInput):
+    """The fields of one entry (the session id travels apart: an argument on MCP, the URL on REST)."""
+
+    kind: str = Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description="What happened: e.g. start, skill, decision, correction, error, fix, note, end.",
+    )
+    skill: str | None = Field(None, max_length=100)
+    phase: str | None = Field(None, max_length=64)
+    status: str | None = Field(None, max_length=64, description="e.g. pass, fail, error.")
+    message: str | None = Field(None, max_length=MAX_MESSAGE_CHARS)
+    data: Any = Field(None, description=f"Any JSON value, at most {MAX_ENTRY_DATA_BYTES} bytes serialised.")
+    idempotency_key: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        description="Repeat it on a retry: the first entry is returned and nothing new is written.",
+    )
+    project: str | None = Field(None, max_length=200)
+    project_root: str | None = Field(None, max_length=1000)
+    client: dict[str, Any] | None = Field(None, max_length=20, description="Client metadata (name, version, ...).")
+
+
+def _session_id_first(schema: dict[str, Any]) -> None:
+    # The id is declared last (the entry's fields come first by inheritance) but is the first thing required.
+    schema["required"] = ["session_id", *(name for name in schema["required"] if name != "session_id")]
+
+
+class SessionLogInput(EntryFields):
+    """`session_log`'s arguments: the session id plus one entry's fields."""
+
+    model_config = ConfigDict(json_schema_extra=_session_id_first)
+
+    session_id: str = Field(
+        pattern=SESSION_ID_PATTERN,
+        description="The session's id (letters, digits, '_', '.', '-'; at most 200 characters).",
+    )
+
+
+# The same as JSON Schema, for the REST body and the hook route (`sessions.actions` validates with jsonschema).
+ENTRY_FIELDS_SCHEMA: dict[str, Any] = contracts.input_schema(EntryFields)
+SESSION_ID_SCHEMA: dict[str, Any] = contracts.input_schema(SessionLogInput)["properties"]["session_id"]
 
 # What the plugin's spool sends when the service answers again (`POST /api/hooks/spool`): its oldest
 # lines as they are in the spool file, and how many entries of which session its cap dropped.

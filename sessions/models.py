@@ -8,6 +8,8 @@ edited" does not depend on every caller behaving.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -48,7 +50,7 @@ class EntrySource(models.TextChoices):
 
 
 class SessionEntryQuerySet(models.QuerySet):
-    def for_session(self, external_id: str):
+    def for_session(self, external_id: str) -> SessionEntryQuerySet:
         return self.filter(session__external_id=external_id).order_by("seq")
 
 
@@ -95,7 +97,7 @@ class SessionEntry(models.Model):
     def __str__(self) -> str:
         return f"{self.session_id}#{self.seq} {self.kind}"
 
-    def save(self, *args, **kwargs) -> None:
+    def save(self, *args: Any, **kwargs: Any) -> None:
         if self.pk is not None and not self._state.adding:
             raise ValueError("Session entries are append-only; they are never edited.")
         super().save(*args, **kwargs)
@@ -136,14 +138,11 @@ class RetrospectiveRun(models.Model):
 
 
 class TrainingExampleQuerySet(models.QuerySet):
-    def candidates(self):
+    def candidates(self) -> TrainingExampleQuerySet:
         return self.filter(status=TrainingExample.Status.CANDIDATE)
 
-    def approved(self):
+    def approved(self) -> TrainingExampleQuerySet:
         return self.filter(status=TrainingExample.Status.APPROVED)
-
-    def of_kind(self, kind: str):
-        return self.filter(kind=kind)
 
 
 class TrainingExample(models.Model):

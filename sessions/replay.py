@@ -26,11 +26,13 @@ import os
 import re
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from django.utils import timezone
 
-from hyperguild.lib.diffs import BINARY, PatchFailed, apply_diff, diff_block, file_diff, join_diffs
+from hyperguild.lib.diffs import BINARY, FileText, PatchFailed, apply_diff, diff_block, file_diff, join_diffs
+from hyperguild.lib.typed import JSON
 from sessions.models import TrainingExample
 from supervisor.executor import child_environment
 from supervisor.models import SkillRun
@@ -49,7 +51,7 @@ class ReplayError(Exception):
     """The example cannot be replayed (its pre-state or change is not recorded, or does not apply)."""
 
 
-def _apply_files(hashes: dict[str, str], files: list[dict]) -> None:
+def _apply_files(hashes: dict[str, str], files: list[JSON] | None) -> None:
     for item in files or []:
         if item.get("after") is None:
             hashes.pop(item["path"], None)
@@ -75,7 +77,7 @@ def state_hashes(run: SkillRun, after_attempt: int | None = None) -> dict[str, s
 class ContentStore:
     """File texts by content hash: from every recorded run on `project_root`, then from the project itself."""
 
-    def __init__(self, project_root: str, runs: list[SkillRun] = ()):
+    def __init__(self, project_root: str, runs: Sequence[SkillRun] = ()) -> None:
         self.root = Path(project_root) if project_root else None
         self.blobs: dict[str, str | None] = {}
         # Commits whose files a run's pre-state was (apply works on a commit, not on the owner's files).
@@ -89,7 +91,7 @@ class ContentStore:
             if isinstance(commit, str) and GIT_COMMIT.fullmatch(commit) and commit not in self.commits:
                 self.commits.append(commit)
 
-    def text(self, path: str, digest: str):
+    def text(self, path: str, digest: str) -> FileText | None:
         """The file's text, BINARY when only binary content is known, or None when nothing is recorded."""
         if self.blobs.get(digest) is not None:
             return self.blobs[digest]

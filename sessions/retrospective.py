@@ -28,6 +28,7 @@ import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 
@@ -35,9 +36,10 @@ from brain.actions import do_write_raw_note
 from brain.bm25 import tokenize
 from brain.models import Note
 from brain.search import SearchInputError, search
-from hyperguild.lib.llm import LLMBadResponse, LLMError, get_llm_client
+from hyperguild.lib.llm import LLMBadResponse, LLMClient, LLMError, get_llm_client
 from hyperguild.lib.model_calls import mark_model_call
 from hyperguild.lib.text import excerpt
+from hyperguild.lib.typed import JSON
 from sessions.actions import do_record_failed_retrospective, do_record_retrospective
 from sessions.errors import SessionNotFound
 from sessions.models import AgentSession, SessionEntry
@@ -124,7 +126,7 @@ def _entry_line(entry: SessionEntry) -> str:
     return f"{text}: {entry.message}" if entry.message else text
 
 
-def rules_learnings(entries: list[SessionEntry], runs: list) -> list[Learning]:
+def rules_learnings(entries: list[SessionEntry], runs: list[SkillRun]) -> list[Learning]:
     learnings: list[Learning] = []
     covered_skills: set[str] = set()
 
@@ -199,31 +201,31 @@ def rules_learnings(entries: list[SessionEntry], runs: list) -> list[Learning]:
             pending_error = None
 
     # Skill runs of the session: a failed run of a skill followed by a passing one.
-    failed_runs: dict[str, object] = {}
+    failed_runs: dict[str, SkillRun] = {}
     for run in runs:
         if run.status in (Verdict.FAIL, Verdict.ERROR, Verdict.TIMEOUT) and run.skill not in failed_runs:
             failed_runs[run.skill] = run
         elif run.status == Verdict.PASS and run.skill in failed_runs:
-            failed = failed_runs.pop(run.skill)
+            failed_run = failed_runs.pop(run.skill)
             if run.skill in covered_skills:
                 # The log already told this story; attach the runs as evidence.
                 for learning in learnings:
                     if learning.skill == run.skill and learning.kind == "correction" and not learning.runs:
-                        learning.runs = [failed.pk, run.pk]
+                        learning.runs = [failed_run.pk, run.pk]
                 continue
-            why = failed.message or (failed.runner_output or "")[-400:] or failed.status
+            why = failed_run.message or (failed_run.runner_output or "")[-400:] or failed_run.status
             learnings.append(
                 Learning(
                     title=f"{run.skill}: from failure to pass — {excerpt(why, 60)}",
                     body=(
-                        f"Skill run {failed.pk} of `{run.skill}` ended {failed.status}: {why}\n\n"
+                        f"Skill run {failed_run.pk} of `{run.skill}` ended {failed_run.status}: {why}\n\n"
                         f"Skill run {run.pk} passed (verified={run.verified}): {run.message or 'no message'}"
                     ),
                     kind="correction",
                     evidence=[],
                     claim=f"{run.skill} {why}",
                     method="rules",
-                    runs=[failed.pk, run.pk],
+                    runs=[failed_run.pk, run.pk],
                     skill=run.skill,
                 )
             )
@@ -247,7 +249,7 @@ def llm_model_name(llm_model: str | None = None) -> str:
     return llm_model or settings.BRAIN_ANSWER_MODEL or settings.HYPERGUILD_THINKING_MODEL
 
 
-def llm_prompt(session: AgentSession, entries: list[SessionEntry], runs: list) -> list[dict]:
+def llm_prompt(session: AgentSession, entries: list[SessionEntry], runs: list[SkillRun]) -> list[dict[str, Any]]:
     lines = [f"Session {session.external_id} (project {session.project or 'unknown'})", "", "Entries:"]
     for entry in entries[-PROMPT_MAX_ENTRIES:]:
         lines.append(excerpt(_entry_line(entry), PROMPT_MESSAGE_CHARS))
@@ -258,7 +260,9 @@ def llm_prompt(session: AgentSession, entries: list[SessionEntry], runs: list) -
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n".join(lines)}]
 
 
-def llm_learnings(client, model: str, session: AgentSession, entries: list[SessionEntry], runs: list) -> list[Learning]:
+def llm_learnings(
+    client: LLMClient, model: str, session: AgentSession, entries: list[SessionEntry], runs: list[SkillRun]
+) -> list[Learning]:
     try:
         data, result = client.chat_json(
             llm_prompt(session, entries, runs), model=model, schema=LLM_ANSWER_SCHEMA, purpose="retrospective"
@@ -297,7 +301,7 @@ def is_near_duplicate(learning: Learning, note_title: str, note_body: str) -> bo
     return len(words & note_words) / len(words) >= NEAR_DUPLICATE_SHARE
 
 
-def similar_note(learning: Learning, *, exclude_session: str):
+def similar_note(learning: Learning, *, exclude_session: str) -> tuple[Note, float] | tuple[None, None]:
     """The existing note that already says this learning, or None."""
     try:
         response = search(learning.claim[:2000], limit=SIMILAR_CANDIDATES, status="any")
@@ -315,15 +319,15 @@ def similar_note(learning: Learning, *, exclude_session: str):
 # -- the whole run --------------------------------------------------------------------------
 
 
-def _session_runs(session_id: str) -> list:
+def _session_runs(session_id: str) -> list[SkillRun]:
     return list(SkillRun.objects.in_session(session_id).finished().order_by("created_at", "id"))
 
 
-def _result(**values) -> dict:
+def _result(**values: Any) -> JSON:
     return build_result("retrospective", **values)
 
 
-def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
+def run_retrospective(session_id: str, *, llm_model: str | None = None) -> JSON:
     """Look back on one session; write new learnings as raw notes. Safe to run again.
 
     Raises SessionNotFound when nothing was ever logged under `session_id`.
@@ -369,7 +373,7 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
     reported, written, merges = [], [], []
     for learning in learnings:
         key = learning.key(session_id)
-        item = {
+        item: JSON = {
             "title": learning.title,
             "body": learning.body,
             "kind": learning.kind,
@@ -395,7 +399,7 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> dict:
                     "method": learning.method,
                     "retrospective_key": key,
                 }
-                if session.project_id:
+                if session.project:
                     provenance["project"] = session.project.name  # the review queue filters and shows it
                 if model and learning.method == "llm":
                     provenance["model"] = model

@@ -10,34 +10,49 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+
+from django.contrib.auth.models import User
 
 from hyperguild.errors import DomainError
 from hyperguild.lib.model_calls import model_call_context
+from hyperguild.lib.typed import JSON
 from hyperguild.models import ModelCall
 from sessions.retrospective import SessionNotFound, run_retrospective
 from supervisor.models import RoutingEntry
 from supervisor.routing import Attempt, route
 from supervisor.routing_service import routed_result, routing_client
-from supervisor.skills import Verdict
+from supervisor.skills import RetrospectiveInput, RetrospectiveResult, SkillResult, Verdict
 
 
-def routed_retrospective_result(arguments: dict, requested_by=None) -> dict:
-    """A retrospective of `arguments["session_id"]` written by the routed model."""
-    return routed_session_skill(
+def routed_retrospective_result(params: RetrospectiveInput, requested_by: User | None = None) -> RetrospectiveResult:
+    """A retrospective of `params.session_id` written by the routed model (`requested_by`: who asked, a User)."""
+    result = routed_session_skill(
         "retrospective",
-        arguments,
+        params.session_id,
+        params.model,
         lambda session_id, model: run_retrospective(session_id, llm_model=model),
         retrospective_judge,
         "learnings",
         requested_by=requested_by,
     )
+    assert isinstance(result, RetrospectiveResult)
+    return result
 
 
 def routed_session_skill(
-    skill: str, arguments: dict, run_with_model, judge, list_key: str, *, requested_by=None
-) -> dict:
-    """Route a sessions-app skill: `run_with_model(session_id, model)` does the work with the given model,
-    `judge(outcome)` returns None if it passed or why it did not."""
+    skill: str,
+    session_id: str,
+    override: str | None,
+    run_with_model: Callable[[str, str], JSON],
+    judge: Callable[[JSON], str | None],
+    list_key: str,
+    *,
+    requested_by: User | None = None,
+) -> SkillResult:
+    """Route a sessions-app skill on `session_id` (`override`: the model the caller asked for, else the router's):
+    `run_with_model(session_id, model)` does the work with the given model, `judge(outcome)` returns None if it
+    passed or why it did not."""
     started = time.monotonic()
     routing_client()
 
@@ -46,7 +61,7 @@ def routed_session_skill(
         # The model calls made inside are collected, so the entry keeps what was sent and what the model wrote.
         with model_call_context() as recorded:
             try:
-                outcome = run_with_model(arguments["session_id"], model)
+                outcome = run_with_model(session_id, model)
             except SessionNotFound:
                 raise  # the caller's mistake, not the model's: out of route() before anything is logged
             except DomainError as exc:  # a refusal from the code the model's answer went through
@@ -64,9 +79,7 @@ def routed_session_skill(
         return Attempt(status, data=outcome, error=problem or "", latency_ms=_ms(began), **exchange)
 
     # SessionNotFound leaves route() before anything is logged and reaches the caller as a tool error.
-    routed = route(
-        skill, attempt, override=arguments.get("model"), session_id=arguments["session_id"], requested_by=requested_by
-    )
+    routed = route(skill, attempt, override=override, session_id=session_id, requested_by=requested_by)
     values = {
         key: value
         for key, value in routed.data.items()

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from django.apps import AppConfig
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import CheckMessage, Error, register
 from django.core.checks import Warning as CheckWarning
 from django.core.exceptions import ImproperlyConfigured
 
@@ -11,7 +15,7 @@ from sessions.redaction import load_pattern_file
 
 
 @register("hyperguild")
-def check_trainer_secret_patterns(app_configs, **kwargs):
+def check_trainer_secret_patterns(app_configs: Sequence[AppConfig] | None, **kwargs: Any) -> list[CheckMessage]:
     """An unreadable TRAINER_SECRET_PATTERNS_FILE or a bad regex in it would let secrets into training data."""
     path = settings.TRAINER_SECRET_PATTERNS_FILE
     if not path:
@@ -26,7 +30,7 @@ def check_trainer_secret_patterns(app_configs, **kwargs):
 
 
 @register("hyperguild")
-def check_sessions_dir_without_brain_dir(app_configs, **kwargs):
+def check_sessions_dir_without_brain_dir(app_configs: Sequence[AppConfig] | None, **kwargs: Any) -> list[CheckMessage]:
     """Session logs reach disk through the BRAIN_DIR mirror; a sessions folder alone does nothing."""
     if settings.BRAIN_SESSIONS_DIR and not settings.BRAIN_DIR:
         return [

@@ -6,7 +6,9 @@ import logging
 
 from hyperguild import budgets
 from hyperguild.lib.llm import get_llm_client
-from sessions.models import AgentSession
+from sessions.actions import do_record_replay
+from sessions.models import AgentSession, TrainingExample
+from sessions.replay import replay_example as replay
 from sessions.retrospective import run_retrospective
 from sessions.trainer import run_trainer
 
@@ -36,10 +38,6 @@ def trainer_extract(session_id: str | None = None) -> dict:
 
 def replay_example(example_id: int) -> dict:
     """`async_task("sessions.tasks.replay_example", pk)`: what `manage.py trainer_verify` does, for one example."""
-    from sessions.actions import do_record_replay
-    from sessions.models import TrainingExample
-    from sessions.replay import replay_example as replay
-
     example = TrainingExample.objects.filter(pk=example_id).first()
     if example is None:
         return {"skipped": "no such example"}

@@ -9,16 +9,20 @@
 
 from __future__ import annotations
 
+from pydantic import Field
+
+from hyperguild.mcp.contracts import ToolResult
 from hyperguild.mcp.registry import ToolContext, get_endpoint
 from hyperguild.permissions import register_right
 from sessions.actions import do_log_checked_entry
 from sessions.errors import SessionsError
-from sessions.inputs import ENTRY_FIELDS_SCHEMA, SESSION_ID_SCHEMA
+from sessions.inputs import SessionLogInput
 from sessions.retrospective import run_retrospective
 from sessions.routed_skills import routed_retrospective_result
 from sessions.trainer import run_trainer
 from supervisor import skills as _skills
 from supervisor.routing_tools import routed_model_tool, routing
+from supervisor.skills import RetrospectiveInput, RetrospectiveResult, TrainerInput, TrainerResult
 from supervisor.tools import supervisor
 
 # EntryRefused, SessionNotFound… reach the caller as tool errors on every endpoint with sessions tools.
@@ -31,24 +35,15 @@ register_right("sessions:write", scope="sessions:write",
 register_right("sessions:read", scope="sessions:read",
                description="read your own sessions' entries (staff: every session): GET /sessions/<id>/entries")
 
-# The arguments: the session id plus the entry fields, both from the one limit table in sessions.actions.
-SESSION_LOG_INPUT = {
-    **ENTRY_FIELDS_SCHEMA,
-    "required": ["session_id", *ENTRY_FIELDS_SCHEMA["required"]],
-    "properties": {"session_id": SESSION_ID_SCHEMA, **ENTRY_FIELDS_SCHEMA["properties"]},
-}
 
-SESSION_LOG_OUTPUT = {
-    "type": "object",
-    "additionalProperties": False,
-    "required": ["session_id", "seq", "created", "entry_id"],
-    "properties": {
-        "session_id": {"type": "string"},
-        "seq": {"type": "integer", "minimum": 1},
-        "created": {"type": "boolean", "description": "False when an idempotency_key matched an earlier entry."},
-        "entry_id": {"type": "integer"},
-    },
-}
+
+class SessionLogResult(ToolResult):
+    """The entry `session_log` wrote (or found: a retried idempotency_key)."""
+
+    session_id: str
+    seq: int = Field(ge=1)
+    created: bool = Field(description="False when an idempotency_key matched an earlier entry.")
+    entry_id: int
 
 
 @get_endpoint("brain").tool(
@@ -61,15 +56,17 @@ SESSION_LOG_OUTPUT = {
         "retried call returns the first entry instead of writing twice. Log decisions (kind=decision) and "
         "corrections (kind=correction) explicitly: the retrospective turns them into notes."
     ),
-    input_schema=SESSION_LOG_INPUT,
-    output_schema=SESSION_LOG_OUTPUT,
+    input_model=SessionLogInput,
+    result_model=SessionLogResult,
     read_only=False,
     destructive=False,
     idempotent=False,
 )
-def session_log(arguments: dict, ctx: ToolContext) -> dict:
-    fields = {key: value for key, value in arguments.items() if key != "session_id"}
-    return do_log_checked_entry(arguments["session_id"], fields, source="mcp", user=ctx.actor)
+def session_log(params: SessionLogInput, ctx: ToolContext) -> SessionLogResult:
+    # The action checks the entry's fields as a door from outside does (the REST body is the same dict).
+    fields = params.model_dump(exclude_none=True, exclude={"session_id"})
+    logged = do_log_checked_entry(params.session_id, fields, source="mcp", user=ctx.actor)
+    return SessionLogResult.model_validate(logged)
 
 
 
@@ -92,9 +89,9 @@ def session_log(arguments: dict, ctx: ToolContext) -> dict:
     long_running=True,
     reports_usage=True,
 )
-def retrospective(arguments: dict, ctx: ToolContext) -> dict:
+def retrospective(params: RetrospectiveInput, ctx: ToolContext) -> RetrospectiveResult:
     ctx.report_progress(0, 1, "reading the session")
-    result = run_retrospective(arguments["session_id"], llm_model=arguments.get("model"))
+    result = RetrospectiveResult.model_validate(run_retrospective(params.session_id, llm_model=params.model))
     ctx.report_progress(1, 1, "done")
     return result
 
@@ -112,8 +109,8 @@ def retrospective(arguments: dict, ctx: ToolContext) -> dict:
     idempotent=True,
     long_running=True,
 )
-def trainer(arguments: dict, ctx: ToolContext) -> dict:
-    return run_trainer(arguments["session_id"])
+def trainer(params: TrainerInput, ctx: ToolContext) -> TrainerResult:
+    return TrainerResult.model_validate(run_trainer(params.session_id))
 
 
 # --- the routed twins on /mcp/routing (the model is the router's choice) ---------------------
@@ -128,9 +125,9 @@ def trainer(arguments: dict, ctx: ToolContext) -> dict:
     ),
     idempotent=True,
 )
-def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
+def routed_retrospective(params: RetrospectiveInput, ctx: ToolContext) -> RetrospectiveResult:
     ctx.report_progress(0, 1, "asking the routed model")
-    return routed_retrospective_result(arguments, requested_by=ctx.actor)
+    return routed_retrospective_result(params, requested_by=ctx.actor)
 
 
 @routing.tool(
@@ -143,5 +140,5 @@ def routed_retrospective(arguments: dict, ctx: ToolContext) -> dict:
     idempotent=True,
     long_running=True,
 )
-def routed_trainer(arguments: dict, ctx: ToolContext) -> dict:
-    return run_trainer(arguments["session_id"])
+def routed_trainer(params: TrainerInput, ctx: ToolContext) -> TrainerResult:
+    return TrainerResult.model_validate(run_trainer(params.session_id))

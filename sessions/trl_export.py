@@ -25,6 +25,7 @@ import json
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 import yaml
@@ -195,9 +196,9 @@ def split_examples(examples: list[TrainingExample], *, eval_share: float) -> tup
     buckets = {g: int(hashlib.sha1(texts[min(m)].encode()).hexdigest(), 16) % 10_000 for g, m in members.items()}
     in_eval = {g for g, bucket in buckets.items() if bucket < eval_share * 10_000}
     if not in_eval and eval_share > 0 and len(members) >= 2:
-        in_eval = {min(buckets, key=buckets.get)}  # a non-empty eval split whenever there are two groups
+        in_eval = {min(buckets, key=buckets.__getitem__)}  # a non-empty eval split whenever there are two groups
     if len(in_eval) == len(members) and len(members) >= 2:
-        in_eval.discard(max(buckets, key=buckets.get))  # and a non-empty train split
+        in_eval.discard(max(buckets, key=buckets.__getitem__))  # and a non-empty train split
     train = [examples[i] for g, m in sorted(members.items()) if g not in in_eval for i in m]
     evaluation = [examples[i] for g, m in sorted(members.items()) if g in in_eval for i in m]
     return sorted(train, key=lambda e: e.pk), sorted(evaluation, key=lambda e: e.pk)
@@ -276,7 +277,7 @@ def dataset_card(examples: list[TrainingExample], summary: dict, *, status: str,
             if isinstance(flag, dict) and flag.get("pattern"):
                 redactions[flag["pattern"]] += int(flag.get("count") or 1)
 
-    def table(title: str, rows, columns: tuple[str, ...]) -> str:
+    def table(title: str, rows: Iterable[Iterable[object]], columns: tuple[str, ...]) -> str:
         lines = [f"### {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
         lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows] or ["| " + " | ".join("-" for _ in columns) + " |"]
         return "\n".join(lines) + "\n"

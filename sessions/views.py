@@ -12,31 +12,33 @@ import json
 import tempfile
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django_q.tasks import async_task
 
 from brain.models import Note
 from hyperguild.costs import spend_of
-from hyperguild.lib.diff import html_diff
-from hyperguild.lib.diffs import diff_block
+from hyperguild.lib.diffs import diff_block, html_diff
+from hyperguild.lib.typed import JSON, AuthenticatedHttpRequest
 from hyperguild.models import ModelCall
 from hyperguild.ui import paginate, role_action, role_page
 from sessions import actions
 from sessions.actions import may_read_session
 from sessions.activity import SERVICE, MergedActivity, action_choices, people
-from sessions.models import AgentSession, SessionEntry, TrainingExample
+from sessions.models import AgentSession, SessionEntry, TrainingExample, TrainingExampleQuerySet
 from sessions.trl_export import export_examples as export_training_examples
 from supervisor.models import SkillRun
 
 TIMELINE_LIMIT = 1000  # entries shown on a session page; longer sessions show the first ones and say so
-MESSAGE_FIELDS_BY_KIND = {
+MESSAGE_FIELDS_BY_KIND: dict[str, tuple[str, ...]] = {
     TrainingExample.Kind.SFT: ("prompt", "completion"),
     TrainingExample.Kind.DPO: ("prompt", "chosen", "rejected"),
 }
@@ -48,7 +50,7 @@ CURATE = "agent_sessions.curate_trainingexample"  # the curator role (hyperguild
 
 
 @login_required
-def session_list(request: HttpRequest) -> HttpResponse:
+def session_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     sessions = (
         AgentSession.objects.select_related("started_by").annotate(n_entries=Count("entries")).order_by("-updated_at", "-id")
     )
@@ -67,7 +69,7 @@ def session_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def session_detail(request: HttpRequest, external_id: str) -> HttpResponse:
+def session_detail(request: AuthenticatedHttpRequest, external_id: str) -> HttpResponse:
     session = get_object_or_404(AgentSession, external_id=external_id)
     if not may_read_session(session, request.user):
         raise Http404("No such session of yours.")  # another person's session is answered as if it did not exist
@@ -103,7 +105,7 @@ class RejectExampleForm(forms.Form):
     reason = forms.CharField(required=False, max_length=2000)
 
 
-def _filtered_examples(form: TrainingFilterForm):
+def _filtered_examples(form: TrainingFilterForm) -> TrainingExampleQuerySet:
     examples = TrainingExample.objects.all()
     if form.is_valid():
         data = form.cleaned_data
@@ -195,17 +197,17 @@ def training_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return _example_page(request, get_object_or_404(TrainingExample, pk=pk))
 
 
-def provenance_rows(provenance: dict) -> list[dict]:
+def provenance_rows(provenance: JSON) -> list[dict[str, Any]]:
     """Provenance as a table a reader can scan: one row a key, text as text (newlines kept), a mapping as
     its own rows, anything deeper as indented JSON."""
-    def cell(value) -> dict:
+    def cell(value: Any) -> dict[str, str]:
         if value is None or isinstance(value, (str, int, float, bool)):
             return {"text": "—" if value in (None, "") else str(value)}
         if isinstance(value, list) and all(isinstance(item, (str, int, float)) for item in value):
             return {"text": ", ".join(str(item) for item in value) or "—"}
         return {"json": json.dumps(value, indent=2, ensure_ascii=False, default=str)}
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for key, value in (provenance or {}).items():
         if isinstance(value, dict) and value:
             rows.append({"key": key, "rows": [{"key": sub, **cell(inner)} for sub, inner in value.items()]})
@@ -222,7 +224,6 @@ PROMPT_SHOWN_CHARS = 600
 def replay_example_now(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue `trainer_verify` for this one example (the worker replays it; the page shows the result)."""
     example = get_object_or_404(TrainingExample, pk=pk)
-    from django_q.tasks import async_task
 
     async_task(REPLAY_TASK, example.pk, task_name=f"replay-example-{example.pk}", group="training-replay")
     messages.success(request, f"Queued a replay of example #{example.pk}: the worker replays it on its recorded "
@@ -239,7 +240,7 @@ def _after_curation(example: TrainingExample) -> HttpResponse:
 
 
 @role_action(CURATE)
-def approve_example(request: HttpRequest, pk: int) -> HttpResponse:
+def approve_example(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
     try:
         example = actions.do_approve_example(
@@ -252,7 +253,7 @@ def approve_example(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_action(CURATE)
-def reject_example(request: HttpRequest, pk: int) -> HttpResponse:
+def reject_example(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
     form = RejectExampleForm(request.POST)
     if not form.is_valid():
@@ -263,7 +264,7 @@ def reject_example(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @role_action(CURATE)
-def swap_example(request: HttpRequest, pk: int) -> HttpResponse:
+def swap_example(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
     if request.POST.get("confirm") != "1":
         return _example_page(request, example, status=400, errors=[
@@ -284,7 +285,7 @@ def _undo_tag(example: TrainingExample) -> str:
 
 
 @role_action(CURATE)
-def undo_example(request: HttpRequest, pk: int, step: int) -> HttpResponse:
+def undo_example(request: AuthenticatedHttpRequest, pk: int, step: int) -> HttpResponse:
     """Undo an approve, reject or swap; back to the example, to see it as it was."""
     example = get_object_or_404(TrainingExample, pk=pk)
     try:
@@ -297,7 +298,7 @@ def undo_example(request: HttpRequest, pk: int, step: int) -> HttpResponse:
     return redirect("sessions-training-detail", pk=example.pk)
 
 
-def messages_from_post(post, field: str) -> list[dict] | None:
+def messages_from_post(post: QueryDict, field: str) -> list[dict[str, Any]] | None:
     """`<field>-<i>-role` / `<field>-<i>-content` pairs → a message list; None when the form had none."""
     result = []
     index = 0
@@ -310,9 +311,9 @@ def messages_from_post(post, field: str) -> list[dict] | None:
 
 
 @role_action(CURATE)
-def edit_example(request: HttpRequest, pk: int) -> HttpResponse:
+def edit_example(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
-    fields = {}
+    fields: dict[str, Any] = {}
     for name in MESSAGE_FIELDS_BY_KIND[example.kind]:
         value = messages_from_post(request.POST, name)
         if value is not None:

@@ -9,11 +9,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from hyperguild.lib.redaction import redact_fields
-from supervisor.executor import cap
 from supervisor.models import Pathway, RoutingEntry, SkillRun
+from supervisor.output import cap
 from supervisor.skills import build_result
 
 if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
     from supervisor.routing import Attempt, Decision, PathwayKey
 
 
@@ -29,7 +31,7 @@ def do_create_skill_run(
     session_id: str = "",
     route: str = "",
     status: str = SkillRun.Status.QUEUED,
-    requested_by=None,
+    requested_by: User | None = None,
 ) -> SkillRun:
     return SkillRun.objects.create(
         skill=skill,
@@ -68,7 +70,7 @@ def do_beat_skill_run(run_id: int) -> bool:
     return SkillRun.objects.running().filter(pk=run_id).update(heartbeat_at=timezone.now()) == 1
 
 
-def do_record_run_ownership(run_id: int, **fields) -> None:
+def do_record_run_ownership(run_id: int, **fields: int | None) -> None:
     """Record the worker slot (`worker_slot`) or process group (`worker_pgid`) a running run holds now."""
     allowed = {"worker_slot", "worker_pgid"}
     if not fields or set(fields) - allowed:
@@ -181,7 +183,7 @@ def do_log_routing_entry(
     is_final: bool,
     attempt_of: RoutingEntry | None = None,
     session_id: str = "",
-    requested_by=None,
+    requested_by: User | None = None,
 ) -> RoutingEntry:
     """Record one attempt (one INSERT, so concurrent calls cannot lose or merge entries)."""
     usage = attempt.usage or {}

@@ -1,10 +1,18 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, TypedDict
+
 from django.contrib import admin
-from django.db.models import Count, Q
+from django.db.models import Count, Model, Q, QuerySet
+from django.http import HttpRequest
 from django.utils.html import format_html, format_html_join
 
 from hyperguild.admin_mixins import LogAdminMixin
 from hyperguild.lib.redaction import redaction_summary
 from supervisor.models import Pathway, RoutingEntry, SkillRun
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 
 @admin.register(SkillRun)
@@ -27,17 +35,17 @@ class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
         ("Owner", {"fields": ("worker_host", "worker_pid", "worker_pgid", "worker_slot", "heartbeat_at")}),
     )
 
-    def get_readonly_fields(self, request, obj=None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list[str]:
         return [field.name for field in self.model._meta.fields] + [
             "redacted", "change_files", "change_tests", "change_diff", "apply_branch", "apply_gates"
         ]
 
     @admin.display(description="secrets redacted")
-    def redacted(self, obj) -> str:
+    def redacted(self, obj: SkillRun) -> str:
         return redaction_summary(obj.redactions or []) or "—"
 
     @admin.display(description="branch")
-    def apply_branch(self, obj) -> str:
+    def apply_branch(self, obj: SkillRun) -> str:
         result = obj.result if isinstance(obj.result, dict) else {}
         if obj.skill != "apply":
             return "—"
@@ -47,7 +55,7 @@ class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
                            str(result.get("base_commit") or "")[:12], result.get("applied", 0), result.get("refused", 0))
 
     @admin.display(description="findings: outcome and gates")
-    def apply_gates(self, obj) -> str:
+    def apply_gates(self, obj: SkillRun) -> str:
         findings = (obj.result or {}).get("findings") if obj.skill == "apply" and isinstance(obj.result, dict) else None
         if not findings:
             return "—"
@@ -65,7 +73,7 @@ class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
         )
 
     @admin.display(description="files changed")
-    def change_files(self, obj) -> str:
+    def change_files(self, obj: SkillRun) -> str:
         files = (obj.change or {}).get("files") or []
         if not files:
             return "—"
@@ -74,7 +82,7 @@ class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
         )
 
     @admin.display(description="tests before → after")
-    def change_tests(self, obj) -> str:
+    def change_tests(self, obj: SkillRun) -> str:
         change = obj.change or {}
         if not change.get("test_cmd"):
             return "—"
@@ -82,7 +90,7 @@ class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
         return f"{change['test_cmd']}: exit {before.get('exit_code', '—')} before → {after.get('exit_code', '—')} after"
 
     @admin.display(description="unified diff")
-    def change_diff(self, obj) -> str:
+    def change_diff(self, obj: SkillRun) -> str:
         diff = (obj.change or {}).get("diff")
         if not diff:
             return "—"
@@ -101,6 +109,12 @@ class RoutingEntryAdmin(LogAdminMixin, admin.ModelAdmin):
     ordering = ("-created_at",)
 
 
+class DecidedCount(TypedDict):
+    """What PathwayAdmin.get_queryset annotates each pathway with."""
+
+    decided_count: int
+
+
 @admin.register(Pathway)
 class PathwayAdmin(LogAdminMixin, admin.ModelAdmin):
     """Read-only routing memory: which model worked where, its probation, promotion or retirement."""
@@ -110,17 +124,17 @@ class PathwayAdmin(LogAdminMixin, admin.ModelAdmin):
     search_fields = ("key", "area", "recommended_model")
     ordering = ("-updated_at",)
 
-    def get_queryset(self, request):
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Pathway]:
         return super().get_queryset(request).annotate(
             decided_count=Count("entries", filter=Q(entries__reason=RoutingEntry.Reason.PATHWAY))
         )
 
     @admin.display(description="calls decided", ordering="decided_count")
-    def decided(self, obj) -> int:
+    def decided(self, obj: WithAnnotations[Pathway, DecidedCount]) -> int:
         return obj.decided_count
 
     @admin.display(description="success rate")
-    def success_rate(self, obj) -> str:
+    def success_rate(self, obj: Pathway) -> str:
         rate = obj.success_rate
         return "—" if rate is None else f"{rate:.0%}"
 

@@ -44,7 +44,9 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Set
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -66,6 +68,9 @@ from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
 from supervisor.shell_reach import check_shell_arguments
 from supervisor.skills import APPLY_GATE_NAMES, SkillFailed, Verdict
 from supervisor.verification import NO_TEST_COMMAND, TestRun, detect_test_command, run_command
+
+if TYPE_CHECKING:
+    from supervisor.runners import RunContext
 
 GATE_CONFIDENCE, GATE_SIZE, GATE_APPLY, GATE_TESTS, GATE_WARNINGS, GATE_RATIONALE = (
     "confidence", "size", "apply", "tests", "warnings", "rationale"
@@ -93,7 +98,7 @@ def branch_name(source_run_id: int) -> str:
     return f"{BRANCH_PREFIX}{source_run_id}"
 
 
-def _git(cwd: Path, *args: str, cancel_check=None) -> tuple[int | None, str]:
+def _git(cwd: Path, *args: str, cancel_check: Callable[[], bool] | None = None) -> tuple[int | None, str]:
     """(exit code, output) of one git command; None when it could not run to the end (or git is missing)."""
     try:
         ran = executor.run_process(["git", *GIT_CONFIG, *args], cwd=cwd, timeout=GIT_TIMEOUT, cancel_check=cancel_check)
@@ -118,7 +123,7 @@ def head_commit(root: Path) -> str | None:
 
 
 def _source_run(root: Path, arguments: dict) -> SkillRun:
-    run_id = arguments.get("run_id")
+    run_id: Any = arguments.get("run_id")  # as the caller sent it: the lookup finds no run for a bad one
     source = SkillRun.objects.filter(pk=run_id).first()
     if source is None:
         raise ApplyRefused(f"run {run_id} does not exist: pass the run_id a review (or debug) call returned")
@@ -143,7 +148,7 @@ def check_apply_request(root: Path, arguments: dict) -> SkillRun:
     """Refuse a call that cannot work before anything is recorded or run; returns the review run."""
     check_shell_arguments(arguments)
     source = _source_run(root, arguments)
-    commit = source.result["reviewed_commit"]
+    commit = (source.result or {})["reviewed_commit"]  # _source_run checked it is there
     code, _ = _git(root, "cat-file", "-e", f"{commit}^{{commit}}")
     if code != 0:
         raise ApplyRefused(f"the reviewed commit {commit[:12]} is not in the repository at {root} any more")
@@ -224,7 +229,7 @@ def changed_old_lines(diff_u0: str) -> dict[str, list[tuple[int, int]]]:
 
 
 def rationale_problem(finding: dict, work_root: Path, diff_u0: str, shift: int,
-                      patched: set[str] = frozenset()) -> str | None:
+                      patched: Set[str] = frozenset()) -> str | None:
     """Why the change is not the change the finding argues for (None: it is).
 
     `patched` are the paths the patch itself names (relative to the project): a file it creates is
@@ -386,7 +391,7 @@ def _commit_message(entry: dict, source: SkillRun, apply_run_id: int) -> str:
     )
 
 
-def run_apply(ctx) -> dict:
+def run_apply(ctx: RunContext) -> dict:
     root = resolve_project_root(ctx.run.project_root)
     args = ctx.args
     try:
@@ -399,11 +404,9 @@ def run_apply(ctx) -> dict:
     lint_cmd = args.get("lint_cmd") or None
     min_confidence = args.get("min_confidence", settings.SUPERVISOR_APPLY_MIN_CONFIDENCE)
     max_lines = args.get("max_patch_lines", settings.SUPERVISOR_MAX_PATCH_LINES)
-    commit = source.result["reviewed_commit"]
+    commit = (source.result or {})["reviewed_commit"]  # check_apply_request checked it is there
     branch = branch_name(source.pk)
-    from supervisor.tools import run_budget_seconds  # the tools module registers the endpoint: imported late
-
-    deadline = time.monotonic() + run_budget_seconds() - settings.SUPERVISOR_TEST_TIMEOUT * 2 - 30
+    deadline = time.monotonic() + executor.run_budget_seconds() - settings.SUPERVISOR_TEST_TIMEOUT * 2 - 30
     remove_stale_worktrees(root)
     entries: list[dict] = []
     findings = list((source.result or {}).get("findings") or [])
@@ -500,7 +503,7 @@ def _dropped_by_review(index: int, dropped: dict) -> dict:
     }
 
 
-def _try_finding(ctx, entry: dict, finding: dict, worktree: _Worktree, recorder: ChangeRecorder, source: SkillRun,
+def _try_finding(ctx: RunContext, entry: dict, finding: dict, worktree: _Worktree, recorder: ChangeRecorder, source: SkillRun,
                  scratch: Path, *, test_cmd: str, lint_cmd: str | None, lint_before: int | None,
                  min_confidence: float, max_lines: int, shifts: dict[str, int]) -> str | None:
     """Run one finding through the gates, committing or reverting it; a message if the run was cancelled."""

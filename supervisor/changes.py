@@ -19,11 +19,12 @@ Each attempt's own part sits in its `attempt_log` entry (`change`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from django.conf import settings
 
-from hyperguild.lib.diffs import BINARY, as_text, file_diff, join_diffs
+from hyperguild.lib.diffs import BINARY, FileText, as_text, file_diff, join_diffs
 from supervisor.verification import Capture, TestRun, capture
 
 # Characters of one file's text kept in `blobs`.
@@ -31,7 +32,7 @@ BLOB_LIMIT = 256 * 1024
 
 
 class ChangeRecorder:
-    def __init__(self, root: Path, keep: list[str | None] = ()):
+    def __init__(self, root: Path, keep: Iterable[str | None] = ()) -> None:
         self.root = root
         # Files the run may touch whose text is kept even if unchanged (a TDD task's test_path, impl_path).
         self.keep = [path for path in keep if path]
@@ -39,7 +40,7 @@ class ChangeRecorder:
         self.current = self.start
         self.blobs: dict[str, str | None] = {}
 
-    def _blob(self, snap: Capture, path: str):
+    def _blob(self, snap: Capture, path: str) -> FileText | None:
         """The file's text for the diff (None: absent; BINARY: binary or not kept), remembered in `blobs`."""
         digest = snap.hashes.get(path)
         if digest is None:

@@ -94,11 +94,11 @@ def agree(root: Path, reviews: list[ReviewAnswer]) -> Consensus:
             kept.append({**best, "agreed_by": agreed})
             continue
         only = agreed[0]
-        for review, finding, _span_lines in group.members:
+        for number, finding, _span_lines in group.members:
             dropped.append({
                 **finding,
                 "gate": GATE_CONSENSUS,
-                "review": review,
+                "review": number,
                 "reason": (
                     f"only review {only} ({models.get(only, '')}) reported it; a consensus of {len(reviews)} keeps a "
                     f"finding when at least {AGREEMENT} reviews agree on file, overlapping lines and kind"

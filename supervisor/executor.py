@@ -38,11 +38,12 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import IO
 
 from django.conf import settings
 from django.db import connection
@@ -50,6 +51,9 @@ from django.db import connection
 from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
 from hyperguild.lib.text import excerpt
 from hyperguild.mcp.registry import token_settings
+from supervisor.actions import do_record_run_ownership
+from supervisor.models import SkillRun
+from supervisor.output import cap
 
 KILL_GRACE = 5.0
 POLL_INTERVAL = 0.1
@@ -142,18 +146,14 @@ class WorkerResult:
     argv: list[str] = field(default_factory=list)
 
 
-def cap(text: str, limit: int | None = None) -> str:
-    """Keep the head and the tail of long output (the tail is where errors are)."""
-    limit = limit or settings.SUPERVISOR_OUTPUT_CAP
-    if len(text) <= limit:
-        return text
-    marker = f"\n…[{len(text) - limit} characters cut]…\n"
-    head = limit // 4
-    tail = limit - head - len(marker)
-    return text[:head] + marker + text[-tail:]
+def run_budget_seconds() -> float:
+    """The longest a skill run can legitimately take, from the settings in force: the wait for a worker
+    slot, then every attempt at its worker and test timeouts with the kill grace of each."""
+    per_attempt = settings.SUPERVISOR_TIMEOUT + settings.SUPERVISOR_TEST_TIMEOUT + 2 * KILL_GRACE
+    return settings.SUPERVISOR_QUEUE_WAIT + settings.SUPERVISOR_MAX_ATTEMPTS * per_attempt + 30
 
 
-def _matches(name: str, patterns) -> bool:
+def _matches(name: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
 
@@ -247,17 +247,13 @@ def worker_slot(on_wait: Callable[[float], None] | None = None) -> Iterator[int]
 
 def _slots_held_by_runs(run_id: int | None) -> set[int]:
     """Slots recorded on running runs other than this one (a dead owner's worker may still run)."""
-    from supervisor.models import SkillRun
-
     held = SkillRun.objects.running().filter(worker_slot__isnull=False).exclude(pk=run_id)
     return set(held.values_list("worker_slot", flat=True))
 
 
-def _record_on_run(run_id: int | None, **fields) -> None:
+def _record_on_run(run_id: int | None, **fields: int | None) -> None:
     if run_id is None:
         return
-    from supervisor.actions import do_record_run_ownership
-
     try:
         do_record_run_ownership(run_id, **fields)
     except Exception:  # noqa: BLE001 - bookkeeping must not turn a finished worker into a crash
@@ -304,7 +300,7 @@ def kill_group(process: subprocess.Popen, grace: float = KILL_GRACE) -> None:
 class _Drain(threading.Thread):
     """Reads one pipe to the end, remembering when output last arrived."""
 
-    def __init__(self, pipe, name: str):
+    def __init__(self, pipe: IO[bytes], name: str) -> None:
         super().__init__(daemon=True, name=name)
         self.pipe = pipe
         self.chunks: list[bytes] = []
@@ -370,8 +366,10 @@ def run_process(
         on_start(process.pid)
     if input_text is not None:
         threading.Thread(target=_feed, args=(process.stdin, input_text), daemon=True, name=f"stdin-{process.pid}").start()
+    assert process.stdout is not None  # stdout=PIPE
     drains = [_Drain(process.stdout, f"stdout-{process.pid}")]
     if not merge_stderr:
+        assert process.stderr is not None  # stderr=PIPE unless merged into stdout
         drains.append(_Drain(process.stderr, f"stderr-{process.pid}"))
     for drain in drains:
         drain.start()
@@ -404,7 +402,7 @@ def run_process(
     return ProcessResult(outcome, process.returncode, stdout, stderr, process.pid)
 
 
-def _feed(pipe, text: str) -> None:
+def _feed(pipe: IO[bytes], text: str) -> None:
     """Write the whole input and close the pipe (in a thread: a big prompt fills the pipe buffer)."""
     try:
         pipe.write(text.encode("utf-8"))

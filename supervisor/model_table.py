@@ -95,7 +95,7 @@ def consensus_models(skill: str, count: int, requested: str | None = None) -> li
 
 def is_gateway_model(model: str | None) -> bool:
     """`provider/name` models (LiteLLM's naming) run through the gateway, not Anthropic's API."""
-    return bool(model) and "/" in model.strip("/")
+    return model is not None and "/" in model.strip("/")
 
 
 def gateway_problem(model: str | None) -> str | None:

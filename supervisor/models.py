@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Avg, Count, Q
+from django.db.models.functions.datetime import TruncBase
 from django.utils import timezone
 
 from supervisor.skills import Verdict
@@ -140,7 +143,7 @@ class RoutingEntryQuerySet(models.QuerySet):
     def outages(self) -> RoutingEntryQuerySet:
         return self.filter(status=RoutingEntry.Status.OUTAGE)
 
-    def since(self, moment) -> RoutingEntryQuerySet:
+    def since(self, moment: datetime) -> RoutingEntryQuerySet:
         return self.filter(created_at__gte=moment)
 
     # --- the figures: one definition each, used by /routing/stats and the dashboard ----------
@@ -222,7 +225,7 @@ class RoutingEntryQuerySet(models.QuerySet):
             for row in rows
         }
 
-    def router_pass_rate_buckets(self, trunc) -> list[dict]:
+    def router_pass_rate_buckets(self, trunc: type[TruncBase]) -> list[dict]:
         """{skill, bucket, passed, total} per skill and time bucket (`trunc`: TruncHour/TruncDay), on router choices."""
         return list(
             self.router_choices().annotate(bucket=trunc("created_at")).values("skill", "bucket").order_by()
@@ -252,9 +255,6 @@ class RoutingEntryQuerySet(models.QuerySet):
 class PathwayQuerySet(models.QuerySet):
     def for_skill(self, skill: str) -> PathwayQuerySet:
         return self.filter(skill=skill)
-
-    def in_area(self, skill: str, area: str) -> PathwayQuerySet:
-        return self.filter(skill=skill, area=area)
 
     def deciding(self) -> PathwayQuerySet:
         """Pathways past probation whose recommended model the router uses."""

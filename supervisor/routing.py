@@ -41,18 +41,30 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from django.conf import settings
 from django.core.cache import cache
 
-from hyperguild.lib.llm import ChatResult, LLMBadResponse, LLMError, LLMRejected, LLMTruncated, LLMUnavailable
+from hyperguild.lib.llm import (
+    ChatResult,
+    LLMBadResponse,
+    LLMClient,
+    LLMError,
+    LLMRejected,
+    LLMTruncated,
+    LLMUnavailable,
+)
 from hyperguild.lib.model_calls import mark_model_call
 from hyperguild.models import ModelCall
 from supervisor.actions import do_log_routing_entry, do_record_pathway_outcome
 from supervisor.errors import RoutingFailed
 from supervisor.models import Pathway, RoutingEntry
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 CACHE_KEY = "routing:pass-rate:{skill}"
 # A new skill (fewer than MIN_SAMPLES runs) goes to the fast model this often.
@@ -99,10 +111,6 @@ class Decision:
     pass_rate: float | None
     samples: int
     fast_probability: float | None  # None for override / floor / ceil
-
-    @property
-    def is_fast(self) -> bool:
-        return self.model == settings.HYPERGUILD_FAST_MODEL
 
 
 @dataclass
@@ -176,10 +184,6 @@ def pass_rate(skill: str) -> PassRate:
     return fresh
 
 
-def forget_pass_rate(skill: str) -> None:
-    cache.delete(CACHE_KEY.format(skill=skill))
-
-
 # --- the decision --------------------------------------------------------------
 
 
@@ -233,7 +237,7 @@ def route(
     rng: RandomSource | None = None,
     cancelled: Callable[[], bool] | None = None,
     pathway: PathwayKey | None = None,
-    requested_by=None,
+    requested_by: User | None = None,
 ) -> Routed:
     """Decide, attempt, fail open once onto the thinking model, log every attempt.
 
@@ -303,7 +307,7 @@ def failure_hint(attempts: list[Attempt]) -> str:
 
 
 def llm_attempt(
-    client,
+    client: LLMClient,
     messages: list[dict],
     schema: dict,
     check: Callable[[dict], str | None] | None = None,
@@ -319,10 +323,11 @@ def llm_attempt(
 
     def run(model: str) -> Attempt:
         started = time.monotonic()
+        result: ChatResult | None
         try:
             data, result = client.chat_json(messages, model=model, schema=schema, max_tokens=max_tokens, purpose=purpose)
         except LLMBadResponse as exc:
-            result: ChatResult | None = getattr(exc, "result", None)
+            result = getattr(exc, "result", None)
             what = "the answer was cut at the token limit" if isinstance(exc, LLMTruncated) else "the answer failed validation"
             return Attempt(
                 RoutingEntry.Status.FAIL,
@@ -386,6 +391,6 @@ def routing_settings() -> dict:
     }
 
 
-def routing_stats(since) -> dict:
+def routing_stats(since: datetime) -> dict:
     """Every routing figure for entries since `since` (defined once, on RoutingEntryQuerySet)."""
     return RoutingEntry.objects.since(since).figures(settings.HYPERGUILD_FAST_MODEL)

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 from rest_framework import serializers
+from rest_framework.request import Request
 from rest_framework.response import Response
 
 from hyperguild.api import EndpointTokenAPIView
@@ -29,7 +30,7 @@ class RoutingStatsView(EndpointTokenAPIView):
 
     token_endpoint = "routing"
 
-    def get(self, request):
+    def get(self, request: Request) -> Response:
         query = StatsQuery(data=request.query_params)
         query.is_valid(raise_exception=True)
         hours = query.validated_data["window"]

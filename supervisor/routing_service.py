@@ -2,7 +2,7 @@
 
 `supervisor/routing_tools.py` declares the tools and hands each call here:
 
-    result = review(arguments, progress, cancelled)
+    result = review(params, progress, cancelled)    # a ReviewInput in, a ReviewResult out
 
 with `progress(done, total, text)` to tell the caller how far it got and
 `cancelled()` to ask whether the caller went away. Refusals are
@@ -29,10 +29,11 @@ import re
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
-from hyperguild.lib.llm import get_llm_client
+from hyperguild.lib.llm import LLMClient, get_llm_client
 from supervisor import executor, skills, tree_split
 from supervisor.actions import do_add_pathway_fingerprints
 from supervisor.apply import head_commit
@@ -53,7 +54,17 @@ from supervisor.models import Pathway, RoutingEntry
 from supervisor.roots import RootRefused, relative_to_root, resolve_inside, resolve_project_root
 from supervisor.routing import Attempt, PathwayKey, Routed, RoutingFailed, llm_attempt, route
 from supervisor.shell_reach import check_command_right, check_git_range
-from supervisor.skills import Verdict
+from supervisor.skills import (
+    DebugInput,
+    DebugResult,
+    GroundedDiagnosis,
+    GroundedReview,
+    ResultFinding,
+    ReviewInput,
+    ReviewResult,
+    SkillResult,
+    Verdict,
+)
 
 # progress(done, total or None, text): what the caller is told while a call runs.
 Progress = Callable[[float, float | None, str], None]
@@ -110,7 +121,7 @@ def _system_prompt(skill: str) -> str:
     )
 
 
-def routing_client():
+def routing_client() -> LLMClient:
     client = get_llm_client()
     if client is None:
         raise GatewayMissing(
@@ -118,10 +129,6 @@ def routing_client():
             "and restart, or use the same skill on /mcp/supervisor"
         )
     return client
-
-
-def _root(arguments: dict) -> Path:
-    return resolve_project_root(arguments["project_root"])
 
 
 def _numbered(text: str) -> str:
@@ -154,7 +161,8 @@ def _files_block(files: list[tuple[str, str]]) -> str:
 
 def _run(command: list[str] | str, cwd: Path, *, shell: bool = False) -> tuple[int | None, str]:
     """Run a command through the executor's process runner; (exit code or None on timeout, capped output)."""
-    argv = ["/bin/sh", "-c", command] if shell else command
+    argv = ["/bin/sh", "-c", command] if shell and isinstance(command, str) else command
+    assert isinstance(argv, list), "a command without shell=True is an argument list"
     ran = executor.run_process(argv, cwd=cwd, timeout=COMMAND_TIMEOUT_SECONDS, merge_stderr=True)
     output = ran.stdout[-COMMAND_OUTPUT_CHARS:]
     if ran.outcome == ProcessOutcome.TIMEOUT:
@@ -162,9 +170,20 @@ def _run(command: list[str] | str, cwd: Path, *, shell: bool = False) -> tuple[i
     return ran.exit_code, output
 
 
+# check(answer): None when the answer passes, else why not (it may normalise the answer in place).
+Check = Callable[[dict[str, Any]], str | None]
+
+
 def multi_attempt(
-    client, calls: list[list[dict]], schema: dict, check, merge, *, max_tokens: int | None = None, purpose: str = ""
-):
+    client: LLMClient,
+    calls: list[list[dict[str, Any]]],
+    schema: dict[str, Any],
+    check: Check | None,
+    merge: Callable[[list[dict[str, Any]]], dict[str, Any]],
+    *,
+    max_tokens: int | None = None,
+    purpose: str = "",
+) -> Callable[[str], Attempt]:
     """An `attempt` for `route` that asks the model once per message list, merges the answers, then checks.
 
     One list is one call (a plain `llm_attempt`); several are the parts of a
@@ -174,7 +193,11 @@ def multi_attempt(
         return llm_attempt(client, calls[0], schema, check, max_tokens=max_tokens, purpose=purpose)
 
     def run(model: str) -> Attempt:
-        answers, texts, latency, usage, call_ids = [], [], 0, {}, []
+        answers: list[dict[str, Any]] = []
+        texts: list[str] = []
+        latency = 0
+        usage: dict[str, int] = {}
+        call_ids: list[int] = []
         request = [message for messages in calls for message in messages]
         for number, messages in enumerate(calls, start=1):
             one = llm_attempt(client, messages, schema, None, max_tokens=max_tokens, purpose=purpose)(model)
@@ -229,29 +252,37 @@ def seen_here_before(skill_area: PathwayKey) -> str:
     return "\n".join(lines)
 
 
-def remember_fingerprints(key: PathwayKey, findings: list[dict]) -> None:
+def remember_fingerprints(key: PathwayKey, findings: list[ResultFinding]) -> None:
     found = [
-        {"fingerprint": fingerprint(f), "title": str(f.get("title", ""))[:200], "file": f["file"], "line": f["line"]}
-        for f in findings
+        {"fingerprint": fingerprint(_plain(f)), "title": f.title[:200], "file": f.file, "line": f.line} for f in findings
     ]
     do_add_pathway_fingerprints(key, found)
 
 
-def routed_result(skill: str, routed: Routed, started: float, **values) -> dict:
+def _plain(finding: ResultFinding) -> dict[str, Any]:
+    """A finding as the grounding module reads it (a dict: the named fields and the others it carried)."""
+    return finding.model_dump(mode="json")
+
+
+def routed_result(skill: str, routed: Routed, started: float, **values: Any) -> SkillResult:
+    """The skill's result for an answer that passed: the routed model's, after how many attempts."""
     entry = routed.entry
     how = (
         entry.reason
         if entry.reason != RoutingEntry.Reason.FAIL_OPEN
         else f"fail-open retry after {routed.entries[0].model} failed"
     )
-    return skills.build_result(
+    return skills.typed_result(
         skill,
-        status=Verdict.PASS,
-        model_used=entry.model,
-        attempts=routed.attempts,
-        duration_ms=int((time.monotonic() - started) * 1000),
-        message=values.pop("message", "") + f" Answered by {entry.model} ({how}).",
-        **values,
+        skills.build_result(
+            skill,
+            status=Verdict.PASS,
+            model_used=entry.model,
+            attempts=routed.attempts,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            message=values.pop("message", "") + f" Answered by {entry.model} ({how}).",
+            **values,
+        ),
     )
 
 
@@ -261,7 +292,7 @@ def routed_result(skill: str, routed: Routed, started: float, **values) -> dict:
 _UNGROUNDED_GATES = (GATE_FILE, GATE_LINE, GATE_QUOTE)
 
 
-def review_check(root: Path):
+def review_check(root: Path) -> Check:
     """Ground and gate the findings in place; fail the answer if it rests on dropped findings alone or mostly invents."""
 
     def check(data: dict) -> str | None:
@@ -293,18 +324,25 @@ def merge_reviews(answers: list[dict]) -> dict:
     }
 
 
-def review_pathway(arguments: dict, files: list[tuple[str, str]]) -> PathwayKey:
+def review_pathway(params: ReviewInput, files: list[tuple[str, str]]) -> PathwayKey:
     """skill + first two segments of the first file + signal ("git-range" or "paths")."""
     first = files[0][0] if files else "."
-    return PathwayKey.of("review", first, "git-range" if arguments.get("git_range") else "paths")
+    return PathwayKey.of("review", first, "git-range" if params.git_range else "paths")
 
 
-def review_calls(client, arguments: dict, files, diff: str, preface: list[str], progress) -> list[list[dict]]:
+def review_calls(
+    client: LLMClient,
+    params: ReviewInput,
+    files: list[tuple[str, str]],
+    diff: str,
+    preface: list[str],
+    progress: Callable[[str], None],
+) -> list[list[dict[str, Any]]]:
     """The message lists of one review attempt: one for the short files, one per part of each long file."""
     system = {"role": "system", "content": _system_prompt("review")}
     short = [(name, text) for name, text in files if not tree_split.needs_split(text)]
     long = [(name, text) for name, text in files if tree_split.needs_split(text)]
-    diff_block = [f"The change to review (git diff {arguments['git_range']}):\n{diff}"] if diff else []
+    diff_block = [f"The change to review (git diff {params.git_range}):\n{diff}"] if diff else []
     calls = []
     if short or not long:
         body = preface + diff_block + ["The files:\n" + _files_block(short)]
@@ -326,12 +364,12 @@ def review_calls(client, arguments: dict, files, diff: str, preface: list[str], 
     return calls
 
 
-def _review_files(root: Path, arguments: dict) -> tuple[list[tuple[str, str]], str]:
+def _review_files(root: Path, params: ReviewInput) -> tuple[list[tuple[str, str]], str]:
     files: list[tuple[str, str]] = []
     diff = ""
-    for relative in arguments.get("paths", []):
+    for relative in params.paths or []:
         files.append(read_project_file(root, relative))
-    git_range = arguments.get("git_range")
+    git_range = params.git_range
     if git_range:
         check_git_range(git_range)
         code, diff = _run(["git", "diff", "--no-color", "--end-of-options", git_range, "--"], root)
@@ -348,116 +386,130 @@ def _review_files(root: Path, arguments: dict) -> tuple[list[tuple[str, str]], s
     return files, diff
 
 
-def review(arguments: dict, progress: Progress, cancelled: Cancelled, requested_by=None) -> dict:
-    """A routed review: ground the model's findings; a mostly ungrounded answer fails over to the thinking model."""
+def review(params: ReviewInput, progress: Progress, cancelled: Cancelled, requested_by: Any = None) -> ReviewResult:
+    """A routed review: ground the model's findings; a mostly ungrounded answer fails over to the thinking model.
+
+    `requested_by`: the person behind the call (a User), or None for the service identity."""
     started = time.monotonic()
-    root = _root(arguments)
-    files, diff = _review_files(root, arguments)
+    root = resolve_project_root(params.project_root)
+    files, diff = _review_files(root, params)
     client = routing_client()
-    pathway = review_pathway(arguments, files)
+    pathway = review_pathway(params, files)
     preface = [block for block in (seen_here_before(pathway),) if block]
-    if arguments.get("focus"):
-        preface.append(f"Focus: {arguments['focus']}")
-    calls = review_calls(client, arguments, files, diff, preface, lambda text: progress(0, 1, text))
+    if params.focus:
+        preface.append(f"Focus: {params.focus}")
+    calls = review_calls(client, params, files, diff, preface, lambda text: progress(0, 1, text))
     attempt = multi_attempt(
         client, calls, skills.worker_schema("review"), review_check(root), merge_reviews,
         max_tokens=settings.LLM_MAX_TOKENS_REVIEW, purpose="review",
     )  # fmt: skip
-    if (arguments.get("consensus") or 1) > 1:
-        return _consensus_review(arguments, progress, cancelled, root, attempt, pathway, started, requested_by)
+    if (params.consensus or 1) > 1:
+        return _consensus_review(params, progress, cancelled, root, attempt, pathway, started, requested_by)
     progress(0, 1, "asking the routed model")
     try:
         routed = route(
-            "review", attempt, override=arguments.get("model"), session_id=arguments.get("session_id", ""),
+            "review", attempt, override=params.model, session_id=params.session_id or "",
             cancelled=cancelled, pathway=pathway, requested_by=requested_by,
         )
     except RoutingFailed as exc:
         answer = _grounded_answer(exc)
         # The models answered, but nothing they said is grounded: a review, verified false.
-        return skills.build_result(
+        return _review_result(skills.build_result(
             "review",
             status=Verdict.FAIL,
             verified=False,
             model_used=exc.entries[-1].model,
             attempts=len(exc.entries),
             duration_ms=int((time.monotonic() - started) * 1000),
-            findings=answer.get("findings", []),
-            verdict=answer.get("verdict", "comment"),
-            dropped_findings=answer["dropped_findings"],
-            summary=answer.get("summary", ""),
+            findings=answer.findings,
+            verdict=answer.verdict,
+            dropped_findings=answer.dropped_findings,
+            summary=answer.summary,
             reviewed_commit=head_commit(root),
             message="not verified: no model gave a grounded review. "
             + " Then ".join(f"{entry.model} ({entry.reason}): {entry.error}" for entry in exc.entries),
-        )
-    data = routed.data
-    remember_fingerprints(pathway, data["findings"])
+        ))
+    review = GroundedReview.model_validate(routed.data)
+    remember_fingerprints(pathway, review.findings)
     split = f" Tree-split into {len(calls)} calls." if len(calls) > 1 else ""
-    return routed_result(
+    return _review_result(routed_result(
         "review",
         routed,
         started,
         verified=True,
-        findings=data["findings"],
-        verdict=data["verdict"],
-        dropped_findings=data["dropped_findings"],
-        summary=data.get("summary", ""),
+        findings=review.findings,
+        verdict=review.verdict,
+        dropped_findings=review.dropped_findings,
+        summary=review.summary,
         reviewed_commit=head_commit(root),
-        message=f"{len(data['findings'])} grounded findings, {len(data['dropped_findings'])} dropped.{split}",
-    )
+        message=f"{len(review.findings)} grounded findings, {len(review.dropped_findings)} dropped.{split}",
+    ))
 
 
-def _grounded_answer(exc: RoutingFailed) -> dict:
+def _review_result(result: SkillResult | dict[str, Any]) -> ReviewResult:
+    """A review's result as its model (from `build_result`'s dict or `routed_result`)."""
+    typed = result if isinstance(result, SkillResult) else skills.typed_result("review", result)
+    assert isinstance(typed, ReviewResult)
+    return typed
+
+
+def _grounded_answer(exc: RoutingFailed) -> GroundedReview:
     """The last answer of a failed routed review, if it was grounded at all; else the error goes to the caller."""
     answer = exc.answer
     if not (isinstance(answer, dict) and isinstance(answer.get("dropped_findings"), list)):
         raise exc  # no answer to show (gateway error, not JSON): a tool error naming both models
-    return answer
+    return GroundedReview.model_validate(answer)
 
 
 def _consensus_review(
-    arguments: dict, progress: Progress, cancelled: Cancelled, root: Path, attempt, pathway: PathwayKey, started: float,
-    requested_by=None,
-) -> dict:
+    params: ReviewInput, progress: Progress, cancelled: Cancelled, root: Path, attempt: Callable[[str], Attempt],
+    pathway: PathwayKey, started: float, requested_by: Any = None,
+) -> ReviewResult:
     """`consensus` independent routed reviews (each a routed call with its entries and pathway count), then agreement.
 
     The reviewers are the model table's `consensus` models when it lists them (as overrides), else the router
     chooses for each review as for any call.
     """
-    count = arguments["consensus"]
-    listed = consensus_models("review", count, arguments.get("model")) if _table_lists_consensus() else []
-    overrides = listed or [arguments.get("model")] * count
+    count = params.consensus or 1
+    listed = consensus_models("review", count, params.model) if _table_lists_consensus() else []
+    overrides: list[str | None] = [*listed] or [params.model] * count
     reviews, attempts, models = [], 0, []
     for number, override in enumerate(overrides, start=1):
         progress(number - 1, count, f"review {number} of {count}: asking the routed model")
         try:
             routed = route(
-                "review", attempt, override=override, session_id=arguments.get("session_id", ""),
+                "review", attempt, override=override, session_id=params.session_id or "",
                 cancelled=cancelled, pathway=pathway, requested_by=requested_by,
             )
-            data, model, used = routed.data, routed.entry.model, routed.attempts
+            answer = GroundedReview.model_validate(routed.data)
+            model, used = routed.entry.model, routed.attempts
         except RoutingFailed as exc:
-            data, model, used = _grounded_answer(exc), exc.entries[-1].model, len(exc.entries)
+            answer, model, used = _grounded_answer(exc), exc.entries[-1].model, len(exc.entries)
         attempts += used
         models.append(model)
-        grounding = Grounding(kept=data.get("findings", []), dropped=data.get("dropped_findings", []))
-        reviews.append(ReviewAnswer(number, model, grounding, data.get("verdict", "comment"), data.get("summary", "")))
+        grounding = Grounding(
+            kept=[_plain(finding) for finding in answer.findings],
+            dropped=[dropped.model_dump(mode="json") for dropped in answer.dropped_findings],
+        )
+        reviews.append(ReviewAnswer(number, model, grounding, answer.verdict, answer.summary))
     outcome = agree(root, reviews)
     verified, why = review_verified(outcome.grounding, outcome.verdict)
-    remember_fingerprints(pathway, outcome.grounding.kept)
-    return skills.build_result(
+    agreed = [ResultFinding.model_validate(finding) for finding in outcome.grounding.kept]
+    remember_fingerprints(pathway, agreed)
+    return _review_result(skills.build_result(
         "review",
         status=Verdict.PASS if verified else Verdict.FAIL,
         verified=verified,
         model_used=", ".join(dict.fromkeys(models)),
         attempts=attempts,
         duration_ms=int((time.monotonic() - started) * 1000),
-        findings=outcome.grounding.kept,
+        findings=agreed,
         verdict=outcome.verdict,
         dropped_findings=outcome.grounding.dropped,
         summary=outcome.summary,
         reviewed_commit=head_commit(root),
         message=f"consensus of {count} routed reviews ({', '.join(models)}): {why}",
-    )
+    ))
 
 
 def _table_lists_consensus() -> bool:
@@ -482,7 +534,7 @@ def files_named_in(root: Path, text: str) -> list[tuple[str, str]]:
     return found
 
 
-def debug_check(root: Path):
+def debug_check(root: Path) -> Check:
     def check(data: dict) -> str | None:
         findings = data.get("findings", [])
         grounding = ground_findings(root, findings)
@@ -528,7 +580,7 @@ def _cited_lines(name: str, text: str) -> list[int]:
     return [int(number) for number in pattern.findall(text)]
 
 
-def debug_files_block(client, files: list[tuple[str, str]], evidence: str) -> str:
+def debug_files_block(client: LLMClient, files: list[tuple[str, str]], evidence: str) -> str:
     """The files a debug call sees; a long one as its scratchpad plus the parts the output cites (else the last)."""
     short = [(name, text) for name, text in files if not tree_split.needs_split(text)]
     blocks = [_files_block(short)] if short else []
@@ -548,17 +600,20 @@ def debug_files_block(client, files: list[tuple[str, str]], evidence: str) -> st
     return "\n".join(blocks)
 
 
-def debug(arguments: dict, progress: Progress, cancelled: Cancelled, requested_by=None, *, identity=None) -> dict:
+def debug(
+    params: DebugInput, progress: Progress, cancelled: Cancelled, requested_by: Any = None, *, identity: Any = None
+) -> DebugResult:
     """A routed diagnosis of `symptom` from `failing_cmd`'s output and the files it names; it edits nothing.
 
-    `failing_cmd` runs as the service's user: only a caller (`identity`) with the right may send one."""
-    check_command_right(arguments, identity)
+    `failing_cmd` runs as the service's user: only a caller (`identity`, a hyperguild.auth.Identity) with the
+    right may send one."""
+    check_command_right(params.model_dump(exclude_none=True), identity)
     started = time.monotonic()
-    root = _root(arguments)
+    root = resolve_project_root(params.project_root)
     client = routing_client()
     progress(0, 2, "running failing_cmd")
-    code, output = _run(arguments["failing_cmd"], root, shell=True)
-    evidence = f"{arguments['symptom']}\n{output}"
+    code, output = _run(params.failing_cmd, root, shell=True)
+    evidence = f"{params.symptom}\n{output}"
     files = files_named_in(root, evidence)
     exit_text = "timed out" if code is None else f"exit code {code}"
     pathway = PathwayKey.of("debug", files[0][0] if files else ".", debug_signal(code, output))
@@ -569,7 +624,7 @@ def debug(arguments: dict, progress: Progress, cancelled: Cancelled, requested_b
             "role": "user",
             "content": (
                 (f"{seen}\n\n" if seen else "")
-                + f"Symptom:\n{arguments['symptom']}\n\nFailing command: {arguments['failing_cmd']} ({exit_text})\n"
+                + f"Symptom:\n{params.symptom}\n\nFailing command: {params.failing_cmd} ({exit_text})\n"
                 f"Its output (last part):\n{output}\n\nFiles it mentions:\n{debug_files_block(client, files, evidence)}"
             ),
         },
@@ -580,25 +635,27 @@ def debug(arguments: dict, progress: Progress, cancelled: Cancelled, requested_b
     )  # fmt: skip
     progress(1, 2, "asking the routed model")
     routed = route(
-        "debug", attempt, override=arguments.get("model"), session_id=arguments.get("session_id", ""),
+        "debug", attempt, override=params.model, session_id=params.session_id or "",
         cancelled=cancelled, pathway=pathway, requested_by=requested_by,
     )
-    data = routed.data
-    remember_fingerprints(pathway, data["findings"])
-    return routed_result(
+    diagnosis = GroundedDiagnosis.model_validate(routed.data)
+    remember_fingerprints(pathway, diagnosis.findings)
+    result = routed_result(
         "debug",
         routed,
         started,
         runner_output=output,
         verified=None,
-        hypotheses=data["hypotheses"],
-        root_cause=data["root_cause"],
-        fix=data["fix"],
-        files_changed=data.get("files_changed", []),
+        hypotheses=diagnosis.hypotheses,
+        root_cause=diagnosis.root_cause,
+        fix=diagnosis.fix,
+        files_changed=diagnosis.files_changed,
         failing_cmd_passes=None if code != 0 else True,
-        worker_report=data,
-        findings=data["findings"],
-        dropped_findings=data["dropped_findings"],
+        worker_report=routed.data,
+        findings=diagnosis.findings,
+        dropped_findings=diagnosis.dropped_findings,
         reviewed_commit=head_commit(root),
         message=f"Diagnosis only (failing_cmd {exit_text} before): apply the fix, then re-run failing_cmd.",
     )
+    assert isinstance(result, DebugResult)
+    return result

@@ -14,6 +14,7 @@ from hyperguild.permissions import register_right
 from hyperguild.roles import OPERATOR
 from supervisor import routing_service, skills
 from supervisor.errors import SupervisorError
+from supervisor.skills import DebugInput, DebugResult, ReviewInput, ReviewResult
 
 routing = register_endpoint(
     Endpoint(
@@ -42,8 +43,8 @@ routed_model_tool = partial(routing.tool, open_world=True, long_running=True, re
     ),
     read_only=True,
 )
-def review(arguments: dict, ctx: ToolContext) -> dict:
-    return routing_service.review(arguments, ctx.report_progress, ctx.is_cancelled, ctx.actor)
+def review(params: ReviewInput, ctx: ToolContext) -> ReviewResult:
+    return routing_service.review(params, ctx.report_progress, ctx.is_cancelled, ctx.actor)
 
 
 @routed_model_tool(
@@ -55,5 +56,5 @@ def review(arguments: dict, ctx: ToolContext) -> dict:
     ),
     read_only=False,
 )
-def debug(arguments: dict, ctx: ToolContext) -> dict:
-    return routing_service.debug(arguments, ctx.report_progress, ctx.is_cancelled, ctx.actor, identity=ctx.identity)
+def debug(params: DebugInput, ctx: ToolContext) -> DebugResult:
+    return routing_service.debug(params, ctx.report_progress, ctx.is_cancelled, ctx.actor, identity=ctx.identity)

@@ -16,6 +16,7 @@ import json
 import shlex
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -53,6 +54,9 @@ from supervisor.verification import (
     run_command,
 )
 
+if TYPE_CHECKING:
+    from supervisor.models import SkillRun
+
 # Called with one line of progress text ("attempt 1: verifying (...)") for the run's record.
 ReportProgress = Callable[[str], None]
 
@@ -60,7 +64,7 @@ ReportProgress = Callable[[str], None]
 class RunContext:
     """One claimed run: its arguments, model and spec, the progress callback and the attempt log."""
 
-    def __init__(self, run, progress: ReportProgress, cancel_check: Callable[[], bool]):
+    def __init__(self, run: SkillRun, progress: ReportProgress, cancel_check: Callable[[], bool]) -> None:
         self.run = run
         self.args = run.arguments or {}
         self.progress = progress
@@ -95,7 +99,10 @@ class RunContext:
             record_worker_call(worker, model=model, prompt=prompt, purpose=self.skill)
         return worker
 
-    def _spawn(self, prompt: str, model: str, cwd: Path, waiting, gateway_env) -> executor.WorkerResult:
+    def _spawn(
+        self, prompt: str, model: str, cwd: Path, waiting: Callable[[float], None],
+        gateway_env: dict[str, str | None],
+    ) -> executor.WorkerResult:  # fmt: skip
         return executor.run_worker(
             prompt=prompt,
             schema=worker_schema(self.skill),
@@ -108,7 +115,7 @@ class RunContext:
             env_overrides=gateway_env,
         )
 
-    def log(self, attempt: int, worker: executor.WorkerResult, **verification) -> dict:
+    def log(self, attempt: int, worker: executor.WorkerResult, **verification: Any) -> dict:
         entry = {
             "attempt": attempt,
             "worker_status": worker.status,
@@ -123,7 +130,7 @@ class RunContext:
         self.attempt_log.append(entry)
         return entry
 
-    def result(self, **values) -> dict:
+    def result(self, **values: Any) -> dict:
         return build_result(self.skill, model_used=self.model, run_id=self.run.pk, **values)
 
 
@@ -156,16 +163,16 @@ def record_worker_call(worker: executor.WorkerResult, *, model: str, prompt: str
     )  # fmt: skip
 
 
-def _reported_cost(envelope) -> float | None:
+def _reported_cost(envelope: object) -> float | None:
     """The claude CLI's own `total_cost_usd` (None when the envelope has none)."""
     cost = envelope.get("total_cost_usd") if isinstance(envelope, dict) else None
     return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0 else None
 
 
-def run_worker_skill(run, progress: ReportProgress, cancel_check: Callable[[], bool]) -> tuple[dict, RunContext]:
+def run_worker_skill(run: SkillRun, progress: ReportProgress, cancel_check: Callable[[], bool]) -> tuple[dict, RunContext]:
     ctx = RunContext(run, progress, cancel_check)
     try:
-        runner = RUNNERS.get(ctx.spec.runner)
+        runner = RUNNERS.get(ctx.spec.runner or "")  # a skill without a runner has none
         if runner is None:
             raise SkillFailed(f"{run.skill} does not run a worker")
         result = runner(ctx)
@@ -217,6 +224,7 @@ def run_tdd(ctx: RunContext) -> dict:
     if not test_cmd:
         raise SkillFailed(NO_TEST_COMMAND)
     expect = ctx.spec.expect_tests
+    assert expect is not None  # every TDD skill says whether its tests must fail or pass
     stopped, baseline = _baseline(ctx, root, test_cmd)
     if stopped is not None:
         return stopped

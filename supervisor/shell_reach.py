@@ -15,9 +15,15 @@ narrow what reaches a shell, they do not make the token harmless.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 
+from hyperguild.permissions import permission_refusal
 from supervisor.errors import ArgumentRefused
+
+if TYPE_CHECKING:
+    from hyperguild.auth import Identity
 
 
 def check_git_range(git_range: str | None) -> None:
@@ -47,10 +53,8 @@ def check_lint_cmd(lint_cmd: str | None) -> None:
 COMMAND_ARGUMENTS = ("test_cmd", "lint_cmd", "failing_cmd")
 
 
-def check_command_right(arguments: dict, identity) -> None:
+def check_command_right(arguments: dict, identity: Identity | None) -> None:
     """A shell command from the arguments runs as the service's user: only a caller with the right may send one."""
-    from hyperguild.permissions import permission_refusal
-
     given = [name for name in COMMAND_ARGUMENTS if arguments.get(name)]
     if not given or identity is None:
         return

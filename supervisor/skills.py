@@ -1,6 +1,8 @@
 """One definition per skill: its arguments, its result, what its worker must return.
 
-Every skill result shares one shape (`BASE_RESULT_PROPERTIES`):
+Each is a pydantic model (`hyperguild.mcp.contracts`), and the JSON Schemas
+the tools declare and the workers are held to are generated from them. Every
+skill result shares one shape (`SkillResult`):
 
     {status: pass|fail|error|timeout, phase, skill, file_path, runner_output,
      verified, model_used, message, run_id, attempts, duration_ms}
@@ -11,14 +13,15 @@ means the worker answered but verification failed after every attempt;
 `error` means the worker could not be run or answered nonsense; `timeout`
 means it was killed at the deadline or for going silent.
 
-`SKILLS[name].worker_schema` is the JSON Schema passed to `claude
---json-schema`: the worker's own report, recorded but never trusted.
+`SKILLS[name].worker_model` is what a worker must return; its schema
+(`worker_schema(name)`) is passed to `claude --json-schema` and to the routed
+model: the worker's own report, recorded but never trusted.
 
 The routing endpoint reuses `input_schema()` / `result_schema()` for
 `review`, `debug`, `retrospective` and `trainer`. The logic of
 `retrospective` and `trainer` lives in the sessions app
 (`sessions/retrospective.py`, `sessions/trainer.py`), which registers those
-tools; only their schemas are defined here:
+tools; only their models are defined here:
 
 - inputs `{session_id, model?}`;
 - results: the shared shape plus `learnings` (retrospective: candidate notes
@@ -29,9 +32,15 @@ tools; only their schemas are defined here:
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+
+from hyperguild.mcp import contracts
+from hyperguild.mcp.contracts import ToolInput, ToolResult
+from hyperguild.usage import UsageReport
 
 
 class Verdict(StrEnum):
@@ -50,165 +59,435 @@ class Verdict(StrEnum):
 
 STATUSES = [verdict.value for verdict in Verdict if verdict is not Verdict.CANCELLED]
 
-_NULLABLE_STRING = {"type": ["string", "null"]}
 
-BASE_RESULT_PROPERTIES: dict = {
-    "status": {"type": "string", "enum": STATUSES, "description": "the supervisor's verdict"},
-    "phase": {"type": "string", "description": "red, green, refactor, review, debug, spec, …"},
-    "skill": {"type": "string"},
-    "file_path": {**_NULLABLE_STRING, "description": "main file the worker wrote, relative to the project root"},
-    "runner_output": {"type": "string", "description": "output of the supervisor's own check (tests, failing_cmd)"},
-    "verified": {"type": ["boolean", "null"], "description": "true/false from the supervisor's own check; null: nothing to check"},
-    "model_used": {"type": "string"},
-    "message": {"type": "string", "description": "what happened, and why the status is what it is"},
-    "run_id": {"type": ["integer", "null"], "description": "the SkillRun record (admin: /admin/supervisor/skillrun/<id>/)"},
-    "attempts": {"type": "integer", "minimum": 0},
-    "duration_ms": {"type": "integer", "minimum": 0},
-}
-BASE_REQUIRED = list(BASE_RESULT_PROPERTIES)
+# --- the parts the models are made of --------------------------------------------------------
 
-_PROJECT_ROOT = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 1000,
-    "description": "absolute path of the project; must lie under SUPERVISOR_ALLOWED_ROOTS",
-}
-_MODEL = {"type": "string", "minLength": 1, "maxLength": 200, "description": "model override (else the model table)"}
-_SESSION_ID = {"type": "string", "minLength": 1, "maxLength": 200, "description": "your session id, to link the run to the session log"}
-_TEST_CMD = {
-    "type": "string",
-    "minLength": 1,
-    "maxLength": 2000,
-    "description": "shell command that runs the tests (default: detected from go.mod, package.json, pyproject.toml, …)",
-}
-_REL_PATH = {"type": "string", "minLength": 1, "maxLength": 1000}
+def _null() -> None:
+    return None
 
-FINDING_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "file": {"type": "string", "description": "path relative to the project root"},
-        "line": {"type": "integer", "minimum": 1},
-        "severity": {"type": "string", "enum": ["critical", "major", "minor", "nit"]},
-        "title": {"type": "string"},
-        "rationale": {"type": "string"},
-        "suggestion": {"type": "string"},
-        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-        "quote": {
-            "type": "string",
-            "description": "the code at that line, copied exactly (required: a finding without it is dropped)",
-        },
-        "kind": {"type": "string", "description": "the class of bug, e.g. off-by-one, null-deref, injection"},
-    },
-    "required": ["file", "line", "severity", "title", "rationale", "suggestion", "confidence"],
-}
 
-# A finding as the supervisor returns it: grounded, with the patch gate's verdict.
-RESULT_FINDING_SCHEMA = {
-    **FINDING_SCHEMA,
-    "properties": {
-        **FINDING_SCHEMA["properties"],
-        "patch": {"type": ["string", "null"], "description": "the suggestion, if small enough to be a patch"},
-        "patch_refused": {"type": "string", "description": "why the suggestion is not offered as a patch"},
-        "agreed_by": {
-            "type": "array",
-            "items": {"type": "integer", "minimum": 1},
-            "description": "consensus reviews only: the reviews (1-based) that reported this finding",
-        },
-    },
-}
+def nullable(description: str | None = None) -> Any:
+    """A result field that is always there and null until set: `{"type": [X, "null"]}`, required.
 
-# A finding the gates dropped: whatever it said, plus which gate and why.
-DROPPED_FINDING_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "gate": {"type": "string", "enum": ["file", "line", "quote", "rationale", "confidence", "consensus"]},
-        "reason": {"type": "string"},
-        "review": {"type": "integer", "minimum": 1, "description": "consensus reviews only: which review reported it"},
-    },
-    "required": ["gate", "reason"],
-}
+    (A default of None would make it optional and leave it out of the result when None:
+    `hyperguild.mcp.contracts.ToolResult`.)
+    """
+    return Field(default_factory=_null, description=description)
 
-HYPOTHESIS_SCHEMA = {
-    "type": "object",
-    "properties": {"hypothesis": {"type": "string"}, "evidence": {"type": "string"}, "ruled_out": {"type": "boolean"}},
-    "required": ["hypothesis", "evidence"],
-}
 
-LEARNING_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "title": {"type": "string"},
-        "body": {"type": "string"},
-        "kind": {"type": "string", "enum": ["decision", "correction", "surprise", "pattern"]},
-        # The session entries (their seq numbers) the learning rests on.
-        "evidence": {"type": "array", "items": {"type": "integer", "minimum": 1}},
-        "runs": {"type": "array", "items": {"type": "integer"}},
-        "method": {"type": "string"},
-        # written: a new raw note; merge: a near-duplicate of merge_into; exists: written by an earlier run.
-        "outcome": {"type": "string", "enum": ["written", "merge", "exists"]},
-        "note_slug": {"type": "string"},
-        "merge_into": {"type": "object"},
-    },
-    "required": ["title", "body", "kind", "evidence"],
-}
+ProjectRoot = Annotated[
+    str,
+    Field(
+        min_length=1, max_length=1000,
+        description="absolute path of the project; must lie under SUPERVISOR_ALLOWED_ROOTS",
+    ),
+]  # fmt: skip
+ModelName = Annotated[str, Field(min_length=1, max_length=200, description="model override (else the model table)")]
+SessionId = Annotated[
+    str, Field(min_length=1, max_length=200, description="your session id, to link the run to the session log")
+]
+TestCmd = Annotated[
+    str,
+    Field(
+        min_length=1, max_length=2000,
+        description="shell command that runs the tests (default: detected from go.mod, package.json, pyproject.toml, …)",
+    ),
+]  # fmt: skip
+RelPath = Annotated[str, Field(min_length=1, max_length=1000)]
+Count = Annotated[int, Field(ge=0)]
+Confidence = Annotated[float, Field(ge=0, le=1)]
 
-EXAMPLE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "kind": {"type": "string", "enum": ["sft", "dpo"]},
-        "prompt": {"type": "string"},
-        "chosen": {"type": "string"},
-        "rejected": {"type": ["string", "null"]},
-        "source_run_id": {"type": ["integer", "null"]},
-    },
-    "required": ["kind", "prompt", "chosen"],
-}
 
-_FILES_CHANGED = {"type": "array", "items": {"type": "string"}}
+class _Open(ToolResult):
+    """A nested object of a report or a result: the named fields, and whatever else it carries kept as is.
 
-_REVIEWED_COMMIT = {
-    "type": ["string", "null"],
-    "description": "the git commit checked out when the findings were grounded (what `apply` branches from)",
-}
+    An optional field (default None) is left out when None, as in any ToolResult."""
 
-# One finding as `apply` answers it: applied (with its commit) or refused (with the gate, why, the evidence).
-APPLY_GATE_NAMES = ["confidence", "size", "apply", "tests", "warnings", "rationale", "time",
-                    "file", "line", "quote", "consensus"]
-APPLY_FINDING_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "index": {"type": "integer", "minimum": 1},
-        "file": {"type": ["string", "null"]},
-        "line": {"type": ["integer", "null"]},
-        "title": {"type": ["string", "null"]},
-        "kind": {"type": ["string", "null"]},
-        "confidence": {"type": ["number", "null"]},
-        "fingerprint": {"type": "string"},
-        "outcome": {"type": "string", "enum": ["applied", "refused"]},
-        "commit": {"type": ["string", "null"], "description": "the commit on the branch (applied only)"},
-        "gate": {"type": ["string", "null"], "enum": [*APPLY_GATE_NAMES, None], "description": "the gate that refused it"},
-        "reason": {"type": "string"},
-        "output": {"type": "string", "description": "excerpt of the evidence: test or lint output, git's message"},
-        "gates": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"gate": {"type": "string"}, "passed": {"type": "boolean"}, "detail": {"type": "string"}},
-                "required": ["gate", "passed", "detail"],
-            },
-            "description": "every gate tried, in order",
-        },
-    },
-    "required": ["index", "outcome", "gate", "reason", "gates"],
-}
+    model_config = ConfigDict(extra="allow")
+
+
+class Finding(_Open):
+    file: str = Field(description="path relative to the project root")
+    line: int = Field(ge=1)
+    severity: Literal["critical", "major", "minor", "nit"]
+    title: str
+    rationale: str
+    suggestion: str
+    confidence: Confidence
+    quote: str | None = Field(
+        None, description="the code at that line, copied exactly (required: a finding without it is dropped)"
+    )
+    kind: str | None = Field(None, description="the class of bug, e.g. off-by-one, null-deref, injection")
+
+
+class ResultFinding(Finding):
+    """A finding as the supervisor returns it: grounded, with the patch gate's verdict."""
+
+    patch: str | None = nullable("the suggestion, if small enough to be a patch")
+    patch_refused: str | None = Field(None, description="why the suggestion is not offered as a patch")
+    agreed_by: list[Annotated[int, Field(ge=1)]] | None = Field(
+        None, description="consensus reviews only: the reviews (1-based) that reported this finding"
+    )
+
+
+class DroppedFinding(_Open):
+    """A finding the gates dropped: whatever it said, plus which gate and why."""
+
+    gate: Literal["file", "line", "quote", "rationale", "confidence", "consensus"]
+    reason: str
+    review: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="consensus reviews only: which review reported it"
+    )
+
+
+class Hypothesis(_Open):
+    hypothesis: str
+    evidence: str
+    ruled_out: bool | None = None
+
+
+class Learning(_Open):
+    """A candidate note of a retrospective."""
+
+    title: str
+    body: str
+    kind: Literal["decision", "correction", "surprise", "pattern"]
+    # The session entries (their seq numbers) the learning rests on.
+    evidence: list[Annotated[int, Field(ge=1)]]
+    runs: list[int] | None = None
+    method: str | None = None
+    # written: a new raw note; merge: a near-duplicate of merge_into; exists: written by an earlier run.
+    outcome: Literal["written", "merge", "exists"] | None = None
+    note_slug: str | None = None
+    merge_into: dict[str, Any] | None = None
+
+
+class Example(_Open):
+    """A training candidate of the trainer."""
+
+    kind: Literal["sft", "dpo"]
+    prompt: str
+    chosen: str
+    rejected: str | None = nullable()
+    source_run_id: int | None = nullable()
+
+
+ApplyGateName = Literal[
+    "confidence", "size", "apply", "tests", "warnings", "rationale", "time", "file", "line", "quote", "consensus"
+]
+APPLY_GATE_NAMES: list[str] = list(get_args(ApplyGateName))
+
+
+class GateTried(_Open):
+    gate: str
+    passed: bool
+    detail: str
+
+
+class ApplyFinding(_Open):
+    """One finding as `apply` answers it: applied (with its commit) or refused (with the gate, why, the evidence)."""
+
+    index: int = Field(ge=1)
+    file: str | None = nullable()
+    line: int | None = nullable()
+    title: str | None = nullable()
+    kind: str | None = nullable()
+    confidence: float | None = nullable()
+    fingerprint: str | None = None
+    outcome: Literal["applied", "refused"]
+    commit: str | None = nullable("the commit on the branch (applied only)")
+    gate: Annotated[
+        ApplyGateName | None,
+        WithJsonSchema({"type": ["string", "null"], "enum": [*APPLY_GATE_NAMES, None]}),
+        Field(description="the gate that refused it"),
+    ]
+    reason: str
+    output: str | None = Field(None, description="excerpt of the evidence: test or lint output, git's message")
+    gates: list[GateTried] = Field(description="every gate tried, in order")
+
+
+# --- what each worker must return ------------------------------------------------------------
+
+
+class WorkerReport(BaseModel):
+    """A worker's answer: exactly these fields (the schema `claude --json-schema` enforces)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class TddReport(WorkerReport):
+    status: Literal["done", "blocked"]
+    file_path: str = Field(description="main file written, relative to the project root")
+    files_changed: list[str] | None = None
+    test_name: str | None = None
+    summary: str
+
+
+class ReviewReport(WorkerReport):
+    findings: list[Finding]
+    verdict: Literal["approve", "request_changes", "comment"]
+    summary: str
+
+
+class DebugReport(WorkerReport):
+    hypotheses: list[Hypothesis]
+    root_cause: str
+    fix: str
+    files_changed: list[str] | None = None
+    summary: str | None = None
+    # The code the root cause is in, quoted: grounded like a review's findings.
+    findings: list[Finding] | None = None
+
+
+class SpecReport(WorkerReport):
+    title: str
+    spec: str
+    acceptance_criteria: list[str] = Field(min_length=1)
+    open_questions: list[str] | None = None
+
+
+class GroundedReview(_Open):
+    """A review's answer once the supervisor grounded it: the findings kept (with the patch gate's verdict)
+    and the ones dropped, with why (`supervisor.grounding`)."""
+
+    findings: list[ResultFinding] = Field(default_factory=list)
+    verdict: Literal["approve", "request_changes", "comment"] = "comment"
+    summary: str = ""
+    dropped_findings: list[DroppedFinding] = Field(default_factory=list)
+
+
+class GroundedDiagnosis(_Open):
+    """A debug answer once the supervisor grounded the code it quotes."""
+
+    hypotheses: list[Hypothesis]
+    root_cause: str
+    fix: str
+    files_changed: list[str] = Field(default_factory=list)
+    findings: list[ResultFinding] = Field(default_factory=list)
+    dropped_findings: list[DroppedFinding] = Field(default_factory=list)
+
+
+# --- the arguments of each skill -------------------------------------------------------------
+
+
+class SkillInput(ToolInput):
+    """A skill's arguments: exactly these fields (an optional one is None when not given)."""
+
+
+class TddRedInput(SkillInput):
+    project_root: ProjectRoot
+    spec: str = Field(min_length=1, max_length=20000, description="the behaviour to test")
+    test_path: Annotated[RelPath, Field(description="where the test should go (optional hint)")] | None = None
+    test_cmd: TestCmd | None = None
+    model: ModelName | None = None
+    session_id: SessionId | None = None
+
+
+class TddGreenInput(SkillInput):
+    project_root: ProjectRoot
+    test_path: RelPath = Field(description="the failing test, relative to the project root")
+    impl_path: Annotated[RelPath, Field(description="where the implementation goes (optional hint)")] | None = None
+    notes: Annotated[str, Field(max_length=20000)] | None = None
+    test_cmd: TestCmd | None = None
+    model: ModelName | None = None
+    session_id: SessionId | None = None
+
+
+class TddRefactorInput(SkillInput):
+    project_root: ProjectRoot
+    test_path: RelPath
+    impl_path: RelPath
+    goal: Annotated[str, Field(max_length=20000, description="what to improve (optional)")] | None = None
+    test_cmd: TestCmd | None = None
+    model: ModelName | None = None
+    session_id: SessionId | None = None
+
+
+GIT_RANGE_PATTERN = r"^[A-Za-z0-9_./~^@{}-]+(\.\.\.?[A-Za-z0-9_./~^@{}-]+)?$"
+
+
+class ReviewInput(SkillInput):
+    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": ["paths"]}, {"required": ["git_range"]}]})
+
+    project_root: ProjectRoot
+    paths: Annotated[list[RelPath], Field(min_length=1, max_length=200)] | None = None
+    git_range: Annotated[str, Field(min_length=1, max_length=200, pattern=GIT_RANGE_PATTERN)] | None = None
+    focus: Annotated[str, Field(max_length=2000)] | None = None
+    consensus: Literal[2, 3] | None = Field(
+        None,
+        description=(
+            "run this many independent reviews (the model table's `consensus` models when configured, "
+            "else independent samples) and keep a finding only when at least 2 agree on file, "
+            "overlapping lines and kind; the others are dropped with gate consensus"
+        ),
+    )
+    model: ModelName | None = None
+    session_id: SessionId | None = None
+
+    @model_validator(mode="after")
+    def _paths_or_range(self) -> ReviewInput:
+        if self.paths is None and self.git_range is None:
+            raise ValueError("give paths or git_range: what to review")
+        return self
+
+
+class DebugInput(SkillInput):
+    project_root: ProjectRoot
+    symptom: str = Field(min_length=1, max_length=20000)
+    failing_cmd: str = Field(min_length=1, max_length=2000)
+    model: ModelName | None = None
+    session_id: SessionId | None = None
+
+
+class ApplyInput(SkillInput):
+    project_root: ProjectRoot
+    run_id: int = Field(ge=1, description="the verified review (or debug) run to apply")
+    test_cmd: TestCmd | None = None
+    lint_cmd: Annotated[str, Field(min_length=1, max_length=2000)] | None = Field(
+        None, description="shell command printing one line per lint finding (e.g. ruff check --output-format concise)"
+    )
+    min_confidence: Confidence | None = Field(
+        None, description="confidence gate (default SUPERVISOR_APPLY_MIN_CONFIDENCE)"
+    )
+    max_patch_lines: Annotated[int, Field(ge=0, le=500)] | None = Field(
+        None, description="size gate: most added + removed lines (default SUPERVISOR_MAX_PATCH_LINES)"
+    )
+    session_id: SessionId | None = None
+
+
+class SpecInput(SkillInput):
+    text: str = Field(min_length=1, max_length=100000, description="conversation or notes")
+    project: Annotated[str, Field(max_length=200, description="project name, for the note")] | None = None
+    project_root: ProjectRoot | None = None
+    model: ModelName | None = None
+    session_id: SessionId | None = None
+
+
+class TierInput(SkillInput):
+    model_config = ConfigDict(json_schema_extra={"required": []})  # the surface has always said it
+
+    refresh: Annotated[bool, Field(description="ignore the cache")] | None = None
+    session_id: SessionId | None = None
+
+
+class RetrospectiveInput(SkillInput):
+    session_id: SessionId = Field(description="the session to look back on")
+    model: ModelName | None = None
+
+
+class TrainerInput(SkillInput):
+    session_id: SessionId = Field(description="the session to mine")
+    model: ModelName | None = None
+
+
+# --- the result of each skill ----------------------------------------------------------------
+
+
+class SkillResult(ToolResult):
+    """The shape every skill result shares; a skill's result adds its own fields.
+
+    Every field has a neutral value (`build_result` fills them) and is in every
+    result; a skill that asks a model also subclasses `UsageReport` (`usage`,
+    `budget_warning`: optional, left out until the engine fills them).
+    """
+
+    status: Annotated[
+        Verdict, WithJsonSchema({"type": "string", "enum": STATUSES}), Field(description="the supervisor's verdict")
+    ] = Verdict.ERROR
+    phase: str = Field("", description="red, green, refactor, review, debug, spec, …")
+    skill: str = ""
+    file_path: str | None = nullable("main file the worker wrote, relative to the project root")
+    runner_output: str = Field("", description="output of the supervisor's own check (tests, failing_cmd)")
+    verified: bool | None = nullable("true/false from the supervisor's own check; null: nothing to check")
+    model_used: str = ""
+    message: str = Field("", description="what happened, and why the status is what it is")
+    run_id: int | None = nullable("the SkillRun record (admin: /admin/supervisor/skillrun/<id>/)")
+    attempts: Count = 0
+    duration_ms: Count = 0
+
+
+_REVIEWED_COMMIT = "the git commit checked out when the findings were grounded (what `apply` branches from)"
+
+
+class TddResult(SkillResult, UsageReport):
+    files_changed: list[str] = Field(default_factory=list, description="files the worker says it touched")
+    test_cmd: str = Field("", description="the command the supervisor ran")
+    worker_report: dict[str, Any] | None = nullable("the worker's own claim (not trusted)")
+
+
+class TddRedResult(TddResult):
+    test_name: str | None = nullable()
+
+
+class ReviewResult(SkillResult, UsageReport):
+    findings: list[ResultFinding] = Field(default_factory=list)
+    verdict: Literal["approve", "request_changes", "comment", "none"] = "none"
+    dropped_findings: list[DroppedFinding] = Field(default_factory=list)
+    summary: str = ""
+    reviewed_commit: str | None = nullable(_REVIEWED_COMMIT)
+
+
+class DebugResult(SkillResult, UsageReport):
+    hypotheses: list[Hypothesis] = Field(default_factory=list)
+    root_cause: str = ""
+    fix: str = ""
+    files_changed: list[str] = Field(default_factory=list)
+    failing_cmd_passes: bool | None = nullable()
+    worker_report: dict[str, Any] | None = nullable()
+    findings: list[ResultFinding] = Field(default_factory=list)
+    dropped_findings: list[DroppedFinding] = Field(default_factory=list)
+    reviewed_commit: str | None = nullable(_REVIEWED_COMMIT)
+
+
+class ApplyResult(SkillResult):
+    findings: list[ApplyFinding] = Field(default_factory=list)
+    branch: str | None = nullable("the branch holding the commits (null: nothing applied)")
+    base_commit: str | None = nullable("the reviewed commit the branch starts from")
+    source_run_id: int | None = nullable()
+    applied: Count = 0
+    refused: Count = 0
+    test_cmd: str | None = nullable()
+    lint_cmd: str | None = nullable()
+
+
+class SpecResult(SkillResult, UsageReport):
+    title: str = ""
+    spec: str = ""
+    acceptance_criteria: list[str] = Field(default_factory=list)
+    note_id: Annotated[int | str | None, WithJsonSchema({"type": ["integer", "string", "null"]})] = nullable(
+        "the raw note in the brain, if written"
+    )
+
+
+class TierResult(SkillResult):
+    tier: Literal[1, 2, 3] = 3
+    label: Literal["full-online", "lan-only", "airplane"] = "full-online"
+    anthropic_reachable: bool = False
+    litellm_reachable: bool = False
+    cached: bool = False
+
+
+class RetrospectiveResult(SkillResult, UsageReport):
+    learnings: list[Learning] = Field(default_factory=list)
+    count: Count = 0
+    method: Literal["llm", "rules"] | None = Field(None, description="who proposed the learnings")
+    written: list[str] | None = Field(None, description="the raw notes this run wrote (slugs)")
+    merge_suggestions: list[dict[str, Any]] | None = Field(
+        None, description="learnings an existing note already says: {learning, slug, title, status, score}"
+    )
+
+
+class TrainerResult(SkillResult):
+    examples: list[Example] = Field(default_factory=list)
+    count: Count = 0
+    created: Count | None = Field(None, description="how many of the examples are new")
+
+
+# --- the skills ------------------------------------------------------------------------------
 
 
 class SkillFailed(Exception):
     """The run cannot start (bad paths, no test command): status error with this message."""
-
-
-def _object(properties: dict, required: list[str]) -> dict:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
 @dataclass(frozen=True)
@@ -216,10 +495,9 @@ class SkillSpec:
     name: str
     title: str
     description: str
-    inputs: dict  # properties of the tool's arguments
-    required_inputs: list[str]
-    outputs: dict  # result fields beyond the shared shape
-    worker_schema: dict | None = None  # what `claude --json-schema` must return; None: no claude worker
+    input_model: type[SkillInput]
+    result_model: type[SkillResult]
+    worker_model: type[WorkerReport] | None = None  # what a `claude` worker must return; None: no claude worker
     # How a worker run goes (key of `supervisor.runners.RUNNERS`); None for skills without a worker.
     runner: str | None = None
     discipline: str | None = None  # file in the disciplines folder
@@ -228,35 +506,18 @@ class SkillSpec:
     # For TDD phases: what the supervisor's own test run must do ("fail" / "pass").
     expect_tests: str | None = None
     read_only: bool = False
-    extra_input_rules: dict = field(default_factory=dict)
 
-    def input_schema(self) -> dict:
-        schema = _object(copy.deepcopy(self.inputs), list(self.required_inputs))
-        schema.update(copy.deepcopy(self.extra_input_rules))
-        return schema
+    def input_schema(self) -> dict[str, Any]:
+        return contracts.input_schema(self.input_model)
 
-    def result_schema(self) -> dict:
-        properties = {**copy.deepcopy(BASE_RESULT_PROPERTIES), **copy.deepcopy(self.outputs)}
-        schema = {"type": "object", "properties": properties, "required": BASE_REQUIRED + list(self.outputs)}
-        return schema
+    def result_schema(self) -> dict[str, Any]:
+        return contracts.output_schema(self.result_model)
 
+    @property
+    def worker_schema(self) -> dict[str, Any] | None:
+        """What `claude --json-schema` must return (None: no claude worker)."""
+        return None if self.worker_model is None else contracts.input_schema(self.worker_model)
 
-_TDD_OUTPUTS = {
-    "files_changed": {**_FILES_CHANGED, "description": "files the worker says it touched"},
-    "test_cmd": {"type": "string", "description": "the command the supervisor ran"},
-    "worker_report": {"type": ["object", "null"], "description": "the worker's own claim (not trusted)"},
-}
-
-_TDD_WORKER = _object(
-    {
-        "status": {"type": "string", "enum": ["done", "blocked"]},
-        "file_path": {"type": "string", "description": "main file written, relative to the project root"},
-        "files_changed": _FILES_CHANGED,
-        "test_name": {"type": "string"},
-        "summary": {"type": "string"},
-    },
-    ["status", "file_path", "summary"],
-)
 
 SKILLS: dict[str, SkillSpec] = {}
 
@@ -265,17 +526,24 @@ def _add(spec: SkillSpec) -> None:
     SKILLS[spec.name] = spec
 
 
-def _tdd_skill(*, name: str, outputs: dict = _TDD_OUTPUTS, **fields) -> SkillSpec:
-    """A TDD phase: a worker that edits the project, reports in `_TDD_WORKER`, and is judged by the tdd runner."""
+def _tdd_skill(
+    *, name: str, title: str, description: str, input_model: type[SkillInput], phase: str, expect_tests: str,
+    result_model: type[SkillResult] = TddResult,
+) -> SkillSpec:
+    """A TDD phase: a worker that edits the project, reports a `TddReport`, and is judged by the tdd runner."""
     return SkillSpec(
         name=name,
-        outputs=outputs,
-        **fields,
-        worker_schema=_TDD_WORKER,
+        title=title,
+        description=description,
+        input_model=input_model,
+        result_model=result_model,
+        worker_model=TddReport,
         discipline=f"{name}.md",
         runner="tdd",
         allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
-    )
+        phase=phase,
+        expect_tests=expect_tests,
+    )  # fmt: skip
 
 
 _add(
@@ -287,16 +555,8 @@ _add(
             "test command itself: verified=true only if the tests FAIL. Retries with the runner output up to "
             "SUPERVISOR_MAX_ATTEMPTS times."
         ),
-        inputs={
-            "project_root": _PROJECT_ROOT,
-            "spec": {"type": "string", "minLength": 1, "maxLength": 20000, "description": "the behaviour to test"},
-            "test_path": {**_REL_PATH, "description": "where the test should go (optional hint)"},
-            "test_cmd": _TEST_CMD,
-            "model": _MODEL,
-            "session_id": _SESSION_ID,
-        },
-        required_inputs=["project_root", "spec"],
-        outputs={**_TDD_OUTPUTS, "test_name": {"type": ["string", "null"]}},
+        input_model=TddRedInput,
+        result_model=TddRedResult,
         phase="red",
         expect_tests="fail",
     )
@@ -309,16 +569,7 @@ _add(
             "A worker writes the minimum implementation that makes the test at `test_path` pass. The supervisor runs "
             "the tests itself: verified=true only if they PASS."
         ),
-        inputs={
-            "project_root": _PROJECT_ROOT,
-            "test_path": {**_REL_PATH, "description": "the failing test, relative to the project root"},
-            "impl_path": {**_REL_PATH, "description": "where the implementation goes (optional hint)"},
-            "notes": {"type": "string", "maxLength": 20000},
-            "test_cmd": _TEST_CMD,
-            "model": _MODEL,
-            "session_id": _SESSION_ID,
-        },
-        required_inputs=["project_root", "test_path"],
+        input_model=TddGreenInput,
         phase="green",
         expect_tests="pass",
     )
@@ -331,16 +582,7 @@ _add(
             "A worker restructures `impl_path` without changing behaviour. The supervisor runs the tests itself: "
             "verified=true only if they still PASS."
         ),
-        inputs={
-            "project_root": _PROJECT_ROOT,
-            "test_path": _REL_PATH,
-            "impl_path": _REL_PATH,
-            "goal": {"type": "string", "maxLength": 20000, "description": "what to improve (optional)"},
-            "test_cmd": _TEST_CMD,
-            "model": _MODEL,
-            "session_id": _SESSION_ID,
-        },
-        required_inputs=["project_root", "test_path", "impl_path"],
+        input_model=TddRefactorInput,
         phase="refactor",
         expect_tests="pass",
     )
@@ -356,44 +598,13 @@ _add(
             "with the reason. A review whose findings were all dropped, or that asks for changes with no grounded "
             "finding, is verified=false."
         ),
-        inputs={
-            "project_root": _PROJECT_ROOT,
-            "paths": {"type": "array", "items": _REL_PATH, "minItems": 1, "maxItems": 200},
-            "git_range": {"type": "string", "minLength": 1, "maxLength": 200, "pattern": r"^[A-Za-z0-9_./~^@{}-]+(\.\.\.?[A-Za-z0-9_./~^@{}-]+)?$"},
-            "focus": {"type": "string", "maxLength": 2000},
-            "consensus": {
-                "type": "integer",
-                "enum": [2, 3],
-                "description": (
-                    "run this many independent reviews (the model table's `consensus` models when configured, "
-                    "else independent samples) and keep a finding only when at least 2 agree on file, "
-                    "overlapping lines and kind; the others are dropped with gate consensus"
-                ),
-            },
-            "model": _MODEL,
-            "session_id": _SESSION_ID,
-        },
-        required_inputs=["project_root"],
-        outputs={
-            "findings": {"type": "array", "items": RESULT_FINDING_SCHEMA},
-            "verdict": {"type": "string", "enum": ["approve", "request_changes", "comment", "none"]},
-            "dropped_findings": {"type": "array", "items": DROPPED_FINDING_SCHEMA},
-            "summary": {"type": "string"},
-            "reviewed_commit": _REVIEWED_COMMIT,
-        },
-        worker_schema=_object(
-            {
-                "findings": {"type": "array", "items": FINDING_SCHEMA},
-                "verdict": {"type": "string", "enum": ["approve", "request_changes", "comment"]},
-                "summary": {"type": "string"},
-            },
-            ["findings", "verdict", "summary"],
-        ),
+        input_model=ReviewInput,
+        result_model=ReviewResult,
+        worker_model=ReviewReport,
         discipline="review.md",
         runner="review",
         phase="review",
         read_only=True,
-        extra_input_rules={"anyOf": [{"required": ["paths"]}, {"required": ["git_range"]}]},
     )
 )
 _add(
@@ -404,37 +615,9 @@ _add(
             "A worker investigates `symptom`, records hypotheses with evidence, finds the root cause and fixes it. "
             "The supervisor re-runs `failing_cmd` itself and reports whether it passes now (verified)."
         ),
-        inputs={
-            "project_root": _PROJECT_ROOT,
-            "symptom": {"type": "string", "minLength": 1, "maxLength": 20000},
-            "failing_cmd": {"type": "string", "minLength": 1, "maxLength": 2000},
-            "model": _MODEL,
-            "session_id": _SESSION_ID,
-        },
-        required_inputs=["project_root", "symptom", "failing_cmd"],
-        outputs={
-            "hypotheses": {"type": "array", "items": HYPOTHESIS_SCHEMA},
-            "root_cause": {"type": "string"},
-            "fix": {"type": "string"},
-            "files_changed": _FILES_CHANGED,
-            "failing_cmd_passes": {"type": ["boolean", "null"]},
-            "worker_report": {"type": ["object", "null"]},
-            "findings": {"type": "array", "items": RESULT_FINDING_SCHEMA},
-            "dropped_findings": {"type": "array", "items": DROPPED_FINDING_SCHEMA},
-            "reviewed_commit": _REVIEWED_COMMIT,
-        },
-        worker_schema=_object(
-            {
-                "hypotheses": {"type": "array", "items": HYPOTHESIS_SCHEMA},
-                "root_cause": {"type": "string"},
-                "fix": {"type": "string"},
-                "files_changed": _FILES_CHANGED,
-                "summary": {"type": "string"},
-                # The code the root cause is in, quoted: grounded like a review's findings.
-                "findings": {"type": "array", "items": FINDING_SCHEMA},
-            },
-            ["hypotheses", "root_cause", "fix"],
-        ),
+        input_model=DebugInput,
+        result_model=DebugResult,
+        worker_model=DebugReport,
         discipline="debug.md",
         runner="debug",
         allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
@@ -455,37 +638,8 @@ _add(
             "commit; fail: reverted, with the gate, the reason and the evidence. The branch is left for a person "
             "to merge."
         ),
-        inputs={
-            "project_root": _PROJECT_ROOT,
-            "run_id": {"type": "integer", "minimum": 1, "description": "the verified review (or debug) run to apply"},
-            "test_cmd": _TEST_CMD,
-            "lint_cmd": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": 2000,
-                "description": "shell command printing one line per lint finding (e.g. ruff check --output-format concise)",
-            },
-            "min_confidence": {
-                "type": "number", "minimum": 0, "maximum": 1,
-                "description": "confidence gate (default SUPERVISOR_APPLY_MIN_CONFIDENCE)",
-            },
-            "max_patch_lines": {
-                "type": "integer", "minimum": 0, "maximum": 500,
-                "description": "size gate: most added + removed lines (default SUPERVISOR_MAX_PATCH_LINES)",
-            },
-            "session_id": _SESSION_ID,
-        },
-        required_inputs=["project_root", "run_id"],
-        outputs={
-            "findings": {"type": "array", "items": APPLY_FINDING_SCHEMA},
-            "branch": {"type": ["string", "null"], "description": "the branch holding the commits (null: nothing applied)"},
-            "base_commit": {"type": ["string", "null"], "description": "the reviewed commit the branch starts from"},
-            "source_run_id": {"type": ["integer", "null"]},
-            "applied": {"type": "integer", "minimum": 0},
-            "refused": {"type": "integer", "minimum": 0},
-            "test_cmd": {"type": ["string", "null"]},
-            "lint_cmd": {"type": ["string", "null"]},
-        },
+        input_model=ApplyInput,
+        result_model=ApplyResult,
         runner="apply",
         phase="apply",
     )
@@ -498,29 +652,9 @@ _add(
             "A worker turns a conversation or notes into a spec with acceptance criteria. The spec is also written "
             "to the brain as a raw note (when the brain is installed)."
         ),
-        inputs={
-            "text": {"type": "string", "minLength": 1, "maxLength": 100000, "description": "conversation or notes"},
-            "project": {"type": "string", "maxLength": 200, "description": "project name, for the note"},
-            "project_root": _PROJECT_ROOT,
-            "model": _MODEL,
-            "session_id": _SESSION_ID,
-        },
-        required_inputs=["text"],
-        outputs={
-            "title": {"type": "string"},
-            "spec": {"type": "string"},
-            "acceptance_criteria": {"type": "array", "items": {"type": "string"}},
-            "note_id": {"type": ["integer", "string", "null"], "description": "the raw note in the brain, if written"},
-        },
-        worker_schema=_object(
-            {
-                "title": {"type": "string"},
-                "spec": {"type": "string"},
-                "acceptance_criteria": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-                "open_questions": {"type": "array", "items": {"type": "string"}},
-            },
-            ["title", "spec", "acceptance_criteria"],
-        ),
+        input_model=SpecInput,
+        result_model=SpecResult,
+        worker_model=SpecReport,
         discipline="spec.md",
         runner="spec",
         phase="spec",
@@ -535,108 +669,81 @@ _add(
             "1 full-online (the Anthropic API answers), 2 lan-only (only LiteLLM answers), 3 airplane (neither). "
             "Cached for SUPERVISOR_TIER_CACHE_SECONDS."
         ),
-        inputs={"refresh": {"type": "boolean", "description": "ignore the cache"}, "session_id": _SESSION_ID},
-        required_inputs=[],
-        outputs={
-            "tier": {"type": "integer", "enum": [1, 2, 3]},
-            "label": {"type": "string", "enum": ["full-online", "lan-only", "airplane"]},
-            "anthropic_reachable": {"type": "boolean"},
-            "litellm_reachable": {"type": "boolean"},
-            "cached": {"type": "boolean"},
-        },
+        input_model=TierInput,
+        result_model=TierResult,
         phase="tier",
         read_only=True,
     )
 )
-
-
-def _session_skill(name: str, title: str, description: str, session: str, found: str, item: dict) -> SkillSpec:
-    """A sessions-app skill: {session_id (`session`), model?} in; the list `found` of `item`s and its count out."""
-    return SkillSpec(
-        name=name,
-        title=title,
-        description=description,
-        inputs={"session_id": {**_SESSION_ID, "description": session}, "model": _MODEL},
-        required_inputs=["session_id"],
-        outputs={found: {"type": "array", "items": item}, "count": {"type": "integer", "minimum": 0}},
-        phase=name,
-    )
-
-
+# The sessions-app skills: {session_id, model?} in; the list of learnings or examples and its count out.
 _add(
-    _session_skill(
-        "retrospective",
-        "Session retrospective",
-        "Turns a session log into candidate notes (raw) for people to review.",
-        "the session to look back on",
-        "learnings",
-        LEARNING_SCHEMA,
+    SkillSpec(
+        name="retrospective",
+        title="Session retrospective",
+        description="Turns a session log into candidate notes (raw) for people to review.",
+        input_model=RetrospectiveInput,
+        result_model=RetrospectiveResult,
+        phase="retrospective",
     )
 )
 _add(
-    _session_skill(
-        "trainer",
-        "Training candidates from a session",
-        "Turns a session's verified skill runs into SFT/DPO candidates for curation.",
-        "the session to mine",
-        "examples",
-        EXAMPLE_SCHEMA,
+    SkillSpec(
+        name="trainer",
+        title="Training candidates from a session",
+        description="Turns a session's verified skill runs into SFT/DPO candidates for curation.",
+        input_model=TrainerInput,
+        result_model=TrainerResult,
+        phase="trainer",
     )
 )
 
-WORKER_SKILLS = tuple(name for name, spec in SKILLS.items() if spec.worker_schema is not None)
+WORKER_SKILLS = tuple(name for name, spec in SKILLS.items() if spec.worker_model is not None)
 
 
-def input_schema(skill: str) -> dict:
+def input_schema(skill: str) -> dict[str, Any]:
     return SKILLS[skill].input_schema()
 
 
-def result_schema(skill: str) -> dict:
+def result_schema(skill: str) -> dict[str, Any]:
     return SKILLS[skill].result_schema()
 
 
-def tool_declaration(skill: str, *, routed: bool = False) -> dict:
-    """The name, title and schemas of an MCP tool serving `skill` (`routed`: the /mcp/routing twin).
+def tool_declaration(skill: str, *, routed: bool = False) -> dict[str, Any]:
+    """The name, title and models of an MCP tool serving `skill` (`routed`: the /mcp/routing twin).
 
     For `endpoint.tool(**tool_declaration("review"), description=..., read_only=...)`.
     """
-    title = SKILLS[skill].title + (" (routed)" if routed else "")
-    return {"name": skill, "title": title, "input_schema": input_schema(skill), "output_schema": result_schema(skill)}
+    spec = SKILLS[skill]
+    title = spec.title + (" (routed)" if routed else "")
+    return {"name": skill, "title": title, "input_model": spec.input_model, "result_model": spec.result_model}
 
 
-def worker_schema(skill: str) -> dict:
+def worker_schema(skill: str) -> dict[str, Any]:
     schema = SKILLS[skill].worker_schema
     if schema is None:
         raise KeyError(f"{skill} has no worker")
-    return copy.deepcopy(schema)
+    return schema
 
 
-def build_result(skill: str, *, status: Verdict | str = Verdict.ERROR, **values) -> dict:
-    """A result in the shared shape with every field present: `values`, and neutral values for the rest.
+def build_result(skill: str, *, status: Verdict | str = Verdict.ERROR, **values: Any) -> dict[str, Any]:
+    """A result in the shared shape with every field present: `values`, and the model's neutral values for the rest.
 
-    The result is the tool's structured output (and `SkillRun.result`): a dict
-    in the shape `result_schema(skill)` describes, built only here. A status
+    The result as it is stored (`SkillRun.result`) and passed between the
+    runners: a dict in the shape of the skill's `result_model`, built only
+    here; `typed_result` makes the tool's result of it. The optional fields
+    (default None: `usage`, `budget_warning`) stay out until set. A status
     that is not a `Verdict` raises ValueError rather than reaching a caller.
     """
     spec = SKILLS[skill]
-    result = {name: _neutral(schema) for name, schema in {**BASE_RESULT_PROPERTIES, **spec.outputs}.items()}
+    result = {
+        name: field.get_default(call_default_factory=True)
+        for name, field in spec.result_model.model_fields.items()
+        if field.default is not None
+    }
     result.update(status=Verdict(status), phase=spec.phase, skill=skill, **values)
     return result
 
 
-def _neutral(schema: dict):
-    kind = schema.get("type")
-    kinds = kind if isinstance(kind, list) else [kind]
-    if "null" in kinds:
-        return None
-    if "array" in kinds:
-        return []
-    if "boolean" in kinds:
-        return False
-    if "integer" in kinds or "number" in kinds:
-        return schema.get("enum", [0])[-1] if "enum" in schema else 0
-    if "string" in kinds:
-        return "none" if "none" in schema.get("enum", []) else (schema.get("enum", [""])[0])
-    if "object" in kinds:
-        return {}
-    return None
+def typed_result(skill: str, result: dict[str, Any]) -> SkillResult:
+    """`result` (from `build_result`, or stored on a run) as the skill's result model: what its tool returns."""
+    return SKILLS[skill].result_model.model_validate(result)

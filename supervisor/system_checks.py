@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from django.apps import AppConfig
 from django.conf import settings
-from django.core.checks import Error, Info, Warning, register
+from django.core.checks import CheckMessage, Error, Info, Warning, register
+
+from supervisor.model_table import ModelTableError, is_gateway_model, load_table
 
 
 def routing_problems() -> list[str]:
@@ -34,8 +40,8 @@ def single_model_notice() -> str:
 
 
 @register("hyperguild")
-def check_routing_settings(app_configs, **kwargs):
-    messages = [Error(problem, id="hyperguild.E010") for problem in routing_problems()]
+def check_routing_settings(app_configs: Sequence[AppConfig] | None, **kwargs: Any) -> list[CheckMessage]:
+    messages: list[CheckMessage] = [Error(problem, id="hyperguild.E010") for problem in routing_problems()]
     notice = single_model_notice()
     if notice:
         messages.append(Info(notice, id="hyperguild.I010"))
@@ -43,10 +49,8 @@ def check_routing_settings(app_configs, **kwargs):
 
 
 @register("hyperguild")
-def check_gateway_models(app_configs, **kwargs):
+def check_gateway_models(app_configs: Sequence[AppConfig] | None, **kwargs: Any) -> list[CheckMessage]:
     """provider/name models in the model table run through the LiteLLM gateway, which must be set."""
-    from supervisor.model_table import ModelTableError, is_gateway_model, load_table
-
     if settings.LITELLM_BASE_URL:
         return []
     try:
@@ -80,5 +84,5 @@ def heartbeat_problems() -> list[str]:
 
 
 @register("hyperguild")
-def check_heartbeat_settings(app_configs, **kwargs):
+def check_heartbeat_settings(app_configs: Sequence[AppConfig] | None, **kwargs: Any) -> list[CheckMessage]:
     return [Error(problem, id="hyperguild.E011") for problem in heartbeat_problems()]

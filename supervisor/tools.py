@@ -13,15 +13,18 @@ and kills the worker's process group.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django_q.tasks import async_task
 
 from hyperguild import budgets
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError, register_endpoint
 from hyperguild.permissions import register_right
 from hyperguild.roles import OPERATOR
-from hyperguild.usage import usage_of
+from hyperguild.usage import UsageReport, summed_usage
 from supervisor import executor, reaper
 from supervisor.actions import do_create_skill_run, do_request_cancel
 from supervisor.apply import check_apply_request
@@ -30,7 +33,16 @@ from supervisor.model_table import ModelTableError, consensus_models, gateway_pr
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
 from supervisor.shell_reach import check_command_right, check_shell_arguments
-from supervisor.skills import SKILLS, Verdict, build_result
+from supervisor.skills import (
+    SKILLS,
+    SkillInput,
+    SkillResult,
+    TierInput,
+    TierResult,
+    Verdict,
+    build_result,
+    typed_result,
+)
 from supervisor.tier import current_tier
 
 POLL_SECONDS = 0.25
@@ -65,8 +77,6 @@ def run_budget_seconds() -> float:
 
 
 def enqueue_run(run_id: int) -> None:
-    from django_q.tasks import async_task
-
     async_task(
         "supervisor.tasks.run_skill",
         run_id,
@@ -76,7 +86,7 @@ def enqueue_run(run_id: int) -> None:
     )
 
 
-def _check_paths(skill: str, arguments: dict) -> str:
+def _check_paths(skill: str, arguments: dict[str, Any]) -> str:
     """Refuse bad roots, paths and shell arguments before anything is recorded or spawned."""
     check_shell_arguments(arguments)
     if "project_root" not in arguments:
@@ -92,9 +102,14 @@ def _check_paths(skill: str, arguments: dict) -> str:
     return str(root)
 
 
-def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor", requested_by=None) -> SkillRun:
+def start_skill_run(
+    skill: str, arguments: dict[str, Any], *, endpoint: str = "supervisor", requested_by: Any = None
+) -> SkillRun:
+    """Check `arguments` (a skill's arguments as JSON, as the run keeps them), record the run and queue it.
+
+    `requested_by`: the person behind the call (a User), or None for the service identity."""
     root = _check_paths(skill, arguments)
-    if SKILLS[skill].worker_schema is None:
+    if SKILLS[skill].worker_model is None:
         model = ""  # no worker, no model (apply)
     elif arguments.get("consensus"):
         model = ", ".join(dict.fromkeys(consensus_models(skill, arguments["consensus"], arguments.get("model"))))
@@ -120,7 +135,7 @@ def start_skill_run(skill: str, arguments: dict, *, endpoint: str = "supervisor"
     return run
 
 
-def wait_for_run(run: SkillRun, ctx: ToolContext) -> dict:
+def wait_for_run(run: SkillRun, ctx: ToolContext) -> dict[str, Any]:
     """Block until the run is finished, relaying progress and cancellation."""
     deadline = time.monotonic() + run_budget_seconds()
     last_sent_text = None
@@ -180,19 +195,21 @@ def _wait_until_finished(run_id: int, seconds: float) -> bool:
     return False
 
 
-def _worker_tool(skill: str, *, read_only: bool = False, destructive: bool = False):
+def _worker_tool(
+    skill: str, *, read_only: bool = False, destructive: bool = False
+) -> Callable[[SkillInput, ToolContext], SkillResult]:
     spec = SKILLS[skill]
 
-    def handler(arguments: dict, ctx: ToolContext) -> dict:
+    def handler(params: SkillInput, ctx: ToolContext) -> SkillResult:
+        # The run keeps its arguments as JSON, as they were given (an argument not given stays out).
+        arguments = params.model_dump(mode="json", exclude_none=True)
         check_command_right(arguments, ctx.identity)
         try:
             run = start_skill_run(skill, arguments, requested_by=ctx.actor)
-            result = wait_for_run(run, ctx)
-            if spec.worker_schema is not None:
+            result = typed_result(skill, wait_for_run(run, ctx))
+            if isinstance(result, UsageReport):
                 # The worker's calls were recorded by the process that ran it, and linked to the run.
-                usage = usage_of(list(run.model_calls.values_list("pk", flat=True)))
-                if usage is not None:
-                    result = {**result, "usage": usage}
+                result.usage = summed_usage(list(run.model_calls.values_list("pk", flat=True)))
             return result
         finally:
             # The engine may run this in a thread of its own that ends with the
@@ -205,14 +222,14 @@ def _worker_tool(skill: str, *, read_only: bool = False, destructive: bool = Fal
         name=skill,
         title=spec.title,
         description=spec.description,
-        input_schema=spec.input_schema(),
-        output_schema=spec.result_schema(),
+        input_model=spec.input_model,
+        result_model=spec.result_model,
         read_only=read_only,
         destructive=destructive,
         idempotent=False,
         open_world=True,
         long_running=True,  # minutes of a worker: run as an MCP task when the client can poll
-        reports_usage=spec.worker_schema is not None,  # apply asks no model
+        reports_usage=spec.worker_model is not None,  # apply asks no model
     )(handler)
     return handler
 
@@ -230,16 +247,16 @@ apply = _worker_tool("apply")
     name="tier",
     title=SKILLS["tier"].title,
     description=SKILLS["tier"].description,
-    input_schema=SKILLS["tier"].input_schema(),
-    output_schema=SKILLS["tier"].result_schema(),
+    input_model=TierInput,
+    result_model=TierResult,
     read_only=True,
     idempotent=True,
     open_world=True,
 )
-def tier(arguments: dict, ctx: ToolContext) -> dict:
+def tier(params: TierInput, ctx: ToolContext) -> TierResult:
     started = time.monotonic()
-    found, cached = current_tier(refresh=bool(arguments.get("refresh")))
-    return build_result(
+    found, cached = current_tier(refresh=bool(params.refresh))
+    values = build_result(
         "tier",
         status=Verdict.PASS,
         verified=None,
@@ -251,4 +268,4 @@ def tier(arguments: dict, ctx: ToolContext) -> dict:
         litellm_reachable=found["litellm_reachable"],
         cached=cached,
     )
-
+    return TierResult.model_validate(values)

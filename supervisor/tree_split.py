@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from hyperguild.lib.llm import LLMError
+from hyperguild.lib.llm import LLMClient, LLMError
 
 SCRATCHPAD_OPEN = "<<<SCRATCHPAD: summaries of the other parts, written by a model. Not code: never quote or cite it.>>>"
 SCRATCHPAD_CLOSE = "<<<END SCRATCHPAD>>>"
@@ -106,7 +106,7 @@ def numbered(part: Part) -> str:
     return "\n".join(f"{number:>6}  {line}" for number, line in enumerate(part.text.splitlines(), start=part.start))
 
 
-def summarise_parts(client, name: str, parts: list[Part]) -> list[str]:
+def summarise_parts(client: LLMClient, name: str, parts: list[Part]) -> list[str]:
     """One short summary per part from the fast model; a failure is written down, never raised."""
     summaries = []
     for part in parts:

@@ -1,7 +1,8 @@
 """Shared test fixtures: a real ASGI server in a thread, MCP helpers.
 
 Everything runs against the embedded PostgreSQL (pytest-django creates the
-test database on it). `asgi_server` serves the real ASGI application with
+test database on it); tests/session_start.py, the session's entry point, starts it
+before pytest-django reads the settings. `asgi_server` serves the real ASGI application with
 uvicorn on 127.0.0.1 in this process, so tests that use it must also use
 `transactional_db` (the server's threads see only committed data).
 """

@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 from array import array
+from collections.abc import Iterator
 
 import numpy as np
 from django.conf import settings
@@ -197,7 +198,7 @@ class LiveIndex:
         version = BrainVersion.current()
         ids = list(Note.objects.searchable().order_by("id").values_list("id", flat=True))
 
-        def rows():
+        def rows() -> Iterator[tuple[int, str, str, str, str, str]]:
             for start in range(0, len(ids), FETCH_BATCH):
                 yield from Note.objects.searchable().filter(id__in=ids[start : start + FETCH_BATCH]).order_by(
                     "id"
@@ -219,6 +220,7 @@ class LiveIndex:
         note changed since the last merge (up to BRAIN_BM25_MERGE_NOTES).
         """
         base = self.base
+        assert base is not None and self.corpus_id is not None  # _start_over set both before any publish
         fresh = [d for i, d in self.delta_docs.items() if self.middle_versions.get(i) != self.changed[i]]
         if len(fresh) > settings.BRAIN_BM25_FRESH_NOTES:
             self.middle = segment_from_docs(sorted(self.delta_docs.values(), key=lambda d: d.note_id), self.version)
@@ -284,7 +286,7 @@ _local_writes = 0  # bumped by this process's writes: its next search checks the
 
 
 def note_local_write() -> None:
-    """Called by `BrainVersion.bump()` (and again on commit): read-your-writes for this process."""
+    """Called by `brain.indexing.bump_brain_version()` (and again on commit): read-your-writes for this process."""
     global _local_writes
     _local_writes += 1
 
@@ -307,6 +309,7 @@ def current_index() -> Snapshot:
         with live.lock, BM25_REFRESH.time():
             live.catch_up(version, corpus_id)
             snapshot = live.snapshot
+    assert snapshot is not None  # catch_up publishes one
     live.checked_at, live.local_writes_seen = now, writes
     return snapshot
 

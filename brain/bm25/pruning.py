@@ -26,6 +26,7 @@ identical, not merely close. Small parts (the middle and delta segments) are sco
 from __future__ import annotations
 
 from collections import Counter
+from typing import Protocol
 
 import numpy as np
 
@@ -42,6 +43,22 @@ BOUND_MARGIN = 1e-9
 FILTERS = (("status_codes", "status"), ("wing_codes", "wing"), ("hall_codes", "hall"))
 
 
+class Ranked(Protocol):
+    """What pruned_rank reads of a `brain.bm25.snapshot.Snapshot` (named here: snapshot imports this module)."""
+
+    parts: list[Segment]
+    alives: list[np.ndarray | None]
+    avgdl: float
+
+    def term_info(self, token: str) -> tuple[tuple[int, ...], int, float]: ...
+
+    def length_norms(self) -> list[np.ndarray]: ...
+
+
+Terms = list[tuple[int, float]]  # (term id in a part, idf) per query token occurrence
+Codes = list[tuple[str, int]]  # (a Segment's codes attribute, the filter's code there)
+
+
 class TopK:
     """The best `limit` candidates seen so far: score descending, then note id ascending."""
 
@@ -53,7 +70,7 @@ class TopK:
     def add(self, ids: np.ndarray, scores: np.ndarray) -> None:
         threshold = self.threshold
         if threshold is not None:  # below θ: can never enter (equal to it: may, on its note id)
-            keep = scores >= threshold
+            keep: np.ndarray = scores >= threshold
             ids, scores = ids[keep], scores[keep]
         if not len(ids):
             return
@@ -77,7 +94,7 @@ class TopK:
 
 
 def pruned_rank(
-    snapshot, query_tokens: list[str], *, limit: int, filters: dict[str, str | None]
+    snapshot: Ranked, query_tokens: list[str], *, limit: int, filters: dict[str, str | None]
 ) -> list[tuple[int, float]]:
     """The (note id, score) of the best `limit` live notes matching a token, as `Snapshot.rank()` without shares."""
     infos = {}
@@ -96,10 +113,11 @@ def pruned_rank(
         terms = [(ids[index], idf) for ids, idf in occurrences if ids[index] >= 0]
         if not terms or not len(seg):
             continue
-        codes = []
+        codes: Codes = []
         for codes_name, name in FILTERS:
-            if filters.get(name) is not None:
-                codes.append((codes_name, seg.code(filters[name])))
+            wanted = filters.get(name)
+            if wanted is not None:
+                codes.append((codes_name, seg.code(wanted)))
         total = sum(int(seg.offsets[t + 1] - seg.offsets[t]) for t in dict.fromkeys(t for t, _ in terms))
         if any(code < 0 for _, code in codes):  # no document of this part has that label
             stats.postings_skipped += total
@@ -128,7 +146,7 @@ def _contribution(norms: np.ndarray, idf: float, docs: np.ndarray, tfs: np.ndarr
     return idf * (tf * (K1 + 1) / (tf + norms[docs]))
 
 
-def _score_whole(seg, norms, terms, alive, codes, top: TopK) -> int:
+def _score_whole(seg: Segment, norms: np.ndarray, terms: Terms, alive: np.ndarray | None, codes: Codes, top: TopK) -> int:
     scores = np.zeros(len(seg), dtype=np.float64)
     matched = np.zeros(len(seg), dtype=bool)
     scored = 0
@@ -147,7 +165,9 @@ def _score_whole(seg, norms, terms, alive, codes, top: TopK) -> int:
     return scored
 
 
-def _score_blocks(seg, norms, terms, alive, codes, top: TopK, avgdl: float) -> int:
+def _score_blocks(
+    seg: Segment, norms: np.ndarray, terms: Terms, alive: np.ndarray | None, codes: Codes, top: TopK, avgdl: float
+) -> int:
     blocks = seg.blocks
     bound = np.zeros(blocks, dtype=np.float64)
     has = np.zeros(blocks, dtype=bool)
@@ -198,11 +218,12 @@ def _score_blocks(seg, norms, terms, alive, codes, top: TopK, avgdl: float) -> i
     else:
         return scored
     rest = order[position:]
-    rest = np.sort(rest[bound[rest] >= top.threshold])
+    assert threshold is not None  # the loop leaves by `break` only once θ is set (and θ is top.threshold)
+    rest = np.sort(rest[bound[rest] >= threshold])
     return scored + _maxscore(seg, norms, terms, term_bounds, rest, alive, codes, top)
 
 
-def _gather(seg, term: int, take: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _gather(seg: Segment, term: int, take: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The docs and tfs of `term`'s postings inside blocks `take` (ascending): in document order."""
     start, end = seg.offsets[term], seg.offsets[term + 1]
     term_docs = seg.post_docs[start:end]
@@ -215,12 +236,16 @@ def _gather(seg, term: int, take: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return term_docs[index], seg.post_tfs[start:end][index]
 
 
-def _maxscore(seg, norms, terms, term_bounds: dict[int, np.ndarray], rest: np.ndarray, alive, codes, top: TopK) -> int:
+def _maxscore(
+    seg: Segment, norms: np.ndarray, terms: Terms, term_bounds: dict[int, np.ndarray], rest: np.ndarray,
+    alive: np.ndarray | None, codes: Codes, top: TopK,
+) -> int:  # fmt: skip
     """MaxScore over blocks `rest`: the terms whose bounds there sum below θ are non-essential, as a note holding
     only those cannot reach θ. The essential terms' postings give the candidates; a candidate whose essential
     part plus every non-essential bound stays below θ is dropped; the rest look the non-essential terms up
     (a binary search each, not a pass over their lists) and are scored exactly."""
     threshold = top.threshold
+    assert threshold is not None  # _score_blocks comes here only once θ is set
     if not len(rest):
         return 0
     idf_of = dict(terms)
@@ -289,7 +314,10 @@ def _maxscore(seg, norms, terms, term_bounds: dict[int, np.ndarray], rest: np.nd
     return scored
 
 
-def _score_selected(seg, norms, terms, distinct, take: np.ndarray, alive, codes, top: TopK) -> int:
+def _score_selected(
+    seg: Segment, norms: np.ndarray, terms: Terms, distinct: list[int], take: np.ndarray, alive: np.ndarray | None,
+    codes: Codes, top: TopK,
+) -> int:  # fmt: skip
     """Score every document of blocks `take` (ascending) exactly, in a local array of len(take) blocks."""
     width = len(take) * BLOCK_DOCS
     scores = np.zeros(width, dtype=np.float64)

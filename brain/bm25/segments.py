@@ -182,6 +182,7 @@ def build_segment(
         doc_of = rank[doc_of]
     n = len(note_ids)
     if term_of is not None:
+        assert term_keys is not None  # term_of indexes term_keys
         # Sorting the few distinct keys and renumbering the pairs equals np.unique(keys, return_inverse=True)
         # without sorting a copy of every pair's key (at 1,000,000 notes: 93 million, 2 GB of scratch).
         by_key = np.argsort(term_keys, kind="stable")
@@ -190,6 +191,7 @@ def build_segment(
         renumber[by_key] = np.arange(len(by_key), dtype=np.int32)
         term_ids = renumber[term_of]
     else:
+        assert keys is not None  # without term_of, keys name each pair's term
         vocabulary, term_ids = np.unique(keys, return_inverse=True)
         term_ids = term_ids.astype(np.int32)
     doc_of = doc_of.astype(np.int32, copy=False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 import numpy as np
 from django.conf import settings
@@ -12,6 +13,14 @@ from brain.bm25.okapi import EPSILON, K1, B
 from brain.bm25.pruning import pruned_rank
 from brain.bm25.segments import Segment, segment_from_docs, segment_from_rows
 from brain.bm25.text import term_key
+
+
+class Filters(TypedDict, total=False):
+    """The labels a ranking can be narrowed to (None: any)."""
+
+    wing: str | None
+    hall: str | None
+    status: str | None
 
 
 @dataclass(frozen=True)
@@ -26,10 +35,6 @@ class QueryScores:
     weights: list[np.ndarray] | None
     total_weight: float
     counts: list[np.ndarray] | None = None  # with weights: how many distinct query terms each document holds
-
-    @property
-    def distinct_terms(self) -> int:
-        return len(set(self.tokens))
 
 
 class Snapshot:
@@ -117,7 +122,7 @@ class Snapshot:
             # The base's df in its own term order; the small parts' terms are added to it where the base
             # has them, and the rest summed among themselves (sorting only those, not the base's vocabulary).
             base_keys = self.base.keys
-            df = None
+            df = np.zeros(0, dtype=np.float64)  # part 0, the base, sets it
             extra_keys, extra_dfs = [], []
             for part, seg in enumerate(self.parts):
                 part_df = np.diff(seg.offsets).astype(np.float64)
@@ -216,7 +221,7 @@ class Snapshot:
         return note_shares, {int(note_id): int(counts[i]) for i, note_id in enumerate(note_ids)}
 
     def rank(
-        self, query_tokens: list[str], *, limit: int, exhaustive: bool | None = None, **filters: str | None
+        self, query_tokens: list[str], *, limit: int, exhaustive: bool | None = None, **filters: Unpack[Filters]
     ) -> list[tuple[int, float]]:
         """(note_id, score) of the best `limit` notes that match at least one token, best first.
 
@@ -263,9 +268,9 @@ class Snapshot:
                 # rank-bm25's expression, term for term (the length term precomputed).
                 scores[index][docs] += idf * (tf * (K1 + 1) / (tf + norms[index][docs]))
                 matched[index][docs] = True
-                if weight:
+                if weight and weights is not None:  # a weight only with shares, when weights is a list
                     weights[index][docs] += weight
-                if first and shares:
+                if first and counts is not None:  # counts is a list exactly when shares
                     counts[index][docs] += 1
         return QueryScores(self, tuple(query_tokens), scores, matched, weights, total_weight, counts)
 
@@ -331,7 +336,7 @@ class Snapshot:
                     candidates = candidates[codes[candidates] == seg.code(value)]
             found_ids.append(seg.note_ids[candidates])
             found_scores.append(scored.scores[index][candidates])
-            if shares:
+            if shares and scored.weights is not None and scored.counts is not None:  # with shares, both are
                 found_weights.append(scored.weights[index][candidates])
                 found_counts.append(scored.counts[index][candidates])
         ids, cand_scores = np.concatenate(found_ids), np.concatenate(found_scores)
@@ -345,8 +350,8 @@ class Snapshot:
         # Best score first; ties by note id, so results are stable (and the same as a full rebuild's).
         order = top[np.lexsort((ids[top], -cand_scores[top]))][:limit]
         ranking = [(int(ids[i]), float(cand_scores[i])) for i in order]
-        note_shares: dict[int, float] = {}
-        note_counts: dict[int, int] = {}
+        note_shares = {}
+        note_counts = {}
         if shares:
             cand_weights, total_weight = np.concatenate(found_weights), scored.total_weight
             note_shares = {

@@ -9,6 +9,7 @@ import os
 import shutil
 import threading
 from pathlib import Path
+from typing import Any, Self, TextIO
 
 import numpy as np
 from django.conf import settings
@@ -57,7 +58,7 @@ def load_segment(path: Path) -> Segment:
         raise ValueError(f"{path}: segment format {meta.get('format')}, this version reads {SEGMENT_FORMAT}")
     # Plain arrays over the mapped pages (np.asarray drops the memmap subclass, whose slicing costs a Python
     # call per slice on the query path); the mapping lives as long as an array over it does.
-    arrays = {
+    arrays: dict[str, Any] = {  # Segment's array fields by name (its other fields are not arrays)
         name: np.asarray(np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False)) for name in SEGMENT_ARRAYS
     }
     stats.loads += 1
@@ -82,16 +83,16 @@ class file_lock:
 
     def __init__(self, directory: Path | None) -> None:
         self.root = directory.parent if directory is not None else None
-        self.handle = None
+        self.handle: TextIO | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         if self.root is not None:
             self.root.mkdir(parents=True, exist_ok=True)
             self.handle = open(self.root / ".lock", "w")  # noqa: SIM115
             fcntl.flock(self.handle, fcntl.LOCK_EX)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self.handle is not None:
             fcntl.flock(self.handle, fcntl.LOCK_UN)
             self.handle.close()

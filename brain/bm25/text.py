@@ -9,6 +9,7 @@ import unicodedata
 from functools import lru_cache
 
 import snowballstemmer
+from snowballstemmer.basestemmer import BaseStemmer
 
 TITLE_REPEAT = 1  # how many times the title counts in the note's text
 
@@ -30,7 +31,7 @@ STOPWORDS = frozenset(
 _stemmers = threading.local()
 
 
-def _stemmer():
+def _stemmer() -> BaseStemmer:
     stemmer = getattr(_stemmers, "english", None)
     if stemmer is None:
         stemmer = _stemmers.english = snowballstemmer.stemmer("english")

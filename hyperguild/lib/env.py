@@ -7,6 +7,7 @@ error, so a bad value stops start-up with a message that says what to fix.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -30,7 +31,7 @@ GO_ALIASES: dict[str, tuple[str, ...]] = {
 _alias_notices: dict[str, str] = {}
 
 
-def _set(name: str, environ=None) -> str | None:
+def _set(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     value = (os.environ if environ is None else environ).get(name)
     if value is None or value.strip() == "":
         return None
@@ -69,12 +70,7 @@ def alias_notices() -> list[str]:
     return [_alias_notices[name] for name in sorted(_alias_notices)]
 
 
-def go_names_in_environment(environ=None) -> list[str]:
-    """The Go hyperguild variable names that are set."""
-    return sorted(alias for aliases in GO_ALIASES.values() for alias in aliases if _set(alias, environ) is not None)
-
-
-def go_hybrid_rule(environ=None) -> tuple[str | None, str | None]:
+def go_hybrid_rule(environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
     """The Go rule for hybrid search: (embedder to use, problem).
 
     In the Go hyperguild `BRAIN_PG_DSN` and `BRAIN_EMBED_URL` together turn on

@@ -104,7 +104,7 @@ class CircuitOpen(ServiceUnavailable):
 class ServiceRejected(ServiceError):
     """The service answered with a 4xx: the request is wrong (unknown model, bad key, missing path)."""
 
-    def __init__(self, message: str, *, detail: str = "", **kwargs):
+    def __init__(self, message: str, *, detail: str = "", **kwargs: Any) -> None:
         super().__init__(message, **kwargs)
         self.detail = detail
 
@@ -307,13 +307,13 @@ class ServiceClient:
     def url(self, path: str) -> str:
         return path if "://" in path else f"{self.base_url}{path}"
 
-    def get(self, path: str = "", **kwargs) -> httpx.Response:
+    def get(self, path: str = "", **kwargs: Any) -> httpx.Response:
         return self.request("GET", path, **kwargs)
 
-    def post(self, path: str = "", **kwargs) -> httpx.Response:
+    def post(self, path: str = "", **kwargs: Any) -> httpx.Response:
         return self.request("POST", path, **kwargs)
 
-    def post_json(self, path: str, payload: Any, **kwargs) -> Any:
+    def post_json(self, path: str, payload: Any, **kwargs: Any) -> Any:
         """POST `payload` as JSON; the decoded JSON answer, or ServiceBadResponse when it is not JSON."""
         response = self.post(path, json=payload, **kwargs)
         try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ import httpx
 from django.conf import settings
 
 from hyperguild.lib.http import ServiceClient, ServiceRejected, ServiceUnavailable, configured_client, safe_url
+from hyperguild.lib.model_calls import mark_model_call, record_model_call
 from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
 from hyperguild.lib.pricing import estimate
 from hyperguild.lib.text import excerpt
@@ -38,6 +40,8 @@ ERROR_BODY_CHARS = 500
 
 class LLMError(Exception):
     """Base class: any failure to get a usable answer from the gateway."""
+
+    call_id: int | None = None  # the ModelCall that recorded the failure (set by a recording client)
 
 
 class LLMUnavailable(LLMError):
@@ -60,6 +64,8 @@ class LLMRejected(LLMError):
 
 class LLMBadResponse(LLMError):
     """The gateway answered, but not with something usable (not JSON, wrong shape, schema mismatch)."""
+
+    result: ChatResult | None = None  # the answer that could not be used, when there was one
 
     def __init__(self, message: str, *, text: str | None = None):
         super().__init__(message)
@@ -181,7 +187,7 @@ class LLMClient:
         with self._budget(model, messages, limit, purpose):
             return self._chat(payload, model, limit, purpose)
 
-    def _budget(self, model: str, messages: list[dict[str, Any]], limit: int, purpose: str):
+    def _budget(self, model: str, messages: list[dict[str, Any]], limit: int, purpose: str) -> AbstractContextManager[object]:
         if not self.record:
             return contextlib.nullcontext()
         # Imported here: a lib module loads no models when imported (the budgets read ModelCall rows).
@@ -194,8 +200,6 @@ class LLMClient:
         def record(outcome: str, **values: Any) -> int | None:
             if not self.record:
                 return None
-            from hyperguild.lib.model_calls import record_model_call
-
             return record_model_call(
                 provider="openai", endpoint=safe_url(self.completions_url), model=model, purpose=purpose,
                 request=payload, max_tokens=limit, outcome=outcome, latency_ms=_ms_since(started), **values,
@@ -205,21 +209,21 @@ class LLMClient:
         try:
             response = self._http.post(self.completions_url, json=payload)
         except ServiceRejected as exc:
-            error = LLMRejected(
+            error: LLMError = LLMRejected(
                 f"the gateway rejected model {model!r} with HTTP {exc.status}: {exc.detail}",
                 status=exc.status or 400,
                 gateway_message=exc.detail,
             )
-            error.call_id = record("model_error", error=str(error), status_code=exc.status)  # type: ignore[attr-defined]
+            error.call_id = record("model_error", error=str(error), status_code=exc.status)
             raise error from None
         except ServiceUnavailable as exc:
             error = LLMUnavailable(f"{exc} (model {model!r})", status=exc.status, attempts=exc.attempts)
-            error.call_id = record("outage", error=str(error), status_code=exc.status)  # type: ignore[attr-defined]
+            error.call_id = record("outage", error=str(error), status_code=exc.status)
             raise error from None
         try:
             result = self._result(response, model, started)
         except LLMBadResponse as exc:
-            exc.call_id = record(  # type: ignore[attr-defined]
+            exc.call_id = record(
                 "bad_output", response=response.text, error=str(exc), status_code=response.status_code
             )
             raise
@@ -300,11 +304,9 @@ class LLMClient:
             except ModelJSONError as exc:
                 error = LLMBadResponse(str(exc), text=result.text)
                 if self.record:
-                    from hyperguild.lib.model_calls import mark_model_call
-
                     mark_model_call(result.call_id, "bad_output", str(exc))
-        error.result = result  # type: ignore[attr-defined]
-        error.call_id = result.call_id  # type: ignore[attr-defined]
+        error.result = result
+        error.call_id = result.call_id
         raise error from None
 
 

@@ -36,7 +36,7 @@ class FrontmatterError(ValueError):
     """The frontmatter of a markdown file cannot be used (bad YAML, not a mapping, unclosed)."""
 
 
-def _without_timestamps(resolvers: dict) -> dict:
+def _without_timestamps(resolvers: dict[Any, list[tuple[str, Any]]]) -> dict[Any, list[tuple[str, Any]]]:
     return {
         first: [(tag, regexp) for tag, regexp in entries if tag != "tag:yaml.org,2002:timestamp"]
         for first, entries in resolvers.items()
@@ -51,7 +51,7 @@ class FrontmatterLoader(yaml.SafeLoader):
     size checks then run on data that is no bigger than the file.
     """
 
-    def compose_node(self, parent, index):
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             mark = event.start_mark
@@ -68,7 +68,7 @@ FrontmatterLoader.yaml_implicit_resolvers = _without_timestamps(yaml.SafeLoader.
 class FrontmatterDumper(yaml.SafeDumper):
     """SafeDumper that does not quote date-like strings (they load back as strings)."""
 
-    def increase_indent(self, flow: bool = False, indentless: bool = False):
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
         # Lists indented under their key ("key:\n  - a"), the way people write them.
         return super().increase_indent(flow, False)
 
@@ -76,7 +76,7 @@ class FrontmatterDumper(yaml.SafeDumper):
 FrontmatterDumper.yaml_implicit_resolvers = _without_timestamps(yaml.SafeDumper.yaml_implicit_resolvers)
 
 
-def _str_representer(dumper: yaml.SafeDumper, value: str):
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 

@@ -19,10 +19,13 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hyperguild.lib.pricing import cost_of
 from hyperguild.lib.redaction import redact_fields
+
+if TYPE_CHECKING:
+    from hyperguild.models import ModelCall
 
 # What a record keeps of the request and of the raw response, in characters (hyperguild.models.ModelCall.BODY_CAP).
 TRUNCATION_MARK = "\n…[cut: {dropped} more characters]"
@@ -42,6 +45,33 @@ class CallContext:
 
 
 _current: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("model_call_context", default=None)
+
+
+class StoreCall(Protocol):
+    def __call__(self, **values: Any) -> ModelCall: ...
+
+
+class MarkCall(Protocol):
+    def __call__(self, call_id: int, *, outcome: str, error: str) -> None: ...
+
+
+# The actions that write a call (`hyperguild.actions.do_record_model_call`, `do_mark_model_call`), handed
+# down at start-up by `HyperguildConfig.ready()`: the actions sit above this module (they reach the MCP
+# registry, whose tools report usage and budgets, and the budgets read this module's context).
+_store: StoreCall | None = None
+_mark: MarkCall | None = None
+
+
+def set_recorder(store: StoreCall, mark: MarkCall) -> None:
+    """Name the actions that store a model call and mark one (called once, by `HyperguildConfig.ready()`)."""
+    global _store, _mark
+    _store, _mark = store, mark
+
+
+def _recorder() -> tuple[StoreCall, MarkCall]:
+    if _store is None or _mark is None:
+        raise RuntimeError("no model-call recorder: HyperguildConfig.ready() sets it, so set Django up first")
+    return _store, _mark
 
 
 @contextmanager
@@ -104,15 +134,15 @@ def record_model_call(
     input_tokens: int | None = None,
     output_tokens: int | None = None,
     reported_cost_usd: float | None = None,
-):
+) -> ModelCall:
     """Redact, cap and store one call; returns the ModelCall. Who/skill/session/project: the current context."""
-    from hyperguild.actions import do_record_model_call
-    from hyperguild.models import ModelCall
+    from hyperguild.models import ModelCall  # here: a lib module loads no models when imported
 
+    store, _ = _recorder()
     context = current_context()
     cost_usd, cost_source = cost_of(model, input_tokens, output_tokens, reported_cost_usd)
     cleaned, redactions = redact_fields({"request": request, "response": response or "", "error": error or ""})
-    call = do_record_model_call(
+    call = store(
         # A User only: the service identity and anonymous callers are named by `service`.
         requested_by=context.requested_by if getattr(context.requested_by, "pk", None) else None,
         service=context.service,
@@ -146,7 +176,6 @@ def mark_model_call(call_id: int | None, outcome: str, error: str) -> None:
     """A caller judged a recorded answer (bad JSON, failed check, degenerate): say so on the record."""
     if call_id is None:
         return
-    from hyperguild.actions import do_mark_model_call
-
+    _, mark = _recorder()
     cleaned, _ = redact_fields({"error": error})
-    do_mark_model_call(call_id, outcome=outcome, error=cleaned["error"][:10_000])
+    mark(call_id, outcome=outcome, error=cleaned["error"][:10_000])

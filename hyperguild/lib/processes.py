@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+from typing import Literal
 
 
 def pid_alive(pid: int) -> bool:
@@ -24,7 +25,7 @@ def pid_alive(pid: int) -> bool:
         return True
 
 
-def _libc():
+def _libc() -> ctypes.CDLL | None:
     global _libc_handle
     if _libc_handle is None:
         try:
@@ -35,7 +36,7 @@ def _libc():
     return _libc_handle or None
 
 
-_libc_handle = None
+_libc_handle: ctypes.CDLL | Literal[False] | None = None  # None: not looked up yet; False: no usable libc
 
 
 def give_back_freed_memory() -> bool:

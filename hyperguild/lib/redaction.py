@@ -32,6 +32,7 @@ from typing import Any
 
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+from detect_secrets.plugins.base import RegexBasedDetector
 from detect_secrets.plugins.basic_auth import BasicAuthDetector
 from detect_secrets.plugins.discord import DiscordBotTokenDetector
 from detect_secrets.plugins.github_token import GitHubTokenDetector
@@ -61,7 +62,7 @@ WHOLE_JWT_PATTERN = ("jwt", r"\beyJ[A-Za-z0-9_-]+={0,2}\.[A-Za-z0-9_-]+={0,2}\.[
 # the private-key plugin (it matches the BEGIN line only; our pattern takes the whole block) and the IBM and
 # Artifactory/Cloudant/Softlayer plugins (keyword-context heuristics, noisy on prose), and Telegram's (a regex
 # that starts with digits costs a full scan of every text for a rare kind).
-DETECT_SECRETS_PLUGINS: list[tuple[type, str, int, tuple[str, ...]]] = [
+DETECT_SECRETS_PLUGINS: list[tuple[type[RegexBasedDetector], str, int, tuple[str, ...]]] = [
     (AWSKeyDetector, "aws_access_key", 0, ("a3t", "abia", "acca", "akia", "asia", "aws")),
     (StripeDetector, "stripe_key", 0, ()),
     (JwtTokenDetector, "jwt", 0, ()),
@@ -173,7 +174,7 @@ def _compiled(extra_file: str) -> tuple[Detector, ...]:
     ]
     for plugin, name, group, needles in DETECT_SECRETS_PLUGINS:
         detectors += [Detector(name, pattern, group, PLUGIN_VALIDATORS.get(plugin), needles)
-                      for pattern in plugin.denylist]  # fmt: skip
+                      for pattern in plugin.denylist]  # type: ignore[attr-defined]  # each plugin class sets a tuple over the abstract property  # fmt: skip
     detectors += [_detector(name, regex, NEEDLES.get(name, ())) for name, regex in DEFAULT_SECRET_PATTERNS]
     if extra_file:
         detectors += [_detector(name, regex) for name, regex in load_pattern_file(extra_file)]
@@ -200,7 +201,7 @@ def _redact_into(text: str, found: dict[str, int]) -> str:
             continue
         replacement = REDACTED.format(name=detector.name)
 
-        def substitute(match: re.Match, detector=detector, replacement=replacement) -> str:
+        def substitute(match: re.Match[str], detector: Detector = detector, replacement: str = replacement) -> str:
             if not detector.accepts(match):
                 return match.group(0)
             found[detector.name] = found.get(detector.name, 0) + 1

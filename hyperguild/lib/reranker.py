@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx
 from django.conf import settings
@@ -32,6 +32,8 @@ from hyperguild.lib.http import (
     configured_client,
     safe_url,
 )
+from hyperguild.lib.model_calls import record_model_call
+from hyperguild.lib.typed import JSON
 
 T = TypeVar("T")
 
@@ -90,7 +92,7 @@ def _ollama_counts(body: str) -> tuple[int, int] | None:
         data = json.loads(body)
     except ValueError:
         return None
-    counts = (data.get("prompt_eval_count"), data.get("eval_count")) if isinstance(data, dict) else (None, None)
+    counts: tuple[Any, Any] = (data.get("prompt_eval_count"), data.get("eval_count")) if isinstance(data, dict) else (None, None)
     if all(isinstance(count, int) and not isinstance(count, bool) for count in counts):
         return counts[0], counts[1]
     return None
@@ -154,7 +156,7 @@ class RerankerClient:
     def close(self) -> None:
         self._http.close()
 
-    def payload(self, query: str, document: str) -> dict:
+    def payload(self, query: str, document: str) -> JSON:
         return {
             "model": self.model,
             "prompt": build_prompt(query, document[:MAX_DOCUMENT_CHARS], self.instruction),
@@ -165,13 +167,13 @@ class RerankerClient:
 
     def judge(self, query: str, document: str) -> Judgement:
         """Ask about one document; raises RerankerError when the service fails."""
-        judgement, failure = self._judge_timed(query, document)
-        self._record([failure or judgement])
-        if isinstance(failure, _Failure):
-            raise failure.error
-        return judgement
+        outcome = self._judge_timed(query, document)
+        self._record([outcome])
+        if isinstance(outcome, _Failure):
+            raise outcome.error
+        return outcome
 
-    def _judge_timed(self, query: str, document: str) -> tuple[Judgement | None, _Failure | None]:
+    def _judge_timed(self, query: str, document: str) -> Judgement | _Failure:
         """One request, never raising: safe in a worker thread (nothing is written here)."""
         payload = self.payload(query, document)
         started = time.monotonic()
@@ -182,24 +184,23 @@ class RerankerClient:
             error = RerankerError(
                 f"reranker at {self.base_url} refused model {self.model!r}: HTTP {exc.status}: {exc.detail}"
             )
-            return None, _Failure(error, payload, _ms_since(started), exc.status)
+            return _Failure(error, payload, _ms_since(started), exc.status)
         except ServiceError as exc:
             outcome = "outage" if isinstance(exc, ServiceUnavailable) else "bad_output"
-            return None, _Failure(RerankerError(str(exc), outcome=outcome), payload, _ms_since(started), exc.status)
+            return _Failure(RerankerError(str(exc), outcome=outcome), payload, _ms_since(started), exc.status)
         try:
             judgement = self._judgement(response)
         except RerankerError as exc:
             exc.outcome, exc.response = "bad_output", response.text
-            return None, _Failure(exc, payload, _ms_since(started), response.status_code)
+            return _Failure(exc, payload, _ms_since(started), response.status_code)
         judgement.payload, judgement.latency_ms = payload, _ms_since(started)
-        return judgement, None
+        return judgement
 
     def _record(self, outcomes: Sequence[Judgement | _Failure]) -> None:
         """One ModelCall for the whole pass over N candidates (not N): its tokens are the sum of Ollama's
         `prompt_eval_count` and `eval_count`, unknown if any answer lacks them; the worst outcome wins."""
         if not self.record or not outcomes:
             return
-        from hyperguild.lib.model_calls import record_model_call
 
         failures = [item for item in outcomes if isinstance(item, _Failure)]
         judgements = [item for item in outcomes if isinstance(item, Judgement)]
@@ -215,8 +216,8 @@ class RerankerClient:
             error="; ".join(str(item.error) for item in failures),
             status_code=failures[0].status if failures else 200,
             finish_reason=",".join(sorted({item.done_reason for item in judgements if item.done_reason})),
-            input_tokens=sum(count[0] for count in counts) if known else None,
-            output_tokens=sum(count[1] for count in counts) if known else None,
+            input_tokens=sum(count[0] for count in counts if count is not None) if known else None,
+            output_tokens=sum(count[1] for count in counts if count is not None) if known else None,
         )  # fmt: skip
 
     def _judgement(self, response: httpx.Response) -> Judgement:
@@ -247,18 +248,18 @@ class RerankerClient:
             futures = [pool.submit(self._judge_timed, query, document) for document in documents]
             for future in futures:
                 try:
-                    judgement, failure = future.result()
+                    outcome = future.result()
                 except CancelledError:
                     continue
-                outcomes.append(failure or judgement)
-                if failure is not None:
+                outcomes.append(outcome)
+                if isinstance(outcome, _Failure):
                     # One failure fails the whole filter: don't keep calling a service that is down.
                     pool.shutdown(wait=True, cancel_futures=True)
         self._record(outcomes)
         for item in outcomes:
             if isinstance(item, _Failure):
                 raise item.error
-        return outcomes  # type: ignore[return-value]
+        return [item for item in outcomes if isinstance(item, Judgement)]  # every one: a failure raised above
 
     def filter(self, query: str, candidates: Sequence[T], *, text: Callable[[T], str]) -> list[T]:
         """The candidates judged relevant, in their original (retrieval) order."""

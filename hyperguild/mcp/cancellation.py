@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.db import connection
+from django.http import HttpRequest
 
 from hyperguild.mcp.registry import ToolContext
 from hyperguild.models import McpCancellation
@@ -62,7 +63,7 @@ def session_caller_key(session_id: str, authorization: str = "") -> str:
     return f"{credential_key(authorization)}/{session_client_key(session_id)}"
 
 
-def client_key(request) -> str:
+def client_key(request: HttpRequest) -> str:
     """Who is calling: the credential (a digest of the Authorization header), then the Mcp-Session-Id if sent,
     else a digest of the address and User-Agent.
 

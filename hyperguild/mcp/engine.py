@@ -1,8 +1,15 @@
-"""JSON-RPC dispatch for one MCP endpoint, independent of HTTP.
+"""All of JSON-RPC for one MCP endpoint, independent of HTTP.
 
-`Dispatcher.handle(message, ctx)` takes one decoded JSON-RPC request and
-returns the response object. The HTTP view (`views.py`) decides how it
-travels (JSON or SSE) and who may send it.
+`receive(endpoint, body, caller)` is the one door from the transport: it
+parses the body, classifies the message (request, notification, response;
+batches are refused), screens it, handles notifications, decides the
+protocol revision (`revision.decide`) and answers with what to send: an
+`Answer` (one JSON-RPC message with the status the MCP transport gives it,
+or nothing: 202), or a `Call`, a request that passed every check, which the
+view runs after choosing how its answer travels (JSON or an SSE stream).
+The HTTP view (`views.py`) reads the bytes, checks who may send them and
+writes the HTTP response; it never looks inside a message.
+`Dispatcher.handle(message, ctx)` answers one request already known to be one.
 """
 
 from __future__ import annotations
@@ -11,17 +18,21 @@ import base64
 import binascii
 import json
 import logging
+import threading
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from hyperguild.actions import do_record_mcp_cancellation
 from hyperguild.lib import admission
+from hyperguild.lib.limits import InputRejected, hostile_value_problem, loads_limited
 from hyperguild.lib.model_calls import model_call_context
 from hyperguild.lib.schema import format_schema_errors, schema_problems
-from hyperguild.mcp.cancellation import RUNNING
+from hyperguild.mcp.cancellation import RUNNING, request_id_key
 from hyperguild.mcp.registry import Endpoint, Prompt, ToolCancelled, ToolContext, ToolError
 from hyperguild.mcp.revision import (
     CACHE_POLICIES,
@@ -31,10 +42,14 @@ from hyperguild.mcp.revision import (
     MODERN_ONLY_METHODS,
     SUPPORTED_VERSIONS,
     TASKS_EXTENSION,
+    Rejection,
     Revision,
+    decide,
+    http_status_for,
     legacy,
 )
 from hyperguild.mcp.tasks import TaskError, Tasks
+from hyperguild.tracing import mcp_span
 
 logger = logging.getLogger("hyperguild.mcp")
 
@@ -100,6 +115,17 @@ def classify(message: Any) -> str:
     raise RpcError(INVALID_REQUEST, "Invalid request: no method, and not a response")
 
 
+def parse_message(body: bytes, max_depth: int) -> Any:
+    """One JSON-RPC message: InputRejected when too deep, not JSON or holding NaN/Infinity.
+
+    Text problems (NUL, lone surrogates) are checked after classification, to answer with the id.
+    """
+    try:
+        return loads_limited(body, max_depth)
+    except InputRejected as exc:
+        if "NUL" in exc.message or "surrogate" in exc.message:
+            return json.loads(body)  # well-formed: `receive` refuses it with the request's id
+        raise
 
 
 # --- pagination ----------------------------------------------------------------
@@ -404,9 +430,10 @@ class Dispatcher:
         missing = [a.name for a in prompt.arguments if a.required and not arguments.get(a.name, "").strip()]
         if missing:
             raise RpcError(INVALID_PARAMS, f"Prompt {prompt.name} needs {', '.join(missing)}")
+        refused_by_handler: tuple[type[Exception], ...] = (ToolError, *self.endpoint.domain_errors)
         try:
             messages = prompt.handler(arguments)
-        except (ToolError, *self.endpoint.domain_errors) as exc:
+        except refused_by_handler as exc:
             # A prompt has no error result: an argument the handler cannot use is the caller's to fix.
             raise RpcError(INVALID_PARAMS, getattr(exc, "message", None) or str(exc)) from None
         return {"description": prompt.description, "messages": messages}
@@ -482,7 +509,7 @@ class Dispatcher:
                 requested_by=ctx.actor, service=f"mcp/{self.endpoint.name}", skill=name,
                 session_id=str(arguments.get("session_id") or "")[:200], project=str(arguments.get("project_root") or ""),
             ) as calls:  # fmt: skip
-                structured = tool.handler(arguments, ctx)
+                structured = tool.call(arguments, ctx)
             if tool.reports_usage:
                 from hyperguild.usage import add_usage
 
@@ -544,3 +571,144 @@ def tool_error_result(message: str, data: dict | None = None) -> dict:
     text = message if not data else f"{message}\n{json.dumps(data, ensure_ascii=False)}"
     return {"content": [{"type": "text", "text": text}], "isError": True}
 
+
+
+# --- the door from the transport -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Caller:
+    """What the transport knows about who sent a message and how; the engine reads nothing else of the request."""
+
+    identity: Any = None  # hyperguild.auth.Identity: what the bearer token or OAuth grant proved
+    key: str = ""  # cancellation.client_key: cancellations match calls on it and the request id
+    owner: str = ""  # tasks.owner_digest of the Authorization header: who may see the tasks it starts
+    person_id: int | None = None  # the signed-in person, for traces
+    headers: Mapping[str, str] = field(default_factory=dict)  # keyed in lower case (`mcp-protocol-version`, …)
+    raw_headers: Sequence[tuple[str, str]] = ()  # as sent, duplicates kept (revision.decide refuses some)
+
+
+@dataclass
+class Answer:
+    """What to send for one message: a JSON-RPC message and the HTTP status the MCP transport gives it,
+    or nothing (`message` None: 202 Accepted)."""
+
+    message: dict | None
+    status: int
+    record: CallRecord
+    # A handshake-era `initialize`: the transport hands out an Mcp-Session-Id if the client has none.
+    opens_session: bool = False
+
+
+def accepted(record: CallRecord) -> Answer:
+    return Answer(None, 202, record)
+
+
+def unread(reason: str, status: int, record: CallRecord) -> Answer:
+    """A body the transport refused without reading it (too large): a JSON-RPC error with no id."""
+    return refused(None, INVALID_REQUEST, reason, status, record)
+
+
+def refused(request_id: Any, code: int, message: str, status: int, record: CallRecord, data: Any = None) -> Answer:
+    return Answer(error_response(request_id, code, message, data), status, record)
+
+
+def receive(endpoint: Endpoint, body: bytes, caller: Caller) -> Answer | Call:
+    """One POSTed body, read and authenticated by the transport: what to send, or the request to run."""
+    record = CallRecord()
+    try:
+        # Depth-limited, and NaN/Infinity refused: `"id": NaN` is a parse error, never echoed back.
+        message = parse_message(body, settings.HYPERGUILD_JSON_MAX_DEPTH)
+    except InputRejected as exc:
+        record.status = "parse_error"
+        return refused(None, PARSE_ERROR, f"Parse error: {exc.message}", 400, record)
+    try:
+        kind = classify(message)
+    except RpcError as exc:
+        record.status = "invalid_request"
+        request_id = message.get("id") if isinstance(message, dict) else None
+        if hostile_value_problem(request_id):
+            request_id = None
+        return refused(request_id, exc.code, exc.message, 400, record)
+    problem = hostile_value_problem(message)
+    if problem:
+        # A NUL or lone surrogate can be neither stored nor echoed: refuse it before any tool sees it.
+        record.status = "invalid_params"
+        request_id = message.get("id")
+        if kind != "request" or hostile_value_problem(request_id):
+            return refused(None, INVALID_REQUEST, problem, 400, record)
+        return refused(request_id, INVALID_PARAMS, problem, 200, record)
+
+    if kind != "request":
+        record.method = message.get("method", "response")
+        if message.get("method") == "notifications/cancelled":
+            cancel_calls(endpoint, message.get("params") or {}, caller, record)
+        return accepted(record)
+
+    revision = decide(message, caller.headers, caller.raw_headers)
+    if isinstance(revision, Rejection):
+        # record.revision stays unset: the log names the revision the request claimed; it was refused before dispatch.
+        record.method, record.status = message["method"], f"rejected {revision.code}"
+        return refused(message["id"], revision.code, revision.message, revision.http_status, record, revision.data)
+    return Call(endpoint, message, revision, caller, record)
+
+
+def cancel_calls(endpoint: Endpoint, params: dict, caller: Caller, record: CallRecord) -> None:
+    """`notifications/cancelled`: stop the caller's matching calls here, and record it for the other replicas."""
+    record.extra["cancelled_calls"] = RUNNING.cancel(endpoint.name, params.get("requestId"), caller.key)
+    try:
+        # The call may run on another replica: leave the cancellation where it can see it.
+        do_record_mcp_cancellation(
+            endpoint.name, request_id_key(params.get("requestId"), caller.key), str(params.get("reason", ""))
+        )
+    except Exception:  # a notification is answered 202 whatever happens
+        logger.exception("could not record the cancellation (revision %s)", record.revision)
+
+
+class Call:
+    """A request that passed every check. The transport chooses how its answer travels (`streams`), then `run`s it."""
+
+    def __init__(self, endpoint: Endpoint, message: dict, revision: Revision, caller: Caller, record: CallRecord):
+        self.endpoint = endpoint
+        self.message = message
+        self.revision = revision
+        self.caller = caller
+        self.record = record
+        params: dict = message.get("params") or {}
+        meta = params.get("_meta")
+        self.progress_token: Any = meta.get("progressToken") if isinstance(meta, dict) else None
+        # Set by `cancel` (the client went away) at any time, even before `run` started.
+        self.cancelled = threading.Event()
+
+    @property
+    def request_id(self) -> Any:
+        return self.message["id"]
+
+    @property
+    def streams(self) -> bool:
+        """A tool call whose client asked for progress: its answer is worth a stream, if the client takes one."""
+        return self.message["method"] == "tools/call" and self.progress_token is not None
+
+    def cancel(self) -> None:
+        self.cancelled.set()
+
+    def run(self, emit: Callable[[dict], None] | None = None) -> Answer:
+        """Dispatch the request; `emit` receives its progress notifications. Never raises."""
+        revision = self.revision
+        try:
+            ctx = ToolContext(
+                endpoint=self.endpoint.name, request_id=self.request_id, progress_token=self.progress_token, emit=emit,
+                caller=self.caller.key, identity=self.caller.identity,
+            )  # fmt: skip
+            ctx.cancelled = self.cancelled  # one flag, so a `cancel` before the handler started still stops it
+            with mcp_span(self.endpoint.name, self.message, person_id=self.caller.person_id, revision=revision.version):
+                response = Dispatcher(self.endpoint, self.caller.owner).handle(self.message, ctx, self.record, revision)
+        except Exception:  # never leave a client without an answer
+            incident = uuid.uuid4().hex[:16]
+            logger.exception("MCP dispatch failed (request id %s, revision %s)", incident, self.record.revision)
+            response = error_response(
+                self.request_id, INTERNAL_ERROR, f"Internal error; the server log has the detail (request id {incident})"
+            )
+        status = http_status_for(response["error"]["code"]) if revision.modern and "error" in response else 200
+        opens_session = self.message["method"] == "initialize" and not revision.modern
+        return Answer(response, status, self.record, opens_session=opens_session)

@@ -7,10 +7,22 @@ declares its tools on them; the engine serves whatever is there.
     notes = register_endpoint(Endpoint("notes", title="hyperguild notes",
                                        token_setting="NOTES_MCP_TOKEN", instructions=...))
 
+    class QueryInput(ToolInput):            # hyperguild.mcp.contracts
+        query: str = Field(min_length=1, description="words to search for")
+
+    class QueryResult(ToolResult):
+        hits: list[Hit]
+
     @notes.tool(name="notes_query", title="Search the notes", description=...,
-                input_schema={...}, output_schema={...}, read_only=True)
-    def notes_query(arguments: dict, ctx: ToolContext) -> dict:
+                input_model=QueryInput, result_model=QueryResult, read_only=True)
+    def notes_query(arguments: QueryInput, ctx: ToolContext) -> QueryResult:
         ...
+
+Every tool declares both models (registering one without them raises
+ToolContractError); its inputSchema and outputSchema are generated from them
+(`hyperguild.mcp.contracts`). The engine checks the raw arguments against the
+inputSchema (its error messages), `Tool.call` parses them into the input model,
+runs the handler and dumps the result model as the structured result.
 
 Prompts (slash commands in Claude Code) are declared the same way and answer
 `prompts/get` with messages:
@@ -20,11 +32,10 @@ Prompts (slash commands in Claude Code) are declared the same way and answer
     def recall(arguments: dict) -> list[dict]:
         ...
 
-A handler returns the structured result (a dict matching `output_schema`)
-or raises `ToolError` with a message the caller can act on. Domain code raises
-its app's own errors instead; the app's tools.py declares them once per
-endpoint (`brain.translate_errors(BrainError)`) and they reach the caller the
-same way.
+A handler returns its result model or raises `ToolError` with a message the
+caller can act on. Domain code raises its app's own errors instead; the app's
+tools.py declares them once per endpoint (`brain.translate_errors(BrainError)`)
+and they reach the caller the same way.
 """
 
 from __future__ import annotations
@@ -33,9 +44,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, overload
 
+from django.conf import settings
 from jsonschema import Draft202012Validator
+from pydantic import BaseModel, ValidationError
+
+from hyperguild.mcp.contracts import input_schema, output_schema
+from hyperguild.permissions import permission_refusal
 
 
 class ToolError(Exception):
@@ -45,6 +61,10 @@ class ToolError(Exception):
         super().__init__(message)
         self.message = message
         self.data = data
+
+
+class ToolContractError(TypeError):
+    """A tool declared without its typed contract (input and result models), or with a wrong one."""
 
 
 class ToolCancelled(ToolError):
@@ -117,7 +137,17 @@ class ToolContext:
             raise ToolCancelled()
 
 
-Handler = Callable[[dict, ToolContext], dict]
+InputT = TypeVar("InputT", bound=BaseModel)
+ResultT = TypeVar("ResultT", bound=BaseModel)
+# What Tool keeps: a handler of its input model returning its result model (the decorator checks the pairing).
+Handler = Callable[[Any, ToolContext], Any]
+
+# Tools still declared with hand-written dict schemas, by (endpoint, tool), while issue 40 converts them:
+# each entry is removed when its tool declares input_model and result_model; then this set, the
+# `input_schema=`/`output_schema=` arguments and the `tool()` overload that takes them go.
+UNCONVERTED_TOOLS: frozenset[tuple[str, str]] = frozenset(
+    # Empty: every tool is converted (issue 40). The set, the dict-schema overload of tool() and its branch can go.
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -125,9 +155,11 @@ class Tool:
     name: str
     title: str
     description: str
-    input_schema: dict
-    output_schema: dict
     handler: Handler
+    # The tool's arguments (a hyperguild.mcp.contracts.ToolInput) and result (a ToolResult); its
+    # inputSchema and outputSchema are generated from them.
+    input_model: type[BaseModel] | None = None
+    result_model: type[BaseModel] | None = None
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False
@@ -138,13 +170,20 @@ class Tool:
     scope: str = ""
     # The right (hyperguild.permissions) a caller needs, scope and role: empty means the right named as `scope`.
     right: str = ""
-    # It asks a model: its result carries `usage` and `budget_warning` (hyperguild.usage), declared in its outputSchema.
+    # It asks a model: its result carries `usage` and `budget_warning` (its result_model subclasses hyperguild.usage.UsageReport).
     reports_usage: bool = False
+    # Generated from the models; given by hand only by UNCONVERTED_TOOLS.
+    input_schema: dict[str, Any] = field(default_factory=dict)
+    output_schema: dict[str, Any] = field(default_factory=dict)
     input_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
     output_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.reports_usage:
+        if self.input_model is not None or self.result_model is not None:
+            self._generate_schemas()
+        elif self.reports_usage:  # an unconverted tool: the usage fields join its hand-written outputSchema
+            # Imported here, and only for UNCONVERTED_TOOLS (it goes with them): hyperguild.usage imports
+            # hyperguild.budgets, which imports this module.
             from hyperguild.usage import USAGE_PROPERTIES
 
             properties = {**self.output_schema.get("properties", {}), **USAGE_PROPERTIES}
@@ -156,6 +195,51 @@ class Tool:
         object.__setattr__(self, "input_validator", Draft202012Validator(self.input_schema))
         object.__setattr__(self, "output_validator", Draft202012Validator(self.output_schema))
 
+    @property
+    def typed(self) -> bool:
+        """Whether the tool declares its contract as models (every tool but UNCONVERTED_TOOLS)."""
+        return self.input_model is not None and self.result_model is not None
+
+    def _generate_schemas(self) -> None:
+        for label, model in (("input_model", self.input_model), ("result_model", self.result_model)):
+            if not (isinstance(model, type) and issubclass(model, BaseModel)):
+                raise ToolContractError(
+                    f"tool {self.name}: {label} must be a pydantic model class (hyperguild.mcp.contracts."
+                    f"{'ToolInput' if label == 'input_model' else 'ToolResult'}), not {model!r}"
+                )
+        assert self.input_model is not None and self.result_model is not None
+        if self.reports_usage and not {"usage", "budget_warning"} <= set(self.result_model.model_fields):
+            raise ToolContractError(
+                f"tool {self.name} reports usage: its result_model {self.result_model.__name__} must subclass "
+                "hyperguild.usage.UsageReport (the `usage` and `budget_warning` fields)"
+            )
+        generated = input_schema(self.input_model), output_schema(self.result_model)
+        # (`dataclasses.replace` passes the generated schemas back in: the same ones are fine.)
+        if (self.input_schema or self.output_schema) and (self.input_schema, self.output_schema) != generated:
+            raise ToolContractError(
+                f"tool {self.name}: give input_model and result_model, not input_schema/output_schema: "
+                "the schemas are generated from the models"
+            )
+        object.__setattr__(self, "input_schema", generated[0])
+        object.__setattr__(self, "output_schema", generated[1])
+
+    def call(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        """Run the tool on `arguments` (already checked against its inputSchema by the engine): parse them into
+        the input model, run the handler and dump its result model as the structured result (a JSON object)."""
+        if self.input_model is None or self.result_model is None:
+            return dict(self.handler(arguments, ctx))  # an unconverted tool (UNCONVERTED_TOOLS)
+        try:
+            parsed = self.input_model.model_validate(arguments)
+        except ValidationError as exc:
+            # A rule of the model beyond what the inputSchema says (a validator): the caller's to fix.
+            raise ToolError(f"Invalid arguments for {self.name}: {contract_problems(exc)}") from None
+        result = self.handler(parsed, ctx)
+        if not isinstance(result, self.result_model):
+            raise ToolContractError(
+                f"tool {self.name} returned {type(result).__name__}, not its result_model {self.result_model.__name__}"
+            )
+        return result.model_dump(mode="json")
+
     def scope_refusal(self, ctx: ToolContext) -> str | None:
         """Why the caller may not run this tool (a message it can act on), or None when it may.
 
@@ -163,11 +247,9 @@ class Tool:
         right = self.right or self.scope
         if not right or ctx.identity is None:
             return None
-        from hyperguild.permissions import permission_refusal
-
         return permission_refusal(ctx.identity, right, what=self.name)
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "title": self.title,
@@ -182,6 +264,15 @@ class Tool:
                 "openWorldHint": self.open_world,
             },
         }
+
+
+def contract_problems(error: ValidationError) -> str:
+    """A pydantic validation error in the engine's wording: "'where': what; ..."."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = "/".join(str(part) for part in item["loc"])
+        problems.append(f"'{where}': {item['msg']}" if where else item["msg"])
+    return "; ".join(problems)
 
 
 PromptHandler = Callable[[dict], list[dict]]
@@ -217,7 +308,7 @@ class Prompt:
     # The right (hyperguild.permissions) `prompts/get` and `completion/complete` need; empty: the endpoint's first scope.
     right: str = ""
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "title": self.title,
@@ -270,6 +361,12 @@ class Endpoint:
         self.domain_errors = tuple(dict.fromkeys((*self.domain_errors, *error_types)))
 
     def add(self, tool: Tool) -> Tool:
+        if not tool.typed and (self.name, tool.name) not in UNCONVERTED_TOOLS:
+            raise ToolContractError(
+                f"endpoint {self.name}: tool {tool.name} is registered without its typed contract: declare "
+                "input_model= (a hyperguild.mcp.contracts.ToolInput) and result_model= (a ToolResult); its "
+                "inputSchema and outputSchema are generated from them"
+            )
         if not tool.scope and self.scopes:
             tool = replace(tool, scope=self.scopes[0])
         if tool.name in self.tools and self.tools[tool.name].handler is not tool.handler:
@@ -279,7 +376,26 @@ class Endpoint:
         self.tools[tool.name] = tool
         return tool
 
+    @overload
+    def tool(
+        self, *, name: str, title: str, description: str, input_model: type[InputT], result_model: type[ResultT],
+        read_only: bool = ..., destructive: bool = ..., idempotent: bool = ..., open_world: bool = ...,
+        long_running: bool = ..., scope: str = ..., right: str = ..., reports_usage: bool = ...,
+    ) -> Callable[[Callable[[InputT, ToolContext], ResultT]], Callable[[InputT, ToolContext], ResultT]]: ...
+
+    @overload
+    def tool(
+        self, *, name: str, title: str, description: str, input_schema: dict[str, Any], output_schema: dict[str, Any],
+        read_only: bool = ..., destructive: bool = ..., idempotent: bool = ..., open_world: bool = ...,
+        long_running: bool = ..., scope: str = ..., right: str = ..., reports_usage: bool = ...,
+    ) -> Callable[[Callable[[dict[str, Any], ToolContext], dict[str, Any]]], Callable[[dict[str, Any], ToolContext], dict[str, Any]]]: ...
+
     def tool(self, **spec: Any) -> Callable[[Handler], Handler]:
+        """Declare a tool: `@endpoint.tool(name=..., title=..., description=..., input_model=..., result_model=...)`.
+
+        The handler takes the parsed input model and the call's ToolContext and returns the result model.
+        (The overload with `input_schema=`/`output_schema=` dicts is for UNCONVERTED_TOOLS only.)"""
+
         def register(handler: Handler) -> Handler:
             self.add(Tool(handler=handler, **spec))
             return handler
@@ -308,8 +424,6 @@ class Endpoint:
     def token(self) -> str:
         if not self.token_setting:
             return ""
-        from django.conf import settings
-
         return getattr(settings, self.token_setting, "") or ""
 
 

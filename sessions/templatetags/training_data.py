@@ -8,18 +8,20 @@ from django import template
 
 from hyperguild.lib.diffs import TRUNCATED_MARKER, diff_block
 from hyperguild.lib.redaction import redaction_summary
+from hyperguild.lib.typed import JSON
+from sessions.models import TrainingExample
 
 register = template.Library()
 
 
 @register.filter
-def redactions_text(flags) -> str:
+def redactions_text(flags: object) -> str:
     """'3 redacted: message (aws_access_key ×1), …' or ''."""
     return redaction_summary(flags if isinstance(flags, list) else [])
 
 
 @register.filter
-def diff_of(messages) -> str | None:
+def diff_of(messages: object) -> str | None:
     """The ```diff block of an example side's assistant messages, or None."""
     if not isinstance(messages, list):
         return None
@@ -27,7 +29,7 @@ def diff_of(messages) -> str | None:
 
 
 @register.filter
-def diff_lines(diff) -> list[tuple[str, str]]:
+def diff_lines(diff: str | None) -> list[tuple[str, str]]:
     """(css class, line) per diff line: file headers, hunk headers, added, removed, context, cut marker."""
     lines = []
     for line in (diff or "").splitlines():
@@ -50,7 +52,7 @@ def diff_lines(diff) -> list[tuple[str, str]]:
 
 
 @register.filter
-def replay_side(replay, side: str) -> dict | None:
+def replay_side(replay: object, side: str) -> JSON | None:
     """One side's replay result ({applied, verifies, why, exit_code, output}) from an example's `replay`."""
     if not isinstance(replay, dict):
         return None
@@ -63,7 +65,7 @@ _SAME_IN_EVERY_PROMPT = ("Skill:", "Project root:")
 
 
 @register.filter
-def without_diff(content) -> str:
+def without_diff(content: object) -> str:
     """A message with its ```diff block left out (the page shows that diff once, coloured, below it)."""
     if not isinstance(content, str):
         return ""
@@ -71,7 +73,7 @@ def without_diff(content) -> str:
 
 
 @register.filter
-def example_preview(example) -> str:
+def example_preview(example: TrainingExample) -> str:
     """What tells one example from the next in a list: the task's first own line, and the answer's first line."""
     prompt = example.prompt if isinstance(example.prompt, list) else []
     user = next((m.get("content", "") for m in reversed(prompt) if isinstance(m, dict) and m.get("role") == "user"), "")

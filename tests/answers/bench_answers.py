@@ -18,7 +18,8 @@ from brain import bm25
 from brain.answers import answer
 from brain.context import context
 from brain.graph import subgraph
-from brain.models import BrainVersion, Note, NoteLink
+from brain.indexing import bump_brain_version
+from brain.models import Note, NoteLink
 from tests.fakes.reranker import FakeReranker
 
 NOTES = 5000
@@ -59,7 +60,7 @@ def test_benchmark_answers_and_context(db, settings):
             if target_id != note_id:
                 links.append(NoteLink(source_id=note_id, target_id=target_id, target_slug=target_slug))
     NoteLink.objects.bulk_create(links, batch_size=5000, ignore_conflicts=True)
-    BrainVersion.bump()
+    bump_brain_version()
     bm25.reset()
 
     started = time.perf_counter()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from brain.context import context, path_words, project_name
+from brain.indexing import bump_brain_version
 from brain.models import Note, NoteLink
 from brain.search import search
 from tests.answers.conftest import HYPERGUILD_NOTES, ingest
@@ -116,9 +117,7 @@ def test_limit_caps_the_entries(populated_brain):
 
 def test_only_wiki_notes_are_offered(populated_brain):
     Note.objects.filter(slug="hyperguild-deploy").update(status="raw")
-    from brain.models import BrainVersion
-
-    BrainVersion.bump()
+    bump_brain_version()
     assert "hyperguild-deploy" not in slugs(context(PROJECT_ROOT))
 
 

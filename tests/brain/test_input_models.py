@@ -1,7 +1,8 @@
-"""One input definition per write: MCP schemas, REST serializers and forms take their fields and limits from brain.inputs."""
+"""One input model per write: MCP schemas, REST serializers and forms take their fields and limits from brain.inputs."""
 
 from __future__ import annotations
 
+import inspect
 import re
 from pathlib import Path
 
@@ -9,37 +10,42 @@ import pytest
 
 from brain import inputs
 from brain.actions import do_ingest_note, do_promote_note, do_write_raw_note
-from brain.api import IngestSerializer, NoteInputSerializer
+from brain.api import IngestSerializer, NoteInputSerializer, QuerySerializer
 from brain.errors import BrainInputError
-from brain.limits import MAX_PLACE_LENGTH, MAX_TITLE_LENGTH
+from brain.limits import MAX_PLACE_LENGTH, MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, MAX_TAGS, MAX_TITLE_LENGTH
 from brain.models import Note, NoteLink
 from brain.views import EditForm, PromoteForm, RefileForm
+from hyperguild.mcp.contracts import input_schema
 from hyperguild.mcp.registry import find_endpoint
 
 BRAIN = Path(inputs.__file__).parent
 WRITES = {
-    "brain_write": inputs.RAW_NOTE,
-    "brain_ingest_raw": inputs.RAW_NOTE,
-    "brain_ingest": inputs.WIKI_NOTE,
-    "brain_edit": inputs.NOTE_EDIT,
-    "brain_archive": inputs.NOTE_ARCHIVE,
+    "brain_write": inputs.RawNoteInput,
+    "brain_ingest_raw": inputs.RawNoteInput,
+    "brain_ingest": inputs.WikiNoteInput,
+    "brain_edit": inputs.NoteEditInput,
+    "brain_archive": inputs.NoteArchiveInput,
+    "brain_query": inputs.QueryInput,
 }
 
 
 @pytest.mark.parametrize("tool_name", sorted(WRITES))
-def test_each_write_tool_takes_its_schema_from_its_input_definition(tool_name):
-    assert find_endpoint("brain").tools[tool_name].input_schema == WRITES[tool_name].json_schema()
+def test_each_write_tool_takes_its_input_model_from_brain_inputs(tool_name):
+    tool = find_endpoint("brain").tools[tool_name]
+    assert tool.input_model is WRITES[tool_name]
+    assert tool.input_schema == input_schema(WRITES[tool_name])
 
 
-def test_the_rest_write_body_has_the_fields_of_brain_write():
-    assert set(NoteInputSerializer().fields) == set(inputs.RAW_NOTE.fields)
-    assert set(IngestSerializer().fields) == set(inputs.RAW_NOTE.fields) | {"wing", "hall", "raw"}
+def test_the_rest_bodies_have_the_fields_of_brain_write_and_brain_query():
+    assert set(NoteInputSerializer().fields) == set(inputs.RawNoteInput.model_fields)
+    assert set(IngestSerializer().fields) == set(inputs.RawNoteInput.model_fields) | {"wing", "hall", "raw"}
+    assert set(QuerySerializer().fields) == set(inputs.QueryInput.model_fields)
 
 
 @pytest.mark.django_db
 def test_the_title_limit_is_one_number_for_mcp_rest_forms_the_model_and_the_action():
     longest, too_long = "t" * MAX_TITLE_LENGTH, "t" * (MAX_TITLE_LENGTH + 1)
-    assert inputs.RAW_NOTE.json_schema()["properties"]["title"]["maxLength"] == MAX_TITLE_LENGTH
+    assert input_schema(inputs.RawNoteInput)["properties"]["title"]["maxLength"] == MAX_TITLE_LENGTH
     assert Note._meta.get_field("title").max_length == MAX_TITLE_LENGTH
     assert NoteLink._meta.get_field("target_slug").max_length == Note._meta.get_field("slug").max_length
     assert NoteInputSerializer(data={"title": longest, "body": "b"}).is_valid()
@@ -54,7 +60,7 @@ def test_the_title_limit_is_one_number_for_mcp_rest_forms_the_model_and_the_acti
 
 def test_the_place_limit_is_one_number_for_mcp_rest_and_forms():
     too_long = "w" * (MAX_PLACE_LENGTH + 1)
-    assert inputs.WIKI_NOTE.json_schema()["properties"]["wing"]["maxLength"] == MAX_PLACE_LENGTH
+    assert input_schema(inputs.WikiNoteInput)["properties"]["wing"]["maxLength"] == MAX_PLACE_LENGTH
     assert not IngestSerializer(data={"title": "t", "body": "b", "wing": too_long}).is_valid()
     for form in (PromoteForm, RefileForm):
         assert "wing" in form({"wing": too_long, "title": "t", "slug": "s", "body": "b"}).errors
@@ -106,9 +112,6 @@ def test_the_view_no_longer_numbers_slugs():
 
 
 def test_the_search_limits_are_one_number_for_brain_query_and_post_query():
-    from brain.api import QuerySerializer
-    from brain.limits import MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, MAX_TAGS
-
     schema = find_endpoint("brain").tools["brain_query"].input_schema["properties"]
     assert (schema["query"]["maxLength"], schema["limit"]["maximum"], schema["tags"]["maxItems"]) == (
         MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, MAX_TAGS,
@@ -121,16 +124,31 @@ def test_the_search_limits_are_one_number_for_brain_query_and_post_query():
 
 @pytest.mark.parametrize(
     ("write", "action"),
-    [(inputs.RAW_NOTE, do_write_raw_note), (inputs.WIKI_NOTE, do_ingest_note)],
+    [(inputs.RawNoteInput, do_write_raw_note), (inputs.WikiNoteInput, do_ingest_note)],
     ids=["raw-note", "wiki-note"],
 )
 def test_each_field_of_a_write_is_a_parameter_of_its_action(write, action):
-    import inspect
-
-    assert set(write.fields) <= set(inspect.signature(action).parameters)
+    assert set(write.model_fields) <= set(inspect.signature(action).parameters)
 
 
 def test_the_arguments_of_a_write_are_the_given_fields_only():
     given = {"title": "t", "body": "b", "wing": "concepts", "raw": True}
-    assert inputs.RAW_NOTE.arguments(given) == {"title": "t", "body": "b"}
-    assert inputs.WIKI_NOTE.arguments(given) == {"title": "t", "body": "b", "wing": "concepts"}
+    assert inputs.action_arguments(inputs.given(inputs.RawNoteInput, given)) == {"title": "t", "body": "b"}
+    assert inputs.action_arguments(inputs.given(inputs.WikiNoteInput, given)) == {
+        "title": "t", "body": "b", "wing": "concepts",
+    }  # fmt: skip
+
+
+def test_a_rest_body_keeps_its_text_verbatim_and_trims_one_line_fields():
+    serializer = NoteInputSerializer(data={"title": "  A title  ", "body": "  indented\n", "slug": " s "})
+    assert serializer.is_valid(), serializer.errors
+    assert dict(serializer.validated_data) == {"title": "A title", "body": "  indented\n", "slug": " s "}
+    blank_title, blank_query = NoteInputSerializer(data={"title": "   ", "body": "b"}), QuerySerializer(data={"query": " "})
+    assert not blank_title.is_valid() and "title" in blank_title.errors
+    assert not blank_query.is_valid() and "query" in blank_query.errors
+
+
+def test_a_rest_body_refuses_frontmatter_that_is_not_a_mapping_in_words():
+    serializer = NoteInputSerializer(data={"title": "t", "body": "b", "frontmatter": ["a"]})
+    assert not serializer.is_valid()
+    assert "mapping" in str(serializer.errors["frontmatter"])

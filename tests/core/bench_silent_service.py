@@ -8,15 +8,13 @@ Prints the wait and the connections of each query embedding against a silent ser
 
 from __future__ import annotations
 
-import os
 import time
 
-import django
+from hyperguild.boot import setup_django
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "hyperguild.settings")
-    django.setup()
+    setup_django()
     from django.conf import settings
 
     from hyperguild.lib.embedders import EmbedderError, OllamaEmbedder

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any, Literal
 
 import pytest
 from django.core.management import CommandError, call_command
+from pydantic import Field
 
 from hyperguild.management.commands.api_docs import API_DOCS_PATH, render_api_docs
+from hyperguild.mcp.contracts import ToolInput, ToolResult
 from hyperguild.mcp.registry import Endpoint, Tool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +38,16 @@ def test_check_refuses_a_stale_reference_and_writes_nothing(tmp_path):
     call_command("api_docs", check=True, output=stale)  # fresh now: no error
 
 
+class DemoFindInput(ToolInput):
+    query: str = Field(min_length=1, max_length=300, description="what to find")
+    limit: int = Field(10, ge=1, le=50)
+    status: Literal["wiki", "raw"] | None = None
+
+
+class DemoFindResult(ToolResult):
+    hits: list[dict[str, Any]] | None = None
+
+
 def test_a_tool_is_rendered_with_its_arguments_limits_and_result():
     endpoint = Endpoint("demo", title="Demo endpoint", instructions="Try it.")
     endpoint.add(
@@ -42,17 +55,9 @@ def test_a_tool_is_rendered_with_its_arguments_limits_and_result():
             name="demo_find",
             title="Find things",
             description="Finds things | quickly.",
-            input_schema={
-                "type": "object",
-                "properties": {
-                    "query": {"type": "string", "minLength": 1, "maxLength": 300, "description": "what to find"},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-                    "status": {"type": "string", "enum": ["wiki", "raw"]},
-                },
-                "required": ["query"],
-            },
-            output_schema={"type": "object", "properties": {"hits": {"type": "array", "items": {"type": "object"}}}},
-            handler=lambda arguments, ctx: {"hits": []},
+            input_model=DemoFindInput,
+            result_model=DemoFindResult,
+            handler=lambda arguments, ctx: DemoFindResult(),
             read_only=True,
             idempotent=True,
         )

@@ -37,12 +37,27 @@ def requirements(path: Path) -> list[str]:
     return names
 
 
+def run_time_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of `tree` except what sits under `if TYPE_CHECKING:` (imported by the type checker only)."""
+    nodes, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                stack.extend(child.orelse)
+                continue
+            stack.append(child)
+    return nodes
+
+
 def imported_top_level_modules(folders: tuple[str, ...]) -> dict[str, list[str]]:
-    """Each absolute import's top-level module in `folders` (migrations included), with the files that import it."""
+    """Each absolute import's top-level module in `folders` (migrations included), with the files that import it
+    at run time."""
     found: dict[str, list[str]] = {}
     for folder in folders:
         for path in sorted((ROOT / folder).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            for node in run_time_nodes(ast.parse(path.read_text(), filename=str(path))):
                 if isinstance(node, ast.Import):
                     modules = [alias.name for alias in node.names]
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
@@ -88,6 +103,8 @@ def test_the_scan_sees_a_module_that_the_product_imports_at_run_time():
     modules = imported_top_level_modules(PRODUCT)
     assert "hyperguild/mcp/revision.py" in modules["mcp"]
     assert "pytest" not in modules
+    # supervisor/admin.py imports django_stubs_ext under `if TYPE_CHECKING:` only: a tool, not a run-time need.
+    assert "django_stubs_ext" not in modules
 
 
 def dry_run(target: str) -> list[str]:

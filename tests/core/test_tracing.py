@@ -87,3 +87,23 @@ def test_a_traceparent_in_the_requests_meta_continues_the_callers_trace(traced_s
 
     (span,) = wait_for(received, 30, "the tools/list span")
     assert span.parent_span_id == caller_span
+
+
+def test_sampled_at_zero_only_a_callers_sampled_trace_is_exported(transactional_db):
+    scratch = Path(tempfile.mkdtemp(prefix="tracing-", dir=settings.DATA_DIR))
+    try:
+        with FakeCollector() as collector, granian_on_test_database(
+            scratch, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="100", HYPERGUILD_TRACE_SAMPLE="0"
+        ) as (base, _):
+            for _ in range(3):  # no traceparent: a new trace, which a sample of 0 never records
+                assert call_tool(f"{base}/mcp/brain", "brain_query", {"query": "vacuum"})["isError"] is False
+            trace_id = secrets.token_hex(16)
+            headers = {"traceparent": f"00-{trace_id}-{secrets.token_hex(8)}-01"}  # the caller sampled it
+            assert call_tool(f"{base}/mcp/brain", "brain_query", {"query": "vacuum"}, headers=headers)["isError"] is False
+
+            wait_for(lambda: any(s.name == "mcp tools/call brain_query" for s in collector.spans(trace_id)), 30,
+                     "the caller's sampled trace")  # fmt: skip
+            # Spans leave in the order they end, so the three earlier calls' would have come first.
+            assert {s.trace_id for s in collector.spans()} == {trace_id}
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

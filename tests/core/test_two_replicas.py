@@ -70,7 +70,7 @@ def cluster():
     allowed = scratch / "projects"
     allowed.mkdir()
     fake = FakeClaude(scratch)
-    env = {k: v for k, v in os.environ.items() if k not in ("HYPERGUILD_DB_STARTED_HERE", "HYPERGUILD_DB_POOL")}
+    env = {k: v for k, v in os.environ.items() if k != "HYPERGUILD_DB_POOL"}
     env.update(
         DATABASE_URL=database_url,
         HYPERGUILD_DATA_DIR=str(scratch / "data"),

@@ -70,7 +70,7 @@ def start_qcluster(settings, allowed_root, **environment: str) -> subprocess.Pop
     One worker process, the embedder off; `environment` adds or overrides variables
     (e.g. SUPERVISOR_TIMEOUT). Stop it with `tests.supervisor.conftest.stop_process_group`.
     """
-    env = {k: v for k, v in os.environ.items() if k != "HYPERGUILD_DB_STARTED_HERE"}
+    env = dict(os.environ)
     env.update(
         DATABASE_URL=test_database_url(),
         CLAUDE_BINARY=settings.CLAUDE_BINARY,
@@ -98,7 +98,7 @@ def granian_on_test_database(scratch: Path, *, workers: int = 1, **environment: 
     from tests.conftest import free_port
 
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("HYPERGUILD_DB_STARTED_HERE", "HYPERGUILD_DB_POOL")}
+    env = {k: v for k, v in os.environ.items() if k != "HYPERGUILD_DB_POOL"}
     env.update(
         DATABASE_URL=test_database_url(), HYPERGUILD_DATA_DIR=str(scratch), BRAIN_EMBEDDER="off",
         BRAIN_MCP_TOKEN="", SUPERVISOR_MCP_TOKEN="", ROUTING_MCP_TOKEN="", HYPERGUILD_LOG_LEVEL="WARNING",

@@ -53,7 +53,7 @@ def test_bare_name_links_resolve_to_the_most_specific_note_and_ambiguity_is_repo
     assert target_of("entities/databases/pgvector", "pgvector") == "entities/pgvector"
     assert target_of("pg-talk", "entities/pgvector") == "entities/pgvector"  # a qualified link names one note
     assert target_of("pg-talk", "pgvector") == "pgvector"  # ambiguous from another wing: the bare slug wins
-    talk_links = {link["target_slug"]: link for link in note_detail(Note.objects.get(slug="pg-talk"))["links_out"]}
+    talk_links = {link.target_slug: link.model_dump() for link in note_detail(Note.objects.get(slug="pg-talk")).links_out}
     assert talk_links["pgvector"]["ambiguous"] == ["entities/databases/pgvector", "entities/pgvector", "pgvector"]
     assert talk_links["entities/pgvector"]["ambiguous"] == []
     assert any(line.startswith("wiki/sources/pg-talk.md: [[pgvector]] is ambiguous: resolved to pgvector")

@@ -31,7 +31,7 @@ SHOW = (
 def go_free_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """The test process's environment without any of the names these tests are about."""
     drop = {"DATABASE_URL", "BRAIN_DIR", "BRAIN_SESSIONS_DIR", "HYPERGUILD_PORT", "HYPERGUILD_PUBLIC_URL", "BRAIN_EMBEDDER",
-            "BRAIN_EMBED_URL", "HYPERGUILD_DB_STARTED_HERE"} | {alias for aliases in GO_ALIASES.values() for alias in aliases}
+            "BRAIN_EMBED_URL"} | {alias for aliases in GO_ALIASES.values() for alias in aliases}
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env["HYPERGUILD_DATA_DIR"] = str(tmp_path / "var")
     env.update(extra)

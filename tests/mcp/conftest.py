@@ -11,16 +11,42 @@ import threading
 import time
 
 import pytest
+from pydantic import Field
 
+from hyperguild.mcp.contracts import NoArguments, ToolInput, ToolResult
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint, unregister_endpoint
-
-OBJECT = {"type": "object", "additionalProperties": False}
 
 
 class SelfTestState:
     def __init__(self) -> None:
         self.cancel_seen = threading.Event()
         self.started = threading.Event()
+
+
+class EchoInput(ToolInput):
+    text: str = Field(min_length=1)
+    count: int = Field(1, ge=1, le=50)
+
+
+class EchoResult(ToolResult):
+    text: str
+    count: int
+
+
+class StepsInput(ToolInput):
+    steps: int = Field(ge=1, le=20)
+
+
+class DoneResult(ToolResult):
+    done: int
+
+
+class CancelledResult(ToolResult):
+    cancelled: bool
+
+
+class BlobResult(ToolResult):
+    blob: str
 
 
 @pytest.fixture
@@ -32,75 +58,68 @@ def selftest_endpoint(asgi_server):
         name="echo",
         title="Echo",
         description="Returns its text and a bounded count.",
-        input_schema={
-            **OBJECT,
-            "properties": {
-                "text": {"type": "string", "minLength": 1},
-                "count": {"type": "integer", "minimum": 1, "maximum": 50, "default": 1},
-            },
-            "required": ["text"],
-        },
-        output_schema={**OBJECT, "properties": {"text": {"type": "string"}, "count": {"type": "integer"}}, "required": ["text"]},
+        input_model=EchoInput,
+        result_model=EchoResult,
         read_only=True,
         idempotent=True,
     )
-    def echo(arguments: dict, ctx: ToolContext) -> dict:
-        return {"text": arguments["text"], "count": arguments.get("count", 1)}
+    def echo(arguments: EchoInput, ctx: ToolContext) -> EchoResult:
+        return EchoResult(text=arguments.text, count=arguments.count)
 
     @endpoint.tool(
         name="progress",
         title="Counts with progress",
         description="Reports progress `steps` times, then returns.",
-        input_schema={**OBJECT, "properties": {"steps": {"type": "integer", "minimum": 1, "maximum": 20}}, "required": ["steps"]},
-        output_schema={**OBJECT, "properties": {"done": {"type": "integer"}}, "required": ["done"]},
+        input_model=StepsInput,
+        result_model=DoneResult,
         read_only=True,
         long_running=True,
     )
-    def progress(arguments: dict, ctx: ToolContext) -> dict:
-        steps = arguments["steps"]
+    def progress(arguments: StepsInput, ctx: ToolContext) -> DoneResult:
+        steps = arguments.steps
         for step in range(1, steps + 1):
             ctx.report_progress(step, steps, f"step {step} of {steps}")
             time.sleep(0.05)
-        return {"done": steps}
+        return DoneResult(done=steps)
 
     @endpoint.tool(
         name="fail",
         title="Always fails",
         description="Raises a ToolError.",
-        input_schema={**OBJECT, "properties": {}},
-        output_schema={**OBJECT, "properties": {}},
+        input_model=NoArguments,
+        result_model=ToolResult,
         read_only=True,
     )
-    def fail(arguments: dict, ctx: ToolContext) -> dict:
+    def fail(arguments: NoArguments, ctx: ToolContext) -> ToolResult:
         raise ToolError("the fail tool failed, as it always does")
 
     @endpoint.tool(
         name="wait_for_cancel",
         title="Waits until cancelled",
         description="Blocks until the client cancels (at most 20 s).",
-        input_schema={**OBJECT, "properties": {}},
-        output_schema={**OBJECT, "properties": {"cancelled": {"type": "boolean"}}, "required": ["cancelled"]},
+        input_model=NoArguments,
+        result_model=CancelledResult,
         read_only=True,
         long_running=True,
     )
-    def wait_for_cancel(arguments: dict, ctx: ToolContext) -> dict:
+    def wait_for_cancel(arguments: NoArguments, ctx: ToolContext) -> CancelledResult:
         state.started.set()
         ctx.report_progress(0, None, "waiting")
         if ctx.cancelled.wait(timeout=20):
             state.cancel_seen.set()
             ctx.check_cancelled()
-        return {"cancelled": False}
+        return CancelledResult(cancelled=False)
 
     @endpoint.tool(
         name="huge",
         title="Returns a huge result",
         description="Returns more text than Claude Code accepts.",
-        input_schema={**OBJECT, "properties": {}},
-        output_schema={**OBJECT, "properties": {"blob": {"type": "string"}}, "required": ["blob"]},
+        input_model=NoArguments,
+        result_model=BlobResult,
         read_only=True,
     )
-    def huge(arguments: dict, ctx: ToolContext) -> dict:
-        return {"blob": "x" * 500_000}
+    def huge(arguments: NoArguments, ctx: ToolContext) -> BlobResult:
+        return BlobResult(blob="x" * 500_000)
 
     register_endpoint(endpoint)
     yield endpoint, state, f"{asgi_server}/mcp/selftest"

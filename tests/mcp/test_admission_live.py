@@ -10,9 +10,9 @@ import httpx
 import pytest
 from django.conf import settings
 
+from hyperguild.mcp.contracts import NoArguments, ToolResult
 from hyperguild.mcp.registry import ToolContext
 from tests.conftest import call_tool, mcp_post, rpc
-from tests.mcp.conftest import OBJECT
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -59,6 +59,10 @@ def test_quick_calls_wait_for_a_place_but_a_cancellation_goes_straight_in(selfte
         thread.join(10)
 
 
+class Answered(ToolResult):
+    answered: bool
+
+
 def test_a_tool_that_waits_outside_the_service_holds_no_place(selftest_endpoint):
     endpoint, _, url = selftest_endpoint
     release, waiting = threading.Event(), threading.Semaphore(0)
@@ -67,15 +71,15 @@ def test_a_tool_that_waits_outside_the_service_holds_no_place(selftest_endpoint)
         name="ask_a_model",
         title="Waits on an outside model",
         description="Blocks until the test lets it go, as a skill worker or an LLM would.",
-        input_schema={**OBJECT, "properties": {}},
-        output_schema={**OBJECT, "properties": {"answered": {"type": "boolean"}}, "required": ["answered"]},
+        input_model=NoArguments,
+        result_model=Answered,
         read_only=True,
         open_world=True,
     )
-    def ask_a_model(arguments: dict, ctx: ToolContext) -> dict:
+    def ask_a_model(arguments: NoArguments, ctx: ToolContext) -> Answered:
         waiting.release()
         release.wait(20)
-        return {"answered": True}
+        return Answered(answered=True)
 
     slow = [
         in_background(lambda: call_tool(url, "ask_a_model", {}))

@@ -21,6 +21,9 @@ import time
 from pathlib import Path
 
 import pytest
+from pydantic import ConfigDict
+
+from hyperguild.mcp.contracts import ToolInput, ToolResult
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -160,7 +163,19 @@ TASK_CHECKS_NOT_APPLICABLE = {
     "tasks-result-type-complete-on-non-task-responses": "needs the fixture confirm_delete, which parks for an "
                                                         "elicitation; no hyperguild task asks the client for input",
 }
-OPEN = {"type": "object"}
+
+
+class OpenArguments(ToolInput):
+    """The suite's scenarios send what they like: these fixtures read what they know."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    name: str = "World"
+    seconds: float = 1
+    label: str = ""
+
+
+class OpenResult(ToolResult):
+    model_config = ConfigDict(extra="allow")
 
 
 @pytest.fixture
@@ -170,22 +185,22 @@ def task_fixtures_url(asgi_server):
 
     endpoint = Endpoint("taskfixtures", title="conformance task fixtures", token_setting="BRAIN_MCP_TOKEN")
 
-    @endpoint.tool(name="greet", title="Greet", description="Sync: Hello, {name}!", input_schema=OPEN,
-                   output_schema=OPEN, read_only=True)
-    def greet(arguments: dict, ctx: ToolContext) -> dict:
-        return {"text": f"Hello, {arguments.get('name', 'World')}!"}
+    @endpoint.tool(name="greet", title="Greet", description="Sync: Hello, {name}!", input_model=OpenArguments,
+                   result_model=OpenResult, read_only=True)
+    def greet(arguments: OpenArguments, ctx: ToolContext) -> OpenResult:
+        return OpenResult.model_validate({"text": f"Hello, {arguments.name}!"})
 
     @endpoint.tool(name="slow_compute", title="Slow compute", description="Sleeps `seconds`, cancellable.",
-                   input_schema=OPEN, output_schema=OPEN, read_only=True, long_running=True)
-    def slow_compute(arguments: dict, ctx: ToolContext) -> dict:
-        seconds = float(arguments.get("seconds", 1))
+                   input_model=OpenArguments, result_model=OpenResult, read_only=True, long_running=True)
+    def slow_compute(arguments: OpenArguments, ctx: ToolContext) -> OpenResult:
+        seconds = float(arguments.seconds)
         if ctx.cancelled.wait(seconds):
             ctx.check_cancelled()
-        return {"computed": seconds, "label": arguments.get("label", "")}
+        return OpenResult.model_validate({"computed": seconds, "label": arguments.label})
 
     @endpoint.tool(name="failing_job", title="Failing job", description="Fails after about a second.",
-                   input_schema=OPEN, output_schema=OPEN, read_only=True, long_running=True)
-    def failing_job(arguments: dict, ctx: ToolContext) -> dict:
+                   input_model=OpenArguments, result_model=OpenResult, read_only=True, long_running=True)
+    def failing_job(arguments: OpenArguments, ctx: ToolContext) -> OpenResult:
         ctx.cancelled.wait(1)
         raise ToolError("failing_job failed, as it always does")
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from hyperguild.errors import DomainError
+from hyperguild.mcp.contracts import NoArguments, ToolResult
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint, unregister_endpoint
 from tests.conftest import call_tool
-
-OBJECT = {"type": "object", "additionalProperties": False, "properties": {}}
 
 
 class ShelfError(DomainError):
@@ -30,13 +29,13 @@ def shelf_url(asgi_server, settings):
     endpoint.translate_errors(ShelfError)
 
     @endpoint.tool(name="declared", title="Declared", description="Raises a declared domain error.",
-                   input_schema=OBJECT, output_schema=OBJECT, read_only=True)  # fmt: skip
-    def declared(arguments: dict, ctx: ToolContext) -> dict:
+                   input_model=NoArguments, result_model=ToolResult, read_only=True)  # fmt: skip
+    def declared(arguments: NoArguments, ctx: ToolContext) -> ToolResult:
         raise BookMissing("no book 'dune' on this shelf; list the shelf first", data={"shelf": 3})
 
     @endpoint.tool(name="undeclared", title="Undeclared", description="Raises a domain error nobody declared.",
-                   input_schema=OBJECT, output_schema=OBJECT, read_only=True)  # fmt: skip
-    def undeclared(arguments: dict, ctx: ToolContext) -> dict:
+                   input_model=NoArguments, result_model=ToolResult, read_only=True)  # fmt: skip
+    def undeclared(arguments: NoArguments, ctx: ToolContext) -> ToolResult:
         raise OtherError("this one was not declared")
 
     register_endpoint(endpoint)

@@ -17,6 +17,7 @@ from sessions.actions import do_log_entry
 from sessions.retrospective import run_retrospective
 from sessions.routed_skills import routed_retrospective_result
 from supervisor import routing_service
+from supervisor.skills import DebugInput, RetrospectiveInput, ReviewInput
 from tests.fakes.openai import Reply
 from tests.fakes.reranker import FakeReranker
 from tests.routing.conftest import GOOD_REVIEW
@@ -88,7 +89,7 @@ def test_the_supervisor_retrospective_sends_the_retrospective_limit(gateway):
 
 def test_the_routed_retrospective_sends_the_retrospective_limit(gateway):
     a_session("s-routed")
-    assert routed_retrospective_result({"session_id": "s-routed"})["status"] == "pass"
+    assert routed_retrospective_result(RetrospectiveInput(session_id="s-routed")).status == "pass"
     assert sent_limits(gateway) == [LIMITS["RETROSPECTIVE"]]
 
 
@@ -100,7 +101,7 @@ def test_a_routed_review_of_a_long_file_sends_the_review_limit_and_its_summaries
     functions = "".join(f"def helper_{n}(x):\n    return x + {n}\n\n\n" for n in range(60))
     (tmp_path / "app.py").write_text(f"def add(a, b):\n    return a - b\n\n\n{functions}")
 
-    routing_service.review({"project_root": str(tmp_path), "paths": ["app.py"]}, lambda *a: None, lambda: False)
+    routing_service.review(ReviewInput(project_root=str(tmp_path), paths=["app.py"]), lambda *a: None, lambda: False)
 
     by_kind = {(r.body["messages"][0]["content"].startswith("Summarise"), r.body["max_tokens"]) for r in gateway.requests}
     assert by_kind == {(True, LIMITS["SUMMARY"]), (False, LIMITS["REVIEW"])}
@@ -112,7 +113,7 @@ def test_a_routed_debug_sends_the_debug_limit(gateway, settings, tmp_path):
     command = f"{sys.executable} -c \"import app; assert app.add(2, 2) == 4, 'app.py:2'\""
 
     routing_service.debug(
-        {"project_root": str(tmp_path), "symptom": "add is wrong", "failing_cmd": command}, lambda *a: None, lambda: False
+        DebugInput(project_root=str(tmp_path), symptom="add is wrong", failing_cmd=command), lambda *a: None, lambda: False
     )
 
     assert sent_limits(gateway) == [LIMITS["DEBUG"]]

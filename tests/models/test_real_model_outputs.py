@@ -19,6 +19,7 @@ from supervisor import routing_service
 from supervisor.errors import RoutingFailed
 from supervisor.models import RoutingEntry
 from supervisor.routing import compute_pass_rate, routing_stats
+from supervisor.skills import RetrospectiveInput, ReviewInput
 from tests.conftest import free_port
 from tests.fakes.recorded import answers, replay, retrospectives, reviews
 from tests.routing.conftest import seed_history
@@ -122,7 +123,7 @@ def test_a_routed_retrospective_keeps_the_request_and_each_models_raw_text(gatew
     gateway.on(FAST, lambda request: replay(fast_reply)).on(THINKING, lambda request: replay(thinking_reply))
 
     with pytest.raises(RoutingFailed):
-        routed_retrospective_result({"session_id": "s-routed"})
+        routed_retrospective_result(RetrospectiveInput(session_id="s-routed"))
 
     first, second = RoutingEntry.objects.exclude(session_id="seed").order_by("id")
     assert (first.model, first.status, second.model, second.status) == (FAST, "fail", THINKING, "fail")
@@ -142,7 +143,7 @@ def test_a_routed_review_answered_with_empty_objects_keeps_request_and_response_
     gateway.on(FAST, lambda request: replay(fast_reply)).on(THINKING, lambda request: replay(thinking_reply))
 
     with pytest.raises(RoutingFailed) as caught:
-        routing_service.review({"project_root": str(tmp_path), "paths": ["app.py"]}, lambda *a: None, lambda: False)
+        routing_service.review(ReviewInput(project_root=str(tmp_path), paths=["app.py"]), lambda *a: None, lambda: False)
 
     message = str(caught.value)
     assert "findings" in message and "Check the gateway" not in message
@@ -163,7 +164,7 @@ def test_a_gateway_that_refuses_connections_is_an_outage_never_counted_in_a_pass
     settings.LITELLM_BASE_URL = f"http://127.0.0.1:{free_port()}"  # nothing listens: connection refused
 
     with pytest.raises(RoutingFailed) as caught:
-        routing_service.review({"project_root": str(tmp_path), "paths": ["app.py"]}, lambda *a: None, lambda: False)
+        routing_service.review(ReviewInput(project_root=str(tmp_path), paths=["app.py"]), lambda *a: None, lambda: False)
 
     assert "outage" in str(caught.value) and "Check the gateway (LITELLM_BASE_URL) knows" not in str(caught.value)
     calls = RoutingEntry.objects.exclude(session_id="seed")

@@ -22,7 +22,7 @@ from django.core.management import CommandError
 from brain.actions import do_ingest_note
 from brain.models import Note
 from hyperguild.actions import do_create_personal_token
-from hyperguild.auth import new_personal_token
+from hyperguild.auth import known_scopes, new_personal_token
 from hyperguild.models import PersonalToken
 from hyperguild.permissions import role_scopes
 from sessions.models import SessionEntry
@@ -58,7 +58,7 @@ def person(role: str) -> Person:
         user = make_person(username, password=PASSWORD)
     else:
         user = make_person(username, role, password=PASSWORD)
-    scopes = role_scopes(user)  # what the Tokens page offers this person
+    scopes = role_scopes(user, list(known_scopes()))  # what the Tokens page offers this person
     issued = do_create_personal_token(user, name="matrix", scopes=scopes)
     return Person(username, role, issued.secret, scopes)
 

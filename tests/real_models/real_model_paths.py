@@ -36,6 +36,7 @@ from sessions.routed_skills import routed_retrospective_result
 from supervisor import routing_service
 from supervisor.errors import RoutingFailed
 from supervisor.models import RoutingEntry
+from supervisor.skills import RetrospectiveInput, ReviewInput
 from tests.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,7 +179,7 @@ def test_the_retrospective_supervisor_and_routed_keeps_what_the_model_wrote():
             assert run.status == "malformed" and run.model_calls.exists()
     a_session("real-routed")
     try:
-        routed_retrospective_result({"session_id": "real-routed"})
+        routed_retrospective_result(RetrospectiveInput(session_id="real-routed"))
     except RoutingFailed:
         pass
     [entry] = RoutingEntry.objects.filter(session_id="real-routed")
@@ -194,9 +195,9 @@ def test_a_routed_review_is_bounded_and_keeps_request_and_response(settings, tmp
     settings.SUPERVISOR_ALLOWED_ROOTS = [str(tmp_path)]
     (tmp_path / "app.py").write_text("def add(a, b):\n    return a - b\n\n\ndef double(x):\n    return x * 2\n")
     try:
-        result = routing_service.review({"project_root": str(tmp_path), "paths": ["app.py"]}, lambda *a: None,
+        result = routing_service.review(ReviewInput(project_root=str(tmp_path), paths=["app.py"]), lambda *a: None,
                                         lambda: False)  # fmt: skip
-        outcome = f"{result['status']}, {len(result.get('findings', []))} finding(s)"
+        outcome = f"{result.status}, {len(result.findings)} finding(s)"
     except RoutingFailed as exc:
         outcome = f"failed: {str(exc)[:160]}"
     [entry] = RoutingEntry.objects.filter(skill="review")

@@ -24,7 +24,8 @@ from brain.actions import (
     do_reject_note,
     do_write_raw_note,
 )
-from brain.models import BrainVersion, Note, NoteChange, NoteStatus
+from brain.indexing import bump_brain_version
+from brain.models import Note, NoteChange, NoteStatus
 from brain.search import search
 
 WORDS = (
@@ -213,7 +214,7 @@ def test_a_bulk_load_logged_as_everything_is_picked_up_by_a_full_build(settings)
     builds = bm25.stats.full_builds
     Note.objects.bulk_create([Note(slug=f"bulk-{i}", title="Bulk", body="autovacuum bulk", status="wiki")
                               for i in range(3)])  # fmt: skip
-    BrainVersion.bump()  # no note ids: "everything may have changed"
+    bump_brain_version()  # no note ids: "everything may have changed"
     assert len(search("autovacuum").hits) == 4
     assert bm25.stats.full_builds == builds + 1
     assert NoteChange.objects.filter(note_id__isnull=True).count() == 1

@@ -225,3 +225,21 @@ def test_pre_compact_marks_where_the_context_was_cut_with_its_trigger_each_time(
         assert post(asgi_server, "PreCompact", {"hyperguild_hook_id": hook_id, **auto}).status_code == 200
     assert post(asgi_server, "PreCompact", auto).status_code == 200
     assert [e.phase for e in SessionEntry.objects.for_session(session_id)] == ["", "manual", "auto", "auto", "auto"]
+
+
+def test_a_session_started_in_a_folder_is_found_again_by_the_context_of_the_next_session_there(asgi_server):
+    from brain.actions import do_write_raw_note
+    from brain.context import context
+
+    folder = "/some/dir/project"
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    start = {**payload("SessionStart", first, source="startup"), "cwd": folder}
+    assert post(asgi_server, "SessionStart", start).status_code == 200
+    # Written in the first session, and naming nothing the folder is called: only the session links it to the folder.
+    own = do_write_raw_note(title="Compaction stalls under load", body="Segments wait for the lock.", session_id=first)
+    do_write_raw_note(title="Unrelated raw idea", body="Pasta water should be salty.", session_id="elsewhere")
+
+    start = {**payload("SessionStart", second, source="startup"), "cwd": folder}
+    assert post(asgi_server, "SessionStart", start).status_code == 200
+    # What the next session's SessionStart ranks (sessions.hooks.context_text passes it the hook's cwd).
+    assert [note["slug"] for note in context(folder)["unreviewed"]] == [own.slug]

@@ -409,10 +409,10 @@ def test_every_gate_apply_can_name_is_in_the_answers_schema():
 def test_findings_left_when_the_runs_time_budget_is_spent_are_refused_with_gate_time(
     fake_claude, git_project, monkeypatch
 ):
-    from supervisor import tools
+    from supervisor import executor
 
     review = review_run(fake_claude, git_project, [finding("add subtracts", 5, "return a - b", FIX_ADD)])
-    monkeypatch.setattr(tools, "run_budget_seconds", lambda: 0.0)
+    monkeypatch.setattr(executor, "run_budget_seconds", lambda: 0.0)
 
     run = apply_run(git_project, review)
 

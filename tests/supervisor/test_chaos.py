@@ -58,7 +58,7 @@ class ScratchServe:
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items()
-               if k not in ("DATABASE_URL", "HYPERGUILD_DB_STARTED_HERE", "BRAIN_MCP_TOKEN", "SUPERVISOR_MCP_TOKEN",
+               if k not in ("DATABASE_URL", "BRAIN_MCP_TOKEN", "SUPERVISOR_MCP_TOKEN",
                             "ROUTING_MCP_TOKEN", "HYPERGUILD_ALLOW_NO_AUTH")}
         env.update(
             HYPERGUILD_DATA_DIR=str(self.data_dir),

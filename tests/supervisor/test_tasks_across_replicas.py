@@ -31,7 +31,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def replica_b(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "HYPERGUILD_DB_STARTED_HERE"}
+    env = dict(os.environ)
     for name in ("BRAIN_MCP_TOKEN", "SUPERVISOR_MCP_TOKEN", "ROUTING_MCP_TOKEN", "HYPERGUILD_ALLOW_NO_AUTH"):
         env.pop(name, None)
     env.update(DATABASE_URL=test_database_url(), BRAIN_EMBEDDER="off")

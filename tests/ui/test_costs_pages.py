@@ -131,3 +131,23 @@ def test_the_tokens_page_shows_the_persons_own_spend_today_and_this_month(reader
     assert "<b>0.0020 USD</b>" in today and "of your 1.00 USD daily budget" in today
     assert "resets at 2026-11-16 00:00 UTC" in today
     assert "<b>0.0420 USD</b>" in month and "model calls: 2;" in month  # the call of October is not this month's
+
+
+def test_a_reader_sees_only_their_own_spend_by_person_and_their_own_sessions(reader_client, spending):
+    page = reader_client.get(reverse("hyperguild-costs")).content.decode()
+
+    # Their own row and the service's; the reviewer's 0.0100 and session s-big are not shown to them.
+    assert table(page, "costs-by-person") == {
+        "reader": ["3", "200", "20", "0.0050", "1"], "supervisor worker (service)": ["1", "100", "10", "0.0005", "0"],
+    }
+    assert list(table(page, "costs-top-sessions")) == ["s-small"]
+    assert "s-big" not in page and 'id="costs-own-only"' in page
+    # The team's totals name nobody and stay whole.
+    assert '<b id="total-cost">0.0155</b>' in page
+    assert table(page, "costs-by-model")["thinking"] == ["1", "100", "10", "0.0100", "0"]
+
+
+def test_staff_see_everyones_spend_without_the_own_only_notice(staff_client, spending):
+    page = staff_client.get(reverse("hyperguild-costs")).content.decode()
+
+    assert "reviewer" in table(page, "costs-by-person") and 'id="costs-own-only"' not in page

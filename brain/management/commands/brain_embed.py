@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from brain.backlog import describe_eta, status
 from brain.embedding_sync import SyncResult, sync_embeddings
 from hyperguild.lib.embedders import get_embedder
 
@@ -15,14 +18,14 @@ class Command(BaseCommand):
         "embeddings of archived notes and removed chunks. Unchanged chunks are never embedded again."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--status",
             action="store_true",
             help="embed nothing: print embedded and pending chunks per model and the time left at the current rate",
         )
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         if options["status"]:
             for line in self.status_lines():
                 self.stdout.write(line)
@@ -39,8 +42,6 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"Embedding sync done: {summary}."))
 
     def status_lines(self) -> list[str]:
-        from brain.backlog import describe_eta, status
-
         report = status()
         lines = []
         active = report["active"]

@@ -14,8 +14,8 @@ default) runs every ranker with the relevance floors on and off.
 the embedder (see brain/floors.py).
 
 The command creates a PostgreSQL database of its own next to the service's
-(`hyperguild_eval_<pid>`, a copy of a migrated template kept per schema), points this process at it, imports the
-dataset there and drops it at the end: the user's notes are never read or
+(`hyperguild_eval_<pid>`, a copy of a migrated template kept per schema, brain/scratch.py), points this process
+at it, imports the dataset there and drops it at the end: the user's notes are never read or
 written. Document embeddings are cached under var/eval-cache by model and
 text hash, so only the first run with a given embedder pays for them.
 """
@@ -26,7 +26,9 @@ import random
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
@@ -35,6 +37,7 @@ from tqdm import tqdm
 from brain import bm25, floors, vectors
 from brain.embedding_sync import sync_embeddings
 from brain.evaluation import (
+    BeirDataset,
     CachingEmbedder,
     document_chunks,
     load_beir,
@@ -44,7 +47,8 @@ from brain.evaluation import (
     recall_at,
     sampled_corpus,
 )
-from brain.models import BrainVersion, Note, NoteStatus
+from brain.indexing import bump_brain_version
+from brain.models import Note, NoteStatus
 from brain.scratch import ScratchDatabase
 from brain.search import rank_notes, search
 from hyperguild.lib.embedders import get_embedder
@@ -100,7 +104,7 @@ class Command(BaseCommand):
             help="print the vector floor the judged pairs suggest for the embedder (needs dense or hybrid)",
         )
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         rankers = [r.strip() for r in options["rankers"].split(",") if r.strip()]
         unknown = set(rankers) - set(RANKERS)
         if unknown:
@@ -155,7 +159,9 @@ class Command(BaseCommand):
 
         embedder = None
         if needs_vectors:
-            embedder = CachingEmbedder(get_embedder(), options["cache_dir"])
+            inner = get_embedder()
+            assert inner is not None  # handle() refused vector rankers with BRAIN_EMBEDDER=off
+            embedder = CachingEmbedder(inner, options["cache_dir"])
             self.embed_corpus(embedder)
             with connections["default"].cursor() as cursor:
                 # Fresh bulk-loaded tables have no statistics: without them the planner expects
@@ -164,6 +170,7 @@ class Command(BaseCommand):
             self.stdout.write(f"vector query plan: {self.vector_plan(embedder, next(iter(dataset.queries.values())))}")
 
         if options["calibrate"]:
+            assert embedder is not None  # handle() refused --calibrate without a vector ranker
             self.calibrate(dataset, corpus, embedder, options["negative_queries"])
 
         settings_list = {"on": [True], "off": [False], "both": [True, False]}[options["floors"]]
@@ -180,7 +187,7 @@ class Command(BaseCommand):
 
     def import_documents(self, corpus: list[dict]) -> dict[str, str]:
         """Scratch notes straight through the ORM: no user data, no mirror, no per-note tasks."""
-        slug_to_doc = {}
+        slug_to_doc: dict[str, str] = {}
         batch = []
         for doc in tqdm(corpus, desc="importing", unit="doc", file=self.stderr, disable=None):
             slug = f"doc-{len(slug_to_doc)}"
@@ -201,7 +208,7 @@ class Command(BaseCommand):
                 Note.objects.bulk_create(batch)
                 batch = []
         Note.objects.bulk_create(batch)
-        BrainVersion.bump()
+        bump_brain_version()
         return slug_to_doc
 
     def embed_corpus(self, embedder: CachingEmbedder) -> None:
@@ -231,7 +238,7 @@ class Command(BaseCommand):
             )
 
     def evaluate_ranker(
-        self, ranker: str, dataset, id_to_doc: dict[int, str], embedder, floors_on: bool, negatives: list[str],
+        self, ranker: str, dataset: BeirDataset, id_to_doc: dict[int, str], embedder: CachingEmbedder | None, floors_on: bool, negatives: list[str],
         *, timed: bool,
     ) -> dict:  # fmt: skip
         floor = None if floors_on else floors.NO_FLOORS
@@ -274,7 +281,7 @@ class Command(BaseCommand):
         )
         return row
 
-    def print_table(self, rows: list[dict], embedder, with_negatives: bool) -> None:
+    def print_table(self, rows: list[dict], embedder: CachingEmbedder | None, with_negatives: bool) -> None:
         key = embedder.key if embedder is not None else None
         current = floors.current(key)
         self.stdout.write("")
@@ -296,16 +303,15 @@ class Command(BaseCommand):
             )
             self.stdout.write(line)
 
-    def calibrate(self, dataset, corpus: list[dict], embedder: CachingEmbedder, negatives: list[str]) -> None:
+    def calibrate(self, dataset: BeirDataset, corpus: list[dict], embedder: CachingEmbedder, negatives: list[str]) -> None:
         """Cosine similarity of judged relevant pairs against random pairs, and the floor they suggest."""
-        import numpy as np
-
         docs = {doc["_id"]: doc for doc in corpus}
         chunk_vectors: dict[str, np.ndarray] = {}
         for doc_id, doc in docs.items():
             found = [embedder.cached_document(text) for text in document_chunks(doc)]
-            if found and all(v is not None for v in found):
-                chunk_vectors[doc_id] = np.vstack(found)
+            cached = [v for v in found if v is not None]
+            if found and len(cached) == len(found):
+                chunk_vectors[doc_id] = np.vstack(cached)
         rng = random.Random(11)
         ids = sorted(chunk_vectors)
         relevant, unrelated, best_judged = [], [], []
@@ -358,7 +364,7 @@ class Command(BaseCommand):
         )
 
     @staticmethod
-    def vector_plan(embedder, query: str) -> str:
+    def vector_plan(embedder: CachingEmbedder, query: str) -> str:
         """The planner's own choice (nothing forced) for the vector query: index scan or not."""
         vector = embedder.embed_query(query)
         sql = vectors.query_sql(embedder.key, len(vector), wing=False, hall=False, status=False)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from brain.folder import FolderSummary, export_folder
 from brain.models import Note
@@ -17,18 +19,18 @@ class Command(BaseCommand):
         "(rejected and archived notes are not exported). Two exports are byte-identical."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("directory", type=Path, help="where to write (created if missing)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    def handle(self, *args, directory: Path, no_progress: bool = False, **options):
+    def handle(self, *args: Any, directory: Path, no_progress: bool = False, **options: Any) -> None:
         summary = self.export_directory(directory, show_progress=not no_progress)
         self.report(summary)
 
     def export_directory(self, directory: Path, *, show_progress: bool = True) -> FolderSummary:
         total = Note.objects.exportable().count()
 
-        def progress(items):
+        def progress(items: Iterable) -> Iterable:
             return progress_bar(self.stderr, items, enabled=show_progress, total=total, desc="exporting", unit="note")
 
         return export_folder(directory, progress=progress)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brain.folder import FolderError, FolderSummary, PlainFolder, default_plain_folder, import_folder
 from brain.models import NoteStatus
@@ -18,7 +20,7 @@ class Command(BaseCommand):
         "Running it twice changes nothing; files that do not parse are reported and skipped."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "directory", type=Path, help="the brain folder (the one holding wiki/ and raw/), or a folder of .md files"
         )
@@ -35,9 +37,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(
-        self, *args, directory: Path, archive_missing: bool = False, no_progress: bool = False, wing: str = "",
-        hall: str = "", raw: bool = False, **options,
-    ):  # fmt: skip
+        self, *args: Any, directory: Path, archive_missing: bool = False, no_progress: bool = False, wing: str = "",
+        hall: str = "", raw: bool = False, **options: Any,
+    ) -> None:  # fmt: skip
         plain = self.plain_folder(directory, wing=wing, hall=hall, raw=raw)
         summary = self.import_directory(
             directory, archive_missing=archive_missing, show_progress=not no_progress, plain=plain
@@ -61,7 +63,7 @@ class Command(BaseCommand):
         self, directory: Path, *, archive_missing: bool = False, show_progress: bool = True,
         plain: PlainFolder | None = None,
     ) -> FolderSummary:  # fmt: skip
-        def progress(items):
+        def progress(items: Iterable) -> Iterable:
             return progress_bar(self.stderr, items, enabled=show_progress, desc="importing", unit="file")
 
         try:

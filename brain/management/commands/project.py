@@ -11,6 +11,8 @@ cannot read is kept with the reason, and its notes stay unverified.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brain.actions import do_add_project
@@ -31,7 +33,7 @@ class Command(BaseCommand):
                          help="a folder name or absolute path that means this project (repeatable)")
         sub.add_parser("list", help="every project with its head and state")
 
-    def handle(self, *args, verb: str, **options) -> None:
+    def handle(self, *args: Any, verb: str, **options: Any) -> None:
         if verb == "add":
             self.add(options["name"], options["repo"], options["branch"], options["folders"])
         else:

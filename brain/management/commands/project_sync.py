@@ -8,6 +8,8 @@ command fails only when NAME names no project.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brain.actions import RecheckOutcome, do_sync_project
@@ -20,7 +22,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", nargs="?", help="the project (default: every project with a repository)")
 
-    def handle(self, *args, name: str | None = None, **options) -> None:
+    def handle(self, *args: Any, name: str | None = None, **options: Any) -> None:
         outcomes = self.sync(name)
         failed = sum(1 for outcome in outcomes if outcome.error)
         self.stdout.write(self.style.SUCCESS(f"synced {len(outcomes) - failed} of {len(outcomes)} projects"))

@@ -6,13 +6,14 @@ arguments (type, required, limits, default) and result fields.
 `tests/core/test_api_docs.py` fails when the file in the tree is stale.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: this module has a function called `annotations`.
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from hyperguild.lib.typed import JSON
 from hyperguild.mcp.registry import Endpoint, Tool, all_endpoints
 
 API_DOCS_PATH = Path(settings.BASE_DIR) / "docs" / "api.md"
@@ -85,7 +86,7 @@ def annotations(tool: Tool) -> str:
     return ", ".join(name for name, on in flags if on) or "none"
 
 
-def render_fields(schema: dict, *, arguments: bool) -> list[str]:
+def render_fields(schema: JSON, *, arguments: bool) -> list[str]:
     """A table of the schema's top-level properties: a tool's arguments (with limits) or its result fields."""
     properties = schema.get("properties") or {}
     if not properties:
@@ -139,11 +140,11 @@ def render_api_docs(endpoints: list[Endpoint] | None = None) -> str:
 class Command(BaseCommand):
     help = "Write docs/api.md, the MCP tool reference, from the tool registry (--check: only say whether it is stale)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--check", action="store_true", help="write nothing; fail if the file is stale")
         parser.add_argument("--output", type=Path, default=API_DOCS_PATH, help="where to write (default docs/api.md)")
 
-    def handle(self, *args, check: bool, output: Path, **options) -> None:
+    def handle(self, *args: Any, check: bool, output: Path, **options: Any) -> None:
         text = render_api_docs()
         if check:
             current = output.read_text(encoding="utf-8") if output.exists() else ""

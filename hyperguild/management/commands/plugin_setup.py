@@ -12,11 +12,18 @@ import json
 import re
 import shlex
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AnonymousUser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from hyperguild.mcp.registry import Endpoint, all_endpoints
+from hyperguild.permissions import role_scopes
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import AnonymousUser, User
 
 PLUGIN_FOLDER = "claude-plugin"
 DEFAULT_URL = "http://127.0.0.1:8000"
@@ -70,20 +77,17 @@ def spool_lines(base: str) -> list[str]:
 PLUGIN_SCOPES = ("brain:read", "brain:write", "sessions:write", "supervisor:run", "routing:run")
 
 
-def plugin_scopes(user=None) -> list[str]:
+def plugin_scopes(user: User | AnonymousUser | None = None) -> list[str]:
     """The plugin's scopes a person's role allows now (hyperguild.permissions); without a person, those every account may hold."""
-    from django.contrib.auth.models import AnonymousUser
-
-    from hyperguild.permissions import role_scopes
-
     if user is None:
         # Every active account's: a person with a role adds theirs (docs/people.md).
         user = AnonymousUser()
-        user.is_active = True  # an account with no role, for role_scopes
+        # An active account with no role, for role_scopes (AnonymousUser says is_active False).
+        user.is_active = True  # type: ignore[assignment]  # deliberately overridden on this instance
     return role_scopes(user, list(PLUGIN_SCOPES))
 
 
-def plugin_token_advice(endpoints: list[Endpoint], user=None) -> str:
+def plugin_token_advice(endpoints: list[Endpoint], user: User | None = None) -> str:
     """Which token HYPERGUILD_TOKEN must hold: the plugin sends one token to the three endpoints and the hooks.
 
     Only the scopes the person's role allows (a token can hold no more); without a person, those any account may
@@ -113,7 +117,7 @@ def plugin_token_advice(endpoints: list[Endpoint], user=None) -> str:
     )
 
 
-def setup_lines(base: str, user=None) -> list[str]:
+def setup_lines(base: str, user: User | None = None) -> list[str]:
     """What a user on another machine needs, as lines to print (no secret among them); `user`: for that person."""
     endpoints = all_endpoints()
     lines = ["Claude Code plugin (the three endpoints, hooks that log each session and bring the project's notes in, "
@@ -140,7 +144,7 @@ def local_host(host: str) -> str:
 class Command(BaseCommand):
     help = "Print how to connect Claude Code to this server: the plugin's two lines, its settings, the endpoints."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--url",
             default=settings.HYPERGUILD_PUBLIC_URL or f"http://{local_host(settings.HYPERGUILD_HOST)}:{settings.HYPERGUILD_PORT}",
@@ -148,11 +152,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--user", default="", help="the person the token is for: ask only for the scopes their role allows")
 
-    def handle(self, *args, url: str, user: str = "", **options) -> None:
+    def handle(self, *args: Any, url: str, user: str = "", **options: Any) -> None:
         person = None
         if user:
-            from django.contrib.auth import get_user_model
-
             person = get_user_model().objects.filter(username=user).first()
             if person is None:
                 raise CommandError(f"No account called {user!r}; create it in the admin first.")

@@ -25,19 +25,28 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import httpx
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
+from django_q.tasks import async_task
 
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
 from hyperguild.checks import public_bind_problem
-from hyperguild.lib.embedded_db import embedded_database_url, ensure_embedded_database, stop_embedded_database
+from hyperguild.lib.embedded_db import (
+    embedded_database_url,
+    ensure_embedded_database,
+    started_by_this_process,
+    stop_embedded_database,
+)
 from hyperguild.lib.llm import gateway_status
 from hyperguild.management.commands.plugin_setup import setup_lines
 from hyperguild.mcp.registry import all_endpoints
+from hyperguild.serving import WEB_PROCESS
 
 WORKER_RESTART_SECONDS = 5  # at most one restart of a dying worker cluster this often
 DB_CHECK_SECONDS = 1.0
@@ -120,7 +129,7 @@ def masked(token: str) -> str:
 class Command(BaseCommand):
     help = "Set up the database and run the web server and the task worker until Ctrl-C."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=settings.HYPERGUILD_HOST, help="address to bind (default: %(default)s)")
         parser.add_argument("--port", type=int, default=settings.HYPERGUILD_PORT, help="port (default: %(default)s)")
         parser.add_argument("--no-worker", action="store_true", help="do not start the django-q2 cluster")
@@ -135,23 +144,23 @@ class Command(BaseCommand):
             help="web server processes (default: HYPERGUILD_WEB_WORKERS = %(default)s)",
         )  # fmt: skip
 
-    def execute(self, *args, **options):
+    def execute(self, *args: Any, **options: Any) -> str | None:
         """Run the system checks and `handle`; a start that fails stops the database it started (no process left)."""
         try:
             return super().execute(*args, **options)
         except BaseException:
             # A failed system check, a taken port, a failed migration: the embedded PostgreSQL that this
-            # process started (when settings were read) must not outlive it, or the next `make run` would
+            # process started (manage.py's prepare_process) must not outlive it, or the next `make run` would
             # reuse a server that its Ctrl-C then never stops.
             if self._started_embedded_db():
                 stop_embedded_database(settings.DATA_DIR)
             raise
 
     def _started_embedded_db(self) -> bool:
-        return not os.environ.get("DATABASE_URL") and os.environ.get("HYPERGUILD_DB_STARTED_HERE") == "1"
+        return not os.environ.get("DATABASE_URL") and started_by_this_process(settings.DATA_DIR)
 
     def handle(
-        self, *args, host: str, port: int, no_worker: bool, web_workers: int = 1, server: str = "", **options
+        self, *args: Any, host: str, port: int, no_worker: bool, web_workers: int = 1, server: str = "", **options: Any
     ) -> None:
         server = server or settings.HYPERGUILD_SERVER
         problem = public_bind_problem(host)
@@ -169,15 +178,16 @@ class Command(BaseCommand):
         self._step("migrations applied")
         user, generated = do_ensure_admin_account(settings.HYPERGUILD_ADMIN_USER, settings.HYPERGUILD_ADMIN_PASSWORD)
         if user is not None:
+            name = settings.HYPERGUILD_ADMIN_USER  # the account was made with this username
             if generated:
                 self.stdout.write(
                     self.style.WARNING(
-                        f"created admin account {user.username!r} with password {generated} (shown once; "
+                        f"created admin account {name!r} with password {generated} (shown once; "
                         "set HYPERGUILD_ADMIN_PASSWORD to choose it)"
                     )
                 )
             else:
-                self.stdout.write(f"created admin account {user.username!r} (password from HYPERGUILD_ADMIN_PASSWORD)")
+                self.stdout.write(f"created admin account {name!r} (password from HYPERGUILD_ADMIN_PASSWORD)")
         do_ensure_schedules()
 
         web_started: dict[int, float] = {}
@@ -205,22 +215,24 @@ class Command(BaseCommand):
         web = start_web()
         children: list[subprocess.Popen] = [web]
 
+        # The cluster connects without a pool (only web processes pool; see settings' _database): django-q2
+        # forks its workers, and a pool opened before the fork would share its sockets between them.
+        worker_env = {name: value for name, value in child_env.items() if name != WEB_PROCESS}
+
         def start_worker() -> subprocess.Popen:
             return subprocess.Popen(
-                [sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, env=child_env,
+                [sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, env=worker_env,
                 start_new_session=True,
             )
 
         if not no_worker:
             self._step("starting the task worker (django-q2 cluster)…")
             children.append(start_worker())
-            from django_q.tasks import async_task
-
             async_task("hyperguild.tasks.heartbeat")  # healthy as soon as the worker runs, not a minute later
 
         stopping = False
 
-        def stop(signum, frame) -> None:
+        def stop(signum: int, frame: FrameType | None) -> None:
             nonlocal stopping
             stopping = True
 
@@ -285,9 +297,8 @@ class Command(BaseCommand):
         return restarted
 
     def _embedded_db_running(self) -> bool:
-        # settings already started the embedded server if it was down; the
-        # marker tells whether this process was the one that started it.
-        return os.environ.get("HYPERGUILD_DB_STARTED_HERE") != "1"
+        # manage.py (prepare_process) already started the embedded server if it was down; True if it ran before.
+        return not started_by_this_process(settings.DATA_DIR)
 
     def _step(self, message: str) -> None:
         """One line of progress, shown at once even when stdout is a pipe (`make run | tee`)."""

@@ -7,9 +7,11 @@ the same before it starts its processes.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
 
@@ -17,10 +19,10 @@ from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
 class Command(BaseCommand):
     help = "Migrate the database, install the periodic schedules and create the admin account if there is none."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--no-admin", action="store_true", help="do not create an admin account")
 
-    def handle(self, *args, no_admin: bool = False, **options) -> None:
+    def handle(self, *args: Any, no_admin: bool = False, **options: Any) -> None:
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("migrations applied")
         names = do_ensure_schedules()

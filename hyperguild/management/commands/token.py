@@ -10,9 +10,12 @@ never shown again. `revoke` takes the token's prefix (as `list` shows it) or its
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.contrib.auth.models import User
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from hyperguild.actions import TokenRequestError, do_create_personal_token, do_revoke_personal_token
@@ -23,7 +26,7 @@ from hyperguild.models import PersonalToken
 class Command(BaseCommand):
     help = "Create, list and revoke people's personal bearer tokens (docs/people.md)."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
         create = actions.add_parser("create", help="make a token for USERNAME and print it (once)")
         create.add_argument("username")
@@ -37,10 +40,10 @@ class Command(BaseCommand):
         revoke = actions.add_parser("revoke", help="revoke a token by its prefix (hgp_…) or id")
         revoke.add_argument("token")
 
-    def handle(self, *args, action: str, **options) -> None:
+    def handle(self, *args: Any, action: str, **options: Any) -> None:
         getattr(self, f"handle_{action}")(**options)
 
-    def handle_create(self, *, username: str, scopes: list[str], expires_days: int | None, name: str, **_) -> str:
+    def handle_create(self, *, username: str, scopes: list[str], expires_days: int | None, name: str, **_: Any) -> str:
         user = self._user(username)
         try:
             issued = do_create_personal_token(user, name=name, scopes=scopes, expires_days=expires_days)
@@ -54,7 +57,7 @@ class Command(BaseCommand):
         self.stdout.write(issued.secret)
         return issued.secret
 
-    def handle_list(self, *, username: str | None = None, **_) -> None:
+    def handle_list(self, *, username: str | None = None, **_: Any) -> None:
         tokens = PersonalToken.objects.select_related("user").order_by("user__username", "-created_at")
         if username:
             tokens = tokens.filter(user=self._user(username))
@@ -68,7 +71,7 @@ class Command(BaseCommand):
             )
         self.stdout.write(self.style.SUCCESS(f"{tokens.count()} token(s)"))
 
-    def handle_revoke(self, *, token: str, **_) -> None:
+    def handle_revoke(self, *, token: str, **_: Any) -> None:
         match = PersonalToken.objects.filter(pk=int(token)) if token.isdigit() else PersonalToken.objects.filter(prefix=token)
         found = list(match[:2])
         if not found:
@@ -78,7 +81,7 @@ class Command(BaseCommand):
         revoked = do_revoke_personal_token(found[0])
         self.stdout.write(self.style.SUCCESS(f"Revoked {revoked.prefix} ({revoked.name}) of {revoked.user.get_username()}."))
 
-    def _user(self, username: str):
+    def _user(self, username: str) -> User:
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"No user {username!r}; create the account in the admin (/admin/auth/user/add/) first.")

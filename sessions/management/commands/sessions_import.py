@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from sessions.folder import SESSION_FILE_SUFFIX, import_sessions_dir
@@ -14,10 +15,10 @@ from sessions.folder import SESSION_FILE_SUFFIX, import_sessions_dir
 class Command(BaseCommand):
     help = "Import a folder of original-format session logs (brain/sessions/<session_id>.jsonl). Safe to re-run."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("directory", type=Path, help="Folder holding <session_id>.jsonl files.")
 
-    def handle(self, *args, directory: Path, **options) -> None:
+    def handle(self, *args: Any, directory: Path, **options: Any) -> None:
         summary = self.import_dir(directory, show_progress=options["verbosity"] > 0)
         for error in summary["errors"]:
             self.stderr.write(self.style.WARNING(f"skipped {error['file']}: {error['error']}"))

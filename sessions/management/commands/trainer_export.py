@@ -7,8 +7,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from sessions.models import TrainingExample
 from sessions.trl_export import export_dataset, export_examples
@@ -23,7 +24,7 @@ class Command(BaseCommand):
         "are left out unless --include-invalid."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("out", type=Path, help="A .jsonl file, or a dataset folder.")
         parser.add_argument("--kind", choices=TrainingExample.Kind.values, help="Required for a .jsonl file.")
         parser.add_argument("--status", default=TrainingExample.Status.APPROVED, choices=TrainingExample.Status.values)
@@ -31,8 +32,8 @@ class Command(BaseCommand):
         parser.add_argument("--eval-share", type=float, default=0.1, help="Share of prompt groups in eval (dataset).")
         parser.add_argument("--license", default=None, help="Licence for the dataset card (TRAINER_DATASET_LICENSE).")
 
-    def handle(self, *args, out: Path, kind: str | None, status: str, include_invalid: bool, eval_share: float,
-               license: str | None, **options) -> None:
+    def handle(self, *args: Any, out: Path, kind: str | None, status: str, include_invalid: bool, eval_share: float,
+               license: str | None, **options: Any) -> None:
         if out.suffix == ".jsonl":
             if not kind:
                 raise CommandError("--kind sft|dpo is required when OUT is a .jsonl file.")

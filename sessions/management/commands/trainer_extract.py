@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
 
 from sessions.trainer import run_trainer
 
@@ -10,10 +12,10 @@ from sessions.trainer import run_trainer
 class Command(BaseCommand):
     help = "Extract SFT and DPO candidates from verified skill runs and routed calls. Safe to re-run."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--session", dest="session_id", default=None, help="Only this session (default: all).")
 
-    def handle(self, *args, session_id: str | None = None, **options) -> None:
+    def handle(self, *args: Any, session_id: str | None = None, **options: Any) -> None:
         result = self.extract(session_id)
         flagged = sum(1 for e in result["examples"] if e["created"] and e["flagged"])
         if flagged:

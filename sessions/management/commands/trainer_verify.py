@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
 
 from sessions.actions import do_record_replay
 from sessions.models import TrainingExample
@@ -17,12 +19,12 @@ class Command(BaseCommand):
         "trainer_export by default and shown in the curation UI."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--kind", choices=TrainingExample.Kind.values)
         parser.add_argument("--limit", type=int, default=None, help="At most N examples (oldest first).")
         parser.add_argument("--pending", action="store_true", help="Only examples not replayed yet.")
 
-    def handle(self, *args, kind: str | None, limit: int | None, pending: bool, **options) -> None:
+    def handle(self, *args: Any, kind: str | None, limit: int | None, pending: bool, **options: Any) -> None:
         examples = TrainingExample.objects.exclude(status=TrainingExample.Status.REJECTED).order_by("id")
         if kind:
             examples = examples.filter(kind=kind)

@@ -1,4 +1,5 @@
-"""The review UI's second pass (issue 19): each test reproduces one numbered problem."""
+"""The review queue and note pages: merges and edits over a newer version, the merge preview, bulk actions
+and paging, queue navigation, similar notes, wikilinks (issue 19: each test reproduced one problem)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The review UI's third pass (issue 31): each test reproduces one numbered problem, then shows the fix."""
+"""Review pages keep text intact (line endings, merges only into wiki notes), flag duplicates by meaning, undo
+reopens, bulk rejects and training decisions, and show activity, guidelines and the curation page (issue 31:
+each test reproduced one problem, then shows the fix)."""
 
 from __future__ import annotations
 
@@ -148,7 +150,7 @@ def test_a_paraphrased_note_is_flagged_as_a_likely_duplicate_in_the_queue_and_on
     staff_client, local_embedder
 ):
     from brain.tasks import sync_note_embeddings
-    from hyperguild.lib.diff import similarity
+    from hyperguild.lib.diffs import similarity
 
     wiki = make_wiki_note(title=FACT[0], body=FACT[1], slug="migrations-first")
     make_wiki_note(title="Pruning tomatoes", body="Pinch out the side shoots of cordon tomatoes every week.")
