@@ -10,6 +10,15 @@ view runs after choosing how its answer travels (JSON or an SSE stream).
 The HTTP view (`views.py`) reads the bytes, checks who may send them and
 writes the HTTP response; it never looks inside a message.
 `Dispatcher.handle(message, ctx)` answers one request already known to be one.
+
+Results and error objects are the official SDK's models (`mcp.types`: `InitializeResult`, `DiscoverResult`,
+`ListToolsResult`, `ListPromptsResult`, `GetPromptResult`, `CompleteResult`, the resource results,
+`CallToolResult` for tool errors, `ErrorData`), dumped by `wire()`. Where they do not fit, dicts stay, each
+with its reason: the JSON-RPC envelope (`JSONRPCResponse` would dump the whole result again on the hot path,
+and `exclude_none` would drop the `"id": null` an error about an unknown id must carry), the `tools/call`
+success result (the hot path too: bench/RESULTS.md), the 2026-07-28 envelope fields (written by
+`_modern_envelope` with our caching policy) and request params, which are read by hand so that a malformed
+one gets the message naming its field that clients and tests rely on, not pydantic's.
 """
 
 from __future__ import annotations
@@ -89,8 +98,7 @@ def wire(model: BaseModel) -> dict[str, Any]:
 
 
 def error_response(request_id: Any, code: int, message: str, data: Any = None) -> dict:
-    # The envelope stays a dict: JSONRPCError's `id` is an int or a string, and we also answer ids we refused
-    # (null); `ErrorData` is the error object itself.
+    # The envelope stays a dict: `JSONRPCError` dumped with exclude_none would drop `"id": null` (an unknown id).
     error = types.ErrorData(code=code, message=message, data=data).model_dump(mode="json", exclude_none=True)
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
@@ -329,15 +337,15 @@ class Dispatcher:
         return {"name": f"hyperguild-{self.endpoint.name}", "title": self.endpoint.title, "version": settings.VERSION}
 
     def _discover(self) -> dict:
-        # What `initialize` says, so a capability added there is announced here too.
-        handshake = self._initialize({})
-        capabilities = dict(handshake["capabilities"])
+        # The capabilities and instructions `initialize` answers, so a capability added there is announced here too.
+        capabilities = self.capabilities()
         # Every endpoint speaks the extension; only its long_running tools ever answer with a task.
-        capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
-        result: dict[str, Any] = {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": capabilities}
-        if handshake.get("instructions"):
-            result["instructions"] = handshake["instructions"]
-        return result
+        capabilities.extensions = {**(capabilities.extensions or {}), TASKS_EXTENSION: {}}
+        result = types.DiscoverResult(
+            supported_versions=list(SUPPORTED_VERSIONS), capabilities=capabilities,
+            instructions=self.endpoint.instructions or None,
+        )  # fmt: skip
+        return wire(result)  # `_modern_envelope` adds resultType, ttlMs and cacheScope
 
     def _route(self, method: str, params: dict, ctx: ToolContext, record: CallRecord) -> dict:
         if method in MODERN_ONLY_METHODS:
@@ -367,7 +375,8 @@ class Dispatcher:
                 self._require(ctx, self.endpoint.read_right, method)
                 return self._resources_read(params)
             if method == "resources/templates/list":
-                return {"resourceTemplates": self.endpoint.resources.resource_templates()}
+                templates = [types.ResourceTemplate.model_validate(t) for t in self.endpoint.resources.resource_templates()]
+                return wire(types.ListResourceTemplatesResult(resource_templates=templates))
         raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def _initialize(self, params: dict) -> dict:
@@ -479,10 +488,11 @@ class Dispatcher:
         offset, size = self._page(params)
         assert self.endpoint.resources is not None
         items, more = self.endpoint.resources.list_resources(offset, size)
-        result: dict[str, Any] = {"resources": items}
-        if more:
-            result["nextCursor"] = encode_cursor(offset + size)
-        return result
+        result = types.ListResourcesResult(
+            resources=[types.Resource.model_validate(item) for item in items],
+            next_cursor=encode_cursor(offset + size) if more else None,
+        )
+        return wire(result)
 
     def _resources_read(self, params: dict) -> dict:
         uri = params.get("uri")
@@ -493,7 +503,7 @@ class Dispatcher:
         if contents is None:
             # -32002 is the spec's "resource not found".
             raise RpcError(-32002, f"Resource not found: {uri}", {"uri": uri})
-        return {"contents": contents}
+        return wire(types.ReadResourceResult.model_validate({"contents": contents}))
 
     def _tools_call(self, params: dict, ctx: ToolContext, record: CallRecord) -> dict:
         name = params.get("name")
