@@ -10,6 +10,15 @@ view runs after choosing how its answer travels (JSON or an SSE stream).
 The HTTP view (`views.py`) reads the bytes, checks who may send them and
 writes the HTTP response; it never looks inside a message.
 `Dispatcher.handle(message, ctx)` answers one request already known to be one.
+
+Results and error objects are the official SDK's models (`mcp.types`: `InitializeResult`, `DiscoverResult`,
+`ListToolsResult`, `ListPromptsResult`, `GetPromptResult`, `CompleteResult`, the resource results,
+`CallToolResult` for tool errors, `ErrorData`), dumped by `wire()`. Where they do not fit, dicts stay, each
+with its reason: the JSON-RPC envelope (`JSONRPCResponse` would dump the whole result again on the hot path,
+and `exclude_none` would drop the `"id": null` an error about an unknown id must carry), the `tools/call`
+success result (the hot path too: bench/RESULTS.md), the 2026-07-28 envelope fields (written by
+`_modern_envelope` with our caching policy) and request params, which are read by hand so that a malformed
+one gets the message naming its field that clients and tests rely on, not pydantic's.
 """
 
 from __future__ import annotations
@@ -26,6 +35,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
+from mcp import types
+from pydantic import BaseModel
 
 from hyperguild.actions import do_record_mcp_cancellation
 from hyperguild.lib import admission
@@ -49,7 +60,9 @@ from hyperguild.mcp.revision import (
     legacy,
 )
 from hyperguild.mcp.tasks import TaskError, Tasks
+from hyperguild.permissions import permission_refusal
 from hyperguild.tracing import mcp_span
+from hyperguild.usage import add_usage
 
 logger = logging.getLogger("hyperguild.mcp")
 
@@ -74,10 +87,19 @@ class RpcError(Exception):
         self.data = data
 
 
+# Fields of the SDK's result models that only 2026-07-28 carries: `_modern_envelope` writes them (with this
+# server's caching policy) for a modern request, and a handshake-era answer never had them.
+MODERN_RESULT_FIELDS: set[str] = {"result_type", "ttl_ms", "cache_scope"}
+
+
+def wire(model: BaseModel) -> dict[str, Any]:
+    """An `mcp.types` model as it travels: camelCase aliases, `_meta`, and no field left at None."""
+    return model.model_dump(mode="json", by_alias=True, exclude_none=True, exclude=MODERN_RESULT_FIELDS)
+
+
 def error_response(request_id: Any, code: int, message: str, data: Any = None) -> dict:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
+    # The envelope stays a dict: `JSONRPCError` dumped with exclude_none would drop `"id": null` (an unknown id).
+    error = types.ErrorData(code=code, message=message, data=data).model_dump(mode="json", exclude_none=True)
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
@@ -315,15 +337,15 @@ class Dispatcher:
         return {"name": f"hyperguild-{self.endpoint.name}", "title": self.endpoint.title, "version": settings.VERSION}
 
     def _discover(self) -> dict:
-        # What `initialize` says, so a capability added there is announced here too.
-        handshake = self._initialize({})
-        capabilities = dict(handshake["capabilities"])
+        # The capabilities and instructions `initialize` answers, so a capability added there is announced here too.
+        capabilities = self.capabilities()
         # Every endpoint speaks the extension; only its long_running tools ever answer with a task.
-        capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
-        result: dict[str, Any] = {"supportedVersions": list(SUPPORTED_VERSIONS), "capabilities": capabilities}
-        if handshake.get("instructions"):
-            result["instructions"] = handshake["instructions"]
-        return result
+        capabilities.extensions = {**(capabilities.extensions or {}), TASKS_EXTENSION: {}}
+        result = types.DiscoverResult(
+            supported_versions=list(SUPPORTED_VERSIONS), capabilities=capabilities,
+            instructions=self.endpoint.instructions or None,
+        )  # fmt: skip
+        return wire(result)  # `_modern_envelope` adds resultType, ttlMs and cacheScope
 
     def _route(self, method: str, params: dict, ctx: ToolContext, record: CallRecord) -> dict:
         if method in MODERN_ONLY_METHODS:
@@ -353,29 +375,31 @@ class Dispatcher:
                 self._require(ctx, self.endpoint.read_right, method)
                 return self._resources_read(params)
             if method == "resources/templates/list":
-                return {"resourceTemplates": self.endpoint.resources.resource_templates()}
+                templates = [types.ResourceTemplate.model_validate(t) for t in self.endpoint.resources.resource_templates()]
+                return wire(types.ListResourceTemplatesResult(resource_templates=templates))
         raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def _initialize(self, params: dict) -> dict:
+        # params are read, not parsed as types.InitializeRequestParams: that model requires capabilities and
+        # clientInfo, and `initialize` has always answered a client that leaves them out (and `_discover` calls it with none).
         requested = params.get("protocolVersion")
         version = requested if requested in SUPPORTED_PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION
-        result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": self.capabilities(),
-            "serverInfo": self._server_info(),
-        }
-        if self.endpoint.instructions:
-            result["instructions"] = self.endpoint.instructions
-        return result
+        result = types.InitializeResult(
+            protocol_version=version,
+            capabilities=self.capabilities(),
+            server_info=types.Implementation(**self._server_info()),
+            instructions=self.endpoint.instructions or None,
+        )
+        return wire(result)
 
-    def capabilities(self) -> dict:
+    def capabilities(self) -> types.ServerCapabilities:
         """What this endpoint serves, the same whichever protocol revision asks."""
-        capabilities: dict[str, Any] = {"tools": {"listChanged": False}}
+        capabilities = types.ServerCapabilities(tools=types.ToolsCapability(list_changed=False))
         if self.endpoint.resources is not None:
-            capabilities["resources"] = {"subscribe": False, "listChanged": False}
+            capabilities.resources = types.ResourcesCapability(subscribe=False, list_changed=False)
         if self.endpoint.prompts:
-            capabilities["prompts"] = {"listChanged": False}
-            capabilities["completions"] = {}
+            capabilities.prompts = types.PromptsCapability(list_changed=False)
+            capabilities.completions = types.CompletionsCapability()
         return capabilities
 
     def _page(self, params: dict) -> tuple[int, int]:
@@ -385,18 +409,22 @@ class Dispatcher:
         offset, size = self._page(params)
         tools = list(self.endpoint.tools.values())
         page = tools[offset : offset + size]
-        result: dict[str, Any] = {"tools": [tool.describe() for tool in page]}
-        if offset + size < len(tools):
-            result["nextCursor"] = encode_cursor(offset + size)
-        return result
+        more = offset + size < len(tools)
+        result = types.ListToolsResult(
+            tools=[types.Tool.model_validate(tool.describe()) for tool in page],
+            next_cursor=encode_cursor(offset + size) if more else None,
+        )
+        return wire(result)
 
     def _prompts_list(self, params: dict) -> dict:
         offset, size = self._page(params)
         prompts = list(self.endpoint.prompts.values())
-        result: dict[str, Any] = {"prompts": [prompt.describe() for prompt in prompts[offset : offset + size]]}
-        if offset + size < len(prompts):
-            result["nextCursor"] = encode_cursor(offset + size)
-        return result
+        more = offset + size < len(prompts)
+        result = types.ListPromptsResult(
+            prompts=[types.Prompt.model_validate(prompt.describe()) for prompt in prompts[offset : offset + size]],
+            next_cursor=encode_cursor(offset + size) if more else None,
+        )
+        return wire(result)
 
     def _prompt(self, name: Any) -> Prompt:
         prompt = self.endpoint.prompts.get(name) if isinstance(name, str) else None
@@ -410,8 +438,6 @@ class Dispatcher:
         """The one permission check (hyperguild.permissions) for a door that is not a tool: RpcError if refused."""
         if not right or ctx.identity is None:
             return
-        from hyperguild.permissions import permission_refusal
-
         refusal = permission_refusal(ctx.identity, right, what=what)
         if refusal:
             raise RpcError(FORBIDDEN, refusal, {"right": right})
@@ -436,7 +462,10 @@ class Dispatcher:
         except refused_by_handler as exc:
             # A prompt has no error result: an argument the handler cannot use is the caller's to fix.
             raise RpcError(INVALID_PARAMS, getattr(exc, "message", None) or str(exc)) from None
-        return {"description": prompt.description, "messages": messages}
+        result = types.GetPromptResult(
+            description=prompt.description, messages=[types.PromptMessage.model_validate(m) for m in messages]
+        )
+        return wire(result)
 
     def _complete(self, params: dict, ctx: ToolContext) -> dict:
         ref, argument = params.get("ref"), params.get("argument")
@@ -452,16 +481,18 @@ class Dispatcher:
             if spec.complete is not None:
                 values = [str(value) for value in spec.complete(str(argument.get("value") or ""))]
         # The spec caps one answer at 100 values.
-        return {"completion": {"values": values[:100], "total": len(values), "hasMore": len(values) > 100}}
+        completion = types.Completion(values=values[:100], total=len(values), has_more=len(values) > 100)
+        return wire(types.CompleteResult(completion=completion))
 
     def _resources_list(self, params: dict) -> dict:
         offset, size = self._page(params)
         assert self.endpoint.resources is not None
         items, more = self.endpoint.resources.list_resources(offset, size)
-        result: dict[str, Any] = {"resources": items}
-        if more:
-            result["nextCursor"] = encode_cursor(offset + size)
-        return result
+        result = types.ListResourcesResult(
+            resources=[types.Resource.model_validate(item) for item in items],
+            next_cursor=encode_cursor(offset + size) if more else None,
+        )
+        return wire(result)
 
     def _resources_read(self, params: dict) -> dict:
         uri = params.get("uri")
@@ -472,7 +503,7 @@ class Dispatcher:
         if contents is None:
             # -32002 is the spec's "resource not found".
             raise RpcError(-32002, f"Resource not found: {uri}", {"uri": uri})
-        return {"contents": contents}
+        return wire(types.ReadResourceResult.model_validate({"contents": contents}))
 
     def _tools_call(self, params: dict, ctx: ToolContext, record: CallRecord) -> dict:
         name = params.get("name")
@@ -511,8 +542,6 @@ class Dispatcher:
             ) as calls:  # fmt: skip
                 structured = tool.call(arguments, ctx)
             if tool.reports_usage:
-                from hyperguild.usage import add_usage
-
                 structured = add_usage(structured, calls.recorded, ctx.actor)
         except ToolCancelled as exc:
             record.status = "cancelled"
@@ -550,6 +579,8 @@ class Dispatcher:
             )
             record.status = "invalid_output"
             return tool_error_result(f"{name} produced a result that does not match its outputSchema; see the server log")
+        # The success result stays a dict: types.CallToolResult re-serialises structuredContent (the whole
+        # result) on dump, about 50 µs for a 10-hit brain_query against under 1 µs here (bench/RESULTS.md).
         # Compact: this text is what lands in the model's context, and indentation only costs tokens.
         text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
         truncated = False
@@ -569,7 +600,7 @@ class Dispatcher:
 
 def tool_error_result(message: str, data: dict | None = None) -> dict:
     text = message if not data else f"{message}\n{json.dumps(data, ensure_ascii=False)}"
-    return {"content": [{"type": "text", "text": text}], "isError": True}
+    return wire(types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True))
 
 
 
