@@ -26,7 +26,7 @@ from django.db import connection, transaction
 from django.db.models import Sum
 
 from hyperguild.lib.model_calls import current_context
-from hyperguild.mcp.registry import ToolError
+from hyperguild.mcp.errors import ToolError
 from hyperguild.models import BudgetReservation, ModelCall, PersonBudget
 
 WARN_AT = Decimal("0.8")  # a budget this much spent is warned about

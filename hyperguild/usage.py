@@ -15,7 +15,7 @@ from pydantic import Field
 
 from hyperguild import budgets
 from hyperguild.lib.pricing import CostSource
-from hyperguild.mcp.contracts import ToolResult, output_schema
+from hyperguild.mcp.contracts import ToolResult
 from hyperguild.models import ModelCall
 
 
@@ -42,11 +42,6 @@ class UsageReport(ToolResult):
     budget_warning: str | None = Field(
         None, description="a budget that applies to this caller is 80 % spent or more"
     )
-
-
-# The same fields as JSON Schema, for tools still declared with dict schemas (registry.UNCONVERTED_TOOLS).
-USAGE_PROPERTIES: dict[str, Any] = output_schema(UsageReport)["properties"]
-USAGE_SCHEMA: dict[str, Any] = USAGE_PROPERTIES["usage"]
 
 
 def summed_usage(call_ids: list[int]) -> Usage | None:

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 from django_q.tasks import async_task
 
@@ -29,6 +28,7 @@ from supervisor import executor, reaper
 from supervisor.actions import do_create_skill_run, do_request_cancel
 from supervisor.apply import check_apply_request
 from supervisor.errors import SupervisorError
+from supervisor.executor import run_budget_seconds
 from supervisor.model_table import ModelTableError, consensus_models, gateway_problem, resolve_model
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
@@ -68,12 +68,6 @@ register_right("supervisor:run", scope="supervisor:run", permission="supervisor.
 register_right("supervisor:commands", scope="", permission="supervisor.run_skill", roles=(OPERATOR,),
                description="give a shell command in the arguments (test_cmd, lint_cmd, failing_cmd)")
 supervisor.translate_errors(SupervisorError)  # RootRefused, ModelTableError… reach the caller as tool errors
-
-
-def run_budget_seconds() -> float:
-    """The longest a run can legitimately take, from the settings in force."""
-    per_attempt = settings.SUPERVISOR_TIMEOUT + settings.SUPERVISOR_TEST_TIMEOUT + 2 * executor.KILL_GRACE
-    return settings.SUPERVISOR_QUEUE_WAIT + settings.SUPERVISOR_MAX_ATTEMPTS * per_attempt + 30
 
 
 def enqueue_run(run_id: int) -> None:

@@ -40,16 +40,3 @@ def format_schema_error(error: ValidationError) -> str:
 def format_schema_errors(errors: Iterable[ValidationError], *, separator: str = "; ") -> str:
     return separator.join(format_schema_error(error) for error in errors)
 
-
-# Building blocks for the tools' declared schemas (shared, never mutated).
-STRING: dict[str, Any] = {"type": "string"}
-
-
-def closed_object(properties: dict[str, Any], *, required: Iterable[str] | None = None) -> dict[str, Any]:
-    """A JSON object with exactly `properties` (no others), all of them required unless `required` names fewer."""
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "properties": properties,
-        "required": list(properties) if required is None else list(required),
-    }

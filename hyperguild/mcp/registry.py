@@ -44,34 +44,19 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypeVar, overload
+from typing import Any, Protocol, TypeVar
 
 from django.conf import settings
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ValidationError
 
 from hyperguild.mcp.contracts import input_schema, output_schema
+from hyperguild.mcp.errors import ToolCancelled, ToolError
 from hyperguild.permissions import permission_refusal
-
-
-class ToolError(Exception):
-    """A failure the caller should see as an `isError: true` tool result."""
-
-    def __init__(self, message: str, *, data: dict | None = None):
-        super().__init__(message)
-        self.message = message
-        self.data = data
 
 
 class ToolContractError(TypeError):
     """A tool declared without its typed contract (input and result models), or with a wrong one."""
-
-
-class ToolCancelled(ToolError):
-    """Raised by `ToolContext.check_cancelled()` once the client cancelled."""
-
-    def __init__(self) -> None:
-        super().__init__("the call was cancelled by the client")
 
 
 class ToolContext:
@@ -142,22 +127,14 @@ ResultT = TypeVar("ResultT", bound=BaseModel)
 # What Tool keeps: a handler of its input model returning its result model (the decorator checks the pairing).
 Handler = Callable[[Any, ToolContext], Any]
 
-# Tools still declared with hand-written dict schemas, by (endpoint, tool), while issue 40 converts them:
-# each entry is removed when its tool declares input_model and result_model; then this set, the
-# `input_schema=`/`output_schema=` arguments and the `tool()` overload that takes them go.
-UNCONVERTED_TOOLS: frozenset[tuple[str, str]] = frozenset(
-    # Empty: every tool is converted (issue 40). The set, the dict-schema overload of tool() and its branch can go.
-)  # fmt: skip
-
-
 @dataclass(frozen=True)
 class Tool:
     name: str
     title: str
     description: str
     handler: Handler
-    # The tool's arguments (a hyperguild.mcp.contracts.ToolInput) and result (a ToolResult); its
-    # inputSchema and outputSchema are generated from them.
+    # The tool's arguments (a hyperguild.mcp.contracts.ToolInput) and result (a ToolResult), both required
+    # (None is refused with a ToolContractError, in words); its inputSchema and outputSchema are generated from them.
     input_model: type[BaseModel] | None = None
     result_model: type[BaseModel] | None = None
     read_only: bool = False
@@ -172,35 +149,20 @@ class Tool:
     right: str = ""
     # It asks a model: its result carries `usage` and `budget_warning` (its result_model subclasses hyperguild.usage.UsageReport).
     reports_usage: bool = False
-    # Generated from the models; given by hand only by UNCONVERTED_TOOLS.
-    input_schema: dict[str, Any] = field(default_factory=dict)
-    output_schema: dict[str, Any] = field(default_factory=dict)
+    # Generated from the models. Whether they are valid JSON Schema is checked by a test
+    # (tests/mcp/test_tool_contracts.py), not at import: the metaschema check cost a process seconds at start.
+    input_schema: dict[str, Any] = field(init=False, compare=False)
+    output_schema: dict[str, Any] = field(init=False, compare=False)
     input_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
     output_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.input_model is not None or self.result_model is not None:
-            self._generate_schemas()
-        elif self.reports_usage:  # an unconverted tool: the usage fields join its hand-written outputSchema
-            # Imported here, and only for UNCONVERTED_TOOLS (it goes with them): hyperguild.usage imports
-            # hyperguild.budgets, which imports this module.
-            from hyperguild.usage import USAGE_PROPERTIES
-
-            properties = {**self.output_schema.get("properties", {}), **USAGE_PROPERTIES}
-            object.__setattr__(self, "output_schema", {**self.output_schema, "properties": properties})
-        for label, schema in (("input_schema", self.input_schema), ("output_schema", self.output_schema)):
-            if schema.get("type") != "object":
-                raise ValueError(f"tool {self.name}: {label} must be a JSON Schema of type object")
-            Draft202012Validator.check_schema(schema)
-        object.__setattr__(self, "input_validator", Draft202012Validator(self.input_schema))
-        object.__setattr__(self, "output_validator", Draft202012Validator(self.output_schema))
-
-    @property
-    def typed(self) -> bool:
-        """Whether the tool declares its contract as models (every tool but UNCONVERTED_TOOLS)."""
-        return self.input_model is not None and self.result_model is not None
-
-    def _generate_schemas(self) -> None:
+        if self.input_model is None and self.result_model is None:
+            raise ToolContractError(
+                f"tool {self.name} is registered without its typed contract: declare input_model= (a "
+                "hyperguild.mcp.contracts.ToolInput) and result_model= (a ToolResult); its inputSchema and "
+                "outputSchema are generated from them"
+            )
         for label, model in (("input_model", self.input_model), ("result_model", self.result_model)):
             if not (isinstance(model, type) and issubclass(model, BaseModel)):
                 raise ToolContractError(
@@ -213,30 +175,30 @@ class Tool:
                 f"tool {self.name} reports usage: its result_model {self.result_model.__name__} must subclass "
                 "hyperguild.usage.UsageReport (the `usage` and `budget_warning` fields)"
             )
-        generated = input_schema(self.input_model), output_schema(self.result_model)
-        # (`dataclasses.replace` passes the generated schemas back in: the same ones are fine.)
-        if (self.input_schema or self.output_schema) and (self.input_schema, self.output_schema) != generated:
-            raise ToolContractError(
-                f"tool {self.name}: give input_model and result_model, not input_schema/output_schema: "
-                "the schemas are generated from the models"
-            )
-        object.__setattr__(self, "input_schema", generated[0])
-        object.__setattr__(self, "output_schema", generated[1])
+        object.__setattr__(self, "input_schema", input_schema(self.input_model))
+        object.__setattr__(self, "output_schema", output_schema(self.result_model))
+        object.__setattr__(self, "input_validator", Draft202012Validator(self.input_schema))
+        object.__setattr__(self, "output_validator", Draft202012Validator(self.output_schema))
+
+    @property
+    def models(self) -> tuple[type[BaseModel], type[BaseModel]]:
+        """The input and result models (both present: `__post_init__` refuses a tool without them)."""
+        assert self.input_model is not None and self.result_model is not None
+        return self.input_model, self.result_model
 
     def call(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         """Run the tool on `arguments` (already checked against its inputSchema by the engine): parse them into
         the input model, run the handler and dump its result model as the structured result (a JSON object)."""
-        if self.input_model is None or self.result_model is None:
-            return dict(self.handler(arguments, ctx))  # an unconverted tool (UNCONVERTED_TOOLS)
+        input_model, result_model = self.models
         try:
-            parsed = self.input_model.model_validate(arguments)
+            parsed = input_model.model_validate(arguments)
         except ValidationError as exc:
             # A rule of the model beyond what the inputSchema says (a validator): the caller's to fix.
             raise ToolError(f"Invalid arguments for {self.name}: {contract_problems(exc)}") from None
         result = self.handler(parsed, ctx)
-        if not isinstance(result, self.result_model):
+        if not isinstance(result, result_model):
             raise ToolContractError(
-                f"tool {self.name} returned {type(result).__name__}, not its result_model {self.result_model.__name__}"
+                f"tool {self.name} returned {type(result).__name__}, not its result_model {result_model.__name__}"
             )
         return result.model_dump(mode="json")
 
@@ -361,12 +323,6 @@ class Endpoint:
         self.domain_errors = tuple(dict.fromkeys((*self.domain_errors, *error_types)))
 
     def add(self, tool: Tool) -> Tool:
-        if not tool.typed and (self.name, tool.name) not in UNCONVERTED_TOOLS:
-            raise ToolContractError(
-                f"endpoint {self.name}: tool {tool.name} is registered without its typed contract: declare "
-                "input_model= (a hyperguild.mcp.contracts.ToolInput) and result_model= (a ToolResult); its "
-                "inputSchema and outputSchema are generated from them"
-            )
         if not tool.scope and self.scopes:
             tool = replace(tool, scope=self.scopes[0])
         if tool.name in self.tools and self.tools[tool.name].handler is not tool.handler:
@@ -376,28 +332,24 @@ class Endpoint:
         self.tools[tool.name] = tool
         return tool
 
-    @overload
     def tool(
         self, *, name: str, title: str, description: str, input_model: type[InputT], result_model: type[ResultT],
-        read_only: bool = ..., destructive: bool = ..., idempotent: bool = ..., open_world: bool = ...,
-        long_running: bool = ..., scope: str = ..., right: str = ..., reports_usage: bool = ...,
-    ) -> Callable[[Callable[[InputT, ToolContext], ResultT]], Callable[[InputT, ToolContext], ResultT]]: ...
-
-    @overload
-    def tool(
-        self, *, name: str, title: str, description: str, input_schema: dict[str, Any], output_schema: dict[str, Any],
-        read_only: bool = ..., destructive: bool = ..., idempotent: bool = ..., open_world: bool = ...,
-        long_running: bool = ..., scope: str = ..., right: str = ..., reports_usage: bool = ...,
-    ) -> Callable[[Callable[[dict[str, Any], ToolContext], dict[str, Any]]], Callable[[dict[str, Any], ToolContext], dict[str, Any]]]: ...
-
-    def tool(self, **spec: Any) -> Callable[[Handler], Handler]:
+        read_only: bool = False, destructive: bool = False, idempotent: bool = False, open_world: bool = False,
+        long_running: bool = False, scope: str = "", right: str = "", reports_usage: bool = False,
+    ) -> Callable[[Callable[[InputT, ToolContext], ResultT]], Callable[[InputT, ToolContext], ResultT]]:
         """Declare a tool: `@endpoint.tool(name=..., title=..., description=..., input_model=..., result_model=...)`.
 
-        The handler takes the parsed input model and the call's ToolContext and returns the result model.
-        (The overload with `input_schema=`/`output_schema=` dicts is for UNCONVERTED_TOOLS only.)"""
+        The handler takes the parsed input model and the call's ToolContext and returns the result model."""
+        # The endpoint's default scope is given here, not by Endpoint.add's `replace` (which would build the tool twice).
+        scope = scope or (self.scopes[0] if self.scopes else "")
 
-        def register(handler: Handler) -> Handler:
-            self.add(Tool(handler=handler, **spec))
+        def register(handler: Callable[[InputT, ToolContext], ResultT]) -> Callable[[InputT, ToolContext], ResultT]:
+            self.add(Tool(
+                name=name, title=title, description=description, handler=handler, input_model=input_model,
+                result_model=result_model, read_only=read_only, destructive=destructive, idempotent=idempotent,
+                open_world=open_world, long_running=long_running, scope=scope, right=right,
+                reports_usage=reports_usage,
+            ))  # fmt: skip
             return handler
 
         return register

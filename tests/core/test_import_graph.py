@@ -19,7 +19,6 @@ import ast
 import io
 import re
 import tokenize
-from collections.abc import Iterable
 from pathlib import Path
 
 import grimp
@@ -28,21 +27,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 APP_PACKAGES = ("hyperguild", "brain", "supervisor", "sessions")
 
-# Imports left in files other helpers of issue 40 are rewriting at the same time; the lead removes an
-# entry once that file's own change has landed (and the check then covers it).
-PENDING_FILES = frozenset({
-    "hyperguild/mcp/registry.py", "hyperguild/mcp/engine.py", "hyperguild/mcp/views.py", "hyperguild/usage.py",
-    "hyperguild/settings.py", "hyperguild/lib/embedded_db.py", "hyperguild/lib/db_pool.py",
-    "brain/tools.py", "brain/note_tools.py", "brain/answer_tools.py", "brain/truth_tools.py", "brain/inputs.py",
-    "brain/presenters.py", "supervisor/skills.py", "supervisor/tools.py", "supervisor/routing_service.py",
-    "sessions/tools.py",
-})
-# One circle runs only through files in PENDING_FILES: the MCP registry extends a tool's output schema
-# with `hyperguild.usage.USAGE_PROPERTIES` (registry.py, `Tool.__post_init__`), usage reads the budgets
-# (usage.py, `budget_warning`), and `hyperguild.budgets.BudgetExceeded` is a `ToolError`, defined in the
-# registry. Cut in registry.py (e.g. `ToolError` in a module below both, or the usage fields declared by
-# the tools' result models), then remove this entry.
-PENDING_CYCLE_IMPORTS = frozenset({("hyperguild.mcp.registry", "hyperguild.usage")})
 
 # Comment text that is a directive to a tool, not a reason.
 TOOL_DIRECTIVE = re.compile(r"\b(?:noqa(?::\s*[A-Z]+\d+(?:\s*,\s*[A-Z]+\d+)*)?|type:\s*ignore(?:\[[\w,-]+\])?|fmt:\s*\w+)")
@@ -53,11 +37,8 @@ def import_graph(*packages: str) -> grimp.ImportGraph:
                              cache_dir=None)
 
 
-def import_cycles(graph: grimp.ImportGraph, ignored: Iterable[tuple[str, str]] = ()) -> list[str]:
+def import_cycles(graph: grimp.ImportGraph) -> list[str]:
     """Every circle of imports in `graph`, once each, as `a -> b -> … -> a` (shortest found, sorted)."""
-    for importer, imported in ignored:
-        if graph.direct_import_exists(importer=importer, imported=imported):
-            graph.remove_import(importer=importer, imported=imported)
     cycles: dict[frozenset[str], str] = {}
     for importer in sorted(graph.modules):
         for imported in sorted(graph.find_modules_directly_imported_by(importer)):
@@ -120,23 +101,15 @@ def app_sources() -> list[Path]:
 
 
 def test_the_apps_import_each_other_without_a_cycle() -> None:
-    cycles = import_cycles(import_graph(*APP_PACKAGES), ignored=PENDING_CYCLE_IMPORTS)
+    cycles = import_cycles(import_graph(*APP_PACKAGES))
     assert not cycles, "import cycles (move the code to where it belongs; a late import does not count):\n" + "\n".join(
         cycles)
-
-
-def test_the_pending_cycle_imports_still_exist() -> None:
-    """An entry left in the allow-list after its import is gone would excuse the next circle through it."""
-    graph = import_graph(*APP_PACKAGES)
-    gone = [pair for pair in PENDING_CYCLE_IMPORTS if not graph.direct_import_exists(importer=pair[0], imported=pair[1])]
-    assert not gone, f"remove these from PENDING_CYCLE_IMPORTS: {gone}"
 
 
 def test_every_import_inside_a_function_says_why() -> None:
     offenders = [
         offender
         for path in app_sources()
-        if str(path.relative_to(ROOT)) not in PENDING_FILES
         for offender in unexplained_function_imports(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
     ]
     assert not offenders, "move these imports to the top of the module, or say why they must stay:\n" + "\n".join(
@@ -171,12 +144,6 @@ def test_the_check_ignores_an_import_only_for_type_checking(tmp_path: Path, monk
     assert import_cycles(import_graph("typed_pkg")) == []
 
 
-def test_an_allow_listed_import_is_left_out_of_the_cycles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_package(tmp_path, "listed_pkg", {"a": "from listed_pkg import b\n", "b": "from listed_pkg import a\n"})
-    monkeypatch.syspath_prepend(str(tmp_path))
-    assert import_cycles(import_graph("listed_pkg"), ignored={("listed_pkg.b", "listed_pkg.a")}) == []
-
-
 def test_an_import_inside_a_function_needs_a_reason_not_a_tool_directive() -> None:
     source = (
         "import os\n"
@@ -204,4 +171,3 @@ def test_the_scan_sees_app_code_and_not_the_migrations() -> None:
     names = {str(path.relative_to(ROOT)) for path in app_sources()}
     assert {"brain/backlog.py", "supervisor/executor.py", "sessions/tasks.py", "hyperguild/auth.py"} <= names
     assert not any("/migrations/" in name for name in names)
-    assert PENDING_FILES <= names, "a pending file was renamed or removed: update PENDING_FILES"

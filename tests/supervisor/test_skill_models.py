@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from jsonschema import Draft202012Validator
 from pydantic import ValidationError
 
 from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
@@ -21,6 +22,14 @@ def test_every_skill_declares_an_input_model_a_result_model_and_a_worker_model_w
         assert issubclass(spec.input_model, skills.SkillInput) and issubclass(spec.result_model, skills.SkillResult)
     assert [name for name, spec in SKILLS.items() if spec.worker_model] == list(skills.WORKER_SKILLS)
     assert skills.WORKER_SKILLS == ("tdd_red", "tdd_green", "tdd_refactor", "review", "debug", "spec")
+
+
+def test_every_worker_schema_is_valid_json_schema():
+    """Checked here, not at import (the metaschema check is slow): what `claude --json-schema` is given."""
+    for name in skills.WORKER_SKILLS:
+        schema = skills.worker_schema(name)
+        assert schema["type"] == "object", name
+        Draft202012Validator.check_schema(schema)
 
 
 def test_the_worker_schema_is_the_plain_json_schema_of_the_worker_model():
