@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 from django.conf import settings
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
+from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 from hyperguild.lib.typed import JSON
 
@@ -119,19 +120,32 @@ def carry_context(function: Callable[[], None]) -> Callable[[], None]:
     return run
 
 
+def in_unsampled_trace() -> bool:
+    """Whether the current work belongs to a trace the sampler dropped: its spans would be recorded nowhere, so
+    none are made (most requests, with HYPERGUILD_TRACE_SAMPLE below 1). Work outside any trace is not: a span
+    there starts a trace of its own."""
+    context = trace.get_current_span().get_span_context()
+    return context.is_valid and not context.trace_flags.sampled
+
+
 @contextmanager
 def span(name: str, **attributes: Any) -> Iterator[trace.Span]:
-    """A child span of whatever is current (a no-op when tracing is off)."""
+    """A child span of whatever is current (a no-op when tracing is off or the trace is not sampled)."""
+    if in_unsampled_trace():
+        yield trace.get_current_span()
+        return
     with tracer().start_as_current_span(name, attributes={k: v for k, v in attributes.items() if v is not None}) as s:
         yield s
 
 
 def traced(name: str) -> Callable[[F], F]:
-    """A decorator: each call of the function is a child span called `name`."""
+    """A decorator: each call of the function is a child span called `name` (none in an unsampled trace)."""
 
     def wrap(function: F) -> F:
         @functools.wraps(function)
         def inner(*args: Any, **kwargs: Any) -> Any:
+            if in_unsampled_trace():
+                return function(*args, **kwargs)
             with tracer().start_as_current_span(name):
                 return function(*args, **kwargs)
 
@@ -154,6 +168,12 @@ def mcp_span(endpoint: str, message: JSON, *, person_id: int | None, revision: s
     if carrier:
         token = otel_context.attach(propagate.extract(carrier))
     try:
+        if in_unsampled_trace():
+            # Neither the caller's header nor its `_meta` asked for this trace and the sampler dropped it: the
+            # instrumentations (a span per SQL query, per outbound call) skip their work for the rest of the call.
+            with suppress_instrumentation():
+                yield trace.get_current_span()
+            return
         name = f"mcp {method} {tool}" if tool else f"mcp {method}"
         with span(
             name,

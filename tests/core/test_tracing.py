@@ -14,7 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 from django.conf import settings
+from opentelemetry import trace
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled
 
+from hyperguild.tracing import in_unsampled_trace, mcp_span, span
 from tests.conftest import call_tool, rpc
 from tests.fakes.helpers import granian_on_test_database, wait_for
 from tests.fakes.otlp import FakeCollector
@@ -107,3 +110,28 @@ def test_sampled_at_zero_only_a_callers_sampled_trace_is_exported(transactional_
             assert {s.trace_id for s in collector.spans()} == {trace_id}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _inside(sampled: bool):
+    flags = trace.TraceFlags(trace.TraceFlags.SAMPLED if sampled else trace.TraceFlags.DEFAULT)
+    context = trace.SpanContext(int(secrets.token_hex(16), 16), int(secrets.token_hex(8), 16), is_remote=True,
+                                trace_flags=flags)  # fmt: skip
+    return trace.use_span(trace.NonRecordingSpan(context))
+
+
+def test_in_a_trace_the_sampler_dropped_no_span_is_made_and_the_instrumentations_stand_down():
+    message = rpc("tools/call", {"name": "brain_query", "arguments": {"query": "x"}})
+    with _inside(sampled=False) as dropped:
+        assert in_unsampled_trace()
+        with mcp_span("brain", message, person_id=1, revision="2025-03-26") as current:
+            assert current is dropped and not is_instrumentation_enabled()  # no SQL or HTTP spans either
+            with span("brain.search") as inner:
+                assert inner is dropped
+    # A sampled caller (here in `_meta`) is continued in full, even under a dropped request span.
+    meta = rpc("tools/call", {"name": "brain_query", "arguments": {}, "_meta": {
+        "traceparent": f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"}})  # fmt: skip
+    with _inside(sampled=False), mcp_span("brain", meta, person_id=1, revision="2025-03-26"):
+        assert not in_unsampled_trace() and is_instrumentation_enabled()
+    with _inside(sampled=True):
+        assert not in_unsampled_trace()
+    assert not in_unsampled_trace()  # outside any trace: a span there would start one
