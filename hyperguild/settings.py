@@ -294,6 +294,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "hyperguild.tracing.RequestSpans",  # first: a request's server span covers all of it (a no-op with tracing off)
     "hyperguild.metrics.MetricsMiddleware",  # first: counts every answer, the admission gate's 503s too
     # OAuth registrations (open to anyone) never queue ahead of people's work (hyperguild/oauth.py).
     "hyperguild.oauth.RegistrationLaneMiddleware",

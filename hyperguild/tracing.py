@@ -3,9 +3,9 @@
 `configure_tracing()` runs once per process from `HyperguildConfig.ready()`. With no endpoint it
 does nothing: every `span()` below is then the API's no-op span, which costs a function call.
 With one, it installs the SDK's tracer provider (batching exporter, so a request never waits on
-the collector) and the stock instrumentations: Django (a server span per request that continues
-the caller's `traceparent` header), psycopg (a span per query) and httpx (a span per outbound call:
-models, embedders, rerankers).
+the collector) and the stock instrumentations of psycopg (a span per query) and httpx (a span per
+outbound call: models, embedders, rerankers); `RequestSpans`, first in MIDDLEWARE, makes each sampled
+request's server span (continuing the caller's `traceparent` header) after deciding whether to sample.
 
 The MCP view adds a span per MCP message (`mcp_span`): endpoint, method, tool, the person's id and
 the protocol revision; a `traceparent` in the request's `params._meta` continues the caller's
@@ -17,12 +17,14 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import random
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from django.conf import settings
+from django.http import HttpRequest, HttpResponseBase
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
 from opentelemetry.instrumentation.utils import suppress_instrumentation
@@ -34,6 +36,8 @@ TRACER_NAME = "hyperguild"
 F = TypeVar("F", bound=Callable[..., Any])
 
 _configured = False
+# The share of new traces RequestSpans starts (None: the SDK's own sampler, OTEL_TRACES_SAMPLER, decides).
+_sample_rate: float | None = None
 _lock = threading.Lock()
 
 
@@ -51,31 +55,29 @@ def configure_tracing() -> bool:
             return True
         # Imported here: with tracing off, the SDK, the exporter and the instrumentations are never loaded.
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        from opentelemetry.instrumentation.django import DjangoInstrumentor
         from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
         from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
-        from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+        from opentelemetry.sdk.trace.sampling import ParentBased
 
         endpoint = settings.OTEL_EXPORTER_OTLP_ENDPOINT.rstrip("/")
         if not endpoint.endswith("/v1/traces"):
             endpoint += "/v1/traces"  # OTLP/HTTP's path for traces under the collector's base URL
-        # A caller's sampled trace is always continued; of the rest, HYPERGUILD_TRACE_SAMPLE. None: the SDK reads
-        # OTEL_TRACES_SAMPLER (and its argument) itself.
-        sampler = (
-            None
-            if os.environ.get("OTEL_TRACES_SAMPLER")
-            else ParentBased(TraceIdRatioBased(settings.HYPERGUILD_TRACE_SAMPLE))
-        )
+        # A caller's sampled trace is always continued; of the requests that start a trace, RequestSpans keeps
+        # HYPERGUILD_TRACE_SAMPLE before any span is made (so the SDK records every root it is asked for). With
+        # OTEL_TRACES_SAMPLER set, the SDK reads it (and its argument) itself and RequestSpans asks it every time.
+        global _sample_rate
+        sdk_sampler = bool(os.environ.get("OTEL_TRACES_SAMPLER"))
+        _sample_rate = None if sdk_sampler else settings.HYPERGUILD_TRACE_SAMPLE
+        sampler = None if sdk_sampler else ParentBased(_requests_kept_others_by_ratio(settings.HYPERGUILD_TRACE_SAMPLE))
         provider = TracerProvider(
             resource=Resource.create({"service.name": settings.OTEL_SERVICE_NAME, "service.version": settings.VERSION}),
             sampler=sampler,
         )
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
         trace.set_tracer_provider(provider)
-        DjangoInstrumentor().instrument(tracer_provider=provider)
         if settings.HYPERGUILD_TRACE_DATABASE:
             PsycopgInstrumentor().instrument(tracer_provider=provider, enable_commenter=False)
         HTTPXClientInstrumentor().instrument(tracer_provider=provider)
@@ -86,6 +88,25 @@ def configure_tracing() -> bool:
             os.environ.get("OTEL_TRACES_SAMPLER") or f"sampled: {settings.HYPERGUILD_TRACE_SAMPLE:g} of new traces",
         )
         return True
+
+
+def _requests_kept_others_by_ratio(rate: float) -> Any:
+    """The root sampler: a request's SERVER span was kept by RequestSpans already; any other root (a pool check,
+    a background refresh, a worker's outbound call) is kept at `rate`, by its trace id."""
+    from opentelemetry.sdk.trace.sampling import ALWAYS_ON, Sampler, TraceIdRatioBased  # with the SDK, above
+
+    by_ratio = TraceIdRatioBased(rate)
+
+    class RequestsKeptOthersByRatio(Sampler):
+        def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
+                          attributes: Any = None, links: Any = None, trace_state: Any = None) -> Any:  # fmt: skip
+            chosen = ALWAYS_ON if kind == trace.SpanKind.SERVER else by_ratio
+            return chosen.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
+
+        def get_description(self) -> str:
+            return f"RequestsKeptOthersByRatio{{{rate}}}"
+
+    return RequestsKeptOthersByRatio()
 
 
 def flush_traces(timeout_millis: int = 5000) -> None:
@@ -152,6 +173,51 @@ def traced(name: str) -> Callable[[F], F]:
         return inner  # type: ignore[return-value]  # same signature: functools.wraps
 
     return wrap
+
+
+class RequestSpans:
+    """The server span of each HTTP request, when tracing is on (first in MIDDLEWARE).
+
+    In place of the stock Django instrumentation, which collects a request's attributes and makes its span before
+    any sampling decision: on this service's small calls that alone cost about a tenth of a call's CPU
+    (bench/RESULTS.md, "What metrics and traces cost"). Here the decision comes first. A request that continues a
+    caller's sampled `traceparent` header, or one of the new traces HYPERGUILD_TRACE_SAMPLE keeps, gets a SERVER
+    span (method, route, status; the caller's span as its parent); any other request runs with no span and with
+    the SQL and HTTP instrumentations standing down. A sampled `traceparent` in the MCP request's `_meta` is still
+    continued by `mcp_span` (its own and the search spans; not the SQL ones, which stood down).
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if not _configured:
+            return self.get_response(request)
+        parent = propagate.extract(request.headers)
+        caller = trace.get_current_span(parent).get_span_context()
+        if _sample_rate is not None and (
+            (caller.is_valid and not caller.trace_flags.sampled)
+            or (not caller.is_valid and random.random() >= _sample_rate)  # noqa: S311 - sampling, not secrecy
+        ):
+            with suppress_instrumentation():
+                return self.get_response(request)
+        token = otel_context.attach(parent)
+        try:
+            attributes = {"http.request.method": request.method or "", "url.path": request.path,
+                          "client.address": request.META.get("REMOTE_ADDR", "")}  # fmt: skip
+            with tracer().start_as_current_span(request.method or "HTTP", kind=trace.SpanKind.SERVER,
+                                                attributes=attributes) as server:  # fmt: skip
+                response = self.get_response(request)
+                route = getattr(request.resolver_match, "route", "")
+                if route:
+                    server.update_name(f"{request.method} /{route}")
+                    server.set_attribute("http.route", f"/{route}")
+                server.set_attribute("http.response.status_code", response.status_code)
+                if response.status_code >= 500:
+                    server.set_status(trace.StatusCode.ERROR)
+                return response
+        finally:
+            otel_context.detach(token)
 
 
 @contextmanager
