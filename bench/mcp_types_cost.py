@@ -30,22 +30,10 @@ django.setup()
 
 from mcp import types  # noqa: E402
 
+from bench.contract_overhead import RESPONSE  # noqa: E402 (the same ten-hit result, measured both ways)
 from brain.presenters import query_result  # noqa: E402
-from brain.search import Hit, SearchResponse  # noqa: E402
 from hyperguild.mcp.engine import error_response, tool_error_result, wire  # noqa: E402
 
-VERIFICATION: dict[str, Any] = {"state": "unverified", "commit": None, "label": "unverified: no anchors", "reason": "no anchors",
-                "evidence": []}  # fmt: skip
-RESPONSE = SearchResponse(
-    hits=[
-        Hit(note_id=i, slug=f"concepts/note-{i}", title=f"Note {i}", path=f"wiki/concepts/note-{i}.md",
-            wing="concepts", hall="", status="wiki", score=0.5, excerpt="x" * 300,
-            rankers={"bm25": i, "vector": i + 1}, verification=dict(VERIFICATION))
-        for i in range(10)
-    ],  # fmt: skip
-    unreviewed=[{"slug": "a", "title": "A", "status": "raw"}],
-    unreviewed_matches=1,
-)
 STRUCTURED = query_result(RESPONSE).model_dump(mode="json")
 TEXT = json.dumps(STRUCTURED, ensure_ascii=False, separators=(",", ":"))
 
