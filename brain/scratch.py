@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from collections.abc import Callable
 from typing import IO
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from brain import bm25, vectors
 from brain.models import BrainVersion
 
 TEMPLATE_PREFIX = "hyperguild_eval_template_"
+KEPT_PREFIX = "hyperguild_eval_kept_"
 
 
 class ScratchDatabase:
@@ -27,16 +29,28 @@ class ScratchDatabase:
     most of the time of the tests that run brain_eval and bench/load.py). The template is made under a name of its
     own and renamed when ready, so two runs making it at once never copy half of one; templates of older
     schemas are dropped when a new one is made. Nothing ever connects to a template but the copy.
+
+    With `kept` (a label such as "notes_1000000_11") the copy is made from a kept database instead,
+    `hyperguild_eval_kept_<label>_<key>`, made once from the template and filled by `fill()`: a benchmark that
+    stores a million notes (a quarter of an hour) stores them once and copies them for each later run
+    (`filled` says whether this run filled it). A kept database of an older schema is dropped when the
+    same label is kept again.
     """
 
-    def __init__(self, stdout: OutputWrapper | IO[str] | None = None) -> None:
+    def __init__(self, stdout: OutputWrapper | IO[str] | None = None, *, kept: str | None = None,
+                 fill: Callable[[], object] | None = None) -> None:  # fmt: skip
         self.stdout = stdout
         self.connection = connections["default"]
         self.original = self.connection.settings_dict["NAME"]
         self.name = f"hyperguild_eval_{os.getpid()}"
+        self.kept = kept
+        self.fill = fill
+        self.filled = False
 
     def __enter__(self) -> ScratchDatabase:
         template = self._template()
+        if self.kept is not None:
+            template = self._kept(template)
         with self.connection.cursor() as cursor:
             cursor.execute(f'CREATE DATABASE "{self.name}" TEMPLATE "{template}"')
         self._switch(self.name)
@@ -68,6 +82,41 @@ class ScratchDatabase:
                 cursor.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
             for old in existing:
                 if len(old) == len(name):  # a template of another schema, never one being built
+                    cursor.execute(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)')
+        return name
+
+    def _kept(self, template: str) -> str:
+        name = f"{KEPT_PREFIX}{self.kept}_{template.removeprefix(TEMPLATE_PREFIX)}"
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", [f"{KEPT_PREFIX}{self.kept}_%"])
+            existing = {row[0] for row in cursor.fetchall()}
+        if name in existing:
+            return name
+        building = f"{name}_{os.getpid()}"
+        with self.connection.cursor() as cursor:
+            cursor.execute(f'CREATE DATABASE "{building}" TEMPLATE "{template}"')
+        try:
+            self._switch(building)
+            bm25.reset()
+            if self.fill is not None:
+                self.fill()
+            self.filled = True
+            corpus_id = BrainVersion.current_with_corpus()[1]
+        except BaseException:  # interrupted while filling: a half-filled copy must never be kept
+            self._switch(self.original)
+            with self.connection.cursor() as cursor:
+                cursor.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
+            raise
+        finally:
+            self._switch(self.original)
+            bm25.reset()
+        directory = bm25.shared_dir(corpus_id)
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
+        with self.connection.cursor() as cursor:
+            cursor.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
+            for old in existing:
+                if len(old) == len(name):  # the same label kept for an older schema, never one being filled
                     cursor.execute(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)')
         return name
 
