@@ -38,6 +38,10 @@ FIRST_BATCH_BLOCKS = 4  # blocks scored before θ is first looked at; each later
 SEED_BATCHES = 2  # batches of best-bound blocks scored whole for θ before the rest goes to MaxScore
 MAX_BATCH_BLOCKS = 256
 SMALL_PART_DOCS = 4 * BLOCK_DOCS  # parts no larger than this are scored whole
+# A part whose query terms have at most this many postings per block is scored whole (every posting once,
+# nothing allocated per document): the block bounds, the batches and MaxScore cost a fixed ~0.3-0.5 ms of
+# numpy calls per part, more than they save on so few postings (bench/bm25_pruning.py measures both).
+WHOLE_POSTINGS_PER_BLOCK = 256
 # Relative slack on a block's bound: float sums of the same terms in another order may differ in the last bits.
 BOUND_MARGIN = 1e-9
 FILTERS = (("status_codes", "status"), ("wing_codes", "wing"), ("hall_codes", "hall"))
@@ -123,8 +127,10 @@ def pruned_rank(
             stats.postings_skipped += total
             continue
         alive = snapshot.alives[index]
-        if len(seg) <= SMALL_PART_DOCS:
+        if len(seg) <= SMALL_PART_DOCS or total <= WHOLE_POSTINGS_PER_BLOCK * seg.blocks:
+            # Few postings for this part's size: scoring them all costs less than bounding and visiting blocks.
             scored = _score_whole(seg, norms[index], terms, alive, codes, top)
+            stats.whole_large_parts += len(seg) > SMALL_PART_DOCS
         else:
             scored = _score_blocks(seg, norms[index], terms, alive, codes, top, snapshot.avgdl)
         stats.postings_scored += scored
@@ -146,22 +152,42 @@ def _contribution(norms: np.ndarray, idf: float, docs: np.ndarray, tfs: np.ndarr
     return idf * (tf * (K1 + 1) / (tf + norms[docs]))
 
 
+def _union(arrays: list[np.ndarray]) -> np.ndarray:
+    """The distinct values of `arrays`, ascending (np.unique's answer: sorting here costs a fraction of its
+    hash-based path on a few thousand postings)."""
+    values = np.concatenate(arrays)
+    values.sort()
+    if len(values) < 2:
+        return values
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
 def _score_whole(seg: Segment, norms: np.ndarray, terms: Terms, alive: np.ndarray | None, codes: Codes, top: TopK) -> int:
-    scores = np.zeros(len(seg), dtype=np.float64)
-    matched = np.zeros(len(seg), dtype=bool)
+    """Score every posting of `terms` in `seg`, in arrays the size of the postings (not of the segment: allocating
+    and clearing per-document arrays on every query costs more than the scoring at 100,000 notes and up)."""
+    found: list[tuple[np.ndarray, np.ndarray]] = []  # per occurrence, in query order: (docs, contributions)
+    computed: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per distinct term (a term has one idf per query)
     scored = 0
-    seen = set()
     for term, idf in terms:
-        start, end = seg.offsets[term], seg.offsets[term + 1]
-        docs = seg.post_docs[start:end]
-        scores[docs] += _contribution(norms, idf, docs, seg.post_tfs[start:end])
-        matched[docs] = True
-        if term not in seen:
-            seen.add(term)
+        if term not in computed:
+            start, end = seg.offsets[term], seg.offsets[term + 1]
+            docs = seg.post_docs[start:end]
+            computed[term] = (docs, _contribution(norms, idf, docs, seg.post_tfs[start:end]))
             scored += int(end - start)
-    candidates = np.flatnonzero(matched)
-    candidates = candidates[_eligible(seg, candidates, alive, codes)]
-    top.add(seg.note_ids[candidates], scores[candidates])
+        found.append(computed[term])
+    if len(computed) == 1:
+        candidates = found[0][0]  # one term: its postings are sorted and distinct already
+    else:
+        candidates = _union([docs for docs, _ in computed.values()])
+    scores = np.zeros(len(candidates), dtype=np.float64)
+    for docs, contribution in found:
+        # Each term's contributions added in query order onto 0.0, as Snapshot.score() adds them: the same floats.
+        scores[np.searchsorted(candidates, docs)] += contribution
+    keep = _eligible(seg, candidates, alive, codes)
+    top.add(seg.note_ids[candidates[keep]], scores[keep])
     return scored
 
 
@@ -267,14 +293,14 @@ def _maxscore(
     if len(essential) == 1:
         candidates = found[essential[0]][0]
     elif scored * 16 > len(rest) * BLOCK_DOCS:
-        # Many postings: mark them in a map of the blocks (linear) rather than sort them (np.unique).
+        # Many postings: mark them in a map of the blocks (linear) rather than sort them (_union).
         marked = np.zeros(len(rest) * BLOCK_DOCS, dtype=bool)
         for docs, _ in found.values():
             marked[np.searchsorted(rest, docs >> BLOCK_SHIFT) * BLOCK_DOCS + (docs & (BLOCK_DOCS - 1))] = True
         hits = np.flatnonzero(marked)
         candidates = (rest[hits >> BLOCK_SHIFT] << BLOCK_SHIFT) | (hits & (BLOCK_DOCS - 1))
     else:
-        candidates = np.unique(np.concatenate([docs for docs, _ in found.values()]))
+        candidates = _union([docs for docs, _ in found.values()])
     candidates = candidates[_eligible(seg, candidates, alive, codes)]
     if not len(candidates):
         return scored

@@ -135,3 +135,22 @@ def test_the_setting_chooses_the_path_and_both_give_the_same_answer(snapshot, se
     settings.BRAIN_BM25_PRUNING = False
     assert snapshot.rank(tokens, limit=10) == pruned
     assert bm25.stats.pruned_queries == pruned_before + 1
+
+
+def test_rare_terms_are_scored_whole_and_common_ones_through_the_blocks_with_the_same_answer(snapshot):
+    rare = bm25.tokenize("w2500x w2990x w1999x")
+    common = bm25.tokenize("w0x w1x")
+    base_postings = {
+        name: sum(int(np.diff(snapshot.base.offsets)[snapshot.base.term(bm25.term_key(t))]) for t in tokens)
+        for name, tokens in (("rare", rare), ("common", common))
+    }
+    limit = pruning.WHOLE_POSTINGS_PER_BLOCK * snapshot.base.blocks
+    assert 0 < base_postings["rare"] <= limit < base_postings["common"]
+    assert len(snapshot.base) > pruning.SMALL_PART_DOCS
+    whole, skipped = bm25.stats.whole_large_parts, bm25.stats.postings_skipped
+    assert snapshot.rank(rare, limit=10, exhaustive=False) == snapshot.rank(rare, limit=10, exhaustive=True)
+    assert bm25.stats.whole_large_parts == whole + 1  # the base: its few postings scored at once, no block visited
+    assert bm25.stats.postings_skipped == skipped
+    assert snapshot.rank(common, limit=10, exhaustive=False) == snapshot.rank(common, limit=10, exhaustive=True)
+    assert bm25.stats.whole_large_parts == whole + 1
+    assert bm25.stats.postings_skipped > skipped  # the base's blocks below θ were skipped
