@@ -168,7 +168,6 @@ def _union(arrays: list[np.ndarray]) -> np.ndarray:
 def _score_whole(seg: Segment, norms: np.ndarray, terms: Terms, alive: np.ndarray | None, codes: Codes, top: TopK) -> int:
     """Score every posting of `terms` in `seg`, in arrays the size of the postings (not of the segment: allocating
     and clearing per-document arrays on every query costs more than the scoring at 100,000 notes and up)."""
-    found: list[tuple[np.ndarray, np.ndarray]] = []  # per occurrence, in query order: (docs, contributions)
     computed: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per distinct term (a term has one idf per query)
     scored = 0
     for term, idf in terms:
@@ -177,15 +176,28 @@ def _score_whole(seg: Segment, norms: np.ndarray, terms: Terms, alive: np.ndarra
             docs = seg.post_docs[start:end]
             computed[term] = (docs, _contribution(norms, idf, docs, seg.post_tfs[start:end]))
             scored += int(end - start)
-        found.append(computed[term])
     if len(computed) == 1:
-        candidates = found[0][0]  # one term: its postings are sorted and distinct already
+        candidates = next(iter(computed.values()))[0]  # one term: its postings are sorted and distinct already
+        slots = {term: slice(None) for term in computed}
+        positions = np.arange(len(candidates))
     else:
-        candidates = _union([docs for docs, _ in computed.values()])
+        # One sort of every distinct term's postings gives the distinct documents and each posting's place among
+        # them (a binary search per posting costs more).
+        every = np.concatenate([docs for docs, _ in computed.values()])
+        order = np.argsort(every, kind="stable")
+        ranked = every[order]
+        fresh = np.empty(len(ranked), dtype=bool)
+        fresh[0] = True
+        np.not_equal(ranked[1:], ranked[:-1], out=fresh[1:])
+        candidates = ranked[fresh]
+        positions = np.empty(len(every), dtype=np.int64)
+        positions[order] = np.cumsum(fresh) - 1
+        bounds = np.cumsum([0] + [len(docs) for docs, _ in computed.values()])
+        slots = {term: slice(bounds[i], bounds[i + 1]) for i, term in enumerate(computed)}
     scores = np.zeros(len(candidates), dtype=np.float64)
-    for docs, contribution in found:
+    for term, _idf in terms:
         # Each term's contributions added in query order onto 0.0, as Snapshot.score() adds them: the same floats.
-        scores[np.searchsorted(candidates, docs)] += contribution
+        scores[positions[slots[term]]] += computed[term][1]
     keep = _eligible(seg, candidates, alive, codes)
     top.add(seg.note_ids[candidates[keep]], scores[keep])
     return scored
