@@ -1,0 +1,114 @@
+"""CPU per `search()` in one process, and where it goes: BM25 ranking, the hits' SQL, the excerpts, the rest.
+
+    .venv/bin/python bench/search_cpu.py --notes 100000 [--queries 300] [--rounds 2]
+
+A scratch database (dropped at the end) with `--notes` notes of `SyntheticCorpus(seed=11)`, the corpus
+`bench/load.py` stores, the embedder off, the BM25 index built in this process; then the corpus's queries through
+`search(query, limit=10)` as `brain_query` asks, `--rounds` times over the same queries. Figures are
+`time.process_time()` per call (p50/p95/p99/mean), and the parts timed inside each call by wrapping the functions
+`search()` calls (`Snapshot.rank_with_evidence`, `hit_rows`, `excerpt`).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+if __name__ == "__main__":  # `python bench/x.py` puts bench/ first on the path: the checkout belongs there
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from bench.script import BenchCommand, run, setup_django  # noqa: E402
+
+setup_django()
+
+import numpy as np  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.core.management.base import CommandParser  # noqa: E402
+
+from bench.synthetic import SyntheticCorpus, store_synthetic_notes  # noqa: E402
+from brain import bm25, search  # noqa: E402
+from brain.scratch import ScratchDatabase  # noqa: E402
+
+PARTS = {"bm25 ranking": (bm25.Snapshot, "rank_with_evidence"), "hits' SQL": (search, "hit_rows"),
+         "excerpts": (search, "excerpt")}  # fmt: skip
+
+
+class Command(BenchCommand):
+    help = "CPU per search() in one process on N synthetic notes, and its parts."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--notes", type=int, required=True)
+        parser.add_argument("--queries", type=int, default=300)
+        parser.add_argument("--rounds", type=int, default=2)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        settings.BRAIN_EMBEDDER = "off"
+        previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(SystemExit(143)))
+        try:
+            with ScratchDatabase(self.stdout) as scratch:
+                self.stdout.write(f"scratch database {scratch.name}")
+                self.measure(options["notes"], options["queries"], options["rounds"])
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+
+    def measure(self, count: int, queries: int, rounds: int) -> None:
+        corpus = SyntheticCorpus(seed=11)
+        started = time.perf_counter()
+        store_synthetic_notes(corpus, count)
+        bm25.reset()
+        index = bm25.current_index()
+        self.stdout.write(f"{len(index)} notes stored and indexed in {time.perf_counter() - started:.0f} s")
+        texts = [corpus.query() for _ in range(queries)]
+        for text in texts[:20]:
+            search.search(text, limit=10)
+        spent: dict[str, float] = defaultdict(float)
+        originals = [(owner, name, getattr(owner, name)) for owner, name in PARTS.values()]
+        for label, (owner, name) in PARTS.items():
+            setattr(owner, name, timed(getattr(owner, name), label, spent))
+        totals: list[float] = []
+        parts: dict[str, list[float]] = defaultdict(list)
+        try:
+            for _ in range(rounds):
+                for text in texts:
+                    spent.clear()
+                    before = time.process_time()
+                    search.search(text, limit=10)
+                    totals.append((time.process_time() - before) * 1000)
+                    for label in PARTS:
+                        parts[label].append(spent[label] * 1000)
+        finally:
+            for owner, name, original in originals:
+                setattr(owner, name, original)
+        self.stdout.write(f"search(limit=10) CPU per call over {count} notes ({len(totals)} calls): {figures(totals)}")
+        for label in PARTS:
+            self.stdout.write(f"  {label:13}: {figures(parts[label])}")
+        slow = np.argsort(totals)[-max(1, len(totals) // 100) :]
+        self.stdout.write(
+            "  the slowest 1 %: " + ", ".join(f"{label} {np.mean(np.asarray(parts[label])[slow]):.2f}" for label in PARTS)
+            + f" of {np.mean(np.asarray(totals)[slow]):.2f} ms"
+        )
+
+
+def timed(function: Callable[..., Any], label: str, spent: dict[str, float]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        before = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[label] += time.process_time() - before
+
+    return wrapper
+
+
+def figures(values: list[float]) -> str:
+    return (f"p50 {np.percentile(values, 50):.2f}  p95 {np.percentile(values, 95):.2f}  "
+            f"p99 {np.percentile(values, 99):.2f}  mean {np.mean(values):.2f} ms")  # fmt: skip
+
+
+if __name__ == "__main__":
+    run(Command())
