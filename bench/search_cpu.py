@@ -4,15 +4,17 @@
 
 A scratch database (dropped at the end) with `--notes` notes of `SyntheticCorpus(seed=11)`, the corpus
 `bench/load.py` stores, the embedder off, the BM25 index built in this process; then the corpus's queries through
-`search(query, limit=10)` as `brain_query` asks, `--rounds` times over the same queries. Figures are
-`time.process_time()` per call (p50/p95/p99/mean), and the parts timed inside each call by wrapping the functions
-`search()` calls (`Snapshot.rank_with_evidence`, `hit_rows`, `excerpt`).
+`search(query, limit=10)` as `brain_query` asks, `--rounds` times over the same queries, each query with BM25
+pruning on and off one after the other (the order flipped each round), in a thread as a web process serves a call.
+Figures are `time.process_time()` per call (p50/p95/p99/mean), and the parts timed inside each call by wrapping the
+functions `search()` calls (`Snapshot.rank_with_evidence`, `hit_rows`, `excerpt`).
 """
 
 from __future__ import annotations
 
 import signal
 import sys
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -56,6 +58,12 @@ class Command(BenchCommand):
         finally:
             signal.signal(signal.SIGTERM, previous)
 
+    # name → what to set before each call of that arm
+    ARMS: dict[str, Callable[[], None]] = {
+        "pruned": lambda: setattr(settings, "BRAIN_BM25_PRUNING", True),
+        "exhaustive": lambda: setattr(settings, "BRAIN_BM25_PRUNING", False),
+    }
+
     def measure(self, count: int, queries: int, rounds: int) -> None:
         corpus = SyntheticCorpus(seed=11)
         started = time.perf_counter()
@@ -65,33 +73,49 @@ class Command(BenchCommand):
         self.stdout.write(f"{len(index)} notes stored and indexed in {time.perf_counter() - started:.0f} s")
         texts = [corpus.query() for _ in range(queries)]
         for text in texts[:20]:
-            search.search(text, limit=10)
+            for arm in self.ARMS.values():
+                arm()
+                search.search(text, limit=10)
         spent: dict[str, float] = defaultdict(float)
         originals = [(owner, name, getattr(owner, name)) for owner, name in PARTS.values()]
         for label, (owner, name) in PARTS.items():
             setattr(owner, name, timed(getattr(owner, name), label, spent))
-        totals: list[float] = []
-        parts: dict[str, list[float]] = defaultdict(list)
-        try:
-            for _ in range(rounds):
+        totals: dict[str, list[float]] = defaultdict(list)
+        parts: dict[tuple[str, str], list[float]] = defaultdict(list)
+        pruning = settings.BRAIN_BM25_PRUNING
+
+        def calls() -> None:
+            for round_number in range(rounds):
+                names = list(self.ARMS)[:: 1 if round_number % 2 == 0 else -1]
                 for text in texts:
-                    spent.clear()
-                    before = time.process_time()
-                    search.search(text, limit=10)
-                    totals.append((time.process_time() - before) * 1000)
-                    for label in PARTS:
-                        parts[label].append(spent[label] * 1000)
+                    for name in names:
+                        self.ARMS[name]()
+                        spent.clear()
+                        before = time.process_time()
+                        search.search(text, limit=10)
+                        totals[name].append((time.process_time() - before) * 1000)
+                        for label in PARTS:
+                            parts[name, label].append(spent[label] * 1000)
+
+        try:
+            worker = threading.Thread(target=calls)
+            worker.start()
+            worker.join()
         finally:
+            settings.BRAIN_BM25_PRUNING = pruning
             for owner, name, original in originals:
                 setattr(owner, name, original)
-        self.stdout.write(f"search(limit=10) CPU per call over {count} notes ({len(totals)} calls): {figures(totals)}")
-        for label in PARTS:
-            self.stdout.write(f"  {label:13}: {figures(parts[label])}")
-        slow = np.argsort(totals)[-max(1, len(totals) // 100) :]
-        self.stdout.write(
-            "  the slowest 1 %: " + ", ".join(f"{label} {np.mean(np.asarray(parts[label])[slow]):.2f}" for label in PARTS)
-            + f" of {np.mean(np.asarray(totals)[slow]):.2f} ms"
-        )
+        for name, values in totals.items():
+            self.stdout.write(f"{name}: search(limit=10) CPU per call over {count} notes ({len(values)} calls): "
+                              f"{figures(values)}")  # fmt: skip
+            for label in PARTS:
+                self.stdout.write(f"  {label:13}: {figures(parts[name, label])}")
+            slow = np.argsort(values)[-max(1, len(values) // 100) :]
+            self.stdout.write(
+                "  the slowest 1 %: "
+                + ", ".join(f"{label} {np.mean(np.asarray(parts[name, label])[slow]):.2f}" for label in PARTS)
+                + f" of {np.mean(np.asarray(values)[slow]):.2f} ms"
+            )
 
 
 def timed(function: Callable[..., Any], label: str, spent: dict[str, float]) -> Callable[..., Any]:

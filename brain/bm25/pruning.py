@@ -41,7 +41,7 @@ SMALL_PART_DOCS = 4 * BLOCK_DOCS  # parts no larger than this are scored whole
 # A part whose query terms have at most this many postings per block is scored whole (every posting once,
 # nothing allocated per document): the block bounds, the batches and MaxScore cost a fixed ~0.3-0.5 ms of
 # numpy calls per part, more than they save on so few postings (bench/bm25_pruning.py measures both).
-WHOLE_POSTINGS_PER_BLOCK = 256
+WHOLE_POSTINGS_PER_BLOCK = 192
 # Relative slack on a block's bound: float sums of the same terms in another order may differ in the last bits.
 BOUND_MARGIN = 1e-9
 FILTERS = (("status_codes", "status"), ("wing_codes", "wing"), ("hall_codes", "hall"))
@@ -152,17 +152,22 @@ def _contribution(norms: np.ndarray, idf: float, docs: np.ndarray, tfs: np.ndarr
     return idf * (tf * (K1 + 1) / (tf + norms[docs]))
 
 
-def _union(arrays: list[np.ndarray]) -> np.ndarray:
-    """The distinct values of `arrays`, ascending (np.unique's answer: sorting here costs a fraction of its
-    hash-based path on a few thousand postings)."""
-    values = np.concatenate(arrays)
-    values.sort()
-    if len(values) < 2:
-        return values
-    keep = np.empty(len(values), dtype=bool)
-    keep[0] = True
-    np.not_equal(values[1:], values[:-1], out=keep[1:])
-    return values[keep]
+def _places(arrays: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The distinct values of `arrays` (each ascending and distinct: a term's postings), ascending, and where each
+    array's values are among them. One stable sort of the concatenation (timsort merges the sorted runs) rather
+    than np.unique (a hash, then a sort) and a binary search per value."""
+    if len(arrays) == 1:
+        return arrays[0], [np.arange(len(arrays[0]))]
+    every = np.concatenate(arrays)
+    order = np.argsort(every, kind="stable")
+    ranked = every[order]
+    fresh = np.empty(len(ranked), dtype=bool)
+    fresh[:1] = True
+    np.not_equal(ranked[1:], ranked[:-1], out=fresh[1:])
+    positions = np.empty(len(every), dtype=np.int64)
+    positions[order] = np.cumsum(fresh) - 1
+    bounds = np.cumsum([0] + [len(values) for values in arrays])
+    return ranked[fresh], [positions[bounds[i] : bounds[i + 1]] for i in range(len(arrays))]
 
 
 def _score_whole(seg: Segment, norms: np.ndarray, terms: Terms, alive: np.ndarray | None, codes: Codes, top: TopK) -> int:
@@ -176,28 +181,12 @@ def _score_whole(seg: Segment, norms: np.ndarray, terms: Terms, alive: np.ndarra
             docs = seg.post_docs[start:end]
             computed[term] = (docs, _contribution(norms, idf, docs, seg.post_tfs[start:end]))
             scored += int(end - start)
-    if len(computed) == 1:
-        candidates = next(iter(computed.values()))[0]  # one term: its postings are sorted and distinct already
-        slots = {term: slice(None) for term in computed}
-        positions = np.arange(len(candidates))
-    else:
-        # One sort of every distinct term's postings gives the distinct documents and each posting's place among
-        # them (a binary search per posting costs more).
-        every = np.concatenate([docs for docs, _ in computed.values()])
-        order = np.argsort(every, kind="stable")
-        ranked = every[order]
-        fresh = np.empty(len(ranked), dtype=bool)
-        fresh[0] = True
-        np.not_equal(ranked[1:], ranked[:-1], out=fresh[1:])
-        candidates = ranked[fresh]
-        positions = np.empty(len(every), dtype=np.int64)
-        positions[order] = np.cumsum(fresh) - 1
-        bounds = np.cumsum([0] + [len(docs) for docs, _ in computed.values()])
-        slots = {term: slice(bounds[i], bounds[i + 1]) for i, term in enumerate(computed)}
+    candidates, places = _places([docs for docs, _ in computed.values()])
+    slots = dict(zip(computed, places, strict=True))
     scores = np.zeros(len(candidates), dtype=np.float64)
     for term, _idf in terms:
         # Each term's contributions added in query order onto 0.0, as Snapshot.score() adds them: the same floats.
-        scores[positions[slots[term]]] += computed[term][1]
+        scores[slots[term]] += computed[term][1]
     keep = _eligible(seg, candidates, alive, codes)
     top.add(seg.note_ids[candidates[keep]], scores[keep])
     return scored
@@ -302,36 +291,27 @@ def _maxscore(
         return 0  # even a note holding every term cannot reach θ here
     found = {term: _gather(seg, term, rest) for term in essential}
     scored = sum(len(docs) for docs, _ in found.values())
-    if len(essential) == 1:
-        candidates = found[essential[0]][0]
-    elif scored * 16 > len(rest) * BLOCK_DOCS:
-        # Many postings: mark them in a map of the blocks (linear) rather than sort them (_union).
-        marked = np.zeros(len(rest) * BLOCK_DOCS, dtype=bool)
-        for docs, _ in found.values():
-            marked[np.searchsorted(rest, docs >> BLOCK_SHIFT) * BLOCK_DOCS + (docs & (BLOCK_DOCS - 1))] = True
-        hits = np.flatnonzero(marked)
-        candidates = (rest[hits >> BLOCK_SHIFT] << BLOCK_SHIFT) | (hits & (BLOCK_DOCS - 1))
-    else:
-        candidates = _union([docs for docs, _ in found.values()])
-    candidates = candidates[_eligible(seg, candidates, alive, codes)]
+    distinct, places = _places([found[term][0] for term in essential])
+    contributions = {term: _contribution(norms, idf_of[term], *found[term]) for term in essential}
+    partial = np.zeros(len(distinct), dtype=np.float64)
+    for term, place in zip(essential, places, strict=True):
+        partial[place] += contributions[term] * occurrences[term]  # a repeated word counts each time
+    # The bound first (it leaves few documents), then the filters on those only.
+    survivors = np.flatnonzero(partial * (1 + BOUND_MARGIN) + below >= threshold)
+    survivors = survivors[_eligible(seg, distinct[survivors], alive, codes)]
+    candidates = distinct[survivors]
     if not len(candidates):
         return scored
     aligned: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # term → (positions in candidates, contributions)
-    partial = np.zeros(len(candidates), dtype=np.float64)
-    for term in essential:
-        docs, tfs = found[term]
-        at = np.minimum(np.searchsorted(candidates, docs), len(candidates) - 1)
-        hit = candidates[at] == docs
-        contribution = _contribution(norms, idf_of[term], docs[hit], tfs[hit])
-        aligned[term] = (at[hit], contribution)
-        partial[at[hit]] += contribution * occurrences[term]  # a repeated word counts each time
-    survivors = np.flatnonzero(partial * (1 + BOUND_MARGIN) + below >= threshold)
-    candidates = candidates[survivors]
-    renumber = np.full(len(partial), -1, dtype=np.int64)
-    renumber[survivors] = np.arange(len(survivors))
-    for term, (at, contribution) in aligned.items():
-        kept = renumber[at] >= 0
-        aligned[term] = (renumber[at][kept], contribution[kept])
+    if len(essential) == 1:  # its postings are the documents: a survivor's position is its rank among them
+        aligned[essential[0]] = (np.arange(len(survivors)), contributions[essential[0]][survivors])
+    else:
+        renumber = np.full(len(distinct), -1, dtype=np.int64)
+        renumber[survivors] = np.arange(len(survivors))
+        for term, place in zip(essential, places, strict=True):
+            at = renumber[place]
+            kept = at >= 0
+            aligned[term] = (at[kept], contributions[term][kept])
     for term in non_essential:
         start, end = seg.offsets[term], seg.offsets[term + 1]
         term_docs = seg.post_docs[start:end]
