@@ -38,10 +38,13 @@ FIRST_BATCH_BLOCKS = 4  # blocks scored before θ is first looked at; each later
 SEED_BATCHES = 2  # batches of best-bound blocks scored whole for θ before the rest goes to MaxScore
 MAX_BATCH_BLOCKS = 256
 SMALL_PART_DOCS = 4 * BLOCK_DOCS  # parts no larger than this are scored whole
-# A part whose query terms have at most this many postings per block is scored whole (every posting once,
-# nothing allocated per document): the block bounds, the batches and MaxScore cost a fixed ~0.3-0.5 ms of
-# numpy calls per part, more than they save on so few postings (bench/bm25_pruning.py measures both).
+# A part whose query terms have at most this many postings per block (and at most WHOLE_POSTINGS_MAX) is scored
+# whole, every posting once: the block bounds, the batches and MaxScore cost a fixed ~0.3-0.5 ms of numpy calls
+# per part, more than they save on few postings. Measured with SyntheticCorpus(seed=11) queries
+# (bench/bm25_pruning.py): at 100,000 notes the blocks pay from ~200 postings a block (~20,000), at 1,000,000
+# from ~50,000 postings (a common term there becomes non-essential in MaxScore and is only looked up).
 WHOLE_POSTINGS_PER_BLOCK = 192
+WHOLE_POSTINGS_MAX = 48_000
 # Relative slack on a block's bound: float sums of the same terms in another order may differ in the last bits.
 BOUND_MARGIN = 1e-9
 FILTERS = (("status_codes", "status"), ("wing_codes", "wing"), ("hall_codes", "hall"))
@@ -127,7 +130,7 @@ def pruned_rank(
             stats.postings_skipped += total
             continue
         alive = snapshot.alives[index]
-        if len(seg) <= SMALL_PART_DOCS or total <= WHOLE_POSTINGS_PER_BLOCK * seg.blocks:
+        if len(seg) <= SMALL_PART_DOCS or total <= min(WHOLE_POSTINGS_PER_BLOCK * seg.blocks, WHOLE_POSTINGS_MAX):
             # Few postings for this part's size: scoring them all costs less than bounding and visiting blocks.
             scored = _score_whole(seg, norms[index], terms, alive, codes, top)
             stats.whole_large_parts += len(seg) > SMALL_PART_DOCS

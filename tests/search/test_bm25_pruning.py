@@ -144,7 +144,7 @@ def test_rare_terms_are_scored_whole_and_common_ones_through_the_blocks_with_the
         name: sum(int(np.diff(snapshot.base.offsets)[snapshot.base.term(bm25.term_key(t))]) for t in tokens)
         for name, tokens in (("rare", rare), ("common", common))
     }
-    limit = pruning.WHOLE_POSTINGS_PER_BLOCK * snapshot.base.blocks
+    limit = min(pruning.WHOLE_POSTINGS_PER_BLOCK * snapshot.base.blocks, pruning.WHOLE_POSTINGS_MAX)
     assert 0 < base_postings["rare"] <= limit < base_postings["common"]
     assert len(snapshot.base) > pruning.SMALL_PART_DOCS
     whole, skipped = bm25.stats.whole_large_parts, bm25.stats.postings_skipped
