@@ -31,6 +31,7 @@ setup_django()
 import numpy as np  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management.base import CommandParser  # noqa: E402
+from django.db import connection  # noqa: E402
 
 from bench.synthetic import SyntheticCorpus, store_synthetic_notes  # noqa: E402
 from brain import bm25, search  # noqa: E402
@@ -84,7 +85,15 @@ class Command(BenchCommand):
         parts: dict[tuple[str, str], list[float]] = defaultdict(list)
         pruning = settings.BRAIN_BM25_PRUNING
 
+        hits: list[int] = []
+
         def calls() -> None:
+            try:
+                each_round()
+            finally:
+                connection.close()  # this thread's connection: the scratch database is dropped after
+
+        def each_round() -> None:
             for round_number in range(rounds):
                 names = list(self.ARMS)[:: 1 if round_number % 2 == 0 else -1]
                 for text in texts:
@@ -92,10 +101,11 @@ class Command(BenchCommand):
                         self.ARMS[name]()
                         spent.clear()
                         before = time.process_time()
-                        search.search(text, limit=10)
+                        found = search.search(text, limit=10)
                         totals[name].append((time.process_time() - before) * 1000)
                         for label in PARTS:
                             parts[name, label].append(spent[label] * 1000)
+                        hits.append(len(found.hits))
 
         try:
             worker = threading.Thread(target=calls)
@@ -105,6 +115,7 @@ class Command(BenchCommand):
             settings.BRAIN_BM25_PRUNING = pruning
             for owner, name, original in originals:
                 setattr(owner, name, original)
+        self.stdout.write(f"hits per call: mean {np.mean(hits):.1f} (limit 10)")
         for name, values in totals.items():
             self.stdout.write(f"{name}: search(limit=10) CPU per call over {count} notes ({len(values)} calls): "
                               f"{figures(values)}")  # fmt: skip
