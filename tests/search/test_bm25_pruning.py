@@ -51,8 +51,8 @@ def query(rng: random.Random) -> list[str]:
 @pytest.fixture(scope="module")
 def snapshot() -> bm25.Snapshot:
     rng = random.Random(34)
-    rows = note_rows(rng, 14_000)
-    base_rows, later = rows[:13_000], rows[13_000:]
+    rows = note_rows(rng, 43_000)
+    base_rows, later = rows[:42_000], rows[42_000:]
     base = bm25.segment_from_rows(base_rows, 1)
     # Notes changed since the base was built: their base copies are tombstoned, their new text is in the delta.
     changed = rng.sample(base_rows, 300)
@@ -65,6 +65,9 @@ def snapshot() -> bm25.Snapshot:
 
 def test_the_generated_base_is_large_enough_for_block_bounds(snapshot):
     assert snapshot.base.blocks >= 10 and len(snapshot.base) > 4 * BLOCK_DOCS
+    # More blocks than the seed batches score before MaxScore takes the rest.
+    seeded = sum(min(pruning.FIRST_BATCH_BLOCKS << batch, pruning.MAX_BATCH_BLOCKS) for batch in range(pruning.SEED_BATCHES))
+    assert snapshot.base.blocks > seeded + 8
     assert len(snapshot.base.block_terms) >= 20  # terms with LONG_POSTINGS postings or more carry stored bounds
     assert np.diff(snapshot.base.offsets)[snapshot.base.block_terms].min() >= LONG_POSTINGS
 
