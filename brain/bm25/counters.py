@@ -18,6 +18,7 @@ class Stats:
         self.postings_scored = 0  # postings those rankings scored
         self.postings_skipped = 0  # postings of their query terms they never looked at
         self.maxscore_rounds = 0  # of those, MaxScore passes over the blocks left once θ was known
+        self.whole_large_parts = 0  # parts larger than pruning.SMALL_PART_DOCS they scored whole (few postings)
 
 
 stats = Stats()

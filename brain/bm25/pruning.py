@@ -35,9 +35,17 @@ from brain.bm25.okapi import K1
 from brain.bm25.segments import BLOCK_DOCS, BLOCK_SHIFT, Segment
 
 FIRST_BATCH_BLOCKS = 4  # blocks scored before θ is first looked at; each later batch is twice as large
-SEED_BATCHES = 2  # batches of best-bound blocks scored whole for θ before the rest goes to MaxScore
+SEED_BATCHES = 3  # batches of best-bound blocks scored whole for θ before the rest goes to MaxScore (MaxScore
+# keeps the θ it starts with: at 1M a single common word scored 85 % of its postings after 2 batches, 4 % after 3)
 MAX_BATCH_BLOCKS = 256
 SMALL_PART_DOCS = 4 * BLOCK_DOCS  # parts no larger than this are scored whole
+# A part whose query terms have at most this many postings per block (and at most WHOLE_POSTINGS_MAX) is scored
+# whole, every posting once: the block bounds, the batches and MaxScore cost a fixed ~0.3-0.5 ms of numpy calls
+# per part, more than they save on few postings. Measured with SyntheticCorpus(seed=11) queries
+# (bench/bm25_pruning.py): at 100,000 notes the blocks pay from ~200 postings a block (~20,000), at 1,000,000
+# from ~50,000 postings (a common term there becomes non-essential in MaxScore and is only looked up).
+WHOLE_POSTINGS_PER_BLOCK = 192
+WHOLE_POSTINGS_MAX = 48_000
 # Relative slack on a block's bound: float sums of the same terms in another order may differ in the last bits.
 BOUND_MARGIN = 1e-9
 FILTERS = (("status_codes", "status"), ("wing_codes", "wing"), ("hall_codes", "hall"))
@@ -123,8 +131,10 @@ def pruned_rank(
             stats.postings_skipped += total
             continue
         alive = snapshot.alives[index]
-        if len(seg) <= SMALL_PART_DOCS:
+        if len(seg) <= SMALL_PART_DOCS or total <= min(WHOLE_POSTINGS_PER_BLOCK * seg.blocks, WHOLE_POSTINGS_MAX):
+            # Few postings for this part's size: scoring them all costs less than bounding and visiting blocks.
             scored = _score_whole(seg, norms[index], terms, alive, codes, top)
+            stats.whole_large_parts += len(seg) > SMALL_PART_DOCS
         else:
             scored = _score_blocks(seg, norms[index], terms, alive, codes, top, snapshot.avgdl)
         stats.postings_scored += scored
@@ -146,22 +156,43 @@ def _contribution(norms: np.ndarray, idf: float, docs: np.ndarray, tfs: np.ndarr
     return idf * (tf * (K1 + 1) / (tf + norms[docs]))
 
 
+def _places(arrays: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The distinct values of `arrays` (each ascending and distinct: a term's postings), ascending, and where each
+    array's values are among them. One stable sort of the concatenation (timsort merges the sorted runs) rather
+    than np.unique (a hash, then a sort) and a binary search per value."""
+    if len(arrays) == 1:
+        return arrays[0], [np.arange(len(arrays[0]))]
+    every = np.concatenate(arrays)
+    order = np.argsort(every, kind="stable")
+    ranked = every[order]
+    fresh = np.empty(len(ranked), dtype=bool)
+    fresh[:1] = True
+    np.not_equal(ranked[1:], ranked[:-1], out=fresh[1:])
+    positions = np.empty(len(every), dtype=np.int64)
+    positions[order] = np.cumsum(fresh) - 1
+    bounds = np.cumsum([0] + [len(values) for values in arrays])
+    return ranked[fresh], [positions[bounds[i] : bounds[i + 1]] for i in range(len(arrays))]
+
+
 def _score_whole(seg: Segment, norms: np.ndarray, terms: Terms, alive: np.ndarray | None, codes: Codes, top: TopK) -> int:
-    scores = np.zeros(len(seg), dtype=np.float64)
-    matched = np.zeros(len(seg), dtype=bool)
+    """Score every posting of `terms` in `seg`, in arrays the size of the postings (not of the segment: allocating
+    and clearing per-document arrays on every query costs more than the scoring at 100,000 notes and up)."""
+    computed: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per distinct term (a term has one idf per query)
     scored = 0
-    seen = set()
     for term, idf in terms:
-        start, end = seg.offsets[term], seg.offsets[term + 1]
-        docs = seg.post_docs[start:end]
-        scores[docs] += _contribution(norms, idf, docs, seg.post_tfs[start:end])
-        matched[docs] = True
-        if term not in seen:
-            seen.add(term)
+        if term not in computed:
+            start, end = seg.offsets[term], seg.offsets[term + 1]
+            docs = seg.post_docs[start:end]
+            computed[term] = (docs, _contribution(norms, idf, docs, seg.post_tfs[start:end]))
             scored += int(end - start)
-    candidates = np.flatnonzero(matched)
-    candidates = candidates[_eligible(seg, candidates, alive, codes)]
-    top.add(seg.note_ids[candidates], scores[candidates])
+    candidates, places = _places([docs for docs, _ in computed.values()])
+    slots = dict(zip(computed, places, strict=True))
+    scores = np.zeros(len(candidates), dtype=np.float64)
+    for term, _idf in terms:
+        # Each term's contributions added in query order onto 0.0, as Snapshot.score() adds them: the same floats.
+        scores[slots[term]] += computed[term][1]
+    keep = _eligible(seg, candidates, alive, codes)
+    top.add(seg.note_ids[candidates[keep]], scores[keep])
     return scored
 
 
@@ -264,36 +295,27 @@ def _maxscore(
         return 0  # even a note holding every term cannot reach θ here
     found = {term: _gather(seg, term, rest) for term in essential}
     scored = sum(len(docs) for docs, _ in found.values())
-    if len(essential) == 1:
-        candidates = found[essential[0]][0]
-    elif scored * 16 > len(rest) * BLOCK_DOCS:
-        # Many postings: mark them in a map of the blocks (linear) rather than sort them (np.unique).
-        marked = np.zeros(len(rest) * BLOCK_DOCS, dtype=bool)
-        for docs, _ in found.values():
-            marked[np.searchsorted(rest, docs >> BLOCK_SHIFT) * BLOCK_DOCS + (docs & (BLOCK_DOCS - 1))] = True
-        hits = np.flatnonzero(marked)
-        candidates = (rest[hits >> BLOCK_SHIFT] << BLOCK_SHIFT) | (hits & (BLOCK_DOCS - 1))
-    else:
-        candidates = np.unique(np.concatenate([docs for docs, _ in found.values()]))
-    candidates = candidates[_eligible(seg, candidates, alive, codes)]
+    distinct, places = _places([found[term][0] for term in essential])
+    contributions = {term: _contribution(norms, idf_of[term], *found[term]) for term in essential}
+    partial = np.zeros(len(distinct), dtype=np.float64)
+    for term, place in zip(essential, places, strict=True):
+        partial[place] += contributions[term] * occurrences[term]  # a repeated word counts each time
+    # The bound first (it leaves few documents), then the filters on those only.
+    survivors = np.flatnonzero(partial * (1 + BOUND_MARGIN) + below >= threshold)
+    survivors = survivors[_eligible(seg, distinct[survivors], alive, codes)]
+    candidates = distinct[survivors]
     if not len(candidates):
         return scored
     aligned: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # term → (positions in candidates, contributions)
-    partial = np.zeros(len(candidates), dtype=np.float64)
-    for term in essential:
-        docs, tfs = found[term]
-        at = np.minimum(np.searchsorted(candidates, docs), len(candidates) - 1)
-        hit = candidates[at] == docs
-        contribution = _contribution(norms, idf_of[term], docs[hit], tfs[hit])
-        aligned[term] = (at[hit], contribution)
-        partial[at[hit]] += contribution * occurrences[term]  # a repeated word counts each time
-    survivors = np.flatnonzero(partial * (1 + BOUND_MARGIN) + below >= threshold)
-    candidates = candidates[survivors]
-    renumber = np.full(len(partial), -1, dtype=np.int64)
-    renumber[survivors] = np.arange(len(survivors))
-    for term, (at, contribution) in aligned.items():
-        kept = renumber[at] >= 0
-        aligned[term] = (renumber[at][kept], contribution[kept])
+    if len(essential) == 1:  # its postings are the documents: a survivor's position is its rank among them
+        aligned[essential[0]] = (np.arange(len(survivors)), contributions[essential[0]][survivors])
+    else:
+        renumber = np.full(len(distinct), -1, dtype=np.int64)
+        renumber[survivors] = np.arange(len(survivors))
+        for term, place in zip(essential, places, strict=True):
+            at = renumber[place]
+            kept = at >= 0
+            aligned[term] = (at[kept], contributions[term][kept])
     for term in non_essential:
         start, end = seg.offsets[term], seg.offsets[term + 1]
         term_docs = seg.post_docs[start:end]

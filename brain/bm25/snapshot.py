@@ -14,6 +14,8 @@ from brain.bm25.pruning import pruned_rank
 from brain.bm25.segments import Segment, segment_from_docs, segment_from_rows
 from brain.bm25.text import term_key
 
+TERM_CACHE_SIZE = 4096  # distinct query tokens a snapshot remembers `term_info()` of
+
 
 class Filters(TypedDict, total=False):
     """The labels a ranking can be narrowed to (None: any)."""
@@ -86,6 +88,7 @@ class Snapshot:
         self.avgdl = self.total_length / self.n_docs if self.n_docs else 0.0
         self._floor: float | None = None
         self._norms: list[np.ndarray] | None = None
+        self._terms: dict[str, tuple[tuple[int, ...], int, float]] = {}  # term_info()'s answers
 
     def __len__(self) -> int:
         return self.n_docs
@@ -155,7 +158,19 @@ class Snapshot:
         return self._floor
 
     def term_info(self, token: str) -> tuple[tuple[int, ...], int, float]:
-        """(the term's id in each part, -1 where absent; live document frequency; idf as rank-bm25 uses it)."""
+        """(the term's id in each part, -1 where absent; live document frequency; idf as rank-bm25 uses it).
+
+        Remembered per snapshot (which never changes): one search asks for each of its terms several times
+        (ranking, shares, the evidence floor, the raw-note count)."""
+        found = self._terms.get(token)
+        if found is None:
+            found = self._term_info(token)
+            if len(self._terms) >= TERM_CACHE_SIZE:
+                self._terms.clear()  # a bound on memory; a snapshot lives seconds to hours
+            self._terms[token] = found  # two threads may both compute it: the same value either way
+        return found
+
+    def _term_info(self, token: str) -> tuple[tuple[int, ...], int, float]:
         key = term_key(token)
         ids = tuple(seg.term(key) for seg in self.parts)
         df = sum(self._part_df(part, term) for part, term in enumerate(ids) if term >= 0)

@@ -15,7 +15,7 @@ from django.core.management import call_command, get_commands
 from django.core.management.base import CommandError
 from django.db import connection
 
-from bench import registration, review, search_scale
+from bench import registration, review, search_cpu, search_scale
 from brain.models import Note, NoteRevision
 from supervisor.models import RoutingEntry
 
@@ -46,6 +46,20 @@ def test_search_scale_prints_the_index_build_and_search_latency_and_drops_its_sc
                  "search_scale done; scratch database dropped."):  # fmt: skip
         assert line in printed, printed
     assert not Note.objects.exists()  # the notes were in the scratch database
+    assert not scratch_database_exists()
+
+
+def test_search_cpu_prints_the_cpu_of_search_and_its_parts_both_ways_and_drops_its_scratch_database(transactional_db):
+    out = io.StringIO()
+    call_command(search_cpu.Command(), "--notes", "60", "--queries", "5", "--rounds", "2", stdout=out)
+    printed = out.getvalue()
+    assert "60 notes stored and indexed in" in printed
+    for arm in ("pruned", "exhaustive"):
+        assert f"{arm}: search(limit=10) CPU per call over 60 notes (10 calls): p50" in printed, printed
+    assert printed.count("  bm25 ranking :") == 2 and printed.count("  excerpts     :") == 2
+    hits = float(printed.split("hits per call: mean ")[1].split()[0])
+    assert hits > 0  # the queries' words are the notes' words: the thread searched the scratch database
+    assert not Note.objects.exists()
     assert not scratch_database_exists()
 
 

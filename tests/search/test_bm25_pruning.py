@@ -51,8 +51,8 @@ def query(rng: random.Random) -> list[str]:
 @pytest.fixture(scope="module")
 def snapshot() -> bm25.Snapshot:
     rng = random.Random(34)
-    rows = note_rows(rng, 14_000)
-    base_rows, later = rows[:13_000], rows[13_000:]
+    rows = note_rows(rng, 43_000)
+    base_rows, later = rows[:42_000], rows[42_000:]
     base = bm25.segment_from_rows(base_rows, 1)
     # Notes changed since the base was built: their base copies are tombstoned, their new text is in the delta.
     changed = rng.sample(base_rows, 300)
@@ -65,6 +65,9 @@ def snapshot() -> bm25.Snapshot:
 
 def test_the_generated_base_is_large_enough_for_block_bounds(snapshot):
     assert snapshot.base.blocks >= 10 and len(snapshot.base) > 4 * BLOCK_DOCS
+    # More blocks than the seed batches score before MaxScore takes the rest.
+    seeded = sum(min(pruning.FIRST_BATCH_BLOCKS << batch, pruning.MAX_BATCH_BLOCKS) for batch in range(pruning.SEED_BATCHES))
+    assert snapshot.base.blocks > seeded + 8
     assert len(snapshot.base.block_terms) >= 20  # terms with LONG_POSTINGS postings or more carry stored bounds
     assert np.diff(snapshot.base.offsets)[snapshot.base.block_terms].min() >= LONG_POSTINGS
 
@@ -135,3 +138,22 @@ def test_the_setting_chooses_the_path_and_both_give_the_same_answer(snapshot, se
     settings.BRAIN_BM25_PRUNING = False
     assert snapshot.rank(tokens, limit=10) == pruned
     assert bm25.stats.pruned_queries == pruned_before + 1
+
+
+def test_rare_terms_are_scored_whole_and_common_ones_through_the_blocks_with_the_same_answer(snapshot):
+    rare = bm25.tokenize("w2500x w2990x w1999x")
+    common = bm25.tokenize("w0x w1x")
+    base_postings = {
+        name: sum(int(np.diff(snapshot.base.offsets)[snapshot.base.term(bm25.term_key(t))]) for t in tokens)
+        for name, tokens in (("rare", rare), ("common", common))
+    }
+    limit = min(pruning.WHOLE_POSTINGS_PER_BLOCK * snapshot.base.blocks, pruning.WHOLE_POSTINGS_MAX)
+    assert 0 < base_postings["rare"] <= limit < base_postings["common"]
+    assert len(snapshot.base) > pruning.SMALL_PART_DOCS
+    whole, skipped = bm25.stats.whole_large_parts, bm25.stats.postings_skipped
+    assert snapshot.rank(rare, limit=10, exhaustive=False) == snapshot.rank(rare, limit=10, exhaustive=True)
+    assert bm25.stats.whole_large_parts == whole + 1  # the base: its few postings scored at once, no block visited
+    assert bm25.stats.postings_skipped == skipped
+    assert snapshot.rank(common, limit=10, exhaustive=False) == snapshot.rank(common, limit=10, exhaustive=True)
+    assert bm25.stats.whole_large_parts == whole + 1
+    assert bm25.stats.postings_skipped > skipped  # the base's blocks below θ were skipped
