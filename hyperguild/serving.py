@@ -5,9 +5,21 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from hyperguild.boot import prepare_process
+from hyperguild.contributions import web_start_hooks
 from hyperguild.lib.db_pool import keep_pool_checked
 
 WEB_PROCESS = "HYPERGUILD_WEB_PROCESS"
+
+
+def warm_up() -> None:
+    """What a web process's first requests would wait for, done before it answers: the URLconf (Django imports
+    it at the first request: every view module) and each app's start hook (the brain maps its BM25 base and
+    catches up in the background: brain.bm25.live.warm_in_background)."""
+    from django.urls import get_resolver  # Django's settings are loaded by now
+
+    get_resolver().url_patterns  # noqa: B018 - imports the URLconf
+    for hook in web_start_hooks():
+        hook()
 
 
 @contextmanager
@@ -20,7 +32,7 @@ def web_process_environment() -> Iterator[None]:
     here when they load, so the application must be built inside the block. It must not leak into processes
     started from this one afterwards: no other process pools (a django-q2 cluster forks its workers: a pool
     opened before the fork would share its sockets between them, so a killed worker's advisory locks would
-    outlive it).
+    outlive it). Once the application is built, `warm_up()` runs.
     """
     prepare_process()
     before = os.environ.get(WEB_PROCESS)
@@ -28,6 +40,7 @@ def web_process_environment() -> Iterator[None]:
     try:
         yield
         keep_pool_checked()  # dead pooled connections are thrown out soon after an outage (hyperguild.lib.db_pool)
+        warm_up()
     finally:
         if before is None:
             os.environ.pop(WEB_PROCESS, None)

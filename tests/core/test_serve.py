@@ -77,6 +77,7 @@ def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ct
         lines = lines_until_banner(process)
         output = "".join(lines)
         base = f"http://127.0.0.1:{port}"
+        assert "database ready; no migration to apply" in output  # the test database is migrated: no `migrate`
         assert f"claude mcp add --scope user --transport http hyperguild-brain {base}/mcp/brain" in output, output
         assert "claude plugin install hyperguild@hyperguild" in output, output
         # The banner ends up in service logs: it names the variable, never the token.
@@ -136,3 +137,21 @@ def web_processes(serve_pid: int) -> list[psutil.Process]:
         except (psutil.ZombieProcess, psutil.NoSuchProcess):
             pass  # the one just killed, not yet reaped
     return found
+
+
+def test_serve_counts_the_migrations_it_would_apply_and_skips_migrate_when_there_are_none():
+    from django.db import connection
+    from django.db.migrations.recorder import MigrationRecorder
+
+    from hyperguild.management.commands.serve import unapplied_migrations
+
+    assert unapplied_migrations() == 0
+    recorder = MigrationRecorder(connection)
+    latest = recorder.migration_qs.filter(app="hyperguild").order_by("-id").first()
+    assert latest is not None
+    recorder.record_unapplied("hyperguild", latest.name)  # as if this migration were new (rolled back at the end)
+    try:
+        assert unapplied_migrations() == 1
+    finally:
+        recorder.record_applied("hyperguild", latest.name)
+    assert unapplied_migrations() == 0

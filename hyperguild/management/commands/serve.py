@@ -1,6 +1,6 @@
 """`manage.py serve`: what `make run` runs.
 
-Migrates, makes an admin account if there is none, starts the web server
+Migrates (when a migration is unapplied), makes an admin account if there is none, starts the web server
 and the django-q2 cluster as child processes, prints the endpoint
 URLs, the Claude Code plugin lines and the `claude mcp add` lines, and stops everything on Ctrl-C.
 
@@ -29,10 +29,12 @@ from types import FrameType
 from typing import Any
 
 import httpx
+from django.apps import apps
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
 from django_q.tasks import async_task
 
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
@@ -50,6 +52,14 @@ from hyperguild.serving import WEB_PROCESS
 
 WORKER_RESTART_SECONDS = 5  # at most one restart of a dying worker cluster this often
 DB_CHECK_SECONDS = 1.0
+
+
+def unapplied_migrations() -> int:
+    """How many migrations `migrate` would apply to the default database (the same plan it makes), plus one if an
+    app without migrations has models (`migrate` creates their tables every time: `--run-syncdb`)."""
+    executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
+    synced = any(next(iter(apps.get_app_config(label).get_models()), None) for label in executor.loader.unmigrated_apps)
+    return len(executor.migration_plan(executor.loader.graph.leaf_nodes())) + int(synced)
 
 
 def port_taken(host: str, port: int) -> bool:
@@ -173,9 +183,15 @@ class Command(BaseCommand):
                 "works too)."
             )
         db_was_running = self._embedded_db_running()
-        self._step("database ready; applying migrations…")
-        call_command("migrate", interactive=False, verbosity=0)
-        self._step("migrations applied")
+        pending = unapplied_migrations()
+        if pending:
+            self._step(f"database ready; applying {pending} migration{'s' if pending > 1 else ''}…")
+            call_command("migrate", interactive=False, verbosity=0)
+            self._step("migrations applied")
+        else:
+            # A restart: the schema is up to date, and `migrate` (its post-migrate pass over every model's
+            # content type and permissions) would only cost the start time (bench/RESULTS.md, "Restart").
+            self._step("database ready; no migration to apply")
         user, generated = do_ensure_admin_account(settings.HYPERGUILD_ADMIN_USER, settings.HYPERGUILD_ADMIN_PASSWORD)
         if user is not None:
             name = settings.HYPERGUILD_ADMIN_USER  # the account was made with this username
