@@ -60,6 +60,7 @@ from bench.serving import (  # noqa: E402
     Connection,
     Figures,
     cpu_model,
+    cpu_seconds,
     database_cpu_seconds,
     database_url,
     free_port,
@@ -731,11 +732,12 @@ class Command(BenchCommand):
 
     async def first_answer(self, label: str, started: float, port: int, server: Server,
                            corpus: SyntheticCorpus) -> None:  # fmt: skip
-        """After a restart: when the server answers /health/live, its first brain_query, and the slowest of the
-        next calls on new connections (which reach the other web processes, each mapping the base)."""
+        """After a restart: when the server answers /health/live, its first brain_query (and the CPU the server's
+        processes used until then: what a busy machine does not change much), and the slowest of the next calls
+        on new connections (which reach the other web processes)."""
         await wait_ready(port, server)
         up = time.perf_counter() - started
-        first = None
+        first, start_cpu = None, 0.0
         while first is None:
             conn = Connection(port)
             try:
@@ -745,13 +747,16 @@ class Command(BenchCommand):
                 conn.close()
             if not failed(status, payload):
                 first = time.perf_counter() - started
+                tree = psutil.Process(server.pid)
+                start_cpu = cpu_seconds([tree, *tree.children(recursive=True)])
             elif server.poll() is not None:
                 raise SystemExit(f"{label}: the server exited with {server.returncode} after its restart")
             else:
                 await asyncio.sleep(0.1)
         following = await phase(port, corpus, clients=4, seconds=0, calls_each=5)
         self.stdout.write(
-            f"{label}, restarted: serving after {up:.1f} s, first brain_query answered after {first:.1f} s; "
+            f"{label}, restarted: serving after {up:.1f} s, first brain_query answered after {first:.1f} s "
+            f"(CPU of serve and its web processes until then: {start_cpu:.1f} s); "
             f"the next {len(following.client)} calls on new connections: slowest {max(following.client or [0]):.0f} ms"
         )
 

@@ -9,16 +9,18 @@ class BrainConfig(AppConfig):
     def ready(self) -> None:
         # Registers the brain endpoint and its tools, then brain_answer, brain_context, the note-changing tools and the prompts.
         from brain import answer_tools, backlog, mcp_prompts, note_tools, system_checks, tools, truth_tools  # noqa: F401
+        from brain.bm25.live import warm_in_background
         from brain.contributions import home_counts
         from brain.metrics import bm25_metrics, embedding_metrics
         from brain.tasks import schedules
-        from hyperguild.contributions import register_home_counts, register_schedules
+        from hyperguild.contributions import register_home_counts, register_schedules, register_web_start
         from hyperguild.health import register_health_section
         from hyperguild.metrics import register_metric_source
 
         register_home_counts(home_counts)
         register_home_counts(backlog.home_counts)
         register_schedules(schedules)
+        register_web_start(warm_in_background)
         register_health_section("embeddings", backlog.health_section)
         register_metric_source("embeddings", embedding_metrics)
         register_metric_source("bm25", bm25_metrics)

@@ -9,6 +9,7 @@ with Django's own `django.core.checks.register`.)
     def ready(self) -> None:
         register_home_counts(home_counts)   # () -> {"raw_count": 3, ...}
         register_schedules(schedules)       # () -> [(name, "<app>.tasks.f", seconds)]
+        register_web_start(start)           # () -> None, in each web process once it is built
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from collections.abc import Callable
 
 HomeCounts = Callable[[], dict[str, object]]
 Schedules = Callable[[], list[tuple[str, str, int]]]
+WebStart = Callable[[], object]
 
 _LOCK = threading.Lock()
 _HOME_COUNTS: list[HomeCounts] = []
 _SCHEDULES: list[Schedules] = []
+_WEB_START: list[WebStart] = []
 
 
 def _register(registry: list, provider: Callable) -> None:
@@ -38,6 +41,17 @@ def register_home_counts(provider: HomeCounts) -> None:
 def register_schedules(provider: Schedules) -> None:
     """`provider()` returns the (name, dotted task path, seconds) schedules the app wants now."""
     _register(_SCHEDULES, provider)
+
+
+def register_web_start(hook: WebStart) -> None:
+    """`hook()` runs in each web process right after its application is built, before it answers: work that
+    its first requests would otherwise wait for (it must return at once: start a thread for anything slow)."""
+    _register(_WEB_START, hook)
+
+
+def web_start_hooks() -> list[WebStart]:
+    with _LOCK:
+        return list(_WEB_START)
 
 
 def home_counts() -> dict[str, object]:

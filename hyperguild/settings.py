@@ -140,6 +140,8 @@ BRAIN_BM25_MERGE_NOTES = env_int("BRAIN_BM25_MERGE_NOTES", 1000, minimum=1)
 BRAIN_BM25_FRESH_NOTES = env_int("BRAIN_BM25_FRESH_NOTES", 64, minimum=1)
 BRAIN_BM25_DIR = env_str("BRAIN_BM25_DIR", str(DATA_DIR / "bm25"))
 BRAIN_BM25_SHARE_MIN_NOTES = env_int("BRAIN_BM25_SHARE_MIN_NOTES", 5000, minimum=0)
+# Each web process maps its BM25 base and catches up as it starts, on a thread, not at its first query.
+BRAIN_BM25_WARM_AT_START = env_bool("BRAIN_BM25_WARM_AT_START", True)
 # Top-k with dynamic pruning (block-max bounds, brain/bm25/pruning.py): the same hits and scores as scoring
 # every posting, far fewer postings scored. Off: every posting of every query term (for side-by-side benchmarks).
 BRAIN_BM25_PRUNING = env_bool("BRAIN_BM25_PRUNING", True)

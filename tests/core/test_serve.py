@@ -77,6 +77,7 @@ def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ct
         lines = lines_until_banner(process)
         output = "".join(lines)
         base = f"http://127.0.0.1:{port}"
+        assert "database ready; no migration to apply" in output  # the test database is migrated: no `migrate`
         assert f"claude mcp add --scope user --transport http hyperguild-brain {base}/mcp/brain" in output, output
         assert "claude plugin install hyperguild@hyperguild" in output, output
         # The banner ends up in service logs: it names the variable, never the token.
@@ -136,3 +137,84 @@ def web_processes(serve_pid: int) -> list[psutil.Process]:
         except (psutil.ZombieProcess, psutil.NoSuchProcess):
             pass  # the one just killed, not yet reaped
     return found
+
+
+def test_serve_counts_the_migrations_it_would_apply_and_skips_migrate_when_there_are_none():
+    from django.db import connection
+    from django.db.migrations.recorder import MigrationRecorder
+
+    from hyperguild.management.commands.serve import unapplied_migrations
+
+    assert unapplied_migrations() == 0
+    recorder = MigrationRecorder(connection)
+    latest = recorder.migration_qs.filter(app="hyperguild").order_by("-id").first()
+    assert latest is not None
+    recorder.record_unapplied("hyperguild", latest.name)  # as if this migration were new (rolled back at the end)
+    try:
+        assert unapplied_migrations() == 1
+    finally:
+        recorder.record_applied("hyperguild", latest.name)
+    assert unapplied_migrations() == 0
+
+
+def test_a_failed_system_check_stops_the_web_processes_that_were_loading_and_none_ever_answers(child_env):
+    # HYPERGUILD_HOST public (hyperguild.E001) while serve binds 127.0.0.1: the bind passes, the check fails, after
+    # the web processes were started to load beside the checks.
+    port = free_port()
+    env = {**child_env, "HYPERGUILD_HOST": "0.0.0.0"}
+    process = subprocess.Popen([sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)],
+                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    started: set[int] = set()
+    answered = False
+    while process.poll() is None:
+        try:
+            started.update(p.pid for p in psutil.Process(process.pid).children(recursive=True))
+        except psutil.NoSuchProcess:
+            pass
+        try:
+            answered |= httpx.get(f"http://127.0.0.1:{port}/health/live", timeout=0.5).status_code == 200
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    output = process.communicate(timeout=60)[0]
+    assert process.returncode != 0
+    assert "hyperguild.E001" in output
+    assert started, "the web processes were not started before the checks"
+    assert not answered
+    time.sleep(0.5)
+    assert not [pid for pid in started if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+
+
+def test_a_web_process_started_by_serve_answers_only_once_serve_opens_the_gate(tmp_path, monkeypatch):
+    import threading
+
+    from hyperguild.serving import SERVE_GATE, SERVE_PID, wait_for_serve
+
+    gate = tmp_path / "8000.open"
+    monkeypatch.setenv(SERVE_GATE, str(gate))
+    monkeypatch.setenv(SERVE_PID, str(os.getpid()))
+    waiting = threading.Thread(target=wait_for_serve)
+    waiting.start()
+    waiting.join(0.5)
+    assert waiting.is_alive()  # serve is still checking and migrating
+    gate.touch()
+    waiting.join(5)
+    assert not waiting.is_alive()
+    assert SERVE_GATE not in os.environ  # not passed on to what this process starts
+
+
+def test_a_web_process_whose_serve_is_gone_before_the_gate_opens_stops_instead_of_waiting(tmp_path, monkeypatch):
+    from hyperguild.serving import SERVE_GATE, SERVE_PID, ServeStopped, wait_for_serve
+
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    monkeypatch.setenv(SERVE_GATE, str(tmp_path / "8000.open"))
+    monkeypatch.setenv(SERVE_PID, gone.stdout.strip())
+    with pytest.raises(ServeStopped):
+        wait_for_serve()
+
+
+def test_a_web_process_not_started_by_serve_does_not_wait(monkeypatch):
+    from hyperguild.serving import SERVE_GATE, wait_for_serve
+
+    monkeypatch.delenv(SERVE_GATE, raising=False)
+    wait_for_serve()  # returns at once (granian or gunicorn run by hand, tests)

@@ -178,3 +178,37 @@ def test_a_restarted_process_maps_the_base_while_another_process_holds_the_lock_
         starting.join(60)
         assert not starting.is_alive(), "the restarted process waited for the other process's lock"
     assert answered == [expected] and bm25.stats.full_builds == builds
+
+
+@pytest.mark.django_db(transaction=True)  # the warm-up thread has its own connection: the notes must be committed
+def test_a_starting_web_process_maps_the_base_before_its_first_query_and_the_query_still_sees_later_notes(on_disk):
+    notes = five_notes()
+    search("autovacuum")  # the base on disk
+    builds, loads = bm25.stats.full_builds, bm25.stats.loads
+    bm25.reset()  # a new web process
+    do_edit_note(notes[0], body="wraparound emergency")  # changed while it was down: applied on top of the base
+    warming = bm25.live.warm_in_background()
+    assert warming is not None
+    warming.join(60)
+    assert not warming.is_alive()
+    warmed = bm25.live_index().snapshot
+    assert warmed is not None and warmed.version == BrainVersion.current()  # ready before any query
+    assert bm25.stats.full_builds == builds and bm25.stats.loads == loads + 1  # mapped from disk, not built
+    assert bm25.live_index().checked_at == 0.0  # the first query still reads the corpus version itself
+    later = do_ingest_note(title="Checkpoint", body="autovacuum checkpoint spread", wing="eng")
+    titles = {title for title, _ in hits("autovacuum")}  # within BRAIN_BM25_CHECK_SECONDS (60 s here) of the warm-up
+    assert later.title in titles and "Vacuum 0" not in titles
+    assert bm25.stats.full_builds == builds
+
+
+def test_the_warm_up_at_start_can_be_switched_off(on_disk, settings):
+    settings.BRAIN_BM25_WARM_AT_START = False
+    bm25.reset()
+    assert bm25.live.warm_in_background() is None
+    assert bm25.live_index().snapshot is None
+
+
+def test_every_web_process_warms_the_brain_index_as_it_starts():
+    from hyperguild.contributions import web_start_hooks
+
+    assert bm25.live.warm_in_background in web_start_hooks()

@@ -1,6 +1,6 @@
 """`manage.py serve`: what `make run` runs.
 
-Migrates, makes an admin account if there is none, starts the web server
+Migrates (when a migration is unapplied), makes an admin account if there is none, starts the web server
 and the django-q2 cluster as child processes, prints the endpoint
 URLs, the Claude Code plugin lines and the `claude mcp add` lines, and stops everything on Ctrl-C.
 
@@ -29,10 +29,12 @@ from types import FrameType
 from typing import Any
 
 import httpx
+from django.apps import apps
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
-from django.db import connections
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.executor import MigrationExecutor
 from django_q.tasks import async_task
 
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
@@ -46,10 +48,18 @@ from hyperguild.lib.embedded_db import (
 from hyperguild.lib.llm import gateway_status
 from hyperguild.management.commands.plugin_setup import setup_lines
 from hyperguild.mcp.registry import all_endpoints
-from hyperguild.serving import WEB_PROCESS
+from hyperguild.serving import SERVE_GATE, SERVE_PID, WEB_PROCESS
 
 WORKER_RESTART_SECONDS = 5  # at most one restart of a dying worker cluster this often
 DB_CHECK_SECONDS = 1.0
+
+
+def unapplied_migrations() -> int:
+    """How many migrations `migrate` would apply to the default database (the same plan it makes), plus one if an
+    app without migrations has models (`migrate` creates their tables every time: `--run-syncdb`)."""
+    executor = MigrationExecutor(connections[DEFAULT_DB_ALIAS])
+    synced = any(next(iter(apps.get_app_config(label).get_models()), None) for label in executor.loader.unmigrated_apps)
+    return len(executor.migration_plan(executor.loader.graph.leaf_nodes())) + int(synced)
 
 
 def port_taken(host: str, port: int) -> bool:
@@ -128,6 +138,7 @@ def masked(token: str) -> str:
 
 class Command(BaseCommand):
     help = "Set up the database and run the web server and the task worker until Ctrl-C."
+    _run_checks = True  # unless --skip-checks (execute)
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--host", default=settings.HYPERGUILD_HOST, help="address to bind (default: %(default)s)")
@@ -145,7 +156,10 @@ class Command(BaseCommand):
         )  # fmt: skip
 
     def execute(self, *args: Any, **options: Any) -> str | None:
-        """Run the system checks and `handle`; a start that fails stops the database it started (no process left)."""
+        """Run `handle` (which runs the system checks while the web processes load); a start that fails stops the
+        database it started (no process left)."""
+        self._run_checks = not options.get("skip_checks")
+        options["skip_checks"] = True
         try:
             return super().execute(*args, **options)
         except BaseException:
@@ -173,23 +187,6 @@ class Command(BaseCommand):
                 "works too)."
             )
         db_was_running = self._embedded_db_running()
-        self._step("database ready; applying migrations…")
-        call_command("migrate", interactive=False, verbosity=0)
-        self._step("migrations applied")
-        user, generated = do_ensure_admin_account(settings.HYPERGUILD_ADMIN_USER, settings.HYPERGUILD_ADMIN_PASSWORD)
-        if user is not None:
-            name = settings.HYPERGUILD_ADMIN_USER  # the account was made with this username
-            if generated:
-                self.stdout.write(
-                    self.style.WARNING(
-                        f"created admin account {name!r} with password {generated} (shown once; "
-                        "set HYPERGUILD_ADMIN_PASSWORD to choose it)"
-                    )
-                )
-            else:
-                self.stdout.write(f"created admin account {name!r} (password from HYPERGUILD_ADMIN_PASSWORD)")
-        do_ensure_schedules()
-
         web_started: dict[int, float] = {}
         supervise_db = not os.environ.get("DATABASE_URL")
         child_env = dict(os.environ)
@@ -201,6 +198,14 @@ class Command(BaseCommand):
         # Several web processes answer /metrics: each keeps its counters in files here, a scrape adds them up
         # (hyperguild.metrics). Emptied at each start, so the counters start at 0 with the service.
         child_env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir(port))
+        # The web processes load the application (seconds of imports each) and then wait at this gate, which
+        # opens once the checks, the migrations, the admin account and the schedules below are done: they load
+        # while this process works instead of after it, and none answers a request before it opens.
+        gate = settings.DATA_DIR / "serve" / f"{port}.open"
+        gate.unlink(missing_ok=True)
+        gate.parent.mkdir(parents=True, exist_ok=True)
+        child_env[SERVE_GATE] = str(gate)
+        child_env[SERVE_PID] = str(os.getpid())
 
         def start_web() -> subprocess.Popen:
             web = subprocess.Popen(web_command(server, host, port, max(1, web_workers)), cwd=settings.BASE_DIR,
@@ -208,16 +213,57 @@ class Command(BaseCommand):
             web_started[web.pid] = time.monotonic()
             return web
 
-        processes = max(1, web_workers)
-        self._step(f"starting {processes} web process{'es' if processes > 1 else ''} ({server}) on {host}:{port}…")
-        if server == "granian" and (note := granian_thread_note(settings.HYPERGUILD_WEB_THREADS)):
-            self._step(note)
-        web = start_web()
+        def start_web_processes() -> subprocess.Popen:
+            processes = max(1, web_workers)
+            self._step(f"starting {processes} web process{'es' if processes > 1 else ''} ({server}) on {host}:{port}…")
+            if server == "granian" and (note := granian_thread_note(settings.HYPERGUILD_WEB_THREADS)):
+                self._step(note)
+            return start_web()
+
+        pending = unapplied_migrations()
+        # With nothing to migrate (a restart), the web processes start now and load while the checks run; with
+        # migrations to apply, after them (a long migration would otherwise keep them waiting at the gate).
+        web = None if pending else start_web_processes()
+        try:
+            if self._run_checks:
+                self.check()  # what BaseCommand.execute would have run before handle()
+            if pending:
+                self._step(f"database ready; applying {pending} migration{'s' if pending > 1 else ''}…")
+                call_command("migrate", interactive=False, verbosity=0)
+                self._step("migrations applied")
+            else:
+                # A restart: the schema is up to date, and `migrate` (its post-migrate pass over every model's
+                # content type and permissions) would only cost the start time (bench/RESULTS.md, "Restart").
+                self._step("database ready; no migration to apply")
+            user, generated = do_ensure_admin_account(
+                settings.HYPERGUILD_ADMIN_USER, settings.HYPERGUILD_ADMIN_PASSWORD
+            )
+            if user is not None:
+                name = settings.HYPERGUILD_ADMIN_USER  # the account was made with this username
+                if generated:
+                    self.stdout.write(
+                        self.style.WARNING(
+                            f"created admin account {name!r} with password {generated} (shown once; "
+                            "set HYPERGUILD_ADMIN_PASSWORD to choose it)"
+                        )
+                    )
+                else:
+                    self.stdout.write(f"created admin account {name!r} (password from HYPERGUILD_ADMIN_PASSWORD)")
+            do_ensure_schedules()
+        except BaseException:
+            if web is not None:  # a failed check or step: the web processes never open
+                os.killpg(web.pid, signal.SIGKILL)
+                web.wait()
+            gate.unlink(missing_ok=True)
+            raise
+        gate.touch()
+        if web is None:
+            web = start_web_processes()
         children: list[subprocess.Popen] = [web]
 
         # The cluster connects without a pool (only web processes pool; see settings' _database): django-q2
         # forks its workers, and a pool opened before the fork would share its sockets between them.
-        worker_env = {name: value for name, value in child_env.items() if name != WEB_PROCESS}
+        worker_env = {name: value for name, value in child_env.items() if name not in (WEB_PROCESS, SERVE_GATE, SERVE_PID)}
 
         def start_worker() -> subprocess.Popen:
             return subprocess.Popen(
@@ -280,6 +326,7 @@ class Command(BaseCommand):
                     child.wait(timeout=max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     os.killpg(child.pid, signal.SIGKILL)
+            gate.unlink(missing_ok=True)
             if not db_was_running and supervise_db:
                 stop_embedded_database(settings.DATA_DIR)
             self.stdout.write(self.style.SUCCESS("stopped"))
