@@ -27,7 +27,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
-from opentelemetry.instrumentation.utils import suppress_instrumentation
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled, suppress_instrumentation
 
 from hyperguild.lib.typed import JSON
 
@@ -143,10 +143,16 @@ def carry_context(function: Callable[[], None]) -> Callable[[], None]:
 
 def in_unsampled_trace() -> bool:
     """Whether the current work belongs to a trace the sampler dropped: its spans would be recorded nowhere, so
-    none are made (most requests, with HYPERGUILD_TRACE_SAMPLE below 1). Work outside any trace is not: a span
-    there starts a trace of its own."""
+    none are made (most requests, with HYPERGUILD_TRACE_SAMPLE below 1). That is a caller's unsampled trace, or
+    a request RequestSpans did not sample: it has no span and runs with the instrumentations suppressed. Other
+    work outside any trace (a pool check, a worker's outbound call) is not: a span there starts a trace of its own.
+    """
     context = trace.get_current_span().get_span_context()
-    return context.is_valid and not context.trace_flags.sampled
+    if context.is_valid:
+        return not context.trace_flags.sampled
+    # Without this, each dropped request's MCP and search spans started traces of their own, kept at the SDK's
+    # ratio: a tenth of the dropped requests traced after all (bench/RESULTS.md, "What metrics and traces cost").
+    return not is_instrumentation_enabled()
 
 
 @contextmanager

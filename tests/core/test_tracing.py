@@ -15,7 +15,7 @@ import httpx
 import pytest
 from django.conf import settings
 from opentelemetry import trace
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled, suppress_instrumentation
 
 from hyperguild.tracing import in_unsampled_trace, mcp_span, span
 from tests.conftest import call_tool, rpc
@@ -117,6 +117,20 @@ def _inside(sampled: bool):
     context = trace.SpanContext(int(secrets.token_hex(16), 16), int(secrets.token_hex(8), 16), is_remote=True,
                                 trace_flags=flags)  # fmt: skip
     return trace.use_span(trace.NonRecordingSpan(context))
+
+
+def test_a_request_left_unsampled_makes_no_span_of_its_own_but_a_callers_sampled_meta_is_continued():
+    message = rpc("tools/call", {"name": "brain_query", "arguments": {"query": "x"}})
+    with suppress_instrumentation():  # how RequestSpans runs a request it did not sample: no span, no context
+        assert in_unsampled_trace()
+        with mcp_span("brain", message, person_id=1, revision="2025-03-26") as current:
+            assert current is trace.INVALID_SPAN
+            with span("brain.search") as inner:
+                assert inner is trace.INVALID_SPAN
+        meta = rpc("tools/call", {"name": "brain_query", "arguments": {}, "_meta": {
+            "traceparent": f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"}})  # fmt: skip
+        with mcp_span("brain", meta, person_id=1, revision="2025-03-26"):
+            assert not in_unsampled_trace()
 
 
 def test_in_a_trace_the_sampler_dropped_no_span_is_made_and_the_instrumentations_stand_down():
