@@ -713,7 +713,7 @@ class Command(BenchCommand):
         self.stdout.write(reads.fairness())
         self.first_error(reads)
         self.stdout.write(
-            f"  CPU per brain_query: web processes {cpu_per_call:.1f} ms, PostgreSQL {db_per_call:.1f} ms, "
+            f"  CPU per brain_query: web processes {cpu_per_call:.2f} ms, PostgreSQL {db_per_call:.1f} ms, "
             f"these clients {own_per_call:.1f} ms (what load does not change much); "
             f"web processes' minor page faults per call {faults_per_call:.1f}"
         )
