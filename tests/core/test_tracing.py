@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from django.conf import settings
+from django.http import HttpResponse
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled, suppress_instrumentation
 
@@ -149,3 +150,20 @@ def test_in_a_trace_the_sampler_dropped_no_span_is_made_and_the_instrumentations
     with _inside(sampled=True):
         assert not in_unsampled_trace()
     assert not in_unsampled_trace()  # outside any trace: a span there would start one
+
+
+def test_a_request_without_traceparent_is_kept_at_the_sample_rate_and_run_unsampled_otherwise(monkeypatch, rf):
+    import hyperguild.tracing as tracing
+
+    seen = []
+
+    def view(request):
+        seen.append((in_unsampled_trace(), is_instrumentation_enabled()))
+        return HttpResponse("ok")
+
+    monkeypatch.setattr(tracing, "_configured", True)
+    monkeypatch.setattr(tracing, "_traceparent_only", True)
+    for rate in (0.0, 1.0):
+        monkeypatch.setattr(tracing, "_sample_rate", rate)
+        assert tracing.RequestSpans(view)(rf.post("/mcp/brain")).status_code == 200
+    assert seen == [(True, False), (False, True)]  # dropped: no spans, no SQL/HTTP spans; kept: traced
