@@ -68,6 +68,7 @@ from bench.serving import (  # noqa: E402
     post_on_kept,
     rpc,
     server_cpu_seconds,
+    server_minor_faults,
     server_ms,
     stop_server,
 )
@@ -717,17 +718,20 @@ class Command(BenchCommand):
                              seconds: float) -> None:  # fmt: skip
         """The brain_query phase, and the CPU each call cost the web processes, PostgreSQL and these clients."""
         cpu, db_cpu, own_cpu = server_cpu_seconds(server), database_cpu_seconds(), time.process_time()
+        faults = server_minor_faults(server)
         reads = await phase(port, corpus, clients, seconds)
         calls = max(1, len(reads.client))
         cpu_per_call = (server_cpu_seconds(server) - cpu) * 1000 / calls
+        faults_per_call = (server_minor_faults(server) - faults) / calls
         db_per_call = (database_cpu_seconds() - db_cpu) * 1000 / calls
         own_per_call = (time.process_time() - own_cpu) * 1000 / calls
         self.stdout.write(f"brain_query, {clients} clients          : {reads.line(seconds)}")
         self.stdout.write(reads.fairness())
         self.first_error(reads)
         self.stdout.write(
-            f"  CPU per brain_query: web processes {cpu_per_call:.1f} ms, PostgreSQL {db_per_call:.1f} ms, "
-            f"these clients {own_per_call:.1f} ms (what load does not change much)"
+            f"  CPU per brain_query: web processes {cpu_per_call:.2f} ms, PostgreSQL {db_per_call:.1f} ms, "
+            f"these clients {own_per_call:.1f} ms (what load does not change much); "
+            f"web processes' minor page faults per call {faults_per_call:.1f}"
         )
 
     async def first_answer(self, label: str, started: float, port: int, server: Server,

@@ -7,7 +7,7 @@ Arms (`--arms`, default all four): "off" (HYPERGUILD_METRICS=0, no OTEL_EXPORTER
 samples it by default — a tenth of new traces, with Django, MCP, search and psycopg spans — and exported over OTLP/HTTP to a sink on 127.0.0.1 that reads and
 drops each export, as a collector on another host would cost this machine nothing), "both".
 `--sample R` records a share R of new traces instead (HYPERGUILD_TRACE_SAMPLE; 1: every request).
-Prints each round's calls/s and server p99 and the medians.
+Prints each round's calls/s, server p99, the web processes' CPU and minor page faults per call, and the medians.
 """
 
 from __future__ import annotations
@@ -25,19 +25,21 @@ sys.path.insert(0, str(ROOT))
 
 from tests.fakes.http import FakeHTTPServer, Response  # noqa: E402 (after the path set-up)
 
+CPU = re.compile(r"CPU per brain_query: web processes ([\d.]+) ms.*minor page faults per call ([\d.]+)")
 LINE = re.compile(r"([\d.]+) calls/s \| client p50.*server p50\s+[\d.]+\s+p95\s+[\d.]+\s+p99\s+([\d.]+)")
 
 
-def run(env: dict, args) -> tuple[float, float]:
+def run(env: dict, args) -> tuple[float, float, float, float]:
     command = [sys.executable, "bench/load.py", "--reads-only", "--notes", str(args.notes),
                "--seconds", str(args.seconds), "--clients", str(args.clients)]  # fmt: skip
     out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     if out.returncode != 0:
         raise SystemExit(f"bench/load.py failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    cpu = CPU.search(out.stdout)
     for line in out.stdout.splitlines():
         match = LINE.search(line)
-        if match and "brain_query" in line:
-            return float(match.group(1)), float(match.group(2))
+        if match and "brain_query" in line and cpu:
+            return float(match.group(1)), float(match.group(2)), float(cpu.group(1)), float(cpu.group(2))
     raise SystemExit(f"no brain_query line in:\n{out.stdout[-3000:]}")
 
 
@@ -53,7 +55,7 @@ def main() -> None:
     args = parser.parse_args()
     base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     names = args.arms.split(",")
-    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    figures: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in names}
     exports = []
     with FakeHTTPServer(lambda request: exports.append(len(request.raw)) or Response(200, raw=b"")) as sink:
         tracing = {"OTEL_EXPORTER_OTLP_ENDPOINT": sink.url}
@@ -68,14 +70,17 @@ def main() -> None:
         for round_number in range(1, args.rounds + 1):
             order = names if round_number % 2 else list(reversed(names))
             for name in order:
-                rate, p99 = run(arms[name], args)
-                figures[name].append((rate, p99))
-                print(f"round {round_number} {name:7}: {rate:7.1f} calls/s, server p99 {p99:6.1f} ms", flush=True)
-    off = statistics.median(r for r, _ in figures[names[0]])
+                rate, p99, cpu, faults = run(arms[name], args)
+                figures[name].append((rate, p99, cpu, faults))
+                print(f"round {round_number} {name:7}: {rate:7.1f} calls/s, server p99 {p99:6.1f} ms, "
+                      f"web CPU {cpu:.2f} ms and {faults:.1f} page faults per call", flush=True)  # fmt: skip
+    off = statistics.median(r[0] for r in figures[names[0]])
+    off_cpu = statistics.median(r[2] for r in figures[names[0]])
     for name, rows in figures.items():
-        rate = statistics.median(r for r, _ in rows)
+        rate, cpu = statistics.median(r[0] for r in rows), statistics.median(r[2] for r in rows)
         print(f"{name:7}: median {rate:7.1f} calls/s ({(rate / off - 1) * 100:+.1f} % vs {names[0]}), "
-              f"median server p99 {statistics.median(p for _, p in rows):6.1f} ms")  # fmt: skip
+              f"median server p99 {statistics.median(r[1] for r in rows):6.1f} ms, "
+              f"median web CPU per call {cpu:.2f} ms ({(cpu / off_cpu - 1) * 100:+.1f} %)")  # fmt: skip
     print(f"OTLP exports received: {len(exports)} ({sum(exports) / 1e6:.1f} MB)")
 
 

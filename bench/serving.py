@@ -11,6 +11,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Coroutine, Iterable
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -113,6 +114,20 @@ def cpu_seconds(processes: Iterable[psutil.Process]) -> float:
 def database_cpu_seconds() -> float:
     """CPU time used so far by PostgreSQL's processes on this machine (its backends serve the web processes)."""
     return cpu_seconds(p for p in psutil.process_iter(["name"]) if p.info["name"] in ("postgres", "postmaster"))
+
+
+def server_minor_faults(server: subprocess.Popen[bytes]) -> int:
+    """Minor page faults so far of the web processes under `server` (/proc/<pid>/stat, field 10; 0 elsewhere).
+    On CPython 3.11 a loop whose calls cross a boundary of the interpreter's frame stack maps and unmaps memory
+    at each call: a page fault each time (bench/RESULTS.md, "What metrics and traces cost")."""
+    total = 0
+    for proc in psutil.Process(server.pid).children(recursive=True):
+        try:
+            stat = Path(f"/proc/{proc.pid}/stat").read_text()
+        except OSError:
+            continue
+        total += int(stat.rsplit(")", 1)[1].split()[7])
+    return total
 
 
 def server_cpu_seconds(server: subprocess.Popen[bytes]) -> float:

@@ -36,7 +36,7 @@ FIGURE = re.compile(r"CPU_PER_CALL_MS ([\d.]+)")
 
 def run(env: dict[str, str]) -> float:
     command = [sys.executable, "-m", "pytest", "bench/tracing_cpu_probe.py", "-q", "-s", "--reuse-db",
-               "-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts="]  # fmt: skip
+               "-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts=", "-p", "tests.session_start"]  # fmt: skip
     out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     match = FIGURE.search(out.stdout)
     if out.returncode != 0 or match is None:

@@ -51,6 +51,8 @@ def test_cpu_per_brain_query_call() -> None:
         query(client, words, number)
     if profile:
         profile.disable()
+        if os.environ.get("PROBE_PROFILE_OUT"):
+            profile.dump_stats(os.environ["PROBE_PROFILE_OUT"])
         pstats.Stats(profile).sort_stats(os.environ["PROBE_PROFILE"]).print_stats(80)
     flush_traces()  # the exporter's encoding is part of the cost
     spent = time.process_time() - started

@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterable
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.exceptions import MiddlewareNotUsed
 from django.db.models import Count, Min, Q, Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
@@ -108,17 +107,34 @@ class _ScrapeTimeSources:
         yield up
 
 
+# The children of the per-request metrics by label values: `labels()` validates its arguments and takes the
+# metric's lock each time, a third of what counting a request cost (bench/RESULTS.md, "What metrics and traces
+# cost"). As many entries as the metrics have children anyway; a lost race only asks `labels()` twice.
+_HTTP: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+_MCP: dict[tuple[str, str, str, str], tuple[Counter, Histogram]] = {}
+
+
 def observe_http(route: str, method: str, status: int, seconds: float) -> None:
-    # Only MetricsMiddleware calls it, and it is not installed with HYPERGUILD_METRICS off.
-    HTTP_REQUESTS.labels(route, method, str(status)).inc()
-    HTTP_LATENCY.labels(route, method).observe(seconds)
+    # Only MetricsMiddleware calls it, and only with HYPERGUILD_METRICS on.
+    children = _HTTP.get((route, method, status))
+    if children is None:
+        children = _HTTP[route, method, status] = (
+            HTTP_REQUESTS.labels(route, method, str(status)),
+            HTTP_LATENCY.labels(route, method),
+        )
+    children[0].inc()
+    children[1].observe(seconds)
 
 
 def observe_mcp(endpoint: str, method: str, tool: str | None, outcome: str, seconds: float) -> None:
     if not settings.HYPERGUILD_METRICS:
         return
-    MCP_CALLS.labels(endpoint, method or "unknown", tool or "", outcome).inc()
-    MCP_LATENCY.labels(endpoint, method or "unknown", tool or "").observe(seconds)
+    key = (endpoint, method or "unknown", tool or "", outcome)
+    children = _MCP.get(key)
+    if children is None:
+        children = _MCP[key] = (MCP_CALLS.labels(*key), MCP_LATENCY.labels(*key[:3]))
+    children[0].inc()
+    children[1].observe(seconds)
 
 
 def multiprocess_dir() -> str:
@@ -193,14 +209,22 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
 
 
 class MetricsMiddleware:
-    """Counts every request by its URL pattern (never the raw path: slugs and ids would explode the labels)."""
+    """Counts every request by its URL pattern (never the raw path: slugs and ids would explode the labels).
+
+    With HYPERGUILD_METRICS off it stays in the chain and passes each request on, rather than leave it
+    (MiddlewareNotUsed): on CPython 3.11 two frames more or less under every view moved a hot loop of
+    brain_query's across a boundary of the interpreter's frame stack, where each call maps and unmaps a
+    chunk of memory, and that cost 0.25-0.6 ms a call, ten times what counting costs (bench/RESULTS.md,
+    "What metrics and traces cost"). Metrics on or off, the stack is now the same.
+    """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        if not settings.HYPERGUILD_METRICS:
-            raise MiddlewareNotUsed
         self.get_response = get_response
+        self.counting = settings.HYPERGUILD_METRICS
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not self.counting:
+            return self.get_response(request)
         started = time.perf_counter()
         response = self.get_response(request)
         match = getattr(request, "resolver_match", None)

@@ -27,7 +27,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponseBase
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
-from opentelemetry.instrumentation.utils import suppress_instrumentation
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled, suppress_instrumentation
 
 from hyperguild.lib.typed import JSON
 
@@ -38,6 +38,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 _configured = False
 # The share of new traces RequestSpans starts (None: the SDK's own sampler, OTEL_TRACES_SAMPLER, decides).
 _sample_rate: float | None = None
+# Whether a caller's trace can only come in a `traceparent` header (OTEL_PROPAGATORS unset: the SDK's default ones).
+_traceparent_only = False
 _lock = threading.Lock()
 
 
@@ -68,8 +70,9 @@ def configure_tracing() -> bool:
         # A caller's sampled trace is always continued; of the requests that start a trace, RequestSpans keeps
         # HYPERGUILD_TRACE_SAMPLE before any span is made (so the SDK records every root it is asked for). With
         # OTEL_TRACES_SAMPLER set, the SDK reads it (and its argument) itself and RequestSpans asks it every time.
-        global _sample_rate
+        global _sample_rate, _traceparent_only
         sdk_sampler = bool(os.environ.get("OTEL_TRACES_SAMPLER"))
+        _traceparent_only = not os.environ.get("OTEL_PROPAGATORS")  # the SDK's default: W3C trace context, baggage
         _sample_rate = None if sdk_sampler else settings.HYPERGUILD_TRACE_SAMPLE
         sampler = None if sdk_sampler else ParentBased(_requests_kept_others_by_ratio(settings.HYPERGUILD_TRACE_SAMPLE))
         provider = TracerProvider(
@@ -143,10 +146,16 @@ def carry_context(function: Callable[[], None]) -> Callable[[], None]:
 
 def in_unsampled_trace() -> bool:
     """Whether the current work belongs to a trace the sampler dropped: its spans would be recorded nowhere, so
-    none are made (most requests, with HYPERGUILD_TRACE_SAMPLE below 1). Work outside any trace is not: a span
-    there starts a trace of its own."""
+    none are made (most requests, with HYPERGUILD_TRACE_SAMPLE below 1). That is a caller's unsampled trace, or
+    a request RequestSpans did not sample: it has no span and runs with the instrumentations suppressed. Other
+    work outside any trace (a pool check, a worker's outbound call) is not: a span there starts a trace of its own.
+    """
     context = trace.get_current_span().get_span_context()
-    return context.is_valid and not context.trace_flags.sampled
+    if context.is_valid:
+        return not context.trace_flags.sampled
+    # Without this, each dropped request's MCP and search spans started traces of their own, kept at the SDK's
+    # ratio: a tenth of the dropped requests traced after all (bench/RESULTS.md, "What metrics and traces cost").
+    return not is_instrumentation_enabled()
 
 
 @contextmanager
@@ -193,15 +202,21 @@ class RequestSpans:
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         if not _configured:
             return self.get_response(request)
-        parent = propagate.extract(request.headers)
-        caller = trace.get_current_span(parent).get_span_context()
-        if _sample_rate is not None and (
-            (caller.is_valid and not caller.trace_flags.sampled)
-            or (not caller.is_valid and random.random() >= _sample_rate)  # noqa: S311 - sampling, not secrecy
-        ):
+        parent = None
+        if _sample_rate is not None and _traceparent_only and "HTTP_TRACEPARENT" not in request.META:
+            # A new trace: kept or not without first reading the headers into a context (that was three quarters
+            # of what a dropped request cost, bench/RESULTS.md "What metrics and traces cost").
+            keep = random.random() < _sample_rate  # noqa: S311 - sampling, not secrecy
+        else:
+            parent = propagate.extract(request.headers)
+            caller = trace.get_current_span(parent).get_span_context()
+            keep = _sample_rate is None or (
+                caller.trace_flags.sampled if caller.is_valid else random.random() < _sample_rate  # noqa: S311
+            )
+        if not keep:
             with suppress_instrumentation():
                 return self.get_response(request)
-        token = otel_context.attach(parent)
+        token = otel_context.attach(parent if parent is not None else propagate.extract(request.headers))
         try:
             attributes = {"http.request.method": request.method or "", "url.path": request.path,
                           "client.address": request.META.get("REMOTE_ADDR", "")}  # fmt: skip

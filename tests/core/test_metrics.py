@@ -125,6 +125,25 @@ def test_with_metrics_off_there_is_no_metrics_page(client, db, settings):
     assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 404
 
 
+def test_with_metrics_off_requests_pass_through_the_middleware_uncounted(db, settings):
+    from django.test import Client
+    from prometheus_client import REGISTRY
+
+    def counted() -> float:
+        labels = {"route": "health/live", "method": "GET", "status": "200"}
+        return REGISTRY.get_sample_value("hyperguild_http_requests_total", labels) or 0.0
+
+    settings.HYPERGUILD_METRICS = False
+    off = Client()  # its middleware chain is built at its first request, with metrics off
+    before = counted()
+    assert [off.get("/health/live").status_code for _ in range(2)] == [200, 200]
+    assert counted() == before
+
+    settings.HYPERGUILD_METRICS = True
+    assert Client().get("/health/live").status_code == 200
+    assert counted() == before + 1
+
+
 def test_the_cost_on_metrics_is_the_sum_of_the_model_call_records(brain):
     from decimal import Decimal
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 from django.conf import settings
+from django.http import HttpResponse
 from opentelemetry import trace
-from opentelemetry.instrumentation.utils import is_instrumentation_enabled
+from opentelemetry.instrumentation.utils import is_instrumentation_enabled, suppress_instrumentation
 
 from hyperguild.tracing import in_unsampled_trace, mcp_span, span
 from tests.conftest import call_tool, rpc
@@ -119,6 +120,20 @@ def _inside(sampled: bool):
     return trace.use_span(trace.NonRecordingSpan(context))
 
 
+def test_a_request_left_unsampled_makes_no_span_of_its_own_but_a_callers_sampled_meta_is_continued():
+    message = rpc("tools/call", {"name": "brain_query", "arguments": {"query": "x"}})
+    with suppress_instrumentation():  # how RequestSpans runs a request it did not sample: no span, no context
+        assert in_unsampled_trace()
+        with mcp_span("brain", message, person_id=1, revision="2025-03-26") as current:
+            assert current is trace.INVALID_SPAN
+            with span("brain.search") as inner:
+                assert inner is trace.INVALID_SPAN
+        meta = rpc("tools/call", {"name": "brain_query", "arguments": {}, "_meta": {
+            "traceparent": f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"}})  # fmt: skip
+        with mcp_span("brain", meta, person_id=1, revision="2025-03-26"):
+            assert not in_unsampled_trace()
+
+
 def test_in_a_trace_the_sampler_dropped_no_span_is_made_and_the_instrumentations_stand_down():
     message = rpc("tools/call", {"name": "brain_query", "arguments": {"query": "x"}})
     with _inside(sampled=False) as dropped:
@@ -135,3 +150,20 @@ def test_in_a_trace_the_sampler_dropped_no_span_is_made_and_the_instrumentations
     with _inside(sampled=True):
         assert not in_unsampled_trace()
     assert not in_unsampled_trace()  # outside any trace: a span there would start one
+
+
+def test_a_request_without_traceparent_is_kept_at_the_sample_rate_and_run_unsampled_otherwise(monkeypatch, rf):
+    import hyperguild.tracing as tracing
+
+    seen = []
+
+    def view(request):
+        seen.append((in_unsampled_trace(), is_instrumentation_enabled()))
+        return HttpResponse("ok")
+
+    monkeypatch.setattr(tracing, "_configured", True)
+    monkeypatch.setattr(tracing, "_traceparent_only", True)
+    for rate in (0.0, 1.0):
+        monkeypatch.setattr(tracing, "_sample_rate", rate)
+        assert tracing.RequestSpans(view)(rf.post("/mcp/brain")).status_code == 200
+    assert seen == [(True, False), (False, True)]  # dropped: no spans, no SQL/HTTP spans; kept: traced
