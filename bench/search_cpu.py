@@ -48,14 +48,26 @@ class Command(BenchCommand):
         parser.add_argument("--notes", type=int, required=True)
         parser.add_argument("--queries", type=int, default=300)
         parser.add_argument("--rounds", type=int, default=2)
+        parser.add_argument("--keep-notes", action="store_true",
+                            help="copy the notes from the database bench/load.py --keep-notes keeps (the same corpus), "
+                                 "filling it first if there is none")  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
         settings.BRAIN_EMBEDDER = "off"
         previous = signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(SystemExit(143)))
+        count = options["notes"]
+        corpus = SyntheticCorpus(seed=11)
+        kept = f"notes_{count}_seed11" if options["keep_notes"] else None  # the label bench/load.py keeps
         try:
-            with ScratchDatabase(self.stdout) as scratch:
+            with ScratchDatabase(self.stdout, kept=kept, fill=lambda: store_synthetic_notes(corpus, count)) as scratch:
                 self.stdout.write(f"scratch database {scratch.name}")
-                self.measure(options["notes"], options["queries"], options["rounds"])
+                started = time.perf_counter()
+                if kept is None:
+                    store_synthetic_notes(corpus, count)
+                elif not scratch.filled:
+                    for _ in range(count):  # the draws storing makes: the queries that follow are the same
+                        corpus.note()
+                self.measure(corpus, count, options["queries"], options["rounds"], started)
         finally:
             signal.signal(signal.SIGTERM, previous)
 
@@ -65,10 +77,7 @@ class Command(BenchCommand):
         "exhaustive": lambda: setattr(settings, "BRAIN_BM25_PRUNING", False),
     }
 
-    def measure(self, count: int, queries: int, rounds: int) -> None:
-        corpus = SyntheticCorpus(seed=11)
-        started = time.perf_counter()
-        store_synthetic_notes(corpus, count)
+    def measure(self, corpus: SyntheticCorpus, count: int, queries: int, rounds: int, started: float) -> None:
         bm25.reset()
         index = bm25.current_index()
         self.stdout.write(f"{len(index)} notes stored and indexed in {time.perf_counter() - started:.0f} s")
