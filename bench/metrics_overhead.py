@@ -4,7 +4,7 @@
 
 Arms (`--arms`, default all four): "off" (HYPERGUILD_METRICS=0, no OTEL_EXPORTER_OTLP_ENDPOINT),
 "metrics" (/metrics counting every request and MCP call), "tracing" (tracing on as the service
-samples it by default — a tenth of new traces, with Django, MCP, search and psycopg spans — and exported over OTLP/HTTP to a sink on 127.0.0.1 that reads and
+samples it by default — a hundredth of new traces, with Django, MCP, search and psycopg spans — and exported over OTLP/HTTP to a sink on 127.0.0.1 that reads and
 drops each export, as a collector on another host would cost this machine nothing), "both".
 `--sample R` records a share R of new traces instead (HYPERGUILD_TRACE_SAMPLE; 1: every request).
 Prints each round's calls/s, server p99, the web processes' CPU and minor page faults per call, and the medians.
@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--arms", default="off,metrics,tracing,both")
     parser.add_argument("--sample", type=float, default=None,
-                        help="HYPERGUILD_TRACE_SAMPLE: the share of new traces recorded (default: the service's, 0.1)")
+                        help="HYPERGUILD_TRACE_SAMPLE: the share of new traces recorded (default: the service's, 0.01)")
     args = parser.parse_args()
     base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     names = args.arms.split(",")

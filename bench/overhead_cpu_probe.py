@@ -10,7 +10,7 @@ dropped trace, which leaves a wrapper call per query that a process with tracing
 
     off        metrics off, tracing off
     metrics    metrics on, tracing off
-    both       metrics on, tracing on at the service's default sampling (HYPERGUILD_TRACE_SAMPLE, 0.1)
+    both       metrics on, tracing on at the service's default sampling (HYPERGUILD_TRACE_SAMPLE, 0.01)
     dropped    metrics on, tracing on, every new trace dropped (sample 0)
     sampled    metrics on, tracing on, every request traced (sample 1)
 
@@ -54,7 +54,7 @@ def query(client: Client, words: str, request_id: int) -> None:
 def arm(label: str, sdk_tracer: trace.Tracer) -> Iterator[None]:
     name = label.split("_")[0]
     traced = name in ("both", "dropped", "sampled")
-    rate = {"both": float(os.environ.get("HYPERGUILD_TRACE_SAMPLE", "0.1")), "dropped": 0.0, "sampled": 1.0}.get(name)
+    rate = {"both": float(os.environ.get("HYPERGUILD_TRACE_SAMPLE", "0.01")), "dropped": 0.0, "sampled": 1.0}.get(name)
     tracing._configured, tracing._sample_rate = traced, rate
     tracing._TRACER = sdk_tracer if traced else trace.NoOpTracer()
     with override_settings(HYPERGUILD_METRICS=name != "off"):

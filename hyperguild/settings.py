@@ -265,9 +265,10 @@ HYPERGUILD_METRICS_TOKEN = env_str("HYPERGUILD_METRICS_TOKEN", "")
 OTEL_EXPORTER_OTLP_ENDPOINT = env_str("OTEL_EXPORTER_OTLP_ENDPOINT", "")
 OTEL_SERVICE_NAME = env_str("OTEL_SERVICE_NAME", "hyperguild")
 # Requests that arrive without a caller's trace: the share traced (a caller's sampled `traceparent` is always
-# continued). 0.1 keeps tracing's cost within a few per cent (bench/RESULTS.md); 1 traces every request.
+# continued). 0.01 keeps tracing's cost within the wall-clock noise (a tenth cost 7-14 % of a brain_query's CPU on
+# the real server: bench/RESULTS.md); 1 traces every request.
 # OTEL_TRACES_SAMPLER, when set, replaces this rule with the SDK's own.
-HYPERGUILD_TRACE_SAMPLE = env_float("HYPERGUILD_TRACE_SAMPLE", 0.1, minimum=0.0, maximum=1.0)
+HYPERGUILD_TRACE_SAMPLE = env_float("HYPERGUILD_TRACE_SAMPLE", 0.01, minimum=0.0, maximum=1.0)
 # A span per database query under traced requests (psycopg); 0 leaves them out.
 HYPERGUILD_TRACE_DATABASE = env_bool("HYPERGUILD_TRACE_DATABASE", True)
 
