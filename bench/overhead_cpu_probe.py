@@ -20,7 +20,6 @@ dropped trace, which leaves a wrapper call per query that a process with tracing
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import resource
@@ -35,19 +34,8 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
 import hyperguild.tracing as tracing
+from bench.tracing_cpu_probe import WORDS, query  # the same notes' words and the same call
 from brain.actions import do_ingest_note
-
-WORDS = ("vacuum index planner replica lock queue cache shard backup migration tuple page "
-         "latency token budget review spec trace metric worker cluster segment posting").split()  # fmt: skip
-HEADERS = {"HTTP_ACCEPT": "application/json, text/event-stream"}
-
-
-def query(client: Client, words: str, request_id: int) -> None:
-    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-               "params": {"name": "brain_query", "arguments": {"query": words}}}  # fmt: skip
-    response = client.post("/mcp/brain", json.dumps(message), content_type="application/json", **HEADERS)
-    assert response.status_code == 200, response.content[:500]
-    assert b'"isError":false' in response.content.replace(b" ", b""), response.content[:500]
 
 
 @contextmanager

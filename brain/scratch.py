@@ -61,48 +61,38 @@ class ScratchDatabase:
     def _template(self) -> str:
         migrations = sorted(f"{app}.{name}" for app, name in MigrationLoader(None, ignore_no_migrations=True).disk_migrations)
         key = hashlib.sha256("\n".join(migrations).encode()).hexdigest()[:12]
-        name = f"{TEMPLATE_PREFIX}{key}"
-        with self.connection.cursor() as cursor:
-            cursor.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", [f"{TEMPLATE_PREFIX}%"])
-            existing = {row[0] for row in cursor.fetchall()}
-        if name in existing:
-            return name
-        building = f"{name}_{os.getpid()}"
-        with self.connection.cursor() as cursor:
-            cursor.execute(f'CREATE DATABASE "{building}"')
-        try:
-            self._switch(building)
-            call_command("migrate", verbosity=0, interactive=False)
-        finally:
-            self._switch(self.original)
-        with self.connection.cursor() as cursor:
-            try:
-                cursor.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
-            except DatabaseError:  # another run made it meanwhile: use theirs
-                cursor.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
-            for old in existing:
-                if len(old) == len(name):  # a template of another schema, never one being built
-                    cursor.execute(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)')
-        return name
+        return self._made_once(f"{TEMPLATE_PREFIX}{key}", TEMPLATE_PREFIX, None,
+                               lambda: call_command("migrate", verbosity=0, interactive=False))  # fmt: skip
 
     def _kept(self, template: str) -> str:
         name = f"{KEPT_PREFIX}{self.kept}_{template.removeprefix(TEMPLATE_PREFIX)}"
+        return self._made_once(name, f"{KEPT_PREFIX}{self.kept}_", template, self._fill_kept)
+
+    def _fill_kept(self) -> None:
+        if self.fill is not None:
+            self.fill()
+        self.filled = True
+        directory = bm25.shared_dir(BrainVersion.current_with_corpus()[1])
+        if directory is not None:  # a base the filling built: each copy builds its own
+            shutil.rmtree(directory, ignore_errors=True)
+
+    def _made_once(self, name: str, like: str, template: str | None, make: Callable[[], object]) -> str:
+        """Database `name`, made once: under a name of its own (`make()` runs connected to it) and renamed when
+        ready, so two runs making it at once never copy half of one, and dropped if `make()` is interrupted.
+        Databases named `like…` of the same length (an older schema's, never one being made) are dropped."""
         with self.connection.cursor() as cursor:
-            cursor.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", [f"{KEPT_PREFIX}{self.kept}_%"])
+            cursor.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", [f"{like}%"])
             existing = {row[0] for row in cursor.fetchall()}
         if name in existing:
             return name
         building = f"{name}_{os.getpid()}"
         with self.connection.cursor() as cursor:
-            cursor.execute(f'CREATE DATABASE "{building}" TEMPLATE "{template}"')
+            cursor.execute(f'CREATE DATABASE "{building}"' + (f' TEMPLATE "{template}"' if template else ""))
         try:
             self._switch(building)
             bm25.reset()
-            if self.fill is not None:
-                self.fill()
-            self.filled = True
-            corpus_id = BrainVersion.current_with_corpus()[1]
-        except BaseException:  # interrupted while filling: a half-filled copy must never be kept
+            make()
+        except BaseException:  # interrupted: a half-made database must never be copied
             self._switch(self.original)
             with self.connection.cursor() as cursor:
                 cursor.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
@@ -110,13 +100,13 @@ class ScratchDatabase:
         finally:
             self._switch(self.original)
             bm25.reset()
-        directory = bm25.shared_dir(corpus_id)
-        if directory is not None:
-            shutil.rmtree(directory, ignore_errors=True)
         with self.connection.cursor() as cursor:
-            cursor.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
+            try:
+                cursor.execute(f'ALTER DATABASE "{building}" RENAME TO "{name}"')
+            except DatabaseError:  # another run made it meanwhile: use theirs
+                cursor.execute(f'DROP DATABASE IF EXISTS "{building}" WITH (FORCE)')
             for old in existing:
-                if len(old) == len(name):  # the same label kept for an older schema, never one being filled
+                if len(old) == len(name):
                     cursor.execute(f'DROP DATABASE IF EXISTS "{old}" WITH (FORCE)')
         return name
 
