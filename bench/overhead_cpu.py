@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.tracing_cpu import print_medians  # noqa: E402 (after the path set-up)
 from tests.fakes.http import FakeHTTPServer, Response  # noqa: E402 (after the path set-up)
 
 FIGURE = re.compile(r"^ARM (\w+) ([\d.]+) ([\d.]+) ", re.M)
@@ -56,12 +56,7 @@ def main() -> None:
                 figures[name].append(found[name][0])
             print(f"run {run}: " + ", ".join(f"{n} {found[n][0]:.3f} ms ({found[n][1]:.0f} faults)" for n in names),
                   flush=True)  # fmt: skip
-    off = statistics.median(figures[names[0]])
-    for name, values in figures.items():
-        median = statistics.median(values)
-        print(f"{name:8}: {median:.3f} ms CPU per call ({(median / off - 1) * 100:+.1f} % vs {names[0]}); "
-              f"runs {', '.join(f'{v:.3f}' for v in values)}")  # fmt: skip
-    print(f"OTLP exports received: {len(exports)} ({sum(exports) / 1e6:.2f} MB)")
+    print_medians(figures, exports, "runs")
 
 
 if __name__ == "__main__":

@@ -66,11 +66,17 @@ def main() -> None:
             for name in names if round_number % 2 else list(reversed(names)):
                 figures[name].append(run(arms[name]))
                 print(f"round {round_number} {name:8}: {figures[name][-1]:.3f} ms CPU per call", flush=True)
-    off = statistics.median(figures[names[0]])
+    print_medians(figures, exports, "rounds")
+
+
+def print_medians(figures: dict[str, list[float]], exports: list[int], each: str) -> None:
+    """Each arm's median CPU per call against the first arm's, its `each` (rounds, runs) and what the sink got."""
+    first = next(iter(figures))
+    off = statistics.median(figures[first])
     for name, values in figures.items():
         median = statistics.median(values)
-        print(f"{name:8}: median {median:.3f} ms CPU per call ({(median / off - 1) * 100:+.1f} % vs {names[0]}); "
-              f"rounds {', '.join(f'{v:.3f}' for v in values)}")  # fmt: skip
+        print(f"{name:8}: median {median:.3f} ms CPU per call ({(median / off - 1) * 100:+.1f} % vs {first}); "
+              f"{each} {', '.join(f'{v:.3f}' for v in values)}")  # fmt: skip
     print(f"OTLP exports received: {len(exports)} ({sum(exports) / 1e6:.2f} MB)")
 
 
