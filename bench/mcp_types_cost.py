@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ django.setup()
 
 from mcp import types  # noqa: E402
 
-from bench.contract_overhead import RESPONSE  # noqa: E402 (the same ten-hit result, measured both ways)
+from bench.contract_overhead import RESPONSE, cpu_per_call  # noqa: E402 (the same ten-hit result, timed the same way)
 from brain.presenters import query_result  # noqa: E402
 from hyperguild.mcp.engine import error_response, tool_error_result, wire  # noqa: E402
 
@@ -44,13 +43,6 @@ def as_dict() -> dict[str, Any]:
 
 def as_model() -> dict[str, Any]:
     return wire(types.CallToolResult(content=[types.TextContent(type="text", text=TEXT)], structured_content=STRUCTURED))
-
-
-def cpu_per_call(function: Callable[[], object], calls: int) -> float:
-    started = time.process_time()
-    for _ in range(calls):
-        function()
-    return (time.process_time() - started) / calls * 1e6
 
 
 def main() -> None:
