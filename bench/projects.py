@@ -1,0 +1,366 @@
+"""The brain on projects nobody here wrote (issue 45): answers from their docs and stale flags on their code.
+
+    .venv/bin/python bench/projects.py --all --checkouts /work/.mirror
+    .venv/bin/python bench/projects.py --project click --checkout /path/to/click.git --only notes
+
+Each project is a folder of bench/projects/ (its `project.toml`: questions, off-topic questions and notes
+with our ground truth; bench/projects/README.md has the format). The project's own docs and code are read
+from a checkout of its repository (a clone or a bare mirror; `--checkouts DIR` finds `DIR/<mirror>/repo`)
+at the commits the file names, so nothing of theirs is kept here.
+
+Answers: the doc files at `head` are imported as a plain folder (`brain_import`, as any team's docs would
+be), embedded with the default embedder, and asked each question through `brain_answer` (extractive, no
+LLM): the right file in search's top 3, the fact in the answer (anywhere in it, and in its first quoted
+passage), off-topic questions abstained, `brain_context` of an unrelated folder empty. Then the same with
+the embedder off.
+
+Notes: a bare clone's branch is put at `old`, the project added (`do_add_project`), and each note written
+into the wiki with `project:` in its frontmatter; what is stale then is "flagged at write". The branch
+moves to `head` and the project syncs, as the schedule would. Stale-flag precision and recall against
+the ground truth, and for each anchor that really changed, whether the evidence names the commit that
+changed it.
+
+Everything runs in a scratch database (dropped at the end). `--json FILE` writes the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from dataclasses import asdict, dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from hyperguild.boot import setup_django  # noqa: E402
+
+setup_django()  # the secret key and the embedded database, then Django (hyperguild.boot)
+
+from django.conf import settings  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+
+PROJECTS = Path(__file__).resolve().parent / "projects"
+UNRELATED_FOLDER = "/home/someone/src/unrelated-app"
+
+
+def folded(text: str) -> str:
+    return " ".join(text.replace("`", "").split()).casefold()
+
+
+def git(git_dir: str, *args: str) -> str:
+    return subprocess.run(["git", "-C", git_dir, *args], capture_output=True, text=True, check=True).stdout
+
+
+def load(name: str) -> dict:
+    path = PROJECTS / name / "project.toml"
+    with path.open("rb") as handle:
+        data = tomllib.load(handle)
+    data.setdefault("question", [])
+    data.setdefault("offtopic", [])
+    data.setdefault("note", [])
+    return data
+
+
+def all_projects() -> list[str]:
+    return sorted(p.parent.name for p in PROJECTS.glob("*/project.toml"))
+
+
+def doc_files(checkout: str, commit: str, patterns: list[str]) -> list[str]:
+    names = git(checkout, "ls-tree", "-r", "--name-only", commit).splitlines()
+    return [name for name in names if any(fnmatch(name, pattern) for pattern in patterns)]
+
+
+def export_docs(checkout: str, commit: str, files: list[str], into: Path) -> None:
+    for name in files:
+        target = into / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(subprocess.run(["git", "-C", checkout, "show", f"{commit}:{name}"], capture_output=True, check=True).stdout)
+
+
+# -- answers ------------------------------------------------------------------------------------
+
+
+@dataclass
+class AnswerFigures:
+    embedder: str
+    questions: int = 0
+    file_top3: int = 0
+    fact_in_answer: int = 0
+    fact_first: int = 0
+    offtopic: int = 0
+    abstained: int = 0
+    unrelated_context_empty: bool = False
+    missed_fact: list[str] = field(default_factory=list)
+    missed_file: list[str] = field(default_factory=list)
+    answered_offtopic: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def note_files(wing: str, files: list[str]) -> dict[str, str]:
+    """The doc file each imported note came from, by note slug (the import keeps the folders in the path)."""
+    from brain.models import Note
+
+    by_slug = {}
+    for note in Note.objects.filter(wing=wing):
+        path = note.path or ""
+        matches = [name for name in files if path.endswith("/" + name) or path.endswith(name)]
+        if not matches:  # slugified names: compare without case, dashes and underscores
+            key = path.rsplit("/", 1)[-1].lower().replace("_", "-")
+            matches = [name for name in files if name.rsplit("/", 1)[-1].lower().replace("_", "-") == key]
+        by_slug[note.slug] = max(matches, key=len) if matches else path
+    return by_slug
+
+
+def ask(project: dict, by_slug: dict[str, str], embedder: str) -> AnswerFigures:
+    from brain import bm25
+    from brain.answers import NOTHING_FOUND, answer
+    from brain.context import context
+    from brain.search import search
+
+    settings.BRAIN_EMBEDDER = embedder
+    bm25.reset()
+    figures = AnswerFigures(embedder=embedder)
+    started = time.perf_counter()
+    for item in project["question"]:
+        question, facts, wanted = item["q"], [folded(f) for f in item["fact"]], item["file"]
+        figures.questions += 1
+        top3 = [by_slug.get(hit.slug, hit.path) for hit in search(question, limit=3).hits[:3]]
+        if wanted in top3:
+            figures.file_top3 += 1
+        else:
+            figures.missed_file.append(f"{question} -> {top3}")
+        result = answer(question)
+        text = folded(result["answer"])
+        first = folded(result["answer"].split("\n\n[")[0])
+        if any(fact in text for fact in facts):
+            figures.fact_in_answer += 1
+        else:
+            figures.missed_fact.append(f"{question} -> {result['answer'][:300]!r}")
+        if any(fact in first for fact in facts):
+            figures.fact_first += 1
+    for item in project["offtopic"]:
+        figures.offtopic += 1
+        result = answer(item["q"])
+        if result["answer"] == NOTHING_FOUND:
+            figures.abstained += 1
+        else:
+            figures.answered_offtopic.append(f"{item['q']} -> {result['answer'][:200]!r}")
+    figures.unrelated_context_empty = context(UNRELATED_FOLDER)["entries"] == []
+    figures.seconds = time.perf_counter() - started
+    return figures
+
+
+def embed_all(out: io.TextIOBase) -> None:
+    from brain.embedding_sync import sync_embeddings
+    from hyperguild.lib.embedders import get_embedder
+
+    embedder = get_embedder()
+    if embedder is None:
+        return
+    started = time.perf_counter()
+    while True:
+        result = sync_embeddings(embedder)
+        if result.errors:
+            raise SystemExit(f"embedding failed: {result.errors[:3]}")
+        if not result.pending:
+            break
+    print(f"  embedded with {settings.BRAIN_EMBEDDER} in {time.perf_counter() - started:.1f} s", file=out)
+
+
+# -- notes --------------------------------------------------------------------------------------
+
+
+@dataclass
+class NoteFigures:
+    notes: int = 0
+    false_notes: int = 0
+    flagged: int = 0
+    flagged_false: int = 0
+    flagged_at_write: int = 0
+    true_flagged_at_write: int = 0
+    changed_anchors: int = 0
+    right_commit: int = 0
+    unresolved_said: int = 0
+    wrongly_flagged: list[str] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)
+    at_write: list[str] = field(default_factory=list)
+    wrong_commit: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def precision(self) -> float:
+        return self.flagged_false / self.flagged if self.flagged else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.flagged_false / self.false_notes if self.false_notes else 1.0
+
+
+def same_anchor(a: str, b: str) -> bool:
+    def norm(text: str) -> str:
+        return " ".join(text.strip().strip("`").removesuffix("()").split())
+
+    return norm(a) == norm(b)
+
+
+def check_notes(project: dict, checkout: str, tmp: Path) -> NoteFigures:
+    from brain.actions import do_add_project, do_ingest_note, do_sync_project
+    from brain.models import Note, VerificationState
+
+    name = project["name"]
+    clone = str(tmp / f"{name}.git")
+    subprocess.run(["git", "clone", "--quiet", "--bare", checkout, clone], check=True)
+    settings.SUPERVISOR_ALLOWED_ROOTS = [str(tmp)]
+    git(clone, "update-ref", "refs/heads/hg-eval", project["old"])
+    started = time.perf_counter()
+    added = do_add_project(name=name, repo=clone, branch="hg-eval")
+    figures = NoteFigures()
+    written: list[tuple[dict, Note]] = []
+    for number, item in enumerate(project["note"], start=1):
+        note = do_ingest_note(
+            title=item["title"], body=item["body"], wing="team", hall="",
+            frontmatter={"project": name}, slug=f"{name}-note-{number}", source="bench",
+        )  # fmt: skip
+        note.refresh_from_db()
+        said = getattr(note, "unresolved_anchors", None)
+        if said:
+            figures.unresolved_said += len(said)
+        written.append((item, note))
+    for item, note in written:
+        note.refresh_from_db()
+        if note.verification_state == VerificationState.STALE:
+            figures.flagged_at_write += 1
+            label = f"{note.slug} {item['title']!r}: " + "; ".join(e.get("message", "") for e in note.verification_evidence)
+            figures.at_write.append(label)
+            if item["truth"]:
+                figures.true_flagged_at_write += 1
+
+    git(clone, "update-ref", "refs/heads/hg-eval", project["head"])
+    added.refresh_from_db()
+    do_sync_project(added)
+    for item, note in written:
+        note.refresh_from_db()
+        figures.notes += 1
+        stale = note.verification_state == VerificationState.STALE
+        false = not item["truth"]
+        figures.false_notes += false
+        if stale:
+            figures.flagged += 1
+            figures.flagged_false += false
+            if not false:
+                messages = "; ".join(e.get("message", "") for e in note.verification_evidence)
+                figures.wrongly_flagged.append(f"{note.slug} {item['title']!r}: {messages}")
+        elif false:
+            figures.missed.append(f"{note.slug} {item['title']!r} ({note.verification_state})")
+        for changed in item.get("changed", []) if false else []:
+            figures.changed_anchors += 1
+            evidence = [e for e in note.verification_evidence if same_anchor(e.get("anchor", ""), changed["anchor"])]
+            named = [e.get("changed_in", "") for e in evidence]
+            if any(c and (c.startswith(changed["commit"][:7]) or changed["commit"].startswith(c)) for c in named):
+                figures.right_commit += 1
+            else:
+                figures.wrong_commit.append(
+                    f"{note.slug} `{changed['anchor'][:60]}`: want {changed['commit'][:7]}, "
+                    f"named {[c[:7] for c in named] or 'no evidence for this anchor'}"
+                )
+    figures.seconds = time.perf_counter() - started
+    return figures
+
+
+# -- report -------------------------------------------------------------------------------------
+
+
+def pct(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / whole:.0f} %)" if whole else "-"
+
+
+def run(name: str, checkout: str, only: str, embedders: list[str], verbose: bool) -> dict:
+    from brain.scratch import ScratchDatabase
+
+    project = load(name)
+    out = sys.stdout
+    print(f"== {name} ({project.get('role', '?')}): {len(project['question'])} questions, "
+          f"{len(project['offtopic'])} off-topic, {len(project['note'])} notes; head {project['head'][:7]}, "
+          f"old {project['old'][:7]}", file=out)  # fmt: skip
+    report: dict = {"project": name, "role": project.get("role", "")}
+    quiet = io.StringIO()
+    with tempfile.TemporaryDirectory(prefix=f"projects-{name}-") as tmp_name, ScratchDatabase(quiet):
+        tmp = Path(tmp_name)
+        if only in ("all", "answers"):
+            files = doc_files(checkout, project["head"], project["docs"])
+            folder = tmp / name
+            export_docs(checkout, project["head"], files, folder)
+            original = settings.BRAIN_EMBEDDER
+            call_command("brain_import", str(folder), "--no-progress", stdout=quiet, stderr=quiet)
+            by_slug = note_files(name, files)
+            print(f"  {len(files)} doc files imported", file=out)
+            report["answers"] = []
+            for embedder in embedders:
+                settings.BRAIN_EMBEDDER = original if embedder == "default" else embedder
+                if embedder != "off":
+                    embed_all(out)
+                figures = ask(project, by_slug, settings.BRAIN_EMBEDDER)
+                settings.BRAIN_EMBEDDER = original
+                report["answers"].append(asdict(figures))
+                print(f"  answers, embedder {figures.embedder}: right file in top 3 {pct(figures.file_top3, figures.questions)}; "
+                      f"fact in answer {pct(figures.fact_in_answer, figures.questions)} "
+                      f"(in its first passage {pct(figures.fact_first, figures.questions)}); "
+                      f"off-topic abstained {pct(figures.abstained, figures.offtopic)}; "
+                      f"unrelated folder's context empty: {figures.unrelated_context_empty}; {figures.seconds:.1f} s",
+                      file=out)  # fmt: skip
+                if verbose:
+                    for label, items in (("missed fact", figures.missed_fact), ("file not in top 3", figures.missed_file),
+                                         ("off-topic answered", figures.answered_offtopic)):  # fmt: skip
+                        for line in items:
+                            print(f"    {label}: {line}", file=out)
+        if only in ("all", "notes"):
+            figures_n = check_notes(project, checkout, tmp)
+            report["notes"] = {**asdict(figures_n), "precision": figures_n.precision, "recall": figures_n.recall}
+            print(f"  stale flags: precision {figures_n.flagged_false}/{figures_n.flagged} = {figures_n.precision:.2f}, "
+                  f"recall {figures_n.flagged_false}/{figures_n.false_notes} = {figures_n.recall:.2f}; "
+                  f"flagged at write {figures_n.flagged_at_write}/{figures_n.notes} "
+                  f"(true notes {figures_n.true_flagged_at_write}); right commit named "
+                  f"{pct(figures_n.right_commit, figures_n.changed_anchors)}; {figures_n.seconds:.1f} s",
+                  file=out)  # fmt: skip
+            if verbose:
+                for label, items in (("flagged at write", figures_n.at_write), ("true but flagged", figures_n.wrongly_flagged),
+                                     ("false not flagged", figures_n.missed), ("wrong commit", figures_n.wrong_commit)):  # fmt: skip
+                    for line in items:
+                        print(f"    {label}: {line}", file=out)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--project", action="append", default=[], help="a folder of bench/projects/ (repeatable)")
+    parser.add_argument("--all", action="store_true", help="every project in bench/projects/")
+    parser.add_argument("--checkout", default="", help="the repository of the one --project (clone or bare mirror)")
+    parser.add_argument("--checkouts", default="/work/.mirror", help="a folder of <mirror>/repo checkouts")
+    parser.add_argument("--only", choices=("all", "answers", "notes"), default="all")
+    parser.add_argument("--embedder", choices=("both", "default", "off"), default="both")
+    parser.add_argument("--role", choices=("tune", "holdout"), help="only the projects of this role")
+    parser.add_argument("-v", "--verbose", action="store_true", help="list each miss")
+    parser.add_argument("--json", default="", help="write the figures to this file")
+    args = parser.parse_args()
+
+    names = all_projects() if args.all or not args.project else args.project
+    if args.role:
+        names = [name for name in names if load(name).get("role") == args.role]
+    embedders = ["default", "off"] if args.embedder == "both" else [args.embedder]
+    reports = []
+    for name in names:
+        project = load(name)
+        checkout = args.checkout if args.checkout and len(names) == 1 else str(Path(args.checkouts) / project["mirror"] / "repo")
+        reports.append(run(name, checkout, args.only, embedders, args.verbose))
+    if args.json:
+        Path(args.json).write_text(json.dumps(reports, indent=2))
+
+
+if __name__ == "__main__":
+    main()
