@@ -28,13 +28,13 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
 import subprocess
 import sys
 import tempfile
 import time
 import tomllib
 from dataclasses import asdict, dataclass, field
-from fnmatch import fnmatch
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -71,9 +71,25 @@ def all_projects() -> list[str]:
     return sorted(p.parent.name for p in PROJECTS.glob("*/project.toml"))
 
 
+def glob_pattern(pattern: str) -> re.Pattern[str]:
+    """A path glob as git and shells read it: `*` stays inside a folder, `**/` is any number of folders."""
+    out, i = "", 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:[^/]+/)*", i + 3
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out + r"\Z")
+
+
 def doc_files(checkout: str, commit: str, patterns: list[str]) -> list[str]:
     names = git(checkout, "ls-tree", "-r", "--name-only", commit).splitlines()
-    return [name for name in names if any(fnmatch(name, pattern) for pattern in patterns)]
+    compiled = [glob_pattern(pattern) for pattern in patterns]
+    return [name for name in names if any(regex.match(name) for regex in compiled)]
 
 
 def export_docs(checkout: str, commit: str, files: list[str], into: Path) -> None:
