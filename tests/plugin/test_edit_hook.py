@@ -1,0 +1,180 @@
+"""Issue 48, acceptance 1: the installed edit hook tells the session which notes its edit breaks.
+
+A real git repository ("billing"), a project whose repository it is, a wiki note anchored to `send_invoice` in
+`billing/retry.py`, and the plugin's PostToolUse hooks run as Claude Code runs them: every hook group of the
+installed hooks.json whose matcher takes the tool, in a shell, the hook's JSON on stdin.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from brain.actions import do_add_project, do_ingest_note
+from brain.models import Note
+from sessions.models import SessionEntry
+from tests.conftest import free_port
+from tests.plugin.conftest import InstalledPlugin
+from tests.plugin.test_claude_cli import hook_payload
+from tests.truth.conftest import git
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+RETRY = (
+    "MAX_ATTEMPTS = 3\n\n\n"
+    "def send_invoice(invoice):\n"
+    "    # one try per attempt, then give up\n"
+    "    for attempt in range(MAX_ATTEMPTS):\n"
+    "        if invoice.send():\n"
+    "            return True\n"
+    "    return False\n"
+)
+NOTE_BODY = "`send_invoice` in `billing/retry.py` tries `MAX_ATTEMPTS` times, then gives up."
+
+
+def make_billing(root: Path) -> Path:
+    repo = root / "billing-service"
+    (repo / "billing").mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "billing" / "retry.py").write_text(RETRY)
+    (repo / "billing" / "rounding.py").write_text("def round_amount(amount):\n    return round(amount, 2)\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "billing: first version")
+    return repo
+
+
+@pytest.fixture
+def billing(tmp_path, settings) -> Path:
+    root = tmp_path / "src"
+    root.mkdir()
+    settings.SUPERVISOR_ALLOWED_ROOTS = [str(root)]
+    settings.HYPERGUILD_REPO_MIRRORS_DIR = str(tmp_path / "mirrors")
+    repo = make_billing(root)
+    do_add_project(name="billing", repo=str(repo))
+    do_ingest_note(title="Invoice retries", body=NOTE_BODY, wing="concepts", slug="billing-retry",
+                   frontmatter={"project": "billing"})  # fmt: skip
+    assert Note.objects.get(slug="billing-retry").verification_state == "verified"
+    return repo
+
+
+def edit_hooks(plugin: InstalledPlugin, tool: str) -> list[dict]:
+    """The PostToolUse hooks Claude Code runs after `tool`: every group whose matcher matches it."""
+    return [hook for group in plugin.hooks["PostToolUse"] if re.fullmatch(group["matcher"], tool)
+            for hook in group["hooks"]]  # fmt: skip
+
+
+def run_post_tool_use(
+    plugin: InstalledPlugin, payload: dict, url: str, **extra: str
+) -> list[tuple[dict, subprocess.CompletedProcess, float]]:
+    ran = []
+    for hook in edit_hooks(plugin, payload["tool_name"]):
+        began = time.monotonic()
+        done = subprocess.run(["sh", "-c", hook["command"]], input=json.dumps(payload), env=plugin.hook_env(url, "", **extra),
+                              capture_output=True, text=True, timeout=30)  # fmt: skip
+        ran.append((hook, done, time.monotonic() - began))
+    return ran
+
+
+def edit(session_id: str, repo: Path, old: str, new: str, tool_use_id: str) -> dict:
+    path = str(repo / "billing" / "retry.py")
+    return hook_payload(
+        "PostToolUse", session_id, repo, tool_name="Edit", tool_use_id=tool_use_id,
+        tool_input={"file_path": path, "old_string": old, "new_string": new, "replace_all": False},
+        tool_response={"filePath": path, "oldString": old, "newString": new, "replaceAll": False, "userModified": False},
+    )  # fmt: skip
+
+
+def answer_of(ran: list[tuple[dict, subprocess.CompletedProcess, float]]) -> list[dict]:
+    """The hook answers printed (the capture hook prints nothing: it runs in the background)."""
+    for hook, done, _ in ran:
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == "" or not hook.get("async"), done.stdout
+    return [json.loads(done.stdout) for _, done, _ in ran if done.stdout.strip()]
+
+
+def test_an_edit_that_renames_an_anchored_function_names_the_note_and_one_elsewhere_names_none(
+    asgi_server, plugin, billing
+):
+    hooks = edit_hooks(plugin, "Edit")
+    assert len(hooks) == 2 and [bool(h.get("async")) for h in hooks] == [True, False]  # capture, and the edit hook
+    session_id = str(uuid.uuid4())
+
+    rename = edit(session_id, billing, "def send_invoice(invoice):", "def deliver_invoice(invoice):", "toolu_rename")
+    answers = answer_of(run_post_tool_use(plugin, rename, asgi_server))
+    assert len(answers) == 1
+    output = answers[0]["hookSpecificOutput"]
+    assert output["hookEventName"] == "PostToolUse"
+    context = output["additionalContext"]
+    assert "billing-retry" in context and "Invoice retries" in context
+    assert "symbol `send_invoice` removed" in context
+    assert "brain_edit" in context and "supersedes: <slug>" in context
+    # Kept in the session's log for the retrospective: the file, the removed line, the note.
+    touched = SessionEntry.objects.get(session__external_id=session_id, kind="anchors")
+    assert touched.data["file"] == "billing/retry.py"
+    assert touched.data["edit"]["removed"] == "def send_invoice(invoice):"
+    assert [note["slug"] for note in touched.data["notes"]] == ["billing-retry"]
+
+    comment = edit(
+        session_id, billing, "    # one try per attempt, then give up\n", "    # try, then give up\n", "toolu_comment"
+    )
+    assert answer_of(run_post_tool_use(plugin, comment, asgi_server)) == []
+    body_change = edit(
+        session_id, billing, "            return True\n", "            return invoice.id\n", "toolu_body"
+    )
+    assert answer_of(run_post_tool_use(plugin, body_change, asgi_server)) == []
+
+
+def test_a_write_that_drops_the_setting_names_the_note_and_a_multi_edit_that_keeps_it_does_not(
+    asgi_server, plugin, billing
+):
+    session_id = str(uuid.uuid4())
+    path = str(billing / "billing" / "retry.py")
+    write = hook_payload("PostToolUse", session_id, billing, tool_name="Write", tool_use_id="toolu_write",
+                         tool_input={"file_path": path, "content": RETRY.replace("MAX_ATTEMPTS", "RETRIES")},
+                         tool_response={"type": "update", "filePath": path})  # fmt: skip
+    answers = answer_of(run_post_tool_use(plugin, write, asgi_server))
+    assert len(answers) == 1
+    context = answers[0]["hookSpecificOutput"]["additionalContext"]
+    assert "setting `MAX_ATTEMPTS` removed" in context and "billing-retry" in context
+
+    keeps = hook_payload("PostToolUse", session_id, billing, tool_name="MultiEdit", tool_use_id="toolu_multi",
+                         tool_input={"file_path": path, "edits": [
+                             {"old_string": "MAX_ATTEMPTS = 3", "new_string": "MAX_ATTEMPTS = 3  # the provider's limit"},
+                             {"old_string": "return False", "new_string": "return None"}]})  # fmt: skip
+    assert answer_of(run_post_tool_use(plugin, keeps, asgi_server)) == []
+
+
+def test_with_the_service_down_the_edit_hooks_exit_0_in_time_say_nothing_and_the_event_is_spooled(
+    plugin, billing, tmp_path
+):
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    spool = tmp_path / "down-spool"
+    session_id = str(uuid.uuid4())
+    rename = edit(session_id, billing, "def send_invoice(invoice):", "def deliver_invoice(invoice):", "toolu_down")
+    for hook, done, elapsed in run_post_tool_use(plugin, rename, url, HYPERGUILD_SPOOL_DIR=str(spool)):
+        assert done.returncode == 0 and done.stdout == "", done.stdout + done.stderr
+        assert elapsed < hook["timeout"], elapsed
+    spooled = [json.loads(line) for path in spool.glob("*.jsonl") for line in path.read_text().splitlines()]
+    assert [(entry["event"], entry["input"]["tool_use_id"]) for entry in spooled] == [("PostToolUse", "toolu_down")]
+
+
+def test_a_caller_that_may_not_read_the_brain_is_refused(asgi_server, billing, settings):
+    import httpx
+
+    settings.BRAIN_MCP_TOKEN = "the-right-token"
+    payload = edit(str(uuid.uuid4()), billing, "def send_invoice(invoice):", "def x(invoice):", "toolu_refused")
+    refused = httpx.post(f"{asgi_server}/api/hooks/anchors", json=payload, timeout=30)
+    assert refused.status_code == 401
+    wrong = httpx.post(f"{asgi_server}/api/hooks/anchors", json=payload, timeout=30,
+                       headers={"Authorization": "Bearer wrong"})  # fmt: skip
+    assert wrong.status_code == 401
+    assert not SessionEntry.objects.filter(kind="anchors").exists()
+    bad = httpx.post(f"{asgi_server}/api/hooks/anchors", json={"session_id": "x"}, timeout=30,
+                     headers={"Authorization": "Bearer the-right-token"})  # fmt: skip
+    assert bad.status_code == 400
