@@ -102,8 +102,9 @@ def _patch_lines(response: dict) -> tuple[list[str], list[str]]:
 def file_edit(payload: dict) -> FileEdit | None:
     """The change a PostToolUse input describes, or None when it is not a file tool's (or names no file)."""
     tool = payload.get("tool_name")
-    tool_input = payload.get("tool_input") if isinstance(payload.get("tool_input"), dict) else {}
-    response = payload.get("tool_response") if isinstance(payload.get("tool_response"), dict) else {}
+    given_input, given_response = payload.get("tool_input"), payload.get("tool_response")
+    tool_input: dict = given_input if isinstance(given_input, dict) else {}
+    response: dict = given_response if isinstance(given_response, dict) else {}
     if tool not in FILE_TOOLS:
         return None
     path = _text(tool_input.get("file_path") or tool_input.get("notebook_path"))

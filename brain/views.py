@@ -115,6 +115,8 @@ class RejectForm(forms.Form):
 class EditForm(VersionedForm):
     title = form_field(NoteEditInput, "title")
     body = form_field(NoteEditInput, "body")
+    # A reviewer's: a command that proves the note (brain.checks); empty removes it. Absent: left as it is.
+    check = forms.CharField(max_length=500, required=False, strip=True)
 
 
 class RefileForm(VersionedForm):
@@ -584,10 +586,16 @@ def reject_note(request: SignedInRequest, note: Note, form: RejectForm) -> HttpR
 def edit_note(request: SignedInRequest, note: Note, form: EditForm) -> HttpResponse:
     data = form.cleaned_data
     body = data["body"]
+    frontmatter = None
+    if "check" in request.POST and data["check"] != (note.frontmatter or {}).get("check", ""):
+        frontmatter = {key: value for key, value in (note.frontmatter or {}).items() if key != "check"}
+        if data["check"]:
+            frontmatter["check"] = data["check"]
     try:
         edited = actions.do_edit_note(
-            note, title=data["title"], body=body, user=request.user, expected_version=data["version"]
-        )
+            note, title=data["title"], body=body, frontmatter=frontmatter, user=request.user,
+            expected_version=data["version"],
+        )  # fmt: skip
     except BrainInputError as exc:
         return _refused(request, note, exc, body=body, edit_form=form)
     if edited.version == note.version:
