@@ -533,6 +533,8 @@ def do_edit_note(
         _save_with_revision(note, before=before, version_before=version_before, action=NoteRevision.Action.EDIT, user=user)
         _after_write(note)
         _queue_check_if_new(note, before.get("frontmatter"))
+        if note.status == NoteStatus.WIKI:
+            _settle_drafts(note, reviewer=user, reason=f"settled: {note.slug} was edited")
         return note
 
 
@@ -549,6 +551,7 @@ def do_promote_note(
     """
     if slug_from_title and slug is not None:
         raise BrainInputError("give a slug or ask for one from the title, not both.")
+    group = group or uuid.uuid4()  # a successor's promotion and the supersession it settles: one undo
     wing, hall = _clean_place(wing, hall, wing_required=True)
     new_title = _clean_title(title) if title is not None else None
     new_body = _clean_body(body) if body is not None else None
@@ -578,11 +581,17 @@ def do_promote_note(
         # Bulk promotes race each other for the slug of one title: the unique index decides, not a SELECT.
         _save_maybe_reslugged(note, new_slug, save, renumber=slug_from_title)
         _after_write(note)
+        _supersede_what_it_names(note, reviewer=reviewer, group=group)
         return note
 
 
-def do_reject_note(note: Note, *, reviewer: User | None, reason: str, group: uuid.UUID | None = None) -> Note:
-    """raw → rejected, with the reason (required) recorded as the review note (`group`: see do_promote_note)."""
+def do_reject_note(
+    note: Note, *, reviewer: User | None, reason: str, group: uuid.UUID | None = None, settle: bool = True
+) -> Note:
+    """raw → rejected, with the reason (required) recorded as the review note (`group`: see do_promote_note).
+
+    A rejected successor draft (frontmatter `supersedes:`) settles the re-check of the note it would have
+    replaced: that note is still true (do_confirm_note), unless `settle` is False."""
     if not isinstance(reason, str) or not reason.strip():
         raise BrainInputError("a reason is required to reject a note: say why it should not enter the wiki.")
     with transaction.atomic():
@@ -594,6 +603,8 @@ def do_reject_note(note: Note, *, reviewer: User | None, reason: str, group: uui
             group=group, summary=reason.strip(),
         )  # fmt: skip
         _after_write(note, links_changed=False)
+        if settle:
+            _confirm_what_it_names(note, reviewer=reviewer)
         return note
 
 
@@ -615,6 +626,7 @@ def do_archive_note(note: Note, *, user: User | None = None, reason: str = "", e
             summary=reason,
         )  # fmt: skip
         _after_write(note, links_changed=False)
+        _settle_drafts(note, reviewer=user, reason=f"settled: {note.slug} was archived")
         return note
 
 
@@ -1505,6 +1517,7 @@ def do_confirm_note(note: Note, *, user: User | None, expected_version: int | No
             summary=f"still true at {commit[:7]}",
         )  # fmt: skip
         _store_verdict(note, truth.verdict(note, anchors, commit))
+        _settle_drafts(note, reviewer=user, reason=f"settled: {note.slug} is still true at {commit[:7]}")
         return note
 
 
@@ -1544,6 +1557,8 @@ def do_supersede_note(old: Note, new: Note, *, reason: str, user: User | None = 
             group=group, summary=f"superseded by {new.slug}: {reason}",
         )  # fmt: skip
         _after_write(old, links_changed=False)
+        _settle_drafts(old, reviewer=user, reason=f"settled: {old.slug} is superseded by {new.slug}", keep=new,
+                       group=group)  # fmt: skip
         return old
 
 
@@ -1572,7 +1587,9 @@ def do_promote_superseding(note: Note, old: Note, *, reviewer: User | None, reas
     group = uuid.uuid4()
     with transaction.atomic():
         promoted = do_promote_note(note, reviewer=reviewer, wing=old.wing, hall=old.hall, group=group)
-        do_supersede_note(old, promoted, reason=reason, user=reviewer, group=group)
+        old.refresh_from_db()
+        if old.superseded_by_id != promoted.pk:  # a draft that names it was promoted in its place already
+            do_supersede_note(old, promoted, reason=reason, user=reviewer, group=group)
         return promoted
 
 
@@ -1623,3 +1640,46 @@ def do_run_note_check(note: Note, commit: str) -> NoteCheckRun | None:
         head = note.project.last_synced_commit if note.project is not None else ""
         _store_verdict(note, truth.verdict(note, list(note.anchors.all()), head or commit))
     return run
+
+
+# -- successor drafts: one decision settles a draft and the re-check of the note it names (docs/truth.md) ------
+
+SUPERSEDES_KEY = "supersedes"
+
+
+def successor_drafts(old: Note) -> QuerySet[Note]:
+    """Raw notes waiting for review that say they replace `old` (frontmatter `supersedes: <slug>`): the
+    retrospective's drafts after a session changed the code `old` cites, or a session's own successor."""
+    return Note.objects.filter(status=NoteStatus.RAW, **{f"frontmatter__{SUPERSEDES_KEY}": old.slug}).order_by("id")
+
+
+def _named_old(draft: Note) -> Note | None:
+    slug = (draft.frontmatter or {}).get(SUPERSEDES_KEY)
+    if not isinstance(slug, str) or not slug or slug == draft.slug:
+        return None
+    return Note.objects.filter(slug=slug, status=NoteStatus.WIKI, superseded_by__isnull=True).first()
+
+
+def _settle_drafts(old: Note, *, reviewer: User | None, reason: str, keep: Note | None = None,
+                   group: uuid.UUID | None = None) -> None:  # fmt: skip
+    """The note's re-check was decided (still true, edited, superseded, archived): its drafts are rejected."""
+    drafts = successor_drafts(old)
+    if keep is not None:
+        drafts = drafts.exclude(pk=keep.pk)
+    for draft in drafts:
+        do_reject_note(draft, reviewer=reviewer, reason=reason, group=group, settle=False)
+
+
+def _supersede_what_it_names(promoted: Note, *, reviewer: User | None, group: uuid.UUID) -> None:
+    """A promoted draft takes the place of the wiki note it names (its re-check, and its other drafts, settled)."""
+    old = _named_old(promoted)
+    if old is not None:
+        do_supersede_note(old, promoted, reason=f"replaced by {promoted.slug}, promoted from review", user=reviewer,
+                          group=group)  # fmt: skip
+
+
+def _confirm_what_it_names(rejected: Note, *, reviewer: User | None) -> None:
+    """A rejected draft leaves the note it named as it is: when that note waits for a re-check, it is still true."""
+    old = _named_old(rejected)
+    if old is not None and Note.objects.needs_recheck().filter(pk=old.pk).exists():
+        do_confirm_note(old, user=reviewer)

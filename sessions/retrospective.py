@@ -43,6 +43,7 @@ from hyperguild.lib.typed import JSON
 from sessions.actions import do_record_failed_retrospective, do_record_retrospective
 from sessions.errors import SessionNotFound
 from sessions.models import AgentSession, SessionEntry
+from sessions.note_drafts import draft_successors
 from sessions.redaction import redact_fields
 from supervisor.models import SkillRun
 from supervisor.skills import Verdict, build_result
@@ -418,6 +419,9 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> JSON:
                 written.append(note.slug)
         reported.append(item)
 
+    # The notes its edits broke and left as they were: a "supersedes" draft each (sessions.note_drafts).
+    drafts = draft_successors(session)
+    written += [item["note_slug"] for item in drafts if item["outcome"] == "written"]
     if written:
         reported_clean, retro_redactions = redact_fields({"learnings": reported})
         do_record_retrospective(
@@ -439,4 +443,5 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> JSON:
         method=method,
         written=written,
         merge_suggestions=merges,
+        drafts=drafts,
     )

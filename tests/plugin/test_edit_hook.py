@@ -7,6 +7,7 @@ installed hooks.json whose matcher takes the tool, in a shell, the hook's JSON o
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
@@ -15,10 +16,19 @@ import uuid
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
-from brain.actions import do_add_project, do_ingest_note
+from brain.actions import (
+    do_add_project,
+    do_confirm_note,
+    do_edit_note,
+    do_ingest_note,
+    do_promote_note,
+    do_reject_note,
+)
 from brain.models import Note
 from sessions.models import SessionEntry
+from sessions.tasks import retrospective
 from tests.conftest import free_port
 from tests.plugin.conftest import InstalledPlugin
 from tests.plugin.test_claude_cli import hook_payload
@@ -178,3 +188,87 @@ def test_a_caller_that_may_not_read_the_brain_is_refused(asgi_server, billing, s
     bad = httpx.post(f"{asgi_server}/api/hooks/anchors", json={"session_id": "x"}, timeout=30,
                      headers={"Authorization": "Bearer the-right-token"})  # fmt: skip
     assert bad.status_code == 400
+
+
+# -- acceptance 2: the loop closes at the session's end -------------------------------------------------------
+
+
+def a_session_that_breaks_the_note(plugin: InstalledPlugin, url: str, repo: Path) -> str:
+    """A session renames send_invoice (through the installed hooks), commits it, and ends without the note."""
+    session_id = str(uuid.uuid4())
+    rename = edit(
+        session_id, repo, "def send_invoice(invoice):", "def deliver_invoice(invoice):", f"toolu_{session_id}"
+    )
+    assert len(answer_of(run_post_tool_use(plugin, rename, url))) == 1
+    ended = plugin.run_hook("SessionEnd", hook_payload("SessionEnd", session_id, repo, reason="other"), url=url)
+    assert ended.returncode == 0, ended.stderr
+    retrospective(session_id)  # what SessionEnd queued, as the worker runs it
+    return session_id
+
+
+def draft_of(session_id: str) -> Note:
+    return Note.objects.get(provenance__retrospective_key=f"supersedes:{session_id}:billing-retry")
+
+
+def the_code_moves(repo: Path) -> None:
+    """The session's change lands on the branch and the project syncs: the note waits for a re-check."""
+    retry = repo / "billing" / "retry.py"
+    retry.write_text(retry.read_text().replace("def send_invoice(", "def deliver_invoice("))
+    git(repo, "commit", "-qam", "rename send_invoice")
+    call_command("project_sync", "billing", stdout=io.StringIO())
+    assert Note.objects.needs_recheck().filter(slug="billing-retry").exists()
+
+
+def test_a_session_that_broke_a_note_and_left_it_gets_a_supersedes_draft_with_its_change_as_evidence(
+    asgi_server, plugin, billing
+):
+    session_id = a_session_that_breaks_the_note(plugin, asgi_server, billing)
+    draft = draft_of(session_id)
+    assert draft.status == "raw" and draft.frontmatter["supersedes"] == "billing-retry"
+    assert draft.body.startswith("supersedes [[billing-retry]]")
+    assert "> " + NOTE_BODY in draft.body  # what the note says
+    assert "### billing/retry.py" in draft.body and "symbol `send_invoice` removed" in draft.body
+    assert "- def send_invoice(invoice):" in draft.body and "+ def deliver_invoice(invoice):" in draft.body
+    assert draft.provenance["supersedes"] == "billing-retry" and draft.provenance["files"] == ["billing/retry.py"]
+    assert draft.project is not None and draft.project.name == "billing"
+    retrospective(session_id)  # again: nothing new
+    assert Note.objects.filter(frontmatter__supersedes="billing-retry").count() == 1
+
+
+def test_a_session_that_updated_the_note_gets_no_draft(asgi_server, plugin, billing):
+    session_id = str(uuid.uuid4())
+    rename = edit(session_id, billing, "def send_invoice(invoice):", "def deliver_invoice(invoice):", "toolu_kept")
+    assert len(answer_of(run_post_tool_use(plugin, rename, asgi_server))) == 1
+    note = Note.objects.get(slug="billing-retry")
+    do_edit_note(note, body=NOTE_BODY.replace("send_invoice", "deliver_invoice"))  # brain_edit, as the hook advised
+    retrospective(session_id)
+    assert not Note.objects.filter(frontmatter__supersedes="billing-retry").exists()
+
+
+def test_resolving_the_recheck_resolves_the_draft(asgi_server, plugin, billing):
+    draft = draft_of(a_session_that_breaks_the_note(plugin, asgi_server, billing))
+    the_code_moves(billing)
+    do_confirm_note(Note.objects.get(slug="billing-retry"), user=None)  # "Still true" in the re-check queue
+    draft.refresh_from_db()
+    assert draft.status == "rejected" and draft.review_note.startswith("settled: billing-retry is still true")
+    assert not Note.objects.needs_recheck().exists()
+
+
+def test_promoting_the_draft_supersedes_the_note_and_clears_its_recheck(asgi_server, plugin, billing):
+    draft = draft_of(a_session_that_breaks_the_note(plugin, asgi_server, billing))
+    the_code_moves(billing)
+    promoted = do_promote_note(
+        draft, reviewer=None, wing="concepts", body="`deliver_invoice` tries `MAX_ATTEMPTS` times."
+    )
+    old = Note.objects.get(slug="billing-retry")
+    assert old.superseded_by_id == promoted.pk
+    assert not Note.objects.needs_recheck().exists()
+
+
+def test_rejecting_the_draft_says_the_note_still_holds(asgi_server, plugin, billing):
+    draft = draft_of(a_session_that_breaks_the_note(plugin, asgi_server, billing))
+    the_code_moves(billing)
+    do_reject_note(draft, reviewer=None, reason="the note is about the retry count, which did not change")
+    old = Note.objects.get(slug="billing-retry")
+    assert old.superseded_by_id is None and old.verification_state == "verified"
+    assert not Note.objects.needs_recheck().exists()
