@@ -867,6 +867,13 @@ def recheck_queue(request: HttpRequest) -> HttpResponse:
     what the code says now, and the decisions (still true, edit, superseded by…, archive)."""
     notes = Note.objects.needs_recheck().select_related("project").order_by("verified_at", "id")
     page, query = paginate(request, notes, per_page=RECHECK_PAGE)
+    # Beside each note, the successor drafts waiting for review (one decision settles both).
+    drafts: dict[str, list[Note]] = {}
+    slugs = [note.slug for note in page.object_list]
+    for draft in Note.objects.filter(status=NoteStatus.RAW, frontmatter__supersedes__in=slugs).order_by("id"):
+        drafts.setdefault(draft.frontmatter.get("supersedes"), []).append(draft)
+    for note in page.object_list:
+        note.successor_drafts = drafts.get(note.slug, [])
     return render(request, "brain/recheck.html", {"page": page, "notes": page.object_list, "query": query})
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.urls import reverse
 
 from brain.actions import (
     do_add_project,
@@ -30,6 +31,7 @@ from brain.models import Note
 from sessions.models import SessionEntry
 from sessions.tasks import retrospective
 from tests.conftest import free_port
+from tests.people.conftest import make_person
 from tests.plugin.conftest import InstalledPlugin
 from tests.plugin.test_claude_cli import hook_payload
 from tests.truth.conftest import git
@@ -272,3 +274,22 @@ def test_rejecting_the_draft_says_the_note_still_holds(asgi_server, plugin, bill
     old = Note.objects.get(slug="billing-retry")
     assert old.superseded_by_id is None and old.verification_state == "verified"
     assert not Note.objects.needs_recheck().exists()
+
+
+def test_the_recheck_queue_shows_the_draft_beside_the_note_and_rejecting_it_there_settles_both(
+    asgi_server, plugin, billing, client
+):
+    draft = draft_of(a_session_that_breaks_the_note(plugin, asgi_server, billing))
+    the_code_moves(billing)
+    client.force_login(make_person("rita", "reviewer"))
+    page = client.get(reverse("brain-recheck")).content.decode()
+    section = page[page.index('data-slug="billing-retry"') :]
+    assert f'data-draft="{draft.slug}"' in section and 'data-action="promote-draft"' in section
+    rejected = client.post(
+        reverse("brain-reject", args=[draft.pk]), {"reason": "the note it would replace still holds"}
+    )
+    assert rejected.status_code == 302
+    draft.refresh_from_db()
+    assert draft.status == "rejected"
+    assert not Note.objects.needs_recheck().exists()
+    assert "Nothing to re-check" in client.get(reverse("brain-recheck")).content.decode()
