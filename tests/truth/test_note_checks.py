@@ -158,3 +158,26 @@ def test_a_reader_or_a_curator_cannot_set_a_check_at_any_door_and_a_reviewer_can
     assert note.frontmatter["check"] == CHECK
     page = client.get(reverse("brain-note", args=[note.pk])).content.decode()
     assert 'name="check"' in page and "billing/rounding.py" in page
+
+
+@pytest.mark.django_db
+def test_sessions_see_proven_above_verified_in_brain_context_session_start_and_search(billing):
+    from brain.context import context
+    from brain.search import search
+    from sessions.hooks import context_text
+
+    head = git(billing, "rev-parse", "HEAD")[:7]
+    do_ingest_note(title="Billing rounding helper", body="Billing rounds with `round_amount` in `billing/rounding.py`.",
+                   wing="concepts", slug="billing-helper", frontmatter={"project": "billing"})  # fmt: skip
+    do_verify_note(rounding_note())
+    found = context(str(billing))
+    labels = [(entry["slug"], entry["verification"]["label"]) for entry in found["entries"]]
+    assert labels[:2] == [("billing-rounding", f"proven at {head} (check passed)"),
+                          ("billing-helper", f"verified at {head} (anchors hold)")]  # fmt: skip
+    text = context_text(str(billing))  # SessionStart's additionalContext
+    assert text.index(f"(billing-rounding) [proven at {head} (check passed)]") < text.index(
+        f"(billing-helper) [verified at {head} (anchors hold)]"
+    )
+    hits = {hit.slug: hit.verification for hit in search("billing rounding", limit=5).hits}
+    assert hits["billing-rounding"]["state"] == "proven"
+    assert hits["billing-rounding"]["label"] == f"proven at {head} (check passed)"
