@@ -12,8 +12,8 @@ folder belongs to (docs/truth.md, "The edit hook"):
 - for a `Write` (the whole file is known afterwards): a symbol, setting or quote tied to that file that the new
   content no longer holds.
 
-Only anchors tied to the edited file count (their `path`, `hint` or the file they were last found in), so an
-edit answers from an indexed lookup, not a scan of the brain. Pure matching: nothing is written here.
+Only anchors tied to the edited file count (`Anchor.path`: the file the note ties them to, or the file they were
+last found in), so an edit answers from an indexed lookup, not a scan of the brain. Pure matching: nothing is written here.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from typing import Any
-
-from django.db.models import Q
 
 from brain.models import EXPORTED_STATUSES, Anchor, Note
 from brain.truth import describe
@@ -184,16 +182,23 @@ def anchor_change(anchor: Anchor, edit: FileEdit) -> str:
 
 
 def candidate_anchors(project_id: int, path: str) -> list[Anchor]:
-    """The anchors of the project's live, current notes tied to the edited file (indexed on `path`)."""
-    suffixes = path_suffixes(path)
+    """The anchors of the project's live, current notes tied to the edited file.
+
+    `Anchor.path` is the file an anchor depends on (its hint when written, where it was found once checked):
+    one indexed lookup, whatever the size of the brain. Only the columns the answer needs are read."""
     return list(
         Anchor.objects.filter(
-            Q(path__in=suffixes) | Q(hint__in=suffixes),
+            path__in=path_suffixes(path),
             note__project_id=project_id,
             note__status__in=EXPORTED_STATUSES,
             note__superseded_by__isnull=True,
             kind__in=("symbol", "setting", "quote"),
-        ).select_related("note")
+        )
+        .select_related("note")
+        .only(
+            "kind", "value", "path", "hint", "note__slug", "note__title", "note__status", "note__verification_state",
+            "note__verified_commit", "note__verification_evidence",
+        )  # fmt: skip
     )
 
 
