@@ -55,7 +55,7 @@ from brain.search import search
 from brain.truth import verification_dict
 
 # How far a session can trust a note's text, most first (docs/truth.md): the order brain_context shows them in.
-TRUST_ORDER = {
+TRUST_ORDER: dict[str, int] = {
     VerificationState.PROVEN: 0,
     VerificationState.VERIFIED: 1,
     VerificationState.UNVERIFIED: 2,
