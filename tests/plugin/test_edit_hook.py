@@ -31,7 +31,7 @@ from brain.models import Note
 from sessions.models import SessionEntry
 from sessions.tasks import retrospective
 from tests.conftest import free_port
-from tests.people.conftest import make_person
+from tests.people.conftest import live, make_person  # noqa: F401 - live: the server with every token set
 from tests.plugin.conftest import InstalledPlugin
 from tests.plugin.test_claude_cli import hook_payload
 from tests.truth.conftest import git
@@ -293,3 +293,25 @@ def test_the_recheck_queue_shows_the_draft_beside_the_note_and_rejecting_it_ther
     assert draft.status == "rejected"
     assert not Note.objects.needs_recheck().exists()
     assert "Nothing to re-check" in client.get(reverse("brain-recheck")).content.decode()
+
+
+@pytest.mark.usefixtures("live")  # every token set: nothing open without one
+def test_reading_the_brain_is_all_the_edit_hook_needs_and_without_it_the_answer_is_403(asgi_server, billing):
+    import httpx
+
+    from tests.people.conftest import bearer, token_for
+
+    make_person("rick", "reader")
+    rename = edit(str(uuid.uuid4()), billing, "def send_invoice(invoice):", "def deliver_invoice(invoice):", "toolu_r")
+    read_only = httpx.post(f"{asgi_server}/api/hooks/anchors", json=rename, headers=bearer(token_for("rick", "brain:read")),
+                           timeout=30)  # fmt: skip
+    assert read_only.status_code == 200, read_only.text
+    assert "billing-retry" in read_only.json()["hookSpecificOutput"]["additionalContext"]
+    assert not SessionEntry.objects.filter(kind="anchors").exists()  # logging the touch needs sessions:write
+
+    no_brain = httpx.post(f"{asgi_server}/api/hooks/anchors", json=rename, headers=bearer(token_for("rick", "sessions:write")),
+                          timeout=30)  # fmt: skip
+    assert no_brain.status_code == 403
+    both = httpx.post(f"{asgi_server}/api/hooks/anchors", json=rename, timeout=30,
+                      headers=bearer(token_for("rick", "brain:read", "sessions:write")))  # fmt: skip
+    assert both.status_code == 200 and SessionEntry.objects.filter(kind="anchors").count() == 1
