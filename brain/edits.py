@@ -173,7 +173,9 @@ def anchor_change(anchor: Anchor, edit: FileEdit) -> str:
             return "" if quote in _squash(edit.content) else ("changed" if edit.removed or edit.added else "removed")
         for removed, added in zip(edit.removed, edit.added or ("",) * len(edit.removed), strict=False):
             old, new = _squash(removed), _squash(added)
-            if quote in old and quote not in new:
+            if quote in new:
+                continue  # the line is still there (re-indented, or with a comment added)
+            if quote in old:
                 return "removed" if not new else "changed"
             if len(old) >= MIN_PARTIAL_CHARS and old in quote and old != new:
                 return "changed"
