@@ -181,3 +181,14 @@ def test_sessions_see_proven_above_verified_in_brain_context_session_start_and_s
     hits = {hit.slug: hit.verification for hit in search("billing rounding", limit=5).hits}
     assert hits["billing-rounding"]["state"] == "proven"
     assert hits["billing-rounding"]["label"] == f"proven at {head} (check passed)"
+
+
+@pytest.mark.django_db
+def test_the_note_page_says_proven_with_the_check_and_its_cost(billing, client):
+    from tests.people.conftest import make_person
+
+    note = do_verify_note(rounding_note())
+    client.force_login(make_person("vic"))
+    page = client.get(reverse("brain-note", args=[note.pk])).content.decode()
+    assert f"Proven at {note.verified_commit[:7]} in billing: its check passed" in page
+    assert "billing/rounding.py</code>" in page
