@@ -953,7 +953,8 @@ def _posted_version(request: HttpRequest) -> int | None:
 @login_required
 def projects_page(request: HttpRequest) -> HttpResponse:
     """Every project: its repository and branch, the head its notes were checked at, and how many are
-    verified, stale and unverified (or why its repository cannot be read)."""
-    states = {state: Count("notes", filter=Q(notes__verification_state=state)) for state in ("verified", "stale", "unverified")}
+    proven, verified, stale and unverified (or why its repository cannot be read)."""
+    states = {state: Count("notes", filter=Q(notes__verification_state=state))
+              for state in ("proven", "verified", "stale", "unverified")}  # fmt: skip
     projects = Project.objects.annotate(**states).order_by("name")
     return render(request, "brain/projects.html", {"projects": projects})

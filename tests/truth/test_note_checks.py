@@ -192,3 +192,13 @@ def test_the_note_page_says_proven_with_the_check_and_its_cost(billing, client):
     page = client.get(reverse("brain-note", args=[note.pk])).content.decode()
     assert f"Proven at {note.verified_commit[:7]} in billing: its check passed" in page
     assert "billing/rounding.py</code>" in page
+
+
+@pytest.mark.django_db
+def test_the_projects_page_counts_proven_notes(billing, client):
+    from tests.people.conftest import make_person
+
+    do_verify_note(rounding_note())
+    client.force_login(make_person("vic"))
+    row = client.get("/review/projects/").content.decode().split('data-project="billing"')[1].split("</tr>")[0]
+    assert "<td>1</td>\n      <td>0</td>" in row  # proven 1, verified 0
