@@ -198,8 +198,16 @@ def candidate_anchors(project_id: int, path: str) -> list[Anchor]:
         )
         .select_related("note")
         .only(
-            "kind", "value", "path", "hint", "note__slug", "note__title", "note__status", "note__verification_state",
-            "note__verified_commit", "note__verification_evidence",
+            "kind",
+            "value",
+            "path",
+            "hint",
+            "note__slug",
+            "note__title",
+            "note__status",
+            "note__verification_state",
+            "note__verified_commit",
+            "note__verification_evidence",
         )  # fmt: skip
     )
 
