@@ -1511,6 +1511,10 @@ def do_confirm_note(note: Note, *, user: User | None, expected_version: int | No
         for anchor in anchors:
             if anchor.state in (AnchorState.CHANGED, AnchorState.GONE):
                 waived[anchor.key] = {"commit": commit, "by": _who(user) or "service", "at": timezone.now().isoformat()}
+        failed = note_checks.failed_run(note)
+        if failed is not None:  # its check failed there: waived for that commit, like an anchor
+            waived[note_checks.waiver_key(failed)] = {"commit": failed.commit, "by": _who(user) or "service",
+                                                      "at": timezone.now().isoformat()}  # fmt: skip
         note.waived_anchors = waived
         _save_with_revision(
             note, before=before, version_before=version_before, action=NoteRevision.Action.STILL_TRUE, user=user,

@@ -124,6 +124,8 @@ def with_check(note: Note, verdict: NoteVerdict) -> NoteVerdict:
     run = NoteCheckRun.objects.filter(note=note, command=command).order_by("-ran_at", "-id").first()
     if run is None:
         return verdict
+    if not run.passed and waiver_key(run) in (note.waived_anchors or {}):
+        return verdict  # a person said "still true" although the check failed at that commit
     if not run.passed:
         anchors = verdict.evidence if verdict.state == VerificationState.STALE else []
         return NoteVerdict(VerificationState.STALE, run.commit, [*anchors, failed_evidence(run)])
@@ -143,3 +145,18 @@ def failed_evidence(run: NoteCheckRun) -> dict:
         "now": run.output[-MAX_OUTPUT_EVIDENCE_CHARS:], "changed_in": run.commit, "hunk": "",
         "message": f"check `{shown}` failed at {run.commit[:7]} ({why})",
     }  # fmt: skip
+
+
+def waiver_key(run: NoteCheckRun) -> str:
+    """The key "Still true" waives a failed run under (in `Note.waived_anchors`, beside the anchors' keys): for
+    that commit only, so the check failing again at a later head makes the note stale again."""
+    return f"check:{run.commit}:{run.command}"
+
+
+def failed_run(note: Note) -> NoteCheckRun | None:
+    """The note's last run of its check, when that run failed."""
+    command = check_command(note)
+    if not command:
+        return None
+    run = NoteCheckRun.objects.filter(note=note, command=command).order_by("-ran_at", "-id").first()
+    return run if run is not None and not run.passed else None

@@ -202,3 +202,22 @@ def test_the_projects_page_counts_proven_notes(billing, client):
     client.force_login(make_person("vic"))
     row = client.get("/review/projects/").content.decode().split('data-project="billing"')[1].split("</tr>")[0]
     assert "<td>1</td>\n      <td>0</td>" in row  # proven 1, verified 0
+
+
+@pytest.mark.django_db
+def test_still_true_on_a_note_whose_check_failed_clears_it_until_the_check_fails_at_another_head(billing):
+    from brain.actions import do_confirm_note
+
+    note = do_verify_note(rounding_note('grep -q "round(amount, 4)" billing/rounding.py'))
+    assert note.verification_state == "stale"
+    note = do_confirm_note(note, user=None)
+    assert note.verification_state == "verified" and not Note.objects.needs_recheck().exists()
+
+    (billing / "README.md").write_text("billing\n")
+    rounding = billing / "billing" / "rounding.py"
+    rounding.write_text(rounding.read_text() + "\n# cents\n")
+    git(billing, "add", "-A")
+    git(billing, "commit", "-qm", "a comment")
+    call_command("project_sync", "billing", stdout=io.StringIO())
+    note.refresh_from_db()
+    assert note.verification_state == "stale"  # failed again at the new head: a new decision is due
