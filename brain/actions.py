@@ -13,11 +13,13 @@ from __future__ import annotations
 import functools
 import json
 import re
+import tempfile
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -26,6 +28,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from brain import anchors as anchor_rules
+from brain import checks as note_checks
 from brain import projects as project_rules
 from brain import truth
 from brain.chunking import chunk_note
@@ -42,6 +45,7 @@ from brain.models import (
     MirrorFile,
     Note,
     NoteChange,
+    NoteCheckRun,
     NoteChunk,
     NoteLink,
     NoteRevision,
@@ -448,6 +452,7 @@ def _create_note(
     """Validate, redact and insert a new note under a free slug (the write and ingest actions' one path)."""
     title, body = _clean_title(title), _clean_body(body)
     frontmatter, slug = _clean_frontmatter(frontmatter), _clean_slug(slug)
+    note_checks.refuse_unless_allowed(user, None, frontmatter)  # a check runs a command: a reviewer's to give
     if status == NoteStatus.WIKI:
         wing, hall = _clean_place(wing, hall, wing_required=True)
         _check_wiki_slug(slug, hall)
@@ -466,6 +471,7 @@ def _create_note(
     with transaction.atomic():
         _insert_with_unique_slug(note, slug or slugify_title(note.title), explicit=slug is not None)
         _after_write(note)
+        _queue_check_if_new(note, None)
     return note
 
 
@@ -510,6 +516,7 @@ def do_edit_note(
     new_title, new_body, new_frontmatter = redacted.title, redacted.body, redacted.frontmatter
     with transaction.atomic():
         note = _locked(note, expected_version=expected_version)
+        note_checks.refuse_unless_allowed(user, note.frontmatter, new_frontmatter)
         before, version_before = note.snapshot(), note.version
         if new_title is not None:
             note.title = new_title
@@ -525,6 +532,9 @@ def do_edit_note(
         note.provenance = {**note.provenance, "last_edited_by": _who(user) or "service", "last_edited_at": timezone.now().isoformat()}
         _save_with_revision(note, before=before, version_before=version_before, action=NoteRevision.Action.EDIT, user=user)
         _after_write(note)
+        _queue_check_if_new(note, before.get("frontmatter"))
+        if note.status == NoteStatus.WIKI:
+            _settle_drafts(note, reviewer=user, reason=f"settled: {note.slug} was edited")
         return note
 
 
@@ -541,6 +551,7 @@ def do_promote_note(
     """
     if slug_from_title and slug is not None:
         raise BrainInputError("give a slug or ask for one from the title, not both.")
+    group = group or uuid.uuid4()  # a successor's promotion and the supersession it settles: one undo
     wing, hall = _clean_place(wing, hall, wing_required=True)
     new_title = _clean_title(title) if title is not None else None
     new_body = _clean_body(body) if body is not None else None
@@ -570,11 +581,17 @@ def do_promote_note(
         # Bulk promotes race each other for the slug of one title: the unique index decides, not a SELECT.
         _save_maybe_reslugged(note, new_slug, save, renumber=slug_from_title)
         _after_write(note)
+        _supersede_what_it_names(note, reviewer=reviewer, group=group)
         return note
 
 
-def do_reject_note(note: Note, *, reviewer: User | None, reason: str, group: uuid.UUID | None = None) -> Note:
-    """raw → rejected, with the reason (required) recorded as the review note (`group`: see do_promote_note)."""
+def do_reject_note(
+    note: Note, *, reviewer: User | None, reason: str, group: uuid.UUID | None = None, settle: bool = True
+) -> Note:
+    """raw → rejected, with the reason (required) recorded as the review note (`group`: see do_promote_note).
+
+    A rejected successor draft (frontmatter `supersedes:`) settles the re-check of the note it would have
+    replaced: that note is still true (do_confirm_note), unless `settle` is False."""
     if not isinstance(reason, str) or not reason.strip():
         raise BrainInputError("a reason is required to reject a note: say why it should not enter the wiki.")
     with transaction.atomic():
@@ -586,6 +603,8 @@ def do_reject_note(note: Note, *, reviewer: User | None, reason: str, group: uui
             group=group, summary=reason.strip(),
         )  # fmt: skip
         _after_write(note, links_changed=False)
+        if settle:
+            _confirm_what_it_names(note, reviewer=reviewer)
         return note
 
 
@@ -607,6 +626,7 @@ def do_archive_note(note: Note, *, user: User | None = None, reason: str = "", e
             summary=reason,
         )  # fmt: skip
         _after_write(note, links_changed=False)
+        _settle_drafts(note, reviewer=user, reason=f"settled: {note.slug} was archived")
         return note
 
 
@@ -1342,6 +1362,7 @@ def _store_verdict(note: Note, verdict: truth.NoteVerdict | None = None) -> None
         if note.verification_state == VerificationState.UNVERIFIED:
             return
         verdict = truth.verdict(note, list(note.anchors.all()), note.verified_commit)
+    verdict = note_checks.with_check(note, verdict)
     if (note.verification_state, note.verified_commit, note.verification_evidence) == (
         verdict.state, verdict.commit, verdict.evidence
     ):
@@ -1355,11 +1376,15 @@ def _store_verdict(note: Note, verdict: truth.NoteVerdict | None = None) -> None
 
 
 def do_verify_note(note: Note) -> Note:
-    """Re-check every anchor of one note now, at its project's recorded head (brain_verify)."""
+    """Re-check every anchor of one note now, at its project's recorded head, then run its `check:` there
+    unless it ran at that head already (brain_verify waits for it: at most SUPERVISOR_TEST_TIMEOUT)."""
     with transaction.atomic():
         note = _locked(note)
         _check_note(note, list(note.anchors.all()), only_unchecked=False)
-        return note
+    if note_checks.check_command(note) and note.project is not None and note.project.last_synced_commit:
+        do_run_note_check(note, note.project.last_synced_commit)
+        note.refresh_from_db()
+    return note
 
 
 @dataclass
@@ -1374,12 +1399,14 @@ class RecheckOutcome:
     anchors_rechecked: int = 0
     stale: list[str] = field(default_factory=list)  # slugs of the re-checked notes that are stale now
     error: str = ""
+    checks_due: list[int] = field(default_factory=list)  # re-checked wiki notes that carry a `check:`
+    checks: list[dict] = field(default_factory=list)  # what their checks did: {slug, passed, seconds, commit}
 
     def as_dict(self) -> dict:
         return {
             "project": self.project, "old": self.old, "new": self.new, "changed_files": self.changed_files,
             "notes_rechecked": self.notes_rechecked, "anchors_rechecked": self.anchors_rechecked,
-            "stale": list(self.stale or []), "error": self.error,
+            "stale": list(self.stale or []), "error": self.error, "checks": list(self.checks),
         }  # fmt: skip
 
 
@@ -1402,7 +1429,16 @@ def do_sync_project(project: Project) -> RecheckOutcome:
             verification_state=verdict.state, verified_commit="", verification_evidence=verdict.evidence
         )
         return RecheckOutcome(project=project.name, error=str(exc), stale=[])
-    return do_recheck_project(project, head)
+    outcome = do_recheck_project(project, head)
+    # Checks run after the anchors are stored, outside their transaction: a check may take a test run's time.
+    for note in Note.objects.filter(pk__in=outcome.checks_due).select_related("project"):
+        run = do_run_note_check(note, head)
+        if run is not None:
+            outcome.checks.append({"slug": note.slug, "passed": run.passed, "seconds": round(run.seconds, 3),
+                                   "commit": run.commit})  # fmt: skip
+            if not run.passed and note.slug not in outcome.stale:
+                outcome.stale = sorted([*outcome.stale, note.slug])
+    return outcome
 
 
 def do_recheck_project(project: Project, head: str) -> RecheckOutcome:
@@ -1438,7 +1474,9 @@ def do_recheck_project(project: Project, head: str) -> RecheckOutcome:
         outcome.notes_rechecked = len({anchor.note_id for anchor in due})
         now = timezone.now()
         for note in rechecked:
-            verdict = truth.verdict(note, by_note.get(note.pk, []), head)
+            verdict = note_checks.with_check(note, truth.verdict(note, by_note.get(note.pk, []), head))
+            if note_checks.check_command(note) and note.status == NoteStatus.WIKI:
+                outcome.checks_due.append(note.pk)
             note.verification_state, note.verified_commit = verdict.state, verdict.commit
             note.verification_evidence, note.verified_at = verdict.evidence, now
             if verdict.state == VerificationState.STALE:
@@ -1473,12 +1511,17 @@ def do_confirm_note(note: Note, *, user: User | None, expected_version: int | No
         for anchor in anchors:
             if anchor.state in (AnchorState.CHANGED, AnchorState.GONE):
                 waived[anchor.key] = {"commit": commit, "by": _who(user) or "service", "at": timezone.now().isoformat()}
+        failed = note_checks.failed_run(note)
+        if failed is not None:  # its check failed there: waived for that commit, like an anchor
+            waived[note_checks.waiver_key(failed)] = {"commit": failed.commit, "by": _who(user) or "service",
+                                                      "at": timezone.now().isoformat()}  # fmt: skip
         note.waived_anchors = waived
         _save_with_revision(
             note, before=before, version_before=version_before, action=NoteRevision.Action.STILL_TRUE, user=user,
             summary=f"still true at {commit[:7]}",
         )  # fmt: skip
         _store_verdict(note, truth.verdict(note, anchors, commit))
+        _settle_drafts(note, reviewer=user, reason=f"settled: {note.slug} is still true at {commit[:7]}")
         return note
 
 
@@ -1518,6 +1561,8 @@ def do_supersede_note(old: Note, new: Note, *, reason: str, user: User | None = 
             group=group, summary=f"superseded by {new.slug}: {reason}",
         )  # fmt: skip
         _after_write(old, links_changed=False)
+        _settle_drafts(old, reviewer=user, reason=f"settled: {old.slug} is superseded by {new.slug}", keep=new,
+                       group=group)  # fmt: skip
         return old
 
 
@@ -1546,5 +1591,99 @@ def do_promote_superseding(note: Note, old: Note, *, reviewer: User | None, reas
     group = uuid.uuid4()
     with transaction.atomic():
         promoted = do_promote_note(note, reviewer=reviewer, wing=old.wing, hall=old.hall, group=group)
-        do_supersede_note(old, promoted, reason=reason, user=reviewer, group=group)
+        old.refresh_from_db()
+        if old.superseded_by_id != promoted.pk:  # a draft that names it was promoted in its place already
+            do_supersede_note(old, promoted, reason=reason, user=reviewer, group=group)
         return promoted
+
+
+# -- notes that carry a check (brain.checks; docs/truth.md) ---------------------------------------------------
+
+
+def _queue_check_if_new(note: Note, frontmatter_before: dict | None) -> None:
+    """A wiki note given a check (or a new one) has it run at its project's head by a worker, after the commit."""
+    command = note_checks.check_command(note)
+    if not command or note.status != NoteStatus.WIKI or note.project_id is None:
+        return
+    if isinstance(frontmatter_before, dict) and frontmatter_before.get(note_checks.FRONTMATTER_KEY) == command:
+        return
+    note_id = note.pk
+
+    def queue() -> None:
+        from django_q.tasks import async_task
+
+        async_task("brain.tasks.run_note_check", note_id, task_name=f"note-check-{note_id}")
+
+    transaction.on_commit(queue)
+
+
+def do_run_note_check(note: Note, commit: str) -> NoteCheckRun | None:
+    """Run the wiki note's `check:` at `commit` of its project (once per commit and command), store the run and
+    the note's verdict (proven, or stale with the output). None when it has no check, no readable repository,
+    or no runner is registered (the supervisor app is not installed)."""
+    command = note_checks.check_command(note)
+    runner = note_checks.check_runner()
+    if not command or note.status != NoteStatus.WIKI or note.project is None or runner is None:
+        return None
+    run = NoteCheckRun.objects.filter(note=note, commit=commit, command=command).first()
+    if run is None:
+        try:
+            repo = project_rules.repository(note.project)
+            with tempfile.TemporaryDirectory(prefix="hyperguild-check-") as folder:
+                note_checks.export_tree(repo, commit, Path(folder))
+                result = runner(Path(folder), command)
+        except RepositoryUnreadable:
+            return None
+        run, _ = NoteCheckRun.objects.get_or_create(
+            note=note, commit=commit, command=command,
+            defaults={"passed": result.passed, "exit_code": result.exit_code, "outcome": result.outcome,
+                      "output": result.output, "seconds": result.seconds},
+        )  # fmt: skip
+    with transaction.atomic():
+        note = _locked(note)
+        head = note.project.last_synced_commit if note.project is not None else ""
+        _store_verdict(note, truth.verdict(note, list(note.anchors.all()), head or commit))
+    return run
+
+
+# -- successor drafts: one decision settles a draft and the re-check of the note it names (docs/truth.md) ------
+
+SUPERSEDES_KEY = "supersedes"
+
+
+def successor_drafts(old: Note) -> QuerySet[Note]:
+    """Raw notes waiting for review that say they replace `old` (frontmatter `supersedes: <slug>`): the
+    retrospective's drafts after a session changed the code `old` cites, or a session's own successor."""
+    return Note.objects.filter(status=NoteStatus.RAW, **{f"frontmatter__{SUPERSEDES_KEY}": old.slug}).order_by("id")
+
+
+def _named_old(draft: Note) -> Note | None:
+    slug = (draft.frontmatter or {}).get(SUPERSEDES_KEY)
+    if not isinstance(slug, str) or not slug or slug == draft.slug:
+        return None
+    return Note.objects.filter(slug=slug, status=NoteStatus.WIKI, superseded_by__isnull=True).first()
+
+
+def _settle_drafts(old: Note, *, reviewer: User | None, reason: str, keep: Note | None = None,
+                   group: uuid.UUID | None = None) -> None:  # fmt: skip
+    """The note's re-check was decided (still true, edited, superseded, archived): its drafts are rejected."""
+    drafts = successor_drafts(old)
+    if keep is not None:
+        drafts = drafts.exclude(pk=keep.pk)
+    for draft in drafts:
+        do_reject_note(draft, reviewer=reviewer, reason=reason, group=group, settle=False)
+
+
+def _supersede_what_it_names(promoted: Note, *, reviewer: User | None, group: uuid.UUID) -> None:
+    """A promoted draft takes the place of the wiki note it names (its re-check, and its other drafts, settled)."""
+    old = _named_old(promoted)
+    if old is not None:
+        do_supersede_note(old, promoted, reason=f"replaced by {promoted.slug}, promoted from review", user=reviewer,
+                          group=group)  # fmt: skip
+
+
+def _confirm_what_it_names(rejected: Note, *, reviewer: User | None) -> None:
+    """A rejected draft leaves the note it named as it is: when that note waits for a re-check, it is still true."""
+    old = _named_old(rejected)
+    if old is not None and Note.objects.needs_recheck().filter(pk=old.pk).exists():
+        do_confirm_note(old, user=reviewer)

@@ -27,6 +27,7 @@ from brain.models import (
     MirrorFile,
     Note,
     NoteChange,
+    NoteCheckRun,
     NoteChunk,
     NoteLink,
     NoteRevision,
@@ -70,6 +71,16 @@ class AnchorAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ("note", "kind", "value", "state", "path", "location", "commit", "checked_at")
     list_filter = ("kind", "state", "explicit")
     search_fields = ("value", "path", "note__slug")
+    list_select_related = ("note",)
+
+
+@admin.register(NoteCheckRun)
+class NoteCheckRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Every run of a note's `check:` (brain.checks): at which commit, how it ended, what it cost."""
+
+    list_display = ("note", "commit", "passed", "exit_code", "outcome", "seconds", "ran_at")
+    list_filter = ("passed", "outcome")
+    search_fields = ("note__slug", "command", "commit")
     list_select_related = ("note",)
 
 

@@ -34,7 +34,8 @@ HTML comment), cut to EXCERPT_CHARS; a note that matches none of them (a
 graph neighbour) shows its first passage.
 
 Truth (docs/truth.md): a superseded note is never a candidate, every entry carries its
-`verification`, and stale notes rank below the others (verified or unverified) whatever their score.
+`verification`, and stale notes rank below the others (verified or unverified) whatever their score;
+the notes chosen are shown proven first, then verified, then unverified (TRUST_ORDER).
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ from brain.models import Note, NoteLink, NoteStatus, Project, VerificationState
 from brain.passages import best_sentences, score_passages, split_passages
 from brain.search import search
 from brain.truth import verification_dict
+
+# How far a session can trust a note's text, most first (docs/truth.md): the order brain_context shows them in.
+TRUST_ORDER: dict[str, int] = {
+    VerificationState.PROVEN: 0,
+    VerificationState.VERIFIED: 1,
+    VerificationState.UNVERIFIED: 2,
+    VerificationState.STALE: 3,
+}
 
 SEED_LIMIT = 20
 PATH_SEED_WEIGHT = 0.5
@@ -236,6 +245,8 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
             notes[candidate.note_id].verification_state == VerificationState.STALE, -candidate.score, candidate.order
         ),
     )[:limit]
+    # Of the notes chosen, the better proven come first: proven, then verified, then unverified (stale last).
+    ranked.sort(key=lambda candidate: TRUST_ORDER.get(notes[candidate.note_id].verification_state, 2))
     query = " ".join([name, *wanted])
     entries = [
         {

@@ -47,3 +47,11 @@ class AnswerUnavailable(BrainError):
 
 class FolderError(BrainError, ValueError):
     """A file in a brain folder that cannot become a note."""
+
+
+class CheckRefused(BrainError):
+    """A `check:` set by someone who may not: it runs a command on the server, so only a reviewer or staff
+    may give a note one (docs/truth.md, "Notes that carry a check"). Nothing was written."""
+
+    http_status = 403
+    code = "forbidden"

@@ -35,6 +35,7 @@ class NoteStatus(models.TextChoices):
 class VerificationState(models.TextChoices):
     """Whether what a note cites in its project's code is still there (docs/truth.md)."""
 
+    PROVEN = "proven", "proven"  # its anchors hold and its `check:` command passed (brain.checks)
     VERIFIED = "verified", "verified"
     STALE = "stale", "stale"
     UNVERIFIED = "unverified", "unverified"
@@ -561,3 +562,29 @@ class SimilarNotes(models.Model):
 
     def __str__(self) -> str:
         return f"similar to {self.note_id}"
+
+
+class NoteCheckRun(models.Model):
+    """One run of a wiki note's `check:` command at one commit of its project's branch (brain.checks).
+
+    Run by the supervisor's test runner in a throwaway copy of that commit's tree, with a test run's limits.
+    At most one per (note, commit, command): a head the check already ran at is answered from here. Exit 0
+    makes the note *proven at <commit>*; anything else *stale*, with `output` as the evidence.
+    """
+
+    note = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="check_runs")
+    command = models.CharField(max_length=500)
+    commit = models.CharField(max_length=64)
+    passed = models.BooleanField(default=False)
+    exit_code = models.IntegerField(null=True, blank=True)
+    outcome = models.CharField(max_length=32, blank=True)  # exited, timeout… (supervisor.executor.ProcessOutcome)
+    output = models.TextField(blank=True)
+    seconds = models.FloatField(default=0)  # its cost, as a test run's is recorded
+    ran_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-ran_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["note", "commit", "command"], name="note_check_once_per_head")]
+
+    def __str__(self) -> str:
+        return f"{self.note_id} at {self.commit[:7]}: {'passed' if self.passed else 'failed'}"

@@ -23,9 +23,12 @@ NOTE_URI_PREFIX = "brain://note/"
 
 
 class Verification(ToolResult):
-    state: Literal["verified", "stale", "unverified"]
+    state: Literal["proven", "verified", "stale", "unverified"]
     commit: str | None = Field(description="the branch head it was checked at")
-    label: str = Field(description="'verified at 1a2b3c4', 'may be outdated: …' or why unverified")
+    label: str = Field(
+        description="'proven at 1a2b3c4 (check passed)', 'verified at 1a2b3c4 (anchors hold)', 'may be outdated: …' "
+        "or why unverified"
+    )
     reason: str | None = Field(description="why the note is unverified (null otherwise)")
     evidence: list[dict[str, Any]] = Field(
         description="for a stale note: each anchor that no longer holds, the commit that changed it"

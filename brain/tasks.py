@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection
 
 from brain import similar
-from brain.actions import do_prune_note_changes, do_sync_project
+from brain.actions import do_prune_note_changes, do_run_note_check, do_sync_project
 from brain.embedding_sync import sync_embeddings as run_sync
 from brain.folder import sync_mirror
 from brain.models import Note, NoteStatus, Project
@@ -119,3 +119,14 @@ def verify_project(project_id: int) -> dict:
     if project is None:
         return {"skipped": "no such project with a repository"}
     return do_sync_project(project).as_dict()
+
+
+def run_note_check(note_id: int) -> dict:
+    """A wiki note's `check:` at its project's synced head (queued when a reviewer gives a note a check)."""
+    note = Note.objects.filter(pk=note_id).select_related("project").first()
+    if note is None or note.project is None or not note.project.last_synced_commit:
+        return {"skipped": "no such note with a synced project"}
+    run = do_run_note_check(note, note.project.last_synced_commit)
+    if run is None:
+        return {"skipped": "no check to run (none, not a wiki note, unreadable repository or no runner)"}
+    return {"slug": note.slug, "passed": run.passed, "commit": run.commit, "seconds": round(run.seconds, 3)}

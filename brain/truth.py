@@ -247,9 +247,12 @@ def no_repository_reason(project: Project | None, problem: str = "") -> str:
 
 
 def describe(state: str, commit: str, evidence: list[dict]) -> str:
-    """One line for a session: "verified at 1a2b3c4", "may be outdated: `spawn_worker` changed in 9f8e7d6"."""
+    """One line for a session: "proven at 1a2b3c4 (check passed)", "verified at 1a2b3c4 (anchors hold)",
+    "may be outdated: `spawn_worker` changed in 9f8e7d6"."""
+    if state == VerificationState.PROVEN:
+        return f"proven at {commit[:7]} (check passed)"
     if state == VerificationState.VERIFIED:
-        return f"verified at {commit[:7]}"
+        return f"verified at {commit[:7]} (anchors hold)"
     if state == VerificationState.STALE:
         messages = [item.get("message", "") for item in evidence if item.get("message")]
         return "may be outdated: " + "; ".join(messages[:2]) + ("; …" if len(messages) > 2 else "")

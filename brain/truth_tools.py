@@ -58,7 +58,8 @@ class VerifyResult(ToolResult):
     title="Re-check a note against the code now",
     description=(
         "Check every anchor of a note (the files, symbols, quoted lines, commands and settings it cites) against "
-        "its project's branch head now, and return its verification: verified at a commit, stale with the "
+        "its project's branch head now, run its `check:` command there if it has one and it has not run at that "
+        "head (waits for it), and return its verification: proven or verified at a commit, stale with the "
         "evidence, or unverified and why. Reviewers and staff only."
     ),
     input_model=VerifyInput,

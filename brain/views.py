@@ -115,6 +115,8 @@ class RejectForm(forms.Form):
 class EditForm(VersionedForm):
     title = form_field(NoteEditInput, "title")
     body = form_field(NoteEditInput, "body")
+    # A reviewer's: a command that proves the note (brain.checks); empty removes it. Absent: left as it is.
+    check = forms.CharField(max_length=500, required=False, strip=True)
 
 
 class RefileForm(VersionedForm):
@@ -584,10 +586,16 @@ def reject_note(request: SignedInRequest, note: Note, form: RejectForm) -> HttpR
 def edit_note(request: SignedInRequest, note: Note, form: EditForm) -> HttpResponse:
     data = form.cleaned_data
     body = data["body"]
+    frontmatter = None
+    if "check" in request.POST and data["check"] != (note.frontmatter or {}).get("check", ""):
+        frontmatter = {key: value for key, value in (note.frontmatter or {}).items() if key != "check"}
+        if data["check"]:
+            frontmatter["check"] = data["check"]
     try:
         edited = actions.do_edit_note(
-            note, title=data["title"], body=body, user=request.user, expected_version=data["version"]
-        )
+            note, title=data["title"], body=body, frontmatter=frontmatter, user=request.user,
+            expected_version=data["version"],
+        )  # fmt: skip
     except BrainInputError as exc:
         return _refused(request, note, exc, body=body, edit_form=form)
     if edited.version == note.version:
@@ -859,6 +867,13 @@ def recheck_queue(request: HttpRequest) -> HttpResponse:
     what the code says now, and the decisions (still true, edit, superseded by…, archive)."""
     notes = Note.objects.needs_recheck().select_related("project").order_by("verified_at", "id")
     page, query = paginate(request, notes, per_page=RECHECK_PAGE)
+    # Beside each note, the successor drafts waiting for review (one decision settles both).
+    drafts: dict[str, list[Note]] = {}
+    slugs = [note.slug for note in page.object_list]
+    for draft in Note.objects.filter(status=NoteStatus.RAW, frontmatter__supersedes__in=slugs).order_by("id"):
+        drafts.setdefault(draft.frontmatter.get("supersedes"), []).append(draft)
+    for note in page.object_list:
+        note.successor_drafts = drafts.get(note.slug, [])
     return render(request, "brain/recheck.html", {"page": page, "notes": page.object_list, "query": query})
 
 
@@ -938,7 +953,8 @@ def _posted_version(request: HttpRequest) -> int | None:
 @login_required
 def projects_page(request: HttpRequest) -> HttpResponse:
     """Every project: its repository and branch, the head its notes were checked at, and how many are
-    verified, stale and unverified (or why its repository cannot be read)."""
-    states = {state: Count("notes", filter=Q(notes__verification_state=state)) for state in ("verified", "stale", "unverified")}
+    proven, verified, stale and unverified (or why its repository cannot be read)."""
+    states = {state: Count("notes", filter=Q(notes__verification_state=state))
+              for state in ("proven", "verified", "stale", "unverified")}  # fmt: skip
     projects = Project.objects.annotate(**states).order_by("name")
     return render(request, "brain/projects.html", {"projects": projects})

@@ -17,6 +17,7 @@ from hyperguild.lib.limits import InputRejected, loads_limited
 from hyperguild.mcp.views import origin_allowed
 from hyperguild.permissions import may
 from sessions.actions import check_session_id, do_log_checked_entry, may_read_session
+from sessions.edit_hook import handle_edit_hook
 from sessions.hooks import HookRefused, handle_hook, replay_spool
 from sessions.models import AgentSession
 
@@ -121,3 +122,21 @@ class ClaudeHookSpoolView(ClaudeHookView):
         except InputRejected as exc:
             raise HookRefused(exc.message) from None
         return Response(asdict(replay_spool(body, user=request.user.user)))
+
+
+class ClaudeEditHookView(ClaudeHookView):
+    """`POST /api/hooks/anchors`: the PostToolUse input of a file edit in, the notes it touched out (sessions.edit_hook).
+
+    Reading the notes is all it needs (`brain:read`); the touch is logged in the session only for a caller that
+    may also log sessions (`sessions:write`)."""
+
+    token_scope = "brain:read"
+
+    def post(self, request: Request) -> Response:  # type: ignore[override]  # this route has no event in its URL
+        try:
+            payload = loads_limited(request.body)
+        except InputRejected as exc:
+            raise HookRefused(exc.message) from None
+        identity = request.user
+        outcome = handle_edit_hook(payload, user=identity.user, may_log=may(identity, "sessions:write"))
+        return Response(outcome.answer)

@@ -43,6 +43,7 @@ from hyperguild.lib.typed import JSON
 from sessions.actions import do_record_failed_retrospective, do_record_retrospective
 from sessions.errors import SessionNotFound
 from sessions.models import AgentSession, SessionEntry
+from sessions.note_drafts import draft_successors
 from sessions.redaction import redact_fields
 from supervisor.models import SkillRun
 from supervisor.skills import Verdict, build_result
@@ -418,6 +419,12 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> JSON:
                 written.append(note.slug)
         reported.append(item)
 
+    # The notes its edits broke and left as they were: a "supersedes" draft each (sessions.note_drafts), among
+    # `written`.
+    drafts = draft_successors(session)
+    drafted = [item["note_slug"] for item in drafts if item["outcome"] == "written"]
+    learned = len(written)
+    written += drafted
     if written:
         reported_clean, retro_redactions = redact_fields({"learnings": reported})
         do_record_retrospective(
@@ -425,9 +432,11 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> JSON:
             message=notice.strip(), redactions=retro_redactions,
         )
     summary = (
-        f"{len(learnings)} learning(s) by {method}: {len(written)} written to raw, {len(merges)} merge suggestion(s), "
-        f"{len(reported) - len(written) - len(merges)} already written."
+        f"{len(learnings)} learning(s) by {method}: {learned} written to raw, {len(merges)} merge suggestion(s), "
+        f"{len(reported) - learned - len(merges)} already written."
     )
+    if drafted:
+        summary += f" {len(drafted)} successor draft(s) for notes this session's edits broke: {', '.join(drafted)}."
     return _result(
         status=Verdict.PASS,
         model_used=model or "rules",

@@ -1,10 +1,11 @@
 from django.urls import path
 
-from sessions.api import ClaudeHookSpoolView, ClaudeHookView, SessionEntriesView
+from sessions.api import ClaudeEditHookView, ClaudeHookSpoolView, ClaudeHookView, SessionEntriesView
 
 urlpatterns = [
     # Before the event route: "spool" is no hook event.
     path("api/hooks/spool", ClaudeHookSpoolView.as_view(), name="sessions-claude-hook-spool"),
+    path("api/hooks/anchors", ClaudeEditHookView.as_view(), name="sessions-claude-edit-hook"),
     path("api/hooks/<str:event>", ClaudeHookView.as_view(), name="sessions-claude-hook"),
     path("sessions/<str:session_id>/entries", SessionEntriesView.as_view(), name="sessions-entries"),
 ]

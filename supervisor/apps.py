@@ -17,5 +17,9 @@ class SupervisorConfig(AppConfig):
         from supervisor.metrics import skill_run_metrics
         from supervisor.tasks import schedules
 
+        from brain.checks import register_check_runner
+        from supervisor.note_checks import run_note_check
+
         register_schedules(schedules)  # the reaper of abandoned runs
+        register_check_runner(run_note_check)  # notes' `check:` commands run as test commands do
         register_metric_source("skill_runs", skill_run_metrics)

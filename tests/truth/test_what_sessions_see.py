@@ -62,7 +62,7 @@ def test_session_start_and_brain_context_mark_stale_notes_and_rank_them_below_ve
     lines = [line for line in text.splitlines() if line.startswith("- ")]
     assert all("[verified at " in line or "[may be outdated: " in line or "[unverified" in line for line in lines)
     assert f"(spawn) [may be outdated: `spawn_worker` changed in {new[:7]}]" in text
-    assert f"(reports) [verified at {new[:7]}]" in text
+    assert f"(reports) [verified at {new[:7]} (anchors hold)]" in text
     slugs = [line.split("(")[1].split(")")[0] for line in lines]
     stale_at = [i for i, slug in enumerate(slugs) if slug in STALE_AFTER_CHANGE]
     verified_at = [i for i, slug in enumerate(slugs) if slug not in STALE_AFTER_CHANGE]
