@@ -575,10 +575,12 @@ def do_store_training_example(
 
 
 @transaction.atomic
-def do_record_replay(example: TrainingExample, outcome: dict) -> TrainingExample:
-    """Keep what `trainer_verify` found (valid / invalid / n/a, why, each side's test run)."""
+def do_record_replay(example: TrainingExample, outcome: dict, *, requested_by: User | None = None) -> TrainingExample:
+    """Keep what `trainer_verify` found (valid / invalid / n/a, why, each side's test run) and who asked for it."""
     example = TrainingExample.objects.select_for_update().get(pk=example.pk)
     example.replay_status = outcome["status"]
     example.replay = {key: value for key, value in outcome.items() if key != "status"}
+    if requested_by is not None:
+        example.replay["requested_by"] = requested_by.get_username()
     example.save(update_fields=["replay_status", "replay", "updated_at"])
     return example

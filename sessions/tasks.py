@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from django.contrib.auth.models import User
+
 from hyperguild import budgets
 from hyperguild.lib.llm import get_llm_client
 from hyperguild.lib.model_calls import model_call_context
@@ -51,13 +53,16 @@ def trainer_extract(session_id: str | None = None) -> dict:
     return {"count": result["count"], "created": result.get("created", 0), "message": result["message"]}
 
 
-def replay_example(example_id: int) -> dict:
-    """`async_task("sessions.tasks.replay_example", pk)`: what `manage.py trainer_verify` does, for one example."""
+def replay_example(example_id: int, requested_by_id: int | None = None) -> dict:
+    """`async_task("sessions.tasks.replay_example", pk, requested_by_id=…)`: what `manage.py trainer_verify` does,
+    for one example, on behalf of the curator who asked (None: the service, a schedule or the command)."""
     example = TrainingExample.objects.filter(pk=example_id).first()
     if example is None:
         return {"skipped": "no such example"}
-    outcome = replay(example)
-    do_record_replay(example, outcome)
+    requested_by = User.objects.filter(pk=requested_by_id, is_active=True).first() if requested_by_id else None
+    with model_call_context(requested_by=requested_by, service="training replay"):
+        outcome = replay(example)
+    do_record_replay(example, outcome, requested_by=requested_by)
     return {"status": outcome["status"], "reason": outcome["reason"]}
 
 
