@@ -30,6 +30,8 @@ def retrospective(session_id: str, llm_model: str | None = None, requested_by_id
     if session is None:
         return {"skipped": f"no session {session_id!r}"}
     owner = session.started_by
+    if owner is not None and not owner.is_active:
+        return {"skipped": "the session's owner's account is deactivated: nothing runs as them"}
     if owner is not None and requested_by_id is not None and owner.pk != requested_by_id:
         # Queued for one person, the session is someone else's: nothing of it runs as the wrong person.
         logger.warning("retrospective of session %s skipped: queued for another person", session_id)
