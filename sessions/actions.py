@@ -575,6 +575,15 @@ def do_store_training_example(
 
 
 @transaction.atomic
+def do_name_extractor(examples: list[TrainingExample], requested_by: User) -> list[TrainingExample]:
+    """Name, in each newly extracted candidate's provenance, the person whose trainer call extracted it."""
+    for example in examples:
+        example.provenance = {**(example.provenance or {}), "requested_by": requested_by.get_username()}
+        example.save(update_fields=["provenance", "updated_at"])
+    return examples
+
+
+@transaction.atomic
 def do_record_replay(example: TrainingExample, outcome: dict, *, requested_by: User | None = None) -> TrainingExample:
     """Keep what `trainer_verify` found (valid / invalid / n/a, why, each side's test run) and who asked for it."""
     example = TrainingExample.objects.select_for_update().get(pk=example.pk)

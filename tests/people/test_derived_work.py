@@ -117,6 +117,19 @@ def test_a_session_owner_runs_the_retrospective_of_their_own_session(live):
     assert [item["outcome"] for item in own["structuredContent"]["learnings"]] == ["withheld"]  # operators read notes
 
 
+def test_a_trainer_run_names_the_person_who_asked_in_each_candidate(live):
+    from sessions.models import TrainingExample
+    from tests.sessions.test_trainer import fail_then_pass
+
+    otto = person("otto", "operator")
+    session_id = str(uuid.uuid4())
+    hook(live, "SessionStart", session_id, otto, source="startup")
+    fail_then_pass(session_id)
+    mined = call_tool(f"{live}/mcp/supervisor", "trainer", {"session_id": session_id}, headers=otto)
+    assert mined["isError"] is False and mined["structuredContent"]["created"] == 2, mined
+    assert {example.provenance["requested_by"] for example in TrainingExample.objects.all()} == {"otto"}
+
+
 # --- finding 3: a reader writes raw notes by a side door -----------------------------------------
 
 
