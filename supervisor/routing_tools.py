@@ -44,7 +44,6 @@ routed_model_tool = partial(routing.tool, open_world=True, long_running=True, re
     read_only=True,
 )
 def review(params: ReviewInput, ctx: ToolContext) -> ReviewResult:
-    skills.check_session(params.session_id, ctx.actor)
     return routing_service.review(params, ctx.report_progress, ctx.is_cancelled, ctx.actor)
 
 
@@ -58,5 +57,4 @@ def review(params: ReviewInput, ctx: ToolContext) -> ReviewResult:
     read_only=False,
 )
 def debug(params: DebugInput, ctx: ToolContext) -> DebugResult:
-    skills.check_session(params.session_id, ctx.actor)
     return routing_service.debug(params, ctx.report_progress, ctx.is_cancelled, ctx.actor, identity=ctx.identity)
