@@ -31,7 +31,7 @@ from brain.search import SearchResponse, search
 from hyperguild.mcp.contracts import ToolInput
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
 from hyperguild.permissions import register_right
-from hyperguild.roles import CURATOR, REVIEWER
+from hyperguild.roles import CURATOR, MEMBER, REVIEWER
 
 brain = register_endpoint(
     Endpoint(
@@ -49,7 +49,7 @@ brain = register_endpoint(
 # What each scope and role allows on this endpoint and the brain's REST routes (hyperguild.permissions; docs/people.md).
 register_right("brain:read", scope="brain:read",
                description="search and read notes: tools, resources, prompts, completion, POST /query, GET /notes")
-register_right("brain:write", scope="brain:write", permission="brain.add_note", roles=(REVIEWER, CURATOR),
+register_right("brain:write", scope="brain:write", permission="brain.add_note", roles=(MEMBER, REVIEWER, CURATOR),
                description="write new raw notes for review: brain_write, brain_ingest_raw, POST /write, POST /ingest raw")
 register_right("brain:review", scope="brain:write", permission="brain.review_note", roles=(REVIEWER,),
                description="change the wiki: brain_ingest, brain_edit, brain_archive, brain_undo, brain_verify, "

@@ -18,7 +18,7 @@ from brain.actions import do_find_or_make_project
 from brain.models import Project
 from hyperguild.lib.limits import hostile_value_problem
 from hyperguild.lib.typed import JSON
-from sessions.errors import EntryRefused, FlaggedExample, InvalidExampleEdit, SessionNotYours
+from sessions.errors import EntryRefused, FlaggedExample, InvalidExampleEdit, SessionNotFound, SessionNotYours
 from sessions.inputs import (
     ENTRY_FIELDS_SCHEMA,
     MAX_CLIENT_BYTES,
@@ -93,6 +93,27 @@ def may_read_session(session: AgentSession, user: User | None) -> bool:
     if user is None or not user.pk:
         return user is None
     return bool(user.is_staff or session.started_by_id == user.pk)
+
+
+def session_for(session_id: str, user: User | None, *, must_exist: bool = True) -> AgentSession | None:
+    """The session a skill names, for `user`: only its owner, staff and the service (None) reach it.
+
+    Another person's session is answered as if it did not exist (SessionNotFound), as REST's 404 does,
+    so a skill naming it neither reads its entries nor writes anything from them. `must_exist` False:
+    an id nobody logged under yet is None (a skill may tag a new session), not an error.
+    """
+    session = AgentSession.objects.filter(external_id=session_id).select_related("started_by").first()
+    if session is None and not must_exist:
+        return None
+    if session is None or not may_read_session(session, user):
+        raise SessionNotFound(f"No session {session_id!r} of yours; log entries with session_log first.")
+    return session
+
+
+def check_session_named(session_id: str, user: User | None) -> None:
+    """A skill that names `session_id` (tags its run with it): refused when it is another person's session."""
+    if session_id:
+        session_for(session_id, user, must_exist=False)
 
 
 # -- the session-entry contract (sessions.inputs): one definition for every door (MCP session_log, REST) ----
@@ -274,9 +295,13 @@ def do_record_retrospective(
     notes_written: list[str],
     message: str = "",
     redactions: list[dict] | None = None,
+    requested_by: User | None = None,
 ) -> RetrospectiveRun:
-    """Keep, for operators, what a retrospective that wrote notes proposed and wrote (already redacted)."""
+    """Keep, for operators, what a retrospective that wrote notes proposed and wrote (already redacted).
+
+    `requested_by`: the person whose request caused it (the session's owner for one a hook queued)."""
     return RetrospectiveRun.objects.create(
+        requested_by=requested_by if getattr(requested_by, "pk", None) else None,
         redactions=redactions or [],
         session=session,
         method=method,
@@ -289,11 +314,13 @@ def do_record_retrospective(
 
 
 def do_record_failed_retrospective(
-    session: AgentSession, *, model: str, message: str, model_output: str, model_calls: list[int]
-) -> RetrospectiveRun:
+    session: AgentSession, *, model: str, message: str, model_output: str, model_calls: list[int],
+    requested_by: User | None = None,
+) -> RetrospectiveRun:  # fmt: skip
     """Keep a retrospective whose model answer was refused: the reason, the model's text (redacted) and its calls."""
     cleaned, redactions = redact_fields({"model_output": model_output[:100_000], "message": message})
     run = RetrospectiveRun.objects.create(
+        requested_by=requested_by if getattr(requested_by, "pk", None) else None,
         session=session,
         method=RetrospectiveRun.Method.LLM,
         model=model,
@@ -548,10 +575,21 @@ def do_store_training_example(
 
 
 @transaction.atomic
-def do_record_replay(example: TrainingExample, outcome: dict) -> TrainingExample:
-    """Keep what `trainer_verify` found (valid / invalid / n/a, why, each side's test run)."""
+def do_name_extractor(examples: list[TrainingExample], requested_by: User) -> list[TrainingExample]:
+    """Name, in each newly extracted candidate's provenance, the person whose trainer call extracted it."""
+    for example in examples:
+        example.provenance = {**(example.provenance or {}), "requested_by": requested_by.get_username()}
+        example.save(update_fields=["provenance", "updated_at"])
+    return examples
+
+
+@transaction.atomic
+def do_record_replay(example: TrainingExample, outcome: dict, *, requested_by: User | None = None) -> TrainingExample:
+    """Keep what `trainer_verify` found (valid / invalid / n/a, why, each side's test run) and who asked for it."""
     example = TrainingExample.objects.select_for_update().get(pk=example.pk)
     example.replay_status = outcome["status"]
     example.replay = {key: value for key, value in outcome.items() if key != "status"}
+    if requested_by is not None:
+        example.replay["requested_by"] = requested_by.get_username()
     example.save(update_fields=["replay_status", "replay", "updated_at"])
     return example

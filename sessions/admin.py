@@ -56,11 +56,12 @@ class SessionEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(RetrospectiveRun)
 class RetrospectiveRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ("session", "method", "model", "status", "created_at")
+    list_display = ("session", "method", "model", "status", "requested_by", "created_at")
     list_filter = ("method", "status")
-    search_fields = ("session__external_id",)
-    list_select_related = ("session",)
-    readonly_fields = ("session", "method", "model", "status", "message", "learnings", "notes_written", "redactions", "created_at")
+    search_fields = ("session__external_id", "requested_by__username")
+    list_select_related = ("session", "requested_by")
+    readonly_fields = ("session", "method", "model", "status", "requested_by", "message", "learnings", "notes_written",
+                       "redactions", "created_at")  # fmt: skip
 
 
 @admin.register(TrainingExample)

@@ -397,5 +397,8 @@ def queue_retrospective(session_id: str, *, final: bool) -> bool:
             return False
     cache.set(key, (latest, time.time()), RETROSPECTIVE_MEMORY_SECONDS)
 
-    async_task("sessions.tasks.retrospective", session_id, task_name=f"retrospective-{session_id}"[:100])
+    # On behalf of the session's owner (the person whose hooks caused it): the task runs as them and charges them.
+    owner_id = AgentSession.objects.filter(external_id=session_id).values_list("started_by_id", flat=True).first()
+    async_task("sessions.tasks.retrospective", session_id, requested_by_id=owner_id,
+               task_name=f"retrospective-{session_id}"[:100])  # fmt: skip
     return True

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.contrib.auth.models import User
+
 from brain.actions import SUPERSEDES_KEY, do_write_raw_note
 from brain.models import Note, NoteRevision, NoteStatus
 from sessions.edit_hook import ANCHORS_ENTRY
@@ -99,8 +101,11 @@ def draft_body(note: Note, touch: Touch, session_id: str) -> str:
     return "\n".join(lines)
 
 
-def draft_successors(session: AgentSession) -> list[dict]:
-    """Draft a successor for each touched wiki note left as it was; one item per touched note, with its outcome."""
+def draft_successors(session: AgentSession, *, author: User | None = None) -> list[dict]:
+    """Draft a successor for each touched wiki note left as it was; one item per touched note, with its outcome.
+
+    The drafts carry the session owner's change, so they name the owner (`author`) as the retrospective's notes do.
+    """
     session_id = session.external_id
     reported = []
     for slug, touch in touches(session).items():
@@ -125,6 +130,7 @@ def draft_successors(session: AgentSession) -> list[dict]:
             draft = do_write_raw_note(
                 title=f"{note.title} (after session {session_id[:8]})"[:200], body=draft_body(note, touch, session_id),
                 frontmatter=frontmatter, source="retrospective", provenance=provenance, session_id=session_id,
+                user=author,
             )  # fmt: skip
             item.update(outcome="written", note_slug=draft.slug)
         reported.append(item)

@@ -1,6 +1,13 @@
 """Retrospective: a session's log and skill runs → candidate notes in raw.
 
-    run_retrospective(session_id, llm_model=None) -> result dict
+    run_retrospective(session_id, llm_model=None, requested_by=None) -> result dict
+
+It runs as the person whose request caused it (`requested_by`: who called the skill, or the session's
+owner for one a hook queued; None: the service identity): only they (their own session), staff and
+the service reach a session; its model calls are theirs (recorded and charged to their budget); and
+the raw notes it writes carry the session owner's words, so they name the owner as author and are
+written only when the owner's role may write raw notes (`brain:write`): a reader's session yields
+learnings in the result and none in the brain.
 
 How learnings are found:
 - With an LLM configured (`LITELLM_BASE_URL`), the model named by
@@ -31,17 +38,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 
 from brain.actions import do_write_raw_note
 from brain.bm25 import tokenize
 from brain.models import Note
 from brain.search import SearchInputError, search
 from hyperguild.lib.llm import LLMBadResponse, LLMClient, LLMError, get_llm_client
-from hyperguild.lib.model_calls import mark_model_call
+from hyperguild.lib.model_calls import mark_model_call, model_call_context
 from hyperguild.lib.text import excerpt
 from hyperguild.lib.typed import JSON
-from sessions.actions import do_record_failed_retrospective, do_record_retrospective
-from sessions.errors import SessionNotFound
+from hyperguild.permissions import role_allows
+from sessions.actions import do_record_failed_retrospective, do_record_retrospective, session_for
 from sessions.models import AgentSession, SessionEntry
 from sessions.note_drafts import draft_successors
 from sessions.redaction import redact_fields
@@ -328,17 +336,39 @@ def _result(**values: Any) -> JSON:
     return build_result("retrospective", **values)
 
 
-def run_retrospective(session_id: str, *, llm_model: str | None = None) -> JSON:
+def notes_author(session: AgentSession) -> tuple[User | None, str]:
+    """Whom a retrospective's raw notes name (the session's owner: the words are theirs), and why none may be
+    written ("" when they may): a person whose role cannot write raw notes gets none through this path either."""
+    owner = session.started_by
+    if owner is None:
+        return None, ""  # the service's session (an import, an environment token): the service writes
+    if not role_allows(owner, "brain:write"):
+        return owner, (
+            f"{owner.get_username()}'s role cannot write raw notes (brain:write: the member, reviewer or curator "
+            "role), so no learning of this session was written to the brain"
+        )
+    return owner, ""
+
+
+def run_retrospective(session_id: str, *, llm_model: str | None = None, requested_by: User | None = None) -> JSON:
     """Look back on one session; write new learnings as raw notes. Safe to run again.
 
-    Raises SessionNotFound when nothing was ever logged under `session_id`.
+    `requested_by`: the person whose request caused it (None: the service identity). Raises
+    SessionNotFound when nothing was ever logged under `session_id`, or it is another person's
+    session (staff and the service reach every one), as `GET /sessions/<id>/entries` answers 404.
     """
     started = time.monotonic()
-    session = AgentSession.objects.filter(external_id=session_id).first()
-    if session is None:
-        raise SessionNotFound(f"No session {session_id!r}: log entries with session_log first.")
+    session = session_for(session_id, requested_by)
+    assert session is not None  # must_exist: SessionNotFound otherwise
+    with model_call_context(requested_by=requested_by, session_id=session_id[:200], skill="retrospective"):
+        return _look_back(session, llm_model, requested_by, started)
+
+
+def _look_back(session: AgentSession, llm_model: str | None, requested_by: User | None, started: float) -> JSON:
+    session_id = session.external_id
     entries = list(session.entries.order_by("seq"))
     runs = _session_runs(session_id)
+    author, withheld = notes_author(session)
 
     client = get_llm_client()
     method, model, notice = "rules", "", ""
@@ -353,6 +383,7 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> JSON:
             do_record_failed_retrospective(
                 session, model=model, message=f"The model's answer was malformed ({exc}); nothing was written.",
                 model_output=exc.text, model_calls=[exc.call_id] if exc.call_id is not None else [],
+                requested_by=requested_by,
             )  # fmt: skip
             return _result(
                 status=Verdict.ERROR,
@@ -386,6 +417,8 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> JSON:
         existing = Note.objects.filter(provenance__retrospective_key=key).first()
         if existing is not None:
             item.update(outcome="exists", note_slug=existing.slug)
+        elif withheld:
+            item.update(outcome="withheld")
         else:
             similar, score = similar_note(learning, exclude_session=session_id)
             if similar is not None:
@@ -414,6 +447,7 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> JSON:
                     source="retrospective",
                     provenance=provenance,
                     session_id=session_id,
+                    user=author,
                 )
                 item.update(outcome="written", note_slug=note.slug)
                 written.append(note.slug)
@@ -421,7 +455,7 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> JSON:
 
     # The notes its edits broke and left as they were: a "supersedes" draft each (sessions.note_drafts), among
     # `written`.
-    drafts = draft_successors(session)
+    drafts = [] if withheld else draft_successors(session, author=author)
     drafted = [item["note_slug"] for item in drafts if item["outcome"] == "written"]
     learned = len(written)
     written += drafted
@@ -429,14 +463,16 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None) -> JSON:
         reported_clean, retro_redactions = redact_fields({"learnings": reported})
         do_record_retrospective(
             session, method=method, model=model, learnings=reported_clean["learnings"], notes_written=written,
-            message=notice.strip(), redactions=retro_redactions,
+            message=notice.strip(), redactions=retro_redactions, requested_by=requested_by,
         )
     summary = (
         f"{len(learnings)} learning(s) by {method}: {learned} written to raw, {len(merges)} merge suggestion(s), "
-        f"{len(reported) - learned - len(merges)} already written."
+        f"{sum(item.get('outcome') == 'exists' for item in reported)} already written."
     )
     if drafted:
         summary += f" {len(drafted)} successor draft(s) for notes this session's edits broke: {', '.join(drafted)}."
+    if withheld and any(item.get("outcome") == "withheld" for item in reported):
+        summary += f" {withheld}."
     return _result(
         status=Verdict.PASS,
         model_used=model or "rules",

@@ -18,7 +18,9 @@ from hyperguild.errors import DomainError
 from hyperguild.lib.model_calls import model_call_context
 from hyperguild.lib.typed import JSON
 from hyperguild.models import ModelCall
-from sessions.retrospective import SessionNotFound, run_retrospective
+from sessions.actions import session_for
+from sessions.errors import SessionNotFound
+from sessions.retrospective import run_retrospective
 from supervisor.models import RoutingEntry
 from supervisor.routing import Attempt, route
 from supervisor.routing_service import routed_result, routing_client
@@ -31,7 +33,7 @@ def routed_retrospective_result(params: RetrospectiveInput, requested_by: User |
         "retrospective",
         params.session_id,
         params.model,
-        lambda session_id, model: run_retrospective(session_id, llm_model=model),
+        lambda session_id, model: run_retrospective(session_id, llm_model=model, requested_by=requested_by),
         retrospective_judge,
         "learnings",
         requested_by=requested_by,
@@ -54,6 +56,7 @@ def routed_session_skill(
     `run_with_model(session_id, model)` does the work with the given model, `judge(outcome)` returns None if it
     passed or why it did not."""
     started = time.monotonic()
+    session_for(session_id, requested_by)  # another person's session: as if it did not exist, before any routing
     routing_client()
 
     def attempt(model: str) -> Attempt:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import logging
 
+from django.contrib.auth.models import User
+
 from hyperguild import budgets
 from hyperguild.lib.llm import get_llm_client
+from hyperguild.lib.model_calls import model_call_context
 from sessions.actions import do_record_replay
 from sessions.models import AgentSession, TrainingExample
 from sessions.replay import replay_example as replay
@@ -15,19 +18,35 @@ from sessions.trainer import run_trainer
 logger = logging.getLogger(__name__)
 
 
-def retrospective(session_id: str, llm_model: str | None = None) -> dict:
-    """`async_task("sessions.tasks.retrospective", session_id)`: look back on one session.
+def retrospective(session_id: str, llm_model: str | None = None, requested_by_id: int | None = None) -> dict:
+    """`async_task("sessions.tasks.retrospective", session_id, requested_by_id=owner_id)`: look back on one session.
 
-    Queued by the Stop/SessionEnd hooks: with a model that a spent budget would refuse, it skips
-    with a logged reason (the next hook tries again) instead of failing in the queue.
+    Queued by the Stop/SessionEnd hooks, on behalf of the session's owner (the person whose hook caused it,
+    `requested_by_id`; None: the service's session): it runs with their rights, its model calls name them and
+    are charged to their budget. With a model that a spent budget would refuse, it skips with a logged reason
+    (the next hook tries again) instead of failing in the queue; other people's retrospectives go on.
     """
+    session = AgentSession.objects.filter(external_id=session_id).select_related("started_by").first()
+    if session is None:
+        return {"skipped": f"no session {session_id!r}"}
+    owner = session.started_by
+    if owner is not None and not owner.is_active:
+        return {"skipped": "the session's owner's account is deactivated: nothing runs as them"}
+    if owner is not None and requested_by_id is not None and owner.pk != requested_by_id:
+        # Queued for one person, the session is someone else's: nothing of it runs as the wrong person.
+        logger.warning("retrospective of session %s skipped: queued for another person", session_id)
+        return {"skipped": "the session is not the queuing person's"}
     if get_llm_client() is not None:
-        session = AgentSession.objects.filter(external_id=session_id).select_related("started_by").first()
-        refusal = budgets.would_exceed(session.started_by if session is not None else None)
+        refusal = budgets.would_exceed(owner)
         if refusal:
             logger.warning("retrospective of session %s skipped: %s", session_id, refusal)
             return {"skipped": refusal}
-    return run_retrospective(session_id, llm_model=llm_model)
+    with model_call_context(requested_by=owner, service="hook retrospective"):
+        try:
+            return run_retrospective(session_id, llm_model=llm_model, requested_by=owner)
+        except budgets.BudgetExceeded as exc:  # spent between the check and the call (another call took it)
+            logger.warning("retrospective of session %s skipped: %s", session_id, exc.message)
+            return {"skipped": exc.message}
 
 
 def trainer_extract(session_id: str | None = None) -> dict:
@@ -36,13 +55,16 @@ def trainer_extract(session_id: str | None = None) -> dict:
     return {"count": result["count"], "created": result.get("created", 0), "message": result["message"]}
 
 
-def replay_example(example_id: int) -> dict:
-    """`async_task("sessions.tasks.replay_example", pk)`: what `manage.py trainer_verify` does, for one example."""
+def replay_example(example_id: int, requested_by_id: int | None = None) -> dict:
+    """`async_task("sessions.tasks.replay_example", pk, requested_by_id=…)`: what `manage.py trainer_verify` does,
+    for one example, on behalf of the curator who asked (None: the service, a schedule or the command)."""
     example = TrainingExample.objects.filter(pk=example_id).first()
     if example is None:
         return {"skipped": "no such example"}
-    outcome = replay(example)
-    do_record_replay(example, outcome)
+    requested_by = User.objects.filter(pk=requested_by_id, is_active=True).first() if requested_by_id else None
+    with model_call_context(requested_by=requested_by, service="training replay"):
+        outcome = replay(example)
+    do_record_replay(example, outcome, requested_by=requested_by)
     return {"status": outcome["status"], "reason": outcome["reason"]}
 
 

@@ -14,7 +14,7 @@ from pydantic import Field
 from hyperguild.mcp.contracts import ToolResult
 from hyperguild.mcp.registry import ToolContext, get_endpoint
 from hyperguild.permissions import register_right
-from sessions.actions import do_log_checked_entry
+from sessions.actions import check_session_named, do_log_checked_entry
 from sessions.errors import SessionsError
 from sessions.inputs import SessionLogInput
 from sessions.retrospective import run_retrospective
@@ -28,6 +28,9 @@ from supervisor.tools import supervisor
 # EntryRefused, SessionNotFound… reach the caller as tool errors on every endpoint with sessions tools.
 for _endpoint in ("brain", "supervisor", "routing"):
     get_endpoint(_endpoint).translate_errors(SessionsError)
+
+# A supervisor or routing skill that names a session (session_id) is refused on another person's session.
+_skills.SESSION_CHECKS.append(check_session_named)
 
 # Logging and reading back one's own sessions is every account's; a session is its owner's (sessions.actions).
 register_right("sessions:write", scope="sessions:write",
@@ -91,7 +94,10 @@ def session_log(params: SessionLogInput, ctx: ToolContext) -> SessionLogResult:
 )
 def retrospective(params: RetrospectiveInput, ctx: ToolContext) -> RetrospectiveResult:
     ctx.report_progress(0, 1, "reading the session")
-    result = RetrospectiveResult.model_validate(run_retrospective(params.session_id, llm_model=params.model))
+    # As the caller: their own sessions only (staff: any), as REST's GET /sessions/<id>/entries.
+    result = RetrospectiveResult.model_validate(
+        run_retrospective(params.session_id, llm_model=params.model, requested_by=ctx.actor)
+    )
     ctx.report_progress(1, 1, "done")
     return result
 
@@ -110,7 +116,8 @@ def retrospective(params: RetrospectiveInput, ctx: ToolContext) -> Retrospective
     long_running=True,
 )
 def trainer(params: TrainerInput, ctx: ToolContext) -> TrainerResult:
-    return TrainerResult.model_validate(run_trainer(params.session_id))
+    check_session_named(params.session_id, ctx.actor)  # another person's session: as if it did not exist
+    return TrainerResult.model_validate(run_trainer(params.session_id, requested_by=ctx.actor))
 
 
 # --- the routed twins on /mcp/routing (the model is the router's choice) ---------------------
@@ -141,4 +148,5 @@ def routed_retrospective(params: RetrospectiveInput, ctx: ToolContext) -> Retros
     long_running=True,
 )
 def routed_trainer(params: TrainerInput, ctx: ToolContext) -> TrainerResult:
-    return TrainerResult.model_validate(run_trainer(params.session_id))
+    check_session_named(params.session_id, ctx.actor)  # another person's session: as if it did not exist
+    return TrainerResult.model_validate(run_trainer(params.session_id, requested_by=ctx.actor))

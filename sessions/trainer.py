@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import time
 
+from django.contrib.auth.models import User
+
+from sessions.actions import do_name_extractor
 from sessions.extraction import extract_from_routing, extract_from_runs, finished_runs
 from sessions.models import TrainingExample
 from supervisor.skills import Verdict, build_result
@@ -39,15 +42,19 @@ def _summary(example: TrainingExample, created: bool) -> dict:
     }
 
 
-def run_trainer(session_id: str | None = None, *, llm_model: str | None = None) -> dict:
+def run_trainer(session_id: str | None = None, *, llm_model: str | None = None, requested_by: User | None = None) -> dict:
     """Extract candidates from `session_id` (or every session). Safe to run again: nothing is stored twice.
 
-    `llm_model` is accepted for symmetry with the other skills; extraction needs no model.
+    `llm_model` is accepted for symmetry with the other skills; extraction needs no model. `requested_by`:
+    the person whose call extracted them (None: the service, e.g. the hourly sweep), named in each new
+    candidate's provenance.
     """
     started = time.monotonic()
     runs = finished_runs(session_id)
     stored = extract_from_runs(runs) + extract_from_routing(session_id)
     new = [example for example, created in stored if created]
+    if requested_by is not None:
+        new = do_name_extractor(new, requested_by)
     flagged = [example for example in new if example.flagged]
     examples = [_summary(example, created) for example, created in stored]
     message = (

@@ -225,7 +225,9 @@ def replay_example_now(request: HttpRequest, pk: int) -> HttpResponse:
     """Queue `trainer_verify` for this one example (the worker replays it; the page shows the result)."""
     example = get_object_or_404(TrainingExample, pk=pk)
 
-    async_task(REPLAY_TASK, example.pk, task_name=f"replay-example-{example.pk}", group="training-replay")
+    # Queued on behalf of the curator who asked (the replay names them).
+    async_task(REPLAY_TASK, example.pk, requested_by_id=request.user.pk, task_name=f"replay-example-{example.pk}",
+               group="training-replay")  # fmt: skip
     messages.success(request, f"Queued a replay of example #{example.pk}: the worker replays it on its recorded "
                               "pre-state, and this page shows the result (reload in a minute).")
     return redirect("sessions-training-detail", pk=example.pk)

@@ -389,7 +389,9 @@ def _review_files(root: Path, params: ReviewInput) -> tuple[list[tuple[str, str]
 def review(params: ReviewInput, progress: Progress, cancelled: Cancelled, requested_by: Any = None) -> ReviewResult:
     """A routed review: ground the model's findings; a mostly ungrounded answer fails over to the thinking model.
 
-    `requested_by`: the person behind the call (a User), or None for the service identity."""
+    `requested_by`: the person behind the call (a User), or None for the service identity; a session it names
+    must be theirs (skills.check_session)."""
+    skills.check_session(params.session_id, requested_by)
     started = time.monotonic()
     root = resolve_project_root(params.project_root)
     files, diff = _review_files(root, params)
@@ -606,8 +608,9 @@ def debug(
     """A routed diagnosis of `symptom` from `failing_cmd`'s output and the files it names; it edits nothing.
 
     `failing_cmd` runs as the service's user: only a caller (`identity`, a hyperguild.auth.Identity) with the
-    right may send one."""
+    right may send one; a session it names must be the caller's (skills.check_session)."""
     check_command_right(params.model_dump(exclude_none=True), identity)
+    skills.check_session(params.session_id, requested_by)
     started = time.monotonic()
     root = resolve_project_root(params.project_root)
     client = routing_client()

@@ -25,6 +25,7 @@ from hyperguild import budgets
 from hyperguild.lib.model_calls import record_model_call
 from hyperguild.lib.redaction import redact_fields
 from hyperguild.models import ModelCall
+from hyperguild.permissions import role_allows
 from supervisor import executor
 from supervisor.apply import head_commit, run_apply
 from supervisor.changes import ChangeRecorder
@@ -488,10 +489,15 @@ def _write_spec_note(title: str, body: str, ctx: RunContext) -> tuple[int | None
     text, redactions = redact_fields({"title": title, "body": body})
     if redactions:
         provenance["redactions"] = redactions
+    # The note is written as the person who asked for the spec, and only if their role may write raw notes.
+    author = ctx.run.requested_by
+    if author is not None and not role_allows(author, "brain:write"):
+        return None, f" (not saved to the brain: {author.get_username()}'s role cannot write raw notes)"
     try:
         note = do_write_raw_note(
-            title=text["title"], body=text["body"], source="spec", provenance=provenance, session_id=ctx.run.session_id or ""
-        )
+            title=text["title"], body=text["body"], source="spec", provenance=provenance,
+            session_id=ctx.run.session_id or "", user=author,
+        )  # fmt: skip
     except Exception as exc:  # noqa: BLE001 - the spec itself is still returned
         return None, f" (writing the raw note failed: {exc})"
     return note.pk, " and saved to the brain as a raw note"

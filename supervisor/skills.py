@@ -32,6 +32,7 @@ tools; only their models are defined here:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any, Literal, get_args
@@ -156,8 +157,9 @@ class Learning(_Open):
     evidence: list[Annotated[int, Field(ge=1)]]
     runs: list[int] | None = None
     method: str | None = None
-    # written: a new raw note; merge: a near-duplicate of merge_into; exists: written by an earlier run.
-    outcome: Literal["written", "merge", "exists"] | None = None
+    # written: a new raw note; merge: a near-duplicate of merge_into; exists: written by an earlier run;
+    # withheld: not written, because the session's owner may not write raw notes (docs/people.md).
+    outcome: Literal["written", "merge", "exists", "withheld"] | None = None
     note_slug: str | None = None
     merge_into: dict[str, Any] | None = None
 
@@ -484,6 +486,19 @@ class TrainerResult(SkillResult):
 
 
 # --- the skills ------------------------------------------------------------------------------
+
+
+# Checks a skill naming a session passes (session_id, the caller: a User or None for the service), each raising
+# a domain error for one the caller may not name: the sessions app adds the ownership check (a session is its
+# owner's; staff and the service reach every one), since the supervisor knows no sessions.
+SESSION_CHECKS: list[Callable[[str, Any], None]] = []
+
+
+def check_session(session_id: str | None, user: Any) -> None:
+    """Refuse, before anything is recorded or run, a skill that names a session `user` may not reach."""
+    if session_id:
+        for check in SESSION_CHECKS:
+            check(session_id, user)
 
 
 class SkillFailed(Exception):

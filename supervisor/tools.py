@@ -41,6 +41,7 @@ from supervisor.skills import (
     TierResult,
     Verdict,
     build_result,
+    check_session,
     typed_result,
 )
 from supervisor.tier import current_tier
@@ -198,6 +199,7 @@ def _worker_tool(
         # The run keeps its arguments as JSON, as they were given (an argument not given stays out).
         arguments = params.model_dump(mode="json", exclude_none=True)
         check_command_right(arguments, ctx.identity)
+        check_session(arguments.get("session_id"), ctx.actor)  # its run would join another person's session
         try:
             run = start_skill_run(skill, arguments, requested_by=ctx.actor)
             result = typed_result(skill, wait_for_run(run, ctx))

@@ -82,6 +82,31 @@ def test_it_asks_only_for_the_scopes_the_persons_role_allows(settings):
 
 
 @pytest.mark.django_db
+def test_it_registers_only_the_plugins_and_endpoints_the_persons_role_can_use(settings):
+    """Issue 46: with a reader's token the operator's endpoints would show as "Failed to connect"."""
+    from tests.people.conftest import make_person
+
+    settings.BRAIN_MCP_TOKEN = settings.SUPERVISOR_MCP_TOKEN = settings.ROUTING_MCP_TOKEN = ""
+    make_person("rita", "reader")
+    make_person("mia", "member")
+    make_person("otto", "operator")
+    for username in ("rita", "mia"):
+        output = run(user=username, url="http://10.0.0.5:8000")
+        assert "claude plugin install hyperguild@hyperguild\n" in output
+        assert "hyperguild-operator" not in output.split("Claude Code plugins")[1].split("\n", 1)[1]
+        assert "hyperguild-brain http://10.0.0.5:8000/mcp/brain" in output
+        assert "/mcp/supervisor" not in output and "/mcp/routing" not in output
+    member = run(user="mia")
+    assert "--scope brain:read --scope brain:write --scope sessions:write`" in member
+    operator = run(user="otto", url="http://10.0.0.5:8000")
+    assert "claude plugin install hyperguild@hyperguild\n" in operator
+    assert "claude plugin install hyperguild-operator@hyperguild\n" in operator
+    assert "/mcp/supervisor\n" in operator and "/mcp/routing\n" in operator
+    anyone = run()
+    assert "claude plugin install hyperguild-operator@hyperguild   # operators only" in anyone
+
+
+@pytest.mark.django_db
 def test_an_unknown_person_is_refused():
     with pytest.raises(CommandError, match="No account called 'nobody'"):
         run(user="nobody")

@@ -35,6 +35,9 @@ ROLE_MIGRATIONS = [
     ("supervisor", "supervisor.migrations.0007_role_permissions"),
     ("supervisor", "supervisor.migrations.0008_operator_role"),
     ("hyperguild", "hyperguild.migrations.0006_operator_role"),
+    ("brain", "brain.migrations.0014_member_role"),
+    ("agent_sessions", "sessions.migrations.0009_member_role"),
+    ("supervisor", "supervisor.migrations.0010_member_role"),
 ]
 
 

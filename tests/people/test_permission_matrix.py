@@ -1,6 +1,6 @@
 """Issue 35: what a person may do is the same through every door, and it is their role's now.
 
-For each role (none, reader, reviewer, curator, operator, staff) and each door (the browser's POST,
+For each role (none, reader, member, reviewer, curator, operator, staff) and each door (the browser's POST,
 an MCP tool, REST, the hook route, a resource, a prompt, a completion), over real HTTP against the
 live server: each person holds a token with every scope their role allows (what the Tokens page
 offers them), and the door answers as docs/people.md's matrix says.
@@ -47,7 +47,7 @@ class Person:
         return bearer(self.token)
 
 
-ROLES = ("none", "reader", "reviewer", "curator", "operator", "staff")
+ROLES = ("none", "reader", "member", "reviewer", "curator", "operator", "staff")
 
 
 def person(role: str) -> Person:
@@ -102,7 +102,7 @@ def rpc_result(url: str, method: str, params: dict, headers: dict) -> dict:
 
 # --- what each role may do: the matrix of docs/people.md ------------------------------------
 
-WRITERS = {"reviewer", "curator", "staff"}
+WRITERS = {"member", "reviewer", "curator", "staff"}
 REVIEWERS = {"reviewer", "staff"}
 OPERATORS = {"operator", "staff"}
 CURATORS = {"curator", "staff"}
@@ -111,6 +111,7 @@ CURATORS = {"curator", "staff"}
 def test_the_tokens_page_offers_each_role_only_what_it_allows(people):
     assert people["none"].scopes == ["brain:read", "sessions:write", "sessions:read"]
     assert people["reader"].scopes == ["brain:read", "sessions:write", "sessions:read"]
+    assert people["member"].scopes == ["brain:read", "brain:write", "sessions:write", "sessions:read"]
     assert people["reviewer"].scopes == ["brain:read", "brain:write", "sessions:write", "sessions:read"]
     assert people["curator"].scopes == ["brain:read", "brain:write", "sessions:write", "sessions:read"]
     assert people["operator"].scopes == ["brain:read", "sessions:write", "sessions:read", "supervisor:run", "routing:run"]
@@ -241,6 +242,31 @@ def test_the_hook_resource_prompt_and_completion_doors_are_every_accounts_with_t
         completion = rpc_result(url, "completion/complete", {"ref": {"type": "ref/prompt", "name": "recall"},
                                                               "argument": {"name": "topic", "value": "Ledg"}}, who.headers)
         assert completion["result"]["completion"]["values"] == ["Ledgerly rounds per line"], role
+
+
+def test_the_retrospective_of_your_own_session_writes_raw_notes_for_the_roles_that_write_them(live, people):
+    """Issue 46: the hook-queued retrospective is a door too: its raw notes name the session's owner, and a
+    role that cannot write raw notes (none, reader, operator) gets none written through it."""
+    from django_q.models import OrmQ
+
+    from sessions import tasks
+
+    # Sentences with no words in common, so no learning is a near-duplicate of another's note (a merge suggestion).
+    decisions = dict(zip(ROLES, ("Ledgers close nightly", "Invoices round per line", "Refunds need approval",
+                                 "Exports stream gzip", "Taxes come from Avalara", "Webhooks retry thrice",
+                                 "Migrations run before deploys"), strict=True))  # fmt: skip
+    sessions = {}
+    for role, who in people.items():
+        session_id = sessions[role] = str(uuid.uuid4())
+        logged = call_tool(f"{live}/mcp/brain", "session_log", {"session_id": session_id, "kind": "decision",
+                                                                 "message": decisions[role]},
+                           headers=who.headers)  # fmt: skip
+        assert logged["isError"] is False, (role, logged)
+        assert hook(live, "SessionEnd", session_id, who.headers, reason="other").status_code == 200
+    for queued in OrmQ.objects.order_by("id"):
+        tasks.retrospective(*queued.task["args"], **queued.task["kwargs"])  # what the worker runs
+    authors = dict(Note.objects.filter(source="retrospective").values_list("provenance__session_id", "created_by__username"))
+    assert authors == {sessions[role]: people[role].username for role in WRITERS}, authors
 
 
 # --- finding 4: reading needs brain:read at every door ------------------------------------

@@ -134,8 +134,9 @@ def plugin_home(tmp_path_factory) -> Path:
     home = tmp_path_factory.mktemp("claude-home")
     added = claude(["plugin", "marketplace", "add", str(MARKETPLACE)], home)
     assert added.returncode == 0, added.stdout + added.stderr
-    installed = claude(["plugin", "install", "hyperguild@hyperguild"], home)
-    assert installed.returncode == 0, installed.stdout + installed.stderr
+    for plugin in ("hyperguild@hyperguild", "hyperguild-operator@hyperguild"):  # an operator's set-up: every endpoint
+        installed = claude(["plugin", "install", plugin], home)
+        assert installed.returncode == 0, installed.stdout + installed.stderr
     return home
 
 

@@ -10,6 +10,7 @@ shell, the hook's documented JSON on stdin.
 from __future__ import annotations
 
 import json
+import shlex
 import socket
 import subprocess
 import threading
@@ -84,9 +85,14 @@ def test_the_pinned_cli_validates_the_marketplace_and_the_plugin(tmp_path):
     assert "ignored at runtime" not in output  # every hook is one the CLI runs
     for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop", "SessionEnd"):
         assert f"hooks: {event}" in output, output
-    for name in ("brain", "supervisor", "routing"):
-        assert f"mcpServers: {name} http" in output
+    assert "mcpServers: brain http" in output
     assert "skills: hyperguild:hyperguild-loop" in output
+
+    operator = claude(["plugin", "validate", str(MARKETPLACE / "hyperguild-operator")], tmp_path)
+    output = operator.stdout + operator.stderr
+    assert operator.returncode == 0 and "Validation passed" in output, output
+    for name in ("supervisor", "routing"):
+        assert f"mcpServers: {name} http" in output
 
 
 def test_marketplace_add_and_install_leave_the_plugin_in_a_fresh_home(plugin):
@@ -94,8 +100,13 @@ def test_marketplace_add_and_install_leave_the_plugin_in_a_fresh_home(plugin):
         "SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop", "SessionEnd"
     }  # fmt: skip
     mcp = json.loads((plugin.root / ".mcp.json").read_text())["mcpServers"]
-    assert sorted(mcp) == ["brain", "routing", "supervisor"]
-    for server in mcp.values():
+    assert sorted(mcp) == ["brain"]  # every role's; the operator's endpoints come with hyperguild-operator
+    installed = json.loads((plugin.home / ".claude" / "plugins" / "installed_plugins.json").read_text())["plugins"]
+    operator_root = Path(installed["hyperguild-operator@hyperguild"][0]["installPath"])
+    operator_mcp = json.loads((operator_root / ".mcp.json").read_text())["mcpServers"]
+    assert sorted(operator_mcp) == ["routing", "supervisor"]
+    assert not (operator_root / "hooks").exists()  # one plugin's hooks: nothing is logged twice
+    for server in [*mcp.values(), *operator_mcp.values()]:
         assert server["headers"] == {"Authorization": "Bearer ${HYPERGUILD_TOKEN:-}"}
     # No secret on a command line: the commands name no token, the script reads it into a header file descriptor.
     for event in plugin.hooks:
@@ -318,8 +329,8 @@ def test_a_wrong_token_gets_one_short_message_and_writes_nothing(asgi_server, pl
 def test_claude_mcp_list_shows_the_three_endpoints_connected(asgi_server, plugin_home, tmp_path):
     listed = claude(["mcp", "list"], plugin_home, cwd=project(tmp_path, "elsewhere"), HYPERGUILD_URL=asgi_server)
     assert listed.returncode == 0, listed.stdout + listed.stderr
-    for name in ("brain", "supervisor", "routing"):
-        line = next(line for line in listed.stdout.splitlines() if line.startswith(f"plugin:hyperguild:{name}:"))
+    for plugin, name in (("hyperguild", "brain"), ("hyperguild-operator", "supervisor"), ("hyperguild-operator", "routing")):
+        line = next(line for line in listed.stdout.splitlines() if line.startswith(f"plugin:{plugin}:{name}:"))
         assert f"{asgi_server}/mcp/{name}" in line and "Connected" in line, listed.stdout
 
 
@@ -329,11 +340,11 @@ def test_the_endpoints_get_hyperguild_token_from_the_environment(asgi_server, pl
     right = claude(["mcp", "list"], plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server,
                    HYPERGUILD_TOKEN="one-token-for-all-42")  # fmt: skip
     assert right.returncode == 0, right.stdout + right.stderr
-    assert sum(line.startswith("plugin:hyperguild:") and "Connected" in line for line in right.stdout.splitlines()) == 3, (
+    assert sum(line.startswith("plugin:hyperguild") and "Connected" in line for line in right.stdout.splitlines()) == 3, (
         right.stdout
     )
     wrong = claude(["mcp", "list"], plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server, HYPERGUILD_TOKEN="wrong")
-    assert not any(line.startswith("plugin:hyperguild:") and "Connected" in line for line in wrong.stdout.splitlines())
+    assert not any(line.startswith("plugin:hyperguild") and "Connected" in line for line in wrong.stdout.splitlines())
 
 
 def transcript(home: Path, session_id: str) -> str:
@@ -354,7 +365,7 @@ def test_the_mcp_prompts_are_slash_commands_that_the_cli_expands(asgi_server, pl
     expanded = transcript(plugin_home, session_id)
     assert "ledgerly-currency-rounding" in expanded and "cite each claim" in expanded  # what prompts/get answered
 
-    tdd = claude(["-p", "/mcp__plugin_hyperguild_supervisor__tdd invoices round per line", "--output-format", "json"],
+    tdd = claude(["-p", "/mcp__plugin_hyperguild-operator_supervisor__tdd invoices round per line", "--output-format", "json"],
                  plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server)  # fmt: skip
     expanded = transcript(plugin_home, json.loads(tdd.stdout)["session_id"])
     assert "invoices round per line" in expanded and "tdd_red" in expanded
@@ -365,3 +376,44 @@ def test_the_loop_skill_is_found_by_the_cli(asgi_server, plugin_home, tmp_path):
                  cwd=project(tmp_path, "ledgerly"), HYPERGUILD_URL=asgi_server)  # fmt: skip
     expanded = transcript(plugin_home, json.loads(ran.stdout)["session_id"])
     assert "# The hyperguild loop" in expanded and "review queue" in expanded
+
+
+def installed_as_plugin_setup_says(home: Path, base: str, username: str) -> list[str]:
+    """Run the `claude plugin …` lines `manage.py plugin_setup --user USERNAME` prints, in a fresh HOME."""
+    from django.contrib.auth import get_user_model
+
+    from hyperguild.management.commands.plugin_setup import setup_lines
+
+    person = get_user_model().objects.get(username=username)
+    commands = [shlex.split(line.strip()) for line in setup_lines(base, person) if line.strip().startswith("claude plugin ")]
+    assert commands, "plugin_setup printed no plugin lines"
+    for command in commands:
+        ran = claude(command[1:], home)
+        assert ran.returncode == 0, (command, ran.stdout + ran.stderr)
+    return [" ".join(command) for command in commands]
+
+
+@pytest.mark.parametrize(("role", "endpoints"), [("reader", ["brain"]), ("member", ["brain"]),
+                                                  ("operator", ["brain", "routing", "supervisor"])])  # fmt: skip
+def test_with_a_persons_plugin_setup_the_cli_lists_every_registered_endpoint_as_connected(
+    asgi_server, settings, tmp_path, role, endpoints
+):
+    """Issue 46: the plugin registers only the endpoints the person's role can use, so none shows as failed."""
+    from hyperguild.actions import do_create_personal_token
+    from hyperguild.management.commands.plugin_setup import plugin_scopes
+    from tests.people.conftest import make_person
+
+    settings.BRAIN_MCP_TOKEN = settings.SUPERVISOR_MCP_TOKEN = settings.ROUTING_MCP_TOKEN = "nobody-has-this-42"
+    person = make_person(f"p-{role}", role)
+    token = do_create_personal_token(person, name="plugin", scopes=plugin_scopes(person)).secret
+    home = tmp_path / "home"
+    home.mkdir()
+    installed_as_plugin_setup_says(home, asgi_server, person.username)
+
+    listed = claude(["mcp", "list"], home, cwd=project(tmp_path, "elsewhere"), HYPERGUILD_URL=asgi_server,
+                    HYPERGUILD_TOKEN=token)  # fmt: skip
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    ours = [line for line in listed.stdout.splitlines() if line.startswith("plugin:hyperguild")]
+    assert sorted(line.split(":")[2] for line in ours) == endpoints, listed.stdout
+    for line in ours:
+        assert "Connected" in line and "Failed" not in line, listed.stdout

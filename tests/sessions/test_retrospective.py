@@ -8,8 +8,9 @@ from brain import bm25
 from brain.actions import do_ingest_note
 from brain.models import Note
 from sessions.actions import do_log_entry
+from sessions.errors import SessionNotFound
 from sessions.models import RetrospectiveRun
-from sessions.retrospective import SessionNotFound, run_retrospective
+from sessions.retrospective import run_retrospective
 from tests.conftest import call_tool, mcp_post, rpc
 from tests.fakes.openai import Reply
 

@@ -37,6 +37,29 @@ def test_spec_returns_the_spec_with_numbered_acceptance_criteria(fake_claude, se
     assert "1. CSV downloads\n2. UTF-8" in result["spec"]
 
 
+def test_a_specs_raw_note_names_who_asked_and_is_written_only_for_a_role_that_writes_raw_notes(fake_claude, settings,
+                                                                                              tmp_path):  # fmt: skip
+    """Issue 46: the spec skill was a side door for raw notes (written with no author, whoever asked)."""
+    from brain.models import Note
+    from supervisor.tasks import run_skill
+    from supervisor.tools import start_skill_run
+    from tests.people.conftest import make_person
+
+    settings.DATA_DIR = tmp_path
+    report = {"report": {"title": "Export", "spec": "Users export notes.", "acceptance_criteria": ["CSV downloads"]}}
+    outcomes = {}
+    for who in (make_person("otto", "operator"), make_person("sue", is_staff=True)):
+        fake_claude.script([report])
+        skill_run = start_skill_run("spec", {"text": "exporting notes", "project": "hg"}, requested_by=who)
+        run_skill(skill_run.pk)
+        skill_run.refresh_from_db()
+        outcomes[who.username] = skill_run.result
+    assert outcomes["otto"]["status"] == "pass" and outcomes["otto"]["note_id"] is None
+    assert "otto's role cannot write raw notes" in outcomes["otto"]["message"]
+    note = Note.objects.get()
+    assert (note.pk, note.status, note.created_by.username) == (outcomes["sue"]["note_id"], "raw", "sue")
+
+
 @pytest.fixture
 def probe_server():
     """Answers every request (404 is an answer: the tier probe only asks whether something is there)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from brain import actions
 from brain.models import Note, NoteRevision, NoteStatus
@@ -534,9 +535,12 @@ def test_replay_now_queues_trainer_verify_for_that_example(staff_client, reader_
     assert "Queued a replay of example" in response.content.decode()
     [queued] = OrmQ.objects.all()
     assert queued.task["func"] == "sessions.tasks.replay_example" and queued.task["args"] == (example.pk,)
-    outcome = replay_example(example.pk)  # what the worker runs
+    staff = staff_client.session["_auth_user_id"]
+    assert str(queued.task["kwargs"]["requested_by_id"]) == staff  # on behalf of the curator who asked (issue 46)
+    outcome = replay_example(*queued.task["args"], **queued.task["kwargs"])  # what the worker runs
     example.refresh_from_db()
     assert example.replay_status == outcome["status"] and example.replay["reason"] == outcome["reason"]
+    assert example.replay["requested_by"] == get_user_model().objects.get(pk=staff).username
 
 
 def test_the_training_list_previews_what_differs_between_examples(staff_client):

@@ -1,9 +1,14 @@
-"""`manage.py plugin_setup`: how to connect Claude Code to this server (the plugin, or the three endpoints).
+"""`manage.py plugin_setup`: how to connect Claude Code to this server (the plugins, or the endpoints).
 
 The checkout path and the URL differ per machine, so the lines are printed for this one:
-the two `claude plugin` lines, the two environment variables the plugin reads, which
-token they need, and where the plugin keeps what it could not send (its spool) with the
-lines that flush or clear it by hand. The serve banner prints the same lines.
+the `claude plugin` lines, the two environment variables the plugins read, which token
+they need, and where the plugin keeps what it could not send (its spool) with the lines
+that flush or clear it by hand. The serve banner prints the same lines.
+
+The marketplace holds two plugins: `hyperguild` (the brain endpoint, the hooks, the loop
+skill: every person) and `hyperguild-operator` (the supervisor and routing endpoints:
+the roles that run skills). With `--user`, only what that person's role can use is
+printed, so no endpoint they register shows as "Failed to connect" (issue 46).
 """
 
 from __future__ import annotations
@@ -42,12 +47,44 @@ def claude_mcp_add_line(name: str, url: str, token_setting: str | None, token: s
     return line
 
 
-def plugin_install_lines(base_dir: Path | None = None) -> list[str]:
+def marketplace_plugins(base_dir: Path | None = None) -> dict[str, list[str]]:
+    """The marketplace's plugins, each with the endpoints it registers (its `.mcp.json` servers), in order."""
     folder = (base_dir or Path(settings.BASE_DIR)) / PLUGIN_FOLDER
-    return [
-        f"claude plugin marketplace add {shlex.quote(str(folder))}",
-        "claude plugin install hyperguild@hyperguild",
-    ]
+    marketplace = json.loads((folder / ".claude-plugin" / "marketplace.json").read_text())
+    plugins = {}
+    for plugin in marketplace["plugins"]:
+        servers = folder / plugin["source"] / ".mcp.json"
+        plugins[plugin["name"]] = list(json.loads(servers.read_text())["mcpServers"]) if servers.exists() else []
+    return plugins
+
+
+def endpoint_usable(endpoint: Endpoint, user: User | AnonymousUser | None) -> bool:
+    """Whether the person's role opens `endpoint` (its first scope: what its transport asks); no person: any role's."""
+    if user is None or not endpoint.scopes:
+        return True
+    return bool(role_scopes(user, [endpoint.scopes[0]]))
+
+
+def usable_endpoints(user: User | AnonymousUser | None = None) -> list[Endpoint]:
+    return [endpoint for endpoint in all_endpoints() if endpoint_usable(endpoint, user)]
+
+
+def plugin_install_lines(base_dir: Path | None = None, user: User | None = None) -> list[str]:
+    """The marketplace line and one install line per plugin the person's role can use every endpoint of.
+
+    Without a person: every plugin, the ones not every role can use marked as such."""
+    folder = (base_dir or Path(settings.BASE_DIR)) / PLUGIN_FOLDER
+    usable = {endpoint.name for endpoint in usable_endpoints(user)}
+    anyone = {endpoint.name for endpoint in usable_endpoints(_any_account())}
+    lines = [f"claude plugin marketplace add {shlex.quote(str(folder))}"]
+    for name, endpoints in marketplace_plugins(base_dir).items():
+        if not set(endpoints) <= usable:
+            continue  # an endpoint of it would fail to connect with this person's token
+        line = f"claude plugin install {name}@hyperguild"
+        if user is None and not set(endpoints) <= anyone:
+            line += f"   # operators only: the {' and '.join(endpoints)} endpoints"
+        lines.append(line)
+    return lines
 
 
 def spool_file_name(url: str) -> str:
@@ -77,14 +114,17 @@ def spool_lines(base: str) -> list[str]:
 PLUGIN_SCOPES = ("brain:read", "brain:write", "sessions:write", "supervisor:run", "routing:run")
 
 
+def _any_account() -> AnonymousUser:
+    """An active account with no role, for role_scopes (AnonymousUser says is_active False)."""
+    user = AnonymousUser()
+    user.is_active = True  # type: ignore[assignment]  # deliberately overridden on this instance
+    return user
+
+
 def plugin_scopes(user: User | AnonymousUser | None = None) -> list[str]:
     """The plugin's scopes a person's role allows now (hyperguild.permissions); without a person, those every account may hold."""
-    if user is None:
-        # Every active account's: a person with a role adds theirs (docs/people.md).
-        user = AnonymousUser()
-        # An active account with no role, for role_scopes (AnonymousUser says is_active False).
-        user.is_active = True  # type: ignore[assignment]  # deliberately overridden on this instance
-    return role_scopes(user, list(PLUGIN_SCOPES))
+    # Without a person: every active account's; a person with a role adds theirs (docs/people.md).
+    return role_scopes(user if user is not None else _any_account(), list(PLUGIN_SCOPES))
 
 
 def plugin_token_advice(endpoints: list[Endpoint], user: User | None = None) -> str:
@@ -102,7 +142,8 @@ def plugin_token_advice(endpoints: list[Endpoint], user: User | None = None) -> 
         + " ".join(f"--scope {scope}" for scope in scopes) + "`)"
     )
     if more and user is None:
-        personal += f"; add {' '.join(more)} if your role allows them (writing notes: reviewer or curator; skills: operator)"
+        personal += (f"; add {' '.join(more)} if your role allows them (writing notes: member, reviewer or curator; "
+                     "skills: operator)")  # fmt: skip
     tokens = {endpoint.token_setting: endpoint.token() for endpoint in endpoints if endpoint.token_setting}
     set_tokens = {name: value for name, value in tokens.items() if value}
     if not set_tokens:
@@ -118,15 +159,16 @@ def plugin_token_advice(endpoints: list[Endpoint], user: User | None = None) -> 
 
 
 def setup_lines(base: str, user: User | None = None) -> list[str]:
-    """What a user on another machine needs, as lines to print (no secret among them); `user`: for that person."""
-    endpoints = all_endpoints()
-    lines = ["Claude Code plugin (the three endpoints, hooks that log each session and bring the project's notes in, "
-             "the loop skill):"]  # fmt: skip
-    lines += [f"    {line}" for line in plugin_install_lines()]
+    """What a user on another machine needs, as lines to print (no secret among them); `user`: for that person,
+    only the plugins and endpoints their role can use."""
+    endpoints = usable_endpoints(user)
+    lines = ["Claude Code plugins (hyperguild: the brain, hooks that log each session and bring the project's notes "
+             "in, the loop skill; hyperguild-operator: the supervisor and routing endpoints):"]  # fmt: skip
+    lines += [f"    {line}" for line in plugin_install_lines(user=user)]
     url_line = f"    export HYPERGUILD_URL={shlex.quote(base)}"
     if base.rstrip("/") == DEFAULT_URL:
         url_line += "   # the default; needed only for another address"
-    lines += [url_line, f"    {plugin_token_advice(endpoints, user)}"]
+    lines += [url_line, f"    {plugin_token_advice(all_endpoints(), user)}"]
     lines += spool_lines(base)
     lines.append("Or only the endpoints, for every project of this user (--scope user; without it `claude mcp add` "
                  "adds a server to the current folder only):")  # fmt: skip
