@@ -72,6 +72,10 @@ SESSION_ID_SCHEMA: dict[str, Any] = contracts.input_schema(SessionLogInput)["pro
 # What the plugin's spool sends when the service answers again (`POST /api/hooks/spool`): its oldest
 # lines as they are in the spool file, and how many entries of which session its cap dropped.
 MAX_SPOOL_BATCH = 500
+# Sessions one drop report may name (each is a gap entry to write: a ceiling on work, not only on bytes),
+# and the largest count it may give (more than a full spool of the smallest lines ever holds).
+MAX_SPOOL_GAPS = 100
+MAX_SPOOL_GAP_COUNT = 1_000_000
 SPOOL_BATCH_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -95,8 +99,8 @@ SPOOL_BATCH_SCHEMA = {
         },
         "dropped": {
             "type": "object",
-            "maxProperties": 10000,
-            "additionalProperties": {"type": "integer", "minimum": 0},
+            "maxProperties": MAX_SPOOL_GAPS,
+            "additionalProperties": {"type": "integer", "minimum": 0, "maximum": MAX_SPOOL_GAP_COUNT},
             "description": "Session id → entries of it the spool dropped over its cap since the last report.",
         },
         "drop_key": {

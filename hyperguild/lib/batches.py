@@ -1,0 +1,127 @@
+"""Bounds on batch work: one batch at a time per web process, and each person's share of items a minute.
+
+A batch door (`POST /api/hooks/spool`, the review page's bulk action) does in one request what single
+doors do in hundreds. Unbounded, four concurrent batches held every place of a web process's admission
+gate (hyperguild/lib/admission.py) and `/health/live` and `/query` waited minutes behind them (issue 46,
+finding 1). Three bounds together:
+
+- each door's schema caps the items of one request (not only its bytes);
+- `batch_lane`: at most HYPERGUILD_BATCH_CONCURRENCY batches run at once in a web process; one more is
+  answered 429 with `Retry-After: 1` at once, before it would take a place in the admission queue, so
+  batches can never hold every place (BatchLaneMiddleware, ahead of AdmissionMiddleware);
+- `batch_budget`: a person's items (entries and gap reports) per minute, HYPERGUILD_BATCH_ITEMS_PER_MINUTE;
+  past it the request is answered 429 with the seconds to wait and nothing is written.
+
+Both are counted in the web process (as the registration lane is): with N processes a person's share is
+at most N times the setting, still bounded.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, JsonResponse
+from django.http.response import HttpResponseBase
+from django.urls import reverse
+
+from hyperguild.errors import error_body
+
+WINDOW_SECONDS = 60.0
+# Batch doors: URL names whose POST is a batch.
+BATCH_ROUTES = ("sessions-claude-hook-spool", "brain-review-bulk")
+
+
+class BatchLane:
+    """At most HYPERGUILD_BATCH_CONCURRENCY batches at once in this process; `enter` never waits."""
+
+    def __init__(self) -> None:
+        self.places: tuple[int, threading.BoundedSemaphore] | None = None
+        self.lock = threading.Lock()
+
+    def enter(self) -> threading.BoundedSemaphore | None:
+        """A place (give it back with `leave`), or None when every place is taken."""
+        with self.lock:
+            limit = settings.HYPERGUILD_BATCH_CONCURRENCY
+            if self.places is None or self.places[0] != limit:  # the setting changed (tests): new places
+                self.places = (limit, threading.BoundedSemaphore(limit))
+            places = self.places[1]
+        return places if places.acquire(blocking=False) else None
+
+    @staticmethod
+    def leave(place: threading.BoundedSemaphore) -> None:
+        place.release()
+
+
+batch_lane = BatchLane()
+
+
+class BatchLaneMiddleware:
+    """Before the admission gate: a batch takes a place in `batch_lane` or is answered 429 at once."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+        self.paths: frozenset[str] | None = None
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if self.paths is None:
+            self.paths = frozenset(reverse(name) for name in BATCH_ROUTES)
+        if request.method != "POST" or request.path_info not in self.paths:
+            return self.get_response(request)
+        place = batch_lane.enter()
+        if place is None:
+            message = (
+                "Another batch is being stored right now (HYPERGUILD_BATCH_CONCURRENCY per web process); "
+                "send this one again in a second."
+            )
+            response = JsonResponse(error_body("throttled", message), status=429)
+            response["Retry-After"] = "1"
+            return response
+        try:
+            return self.get_response(request)
+        finally:
+            batch_lane.leave(place)
+
+
+class BatchBudget:
+    """Each person's batch items in the last minute (a sliding window), in this process."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.spent: dict[str, deque[tuple[float, int]]] = {}
+
+    def take(self, person: str, items: int) -> float:
+        """Count `items` for `person`: 0.0 when taken, else the seconds until they fit (nothing counted)."""
+        limit = settings.HYPERGUILD_BATCH_ITEMS_PER_MINUTE
+        now = time.monotonic()
+        with self.lock:
+            if len(self.spent) > 10_000:  # many people: forget those with nothing in the window
+                for key in [key for key, marks in self.spent.items() if not marks or marks[-1][0] <= now - WINDOW_SECONDS]:
+                    del self.spent[key]
+            marks = self.spent.setdefault(person, deque())
+            while marks and marks[0][0] <= now - WINDOW_SECONDS:
+                marks.popleft()
+            used = sum(count for _, count in marks)
+            if used + items <= limit:
+                marks.append((now, items))
+                return 0.0
+            if items > limit:
+                return WINDOW_SECONDS
+            # The oldest marks leave the window first: wait until enough of them have.
+            freed = 0
+            for at, count in marks:
+                freed += count
+                if used - freed + items <= limit:
+                    return max(1.0, math.ceil(at + WINDOW_SECONDS - now))
+            return WINDOW_SECONDS
+
+    def forget(self) -> None:
+        with self.lock:
+            self.spent.clear()
+
+
+batch_budget = BatchBudget()
