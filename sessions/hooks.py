@@ -31,7 +31,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -47,7 +47,7 @@ from brain.context import ContextInputError, context
 from hyperguild.lib.text import excerpt
 from sessions.actions import check_session_id, do_log_checked_entry
 from sessions.errors import EntryRefused, HookRefused, SessionNotYours
-from sessions.inputs import MAX_MESSAGE_CHARS, SESSION_ID_PATTERN, SPOOL_BATCH_SCHEMA
+from sessions.inputs import MAX_MESSAGE_CHARS, SESSION_ID_PATTERN, SPOOL_BATCH_SCHEMA, time_in_range
 from sessions.models import AgentSession, SessionEntry
 
 logger = logging.getLogger(__name__)
@@ -186,12 +186,6 @@ class SpoolBatch:
 
 
 _SPOOL_BATCH = Draft202012Validator(SPOOL_BATCH_SCHEMA)
-# When a spooled hook may have run: a spool holds what a machine kept offline (weeks, not years), and a
-# clock a little ahead. Offsets as far as real zones go (UTC-12:00 to UTC+14:00). Outside, the time is a
-# typo or an attack: stored, it made every read of its session fail (issue 46, finding 6).
-SPOOL_OLDEST = timedelta(days=365)
-SPOOL_NEWEST = timedelta(days=1)
-MAX_UTC_OFFSET = timedelta(hours=14)
 
 
 def replay_spool(body: Any, *, user: User | None = None) -> SpoolReplay:
@@ -270,7 +264,7 @@ def check_spool_batch(body: Any) -> SpoolBatch:
             occurred_at = None
         if occurred_at is None or occurred_at.tzinfo is None:
             raise HookRefused(f"entries/{index}/at: {item['at']!r} is not an ISO 8601 time with its zone.")
-        lines.append(SpoolLine(item["event"], item["input"], *_time_in_range(occurred_at, now, f"entries/{index}/at")))
+        lines.append(SpoolLine(item["event"], item["input"], *time_in_range(occurred_at, now, f"entries/{index}/at")))
     # The plugin reads session ids out of the lines it drops; one it could not read cannot be told.
     dropped = {
         session_id: count
@@ -281,25 +275,6 @@ def check_spool_batch(body: Any) -> SpoolBatch:
     if dropped and not drop_key:
         raise HookRefused("drop_key: a drop report needs its key, so that sending it twice logs it once.")
     return SpoolBatch(lines, dropped, drop_key)
-
-
-def _time_in_range(at: datetime, now: datetime, where: str) -> tuple[datetime | None, str]:
-    """(the time in UTC, "") when it is one a spooled hook can have run at; else (None, why not)."""
-    offset = at.utcoffset() or timedelta(0)
-    if abs(offset) > MAX_UTC_OFFSET:
-        hours, minutes = divmod(abs(offset) // timedelta(minutes=1), 60)
-        sign = "-" if offset < timedelta(0) else "+"
-        return None, f"{where}: the offset {sign}{hours:02d}:{minutes:02d} is beyond ±14:00; no zone is that far from UTC."
-    try:
-        utc = at.astimezone(UTC)
-    except OverflowError:
-        utc = None
-    if utc is None or not now - SPOOL_OLDEST <= utc <= now + SPOOL_NEWEST:
-        return None, (
-            f"{where}: {at.isoformat()} is outside the window a spooled hook can have run in "
-            f"(the last {SPOOL_OLDEST.days} days, up to {SPOOL_NEWEST.days} day ahead for a fast clock)."
-        )
-    return utc, ""
 
 
 def gap_fields(count: int, drop_key: str) -> dict:

@@ -7,6 +7,7 @@ against its schema (with jsonschema), whichever door it came through; the MCP to
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import ConfigDict, Field
@@ -111,3 +112,36 @@ SPOOL_BATCH_SCHEMA = {
         },
     },
 }
+
+
+# When a logged entry may have happened: a hook from the plugin's spool, what a machine kept offline
+# (weeks, not years); a line of an import, any time since 1970 (IMPORT_OLDEST); either a little ahead for a
+# fast clock. Offsets as far as real zones go (UTC-12:00 to UTC+14:00). Outside, the time is a
+# typo or an attack: stored, it made every read of its session fail (issue 46, finding 6).
+SPOOL_OLDEST = timedelta(days=365)
+SPOOL_NEWEST = timedelta(days=1)
+MAX_UTC_OFFSET = timedelta(hours=14)
+IMPORT_OLDEST = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def time_in_range(
+    at: datetime, now: datetime, where: str, *, oldest: datetime | None = None
+) -> tuple[datetime | None, str]:
+    """(the time in UTC, "") when it is one an entry can have happened at (from `oldest`, by default
+    SPOOL_OLDEST ago, to SPOOL_NEWEST ahead); else (None, why not)."""
+    offset = at.utcoffset() or timedelta(0)
+    if abs(offset) > MAX_UTC_OFFSET:
+        hours, minutes = divmod(abs(offset) // timedelta(minutes=1), 60)
+        sign = "-" if offset < timedelta(0) else "+"
+        return None, f"{where}: the offset {sign}{hours:02d}:{minutes:02d} is beyond ±14:00; no zone is that far from UTC."
+    try:
+        utc = at.astimezone(UTC)
+    except OverflowError:
+        utc = None
+    oldest = oldest or now - SPOOL_OLDEST
+    if utc is None or not oldest <= utc <= now + SPOOL_NEWEST:
+        return None, (
+            f"{where}: {at.isoformat()} is outside the window an entry can have happened in "
+            f"({oldest:%Y-%m-%d} to {SPOOL_NEWEST.days} day ahead of now, for a fast clock)."
+        )
+    return utc, ""
