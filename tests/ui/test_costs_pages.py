@@ -142,9 +142,12 @@ def test_a_reader_sees_only_their_own_spend_by_person_and_their_own_sessions(rea
     }
     assert list(table(page, "costs-top-sessions")) == ["s-small"]
     assert "s-big" not in page and 'id="costs-own-only"' in page
-    # The team's totals name nobody and stay whole.
-    assert '<b id="total-cost">0.0155</b>' in page
-    assert table(page, "costs-by-model")["thinking"] == ["1", "100", "10", "0.0100", "0"]
+    # Issue 46: no breakdown shows the others' spend either (the reviewer's 0.0100 on `thinking`, `tdd_red`).
+    assert '<b id="total-cost">0.0055</b>' in page
+    assert table(page, "costs-by-model") == {"fast": ["3", "300", "30", "0.0055", "0"], "mystery": ["1", "0", "0", "0.0000", "1"]}
+    assert "tdd_red" not in table(page, "costs-by-skill") and "thinking" not in page
+    assert table(page, "costs-by-project") == {"/srv/app": ["3", "200", "20", "0.0050", "1"], "—": ["1", "100", "10", "0.0005", "0"]}
+    assert sum(Decimal(row[3]) for row in table(page, "costs-per-day").values()) == Decimal("0.0055")
 
 
 def test_staff_see_everyones_spend_without_the_own_only_notice(staff_client, spending):
