@@ -188,7 +188,7 @@ class Command(BenchCommand):
             statuses: Counter[int] = Counter()
             stop = asyncio.Event()
 
-            async def sender(ids: int = ids) -> None:
+            async def sender(ids: int = ids, stop: asyncio.Event = stop, statuses: Counter[int] = statuses) -> None:
                 while not stop.is_set():
                     body = flood_body(ids)
                     statuses[await http(port, "POST", "/api/hooks/spool", body, token=token)] += 1

@@ -74,6 +74,9 @@ HYPERGUILD_WEB_CONCURRENCY = env_int("HYPERGUILD_WEB_CONCURRENCY", 2, minimum=0,
 # (hyperguild/lib/batches.py). A person's batch items (entries, gap reports, notes) per minute, per process.
 HYPERGUILD_BATCH_CONCURRENCY = env_int("HYPERGUILD_BATCH_CONCURRENCY", 1, minimum=1, maximum=64)
 HYPERGUILD_BATCH_ITEMS_PER_MINUTE = env_int("HYPERGUILD_BATCH_ITEMS_PER_MINUTE", 3000, minimum=1)
+# Projects a person's sessions may create from their folders (hook cwds) an hour, per web process; past it a
+# new session is logged without a project (an operator adds one with `manage.py project add`).
+HYPERGUILD_NEW_PROJECTS_PER_HOUR = env_int("HYPERGUILD_NEW_PROJECTS_PER_HOUR", 20, minimum=0)
 ALLOWED_HOSTS = env_list("HYPERGUILD_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 # Origins allowed to call the MCP endpoints; "*" in the port position means any port.
 HYPERGUILD_ALLOWED_ORIGINS = env_list(

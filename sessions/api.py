@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from hyperguild.api import EndpointTokenAPIView
-from hyperguild.lib.batches import batch_budget
+from hyperguild.lib.batches import batch_budget, person_key
 from hyperguild.lib.limits import InputRejected, loads_limited
 from hyperguild.mcp.views import origin_allowed
 from hyperguild.permissions import may
@@ -124,7 +124,7 @@ class ClaudeHookSpoolView(ClaudeHookView):
             raise HookRefused(exc.message) from None
         batch = check_spool_batch(body)  # a body over the ceilings is a 400 and costs the person nothing
         user = request.user.user
-        wait = batch_budget.take(f"user:{user.pk}" if user is not None and user.pk else "service", batch.items)
+        wait = batch_budget.take(person_key(user), batch.items)
         if wait:
             raise Throttled(wait, detail=(
                 f"This batch is {batch.items} items and your share of batch work this minute is spent "

@@ -148,9 +148,10 @@ def _closed_circuit_breakers():
 @pytest.fixture(autouse=True)
 def _fresh_batch_budgets():
     """Each test starts with every person's share of batch work unspent (counted per process)."""
-    from hyperguild.lib.batches import batch_budget
+    from hyperguild.lib.batches import batch_budget, new_project_allowance
 
     batch_budget.forget()
+    new_project_allowance.forget()
     yield
 
 

@@ -12,6 +12,8 @@ finding 1). Three bounds together:
 - `batch_budget`: a person's items (entries and gap reports) per minute, HYPERGUILD_BATCH_ITEMS_PER_MINUTE;
   past it the request is answered 429 with the seconds to wait and nothing is written.
 
+`new_project_allowance` bounds the projects a person's sessions create from their folders, likewise.
+
 Both are counted in the web process (as the registration lane is): with N processes a person's share is
 at most N times the setting, still bounded.
 """
@@ -87,41 +89,53 @@ class BatchLaneMiddleware:
             batch_lane.leave(place)
 
 
-class BatchBudget:
-    """Each person's batch items in the last minute (a sliding window), in this process."""
+class Allowance:
+    """Each person's units in a sliding window (`window` seconds, at most `limit()` units), in this process."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: Callable[[], int], window: float = WINDOW_SECONDS) -> None:
+        self.limit = limit
+        self.window = window
         self.lock = threading.Lock()
         self.spent: dict[str, deque[tuple[float, int]]] = {}
 
     def take(self, person: str, items: int) -> float:
         """Count `items` for `person`: 0.0 when taken, else the seconds until they fit (nothing counted)."""
-        limit = settings.HYPERGUILD_BATCH_ITEMS_PER_MINUTE
+        limit = self.limit()
         now = time.monotonic()
         with self.lock:
             if len(self.spent) > 10_000:  # many people: forget those with nothing in the window
-                for key in [key for key, marks in self.spent.items() if not marks or marks[-1][0] <= now - WINDOW_SECONDS]:
+                for key in [key for key, marks in self.spent.items() if not marks or marks[-1][0] <= now - self.window]:
                     del self.spent[key]
             marks = self.spent.setdefault(person, deque())
-            while marks and marks[0][0] <= now - WINDOW_SECONDS:
+            while marks and marks[0][0] <= now - self.window:
                 marks.popleft()
             used = sum(count for _, count in marks)
             if used + items <= limit:
                 marks.append((now, items))
                 return 0.0
             if items > limit:
-                return WINDOW_SECONDS
+                return self.window
             # The oldest marks leave the window first: wait until enough of them have.
             freed = 0
             for at, count in marks:
                 freed += count
                 if used - freed + items <= limit:
-                    return max(1.0, math.ceil(at + WINDOW_SECONDS - now))
-            return WINDOW_SECONDS
+                    return max(1.0, math.ceil(at + self.window - now))
+            return self.window
 
     def forget(self) -> None:
         with self.lock:
             self.spent.clear()
 
 
-batch_budget = BatchBudget()
+# A person's batch items a minute (spool entries and gaps, bulk-reviewed notes).
+batch_budget = Allowance(lambda: settings.HYPERGUILD_BATCH_ITEMS_PER_MINUTE)
+# Projects a person's sessions may create from their folders (a hook's cwd) an hour: 1,000 SessionStarts with
+# distinct folders made 1,000 projects in two requests (issue 46). Past it a session is logged without one.
+new_project_allowance = Allowance(lambda: settings.HYPERGUILD_NEW_PROJECTS_PER_HOUR, 3600.0)
+
+
+def person_key(user: object) -> str:
+    """Whose allowance a request spends: the person's, or the service identity's (user None)."""
+    pk = getattr(user, "pk", None)
+    return f"user:{pk}" if pk else "service"
