@@ -70,8 +70,8 @@ HYPERGUILD_WEB_THREADS = env_int("HYPERGUILD_WEB_THREADS", 8, minimum=1, maximum
 # Requests one web process runs at once, whatever the server; the others wait in arrival order, and a tool
 # that waits on another service gives its place up (hyperguild/lib/admission.py). 0: no such limit.
 HYPERGUILD_WEB_CONCURRENCY = env_int("HYPERGUILD_WEB_CONCURRENCY", 2, minimum=0, maximum=256)
-# Batches (POST /api/hooks/spool, bulk review) one web process runs at once; one more is answered 429 at once
-# (hyperguild/lib/batches.py). A person's batch items (entries, gap reports, notes) per minute, per process.
+# Batches (POST /api/hooks/spool) one web process runs at once; one more is answered 429 at once
+# (hyperguild/lib/batches.py). A person's batch items (spool entries and gap reports) per minute, per process.
 HYPERGUILD_BATCH_CONCURRENCY = env_int("HYPERGUILD_BATCH_CONCURRENCY", 1, minimum=1, maximum=64)
 HYPERGUILD_BATCH_ITEMS_PER_MINUTE = env_int("HYPERGUILD_BATCH_ITEMS_PER_MINUTE", 3000, minimum=1)
 # Projects a person's sessions may create from their folders (hook cwds) an hour, per web process; past it a

@@ -1,11 +1,12 @@
 """Bounds on batch work: one batch at a time per web process, and each person's share of items a minute.
 
-A batch door (`POST /api/hooks/spool`, the review page's bulk action) does in one request what single
+A batch door (`POST /api/hooks/spool`) does in one request what single
 doors do in hundreds. Unbounded, four concurrent batches held every place of a web process's admission
 gate (hyperguild/lib/admission.py) and `/health/live` and `/query` waited minutes behind them (issue 46,
 finding 1). Three bounds together:
 
-- each door's schema caps the items of one request (not only its bytes);
+- each door caps the items of one request (not only its bytes): the spool's schema, the review page's bulk
+  action (brain.views.MAX_BULK_NOTES), an import file (sessions.folder.MAX_IMPORT_LINES);
 - `batch_lane`: at most HYPERGUILD_BATCH_CONCURRENCY batches run at once in a web process; one more is
   answered 429 with `Retry-After: 1` at once, before it would take a place in the admission queue, so
   batches can never hold every place (BatchLaneMiddleware, ahead of AdmissionMiddleware);
@@ -35,7 +36,7 @@ from hyperguild.errors import error_body
 
 WINDOW_SECONDS = 60.0
 # Batch doors: URL names whose POST is a batch.
-BATCH_ROUTES = ("sessions-claude-hook-spool", "brain-review-bulk")
+BATCH_ROUTES = ("sessions-claude-hook-spool",)
 
 
 class BatchLane:
@@ -128,7 +129,7 @@ class Allowance:
             self.spent.clear()
 
 
-# A person's batch items a minute (spool entries and gaps, bulk-reviewed notes).
+# A person's batch items a minute (spool entries and gaps).
 batch_budget = Allowance(lambda: settings.HYPERGUILD_BATCH_ITEMS_PER_MINUTE)
 # Projects a person's sessions may create from their folders (a hook's cwd) an hour: 1,000 SessionStarts with
 # distinct folders made 1,000 projects in two requests (issue 46). Past it a session is logged without one.
