@@ -44,12 +44,13 @@ def _session_for_update(
     try:
         # A savepoint so a lost creation race does not abort the outer transaction.
         with transaction.atomic():
-            # The project is looked for (or made) only when the session is new: a callable default.
-            AgentSession.objects.get_or_create(
-                external_id=external_id,
-                defaults={"project": lambda: _project(project, project_root, user), "project_root": project_root or "",
-                          "client": client or {}},
-            )
+            # The project is looked for (or made) only when the session is new, not on every entry.
+            if not AgentSession.objects.filter(external_id=external_id).exists():
+                AgentSession.objects.get_or_create(
+                    external_id=external_id,
+                    defaults={"project": _project(project, project_root, user), "project_root": project_root or "",
+                              "client": client or {}},
+                )
     except IntegrityError:
         pass  # another caller created it a moment ago; the locked read below finds it
     session = AgentSession.objects.select_for_update().get(external_id=external_id)

@@ -204,10 +204,10 @@ def replay_spool(body: Any, *, user: User | None = None) -> SpoolReplay:
     lines, dropped, drop_key = batch.lines, batch.dropped, batch.drop_key
     replay = SpoolReplay(received=len(lines))
     with transaction.atomic():
-        timed = [line for line in lines if line.at is not None]
+        timed = [(line.at, line.input.get("session_id")) for line in lines if line.at is not None]
         for session_id, count in dropped.items():
             # What was dropped came before what is left: the gap sits at the oldest time the batch knows of.
-            times = [line.at for line in timed if line.input.get("session_id") == session_id] or [line.at for line in timed]
+            times = [at for at, of in timed if of == session_id] or [at for at, _ in timed]
             try:
                 logged = do_log_checked_entry(
                     session_id, gap_fields(count, drop_key), source="rest", user=user, occurred_at=min(times, default=None)
