@@ -70,7 +70,7 @@ HYPERGUILD_WEB_THREADS = env_int("HYPERGUILD_WEB_THREADS", 8, minimum=1, maximum
 # Requests one web process runs at once, whatever the server; the others wait in arrival order, and a tool
 # that waits on another service gives its place up (hyperguild/lib/admission.py). 0: no such limit.
 HYPERGUILD_WEB_CONCURRENCY = env_int("HYPERGUILD_WEB_CONCURRENCY", 2, minimum=0, maximum=256)
-# Batches (POST /api/hooks/spool) one web process runs at once; one more is answered 429 at once
+# Batches (POST /api/hooks/spool, POST /backfill-embeddings) one web process runs at once; one more is answered 429 at once
 # (hyperguild/lib/batches.py). A person's batch items (spool entries and gap reports) per minute, per process.
 HYPERGUILD_BATCH_CONCURRENCY = env_int("HYPERGUILD_BATCH_CONCURRENCY", 1, minimum=1, maximum=64)
 HYPERGUILD_BATCH_ITEMS_PER_MINUTE = env_int("HYPERGUILD_BATCH_ITEMS_PER_MINUTE", 3000, minimum=1)

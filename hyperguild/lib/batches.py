@@ -1,6 +1,6 @@
 """Bounds on batch work: one batch at a time per web process, and each person's share of items a minute.
 
-A batch door (`POST /api/hooks/spool`) does in one request what single
+A batch door (`POST /api/hooks/spool`, `POST /backfill-embeddings`) does in one request what single
 doors do in hundreds. Unbounded, four concurrent batches held every place of a web process's admission
 gate (hyperguild/lib/admission.py) and `/health/live` and `/query` waited minutes behind them (issue 46,
 finding 1). Three bounds together:
@@ -36,7 +36,7 @@ from hyperguild.errors import error_body
 
 WINDOW_SECONDS = 60.0
 # Batch doors: URL names whose POST is a batch.
-BATCH_ROUTES = ("sessions-claude-hook-spool",)
+BATCH_ROUTES = ("sessions-claude-hook-spool", "brain-api-backfill-embeddings")
 
 
 class BatchLane:
