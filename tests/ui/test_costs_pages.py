@@ -154,3 +154,24 @@ def test_staff_see_everyones_spend_without_the_own_only_notice(staff_client, spe
     page = staff_client.get(reverse("hyperguild-costs")).content.decode()
 
     assert "reviewer" in table(page, "costs-by-person") and 'id="costs-own-only"' not in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_over_http_a_reader_signed_in_sees_no_one_elses_spend_in_any_breakdown(asgi_server, staff_user, plain_user):
+    # Issue 46: the by-skill, by-model and by-project tables showed the team's calls, others' included.
+    import httpx
+
+    from tests.people.test_oauth_flow import HIDDEN
+
+    call("0.0100", person=staff_user, session_id="s-big", model="thinking", skill="tdd_red", project="/srv/secret")
+    call("0.0020", person=plain_user, session_id="s-small")
+    with httpx.Client(base_url=asgi_server, follow_redirects=False, timeout=30) as browser:
+        login = browser.get("/login/")
+        fields = dict(HIDDEN.findall(login.text))
+        signed_in = browser.post("/login/", data={"csrfmiddlewaretoken": fields["csrfmiddlewaretoken"], "next": "/",
+                                                  "username": "reader", "password": "pw-reader-123"})  # fmt: skip
+        assert signed_in.status_code == 302
+        page = browser.get("/costs/").text
+    assert '<b id="total-cost">0.0020</b>' in page
+    for other in ("thinking", "tdd_red", "/srv/secret", "s-big", "0.0100", "reviewer"):
+        assert other not in page, other
