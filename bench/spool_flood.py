@@ -99,6 +99,10 @@ class Command(BenchCommand):
         parser.add_argument("--probe-rate", type=float, default=5.0, help="/health/live and /query calls a second, each")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if not 1 <= options["senders"] <= 64:
+            raise CommandError("--senders takes 1 to 64")
+        if not 1 <= options["ids"] <= 10_000:
+            raise CommandError("--ids takes 1 to 10000 (the schema allowed 10,000 before issue 46)")
         load = os.getloadavg()
         self.stdout.write(f"machine: {os.cpu_count()} CPUs ({cpu_model()}), load average {load[0]:.2f} {load[1]:.2f} "
                           f"{load[2]:.2f} (other programs share these cores)")  # fmt: skip
