@@ -3,13 +3,14 @@
     .venv/bin/python bench/redaction.py [--repeat 200]
 
 Prints the time per call for three texts: a 200-byte session entry, a 10 KB note of prose and code, and
-100 KB of worker output, each without a secret (the common case) and with three secrets in it.
+100 KB of worker output, and 10 KB of JSON text (escapes decoded for a second look), each without a secret (the common case) and with three secrets in it.
 Run it before and after a change to hyperguild/lib/redaction.py (issue 35: the detect-secrets plugins).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -47,6 +48,8 @@ def main() -> None:
         "200 B entry": PROSE[:200],
         "10 KB note": (PROSE * 60)[:10_000],
         "100 KB output": (PROSE * 600)[:100_000],
+        # Text with JSON escapes (`\n`, `\"`) is read a second time, decoded (issue 46): a raw model response.
+        "10 KB JSON text": json.dumps({"content": (PROSE * 60)[:9_000]}),
     }
     print(f"{'text':<16} {'clean (median)':>16} {'3 secrets (median)':>20}")
     for name, text in texts.items():

@@ -1566,9 +1566,10 @@ def do_supersede_note(old: Note, new: Note, *, reason: str, user: User | None = 
         return old
 
 
-def do_find_or_make_project(*, name: str = "", cwd: str = "") -> Project | None:
+def do_find_or_make_project(*, name: str = "", cwd: str = "", create: bool = True) -> Project | None:
     """The project a session belongs to: the one its cwd resolves to, else the one named `name` (or the
-    cwd's folder name), else a new project of that name with no repository yet (its notes unverified)."""
+    cwd's folder name), else (with `create`) a new project of that name with no repository yet (its notes
+    unverified); else None."""
     cwd = cwd.strip() if isinstance(cwd, str) else ""
     if cwd:
         found = Project.objects.for_cwd(cwd)
@@ -1578,6 +1579,8 @@ def do_find_or_make_project(*, name: str = "", cwd: str = "") -> Project | None:
     name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:200]
     if not name:
         return None
+    if not create:
+        return Project.objects.filter(name=name).first()
     folders = [cwd] if cwd.startswith("/") or re.match(r"^[A-Za-z]:[\\/]", cwd) else [name]
     project, _ = Project.objects.get_or_create(name=name, defaults={"folders": folders, "branch": "main"})
     return project

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 
@@ -84,10 +85,49 @@ def local_repo_problem(path: str) -> str:
     return ""
 
 
+def file_url_path(repo: str) -> str | None:
+    """The local path a `file://` URL names (`file:///srv/x`, `file://localhost/srv/x`); None for any other repo.
+
+    Such a URL is a local path in disguise: it obeys SUPERVISOR_ALLOWED_ROOTS like one (issue 46).
+    """
+    if not repo[:7].lower() == "file://":
+        return None
+    parts = urlsplit(repo)
+    if parts.hostname not in (None, "", "localhost"):
+        return ""  # a file URL on another host: no path this server may read
+    return unquote(parts.path)
+
+
+def local_problem_of_url(repo: str) -> str:
+    """Why the service may not read the `file://` repository `repo` ("" when it may, or when it is no file URL)."""
+    path = file_url_path(repo)
+    if path is None:
+        return ""
+    if not path:
+        return f"{repo} names another host; a file:// repository must be on this server (file:///path)"
+    problem = local_repo_problem(path)
+    return f"{repo}: {problem}" if problem else ""
+
+
+def enclosing_repository_problem(path: Path) -> str:
+    """Why the repository git finds at `path` may not be read ("" when it may): git looks up the folders for
+    one, and a folder under an allowed root that is no repository would read one around it, outside the
+    roots (issue 46). It counts only when its top (a work tree's, or a bare repository itself) is inside."""
+    bare = run_git(str(path), "rev-parse", "--is-bare-repository").strip() == "true"
+    top = run_git(str(path), "rev-parse", "--absolute-git-dir" if bare else "--show-toplevel").strip()
+    resolved = Path(top).resolve()
+    roots = _allowed_roots()
+    if any(resolved == root or root in resolved.parents for root in roots):
+        return ""
+    return f"{path} is not a repository; the one around it, {resolved}, is outside SUPERVISOR_ALLOWED_ROOTS"
+
+
 def repository(project: Project) -> Repository:
     """The project's repository to read, or RepositoryUnreadable saying why not."""
     if not project.repo:
         raise RepositoryUnreadable(f"project {project.name} has no repository")
+    if problem := local_problem_of_url(project.repo):
+        raise RepositoryUnreadable(problem)
     if project.is_remote:
         git_dir = mirror_dir(project)
         if not git_dir.is_dir():
@@ -96,13 +136,18 @@ def repository(project: Project) -> Repository:
     problem = local_repo_problem(project.repo)
     if problem:
         raise RepositoryUnreadable(problem)
-    return Repository(Path(project.repo).resolve())
+    resolved = Path(project.repo).resolve()
+    if problem := enclosing_repository_problem(resolved):
+        raise RepositoryUnreadable(problem)
+    return Repository(resolved)
 
 
 def fetch(project: Project) -> None:
     """Bring the bare mirror of a remote repository up to date (clone it the first time); local repos: nothing."""
     if not project.is_remote:
         return
+    if problem := local_problem_of_url(project.repo):
+        raise RepositoryUnreadable(problem)  # never mirrored: a path outside the roots stays unread
     git_dir = mirror_dir(project)
     if not git_dir.is_dir():
         git_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -144,6 +144,10 @@ class MergeForm(VersionedForm):
         return target
 
 
+# The notes one bulk action may change: each goes through the single action, in one request (issue 46).
+MAX_BULK_NOTES = 500
+
+
 class BulkForm(forms.Form):
     action = forms.ChoiceField(choices=[("promote", "promote"), ("reject", "reject")])
     notes = forms.ModelMultipleChoiceField(queryset=Note.objects.raw_queue(), required=False, error_messages={
@@ -161,6 +165,8 @@ class BulkForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         assert data is not None  # Form.clean returns cleaned_data
+        if len(data.get("notes") or ()) > MAX_BULK_NOTES:
+            self.add_error("notes", f"Tick at most {MAX_BULK_NOTES} notes for one bulk action.")
         if not data.get("select_all") and not data.get("notes") and "notes" not in self.errors:
             self.add_error("notes", "Tick at least one note, or select all the notes matching the filter.")
         if data.get("action") == "promote" and not data.get("wing"):
@@ -780,7 +786,12 @@ def bulk_review(request: SignedInRequest) -> HttpResponse:
     if form.is_valid() and form.cleaned_data["select_all"]:
         matching = _filtered_queue(queue_form)
         count = matching.count()
-        if form.cleaned_data["expected_count"] != count:
+        if count > MAX_BULK_NOTES:
+            form.add_error("select_all", (
+                f"The filter matches {count} notes; one bulk action takes at most {MAX_BULK_NOTES}. Nothing was "
+                "changed: narrow the filter (a wing, a hall, a search) and act on each part."
+            ))
+        elif form.cleaned_data["expected_count"] != count:
             form.add_error("select_all", (
                 f"The filter now matches {count} notes, not {form.cleaned_data['expected_count']}: nothing was "
                 "changed. Check the list and confirm again."

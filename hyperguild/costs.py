@@ -57,11 +57,14 @@ def grouped(calls: QuerySet[ModelCall], field: str) -> list[dict[str, Any]]:
 def costs_report(now: datetime | None = None, days: int = COSTS_DAYS, *, only_person: User | None = None) -> dict[str, Any]:
     """The Costs page's tables over the last `days` UTC days (today included).
 
-    With `only_person`, the rows that name people (by person, top sessions) are that person's alone (and the
-    service parts'); the totals per day, skill, model and project stay the team's, which name nobody."""
+    With `only_person`, every table and total counts that person's calls and the service parts' (calls of no
+    person) only: a breakdown by skill, model or project of the team's calls showed what others spent, once
+    one's own rows were taken away (issue 46)."""
     now = now or budgets.now()
     start = budgets.period_bounds("day", now)[0] - timedelta(days=days - 1)
     calls = ModelCall.objects.filter(created_at__gte=start)
+    if only_person is not None:
+        calls = calls.filter(Q(requested_by=only_person) | Q(requested_by__isnull=True))
     per_day = list(
         calls.annotate(day=TruncDay("created_at", tzinfo=UTC)).values("day").annotate(**_figures()).order_by("-day")
     )

@@ -134,7 +134,8 @@ def canonical_resource(request: HttpRequest, resource: str) -> str:
         raise ResourceRefused(f"The resource {resource!r} is not a URL; ask for one of: {choices}.") from None
     if parts.scheme.lower() not in _DEFAULT_PORTS or not parts.hostname:
         raise ResourceRefused(f"The resource {resource!r} is not an http(s) URL; ask for one of: {choices}.")
-    if "@" in parts.netloc or parts.query or parts.fragment or "#" in resource:
+    # Compared as written, not as parsed: `…/mcp/brain?` has an empty query urlsplit drops (issue 46).
+    if "@" in parts.netloc or "?" in resource or "#" in resource:
         raise ResourceRefused(f"The resource {resource!r} has userinfo, a query or a fragment; ask for one of: "
                               f"{choices}.")  # fmt: skip
     if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")):
@@ -415,6 +416,23 @@ class RegisterClientView(views.DynamicClientRegistrationView):
             error, why = problem
             return JsonResponse({"error": error, "error_description": why}, status=400)
         return super().post(request, *args, **kwargs)
+
+
+class ManageClientView(views.DynamicClientRegistrationManagementView):
+    """RFC 7592 management (`GET/PUT/DELETE /oauth/register/<client_id>/` with the registration access token):
+    an update must follow the rules a registration follows (registration_problem), else it is refused with
+    nothing changed; without them a client could swap its redirect URI for `http://evil.example/cb` (issue 46)."""
+
+    def put(self, request: HttpRequest, client_id: str, *args: Any, **kwargs: Any) -> HttpResponseBase:
+        if request.META.get("HTTP_AUTHORIZATION"):  # without a token: DOT's 401, which tells nothing
+            try:
+                metadata = json.loads(request.body)
+            except ValueError:
+                metadata = None
+            if problem := registration_problem(metadata):
+                error, why = problem
+                return JsonResponse({"error": error, "error_description": why}, status=400)
+        return super().put(request, client_id, *args, **kwargs)
 
 
 def drop_public_client_secret(sender: type[Application], instance: Application, **kwargs: Any) -> None:

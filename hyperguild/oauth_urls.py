@@ -6,7 +6,13 @@ The metadata documents sit at the origin's root (RFC 8414, RFC 9728); the endpoi
 from django.urls import path, re_path
 from oauth2_provider import views
 
-from hyperguild.oauth import AuthorizationView, EndpointResourceMetadataView, RegisterClientView, ServerMetadataView
+from hyperguild.oauth import (
+    AuthorizationView,
+    EndpointResourceMetadataView,
+    ManageClientView,
+    RegisterClientView,
+    ServerMetadataView,
+)
 
 app_name = "oauth2_provider"
 
@@ -22,6 +28,6 @@ urlpatterns = [
     path("oauth/token/", views.TokenView.as_view(), name="token"),
     path("oauth/revoke_token/", views.RevokeTokenView.as_view(), name="revoke-token"),
     path("oauth/register/", RegisterClientView.as_view(), name="dcr-register"),
-    path("oauth/register/<str:client_id>/", views.DynamicClientRegistrationManagementView.as_view(),
+    path("oauth/register/<str:client_id>/", ManageClientView.as_view(),
          name="dcr-register-management"),
 ]  # fmt: skip

@@ -70,6 +70,13 @@ HYPERGUILD_WEB_THREADS = env_int("HYPERGUILD_WEB_THREADS", 8, minimum=1, maximum
 # Requests one web process runs at once, whatever the server; the others wait in arrival order, and a tool
 # that waits on another service gives its place up (hyperguild/lib/admission.py). 0: no such limit.
 HYPERGUILD_WEB_CONCURRENCY = env_int("HYPERGUILD_WEB_CONCURRENCY", 2, minimum=0, maximum=256)
+# Batches (POST /api/hooks/spool, POST /backfill-embeddings) one web process runs at once; one more is answered 429 at once
+# (hyperguild/lib/batches.py). A person's batch items (spool entries and gap reports) per minute, per process.
+HYPERGUILD_BATCH_CONCURRENCY = env_int("HYPERGUILD_BATCH_CONCURRENCY", 1, minimum=1, maximum=64)
+HYPERGUILD_BATCH_ITEMS_PER_MINUTE = env_int("HYPERGUILD_BATCH_ITEMS_PER_MINUTE", 3000, minimum=1)
+# Projects a person's sessions may create from their folders (hook cwds) an hour, per web process; past it a
+# new session is logged without a project (an operator adds one with `manage.py project add`).
+HYPERGUILD_NEW_PROJECTS_PER_HOUR = env_int("HYPERGUILD_NEW_PROJECTS_PER_HOUR", 20, minimum=0)
 ALLOWED_HOSTS = env_list("HYPERGUILD_ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 # Origins allowed to call the MCP endpoints; "*" in the port position means any port.
 HYPERGUILD_ALLOWED_ORIGINS = env_list(
@@ -301,6 +308,8 @@ MIDDLEWARE = [
     "hyperguild.metrics.MetricsMiddleware",  # first: counts every answer, the admission gate's 503s too
     # OAuth registrations (open to anyone) never queue ahead of people's work (hyperguild/oauth.py).
     "hyperguild.oauth.RegistrationLaneMiddleware",
+    # Batch doors (the plugin's spool, bulk review) run one at a time per process, never holding every place.
+    "hyperguild.lib.batches.BatchLaneMiddleware",
     "hyperguild.middleware.AdmissionMiddleware",  # off with HYPERGUILD_WEB_CONCURRENCY=0
     "hyperguild.middleware.GuardMiddleware",
     "django.middleware.security.SecurityMiddleware",

@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator
 
 from brain.actions import do_find_or_make_project
 from brain.models import Project
+from hyperguild.lib.batches import new_project_allowance, person_key
 from hyperguild.lib.limits import hostile_value_problem
 from hyperguild.lib.typed import JSON
 from sessions.errors import EntryRefused, FlaggedExample, InvalidExampleEdit, SessionNotFound, SessionNotYours
@@ -43,11 +44,13 @@ def _session_for_update(
     try:
         # A savepoint so a lost creation race does not abort the outer transaction.
         with transaction.atomic():
-            AgentSession.objects.get_or_create(
-                external_id=external_id,
-                defaults={"project": _project(project, project_root), "project_root": project_root or "",
-                          "client": client or {}},
-            )
+            # The project is looked for (or made) only when the session is new, not on every entry.
+            if not AgentSession.objects.filter(external_id=external_id).exists():
+                AgentSession.objects.get_or_create(
+                    external_id=external_id,
+                    defaults={"project": _project(project, project_root, user), "project_root": project_root or "",
+                              "client": client or {}},
+                )
     except IntegrityError:
         pass  # another caller created it a moment ago; the locked read below finds it
     session = AgentSession.objects.select_for_update().get(external_id=external_id)
@@ -57,7 +60,7 @@ def _session_for_update(
     # Metadata fills in what is missing; it never overwrites what an earlier call said.
     changed: list[str] = []
     if (project or project_root) and session.project_id is None:
-        session.project, changed = _project(project, project_root), [*changed, "project"]
+        session.project, changed = _project(project, project_root, user), [*changed, "project"]
     if project_root and not session.project_root:
         session.project_root, changed = project_root, [*changed, "project_root"]
     if client and not session.client:
@@ -122,8 +125,14 @@ _SESSION_ID = Draft202012Validator(SESSION_ID_SCHEMA)
 _ENTRY_FIELDS = Draft202012Validator(ENTRY_FIELDS_SCHEMA)
 
 
-def _project(name: str | None, root: str | None) -> Project | None:
-    """The brain Project a session names or runs in (see brain.actions.do_find_or_make_project)."""
+def _project(name: str | None, root: str | None, user: User | None) -> Project | None:
+    """The brain Project a session names or runs in (see brain.actions.do_find_or_make_project); a new one
+    only within the person's HYPERGUILD_NEW_PROJECTS_PER_HOUR, else None (the session is logged without)."""
+    found = do_find_or_make_project(name=name or "", cwd=root or "", create=False)
+    if found is not None or not (name or root):
+        return found
+    if new_project_allowance.take(person_key(user), 1):
+        return None
     return do_find_or_make_project(name=name or "", cwd=root or "")
 
 

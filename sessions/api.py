@@ -7,18 +7,20 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from django.conf import settings
 from rest_framework import status as http_status
-from rest_framework.exceptions import NotFound, PermissionDenied, UnsupportedMediaType, ValidationError
+from rest_framework.exceptions import NotFound, PermissionDenied, Throttled, UnsupportedMediaType, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from hyperguild.api import EndpointTokenAPIView
+from hyperguild.lib.batches import batch_budget, person_key
 from hyperguild.lib.limits import InputRejected, loads_limited
 from hyperguild.mcp.views import origin_allowed
 from hyperguild.permissions import may
 from sessions.actions import check_session_id, do_log_checked_entry, may_read_session
 from sessions.edit_hook import handle_edit_hook
-from sessions.hooks import HookRefused, handle_hook, replay_spool
+from sessions.hooks import HookRefused, check_spool_batch, handle_hook, replay_spool
 from sessions.models import AgentSession
 
 MAX_PAGE = 500
@@ -121,7 +123,16 @@ class ClaudeHookSpoolView(ClaudeHookView):
             body = loads_limited(request.body)
         except InputRejected as exc:
             raise HookRefused(exc.message) from None
-        return Response(asdict(replay_spool(body, user=request.user.user)))
+        batch = check_spool_batch(body)  # a body over the ceilings is a 400 and costs the person nothing
+        user = request.user.user
+        wait = batch_budget.take(person_key(user), batch.items)
+        if wait:
+            raise Throttled(wait, detail=(
+                f"This batch is {batch.items} items and your share of batch work this minute is spent "
+                f"(HYPERGUILD_BATCH_ITEMS_PER_MINUTE = {settings.HYPERGUILD_BATCH_ITEMS_PER_MINUTE}); "
+                "nothing was written. Send it again after Retry-After seconds."
+            ))  # fmt: skip
+        return Response(asdict(replay_spool(batch, user=user)))
 
 
 class ClaudeEditHookView(ClaudeHookView):

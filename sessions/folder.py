@@ -25,9 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from sessions.actions import do_append_entries, do_set_session_file_layout
+from sessions.inputs import IMPORT_OLDEST, time_in_range
 from sessions.models import AgentSession, EntrySource, SessionEntry
 
 SESSION_FILE_SUFFIX = ".jsonl"
@@ -57,7 +59,8 @@ def _time(obj: dict) -> datetime | None:
             except ValueError:
                 parsed = None
             if parsed is not None and parsed.tzinfo is not None:
-                return parsed
+                # A time no read can show (year 1 at +14:00, an offset no zone has) is kept in the line only.
+                return time_in_range(parsed, timezone.now(), key, oldest=IMPORT_OLDEST)[0]
     return None
 
 
@@ -74,16 +77,32 @@ def entry_line(entry: SessionEntry) -> str:
     return json.dumps(record, ensure_ascii=False)
 
 
+# The ceiling on one file's work: it is imported in one transaction, its entries held in memory.
+MAX_IMPORT_LINES = 200_000
+MAX_IMPORT_FILE_BYTES = 256 * 1024 * 1024
+
+
 def import_session_file(path: Path) -> dict:
     """Import one `<session_id>.jsonl`; returns counts. A file imports fully or not at all."""
     session_id = path.name[: -len(SESSION_FILE_SUFFIX)]
     if not SESSION_FILE_STEM.match(session_id):
         raise ValueError(f"{path.name}: the file name is not a valid session id (letters, digits, '_', '.', '-').")
+    size = path.stat().st_size
+    if size > MAX_IMPORT_FILE_BYTES:
+        raise ValueError(
+            f"{path.name}: {size} bytes; one session file imports at most {MAX_IMPORT_FILE_BYTES} bytes "
+            "(one transaction each). Split it into sessions of its own."
+        )
     text = path.read_bytes().decode("utf-8")
     trailing_newline = text.endswith("\n")
     lines = text.split("\n")
     if trailing_newline:
         lines.pop()
+    if len(lines) > MAX_IMPORT_LINES:
+        raise ValueError(
+            f"{path.name}: {len(lines)} lines; one session file imports at most {MAX_IMPORT_LINES} "
+            "(one transaction each). Split it into sessions of its own."
+        )
     counts = {"created": 0, "existing": 0, "unparsed": 0}
     seen: Counter[str] = Counter()
     blank_lines: list[int] = []

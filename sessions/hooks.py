@@ -37,15 +37,17 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.cache import cache
+from django.db import transaction
 from django.db.models import Max
+from django.utils import timezone
 from django_q.tasks import async_task
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError
 
 from brain.context import ContextInputError, context
 from hyperguild.lib.text import excerpt
 from sessions.actions import check_session_id, do_log_checked_entry
-from sessions.errors import EntryRefused, HookRefused
-from sessions.inputs import MAX_MESSAGE_CHARS, SESSION_ID_PATTERN, SPOOL_BATCH_SCHEMA
+from sessions.errors import EntryRefused, HookRefused, SessionNotYours
+from sessions.inputs import MAX_MESSAGE_CHARS, SESSION_ID_PATTERN, SPOOL_BATCH_SCHEMA, time_in_range
 from sessions.models import AgentSession, SessionEntry
 
 logger = logging.getLogger(__name__)
@@ -146,7 +148,8 @@ def handle_hook(
 
 @dataclass
 class SpoolReplay:
-    """What a batch from the plugin's spool became: counts, the entries refused (by index) and the gaps logged."""
+    """What a batch from the plugin's spool became: counts, what was refused (entries by index, gaps by
+    session) and the gaps logged."""
 
     received: int = 0
     logged: int = 0
@@ -154,7 +157,32 @@ class SpoolReplay:
     not_worth_an_entry: int = 0
     refused: list[dict] = field(default_factory=list)
     gaps: dict[str, int] = field(default_factory=dict)
+    refused_gaps: list[dict] = field(default_factory=list)
     retrospectives_queued: int = 0
+
+
+@dataclass
+class SpoolLine:
+    """One entry of a spool batch: its hook, input and time, or why its time cannot be taken."""
+
+    event: str
+    input: dict
+    at: datetime | None
+    problem: str = ""
+
+
+@dataclass
+class SpoolBatch:
+    """A checked spool body: its lines, the drop counts worth logging and the drop report's key."""
+
+    lines: list[SpoolLine]
+    dropped: dict[str, int]
+    drop_key: str
+
+    @property
+    def items(self) -> int:
+        """The work it asks for (entries plus gap entries), counted against the person's batch budget."""
+        return len(self.lines) + len(self.dropped)
 
 
 _SPOOL_BATCH = Draft202012Validator(SPOOL_BATCH_SCHEMA)
@@ -165,44 +193,70 @@ def replay_spool(body: Any, *, user: User | None = None) -> SpoolReplay:
 
     Each entry is handled as its hook would have been when it ran (`handle_hook`, at its original
     time, without the SessionStart context nobody waits for any more); its idempotency key makes a
-    replay of one that did arrive write nothing. An entry the route would refuse is reported by
-    index and the rest go on: one bad line must not hold the spool up forever. The sessions whose
-    entries the spool's cap dropped get a `gap` entry with the count, logged once per `drop_key`.
-    A batch that is not the spool's shape (or a time that is not one) is refused whole: HookRefused.
+    replay of one that did arrive write nothing. An entry that is refused (the hook route would refuse
+    it, its time is out of range, its session is someone else's) is reported by index and the rest are
+    stored: one bad line must not hold the spool up forever. The sessions whose entries the spool's cap
+    dropped get a `gap` entry with the count, logged once per `drop_key` (refused by session likewise).
+    The batch is one transaction, each item a savepoint in it. A batch that is not the spool's shape
+    (over its ceilings, or a time that is not one) is refused whole: HookRefused.
     """
-    entries, dropped, drop_key = check_spool_batch(body)
-    replay = SpoolReplay(received=len(entries))
-    for session_id, count in dropped.items():
-        # What was dropped came before what is left: the gap sits at the oldest time the batch knows of.
-        times = [at for _, payload, at in entries if payload.get("session_id") == session_id] or [at for *_, at in entries]
-        logged = do_log_checked_entry(
-            session_id, gap_fields(count, drop_key), source="rest", user=user, occurred_at=min(times, default=None)
-        )
-        if logged["created"]:
-            replay.gaps[session_id] = count
-    for index, (event, payload, occurred_at) in enumerate(entries):
-        try:
-            outcome = handle_hook(event, payload, user=user, may_read_brain=False, occurred_at=occurred_at)
-        except (HookRefused, EntryRefused) as exc:
-            replay.refused.append({"index": index, "event": event, "error": exc.message})
-            continue
-        if outcome.logged is None:
-            replay.not_worth_an_entry += 1
-        elif outcome.logged["created"]:
-            replay.logged += 1
-        else:
-            replay.already_logged += 1
-        replay.retrospectives_queued += outcome.queued_retrospective
+    batch = body if isinstance(body, SpoolBatch) else check_spool_batch(body)
+    lines, dropped, drop_key = batch.lines, batch.dropped, batch.drop_key
+    replay = SpoolReplay(received=len(lines))
+    with transaction.atomic():
+        timed = [(line.at, line.input.get("session_id")) for line in lines if line.at is not None]
+        for session_id, count in dropped.items():
+            # What was dropped came before what is left: the gap sits at the oldest time the batch knows of.
+            times = [at for at, of in timed if of == session_id] or [at for at, _ in timed]
+            try:
+                logged = do_log_checked_entry(
+                    session_id, gap_fields(count, drop_key), source="rest", user=user, occurred_at=min(times, default=None)
+                )
+            except (EntryRefused, SessionNotYours) as exc:
+                replay.refused_gaps.append({"session": session_id, "error": exc.message})
+                continue
+            if logged["created"]:
+                replay.gaps[session_id] = count
+        for index, line in enumerate(lines):
+            try:
+                if line.problem:
+                    raise HookRefused(line.problem)
+                outcome = handle_hook(line.event, line.input, user=user, may_read_brain=False, occurred_at=line.at)
+            except (HookRefused, EntryRefused, SessionNotYours) as exc:
+                replay.refused.append({"index": index, "event": line.event, "error": exc.message})
+                continue
+            if outcome.logged is None:
+                replay.not_worth_an_entry += 1
+            elif outcome.logged["created"]:
+                replay.logged += 1
+            else:
+                replay.already_logged += 1
+            replay.retrospectives_queued += outcome.queued_retrospective
     return replay
 
 
-def check_spool_batch(body: Any) -> tuple[list[tuple[str, dict, datetime]], dict[str, int], str]:
-    """The batch's entries as (event, input, time), the drop counts worth logging, and the drop report's key."""
+def _schema_problem(error: ValidationError) -> str:
+    """A schema error in a sentence, without echoing a large value back (a ceiling's error names its count)."""
+    where = "/".join(str(part) for part in error.absolute_path) or "body"
+    if error.validator in ("maxItems", "maxProperties"):
+        noun = "entries" if error.validator == "maxItems" else "sessions"
+        return (
+            f"{where}: at most {error.validator_value} {noun} a request (got {len(error.instance)}); "
+            "send the rest in the next request."
+        )
+    if error.validator == "maximum":
+        return f"{where}: at most {error.validator_value} (got {error.instance})."
+    return f"{where}: {error.message}"
+
+
+def check_spool_batch(body: Any) -> SpoolBatch:
+    """The batch's lines (each with its time, or why it has none that can be taken), the drop counts worth
+    logging, and the drop report's key. HookRefused for a batch that is not the spool's shape."""
     problems = sorted(_SPOOL_BATCH.iter_errors(body), key=lambda e: list(e.absolute_path))
     if problems:
-        where = "/".join(str(part) for part in problems[0].absolute_path) or "body"
-        raise HookRefused(f"Not a batch from the plugin's spool: {where}: {problems[0].message}")
-    entries = []
+        raise HookRefused(f"Not a batch from the plugin's spool: {_schema_problem(problems[0])}")
+    lines = []
+    now = timezone.now()
     for index, item in enumerate(body["entries"]):
         try:
             occurred_at = datetime.fromisoformat(item["at"].replace("Z", "+00:00"))
@@ -210,7 +264,7 @@ def check_spool_batch(body: Any) -> tuple[list[tuple[str, dict, datetime]], dict
             occurred_at = None
         if occurred_at is None or occurred_at.tzinfo is None:
             raise HookRefused(f"entries/{index}/at: {item['at']!r} is not an ISO 8601 time with its zone.")
-        entries.append((item["event"], item["input"], occurred_at))
+        lines.append(SpoolLine(item["event"], item["input"], *time_in_range(occurred_at, now, f"entries/{index}/at")))
     # The plugin reads session ids out of the lines it drops; one it could not read cannot be told.
     dropped = {
         session_id: count
@@ -220,7 +274,7 @@ def check_spool_batch(body: Any) -> tuple[list[tuple[str, dict, datetime]], dict
     drop_key = body.get("drop_key") or ""
     if dropped and not drop_key:
         raise HookRefused("drop_key: a drop report needs its key, so that sending it twice logs it once.")
-    return entries, dropped, drop_key
+    return SpoolBatch(lines, dropped, drop_key)
 
 
 def gap_fields(count: int, drop_key: str) -> dict:

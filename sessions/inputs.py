@@ -7,6 +7,7 @@ against its schema (with jsonschema), whichever door it came through; the MCP to
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import ConfigDict, Field
@@ -72,6 +73,10 @@ SESSION_ID_SCHEMA: dict[str, Any] = contracts.input_schema(SessionLogInput)["pro
 # What the plugin's spool sends when the service answers again (`POST /api/hooks/spool`): its oldest
 # lines as they are in the spool file, and how many entries of which session its cap dropped.
 MAX_SPOOL_BATCH = 500
+# Sessions one drop report may name (each is a gap entry to write: a ceiling on work, not only on bytes),
+# and the largest count it may give (more than a full spool of the smallest lines ever holds).
+MAX_SPOOL_GAPS = 100
+MAX_SPOOL_GAP_COUNT = 1_000_000
 SPOOL_BATCH_SCHEMA = {
     "type": "object",
     "additionalProperties": False,
@@ -95,8 +100,8 @@ SPOOL_BATCH_SCHEMA = {
         },
         "dropped": {
             "type": "object",
-            "maxProperties": 10000,
-            "additionalProperties": {"type": "integer", "minimum": 0},
+            "maxProperties": MAX_SPOOL_GAPS,
+            "additionalProperties": {"type": "integer", "minimum": 0, "maximum": MAX_SPOOL_GAP_COUNT},
             "description": "Session id → entries of it the spool dropped over its cap since the last report.",
         },
         "drop_key": {
@@ -107,3 +112,36 @@ SPOOL_BATCH_SCHEMA = {
         },
     },
 }
+
+
+# When a logged entry may have happened: a hook from the plugin's spool, what a machine kept offline
+# (weeks, not years); a line of an import, any time since 1970 (IMPORT_OLDEST); either a little ahead for a
+# fast clock. Offsets as far as real zones go (UTC-12:00 to UTC+14:00). Outside, the time is a
+# typo or an attack: stored, it made every read of its session fail (issue 46, finding 6).
+SPOOL_OLDEST = timedelta(days=365)
+SPOOL_NEWEST = timedelta(days=1)
+MAX_UTC_OFFSET = timedelta(hours=14)
+IMPORT_OLDEST = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def time_in_range(
+    at: datetime, now: datetime, where: str, *, oldest: datetime | None = None
+) -> tuple[datetime | None, str]:
+    """(the time in UTC, "") when it is one an entry can have happened at (from `oldest`, by default
+    SPOOL_OLDEST ago, to SPOOL_NEWEST ahead); else (None, why not)."""
+    offset = at.utcoffset() or timedelta(0)
+    if abs(offset) > MAX_UTC_OFFSET:
+        hours, minutes = divmod(abs(offset) // timedelta(minutes=1), 60)
+        sign = "-" if offset < timedelta(0) else "+"
+        return None, f"{where}: the offset {sign}{hours:02d}:{minutes:02d} is beyond ±14:00; no zone is that far from UTC."
+    try:
+        utc = at.astimezone(UTC)
+    except OverflowError:
+        utc = None
+    oldest = oldest or now - SPOOL_OLDEST
+    if utc is None or not oldest <= utc <= now + SPOOL_NEWEST:
+        return None, (
+            f"{where}: {at.isoformat()} is outside the window an entry can have happened in "
+            f"({oldest:%Y-%m-%d} to {SPOOL_NEWEST.days} day ahead of now, for a fast clock)."
+        )
+    return utc, ""

@@ -145,6 +145,16 @@ def _closed_circuit_breakers():
     yield
 
 
+@pytest.fixture(autouse=True)
+def _fresh_batch_budgets():
+    """Each test starts with every person's share of batch work unspent (counted per process)."""
+    from hyperguild.lib.batches import batch_budget, new_project_allowance
+
+    batch_budget.forget()
+    new_project_allowance.forget()
+    yield
+
+
 def rest_error(response) -> dict:
     """The body of a REST error, checked against the one shape every REST endpoint answers (see hyperguild.api)."""
     body = response.json()

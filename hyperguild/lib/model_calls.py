@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from hyperguild.lib.pricing import cost_of
-from hyperguild.lib.redaction import redact_fields
+from hyperguild.lib.redaction import redact_fields, redact_json_text
 
 if TYPE_CHECKING:
     from hyperguild.models import ModelCall
@@ -141,7 +141,13 @@ def record_model_call(
     store, _ = _recorder()
     context = current_context()
     cost_usd, cost_source = cost_of(model, input_tokens, output_tokens, reported_cost_usd)
-    cleaned, redactions = redact_fields({"request": request, "response": response or "", "error": error or ""})
+    # The raw response is JSON text: its escapes (`\"`, `\u200b`) are decoded before the patterns look.
+    cleaned, redactions = redact_fields({"request": request})
+    cleaned["response"], found = redact_json_text(response or "")
+    redactions += [{"field": "response", "pattern": name, "count": count} for name, count in sorted(found.items())]
+    cleaned_error, error_flags = redact_fields({"error": error or ""})
+    cleaned.update(cleaned_error)
+    redactions += error_flags
     call = store(
         # A User only: the service identity and anonymous callers are named by `service`.
         requested_by=context.requested_by if getattr(context.requested_by, "pk", None) else None,

@@ -24,6 +24,7 @@ listed with its secret group) redacts only that part, so the label (`Bearer `, `
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from functools import lru_cache
@@ -190,7 +191,40 @@ def normalise(text: str) -> str:
     return INVISIBLE.sub("", text)
 
 
+# A JSON string escape: `\"`, `\\`, `\/`, `\b` … and `\uXXXX` (surrogate pairs are joined after).
+JSON_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|([\"\\/bfnrt]))")
+_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def unescape_json(text: str) -> str:
+    """`text` with its JSON string escapes decoded: what JSON text (a raw model response, a stream cut short)
+    says, for the patterns to see (`password = \\"…\\"`, `AKIA\\u200b…` hid a secret from them)."""
+
+    def decode(match: re.Match[str]) -> str:
+        return chr(int(match.group(1), 16)) if match.group(1) else _SIMPLE_ESCAPES[match.group(2)]
+
+    # Surrogate pairs (an emoji escaped as two \u escapes) joined; a lone one, which no database stores, made U+FFFD.
+    return JSON_ESCAPE.sub(decode, text).encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
 def _redact_into(text: str, found: dict[str, int]) -> str:
+    """`text` redacted; where it holds JSON escapes, its decoded text too (issue 46, finding 7): when the
+    decoded text shows a secret the text does not, the decoded text is what is kept, redacted."""
+    cleaned = _redact_view(text, found)
+    if "\\" not in text:
+        return cleaned
+    decoded = unescape_json(cleaned)
+    if decoded == cleaned:
+        return cleaned
+    more: dict[str, int] = {}
+    again = _redact_view(decoded, more)
+    if not more:
+        return cleaned
+    add_counts(found, more)
+    return again
+
+
+def _redact_view(text: str, found: dict[str, int]) -> str:
     # Most text has no invisible character: the search costs one scan and the text is used as it is.
     source = normalise(text) if INVISIBLE.search(text) else text
     hits_before = sum(found.values())
@@ -202,10 +236,10 @@ def _redact_into(text: str, found: dict[str, int]) -> str:
         replacement = REDACTED.format(name=detector.name)
 
         def substitute(match: re.Match[str], detector: Detector = detector, replacement: str = replacement) -> str:
-            if not detector.accepts(match):
-                return match.group(0)
-            found[detector.name] = found.get(detector.name, 0) + 1
             group = detector.secret_group(match)
+            if not detector.accepts(match) or match.group(group).startswith("[REDACTED:"):
+                return match.group(0)  # not a secret, or one already redacted (`password = [REDACTED:…]`)
+            found[detector.name] = found.get(detector.name, 0) + 1
             if group:
                 start, end = match.span(group)
                 offset = match.start()
@@ -254,6 +288,20 @@ def redact_value(value: Any) -> tuple[Any, dict[str, int]]:
         return item
 
     return walk(value), found
+
+
+def redact_json_text(text: str) -> tuple[str, dict[str, int]]:
+    """`redact` for text that may be JSON (a model's raw response): when it parses, its decoded strings are
+    redacted and, if anything was, it is kept re-encoded (still JSON); otherwise as `redact`."""
+    if text[:1] in ("{", "[") and "\\" in text:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if value is not None:
+            cleaned, found = redact_value(value)
+            return (json.dumps(cleaned, ensure_ascii=False) if found else text), found
+    return redact(text)
 
 
 def add_counts(total: dict[str, int], found: dict[str, int]) -> dict[str, int]:

@@ -15,7 +15,7 @@ from django.core.management import call_command, get_commands
 from django.core.management.base import CommandError
 from django.db import connection
 
-from bench import registration, review, search_cpu, search_scale
+from bench import registration, review, search_cpu, search_scale, spool_flood
 from brain.models import Note, NoteRevision
 from supervisor.models import RoutingEntry
 
@@ -86,6 +86,14 @@ def test_the_registration_benchmark_refuses_a_bad_client_count_before_it_creates
     out = io.StringIO()
     with pytest.raises(CommandError, match="--clients takes 1 to 250"):
         call_command(registration.Command(), "--clients", "0", stdout=out)
+    assert out.getvalue() == ""
+
+
+@pytest.mark.parametrize("option", [("--senders", "0"), ("--ids", "0")])
+def test_the_spool_flood_benchmark_refuses_bad_counts_before_it_creates_anything(db, option):
+    out = io.StringIO()
+    with pytest.raises(CommandError, match=f"{option[0]} takes 1 to"):
+        call_command(spool_flood.Command(), *option, stdout=out)
     assert out.getvalue() == ""
 
 

@@ -123,3 +123,22 @@ def test_a_nested_context_sees_only_its_own_calls_and_the_outer_one_sees_all(gat
             second = client.chat([{"role": "user", "content": "2"}], model="fast", purpose="review").call_id
     assert (outer.recorded, inner.recorded) == ([first, second], [second])
     assert ModelCall.objects.get(pk=second).skill == "review"  # inherited from the outer context
+
+
+SECRETS_BEHIND_ESCAPES = [
+    ('password = "hunter2-correct-horse"', "hunter2-correct-horse"),
+    ('api_key: "zq8X7v6b5n4m3l2kq1"', "zq8X7v6b5n4m3l2kq1"),
+    ("the key AKIA\u200bABCDEFGHIJKLMNOP", "ABCDEFGHIJKLMNOP"),
+    ("the key sk-\u00adabcdefghijklmnopqrstuvwxyz012345", "abcdefghijklmnopqrstuvwxyz012345"),
+]
+
+
+@pytest.mark.parametrize("text,secret", SECRETS_BEHIND_ESCAPES)
+def test_a_secret_behind_json_escapes_in_the_raw_answer_is_redacted_on_its_decoded_text(gateway, text, secret):
+    # Issue 46, finding 7: the raw response is JSON text; `\"` and `\uXXXX` escapes hid these from the patterns.
+    gateway.queue(Reply.text(f"Here it is: {text}"))
+    result = get_llm_client().chat([{"role": "user", "content": f"remember {text}"}], model="fast", purpose="answer")
+    call = ModelCall.objects.get(pk=result.call_id)
+    assert secret not in call.response and secret not in str(call.request)
+    assert "[REDACTED:" in call.response
+    assert {flag["field"] for flag in call.redactions} == {"request", "response"}

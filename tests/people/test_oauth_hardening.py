@@ -76,12 +76,16 @@ def exchange(live: str, client_id: str, code: str, verifier: str) -> httpx.Respo
     ("{live}/mcp/brain/%2e%2e/supervisor", "has a '.' or '..' segment"),
     ("{live}/mcp/brainstorm", "is not an endpoint of this server"),
     ("{live}/mcp/brain?x=1", "has userinfo, a query or a fragment"),
+    ("{live}/mcp/brain?", "has userinfo, a query or a fragment"),  # issue 46: an empty query was accepted
+    ("{live}/mcp/brain/?", "has userinfo, a query or a fragment"),
+    ("{live}/mcp/brain#", "has userinfo, a query or a fragment"),
+    ("http://@{host}/mcp/brain", "has userinfo, a query or a fragment"),
     ("http://evil.example/mcp/brain", "is not an endpoint of this server"),
 ])  # fmt: skip
 def test_a_resource_that_is_not_exactly_one_endpoint_is_refused_with_a_clear_error(live, asked, why):
     make_person("olga", "reader", password=PASSWORD)
     client_id = register(live).json()["client_id"]
-    back = authorize(live, client_id, asked.format(live=live), pkce()[1])
+    back = authorize(live, client_id, asked.format(live=live, host=live.split("://", 1)[1]), pkce()[1])
     assert back["error"] == "invalid_target" and back["state"] == "st-1"
     assert why in back["error_description"] and f"{live}/mcp/brain" in back["error_description"]
     assert not Grant.objects.exists() and not AccessToken.objects.filter(user__isnull=False).exists()
@@ -317,3 +321,38 @@ def test_the_token_endpoint_takes_the_bound_resource_in_another_spelling_and_ref
     }, timeout=30)  # fmt: skip
     assert slashed.status_code == 200, slashed.text
     assert AccessToken.objects.get(user__isnull=False).resource == [f"{live}/mcp/brain"]
+
+
+# --- issue 46, finding 9: RFC 7592 management applies the registration rules ------------------------------
+
+
+@pytest.mark.parametrize("metadata, error", [
+    ({"redirect_uris": ["http://evil.example/cb"]}, "invalid_redirect_uri"),
+    ({"redirect_uris": ["http://127.0.0.1@evil.example/cb"]}, "invalid_redirect_uri"),
+    ({"grant_types": ["password"]}, "invalid_client_metadata"),
+    ({"grant_types": ["client_credentials"]}, "invalid_client_metadata"),
+    ({"grant_types": ["implicit"]}, "invalid_client_metadata"),
+    ({"grant_types": ["urn:ietf:params:oauth:grant-type:device_code"]}, "invalid_client_metadata"),
+    ({"response_types": ["token"]}, "invalid_client_metadata"),
+])  # fmt: skip
+def test_updating_a_registration_applies_the_registration_rules_and_changes_nothing(live, metadata, error):
+    registered = register(live).json()
+    body = {"client_name": "cli", "redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"], **metadata}  # fmt: skip
+    answer = httpx.put(registered["registration_client_uri"], json=body, timeout=30,
+                       headers=bearer(registered["registration_access_token"]))  # fmt: skip
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == error
+    application = Application.objects.get(client_id=registered["client_id"])
+    assert application.redirect_uris == REDIRECT_URI and application.authorization_grant_type == "authorization-code"
+
+
+def test_updating_a_registration_within_the_rules_still_works_and_needs_its_token(live):
+    registered = register(live).json()
+    body = {"client_name": "renamed", "redirect_uris": ["https://client.example/cb"], "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"]}  # fmt: skip
+    assert httpx.put(registered["registration_client_uri"], json=body, timeout=30).status_code == 401
+    answer = httpx.put(registered["registration_client_uri"], json=body, timeout=30,
+                       headers=bearer(registered["registration_access_token"]))  # fmt: skip
+    assert answer.status_code == 200, answer.text
+    assert Application.objects.get(client_id=registered["client_id"]).redirect_uris == "https://client.example/cb"

@@ -372,3 +372,61 @@ def test_a_service_that_takes_hooks_but_not_the_spool_keeps_it_and_the_start_say
     assert message == "hyperguild: 1 entry from earlier sessions still waiting to be sent (hyperguild-hook status)."
     assert [line["session"] for line in spooled(spool)] == ["s-earlier"]  # kept, for the next try
     assert sorted(paths) == ["/api/hooks/SessionStart", "/api/hooks/spool"]  # its own event went straight in
+
+
+def test_an_entry_the_service_refuses_by_index_is_dropped_and_counted_and_later_hooks_go_straight_in(plugin, service, tmp_path):
+    # Issue 46, finding 5: one line naming another person's session made the whole batch a 403; the plugin
+    # kept it and retried forever, and every later hook queued behind it.
+    from tests.people.conftest import make_person, token_for
+
+    make_person("alice")
+    make_person("bob")
+    folder = project(tmp_path, "ledgerly")
+    alices = str(uuid.uuid4())
+    service.start()
+    started = httpx.post(f"{service.url}/api/hooks/SessionStart", timeout=30,
+                         json=hook_payload("SessionStart", alices, folder, source="startup"),
+                         headers={"Authorization": f"Bearer {token_for('alice', 'sessions:write')}"})  # fmt: skip
+    assert started.status_code == 200, started.text
+    bobs_token = token_for("bob", "sessions:write")
+    extra = {"HYPERGUILD_SPOOL_DIR": str(tmp_path / "spool")}
+    spool = spool_file(plugin.home, service.url, tmp_path / "spool")
+    spool.parent.mkdir(mode=0o700)
+    bobs = str(uuid.uuid4())
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    lines = [{"hyperguild_spool": 1, "event": event, "at": now, "session": session_id, "input": payload}
+             for session_id, (event, payload) in [
+                 (bobs, five_hooks(bobs, folder)[0]),
+                 (alices, ("UserPromptSubmit", hook_payload("UserPromptSubmit", alices, folder, prompt="not yours"))),
+                 (bobs, five_hooks(bobs, folder)[1])]]  # fmt: skip
+    spool.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+    script = plugin.root / "hooks" / "hyperguild-hook"
+    env = plugin.hook_env(service.url, bobs_token, **extra)
+    flushed = subprocess.run(["sh", str(script), "flush"], env=env, capture_output=True, text=True, timeout=60)
+    assert flushed.returncode == 0, flushed.stdout + flushed.stderr
+    assert "2 entries sent" in flushed.stdout and "1 refused by the service" in flushed.stdout
+    assert spooled(spool) == []
+    assert [e.kind for e in entries(bobs)] == ["start", "prompt"]
+    assert [e.kind for e in entries(alices)] == ["start"]
+    status = subprocess.run(["sh", str(script), "status"], env=env, capture_output=True, text=True, timeout=60)
+    assert "1 entry refused by the service and dropped" in status.stdout
+    # Nothing waits: bob's next hook goes straight to the service.
+    ran = plugin.run_hook("Stop", hook_payload("Stop", bobs, folder), url=service.url, token=bobs_token, timeout=30, **extra)
+    assert ran.returncode == 0 and spooled(spool) == []
+    assert [e.kind for e in entries(bobs)] == ["start", "prompt", "stop"]
+
+
+def test_a_drop_report_over_the_services_ceiling_goes_in_parts(plugin, service, tmp_path):
+    folder = project(tmp_path, "ledgerly")
+    extra = {"HYPERGUILD_SPOOL_DIR": str(tmp_path / "spool")}
+    spool = spool_file(plugin.home, service.url, tmp_path / "spool")
+    spool.parent.mkdir(mode=0o700)
+    sessions = [f"dropped-{number}" for number in range(150)]
+    Path(f"{spool}.dropped").write_text("".join(f"{session_id}\n" for session_id in sessions))
+    service.start()
+    flushed = by_hand(plugin, "flush", service.url, **extra)
+    assert flushed.returncode == 0, flushed.stdout + flushed.stderr
+    assert AgentSession.objects.filter(external_id__in=sessions).count() == 150
+    assert not Path(f"{spool}.dropped").exists() and not Path(f"{spool}.dropped-report").exists()
+    assert [e.kind for e in entries(sessions[0])] == ["gap"] and folder.exists()

@@ -105,3 +105,20 @@ def test_rest_query_answers_from_bm25_marked_degraded_when_the_embedder_is_down(
     body = response.json()
     assert body["degraded"] is True and "HTTP 500" in body["reason"]
     assert [(h["slug"], h["rankers"]) for h in body["hits"]] == [(note.slug, {"bm25": 1})]
+
+
+def test_a_backfill_while_another_batch_runs_in_the_process_is_answered_429_at_once(backfill_url):
+    # Issue 46: a whole embedding pass in one request is batch work; it takes the batch lane like the spool.
+    from hyperguild.lib.batches import batch_lane
+
+    do_ingest_note(title="Tides", body="Moon.", wing="sci")
+    place = batch_lane.enter()
+    assert place is not None
+    try:
+        busy = httpx.post(backfill_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+        assert busy.status_code == 429 and busy.headers["Retry-After"] == "1"
+        assert "HYPERGUILD_BATCH_CONCURRENCY" in rest_error(busy)["message"]
+        assert not Embedding.objects.exists()
+    finally:
+        batch_lane.leave(place)
+    assert httpx.post(backfill_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30).status_code == 200

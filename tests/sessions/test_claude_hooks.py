@@ -243,3 +243,34 @@ def test_a_session_started_in_a_folder_is_found_again_by_the_context_of_the_next
     assert post(asgi_server, "SessionStart", start).status_code == 200
     # What the next session's SessionStart ranks (sessions.hooks.context_text passes it the hook's cwd).
     assert [note["slug"] for note in context(folder)["unreviewed"]] == [own.slug]
+
+
+def test_a_persons_sessions_create_projects_from_their_folders_only_within_the_hourly_allowance(asgi_server, settings):
+    # Issue 46: 1,000 SessionStarts with distinct folders made 1,000 projects in two requests.
+    from brain.models import Project
+    from tests.people.conftest import bearer, make_person, token_for
+
+    settings.HYPERGUILD_NEW_PROJECTS_PER_HOUR = 3
+    make_person("mallory")
+    headers = bearer(token_for("mallory", "sessions:write"))
+    started = []
+    for number in range(5):
+        session_id = str(uuid.uuid4())
+        payload = {"session_id": session_id, "cwd": f"/home/mallory/src/folder-{number}", "hook_event_name": "SessionStart",
+                   "source": "startup"}  # fmt: skip
+        answer = httpx.post(f"{asgi_server}/api/hooks/SessionStart", json=payload, headers=headers, timeout=30)
+        assert answer.status_code == 200, answer.text
+        started.append(session_id)
+    assert Project.objects.filter(name__startswith="folder-").count() == 3
+    sessions = {s.external_id: s for s in AgentSession.objects.filter(external_id__in=started)}
+    assert [sessions[s].project is not None for s in started] == [True, True, True, False, False]
+    assert all(sessions[s].entries.filter(kind="start").exists() for s in started)  # every start is logged all the same
+    # A folder of a project that exists still finds it; another person's allowance is their own.
+    again = {"session_id": str(uuid.uuid4()), "cwd": "/home/mallory/src/folder-0", "hook_event_name": "SessionStart"}
+    assert httpx.post(f"{asgi_server}/api/hooks/SessionStart", json=again, headers=headers, timeout=30).status_code == 200
+    assert AgentSession.objects.get(external_id=again["session_id"]).project.name == "folder-0"
+    make_person("ana")
+    other = {"session_id": str(uuid.uuid4()), "cwd": "/home/ana/src/ledger", "hook_event_name": "SessionStart"}
+    assert httpx.post(f"{asgi_server}/api/hooks/SessionStart", json=other, timeout=30,
+                      headers=bearer(token_for("ana", "sessions:write"))).status_code == 200  # fmt: skip
+    assert Project.objects.filter(name="ledger").exists()

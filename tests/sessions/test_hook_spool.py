@@ -63,7 +63,7 @@ def test_spooled_hooks_are_logged_in_order_at_their_original_time_and_queue_the_
     answer = send(asgi_server, {"entries": a_session_offline(session_id)})
     assert answer.status_code == 200, answer.text
     assert answer.json() == {
-        "received": 5, "logged": 5, "already_logged": 0, "not_worth_an_entry": 0, "refused": [], "gaps": {},
+        "received": 5, "logged": 5, "already_logged": 0, "not_worth_an_entry": 0, "refused": [], "gaps": {}, "refused_gaps": [],
         "retrospectives_queued": 1,
     }  # fmt: skip
     entries = logged(session_id)
@@ -75,7 +75,8 @@ def test_spooled_hooks_are_logged_in_order_at_their_original_time_and_queue_the_
     assert [entry["occurred_at"] for entry in read] == [e.occurred_at.isoformat() for e in entries]
 
 
-def test_a_replay_of_what_did_arrive_writes_nothing_even_when_two_come_at_once(asgi_server):
+def test_a_replay_of_what_did_arrive_writes_nothing_even_when_two_come_at_once(asgi_server, settings):
+    settings.HYPERGUILD_BATCH_CONCURRENCY = 2  # two web processes, say: the lane is each process's
     session_id = str(uuid.uuid4())
     batch = {"entries": a_session_offline(session_id)}
     # The hook timed out but the service had taken the prompt: it is in the spool as well.
@@ -162,3 +163,96 @@ def test_the_spool_route_takes_the_hook_routes_token_and_scope(asgi_server, sett
     assert answer.status_code == 200 and answer.json()["logged"] == 5
     assert {e.logged_by for e in logged(session_id)} == {"alice"}
     assert send(asgi_server, batch, {"Authorization": "Bearer brain-token-123"}).json()["already_logged"] == 5
+
+
+# -- issue 46: bounded batches ------------------------------------------------------------------------------
+
+
+def test_a_drop_report_naming_more_sessions_than_a_request_may_is_refused_whole_and_writes_nothing(asgi_server):
+    # Finding 1: 1,500 new session ids in `dropped` were 1,500 transactions, holding the web process for minutes.
+    flood = {"entries": [], "dropped": {f"flood-{number}": 1 for number in range(1500)}, "drop_key": "k-1"}
+    answer = send(asgi_server, flood)
+    assert answer.status_code == 400, answer.text
+    message = rest_error(answer)["message"]
+    assert "dropped" in message and "100" in message
+    assert not AgentSession.objects.exists() and not SessionEntry.objects.exists()
+
+
+def test_a_gap_count_larger_than_a_spool_can_hold_is_refused(asgi_server):
+    answer = send(asgi_server, {"entries": [], "dropped": {"s1": 10**15}, "drop_key": "k-1"})
+    assert answer.status_code == 400 and "dropped" in rest_error(answer)["message"]
+    assert not SessionEntry.objects.exists()
+
+
+def test_a_person_past_their_share_of_batch_work_is_answered_429_with_retry_after(asgi_server, settings):
+    settings.HYPERGUILD_BATCH_ITEMS_PER_MINUTE = 12
+    make_person("bob")
+    headers = bearer(token_for("bob", "sessions:write"))
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    assert send(asgi_server, {"entries": a_session_offline(first)}, headers).status_code == 200
+    refused = send(asgi_server, {"entries": a_session_offline(second) * 2}, headers)  # 5 + 10 > 12
+    assert refused.status_code == 429, refused.text
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert "HYPERGUILD_BATCH_ITEMS_PER_MINUTE" in rest_error(refused)["message"]
+    assert not logged(second)
+    make_person("carol")  # another person's share is their own
+    assert send(asgi_server, {"entries": a_session_offline(second)}, bearer(token_for("carol", "sessions:write"))).status_code == 200
+
+
+def test_a_batch_beyond_the_lane_is_answered_429_at_once_rather_than_queued(asgi_server):
+    from hyperguild.lib.batches import batch_lane
+
+    place = batch_lane.enter()  # another batch, running in this process
+    assert place is not None
+    try:
+        busy = send(asgi_server, {"entries": a_session_offline("s1")})
+        assert busy.status_code == 429 and busy.headers["Retry-After"] == "1"
+        assert not AgentSession.objects.exists()
+    finally:
+        batch_lane.leave(place)
+    assert send(asgi_server, {"entries": a_session_offline("s1")}).status_code == 200
+
+
+def test_an_entry_or_a_gap_on_someone_elses_session_is_refused_by_index_and_the_rest_is_stored(asgi_server):
+    # Finding 5: the first entries were committed, then the whole batch answered 403 and the plugin retried forever.
+    make_person("alice")
+    make_person("bob")
+    alices, bobs = str(uuid.uuid4()), str(uuid.uuid4())
+    assert send(asgi_server, {"entries": a_session_offline(alices)[:1]}, bearer(token_for("alice", "sessions:write"))).json()["logged"] == 1
+    mine = a_session_offline(bobs)
+    intruder = line("UserPromptSubmit", alices, "2026-03-02T09:01:30Z", prompt="hello from bob", prompt_id="pb")
+    batch = {"entries": [*mine[:2], intruder, *mine[2:]], "dropped": {alices: 2, bobs: 1}, "drop_key": "k-7"}
+    answer = send(asgi_server, batch, bearer(token_for("bob", "sessions:write")))
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert [(item["index"], item["event"]) for item in body["refused"]] == [(2, "UserPromptSubmit")]
+    assert "someone else" in body["refused"][0]["error"]
+    assert [item["session"] for item in body["refused_gaps"]] == [alices]
+    assert body["logged"] == 5 and body["gaps"] == {bobs: 1}
+    assert [e.kind for e in logged(alices)] == ["start"]
+    assert [e.kind for e in logged(bobs)] == ["gap", "start", "prompt", "test", "test", "stop"]
+
+
+OUT_OF_RANGE_TIMES = [
+    ("0001-01-01T00:00:00+14:00", "window"),
+    ("9999-12-31T23:59:59-14:00", "window"),
+    ("2026-03-02T09:00:00+23:59", "offset"),
+    ("2026-03-02T09:00:00-15:00", "offset"),
+]
+
+
+@pytest.mark.parametrize("at,problem", OUT_OF_RANGE_TIMES)
+def test_a_time_out_of_range_is_refused_by_index_and_the_session_still_reads(asgi_server, at, problem):
+    # Finding 6: such a time was stored (or answered 500), and then every read of the session answered 500.
+    session_id = str(uuid.uuid4())
+    entries = a_session_offline(session_id)
+    entries[1]["at"] = at
+    answer = send(asgi_server, {"entries": entries})
+    assert answer.status_code == 200, answer.text
+    refused = answer.json()["refused"]
+    assert [item["index"] for item in refused] == [1]
+    assert refused[0]["error"].startswith("entries/1/at") and problem in refused[0]["error"]
+    assert answer.json()["logged"] == 4
+    read = httpx.get(f"{asgi_server}/sessions/{session_id}/entries", timeout=30)
+    assert read.status_code == 200 and len(read.json()["entries"]) == 4
+    assert httpx.get(f"{asgi_server}/sessions/{session_id}/", timeout=30).status_code in (200, 302)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from io import StringIO
 from pathlib import Path
 
+import httpx
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -112,4 +113,30 @@ def test_a_file_whose_name_is_not_a_session_id_is_skipped_and_reported(tmp_path)
 def test_sessions_import_refuses_a_path_that_is_not_a_folder(tmp_path):
     with pytest.raises(CommandError, match="not a folder"):
         call_command("sessions_import", str(tmp_path / "missing"))
+    assert not AgentSession.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_imported_time_no_read_can_show_is_kept_in_the_line_only_and_the_session_reads(tmp_path, asgi_server):
+    # Issue 46, finding 6: such a time was stored and every read of the session answered 500.
+    lines = [
+        '{"ts": "0001-01-01T00:00:00+14:00", "kind": "note", "message": "year one"}',
+        '{"ts": "9999-12-31T23:59:59-14:00", "kind": "note", "message": "the end of time"}',
+        '{"ts": "2025-03-02T09:00:00+23:59", "kind": "note", "message": "no zone is that far"}',
+        '{"ts": "2025-03-02T09:00:00Z", "kind": "note", "message": "a real time"}',
+    ]
+    import_sessions_dir(write_folder(tmp_path / "in", {"odd-times.jsonl": "\n".join(lines) + "\n"}))
+    entries = list(AgentSession.objects.get(external_id="odd-times").entries.order_by("seq"))
+    assert [e.occurred_at.isoformat() if e.occurred_at else None for e in entries] == [None, None, None, "2025-03-02T09:00:00+00:00"]
+    assert [e.raw_line for e in entries] == lines
+    read = httpx.get(f"{asgi_server}/sessions/odd-times/entries", timeout=30)
+    assert read.status_code == 200 and len(read.json()["entries"]) == 4
+
+
+def test_a_file_over_the_import_ceiling_is_reported_and_writes_nothing(tmp_path, monkeypatch):
+    from sessions import folder
+
+    monkeypatch.setattr(folder, "MAX_IMPORT_LINES", 3)
+    summary = import_sessions_dir(write_folder(tmp_path / "in", {"big.jsonl": '{"kind": "note"}\n' * 4}))
+    assert summary["files"] == 0 and "at most 3" in summary["errors"][0]["error"]
     assert not AgentSession.objects.exists()

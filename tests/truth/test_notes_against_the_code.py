@@ -113,7 +113,7 @@ def test_an_edit_re_extracts_anchors_and_checks_them_at_the_projects_head(ledger
 
 
 def test_a_git_url_is_kept_as_a_bare_mirror_and_fetched_on_sync(code_root, tmp_path, settings):
-    origin = make_repo(tmp_path / "elsewhere")  # outside the allowed roots: only reachable as a URL
+    origin = make_repo(code_root / "upstream")  # a file:// URL inside the allowed roots, mirrored as any git URL
     add_project("ledgerly", f"file://{origin}", "ledgerly")
     note = do_ingest_note(title="Rounding", body="Round with `round_line` in `ledgerly/rounding.py`.",
                           wing="concepts", frontmatter={"project": "ledgerly"})
@@ -146,6 +146,41 @@ def test_a_project_without_a_readable_repository_leaves_its_notes_unverified_and
     assert "synced 0 of 2 projects" in out.getvalue()
     assert verify_projects()["gone"]["error"].endswith("does not exist")
     assert Project.objects.get(name="gone").sync_error
+
+
+@pytest.mark.parametrize("url", ["file://{path}", "file://localhost{path}", "FILE://{path}"])
+def test_a_file_url_outside_the_allowed_roots_is_not_mirrored_or_read(code_root, tmp_path, url):
+    # Issue 46: `file:///…` was a "git URL", mirrored and synced from anywhere on the server.
+    outside = make_repo(tmp_path / "not-allowed")
+    said = add_project("ledgerly", url.format(path=outside), "ledgerly")
+    assert "cannot be read" in said and "outside SUPERVISOR_ALLOWED_ROOTS" in said
+    assert not (tmp_path / "mirrors" / "ledgerly.git").exists()
+    assert not Project.objects.get(name="ledgerly").last_synced_commit
+
+
+def test_a_file_url_on_another_host_is_not_read(code_root, tmp_path):
+    said = add_project("ledgerly", "file://evil.example/srv/ledgerly", "ledgerly")
+    assert "names another host" in said and not (tmp_path / "mirrors" / "ledgerly.git").exists()
+
+
+def test_a_folder_under_the_roots_that_is_no_repository_does_not_read_the_one_around_it(tmp_path, settings):
+    # Issue 46: git looks up the folders for a repository, and found one outside the allowed roots.
+    settings.HYPERGUILD_REPO_MIRRORS_DIR = str(tmp_path / "mirrors")
+    settings.BRAIN_EMBEDDER = "off"
+    outer = make_repo(tmp_path / "outer")  # a repository outside the roots…
+    root = outer / "src"
+    (root / "app").mkdir(parents=True)  # …around an allowed root whose folder is no repository
+    settings.SUPERVISOR_ALLOWED_ROOTS = [str(root)]
+    said = add_project("app", str(root / "app"), "app")
+    assert "is not a repository; the one around it" in said and "outside SUPERVISOR_ALLOWED_ROOTS" in said
+    assert not Project.objects.get(name="app").last_synced_commit
+
+
+def test_a_folder_inside_a_repository_inside_the_roots_reads_that_repository(code_root):
+    repo = make_repo(code_root)
+    said = add_project("ledgerly", str(repo / "ledgerly"), "ledgerly")  # a subfolder of a repository: a monorepo's part
+    assert "cannot be read" not in said
+    assert Project.objects.get(name="ledgerly").last_synced_commit == git(repo, "rev-parse", "HEAD")
 
 
 def test_a_note_with_no_project_or_nothing_cited_is_unverified_and_says_why(ledgerly):

@@ -142,12 +142,36 @@ def test_a_reader_sees_only_their_own_spend_by_person_and_their_own_sessions(rea
     }
     assert list(table(page, "costs-top-sessions")) == ["s-small"]
     assert "s-big" not in page and 'id="costs-own-only"' in page
-    # The team's totals name nobody and stay whole.
-    assert '<b id="total-cost">0.0155</b>' in page
-    assert table(page, "costs-by-model")["thinking"] == ["1", "100", "10", "0.0100", "0"]
+    # Issue 46: no breakdown shows the others' spend either (the reviewer's 0.0100 on `thinking`, `tdd_red`).
+    assert '<b id="total-cost">0.0055</b>' in page
+    assert table(page, "costs-by-model") == {"fast": ["3", "300", "30", "0.0055", "0"], "mystery": ["1", "0", "0", "0.0000", "1"]}
+    assert "tdd_red" not in table(page, "costs-by-skill") and "thinking" not in page
+    assert table(page, "costs-by-project") == {"/srv/app": ["3", "200", "20", "0.0050", "1"], "—": ["1", "100", "10", "0.0005", "0"]}
+    assert sum(Decimal(row[3]) for row in table(page, "costs-per-day").values()) == Decimal("0.0055")
 
 
 def test_staff_see_everyones_spend_without_the_own_only_notice(staff_client, spending):
     page = staff_client.get(reverse("hyperguild-costs")).content.decode()
 
     assert "reviewer" in table(page, "costs-by-person") and 'id="costs-own-only"' not in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_over_http_a_reader_signed_in_sees_no_one_elses_spend_in_any_breakdown(asgi_server, staff_user, plain_user):
+    # Issue 46: the by-skill, by-model and by-project tables showed the team's calls, others' included.
+    import httpx
+
+    from tests.people.test_oauth_flow import HIDDEN
+
+    call("0.0100", person=staff_user, session_id="s-big", model="thinking", skill="tdd_red", project="/srv/secret")
+    call("0.0020", person=plain_user, session_id="s-small")
+    with httpx.Client(base_url=asgi_server, follow_redirects=False, timeout=30) as browser:
+        login = browser.get("/login/")
+        fields = dict(HIDDEN.findall(login.text))
+        signed_in = browser.post("/login/", data={"csrfmiddlewaretoken": fields["csrfmiddlewaretoken"], "next": "/",
+                                                  "username": "reader", "password": "pw-reader-123"})  # fmt: skip
+        assert signed_in.status_code == 302
+        page = browser.get("/costs/").text
+    assert '<b id="total-cost">0.0020</b>' in page
+    for other in ("thinking", "tdd_red", "/srv/secret", "s-big", "0.0100", "reviewer"):
+        assert other not in page, other

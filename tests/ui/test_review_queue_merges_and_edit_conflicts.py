@@ -131,6 +131,21 @@ def test_select_all_matching_acts_on_every_page_after_the_count_is_confirmed(sta
     assert keep.status == NoteStatus.RAW
 
 
+def test_a_bulk_action_over_its_ceiling_is_refused_and_changes_nothing(staff_client, monkeypatch):
+    # Issue 46: a batch door has a ceiling on work, not only on bytes.
+    from brain import views
+
+    monkeypatch.setattr(views, "MAX_BULK_NOTES", 3)
+    notes = [make_raw_note(source="import") for _ in range(4)]
+    everything = staff_client.post("/review/bulk/", {
+        "action": "reject", "reason": "noise", "select_all": "1", "expected_count": "4", "next_query": "source=import",
+    })  # fmt: skip
+    assert everything.status_code == 400 and "one bulk action takes at most 3" in everything.content.decode()
+    ticked = staff_client.post("/review/bulk/", {"action": "reject", "reason": "noise", "notes": [n.pk for n in notes]})
+    assert ticked.status_code == 400 and "Tick at most 3 notes" in ticked.content.decode()
+    assert Note.objects.filter(status=NoteStatus.REJECTED).count() == 0
+
+
 # --- 6. navigation respects the filter ----------------------------------------------------------
 
 
