@@ -1,8 +1,9 @@
 """What a note cites in the code, found in its text by rules (no model): the anchors brain.truth checks.
 
 - **path**: `supervisor/executor.py` (in backticks, or bare in the text when it has a folder and an extension);
-- **symbol**: `Class.method`, `function_name`, `spawn_worker()` (a backtick span that is one identifier with an
-  underscore, a dot or call parentheses, or a CamelCase name);
+- **symbol**: `Class.method`, `function_name`, `_cache`, `spawn_worker()` (a backtick span that is one identifier
+  with an underscore, a dot or call parentheses, or a CamelCase name; `Response.json` — a capitalised name, a dot
+  and no folder — is a class's method, not a file);
 - **quote**: a backtick span that reads as code (`timeout=GIT_TIMEOUT_SECONDS`), and each line of a fenced code
   block in a programming language (blocks marked text, console, shell or output are examples, not quotes);
 - **command**: `manage.py project_sync`, `make test`, `npm run build`;
@@ -11,6 +12,9 @@
 Explicit anchors come from frontmatter `anchors:` — a list of strings (classified by the same rules; a
 `path:` or `symbol:`… prefix forces the kind) or of {kind, value, path} mappings. A symbol or quote is tied
 to the file the note names when it names exactly one, so a commit to that file re-checks it.
+
+These rules find what *may* be the project's code; brain.truth keeps as anchors only what resolves in the
+project's tree (`time.perf_counter`, `ValueError`, `example.com` do not: they are unresolved, never stale).
 """
 
 from __future__ import annotations
@@ -42,6 +46,9 @@ _COMMAND = re.compile(
     r"^(?:(?:\./|python3?\s+)?manage\.py\s+[\w-]+|make\s+[\w.-]+|(?:npm|yarn|pnpm)\s+run\s+[\w:.-]+)(?:\s.*)?$"
 )
 _CODE_PUNCTUATION = re.compile(r"[=(){}\[\]:;<>]|->|\.\w+\(")
+# `Response.json`, `Path.py`: a class name and an attribute, not a file (a file in a folder has a folder; files
+# named so at the top of a repository are configuration: `Cargo.toml`, `Pipfile.lock`).
+_CLASS_ATTRIBUTE = re.compile(r"^[A-Z][a-z0-9]+[A-Za-z0-9]*\.(?!(?:toml|lock|ya?ml|cfg|ini|txt|md|rst|in)$)[a-z_][a-z0-9_]*$")
 _PREFIXED = re.compile(r"^(path|symbol|quote|command|setting)\s*:\s*(.+)$", re.S)
 
 
@@ -80,12 +87,15 @@ def classify(text: str) -> str | None:
         return "command"
     if _SETTING.match(text):
         return "setting"
+    if _CLASS_ATTRIBUTE.match(text) and text.partition(".")[0] not in SPECIAL_FILES:
+        return "symbol"
     if looks_like_path(text):
         return "path"
     symbol = _SYMBOL.match(text)
     if symbol:
         name = symbol.group(1)
-        if symbol.group(2) or "." in name or "_" in name.strip("_") or re.match(r"^[A-Z][a-z0-9]+[A-Z]\w*$", name):
+        if (symbol.group(2) or "." in name or "_" in name.strip("_") or (name.startswith("_") and name.strip("_"))
+                or re.match(r"^[A-Z][a-z0-9]+[A-Z]\w*$", name)):
             return "symbol"
         return None
     if len(text) >= MIN_QUOTE_CHARS and _CODE_PUNCTUATION.search(text):

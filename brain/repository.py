@@ -18,14 +18,30 @@ from pathlib import Path
 GIT_TIMEOUT_SECONDS = 60
 # Files larger than this are not read for anchors (generated files, data).
 MAX_FILE_BYTES = 2 * 1024 * 1024
-# A definition of a symbol in the languages hyperguild's teams write most (Python, Go, JS/TS, Rust, Ruby…).
+# A definition of a symbol in the languages hyperguild's teams write most (Go, JS/TS, Rust, Ruby…), in files
+# other than Python's (read below with their structure), and a declaration at the top of such a file.
 DEFINITION_PATTERN = (
     r"^[[:space:]]*(export[[:space:]]+)?(pub[[:space:]]+)?(async[[:space:]]+)?"
     r"(def|class|func|function|fn|struct|interface|type|module)[[:space:]]+(\([^)]*\)[[:space:]]*)?[A-Za-z_][A-Za-z0-9_]*"
 )
+DECLARATION_PATTERN = r"^(export[[:space:]]+)?(pub[[:space:]]+)?(const|let|var|static)[[:space:]]+(mut[[:space:]]+)?[A-Za-z_]"
 _DEFINITION_NAME = re.compile(
     r"(?:def|class|func|function|fn|struct|interface|type|module)\s+(?:\([^)]*\)\s*)?([A-Za-z_]\w*)"
 )
+_DECLARATION_NAME = re.compile(r"^(?:export\s+)?(?:pub\s+)?(?:const|let|var|static)\s+(?:mut\s+)?([A-Za-z_]\w*)")
+# Python, read with its structure: every def and class, the block openers up to two levels deep, and the
+# assignments up to two levels deep; `_python_definitions` keeps the assignments at module or class level.
+PYTHON_PATTERNS = (
+    r"^[[:space:]]*(async[[:space:]]+)?(def|class)[[:space:]]+[A-Za-z_]",
+    r"^[[:space:]]{0,8}(if|elif|else|try|except|finally|with|for|while|match|case|async)([[:space:]]|:|\()",
+    r"^[[:space:]]{0,8}[A-Za-z_][A-Za-z0-9_]*[[:space:]]*(:[^=]*)?=[^=]",
+)
+PYTHON_FILES = ("*.py", "*.pyi")
+# Prose, not code: a `def` in an example of the docs defines nothing in the project.
+DOC_FILES = ("*.md", "*.markdown", "*.rst", "*.txt", "*.adoc", "*.ipynb")
+_PY_DEF = re.compile(r"^\s*(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)")
+_PY_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)(\s*)(:[^=]*)?=(\s*)(?!=)")
+_PY_OPENER = re.compile(r"^\s*(?:if|elif|else|try|except|finally|with|for|while|match|case|async)\b")
 _ENV = {
     "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "GIT_CONFIG_NOSYSTEM": "1", "GIT_OPTIONAL_LOCKS": "0",
     "LC_ALL": "C",
@@ -41,6 +57,9 @@ class Definition:
     name: str
     path: str
     line: int
+    # The class it is defined in (a method, a class attribute); "" at module level; None where unknown
+    # (languages other than Python).
+    owner: str | None = None
 
 
 def run_git(git_dir: str, *args: str, check: bool = True, input_text: str | None = None) -> str:
@@ -116,6 +135,17 @@ class Repository:
         spec = f"{old}..{new}" if old else new
         return run_git(self.git_dir, "log", "-1", "--format=%H", spec, "--", path, check=False).strip()
 
+    def commits_touching(self, old: str, new: str, path: str, pickaxe: str = "") -> list[str]:
+        """The commits in old..new that touched `path`, oldest first; with `pickaxe`, only those that changed how
+        often that text occurs in it (`git log -S`)."""
+        chosen = [f"-S{pickaxe}"] if pickaxe else []
+        out = run_git(self.git_dir, "log", "--format=%H", "--reverse", *chosen, f"{old}..{new}", "--", path, check=False)
+        return out.split()
+
+    def parent(self, commit: str) -> str:
+        """The commit's first parent ('' for a root commit)."""
+        return run_git(self.git_dir, "rev-parse", "--verify", "--quiet", f"{commit}^", check=False).strip()
+
     def hunks(self, old: str, new: str, path: str) -> list[str]:
         """The diff of `path` between two commits, one string per hunk (with its @@ header)."""
         out = run_git(self.git_dir, "diff", "--no-color", "--unified=2", old, new, "--", path, check=False)
@@ -148,16 +178,72 @@ def _read(git_dir: str, commit: str, path: str) -> str | None:
     return None if "\0" in text[:8000] else text
 
 
-@functools.lru_cache(maxsize=32)
-def _definitions(git_dir: str, commit: str) -> dict[str, tuple[Definition, ...]]:
-    out = run_git(git_dir, "grep", "-n", "-I", "-E", "--no-color", "-e", DEFINITION_PATTERN, commit, check=False)
-    found: dict[str, list[Definition]] = {}
+def _grep_lines(git_dir: str, commit: str, patterns: list[str], pathspecs: list[str]) -> list[tuple[str, int, str]]:
+    """(path, line, text) of every line matching one of `patterns` at `commit`, in file and line order."""
+    arguments = ["grep", "-n", "-I", "-E", "--no-color"]
+    for pattern in patterns:
+        arguments += ["-e", pattern]
+    out = run_git(git_dir, *arguments, commit, "--", *pathspecs, check=False)
+    found = []
     prefix = f"{commit}:"
     for line in out.splitlines():
         line = line.removeprefix(prefix)
         path, _, rest = line.partition(":")
         number, _, code = rest.partition(":")
-        match = _DEFINITION_NAME.search(code)
-        if match and number.isdigit():
-            found.setdefault(match.group(1), []).append(Definition(match.group(1), path, int(number)))
+        if number.isdigit():
+            found.append((path, int(number), code))
+    return found
+
+
+@functools.lru_cache(maxsize=32)
+def _definitions(git_dir: str, commit: str) -> dict[str, tuple[Definition, ...]]:
+    found: dict[str, list[Definition]] = {}
+    excluded = [f":(exclude){pattern}" for pattern in (*PYTHON_FILES, *DOC_FILES)]
+    for path, number, code in _grep_lines(git_dir, commit, [DEFINITION_PATTERN, DECLARATION_PATTERN], [".", *excluded]):
+        match = _DEFINITION_NAME.search(code) or _DECLARATION_NAME.match(code)
+        if match:
+            found.setdefault(match.group(1), []).append(Definition(match.group(1), path, number))
+    by_file: dict[str, list[tuple[int, str]]] = {}
+    for path, number, code in _grep_lines(git_dir, commit, list(PYTHON_PATTERNS), list(PYTHON_FILES)):
+        by_file.setdefault(path, []).append((number, code))
+    for path, lines in by_file.items():
+        for definition in python_definitions(path, lines):
+            found.setdefault(definition.name, []).append(definition)
     return {name: tuple(items) for name, items in found.items()}
+
+
+def python_definitions(path: str, lines: list[tuple[int, str]]) -> list[Definition]:
+    """The definitions among a Python file's def, class, block-opening and assignment lines (in order).
+
+    Each line's block is the nearest line before it with less indentation: a def or class is always a
+    definition (its owner the class it is in); an assignment is one at module level or in a class body
+    (through `if`/`try`… blocks), not in a function, and not the continuation of a statement above it
+    (an indented line ending in `,` or written `name=value` is a keyword argument).
+    """
+    found: list[Definition] = []
+    stack: list[tuple[int, str, str]] = []  # (indent, kind, name) of the lines that may hold others
+    for number, code in lines:
+        indent = len(code.expandtabs(8)) - len(code.expandtabs(8).lstrip())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        owner, local = "", False
+        for _, kind, name in reversed(stack):
+            if kind == "opener":
+                continue
+            owner, local = (name, False) if kind == "class" else ("", True)
+            break
+        definition, assignment = _PY_DEF.match(code), _PY_ASSIGN.match(code)
+        if definition:
+            kind, name = definition.group(1), definition.group(2)
+            found.append(Definition(name, path, number, owner if not local else ""))
+            stack.append((indent, kind, name))
+        elif not assignment and _PY_OPENER.match(code):
+            stack.append((indent, "opener", ""))
+        elif assignment:
+            stripped = code.rstrip()
+            spaced = bool(assignment.group(2) or assignment.group(3)) and bool(assignment.group(4) or assignment.group(3))
+            continuation = indent > 0 and (stripped.endswith(",") or not spaced)
+            if not local and not continuation:
+                found.append(Definition(assignment.group(1), path, number, owner))
+            stack.append((indent, "statement", ""))
+    return found
