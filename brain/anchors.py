@@ -4,8 +4,9 @@
 - **symbol**: `Class.method`, `function_name`, `_cache`, `spawn_worker()` (a backtick span that is one identifier
   with an underscore, a dot or call parentheses, or a CamelCase name; `Response.json` — a capitalised name, a dot
   and no folder — is a class's method, not a file);
-- **quote**: a backtick span that reads as code (`timeout=GIT_TIMEOUT_SECONDS`), and each line of a fenced code
-  block in a programming language (blocks marked text, console, shell or output are examples, not quotes);
+- **quote**: a backtick span that reads as code (`timeout=GIT_TIMEOUT_SECONDS`, `from .utils import echo`), and
+  each line of a fenced code block in a programming language (blocks marked text, console, shell or output are
+  examples, not quotes); a block's line that defines a name at its top level cites that name too, as a symbol;
 - **command**: `manage.py project_sync`, `make test`, `npm run build`;
 - **setting**: `SUPERVISOR_ALLOWED_ROOTS` (upper case with an underscore).
 
@@ -49,6 +50,9 @@ _CODE_PUNCTUATION = re.compile(r"[=(){}\[\]:;<>]|->|\.\w+\(")
 # `Response.json`, `Path.py`: a class name and an attribute, not a file (a file in a folder has a folder; files
 # named so at the top of a repository are configuration: `Cargo.toml`, `Pipfile.lock`).
 _CLASS_ATTRIBUTE = re.compile(r"^[A-Z][a-z0-9]+[A-Za-z0-9]*\.(?!(?:toml|lock|ya?ml|cfg|ini|txt|md|rst|in)$)[a-z_][a-z0-9_]*$")
+# A line of a code block that defines a name at the top of a module: `def name(`, `class Name`, `NAME = …`.
+_DEFINES = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
+_IMPORT = re.compile(r"^(?:from\s+\.*[\w.]*\s+import\s+\S.*|import\s+[\w.]+(?:\s+as\s+\w+)?)$")
 _PREFIXED = re.compile(r"^(path|symbol|quote|command|setting)\s*:\s*(.+)$", re.S)
 
 
@@ -98,7 +102,7 @@ def classify(text: str) -> str | None:
                 or re.match(r"^[A-Z][a-z0-9]+[A-Z]\w*$", name)):
             return "symbol"
         return None
-    if len(text) >= MIN_QUOTE_CHARS and _CODE_PUNCTUATION.search(text):
+    if len(text) >= MIN_QUOTE_CHARS and (_CODE_PUNCTUATION.search(text) or _IMPORT.match(text)):
         return "quote"
     return None
 
@@ -131,9 +135,14 @@ def extract(body: str, frontmatter: dict | None = None) -> list[FoundAnchor]:
         language = fence.group(2).lower()
         if language not in NOT_CODE_FENCES:
             for line in fence.group(3).splitlines():
+                defined = _DEFINES.match(line)
                 line = line.strip()
                 if len(line) >= MIN_QUOTE_CHARS and len(line) <= MAX_QUOTE_CHARS and not line.startswith(("#", "//", "...")):
                     text_anchors.append(("quote", line))
+                    # A block that defines a name cites that name too (`_flag_needs_value = object()`).
+                    name = defined and (defined.group(1) or defined.group(2))
+                    if name and classify(name) == "symbol":
+                        text_anchors.append(("symbol", name))
     prose = _FENCE.sub("\n", body)
     for span in _SPAN.finditer(prose):
         kind = classify(span.group(1))

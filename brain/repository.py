@@ -35,12 +35,15 @@ PYTHON_PATTERNS = (
     r"^[[:space:]]*(async[[:space:]]+)?(def|class)[[:space:]]+[A-Za-z_]",
     r"^[[:space:]]{0,8}(if|elif|else|try|except|finally|with|for|while|match|case|async)([[:space:]]|:|\()",
     r"^[[:space:]]{0,8}[A-Za-z_][A-Za-z0-9_]*[[:space:]]*(:[^=]*)?=[^=]",
+    r"^[[:space:]]{4,12}[*]{0,2}[A-Za-z_][A-Za-z0-9_]*[[:space:]]*(:[^=]*)?(=.*)?,[[:space:]]*$",
 )
 PYTHON_FILES = ("*.py", "*.pyi")
 # Prose, not code: a `def` in an example of the docs defines nothing in the project.
 DOC_FILES = ("*.md", "*.markdown", "*.rst", "*.txt", "*.adoc", "*.ipynb")
 _PY_DEF = re.compile(r"^\s*(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)")
 _PY_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)(\s*)(:[^=]*)?=(\s*)(?!=)")
+_PY_PARAMETER = re.compile(r"^\s*\*{0,2}([A-Za-z_]\w*)\s*(?::[^=]*)?(?:=.*)?,\s*$")
+_PY_INLINE_PARAMETER = re.compile(r"(?:^|,)\s*\*{0,2}(?!self\b|cls\b)([A-Za-z_]\w*)\s*(?=[:=,)])")
 _PY_OPENER = re.compile(r"^\s*(?:if|elif|else|try|except|finally|with|for|while|match|case|async)\b")
 _ENV = {
     "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "GIT_CONFIG_NOSYSTEM": "1", "GIT_OPTIONAL_LOCKS": "0",
@@ -218,32 +221,43 @@ def python_definitions(path: str, lines: list[tuple[int, str]]) -> list[Definiti
     Each line's block is the nearest line before it with less indentation: a def or class is always a
     definition (its owner the class it is in); an assignment is one at module level or in a class body
     (through `if`/`try`… blocks), not in a function, and not the continuation of a statement above it
-    (an indented line ending in `,` or written `name=value` is a keyword argument).
+    (an indented line ending in `,` or written `name=value` is a keyword argument). A def's parameters are
+    definitions too (the project's own API: `CliRunner(mix_stderr=…)`), on its line or one a line below it.
     """
     found: list[Definition] = []
-    stack: list[tuple[int, str, str]] = []  # (indent, kind, name) of the lines that may hold others
+    stack: list[tuple[int, str, str, str]] = []  # (indent, kind, name, its class) of the lines that may hold others
     for number, code in lines:
         indent = len(code.expandtabs(8)) - len(code.expandtabs(8).lstrip())
         while stack and stack[-1][0] >= indent:
             stack.pop()
-        owner, local = "", False
-        for _, kind, name in reversed(stack):
-            if kind == "opener":
+        owner, local, signature = "", False, None
+        for entry in reversed(stack):
+            if entry[1] == "opener":
                 continue
-            owner, local = (name, False) if kind == "class" else ("", True)
+            owner, local = (entry[2], False) if entry[1] == "class" else ("", True)
+            signature = entry if entry[1] == "signature" else None
             break
-        definition, assignment = _PY_DEF.match(code), _PY_ASSIGN.match(code)
+        definition, assignment, parameter = _PY_DEF.match(code), _PY_ASSIGN.match(code), _PY_PARAMETER.match(code)
         if definition:
             kind, name = definition.group(1), definition.group(2)
             found.append(Definition(name, path, number, owner if not local else ""))
-            stack.append((indent, kind, name))
+            head = code.split("#", 1)[0].rstrip()
+            if kind == "def" and head.endswith("("):
+                kind = "signature"  # its parameters follow, one a line
+            elif kind == "def" and "(" in head:
+                found += [Definition(p, path, number, owner) for p in _PY_INLINE_PARAMETER.findall(head.split("(", 1)[1])]
+            stack.append((indent, kind, name, owner))
+        elif signature is not None and parameter and indent == signature[0] + 4:
+            # A parameter of the project's own function (`mix_stderr: bool = True,`) is its code.
+            if parameter.group(1) not in ("self", "cls"):
+                found.append(Definition(parameter.group(1), path, number, signature[3]))
         elif not assignment and _PY_OPENER.match(code):
-            stack.append((indent, "opener", ""))
+            stack.append((indent, "opener", "", ""))
         elif assignment:
             stripped = code.rstrip()
             spaced = bool(assignment.group(2) or assignment.group(3)) and bool(assignment.group(4) or assignment.group(3))
             continuation = indent > 0 and (stripped.endswith(",") or not spaced)
             if not local and not continuation:
                 found.append(Definition(assignment.group(1), path, number, owner))
-            stack.append((indent, "statement", ""))
+            stack.append((indent, "statement", "", ""))
     return found
