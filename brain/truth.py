@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from brain.models import Anchor, AnchorState, Note, Project, VerificationState
@@ -255,7 +256,7 @@ class Verifier:
                 high = middle
         return touching[high]
 
-    def _presence(self, anchor: Anchor, path: str):
+    def _presence(self, anchor: Anchor, path: str) -> Callable[[str], bool]:
         """commit → whether the anchor is in `path` at that commit (the file's text, read once per commit)."""
         if anchor.kind == "path":
             return lambda commit: path in self.repo.files(commit)
@@ -322,7 +323,7 @@ def _pickaxe_text(anchor: Anchor) -> str:
     return ""
 
 
-def _removed_line_test(anchor: Anchor):
+def _removed_line_test(anchor: Anchor) -> Callable[[str], bool]:
     """line of a diff → whether it removes the anchor (its definition, its quoted line, its name)."""
     if anchor.kind == "symbol":
         pattern = _definition_of(anchor.value.split(".")[-1])
@@ -333,7 +334,7 @@ def _removed_line_test(anchor: Anchor):
     return lambda line: line.startswith("-") and bool(wanted) and wanted in _squash(line[1:])
 
 
-def _hunk_around(hunks: list[str], removes) -> str:
+def _hunk_around(hunks: list[str], removes: Callable[[str], bool]) -> str:
     """The hunk that removes the anchor, cut to MAX_HUNK_CHARS around that line (else the first hunk's start)."""
     for hunk in hunks:
         lines = hunk.splitlines()

@@ -181,3 +181,69 @@ def test_notes_that_claim_nothing_about_code_carry_no_unverified_label(code_root
     assert "belongs to no project" in hit.verification["reason"]
     text = context_text(str(repo))
     assert f"({plain.slug})" in text and "unverified" not in text, text
+
+
+DEFINED = '''"""What counts as defined in a Python file."""
+
+LIMIT = 10
+MaxRetries: int = 3
+if True:
+    FALLBACK = 1
+data = dict(
+    ensure_ascii=False,
+    indent = 2,
+)
+
+
+class Runner:
+    mix_default = True
+
+    def __init__(
+        self,
+        mix_stderr: bool = True,
+        charset: str,
+    ) -> None:
+        self._mounts = {}
+        local_value = 5
+
+    def run(self, args, *, catch_exceptions=True):
+        inner = 1
+        return call(
+            ensure_ascii=False,
+        )
+
+
+def helper():
+    helper_local = 2
+'''
+
+
+def test_the_definitions_index_keeps_module_and_class_level_names_and_parameters_not_locals_or_keyword_arguments(
+    code_root,
+):
+    from brain.repository import Repository
+
+    repo = make_repo(code_root, {"pkg/runner.py": DEFINED, "docs/guide.md": "    def not_code():\n        pass\n"})
+    definitions = Repository(repo).definitions(git(repo, "rev-parse", "HEAD"))
+
+    owners = {name: {d.owner for d in found} for name, found in definitions.items()}
+    assert {"LIMIT", "MaxRetries", "FALLBACK", "data", "mix_default", "Runner", "run", "helper"} <= set(owners)
+    assert owners["mix_default"] == {"Runner"} and owners["run"] == {"Runner"}
+    # A def's parameters are the project's own API; a method's are owned by its class.
+    assert owners["mix_stderr"] == {"Runner"} and owners["charset"] == {"Runner"}
+    assert owners["catch_exceptions"] == {"Runner"}
+    for name in ("ensure_ascii", "indent", "local_value", "inner", "helper_local", "_mounts", "self", "not_code"):
+        assert name not in definitions, name
+
+
+def test_import_lines_are_quotes_and_a_code_blocks_definition_cites_its_name():
+    from brain.anchors import extract
+
+    body = (
+        "`echo` imports it (`from ._compat import auto_wrap_for_ansi`).\n\n"
+        "```python\nShellCompleteType = t.TypeVar(\"ShellCompleteType\")\ndef cli():\n    pass\n```\n"
+    )
+    found = {(anchor.kind, anchor.value) for anchor in extract(body)}
+    assert ("quote", "from ._compat import auto_wrap_for_ansi") in found
+    assert ("symbol", "ShellCompleteType") in found
+    assert ("symbol", "cli") not in found  # a plain word is no anchor, in a block as in the text
