@@ -135,7 +135,7 @@ class Verifier:
     def _check_symbol(self, anchor: Anchor) -> Check:
         parts = anchor.value.split(".")
         name, owner = parts[-1], parts[-2] if len(parts) > 1 else ""
-        definitions = self.repo.definitions(self.commit)
+        definitions = self.repo.definitions(self.commit, since=self.old)
         found = [d for d in definitions.get(name, ()) if _owned_by(d, owner, anchor.hint, definitions)]
         preferred = self._preferred(anchor)
         for definition in found:
@@ -238,13 +238,15 @@ class Verifier:
     def _changed_in(self, anchor: Anchor, base: str, path: str) -> str:
         """The first commit in base..head after which the anchor is no longer in `path`: among the commits that
         changed how often its text occurs there (`git log -S`), else by bisecting every commit that touched the file."""
+        touching = self.repo.commits_touching(base, self.commit, path)
+        if len(touching) <= 1:  # one commit changed the file since: that one (a sync one commit at a time)
+            return touching[0] if touching else ""
         present = self._presence(anchor, path)
         needle = _pickaxe_text(anchor)
         if needle:
             for commit in self.repo.commits_touching(base, self.commit, path, needle)[:MAX_PICKAXE_COMMITS]:
                 if not present(commit):
                     return commit
-        touching = self.repo.commits_touching(base, self.commit, path)
         low, high = 0, len(touching) - 1
         if high < 0 or present(touching[high]):
             return ""

@@ -247,3 +247,20 @@ def test_import_lines_are_quotes_and_a_code_blocks_definition_cites_its_name():
     assert ("quote", "from ._compat import auto_wrap_for_ansi") in found
     assert ("symbol", "ShellCompleteType") in found
     assert ("symbol", "cli") not in found  # a plain word is no anchor, in a block as in the text
+
+
+def test_the_index_built_from_the_last_commits_index_is_the_index_of_the_whole_tree(code_root):
+    from brain import repository
+
+    repo = make_repo(code_root, {**SHOP, "src/shop/billing.py": BILLING, "web/app.js": "export const LIMIT = 5\n"})
+    first = git(repo, "rev-parse", "HEAD")
+    repository._definitions(str(repo), first)  # the index at the first commit, as a first sync leaves it
+    (repo / "src/shop/billing.py").write_text(BILLING.replace("def send_invoice(", "def send_bill("))
+    (repo / "web/app.js").write_text("export const LIMIT = 5\nexport function render() {}\n")
+    git(repo, "rm", "-q", "src/shop/__init__.py")
+    second = commit(repo, "rename, render, drop the package file")
+
+    incremental = repository._definitions(str(repo), second, first)
+    repository._INDEXES.clear()
+    assert incremental == repository._definitions(str(repo), second)
+    assert "send_bill" in incremental and "send_invoice" not in incremental and "render" in incremental
