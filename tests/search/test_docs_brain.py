@@ -9,9 +9,8 @@ The figures are printed (and written into bench/RESULTS.md).
 
 from __future__ import annotations
 
-import re
-
 import io
+import re
 from pathlib import Path
 
 import pytest
