@@ -30,6 +30,7 @@ MAX_LINES_CHARS = 1000
 MAX_PICKAXE_COMMITS = 50
 # How alike (difflib ratio) a new line must be to the anchor's old line to be shown as where it went.
 MIN_LIKENESS = 0.6
+LIKENESS_TIE = 0.1  # lines this much less alike than the most alike one still compete on where they are
 FAILING = (AnchorState.CHANGED, AnchorState.GONE)
 _DEFINITION_WORDS = r"(?:export\s+)?(?:pub\s+)?(?:async\s+)?(?:def|class|func|function|fn|struct|interface|type|module|const|let|var|static)\s+(?:mut\s+)?(?:\([^)]*\)\s*)?"
 
@@ -286,15 +287,22 @@ class Verifier:
         if not was:
             return ""
         had = {line.strip() for line in old_lines}
-        best, where = 0.0, 0
-        for number, line in enumerate(text.splitlines(), start=1):
+        new_lines = text.splitlines()
+        scored: list[tuple[float, int]] = []
+        for number, line in enumerate(new_lines, start=1):
             line = line.strip()
             if not line or line in had:
                 continue
             alike = difflib.SequenceMatcher(None, was, line)
-            if alike.real_quick_ratio() > best and alike.quick_ratio() > best and alike.ratio() > best:
-                best, where = alike.ratio(), number
-        return _lines_at(text, where, CONTEXT_LINES) if best >= MIN_LIKENESS else ""
+            if alike.real_quick_ratio() >= MIN_LIKENESS and alike.quick_ratio() >= MIN_LIKENESS:
+                scored.append((alike.ratio(), number))
+        best = max((ratio for ratio, _ in scored), default=0.0)
+        if best < MIN_LIKENESS:
+            return ""
+        # Lines about as alike (the same method in two classes): the one nearest where the old line would be now.
+        expected = old_line * len(new_lines) / max(1, len(old_lines))
+        where = min((number for ratio, number in scored if ratio >= best - LIKENESS_TIE), key=lambda n: abs(n - expected))
+        return _lines_at(text, where, CONTEXT_LINES)
 
 
 def _owned_by(definition: Definition, owner: str, hint: str, definitions: dict[str, tuple[Definition, ...]]) -> bool:
