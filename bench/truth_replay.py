@@ -38,12 +38,20 @@ def git(git_dir: str, *args: str) -> str:
     return subprocess.run(["git", "-C", git_dir, *args], capture_output=True, text=True, check=True).stdout.strip()
 
 
+def _is_def_or_class(repo: Repository, commit: str, definition) -> bool:
+    """Only `def`/`class` lines, as the index held before issue 45 added assignments and parameters: the same notes
+    for runs of either version."""
+    lines = (repo.read(commit, definition.path) or "").splitlines()
+    line = lines[definition.line - 1].strip() if definition.line <= len(lines) else ""
+    return line.startswith(("def ", "async def ", "class "))
+
+
 def anchored_notes(repo: Repository, commit: str, count: int, project: Project) -> list[Note]:
     """Up to `count` notes, one per definition at `commit`, spread over the files (round robin by file)."""
     by_file: dict[str, list] = {}
     for definitions in repo.definitions(commit).values():
         for definition in definitions:
-            if definition.path.endswith(".py"):
+            if definition.path.endswith(".py") and _is_def_or_class(repo, commit, definition):
                 by_file.setdefault(definition.path, []).append(definition)
     notes, round_ = [], 0
     while len(notes) < count and any(len(items) > round_ for items in by_file.values()):

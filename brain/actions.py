@@ -1300,7 +1300,7 @@ def _check_note(note: Note, anchors: list[Anchor], *, only_unchecked: bool) -> N
         return
     due = [a for a in anchors if not only_unchecked or a.state == AnchorState.UNCHECKED or a.commit != commit]
     try:
-        verifier = truth.Verifier(repo, commit)
+        verifier = truth.Verifier(repo, commit, project=note.project.name if note.project else "")
         _store_checks(verifier, due)
     except RepositoryUnreadable as exc:
         _store_verdict(note, truth.unverified(truth.no_repository_reason(note.project, str(exc))))
@@ -1448,7 +1448,7 @@ def do_recheck_project(project: Project, head: str) -> RecheckOutcome:
         old = "" if project.sync_error else project.last_synced_commit
         outcome = RecheckOutcome(project=project.name, old=old, new=head, stale=[])
         repo = project_rules.repository(project)
-        verifier = truth.Verifier(repo, head, old=old or None)
+        verifier = truth.Verifier(repo, head, old=old or None, project=project.name)
         if not old:
             # A first sync (or the first since the repository read again): every note's anchors, from its
             # text, all checked.
@@ -1505,7 +1505,7 @@ def do_confirm_note(note: Note, *, user: User | None, expected_version: int | No
         if repo is None:
             raise BrainInputError(f"“{note.title}” cannot be re-anchored: {reason}.")
         anchors = list(note.anchors.all())
-        _store_checks(truth.Verifier(repo, commit), anchors)
+        _store_checks(truth.Verifier(repo, commit, project=note.project.name if note.project else ""), anchors)
         before, version_before = note.snapshot(), note.version
         waived = dict(note.waived_anchors or {})
         for anchor in anchors:

@@ -1,16 +1,21 @@
 """What a note cites in the code, found in its text by rules (no model): the anchors brain.truth checks.
 
 - **path**: `supervisor/executor.py` (in backticks, or bare in the text when it has a folder and an extension);
-- **symbol**: `Class.method`, `function_name`, `spawn_worker()` (a backtick span that is one identifier with an
-  underscore, a dot or call parentheses, or a CamelCase name);
-- **quote**: a backtick span that reads as code (`timeout=GIT_TIMEOUT_SECONDS`), and each line of a fenced code
-  block in a programming language (blocks marked text, console, shell or output are examples, not quotes);
+- **symbol**: `Class.method`, `function_name`, `_cache`, `spawn_worker()` (a backtick span that is one identifier
+  with an underscore, a dot or call parentheses, or a CamelCase name; `Response.json` — a capitalised name, a dot
+  and no folder — is a class's method, not a file);
+- **quote**: a backtick span that reads as code (`timeout=GIT_TIMEOUT_SECONDS`, `from .utils import echo`), and
+  each line of a fenced code block in a programming language (blocks marked text, console, shell or output are
+  examples, not quotes); a block's line that defines a name at its top level cites that name too, as a symbol;
 - **command**: `manage.py project_sync`, `make test`, `npm run build`;
 - **setting**: `SUPERVISOR_ALLOWED_ROOTS` (upper case with an underscore).
 
 Explicit anchors come from frontmatter `anchors:` — a list of strings (classified by the same rules; a
 `path:` or `symbol:`… prefix forces the kind) or of {kind, value, path} mappings. A symbol or quote is tied
 to the file the note names when it names exactly one, so a commit to that file re-checks it.
+
+These rules find what *may* be the project's code; brain.truth keeps as anchors only what resolves in the
+project's tree (`time.perf_counter`, `ValueError`, `example.com` do not: they are unresolved, never stale).
 """
 
 from __future__ import annotations
@@ -42,6 +47,12 @@ _COMMAND = re.compile(
     r"^(?:(?:\./|python3?\s+)?manage\.py\s+[\w-]+|make\s+[\w.-]+|(?:npm|yarn|pnpm)\s+run\s+[\w:.-]+)(?:\s.*)?$"
 )
 _CODE_PUNCTUATION = re.compile(r"[=(){}\[\]:;<>]|->|\.\w+\(")
+# `Response.json`, `Path.py`: a class name and an attribute, not a file (a file in a folder has a folder; files
+# named so at the top of a repository are configuration: `Cargo.toml`, `Pipfile.lock`).
+_CLASS_ATTRIBUTE = re.compile(r"^[A-Z][a-z0-9]+[A-Za-z0-9]*\.(?!(?:toml|lock|ya?ml|cfg|ini|txt|md|rst|in)$)[a-z_][a-z0-9_]*$")
+# A line of a code block that defines a name at the top of a module: `def name(`, `class Name`, `NAME = …`.
+_DEFINES = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
+_IMPORT = re.compile(r"^(?:from\s+\.*[\w.]*\s+import\s+\S.*|import\s+[\w.]+(?:\s+as\s+\w+)?)$")
 _PREFIXED = re.compile(r"^(path|symbol|quote|command|setting)\s*:\s*(.+)$", re.S)
 
 
@@ -80,15 +91,18 @@ def classify(text: str) -> str | None:
         return "command"
     if _SETTING.match(text):
         return "setting"
+    if _CLASS_ATTRIBUTE.match(text) and text.partition(".")[0] not in SPECIAL_FILES:
+        return "symbol"
     if looks_like_path(text):
         return "path"
     symbol = _SYMBOL.match(text)
     if symbol:
         name = symbol.group(1)
-        if symbol.group(2) or "." in name or "_" in name.strip("_") or re.match(r"^[A-Z][a-z0-9]+[A-Z]\w*$", name):
+        if (symbol.group(2) or "." in name or "_" in name.strip("_") or (name.startswith("_") and name.strip("_"))
+                or re.match(r"^[A-Z][a-z0-9]+[A-Z]\w*$", name)):
             return "symbol"
         return None
-    if len(text) >= MIN_QUOTE_CHARS and _CODE_PUNCTUATION.search(text):
+    if len(text) >= MIN_QUOTE_CHARS and (_CODE_PUNCTUATION.search(text) or _IMPORT.match(text)):
         return "quote"
     return None
 
@@ -121,9 +135,14 @@ def extract(body: str, frontmatter: dict | None = None) -> list[FoundAnchor]:
         language = fence.group(2).lower()
         if language not in NOT_CODE_FENCES:
             for line in fence.group(3).splitlines():
+                defined = _DEFINES.match(line)
                 line = line.strip()
                 if len(line) >= MIN_QUOTE_CHARS and len(line) <= MAX_QUOTE_CHARS and not line.startswith(("#", "//", "...")):
                     text_anchors.append(("quote", line))
+                    # A block that defines a name cites that name too (`_flag_needs_value = object()`).
+                    name = defined and (defined.group(1) or defined.group(2))
+                    if name and classify(name) == "symbol":
+                        text_anchors.append(("symbol", name))
     prose = _FENCE.sub("\n", body)
     for span in _SPAN.finditer(prose):
         kind = classify(span.group(1))

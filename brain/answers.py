@@ -74,24 +74,26 @@ def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[
         best.setdefault(item.source.id, item)
     if not best:
         note = candidates[0]
-        return [(1, note)], f"[1] {note.title} ({truth_label(note)}): {excerpt(note.body, EXCERPT_CHARS)}"
+        return [(1, note)], f"[1] {note.title}{truth_label(note)}: {excerpt(note.body, EXCERPT_CHARS)}"
     top = ranked[0].score
     quoted = [item for item in best.values() if item.score >= EXTRACT_SHARE * top][:limit]
     chosen = [(n, item.source) for n, item in enumerate(quoted, start=1)]
     lines = [
-        f"[{n}] {item.source.title} ({truth_label(item.source)}): {best_sentences(item.passage, question, PASSAGE_CHARS)}"
+        f"[{n}] {item.source.title}{truth_label(item.source)}: {best_sentences(item.passage, question, PASSAGE_CHARS)}"
         for n, item in enumerate(quoted, start=1)
     ]
     return chosen, "\n\n".join(lines)
 
 
-def truth_label(note: Note) -> str:
-    return verification_dict(note)["label"]
+def truth_label(note: Note, before: str = " (", after: str = ")") -> str:
+    """The note's truth state beside its title, or "" for a note that claims nothing about code (docs/truth.md)."""
+    label = verification_dict(note)["label"]
+    return f"{before}{label}{after}" if label else ""
 
 
 def user_prompt(question: str, sources: list[tuple[int, Note]]) -> str:
     blocks = [
-        f"[{n}] {note.title} ({note.slug}; {truth_label(note)})\n{note.body[:SOURCE_CHARS].strip()}" for n, note in sources
+        f"[{n}] {note.title} ({note.slug}{truth_label(note, '; ', '')})\n{note.body[:SOURCE_CHARS].strip()}" for n, note in sources
     ]
     return "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
 

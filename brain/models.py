@@ -250,6 +250,12 @@ class Note(models.Model):
     def is_live(self) -> bool:
         return self.status in EXPORTED_STATUSES
 
+    @property
+    def unresolved_anchors(self) -> list[str]:
+        """What the note cites that is not in its project's code ("`x` is not in ledgerly at 1a2b3c4"), from its
+        last check (brain.truth): told to the writer, shown on the note, never stale."""
+        return [item.get("message", "") for item in self.verification_evidence or [] if item.get("state") == "unresolved"]
+
     def snapshot(self) -> dict:
         """The fields a revision records and an undo restores, as JSON."""
         data = {name: getattr(self, name) for name in REVISION_FIELDS}
@@ -349,6 +355,8 @@ class AnchorState(models.TextChoices):
     CHANGED = "changed", "changed"
     GONE = "gone", "gone"
     UNCHECKED = "unchecked", "not checked"
+    # Never found in the project's code (not this repository's code, or not yet): never stale, said to the writer.
+    UNRESOLVED = "unresolved", "not in the code"
 
 
 class Anchor(models.Model):

@@ -22,17 +22,26 @@ NOTE_URI_PREFIX = "brain://note/"
 # -- the result models: what MCP tools and REST answer about notes ---------------------------------
 
 
+UNRESOLVED_DESCRIPTION = (
+    "what the note cites that is not in its project's code at the commit it was checked against "
+    "('`send_invoce` is not in ledgerly at 1a2b3c4'): not checked, never stale — fix a typo, or leave a name that is "
+    "not the project's (a standard-library call, a builtin)"
+)
+
+
 class Verification(ToolResult):
     state: Literal["proven", "verified", "stale", "unverified"]
     commit: str | None = Field(description="the branch head it was checked at")
     label: str = Field(
         description="'proven at 1a2b3c4 (check passed)', 'verified at 1a2b3c4 (anchors hold)', 'may be outdated: …' "
-        "or why unverified"
+        "or why unverified; '' for a note that claims nothing about code (no project, or nothing it cites is in its "
+        "project's code)"
     )
     reason: str | None = Field(description="why the note is unverified (null otherwise)")
     evidence: list[dict[str, Any]] = Field(
         description="for a stale note: each anchor that no longer holds, the commit that changed it"
     )
+    unresolved: list[str] = Field(default_factory=list, description=UNRESOLVED_DESCRIPTION)
 
 
 # brain.truth.verification_dict / verification_of, as a result field.
@@ -64,6 +73,7 @@ class NoteRef(ToolResult):
     redactions: list[Redaction] = Field(
         description="secrets taken out before the note was stored: [{field, pattern, count}]"
     )
+    unresolved: list[str] = Field(default_factory=list, description=UNRESOLVED_DESCRIPTION)
 
 
 class Supersession(ToolResult):
@@ -180,6 +190,8 @@ def _ref_fields(note: Note) -> dict[str, Any]:
         "version": note.version,
         # What the note door took out (brain.actions._redact_note_fields): pattern names and counts, never the secret.
         "redactions": note.redactions,
+        # What it cites that is not in its project's code, said to the writer at once (brain.truth).
+        "unresolved": note.unresolved_anchors,
     }
 
 

@@ -2,25 +2,37 @@
 
 An anchor **holds** (found where the note ties it, or found for the first time; records the commit and
 the location), **moved** (found, but elsewhere than where it last held), **changed** (its file is there,
-the symbol or quoted line is not) or is **gone** (neither). A note whose anchors all hold or moved is
-*verified at <commit>*; one with a changed or gone anchor that no person waived is *stale*, with the
-evidence of each (which anchor, the commit that changed it, the hunk, what the code says now); a note
-with no project, no readable repository or nothing cited is *unverified*, with the reason.
+the symbol or quoted line is not) or is **gone** (neither). Only what once resolved can change or go: an
+anchor never found in the project's code (a standard-library call, a builtin, a keyword argument, a typo)
+is **unresolved** — said to the writer, never checked as stale — until the code has it. A note whose
+anchors all hold or moved is *verified at <commit>*; one with a changed or gone anchor that no person
+waived is *stale*, with the evidence of each (which anchor, the commit that removed or altered it, the
+hunk around it, what the code says now where it was); a note with no project, no readable repository
+or nothing resolved is *unverified*, with the reason.
 
 This module computes; `brain.actions` stores (do_verify_note, do_sync_project, do_recheck_project).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from brain.models import Anchor, AnchorState, Note, Project, VerificationState
-from brain.repository import Repository
+from brain.repository import Definition, Repository
 
 CONTEXT_LINES = 2  # lines of code shown around where an anchor was, as "what the code says now"
 MAX_HUNK_CHARS = 2000
 MAX_LINES_CHARS = 1000
+# Commits the pickaxe (`git log -S`) proposes as the one that changed an anchor, tried oldest first.
+MAX_PICKAXE_COMMITS = 50
+# How alike (difflib ratio) a new line must be to the anchor's old line to be shown as where it went.
+MIN_LIKENESS = 0.6
+LIKENESS_TIE = 0.1  # lines this much less alike than the most alike one still compete on where they are
+FAILING = (AnchorState.CHANGED, AnchorState.GONE)
+_DEFINITION_WORDS = r"(?:export\s+)?(?:pub\s+)?(?:async\s+)?(?:def|class|func|function|fn|struct|interface|type|module|const|let|var|static)\s+(?:mut\s+)?(?:\([^)]*\)\s*)?"
 
 
 @dataclass
@@ -48,11 +60,23 @@ def _location_line(location: str) -> tuple[str, int]:
     return (path, int(number)) if number.isdigit() else (location, 0)
 
 
-class Verifier:
-    """Checks anchors at one commit of one repository (`old`: the commit they were last checked at, if known)."""
+def _shown(value: str) -> str:
+    return value if len(value) <= 80 else value[:77] + "…"
 
-    def __init__(self, repo: Repository, commit: str, old: str | None = None):
+
+def _definition_of(name: str) -> re.Pattern:
+    """A line defining `name`: a def/class/func… or an assignment of it (brain.repository's rules, on one file)."""
+    word = re.escape(name)
+    return re.compile(rf"^\s*{_DEFINITION_WORDS}{word}(?!\w)|^\s{{0,8}}{word}\s*(?::[^=\n]*)?=(?!=)", re.M)
+
+
+class Verifier:
+    """Checks anchors at one commit of one repository (`old`: the commit they were last checked at, if known;
+    `project`: its name, as the writer is told what is not in it)."""
+
+    def __init__(self, repo: Repository, commit: str, old: str | None = None, project: str = ""):
         self.repo, self.commit, self.old = repo, commit, old
+        self.project = project or "the repository"
         self.files = repo.files(commit)
 
     # -- one anchor ------------------------------------------------------------------
@@ -62,6 +86,14 @@ class Verifier:
         if check.state in (AnchorState.HOLDS, AnchorState.MOVED):
             path, line = _location_line(check.location)
             check.evidence = {"held_commit": self.commit, "held_lines": _lines_at(self.repo.read(self.commit, path), line)}
+        elif not anchor.location:
+            # Never found (a location is recorded whenever an anchor holds): not this repository's code, or not
+            # yet. Nothing of it can change, so it is never stale; the writer is told.
+            check = Check(AnchorState.UNRESOLVED, path=anchor.hint or (check.path if anchor.kind == "path" else ""))
+            check.evidence = {
+                "anchor": anchor.value, "kind": anchor.kind, "state": AnchorState.UNRESOLVED,
+                "message": f"`{_shown(anchor.value)}` is not in {self.project} at {self.commit[:7]}",
+            }  # fmt: skip
         else:
             check.evidence = self._evidence(anchor, check)
         return check
@@ -103,12 +135,9 @@ class Verifier:
 
     def _check_symbol(self, anchor: Anchor) -> Check:
         parts = anchor.value.split(".")
-        name, owner = parts[-1], parts[0] if len(parts) > 1 else ""
-        definitions = self.repo.definitions(self.commit)
-        found = list(definitions.get(name, ()))
-        if owner:
-            owners = {d.path for d in definitions.get(owner, ())}
-            found = [d for d in found if d.path in owners or d.path.rsplit("/", 1)[-1].split(".")[0] == owner]
+        name, owner = parts[-1], parts[-2] if len(parts) > 1 else ""
+        definitions = self.repo.definitions(self.commit, since=self.old)
+        found = [d for d in definitions.get(name, ()) if _owned_by(d, owner, anchor.hint, definitions)]
         preferred = self._preferred(anchor)
         for definition in found:
             if definition.path in preferred:
@@ -186,17 +215,17 @@ class Verifier:
         old_path, old_line = _location_line(anchor.location) if anchor.location else (check.path, 0)
         old_path = old_path or check.path
         base = held_commit if held_commit and held_commit != self.commit else (self.old or "")
-        changed_in = self.repo.last_change(base or None, self.commit, old_path) if old_path else ""
+        changed_in = self._changed_in(anchor, base, old_path) if base and old_path else ""
+        if not changed_in and old_path:
+            changed_in = self.repo.last_change(base or None, self.commit, old_path)
         hunk = ""
-        if base and old_path:
-            needle = anchor.value.split(".")[-1] if anchor.kind == "symbol" else _squash(anchor.value)
-            hunks = self.repo.hunks(base, self.commit, old_path)
-            removing = [h for h in hunks if any(
-                line.startswith("-") and needle and needle in _squash(line[1:]) for line in h.splitlines())]
-            hunk = (removing or hunks or [""])[0][:MAX_HUNK_CHARS]
-        now = _lines_at(self.repo.read(self.commit, old_path), old_line, CONTEXT_LINES) if old_line else ""
+        if old_path and (base or changed_in):
+            parent = self.repo.parent(changed_in) if changed_in else ""
+            hunks = self.repo.hunks(parent, changed_in, old_path) if parent else self.repo.hunks(base, self.commit, old_path)
+            hunk = _hunk_around(hunks, _removed_line_test(anchor))
+        now = self._now(base, old_path, old_line) if base and old_line else ""
         short = changed_in[:7] if changed_in else self.commit[:7]
-        shown = anchor.value if len(anchor.value) <= 80 else anchor.value[:77] + "…"
+        shown = _shown(anchor.value)
         if check.state == AnchorState.GONE:
             message = f"`{shown}` is gone in {short}" if anchor.kind != "path" else f"`{shown}` was deleted in {short}"
         else:
@@ -206,6 +235,144 @@ class Verifier:
             "quoted": before.get("held_lines") or anchor.value, "now": now, "changed_in": changed_in, "hunk": hunk,
             "message": message, "before": before,
         }  # fmt: skip
+
+    def _changed_in(self, anchor: Anchor, base: str, path: str) -> str:
+        """The first commit in base..head after which the anchor is no longer in `path`: among the commits that
+        changed how often its text occurs there (`git log -S`), else by bisecting every commit that touched the file."""
+        touching = self.repo.commits_touching(base, self.commit, path)
+        if len(touching) <= 1:  # one commit changed the file since: that one (a sync one commit at a time)
+            return touching[0] if touching else ""
+        present = self._presence(anchor, path)
+        needle = _pickaxe_text(anchor)
+        if needle:
+            for commit in self.repo.commits_touching(base, self.commit, path, needle)[:MAX_PICKAXE_COMMITS]:
+                if not present(commit):
+                    return commit
+        low, high = 0, len(touching) - 1
+        if high < 0 or present(touching[high]):
+            return ""
+        while low < high:  # present before touching[low], absent at touching[high]: the first absence
+            middle = (low + high) // 2
+            if present(touching[middle]):
+                low = middle + 1
+            else:
+                high = middle
+        return touching[high]
+
+    def _presence(self, anchor: Anchor, path: str) -> Callable[[str], bool]:
+        """commit → whether the anchor is in `path` at that commit (the file's text, read once per commit)."""
+        if anchor.kind == "path":
+            return lambda commit: path in self.repo.files(commit)
+        if anchor.kind == "symbol":
+            pattern = _definition_of(anchor.value.split(".")[-1])
+            return lambda commit: bool(pattern.search(self.repo.read(commit, path) or ""))
+        if anchor.kind == "quote":
+            wanted = _squash(anchor.value)
+            return lambda commit: any(wanted in _squash(line) for line in (self.repo.read(commit, path) or "").splitlines())
+        word = re.compile(rf"(?<![\w-]){re.escape(_pickaxe_text(anchor))}(?![\w-])")
+        return lambda commit: bool(word.search(self.repo.read(commit, path) or ""))
+
+    def _now(self, base: str, path: str, old_line: int) -> str:
+        """The code where the anchor's line went (base → head), or '' when nothing took its place.
+
+        Where it went is the head's line most like the old one (difflib's ratio, at least MIN_LIKENESS) among the
+        lines the file did not have before: an edited line, a renamed def. Not the line now at the old number, and
+        not a line that only slid into its place (the function below a deleted one).
+        """
+        text, before = self.repo.read(self.commit, path), self.repo.read(base, path)
+        if text is None or before is None:
+            return ""
+        old_lines = before.splitlines()
+        was = old_lines[old_line - 1].strip() if old_line <= len(old_lines) else ""
+        if not was:
+            return ""
+        had = {line.strip() for line in old_lines}
+        new_lines = text.splitlines()
+        scored: list[tuple[float, int]] = []
+        for number, line in enumerate(new_lines, start=1):
+            line = line.strip()
+            if not line or line in had:
+                continue
+            alike = difflib.SequenceMatcher(None, was, line)
+            if alike.real_quick_ratio() >= MIN_LIKENESS and alike.quick_ratio() >= MIN_LIKENESS:
+                scored.append((alike.ratio(), number))
+        best = max((ratio for ratio, _ in scored), default=0.0)
+        if best < MIN_LIKENESS:
+            return ""
+        # Lines about as alike (the same method in two classes): the one nearest where the old line would be now.
+        expected = old_line * len(new_lines) / max(1, len(old_lines))
+        where = min((number for ratio, number in scored if ratio >= best - LIKENESS_TIE), key=lambda n: abs(n - expected))
+        return _lines_at(text, where, CONTEXT_LINES)
+
+
+def _owned_by(definition: Definition, owner: str, hint: str, definitions: dict[str, tuple[Definition, ...]]) -> bool:
+    """Whether `owner.name` can mean this definition of `name`: no owner; `self`/`cls` and a class of the file the
+    note names; the class it is defined in; a module or package it is in (`core.echo`, `click.echo`); or, where the
+    language's classes are not read (not Python), a file that defines the owner."""
+    if not owner:
+        return True
+    if owner in ("self", "cls"):
+        return bool(definition.owner) and definition.path == hint
+    if definition.owner == owner:
+        return True
+    folders, _, filename = definition.path.rpartition("/")
+    if owner in folders.split("/") or filename.split(".")[0] == owner:
+        return True
+    return definition.owner is None and definition.path in {d.path for d in definitions.get(owner, ())}
+
+
+def _pickaxe_text(anchor: Anchor) -> str:
+    """The text whose count in a file changes when the anchor changes (`git log -S`)."""
+    if anchor.kind == "symbol":
+        return anchor.value.split(".")[-1]
+    if anchor.kind == "command":
+        words = anchor.value.replace("./", "").split()
+        return words[-1] if len(words) > 1 else ""
+    if anchor.kind in ("quote", "setting"):
+        return anchor.value.strip()
+    return ""
+
+
+def _removed_line_test(anchor: Anchor) -> Callable[[str], bool]:
+    """line of a diff → whether it removes the anchor (its definition, its quoted line, its name)."""
+    if anchor.kind == "symbol":
+        pattern = _definition_of(anchor.value.split(".")[-1])
+        return lambda line: line.startswith("-") and bool(pattern.search(line[1:]))
+    if anchor.kind == "path":
+        return lambda line: False
+    wanted = _squash(anchor.value) if anchor.kind == "quote" else _pickaxe_text(anchor)
+    return lambda line: line.startswith("-") and bool(wanted) and wanted in _squash(line[1:])
+
+
+def _hunk_around(hunks: list[str], removes: Callable[[str], bool]) -> str:
+    """The hunk that removes the anchor, cut to MAX_HUNK_CHARS around that line (else the first hunk's start)."""
+    for hunk in hunks:
+        lines = hunk.splitlines()
+        at = next((i for i, line in enumerate(lines) if i and removes(line)), None)
+        if at is not None:
+            return _cut_around(lines, at)
+    return _cut_around(hunks[0].splitlines(), 1) if hunks else ""
+
+
+def _cut_around(lines: list[str], at: int) -> str:
+    """The header line and as many lines around lines[at] as MAX_HUNK_CHARS holds, a line before for a line after."""
+    header, body, at = lines[0], lines[1:], at - 1
+    if not body:
+        return header[:MAX_HUNK_CHARS]
+    budget = MAX_HUNK_CHARS - len(header) - 1
+    low = high = at
+    used = len(body[at]) if body else 0
+    if used > budget:
+        return (header + "\n" + body[at])[:MAX_HUNK_CHARS]
+    grew = True
+    while grew:
+        grew = False
+        for step in (high + 1, low - 1) if high - at <= at - low else (low - 1, high + 1):
+            if 0 <= step < len(body) and used + len(body[step]) + 1 <= budget and (step > high or step < low):
+                used += len(body[step]) + 1
+                low, high = min(low, step), max(high, step)
+                grew = True
+    return "\n".join([header, *body[low : high + 1]])
 
 
 # -- a note's state from its anchors ---------------------------------------------------
@@ -218,29 +385,49 @@ class NoteVerdict:
     evidence: list[dict]
 
 
-def unverified(reason: str) -> NoteVerdict:
-    return NoteVerdict(VerificationState.UNVERIFIED, "", [{"message": f"unverified: {reason}"}])
+NO_PROJECT = "the note belongs to no project, so there is no code to check it against"
+CITES_NOTHING = "the note cites nothing in the code (no file, symbol or quoted line)"
+
+
+def unverified(reason: str, *, claims: bool | None = None) -> NoteVerdict:
+    """Unverified, and why. `claims`: whether the note says anything about code that could not be checked; a note
+    with no project or nothing in its project's code claims nothing, and is shown with no label (docs/truth.md)."""
+    if claims is None:
+        claims = reason not in (NO_PROJECT, CITES_NOTHING)
+    item: dict = {"message": f"unverified: {reason}"}
+    if not claims:
+        item["claims"] = False
+    return NoteVerdict(VerificationState.UNVERIFIED, "", [item])
 
 
 def verdict(note: Note, anchors: list[Anchor], commit: str) -> NoteVerdict:
     if not anchors:
-        return unverified("the note cites nothing in the code (no file, symbol or quoted line)")
-    waived = note.waived_anchors or {}
-    failing = [a for a in anchors if a.state in (AnchorState.CHANGED, AnchorState.GONE) and a.key not in waived]
+        return unverified(CITES_NOTHING)
     if any(a.state == AnchorState.UNCHECKED for a in anchors):
         return unverified("its anchors have not been checked yet")
+    # What it cites that is not in the code is said on the note, and counts for nothing.
+    said = [
+        {"anchor": a.value, "kind": a.kind, "state": AnchorState.UNRESOLVED,
+         "message": a.evidence.get("message") or f"`{_shown(a.value)}` is not in the project's code"}
+        for a in anchors if a.state == AnchorState.UNRESOLVED
+    ]  # fmt: skip
+    if len(said) == len(anchors):
+        nothing = unverified(f"nothing it cites is in the project's code at {commit[:7]}", claims=False)
+        return NoteVerdict(nothing.state, nothing.commit, nothing.evidence + said)
+    waived = note.waived_anchors or {}
+    failing = [a for a in anchors if a.state in FAILING and a.key not in waived]
     if failing:
         return NoteVerdict(VerificationState.STALE, commit, [
             {key: a.evidence.get(key, "") for key in ("anchor", "kind", "state", "path", "quoted", "now", "changed_in",
                                                         "hunk", "message")}
             for a in failing
-        ])  # fmt: skip
-    return NoteVerdict(VerificationState.VERIFIED, commit, [])
+        ] + said)  # fmt: skip
+    return NoteVerdict(VerificationState.VERIFIED, commit, said)
 
 
 def no_repository_reason(project: Project | None, problem: str = "") -> str:
     if project is None:
-        return "the note belongs to no project, so there is no code to check it against"
+        return NO_PROJECT
     if problem:
         return f"project {project.name}'s repository cannot be read ({problem})"
     return f"project {project.name} has not been synced yet (manage.py project_sync {project.name})"
@@ -248,20 +435,31 @@ def no_repository_reason(project: Project | None, problem: str = "") -> str:
 
 def describe(state: str, commit: str, evidence: list[dict]) -> str:
     """One line for a session: "proven at 1a2b3c4 (check passed)", "verified at 1a2b3c4 (anchors hold)",
-    "may be outdated: `spawn_worker` changed in 9f8e7d6"."""
+    "may be outdated: `spawn_worker` changed in 9f8e7d6", why it is unverified, or "" for a note that claims
+    nothing about code (no project, nothing in its code)."""
     if state == VerificationState.PROVEN:
         return f"proven at {commit[:7]} (check passed)"
     if state == VerificationState.VERIFIED:
         return f"verified at {commit[:7]} (anchors hold)"
     if state == VerificationState.STALE:
-        messages = [item.get("message", "") for item in evidence if item.get("message")]
+        messages = [item.get("message", "") for item in evidence if item.get("message") and item.get("state") in FAILING]
         return "may be outdated: " + "; ".join(messages[:2]) + ("; …" if len(messages) > 2 else "")
-    reason = next((item.get("message", "") for item in evidence if item.get("message")), "")
-    return reason or "unverified"
+    if evidence and evidence[0].get("claims") is False:
+        return ""
+    return _reason(evidence)
+
+
+def _reason(evidence: list[dict]) -> str:
+    return next((item.get("message", "") for item in evidence if item.get("message")), "") or "unverified"
+
+
+def unresolved_messages(evidence: list[dict]) -> list[str]:
+    """What the note cites that is not in its project's code, as said to the writer."""
+    return [item.get("message", "") for item in evidence or [] if item.get("state") == AnchorState.UNRESOLVED]
 
 
 def verification_dict(note: Note) -> dict:
-    """What brain_get and every hit show: {state, commit, label, evidence}."""
+    """What brain_get and every hit show: {state, commit, label, reason, evidence, unresolved}."""
     return verification_of(note.verification_state, note.verified_commit, note.verification_evidence)
 
 
@@ -270,10 +468,11 @@ def verification_of(state: str, commit: str, evidence: list[dict]) -> dict:
         "state": state,
         "commit": commit or None,
         "label": describe(state, commit, evidence),
-        "reason": describe(state, commit, evidence) if state == VerificationState.UNVERIFIED else None,
+        "reason": _reason(evidence) if state == VerificationState.UNVERIFIED else None,
         "evidence": [
             {key: item.get(key, "") for key in ("anchor", "kind", "state", "path", "changed_in", "message")}
             for item in evidence
-            if item.get("anchor")
+            if item.get("anchor") and item.get("state") != AnchorState.UNRESOLVED
         ],
+        "unresolved": unresolved_messages(evidence),
     }

@@ -60,7 +60,8 @@ class VerifyResult(ToolResult):
         "Check every anchor of a note (the files, symbols, quoted lines, commands and settings it cites) against "
         "its project's branch head now, run its `check:` command there if it has one and it has not run at that "
         "head (waits for it), and return its verification: proven or verified at a commit, stale with the "
-        "evidence, or unverified and why. Reviewers and staff only."
+        "evidence, or unverified and why; what it cites that is not in the project's code is listed as "
+        "`unresolved` (never stale). Reviewers and staff only."
     ),
     input_model=VerifyInput,
     result_model=VerifyResult,

@@ -370,7 +370,8 @@ def context_text(project: str) -> str:
     """The project's notes for the model, compact and capped; '' when the brain knows nothing about it.
 
     `project` is the session's full cwd: brain.context resolves the Project it belongs to. Every line
-    carries the note's state ("verified at 1a2b3c4", "may be outdated: …", or why it is unverified).
+    carries the note's state ("verified at 1a2b3c4", "may be outdated: …", or why it is unverified), but for a
+    note that claims nothing about code (brain.truth: no label).
     """
     try:
         found = context(project, limit=CONTEXT_NOTES)
@@ -388,7 +389,8 @@ def context_text(project: str) -> str:
         "Read one with brain_get <slug>; search more with brain_query.\n"
     )
     for entry in entries:
-        head = f"- {entry['title']} ({entry['slug']}) [{entry['verification']['label']}]: "
+        label = entry["verification"]["label"]
+        head = f"- {entry['title']} ({entry['slug']})" + (f" [{label}]" if label else "") + ": "
         # The state is never cut off: the excerpt gives way.
         line = excerpt(head + " ".join(entry["excerpt"].split()), max(CONTEXT_LINE_CHARS, len(head) + 40)) + "\n"
         if len(text) + len(line) > budget:

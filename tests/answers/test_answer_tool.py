@@ -80,8 +80,9 @@ def test_only_the_note_the_reranker_keeps_reaches_the_llm(brain, brain_url, rera
                 "excerpt": answer["sources"][0]["excerpt"],
                 # issue 38: every source says whether it still holds against its project's code
                 "verification": {
-                    "state": "unverified", "commit": None, "evidence": [],
-                    "label": "unverified: the note belongs to no project, so there is no code to check it against",
+                    "state": "unverified", "commit": None, "evidence": [], "unresolved": [],
+                    # issue 45: a note that claims nothing about code is shown with no label; the reason stays
+                    "label": "",
                     "reason": "unverified: the note belongs to no project, so there is no code to check it against",
                 },
             }
@@ -121,7 +122,7 @@ def test_only_the_note_the_reranker_keeps_reaches_the_llm(brain, brain_url, rera
     assert system["role"] == "system"
     assert "only" in system["content"] and "[1]" in system["content"]
     assert user["role"] == "user"
-    assert "[1] LiteLLM config drift (litellm-config-drift; unverified: " in user["content"]
+    assert "[1] LiteLLM config drift (litellm-config-drift)\n" in user["content"]  # no project: no label (issue 45)
     assert "a model alias vanished" in user["content"]
     assert "[2]" not in user["content"]
     assert "LLM gateway" not in user["content"]
@@ -137,7 +138,8 @@ def test_sources_are_numbered_in_retrieval_order_as_the_llm_sees_them(brain, bra
     assert [source["n"] for source in answer["sources"]] == [1, 2]
     user = llm_on.requests[0].body["messages"][1]["content"]
     for source in answer["sources"]:
-        assert f"[{source['n']}] {source['title']} ({source['slug']}; {source['verification']['label']})" in user
+        label = source["verification"]["label"]
+        assert f"[{source['n']}] {source['title']} ({source['slug']}{'; ' + label if label else ''})" in user
     assert user.index("[1] ") < user.index("[2] ")
 
 
@@ -248,7 +250,7 @@ def test_without_an_llm_it_returns_passages_marked_not_synthesized(brain, brain_
     assert answer["reranked"] is False
     assert answer["sources"][0]["slug"] == "litellm-config-drift"
     assert 1 <= len(answer["sources"]) <= 3
-    assert answer["answer"].startswith("[1] LiteLLM config drift (unverified: the note belongs to no project")
+    assert answer["answer"].startswith("[1] LiteLLM config drift: ")  # no project: no label (issue 45)
     assert "unknown model error" in answer["answer"]
     # The text copy carries the same structure.
     assert json.loads(result["content"][0]["text"]) == answer

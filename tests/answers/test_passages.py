@@ -84,8 +84,8 @@ def test_the_extractive_answer_quotes_the_command_not_the_notes_opening():
     result = answer("How do I revoke a token from the command line?")
 
     assert result["synthesized"] is False
-    assert result["answer"].startswith("[1] People, tokens and roles (unverified: ")
-    assert "): **From the command line** (operators):" in result["answer"].split("\n")[0]
+    assert result["answer"].startswith("[1] People, tokens and roles: ")  # no project: no label (issue 45)
+    assert ": **From the command line** (operators):" in result["answer"].split("\n")[0]
     assert "manage.py token revoke hgp_3f9a2c1b" in result["answer"]
     assert "signs in at" not in result["answer"]  # the note's opening is not the answer
     assert [source["slug"] for source in result["sources"]] == ["people"]
@@ -103,5 +103,5 @@ def test_the_sources_are_the_notes_whose_passages_answer_best_first():
     result = answer("how do I roll back a deploy?")
 
     assert result["sources"][0]["slug"] == "rollback" and result["sources"][0]["n"] == 1
-    assert result["answer"].startswith("[1] Rolling back (unverified: ")
-    assert "): To roll back a deploy" in result["answer"].split("\n")[0]
+    assert result["answer"].startswith("[1] Rolling back: ")
+    assert ": To roll back a deploy" in result["answer"].split("\n")[0]

@@ -10,6 +10,7 @@ The figures are printed (and written into bench/RESULTS.md).
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -124,7 +125,7 @@ def test_the_projects_own_context_lines_quote_passages_not_headings_or_comments(
     lines = [line for line in text.splitlines() if line.startswith("- ")]
     assert lines
     for line in lines:
-        quoted = line.split("]: ", 1)[1]  # after "- Title (slug) [state]: "
+        quoted = re.split(r"\) (?:\[[^\]]*\])?: |\): ", line, maxsplit=1)[1]  # after "- Title (slug) [state]: " (no state: issue 45)
         assert not quoted.startswith("#") and "<!--" not in line, line
     # The notes are found by what they say, not only the title (search finds the project in them all).
     assert search("hyperguild").hits

@@ -107,8 +107,10 @@ def test_an_edit_re_extracts_anchors_and_checks_them_at_the_projects_head(ledger
     note = Note.objects.get(slug="invoices")
     do_edit_note(note, body="`ledgerly/invoices.py` sums the lines (`invoice_sum`).")
     note.refresh_from_db()
-    assert note.verification_state == "stale"
-    assert note.verification_evidence[0]["anchor"] == "invoice_sum"
+    # A name the code never had is not stale (nothing of it changed): it is unresolved, and said (issue 45).
+    assert note.verification_state == "verified"
+    assert note.anchors.get(value="invoice_sum").state == "unresolved"
+    assert note.unresolved_anchors == [f"`invoice_sum` is not in ledgerly at {ledgerly.first[:7]}"]
     assert not note.anchors.filter(value="invoice_total").exists()
 
 
