@@ -86,6 +86,8 @@ class Verifier:
         if check.state in (AnchorState.HOLDS, AnchorState.MOVED):
             path, line = _location_line(check.location)
             check.evidence = {"held_commit": self.commit, "held_lines": _lines_at(self.repo.read(self.commit, path), line)}
+            if check.state == AnchorState.MOVED:
+                check.evidence.update(self._moved(anchor, path))
         elif not anchor.location:
             # Never found (a location is recorded whenever an anchor holds): not this repository's code, or not
             # yet. Nothing of it can change, so it is never stale; the writer is told.
@@ -97,6 +99,14 @@ class Verifier:
         else:
             check.evidence = self._evidence(anchor, check)
         return check
+
+    def _moved(self, anchor: Anchor, path: str) -> dict:
+        """Where a moved anchor was, and the commit that took it from there (shown beside a stale note's evidence)."""
+        from_path = _location_line(anchor.location)[0] if anchor.location else anchor.hint
+        base = self._held_base(anchor)
+        if not from_path or from_path == path or not base:
+            return {"moved_from": from_path} if from_path and from_path != path else {}
+        return {"moved_from": from_path, "moved_in": self._changed_in(anchor, base, from_path)}
 
     def _preferred(self, anchor: Anchor) -> list[str]:
         """Where the anchor should be: its hint, and the file it last held in."""
@@ -142,6 +152,13 @@ class Verifier:
         for definition in found:
             if definition.path in preferred:
                 return Check(AnchorState.HOLDS, path=definition.path, location=f"{definition.path}:{definition.line}")
+        base = self._held_base(anchor) if found and preferred else ""
+        if base:
+            # A definition that was already there when the anchor last held is another one of the same name,
+            # not where this one moved.
+            before = self.repo.definitions(base)
+            there = {(d.path, d.owner) for d in before.get(name, ())}
+            found = [d for d in found if d.path in preferred or (d.path, d.owner) not in there]
         if found:
             first = found[0]
             return self._found(first.path, first.line, preferred)
@@ -164,9 +181,20 @@ class Verifier:
         if hit:
             return Check(AnchorState.HOLDS, path=hit[0], location=f"{hit[0]}:{hit[1]}")
         needle = anchor.value.strip()
+        base = self._held_base(anchor)
+        wanted = _squash(needle)
         for path, line in self.repo.grep_fixed(self.commit, needle):
+            if base and preferred and path not in preferred and wanted in _squash(self.repo.read(base, path) or ""):
+                continue  # a copy that was there all along (a vendored v1, a test): not where the line went
             return self._found(path, line, preferred)
         return self._missing(preferred)
+
+    def _held_base(self, anchor: Anchor) -> str:
+        """The commit the anchor last held at (before this check), if it held before; else ''."""
+        if anchor.state in (AnchorState.HOLDS, AnchorState.MOVED) and anchor.location:
+            held = (anchor.evidence or {}).get("held_commit") or self.old or ""
+            return held if held != self.commit else ""
+        return ""
 
     def _check_setting(self, anchor: Anchor) -> Check:
         preferred = self._preferred(anchor)
@@ -264,7 +292,16 @@ class Verifier:
         if anchor.kind == "path":
             return lambda commit: path in self.repo.files(commit)
         if anchor.kind == "symbol":
-            pattern = _definition_of(anchor.value.split(".")[-1])
+            parts = anchor.value.split(".")
+            pattern = _definition_of(parts[-1])
+            if len(parts) > 1 and path.endswith(".py"):
+                # `Class.method`: still defined in that file *as the class's* (a method moved out to module level
+                # keeps its def line, and the text alone would say it is still there).
+                return lambda commit: bool(pattern.search(self.repo.read(commit, path) or "")) and any(
+                    d.path == path and _owned_by(d, parts[-2], anchor.hint, index)
+                    for index in (self.repo.definitions(commit),)
+                    for d in index.get(parts[-1], ())
+                )
             return lambda commit: bool(pattern.search(self.repo.read(commit, path) or ""))
         if anchor.kind == "quote":
             wanted = _squash(anchor.value)
@@ -417,11 +454,19 @@ def verdict(note: Note, anchors: list[Anchor], commit: str) -> NoteVerdict:
     waived = note.waived_anchors or {}
     failing = [a for a in anchors if a.state in FAILING and a.key not in waived]
     if failing:
+        # Beside what changed: what moved away from where the note says it is, and in which commit.
+        moved = [
+            {"anchor": a.value, "kind": a.kind, "state": AnchorState.MOVED, "path": _location_line(a.location)[0],
+             "changed_in": a.evidence.get("moved_in", ""),
+             "message": f"`{_shown(a.value)}` moved from {a.evidence['moved_from']} to {_location_line(a.location)[0]}"
+                        + (f" in {a.evidence['moved_in'][:7]}" if a.evidence.get("moved_in") else "")}
+            for a in anchors if a.state == AnchorState.MOVED and a.evidence.get("moved_from")
+        ]  # fmt: skip
         return NoteVerdict(VerificationState.STALE, commit, [
             {key: a.evidence.get(key, "") for key in ("anchor", "kind", "state", "path", "quoted", "now", "changed_in",
                                                         "hunk", "message")}
             for a in failing
-        ] + said)  # fmt: skip
+        ] + moved + said)  # fmt: skip
     return NoteVerdict(VerificationState.VERIFIED, commit, said)
 
 

@@ -264,3 +264,56 @@ def test_the_index_built_from_the_last_commits_index_is_the_index_of_the_whole_t
     repository._INDEXES.clear()
     assert incremental == repository._definitions(str(repo), second)
     assert "send_bill" in incremental and "send_invoice" not in incremental and "render" in incremental
+
+
+VENDORED = {**SHOP, "src/shop/v1/core.py": CORE}  # an old copy kept beside the code, as some projects keep a v1
+
+
+def test_a_line_removed_from_its_file_is_changed_even_when_an_old_copy_elsewhere_still_has_it(code_root):
+    repo = shop(code_root, VENDORED)
+    note = do_ingest_note(title="Send", body="In `src/shop/core.py` a send ends with `started = time.perf_counter()`.",
+                          wing="concepts", frontmatter={"project": "shop"})  # fmt: skip
+    removed = commit(repo, "no timing", **{"src__shop__core.py": CORE.replace("        started = time.perf_counter()\n", "")})
+
+    sync()
+
+    note.refresh_from_db()
+    evidence = {item["anchor"]: item for item in note.verification_evidence}
+    assert note.verification_state == "stale"  # src/shop/v1/core.py had the line all along: it is not where it went
+    assert evidence["started = time.perf_counter()"]["changed_in"] == removed
+
+
+def test_a_method_moved_out_of_its_class_is_changed_in_the_commit_that_moved_it(code_root):
+    repo = shop(code_root)
+    note = do_ingest_note(title="JSON", body="`Response.json` in `src/shop/core.py` decodes the body.",
+                          wing="concepts", frontmatter={"project": "shop"})  # fmt: skip
+    moved = commit(repo, "json at module level", **{"src__shop__core.py": CORE.replace(
+        "class Response:\n    def json(self):\n        return {}\n", "class Response:\n    pass\n\n\ndef json(response):\n    return {}\n")})
+    later = commit(repo, "a comment", **{"src__shop__core.py": (repo / "src/shop/core.py").read_text() + "# the end\n"})
+
+    sync()
+
+    note.refresh_from_db()
+    evidence = {item["anchor"]: item for item in note.verification_evidence}
+    assert note.verification_state == "stale"
+    # The def line is still in the file (at module level): the commit is the one that took it out of the class.
+    assert evidence["Response.json"]["changed_in"] == moved, later
+
+
+def test_a_stale_notes_evidence_says_what_moved_away_and_in_which_commit(code_root):
+    files = {**SHOP, "src/shop/retry.py": "def retry_backoff(n):\n    return 2 ** n\n"}
+    repo = shop(code_root, files)
+    body = "In `src/shop/core.py`, `DefaultTimeout` sets the wait and `Client.send` sends; `retry_backoff` lives there too."
+    note = do_ingest_note(title="Waits", body=body, wing="concepts", frontmatter={"project": "shop"})
+    git(repo, "mv", "src/shop/retry.py", "src/shop/waits.py")
+    moved = commit(repo, "retry is waits now; DefaultTimeout renamed",
+                   **{"src__shop__core.py": CORE.replace("DefaultTimeout", "DEFAULT_TIMEOUT")})  # fmt: skip
+
+    sync()
+
+    note.refresh_from_db()
+    evidence = {item["anchor"]: item for item in note.verification_evidence}
+    assert note.verification_state == "stale"
+    assert evidence["retry_backoff"]["state"] == "moved" and evidence["retry_backoff"]["changed_in"] == moved
+    assert "moved from src/shop/retry.py to src/shop/waits.py" in evidence["retry_backoff"]["message"]
+    assert evidence["DefaultTimeout"]["state"] == "changed"
