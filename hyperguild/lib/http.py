@@ -223,11 +223,11 @@ def pooled_client(base_url: str, max_connections: int = DEFAULT_MAX_CONNECTIONS)
         return pool
 
 
-_configured: dict[tuple, Any] = {}
+_configured: dict[tuple[object, ...], Any] = {}
 _configured_lock = threading.Lock()
 
 
-def configured_client(key: tuple, build: Callable[[], T]) -> T:
+def configured_client(key: tuple[object, ...], build: Callable[[], T]) -> T:
     """One client object per configuration `key` for the whole process, built on first use.
 
     A changed setting (tests use override_settings) makes a new key, hence a fresh client.
