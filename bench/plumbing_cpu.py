@@ -33,6 +33,8 @@ django.setup()
 import httpx  # noqa: E402
 import httpx2  # noqa: E402 (the openai SDK's HTTP client)
 import openai  # noqa: E402
+import pybreaker  # noqa: E402
+import tenacity  # noqa: E402
 
 from bench.contract_overhead import cpu_per_call  # noqa: E402
 from bench.plumbing import http_libs, llm_sdks  # noqa: E402
@@ -83,9 +85,6 @@ def llm_sdk() -> Callable[[], object]:
 
 def parts(calls: int, rounds: int) -> None:
     """The libraries' machinery alone around a call that does nothing: where the difference comes from."""
-    import pybreaker
-    import tenacity
-
     ours_breaker, theirs_breaker = ours_http.CircuitBreaker(5, 30), pybreaker.CircuitBreaker(fail_max=5, reset_timeout=30)
 
     def ours_guard() -> object:

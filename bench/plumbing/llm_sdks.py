@@ -16,6 +16,7 @@ import httpx
 import openai
 
 from hyperguild.lib import llm as ours
+from hyperguild.lib.http import safe_url
 from hyperguild.lib.llm import (  # noqa: F401 (re-exported: the same names as hyperguild.lib.llm)
     ERROR_BODY_CHARS,
     ChatResult,
@@ -27,7 +28,6 @@ from hyperguild.lib.llm import (  # noqa: F401 (re-exported: the same names as h
     gateway_status,
     generation_limit,
 )
-from hyperguild.lib.http import safe_url
 from hyperguild.lib.model_calls import record_model_call
 from hyperguild.lib.text import excerpt
 

@@ -19,6 +19,9 @@
   then one probe call (a single attempt) goes through: success closes it,
   failure opens it again. A 4xx or a malformed body counts as "the service
   answered", not as a failure.
+
+Ours rather than tenacity + pybreaker: bench/plumbing_cpu.py and the product's tests run on
+bench/plumbing/http_libs.py (bench/RESULTS.md, issue 49; docs/architecture.md).
 """
 
 from __future__ import annotations
