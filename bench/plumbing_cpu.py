@@ -43,11 +43,15 @@ from hyperguild.lib import llm as ours_llm  # noqa: E402
 
 URL = "http://gateway.test"
 COMPLETION = {
-    "id": "chatcmpl-bench", "object": "chat.completion", "created": 0, "model": "fast",
-    "choices": [{"index": 0, "finish_reason": "stop",
-                 "message": {"role": "assistant", "content": " ".join(["word"] * 40)}}],
+    "id": "chatcmpl-bench",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "fast",
+    "choices": [
+        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": " ".join(["word"] * 40)}}
+    ],
     "usage": {"prompt_tokens": 12, "completion_tokens": 40, "total_tokens": 52},
-}  # fmt: skip
+}
 BODY = json.dumps(COMPLETION).encode()
 MESSAGES = [{"role": "user", "content": "What does the retry policy do?"}]
 
@@ -85,7 +89,10 @@ def llm_sdk() -> Callable[[], object]:
 
 def parts(calls: int, rounds: int) -> None:
     """The libraries' machinery alone around a call that does nothing: where the difference comes from."""
-    ours_breaker, theirs_breaker = ours_http.CircuitBreaker(5, 30), pybreaker.CircuitBreaker(fail_max=5, reset_timeout=30)
+    ours_breaker, theirs_breaker = (
+        ours_http.CircuitBreaker(5, 30),
+        pybreaker.CircuitBreaker(fail_max=5, reset_timeout=30),
+    )
 
     def ours_guard() -> object:
         ours_breaker.before_call()
@@ -93,14 +100,19 @@ def parts(calls: int, rounds: int) -> None:
         return None
 
     def tenacity_retry() -> object:
-        return tenacity.Retrying(stop=tenacity.stop_after_attempt(3), wait=tenacity.wait_none(),
-                                 retry=tenacity.retry_if_result(lambda outcome: outcome is not None))(lambda: None)  # fmt: skip
+        return tenacity.Retrying(
+            stop=tenacity.stop_after_attempt(3),
+            wait=tenacity.wait_none(),
+            retry=tenacity.retry_if_result(lambda outcome: outcome is not None),
+        )(lambda: None)
 
     compare("part: breaker around a no-op", ours_guard, lambda: theirs_breaker.call(lambda: None), calls, rounds)
     tenacity_retry()
     values = sorted(cpu_per_call(tenacity_retry, calls) for _ in range(rounds))
-    print(f"{'part: tenacity.Retrying, no-op':34} library: median {values[len(values) // 2]:7.1f} µs "
-          "(ours is a for loop in ServiceClient._attempts)")  # fmt: skip
+    print(
+        f"{'part: tenacity.Retrying, no-op':34} library: median {values[len(values) // 2]:7.1f} µs "
+        "(ours is a for loop in ServiceClient._attempts)"
+    )
 
 
 def compare(title: str, ours: Callable[[], object], theirs: Callable[[], object], calls: int, rounds: int) -> None:
@@ -124,10 +136,20 @@ def main() -> None:
     parser.add_argument("--part", choices=["http", "llm", "parts", "all"], default="all")
     options = parser.parse_args()
     if options.part in ("http", "all"):
-        compare("http: 200 at once", http_calls(ours_http, [200]), http_calls(http_libs, [200]),
-                options.calls, options.rounds)  # fmt: skip
-        compare("http: 503 then 200 (one retry)", http_calls(ours_http, [503, 200]),
-                http_calls(http_libs, [503, 200]), options.calls // 2, options.rounds)  # fmt: skip
+        compare(
+            "http: 200 at once",
+            http_calls(ours_http, [200]),
+            http_calls(http_libs, [200]),
+            options.calls,
+            options.rounds,
+        )
+        compare(
+            "http: 503 then 200 (one retry)",
+            http_calls(ours_http, [503, 200]),
+            http_calls(http_libs, [503, 200]),
+            options.calls // 2,
+            options.rounds,
+        )
     if options.part in ("parts", "all"):
         parts(options.calls * 5, options.rounds)
     if options.part in ("llm", "all"):

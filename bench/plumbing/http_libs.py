@@ -82,8 +82,12 @@ class Breaker:
             retry_in = max(0.0, self.watch.opened_at + self.cb.reset_timeout - time.monotonic())
             if retry_in == 0:
                 state = "half-open"
-        return {"state": state, "consecutive_failures": self.cb.fail_counter,
-                "retry_in_seconds": round(retry_in, 1), "last_problem": self.watch.last_problem}  # fmt: skip
+        return {
+            "state": state,
+            "consecutive_failures": self.cb.fail_counter,
+            "retry_in_seconds": round(retry_in, 1),
+            "last_problem": self.watch.last_problem,
+        }
 
 
 _breakers: dict[str, Breaker] = {}
@@ -124,8 +128,16 @@ class ServiceClient(ours.ServiceClient):
         super().__init__(service, base_url, **kwargs)
         self.breaker = breaker_for(f"{service} {safe_url(self.base_url)}")  # type: ignore[assignment]
 
-    def request(self, method: str, path: str = "", *, json: Any = None, timeout: float | None = None,
-                retries: int | None = None, any_status: bool = False) -> httpx.Response:  # fmt: skip
+    def request(
+        self,
+        method: str,
+        path: str = "",
+        *,
+        json: Any = None,
+        timeout: float | None = None,
+        retries: int | None = None,
+        any_status: bool = False,
+    ) -> httpx.Response:
         url = self.url(path)
         shown = safe_url(url)
         timeout = self.timeout if timeout is None else timeout
@@ -145,11 +157,13 @@ class ServiceClient(ours.ServiceClient):
                     f"{self.service} at {shown} is unavailable: {cb.fail_counter} calls in a row failed "
                     f"(last: {self.breaker.last_problem}); the next try goes out in "
                     f"{self.breaker.snapshot()['retry_in_seconds']:.0f} s",
-                    service=self.service, url=shown,
+                    service=self.service,
+                    url=shown,
                 ) from None
 
-    def _retried(self, method: str, url: str, shown: str, json: Any, timeout: float, any_status: bool,
-                 attempts: int) -> httpx.Response:  # fmt: skip
+    def _retried(
+        self, method: str, url: str, shown: str, json: Any, timeout: float, any_status: bool, attempts: int
+    ) -> httpx.Response:
         retrying = tenacity.Retrying(
             stop=tenacity.stop_after_attempt(attempts),
             wait=_wait(self.backoff),
@@ -164,15 +178,21 @@ class ServiceClient(ours.ServiceClient):
                 detail = response_excerpt(outcome)
                 raise ServiceRejected(
                     f"{self.service} at {shown} refused the request with HTTP {outcome.status_code}: {detail}",
-                    service=self.service, url=shown, status=outcome.status_code, attempts=attempt, detail=detail,
+                    service=self.service,
+                    url=shown,
+                    status=outcome.status_code,
+                    attempts=attempt,
+                    detail=detail,
                 )
             return outcome
         error = ServiceTimeout if outcome.timed_out else _Failed
         failure = error(
             f"{self.service} at {shown} is unavailable after {attempt} attempt{'s' if attempt != 1 else ''}: "
             f"{outcome.problem}",
-            service=self.service, url=shown, status=outcome.status, attempts=attempt,
+            service=self.service,
+            url=shown,
+            status=outcome.status,
+            attempts=attempt,
         )
         failure.problem = outcome.problem  # type: ignore[attr-defined]
         raise failure
-

@@ -33,14 +33,25 @@ from hyperguild.lib.text import excerpt
 
 
 class LLMClient(ours.LLMClient):
-    def __init__(self, base_url: str, api_key: str = "", *, timeout: float = 60.0, retries: int = 2,
-                 backoff: float | None = None, transport: httpx.BaseTransport | None = None,
-                 record: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str = "",
+        *,
+        timeout: float = 60.0,
+        retries: int = 2,
+        backoff: float | None = None,
+        transport: httpx.BaseTransport | None = None,
+        record: bool = False,
+    ) -> None:
         super().__init__(base_url, api_key, timeout=timeout, retries=retries, backoff=backoff, record=record)
         base = self.base_url if self.base_url.endswith("/v1") else f"{self.base_url}/v1"
         self._sdk = openai.OpenAI(
-            base_url=base, api_key=api_key or "none", timeout=timeout, max_retries=retries,
-        )  # fmt: skip
+            base_url=base,
+            api_key=api_key or "none",
+            timeout=timeout,
+            max_retries=retries,
+        )
         # No key: no Authorization header at all (the SDK wants the omission spelled out on each call).
         self._no_key = {} if api_key else {"Authorization": openai.omit}
 
@@ -52,10 +63,16 @@ class LLMClient(ours.LLMClient):
             if not self.record:
                 return None
             return record_model_call(
-                provider="openai", endpoint=safe_url(self.completions_url), model=model, purpose=purpose,
-                request=payload, max_tokens=limit, outcome=outcome, latency_ms=int((time.monotonic() - started) * 1000),
+                provider="openai",
+                endpoint=safe_url(self.completions_url),
+                model=model,
+                purpose=purpose,
+                request=payload,
+                max_tokens=limit,
+                outcome=outcome,
+                latency_ms=int((time.monotonic() - started) * 1000),
                 **values,
-            ).pk  # fmt: skip
+            ).pk
 
         started = time.monotonic()
         attempts = self._sdk.max_retries + 1
@@ -66,19 +83,30 @@ class LLMClient(ours.LLMClient):
             if exc.status_code in (408, 409, 429) or exc.status_code >= 500:
                 error: LLMError = LLMUnavailable(
                     f"the LLM gateway at {safe_url(self.completions_url)} is unavailable after {attempts} attempts: "
-                    f"HTTP {exc.status_code}: {detail} (model {model!r})", status=exc.status_code, attempts=attempts,
-                )  # fmt: skip
+                    f"HTTP {exc.status_code}: {detail} (model {model!r})",
+                    status=exc.status_code,
+                    attempts=attempts,
+                )
                 error.call_id = record("outage", error=str(error), status_code=exc.status_code)
             else:
-                error = LLMRejected(f"the gateway rejected model {model!r} with HTTP {exc.status_code}: {detail}",
-                                    status=exc.status_code, gateway_message=detail)  # fmt: skip
+                error = LLMRejected(
+                    f"the gateway rejected model {model!r} with HTTP {exc.status_code}: {detail}",
+                    status=exc.status_code,
+                    gateway_message=detail,
+                )
                 error.call_id = record("model_error", error=str(error), status_code=exc.status_code)
             raise error from None
         except openai.APIConnectionError as exc:
-            problem = f"timed out after {self.timeout:g} s" if isinstance(exc, openai.APITimeoutError) \
+            problem = (
+                f"timed out after {self.timeout:g} s"
+                if isinstance(exc, openai.APITimeoutError)
                 else "unreachable, could not connect"
-            error = LLMUnavailable(f"the LLM gateway at {safe_url(self.completions_url)} is unavailable after "
-                                   f"{attempts} attempts: {problem} (model {model!r})", attempts=attempts)  # fmt: skip
+            )
+            error = LLMUnavailable(
+                f"the LLM gateway at {safe_url(self.completions_url)} is unavailable after "
+                f"{attempts} attempts: {problem} (model {model!r})",
+                attempts=attempts,
+            )
             error.call_id = record("outage", error=str(error))
             raise error from None
         body = raw.http_response.text
@@ -88,28 +116,41 @@ class LLMClient(ours.LLMClient):
             text = choice.message.content
         except (ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
             problem = "not JSON" if isinstance(exc, ValueError) else "no choices[0].message"
-            error = LLMBadResponse(f"the gateway answered HTTP {raw.status_code} with a body that is {problem}"
-                                   if problem == "not JSON" else f"the gateway's answer has {problem} "
-                                   "(not an OpenAI chat-completions body)", text=excerpt(body, ERROR_BODY_CHARS))  # fmt: skip
+            error = LLMBadResponse(
+                f"the gateway answered HTTP {raw.status_code} with a body that is {problem}"
+                if problem == "not JSON"
+                else f"the gateway's answer has {problem} (not an OpenAI chat-completions body)",
+                text=excerpt(body, ERROR_BODY_CHARS),
+            )
             error.call_id = record("bad_output", response=body, error=str(error), status_code=raw.status_code)
             raise error from None
         if not isinstance(text, str):
             error = LLMBadResponse("the model returned no text content", text=excerpt(body, ERROR_BODY_CHARS))
             error.call_id = record("bad_output", response=body, error=str(error), status_code=raw.status_code)
             raise error
-        usage = completion.usage.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"}) \
-            if completion.usage else None  # fmt: skip
+        usage = (
+            completion.usage.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"})
+            if completion.usage
+            else None
+        )
         result = ChatResult(
-            text=text, model=completion.model or model, usage=usage or None,
-            latency_ms=int((time.monotonic() - started) * 1000), raw=completion.model_dump(),
-            finish_reason=choice.finish_reason or "", body=body,
-        )  # fmt: skip
+            text=text,
+            model=completion.model or model,
+            usage=usage or None,
+            latency_ms=int((time.monotonic() - started) * 1000),
+            raw=completion.model_dump(),
+            finish_reason=choice.finish_reason or "",
+            body=body,
+        )
         result.call_id = record(
-            "truncated" if result.truncated else "ok", response=body, status_code=raw.status_code,
-            finish_reason=result.finish_reason, input_tokens=(usage or {}).get("prompt_tokens"),
+            "truncated" if result.truncated else "ok",
+            response=body,
+            status_code=raw.status_code,
+            finish_reason=result.finish_reason,
+            input_tokens=(usage or {}).get("prompt_tokens"),
             output_tokens=(usage or {}).get("completion_tokens"),
             error=f"cut at the limit of {limit} tokens" if result.truncated else "",
-        )  # fmt: skip
+        )
         return result
 
 
@@ -120,6 +161,11 @@ def get_llm_client(*, timeout: float | None = None, retries: int | None = None) 
         return None
     return ours.configured_client(
         ("llm-sdk", ours_client.base_url, ours_client.api_key, ours_client.timeout, ours_client.retries),
-        lambda: LLMClient(ours_client.base_url, ours_client.api_key, timeout=ours_client.timeout,
-                          retries=ours_client.retries, record=True),  # fmt: skip
+        lambda: LLMClient(
+            ours_client.base_url,
+            ours_client.api_key,
+            timeout=ours_client.timeout,
+            retries=ours_client.retries,
+            record=True,
+        ),
     )

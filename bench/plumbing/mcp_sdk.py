@@ -98,8 +98,9 @@ def sdk_server(name: str) -> Server[Any]:
         if spec is not None and spec.complete is not None:
             complete = spec.complete
             values = [str(v) for v in await sync_to_async(complete)(params.argument.value or "")]
-        return types.CompleteResult(completion=types.Completion(values=values[:100], total=len(values),
-                                                                has_more=len(values) > 100))  # fmt: skip
+        return types.CompleteResult(
+            completion=types.Completion(values=values[:100], total=len(values), has_more=len(values) > 100)
+        )
 
     async def on_list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         resources = get_endpoint(name).resources
@@ -129,17 +130,24 @@ def sdk_server(name: str) -> Server[Any]:
     if first.prompts:
         handlers |= {"on_list_prompts": on_list_prompts, "on_get_prompt": on_get_prompt, "on_completion": on_completion}
     if first.resources is not None:
-        handlers |= {"on_list_resources": on_list_resources, "on_read_resource": on_read_resource,
-                     "on_list_resource_templates": on_list_resource_templates}  # fmt: skip
+        handlers |= {
+            "on_list_resources": on_list_resources,
+            "on_read_resource": on_read_resource,
+            "on_list_resource_templates": on_list_resource_templates,
+        }
+
     def input_schema(tool_name: str) -> dict[str, Any] | None:
         tool = get_endpoint(name).tools.get(tool_name)
         return tool.input_schema if tool else None
 
     return Server(
-        f"hyperguild-{first.name}", version=settings.VERSION, title=first.title,
-        instructions=first.instructions or None, get_tool_input_schema=input_schema,
+        f"hyperguild-{first.name}",
+        version=settings.VERSION,
+        title=first.title,
+        instructions=first.instructions or None,
+        get_tool_input_schema=input_schema,
         **handlers,
-    )  # fmt: skip
+    )
 
 
 class SdkRouter:
@@ -167,9 +175,12 @@ class SdkRouter:
                 return None
             server = sdk_server(name)
             app = server.streamable_http_app(
-                streamable_http_path=f"/mcp/{name}", stateless_http=not self.stateful, json_response=True,
-                transport_security=self.security, max_request_body_size=settings.HYPERGUILD_MCP_MAX_BODY,
-            )  # fmt: skip
+                streamable_http_path=f"/mcp/{name}",
+                stateless_http=not self.stateful,
+                json_response=True,
+                transport_security=self.security,
+                max_request_body_size=settings.HYPERGUILD_MCP_MAX_BODY,
+            )
             ready = asyncio.Event()
             entry = self.apps[name] = (app, ready)
 

@@ -27,8 +27,10 @@ def test_print_the_conformance_score(asgi_server, revision, tmp_path):
     suite, extra = SUITES[revision]
     subprocess.run(
         [str(NODE), str(suite), "server", "--url", f"{asgi_server}/mcp/brain", "--output-dir", str(tmp_path), *extra],
-        capture_output=True, text=True, timeout=1500,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     scored, failed = 0, Counter[str]()
     for scenario, checks in sorted(_checks_by_scenario(tmp_path).items()):
         if scenario in NOT_APPLICABLE:
@@ -42,8 +44,10 @@ def test_print_the_conformance_score(asgi_server, revision, tmp_path):
     server = "mcp SDK" if "mcp" in os.environ.get("HYPERGUILD_PLUMBING", "") else "hyperguild/mcp"
     if os.environ.get("HYPERGUILD_PLUMBING_MCP_STATEFUL") == "1":
         server += " (stateful)"
-    print(f"\nCONFORMANCE {revision} {server}: {scored} scored, {scored - sum(failed.values())} passed, "
-          f"{sum(failed.values())} failed")  # fmt: skip
+    print(
+        f"\nCONFORMANCE {revision} {server}: {scored} scored, {scored - sum(failed.values())} passed, "
+        f"{sum(failed.values())} failed"
+    )
     for name, count in sorted(failed.items()):
         print(f"  failed: {name}" + (f" x{count}" if count > 1 else ""))
     assert scored > 0

@@ -23,15 +23,22 @@ from tests.conftest import ThreadedServer, free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-           "MCP-Protocol-Version": "2025-11-25"}  # fmt: skip
+HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": "2025-11-25",
+}
 CALLS = {
     "tools/list": {"method": "tools/list", "params": {}},
-    "tools/call brain_query": {"method": "tools/call",
-                               "params": {"name": "brain_query", "arguments": {"query": "retry backoff policy"}}},
-    "tools/call brain_get (missing)": {"method": "tools/call",
-                                       "params": {"name": "brain_get", "arguments": {"slug": "no-such-note"}}},
-}  # fmt: skip
+    "tools/call brain_query": {
+        "method": "tools/call",
+        "params": {"name": "brain_query", "arguments": {"query": "retry backoff policy"}},
+    },
+    "tools/call brain_get (missing)": {
+        "method": "tools/call",
+        "params": {"name": "brain_get", "arguments": {"slug": "no-such-note"}},
+    },
+}
 
 
 def caller(client: httpx.Client, url: str, message: dict) -> Callable[[], object]:
@@ -54,8 +61,10 @@ def test_print_cpu_per_call(django_db_setup, django_db_blocker, settings):
 
     for index in range(20):
         do_write_raw_note(title=f"Retry policy {index}", body=f"Backoff doubles with jitter; note {index}.")
-    servers = {"hyperguild/mcp": ThreadedServer(application, free_port()),
-               "mcp SDK": ThreadedServer(sdk_application(application), free_port())}  # fmt: skip
+    servers = {
+        "hyperguild/mcp": ThreadedServer(application, free_port()),
+        "mcp SDK": ThreadedServer(sdk_application(application), free_port()),
+    }
     with django_db_blocker.unblock():
         for server in servers.values():
             server.start()
@@ -71,8 +80,11 @@ def test_print_cpu_per_call(django_db_setup, django_db_blocker, settings):
                         figures[name].append(cpu_per_call(call, 100))
                 medians = {name: sorted(values)[2] for name, values in figures.items()}
                 for name, values in figures.items():
-                    print(f"\nMCP CPU {label:32} {name:15}: median {medians[name]:7.0f} µs "
-                          f"(min {min(values):.0f}, max {max(values):.0f})", end="")  # fmt: skip
+                    print(
+                        f"\nMCP CPU {label:32} {name:15}: median {medians[name]:7.0f} µs "
+                        f"(min {min(values):.0f}, max {max(values):.0f})",
+                        end="",
+                    )
                 print(f"\nMCP CPU {label:32} SDK / ours = {medians['mcp SDK'] / medians['hyperguild/mcp']:.2f}")
     finally:
         for server in servers.values():

@@ -43,7 +43,10 @@ def write(root: Path, relative: str, text: str) -> None:
 
 
 def test_each_figure_counts_what_it_names_in_a_small_tree(tmp_path):
-    write(tmp_path, "brain/notes.py", """
+    write(
+        tmp_path,
+        "brain/notes.py",
+        """
         import subprocess
         from typing import Any, Dict
 
@@ -60,16 +63,25 @@ def test_each_figure_counts_what_it_names_in_a_small_tree(tmp_path):
         def head(root):
             command = ["git", "-C", root, "rev-parse", "HEAD"]
             return subprocess.run(command, capture_output=True)
-    """)
-    write(tmp_path, "supervisor/apply.py", """
+    """,
+    )
+    write(
+        tmp_path,
+        "supervisor/apply.py",
+        """
         def _git(*args):
             return run_process(["git", *args])
-    """)
-    write(tmp_path, "sessions/replay.py", """
+    """,
+    )
+    write(
+        tmp_path,
+        "sessions/replay.py",
+        """
         import subprocess
         def make():
             return subprocess.run(["make", "test"])  # starts a process, not git
-    """)
+    """,
+    )
     write(tmp_path, "hyperguild/migrations/0001_initial.py", "def forwards() -> dict: ...\n")
     write(tmp_path, "hyperguild/long.py", "x = 1\n" * 801)
     write(tmp_path, "hyperguild/short.py", "x = 1\n" * 800)
