@@ -93,7 +93,7 @@ HYPERGUILD_MCP_MAX_BODY = env_int("HYPERGUILD_MCP_MAX_BODY", 1024 * 1024, minimu
 # Claude Code refuses tool output above 25,000 tokens; ~3 characters a token
 # keeps a safe margin for code and non-English text.
 HYPERGUILD_MCP_MAX_OUTPUT_CHARS = env_int("HYPERGUILD_MCP_MAX_OUTPUT_CHARS", 75_000, minimum=1_000)
-HYPERGUILD_MCP_PAGE_SIZE = env_int("HYPERGUILD_MCP_PAGE_SIZE", 50, minimum=1, maximum=1000)
+HYPERGUILD_MCP_PAGE_SIZE = 50  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Tool results checked against their outputSchema: always | sample (first 20 per tool and process, then 1 in 50) | off
 HYPERGUILD_MCP_CHECK_OUTPUT = env_choice("HYPERGUILD_MCP_CHECK_OUTPUT", "sample", {"always", "sample", "off"})
 
@@ -142,18 +142,18 @@ BRAIN_ANSWER_MODEL = env_str("BRAIN_ANSWER_MODEL")
 # are seen at once), how many changed notes trigger a background merge, and where large bases are
 # shared between processes as memory-mapped files ("" keeps them in memory, one per process).
 BRAIN_BM25_CHECK_SECONDS = env_float("BRAIN_BM25_CHECK_SECONDS", 0.25, minimum=0.0)
-BRAIN_BM25_MERGE_NOTES = env_int("BRAIN_BM25_MERGE_NOTES", 1000, minimum=1)
+BRAIN_BM25_MERGE_NOTES = 1000  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Notes changed since the middle segment was built that a refresh re-indexes before it rebuilds the middle.
-BRAIN_BM25_FRESH_NOTES = env_int("BRAIN_BM25_FRESH_NOTES", 64, minimum=1)
+BRAIN_BM25_FRESH_NOTES = 64  # fixed (issue 49): internal, no user tunes it; tests override the setting
 BRAIN_BM25_DIR = env_str("BRAIN_BM25_DIR", str(DATA_DIR / "bm25"))
-BRAIN_BM25_SHARE_MIN_NOTES = env_int("BRAIN_BM25_SHARE_MIN_NOTES", 5000, minimum=0)
+BRAIN_BM25_SHARE_MIN_NOTES = 5000  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Each web process maps its BM25 base and catches up as it starts, on a thread, not at its first query.
 BRAIN_BM25_WARM_AT_START = env_bool("BRAIN_BM25_WARM_AT_START", True)
 # Top-k with dynamic pruning (block-max bounds, brain/bm25/pruning.py): the same hits and scores as scoring
 # every posting, far fewer postings scored. Off: every posting of every query term (for side-by-side benchmarks).
 BRAIN_BM25_PRUNING = env_bool("BRAIN_BM25_PRUNING", True)
 # A base behind a pruned change log is compared with the database; past this many differing notes it is built again.
-BRAIN_BM25_DIFF_MAX_NOTES = env_int("BRAIN_BM25_DIFF_MAX_NOTES", 50_000, minimum=0)
+BRAIN_BM25_DIFF_MAX_NOTES = 50_000  # fixed (issue 49): internal, no user tunes it; tests override the setting
 
 # --- LLM gateway (OpenAI-compatible, e.g. LiteLLM) ---------------------------
 LITELLM_BASE_URL = env_str("LITELLM_BASE_URL")
@@ -161,11 +161,11 @@ LITELLM_API_KEY = env_str("LITELLM_API_KEY")
 HYPERGUILD_HTTP_TIMEOUT = env_float("HYPERGUILD_HTTP_TIMEOUT", 60.0, minimum=0.1)
 HYPERGUILD_HTTP_RETRIES = env_int("HYPERGUILD_HTTP_RETRIES", 2, minimum=0, maximum=10)
 # Every outbound call (hyperguild.lib.http): backoff between retries and the per-service circuit breaker.
-HYPERGUILD_HTTP_BACKOFF_SECONDS = env_float("HYPERGUILD_HTTP_BACKOFF_SECONDS", 0.2, minimum=0.0)
-HYPERGUILD_HTTP_BACKOFF_MAX_SECONDS = env_float("HYPERGUILD_HTTP_BACKOFF_MAX_SECONDS", 5.0, minimum=0.0)
-HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS = env_float("HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS", 10.0, minimum=0.0)
+HYPERGUILD_HTTP_BACKOFF_SECONDS = 0.2  # fixed (issue 49): internal, no user tunes it; tests override the setting
+HYPERGUILD_HTTP_BACKOFF_MAX_SECONDS = 5.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
+HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS = 10.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
 HYPERGUILD_BREAKER_FAILURES = env_int("HYPERGUILD_BREAKER_FAILURES", 5, minimum=1, maximum=1000)
-HYPERGUILD_BREAKER_COOLDOWN_SECONDS = env_float("HYPERGUILD_BREAKER_COOLDOWN_SECONDS", 30.0, minimum=0.0)
+HYPERGUILD_BREAKER_COOLDOWN_SECONDS = 30.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Calls a person waits on (brain_query, /query, brain_answer) get short timeouts and no retry: a
 # service that accepts connections and never answers costs at most this, and its breaker opens.
 BRAIN_QUERY_EMBED_TIMEOUT = env_float("BRAIN_QUERY_EMBED_TIMEOUT", 2.0, minimum=0.1)
@@ -207,7 +207,7 @@ SUPERVISOR_MAX_WORKERS = env_int("SUPERVISOR_MAX_WORKERS", 2, minimum=1)
 SUPERVISOR_QUEUE_WAIT = env_int("SUPERVISOR_QUEUE_WAIT", 300, minimum=0)
 SUPERVISOR_MAX_ATTEMPTS = env_int("SUPERVISOR_MAX_ATTEMPTS", 3, minimum=1, maximum=10)
 SUPERVISOR_TEST_TIMEOUT = env_int("SUPERVISOR_TEST_TIMEOUT", 300, minimum=1)
-SUPERVISOR_OUTPUT_CAP = env_int("SUPERVISOR_OUTPUT_CAP", 64 * 1024, minimum=1024)
+SUPERVISOR_OUTPUT_CAP = 64 * 1024  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Characters of a TDD/debug run's unified diff kept on the run (cut with a marker past it).
 SUPERVISOR_DIFF_CAP = env_int("SUPERVISOR_DIFF_CAP", 200_000, minimum=1024)
 SUPERVISOR_PERMISSION_MODE = env_str("SUPERVISOR_PERMISSION_MODE", "acceptEdits")
@@ -218,7 +218,7 @@ SUPERVISOR_ALLOWED_ROOTS = env_list("SUPERVISOR_ALLOWED_ROOTS", [], separator=":
 SUPERVISOR_TIER_ANTHROPIC_URL = env_str("SUPERVISOR_TIER_ANTHROPIC_URL", "https://api.anthropic.com")
 SUPERVISOR_TIER_LITELLM_URL = env_str("SUPERVISOR_TIER_LITELLM_URL", LITELLM_BASE_URL)
 SUPERVISOR_TIER_CACHE_SECONDS = env_int("SUPERVISOR_TIER_CACHE_SECONDS", 60, minimum=0)
-SUPERVISOR_TIER_PROBE_TIMEOUT = env_float("SUPERVISOR_TIER_PROBE_TIMEOUT", 3.0, minimum=0.1)
+SUPERVISOR_TIER_PROBE_TIMEOUT = 3.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Gates on review/debug findings (docs/supervisor.md, "Grounded findings and gates").
 SUPERVISOR_MIN_CONFIDENCE = env_float("SUPERVISOR_MIN_CONFIDENCE", 0.6, minimum=0.0, maximum=1.0)
 SUPERVISOR_MAX_PATCH_LINES = env_int("SUPERVISOR_MAX_PATCH_LINES", 6, minimum=0)
@@ -482,7 +482,7 @@ HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS = env_int("HYPERGUILD_OAUTH_REFRESH_TOKEN_DA
 # Dynamic client registrations (RFC 7591, no credential needed) one address may try per hour.
 HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR = env_int("HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR", 10, minimum=1)
 # Registrations one web process runs at once; one more is answered 503 (Retry-After: 1) instead of queueing.
-HYPERGUILD_OAUTH_REGISTRATION_CONCURRENCY = env_int("HYPERGUILD_OAUTH_REGISTRATION_CONCURRENCY", 1, minimum=1)
+HYPERGUILD_OAUTH_REGISTRATION_CONCURRENCY = 1  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Client ID metadata documents: the server fetches the client's https:// metadata URL (needs outbound HTTPS).
 HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS = env_bool("HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS", False)
 OAUTH2_PROVIDER = {

@@ -174,7 +174,7 @@ def _strip_prefix(path: str, prefix: str) -> str:
     return path[len(prefix):] if path.startswith(prefix) else path
 
 
-def _patched(path: str, original: str, hunks: list) -> str:
+def _patched(path: str, original: str, hunks: list[tuple[int, int, list[str]]]) -> str:
     old = original.splitlines(keepends=True)
     out: list[str] = []
     position = 0  # index into `old` of the next line not yet copied

@@ -19,6 +19,9 @@
   then one probe call (a single attempt) goes through: success closes it,
   failure opens it again. A 4xx or a malformed body counts as "the service
   answered", not as a failure.
+
+Ours rather than tenacity + pybreaker: bench/plumbing_cpu.py and the product's tests run on
+bench/plumbing/http_libs.py (bench/RESULTS.md, issue 49; docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -223,11 +226,11 @@ def pooled_client(base_url: str, max_connections: int = DEFAULT_MAX_CONNECTIONS)
         return pool
 
 
-_configured: dict[tuple, Any] = {}
+_configured: dict[tuple[object, ...], Any] = {}
 _configured_lock = threading.Lock()
 
 
-def configured_client(key: tuple, build: Callable[[], T]) -> T:
+def configured_client(key: tuple[object, ...], build: Callable[[], T]) -> T:
     """One client object per configuration `key` for the whole process, built on first use.
 
     A changed setting (tests use override_settings) makes a new key, hence a fresh client.

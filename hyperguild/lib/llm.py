@@ -15,6 +15,9 @@ purpose's limit from settings (`generation_limit`). An answer cut at that limit
 raises LLMTruncated from `chat_json` (cut JSON is not an answer). The client made
 by `get_llm_client` records every call as a ModelCall (hyperguild.lib.model_calls),
 success or failure; `result.call_id` / `error.call_id` name the record.
+
+Ours rather than the openai SDK: bench/plumbing_cpu.py and the product's tests run on bench/plumbing/llm_sdks.py
+(bench/RESULTS.md, issue 49; docs/architecture.md).
 """
 
 from __future__ import annotations

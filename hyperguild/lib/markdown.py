@@ -258,7 +258,7 @@ def _link_wikilinks(text: str, wikilink: Callable[[str], tuple[str, bool]]) -> s
     return "\n".join(out)
 
 
-def _wikilink_html(match: re.Match, wikilink: Callable[[str], tuple[str, bool]]) -> str:
+def _wikilink_html(match: re.Match[str], wikilink: Callable[[str], tuple[str, bool]]) -> str:
     target = match.group(1).split("#", 1)[0].strip()
     label = (match.group(2) or "").strip() or match.group(1).strip()
     if not target:

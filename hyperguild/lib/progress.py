@@ -43,6 +43,6 @@ class ProgressFile:
         return self.output.fileno()  # tqdm sizes the bar to the terminal; a stream without one raises
 
 
-def progress_bar(output: OutputWrapper, items: Iterable, *, enabled: bool = True, **options: Any) -> tqdm:
+def progress_bar(output: OutputWrapper, items: Iterable[Any], *, enabled: bool = True, **options: Any) -> tqdm[Any]:
     """`tqdm(items, **options)` drawn on `output` (a command's `self.stderr`); nothing when not `enabled`."""
     return tqdm(items, file=ProgressFile(output), disable=not enabled, **options)

@@ -145,19 +145,19 @@ class Detector:
 
     __slots__ = ("name", "pattern", "group", "valid", "needles")
 
-    def __init__(self, name: str, pattern: re.Pattern, group: int | str = 0,
+    def __init__(self, name: str, pattern: re.Pattern[str], group: int | str = 0,
                  valid: Callable[[str], bool] | None = None, needles: tuple[str, ...] = ()) -> None:
         self.name, self.pattern, self.group, self.valid, self.needles = name, pattern, group, valid, needles
 
     def may_match(self, lowered: str) -> bool:
         return not self.needles or any(needle in lowered for needle in self.needles)
 
-    def secret_group(self, match: re.Match) -> int | str:
+    def secret_group(self, match: re.Match[str]) -> int | str:
         if self.group and match.group(self.group) is not None:
             return self.group
         return 0
 
-    def accepts(self, match: re.Match) -> bool:
+    def accepts(self, match: re.Match[str]) -> bool:
         return self.valid is None or self.valid(match.group(0))
 
 
@@ -311,17 +311,17 @@ def add_counts(total: dict[str, int], found: dict[str, int]) -> dict[str, int]:
     return total
 
 
-def redact_fields(values: dict[str, Any]) -> tuple[dict[str, Any], list[dict]]:
+def redact_fields(values: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Redact each named value before it is stored: (cleaned values, [{field, pattern, count}] for the record)."""
     cleaned: dict[str, Any] = {}
-    flags: list[dict] = []
+    flags: list[dict[str, Any]] = []
     for field, value in values.items():
         cleaned[field], found = redact_value(value)
         flags.extend({"field": field, "pattern": pattern, "count": count} for pattern, count in sorted(found.items()))
     return cleaned, flags
 
 
-def redaction_summary(flags: list[dict]) -> str:
+def redaction_summary(flags: list[dict[str, Any]]) -> str:
     """'2 redacted: stdout (aws_access_key ×1), ...' for a page or an admin column; '' when nothing was."""
     if not flags:
         return ""

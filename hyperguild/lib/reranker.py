@@ -104,7 +104,7 @@ class Judgement:
     response: str
     done_reason: str = ""  # Ollama's: "stop", or "length" when cut at num_predict
     body: str = field(default="", repr=False)  # the server's body as received
-    payload: dict | None = field(default=None, repr=False)
+    payload: dict[str, Any] | None = field(default=None, repr=False)
     latency_ms: int = 0
 
     @property
@@ -115,7 +115,7 @@ class Judgement:
 @dataclass
 class _Failure:
     error: RerankerError
-    payload: dict
+    payload: dict[str, Any]
     latency_ms: int
     status: int | None = None
 
