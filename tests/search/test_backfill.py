@@ -105,3 +105,24 @@ def test_rest_query_answers_from_bm25_marked_degraded_when_the_embedder_is_down(
     body = response.json()
     assert body["degraded"] is True and "HTTP 500" in body["reason"]
     assert [(h["slug"], h["rankers"]) for h in body["hits"]] == [(note.slug, {"bm25": 1})]
+
+
+@pytest.mark.django_db
+def test_brain_embed_takes_no_progress_and_draws_no_bar(ollama_settings):
+    """Issue 47: `brain_embed --no-progress` was refused although the other long commands take it."""
+    do_ingest_note(title="Tides", body="Moon.", wing="sci")
+    out, err = io.StringIO(), io.StringIO()
+    call_command("brain_embed", "--no-progress", stdout=out, stderr=err)
+    assert "Embedding sync done: added 1" in out.getvalue()
+    assert err.getvalue() == ""
+
+
+@pytest.mark.parametrize(
+    "command", ["brain_embed", "brain_import", "brain_export", "brain_eval", "sessions_import", "sessions_export",
+                "migrate_from_go"],
+)  # fmt: skip
+def test_every_long_command_takes_no_progress(command):
+    from django.core.management import get_commands, load_command_class
+
+    parser = load_command_class(get_commands()[command], command).create_parser("manage.py", command)
+    assert "--no-progress" in parser.format_help()
