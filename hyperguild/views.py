@@ -10,6 +10,7 @@ from django.db.models import Count, Min
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
+from django_q.conf import Conf
 from django_q.models import OrmQ
 
 from hyperguild.actions import HEARTBEAT_NAME
@@ -88,9 +89,9 @@ def worker_report(now: datetime | None = None) -> JSON:
     }
     if age <= limit:
         return report
-    queue = OrmQ.objects.filter(key=settings.Q_CLUSTER["name"])
+    queue = OrmQ.objects.filter(key=Conf.CLUSTER_NAME)  # this process's cluster: the default one
     taken = queue.filter(lock__gt=now).aggregate(n=Count("id"), first=Min("lock"))
-    retry, timeout = settings.Q_CLUSTER["retry"], settings.Q_CLUSTER["timeout"]
+    retry, timeout = Conf.RETRY, Conf.TIMEOUT
     # The ORM broker stamps a taken task's lock with "taken at + retry": the oldest lock is the oldest start.
     oldest = (now - (taken["first"] - timedelta(seconds=retry))).total_seconds() if taken["n"] else None
     if oldest is not None and oldest <= timeout:

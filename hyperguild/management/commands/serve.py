@@ -300,9 +300,13 @@ class Command(BaseCommand):
 
         worker_queues: dict[int, str] = {}
         if not no_worker:
-            self._step("starting the task workers (django-q2 clusters: the default queue and the embedding queue)…")
-            children.append(start_worker())
-            children.append(start_worker(settings.EMBED_QUEUE))
+            if settings.BRAIN_EMBEDDER == "off":
+                self._step("starting the task worker (django-q2 cluster)…")
+                children.append(start_worker())
+            else:
+                self._step("starting the task workers (django-q2 clusters: the default queue and the embedding one)…")
+                children.append(start_worker())
+                children.append(start_worker(settings.EMBED_QUEUE))
             async_task("hyperguild.tasks.heartbeat")  # healthy as soon as the worker runs, not a minute later
 
         stopping = False
