@@ -235,3 +235,16 @@ def test_the_hook_queued_retrospective_skips_with_a_reason_when_the_budget_is_sp
     assert "Budget reached" in outcome["skipped"]
     assert gateway.requests == []
     assert "retrospective of session sess-budget skipped" in caplog.text
+
+
+def test_make_runs_banner_names_the_service_budget_with_spent_held_and_reset(ada, settings):
+    from hyperguild.management.commands.serve import budget_lines
+
+    assert budget_lines() == ["budgets: no service budget (HYPERGUILD_BUDGET_DAILY_USD, HYPERGUILD_BUDGET_MONTHLY_USD)."]
+    settings.HYPERGUILD_BUDGET_DAILY_USD = 0.02
+    PersonBudget.objects.create(person=ada, daily_usd=Decimal("0.01"))
+    spend(ada, "0.009")
+    [service, people] = budget_lines()
+    assert service.startswith("budget: the service's daily budget of 0.02 USD: 0.009 USD spent, 0.00 held (45%)")
+    assert "resets 20" in service and "UTC" in service
+    assert people == "personal budgets: 1 people, 1 of them 80 % spent or more (/costs/)."
