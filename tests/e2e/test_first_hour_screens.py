@@ -109,9 +109,11 @@ def test_costs_shows_the_service_and_a_personal_budget_and_breaks_no_word(live_u
             context.close()
 
 
-def test_search_scores_the_empty_queue_and_the_sign_in_boxes(live_ui, chromium, operator):
-    do_ingest_note(title="Uploads to object storage", body="Uploads go to S3 with retries.", wing="concepts",
-                   slug="uploads")  # fmt: skip
+def test_search_scores_break_no_word(live_ui, chromium, operator):
+    for number in range(3):  # long titles and excerpts squeeze the score column, as in the screenshot
+        do_ingest_note(title=f"Uploads to object storage with retries, backoff and multipart parts, part {number}",
+                       body="Uploads go to S3 with retries and exponential backoff between the attempts. " * 8,
+                       wing="concepts", hall="storage-and-uploads", slug=f"uploads-{number}")  # fmt: skip
     for name, width in WIDTHS.items():
         context, page = open_page(chromium, live_ui, width, "/search/?q=uploads")
         try:
@@ -119,8 +121,14 @@ def test_search_scores_the_empty_queue_and_the_sign_in_boxes(live_ui, chromium, 
             broken = page.evaluate(BROKEN_WORDS_JS)
             shot(page, f"first-hour-search-{name}")
             assert broken == [], f"{name}: {broken}"
+        finally:
+            context.close()
 
-            page.goto(f"{live_ui}/review/")
+
+def test_the_empty_queue_and_the_projects_nav(live_ui, chromium, operator):
+    for name, width in WIDTHS.items():
+        context, page = open_page(chromium, live_ui, width, "/review/")
+        try:
             empty = page.locator("#queue-empty")
             assert empty.get_attribute("colspan") == str(page.locator("main table thead th").count())
             assert not any(ord(char) > 0x2FFF for char in empty.inner_text()), empty.inner_text()  # no emoji
@@ -131,6 +139,10 @@ def test_search_scores_the_empty_queue_and_the_sign_in_boxes(live_ui, chromium, 
             shot(page, f"first-hour-projects-{name}")
         finally:
             context.close()
+
+
+def test_the_sign_in_boxes_are_as_wide_as_each_other(live_ui, chromium):
+    for name, width in WIDTHS.items():
         context = chromium.new_context(viewport={"width": width, "height": 900})
         try:
             page = context.new_page()
