@@ -122,6 +122,8 @@ BRAIN_EMBED_API_KEY = env_str("BRAIN_EMBED_API_KEY")
 BRAIN_EMBED_SYNC_INTERVAL = env_int("BRAIN_EMBED_SYNC_INTERVAL", 300, minimum=10)
 # The django-q2 queue (an ALT_CLUSTERS entry of Q_CLUSTER) that embedding tasks go to.
 EMBED_QUEUE = "embed"
+# Seconds one task of that cluster may run (a slice takes about 20 s); a killed one is taken again 60 s later.
+BRAIN_EMBED_TASK_TIMEOUT = env_int("BRAIN_EMBED_TASK_TIMEOUT", 300, minimum=30)
 BRAIN_EMBED_TIMEOUT = env_float("BRAIN_EMBED_TIMEOUT", 30.0, minimum=0.1)
 # Relevance floors (brain/floors.py): empty vector floor = the active model's calibrated one.
 BRAIN_VECTOR_FLOOR = env_optional_float("BRAIN_VECTOR_FLOOR", minimum=-1.0, maximum=1.0)
@@ -447,8 +449,8 @@ Q_CLUSTER = {
     "ALT_CLUSTERS": {
         EMBED_QUEUE: {
             "workers": 1,
-            "timeout": env_int("BRAIN_EMBED_TASK_TIMEOUT", 300, minimum=30),
-            "retry": env_int("BRAIN_EMBED_TASK_TIMEOUT", 300, minimum=30) + 60,
+            "timeout": BRAIN_EMBED_TASK_TIMEOUT,
+            "retry": BRAIN_EMBED_TASK_TIMEOUT + 60,
         },
     },
 }
