@@ -118,8 +118,8 @@ def _embed_missing(
             known.setdefault(content_hash, list(vector))
     del hashes
     for start in range(0, len(todo), EMBED_BATCH):
-        if deadline is not None and time.monotonic() >= deadline:
-            break  # the slice is spent: `pending` below says what the next one takes
+        if deadline is not None and start and time.monotonic() >= deadline:
+            break  # the slice is spent (after one batch at least): `pending` below says what the next one takes
         batch = todo[start : start + EMBED_BATCH]
         fresh = [(cid, h) for cid, h in batch if h not in known]
         if fresh:
