@@ -34,7 +34,7 @@ from brain.hooks import provenance_entries
 from brain.indexing import notes_changed_in_bulk
 from brain.inputs import NoteEditInput, QueryInput, WikiNoteInput, form_field
 from brain.limits import MAX_SESSION_ID_LENGTH, MAX_TITLE_LENGTH
-from brain.models import Note, NoteRevision, NoteStatus, Project
+from brain.models import EXPORTED_STATUSES, Note, NoteRevision, NoteStatus, Project
 from brain.presenters import render_note_body
 from brain.search import SearchInputError, search
 from hyperguild.lib.diffs import html_diff
@@ -965,7 +965,12 @@ def _posted_version(request: HttpRequest) -> int | None:
 def projects_page(request: HttpRequest) -> HttpResponse:
     """Every project: its repository and branch, the head its notes were checked at, and how many are
     proven, verified, stale and unverified (or why its repository cannot be read)."""
-    states = {state: Count("notes", filter=Q(notes__verification_state=state))
-              for state in ("proven", "verified", "stale", "unverified")}  # fmt: skip
+    # Live notes only, as the re-check queue and its badge count them (a superseded or archived note is no
+    # longer anyone's to re-check: issue 47 saw "2 stale" beside a badge of 1).
+    live = Q(notes__status__in=EXPORTED_STATUSES, notes__superseded_by__isnull=True)
+    states = {
+        state: Count("notes", filter=live & Q(notes__verification_state=state))
+        for state in ("proven", "verified", "stale", "unverified")
+    }
     projects = Project.objects.annotate(**states).order_by("name")
     return render(request, "brain/projects.html", {"projects": projects})
