@@ -16,8 +16,11 @@ answer "nothing relevant" instead of padding the page with noise.
   whose rare words no note contains ("zebra3fa8b2c1 config") matches only a
   small share even where a common word matches, so it is not answered with
   every note that says "config".
-- **Evidence** (BM25): a hit must hold at least as many of the query's
-  words as there are query words no note uses at all. The share alone does
+- **Evidence** (BM25): when some of the query's words are in no note at
+  all, a hit must hold more of its words than that (one shared stem does
+  not answer "the capital of Australia" from a page on capitalization).
+  HTML markup is not words (`brain.bm25.text.without_markup`): a page
+  opening with `<div align="center">` does not hold "center" or "div". The share alone does
   not scale down: in a brain of 18 notes a word one note uses weighs as much
   as a word none uses, so "How do I center a div in *CSS*?" (center and div
   in no note) matched a third of its weight through one word of one long
@@ -74,13 +77,14 @@ class Floors:
 
     def enough_terms(self, matched: int, unseen: int) -> bool:
         """Whether a BM25 hit holding `matched` distinct query terms is evidence enough, when `unseen` of the
-        query's terms are in no note at all."""
-        return not self.evidence or matched >= unseen
+        query's terms are in no note at all: more of them than are unseen (one shared stem does not outweigh
+        a word the brain has never seen: "capital of Australia" against "capitalization")."""
+        return not self.evidence or not unseen or matched > unseen
 
     def describe(self, embedder_key: str | None) -> str:
         parts = [f"BM25 hits must match {self.bm25:.0%} of the query's idf weight"]
         if self.evidence:
-            parts.append("and hold as many of its words as no note holds")
+            parts.append("and hold more of its words than no note holds")
         if embedder_key:
             if self.vector is None:
                 parts.append(f"{embedder_key} has no calibrated vector floor, so vector hits only reorder BM25 ones")
