@@ -24,7 +24,7 @@ from django.conf import settings
 from brain.answer_checks import synthesized_answer_problem
 from brain.errors import AnswerUnavailable
 from brain.models import Note, VerificationState
-from brain.passages import ScoredPassage, best_sentences, score_passages, split_passages
+from brain.passages import ScoredPassage, best_sentences, quoted_passages, score_passages, split_passages
 from brain.search import search
 from brain.truth import verification_dict
 from hyperguild.lib.llm import LLMError, get_llm_client
@@ -63,25 +63,31 @@ def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[
     """The extractive answer: (sources numbered in the order they are quoted, the answer text).
 
     Every passage of every candidate competes (`brain.passages`): the sources are the notes of the
-    best passages (at most `limit`), each quoted by its own best passage as `[n] Title: passage`, the
-    best first, with the note's truth state (docs/truth.md); a note is quoted only when its best passage scores EXTRACT_SHARE of the best one
+    best passages (at most `limit`), each quoted as `[n] Title: passage`, the best first, with the note's
+    truth state (docs/truth.md), by its best passage and the code example under it
+    (`brain.passages.quoted_passages`; the first source by its second best passage too, when that scores
+    nearly as well); a note is quoted only when its best passage scores EXTRACT_SHARE of the best one
     (the best is always quoted). With nothing matching, the first candidate's opening.
     """
-    pool = [(note, passage) for note in candidates for passage in split_passages(note.title, note.body)]
+    split = {note.id: split_passages(note.title, note.body) for note in candidates}
+    pool = [(note, passage) for note in candidates for passage in split[note.id]]
     ranked = [item for item in score_passages(question, pool) if item.score > 0]
-    best: dict[int, ScoredPassage[Note]] = {}
+    by_note: dict[int, list[ScoredPassage[Note]]] = {}
     for item in ranked:
-        best.setdefault(item.source.id, item)
-    if not best:
+        by_note.setdefault(item.source.id, []).append(item)
+    if not by_note:
         note = candidates[0]
         return [(1, note)], f"[1] {note.title} ({truth_label(note)}): {excerpt(note.body, EXCERPT_CHARS)}"
     top = ranked[0].score
-    quoted = [item for item in best.values() if item.score >= EXTRACT_SHARE * top][:limit]
-    chosen = [(n, item.source) for n, item in enumerate(quoted, start=1)]
-    lines = [
-        f"[{n}] {item.source.title} ({truth_label(item.source)}): {best_sentences(item.passage, question, PASSAGE_CHARS)}"
-        for n, item in enumerate(quoted, start=1)
-    ]
+    quoted = [items for items in by_note.values() if items[0].score >= EXTRACT_SHARE * top][:limit]
+    chosen = [(n, items[0].source) for n, items in enumerate(quoted, start=1)]
+    lines = []
+    for n, items in enumerate(quoted, start=1):
+        note = items[0].source
+        # The best source also quotes its second best passage when that one scores nearly as well.
+        passages = quoted_passages(items, split[note.id], second=n == 1)
+        text = "\n\n".join(best_sentences(passage, question, PASSAGE_CHARS) for passage in passages)
+        lines.append(f"[{n}] {note.title} ({truth_label(note)}): {text}")
     return chosen, "\n\n".join(lines)
 
 

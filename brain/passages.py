@@ -58,14 +58,22 @@ KEPT_STOPWORDS = frozenset({"who", "where", "own"})
 CONTEXT_WEIGHT = 0.5
 # … found in the heading right above it: the section is about that (not quite as much as saying it).
 HEADING_WEIGHT = 0.75
+# An extractive answer quotes the best source's second best passage too when it scores this share of its best.
+SECOND_PASSAGE_SHARE = 0.6
 # A line ending with ":" this short leads into what follows it.
 LEAD_IN_CHARS = 200
+# The last sentence of a longer paragraph leads into the code under it; one shorter than this takes the
+# sentence before it too.
+SHORT_LEAD_IN = 60
 
 HTML_COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 FENCE_RE = re.compile(r"^\s*(```|~~~)")
+FENCE_LINE_RE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 LIST_ITEM_RE = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 TABLE_RULE_RE = re.compile(r"^\|?\s*:?-{3,}")
+IDENTIFIER_HUMP_RE = re.compile(r"[a-z][A-Z]")
+IDENTIFIER_PART_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\[(])")
 
 
@@ -94,15 +102,25 @@ class ScoredPassage(Generic[Source]):
 
 
 def tokenize(text: str) -> list[str]:
-    """BM25's tokens (`brain.bm25.tokenize`), with KEPT_STOPWORDS kept."""
-    text = unicodedata.normalize("NFKC", text).lower()
+    """BM25's tokens (`brain.bm25.tokenize`), with KEPT_STOPWORDS kept, and the parts of code identifiers
+    (`test_hello_world`, `CliRunner`) after the identifier itself: a question says "test", "runner"."""
+    text = unicodedata.normalize("NFKC", text)
     if bm25.CJK_RE.search(text):
-        return bm25.tokenize(text)
-    return [
-        word if word in KEPT_STOPWORDS else bm25.word_tokens(IRREGULAR_FORMS.get(word, word))[0]
-        for word in bm25.WORD_RE.findall(text)
-        if word in KEPT_STOPWORDS or (word not in bm25.STOPWORDS and IRREGULAR_FORMS.get(word) not in bm25.STOPWORDS)
-    ]
+        return bm25.tokenize(text.lower())
+    tokens = []
+    for original in bm25.WORD_RE.findall(text):
+        word = original.lower()
+        if word in KEPT_STOPWORDS:
+            tokens.append(word)
+            continue
+        if word not in bm25.STOPWORDS and IRREGULAR_FORMS.get(word) not in bm25.STOPWORDS:
+            tokens.append(bm25.word_tokens(IRREGULAR_FORMS.get(word, word))[0])
+        if "_" in original.strip("_") or IDENTIFIER_HUMP_RE.search(original):
+            for part in IDENTIFIER_PART_RE.findall(original):
+                part = part.lower()
+                if len(part) > 1 and part not in bm25.STOPWORDS:
+                    tokens.extend(bm25.word_tokens(part))
+    return tokens
 
 
 def without_html_comments(text: str) -> str:
@@ -161,6 +179,16 @@ def _is_lead_in(kind: str, lines: list[str]) -> bool:
     return kind == "text" and text.endswith(":") and len(text) <= LEAD_IN_CHARS
 
 
+def _split_lead_in(text: str) -> tuple[str, str]:
+    """(the paragraph before, its last sentence, with the ones before it while that is under SHORT_LEAD_IN:
+    "For example:" alone says nothing)."""
+    sentences = [piece for piece in SENTENCE_RE.split(" ".join(text.split())) if piece.strip()]
+    start = len(sentences) - 1
+    while start > 0 and len(" ".join(sentences[start:])) < SHORT_LEAD_IN:
+        start -= 1
+    return " ".join(sentences[:start]), " ".join(sentences[start:])
+
+
 def _nearest(headings: list[tuple[int, str]]) -> str:
     """The heading right above, unless it is the page's `#` heading (the title, which counts as context)."""
     return headings[-1][1] if headings and headings[-1][0] > 1 else ""
@@ -198,6 +226,14 @@ def split_passages(title: str, body: str) -> list[Passage]:
             if _is_lead_in(kind, block) and following in ("code", "table", "list"):
                 lead_in = text
                 continue
+            if kind == "text" and following == "code":
+                # The prose right above a code block says what the code does ("… could be done like this:",
+                # "To read a value from the environment use `envvar`."): its last sentences and the code are
+                # one passage (the answer is the code with them); the rest of a long paragraph is its own.
+                rest, lead_in = _split_lead_in(text)
+                if rest:
+                    found.append((rest, context, nearest))
+                continue
             if kind == "code":
                 found.append((f"{lead_in}\n\n{text}".strip(), context, nearest))
             elif kind == "table":
@@ -214,7 +250,10 @@ def split_passages(title: str, body: str) -> list[Passage]:
     passages = []
     for order, (text, context, nearest) in enumerate(item for item in found if item[0].strip()):
         passages.append(
-            Passage(text, context, order, tuple(tokenize(text)), frozenset(tokenize(context)), frozenset(tokenize(nearest)))
+            Passage(
+                text, context, order, tuple(tokenize(bm25.without_markup(text))), frozenset(tokenize(context)),
+                frozenset(tokenize(nearest)),
+            )
         )
     return passages
 
@@ -269,14 +308,48 @@ def score_passages(question: str, candidates: Iterable[tuple[Source, Passage]]) 
     return [item for _, _, item in scored]
 
 
+def has_code(passage: Passage) -> bool:
+    return FENCE_LINE_RE.search(passage.text) is not None
+
+
+def quoted_passages(ranked: list[ScoredPassage[Source]], passages: list[Passage], *, second: bool) -> list[Passage]:
+    """What an extractive answer quotes of one note, in the note's order: its best passage (`ranked`: the note's
+    scored passages, best first; `passages`: all of them, in order), the code example right under it when the
+    best passage is prose about it (the docs' "… use `envvar`." then the example), and, with `second`, its next
+    best passage when that scores SECOND_PASSAGE_SHARE of the best (a question the best one half answers)."""
+    best = ranked[0]
+    chosen = [best.passage]
+    if not has_code(best.passage):
+        following = passages[best.passage.order + 1] if best.passage.order + 1 < len(passages) else None
+        if following is not None and has_code(following) and following.context == best.passage.context:
+            chosen.append(following)
+    if second:
+        for item in ranked[1:]:
+            if item.score < SECOND_PASSAGE_SHARE * best.score:
+                break
+            if item.passage not in chosen:
+                chosen.append(item.passage)
+                break
+    return sorted(chosen, key=lambda passage: passage.order)
+
+
 def best_sentences(passage: Passage, question: str, limit: int) -> str:
     """The passage cut to about `limit` characters: from the sentence that matches most of the question on,
-    with the sentences before it while there is room. Prose is put on one line; code keeps its lines."""
+    with the sentences before it while there is room. Prose is put on one line; code keeps its lines, and a
+    lead-in and its code block are cut apart (`_cut_code`) so that the code is never cut off for the prose."""
     text = passage.text.strip()
-    if not FENCE_RE.search(text):
-        text = " ".join(text.split())
+    fence = FENCE_LINE_RE.search(text)
+    if fence:
+        if len(text) <= limit:
+            return text
+        return _cut_code(text[: fence.start()].strip(), text[fence.start() :], question, limit)
+    text = " ".join(text.split())
     if len(text) <= limit:
         return text
+    return _cut_prose(text, question, limit)
+
+
+def _cut_prose(text: str, question: str, limit: int) -> str:
     terms = set(bm25.tokenize(question)) - QUESTION_WORDS
     pieces = [piece for piece in SENTENCE_RE.split(text) if piece.strip()]
     found = [len(terms & set(bm25.tokenize(piece))) for piece in pieces]
@@ -295,3 +368,27 @@ def best_sentences(passage: Passage, question: str, limit: int) -> str:
         window = window[: cut if cut > limit // 2 else limit].rstrip()
         last = -1  # cut inside a sentence
     return ("…" if first > 0 else "") + window + ("…" if last != len(pieces) - 1 else "")
+
+
+def _cut_code(lead_in: str, code: str, question: str, limit: int) -> str:
+    """A lead-in (cut to at most a third of `limit`) and the code lines that fit in the rest, from a little
+    before the line that holds most of the question's words."""
+    lead = _cut_prose(" ".join(lead_in.split()), question, limit // 3) if lead_in else ""
+    budget = limit - len(lead)
+    lines = code.splitlines()
+    if len(code) > budget:
+        terms = set(bm25.tokenize(question)) - QUESTION_WORDS
+        found = [len(terms & set(bm25.tokenize(line))) for line in lines]
+        best = max(range(len(lines)), key=lambda i: (found[i], -i))
+        start = best if best <= 1 else best - 2  # the lines just before it set it up
+        kept: list[str] = []
+        length = 0
+        for line in lines[start:]:
+            if kept and length + len(line) + 1 > budget:
+                break
+            kept.append(line)
+            length += len(line) + 1
+        lines = ([lines[0], "…"] if start > 1 else lines[:start]) + kept
+        if start + len(kept) < len(code.splitlines()):
+            lines.append("…")
+    return (lead + "\n\n" if lead else "") + "\n".join(lines)

@@ -105,3 +105,52 @@ def test_the_sources_are_the_notes_whose_passages_answer_best_first():
     assert result["sources"][0]["slug"] == "rollback" and result["sources"][0]["n"] == 1
     assert result["answer"].startswith("[1] Rolling back (unverified: ")
     assert "): To roll back a deploy" in result["answer"].split("\n")[0]
+
+
+HOOKS_NOTE = """# Event hooks
+
+HTTP clients can call functions of yours at points of the request cycle. There are currently two hooks: one
+is called with the request just before it is sent, and one is called with the response once it has been
+received. These allow you to install client-wide behaviour such as logging, monitoring or tracing. To raise an
+exception on every error status instead of checking each response, that could be done like this:
+
+```python
+def raise_on_4xx_5xx(response):
+    response.raise_for_status()
+
+client = Client(event_hooks={"response": [raise_on_4xx_5xx]})
+```
+
+Hooks may also change the request before it is sent.
+"""
+
+
+def test_a_long_paragraph_leads_into_its_code_block_with_its_last_sentence():
+    """Issue 45: the answer quoted the prose before a code block ("could be done like this…"), not the block."""
+    found = texts("Event hooks", HOOKS_NOTE)
+    code = [text for text in found if "```python" in text]
+    assert len(code) == 1 and code[0].startswith("To raise an exception on every error status")
+    assert "raise_for_status()" in code[0]
+    assert found[0].startswith("HTTP clients can call") and "could be done like this" not in found[0]
+
+
+@pytest.mark.django_db
+def test_the_extractive_answer_is_the_code_block_after_its_lead_in():
+    ingest([{"slug": "hooks", "title": "Event hooks", "wing": "docs", "body": HOOKS_NOTE}])
+
+    result = answer("How can I make every error response raise an exception automatically?")
+
+    first = result["answer"].split("\n\n[")[0]
+    assert "response.raise_for_status()" in first, first
+    assert 'event_hooks={"response": [raise_on_4xx_5xx]}' in first
+
+
+def test_a_long_code_block_is_cut_around_the_line_that_answers_and_keeps_its_lead_in():
+    lines = [f"    step_{i} = prepare({i})" for i in range(60)]
+    lines[40] = "    client = Client(proxy='http://localhost:8030')"
+    body = "Route the traffic through a proxy like this:\n\n```python\n" + "\n".join(lines) + "\n```\n"
+    [passage] = split_passages("Proxies", body)
+    cut = best_sentences(passage, "How do I send requests through a proxy?", 600)
+    assert cut.startswith("Route the traffic through a proxy like this:")
+    assert "client = Client(proxy='http://localhost:8030')" in cut
+    assert len(cut) <= 640
