@@ -42,8 +42,16 @@ EXCERPT_CHARS = 200
 PASSAGE_CHARS = 600
 # An extractive answer quotes a source's best passage only if it scores this share of the best one.
 EXTRACT_SHARE = 0.5
+# No passage of the candidates holding this share of the question's weight (idf among their passages): the
+# notes matched words scattered over a long page, not a place that answers ("a hard time limit on Celery
+# tasks" against click's docs). Then nothing answers, as when search abstains.
+MIN_PASSAGE_COVERAGE = 0.2
 
 NOTHING_FOUND = "The brain has no note that answers this question."
+NO_PASSAGE = (
+    "Nothing relevant: notes matched some words, but no passage of them holds {share:.0%} of the question "
+    "(the best holds {best:.0%})."
+)
 
 SYSTEM_PROMPT = (
     "You answer questions for a software team using only the numbered sources from the team's "
@@ -91,6 +99,12 @@ def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[
     return chosen, "\n\n".join(lines)
 
 
+def best_coverage(question: str, candidates: list[Note]) -> float:
+    """The largest share of the question's weight one passage of the candidates holds (`ScoredPassage.covered`)."""
+    pool = [(note, passage) for note in candidates for passage in split_passages(note.title, note.body)]
+    return max((item.covered for item in score_passages(question, pool)), default=0.0)
+
+
 def truth_label(note: Note) -> str:
     return verification_dict(note)["label"]
 
@@ -116,6 +130,14 @@ def answer(question: str, limit: int = 5) -> dict:
     candidates = [notes_by_id[hit.note_id] for hit in response.hits if hit.note_id in notes_by_id]
     # Search's excerpt is centred on the query words; a note's opening is the fallback.
     excerpts = {hit.note_id: excerpt(hit.excerpt, EXCERPT_CHARS) for hit in response.hits if hit.excerpt}
+
+    reason = None  # why nothing answers, when search found notes
+    # Words matched across a page are not an answer: some passage must hold enough of the question.
+    if candidates:
+        best = best_coverage(question, candidates)
+        if best < MIN_PASSAGE_COVERAGE:
+            reason = NO_PASSAGE.format(share=MIN_PASSAGE_COVERAGE, best=best)
+            candidates = []
 
     if reranker is not None and candidates:
         try:
@@ -156,6 +178,8 @@ def answer(question: str, limit: int = 5) -> dict:
 
     if not chosen:
         result["answer"] = NOTHING_FOUND
+        if reason:
+            result["reason"] = reason
         return result
 
     if llm is None:

@@ -58,8 +58,10 @@ KEPT_STOPWORDS = frozenset({"who", "where", "own"})
 CONTEXT_WEIGHT = 0.5
 # … found in the heading right above it: the section is about that (not quite as much as saying it).
 HEADING_WEIGHT = 0.75
-# An extractive answer quotes the best source's second best passage too when it scores this share of its best.
+# An extractive answer quotes up to MORE_PASSAGES more passages of its best source, each scoring this share of
+# the best one: a question the best passage only half answers.
 SECOND_PASSAGE_SHARE = 0.6
+MORE_PASSAGES = 2
 # A line ending with ":" this short leads into what follows it.
 LEAD_IN_CHARS = 200
 # The last sentence of a longer paragraph leads into the code under it; one shorter than this takes the
@@ -99,6 +101,7 @@ class ScoredPassage(Generic[Source]):
     passage: Passage
     score: float
     source: Source  # what the caller attached (a note)
+    covered: float = 0.0  # the share of the question's weight it holds, in its text or its context
 
 
 def tokenize(text: str) -> list[str]:
@@ -303,7 +306,7 @@ def score_passages(question: str, candidates: Iterable[tuple[Source, Passage]]) 
                 score += CONTEXT_WEIGHT * weight
                 covered += weight
         score *= 1 + covered / total
-        scored.append((score, position, ScoredPassage(passage, score, source)))
+        scored.append((score, position, ScoredPassage(passage, score, source, covered / total)))
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [item for _, _, item in scored]
 
@@ -316,7 +319,7 @@ def quoted_passages(ranked: list[ScoredPassage[Source]], passages: list[Passage]
     """What an extractive answer quotes of one note, in the note's order: its best passage (`ranked`: the note's
     scored passages, best first; `passages`: all of them, in order), the code example right under it when the
     best passage is prose about it (the docs' "… use `envvar`." then the example), and, with `second`, its next
-    best passage when that scores SECOND_PASSAGE_SHARE of the best (a question the best one half answers)."""
+    best passages (MORE_PASSAGES at most) that score SECOND_PASSAGE_SHARE of the best."""
     best = ranked[0]
     chosen = [best.passage]
     if not has_code(best.passage):
@@ -324,12 +327,13 @@ def quoted_passages(ranked: list[ScoredPassage[Source]], passages: list[Passage]
         if following is not None and has_code(following) and following.context == best.passage.context:
             chosen.append(following)
     if second:
+        extra = 0
         for item in ranked[1:]:
-            if item.score < SECOND_PASSAGE_SHARE * best.score:
+            if item.score < SECOND_PASSAGE_SHARE * best.score or extra == MORE_PASSAGES:
                 break
             if item.passage not in chosen:
                 chosen.append(item.passage)
-                break
+                extra += 1
     return sorted(chosen, key=lambda passage: passage.order)
 
 

@@ -76,3 +76,32 @@ def test_one_shared_stem_is_not_evidence(small_brain):
     assert response.abstained, [hit.slug for hit in response.hits]
     # The same page is found when the question holds more than that one stem.
     assert [hit.slug for hit in search("Is capitalization of a command name ignored?").hits][:1] == ["command-names"]
+
+
+SCATTERED = """Click is designed to help you write complex and simple tools alike.
+
+A context is created for every command that runs, so a worker of yours can read it.
+
+Lazy loading keeps start-up time short for a long list of subcommands.
+
+The default limit on nesting is none: groups nest as deep as you like.
+
+Each job of the parser is to split arguments before the callback runs.
+
+A subcommand can kill the whole program by raising an exit exception.
+"""
+
+
+def test_words_scattered_over_a_page_are_not_an_answer(small_brain):
+    """Issue 45: "a hard time limit on Celery tasks" was answered from click's page on complex applications: the
+    page holds many of the words, one a paragraph, but no passage holds much of the question."""
+    do_ingest_note(title="Complex applications", body=SCATTERED, wing="toolkit", slug="complex", source="test")
+    question = "How do I set a hard time limit on Celery tasks so that workers kill long-running jobs?"
+    assert search(question).hits  # the page matches enough words to be a search hit …
+
+    result = answer(question)
+
+    assert result["answer"] == NOTHING_FOUND and result["sources"] == []  # … but nothing in it answers
+    assert result["reason"].startswith("Nothing relevant: notes matched some words, but no passage")
+    # A question one of its passages does answer still gets it.
+    assert "nest as deep as you like" in answer("Is there a limit on how deep groups nest?")["answer"]
