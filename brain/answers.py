@@ -73,8 +73,8 @@ def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[
     Every passage of every candidate competes (`brain.passages`): the sources are the notes of the
     best passages (at most `limit`), each quoted as `[n] Title: passage`, the best first, with the note's
     truth state (docs/truth.md), by its best passage and the code example under it
-    (`brain.passages.quoted_passages`; the first source by its second best passage too, when that scores
-    nearly as well); a note is quoted only when its best passage scores EXTRACT_SHARE of the best one
+    (`brain.passages.quoted_passages`; the first two sources by their next best passages too, when those
+    score nearly as well); a note is quoted only when its best passage scores EXTRACT_SHARE of the best one
     (the best is always quoted). With nothing matching, the first candidate's opening.
     """
     split = {note.id: split_passages(note.title, note.body) for note in candidates}
@@ -92,8 +92,8 @@ def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[
     lines = []
     for n, items in enumerate(quoted, start=1):
         note = items[0].source
-        # The best source also quotes its second best passage when that one scores nearly as well.
-        passages = quoted_passages(items, split[note.id], second=n == 1)
+        # The two best sources also quote their next best passages when those score nearly as well.
+        passages = quoted_passages(items, split[note.id], second=n <= 2)
         text = "\n\n".join(best_sentences(passage, question, PASSAGE_CHARS) for passage in passages)
         lines.append(f"[{n}] {note.title} ({truth_label(note)}): {text}")
     return chosen, "\n\n".join(lines)

@@ -364,14 +364,19 @@ def rank_notes(
 
 
 def fuse(rankings: dict[str, list[int]], weights: dict[str, float]) -> list[tuple[int, float, dict[str, int]]]:
-    """Reciprocal Rank Fusion of best-first id lists → (id, score, {ranker: rank}) best first."""
+    """Reciprocal Rank Fusion of best-first id lists → (id, score, {ranker: rank}) best first.
+
+    Equal scores (BM25's first as the vectors' second, and the other way round) go to the note BM25 ranks
+    higher: its words are the more exact witness (click's "prompt only when the flag is given without a value"
+    is `prompt_required`, on the page BM25 put first), then to the better rank either ranker gave it."""
     scores: dict[int, float] = {}
     ranks: dict[int, dict[str, int]] = {}
     for name, ids in rankings.items():
         for rank, note_id in enumerate(ids, start=1):
             scores[note_id] = scores.get(note_id, 0.0) + weights.get(name, 1.0) / (RRF_K + rank)
             ranks.setdefault(note_id, {})[name] = rank
-    order = sorted(scores, key=lambda i: (-scores[i], min(ranks[i].values()), i))
+    unranked = len(scores) + 1
+    order = sorted(scores, key=lambda i: (-scores[i], ranks[i].get("bm25", unranked), min(ranks[i].values()), i))
     return [(i, scores[i], ranks[i]) for i in order]
 
 

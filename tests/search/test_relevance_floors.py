@@ -74,12 +74,12 @@ def floors_on(settings) -> None:
     settings.BRAIN_BM25_ALONE_FLOOR = 0.40
 
 
-def test_the_local_model_has_calibrated_floors_and_the_settings_override_them(settings):
-    floors_on(settings)
+def test_the_local_model_has_calibrated_floors_and_the_settings_override_them(db, settings):
+    floors_on(settings)  # an empty brain: nothing of its own to move the floors (see the spread test below)
     local = "local:multilingual-e5-small"
     calibrated = (floors.vector_floor(local), floors.agree_floor(local), floors.support_floor(local))
     assert calibrated == floors.VECTOR_FLOORS[local]
-    assert floors.vector_floor("ollama:some-new-model") is None  # not calibrated: reorders BM25 hits only
+    assert floors.vector_floor("ollama:some-new-model") is None  # not calibrated, no notes: reorders BM25 hits only
     assert floors.current("ollama:some-new-model").agree is None
     settings.BRAIN_VECTOR_FLOOR, settings.BRAIN_VECTOR_AGREE_FLOOR, settings.BRAIN_VECTOR_SUPPORT_FLOOR = 0.5, 0.45, 0.4
     assert floors.current(local) == floors.Floors(
