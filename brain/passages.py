@@ -76,6 +76,13 @@ LIST_ITEM_RE = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 TABLE_RULE_RE = re.compile(r"^\|?\s*:?-{3,}")
 IDENTIFIER_HUMP_RE = re.compile(r"[a-z][A-Z]")
 IDENTIFIER_PART_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# "Which class …", "what function …": the question asks for a name, which a passage naming code holds.
+ASKED_KIND_RE = re.compile(
+    r"\b(?:which|what)\s+(class|function|method|decorator|exception|module|attribute|setting|variable|"
+    r"parameter|argument|flag|option|keyword|callback|type)s?\b",
+    re.IGNORECASE,
+)
+NAMES_CODE_RE = re.compile(r"`[^`\n]+`|^\s*(?:```|~~~)", re.MULTILINE)
 SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\[(])")
 
 
@@ -274,11 +281,17 @@ def term_weights(question: str, pool: list[Passage]) -> dict[str, float]:
     return weights
 
 
+def asked_kinds(question: str) -> frozenset[str]:
+    """The kinds of code thing a question asks for ("Which *class* …", "what *function* …"), as terms."""
+    return frozenset(bm25.word_tokens(kind.lower())[0] for kind in ASKED_KIND_RE.findall(question))
+
+
 def score_passages(question: str, candidates: Iterable[tuple[Source, Passage]]) -> list[ScoredPassage[Source]]:
     """`candidates` (source, passage) scored against `question`, best first; ties keep their order.
 
     BM25 over the candidates as documents, each query term found only in a passage's context adding
-    CONTEXT_WEIGHT of its weight; the sum is multiplied by (1 + the share of the query's weight the
+    CONTEXT_WEIGHT of its weight; the kind of thing a question asks for ("which class …") is found in a
+    passage that names code (a `code span` or a code block); the sum is multiplied by (1 + the share of the query's weight the
     passage covers, text and context), so a passage naming most of what is asked beats one naming a
     single rare word of it.
     """
@@ -289,13 +302,17 @@ def score_passages(question: str, candidates: Iterable[tuple[Source, Passage]]) 
     if not total:
         return [ScoredPassage(passage, 0.0, source) for source, passage in pool]
     average = sum(len(passage.tokens) for passage in passages) / len(passages) or 1.0
+    asked = asked_kinds(question)
     scored: list[tuple[float, int, ScoredPassage[Source]]] = []
     for position, (source, passage) in enumerate(pool):
         counts = Counter(passage.tokens)
         norm = PASSAGE_K1 * (1 - PASSAGE_B + PASSAGE_B * len(passage.tokens) / average)
         score = covered = 0.0
+        names_code = NAMES_CODE_RE.search(passage.text) is not None
         for term, weight in weights.items():
             tf = counts.get(term, 0)
+            if not tf and term in asked and names_code:
+                tf = 1  # "which class …?" is answered by the line that names one, not by the paragraph around it
             if tf:
                 score += weight * tf * (PASSAGE_K1 + 1) / (tf + norm)
                 covered += weight

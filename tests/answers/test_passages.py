@@ -154,3 +154,27 @@ def test_a_long_code_block_is_cut_around_the_line_that_answers_and_keeps_its_lea
     assert cut.startswith("Route the traffic through a proxy like this:")
     assert "client = Client(proxy='http://localhost:8030')" in cut
     assert len(cut) <= 640
+
+
+TRANSPORTS_NOTE = """# Transports
+
+HTTPX's clients send every request through a transport. The default transport handles connection pooling, retries
+on connection errors and HTTP/2, and most users never need to change it. You can give a client a transport of your
+own: for tests, for a proxy, or to call a WSGI or ASGI app in process, without the network, which keeps the tests
+of a web app fast and keeps them from needing a server.
+
+The transports that come with it:
+
+- `httpx.HTTPTransport`: the network, with pooling and retries.
+- `httpx.MockTransport`: hands each request to a function of yours and returns the response it makes up.
+- `httpx.WSGITransport`: calls a WSGI app in process.
+"""
+
+
+def test_the_line_naming_a_class_beats_the_paragraph_around_it():
+    """Issue 45: "which class …?" was answered with the paragraph about transports, not the line naming one."""
+    passages = split_passages("Transports", TRANSPORTS_NOTE)
+    ranked = score_passages(
+        "Which class lets my tests make up the responses instead of calling a server?", [(None, p) for p in passages]
+    )
+    assert ranked[0].passage.text.startswith("- `httpx.MockTransport`"), ranked[0].passage.text
