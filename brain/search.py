@@ -7,7 +7,7 @@
   the active model (pgvector HNSW, cosine), top `limit · BM25_FANOUT ·
   VECTOR_FANOUT` notes, each note ranked at its best chunk.
 - Relevance floors (`brain.floors`): a BM25 hit must match BRAIN_BM25_FLOOR of
-  the query's idf weight (and hold more of its words than no note holds), a
+  the query's idf weight (and hold as many of its words as no note holds, two at least), a
   vector hit must reach its model's cosine floor.
   Hits below their ranker's floor are dropped before fusion.
 - Reciprocal Rank Fusion: score = Σ weight / (RRF_K + rank) over the rankers
