@@ -17,9 +17,9 @@ answer "nothing relevant" instead of padding the page with noise.
   small share even where a common word matches, so it is not answered with
   every note that says "config".
 - **Evidence** (BM25): when some of the query's words are in no note at
-  all, a hit must hold as many of its words as that, and never one alone
-  (one shared stem does not answer "the capital of Australia" from a page
-  on capitalization).
+  all, a hit must hold as many of its words as that, and a hit holding
+  one word must hold that word itself, not only its stem ("the capital of
+  Australia" is not answered from a page on capitalization: `capit`).
   HTML markup is not words (`brain.bm25.text.without_markup`): a page
   opening with `<div align="center">` does not hold "center" or "div". The share alone does
   not scale down: in a brain of 18 notes a word one note uses weighs as much
@@ -93,14 +93,14 @@ class Floors:
 
     def enough_terms(self, matched: int, unseen: int) -> bool:
         """Whether a BM25 hit holding `matched` distinct query terms is evidence enough, when `unseen` of the
-        query's terms are in no note at all: as many as are unseen, and never one alone (one shared stem does
-        not outweigh a word the brain has never seen: "capital of Australia" against "capitalization")."""
-        return not self.evidence or not unseen or matched >= max(unseen, 2)
+        query's terms are in no note at all: as many as are unseen. (A hit holding one term beside an unseen
+        one must also hold the query's word itself, not only its stem: `brain.search.notes_holding_words`.)"""
+        return not self.evidence or matched >= unseen
 
     def describe(self, embedder_key: str | None) -> str:
         parts = [f"BM25 hits must match {self.bm25:.0%} of the query's idf weight"]
         if self.evidence:
-            parts.append("and hold as many of its words as no note holds (two at least)")
+            parts.append("and hold as many of its words as no note holds (one of them as written, when only one)")
         if embedder_key:
             if self.vector is None:
                 parts.append(f"{embedder_key} has no calibrated vector floor, so vector hits only reorder BM25 ones")
