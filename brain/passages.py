@@ -5,13 +5,20 @@ its passage that answers, not by its opening. A passage is one of:
 
 - a paragraph;
 - one item of a list, one row of a table;
-- a fenced code block, a list or a table together with the short line that
-  leads into it (`**From the command line** (operators):` and the command
-  under it are one passage: the lead-in alone says nothing);
+- a fenced code block together with the prose right above it: a short line
+  ending in ":" whole, else the paragraph's last sentence (and the one before
+  while that is under SHORT_LEAD_IN: "For example:" says nothing); "… could
+  be done like this:" and the block are the answer together, the rest of the
+  paragraph is a passage of its own; a list or a table with the short line ending in ":"
+  that leads into it (`**From the command line** (operators):` and the
+  command under it are one passage: the lead-in alone says nothing);
 
 each with its *context*: the note's title, the headings above it and the
 lead-in of the list or table it belongs to. HTML comments (`<!-- … -->`) are
 never part of a passage.
+
+Headings and code fences bound passages. HTML markup is not words, and code
+identifiers count by their parts too (`CliRunner`: "cli", "runner").
 
 Scoring is BM25 over the passages considered together (`score_passages`:
 the idf counted among those passages, so a word most of them use weighs
