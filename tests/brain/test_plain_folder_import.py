@@ -134,7 +134,7 @@ def test_a_plain_folders_titles_come_from_the_top_level_heading_outside_code(tmp
     root = tmp_path / "docs"
     (root / "advanced").mkdir(parents=True)
     (root / "quickstart.md").write_text(
-        "Using the top-level API:\n\n```python\n# Using the top-level API:\nimport httpx\n```\n\n# Quickstart\n\nText.\n",
+        "Using the top-level API:\n\n```python\n# Using the top-level API:\nimport shop\n```\n\n# Quickstart\n\nText.\n",
         encoding="utf-8",
     )
     (root / "advanced" / "timeouts.md").write_text(
