@@ -105,3 +105,13 @@ def test_words_scattered_over_a_page_are_not_an_answer(small_brain):
     assert result["reason"].startswith("Nothing relevant: notes matched some words, but no passage")
     # A question one of its passages does answer still gets it.
     assert "nest as deep as you like" in answer("Is there a limit on how deep groups nest?")["answer"]
+
+
+def test_a_question_naming_code_no_note_mentions_abstains(small_brain):
+    # `add_subparsers` is in no note: the notes share only the question's other words ("subcommands", "default").
+    question = "How does a group nest its subcommands with add_subparsers?"
+    response = search(question)
+    assert response.abstained and "`add_subparsers`" in (response.reason or ""), [hit.slug for hit in response.hits]
+    assert answer(question)["answer"] == NOTHING_FOUND
+    # An identifier the notes do mention is a question about them.
+    assert [hit.slug for hit in search("What does case_insensitive do to command names?").hits][:1] == ["command-names"]
