@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
+from django_q.tasks import async_task
 
 from brain import anchors as anchor_rules
 from brain import checks as note_checks
@@ -1624,7 +1625,6 @@ def _queue_check_if_new(note: Note, frontmatter_before: dict | None) -> None:
     note_id = note.pk
 
     def queue() -> None:
-        from django_q.tasks import async_task
 
         async_task("brain.tasks.run_note_check", note_id, task_name=f"note-check-{note_id}")
 

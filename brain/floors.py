@@ -56,6 +56,8 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 
+from brain import bm25
+
 # embedder key → (vector floor, agree floor, support floor), cosine similarity.
 # Measured with `brain_eval --calibrate` (docs/search.md, "Relevance floors").
 VECTOR_FLOORS: dict[str, tuple[float, float, float]] = {
@@ -162,7 +164,6 @@ _spreads: dict[str, _Measured] = {}
 def brain_spread(embedder_key: str) -> BrainSpread | None:
     """The brain's own spread for `embedder_key` (None: nothing embedded), remembered for BRAIN_SPREAD_SECONDS
     while the brain's notes are the same corpus and their number changes by under a tenth."""
-    from brain import bm25
 
     snapshot = bm25.current_index()
     corpus, notes = snapshot.corpus_id, len(snapshot)

@@ -163,7 +163,7 @@ def test_a_project_counts_the_stale_notes_the_recheck_badge_counts(live_ui, chro
     context, page = open_page(chromium, live_ui, WIDTHS["desktop"], "/review/projects/")
     try:
         badge = page.locator("#recheck-count").inner_text()
-        stale = page.locator('tr[data-project="shop"] td').nth(5).inner_text()
+        stale = page.locator('tr[data-project="shop"] td.stale-count').inner_text()
         assert (badge, stale) == ("1", "1")
     finally:
         context.close()
