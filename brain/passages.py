@@ -237,12 +237,18 @@ def split_passages(title: str, body: str) -> list[Passage]:
         context = f"{title} {heading}".strip()
         blocks = _blocks(lines)
         lead_in = ""
+        previous_text = ""  # the prose block just before, when the block before was prose
         for index, (kind, block) in enumerate(blocks):
             text = "\n".join(block).strip()
             following = blocks[index + 1][0] if index + 1 < len(blocks) else None
             if _is_lead_in(kind, block) and following in ("code", "table", "list"):
-                lead_in = text
+                # "So you can do something like this:" points back at the paragraph before it, which says what
+                # "this" does ("… disable the implicit sys.exit"): its last sentences lead in too.
+                told = _split_lead_in(previous_text)[1] if previous_text and following == "code" else ""
+                lead_in = f"{told}\n{text}".strip()
+                previous_text = ""
                 continue
+            previous_text = text if kind == "text" else ""
             if kind == "text" and following == "code":
                 # The prose right above a code block says what the code does ("… could be done like this:",
                 # "To read a value from the environment use `envvar`."): its last sentences and the code are
@@ -253,6 +259,8 @@ def split_passages(title: str, body: str) -> list[Passage]:
                 continue
             if kind == "code":
                 found.append((f"{lead_in}\n\n{text}".strip(), context, nearest))
+                if following == "code":
+                    continue  # a second block right under the first (the module, then its test) has the same lead-in
             elif kind == "table":
                 rows = [line for line in block if not TABLE_RULE_RE.match(line.strip())]
                 header, rows = (rows[0], rows[1:]) if len(rows) > 1 else ("", rows)

@@ -178,3 +178,45 @@ def test_the_line_naming_a_class_beats_the_paragraph_around_it():
         "Which class lets my tests make up the responses instead of calling a server?", [(None, p) for p in passages]
     )
     assert ranked[0].passage.text.startswith("- `shop.MockTransport`"), ranked[0].passage.text
+
+
+STANDALONE_NOTE = """# Exceptions
+
+You can also call the main function with the standalone mode off, which disables exception handling and the
+implicit exit at the end.
+
+So you can do something like this:
+
+```python
+command.main(["name"], standalone_mode=False)
+```
+"""
+
+
+def test_a_lead_in_that_points_back_brings_the_paragraph_it_points_at():
+    """Issue 45: "So you can do something like this:" led into the code alone; what "this" does was one paragraph up."""
+    [code] = [text for text in texts("Exceptions", STANDALONE_NOTE) if "```python" in text]
+    assert "disables exception handling and the implicit exit" in code
+    assert "So you can do something like this:" in code and "standalone_mode=False" in code
+
+
+MODULE_AND_TEST_NOTE = """# Testing
+
+The runner invokes a command in isolation and captures its output:
+
+```python
+def hello():
+    print("Hello")
+```
+
+```python
+def test_hello():
+    result = runner.invoke(hello)
+    assert result.exit_code == 0
+```
+"""
+
+
+def test_a_second_code_block_right_under_the_first_keeps_the_lead_in():
+    code = [text for text in texts("Testing", MODULE_AND_TEST_NOTE) if "```python" in text]
+    assert len(code) == 2 and all(text.startswith("The runner invokes a command in isolation") for text in code)
