@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +31,7 @@ from pathlib import Path
 from django.utils import timezone
 
 from hyperguild.lib.diffs import BINARY, FileText, PatchFailed, apply_diff, diff_block, file_diff, join_diffs
+from hyperguild.lib.git import RepositoryUnreadable, git
 from hyperguild.lib.typed import JSON
 from sessions.models import TrainingExample
 from supervisor.executor import child_environment
@@ -114,14 +114,13 @@ class ContentStore:
         """The file's bytes at a recorded commit, when they have the wanted hash."""
         for commit in self.commits:
             try:
-                shown = subprocess.run(
-                    ["git", "show", f"{commit}:./{path}"], cwd=self.root, capture_output=True, timeout=GIT_TIMEOUT,
-                    env=child_environment(), check=False,
+                shown = git(
+                    self.root, "show", f"{commit}:./{path}", check=False, timeout=GIT_TIMEOUT, env=child_environment()
                 )
-            except (OSError, subprocess.TimeoutExpired):
+            except RepositoryUnreadable:
                 return None
-            if shown.returncode == 0 and hashlib.sha1(shown.stdout).hexdigest() == digest:
-                return shown.stdout
+            if shown.ok and hashlib.sha1(shown.output).hexdigest() == digest:
+                return shown.output
         return None
 
 
