@@ -31,9 +31,9 @@ from brain import anchors as anchor_rules
 from brain import checks as note_checks
 from brain import projects as project_rules
 from brain import truth
+from brain.callbacks import session_project
 from brain.chunking import chunk_note
 from brain.errors import BrainInputError, NoteConflict
-from brain.hooks import session_project
 from brain.indexing import bump_brain_version, note_changed, notes_changed_in_bulk
 from brain.limits import MAX_TITLE_LENGTH
 from brain.models import (

@@ -29,8 +29,8 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from brain import actions, similar
+from brain.callbacks import provenance_entries
 from brain.errors import BrainInputError, NoteConflict
-from brain.hooks import provenance_entries
 from brain.indexing import notes_changed_in_bulk
 from brain.inputs import NoteEditInput, QueryInput, WikiNoteInput, form_field
 from brain.limits import MAX_SESSION_ID_LENGTH, MAX_TITLE_LENGTH

@@ -36,7 +36,7 @@ from hyperguild.lib.typed import JSON
 from sessions.models import TrainingExample
 from supervisor.executor import child_environment
 from supervisor.models import SkillRun
-from supervisor.verification import run_command
+from supervisor.project_tests import run_command
 
 # Directories a test command may need but that are never part of a recorded state: linked, not copied.
 LINKED_DIRS = (".venv", "venv", "node_modules", "target", "_build")
@@ -112,6 +112,8 @@ class ContentStore:
 
     def _from_commits(self, path: str, digest: str) -> bytes | None:
         """The file's bytes at a recorded commit, when they have the wanted hash."""
+        if self.root is None:
+            return None
         for commit in self.commits:
             try:
                 shown = git(
