@@ -19,11 +19,11 @@ help:
 	@echo "make test-models - the answer, retrospective and review paths against a real local model (not in make test)"
 	@echo "Benchmarks and simulations are scripts in bench/, not part of the service: bench/RESULTS.md has their commands"
 
-# Progress on the first run (about a minute): a line per step, and pip's own line per package.
+# Progress on the first run (a few minutes, most of it pip): a line per step, and pip's own line per package.
 $(RUN_STAMP): requirements.txt
 	@echo "==> [1/3] virtualenv $(VENV)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "==> [2/3] installing the pinned requirements (first run: about a minute)"
+	@echo "==> [2/3] installing the pinned requirements (first run: a few minutes)"
 	$(BIN)/pip install --disable-pip-version-check -r requirements.txt
 	@rm -f $(VENV)/.installed-run-*
 	@touch $(RUN_STAMP)
@@ -34,7 +34,10 @@ $(DEV_STAMP): $(RUN_STAMP) requirements-dev.txt
 	@rm -f $(VENV)/.installed-dev-*
 	@touch $(DEV_STAMP)
 
+# The suite needs Node 22, which this install brings (the `node` package): on an older Node, npm's EBADENGINE
+# warning is expected and harmless (the tests run node_modules/.bin/node).
 $(CONFORMANCE): tests/conformance/package.json tests/conformance/package-lock.json
+	@echo "==> MCP conformance suite and Node 22 (npm; an EBADENGINE warning on Node < 22 is harmless)"
 	cd tests/conformance && npm ci --no-audit --no-fund --loglevel=error
 	touch $(CONFORMANCE)
 

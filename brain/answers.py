@@ -24,7 +24,7 @@ from django.conf import settings
 from brain.answer_checks import synthesized_answer_problem
 from brain.errors import AnswerUnavailable
 from brain.models import Note, VerificationState
-from brain.passages import ScoredPassage, best_sentences, score_passages, split_passages
+from brain.passages import ScoredPassage, best_sentences, quoted_passages, score_passages, split_passages
 from brain.search import search
 from brain.truth import verification_dict
 from hyperguild.lib.llm import LLMError, get_llm_client
@@ -42,8 +42,16 @@ EXCERPT_CHARS = 200
 PASSAGE_CHARS = 600
 # An extractive answer quotes a source's best passage only if it scores this share of the best one.
 EXTRACT_SHARE = 0.5
+# No passage of the candidates holding this share of the question's weight (idf among their passages): the
+# notes matched words scattered over a long page, not a place that answers ("a hard time limit on Celery
+# tasks" against click's docs). Then nothing answers, as when search abstains.
+MIN_PASSAGE_COVERAGE = 0.2
 
 NOTHING_FOUND = "The brain has no note that answers this question."
+NO_PASSAGE = (
+    "Nothing relevant: notes matched some words, but no passage of them holds {share:.0%} of the question "
+    "(the best holds {best:.0%})."
+)
 
 SYSTEM_PROMPT = (
     "You answer questions for a software team using only the numbered sources from the team's "
@@ -63,26 +71,38 @@ def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[
     """The extractive answer: (sources numbered in the order they are quoted, the answer text).
 
     Every passage of every candidate competes (`brain.passages`): the sources are the notes of the
-    best passages (at most `limit`), each quoted by its own best passage as `[n] Title: passage`, the
-    best first, with the note's truth state (docs/truth.md); a note is quoted only when its best passage scores EXTRACT_SHARE of the best one
+    best passages (at most `limit`), each quoted as `[n] Title: passage`, the best first, with the note's
+    truth state (docs/truth.md), by its best passage and the code example under it
+    (`brain.passages.quoted_passages`; the first two sources by their next best passages too, when those
+    score nearly as well); a note is quoted only when its best passage scores EXTRACT_SHARE of the best one
     (the best is always quoted). With nothing matching, the first candidate's opening.
     """
-    pool = [(note, passage) for note in candidates for passage in split_passages(note.title, note.body)]
+    split = {note.id: split_passages(note.title, note.body) for note in candidates}
+    pool = [(note, passage) for note in candidates for passage in split[note.id]]
     ranked = [item for item in score_passages(question, pool) if item.score > 0]
-    best: dict[int, ScoredPassage[Note]] = {}
+    by_note: dict[int, list[ScoredPassage[Note]]] = {}
     for item in ranked:
-        best.setdefault(item.source.id, item)
-    if not best:
+        by_note.setdefault(item.source.id, []).append(item)
+    if not by_note:
         note = candidates[0]
         return [(1, note)], f"[1] {note.title}{truth_label(note)}: {excerpt(note.body, EXCERPT_CHARS)}"
     top = ranked[0].score
-    quoted = [item for item in best.values() if item.score >= EXTRACT_SHARE * top][:limit]
-    chosen = [(n, item.source) for n, item in enumerate(quoted, start=1)]
-    lines = [
-        f"[{n}] {item.source.title}{truth_label(item.source)}: {best_sentences(item.passage, question, PASSAGE_CHARS)}"
-        for n, item in enumerate(quoted, start=1)
-    ]
+    quoted = [items for items in by_note.values() if items[0].score >= EXTRACT_SHARE * top][:limit]
+    chosen = [(n, items[0].source) for n, items in enumerate(quoted, start=1)]
+    lines = []
+    for n, items in enumerate(quoted, start=1):
+        note = items[0].source
+        # The two best sources also quote their next best passages when those score nearly as well.
+        passages = quoted_passages(items, split[note.id], second=n <= 2)
+        text = "\n\n".join(best_sentences(passage, question, PASSAGE_CHARS) for passage in passages)
+        lines.append(f"[{n}] {note.title}{truth_label(note)}: {text}")
     return chosen, "\n\n".join(lines)
+
+
+def best_coverage(question: str, candidates: list[Note]) -> float:
+    """The largest share of the question's weight one passage of the candidates holds (`ScoredPassage.covered`)."""
+    pool = [(note, passage) for note in candidates for passage in split_passages(note.title, note.body)]
+    return max((item.covered for item in score_passages(question, pool)), default=0.0)
 
 
 def truth_label(note: Note, before: str = " (", after: str = ")") -> str:
@@ -112,6 +132,14 @@ def answer(question: str, limit: int = 5) -> dict:
     candidates = [notes_by_id[hit.note_id] for hit in response.hits if hit.note_id in notes_by_id]
     # Search's excerpt is centred on the query words; a note's opening is the fallback.
     excerpts = {hit.note_id: excerpt(hit.excerpt, EXCERPT_CHARS) for hit in response.hits if hit.excerpt}
+
+    reason = None  # why nothing answers, when search found notes
+    # Words matched across a page are not an answer: some passage must hold enough of the question.
+    if candidates:
+        best = best_coverage(question, candidates)
+        if best < MIN_PASSAGE_COVERAGE:
+            reason = NO_PASSAGE.format(share=MIN_PASSAGE_COVERAGE, best=best)
+            candidates = []
 
     if reranker is not None and candidates:
         try:
@@ -152,6 +180,8 @@ def answer(question: str, limit: int = 5) -> dict:
 
     if not chosen:
         result["answer"] = NOTHING_FOUND
+        if reason:
+            result["reason"] = reason
         return result
 
     if llm is None:

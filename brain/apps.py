@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class BrainConfig(AppConfig):
@@ -12,14 +13,22 @@ class BrainConfig(AppConfig):
         from brain.bm25.live import warm_in_background
         from brain.contributions import home_counts
         from brain.metrics import bm25_metrics, embedding_metrics
-        from brain.tasks import schedules
-        from hyperguild.contributions import register_home_counts, register_schedules, register_web_start
+        from brain.tasks import EMBED_TASK, resume_embedding_backlog, schedules
+        from hyperguild.contributions import (
+            register_home_counts,
+            register_schedules,
+            register_serve_start,
+            register_task_queue,
+            register_web_start,
+        )
         from hyperguild.health import register_health_section
         from hyperguild.metrics import register_metric_source
 
         register_home_counts(home_counts)
         register_home_counts(backlog.home_counts)
         register_schedules(schedules)
+        register_task_queue(EMBED_TASK, settings.EMBED_QUEUE)
+        register_serve_start(resume_embedding_backlog)
         register_web_start(warm_in_background)
         register_health_section("embeddings", backlog.health_section)
         register_metric_source("embeddings", embedding_metrics)

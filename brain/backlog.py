@@ -22,6 +22,9 @@ from django.utils import timezone
 
 from brain.models import NOTE_SOURCE_HASH, Embedding, Note, NoteChunk, NoteStatus
 from hyperguild.lib.embedders import BaseEmbedder, Embedder, get_embedder
+from hyperguild.models import WorkerHeartbeat
+
+EMBED_HEARTBEAT = "embed"  # WorkerHeartbeat.name each embedding task records (brain.tasks)
 
 RATE_WINDOW_SECONDS = 15 * 60
 MIN_RATE_SAMPLES = 2  # embeddings in the window needed before a rate (and a time left) is given
@@ -97,8 +100,25 @@ def status(embedder: Embedder | None = None) -> dict:
 
 
 def health_section() -> dict:
-    """/health's "embeddings" section: the backlog of the active model and every model's count."""
-    return status()
+    """/health's "embeddings" section: the backlog of the active model and every model's count, said in words
+    ("backlog"), and when the embedding worker (its own django-q2 cluster) last took a slice."""
+    report = status()
+    active = report["active"]
+    if active is not None:
+        report["backlog"] = describe_backlog(active)
+        beat = WorkerHeartbeat.objects.filter(name=EMBED_HEARTBEAT).first()
+        report["worker_last_slice_seconds_ago"] = round(beat.age().total_seconds(), 1) if beat else None
+    return report
+
+
+def describe_backlog(active: dict) -> str:
+    if active["complete"]:
+        return "none: every chunk is embedded"
+    rate = active["chunks_per_second"]
+    return (
+        f"{active['pending_chunks']} chunks pending and {active['notes_waiting']} notes waiting to be chunked; "
+        f"rate {f'{rate} chunks/s' if rate is not None else 'unknown'}, time left {describe_eta(active['eta_seconds'])}"
+    )
 
 
 def home_counts() -> dict[str, object]:

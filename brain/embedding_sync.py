@@ -18,6 +18,7 @@ job; nothing is written twice (one row per chunk and model).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -61,15 +62,21 @@ def sync_embeddings(
     note_ids: Iterable[int] | None = None,
     using: str = "default",
     progress: Callable[[int, int], None] | None = None,
+    max_seconds: float | None = None,
 ) -> SyncResult:
-    """One sync pass; `progress(done, total)` is called as chunks are embedded."""
+    """One sync pass; `progress(done, total)` is called as chunks are embedded.
+
+    With `max_seconds`, embedding stops at the first batch boundary past that many seconds and `pending` says
+    what is left (the worker's slices: brain.tasks); without it, the pass embeds everything.
+    """
     result = SyncResult()
+    deadline = time.monotonic() + max_seconds if max_seconds is not None else None
     notes = Note.objects.using(using).all()
     if note_ids is not None:
         notes = notes.filter(id__in=list(note_ids))
     result.deleted += do_drop_archived_chunks(notes, using=using)
     _rechunk_changed(notes, result, using)
-    _embed_missing(embedder, notes, result, using, progress)
+    _embed_missing(embedder, notes, result, using, progress, deadline)
     backlog.forget()
     return result
 
@@ -92,7 +99,7 @@ def _rechunk_changed(notes: QuerySet[Note], result: SyncResult, using: str) -> N
 
 def _embed_missing(
     embedder: Embedder, notes: QuerySet[Note], result: SyncResult, using: str,
-    progress: Callable[[int, int], None] | None,
+    progress: Callable[[int, int], None] | None, deadline: float | None = None,
 ) -> None:  # fmt: skip
     todo = list(missing_chunks(embedder, notes, using).values_list("id", "content_hash"))
     total, done, failed_batches = len(todo), 0, 0
@@ -111,6 +118,8 @@ def _embed_missing(
             known.setdefault(content_hash, list(vector))
     del hashes
     for start in range(0, len(todo), EMBED_BATCH):
+        if deadline is not None and start and time.monotonic() >= deadline:
+            break  # the slice is spent (after one batch at least): `pending` below says what the next one takes
         batch = todo[start : start + EMBED_BATCH]
         fresh = [(cid, h) for cid, h in batch if h not in known]
         if fresh:

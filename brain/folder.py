@@ -17,8 +17,10 @@ markdown at all is refused with the expected layout (`LAYOUT_HELP`), never
 imported as nothing.
 
 Folder and file names are slugified (`Café Notes.md` → `cafe-notes`). The
-title comes from frontmatter `title:`, else the first `# heading`, else the
-file name; the stored frontmatter is the rest. Export writes `title:` first,
+title comes from frontmatter `title:`, else the first top-level `# heading`
+outside fenced code, else the file name (`advanced/timeouts.md` → "Timeouts");
+in a plain folder the heading comes before the frontmatter's title. The stored
+frontmatter is the rest. Export writes `title:` first,
 then the other keys, so import → export → import is a fixed point and two
 exports are byte-identical.
 
@@ -33,7 +35,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,7 +59,13 @@ from brain.indexing import notes_changed_in_bulk
 from brain.models import AreaDescription, MirrorFile, Note, NoteLink, NoteStatus
 from brain.placement import choose_slug, link_candidates, resolve_with, slug_candidates
 from brain.slugs import slugify_segment
-from hyperguild.lib.markdown import FrontmatterError, parse_markdown, write_markdown
+from hyperguild.lib.markdown import (
+    FrontmatterError,
+    first_title_heading,
+    parse_markdown,
+    title_from_file_name,
+    write_markdown,
+)
 
 logger = logging.getLogger("brain.folder")
 
@@ -67,7 +74,6 @@ NOTE_FOLDERS = ("wiki", "raw")
 INDEX_FILE = "_index.md"
 # New files inserted per transaction by an import (one corpus version, a few queries for their links).
 NEW_FILES_PER_TRANSACTION = 200
-HEADING_RE = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 ProgressWrapper = Callable[[Iterable], Iterable]
 
@@ -256,18 +262,23 @@ def note_file_path(note: Note) -> str:
 # -- reading and writing files --------------------------------------------------------
 
 
-def parse_note_text(rel_path: str, text: str) -> NoteFile:
+def parse_note_text(rel_path: str, text: str, *, plain_source: str | None = None) -> NoteFile:
+    """One note file. Its title: in a brain folder, frontmatter `title:` (what export writes), else the first
+    top-level heading outside fenced code, else the file name; in a plain folder (`plain_source`: the file's
+    path there) the heading comes first: a team's docs page names itself by its `# Heading`."""
     if not text.strip():
         raise FolderError("the file is empty")
     status, wing, hall, slug = parse_note_path(rel_path)
     document = parse_markdown(text)
     frontmatter = dict(document.frontmatter)
-    title = frontmatter.pop("title", None)
-    if title is not None and not isinstance(title, str):
-        title = str(title)
-    if not title or not title.strip():
-        heading = HEADING_RE.search(document.body)
-        title = heading.group(1) if heading else Path(rel_path).stem.replace("-", " ").replace("_", " ")
+    declared = frontmatter.pop("title", None)
+    declared = str(declared).strip() if declared is not None and str(declared).strip() else None
+    heading = first_title_heading(document.body)
+    file_name = title_from_file_name(plain_source or rel_path)
+    if plain_source is not None:
+        title = heading or declared or file_name
+    else:
+        title = declared or heading or file_name
     return NoteFile(
         rel_path=rel_path, slug=slug, title=title, body=document.body, frontmatter=frontmatter,
         status=status, wing=wing, hall=hall,
@@ -367,8 +378,7 @@ def import_index_file(root: Path, rel_path: str) -> str:
     frontmatter = dict(document.frontmatter)
     title = frontmatter.pop("title", None)
     if not isinstance(title, str) or not title.strip():
-        heading = HEADING_RE.search(document.body)
-        title = heading.group(1) if heading else ""
+        title = first_title_heading(document.body) or ""
     _, outcome = do_import_area_description(
         wing=folders[0] if folders else "", hall=folders[1] if len(folders) > 1 else "", title=title,
         body=document.body, frontmatter=frontmatter, path=rel_path,
@@ -516,9 +526,10 @@ def _known_notes() -> dict[str, tuple]:
 
 def _import_files(
     root: Path, files: dict[str, str], summary: FolderSummary, known: dict[str, tuple], progress: ProgressWrapper,
-    archive_missing: bool,
+    archive_missing: bool, *, plain: bool = False,
 ) -> None:  # fmt: skip
-    """Import `files` (brain-layout path → the file's path under `root`, the same for a brain folder)."""
+    """Import `files` (brain-layout path → the file's path under `root`, the same for a brain folder);
+    `plain`: they come from a plain folder (titles: `parse_note_text`)."""
     seen: dict[str, str] = {}
     on_disk = set(files)
     held = {slug: row[-1] for slug, row in known.items()}  # slug → path, for placing files without a query each
@@ -531,7 +542,8 @@ def _import_files(
                 text = (root / source).read_bytes().decode("utf-8")
             except UnicodeDecodeError:
                 raise FolderError("the file is not UTF-8 text")
-            nf = place_note_file(parse_note_text(rel_path, text), on_disk, seen, held)
+            plain_source = source if plain else None
+            nf = place_note_file(parse_note_text(rel_path, text, plain_source=plain_source), on_disk, seen, held)
             if nf.slug not in known:
                 new_files.append(nf)
                 if len(new_files) >= NEW_FILES_PER_TRANSACTION:
@@ -568,7 +580,7 @@ def _import_plain_folder(
     summary = FolderSummary(layout="plain", plain=plain)
     # An _index.md of a plain folder is an ordinary page (a README of its folder), not a wing description.
     files = {plain.place(rel): rel for rel in _walk_markdown(root, root)}
-    _import_files(root, files, summary, _known_notes(), progress, archive_missing)
+    _import_files(root, files, summary, _known_notes(), progress, archive_missing, plain=True)
     return summary
 
 

@@ -5,13 +5,20 @@ its passage that answers, not by its opening. A passage is one of:
 
 - a paragraph;
 - one item of a list, one row of a table;
-- a fenced code block, a list or a table together with the short line that
-  leads into it (`**From the command line** (operators):` and the command
-  under it are one passage: the lead-in alone says nothing);
+- a fenced code block together with the prose right above it: a short line
+  ending in ":" whole, else the paragraph's last sentence (and the one before
+  while that is under SHORT_LEAD_IN: "For example:" says nothing); "… could
+  be done like this:" and the block are the answer together, the rest of the
+  paragraph is a passage of its own; a list or a table with the short line ending in ":"
+  that leads into it (`**From the command line** (operators):` and the
+  command under it are one passage: the lead-in alone says nothing);
 
 each with its *context*: the note's title, the headings above it and the
 lead-in of the list or table it belongs to. HTML comments (`<!-- … -->`) are
 never part of a passage.
+
+Headings and code fences bound passages. HTML markup is not words, and code
+identifiers count by their parts too (`CliRunner`: "cli", "runner").
 
 Scoring is BM25 over the passages considered together (`score_passages`:
 the idf counted among those passages, so a word most of them use weighs
@@ -58,14 +65,31 @@ KEPT_STOPWORDS = frozenset({"who", "where", "own"})
 CONTEXT_WEIGHT = 0.5
 # … found in the heading right above it: the section is about that (not quite as much as saying it).
 HEADING_WEIGHT = 0.75
+# An extractive answer quotes up to MORE_PASSAGES more passages of its best source, each scoring this share of
+# the best one: a question the best passage only half answers.
+SECOND_PASSAGE_SHARE = 0.6
+MORE_PASSAGES = 2
 # A line ending with ":" this short leads into what follows it.
 LEAD_IN_CHARS = 200
+# The last sentence of a longer paragraph leads into the code under it; one shorter than this takes the
+# sentence before it too.
+SHORT_LEAD_IN = 60
 
 HTML_COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 FENCE_RE = re.compile(r"^\s*(```|~~~)")
+FENCE_LINE_RE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 LIST_ITEM_RE = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 TABLE_RULE_RE = re.compile(r"^\|?\s*:?-{3,}")
+IDENTIFIER_HUMP_RE = re.compile(r"[a-z][A-Z]")
+IDENTIFIER_PART_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+# "Which class …", "what function …": the question asks for a name, which a passage naming code holds.
+ASKED_KIND_RE = re.compile(
+    r"\b(?:which|what)\s+(class|function|method|decorator|exception|module|attribute|setting|variable|"
+    r"parameter|argument|flag|option|keyword|callback|type)s?\b",
+    re.IGNORECASE,
+)
+NAMES_CODE_RE = re.compile(r"`[^`\n]+`|^\s*(?:```|~~~)", re.MULTILINE)
 SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\[(])")
 
 
@@ -91,18 +115,29 @@ class ScoredPassage(Generic[Source]):
     passage: Passage
     score: float
     source: Source  # what the caller attached (a note)
+    covered: float = 0.0  # the share of the question's weight it holds, in its text or its context
 
 
 def tokenize(text: str) -> list[str]:
-    """BM25's tokens (`brain.bm25.tokenize`), with KEPT_STOPWORDS kept."""
-    text = unicodedata.normalize("NFKC", text).lower()
+    """BM25's tokens (`brain.bm25.tokenize`), with KEPT_STOPWORDS kept, and the parts of code identifiers
+    (`test_hello_world`, `CliRunner`) after the identifier itself: a question says "test", "runner"."""
+    text = unicodedata.normalize("NFKC", text)
     if bm25.CJK_RE.search(text):
-        return bm25.tokenize(text)
-    return [
-        word if word in KEPT_STOPWORDS else bm25.word_tokens(IRREGULAR_FORMS.get(word, word))[0]
-        for word in bm25.WORD_RE.findall(text)
-        if word in KEPT_STOPWORDS or (word not in bm25.STOPWORDS and IRREGULAR_FORMS.get(word) not in bm25.STOPWORDS)
-    ]
+        return bm25.tokenize(text.lower())
+    tokens = []
+    for original in bm25.WORD_RE.findall(text):
+        word = original.lower()
+        if word in KEPT_STOPWORDS:
+            tokens.append(word)
+            continue
+        if word not in bm25.STOPWORDS and IRREGULAR_FORMS.get(word) not in bm25.STOPWORDS:
+            tokens.append(bm25.word_tokens(IRREGULAR_FORMS.get(word, word))[0])
+        if "_" in original.strip("_") or IDENTIFIER_HUMP_RE.search(original):
+            for part in IDENTIFIER_PART_RE.findall(original):
+                part = part.lower()
+                if len(part) > 1 and part not in bm25.STOPWORDS:
+                    tokens.extend(bm25.word_tokens(part))
+    return tokens
 
 
 def without_html_comments(text: str) -> str:
@@ -161,6 +196,16 @@ def _is_lead_in(kind: str, lines: list[str]) -> bool:
     return kind == "text" and text.endswith(":") and len(text) <= LEAD_IN_CHARS
 
 
+def _split_lead_in(text: str) -> tuple[str, str]:
+    """(the paragraph before, its last sentence, with the ones before it while that is under SHORT_LEAD_IN:
+    "For example:" alone says nothing)."""
+    sentences = [piece for piece in SENTENCE_RE.split(" ".join(text.split())) if piece.strip()]
+    start = len(sentences) - 1
+    while start > 0 and len(" ".join(sentences[start:])) < SHORT_LEAD_IN:
+        start -= 1
+    return " ".join(sentences[:start]), " ".join(sentences[start:])
+
+
 def _nearest(headings: list[tuple[int, str]]) -> str:
     """The heading right above, unless it is the page's `#` heading (the title, which counts as context)."""
     return headings[-1][1] if headings and headings[-1][0] > 1 else ""
@@ -192,14 +237,30 @@ def split_passages(title: str, body: str) -> list[Passage]:
         context = f"{title} {heading}".strip()
         blocks = _blocks(lines)
         lead_in = ""
+        previous_text = ""  # the prose block just before, when the block before was prose
         for index, (kind, block) in enumerate(blocks):
             text = "\n".join(block).strip()
             following = blocks[index + 1][0] if index + 1 < len(blocks) else None
             if _is_lead_in(kind, block) and following in ("code", "table", "list"):
-                lead_in = text
+                # "So you can do something like this:" points back at the paragraph before it, which says what
+                # "this" does ("… disable the implicit sys.exit"): its last sentences lead in too.
+                told = _split_lead_in(previous_text)[1] if previous_text and following == "code" else ""
+                lead_in = f"{told}\n{text}".strip()
+                previous_text = ""
+                continue
+            previous_text = text if kind == "text" else ""
+            if kind == "text" and following == "code":
+                # The prose right above a code block says what the code does ("… could be done like this:",
+                # "To read a value from the environment use `envvar`."): its last sentences and the code are
+                # one passage (the answer is the code with them); the rest of a long paragraph is its own.
+                rest, lead_in = _split_lead_in(text)
+                if rest:
+                    found.append((rest, context, nearest))
                 continue
             if kind == "code":
                 found.append((f"{lead_in}\n\n{text}".strip(), context, nearest))
+                if following == "code":
+                    continue  # a second block right under the first (the module, then its test) has the same lead-in
             elif kind == "table":
                 rows = [line for line in block if not TABLE_RULE_RE.match(line.strip())]
                 header, rows = (rows[0], rows[1:]) if len(rows) > 1 else ("", rows)
@@ -214,7 +275,10 @@ def split_passages(title: str, body: str) -> list[Passage]:
     passages = []
     for order, (text, context, nearest) in enumerate(item for item in found if item[0].strip()):
         passages.append(
-            Passage(text, context, order, tuple(tokenize(text)), frozenset(tokenize(context)), frozenset(tokenize(nearest)))
+            Passage(
+                text, context, order, tuple(tokenize(bm25.without_markup(text))), frozenset(tokenize(context)),
+                frozenset(tokenize(nearest)),
+            )
         )
     return passages
 
@@ -232,11 +296,17 @@ def term_weights(question: str, pool: list[Passage]) -> dict[str, float]:
     return weights
 
 
+def asked_kinds(question: str) -> frozenset[str]:
+    """The kinds of code thing a question asks for ("Which *class* …", "what *function* …"), as terms."""
+    return frozenset(bm25.word_tokens(kind.lower())[0] for kind in ASKED_KIND_RE.findall(question))
+
+
 def score_passages(question: str, candidates: Iterable[tuple[Source, Passage]]) -> list[ScoredPassage[Source]]:
     """`candidates` (source, passage) scored against `question`, best first; ties keep their order.
 
     BM25 over the candidates as documents, each query term found only in a passage's context adding
-    CONTEXT_WEIGHT of its weight; the sum is multiplied by (1 + the share of the query's weight the
+    CONTEXT_WEIGHT of its weight; the kind of thing a question asks for ("which class …") is found in a
+    passage that names code (a `code span` or a code block); the sum is multiplied by (1 + the share of the query's weight the
     passage covers, text and context), so a passage naming most of what is asked beats one naming a
     single rare word of it.
     """
@@ -247,13 +317,17 @@ def score_passages(question: str, candidates: Iterable[tuple[Source, Passage]]) 
     if not total:
         return [ScoredPassage(passage, 0.0, source) for source, passage in pool]
     average = sum(len(passage.tokens) for passage in passages) / len(passages) or 1.0
+    asked = asked_kinds(question)
     scored: list[tuple[float, int, ScoredPassage[Source]]] = []
     for position, (source, passage) in enumerate(pool):
         counts = Counter(passage.tokens)
         norm = PASSAGE_K1 * (1 - PASSAGE_B + PASSAGE_B * len(passage.tokens) / average)
         score = covered = 0.0
+        names_code = NAMES_CODE_RE.search(passage.text) is not None
         for term, weight in weights.items():
             tf = counts.get(term, 0)
+            if not tf and term in asked and names_code:
+                tf = 1  # "which class …?" is answered by the line that names one, not by the paragraph around it
             if tf:
                 score += weight * tf * (PASSAGE_K1 + 1) / (tf + norm)
                 covered += weight
@@ -264,19 +338,54 @@ def score_passages(question: str, candidates: Iterable[tuple[Source, Passage]]) 
                 score += CONTEXT_WEIGHT * weight
                 covered += weight
         score *= 1 + covered / total
-        scored.append((score, position, ScoredPassage(passage, score, source)))
+        scored.append((score, position, ScoredPassage(passage, score, source, covered / total)))
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [item for _, _, item in scored]
 
 
+def has_code(passage: Passage) -> bool:
+    return FENCE_LINE_RE.search(passage.text) is not None
+
+
+def quoted_passages(ranked: list[ScoredPassage[Source]], passages: list[Passage], *, second: bool) -> list[Passage]:
+    """What an extractive answer quotes of one note, in the note's order: its best passage (`ranked`: the note's
+    scored passages, best first; `passages`: all of them, in order), the code example right under it when the
+    best passage is prose about it (the docs' "… use `envvar`." then the example), and, with `second`, its next
+    best passages (MORE_PASSAGES at most) that score SECOND_PASSAGE_SHARE of the best."""
+    best = ranked[0]
+    chosen = [best.passage]
+    if not has_code(best.passage):
+        following = passages[best.passage.order + 1] if best.passage.order + 1 < len(passages) else None
+        if following is not None and has_code(following) and following.context == best.passage.context:
+            chosen.append(following)
+    if second:
+        extra = 0
+        for item in ranked[1:]:
+            if item.score < SECOND_PASSAGE_SHARE * best.score or extra == MORE_PASSAGES:
+                break
+            if item.passage not in chosen:
+                chosen.append(item.passage)
+                extra += 1
+    return sorted(chosen, key=lambda passage: passage.order)
+
+
 def best_sentences(passage: Passage, question: str, limit: int) -> str:
     """The passage cut to about `limit` characters: from the sentence that matches most of the question on,
-    with the sentences before it while there is room. Prose is put on one line; code keeps its lines."""
+    with the sentences before it while there is room. Prose is put on one line; code keeps its lines, and a
+    lead-in and its code block are cut apart (`_cut_code`) so that the code is never cut off for the prose."""
     text = passage.text.strip()
-    if not FENCE_RE.search(text):
-        text = " ".join(text.split())
+    fence = FENCE_LINE_RE.search(text)
+    if fence:
+        if len(text) <= limit:
+            return text
+        return _cut_code(text[: fence.start()].strip(), text[fence.start() :], question, limit)
+    text = " ".join(text.split())
     if len(text) <= limit:
         return text
+    return _cut_prose(text, question, limit)
+
+
+def _cut_prose(text: str, question: str, limit: int) -> str:
     terms = set(bm25.tokenize(question)) - QUESTION_WORDS
     pieces = [piece for piece in SENTENCE_RE.split(text) if piece.strip()]
     found = [len(terms & set(bm25.tokenize(piece))) for piece in pieces]
@@ -295,3 +404,27 @@ def best_sentences(passage: Passage, question: str, limit: int) -> str:
         window = window[: cut if cut > limit // 2 else limit].rstrip()
         last = -1  # cut inside a sentence
     return ("…" if first > 0 else "") + window + ("…" if last != len(pieces) - 1 else "")
+
+
+def _cut_code(lead_in: str, code: str, question: str, limit: int) -> str:
+    """A lead-in (cut to at most a third of `limit`) and the code lines that fit in the rest, from a little
+    before the line that holds most of the question's words."""
+    lead = _cut_prose(" ".join(lead_in.split()), question, limit // 3) if lead_in else ""
+    budget = limit - len(lead)
+    lines = code.splitlines()
+    if len(code) > budget:
+        terms = set(bm25.tokenize(question)) - QUESTION_WORDS
+        found = [len(terms & set(bm25.tokenize(line))) for line in lines]
+        best = max(range(len(lines)), key=lambda i: (found[i], -i))
+        start = best if best <= 1 else best - 2  # the lines just before it set it up
+        kept: list[str] = []
+        length = 0
+        for line in lines[start:]:
+            if kept and length + len(line) + 1 > budget:
+                break
+            kept.append(line)
+            length += len(line) + 1
+        lines = ([lines[0], "…"] if start > 1 else lines[:start]) + kept
+        if start + len(kept) < len(code.splitlines()):
+            lines.append("…")
+    return (lead + "\n\n" if lead else "") + "\n".join(lines)

@@ -7,7 +7,8 @@
   the active model (pgvector HNSW, cosine), top `limit · BM25_FANOUT ·
   VECTOR_FANOUT` notes, each note ranked at its best chunk.
 - Relevance floors (`brain.floors`): a BM25 hit must match BRAIN_BM25_FLOOR of
-  the query's idf weight (and hold as many of its words as no note holds), a
+  the query's idf weight (and hold as many of its words as no note holds, and a hit holding one
+  word beside an unseen one must hold that word itself, not only its stem), a
   vector hit must reach its model's cosine floor.
   Hits below their ranker's floor are dropped before fusion.
 - Reciprocal Rank Fusion: score = Σ weight / (RRF_K + rank) over the rankers
@@ -294,6 +295,11 @@ def rank_notes(
                 for note_id, score in bm25_ranking
                 if shares[note_id] >= floor.bm25 and floor.enough_terms(matched[note_id], unseen)
             ]
+            if unseen and any(matched[note_id] == 1 for note_id, _ in kept):
+                # One shared stem beside a word no note holds: the note must hold the query's word itself.
+                lone = {note_id for note_id, _ in kept if matched[note_id] == 1}
+                holding = notes_holding_words(lone, seen_words(query, index))
+                kept = [(note_id, score) for note_id, score in kept if note_id not in lone or note_id in holding]
         else:
             kept = bm25_ranking
         passed["bm25"] = (len(bm25_ranking), len(kept))
@@ -347,7 +353,14 @@ def rank_notes(
         # BM25 alone: report the BM25 score itself, more telling than 1/(k+rank).
         fused = [(note_id, bm25_scores[note_id], ranks) for note_id, _, ranks in fused]
     abstain_reason = None
-    if not fused and any(found for found, _ in passed.values()):
+    unknown = unknown_identifiers(query, bm25.current_index()) if fused and floor.evidence else []
+    if unknown:
+        # The question asks about a piece of code by name (`add_subparsers`, `yaml.safe_load`) that no note ever
+        # mentions: what a note shares with it is the question's other words, not its subject.
+        fused, abstain_reason = [], (
+            f"Nothing relevant: no note mentions {', '.join(f'`{name}`' for name in unknown[:3])}, which the question names."
+        )
+    elif not fused and any(found for found, _ in passed.values()):
         abstain_reason = "Nothing relevant: no candidate passed the relevance floors (" + floor.describe(
             embedder.key if use_vectors and embedder else None
         ) + ")."
@@ -363,15 +376,55 @@ def rank_notes(
     )
 
 
+# A code identifier: words joined by `_` or `.` (`add_subparsers`, `yaml.safe_load`, `os.path`). Only these: names
+# in prose (a gene in a SciFact claim, `Dockerfile`) may be absent from every note the query is answered by, and a
+# rule on them cost SciFact 0.036 nDCG@10 (bench/RESULTS.md, issue 45).
+_IDENTIFIER_RE = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?=[\s,;:?!)]|\.?$)")
+
+
+def unknown_identifiers(query: str, index: bm25.Snapshot) -> list[str]:
+    """The code identifiers the query names (`_IDENTIFIER_RE`, with a `_` or `.` inside) none of whose words any note holds."""
+    names = []
+    for match in _IDENTIFIER_RE.finditer(query):
+        name = match.group(0)
+        if "_" not in name.strip("_") and "." not in name:
+            continue
+        tokens = bm25.word_tokens(name)
+        if tokens and not any(index.term_info(token)[1] for token in tokens):
+            names.append(name)
+    return names
+
+
+def seen_words(query: str, index: bm25.Snapshot) -> set[str]:
+    """The query's own words (lowercased, no stopwords) whose stem some note holds."""
+    words = bm25.WORD_RE.findall(query.lower())
+    return {word for word in words if word not in bm25.STOPWORDS and any(index.term_info(t)[1] for t in bm25.word_tokens(word))}
+
+
+def notes_holding_words(note_ids: set[int], words: set[str]) -> set[int]:
+    """Those of `note_ids` whose title or body holds one of `words` as a whole word (not only its stem:
+    "capitalization" does not hold "capital")."""
+    if not note_ids or not words:
+        return set()
+    pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, words))) + r")\b", re.IGNORECASE)
+    rows = Note.objects.filter(id__in=note_ids).values_list("id", "title", "body")
+    return {note_id for note_id, title, body in rows if pattern.search(title) or pattern.search(body)}
+
+
 def fuse(rankings: dict[str, list[int]], weights: dict[str, float]) -> list[tuple[int, float, dict[str, int]]]:
-    """Reciprocal Rank Fusion of best-first id lists → (id, score, {ranker: rank}) best first."""
+    """Reciprocal Rank Fusion of best-first id lists → (id, score, {ranker: rank}) best first.
+
+    Equal scores (BM25's first as the vectors' second, and the other way round) go to the note BM25 ranks
+    higher: its words are the more exact witness (click's "prompt only when the flag is given without a value"
+    is `prompt_required`, on the page BM25 put first), then to the better rank either ranker gave it."""
     scores: dict[int, float] = {}
     ranks: dict[int, dict[str, int]] = {}
     for name, ids in rankings.items():
         for rank, note_id in enumerate(ids, start=1):
             scores[note_id] = scores.get(note_id, 0.0) + weights.get(name, 1.0) / (RRF_K + rank)
             ranks.setdefault(note_id, {})[name] = rank
-    order = sorted(scores, key=lambda i: (-scores[i], min(ranks[i].values()), i))
+    unranked = len(scores) + 1
+    order = sorted(scores, key=lambda i: (-scores[i], ranks[i].get("bm25", unranked), min(ranks[i].values()), i))
     return [(i, scores[i], ranks[i]) for i in order]
 
 

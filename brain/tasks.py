@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
+from django.utils import timezone
+from django_q.models import OrmQ
+from django_q.tasks import async_task
 
 from brain import similar
 from brain.actions import do_prune_note_changes, do_run_note_check, do_sync_project
+from brain.backlog import EMBED_HEARTBEAT
 from brain.embedding_sync import sync_embeddings as run_sync
 from brain.folder import sync_mirror
+from brain.indexing import SIMILAR_TASK
 from brain.models import Note, NoteStatus, Project
+from hyperguild.actions import do_record_worker_heartbeat
 from hyperguild.lib.embedders import get_embedder
 
 logger = logging.getLogger(__name__)
@@ -23,6 +30,11 @@ MIRROR_LOCK_KEY = 0x6272_6169_6E00  # "brain\0"
 EMBED_SCHEDULE = "brain-embeddings"
 INDEX_PRUNE_SCHEDULE = "brain-index-prune"
 VERIFY_SCHEDULE = "brain-verify-projects"
+EMBED_TASK = "brain.tasks.sync_embeddings"
+# One embedding task embeds for about this long, then queues the next slice: a backlog never holds the embedding
+# cluster for longer than a slice, a slice killed with its cluster loses at most this much work, and the cluster's
+# timeout (BRAIN_EMBED_TASK_TIMEOUT) stays far above it.
+EMBED_SLICE_SECONDS = 20.0
 
 
 def schedules() -> list[tuple[str, str, int]]:
@@ -34,7 +46,7 @@ def schedules() -> list[tuple[str, str, int]]:
     if settings.BRAIN_DIR:
         wanted.append((MIRROR_SCHEDULE, "brain.tasks.sync_brain_dir", settings.BRAIN_SYNC_INTERVAL))
     if settings.BRAIN_EMBEDDER != "off":
-        wanted.append((EMBED_SCHEDULE, "brain.tasks.sync_embeddings", settings.BRAIN_EMBED_SYNC_INTERVAL))
+        wanted.append((EMBED_SCHEDULE, EMBED_TASK, settings.BRAIN_EMBED_SYNC_INTERVAL))
     return wanted
 
 
@@ -55,22 +67,57 @@ def sync_brain_dir() -> dict:
             cursor.execute("SELECT pg_advisory_unlock(%s)", [MIRROR_LOCK_KEY])
 
 
-def sync_embeddings() -> dict:
-    """Embed new and changed chunks of every note, drop embeddings of removed ones."""
+def queue_embedding_slice() -> bool:
+    """Queue one `sync_embeddings` slice on the embedding cluster unless one already waits there; True if queued.
+
+    `serve` calls it at every start, so a backlog left by a stop resumes at once; each slice calls it while
+    chunks are left. Checking for a waiting one keeps the schedule, the start and a slice from stacking copies.
+    """
+    waiting = OrmQ.objects.filter(key=settings.EMBED_QUEUE, lock__lte=timezone.now())
+    if any(message.func() == EMBED_TASK for message in waiting):
+        return False
+    with transaction.atomic():  # the broker's row on the connection already open (brain.indexing says why)
+        async_task(EMBED_TASK, task_name="embed-backlog", group="brain-embed", cluster=settings.EMBED_QUEUE)
+    return True
+
+
+def resume_embedding_backlog() -> None:
+    """At `serve`'s start: a backlog left by the last stop resumes at once, not at the next schedule."""
+    if settings.BRAIN_EMBEDDER != "off":
+        queue_embedding_slice()
+
+
+def sync_embeddings(max_seconds: float | None = EMBED_SLICE_SECONDS) -> dict:
+    """One slice of the embedding backlog: chunk new and changed notes, embed for about `max_seconds`, drop
+    embeddings of removed chunks; queue the next slice while chunks are left and this one made progress (an
+    embedder that keeps failing waits for the schedule instead of being called in a loop)."""
+    do_record_worker_heartbeat(EMBED_HEARTBEAT)
     embedder = get_embedder()
     if embedder is None:
         return {"skipped": "BRAIN_EMBEDDER is off"}
-    return run_sync(embedder).as_dict()
+    result = run_sync(embedder, max_seconds=max_seconds)
+    summary = result.as_dict()
+    if result.pending and result.added:
+        summary["next_slice_queued"] = queue_embedding_slice()
+    return summary
 
 
 def sync_note_embeddings(*note_ids: int) -> dict:
-    """The same for the notes of one write or one batch of a bulk path, queued by `brain.indexing`."""
+    """The same for the notes of one write or one batch of a bulk path, queued by `brain.indexing`; bounded like
+    a slice (what is left of these notes, the backlog's next slice takes)."""
+    do_record_worker_heartbeat(EMBED_HEARTBEAT)
     embedder = get_embedder()
     if embedder is None:
         return {"skipped": "BRAIN_EMBEDDER is off"}
-    result = run_sync(embedder, note_ids=note_ids).as_dict()
+    started = time.monotonic()
+    synced = run_sync(embedder, note_ids=note_ids, max_seconds=EMBED_SLICE_SECONDS)
+    result = synced.as_dict()
+    if synced.pending:
+        result["next_slice_queued"] = queue_embedding_slice()
     try:
-        result["similar"] = refresh_similar_notes(*note_ids)
+        # What is left of the slice ranks the similar notes; the rest is queued as a task of its own.
+        left = max(0.0, EMBED_SLICE_SECONDS - (time.monotonic() - started))
+        result["similar"] = refresh_similar_notes(*note_ids, max_seconds=left)
     except Exception as exc:  # noqa: BLE001 — the vectors are stored; the note page ranks it on its next view
         logger.warning("could not rank the similar notes of %d note(s) from note %s: %s", len(note_ids), note_ids[0], exc)
         result["similar"] = {"error": str(exc)}
@@ -82,12 +129,26 @@ def prune_note_changes() -> dict:
     return {"deleted": do_prune_note_changes()}
 
 
-def refresh_similar_notes(*note_ids: int) -> dict:
+def refresh_similar_notes(*note_ids: int, max_seconds: float | None = EMBED_SLICE_SECONDS) -> dict:
     """Rank the notes most like each raw note of `note_ids` after they changed, so their pages and the
-    queue read the result. Notes that are no longer raw (or gone) are skipped."""
-    result = {"ranked": 0, "skipped": 0, "failed": 0, "similar": 0, "duplicates": 0}
+    queue read the result. Notes that are no longer raw (or gone) are skipped.
+
+    Bounded like an embedding slice (each ranking is a search, which embeds its query): the notes not reached
+    within `max_seconds` are queued as a task of their own, behind whatever else waits in the queue.
+    """
+    result = {"ranked": 0, "skipped": 0, "failed": 0, "similar": 0, "duplicates": 0, "queued": 0}
     notes = Note.objects.filter(pk__in=note_ids, status=NoteStatus.RAW).in_bulk()
-    for note_id in note_ids:
+    deadline = time.monotonic() + max_seconds if max_seconds is not None else None
+    for index, note_id in enumerate(note_ids):
+        if deadline is not None and time.monotonic() >= deadline:
+            rest = [pk for pk in note_ids[index:] if pk in notes]
+            if rest:
+                queue = settings.EMBED_QUEUE if settings.BRAIN_EMBEDDER != "off" else None
+                with transaction.atomic():
+                    async_task(SIMILAR_TASK, *rest, task_name=f"similar-notes-{rest[0]}-and-{len(rest) - 1}-more",
+                               group="brain-similar", cluster=queue)  # fmt: skip
+                result["queued"] = len(rest)
+            break
         note = notes.get(note_id)
         if note is None:
             result["skipped"] += 1

@@ -154,3 +154,17 @@ def similarities(model: str, vector: list[float], note_ids: list[int], using: st
     with connections[using].cursor() as cursor:
         cursor.execute(sql, {"vector": vector_literal(vector), "ids": list(note_ids)})
         return {note_id: 1.0 - float(distance) for note_id, distance in cursor.fetchall()}
+
+
+def sample_chunk_vectors(model: str, limit: int, using: str = "default") -> list[tuple[int, list[float]]]:
+    """(note_id, vector) of up to `limit` current chunks of live wiki notes embedded by `model`: a fixed sample
+    (ordered by a hash of the chunk id), so the same brain always gives the same one (`brain.floors`)."""
+    sql = (
+        "SELECT c.note_id, e.vector::text FROM brain_embedding e "
+        "JOIN brain_notechunk c ON c.id = e.chunk_id JOIN brain_note n ON n.id = c.note_id "
+        f"WHERE e.model = {_sql_literal(model)} AND e.content_hash = c.content_hash AND n.status = 'wiki' "
+        "ORDER BY md5(c.id::text) LIMIT %(limit)s"
+    )
+    with connections[using].cursor() as cursor:
+        cursor.execute(sql, {"limit": int(limit)})
+        return [(note_id, [float(x) for x in text.strip("[]").split(",")]) for note_id, text in cursor.fetchall()]

@@ -18,7 +18,7 @@ from django_q.models import Schedule
 from oauth2_provider.models import get_access_token_model, get_refresh_token_model
 
 from hyperguild.auth import check_scopes, known_scopes, new_personal_token, token_digest
-from hyperguild.contributions import schedules
+from hyperguild.contributions import schedules, task_queue
 from hyperguild.errors import DomainError
 from hyperguild.models import (
     ClientRegistrationAttempt,
@@ -65,7 +65,8 @@ def do_ensure_schedules() -> list[str]:
         minutes = max(1, round(seconds / 60))
         Schedule.objects.update_or_create(
             name=name,
-            defaults={"func": func, "schedule_type": Schedule.MINUTES, "minutes": minutes, "repeats": -1},
+            defaults={"func": func, "schedule_type": Schedule.MINUTES, "minutes": minutes, "repeats": -1,
+                      "cluster": task_queue(func)},  # fmt: skip
         )
         names.append(name)
     return names

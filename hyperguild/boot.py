@@ -10,7 +10,9 @@ server process), the test session (tests/session_start.py) and scripts that set 
   sessions survive restarts without a secret ever living in the repository.
 - The database: with DATABASE_URL unset, the embedded PostgreSQL under the data folder runs
   (`hyperguild.lib.embedded_db`), unless HYPERGUILD_EMBEDDED_DB_URL names a server someone else supervises
-  (`serve` gives it to its web and worker processes: only serve starts that server again).
+  (`serve` gives it to its web and worker processes: only serve starts that server again). The entry point
+  that had to start it stops it when it ends (`release_process()`): `manage.py` after its command, the test
+  session at its end; `serve` stops it on Ctrl-C.
 
 Settings read both without making them: a missing key file gives a key for that process only (a type checker
 or a bare `import` gets settings that load), and the embedded server's address is read from its data folder.
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import django
 
-from hyperguild.lib.embedded_db import ensure_database
+from hyperguild.lib.embedded_db import ensure_database, started_by_this_process, stop_embedded_database
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 SECRET_KEY_FILE = "secret_key"
@@ -77,6 +79,17 @@ def prepare_process() -> None:
     if not (_env("DATABASE_URL") or _env("BRAIN_PG_DSN") or _env("HYPERGUILD_EMBEDDED_DB_URL")):
         ensure_database(data_dir)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", SETTINGS_MODULE)
+
+
+def release_process() -> bool:
+    """The end of an entry point that ran `prepare_process()`: the embedded PostgreSQL it had to start is stopped
+    again, so a one-off command (`manage.py brain_import` while the server is down) or a test session leaves
+    nothing running. A server that was running before is left alone, and `serve` stops the one it owns itself
+    (this finds nothing left to stop). True if it stopped one."""
+    data_dir = configured_data_dir()
+    if not started_by_this_process(data_dir):
+        return False
+    return stop_embedded_database(data_dir)
 
 
 def setup_django() -> None:

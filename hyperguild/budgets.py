@@ -47,7 +47,55 @@ class Limit:
 
     def describe(self) -> str:
         owner = "your" if self.scope == "you" else "the service's"
-        return f"{owner} {'daily' if self.period == 'day' else 'monthly'} budget of {self.usd:.2f} USD"
+        return f"{owner} {'daily' if self.period == 'day' else 'monthly'} budget of {format_usd(self.usd)} USD"
+
+
+def format_usd(amount: Decimal | float, significant: int = 2) -> str:
+    """An amount with the digits it needs: two decimals, more when the amount is smaller than a cent (a budget of
+    0.002 USD is "0.002", not "0.00"), with at least `significant` significant digits and at most six decimals."""
+    amount = Decimal(str(amount))
+    if amount == 0:
+        return "0.00"
+    places = max(2, min(6, significant - 1 - amount.copy_abs().adjusted()))
+    text = f"{amount:.{places}f}"
+    whole, _, decimals = text.partition(".")
+    decimals = decimals.rstrip("0").ljust(2, "0")
+    return f"{whole}.{decimals}"
+
+
+@dataclass(frozen=True)
+class BudgetState:
+    """One budget as the Costs page, the banner and /health show it."""
+
+    limit: Limit
+    spent_usd: Decimal  # recorded cost of the calls made in the period
+    held_usd: Decimal  # estimates of the calls in flight
+    resets_at: datetime
+    person: str = ""  # whose (a personal budget), "" for the service's
+
+    @property
+    def used_usd(self) -> Decimal:
+        return self.spent_usd + self.held_usd
+
+    @property
+    def fraction(self) -> float:
+        return float(self.used_usd / self.limit.usd) if self.limit.usd else 1.0
+
+    @property
+    def warned(self) -> bool:
+        return self.used_usd >= self.limit.usd * WARN_AT
+
+    def as_dict(self) -> dict:
+        return {
+            "scope": "person" if self.limit.person_id is not None else "service",
+            "person": self.person or None,
+            "period": self.limit.period,
+            "limit_usd": format_usd(self.limit.usd),
+            "spent_usd": format_usd(self.spent_usd, 3),
+            "held_usd": format_usd(self.held_usd, 3),
+            "percent": round(self.fraction * 100, 1),
+            "resets_at": self.resets_at.isoformat(),
+        }
 
 
 def now() -> datetime:
@@ -84,29 +132,53 @@ def limits_for(person: Person) -> list[Limit]:
     return limits
 
 
-def spent(limit: Limit, at: datetime) -> Decimal:
-    """Recorded cost in the limit's period plus the estimates of the calls in flight."""
+def spent_and_held(limit: Limit, at: datetime) -> tuple[Decimal, Decimal]:
+    """Recorded cost in the limit's period, and the estimates of the calls in flight."""
     start, end = period_bounds(limit.period, at)
     calls = ModelCall.objects.filter(created_at__gte=start, created_at__lt=end, cost_usd__isnull=False)
     held = BudgetReservation.objects.filter(created_at__gte=max(start, at - RESERVATION_TTL))
     if limit.person_id is not None:
         calls, held = calls.filter(requested_by_id=limit.person_id), held.filter(person_id=limit.person_id)
     total = calls.aggregate(s=Sum("cost_usd"))["s"] or Decimal(0)
-    return total + (held.aggregate(s=Sum("amount_usd"))["s"] or Decimal(0))
+    return total, held.aggregate(s=Sum("amount_usd"))["s"] or Decimal(0)
+
+
+def spent(limit: Limit, at: datetime) -> Decimal:
+    """Recorded cost in the limit's period plus the estimates of the calls in flight."""
+    return sum(spent_and_held(limit, at), Decimal(0))
+
+
+def budget_states(people: list[User] | None = None, at: datetime | None = None) -> list[BudgetState]:
+    """The service's budgets, then each of `people`'s own (every person with a budget when None)."""
+    at = at or now()
+    if people is None:
+        people = [budget.person for budget in PersonBudget.objects.select_related("person").order_by("person__username")]
+    states = []
+    for limit in limits_for(None):
+        states.append(BudgetState(limit, *spent_and_held(limit, at), resets_at=period_bounds(limit.period, at)[1]))
+    for person in people:
+        for limit in limits_for(person):
+            if limit.person_id is None:
+                continue  # the service's, listed once above
+            states.append(BudgetState(limit, *spent_and_held(limit, at), resets_at=period_bounds(limit.period, at)[1],
+                                      person=person.get_username()))  # fmt: skip
+    return states
 
 
 def exceeded_message(limit: Limit, used: Decimal, estimate: Decimal, at: datetime) -> str:
     _, resets = period_bounds(limit.period, at)
     return (
-        f"Budget reached: {limit.describe()} has {used:.4f} USD spent or held, and this call may cost up to "
-        f"{estimate:.4f} USD. It resets at {resets:%Y-%m-%d %H:%M} UTC"
+        f"Budget reached: {limit.describe()} has {format_usd(used, 3)} USD spent or held, and this call may cost "
+        f"up to {format_usd(estimate, 3)} USD. It resets at {resets:%Y-%m-%d %H:%M} UTC"
         + (" (ask an operator to raise your limit in the admin, Person budgets)." if limit.scope == "you"
            else " (HYPERGUILD_BUDGET_DAILY_USD / HYPERGUILD_BUDGET_MONTHLY_USD raise it).")
     )  # fmt: skip
 
 
 def check(estimate: Decimal, person: Person = None, *, count: int = 1) -> list[str]:
-    """Raise BudgetExceeded if `count` calls of `estimate` would not fit; else the warnings (≥ 80 % spent)."""
+    """Raise BudgetExceeded if `count` calls of `estimate` would not fit; else the warnings: 80 % spent or more
+    with this call, or too little left for one more call like it (so the last call before a refusal always
+    carries a warning, even when one call's estimate is more than a fifth of the budget)."""
     at = now()
     warnings = []
     needed = estimate * count
@@ -118,8 +190,12 @@ def check(estimate: Decimal, person: Person = None, *, count: int = 1) -> list[s
                 data={"budget": limit.describe(), "spent_usd": float(used), "limit_usd": float(limit.usd),
                       "resets_at": period_bounds(limit.period, at)[1].isoformat()},
             )  # fmt: skip
-        if used + needed >= limit.usd * WARN_AT:
-            warnings.append(f"{limit.describe()} is {(used + needed) / limit.usd:.0%} spent")
+        if used + needed >= limit.usd * WARN_AT or used + 2 * needed > limit.usd:
+            warning = f"{limit.describe()} is {(used + needed) / limit.usd:.0%} spent"
+            if used + 2 * needed > limit.usd:
+                warning += (f"; the next call like this one (up to {format_usd(needed, 3)} USD) will not fit before it "
+                            f"resets at {period_bounds(limit.period, at)[1]:%Y-%m-%d %H:%M} UTC")  # fmt: skip
+            warnings.append(warning)
     return warnings
 
 

@@ -10,6 +10,8 @@ with Django's own `django.core.checks.register`.)
         register_home_counts(home_counts)   # () -> {"raw_count": 3, ...}
         register_schedules(schedules)       # () -> [(name, "<app>.tasks.f", seconds)]
         register_web_start(start)           # () -> None, in each web process once it is built
+        register_task_queue("<app>.tasks.f", "embed")  # its schedule runs on that django-q2 cluster
+        register_serve_start(resume)        # () -> None, in `serve` once the database is ready (queue leftover work)
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ _LOCK = threading.Lock()
 _HOME_COUNTS: list[HomeCounts] = []
 _SCHEDULES: list[Schedules] = []
 _WEB_START: list[WebStart] = []
+_TASK_QUEUES: dict[str, str] = {}
+_SERVE_START: list[WebStart] = []
 
 
 def _register(registry: list, provider: Callable) -> None:
@@ -47,6 +51,29 @@ def register_web_start(hook: WebStart) -> None:
     """`hook()` runs in each web process right after its application is built, before it answers: work that
     its first requests would otherwise wait for (it must return at once: start a thread for anything slow)."""
     _register(_WEB_START, hook)
+
+
+def register_task_queue(func: str, queue: str) -> None:
+    """The schedule of task `func` runs on the django-q2 cluster `queue` (an ALT_CLUSTERS name), not the default."""
+    with _LOCK:
+        _TASK_QUEUES[func] = queue
+
+
+def task_queue(func: str) -> str | None:
+    """The cluster that a schedule of `func` runs on; None for the default one."""
+    with _LOCK:
+        return _TASK_QUEUES.get(func)
+
+
+def register_serve_start(hook: WebStart) -> None:
+    """`hook()` runs in `serve` after its migrations and schedules, before the workers start: work left by the
+    last stop is queued again here, so it resumes without a command run by hand."""
+    _register(_SERVE_START, hook)
+
+
+def serve_start_hooks() -> list[WebStart]:
+    with _LOCK:
+        return list(_SERVE_START)
 
 
 def web_start_hooks() -> list[WebStart]:

@@ -127,6 +127,10 @@ BRAIN_EMBED_URL = env_str("BRAIN_EMBED_URL")
 BRAIN_EMBED_MODEL = env_str("BRAIN_EMBED_MODEL")
 BRAIN_EMBED_API_KEY = env_str("BRAIN_EMBED_API_KEY")
 BRAIN_EMBED_SYNC_INTERVAL = env_int("BRAIN_EMBED_SYNC_INTERVAL", 300, minimum=10)
+# The django-q2 queue (an ALT_CLUSTERS entry of Q_CLUSTER) that embedding tasks go to.
+EMBED_QUEUE = "embed"
+# Seconds one task of that cluster may run (a slice takes about 20 s); a killed one is taken again 60 s later.
+BRAIN_EMBED_TASK_TIMEOUT = env_int("BRAIN_EMBED_TASK_TIMEOUT", 300, minimum=30)
 BRAIN_EMBED_TIMEOUT = env_float("BRAIN_EMBED_TIMEOUT", 30.0, minimum=0.1)
 # Relevance floors (brain/floors.py): empty vector floor = the active model's calibrated one.
 BRAIN_VECTOR_FLOOR = env_optional_float("BRAIN_VECTOR_FLOOR", minimum=-1.0, maximum=1.0)
@@ -447,6 +451,17 @@ Q_CLUSTER = {
     "save_limit": 500,
     "ack_failures": True,
     "label": "Tasks",
+    # django-q2's own multi-queue set-up: embedding runs in a cluster of its own (`Q_CLUSTER_NAME=embed manage.py
+    # qcluster`, started by `serve`), so a long backlog never holds up the heartbeat, the schedules or a skill in
+    # the default queue. Its tasks are bounded slices (brain.tasks.EMBED_SLICE_SECONDS), hence the short timeout:
+    # a slice killed with its cluster is taken again after `retry`, not after the default queue's ten minutes.
+    "ALT_CLUSTERS": {
+        EMBED_QUEUE: {
+            "workers": 1,
+            "timeout": BRAIN_EMBED_TASK_TIMEOUT,
+            "retry": BRAIN_EMBED_TASK_TIMEOUT + 60,
+        },
+    },
 }
 
 LOG_LEVEL = env_str("HYPERGUILD_LOG_LEVEL", "INFO").upper()

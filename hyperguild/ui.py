@@ -22,6 +22,7 @@ from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import render
 
+from hyperguild.budgets import budget_states
 from hyperguild.contributions import home_counts
 from hyperguild.costs import COSTS_DAYS, budget_warnings, costs_report
 from hyperguild.errors import error_body
@@ -122,4 +123,6 @@ def costs(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "hyperguild/costs.html", {
         **costs_report(only_person=None if everyone else request.user), "days": COSTS_DAYS,
         "warnings": budget_warnings(request.user), "everyone": everyone,
+        # The service's budgets and the viewer's own; an operator sees every person's too.
+        "budgets": budget_states(None if everyone else [request.user]),
     })  # fmt: skip

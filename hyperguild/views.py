@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.models import Count, Min
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
+from django_q.conf import Conf
+from django_q.models import OrmQ
 
+from hyperguild.actions import HEARTBEAT_NAME
+from hyperguild.budgets import budget_states
 from hyperguild.health import health_sections
 from hyperguild.lib.db_pool import database_version
 from hyperguild.lib.http import breaker_states
@@ -43,28 +49,61 @@ def health(request: HttpRequest) -> JsonResponse:
         report["ok"] = False
         return JsonResponse(report, status=503)
 
-    beat = WorkerHeartbeat.objects.order_by("-beat_at").first()
-    limit = settings.HYPERGUILD_WORKER_STALE_SECONDS
-    if beat is None:
-        report["worker"] = {"ok": False, "error": "no worker has reported yet (is the django-q2 cluster running?)"}
-    else:
-        age = beat.age().total_seconds()
-        report["worker"] = {
-            "ok": age <= limit,
-            "last_beat": beat.beat_at.isoformat(),
-            "age_seconds": round(age, 1),
-            "stale_after_seconds": limit,
-        }
-        if age > limit:
-            report["worker"]["error"] = f"last heartbeat {round(age)} s ago; the worker looks stopped"
+    report["worker"] = worker_report()
     # Circuit breakers of the outbound services this process has called (closed, open, half-open);
     # an open breaker degrades a feature, it does not make the service unhealthy.
     report["services"] = breaker_states()
     # The model gateway, named even before anything called it: URL, models, reachable or not.
     report["model_gateway"] = gateway_status()
+    # Each budget with what is spent, held and when it resets; a person's without their name (no sign-in here).
+    report["budgets"] = [{**state.as_dict(), "person": None} for state in budget_states()]
     report.update(health_sections())
     report["ok"] = report["database"]["ok"] and report["worker"]["ok"]
     return JsonResponse(report, status=200 if report["ok"] else 503)
+
+
+def heartbeat_interval_seconds() -> int:
+    """How often the heartbeat really runs: django-q2 schedules count whole minutes (hyperguild.actions)."""
+    return max(1, round(settings.HYPERGUILD_WORKER_HEARTBEAT_SECONDS / 60)) * 60
+
+
+def worker_report(now: datetime | None = None) -> JSON:
+    """/health's "worker": the default cluster's last heartbeat, and when it is old, whether the cluster is busy.
+
+    A heartbeat waits in the default queue like any task: older than HYPERGUILD_WORKER_STALE_SECONDS while
+    tasks of that queue are taken and none has run longer than the queue's timeout (past it django-q2 kills the
+    task), the worker is busy, not stopped, and /health says so and stays 200.
+    """
+    now = now or timezone.now()
+    limit = settings.HYPERGUILD_WORKER_STALE_SECONDS
+    beat = WorkerHeartbeat.objects.filter(name=HEARTBEAT_NAME).first()
+    if beat is None:
+        return {"ok": False, "error": "no worker has reported yet (is the django-q2 cluster running?)"}
+    age = beat.age(now).total_seconds()
+    report: JSON = {
+        "ok": age <= limit,
+        "last_beat": beat.beat_at.isoformat(),
+        "age_seconds": round(age, 1),
+        "interval_seconds": heartbeat_interval_seconds(),
+        "stale_after_seconds": limit,
+    }
+    if age <= limit:
+        return report
+    queue = OrmQ.objects.filter(key=Conf.CLUSTER_NAME)  # this process's cluster: the default one
+    taken = queue.filter(lock__gt=now).aggregate(n=Count("id"), first=Min("lock"))
+    retry, timeout = Conf.RETRY, Conf.TIMEOUT
+    # The ORM broker stamps a taken task's lock with "taken at + retry": the oldest lock is the oldest start.
+    oldest = (now - (taken["first"] - timedelta(seconds=retry))).total_seconds() if taken["n"] else None
+    if oldest is not None and oldest <= timeout:
+        ahead = queue.filter(lock__lte=now).count()
+        report.update(ok=True, busy={"running": taken["n"], "waiting": ahead, "oldest_started_seconds": round(oldest)})
+        report["note"] = (
+            f"worker busy: {ahead} task{'s' if ahead != 1 else ''} ahead, the oldest started {round(oldest)} s ago "
+            f"(last heartbeat {round(age)} s ago)"
+        )
+        return report
+    report["error"] = f"last heartbeat {round(age)} s ago; the worker looks stopped"
+    return report
 
 
 def well_known_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:

@@ -17,7 +17,8 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, Q
+from django.db.models import Count, Max, Min, Q
+from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -52,7 +53,11 @@ CURATE = "agent_sessions.curate_trainingexample"  # the curator role (hyperguild
 @login_required
 def session_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     sessions = (
-        AgentSession.objects.select_related("started_by").annotate(n_entries=Count("entries")).order_by("-updated_at", "-id")
+        AgentSession.objects.select_related("started_by")
+        # When the session happened, not when its entries arrived: a spool delivered late keeps its own times.
+        .annotate(n_entries=Count("entries"), started=Min(Coalesce("entries__occurred_at", "entries__created_at")),
+                  last_at=Max(Coalesce("entries__occurred_at", "entries__created_at")))
+        .order_by("-updated_at", "-id")
     )
     if not request.user.is_staff:
         # A session is its owner's (sessions.actions.may_read_session): staff see every session, others their own.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import tempfile
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -214,12 +215,18 @@ class RecheckOutcome:
     error: str = ""
     checks_due: list[int] = field(default_factory=list)  # re-checked wiki notes that carry a `check:`
     checks: list[dict] = field(default_factory=list)  # what their checks did: {slug, passed, seconds, commit}
+    # The head was already synced (another sync, e.g. the schedule, got there first): nothing was re-checked, and
+    # `stale_now` lists the project's notes that wait for a re-check, so the caller sees the state it found.
+    already_synced_at: datetime | None = None
+    stale_now: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
             "project": self.project, "old": self.old, "new": self.new, "changed_files": self.changed_files,
             "notes_rechecked": self.notes_rechecked, "anchors_rechecked": self.anchors_rechecked,
             "stale": list(self.stale or []), "error": self.error, "checks": list(self.checks),
+            "already_synced_at": self.already_synced_at.isoformat() if self.already_synced_at else None,
+            "stale_now": list(self.stale_now),
         }  # fmt: skip
 
 
@@ -260,6 +267,13 @@ def do_recheck_project(project: Project, head: str) -> RecheckOutcome:
         project = Project.objects.select_for_update().get(pk=project.pk)
         old = "" if project.sync_error else project.last_synced_commit
         outcome = RecheckOutcome(project=project.name, old=old, new=head, stale=[])
+        if old and old == head:
+            # Nothing moved since the last sync: say what that sync left instead of an empty "stale: none".
+            outcome.already_synced_at = project.synced_at
+            outcome.stale_now = sorted(
+                Note.objects.needs_recheck().filter(project=project).values_list("slug", flat=True)
+            )
+            return outcome
         repo = project_rules.repository(project)
         verifier = truth.Verifier(repo, head, old=old or None, project=project.name)
         if not old:

@@ -50,12 +50,23 @@ from brain.bm25.segments import (
 )
 from brain.bm25.snapshot import EMPTY_CORPUS, EPSILON, K1, B, QueryScores, Snapshot, build_index
 from brain.bm25.storage import load_segment, save_segment, shared_dir
-from brain.bm25.text import CJK_RE, STOPWORDS, TITLE_REPEAT, WORD_RE, _stem, note_text, term_key, tokenize, word_tokens
+from brain.bm25.text import (
+    CJK_RE,
+    STOPWORDS,
+    TITLE_REPEAT,
+    WORD_RE,
+    _stem,
+    note_text,
+    term_key,
+    tokenize,
+    without_markup,
+    word_tokens,
+)
 
 __all__ = [
     "B", "CJK_RE", "EMPTY_CORPUS", "EPSILON", "K1", "SEGMENT_ARRAYS", "STOPWORDS", "TITLE_REPEAT", "WORD_RE",
     "CorpusGap", "DocTerms", "LiveIndex", "QueryScores", "Segment", "Snapshot", "Stats",
     "_stem", "build_index", "build_segment", "current_index", "doc_terms", "live_index", "load_segment",
     "merge_segments", "note_local_write", "note_text", "reset", "save_segment", "segment_from_docs",
-    "segment_from_rows", "shared_dir", "stats", "term_key", "tokenize", "word_tokens",
+    "segment_from_rows", "shared_dir", "stats", "term_key", "tokenize", "without_markup", "word_tokens",
 ]  # fmt: skip

@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 
 # Bumped whenever the arrays a segment saves change (2: block-max bounds); a base of another format is
 # ignored and built again, never misread.
-SEGMENT_FORMAT = 2
+SEGMENT_FORMAT = 3  # 3: HTML markup is not indexed (brain.bm25.text.without_markup)
 
 
 def save_segment(segment: Segment, directory: Path, corpus_id: str) -> Path:

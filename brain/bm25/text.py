@@ -67,8 +67,52 @@ def word_tokens(word: str) -> tuple[str, ...]:
     return tuple(tokenize(word))
 
 
+# HTML in a markdown note is layout, not what the note says: `<div align="center">`, `<img src=…>`, `&nbsp;`.
+HTML_MARKUP_RE = re.compile(r"<!--.*?(?:-->|\Z)|</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>|&#?\w+;", re.DOTALL)
+CODE_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+CODE_SPAN_RE = re.compile(r"(`+)(?:.+?)\1", re.DOTALL)
+
+
+def without_markup(text: str) -> str:
+    """`text` without HTML tags, attributes, comments and entities, except in code (fenced blocks and
+    `code spans`, where `<div>` is what the note is about)."""
+    if "<" not in text and "&" not in text:
+        return text
+    out: list[str] = []
+    prose: list[str] = []
+    fence = ""
+
+    def flush() -> None:
+        if prose:
+            chunk = "\n".join(prose)
+            kept, position = [], 0
+            for span in CODE_SPAN_RE.finditer(chunk) if "`" in chunk else ():
+                kept += [HTML_MARKUP_RE.sub(" ", chunk[position : span.start()]), span.group(0)]
+                position = span.end()
+            kept.append(HTML_MARKUP_RE.sub(" ", chunk[position:]))
+            out.append("".join(kept))
+            prose.clear()
+
+    for line in text.split("\n"):
+        opening = CODE_FENCE_RE.match(line)
+        if fence:
+            out.append(line)
+            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
+                fence = ""
+            continue
+        if opening:
+            flush()
+            fence = opening.group(1)
+            out.append(line)
+            continue
+        prose.append(line)
+    flush()
+    return "\n".join(out)
+
+
 def note_text(title: str, body: str) -> str:
-    return "\n".join([title] * TITLE_REPEAT + [body])
+    """What BM25 indexes of a note: its title and its body without HTML markup (`without_markup`)."""
+    return "\n".join([title] * TITLE_REPEAT + [without_markup(body)])
 
 
 @lru_cache(maxsize=500_000)

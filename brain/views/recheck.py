@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from brain import actions
 from brain.errors import BrainInputError
-from brain.models import Note, NoteStatus, Project
+from brain.models import EXPORTED_STATUSES, Note, NoteStatus, Project
 from brain.views.pages import REVIEW, _raw_note_or_leave, _undo_message
 from brain.views.review import _return_path
 from hyperguild.ui import paginate, role_action
@@ -123,7 +123,12 @@ def _posted_version(request: HttpRequest) -> int | None:
 def projects_page(request: HttpRequest) -> HttpResponse:
     """Every project: its repository and branch, the head its notes were checked at, and how many are
     proven, verified, stale and unverified (or why its repository cannot be read)."""
-    states = {state: Count("notes", filter=Q(notes__verification_state=state))
-              for state in ("proven", "verified", "stale", "unverified")}  # fmt: skip
+    # Live notes only, as the re-check queue and its badge count them (a superseded or archived note is no
+    # longer anyone's to re-check: issue 47 saw "2 stale" beside a badge of 1).
+    live = Q(notes__status__in=EXPORTED_STATUSES, notes__superseded_by__isnull=True)
+    states = {
+        state: Count("notes", filter=live & Q(notes__verification_state=state))
+        for state in ("proven", "verified", "stale", "unverified")
+    }
     projects = Project.objects.annotate(**states).order_by("name")
     return render(request, "brain/projects.html", {"projects": projects})

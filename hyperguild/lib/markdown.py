@@ -199,6 +199,50 @@ def write_markdown(frontmatter: dict[str, Any], body: str) -> str:
     return f"{FENCE}\n{dump_frontmatter(frontmatter)}{FENCE}\n{body}"
 
 
+# -- titles --------------------------------------------------------------------
+
+ATX_TITLE_RE = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
+SETEXT_TITLE_RULE_RE = re.compile(r"^ {0,3}=+[ \t]*$")
+FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+FENCE_CLOSE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})[ \t]*$")
+
+
+def first_title_heading(body: str) -> str | None:
+    """The text of the first top-level heading (`# Title`, or `Title` over a `===` line) outside fenced code.
+
+    A `# comment` inside a ```python block is code, not a heading; `##` and deeper are sections, not
+    the document's title. A fence closes only with the same character, at least as long (CommonMark).
+    """
+    fence = ""
+    previous = ""
+    for line in body.splitlines():
+        opening = FENCE_OPEN_RE.match(line)
+        if fence:
+            closing = FENCE_CLOSE_RE.match(line)
+            if closing and closing.group(1)[0] == fence[0] and len(closing.group(1)) >= len(fence):
+                fence = ""
+            continue
+        if opening:
+            fence = opening.group(1)
+            previous = ""
+            continue
+        match = ATX_TITLE_RE.match(line)
+        if match:
+            return match.group(1).strip()
+        if previous and SETEXT_TITLE_RULE_RE.match(line):
+            return previous
+        previous = line.strip() if line.strip() and not line.startswith(("    ", "\t")) else ""
+    return None
+
+
+def title_from_file_name(path: str) -> str:
+    """`advanced/timeouts.md` → "Timeouts"; `getting_started-guide.md` → "Getting started guide"."""
+    stem = path.replace("\\", "/").rsplit("/", 1)[-1]
+    stem = stem.rsplit(".", 1)[0] if "." in stem else stem
+    words = " ".join(stem.replace("-", " ").replace("_", " ").split())
+    return words[:1].upper() + words[1:]
+
+
 # -- rendering -----------------------------------------------------------------
 
 ALLOWED_TAGS = {

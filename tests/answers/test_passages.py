@@ -105,3 +105,118 @@ def test_the_sources_are_the_notes_whose_passages_answer_best_first():
     assert result["sources"][0]["slug"] == "rollback" and result["sources"][0]["n"] == 1
     assert result["answer"].startswith("[1] Rolling back: ")
     assert ": To roll back a deploy" in result["answer"].split("\n")[0]
+
+
+HOOKS_NOTE = """# Event hooks
+
+HTTP clients can call functions of yours at points of the request cycle. There are currently two hooks: one
+is called with the request just before it is sent, and one is called with the response once it has been
+received. These allow you to install client-wide behaviour such as logging, monitoring or tracing. To raise an
+exception on every error status instead of checking each response, that could be done like this:
+
+```python
+def raise_on_4xx_5xx(response):
+    response.raise_for_status()
+
+client = Client(event_hooks={"response": [raise_on_4xx_5xx]})
+```
+
+Hooks may also change the request before it is sent.
+"""
+
+
+def test_a_long_paragraph_leads_into_its_code_block_with_its_last_sentence():
+    """Issue 45: the answer quoted the prose before a code block ("could be done like this…"), not the block."""
+    found = texts("Event hooks", HOOKS_NOTE)
+    code = [text for text in found if "```python" in text]
+    assert len(code) == 1 and code[0].startswith("To raise an exception on every error status")
+    assert "raise_for_status()" in code[0]
+    assert found[0].startswith("HTTP clients can call") and "could be done like this" not in found[0]
+
+
+@pytest.mark.django_db
+def test_the_extractive_answer_is_the_code_block_after_its_lead_in():
+    ingest([{"slug": "hooks", "title": "Event hooks", "wing": "docs", "body": HOOKS_NOTE}])
+
+    result = answer("How can I make every error response raise an exception automatically?")
+
+    first = result["answer"].split("\n\n[")[0]
+    assert "response.raise_for_status()" in first, first
+    assert 'event_hooks={"response": [raise_on_4xx_5xx]}' in first
+
+
+def test_a_long_code_block_is_cut_around_the_line_that_answers_and_keeps_its_lead_in():
+    lines = [f"    step_{i} = prepare({i})" for i in range(60)]
+    lines[40] = "    client = Client(proxy='http://localhost:8030')"
+    body = "Route the traffic through a proxy like this:\n\n```python\n" + "\n".join(lines) + "\n```\n"
+    [passage] = split_passages("Proxies", body)
+    cut = best_sentences(passage, "How do I send requests through a proxy?", 600)
+    assert cut.startswith("Route the traffic through a proxy like this:")
+    assert "client = Client(proxy='http://localhost:8030')" in cut
+    assert len(cut) <= 640
+
+
+TRANSPORTS_NOTE = """# Transports
+
+The shop's clients send every request through a transport. The default transport handles connection pooling, retries
+on connection errors and HTTP/2, and most users never need to change it. You can give a client a transport of your
+own: for tests, for a proxy, or to call a WSGI or ASGI app in process, without the network, which keeps the tests
+of a web app fast and keeps them from needing a server.
+
+The transports that come with it:
+
+- `shop.HTTPTransport`: the network, with pooling and retries.
+- `shop.MockTransport`: hands each request to a function of yours and returns the response it makes up.
+- `shop.WSGITransport`: calls a WSGI app in process.
+"""
+
+
+def test_the_line_naming_a_class_beats_the_paragraph_around_it():
+    """Issue 45: "which class …?" was answered with the paragraph about transports, not the line naming one."""
+    passages = split_passages("Transports", TRANSPORTS_NOTE)
+    ranked = score_passages(
+        "Which class lets my tests make up the responses instead of calling a server?", [(None, p) for p in passages]
+    )
+    assert ranked[0].passage.text.startswith("- `shop.MockTransport`"), ranked[0].passage.text
+
+
+STANDALONE_NOTE = """# Exceptions
+
+You can also call the main function with the standalone mode off, which disables exception handling and the
+implicit exit at the end.
+
+So you can do something like this:
+
+```python
+command.main(["name"], standalone_mode=False)
+```
+"""
+
+
+def test_a_lead_in_that_points_back_brings_the_paragraph_it_points_at():
+    """Issue 45: "So you can do something like this:" led into the code alone; what "this" does was one paragraph up."""
+    [code] = [text for text in texts("Exceptions", STANDALONE_NOTE) if "```python" in text]
+    assert "disables exception handling and the implicit exit" in code
+    assert "So you can do something like this:" in code and "standalone_mode=False" in code
+
+
+MODULE_AND_TEST_NOTE = """# Testing
+
+The runner invokes a command in isolation and captures its output:
+
+```python
+def hello():
+    print("Hello")
+```
+
+```python
+def test_hello():
+    result = runner.invoke(hello)
+    assert result.exit_code == 0
+```
+"""
+
+
+def test_a_second_code_block_right_under_the_first_keeps_the_lead_in():
+    code = [text for text in texts("Testing", MODULE_AND_TEST_NOTE) if "```python" in text]
+    assert len(code) == 2 and all(text.startswith("The runner invokes a command in isolation") for text in code)

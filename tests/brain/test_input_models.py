@@ -70,7 +70,7 @@ def test_the_place_limit_is_one_number_for_mcp_rest_and_forms():
 def test_a_body_keeps_its_whitespace_and_a_one_line_field_is_trimmed_in_the_forms():
     form = EditForm({"title": "  A title  ", "body": "  indented\n"})
     assert form.is_valid(), form.errors
-    assert form.cleaned_data == {"title": "A title", "body": "  indented\n", "version": None}
+    assert form.cleaned_data == {"title": "A title", "body": "  indented\n", "version": None, "check": ""}
 
 
 def test_no_brain_module_restates_the_title_or_the_place_limit():

@@ -126,3 +126,31 @@ def test_a_brain_folder_names_the_markdown_it_leaves_out(tmp_path):
     assert [slug for slug, *_ in places()] == ["idea"]
     assert "1 .md file(s) outside wiki/ and raw/ were not imported" in printed and "README.md" in printed
     assert import_folder(tmp_path).ignored == ["README.md"]
+
+
+@pytest.mark.django_db
+def test_a_plain_folders_titles_come_from_the_top_level_heading_outside_code(tmp_path):
+    """Issue 45: a `# comment` in a python block titled 5 of 23 notes of a real project ("Using the top-level API:")."""
+    root = tmp_path / "docs"
+    (root / "advanced").mkdir(parents=True)
+    (root / "quickstart.md").write_text(
+        "Using the top-level API:\n\n```python\n# Using the top-level API:\nimport shop\n```\n\n# Quickstart\n\nText.\n",
+        encoding="utf-8",
+    )
+    (root / "advanced" / "timeouts.md").write_text(
+        "Intro.\n\n```python\n# a comment, not a heading\n```\n\n## Setting a default\n\nText.\n", encoding="utf-8"
+    )
+    (root / "front.md").write_text("---\ntitle: From the front matter\n---\n\n## A section\n\nText.\n", encoding="utf-8")
+    (root / "both.md").write_text("---\ntitle: Nav label\n---\n\n# The page itself\n\nText.\n", encoding="utf-8")
+    (root / "tilde.md").write_text("~~~\n# inside tildes\n~~~\n\nSetext title\n============\n\nText.\n", encoding="utf-8")
+
+    run_import(str(root))
+
+    titles = dict(Note.objects.values_list("slug", "title"))
+    assert titles == {
+        "quickstart": "Quickstart",
+        "timeouts": "Timeouts",  # no `#` heading outside the code, no front matter: the file name
+        "front": "From the front matter",  # a `##` section heading is not the note's title
+        "both": "The page itself",
+        "tilde": "Setext title",
+    }, titles

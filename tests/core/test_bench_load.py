@@ -21,11 +21,12 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+@pytest.mark.timeout(360)  # every phase on a real server: it took past 180 s on a busy machine (issue 47)
 def test_bench_load_prints_every_phase_and_leaves_no_scratch_database(child_env):
     completed = subprocess.run(
         [sys.executable, "bench/load.py", "--notes", "40", "--clients", "3", "--seconds", "0.5",
          "--workers", "1", "--write-rate", "5", "--query-rates", "10", "--ping-samples", "3"],
-        cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=240,
+        cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=340,
     )  # fmt: skip
     out = completed.stdout
     assert completed.returncode == 0, completed.stderr[-3000:] + out[-3000:]
@@ -57,12 +58,14 @@ def test_bench_load_refuses_a_bad_rate_before_it_creates_anything(rates, message
 def test_bench_load_drives_several_servers_side_by_side_and_compares_them_with_the_best_stock_one(child_env):
     completed = subprocess.run(
         [sys.executable, "bench/load.py", "--notes", "40", "--clients", "3", "--seconds", "0.5",
-         "--workers", "1", "--servers", "granian@4/2,granian@4/0,uvicorn/0", "--repeat", "2"],
+         "--workers", "1", "--servers", "granian@4/2,uvicorn/0", "--repeat", "2"],
         cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=240,
     )  # fmt: skip
+    # Two servers, not three (issue 47: the suite drove whole benchmarks on a busy machine): one with a piece of
+    # ours, one stock server to compare it with.
     out = completed.stdout
     assert completed.returncode == 0, completed.stderr[-3000:] + out[-3000:]
-    for spec in ("granian@4/2", "granian@4/0", "uvicorn/0"):
+    for spec in ("granian@4/2", "uvicorn/0"):
         for kind in ("reads", "reads + writer 10/s"):
             assert re.search(rf"^\| {re.escape(spec)} \| {re.escape(kind)} \| \d+ \(\d+–\d+\) \| .* \| 0 \|", out,
                              flags=re.MULTILINE), f"{spec} {kind} missing from:\n{out}"  # fmt: skip
@@ -71,7 +74,7 @@ def test_bench_load_drives_several_servers_side_by_side_and_compares_them_with_t
     # Only the configuration with a piece of ours (the gate) is compared with the best stock figures.
     assert re.search(r"^granian@4/2 against the best stock server on each figure \(reads\): calls/s [+-]\d+ %", out,
                      flags=re.MULTILINE), out  # fmt: skip
-    assert "granian@4/0 against" not in out and "uvicorn/0 against" not in out
+    assert "uvicorn/0 against" not in out
     scratch = re.search(r"scratch database (hyperguild_eval_\d+)", out).group(1)
     with psycopg.connect(database_url(), autocommit=True) as conn:
         assert scratch not in [row[0] for row in conn.execute("SELECT datname FROM pg_database")]

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from brain import bm25, vectors
+from brain import bm25, floors, vectors
 from tests.fakes.embed import FakeEmbedServer
 
 
@@ -28,9 +28,12 @@ def ollama_settings(settings, embed_server):
 
 @pytest.fixture(autouse=True)
 def fresh_search_state():
-    """Each test starts with no cached BM25 index and no remembered HNSW index (new test database)."""
+    """Each test starts with no cached BM25 index, no remembered HNSW index and no measured spread of the
+    brain's notes (new test database)."""
     bm25.reset()
     vectors.forget_indexes()
+    floors.forget_spreads()
     yield
     bm25.reset()
     vectors.forget_indexes()
+    floors.forget_spreads()

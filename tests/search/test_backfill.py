@@ -122,3 +122,24 @@ def test_a_backfill_while_another_batch_runs_in_the_process_is_answered_429_at_o
     finally:
         batch_lane.leave(place)
     assert httpx.post(backfill_url, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30).status_code == 200
+
+
+@pytest.mark.django_db
+def test_brain_embed_takes_no_progress_and_draws_no_bar(ollama_settings):
+    """Issue 47: `brain_embed --no-progress` was refused although the other long commands take it."""
+    do_ingest_note(title="Tides", body="Moon.", wing="sci")
+    out, err = io.StringIO(), io.StringIO()
+    call_command("brain_embed", "--no-progress", stdout=out, stderr=err)
+    assert "Embedding sync done: added 1" in out.getvalue()
+    assert err.getvalue() == ""
+
+
+@pytest.mark.parametrize(
+    "command", ["brain_embed", "brain_import", "brain_export", "brain_eval", "sessions_import", "sessions_export",
+                "migrate_from_go"],
+)  # fmt: skip
+def test_every_long_command_takes_no_progress(command):
+    from django.core.management import get_commands, load_command_class
+
+    parser = load_command_class(get_commands()[command], command).create_parser("manage.py", command)
+    assert "--no-progress" in parser.format_help()

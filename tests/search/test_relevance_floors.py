@@ -74,12 +74,12 @@ def floors_on(settings) -> None:
     settings.BRAIN_BM25_ALONE_FLOOR = 0.40
 
 
-def test_the_local_model_has_calibrated_floors_and_the_settings_override_them(settings):
-    floors_on(settings)
+def test_the_local_model_has_calibrated_floors_and_the_settings_override_them(db, settings):
+    floors_on(settings)  # an empty brain: nothing of its own to move the floors (see the spread test below)
     local = "local:multilingual-e5-small"
     calibrated = (floors.vector_floor(local), floors.agree_floor(local), floors.support_floor(local))
     assert calibrated == floors.VECTOR_FLOORS[local]
-    assert floors.vector_floor("ollama:some-new-model") is None  # not calibrated: reorders BM25 hits only
+    assert floors.vector_floor("ollama:some-new-model") is None  # not calibrated, no notes: reorders BM25 hits only
     assert floors.current("ollama:some-new-model").agree is None
     settings.BRAIN_VECTOR_FLOOR, settings.BRAIN_VECTOR_AGREE_FLOOR, settings.BRAIN_VECTOR_SUPPORT_FLOOR = 0.5, 0.45, 0.4
     assert floors.current(local) == floors.Floors(
@@ -205,3 +205,49 @@ def test_the_search_page_says_nothing_relevant(live_local_brain):
 
 def slugs(result: dict) -> list[str]:
     return [entry["slug"] for entry in result["entries"]]
+
+
+VARIED_NOTES = [
+    ("sourdough", "Sourdough starter", "Feed the rye starter twice a day and keep it at room temperature."),
+    ("marathon", "Marathon training", "Build the long run by two kilometres a week and taper for three weeks."),
+    ("volcano", "Volcanic eruptions", "Basaltic lava flows slowly; explosive eruptions come from viscous magma."),
+    ("chess", "Chess openings", "The Sicilian defence answers e4 with c5 and fights for the centre from the side."),
+    ("tax", "Filing taxes", "Keep receipts for seven years; the return is due at the end of April."),
+    ("tomatoes", *TOMATO[1:]),
+]
+
+
+def test_the_vector_floors_come_from_how_alike_the_brains_own_notes_are(db, settings, vector_cache):
+    """Issue 45: one fixed collection's floors do not hold for a brain whose notes all speak of one thing.
+
+    The model's calibrated floors move up by how much more alike this brain's notes are (chunks of two
+    different notes) than the calibration collection's; a brain as varied as that collection keeps them."""
+    from brain.actions import do_archive_note
+
+    settings.BRAIN_EMBEDDER = "local"
+    floors_on(settings)
+    key = vector_cache.key
+    calibrated = floors.VECTOR_FLOORS[key]
+
+    varied = [do_ingest_note(title=t, body=b, wing="life", slug=s, source="test") for s, t, b in VARIED_NOTES]
+    sync_embeddings(vector_cache)
+    spread = floors.measure_spread(key)
+    assert spread is not None and spread.enough and spread.notes == 6
+    assert floors.current(key).vector == calibrated[0]  # a varied brain: the calibrated floors
+
+    for note in varied:
+        do_archive_note(note, reason="test")
+    for slug, title, body in LITELLM_NOTES:
+        do_ingest_note(title=title, body=body, wing="entities", slug=slug, source="test")
+    sync_embeddings(vector_cache)
+    floors.forget_spreads()
+    alike = floors.measure_spread(key)
+    assert alike is not None and alike.notes == 6 and alike.typical > spread.typical
+    moved = floors.current(key)
+    step = floors.shift(key, alike)
+    assert step > 0
+    assert (moved.vector, moved.agree, moved.support) == pytest.approx(tuple(f + step for f in calibrated))
+    # An operator's setting still wins.
+    settings.BRAIN_VECTOR_FLOOR = 0.9
+    assert floors.current(key).vector == 0.9
+    print(f"varied brain: typical {spread.typical:.3f}; one-subject brain: typical {alike.typical:.3f}, +{step:.2f}")

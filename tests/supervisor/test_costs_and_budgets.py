@@ -151,9 +151,46 @@ def test_a_spent_budget_refuses_tdd_red_before_anything_is_queued_or_spawned(fak
 def test_a_consensus_review_must_fit_all_its_samples(fake_claude, python_project, ada, settings):
     settings.HYPERGUILD_BUDGET_UNPRICED_CALL_USD = 0.04
     PersonBudget.objects.create(person=ada, daily_usd=Decimal("0.10"))
-    assert budgets.check(Decimal("0.04"), ada, count=2) == ["your daily budget of 0.10 USD is 80% spent"]
+    [warning] = budgets.check(Decimal("0.04"), ada, count=2)
+    assert warning.startswith("your daily budget of 0.10 USD is 80% spent")
     with pytest.raises(BudgetExceeded):
         budgets.check(Decimal("0.04"), ada, count=3)
+
+
+def test_a_budget_below_a_cent_is_printed_with_the_digits_it_has(ada, settings):
+    """Issue 47: a daily budget of 0.002 USD was refused as "the service's daily budget of 0.00 USD"."""
+    settings.HYPERGUILD_BUDGET_DAILY_USD = 0.002
+    spend(ada, "0.0015")
+    with pytest.raises(BudgetExceeded) as refused:
+        budgets.check(Decimal("0.0007"), ada)
+    assert "the service's daily budget of 0.002 USD" in refused.value.message
+    assert "0.0015 USD spent or held" in refused.value.message and "0.0007 USD" in refused.value.message
+    assert "0.00 USD" not in refused.value.message
+
+
+def test_the_last_call_before_a_refusal_carries_the_warning(ada):
+    """Issue 47: calls of 35 % each were refused at 70 % spent, and the 80 % warning never showed."""
+    PersonBudget.objects.create(person=ada, daily_usd=Decimal("0.02"))
+    estimate = Decimal("0.007")
+    assert budgets.check(estimate, ada) == []  # 35 %, and room for another
+    spend(ada, "0.007")
+    [warning] = budgets.check(estimate, ada)  # 70 %: the next call like it will not fit
+    assert "70% spent" in warning and "the next call like this one" in warning and "resets at" in warning
+    spend(ada, "0.007")
+    with pytest.raises(BudgetExceeded):
+        budgets.check(estimate, ada)
+
+
+def test_budget_states_show_spent_held_and_reset_apart(ada, settings):
+    settings.HYPERGUILD_BUDGET_DAILY_USD = 0.002
+    PersonBudget.objects.create(person=ada, daily_usd=Decimal("0.5"))
+    spend(ada, "0.0012")
+    with model_call_context(requested_by=ada), budgets.reserve(Decimal("0.0003"), what="review"):
+        service, own = (state.as_dict() for state in budgets.budget_states())
+    assert service == {**service, "scope": "service", "person": None, "period": "day", "limit_usd": "0.002",
+                       "spent_usd": "0.0012", "held_usd": "0.0003", "percent": 75.0}  # fmt: skip
+    assert own == {**own, "scope": "person", "person": "ada", "limit_usd": "0.50", "spent_usd": "0.0012"}
+    assert service["resets_at"].endswith("+00:00") and "T00:00:00" in service["resets_at"]
 
 
 def test_concurrent_calls_cannot_both_take_the_last_room(transactional_db, prices, django_user_model):
@@ -198,3 +235,16 @@ def test_the_hook_queued_retrospective_skips_with_a_reason_when_the_budget_is_sp
     assert "Budget reached" in outcome["skipped"]
     assert gateway.requests == []
     assert "retrospective of session sess-budget skipped" in caplog.text
+
+
+def test_make_runs_banner_names_the_service_budget_with_spent_held_and_reset(ada, settings):
+    from hyperguild.management.commands.serve import budget_lines
+
+    assert budget_lines() == ["budgets: no service budget (HYPERGUILD_BUDGET_DAILY_USD, HYPERGUILD_BUDGET_MONTHLY_USD)."]
+    settings.HYPERGUILD_BUDGET_DAILY_USD = 0.02
+    PersonBudget.objects.create(person=ada, daily_usd=Decimal("0.01"))
+    spend(ada, "0.009")
+    [service, people] = budget_lines()
+    assert service.startswith("budget: the service's daily budget of 0.02 USD: 0.009 USD spent, 0.00 held (45%)")
+    assert "resets 20" in service and "UTC" in service
+    assert people == "personal budgets: 1 people, 1 of them 80 % spent or more (/costs/)."

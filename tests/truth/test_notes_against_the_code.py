@@ -93,6 +93,21 @@ def test_one_run_of_the_scheduled_task_does_the_same_as_project_sync(ledgerly):
     assert {slug for slug, state in states().items() if state == "stale"} == STALE_AFTER_CHANGE
 
 
+def test_project_sync_right_after_the_schedule_says_what_that_sync_found(ledgerly):
+    """Issue 47: `project_sync` after a commit printed "x → x, 0 files changed … stale: none" while notes were
+    stale, because the schedule had synced two seconds earlier."""
+    new = ledgerly.change()
+    verify_projects()  # the schedule gets there first
+
+    out = io.StringIO()
+    call_command("project_sync", "ledgerly", stdout=out)
+
+    printed = out.getvalue()
+    assert f"already at {new[:7]}" in printed and "by another sync" in printed, printed
+    assert "stale now: export, rounding-quote, spawn" in printed, printed
+    assert "stale: none" not in printed
+
+
 def test_a_sync_re_checks_only_the_notes_anchored_to_the_files_that_changed(ledgerly):
     invoices = ledgerly.repo / "ledgerly/invoices.py"
     invoices.write_text(invoices.read_text() + "\n\ndef invoice_tax(lines):\n    return 0\n")

@@ -24,13 +24,14 @@ class Command(BaseCommand):
             action="store_true",
             help="embed nothing: print embedded and pending chunks per model and the time left at the current rate",
         )
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["status"]:
             for line in self.status_lines():
                 self.stdout.write(line)
             return
-        result = self.run_sync()
+        result = self.run_sync(show_progress=not options.get("no_progress"))
         for error in result.errors:
             self.stderr.write(self.style.ERROR(error))
         summary = (
@@ -64,11 +65,12 @@ class Command(BaseCommand):
             lines.append(self.style.WARNING("Backlog not empty: search answers are partial until it is."))
         return lines
 
-    def run_sync(self) -> SyncResult:
+    def run_sync(self, *, show_progress: bool = True) -> SyncResult:
         embedder = get_embedder()
         if embedder is None:
             raise CommandError("BRAIN_EMBEDDER is off: set it to local, ollama or openai to embed notes.")
-        bar = tqdm(total=0, unit="chunk", desc=f"embedding ({embedder.key})", file=self.stderr, disable=None)
+        bar = tqdm(total=0, unit="chunk", desc=f"embedding ({embedder.key})", file=self.stderr,
+                   disable=None if show_progress else True)  # fmt: skip
 
         def progress(done: int, total: int) -> None:
             bar.total = total

@@ -71,9 +71,11 @@ class Command(BaseCommand):
         "nDCG@10, Recall@100 and latency per ranker, embedding throughput, and (--calibrate) the relevance "
         "floors the judged pairs suggest. Runs in a scratch database."
     )
+    no_bars: bool | None = None  # tqdm's `disable`: None draws only on a terminal, True never (--no-progress)
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dataset", type=Path, required=True, help="a BEIR-layout folder")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bars")
         parser.add_argument("--split", default="test", help="qrels file to use (default: test)")
         parser.add_argument("--rankers", default="bm25", help="comma list of bm25, dense, hybrid (default: bm25)")
         parser.add_argument(
@@ -105,6 +107,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        self.no_bars = True if options.get("no_progress") else None  # None: tqdm draws only on a terminal
         rankers = [r.strip() for r in options["rankers"].split(",") if r.strip()]
         unknown = set(rankers) - set(RANKERS)
         if unknown:
@@ -189,7 +192,7 @@ class Command(BaseCommand):
         """Scratch notes straight through the ORM: no user data, no mirror, no per-note tasks."""
         slug_to_doc: dict[str, str] = {}
         batch = []
-        for doc in tqdm(corpus, desc="importing", unit="doc", file=self.stderr, disable=None):
+        for doc in tqdm(corpus, desc="importing", unit="doc", file=self.stderr, disable=self.no_bars):
             slug = f"doc-{len(slug_to_doc)}"
             slug_to_doc[slug] = doc["_id"]
             title = (doc.get("title") or "").strip()[:300]
@@ -213,7 +216,7 @@ class Command(BaseCommand):
 
     def embed_corpus(self, embedder: CachingEmbedder) -> None:
         cached_before = len(embedder.cache)
-        bar = tqdm(total=0, desc=f"embedding ({embedder.key})", unit="chunk", file=self.stderr, disable=None)
+        bar = tqdm(total=0, desc=f"embedding ({embedder.key})", unit="chunk", file=self.stderr, disable=self.no_bars)
 
         def progress(done: int, total: int) -> None:
             bar.total, bar.n = total, done
@@ -244,7 +247,7 @@ class Command(BaseCommand):
         floor = None if floors_on else floors.NO_FLOORS
         label = f"{ranker} (floors {'on' if floors_on else 'off'})"
         ndcgs, recalls, latencies, empty_judged = [], [], [], 0
-        for query_id, text in tqdm(dataset.queries.items(), desc=label, unit="query", file=self.stderr, disable=None):
+        for query_id, text in tqdm(dataset.queries.items(), desc=label, unit="query", file=self.stderr, disable=self.no_bars):
             ranking = rank_notes(
                 text, depth=RECALL_K, rankers=RANKERS[ranker], embedder=embedder, status=None, floor=floor
             )
@@ -315,7 +318,7 @@ class Command(BaseCommand):
         rng = random.Random(11)
         ids = sorted(chunk_vectors)
         relevant, unrelated, best_judged = [], [], []
-        for query_id, text in tqdm(dataset.queries.items(), desc="calibrating", file=self.stderr, disable=None):
+        for query_id, text in tqdm(dataset.queries.items(), desc="calibrating", file=self.stderr, disable=self.no_bars):
             query = np.asarray(embedder.embed_query(text), dtype=np.float32)
             judged = dataset.qrels[query_id]
             for doc_id, grade in judged.items():

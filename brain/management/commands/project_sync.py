@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.utils import timezone
 
 from brain.actions import RecheckOutcome, do_sync_project
 from brain.models import Project
@@ -40,6 +41,13 @@ class Command(BaseCommand):
             if outcome.error:
                 self.stdout.write(self.style.WARNING(f"{project.name}: repository cannot be read ({outcome.error}); "
                                                      "its notes are unverified"))
+                continue
+            if outcome.already_synced_at is not None:
+                ago = (timezone.now() - outcome.already_synced_at).total_seconds()
+                self.stdout.write(
+                    f"{project.name}: already at {outcome.new[:7]}, synced {ago:.0f} s ago (by another sync, e.g. the "
+                    f"schedule); stale now: {', '.join(outcome.stale_now) or 'none'}"
+                )
                 continue
             moved = f"{outcome.old[:7] or '(first sync)'} → {outcome.new[:7]}"
             self.stdout.write(

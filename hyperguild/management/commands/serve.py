@@ -38,7 +38,9 @@ from django.db.migrations.executor import MigrationExecutor
 from django_q.tasks import async_task
 
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
+from hyperguild.budgets import budget_states, format_usd
 from hyperguild.checks import public_bind_problem
+from hyperguild.contributions import serve_start_hooks
 from hyperguild.lib.embedded_db import (
     embedded_database_url,
     ensure_embedded_database,
@@ -117,6 +119,25 @@ def gateway_lines() -> list[str]:
     ]
     if status.get("single_model"):
         lines.append(f"  one model, {models['fast']}, serves both routing roles: routing always uses it, no fail-open retry.")
+    return lines
+
+
+def budget_lines() -> list[str]:
+    """What the banner says about budgets: the service's with spent, held and reset; how many people have one."""
+    states = budget_states()
+    service = [state for state in states if not state.person]
+    if not service:
+        lines = ["budgets: no service budget (HYPERGUILD_BUDGET_DAILY_USD, HYPERGUILD_BUDGET_MONTHLY_USD)."]
+    else:
+        lines = [
+            f"budget: {state.limit.describe()}: {format_usd(state.spent_usd, 3)} USD spent, "
+            f"{format_usd(state.held_usd, 3)} held ({state.fraction:.0%}); resets {state.resets_at:%Y-%m-%d %H:%M} UTC."
+            for state in service
+        ]
+    people = {state.person for state in states if state.person}
+    if people:
+        reached = {state.person for state in states if state.person and state.warned}
+        lines.append(f"personal budgets: {len(people)} people, {len(reached)} of them 80 % spent or more (/costs/).")
     return lines
 
 
@@ -250,6 +271,9 @@ class Command(BaseCommand):
                 else:
                     self.stdout.write(f"created admin account {name!r} (password from HYPERGUILD_ADMIN_PASSWORD)")
             do_ensure_schedules()
+            if not no_worker:
+                for hook in serve_start_hooks():
+                    hook()  # work the last stop left (an embedding backlog) is queued again, not left waiting
         except BaseException:
             if web is not None:  # a failed check or step: the web processes never open
                 os.killpg(web.pid, signal.SIGKILL)
@@ -265,15 +289,24 @@ class Command(BaseCommand):
         # forks its workers, and a pool opened before the fork would share its sockets between them.
         worker_env = {name: value for name, value in child_env.items() if name not in (WEB_PROCESS, SERVE_GATE, SERVE_PID)}
 
-        def start_worker() -> subprocess.Popen:
-            return subprocess.Popen(
-                [sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, env=worker_env,
-                start_new_session=True,
+        def start_worker(queue: str = "") -> subprocess.Popen:
+            # Q_CLUSTER_NAME picks django-q2's ALT_CLUSTERS entry: the embedding cluster, or the default one.
+            env = {**worker_env, "Q_CLUSTER_NAME": queue} if queue else worker_env
+            process = subprocess.Popen(
+                [sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, env=env, start_new_session=True,
             )
+            worker_queues[process.pid] = queue
+            return process
 
+        worker_queues: dict[int, str] = {}
         if not no_worker:
-            self._step("starting the task worker (django-q2 cluster)…")
-            children.append(start_worker())
+            if settings.BRAIN_EMBEDDER == "off":
+                self._step("starting the task worker (django-q2 cluster)…")
+                children.append(start_worker())
+            else:
+                self._step("starting the task workers (django-q2 clusters: the default queue and the embedding one)…")
+                children.append(start_worker())
+                children.append(start_worker(settings.EMBED_QUEUE))
             async_task("hyperguild.tasks.heartbeat")  # healthy as soon as the worker runs, not a minute later
 
         stopping = False
@@ -308,8 +341,11 @@ class Command(BaseCommand):
                     elif time.monotonic() - last_worker_start >= WORKER_RESTART_SECONDS:
                         # The worker cluster can die with the database (an outage mid-poll): start it
                         # again rather than take the web server down with it.
-                        self.stderr.write(f"the worker (qcluster) exited with {child.returncode}; starting it again")
-                        children[index] = start_worker()
+                        queue = worker_queues.pop(child.pid, "")
+                        self.stderr.write(
+                            f"the worker (qcluster {queue or 'default'}) exited with {child.returncode}; starting it again"
+                        )
+                        children[index] = start_worker(queue)
                         last_worker_start = time.monotonic()
                 if supervise_db and time.monotonic() >= next_db_check:
                     self.supervise_database()
@@ -404,5 +440,7 @@ class Command(BaseCommand):
         self.stdout.write(f"  People sign in at {base}/login/ and make their own tokens at {base}/tokens/; "
                           "without a header, Claude Code signs in through the browser (docs/people.md).")
         for line in gateway_lines():
+            self.stdout.write(f"  {line}")
+        for line in budget_lines():
             self.stdout.write(f"  {line}")
         self.stdout.write("Press Ctrl-C to stop.")

@@ -17,10 +17,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("directory", type=Path, help="Folder to write (created if missing).")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
         parser.add_argument("--session", action="append", dest="sessions", help="Only this session id (repeatable).")
 
     def handle(self, *args: Any, directory: Path, sessions: list[str] | None = None, **options: Any) -> None:
-        summary = self.export_dir(directory, sessions, show_progress=options["verbosity"] > 0)
+        summary = self.export_dir(directory, sessions, show_progress=options["verbosity"] > 0 and not options.get("no_progress"))
         self.stdout.write(
             self.style.SUCCESS(
                 f"Exported {summary['files']} session(s) to {directory}: {summary['written']} written, "

@@ -17,9 +17,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("directory", type=Path, help="Folder holding <session_id>.jsonl files.")
+        parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(self, *args: Any, directory: Path, **options: Any) -> None:
-        summary = self.import_dir(directory, show_progress=options["verbosity"] > 0)
+        summary = self.import_dir(directory, show_progress=options["verbosity"] > 0 and not options.get("no_progress"))
         for error in summary["errors"]:
             self.stderr.write(self.style.WARNING(f"skipped {error['file']}: {error['error']}"))
         if options["verbosity"] > 1:

@@ -1,0 +1,116 @@
+"""An embedding backlog under `manage.py serve` (issue 47, item 1): health stays true and the backlog resumes.
+
+One real `manage.py serve` on a scratch embedded PostgreSQL with 500 notes waiting to be embedded by a slow
+Ollama-speaking embedder on 127.0.0.1 (each call of 32 chunks takes seconds: the worker embeds for minutes).
+The issue saw `/health` answer 503 "last heartbeat 278 s ago; the worker looks stopped" because the heartbeat
+waited in the one django-q2 queue behind the embedding tasks, and a restart left the backlog waiting until
+`manage.py brain_embed` was run by hand.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.fakes.embed import FakeEmbedServer
+from tests.fakes.helpers import wait_for
+from tests.supervisor.test_chaos import ROOT, ScratchServe, _kill_stray_postmaster
+
+NOTES = 500
+SLOW_CALL_SECONDS = 8.0  # one embedder call (32 chunks): 16 calls keep the worker busy for about two minutes
+
+
+class EmbeddingServe(ScratchServe):
+    def __init__(self, base: Path, embed_url: str):
+        super().__init__(base)
+        self.embed_url = embed_url
+
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        # The default worker settings (2 workers in the default queue), as `make run` has them.
+        env.pop("HYPERGUILD_Q_WORKERS", None)
+        env.update(BRAIN_EMBEDDER="ollama", BRAIN_EMBED_URL=self.embed_url, BRAIN_EMBED_MODEL="fake-embed",
+                   BRAIN_DIR="", HYPERGUILD_WORKER_HEARTBEAT_SECONDS="60")  # fmt: skip
+        return env
+
+    def health(self) -> tuple[int, dict]:
+        response = httpx.get(f"{self.url}/health", timeout=30)
+        return response.status_code, response.json()
+
+
+def backlog_left(body: dict) -> int:
+    active = body["embeddings"]["active"]
+    return active["pending_chunks"] + active["notes_waiting"]
+
+
+@pytest.fixture(scope="module")
+def embedding_serve():
+    base = Path(tempfile.mkdtemp(prefix="hg-embed-backlog-"))
+    base.chmod(0o755)  # PostgreSQL runs as its own user and must reach its data directory
+    embedder = FakeEmbedServer(dimensions=8, slow_seconds=SLOW_CALL_SECONDS)
+    embedder.mode = "slow"
+    scratch = EmbeddingServe(base, embedder.url)
+    try:
+        (base / "import" / "raw").mkdir(parents=True)
+        for number in range(NOTES):
+            (base / "import" / "raw" / f"note-{number}.md").write_text(
+                f"# Note {number}\n\nThe pool reaper and topic {number % 37}, number {number}.\n", encoding="utf-8"
+            )
+        for command in (["migrate", "-v0"], ["brain_import", str(base / "import"), "--no-progress"]):
+            done = subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=scratch.env(),
+                                  capture_output=True, text=True, timeout=600)  # fmt: skip
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        yield scratch, embedder
+    finally:
+        log = scratch.stop()
+        embedder.stop()
+        _kill_stray_postmaster(scratch)
+        if os.environ.get("KEEP_SERVE_LOG"):
+            print(log[-5000:])
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.timeout(900)
+def test_health_stays_200_while_the_worker_embeds_and_a_restart_resumes_the_backlog(embedding_serve):
+    serve, embedder = embedding_serve
+    serve.start()
+
+    # 1. While the worker embeds: /health answers 200, names the backlog, and the heartbeat is fresh.
+    answers: list[tuple[float, int, float | None, int]] = []  # (seconds since start, status, heartbeat age, left)
+    started = time.monotonic()
+    first_left = None
+    while time.monotonic() - started < 75:  # more than one heartbeat interval (60 s)
+        status, body = serve.health()
+        left = backlog_left(body)
+        first_left = left if first_left is None else first_left
+        answers.append((round(time.monotonic() - started, 1), status, body["worker"].get("age_seconds"), left))
+        if time.monotonic() - started > 20:  # serve queued a heartbeat at its start; the worker had 20 s to run it
+            assert status == 200, (answers, body["worker"])
+            assert body["worker"]["age_seconds"] <= 2 * body["worker"]["interval_seconds"], answers
+            assert "chunks pending" in body["embeddings"]["backlog"], body["embeddings"]
+        time.sleep(3)
+    print(f"\n/health while embedding (s, status, heartbeat age, backlog): {answers}")
+    assert first_left is not None and first_left >= NOTES * 0.8, answers
+    assert answers[-1][3] > 0, "the backlog drained before the restart: the test proves nothing"
+    assert answers[-1][3] < first_left, "the worker embedded nothing while /health was asked"
+
+    # 2. Stopped and started again mid-backlog: it drains, and nobody runs `brain_embed`.
+    left_at_stop = backlog_left(serve.health()[1])
+    serve.stop()
+    embedder.slow_seconds = 1.0  # quicker from now on: only the resuming is under test
+    restarted = time.monotonic()
+    serve.start()
+    wait_for(lambda: backlog_left(serve.health()[1]) == 0, 180, "the backlog to drain after the restart")
+    status, body = serve.health()
+    print(f"backlog {left_at_stop} at the stop, drained {time.monotonic() - restarted:.0f} s after the restart; "
+          f"/health {status}: {body['embeddings']['backlog']}")
+    assert left_at_stop > 0
+    assert status == 200 and body["embeddings"]["active"]["complete"] is True

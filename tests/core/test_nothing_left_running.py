@@ -1,0 +1,77 @@
+"""A command starts nothing it does not stop (issue 47, item 5).
+
+A one-off `manage.py` command run while the server is down started the embedded PostgreSQL and left it running
+(still there after the next `make run` and its Ctrl-C); a test session did the same. Each runs here for real on
+a scratch data folder, and no postmaster may be left afterwards; one that was running before is left alone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hyperguild.lib.embedded_db import embedded_database_running, stop_embedded_database
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    # Not under pytest's tmp dir: run as root, PostgreSQL runs as its own user and must reach its folder.
+    base = Path(tempfile.mkdtemp(prefix="hg-nothing-left-"))
+    base.chmod(0o755)
+    try:
+        yield base / "data"
+    finally:
+        if embedded_database_running(base / "data"):
+            stop_embedded_database(base / "data")  # never leave one behind, even when the test fails
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def env_for(data_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "HYPERGUILD_EMBEDDED_DB_URL")}
+    return {**env, "HYPERGUILD_DATA_DIR": str(data_dir)}
+
+
+def manage(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env_for(data_dir), capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+
+
+def test_a_one_off_command_stops_the_database_it_started(data_dir):
+    done = manage(data_dir, "migrate", "-v0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (data_dir / "pg" / "PG_VERSION").exists()  # it did start one (and made it)
+    assert not embedded_database_running(data_dir)
+
+    failed = manage(data_dir, "project_sync", "nobody")  # a command that fails stops it too
+    assert failed.returncode != 0 and "no project named" in failed.stderr
+    assert not embedded_database_running(data_dir)
+
+
+def test_a_one_off_command_leaves_a_database_that_was_running_alone(data_dir):
+    assert manage(data_dir, "migrate", "-v0").returncode == 0
+    from hyperguild.lib.embedded_db import ensure_database, started_by_this_process
+
+    ensure_database(data_dir)  # "the server is up": someone else started it
+    assert started_by_this_process(data_dir)
+    done = manage(data_dir, "check")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert embedded_database_running(data_dir)
+
+
+def test_a_test_session_stops_the_database_it_started(data_dir):
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider", "tests/core/test_health.py"],
+        cwd=ROOT, env=env_for(data_dir), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (data_dir / "pg" / "PG_VERSION").exists()
+    assert not embedded_database_running(data_dir)
