@@ -17,7 +17,6 @@ This module decides and prepares; `brain.actions.do_run_note_check` runs and sto
 from __future__ import annotations
 
 import io
-import subprocess
 import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from brain.errors import BrainInputError, CheckRefused
 from brain.models import NoteCheckRun, NoteStatus, VerificationState
-from brain.repository import GIT_TIMEOUT_SECONDS, Repository, RepositoryUnreadable
+from brain.repository import Repository
 from brain.truth import NoteVerdict
+from hyperguild.lib.git import GIT_TIMEOUT_SECONDS, git
 from hyperguild.permissions import role_allows
 
 if TYPE_CHECKING:
@@ -100,16 +100,8 @@ def refuse_unless_allowed(user: User | None, old: dict | None, new: dict | None)
 
 def export_tree(repo: Repository, commit: str, into: Path) -> None:
     """The commit's files into `into` (`git archive`: the repository and any work tree stay untouched)."""
-    try:
-        done = subprocess.run(
-            ["git", "-c", "core.hooksPath=/dev/null", "-C", repo.git_dir, "archive", "--format=tar", commit],
-            capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False,
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise RepositoryUnreadable(f"git archive took longer than {GIT_TIMEOUT_SECONDS} s") from None
-    if done.returncode != 0:
-        raise RepositoryUnreadable(f"git archive: {done.stderr.decode(errors='replace').strip()[-300:]}")
-    with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
+    done = git(repo.git_dir, "archive", "--format=tar", commit, timeout=GIT_TIMEOUT_SECONDS)
+    with tarfile.open(fileobj=io.BytesIO(done.output)) as archive:
         archive.extractall(into, filter="data")  # no links out of the tree, no devices
 
 

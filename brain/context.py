@@ -47,8 +47,8 @@ from dataclasses import dataclass
 from django.db.models import Q
 
 from brain import bm25
+from brain.callbacks import project_sessions
 from brain.errors import ContextInputError
-from brain.hooks import project_sessions
 from brain.models import Note, NoteLink, NoteStatus, Project, VerificationState
 from brain.passages import best_sentences, score_passages, split_passages
 from brain.search import search

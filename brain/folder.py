@@ -53,8 +53,8 @@ from brain.actions import (
     do_record_mirror_file,
     do_touch_mirror_file,
 )
+from brain.callbacks import folder_sections
 from brain.errors import BrainInputError, FolderError
-from brain.hooks import folder_sections
 from brain.indexing import notes_changed_in_bulk
 from brain.models import AreaDescription, MirrorFile, Note, NoteLink, NoteStatus
 from brain.placement import choose_slug, link_candidates, resolve_with, slug_candidates

@@ -162,7 +162,7 @@ class Note(models.Model):
     review_note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
-    # Secrets taken out at the note door (brain.actions._redact_note_fields), as
+    # Secrets taken out at the note door (brain.actions.notes._redact_note_fields), as
     # [{field, pattern, count}]: the review page and brain_get show that a secret was removed.
     redactions = models.JSONField(default=list, blank=True)
     # Goes up by one on every change made through an action; a form that saw version N may only

@@ -188,7 +188,7 @@ def _ref_fields(note: Note) -> dict[str, Any]:
         # Who wrote it (a username; null: the service identity or an import).
         "author": note.created_by.get_username() if note.created_by_id and note.created_by else None,
         "version": note.version,
-        # What the note door took out (brain.actions._redact_note_fields): pattern names and counts, never the secret.
+        # What the note door took out (brain.actions.notes._redact_note_fields): pattern names and counts, never the secret.
         "redactions": note.redactions,
         # What it cites that is not in its project's code, said to the writer at once (brain.truth).
         "unresolved": note.unresolved_anchors,

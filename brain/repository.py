@@ -1,4 +1,4 @@
-"""Reading a project's git repository: the `git` CLI in a subprocess, nothing else.
+"""Reading a project's git repository: the `git` CLI through `hyperguild.lib.git`, nothing else.
 
 Everything here reads objects by commit id, and a commit's tree never changes, so file lists and file
 contents are cached per (repository, commit) for the life of the process: re-verifying 5,000 notes
@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import os
 import re
-import subprocess
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-GIT_TIMEOUT_SECONDS = 60
+# The one git runner (hardened: no hooks, no pager, no prompt, a deadline), re-exported for the brain.
+from hyperguild.lib.git import RepositoryUnreadable as RepositoryUnreadable
+from hyperguild.lib.git import run_git as run_git
+
 # Files larger than this are not read for anchors (generated files, data).
 MAX_FILE_BYTES = 2 * 1024 * 1024
 # A definition of a symbol in the languages hyperguild's teams write most (Go, JS/TS, Rust, Ruby…), in files
@@ -48,16 +49,6 @@ _PY_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)(\s*)(:[^=]*)?=(\s*)(?!=)")
 _PY_PARAMETER = re.compile(r"^\s*\*{0,2}([A-Za-z_]\w*)\s*(?::[^=]*)?(?:=.*)?,\s*$")
 _PY_INLINE_PARAMETER = re.compile(r"(?:^|,)\s*\*{0,2}(?!self\b|cls\b)([A-Za-z_]\w*)\s*(?=[:=,)])")
 _PY_OPENER = re.compile(r"^\s*(?:if|elif|else|try|except|finally|with|for|while|match|case|async)\b")
-_ENV = {
-    "GIT_TERMINAL_PROMPT": "0", "GIT_PAGER": "cat", "GIT_CONFIG_NOSYSTEM": "1", "GIT_OPTIONAL_LOCKS": "0",
-    "LC_ALL": "C",
-}  # fmt: skip
-
-
-class RepositoryUnreadable(Exception):
-    """The repository cannot be read (missing, not git, no such branch, git failed): notes stay unverified."""
-
-
 @dataclass(frozen=True)
 class Definition:
     name: str
@@ -66,24 +57,6 @@ class Definition:
     # The class it is defined in (a method, a class attribute); "" at module level; None where unknown
     # (languages other than Python).
     owner: str | None = None
-
-
-def run_git(git_dir: str, *args: str, check: bool = True, input_text: str | None = None) -> str:
-    """`git` with `git_dir` (a work tree or a bare repository); stdout, or RepositoryUnreadable."""
-    command = ["git", "-c", "core.hooksPath=/dev/null", "-C", git_dir, *args]
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=GIT_TIMEOUT_SECONDS, env={**os.environ, **_ENV},
-            input=input_text, errors="replace",
-        )  # fmt: skip
-    except FileNotFoundError:
-        raise RepositoryUnreadable("git is not installed on the server") from None
-    except subprocess.TimeoutExpired:
-        raise RepositoryUnreadable(f"git {args[0]} took longer than {GIT_TIMEOUT_SECONDS} s") from None
-    if check and done.returncode != 0:
-        message = (done.stderr.strip() or done.stdout.strip() or f"exit {done.returncode}").splitlines()
-        raise RepositoryUnreadable(f"git {args[0]}: {message[-1] if message else 'failed'}")
-    return done.stdout
 
 
 class Repository:

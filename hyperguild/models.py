@@ -54,7 +54,7 @@ class McpCancellation(models.Model):
 
 
 class McpTask(models.Model):
-    """A tool call run as a task of the MCP Tasks extension (`hyperguild.mcp.tasks`).
+    """A tool call run as a task of the MCP Tasks extension (`hyperguild.mcp.mcp_tasks`).
 
     The row is the task: any replica answers `tasks/get` from it and records
     `tasks/cancel` on it, while the replica that accepted the call runs the
@@ -84,7 +84,7 @@ class McpTask(models.Model):
     cancel_requested_at = models.DateTimeField(null=True, blank=True)
     host = models.CharField(max_length=255, blank=True)  # the replica that runs it
     pid = models.IntegerField(null=True, blank=True)
-    alive_at = models.DateTimeField()  # the running replica's last sign of life (hyperguild.mcp.tasks)
+    alive_at = models.DateTimeField()  # the running replica's last sign of life (hyperguild.mcp.mcp_tasks)
 
     def __str__(self) -> str:
         return f"{self.endpoint} {self.tool} {self.task_id} {self.status}"

@@ -10,7 +10,7 @@ class AgentSessionsConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers session_log on /mcp/brain, retrospective and trainer on /mcp/supervisor and /mcp/routing.
-        from brain.hooks import (
+        from brain.callbacks import (
             register_folder_section,
             register_project_sessions,
             register_provenance_entries,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from django.db.models import Count
 
-from brain.hooks import FolderSection
+from brain.callbacks import FolderSection
 from sessions.folder import export_sessions_dir, import_sessions_dir
 from sessions.mirror import mirror_session_logs, mirror_training_data
 from sessions.models import AgentSession, SessionEntry, TrainingExample

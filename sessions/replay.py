@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,11 +31,12 @@ from pathlib import Path
 from django.utils import timezone
 
 from hyperguild.lib.diffs import BINARY, FileText, PatchFailed, apply_diff, diff_block, file_diff, join_diffs
+from hyperguild.lib.git import RepositoryUnreadable, git
 from hyperguild.lib.typed import JSON
 from sessions.models import TrainingExample
 from supervisor.executor import child_environment
 from supervisor.models import SkillRun
-from supervisor.verification import run_command
+from supervisor.project_tests import run_command
 
 # Directories a test command may need but that are never part of a recorded state: linked, not copied.
 LINKED_DIRS = (".venv", "venv", "node_modules", "target", "_build")
@@ -112,16 +112,17 @@ class ContentStore:
 
     def _from_commits(self, path: str, digest: str) -> bytes | None:
         """The file's bytes at a recorded commit, when they have the wanted hash."""
+        if self.root is None:
+            return None
         for commit in self.commits:
             try:
-                shown = subprocess.run(
-                    ["git", "show", f"{commit}:./{path}"], cwd=self.root, capture_output=True, timeout=GIT_TIMEOUT,
-                    env=child_environment(), check=False,
+                shown = git(
+                    self.root, "show", f"{commit}:./{path}", check=False, timeout=GIT_TIMEOUT, env=child_environment()
                 )
-            except (OSError, subprocess.TimeoutExpired):
+            except RepositoryUnreadable:
                 return None
-            if shown.returncode == 0 and hashlib.sha1(shown.stdout).hexdigest() == digest:
-                return shown.stdout
+            if shown.ok and hashlib.sha1(shown.output).hexdigest() == digest:
+                return shown.output
         return None
 
 

@@ -44,12 +44,13 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Set
+from collections.abc import Set
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
+from hyperguild.lib.git import RepositoryUnreadable, git
 from hyperguild.lib.text import excerpt
 from supervisor import executor
 from supervisor.changes import ChangeRecorder
@@ -64,10 +65,10 @@ from supervisor.grounding import (
     suggested_diff,
 )
 from supervisor.models import SkillRun
+from supervisor.project_tests import NO_TEST_COMMAND, TestRun, detect_test_command, run_command
 from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
 from supervisor.shell_reach import check_shell_arguments
 from supervisor.skills import APPLY_GATE_NAMES, SkillFailed, Verdict
-from supervisor.verification import NO_TEST_COMMAND, TestRun, detect_test_command, run_command
 
 if TYPE_CHECKING:
     from supervisor.runners import RunContext
@@ -85,9 +86,9 @@ GIT_TIMEOUT = 120
 OUTPUT_EXCERPT_CHARS = 1500
 # Folders a test command may need that git does not track: linked into the worktree, never committed.
 LINKED_DIRS = (".venv", "venv", "node_modules")
-# Every git call: no hooks of the project run (they are code nobody asked to run), no signing prompt.
+# Every git call (hardened by hyperguild.lib.git: no hooks of the project run), and no signing prompt.
 GIT_CONFIG = (
-    "-c", "core.hooksPath=/dev/null", "-c", "commit.gpgsign=false",
+    "-c", "commit.gpgsign=false",
     "-c", "user.name=hyperguild", "-c", "user.email=hyperguild@localhost",
 )
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -98,14 +99,12 @@ def branch_name(source_run_id: int) -> str:
     return f"{BRANCH_PREFIX}{source_run_id}"
 
 
-def _git(cwd: Path, *args: str, cancel_check: Callable[[], bool] | None = None) -> tuple[int | None, str]:
+def _git(cwd: Path, *args: str) -> tuple[int | None, str]:
     """(exit code, output) of one git command; None when it could not run to the end (or git is missing)."""
     try:
-        ran = executor.run_process(["git", *GIT_CONFIG, *args], cwd=cwd, timeout=GIT_TIMEOUT, cancel_check=cancel_check)
-    except OSError as exc:
-        return None, f"git could not run: {exc}"
-    if ran.outcome != ProcessOutcome.EXITED:
-        return None, f"git {args[0]}: {ran.outcome}"
+        ran = git(cwd, *args, check=False, config=GIT_CONFIG, timeout=GIT_TIMEOUT, env=executor.child_environment())
+    except RepositoryUnreadable as exc:
+        return None, str(exc)
     return ran.exit_code, ran.stdout + (("\n" + ran.stderr) if ran.stderr.strip() else "")
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from django.conf import settings
 
 from hyperguild.lib.diffs import BINARY, FileText, as_text, file_diff, join_diffs
-from supervisor.verification import Capture, TestRun, capture
+from supervisor.project_tests import Capture, TestRun, capture
 
 # Characters of one file's text kept in `blobs`.
 BLOB_LIMIT = 256 * 1024

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from brain.checks import CheckResult
-from supervisor.verification import run_command
+from supervisor.project_tests import run_command
 
 
 def run_note_check(root: Path, command: str) -> CheckResult:

@@ -33,6 +33,7 @@ from typing import Any
 
 from django.conf import settings
 
+from hyperguild.lib.git import RepositoryUnreadable, git
 from hyperguild.lib.llm import LLMClient, get_llm_client
 from supervisor import executor, skills, tree_split
 from supervisor.actions import do_add_pathway_fingerprints
@@ -168,6 +169,24 @@ def _run(command: list[str] | str, cwd: Path, *, shell: bool = False) -> tuple[i
     if ran.outcome == ProcessOutcome.TIMEOUT:
         return None, output + f"\n[killed after {COMMAND_TIMEOUT_SECONDS}s]"
     return ran.exit_code, output
+
+
+def _git_diff(root: Path, option: str, git_range: str) -> str:
+    """`git diff <option> <range>` in the project (through hyperguild.lib.git), capped like a command's output."""
+    try:
+        ran = git(
+            root,
+            *("diff", option, "--end-of-options", git_range, "--"),
+            check=False,
+            timeout=COMMAND_TIMEOUT_SECONDS,
+            env=executor.child_environment(),
+        )
+    except RepositoryUnreadable as exc:
+        raise ProjectCommandFailed(f"git diff {git_range} failed in {root}: {exc}") from None
+    if not ran.ok:
+        output = (ran.stdout + ran.stderr)[-COMMAND_OUTPUT_CHARS:]
+        raise ProjectCommandFailed(f"git diff {git_range} failed in {root}: {output.strip()[:500]}")
+    return ran.stdout[-COMMAND_OUTPUT_CHARS:]
 
 
 # check(answer): None when the answer passes, else why not (it may normalise the answer in place).
@@ -372,10 +391,8 @@ def _review_files(root: Path, params: ReviewInput) -> tuple[list[tuple[str, str]
     git_range = params.git_range
     if git_range:
         check_git_range(git_range)
-        code, diff = _run(["git", "diff", "--no-color", "--end-of-options", git_range, "--"], root)
-        if code != 0:
-            raise ProjectCommandFailed(f"git diff {git_range} failed in {root}: {diff.strip()[:500]}")
-        code, names = _run(["git", "diff", "--name-only", "--end-of-options", git_range, "--"], root)
+        diff = _git_diff(root, "--no-color", git_range)
+        names = _git_diff(root, "--name-only", git_range)
         known = {name for name, _ in files}
         for name in names.splitlines():
             if name and name not in known:

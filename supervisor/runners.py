@@ -33,6 +33,15 @@ from supervisor.consensus import ReviewAnswer, agree
 from supervisor.executor import ProcessOutcome, WorkerStatus
 from supervisor.grounding import ground_findings, review_verified
 from supervisor.model_table import ModelTableError, consensus_models, gateway_environment, resolve_model
+from supervisor.project_tests import (
+    BASELINE_MUST_PASS,
+    NO_TEST_COMMAND,
+    TestRun,
+    baseline_allows,
+    detect_test_command,
+    judge_tdd_attempt,
+    run_command,
+)
 from supervisor.prompts import (
     build_prompt,
     debug_task,
@@ -45,15 +54,6 @@ from supervisor.prompts import (
 from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
 from supervisor.shell_reach import ArgumentRefused, check_git_range, check_test_cmd
 from supervisor.skills import SKILLS, SkillFailed, Verdict, build_result, worker_schema
-from supervisor.verification import (
-    BASELINE_MUST_PASS,
-    NO_TEST_COMMAND,
-    TestRun,
-    baseline_allows,
-    detect_test_command,
-    judge_tdd_attempt,
-    run_command,
-)
 
 if TYPE_CHECKING:
     from supervisor.models import SkillRun

@@ -6,7 +6,7 @@ gate (hyperguild/lib/admission.py) and `/health/live` and `/query` waited minute
 finding 1). Three bounds together:
 
 - each door caps the items of one request (not only its bytes): the spool's schema, the review page's bulk
-  action (brain.views.MAX_BULK_NOTES), an import file (sessions.folder.MAX_IMPORT_LINES);
+  action (brain.views.bulk.MAX_BULK_NOTES), an import file (sessions.folder.MAX_IMPORT_LINES);
 - `batch_lane`: at most HYPERGUILD_BATCH_CONCURRENCY batches run at once in a web process; one more is
   answered 429 with `Retry-After: 1` at once, before it would take a place in the admission queue, so
   batches can never hold every place (BatchLaneMiddleware, ahead of AdmissionMiddleware);

@@ -44,6 +44,7 @@ from hyperguild.lib.limits import InputRejected, hostile_value_problem, loads_li
 from hyperguild.lib.model_calls import model_call_context
 from hyperguild.lib.schema import format_schema_errors, schema_problems
 from hyperguild.mcp.cancellation import RUNNING, request_id_key
+from hyperguild.mcp.mcp_tasks import TaskError, Tasks
 from hyperguild.mcp.registry import Endpoint, Prompt, ToolCancelled, ToolContext, ToolError
 from hyperguild.mcp.revision import (
     CACHE_POLICIES,
@@ -59,7 +60,6 @@ from hyperguild.mcp.revision import (
     http_status_for,
     legacy,
 )
-from hyperguild.mcp.tasks import TaskError, Tasks
 from hyperguild.permissions import permission_refusal
 from hyperguild.tracing import mcp_span
 from hyperguild.usage import add_usage

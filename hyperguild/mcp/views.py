@@ -41,8 +41,8 @@ from hyperguild.auth import BearerRefused, Identity, authenticate_bearer, resour
 from hyperguild.errors import error_body
 from hyperguild.mcp.cancellation import client_key, new_session_id
 from hyperguild.mcp.engine import Answer, Call, Caller, CallRecord, receive, unread
+from hyperguild.mcp.mcp_tasks import owner_digest
 from hyperguild.mcp.registry import Endpoint, find_endpoint
-from hyperguild.mcp.tasks import owner_digest
 from hyperguild.metrics import observe_mcp
 from hyperguild.tracing import carry_context
 

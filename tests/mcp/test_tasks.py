@@ -1,4 +1,4 @@
-"""The MCP Tasks extension on the engine's self-test endpoint (hyperguild.mcp.tasks).
+"""The MCP Tasks extension on the engine's self-test endpoint (hyperguild.mcp.mcp_tasks).
 
 tests/supervisor/test_tasks_across_replicas.py runs a real tdd_red as a task
 across two server processes.
@@ -150,7 +150,7 @@ def test_a_task_whose_replica_stopped_is_answered_failed(selftest_endpoint):
     from django.utils import timezone
 
     from hyperguild.actions import do_create_mcp_task
-    from hyperguild.mcp.tasks import owner_digest
+    from hyperguild.mcp.mcp_tasks import owner_digest
 
     _, _, url = selftest_endpoint
     # What a replica leaves behind when it dies mid-task: a working row nobody keeps alive.
@@ -163,9 +163,9 @@ def test_a_task_whose_replica_stopped_is_answered_failed(selftest_endpoint):
 
 
 def test_a_running_task_stays_alive_while_its_tool_works(selftest_endpoint, monkeypatch):
-    from hyperguild.mcp import tasks
+    from hyperguild.mcp import mcp_tasks
 
-    monkeypatch.setattr(tasks, "ALIVE_EVERY", 0.2)
+    monkeypatch.setattr(mcp_tasks, "ALIVE_EVERY", 0.2)
     _, state, url = selftest_endpoint
     handle = post(url, "tools/call", {"name": "wait_for_cancel", "arguments": {}}, capabilities=TASKS,
                   name="wait_for_cancel").json()["result"]

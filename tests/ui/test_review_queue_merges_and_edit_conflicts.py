@@ -133,9 +133,9 @@ def test_select_all_matching_acts_on_every_page_after_the_count_is_confirmed(sta
 
 def test_a_bulk_action_over_its_ceiling_is_refused_and_changes_nothing(staff_client, monkeypatch):
     # Issue 46: a batch door has a ceiling on work, not only on bytes.
-    from brain import views
+    from brain.views import bulk
 
-    monkeypatch.setattr(views, "MAX_BULK_NOTES", 3)
+    monkeypatch.setattr(bulk, "MAX_BULK_NOTES", 3)
     notes = [make_raw_note(source="import") for _ in range(4)]
     everything = staff_client.post("/review/bulk/", {
         "action": "reject", "reason": "noise", "select_all": "1", "expected_count": "4", "next_query": "source=import",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from supervisor import verification
+from supervisor import project_tests
 
 WRONG = "def double(x):\n    return 2 * x\n\n\ndef add(a, b):\n    return a - b\n"
 RIGHT = "def double(x):\n    return 2 * x\n\n\ndef add(a, b):\n    return a + b\n"
@@ -20,15 +20,15 @@ def test_a_rewrite_within_the_same_second_and_size_is_tested_as_written(python_p
     source = python_project / "calc.py"
     source.write_text(WRONG)
     (python_project / "tests" / "test_add.py").write_text(TEST)
-    command = verification.detect_test_command(python_project)
-    first = verification.run_command(python_project, command)
+    command = project_tests.detect_test_command(python_project)
+    first = project_tests.run_command(python_project, command)
     assert not first.passed
     stamp = source.stat()
     assert list(python_project.rglob("calc*.pyc")), "the first run cached calc's bytecode"
 
     source.write_text(RIGHT)  # same size; and the same modification time, as a fast worker's rewrite has
     os.utime(source, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
-    second = verification.run_command(python_project, command)
+    second = project_tests.run_command(python_project, command)
     assert second.passed, second.output
 
 
@@ -36,7 +36,7 @@ def test_forgetting_bytecode_leaves_sources_and_dependencies_alone(python_projec
     for folder in ("__pycache__", "tests/__pycache__", ".venv/lib/__pycache__"):
         (python_project / folder).mkdir(parents=True)
         (python_project / folder / "mod.cpython-311.pyc").write_bytes(b"\0")
-    assert verification.forget_bytecode(python_project) == 2
+    assert project_tests.forget_bytecode(python_project) == 2
     assert not (python_project / "__pycache__").exists() and not (python_project / "tests" / "__pycache__").exists()
     assert (python_project / ".venv" / "lib" / "__pycache__" / "mod.cpython-311.pyc").exists()
     assert (python_project / "calc.py").exists() and (python_project / "tests" / "test_double.py").exists()

@@ -1,4 +1,4 @@
-"""Hooks the apps above the brain register, so brain code reaches them without importing them.
+"""Callbacks the apps above the brain register, so brain code reaches them without importing them.
 
 The brain sits below supervisor and sessions (see docs/architecture.md):
 it must not import them, yet a brain folder carries session logs and
