@@ -6,7 +6,7 @@ Layout (that of an existing hyperguild brain):
                                                  deeper folders stay in the slug (`more/folders/name`)
     raw/<folders>/<name>.md                       status raw; slug = `folders/name`
     sessions/<session_id>.jsonl, training-data/  read and written by the sessions app, through the
-                                                 folder sections it registers (`brain.hooks`)
+                                                 folder sections it registers (`brain.callbacks`)
 
 A **plain folder** (markdown files, but no wiki/ or raw/ and no folder another app
 reads) is imported as if it were laid out: each `<folders>/<name>.md` becomes
@@ -636,7 +636,7 @@ def sync_mirror(root: Path | str) -> FolderSummary:
        written; a note whose place changed (promoted) moves its file.
     4. files of notes rejected or archived in the service are removed from disk
        (only if nobody edited the file since the mirror wrote it).
-    5. the folder sections other apps register (`brain.hooks`) mirror their
+    5. the folder sections other apps register (`brain.callbacks`) mirror their
        part: session logs appended as they are recorded, approved training data.
 
     `_index.md` files edited on disk update their wing/hall description.
