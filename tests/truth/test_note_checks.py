@@ -118,15 +118,17 @@ def test_a_check_that_hangs_is_killed_at_its_timeout_with_nothing_left_running(b
     assert processes_running(f"sleep {seconds}") == []
 
 
-def test_a_reader_or_a_curator_cannot_set_a_check_at_any_door_and_a_reviewer_can(live, billing, client):
+def test_a_reader_a_member_or_a_curator_cannot_set_a_check_at_any_door_and_a_reviewer_can(live, billing, client):
     make_person("rita", "reviewer")
-    make_person("cara", "curator")  # writes raw notes, reviews nothing (a member is the same: issue 46)
+    make_person("cara", "curator")  # writes raw notes, reviews nothing
     make_person("rick", "reader")
+    make_person("mia", "member")  # the ordinary teammate: raw notes for review, no review (issue 46)
     note = do_ingest_note(title="Rounding", body="`round_amount` rounds to cents.", wing="concepts",
                           slug="billing-rounding", frontmatter={"project": "billing"})  # fmt: skip
     url = f"{live}/mcp/brain"
     # A reader's token cannot even hold brain:write; a curator's can, and still may not give a check.
-    for headers in (bearer(token_for("cara", "brain:read", "brain:write")), bearer(token_for("rick", "brain:read"))):
+    for headers in (bearer(token_for("cara", "brain:read", "brain:write")), bearer(token_for("rick", "brain:read")),
+                    bearer(token_for("mia", "brain:read", "brain:write"))):
         wrote = call_tool(url, "brain_write", {"title": "Rounding, proven", "body": "Cents.", "frontmatter": {"check": CHECK}},
                           headers=headers)  # fmt: skip
         assert wrote["isError"] is True, wrote
@@ -147,9 +149,10 @@ def test_a_reader_or_a_curator_cannot_set_a_check_at_any_door_and_a_reviewer_can
         do_write_raw_note(title="Rounding, proven", body="Cents.", frontmatter={"check": CHECK},
                           user=make_person("mo", "curator"))  # fmt: skip
 
-    client.force_login(make_person("cara2", "curator"))
     form = {"version": note.version, "title": note.title, "body": note.body, "check": CHECK}
-    assert client.post(reverse("brain-edit", args=[note.pk]), form).status_code == 403
+    for role in ("curator", "member"):
+        client.force_login(make_person(f"{role}2", role))
+        assert client.post(reverse("brain-edit", args=[note.pk]), form).status_code == 403
     assert not Note.objects.filter(frontmatter__has_key="check").exists()  # nothing written at any door
 
     client.force_login(make_person("rita2", "reviewer"))
