@@ -13,7 +13,7 @@ CLAUDE_CLI := tests/claude_cli/node_modules/.installed
 
 help:
 	@echo "make run   - set up and start hyperguild (web server + worker) on http://127.0.0.1:8000"
-	@echo "make test  - make lint, then the whole test suite (4 workers; TEST_WORKERS=1 for one process, auto for one per core)"
+	@echo "make test  - make lint, then the whole test suite (3 workers; TEST_WORKERS=1 for one process, auto for one per core)"
 	@echo "make lint  - ruff, lint-imports (the layers contract) and mypy (the type checker), configured in pyproject.toml"
 	@echo "             (make run installs requirements.txt only; make test and make lint add requirements-dev.txt)"
 	@echo "make test-models - the answer, retrospective and review paths against a real local model (not in make test)"
@@ -65,9 +65,9 @@ run: $(RUN_STAMP)
 # The suite runs on every core (pytest-xdist): each worker has its own test database (pytest-django adds
 # _gw0, _gw1… to its name) and runs whole files (--dist loadfile), so a module's servers start once.
 # TEST_WORKERS=1 runs it in one process; PYTEST_ARGS adds pytest options (e.g. a folder or -k).
-# Four workers on two cores: the suite waits on servers, subprocesses and databases more than it computes
-# (load average 1.7 with two workers on 2 cores during a whole run; its one 3-minute test, the embedding backlog under a real serve, sets the floor).
-TEST_WORKERS ?= 4
+# Three workers on two cores: the suite waits on servers, subprocesses and databases more than it computes
+# (load average 1.7 with two workers on 2 cores during a whole run).
+TEST_WORKERS ?= 3
 
 # `lint` first: ruff fails in seconds, before the npm and Debian set-up and the suite.
 test: lint $(CONFORMANCE) $(CLAUDE_CLI) chromium prometheus
