@@ -211,3 +211,12 @@ def pytest_configure(config) -> None:
         "django.contrib.auth.hashers.MD5PasswordHasher",
         *[name for name in settings.PASSWORD_HASHERS if not name.endswith("MD5PasswordHasher")],
     ]
+
+
+# The files that take minutes by design (a real `serve` watched past one 60 s heartbeat, then restarted mid-backlog):
+# collected first, so pytest-xdist's whole-file scheduling starts them at once instead of last on a worker.
+LONG_FILES = ("tests/core/test_embedding_backlog_health.py",)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not item.nodeid.startswith(LONG_FILES))  # stable: the rest keep their order
