@@ -29,6 +29,20 @@ def live_ui(asgi_server, transactional_db, settings) -> Iterator[str]:
 
 
 @pytest.fixture
+def chromium(monkeypatch):
+    """Debian's chromium, one browser for the test (pages and sizes are the test's own)."""
+    from playwright.sync_api import sync_playwright
+
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # playwright's sync API runs an event loop in this thread
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
 def browser_page(monkeypatch):
     from playwright.sync_api import sync_playwright
 

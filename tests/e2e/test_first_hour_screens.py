@@ -23,7 +23,7 @@ from brain.actions import do_ingest_note
 from brain.models import Note, Project, VerificationState
 from hyperguild.models import BudgetReservation, ModelCall, PersonBudget
 from sessions.actions import do_log_entry
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, PASSWORD, log_in, shot
+from tests.e2e.conftest import PASSWORD, log_in, shot
 
 pytestmark = [pytest.mark.e2e]
 
@@ -50,19 +50,6 @@ BROKEN_WORDS_JS = """
   return broken;
 }
 """
-
-
-@pytest.fixture
-def chromium(monkeypatch):
-    from playwright.sync_api import sync_playwright
-
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # see tests/e2e/conftest.py
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from brain.actions import do_ingest_note, do_write_raw_note
 from brain.models import Note, NoteRevision, NoteStatus
 from sessions.actions import do_log_entry, do_store_training_example
-from tests.e2e.conftest import CHROMIUM, CHROMIUM_ARGS, PASSWORD, SCREENSHOTS, log_in
+from tests.e2e.conftest import PASSWORD, SCREENSHOTS, log_in
 
 pytestmark = [pytest.mark.e2e]
 
@@ -30,19 +30,6 @@ def _shot(page, name: str) -> None:
         shutil.copy(SCREENSHOTS / f"{name}.png", SCREENS_COPY / f"{name}.png")
     except OSError:
         pass  # only a copy
-
-
-@pytest.fixture
-def chromium(monkeypatch):
-    from playwright.sync_api import sync_playwright
-
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # see tests/e2e/conftest.py
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ from tests.conftest import free_port
 from tests.people.conftest import live, make_person  # noqa: F401 - live: the server with every token set
 from tests.plugin.conftest import InstalledPlugin
 from tests.plugin.test_claude_cli import hook_payload
-from tests.truth.conftest import git
+from tests.truth.conftest import git, make_repo
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -47,18 +47,12 @@ RETRY = (
     "            return True\n"
     "    return False\n"
 )
+ROUNDING = "def round_amount(amount):\n    return round(amount, 2)\n"
 NOTE_BODY = "`send_invoice` in `billing/retry.py` tries `MAX_ATTEMPTS` times, then gives up."
 
 
 def make_billing(root: Path) -> Path:
-    repo = root / "billing-service"
-    (repo / "billing").mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "billing" / "retry.py").write_text(RETRY)
-    (repo / "billing" / "rounding.py").write_text("def round_amount(amount):\n    return round(amount, 2)\n")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "billing: first version")
-    return repo
+    return make_repo(root, {"billing/retry.py": RETRY, "billing/rounding.py": ROUNDING}, name="billing-service")
 
 
 @pytest.fixture

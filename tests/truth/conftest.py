@@ -80,15 +80,15 @@ class Ledgerly:
         return git(self.repo, "rev-parse", "HEAD")
 
 
-def make_repo(root: Path, files: dict[str, str] = FILES) -> Path:
-    repo = root / "ledgerly"
+def make_repo(root: Path, files: dict[str, str] = FILES, name: str = "ledgerly") -> Path:
+    repo = root / name
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
     for name, text in files.items():
         (repo / name).parent.mkdir(parents=True, exist_ok=True)
         (repo / name).write_text(text)
     git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "ledgerly: first version")
+    git(repo, "commit", "-qm", f"{name}: first version")
     return repo
 
 

@@ -20,20 +20,14 @@ from brain.models import Note, NoteCheckRun
 from brain.truth import verification_dict
 from tests.conftest import call_tool
 from tests.people.conftest import bearer, make_person, token_for
-from tests.truth.conftest import git
+from tests.truth.conftest import git, make_repo
 
 ROUNDING = "def round_amount(amount):\n    return round(amount, 2)\n"
 CHECK = 'grep -q "round(amount, 2)" billing/rounding.py'
 
 
 def make_billing(root: Path) -> Path:
-    repo = root / "billing-service"
-    (repo / "billing").mkdir(parents=True)
-    git(repo, "init", "-q", "-b", "main")
-    (repo / "billing" / "rounding.py").write_text(ROUNDING)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "billing: first version")
-    return repo
+    return make_repo(root, {"billing/rounding.py": ROUNDING}, name="billing-service")
 
 
 @pytest.fixture
