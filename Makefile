@@ -9,7 +9,7 @@ DEV_STAMP := $(VENV)/.installed-dev-$(shell cat requirements.txt requirements-de
 CONFORMANCE := tests/conformance/node_modules/.installed
 CLAUDE_CLI := tests/claude_cli/node_modules/.installed
 
-.PHONY: run test lint help chromium prometheus test-models
+.PHONY: run test lint format help chromium prometheus test-models
 
 help:
 	@echo "make run   - set up and start hyperguild (web server + worker) on http://127.0.0.1:8000"
@@ -73,9 +73,14 @@ TEST_WORKERS ?= 3
 test: lint $(CONFORMANCE) $(CLAUDE_CLI) chromium prometheus
 	$(BIN)/python -m pytest $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
-# ruff first (seconds), then the layers, then mypy on the four apps (its files and options: pyproject.toml).
+# ruff first (seconds: the rules, then the layout `ruff format` writes), then the layers, then mypy on the four
+# apps (its files and options: pyproject.toml). `make format` rewrites the layout.
+format: $(DEV_STAMP)
+	$(BIN)/ruff format .
+
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 

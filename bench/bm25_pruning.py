@@ -42,8 +42,10 @@ def main() -> None:
     corpus = SyntheticCorpus(seed=11)
     queries = [bm25.tokenize(corpus.query()) for _ in range(count)]
     snap.rank_with_shares(queries[0], limit=30, status="wiki", exhaustive=False)
-    print(f"map the base + snapshot + first pruned query: {time.perf_counter() - started:.2f} s "
-          f"({len(seg)} notes, {seg.nbytes / 2**20:.0f} MiB)")  # fmt: skip
+    print(
+        f"map the base + snapshot + first pruned query: {time.perf_counter() - started:.2f} s "
+        f"({len(seg)} notes, {seg.nbytes / 2**20:.0f} MiB)"
+    )
 
     def exhaustive(tokens):
         scored = snap.score(tokens, shares=True)
@@ -76,12 +78,16 @@ def main() -> None:
     worker.start()
     worker.join()
     for name, values in figures.items():
-        print(f"{name:10} CPU per search-like call: p50 {np.percentile(values, 50):.2f}  p95 "
-              f"{np.percentile(values, 95):.2f}  p99 {np.percentile(values, 99):.2f}  mean {np.mean(values):.2f} ms"
-              f"  ({faults[name] / len(values):.0f} page faults a call)")  # fmt: skip
+        print(
+            f"{name:10} CPU per search-like call: p50 {np.percentile(values, 50):.2f}  p95 "
+            f"{np.percentile(values, 95):.2f}  p99 {np.percentile(values, 99):.2f}  mean {np.mean(values):.2f} ms"
+            f"  ({faults[name] / len(values):.0f} page faults a call)"
+        )
     scored, skipped = bm25.stats.postings_scored - scored, bm25.stats.postings_skipped - skipped
-    print(f"pruned: {scored} postings scored, {skipped} skipped "
-          f"({skipped / max(1, scored + skipped) * 100:.0f} % of the query terms' postings)")  # fmt: skip
+    print(
+        f"pruned: {scored} postings scored, {skipped} skipped "
+        f"({skipped / max(1, scored + skipped) * 100:.0f} % of the query terms' postings)"
+    )
 
 
 if __name__ == "__main__":

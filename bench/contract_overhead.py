@@ -31,15 +31,30 @@ from brain.inputs import QueryInput  # noqa: E402
 from brain.presenters import QueryResult, query_result  # noqa: E402
 from brain.search import Hit, SearchResponse  # noqa: E402
 
-VERIFICATION = {"state": "unverified", "commit": None, "label": "unverified: no anchors", "reason": "no anchors",
-                "evidence": []}  # fmt: skip
+VERIFICATION = {
+    "state": "unverified",
+    "commit": None,
+    "label": "unverified: no anchors",
+    "reason": "no anchors",
+    "evidence": [],
+}
 RESPONSE = SearchResponse(
     hits=[
-        Hit(note_id=i, slug=f"concepts/note-{i}", title=f"Note {i}", path=f"wiki/concepts/note-{i}.md",
-            wing="concepts", hall="", status="wiki", score=0.5, excerpt="x" * 300,
-            rankers={"bm25": i, "vector": i + 1}, verification=dict(VERIFICATION))
+        Hit(
+            note_id=i,
+            slug=f"concepts/note-{i}",
+            title=f"Note {i}",
+            path=f"wiki/concepts/note-{i}.md",
+            wing="concepts",
+            hall="",
+            status="wiki",
+            score=0.5,
+            excerpt="x" * 300,
+            rankers={"bm25": i, "vector": i + 1},
+            verification=dict(VERIFICATION),
+        )
         for i in range(10)
-    ],  # fmt: skip
+    ],
     unreviewed=[{"slug": "a", "title": "A", "status": "raw"}],
     unreviewed_matches=1,
 )
@@ -49,11 +64,16 @@ ARGUMENTS = {"query": "event loop", "limit": 10}
 def by_hand() -> dict[str, Any]:
     hits = [hit.as_dict() for hit in RESPONSE.hits]
     return {
-        "hits": hits, "count": len(hits), "abstained": RESPONSE.abstained, "partial": RESPONSE.partial,
-        "degraded": bool(RESPONSE.degraded), "reason": RESPONSE.reason,
-        "unreviewed_matches": RESPONSE.unreviewed_matches, "unreviewed": list(RESPONSE.unreviewed),
+        "hits": hits,
+        "count": len(hits),
+        "abstained": RESPONSE.abstained,
+        "partial": RESPONSE.partial,
+        "degraded": bool(RESPONSE.degraded),
+        "reason": RESPONSE.reason,
+        "unreviewed_matches": RESPONSE.unreviewed_matches,
+        "unreviewed": list(RESPONSE.unreviewed),
         "unreviewed_hint": RESPONSE.unreviewed_hint,
-    }  # fmt: skip
+    }
 
 
 def typed() -> dict[str, Any]:
@@ -80,10 +100,14 @@ def main() -> None:
         figures["typed"].append(cpu_per_call(typed, options.results))
     for name, values in figures.items():
         values.sort()
-        print(f"{name:18}: median {values[len(values) // 2]:6.1f} µs (min {values[0]:.1f}, max {values[-1]:.1f}) CPU per result")
+        print(
+            f"{name:18}: median {values[len(values) // 2]:6.1f} µs (min {values[0]:.1f}, max {values[-1]:.1f}) CPU per result"
+        )
     as_dict, model = RESPONSE.as_dict(), query_result(RESPONSE)
-    for name, part in (("  validate", lambda: QueryResult.model_validate(as_dict)),
-                       ("  dump", lambda: model.model_dump(mode="json"))):  # fmt: skip
+    for name, part in (
+        ("  validate", lambda: QueryResult.model_validate(as_dict)),
+        ("  dump", lambda: model.model_dump(mode="json")),
+    ):
         print(f"{name:18}: {cpu_per_call(part, options.results):6.1f} µs")
 
 

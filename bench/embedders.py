@@ -153,9 +153,18 @@ def main() -> None:
             texts_file, out_file = Path(scratch) / "texts.json", Path(scratch) / "vectors.npy"
             texts_file.write_text(json.dumps(texts))
             command = [
-                sys.executable, __file__, "--worker", "--texts", str(texts_file), "--out", str(out_file),
-                "--batch", str(batch), "--variant", variant,
-            ]  # fmt: skip
+                sys.executable,
+                __file__,
+                "--worker",
+                "--texts",
+                str(texts_file),
+                "--out",
+                str(out_file),
+                "--batch",
+                str(batch),
+                "--variant",
+                variant,
+            ]
             done = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, check=True)
             figures = json.loads(done.stdout.strip().splitlines()[-1])
             vectors = np.load(out_file)

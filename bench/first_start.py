@@ -50,8 +50,15 @@ def run_once(folder: Path, port: int, label: str) -> tuple[float, list[tuple[flo
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "VIRTUAL_ENV")}
     env.update(HYPERGUILD_PORT=str(port), HYPERGUILD_ADMIN_PASSWORD="first-start-bench")
     started = time.monotonic()
-    process = subprocess.Popen(["make", "run"], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, start_new_session=True)  # fmt: skip
+    process = subprocess.Popen(
+        ["make", "run"],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     marks: list[tuple[float, str]] = []
     log = folder / f"make-run-{label}.log"
 

@@ -75,15 +75,17 @@ def stop_database(data_dir: Path) -> None:
 
 def queued_tasks(python: str, checkout: Path, env: dict) -> int:
     code = "from django_q.models import OrmQ; print(OrmQ.objects.count())"
-    out = subprocess.run([python, "manage.py", "shell", "-c", code], cwd=checkout, env=env, capture_output=True,
-                         text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [python, "manage.py", "shell", "-c", code], cwd=checkout, env=env, capture_output=True, text=True, check=True
+    )
     return int(out.stdout.strip().splitlines()[-1])
 
 
 def embedded_notes(python: str, checkout: Path, env: dict) -> int:
     code = "from brain.models import Embedding; print(Embedding.objects.values('chunk__note').distinct().count())"
-    out = subprocess.run([python, "manage.py", "shell", "-c", code], cwd=checkout, env=env, capture_output=True,
-                         text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [python, "manage.py", "shell", "-c", code], cwd=checkout, env=env, capture_output=True, text=True, check=True
+    )
     return int(out.stdout.strip().splitlines()[-1])
 
 
@@ -96,18 +98,32 @@ def run_one(checkout: Path, folder: Path, count: int, embedder: str, worker: boo
     try:
         subprocess.run([python, "manage.py", "migrate", "-v0"], cwd=checkout, env=env, check=True)
         if worker:
-            cluster = subprocess.Popen([python, "manage.py", "qcluster"], cwd=checkout, env=env,
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+            cluster = subprocess.Popen(
+                [python, "manage.py", "qcluster"],
+                cwd=checkout,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             time.sleep(3)
         load_before = os.getloadavg()[0]
         started = time.perf_counter()
-        out = subprocess.run([python, "manage.py", "brain_import", str(folder), "--no-progress"], cwd=checkout,
-                             env=env, capture_output=True, text=True, check=True)  # fmt: skip
+        out = subprocess.run(
+            [python, "manage.py", "brain_import", str(folder), "--no-progress"],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         seconds = time.perf_counter() - started
         result = {
-            "seconds": seconds, "notes_per_s": count / seconds, "summary": out.stdout.strip().splitlines()[0],
+            "seconds": seconds,
+            "notes_per_s": count / seconds,
+            "summary": out.stdout.strip().splitlines()[0],
             "load": (load_before, os.getloadavg()[0]),
-        }  # fmt: skip
+        }
         result["queued"] = queued_tasks(python, checkout, env)
         if cluster is not None:
             result["embedded"] = embedded_notes(python, checkout, env)
@@ -135,13 +151,17 @@ def main() -> None:
             for round_ in range(args.rounds):
                 for checkout in args.checkout:
                     checkout = checkout.resolve()
-                    head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
-                                          capture_output=True, text=True).stdout.strip()  # fmt: skip
+                    head = subprocess.run(
+                        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+                    ).stdout.strip()
                     r = run_one(checkout, folder, count, args.embedder, args.worker)
                     drained = f", {r['embedded']} notes embedded by the worker so far" if "embedded" in r else ""
-                    print(f"{count} notes, embedder {args.embedder}, {checkout.name}@{head} round {round_ + 1}: "
-                          f"{r['seconds']:.1f} s, {r['notes_per_s']:.0f} notes/s, {r['queued']} tasks queued{drained} "
-                          f"({r['summary']}; load {r['load'][0]:.1f}→{r['load'][1]:.1f})", flush=True)  # fmt: skip
+                    print(
+                        f"{count} notes, embedder {args.embedder}, {checkout.name}@{head} round {round_ + 1}: "
+                        f"{r['seconds']:.1f} s, {r['notes_per_s']:.0f} notes/s, {r['queued']} tasks queued{drained} "
+                        f"({r['summary']}; load {r['load'][0]:.1f}→{r['load'][1]:.1f})",
+                        flush=True,
+                    )
 
 
 if __name__ == "__main__":

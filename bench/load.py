@@ -190,8 +190,11 @@ def checked_options(options: dict[str, Any]) -> dict[str, Any]:
         parsed, checkouts = [], []
     if not parsed and checkouts and len(checkouts) == len(servers):
         parsed = [("granian", {})]  # only checkouts: nothing of this one to check
-    if (not parsed or any(name not in settings.HYPERGUILD_SERVERS for name, _ in parsed)
-            or len(set(servers)) != len(servers)):  # fmt: skip
+    if (
+        not parsed
+        or any(name not in settings.HYPERGUILD_SERVERS for name, _ in parsed)
+        or len(set(servers)) != len(servers)
+    ):
         raise CommandError(
             f"--servers takes distinct names from {', '.join(settings.HYPERGUILD_SERVERS)}, each with an optional "
             f"@threads and /gate (granian@32/2), or label=DIR (another checkout's serve), not {servers!r}"
@@ -228,9 +231,15 @@ class ServerFleet:
         port = free_port()
         self.servers[label] = (
             port,
-            subprocess.Popen([*command, "--port", str(port)], cwd=directory, env=env, stdout=self.log,
-                             stderr=self.log, start_new_session=True),
-        )  # fmt: skip
+            subprocess.Popen(
+                [*command, "--port", str(port)],
+                cwd=directory,
+                env=env,
+                stdout=self.log,
+                stderr=self.log,
+                start_new_session=True,
+            ),
+        )
 
     def stop_all(self) -> None:
         for _, server in self.servers.values():
@@ -274,8 +283,9 @@ async def wait_ready(port: int, server: Server) -> bool:
     raise SystemExit("the server did not come up in 120 s")
 
 
-async def phase(port: int, corpus: SyntheticCorpus, clients: int, seconds: float,
-                calls_each: int | None = None) -> Figures:  # fmt: skip
+async def phase(
+    port: int, corpus: SyntheticCorpus, clients: int, seconds: float, calls_each: int | None = None
+) -> Figures:
     """`clients` clients calling brain_query back to back, each on its own kept connection, for `seconds`
     (or `calls_each` calls each, on new connections: the warm-up)."""
     figures = Figures()
@@ -480,9 +490,16 @@ def synthetic_segment(count: int) -> bm25.Segment:
     tfs = np.concatenate([p[2] for p in parts]).astype(np.int32)
     del parts
     return bm25.build_segment(
-        version=1, note_ids=np.arange(1, count + 1, dtype=np.int64), statuses=["wiki"] * count,
-        wings=["eng"] * count, halls=[""] * count, lengths=np.concatenate(lengths), doc_of=docs, keys=keys, tfs=tfs,
-    )  # fmt: skip
+        version=1,
+        note_ids=np.arange(1, count + 1, dtype=np.int64),
+        statuses=["wiki"] * count,
+        wings=["eng"] * count,
+        halls=[""] * count,
+        lengths=np.concatenate(lengths),
+        doc_of=docs,
+        keys=keys,
+        tfs=tfs,
+    )
 
 
 # Run in 3 processes at once: map (or copy) a saved base segment, rank 300 queries, print RSS, PSS and USS.
@@ -503,9 +520,16 @@ MAPPED_SEGMENT_SCRIPT = (
 def segment_memory_in_processes(path: Path, mode: str) -> list[tuple[int, list[int]]]:
     """Three processes holding the saved segment at `path` at once, mapped or copied (`mode`): each one's pid
     and [RSS, PSS, USS] in bytes."""
-    procs = [subprocess.Popen([sys.executable, "-c", MAPPED_SEGMENT_SCRIPT, str(path), mode, str(i)],
-                              cwd=settings.BASE_DIR, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-             for i in range(3)]  # fmt: skip
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", MAPPED_SEGMENT_SCRIPT, str(path), mode, str(i)],
+            cwd=settings.BASE_DIR,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(3)
+    ]
     figures = [list(map(int, p.stdout.readline().split())) if p.stdout else [] for p in procs]
     for p in procs:
         if p.stdin:
@@ -521,36 +545,64 @@ class Command(BenchCommand):
         parser.add_argument("--notes", type=int, default=2000, help="synthetic notes (default: %(default)s)")
         parser.add_argument("--clients", type=int, default=50, help="concurrent MCP clients (default: %(default)s)")
         parser.add_argument("--seconds", type=float, default=15.0, help="length of each phase (default: %(default)s)")
-        parser.add_argument("--workers", type=int, default=settings.HYPERGUILD_WEB_WORKERS,
-                            help="web processes (default: HYPERGUILD_WEB_WORKERS = %(default)s)")  # fmt: skip
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=settings.HYPERGUILD_WEB_WORKERS,
+            help="web processes (default: HYPERGUILD_WEB_WORKERS = %(default)s)",
+        )
         parser.add_argument("--write-rate", type=float, default=10.0, help="notes/s of the writer (default: 10)")
         parser.add_argument("--ping-samples", type=int, default=400, help="sequential pings and bare views each")
         parser.add_argument("--memory-notes", type=int, help="only measure base-segment memory at this many notes")
-        parser.add_argument("--reads-only", action="store_true",
-                            help="only the brain_query phase (no writer, ping or memory): for quick comparisons")  # fmt: skip
-        parser.add_argument("--query-rates", default="100",
-                            help="open-loop brain_query rates (calls/s, comma-separated) measured with the writer "
-                                 "running: latency at a given load rather than at saturation (default: %(default)s; "
-                                 "empty: none)")  # fmt: skip
-        parser.add_argument("--repeat", type=int, default=1,
-                            help="run the brain_query phase this many times on the same server (default: 1)")  # fmt: skip
-        parser.add_argument("--server-log", type=Path,
-                            help="write the server's output (its log) to this file instead of discarding it")  # fmt: skip
-        parser.add_argument("--servers", default=settings.HYPERGUILD_SERVER,
-                            help=f"web servers to start, comma-separated ({', '.join(settings.HYPERGUILD_SERVERS)}), "
-                                 "each with an optional @threads and /gate (HYPERGUILD_WEB_THREADS and HYPERGUILD_WEB_CONCURRENCY "
-                                 "for it: granian@32/2, granian@2/0), or label=DIR for another checkout's own serve "
-                                 "(today=/path/to/main); with more than one, "
-                                 "the same clients drive each in turn on the same notes and a side-by-side table is printed (default: HYPERGUILD_SERVER = %(default)s)")  # fmt: skip
-        parser.add_argument("--restart", action="store_true",
-                            help="at the end, restart each server and time its first brain_query answer "
-                                 "(the base segment is mapped from disk, not built)")  # fmt: skip
-        parser.add_argument("--keep-notes", action="store_true",
-                            help="store the notes once in a kept database (hyperguild_eval_kept_notes_<n>_seed11_<schema>) "
-                                 "and copy it in later runs with this flag: a million notes are stored in a quarter of "
-                                 "an hour, copied in a minute or two (drop it with DROP DATABASE when done)")  # fmt: skip
-        parser.add_argument("--server-dir", type=Path, default=Path(settings.BASE_DIR),
-                            help="checkout whose `manage.py serve` is started (to compare with an older version)")  # fmt: skip
+        parser.add_argument(
+            "--reads-only",
+            action="store_true",
+            help="only the brain_query phase (no writer, ping or memory): for quick comparisons",
+        )
+        parser.add_argument(
+            "--query-rates",
+            default="100",
+            help="open-loop brain_query rates (calls/s, comma-separated) measured with the writer "
+            "running: latency at a given load rather than at saturation (default: %(default)s; "
+            "empty: none)",
+        )
+        parser.add_argument(
+            "--repeat",
+            type=int,
+            default=1,
+            help="run the brain_query phase this many times on the same server (default: 1)",
+        )
+        parser.add_argument(
+            "--server-log", type=Path, help="write the server's output (its log) to this file instead of discarding it"
+        )
+        parser.add_argument(
+            "--servers",
+            default=settings.HYPERGUILD_SERVER,
+            help=f"web servers to start, comma-separated ({', '.join(settings.HYPERGUILD_SERVERS)}), "
+            "each with an optional @threads and /gate (HYPERGUILD_WEB_THREADS and HYPERGUILD_WEB_CONCURRENCY "
+            "for it: granian@32/2, granian@2/0), or label=DIR for another checkout's own serve "
+            "(today=/path/to/main); with more than one, "
+            "the same clients drive each in turn on the same notes and a side-by-side table is printed (default: HYPERGUILD_SERVER = %(default)s)",
+        )
+        parser.add_argument(
+            "--restart",
+            action="store_true",
+            help="at the end, restart each server and time its first brain_query answer "
+            "(the base segment is mapped from disk, not built)",
+        )
+        parser.add_argument(
+            "--keep-notes",
+            action="store_true",
+            help="store the notes once in a kept database (hyperguild_eval_kept_notes_<n>_seed11_<schema>) "
+            "and copy it in later runs with this flag: a million notes are stored in a quarter of "
+            "an hour, copied in a minute or two (drop it with DROP DATABASE when done)",
+        )
+        parser.add_argument(
+            "--server-dir",
+            type=Path,
+            default=Path(settings.BASE_DIR),
+            help="checkout whose `manage.py serve` is started (to compare with an older version)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         options = checked_options(options)
@@ -631,8 +683,9 @@ class Command(BenchCommand):
                 asyncio.run(self.first_answer(label, started, *fleet.servers[label], corpus))
                 stop_server(fleet.servers[label][1])  # one at a time: the next restart has the machine to itself
 
-    async def side_by_side(self, servers: dict[str, tuple[int, Server]], corpus: SyntheticCorpus,
-                           options: dict[str, Any]) -> None:  # fmt: skip
+    async def side_by_side(
+        self, servers: dict[str, tuple[int, Server]], corpus: SyntheticCorpus, options: dict[str, Any]
+    ) -> None:
         """The 50-client phase (and, unless --reads-only, the same with the writer) on each web server in turn,
         --repeat rounds, the order rotated each round; all the servers stay up on the same scratch database, so
         they serve the same notes on the same machine at the same time of day."""
@@ -640,8 +693,10 @@ class Command(BenchCommand):
         for name, (port, server) in servers.items():
             await wait_ready(port, server)
             warm = await warm_up(port, corpus, clients)
-            self.stdout.write(f"{name}: up on port {port} with {options['workers']} web process(es), "
-                              f"warmed up with {len(warm.client)} calls")  # fmt: skip
+            self.stdout.write(
+                f"{name}: up on port {port} with {options['workers']} web process(es), "
+                f"warmed up with {len(warm.client)} calls"
+            )
         names = list(servers)
         kinds = ["reads"] if options["reads_only"] else ["reads", "writer"]
         results: dict[tuple[str, str], list[Figures]] = {(name, kind): [] for name in names for kind in kinds}
@@ -679,8 +734,9 @@ class Command(BenchCommand):
 
         started = time.perf_counter()
         warm = await warm_up(port, corpus, clients)
-        self.stdout.write(f"warm-up ({len(warm.client)} calls, first index per process): "
-                          f"{time.perf_counter() - started:.1f} s")  # fmt: skip
+        self.stdout.write(
+            f"warm-up ({len(warm.client)} calls, first index per process): {time.perf_counter() - started:.1f} s"
+        )
         self.memory(server, "after the warm-up (each process has its first index)")
 
         for _ in range(max(1, options["repeat"])):
@@ -714,8 +770,9 @@ class Command(BenchCommand):
             self.stdout.write("no /health/live on this server: ping vs bare view skipped")
         self.memory(server, "at the end (after the writer's phases)")
 
-    async def reads_with_cpu(self, port: int, server: Server, corpus: SyntheticCorpus, clients: int,
-                             seconds: float) -> None:  # fmt: skip
+    async def reads_with_cpu(
+        self, port: int, server: Server, corpus: SyntheticCorpus, clients: int, seconds: float
+    ) -> None:
         """The brain_query phase, and the CPU each call cost the web processes, PostgreSQL and these clients."""
         cpu, db_cpu, own_cpu = server_cpu_seconds(server), database_cpu_seconds(), time.process_time()
         faults = server_minor_faults(server)
@@ -734,8 +791,9 @@ class Command(BenchCommand):
             f"web processes' minor page faults per call {faults_per_call:.1f}"
         )
 
-    async def first_answer(self, label: str, started: float, port: int, server: Server,
-                           corpus: SyntheticCorpus) -> None:  # fmt: skip
+    async def first_answer(
+        self, label: str, started: float, port: int, server: Server, corpus: SyntheticCorpus
+    ) -> None:
         """After a restart: when the server answers /health/live, its first brain_query (and the CPU the server's
         processes used until then: what a busy machine does not change much), and the slowest of the next calls
         on new connections (which reach the other web processes)."""
@@ -839,8 +897,12 @@ class Command(BenchCommand):
             structured = timed("tool handler total", partial(call_tool, query, i))
             timed("output schema check (sampled)", partial(schema_errors, structured))
             timed("JSON encoding", partial(encode, structured))
-            message = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                       "params": {"name": "brain_query", "arguments": {"query": query}}}  # fmt: skip
+            message = {
+                "jsonrpc": "2.0",
+                "id": i,
+                "method": "tools/call",
+                "params": {"name": "brain_query", "arguments": {"query": query}},
+            }
             timed("JSON-RPC dispatch total", partial(dispatch, message, i))
             timed("JSON-RPC ping dispatch", partial(dispatch, {"jsonrpc": "2.0", "id": i, "method": "ping"}, i))
         self.stdout.write("where a brain_query call's time goes (in process, p50 / p95 ms over 200 queries):")

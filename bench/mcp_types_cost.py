@@ -42,7 +42,9 @@ def as_dict() -> dict[str, Any]:
 
 
 def as_model() -> dict[str, Any]:
-    return wire(types.CallToolResult(content=[types.TextContent(type="text", text=TEXT)], structured_content=STRUCTURED))
+    return wire(
+        types.CallToolResult(content=[types.TextContent(type="text", text=TEXT)], structured_content=STRUCTURED)
+    )
 
 
 def main() -> None:

@@ -60,9 +60,18 @@ def stop_database(data_dir: Path) -> None:
 
 
 def write_call(client: httpx.Client, url: str, i: int) -> tuple[float, float | None]:
-    message = {"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": "brain_write", "arguments": {
-        "title": f"Bench write {i}", "body": f"Sequential write number {i}: what a session learned about topic {i % 37}.",
-    }}}  # fmt: skip
+    message = {
+        "jsonrpc": "2.0",
+        "id": i,
+        "method": "tools/call",
+        "params": {
+            "name": "brain_write",
+            "arguments": {
+                "title": f"Bench write {i}",
+                "body": f"Sequential write number {i}: what a session learned about topic {i % 37}.",
+            },
+        },
+    }
     started = time.perf_counter()
     response = client.post(url, content=json.dumps(message).encode())
     elapsed = (time.perf_counter() - started) * 1000
@@ -77,12 +86,24 @@ def run_one(checkout: Path, calls: int, warmup: int, db_pool: int | None) -> dic
     data_dir = Path(tempfile.mkdtemp(prefix="hg-write-bench-"))
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "HYPERGUILD_EMBEDDED_DB_URL")}
-    env.update(HYPERGUILD_DATA_DIR=str(data_dir), BRAIN_EMBEDDER="off", BRAIN_MCP_TOKEN=TOKEN, BRAIN_DIR="",
-               HYPERGUILD_ADMIN_PASSWORD="bench-only-password", PYTHONDONTWRITEBYTECODE="1")  # fmt: skip
+    env.update(
+        HYPERGUILD_DATA_DIR=str(data_dir),
+        BRAIN_EMBEDDER="off",
+        BRAIN_MCP_TOKEN=TOKEN,
+        BRAIN_DIR="",
+        HYPERGUILD_ADMIN_PASSWORD="bench-only-password",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
     if db_pool is not None:
         env["HYPERGUILD_DB_POOL"] = str(db_pool)
-    server = subprocess.Popen([python, "manage.py", "serve", "--no-worker", "--port", str(port)], cwd=checkout, env=env,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    server = subprocess.Popen(
+        [python, "manage.py", "serve", "--no-worker", "--port", str(port)],
+        cwd=checkout,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         for _ in range(1200):
@@ -94,8 +115,11 @@ def run_one(checkout: Path, calls: int, warmup: int, db_pool: int | None) -> dic
             except httpx.HTTPError:
                 pass
             time.sleep(0.25)
-        headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json, text/event-stream",
-                   "Content-Type": "application/json"}  # fmt: skip
+        headers = {
+            "Authorization": f"Bearer {TOKEN}",
+            "Accept": "application/json, text/event-stream",
+            "Content-Type": "application/json",
+        }
         with httpx.Client(headers=headers, timeout=60) as client:
             for i in range(warmup):
                 write_call(client, f"{base}/mcp/brain", -1 - i)
@@ -120,20 +144,26 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--checkout", type=Path, nargs="+", default=[Path(".")])
     parser.add_argument("--rounds", type=int, default=1, help="alternate the checkouts this many times")
-    parser.add_argument("--db-pool", type=int, help="HYPERGUILD_DB_POOL for the web process (0: a connection per request)")
+    parser.add_argument(
+        "--db-pool", type=int, help="HYPERGUILD_DB_POOL for the web process (0: a connection per request)"
+    )
     args = parser.parse_args()
     for round_ in range(args.rounds):
         for checkout in args.checkout:
             checkout = checkout.resolve()
-            head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                  text=True).stdout.strip()  # fmt: skip
+            head = subprocess.run(
+                ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+            ).stdout.strip()
             r = run_one(checkout, args.calls, args.warmup, args.db_pool)
             c, s = r["client"], r["server"]
-            server = (f"; server p50 {statistics.median(s):.1f} p99 {percentile(s, 99):.1f} ms" if s else "")
+            server = f"; server p50 {statistics.median(s):.1f} p99 {percentile(s, 99):.1f} ms" if s else ""
             pool = "" if args.db_pool is None else f", HYPERGUILD_DB_POOL={args.db_pool}"
-            print(f"{checkout.name}@{head} round {round_ + 1}{pool}: {len(c)} brain_write calls, client p50 "
-                  f"{statistics.median(c):.1f} p95 {percentile(c, 95):.1f} p99 {percentile(c, 99):.1f} ms{server} "
-                  f"(load {r['load'][0]:.1f}→{r['load'][1]:.1f})", flush=True)  # fmt: skip
+            print(
+                f"{checkout.name}@{head} round {round_ + 1}{pool}: {len(c)} brain_write calls, client p50 "
+                f"{statistics.median(c):.1f} p95 {percentile(c, 95):.1f} p99 {percentile(c, 99):.1f} ms{server} "
+                f"(load {r['load'][0]:.1f}→{r['load'][1]:.1f})",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -30,8 +30,17 @@ LINE = re.compile(r"([\d.]+) calls/s \| client p50.*server p50\s+[\d.]+\s+p95\s+
 
 
 def run(env: dict, args) -> tuple[float, float, float, float]:
-    command = [sys.executable, "bench/load.py", "--reads-only", "--notes", str(args.notes),
-               "--seconds", str(args.seconds), "--clients", str(args.clients)]  # fmt: skip
+    command = [
+        sys.executable,
+        "bench/load.py",
+        "--reads-only",
+        "--notes",
+        str(args.notes),
+        "--seconds",
+        str(args.seconds),
+        "--clients",
+        str(args.clients),
+    ]
     out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     if out.returncode != 0:
         raise SystemExit(f"bench/load.py failed:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
@@ -50,8 +59,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--arms", default="off,metrics,tracing,both")
-    parser.add_argument("--sample", type=float, default=None,
-                        help="HYPERGUILD_TRACE_SAMPLE: the share of new traces recorded (default: the service's, 0.01)")
+    parser.add_argument(
+        "--sample",
+        type=float,
+        default=None,
+        help="HYPERGUILD_TRACE_SAMPLE: the share of new traces recorded (default: the service's, 0.01)",
+    )
     args = parser.parse_args()
     base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     names = args.arms.split(",")
@@ -72,15 +85,20 @@ def main() -> None:
             for name in order:
                 rate, p99, cpu, faults = run(arms[name], args)
                 figures[name].append((rate, p99, cpu, faults))
-                print(f"round {round_number} {name:7}: {rate:7.1f} calls/s, server p99 {p99:6.1f} ms, "
-                      f"web CPU {cpu:.2f} ms and {faults:.1f} page faults per call", flush=True)  # fmt: skip
+                print(
+                    f"round {round_number} {name:7}: {rate:7.1f} calls/s, server p99 {p99:6.1f} ms, "
+                    f"web CPU {cpu:.2f} ms and {faults:.1f} page faults per call",
+                    flush=True,
+                )
     off = statistics.median(r[0] for r in figures[names[0]])
     off_cpu = statistics.median(r[2] for r in figures[names[0]])
     for name, rows in figures.items():
         rate, cpu = statistics.median(r[0] for r in rows), statistics.median(r[2] for r in rows)
-        print(f"{name:7}: median {rate:7.1f} calls/s ({(rate / off - 1) * 100:+.1f} % vs {names[0]}), "
-              f"median server p99 {statistics.median(r[1] for r in rows):6.1f} ms, "
-              f"median web CPU per call {cpu:.2f} ms ({(cpu / off_cpu - 1) * 100:+.1f} %)")  # fmt: skip
+        print(
+            f"{name:7}: median {rate:7.1f} calls/s ({(rate / off - 1) * 100:+.1f} % vs {names[0]}), "
+            f"median server p99 {statistics.median(r[1] for r in rows):6.1f} ms, "
+            f"median web CPU per call {cpu:.2f} ms ({(cpu / off_cpu - 1) * 100:+.1f} %)"
+        )
     print(f"OTLP exports received: {len(exports)} ({sum(exports) / 1e6:.1f} MB)")
 
 

@@ -38,24 +38,46 @@ def main() -> None:
     args = parser.parse_args()
     names = args.arms.split(",")
     base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")} | {"BRAIN_EMBEDDER": "off"}
-    command = [sys.executable, "-m", "pytest", "bench/overhead_cpu_probe.py", "-q", "-s", "--reuse-db",
-               "-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts=", "-p", "tests.session_start"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "bench/overhead_cpu_probe.py",
+        "-q",
+        "-s",
+        "--reuse-db",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "-o",
+        "addopts=",
+        "-p",
+        "tests.session_start",
+    ]
     figures: dict[str, list[float]] = {name: [] for name in names}
     exports: list[int] = []
     with FakeHTTPServer(lambda request: exports.append(len(request.raw)) or Response(200, raw=b"")) as sink:
         for run in range(1, args.runs + 1):
             with tempfile.TemporaryDirectory(prefix="overhead-cpu-") as metrics_dir:
-                env = base | {"HYPERGUILD_METRICS": "1", "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url,
-                              "PROMETHEUS_MULTIPROC_DIR": metrics_dir, "PROBE_ARMS": ",".join(names),
-                              "PROBE_BLOCKS": str(args.blocks), "PROBE_BLOCK": str(args.block)}  # fmt: skip
+                env = base | {
+                    "HYPERGUILD_METRICS": "1",
+                    "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url,
+                    "PROMETHEUS_MULTIPROC_DIR": metrics_dir,
+                    "PROBE_ARMS": ",".join(names),
+                    "PROBE_BLOCKS": str(args.blocks),
+                    "PROBE_BLOCK": str(args.block),
+                }
                 out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
             found = {name: (float(ms), float(faults)) for name, ms, faults in FIGURE.findall(out.stdout)}
             if out.returncode != 0 or set(found) != set(names):
                 raise SystemExit(f"the probe failed:\n{out.stdout[-3000:]}\n{out.stderr[-2000:]}")
             for name in names:
                 figures[name].append(found[name][0])
-            print(f"run {run}: " + ", ".join(f"{n} {found[n][0]:.3f} ms ({found[n][1]:.0f} faults)" for n in names),
-                  flush=True)  # fmt: skip
+            print(
+                f"run {run}: " + ", ".join(f"{n} {found[n][0]:.3f} ms ({found[n][1]:.0f} faults)" for n in names),
+                flush=True,
+            )
     print_medians(figures, exports, "runs")
 
 

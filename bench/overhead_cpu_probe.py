@@ -87,5 +87,7 @@ def test_cpu_per_brain_query_call_by_arm() -> None:
                 figures[name].append((time.process_time() - started) / size * 1000)
                 faulted[name].append((faults() - faults_before) / size)
     for name, values in figures.items():
-        print(f"\nARM {name} {statistics.median(values):.4f} {statistics.median(faulted[name]):.1f} "
-              f"{' '.join(f'{v:.3f}' for v in values)}")  # fmt: skip
+        print(
+            f"\nARM {name} {statistics.median(values):.4f} {statistics.median(faulted[name]):.1f} "
+            f"{' '.join(f'{v:.3f}' for v in values)}"
+        )

@@ -32,7 +32,9 @@ import time
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parents[1] / "claude-plugin" / "hyperguild" / "hooks" / "hyperguild-hook"
-PAYLOAD = json.dumps({"session_id": "bench-1", "cwd": "/tmp/x", "hook_event_name": "Stop", "transcript_path": "/tmp/t.jsonl"})
+PAYLOAD = json.dumps(
+    {"session_id": "bench-1", "cwd": "/tmp/x", "hook_event_name": "Stop", "transcript_path": "/tmp/t.jsonl"}
+)
 
 
 class Answer(http.server.BaseHTTPRequestHandler):
@@ -90,12 +92,19 @@ FUNCTIONS_PER_FILE = 20
 
 def edit_payload(cwd: Path, path: str, old: str, new: str) -> str:
     file_path = str(cwd / path)
-    return json.dumps({
-        "session_id": "bench-edit-1", "transcript_path": "/tmp/t.jsonl", "cwd": str(cwd), "permission_mode": "default",
-        "hook_event_name": "PostToolUse", "tool_name": "Edit", "tool_use_id": "toolu_bench",
-        "tool_input": {"file_path": file_path, "old_string": old, "new_string": new, "replace_all": False},
-        "tool_response": {"filePath": file_path, "oldString": old, "newString": new},
-    })  # fmt: skip
+    return json.dumps(
+        {
+            "session_id": "bench-edit-1",
+            "transcript_path": "/tmp/t.jsonl",
+            "cwd": str(cwd),
+            "permission_mode": "default",
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Edit",
+            "tool_use_id": "toolu_bench",
+            "tool_input": {"file_path": file_path, "old_string": old, "new_string": new, "replace_all": False},
+            "tool_response": {"filePath": file_path, "oldString": old, "newString": new},
+        }
+    )
 
 
 def timed_edit_hook(url: str, payload: str, runs: int, expect_answer: bool) -> list[float]:
@@ -103,10 +112,14 @@ def timed_edit_hook(url: str, payload: str, runs: int, expect_answer: bool) -> l
     times = []
     for _ in range(runs):
         began = time.perf_counter()
-        done = subprocess.run(["sh", str(EDIT_HOOK)], input=payload, text=True, env=env, capture_output=True, check=True)
+        done = subprocess.run(
+            ["sh", str(EDIT_HOOK)], input=payload, text=True, env=env, capture_output=True, check=True
+        )
         times.append((time.perf_counter() - began) * 1000)
         if bool(done.stdout.strip()) != expect_answer:
-            raise SystemExit(f"the edit hook answered {done.stdout!r}; expected {'an answer' if expect_answer else 'none'}")
+            raise SystemExit(
+                f"the edit hook answered {done.stdout!r}; expected {'an answer' if expect_answer else 'none'}"
+            )
     return times
 
 
@@ -135,22 +148,39 @@ def edit_hook_bench(note_count: int, runs: int) -> None:
         for folder in (repo, empty):
             (folder / "pkg").mkdir(parents=True)
             for number in range(files):
-                lines = [f"def func_{number}_{n}(value):\n    return value + {n}\n\n" for n in range(FUNCTIONS_PER_FILE)]
+                lines = [
+                    f"def func_{number}_{n}(value):\n    return value + {n}\n\n" for n in range(FUNCTIONS_PER_FILE)
+                ]
                 (folder / "pkg" / f"mod_{number}.py").write_text("\n".join(lines))
-            for command in (["init", "-q", "-b", "main"], ["add", "-A"], ["-c", "user.name=b", "-c", "user.email=b@b",
-                                                                          "commit", "-qm", "first"]):  # fmt: skip
+            for command in (
+                ["init", "-q", "-b", "main"],
+                ["add", "-A"],
+                ["-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "first"],
+            ):
                 subprocess.run(["git", "-C", str(folder), *command], check=True)
         project = Project.objects.create(name="anchored", repo=str(repo), branch="main")
         Project.objects.create(name="plain", repo=str(empty), branch="main")
-        Note.objects.bulk_create([
-            Note(slug=f"bench/func-{number}-{n}", title=f"func_{number}_{n}", status=NoteStatus.WIKI, wing="concepts",
-                 body=f"`pkg/mod_{number}.py` defines `func_{number}_{n}`.", project=project)
-            for number in range(files) for n in range(FUNCTIONS_PER_FILE)
-        ], batch_size=2000)  # fmt: skip
+        Note.objects.bulk_create(
+            [
+                Note(
+                    slug=f"bench/func-{number}-{n}",
+                    title=f"func_{number}_{n}",
+                    status=NoteStatus.WIKI,
+                    wing="concepts",
+                    body=f"`pkg/mod_{number}.py` defines `func_{number}_{n}`.",
+                    project=project,
+                )
+                for number in range(files)
+                for n in range(FUNCTIONS_PER_FILE)
+            ],
+            batch_size=2000,
+        )
         began = time.perf_counter()
         do_sync_project(project)
-        print(f"{Note.objects.count()} notes, {Anchor.objects.count()} anchors, verified in "
-              f"{time.perf_counter() - began:.1f} s")  # fmt: skip
+        print(
+            f"{Note.objects.count()} notes, {Anchor.objects.count()} anchors, verified in "
+            f"{time.perf_counter() - began:.1f} s"
+        )
         server = ThreadedServer(application, free_port())
         server.start()
         target = f"pkg/mod_{files // 2}.py"

@@ -96,7 +96,9 @@ def export_docs(checkout: str, commit: str, files: list[str], into: Path) -> Non
     for name in files:
         target = into / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(subprocess.run(["git", "-C", checkout, "show", f"{commit}:{name}"], capture_output=True, check=True).stdout)
+        target.write_bytes(
+            subprocess.run(["git", "-C", checkout, "show", f"{commit}:{name}"], capture_output=True, check=True).stdout
+        )
 
 
 # -- answers ------------------------------------------------------------------------------------
@@ -240,9 +242,14 @@ def check_notes(project: dict, checkout: str, tmp: Path) -> NoteFigures:
     written: list[tuple[dict, Note]] = []
     for number, item in enumerate(project["note"], start=1):
         note = do_ingest_note(
-            title=item["title"], body=item["body"], wing="team", hall="",
-            frontmatter={"project": name}, slug=f"{name}-note-{number}", source="bench",
-        )  # fmt: skip
+            title=item["title"],
+            body=item["body"],
+            wing="team",
+            hall="",
+            frontmatter={"project": name},
+            slug=f"{name}-note-{number}",
+            source="bench",
+        )
         note.refresh_from_db()
         said = getattr(note, "unresolved_anchors", None)
         if said:
@@ -252,7 +259,9 @@ def check_notes(project: dict, checkout: str, tmp: Path) -> NoteFigures:
         note.refresh_from_db()
         if note.verification_state == VerificationState.STALE:
             figures.flagged_at_write += 1
-            label = f"{note.slug} {item['title']!r}: " + "; ".join(e.get("message", "") for e in note.verification_evidence)
+            label = f"{note.slug} {item['title']!r}: " + "; ".join(
+                e.get("message", "") for e in note.verification_evidence
+            )
             figures.at_write.append(label)
             if item["truth"]:
                 figures.true_flagged_at_write += 1
@@ -301,9 +310,12 @@ def run(name: str, checkout: str, only: str, embedders: list[str], verbose: bool
 
     project = load(name)
     out = sys.stdout
-    print(f"== {name} ({project.get('role', '?')}): {len(project['question'])} questions, "
-          f"{len(project['offtopic'])} off-topic, {len(project['note'])} notes; head {project['head'][:7]}, "
-          f"old {project['old'][:7]}", file=out)  # fmt: skip
+    print(
+        f"== {name} ({project.get('role', '?')}): {len(project['question'])} questions, "
+        f"{len(project['offtopic'])} off-topic, {len(project['note'])} notes; head {project['head'][:7]}, "
+        f"old {project['old'][:7]}",
+        file=out,
+    )
     report: dict = {"project": name, "role": project.get("role", "")}
     quiet = io.StringIO()
     with tempfile.TemporaryDirectory(prefix=f"projects-{name}-") as tmp_name, ScratchDatabase(quiet):
@@ -324,29 +336,40 @@ def run(name: str, checkout: str, only: str, embedders: list[str], verbose: bool
                 figures = ask(project, by_slug, settings.BRAIN_EMBEDDER)
                 settings.BRAIN_EMBEDDER = original
                 report["answers"].append(asdict(figures))
-                print(f"  answers, embedder {figures.embedder}: right file in top 3 {pct(figures.file_top3, figures.questions)}; "
-                      f"fact in answer {pct(figures.fact_in_answer, figures.questions)} "
-                      f"(in its first passage {pct(figures.fact_first, figures.questions)}); "
-                      f"off-topic abstained {pct(figures.abstained, figures.offtopic)}; "
-                      f"unrelated folder's context empty: {figures.unrelated_context_empty}; {figures.seconds:.1f} s",
-                      file=out)  # fmt: skip
+                print(
+                    f"  answers, embedder {figures.embedder}: right file in top 3 {pct(figures.file_top3, figures.questions)}; "
+                    f"fact in answer {pct(figures.fact_in_answer, figures.questions)} "
+                    f"(in its first passage {pct(figures.fact_first, figures.questions)}); "
+                    f"off-topic abstained {pct(figures.abstained, figures.offtopic)}; "
+                    f"unrelated folder's context empty: {figures.unrelated_context_empty}; {figures.seconds:.1f} s",
+                    file=out,
+                )
                 if verbose:
-                    for label, items in (("missed fact", figures.missed_fact), ("file not in top 3", figures.missed_file),
-                                         ("off-topic answered", figures.answered_offtopic)):  # fmt: skip
+                    for label, items in (
+                        ("missed fact", figures.missed_fact),
+                        ("file not in top 3", figures.missed_file),
+                        ("off-topic answered", figures.answered_offtopic),
+                    ):
                         for line in items:
                             print(f"    {label}: {line}", file=out)
         if only in ("all", "notes"):
             figures_n = check_notes(project, checkout, tmp)
             report["notes"] = {**asdict(figures_n), "precision": figures_n.precision, "recall": figures_n.recall}
-            print(f"  stale flags: precision {figures_n.flagged_false}/{figures_n.flagged} = {figures_n.precision:.2f}, "
-                  f"recall {figures_n.flagged_false}/{figures_n.false_notes} = {figures_n.recall:.2f}; "
-                  f"flagged at write {figures_n.flagged_at_write}/{figures_n.notes} "
-                  f"(true notes {figures_n.true_flagged_at_write}); right commit named "
-                  f"{pct(figures_n.right_commit, figures_n.changed_anchors)}; {figures_n.seconds:.1f} s",
-                  file=out)  # fmt: skip
+            print(
+                f"  stale flags: precision {figures_n.flagged_false}/{figures_n.flagged} = {figures_n.precision:.2f}, "
+                f"recall {figures_n.flagged_false}/{figures_n.false_notes} = {figures_n.recall:.2f}; "
+                f"flagged at write {figures_n.flagged_at_write}/{figures_n.notes} "
+                f"(true notes {figures_n.true_flagged_at_write}); right commit named "
+                f"{pct(figures_n.right_commit, figures_n.changed_anchors)}; {figures_n.seconds:.1f} s",
+                file=out,
+            )
             if verbose:
-                for label, items in (("flagged at write", figures_n.at_write), ("true but flagged", figures_n.wrongly_flagged),
-                                     ("false not flagged", figures_n.missed), ("wrong commit", figures_n.wrong_commit)):  # fmt: skip
+                for label, items in (
+                    ("flagged at write", figures_n.at_write),
+                    ("true but flagged", figures_n.wrongly_flagged),
+                    ("false not flagged", figures_n.missed),
+                    ("wrong commit", figures_n.wrong_commit),
+                ):
                     for line in items:
                         print(f"    {label}: {line}", file=out)
     return report
@@ -372,7 +395,11 @@ def main() -> None:
     reports = []
     for name in names:
         project = load(name)
-        checkout = args.checkout if args.checkout and len(names) == 1 else str(Path(args.checkouts) / project["mirror"] / "repo")
+        checkout = (
+            args.checkout
+            if args.checkout and len(names) == 1
+            else str(Path(args.checkouts) / project["mirror"] / "repo")
+        )
         reports.append(run(name, checkout, args.only, embedders, args.verbose))
     if args.json:
         Path(args.json).write_text(json.dumps(reports, indent=2))

@@ -59,11 +59,15 @@ REQUEST_TIMEOUT = 30.0
 
 
 def registration_body(number: int, auth_method: str = "none") -> bytes:
-    return json.dumps({
-        "client_name": f"bench client {number}", "redirect_uris": [f"http://127.0.0.1:{20000 + number % 1000}/callback"],
-        "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
-        "token_endpoint_auth_method": auth_method,
-    }).encode()  # fmt: skip
+    return json.dumps(
+        {
+            "client_name": f"bench client {number}",
+            "redirect_uris": [f"http://127.0.0.1:{20000 + number % 1000}/callback"],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": auth_method,
+        }
+    ).encode()
 
 
 async def http_post(port: int, path: str, body: bytes, *, source: str = "127.0.0.1", token: str = "") -> int:
@@ -75,7 +79,8 @@ async def http_post(port: int, path: str, body: bytes, *, source: str = "127.0.0
             auth = f"Authorization: Bearer {token}\r\n" if token else ""
             writer.write(
                 f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Content-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + body
             )
             await writer.drain()
             head = await reader.readuntil(b"\r\n\r\n")
@@ -102,8 +107,10 @@ class Command(BenchCommand):
         if not 1 <= options["clients"] <= 250:
             raise CommandError("--clients takes 1 to 250 (addresses 127.0.0.2 onwards)")
         load = os.getloadavg()
-        self.stdout.write(f"machine: {os.cpu_count()} CPUs ({cpu_model()}), load average {load[0]:.2f} {load[1]:.2f} "
-                          f"{load[2]:.2f} (other programs share these cores)")  # fmt: skip
+        self.stdout.write(
+            f"machine: {os.cpu_count()} CPUs ({cpu_model()}), load average {load[0]:.2f} {load[1]:.2f} "
+            f"{load[2]:.2f} (other programs share these cores)"
+        )
         settings.BRAIN_EMBEDDER = "off"
         with ScratchDatabase(self.stdout) as scratch:
             self.stdout.write(f"scratch database {scratch.name}")
@@ -117,27 +124,45 @@ class Command(BenchCommand):
     def cpu_per_registration(self, samples: int) -> None:
         settings.HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR = 10**6  # this measurement only, in this process
         client = Client()
-        for auth_method, label in (("none", "public client (Claude Code's kind)"),
-                                   ("client_secret_post", "confidential client (secret hashed)")):  # fmt: skip
+        for auth_method, label in (
+            ("none", "public client (Claude Code's kind)"),
+            ("client_secret_post", "confidential client (secret hashed)"),
+        ):
             spent = []
             for number in range(samples):
                 started = time.process_time()
-                answer = client.post("/oauth/register/", registration_body(number, auth_method),
-                                     content_type="application/json", REMOTE_ADDR=f"10.0.{number}.1",
-                                     HTTP_HOST="127.0.0.1")  # fmt: skip
+                answer = client.post(
+                    "/oauth/register/",
+                    registration_body(number, auth_method),
+                    content_type="application/json",
+                    REMOTE_ADDR=f"10.0.{number}.1",
+                    HTTP_HOST="127.0.0.1",
+                )
                 spent.append(time.process_time() - started)
                 if answer.status_code != 201:
                     raise CommandError(f"registration answered {answer.status_code}: {answer.content[:300]!r}")
             spent.sort()
-            self.stdout.write(f"CPU per registration, {label}: median {spent[len(spent) // 2] * 1000:.1f} ms, "
-                              f"max {spent[-1] * 1000:.1f} ms ({samples} in this process)")  # fmt: skip
+            self.stdout.write(
+                f"CPU per registration, {label}: median {spent[len(spent) // 2] * 1000:.1f} ms, "
+                f"max {spent[-1] * 1000:.1f} ms ({samples} in this process)"
+            )
 
     def against_the_server(self, corpus: SyntheticCorpus, options: dict[str, Any]) -> None:
         port = free_port()
-        env = {**os.environ, "DATABASE_URL": database_url(connections["default"].settings_dict),
-               "BRAIN_EMBEDDER": "off", "BRAIN_MCP_TOKEN": TOKEN, "HYPERGUILD_ADMIN_PASSWORD": "bench-only-password"}
-        server = subprocess.Popen([sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port)], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url(connections["default"].settings_dict),
+            "BRAIN_EMBEDDER": "off",
+            "BRAIN_MCP_TOKEN": TOKEN,
+            "HYPERGUILD_ADMIN_PASSWORD": "bench-only-password",
+        }
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             asyncio.run(self.drive(port, server, corpus, options))
         finally:
@@ -147,8 +172,9 @@ class Command(BenchCommand):
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
 
-    async def drive(self, port: int, server: subprocess.Popen[bytes], corpus: SyntheticCorpus,
-                    options: dict[str, Any]) -> None:  # fmt: skip
+    async def drive(
+        self, port: int, server: subprocess.Popen[bytes], corpus: SyntheticCorpus, options: dict[str, Any]
+    ) -> None:
         for _ in range(600):
             if server.poll() is not None:
                 raise CommandError(f"the server exited with {server.returncode}")
@@ -158,8 +184,9 @@ class Command(BenchCommand):
         queries = [corpus.query() for _ in range(500)]
         # Each web process builds its search index on its first query: warm them all before measuring.
         for _ in range(3):
-            await asyncio.gather(*(http_post(port, "/query", json.dumps({"query": text}).encode(), token=TOKEN)
-                                   for text in queries[:20]))  # fmt: skip
+            await asyncio.gather(
+                *(http_post(port, "/query", json.dumps({"query": text}).encode(), token=TOKEN) for text in queries[:20])
+            )
 
         async def query_phase(seconds: float) -> tuple[list[float], int]:
             latencies: list[float] = []
@@ -188,9 +215,11 @@ class Command(BenchCommand):
         def line(name: str, latencies: list[float], failed: int) -> str:
             if not latencies:
                 return f"/query {name}: no answer ({failed} failed)"
-            return (f"/query {name}: {len(latencies)} answered, {failed} failed; p50 {percentile(latencies, 50):.3f} s, "
-                    f"p95 {percentile(latencies, 95):.3f} s, p99 {percentile(latencies, 99):.3f} s, "
-                    f"max {max(latencies):.3f} s")  # fmt: skip
+            return (
+                f"/query {name}: {len(latencies)} answered, {failed} failed; p50 {percentile(latencies, 50):.3f} s, "
+                f"p95 {percentile(latencies, 95):.3f} s, p99 {percentile(latencies, 99):.3f} s, "
+                f"max {max(latencies):.3f} s"
+            )
 
         quiet = await query_phase(10.0)
         self.stdout.write(line("alone, 10 s", *quiet))
@@ -213,9 +242,13 @@ class Command(BenchCommand):
         cpu = server_cpu_seconds(server) - cpu_before
         self.stdout.write(line(f"while {options['clients']} addresses register, {options['seconds']:g} s", *loaded))
         calls = sum(statuses.values())
-        shown = ", ".join(f"{'no answer' if status == 0 else status}: {count}" for status, count in sorted(statuses.items()))
-        self.stdout.write(f"registration calls: {calls} ({shown}); web processes' CPU {cpu:.1f} s, "
-                          f"{cpu / max(calls, 1) * 1000:.1f} ms per call (queries included)")  # fmt: skip
+        shown = ", ".join(
+            f"{'no answer' if status == 0 else status}: {count}" for status, count in sorted(statuses.items())
+        )
+        self.stdout.write(
+            f"registration calls: {calls} ({shown}); web processes' CPU {cpu:.1f} s, "
+            f"{cpu / max(calls, 1) * 1000:.1f} ms per call (queries included)"
+        )
 
 
 if __name__ == "__main__":

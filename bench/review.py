@@ -62,8 +62,10 @@ class Command(BenchCommand):
         for n in range(notes):
             source = "bench-bulk" if n < bulk else "bench"
             do_write_raw_note(
-                title=f"Bench note {run} {n}", body=f"Learning {n}: " + "retry uploads with jitter " * 20,
-                source=source, slug=f"bench-{run}-{n}",
+                title=f"Bench note {run} {n}",
+                body=f"Learning {n}: " + "retry uploads with jitter " * 20,
+                source=source,
+                slug=f"bench-{run}-{n}",
             )
         self.stdout.write(f"created {notes} raw notes in {time.perf_counter() - started:.1f} s")
         user = get_user_model().objects.create_user(f"bench-{run}", is_staff=True)
@@ -88,30 +90,45 @@ class Command(BenchCommand):
 
         timed("queue, newest first, 25 a page", get("/review/"))
         timed("queue, 200 a page", get("/review/", {"per": "200"}))
-        timed("queue, page 20 at 200 a page, sorted by title", get("/review/", {"per": "200", "sort": "title", "page": "20"}))
+        timed(
+            "queue, page 20 at 200 a page, sorted by title",
+            get("/review/", {"per": "200", "sort": "title", "page": "20"}),
+        )
         timed("queue filtered by source", get("/review/", {"source": "bench"}))
         middle = Note.objects.raw_queue().filter(source="bench")[notes // 2]
-        timed("note page opened from a filter (with j/k neighbours)",
-              get(f"/review/{middle.pk}/", {"from": "source=bench&sort=title"}))
+        timed(
+            "note page opened from a filter (with j/k neighbours)",
+            get(f"/review/{middle.pk}/", {"from": "source=bench&sort=title"}),
+        )
 
         # A long raw note (issue 31): its page reads the stored similar-notes ranking, never searches per view.
-        sections = [f"## Section {i}\n\n" + "Retry uploads with jitter and backoff; log every attempt. " * 12
-                    for i in range(40)]
-        long = do_write_raw_note(title=f"Long bench note {run}", body="\n\n".join(sections), source="bench-long",
-                                 slug=f"bench-{run}-long")
+        sections = [
+            f"## Section {i}\n\n" + "Retry uploads with jitter and backoff; log every attempt. " * 12 for i in range(40)
+        ]
+        long = do_write_raw_note(
+            title=f"Long bench note {run}", body="\n\n".join(sections), source="bench-long", slug=f"bench-{run}-long"
+        )
         self.stdout.write(f"long raw note: {len(long.body):,} characters")
-        timed("similar notes ranked now (the background task's work)",
-              get(f"/review/{long.pk}/similar/", {"again": "1"}))
+        timed(
+            "similar notes ranked now (the background task's work)", get(f"/review/{long.pk}/similar/", {"again": "1"})
+        )
         timed("raw note page, long body (ranking stored)", get(f"/review/{long.pk}/"))
-        timed("raw note page, long body, opened from a filter",
-              get(f"/review/{long.pk}/", {"from": "source=bench-long"}))
+        timed(
+            "raw note page, long body, opened from a filter", get(f"/review/{long.pk}/", {"from": "source=bench-long"})
+        )
 
         matching = Note.objects.raw_queue().filter(source="bench-bulk").count()
         t0 = time.perf_counter()
-        response = browser.post("/review/bulk/", {
-            "action": "reject", "reason": "bench", "select_all": "1", "expected_count": str(matching),
-            "next_query": "source=bench-bulk",
-        })
+        response = browser.post(
+            "/review/bulk/",
+            {
+                "action": "reject",
+                "reason": "bench",
+                "select_all": "1",
+                "expected_count": str(matching),
+                "next_query": "source=bench-bulk",
+            },
+        )
         elapsed = time.perf_counter() - t0
         rejected = Note.objects.filter(source="bench-bulk", status=NoteStatus.REJECTED).count()
         self.stdout.write(
@@ -120,13 +137,17 @@ class Command(BenchCommand):
         )
         groups = list(
             NoteRevision.objects.filter(note__source="bench-bulk", action="reject")
-            .order_by().values_list("group", flat=True).distinct()
+            .order_by()
+            .values_list("group", flat=True)
+            .distinct()
         )
         t0 = time.perf_counter()
         restored = sum(len(do_undo_revision(group, user=user)) for group in groups)
         elapsed = time.perf_counter() - t0
-        self.stdout.write(f"undo of the bulk reject ({len(groups)} revision group, {restored} notes restored): "
-                          f"{elapsed:.2f} s ({elapsed / max(restored, 1) * 1000:.1f} ms a note)")
+        self.stdout.write(
+            f"undo of the bulk reject ({len(groups)} revision group, {restored} notes restored): "
+            f"{elapsed:.2f} s ({elapsed / max(restored, 1) * 1000:.1f} ms a note)"
+        )
 
 
 if __name__ == "__main__":

@@ -394,8 +394,9 @@ class AreaReport:
         return out
 
 
-def _run_areas(profiles: list[AreaProfile], calls: int, seed: int, memory: bool,
-               on_progress: Callable[[int], None] | None) -> AreaRun:  # fmt: skip
+def _run_areas(
+    profiles: list[AreaProfile], calls: int, seed: int, memory: bool, on_progress: Callable[[int], None] | None
+) -> AreaRun:
     outcomes, choices, router_rng = random.Random(seed), random.Random(seed + 1), random.Random(seed + 2)
     run = AreaRun(memory, {p.label: SkillTally() for p in profiles})
     for index in range(calls):

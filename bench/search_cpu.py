@@ -37,8 +37,11 @@ from bench.synthetic import SyntheticCorpus, store_synthetic_notes  # noqa: E402
 from brain import bm25, search  # noqa: E402
 from brain.scratch import ScratchDatabase  # noqa: E402
 
-PARTS = {"bm25 ranking": (bm25.Snapshot, "rank_with_evidence"), "hits' SQL": (search, "hit_rows"),
-         "excerpts": (search, "excerpt")}  # fmt: skip
+PARTS = {
+    "bm25 ranking": (bm25.Snapshot, "rank_with_evidence"),
+    "hits' SQL": (search, "hit_rows"),
+    "excerpts": (search, "excerpt"),
+}
 
 
 class Command(BenchCommand):
@@ -48,9 +51,12 @@ class Command(BenchCommand):
         parser.add_argument("--notes", type=int, required=True)
         parser.add_argument("--queries", type=int, default=300)
         parser.add_argument("--rounds", type=int, default=2)
-        parser.add_argument("--keep-notes", action="store_true",
-                            help="copy the notes from the database bench/load.py --keep-notes keeps (the same corpus), "
-                                 "filling it first if there is none")  # fmt: skip
+        parser.add_argument(
+            "--keep-notes",
+            action="store_true",
+            help="copy the notes from the database bench/load.py --keep-notes keeps (the same corpus), "
+            "filling it first if there is none",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         settings.BRAIN_EMBEDDER = "off"
@@ -126,8 +132,9 @@ class Command(BenchCommand):
                 setattr(owner, name, original)
         self.stdout.write(f"hits per call: mean {np.mean(hits):.1f} (limit 10)")
         for name, values in totals.items():
-            self.stdout.write(f"{name}: search(limit=10) CPU per call over {count} notes ({len(values)} calls): "
-                              f"{figures(values)}")  # fmt: skip
+            self.stdout.write(
+                f"{name}: search(limit=10) CPU per call over {count} notes ({len(values)} calls): {figures(values)}"
+            )
             for label in PARTS:
                 self.stdout.write(f"  {label:13}: {figures(parts[name, label])}")
             slow = np.argsort(values)[-max(1, len(values) // 100) :]
@@ -150,8 +157,10 @@ def timed(function: Callable[..., Any], label: str, spent: dict[str, float]) -> 
 
 
 def figures(values: list[float]) -> str:
-    return (f"p50 {np.percentile(values, 50):.2f}  p95 {np.percentile(values, 95):.2f}  "
-            f"p99 {np.percentile(values, 99):.2f}  mean {np.mean(values):.2f} ms")  # fmt: skip
+    return (
+        f"p50 {np.percentile(values, 50):.2f}  p95 {np.percentile(values, 95):.2f}  "
+        f"p99 {np.percentile(values, 99):.2f}  mean {np.mean(values):.2f} ms"
+    )
 
 
 if __name__ == "__main__":

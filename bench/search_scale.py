@@ -98,8 +98,10 @@ class Command(BenchCommand):
         do_edit_note(note, body=note.body + " " + corpus.rng.choice(corpus.vocabulary))
         started = time.perf_counter()
         bm25.current_index()
-        self.stdout.write(f"BM25 refresh after one edit: {(time.perf_counter() - started) * 1000:.1f} ms "
-                          f"(whole-index builds so far: {bm25.stats.full_builds})")  # fmt: skip
+        self.stdout.write(
+            f"BM25 refresh after one edit: {(time.perf_counter() - started) * 1000:.1f} ms "
+            f"(whole-index builds so far: {bm25.stats.full_builds})"
+        )
 
 
 if __name__ == "__main__":

@@ -152,8 +152,13 @@ async def post_on_kept(idle: list[Connection], port: int, body: bytes) -> tuple[
     return 0, {}, problem
 
 
-async def open_loop(start: Callable[[int], Coroutine[Any, Any, None]], rate: float, done: Callable[[], bool],
-                    drain_seconds: float, idle: list[Connection]) -> None:  # fmt: skip
+async def open_loop(
+    start: Callable[[int], Coroutine[Any, Any, None]],
+    rate: float,
+    done: Callable[[], bool],
+    drain_seconds: float,
+    idle: list[Connection],
+) -> None:
     """Start `start(1)`, `start(2)`, … at `rate` per second whatever their latency, until `done()`;
     then wait up to `drain_seconds` for those still running and close the idle connections."""
     tasks: set[asyncio.Task[None]] = set()

@@ -68,7 +68,8 @@ async def http(port: int, method: str, path: str, body: bytes = b"", *, token: s
             auth = f"Authorization: Bearer {token}\r\n" if token else ""
             writer.write(
                 f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Content-Type: application/json\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + body
             )
             await writer.drain()
             head = await reader.readuntil(b"\r\n\r\n")
@@ -96,7 +97,9 @@ class Command(BenchCommand):
         parser.add_argument("--senders", type=int, default=4, help="concurrent flooding senders")
         parser.add_argument("--ids", type=int, default=1500, help="new session ids in each flood body")
         parser.add_argument("--seconds", type=float, default=30.0, help="how long each flood phase lasts")
-        parser.add_argument("--probe-rate", type=float, default=5.0, help="/health/live and /query calls a second, each")
+        parser.add_argument(
+            "--probe-rate", type=float, default=5.0, help="/health/live and /query calls a second, each"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if not 1 <= options["senders"] <= 64:
@@ -104,8 +107,10 @@ class Command(BenchCommand):
         if not 1 <= options["ids"] <= 10_000:
             raise CommandError("--ids takes 1 to 10000 (the schema allowed 10,000 before issue 46)")
         load = os.getloadavg()
-        self.stdout.write(f"machine: {os.cpu_count()} CPUs ({cpu_model()}), load average {load[0]:.2f} {load[1]:.2f} "
-                          f"{load[2]:.2f} (other programs share these cores)")  # fmt: skip
+        self.stdout.write(
+            f"machine: {os.cpu_count()} CPUs ({cpu_model()}), load average {load[0]:.2f} {load[1]:.2f} "
+            f"{load[2]:.2f} (other programs share these cores)"
+        )
         settings.BRAIN_EMBEDDER = "off"
         with ScratchDatabase(self.stdout) as scratch:
             self.stdout.write(f"scratch database {scratch.name}")
@@ -126,11 +131,20 @@ class Command(BenchCommand):
 
     def against_the_server(self, corpus: SyntheticCorpus, token: str, options: dict[str, Any]) -> None:
         port = free_port()
-        env = {**os.environ, "DATABASE_URL": database_url(connections["default"].settings_dict),
-               "BRAIN_EMBEDDER": "off", "BRAIN_MCP_TOKEN": SERVICE_TOKEN,
-               "HYPERGUILD_ADMIN_PASSWORD": "bench-only-password"}  # fmt: skip
-        server = subprocess.Popen([sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port)], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+        env = {
+            **os.environ,
+            "DATABASE_URL": database_url(connections["default"].settings_dict),
+            "BRAIN_EMBEDDER": "off",
+            "BRAIN_MCP_TOKEN": SERVICE_TOKEN,
+            "HYPERGUILD_ADMIN_PASSWORD": "bench-only-password",
+        }
+        server = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--no-worker", "--port", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             asyncio.run(self.drive(port, server, corpus, token, options))
         finally:
@@ -140,8 +154,9 @@ class Command(BenchCommand):
             except subprocess.TimeoutExpired:
                 os.killpg(server.pid, signal.SIGKILL)
 
-    async def drive(self, port: int, server: subprocess.Popen[bytes], corpus: SyntheticCorpus, token: str,
-                    options: dict[str, Any]) -> None:  # fmt: skip
+    async def drive(
+        self, port: int, server: subprocess.Popen[bytes], corpus: SyntheticCorpus, token: str, options: dict[str, Any]
+    ) -> None:
         for _ in range(600):
             if server.poll() is not None:
                 raise CommandError(f"the server exited with {server.returncode}")
@@ -150,15 +165,23 @@ class Command(BenchCommand):
             await asyncio.sleep(0.2)
         queries = [corpus.query() for _ in range(500)]
         for _ in range(3):  # each web process builds its search index on its first query
-            await asyncio.gather(*(http(port, "POST", "/query", json.dumps({"query": text}).encode(), token=SERVICE_TOKEN)
-                                   for text in queries[:20]))  # fmt: skip
+            await asyncio.gather(
+                *(
+                    http(port, "POST", "/query", json.dumps({"query": text}).encode(), token=SERVICE_TOKEN)
+                    for text in queries[:20]
+                )
+            )
 
         async def probes(seconds: float) -> dict[str, tuple[list[float], int]]:
             found: dict[str, tuple[list[float], int]] = {"/health/live": ([], 0), "/query": ([], 0)}
             tasks = []
 
             async def one(path: str, number: int) -> None:
-                body = json.dumps({"query": queries[number % len(queries)], "limit": 10}).encode() if path == "/query" else b""
+                body = (
+                    json.dumps({"query": queries[number % len(queries)], "limit": 10}).encode()
+                    if path == "/query"
+                    else b""
+                )
                 started = time.perf_counter()
                 status = await http(port, "POST" if path == "/query" else "GET", path, body, token=SERVICE_TOKEN)
                 latencies, failed = found[path]
@@ -187,14 +210,20 @@ class Command(BenchCommand):
                 )
 
         show("alone, 10 s", await probes(10.0))
-        for label, ids in ((f"{options['ids']:,} new ids a body", options["ids"]),
-                           (f"{MAX_SPOOL_GAPS} new ids a body (the ceiling)", MAX_SPOOL_GAPS)):  # fmt: skip
+        for label, ids in (
+            (f"{options['ids']:,} new ids a body", options["ids"]),
+            (f"{MAX_SPOOL_GAPS} new ids a body (the ceiling)", MAX_SPOOL_GAPS),
+        ):
             statuses: Counter[int] = Counter()
             stored: list[float] = []  # how long each batch the service took (200) took to answer
             stop = asyncio.Event()
 
-            async def sender(ids: int = ids, stop: asyncio.Event = stop, statuses: Counter[int] = statuses,
-                             stored: list[float] = stored) -> None:  # fmt: skip
+            async def sender(
+                ids: int = ids,
+                stop: asyncio.Event = stop,
+                statuses: Counter[int] = statuses,
+                stored: list[float] = stored,
+            ) -> None:
                 while not stop.is_set():
                     body = flood_body(ids)
                     started = time.perf_counter()
@@ -208,11 +237,15 @@ class Command(BenchCommand):
             stop.set()
             await asyncio.gather(*senders)
             show(f"while {options['senders']} senders flood the spool, {label}, {options['seconds']:g} s", found)
-            shown = ", ".join(f"{'no answer' if status == 0 else status}: {count}" for status, count in sorted(statuses.items()))
+            shown = ", ".join(
+                f"{'no answer' if status == 0 else status}: {count}" for status, count in sorted(statuses.items())
+            )
             self.stdout.write(f"  the senders' answers: {sum(statuses.values())} ({shown})")
             if stored:
-                self.stdout.write(f"  a batch taken (200): median {percentile(stored, 50):.2f} s, max {max(stored):.2f} s "
-                                  f"for {ids} gap entries")  # fmt: skip
+                self.stdout.write(
+                    f"  a batch taken (200): median {percentile(stored, 50):.2f} s, max {max(stored):.2f} s "
+                    f"for {ids} gap entries"
+                )
 
 
 if __name__ == "__main__":

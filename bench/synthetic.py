@@ -47,8 +47,16 @@ def store_synthetic_notes(
     batch = []
     for i in range(count):
         title, body, wing, hall = corpus.note()
-        note = Note(slug=f"n-{i}", title=title, body=body, status=NoteStatus.WIKI, wing=wing, hall=hall,
-                    path=f"wiki/{wing}/{hall}/n-{i}.md", source="eval")  # fmt: skip
+        note = Note(
+            slug=f"n-{i}",
+            title=title,
+            body=body,
+            status=NoteStatus.WIKI,
+            wing=wing,
+            hall=hall,
+            path=f"wiki/{wing}/{hall}/n-{i}.md",
+            source="eval",
+        )
         # bulk_create skips the actions: give the note the content hash an action would.
         note.content_hash = note.compute_hash()
         batch.append(note)

@@ -35,8 +35,23 @@ FIGURE = re.compile(r"CPU_PER_CALL_MS ([\d.]+)")
 
 
 def run(env: dict[str, str]) -> float:
-    command = [sys.executable, "-m", "pytest", "bench/tracing_cpu_probe.py", "-q", "-s", "--reuse-db",
-               "-p", "no:cacheprovider", "-p", "no:xdist", "-o", "addopts=", "-p", "tests.session_start"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "bench/tracing_cpu_probe.py",
+        "-q",
+        "-s",
+        "--reuse-db",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:xdist",
+        "-o",
+        "addopts=",
+        "-p",
+        "tests.session_start",
+    ]
     out = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     match = FIGURE.search(out.stdout)
     if out.returncode != 0 or match is None:
@@ -75,8 +90,10 @@ def print_medians(figures: dict[str, list[float]], exports: list[int], each: str
     off = statistics.median(figures[first])
     for name, values in figures.items():
         median = statistics.median(values)
-        print(f"{name:8}: median {median:.3f} ms CPU per call ({(median / off - 1) * 100:+.1f} % vs {first}); "
-              f"{each} {', '.join(f'{v:.3f}' for v in values)}")  # fmt: skip
+        print(
+            f"{name:8}: median {median:.3f} ms CPU per call ({(median / off - 1) * 100:+.1f} % vs {first}); "
+            f"{each} {', '.join(f'{v:.3f}' for v in values)}"
+        )
     print(f"OTLP exports received: {len(exports)} ({sum(exports) / 1e6:.2f} MB)")
 
 

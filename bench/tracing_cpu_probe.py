@@ -20,14 +20,20 @@ from django.test import Client
 from brain.actions import do_ingest_note
 from hyperguild.tracing import flush_traces
 
-WORDS = ("vacuum index planner replica lock queue cache shard backup migration tuple page "
-         "latency token budget review spec trace metric worker cluster segment posting").split()  # fmt: skip
+WORDS = (
+    "vacuum index planner replica lock queue cache shard backup migration tuple page "
+    "latency token budget review spec trace metric worker cluster segment posting"
+).split()
 HEADERS = {"HTTP_ACCEPT": "application/json, text/event-stream"}
 
 
 def query(client: Client, words: str, request_id: int) -> None:
-    message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
-               "params": {"name": "brain_query", "arguments": {"query": words}}}  # fmt: skip
+    message = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {"name": "brain_query", "arguments": {"query": words}},
+    }
     response = client.post("/mcp/brain", json.dumps(message), content_type="application/json", **HEADERS)
     assert response.status_code == 200, response.content[:500]
     assert b'"isError":false' in response.content.replace(b" ", b""), response.content[:500]

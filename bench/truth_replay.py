@@ -63,8 +63,16 @@ def anchored_notes(repo: Repository, commit: str, count: int, project: Project) 
             text = repo.read(commit, path) or ""
             line = text.splitlines()[definition.line - 1].strip() if text else ""
             body = f"`{path}` defines `{definition.name}`:\n\n```python\n{line}\n```\n"
-            notes.append(Note(slug=f"replay-{len(notes)}", title=f"{definition.name} in {path}", body=body,
-                              status=NoteStatus.WIKI, wing="concepts", project=project))  # fmt: skip
+            notes.append(
+                Note(
+                    slug=f"replay-{len(notes)}",
+                    title=f"{definition.name} in {path}",
+                    body=body,
+                    status=NoteStatus.WIKI,
+                    wing="concepts",
+                    project=project,
+                )
+            )
         round_ += 1
     return notes
 
@@ -81,7 +89,7 @@ def main() -> None:
         subprocess.run(["git", "clone", "--quiet", "--bare", args.repo, clone], check=True)
         settings.SUPERVISOR_ALLOWED_ROOTS = [tmp]
         history = git(clone, "rev-list", "--first-parent", "--reverse", "HEAD").split()
-        base, later = history[-args.back - 1], history[-args.back:]
+        base, later = history[-args.back - 1], history[-args.back :]
         git(clone, "update-ref", "refs/heads/replay", base)
         project = Project.objects.create(name="replay", repo=clone, branch="replay")
         notes = anchored_notes(Repository(clone), base, args.notes, project)
@@ -90,8 +98,10 @@ def main() -> None:
         first = do_sync_project(project)
         first_seconds = time.perf_counter() - started
         anchors = first.anchors_rechecked
-        print(f"{len(notes)} notes, {anchors} anchors at {base[:7]}: first verification {first_seconds:.2f} s, "
-              f"{len(first.stale)} stale")  # fmt: skip
+        print(
+            f"{len(notes)} notes, {anchors} anchors at {base[:7]}: first verification {first_seconds:.2f} s, "
+            f"{len(first.stale)} stale"
+        )
 
         timings, rechecked, made_stale, stale_before = [], [], [], len(first.stale)
         for number, commit in enumerate(later, start=1):
@@ -105,9 +115,11 @@ def main() -> None:
             rechecked.append(outcome.notes_rechecked)
             made_stale.append(max(0, stale_now - stale_before))
             stale_before = stale_now
-            print(f"{number:4d} {commit[:7]} files {outcome.changed_files:3d} re-checked {outcome.notes_rechecked:5d} "
-                  f"notes ({outcome.anchors_rechecked:5d} anchors) newly stale {made_stale[-1]:4d} "
-                  f"stale {stale_now:5d}  {seconds * 1000:8.1f} ms")  # fmt: skip
+            print(
+                f"{number:4d} {commit[:7]} files {outcome.changed_files:3d} re-checked {outcome.notes_rechecked:5d} "
+                f"notes ({outcome.anchors_rechecked:5d} anchors) newly stale {made_stale[-1]:4d} "
+                f"stale {stale_now:5d}  {seconds * 1000:8.1f} ms"
+            )
 
         ordered = sorted(timings)
         p95 = ordered[max(0, int(len(ordered) * 0.95) - 1)]

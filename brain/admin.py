@@ -100,30 +100,68 @@ class ProjectAdmin(admin.ModelAdmin):
             if outcome.error:
                 self.message_user(request, f"{project.name}: {outcome.error}", messages.WARNING)
             else:
-                self.message_user(request, f"{project.name}: {outcome.notes_rechecked} notes re-checked, "
-                                           f"{len(outcome.stale)} stale")
+                self.message_user(
+                    request, f"{project.name}: {outcome.notes_rechecked} notes re-checked, {len(outcome.stale)} stale"
+                )
 
 
 @admin.register(Note)
 class NoteAdmin(admin.ModelAdmin):
     list_display = (
-        "slug", "title", "status", "wing", "hall", "project", "verification_state", "source", "created_by",
-        "reviewed_by", "updated_at",
-    )  # fmt: skip
+        "slug",
+        "title",
+        "status",
+        "wing",
+        "hall",
+        "project",
+        "verification_state",
+        "source",
+        "created_by",
+        "reviewed_by",
+        "updated_at",
+    )
     list_filter = (
-        "status", "verification_state", "project", "wing", "hall", "source",
+        "status",
+        "verification_state",
+        "project",
+        "wing",
+        "hall",
+        "source",
         ("created_by", admin.RelatedOnlyFieldListFilter),
-    )  # fmt: skip
+    )
     search_fields = ("slug", "title", "body", "session_id", "created_by__username")
     list_select_related = ("reviewed_by", "created_by", "project")
     date_hierarchy = "created_at"
     # Writes go through the actions (hash, links, search version); the admin only reads fields.
     readonly_fields = (
-        "slug", "title", "body", "frontmatter", "status", "wing", "hall", "path", "content_hash", "provenance",
-        "source", "session_id", "created_by", "reviewed_by", "reviewed_at", "review_note", "created_at", "updated_at",
-        "verification_state", "verified_commit", "verification_evidence", "verified_at", "waived_anchors",
-        "superseded_by", "superseded_at", "superseded_by_person", "superseded_reason",
-    )  # fmt: skip
+        "slug",
+        "title",
+        "body",
+        "frontmatter",
+        "status",
+        "wing",
+        "hall",
+        "path",
+        "content_hash",
+        "provenance",
+        "source",
+        "session_id",
+        "created_by",
+        "reviewed_by",
+        "reviewed_at",
+        "review_note",
+        "created_at",
+        "updated_at",
+        "verification_state",
+        "verified_commit",
+        "verification_evidence",
+        "verified_at",
+        "waived_anchors",
+        "superseded_by",
+        "superseded_at",
+        "superseded_by_person",
+        "superseded_reason",
+    )
     inlines = [LinkOutInline, AnchorInline]
     actions = ["promote_notes", "reject_notes", "archive_notes", "verify_notes"]
 
@@ -207,11 +245,21 @@ class NoteRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     search_fields = ("note__slug", "summary", "group")
     list_select_related = ("note", "user")
     readonly_fields = (
-        "note", "group", "action", "user", "created_at", "before", "after", "version_before", "version_after",
-        "summary", "undone_at", "undone_by", "undoes",
-    )  # fmt: skip
+        "note",
+        "group",
+        "action",
+        "user",
+        "created_at",
+        "before",
+        "after",
+        "version_before",
+        "version_after",
+        "summary",
+        "undone_at",
+        "undone_by",
+        "undoes",
+    )
     actions = ["undo_revisions"]
-
 
     @admin.action(description="Undo the selected changes (their whole action)")
     def undo_revisions(self, request: SignedInRequest, queryset: QuerySet[NoteRevision]) -> None:
@@ -279,7 +327,6 @@ class BrainVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     readonly_fields = ("id", "version", "corpus_id")
 
 
-
 @admin.register(NoteChange)
 class NoteChangeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """The search index's change log (read-only): which note changed at which corpus version."""
@@ -288,7 +335,6 @@ class NoteChangeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     search_fields = ("=note_id", "=version")
     list_filter = ("created_at",)
     ordering = ("-version",)
-
 
 
 @admin.register(AreaDescription)

@@ -35,7 +35,9 @@ CODE_EXTENSIONS = frozenset(
 )
 SPECIAL_FILES = frozenset("Makefile Dockerfile Procfile Gemfile Rakefile Justfile".split())
 # Fenced blocks in these languages show examples, output or prose, not lines of the project's code.
-NOT_CODE_FENCES = frozenset("text txt console output shell sh bash zsh plain plaintext log diff markdown md mermaid".split())
+NOT_CODE_FENCES = frozenset(
+    "text txt console output shell sh bash zsh plain plaintext log diff markdown md mermaid".split()
+)
 
 _FENCE = re.compile(r"^(```|~~~)[ \t]*([\w+#.-]*)[^\n]*\n(.*?)^\1[ \t]*$", re.M | re.S)
 _SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
@@ -49,7 +51,9 @@ _COMMAND = re.compile(
 _CODE_PUNCTUATION = re.compile(r"[=(){}\[\]:;<>]|->|\.\w+\(")
 # `Response.json`, `Path.py`: a class name and an attribute, not a file (a file in a folder has a folder; files
 # named so at the top of a repository are configuration: `Cargo.toml`, `Pipfile.lock`).
-_CLASS_ATTRIBUTE = re.compile(r"^[A-Z][a-z0-9]+[A-Za-z0-9]*\.(?!(?:toml|lock|ya?ml|cfg|ini|txt|md|rst|in)$)[a-z_][a-z0-9_]*$")
+_CLASS_ATTRIBUTE = re.compile(
+    r"^[A-Z][a-z0-9]+[A-Za-z0-9]*\.(?!(?:toml|lock|ya?ml|cfg|ini|txt|md|rst|in)$)[a-z_][a-z0-9_]*$"
+)
 # A line of a code block that defines a name at the top of a module: `def name(`, `class Name`, `NAME = …`.
 _DEFINES = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 _IMPORT = re.compile(r"^(?:from\s+\.*[\w.]*\s+import\s+\S.*|import\s+[\w.]+(?:\s+as\s+\w+)?)$")
@@ -79,7 +83,9 @@ def looks_like_path(text: str) -> bool:
     if name in SPECIAL_FILES:
         return True
     stem, dot, extension = name.rpartition(".")
-    return bool(dot and stem and extension.lower() in CODE_EXTENSIONS and ("/" in text or stem.replace("_", "").isalnum()))
+    return bool(
+        dot and stem and extension.lower() in CODE_EXTENSIONS and ("/" in text or stem.replace("_", "").isalnum())
+    )
 
 
 def classify(text: str) -> str | None:
@@ -98,8 +104,13 @@ def classify(text: str) -> str | None:
     symbol = _SYMBOL.match(text)
     if symbol:
         name = symbol.group(1)
-        if (symbol.group(2) or "." in name or "_" in name.strip("_") or (name.startswith("_") and name.strip("_"))
-                or re.match(r"^[A-Z][a-z0-9]+[A-Z]\w*$", name)):
+        if (
+            symbol.group(2)
+            or "." in name
+            or "_" in name.strip("_")
+            or (name.startswith("_") and name.strip("_"))
+            or re.match(r"^[A-Z][a-z0-9]+[A-Z]\w*$", name)
+        ):
             return "symbol"
         return None
     if len(text) >= MIN_QUOTE_CHARS and (_CODE_PUNCTUATION.search(text) or _IMPORT.match(text)):
@@ -137,7 +148,11 @@ def extract(body: str, frontmatter: dict | None = None) -> list[FoundAnchor]:
             for line in fence.group(3).splitlines():
                 defined = _DEFINES.match(line)
                 line = line.strip()
-                if len(line) >= MIN_QUOTE_CHARS and len(line) <= MAX_QUOTE_CHARS and not line.startswith(("#", "//", "...")):
+                if (
+                    len(line) >= MIN_QUOTE_CHARS
+                    and len(line) <= MAX_QUOTE_CHARS
+                    and not line.startswith(("#", "//", "..."))
+                ):
                     text_anchors.append(("quote", line))
                     # A block that defines a name cites that name too (`_flag_needs_value = object()`).
                     name = defined and (defined.group(1) or defined.group(2))

@@ -64,5 +64,7 @@ def synthesized_answer_problem(text: str, *, sources: int, truncated: bool) -> s
     missing = sorted(n for n in cited if not 1 <= n <= sources)
     if missing:
         listed = ", ".join(f"[{n}]" for n in missing)
-        return f"the model's answer cites {listed}, but there {'is' if sources == 1 else 'are'} only {sources} source(s)"
+        return (
+            f"the model's answer cites {listed}, but there {'is' if sources == 1 else 'are'} only {sources} source(s)"
+        )
     return None

@@ -69,11 +69,14 @@ MAX_RECENT_FILES = 100
 
 class ContextInput(ToolInput):
     project_root: str = Field(
-        min_length=1, max_length=MAX_PATH_LENGTH,
+        min_length=1,
+        max_length=MAX_PATH_LENGTH,
         description="absolute path of the project; its last folder name is the project name",
-    )  # fmt: skip
+    )
     recent_files: list[Annotated[str, Field(min_length=1, max_length=MAX_PATH_LENGTH)]] | None = Field(
-        None, max_length=MAX_RECENT_FILES, description="paths recently opened or edited; notes sharing words with them are boosted"
+        None,
+        max_length=MAX_RECENT_FILES,
+        description="paths recently opened or edited; notes sharing words with them are boosted",
     )
     limit: int = Field(10, ge=1, le=MAX_SEARCH_LIMIT)
 

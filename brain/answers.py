@@ -113,7 +113,8 @@ def truth_label(note: Note, before: str = " (", after: str = ")") -> str:
 
 def user_prompt(question: str, sources: list[tuple[int, Note]]) -> str:
     blocks = [
-        f"[{n}] {note.title} ({note.slug}{truth_label(note, '; ', '')})\n{note.body[:SOURCE_CHARS].strip()}" for n, note in sources
+        f"[{n}] {note.title} ({note.slug}{truth_label(note, '; ', '')})\n{note.body[:SOURCE_CHARS].strip()}"
+        for n, note in sources
     ]
     return "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
 
@@ -158,6 +159,7 @@ def answer(question: str, limit: int = 5) -> dict:
         chosen, extract = extractive(question, candidates, cap)
     else:
         chosen = list(enumerate(candidates[:cap], start=1))
+
     def sources_of(numbered: list[tuple[int, Note]]) -> list[dict]:
         return [
             {
@@ -173,10 +175,15 @@ def answer(question: str, limit: int = 5) -> dict:
 
     sources = sources_of(chosen)
     result = {
-        "answer": "", "sources": sources, "model": None, "reranked": reranker is not None, "synthesized": False,
-        "unreviewed_matches": response.unreviewed_matches, "unreviewed": response.unreviewed,
+        "answer": "",
+        "sources": sources,
+        "model": None,
+        "reranked": reranker is not None,
+        "synthesized": False,
+        "unreviewed_matches": response.unreviewed_matches,
+        "unreviewed": response.unreviewed,
         "unreviewed_hint": response.unreviewed_hint,
-    }  # fmt: skip
+    }
 
     if not chosen:
         result["answer"] = NOTHING_FOUND

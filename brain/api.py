@@ -1,9 +1,9 @@
 """REST endpoints of the brain (same token as /mcp/brain, same actions and search).
 
-    POST /query          {"query", "limit"?, "wing"?, "hall"?, "status"?}
-    POST /write          {"title", "body", "frontmatter"?, "slug"?, "session_id"?}   → raw
-    POST /ingest         {"title", "body", "wing"?, "hall"?, "frontmatter"?, "slug"?, "raw"?}
-    GET  /notes/<slug>
+POST /query          {"query", "limit"?, "wing"?, "hall"?, "status"?}
+POST /write          {"title", "body", "frontmatter"?, "slug"?, "session_id"?}   → raw
+POST /ingest         {"title", "body", "wing"?, "hall"?, "frontmatter"?, "slug"?, "raw"?}
+GET  /notes/<slug>
 """
 
 from __future__ import annotations
@@ -87,11 +87,13 @@ class IngestView(BrainAPIView):
         # Into raw: any writer; straight into the wiki skips review, so it is a reviewer's (as brain_ingest).
         self.require_right("brain:write" if data["raw"] else "brain:review")
         if data["raw"]:
-            note = do_ingest_raw_note(**action_arguments(given(RawNoteInput, data)), source=REST_SOURCE,
-                                      user=request.user.user)  # fmt: skip
+            note = do_ingest_raw_note(
+                **action_arguments(given(RawNoteInput, data)), source=REST_SOURCE, user=request.user.user
+            )
         else:
-            note = do_ingest_note(**action_arguments(given(WikiNoteInput, data)), source=REST_SOURCE,
-                                  user=request.user.user)  # fmt: skip
+            note = do_ingest_note(
+                **action_arguments(given(WikiNoteInput, data)), source=REST_SOURCE, user=request.user.user
+            )
         return Response(note_ref(note).model_dump(mode="json"), status=status.HTTP_201_CREATED)
 
 

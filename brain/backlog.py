@@ -65,7 +65,9 @@ def model_status(embedder: Embedder) -> dict:
     waiting_notes = stale_notes(notes).count()
     embedded = total_chunks - pending
     since = timezone.now() - timedelta(seconds=RATE_WINDOW_SECONDS)
-    recent = Embedding.objects.filter(model=key, created_at__gte=since).aggregate(n=Count("id"), first=Min("created_at"))
+    recent = Embedding.objects.filter(model=key, created_at__gte=since).aggregate(
+        n=Count("id"), first=Min("created_at")
+    )
     rate = None
     if recent["n"] >= MIN_RATE_SAMPLES and recent["first"] is not None:
         elapsed = max((timezone.now() - recent["first"]).total_seconds(), 1.0)

@@ -123,9 +123,17 @@ def with_check(note: Note, verdict: NoteVerdict) -> NoteVerdict:
         return NoteVerdict(VerificationState.STALE, run.commit, [*anchors, failed_evidence(run)])
     if verdict.state == VerificationState.STALE:
         return verdict
-    return NoteVerdict(VerificationState.PROVEN, run.commit, [{
-        "message": f"proven at {run.commit[:7]} (check passed)", "check": command, "seconds": round(run.seconds, 3),
-    }])  # fmt: skip
+    return NoteVerdict(
+        VerificationState.PROVEN,
+        run.commit,
+        [
+            {
+                "message": f"proven at {run.commit[:7]} (check passed)",
+                "check": command,
+                "seconds": round(run.seconds, 3),
+            }
+        ],
+    )
 
 
 def failed_evidence(run: NoteCheckRun) -> dict:
@@ -133,10 +141,16 @@ def failed_evidence(run: NoteCheckRun) -> dict:
     why = "timed out" if run.outcome == "timeout" else f"exit {run.exit_code}"
     shown = run.command if len(run.command) <= 80 else run.command[:77] + "…"
     return {
-        "anchor": run.command, "kind": "check", "state": "failed", "path": "", "quoted": run.command,
-        "now": run.output[-MAX_OUTPUT_EVIDENCE_CHARS:], "changed_in": run.commit, "hunk": "",
+        "anchor": run.command,
+        "kind": "check",
+        "state": "failed",
+        "path": "",
+        "quoted": run.command,
+        "now": run.output[-MAX_OUTPUT_EVIDENCE_CHARS:],
+        "changed_in": run.commit,
+        "hunk": "",
         "message": f"check `{shown}` failed at {run.commit[:7]} ({why})",
-    }  # fmt: skip
+    }
 
 
 def waiver_key(run: NoteCheckRun) -> str:

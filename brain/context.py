@@ -242,7 +242,9 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
     ranked = sorted(
         (candidate for candidate in candidates.values() if candidate.note_id in notes),
         key=lambda candidate: (
-            notes[candidate.note_id].verification_state == VerificationState.STALE, -candidate.score, candidate.order
+            notes[candidate.note_id].verification_state == VerificationState.STALE,
+            -candidate.score,
+            candidate.order,
         ),
     )[:limit]
     # Of the notes chosen, the better proven come first: proven, then verified, then unverified (stale last).
@@ -259,10 +261,14 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
         for candidate in ranked
     ]
     return {
-        "project": name, "entries": entries, "degraded": degraded, "reason": reason,
+        "project": name,
+        "entries": entries,
+        "degraded": degraded,
+        "reason": reason,
         "unreviewed": project_raw_notes(name, project_root, [item["slug"] for item in seeds.unreviewed]),
-        "unreviewed_matches": seeds.unreviewed_matches, "unreviewed_hint": seeds.unreviewed_hint,
-    }  # fmt: skip
+        "unreviewed_matches": seeds.unreviewed_matches,
+        "unreviewed_hint": seeds.unreviewed_hint,
+    }
 
 
 def project_raw_notes(name: str, project_root: str, matching_slugs: list[str]) -> list[dict]:
@@ -274,11 +280,17 @@ def project_raw_notes(name: str, project_root: str, matching_slugs: list[str]) -
         .order_by("-created_at", "-id")
     )
     notes = [
-        note for note in candidates[: RAW_CONTEXT_LIMIT + len(matching_slugs)]
+        note
+        for note in candidates[: RAW_CONTEXT_LIMIT + len(matching_slugs)]
         if note.session_id in sessions or names_the_project(name, note.title, note.body)
     ][:RAW_CONTEXT_LIMIT]
     return [
-        {"slug": note.slug, "title": note.title, "status": note.status, "created_at": note.created_at.isoformat(),
-         "excerpt": excerpt(note.title, note.body)}
+        {
+            "slug": note.slug,
+            "title": note.title,
+            "status": note.status,
+            "created_at": note.created_at.isoformat(),
+            "excerpt": excerpt(note.title, note.body),
+        }
         for note in notes
-    ]  # fmt: skip
+    ]

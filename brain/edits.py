@@ -76,9 +76,12 @@ class TouchedNote:
 
     def as_dict(self) -> dict:
         return {
-            "slug": self.slug, "title": self.title, "status": self.status, "state": self.state,
+            "slug": self.slug,
+            "title": self.title,
+            "status": self.status,
+            "state": self.state,
             "anchors": [{"kind": a.kind, "value": a.value, "path": a.path, "change": a.change} for a in self.anchors],
-        }  # fmt: skip
+        }
 
 
 def _text(value: Any) -> str:
@@ -208,7 +211,7 @@ def candidate_anchors(project_id: int, path: str) -> list[Anchor]:
             "note__verification_state",
             "note__verified_commit",
             "note__verification_evidence",
-        )  # fmt: skip
+        )
     )
 
 

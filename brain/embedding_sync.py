@@ -98,9 +98,13 @@ def _rechunk_changed(notes: QuerySet[Note], result: SyncResult, using: str) -> N
 
 
 def _embed_missing(
-    embedder: Embedder, notes: QuerySet[Note], result: SyncResult, using: str,
-    progress: Callable[[int, int], None] | None, deadline: float | None = None,
-) -> None:  # fmt: skip
+    embedder: Embedder,
+    notes: QuerySet[Note],
+    result: SyncResult,
+    using: str,
+    progress: Callable[[int, int], None] | None,
+    deadline: float | None = None,
+) -> None:
     todo = list(missing_chunks(embedder, notes, using).values_list("id", "content_hash"))
     total, done, failed_batches = len(todo), 0, 0
     if progress:

@@ -208,7 +208,7 @@ def load_negatives(path: Path) -> list[str]:
             try:
                 line = str(json.loads(line)["text"]).strip()
             except (ValueError, KeyError, TypeError):
-                raise ValueError(f"{path}:{number}: a JSON line needs a \"text\" field") from None
+                raise ValueError(f'{path}:{number}: a JSON line needs a "text" field') from None
         if line:
             queries.append(line)
     if not queries:

@@ -110,8 +110,7 @@ class Floors:
                 parts.append(f"vector hits need cosine similarity {self.vector:.3f} ({embedder_key})")
             if self.agree is not None:
                 parts.append(
-                    f"{self.agree:.3f} when BM25 found the note too, else BM25 hits must match "
-                    f"{self.bm25_alone:.0%}"
+                    f"{self.agree:.3f} when BM25 found the note too, else BM25 hits must match {self.bm25_alone:.0%}"
                 )
             if self.support is not None:
                 parts.append(f"no BM25 hit below similarity {self.support:.3f}")

@@ -254,7 +254,9 @@ def note_file_path(note: Note) -> str:
             status, wing, hall, bare = parse_note_path(note.path)
         except FolderError:
             return note.canonical_path()
-        if (status, wing, hall) == (note.status, note.wing, note.hall) and note.slug in slug_candidates(status, wing, hall, bare):
+        if (status, wing, hall) == (note.status, note.wing, note.hall) and note.slug in slug_candidates(
+            status, wing, hall, bare
+        ):
             return note.path
     return note.canonical_path()
 
@@ -280,9 +282,15 @@ def parse_note_text(rel_path: str, text: str, *, plain_source: str | None = None
     else:
         title = declared or heading or file_name
     return NoteFile(
-        rel_path=rel_path, slug=slug, title=title, body=document.body, frontmatter=frontmatter,
-        status=status, wing=wing, hall=hall,
-    )  # fmt: skip
+        rel_path=rel_path,
+        slug=slug,
+        title=title,
+        body=document.body,
+        frontmatter=frontmatter,
+        status=status,
+        wing=wing,
+        hall=hall,
+    )
 
 
 def note_file_text(note: Note) -> str:
@@ -354,12 +362,16 @@ def ambiguous_links(notes: list[Note]) -> list[str]:
     candidates = link_candidates(target for found in targets.values() for target in found)
     lines = []
     for note in notes:
-        resolved = resolve_with(candidates, targets.get(note.id, []), wing=note.wing, hall=note.hall, exclude_id=note.id)
+        resolved = resolve_with(
+            candidates, targets.get(note.id, []), wing=note.wing, hall=note.hall, exclude_id=note.id
+        )
         for target, answer in resolved.items():
             if answer.ambiguous:
                 others = ", ".join(slug for slug in answer.ambiguous if slug != answer.target_slug)
-                lines.append(f"{note.path or note.slug}: [[{target}]] is ambiguous: resolved to {answer.target_slug} "
-                             f"(also {others}); write [[{answer.ambiguous[-1]}]] to choose")
+                lines.append(
+                    f"{note.path or note.slug}: [[{target}]] is ambiguous: resolved to {answer.target_slug} "
+                    f"(also {others}); write [[{answer.ambiguous[-1]}]] to choose"
+                )
     return lines
 
 
@@ -367,8 +379,10 @@ def import_index_file(root: Path, rel_path: str) -> str:
     """Import one `_index.md` as the description of its wing or hall; returns the action's outcome."""
     parts = rel_path.split("/")
     if parts[0] != "wiki" or len(parts) > 4:
-        raise FolderError("an _index.md describes the wiki, a wing or a hall: wiki/_index.md, "
-                          "wiki/<wing>/_index.md or wiki/<wing>/<hall>/_index.md")
+        raise FolderError(
+            "an _index.md describes the wiki, a wing or a hall: wiki/_index.md, "
+            "wiki/<wing>/_index.md or wiki/<wing>/<hall>/_index.md"
+        )
     folders = [_name_segment(part) for part in parts[1:-1]]
     try:
         text = (root / rel_path).read_bytes().decode("utf-8")
@@ -380,9 +394,13 @@ def import_index_file(root: Path, rel_path: str) -> str:
     if not isinstance(title, str) or not title.strip():
         title = first_title_heading(document.body) or ""
     _, outcome = do_import_area_description(
-        wing=folders[0] if folders else "", hall=folders[1] if len(folders) > 1 else "", title=title,
-        body=document.body, frontmatter=frontmatter, path=rel_path,
-    )  # fmt: skip
+        wing=folders[0] if folders else "",
+        hall=folders[1] if len(folders) > 1 else "",
+        title=title,
+        body=document.body,
+        frontmatter=frontmatter,
+        path=rel_path,
+    )
     return outcome
 
 
@@ -432,8 +450,16 @@ def _import_new(new_files: list[NoteFile], summary: FolderSummary, changed: list
 
 
 def _file_arguments(nf: NoteFile) -> dict:
-    return {"slug": nf.slug, "title": nf.title, "body": nf.body, "frontmatter": nf.frontmatter, "status": nf.status,
-            "wing": nf.wing, "hall": nf.hall, "path": nf.rel_path}  # fmt: skip
+    return {
+        "slug": nf.slug,
+        "title": nf.title,
+        "body": nf.body,
+        "frontmatter": nf.frontmatter,
+        "status": nf.status,
+        "wing": nf.wing,
+        "hall": nf.hall,
+        "path": nf.rel_path,
+    }
 
 
 def _fingerprint(nf: NoteFile) -> tuple[str, str, str, str, str]:
@@ -497,11 +523,15 @@ def import_folder(
         raise FolderError(f"{root} is not a directory")
     layout = folder_layout(root)
     if layout == "empty":
-        raise FolderError(f"{root} holds no .md file and none of {', '.join(f'{n}/' for n in layout_folders())}: "
-                          f"nothing to import.\n{LAYOUT_HELP}")
+        raise FolderError(
+            f"{root} holds no .md file and none of {', '.join(f'{n}/' for n in layout_folders())}: "
+            f"nothing to import.\n{LAYOUT_HELP}"
+        )
     if layout == "brain" and plain is not None:
-        raise FolderError(f"{root} is a brain folder (it holds wiki/, raw/ or sessions/): its notes already have "
-                          f"their place, so --wing, --hall and --raw do not apply.\n{LAYOUT_HELP}")
+        raise FolderError(
+            f"{root} is a brain folder (it holds wiki/, raw/ or sessions/): its notes already have "
+            f"their place, so --wing, --hall and --raw do not apply.\n{LAYOUT_HELP}"
+        )
     if layout == "plain":
         return _import_plain_folder(root, plain or default_plain_folder(root), progress, archive_missing)
     summary = FolderSummary(ignored=loose_markdown(root))
@@ -525,9 +555,15 @@ def _known_notes() -> dict[str, tuple]:
 
 
 def _import_files(
-    root: Path, files: dict[str, str], summary: FolderSummary, known: dict[str, tuple], progress: ProgressWrapper,
-    archive_missing: bool, *, plain: bool = False,
-) -> None:  # fmt: skip
+    root: Path,
+    files: dict[str, str],
+    summary: FolderSummary,
+    known: dict[str, tuple],
+    progress: ProgressWrapper,
+    archive_missing: bool,
+    *,
+    plain: bool = False,
+) -> None:
     """Import `files` (brain-layout path → the file's path under `root`, the same for a brain folder);
     `plain`: they come from a plain folder (titles: `parse_note_text`)."""
     seen: dict[str, str] = {}
@@ -584,7 +620,9 @@ def _import_plain_folder(
     return summary
 
 
-def export_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress, sessions: bool = True) -> FolderSummary:
+def export_folder(
+    root: Path | str, *, progress: ProgressWrapper = _no_progress, sessions: bool = True
+) -> FolderSummary:
     """Write every raw and wiki note under `root` (and the session logs); files already
     holding the same bytes are left alone."""
     root = Path(root)
@@ -608,7 +646,9 @@ def export_folder(root: Path | str, *, progress: ProgressWrapper = _no_progress,
         _write_file(target, data)
         summary.written += 1
     for description in AreaDescription.objects.all():
-        target = root / (description.path or "/".join(p for p in ("wiki", description.wing, description.hall, INDEX_FILE) if p))
+        target = root / (
+            description.path or "/".join(p for p in ("wiki", description.wing, description.hall, INDEX_FILE) if p)
+        )
         data = description_file_text(description).encode("utf-8")
         if target.is_file() and target.read_bytes() == data:
             summary.unchanged += 1

@@ -120,8 +120,13 @@ def queue_background_work(note_ids: Iterable[int]) -> None:
     try:
         with transaction.atomic():
             if embeddings_enabled():
-                async_task(SYNC_NOTE_TASK, *ids, task_name=_task_name("embed-notes", ids), group="brain-embed",
-                           cluster=settings.EMBED_QUEUE)
+                async_task(
+                    SYNC_NOTE_TASK,
+                    *ids,
+                    task_name=_task_name("embed-notes", ids),
+                    group="brain-embed",
+                    cluster=settings.EMBED_QUEUE,
+                )
             else:
                 async_task(SIMILAR_TASK, *ids, task_name=_task_name("similar-notes", ids), group="brain-similar")
     except Exception:  # noqa: BLE001 — the schedule catches up; the write stands

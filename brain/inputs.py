@@ -238,9 +238,11 @@ def _serializer_field(spec: _Spec) -> serializers.Field:
         return serializers.ChoiceField(choices=list(spec.choices), **optional)
     if spec.kind is str:
         return serializers.CharField(
-            max_length=spec.max_length, allow_blank=not (spec.required or spec.min_length),
-            trim_whitespace=not spec.verbatim, **optional,
-        )  # fmt: skip
+            max_length=spec.max_length,
+            allow_blank=not (spec.required or spec.min_length),
+            trim_whitespace=not spec.verbatim,
+            **optional,
+        )
     if spec.kind is bool:
         return serializers.BooleanField(**optional)
     if spec.kind is int:
@@ -285,6 +287,8 @@ def form_field(model: type[BaseModel], name: str, *, required: bool = True) -> f
     if spec.kind is not str:
         raise TypeError(f"{model.__name__}.{name} is not text: no form field for it")
     return forms.CharField(
-        max_length=spec.max_length, required=required, strip=not spec.textarea,
+        max_length=spec.max_length,
+        required=required,
+        strip=not spec.textarea,
         widget=forms.Textarea if spec.textarea else None,
-    )  # fmt: skip
+    )

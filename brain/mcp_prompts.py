@@ -33,9 +33,10 @@ def note_lines(entries: list[dict]) -> str:
 
 def wiki_titles(prefix: str) -> list[str]:
     return list(
-        Note.objects.wiki().filter(title__istartswith=prefix.strip()).order_by("title").values_list("title", flat=True)[
-            :TITLE_SUGGESTIONS
-        ]
+        Note.objects.wiki()
+        .filter(title__istartswith=prefix.strip())
+        .order_by("title")
+        .values_list("title", flat=True)[:TITLE_SUGGESTIONS]
     )
 
 

@@ -13,9 +13,10 @@ from brain.bm25.live import live_index
 def embedding_metrics() -> Iterable[Metric]:
     report = backlog.status()
     pending = GaugeMetricFamily(
-        "hyperguild_embedding_backlog_chunks", "Note chunks still waiting for an embedding of the active model",
+        "hyperguild_embedding_backlog_chunks",
+        "Note chunks still waiting for an embedding of the active model",
         labels=["model"],
-    )  # fmt: skip
+    )
     waiting = GaugeMetricFamily(
         "hyperguild_embedding_backlog_notes", "Notes changed and not yet chunked for embedding", labels=["model"]
     )

@@ -254,7 +254,9 @@ class Note(models.Model):
     def unresolved_anchors(self) -> list[str]:
         """What the note cites that is not in its project's code ("`x` is not in ledgerly at 1a2b3c4"), from its
         last check (brain.truth): told to the writer, shown on the note, never stale."""
-        return [item.get("message", "") for item in self.verification_evidence or [] if item.get("state") == "unresolved"]
+        return [
+            item.get("message", "") for item in self.verification_evidence or [] if item.get("state") == "unresolved"
+        ]
 
     def snapshot(self) -> dict:
         """The fields a revision records and an undo restores, as JSON."""
@@ -277,10 +279,27 @@ class Note(models.Model):
 # What a revision keeps of a note: everything a reviewer's action can change (not ids, timestamps of
 # the row itself or the version counter).
 REVISION_FIELDS = (
-    "slug", "title", "body", "frontmatter", "status", "wing", "hall", "path", "content_hash", "provenance",
-    "source", "session_id", "reviewed_by_id", "reviewed_at", "review_note", "waived_anchors",
-    "superseded_by_id", "superseded_at", "superseded_by_person_id", "superseded_reason",
-)  # fmt: skip
+    "slug",
+    "title",
+    "body",
+    "frontmatter",
+    "status",
+    "wing",
+    "hall",
+    "path",
+    "content_hash",
+    "provenance",
+    "source",
+    "session_id",
+    "reviewed_by_id",
+    "reviewed_at",
+    "review_note",
+    "waived_anchors",
+    "superseded_by_id",
+    "superseded_at",
+    "superseded_by_person_id",
+    "superseded_reason",
+)
 
 
 class NoteRevisionQuerySet(models.QuerySet["NoteRevision"]):
@@ -314,7 +333,9 @@ class NoteRevision(models.Model):
     note = models.ForeignKey(Note, on_delete=models.CASCADE, related_name="revisions")
     group = models.UUIDField(default=uuid.uuid4, db_index=True)
     action = models.CharField(max_length=16, choices=Action.choices)
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     before = models.JSONField(default=dict)
     after = models.JSONField(default=dict)

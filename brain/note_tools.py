@@ -80,9 +80,14 @@ def brain_edit(arguments: NoteEditInput, ctx: ToolContext) -> WriteResult:
     if arguments.title is None and arguments.body is None and arguments.frontmatter is None:
         raise ToolError("Nothing to change: give a title, a body or frontmatter.")
     return _write_at_version(
-        do_edit_note, note, arguments.version, title=arguments.title, body=arguments.body,
-        frontmatter=arguments.frontmatter, user=ctx.actor,
-    )  # fmt: skip
+        do_edit_note,
+        note,
+        arguments.version,
+        title=arguments.title,
+        body=arguments.body,
+        frontmatter=arguments.frontmatter,
+        user=ctx.actor,
+    )
 
 
 @brain.tool(
@@ -101,8 +106,9 @@ def brain_edit(arguments: NoteEditInput, ctx: ToolContext) -> WriteResult:
 )
 def brain_archive(arguments: NoteArchiveInput, ctx: ToolContext) -> WriteResult:
     note = _note(arguments.slug)
-    return _write_at_version(do_archive_note, note, arguments.version, reason=(arguments.reason or "").strip(),
-                             user=ctx.actor)
+    return _write_at_version(
+        do_archive_note, note, arguments.version, reason=(arguments.reason or "").strip(), user=ctx.actor
+    )
 
 
 class UndoInput(ToolInput):
@@ -219,12 +225,25 @@ def brain_recent(arguments: RecentInput, ctx: ToolContext) -> RecentResult:
     items = []
     for note in recent:
         revision = latest.get(note.id)
-        items.append(RecentNote(
-            slug=note.slug, title=note.title, status=note.status, wing=note.wing, hall=note.hall,
-            version=note.version, tags=note_tags(note), updated_at=note.updated_at.isoformat(),
-            last_change=None if revision is None else LastChange(
-                action=revision.action, at=revision.created_at.isoformat(), summary=revision.summary,
-                change=str(revision.group), undone=revision.undone_at is not None,
-            ),
-        ))  # fmt: skip
+        items.append(
+            RecentNote(
+                slug=note.slug,
+                title=note.title,
+                status=note.status,
+                wing=note.wing,
+                hall=note.hall,
+                version=note.version,
+                tags=note_tags(note),
+                updated_at=note.updated_at.isoformat(),
+                last_change=None
+                if revision is None
+                else LastChange(
+                    action=revision.action,
+                    at=revision.created_at.isoformat(),
+                    summary=revision.summary,
+                    change=str(revision.group),
+                    undone=revision.undone_at is not None,
+                ),
+            )
+        )
     return RecentResult(notes=items, count=len(items))

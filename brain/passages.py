@@ -50,14 +50,51 @@ QUESTION_WORDS = frozenset(
 )
 # The stemmer leaves irregular verb forms alone; a question's "written" should find a passage's "write".
 IRREGULAR_FORMS = {
-    "written": "write", "wrote": "write", "taken": "take", "took": "take", "given": "give", "gave": "give",
-    "chosen": "choose", "chose": "choose", "made": "make", "found": "find", "sent": "send", "kept": "keep",
-    "built": "build", "ran": "run", "done": "do", "did": "do", "shown": "show", "seen": "see", "saw": "see",
-    "known": "know", "knew": "know", "thrown": "throw", "threw": "throw", "broken": "break", "broke": "break",
-    "began": "begin", "begun": "begin", "brought": "bring", "bought": "buy", "caught": "catch", "held": "hold",
-    "lost": "lose", "paid": "pay", "read": "read", "said": "say", "sold": "sell", "told": "tell", "thought": "think",
-    "understood": "understand", "went": "go", "gone": "go", "won": "win", "wore": "wear", "worn": "wear",
-}  # fmt: skip
+    "written": "write",
+    "wrote": "write",
+    "taken": "take",
+    "took": "take",
+    "given": "give",
+    "gave": "give",
+    "chosen": "choose",
+    "chose": "choose",
+    "made": "make",
+    "found": "find",
+    "sent": "send",
+    "kept": "keep",
+    "built": "build",
+    "ran": "run",
+    "done": "do",
+    "did": "do",
+    "shown": "show",
+    "seen": "see",
+    "saw": "see",
+    "known": "know",
+    "knew": "know",
+    "thrown": "throw",
+    "threw": "throw",
+    "broken": "break",
+    "broke": "break",
+    "began": "begin",
+    "begun": "begin",
+    "brought": "bring",
+    "bought": "buy",
+    "caught": "catch",
+    "held": "hold",
+    "lost": "lose",
+    "paid": "pay",
+    "read": "read",
+    "said": "say",
+    "sold": "sell",
+    "told": "tell",
+    "thought": "think",
+    "understood": "understand",
+    "went": "go",
+    "gone": "go",
+    "won": "win",
+    "wore": "wear",
+    "worn": "wear",
+}
 QUESTION_WORD_WEIGHT = 0.3
 # Stopwords that say what a question asks for ("who promoted a note?", "my own PostgreSQL"): passages keep them.
 KEPT_STOPWORDS = frozenset({"who", "where", "own"})
@@ -276,7 +313,11 @@ def split_passages(title: str, body: str) -> list[Passage]:
     for order, (text, context, nearest) in enumerate(item for item in found if item[0].strip()):
         passages.append(
             Passage(
-                text, context, order, tuple(tokenize(bm25.without_markup(text))), frozenset(tokenize(context)),
+                text,
+                context,
+                order,
+                tuple(tokenize(bm25.without_markup(text))),
+                frozenset(tokenize(context)),
                 frozenset(tokenize(nearest)),
             )
         )

@@ -122,7 +122,9 @@ def link_candidates(targets: Iterable[str]) -> Candidates:
     return found
 
 
-def resolve_targets(targets: Iterable[str], *, wing: str, hall: str, exclude_id: int | None = None) -> dict[str, Resolution]:
+def resolve_targets(
+    targets: Iterable[str], *, wing: str, hall: str, exclude_id: int | None = None
+) -> dict[str, Resolution]:
     """How each link target of a note in (`wing`, `hall`) resolves, in one query."""
     targets = sorted(set(targets))
     if not targets:

@@ -136,7 +136,9 @@ class Unreviewed(ToolResult):
     """What a wiki-only search left out: raw notes that match too."""
 
     unreviewed_matches: UnreviewedMatches
-    unreviewed: list[UnreviewedNote] = Field(description="the best unreviewed matches, by slug (read one with brain_get)")
+    unreviewed: list[UnreviewedNote] = Field(
+        description="the best unreviewed matches, by slug (read one with brain_get)"
+    )
     unreviewed_hint: UnreviewedHint
 
 
@@ -199,8 +201,9 @@ def note_detail(note: Note) -> NoteDetail:
     """The whole note with its links out (resolved or not, and ambiguous ones) and in."""
     outgoing = list(note.links_out.select_related("target").order_by("target_slug", "kind"))
     # A bare name that several notes answer equally well is shown with all of them (brain.placement).
-    resolutions = resolve_targets([link.target_slug for link in outgoing], wing=note.wing, hall=note.hall,
-                                  exclude_id=note.id)
+    resolutions = resolve_targets(
+        [link.target_slug for link in outgoing], wing=note.wing, hall=note.hall, exclude_id=note.id
+    )
     links_out = [
         LinkOut(
             target_slug=link.target_slug,
@@ -213,8 +216,9 @@ def note_detail(note: Note) -> NoteDetail:
         for link in outgoing
     ]
     links_in = [
-        LinkIn(source_slug=link.source.slug, source_title=link.source.title, kind=cast(LinkKind, link.kind),
-               resolved=True)
+        LinkIn(
+            source_slug=link.source.slug, source_title=link.source.title, kind=cast(LinkKind, link.kind), resolved=True
+        )
         for link in NoteLink.objects.filter(target=note).select_related("source").order_by("source__slug", "kind")
     ]
     return NoteDetail(
@@ -263,9 +267,9 @@ def render_note_body(body: str) -> str:
     A link whose target does not exist yet is marked `missing` and points at a search for it.
     """
     slugs = {slugify_path(link.target) for link in extract_wikilinks(body)}
-    known = dict(
-        Note.objects.filter(slug__in=slugs).exclude(status="archived").values_list("slug", "pk")
-    ) if slugs else {}
+    known = (
+        dict(Note.objects.filter(slug__in=slugs).exclude(status="archived").values_list("slug", "pk")) if slugs else {}
+    )
 
     def resolve(target: str) -> tuple[str, bool]:
         pk = known.get(slugify_path(target))

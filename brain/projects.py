@@ -131,7 +131,9 @@ def repository(project: Project) -> Repository:
     if project.is_remote:
         git_dir = mirror_dir(project)
         if not git_dir.is_dir():
-            raise RepositoryUnreadable(f"the mirror of {project.repo} is not made yet: run manage.py project_sync {project.name}")
+            raise RepositoryUnreadable(
+                f"the mirror of {project.repo} is not made yet: run manage.py project_sync {project.name}"
+            )
         return Repository(git_dir)
     problem = local_repo_problem(project.repo)
     if problem:

@@ -28,7 +28,9 @@ DEFINITION_PATTERN = (
     r"^[[:space:]]*(export[[:space:]]+)?(pub[[:space:]]+)?(async[[:space:]]+)?"
     r"(def|class|func|function|fn|struct|interface|type|module)[[:space:]]+(\([^)]*\)[[:space:]]*)?[A-Za-z_][A-Za-z0-9_]*"
 )
-DECLARATION_PATTERN = r"^(export[[:space:]]+)?(pub[[:space:]]+)?(const|let|var|static)[[:space:]]+(mut[[:space:]]+)?[A-Za-z_]"
+DECLARATION_PATTERN = (
+    r"^(export[[:space:]]+)?(pub[[:space:]]+)?(const|let|var|static)[[:space:]]+(mut[[:space:]]+)?[A-Za-z_]"
+)
 _DEFINITION_NAME = re.compile(
     r"(?:def|class|func|function|fn|struct|interface|type|module)\s+(?:\([^)]*\)\s*)?([A-Za-z_]\w*)"
 )
@@ -49,6 +51,8 @@ _PY_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)(\s*)(:[^=]*)?=(\s*)(?!=)")
 _PY_PARAMETER = re.compile(r"^\s*\*{0,2}([A-Za-z_]\w*)\s*(?::[^=]*)?(?:=.*)?,\s*$")
 _PY_INLINE_PARAMETER = re.compile(r"(?:^|,)\s*\*{0,2}(?!self\b|cls\b)([A-Za-z_]\w*)\s*(?=[:=,)])")
 _PY_OPENER = re.compile(r"^\s*(?:if|elif|else|try|except|finally|with|for|while|match|case|async)\b")
+
+
 @dataclass(frozen=True)
 class Definition:
     name: str
@@ -287,7 +291,9 @@ def python_definitions(path: str, lines: list[tuple[int, str]]) -> list[Definiti
             if kind == "def" and head.endswith("("):
                 kind = "signature"  # its parameters follow, one a line
             elif kind == "def" and "(" in head:
-                found += [Definition(p, path, number, owner) for p in _PY_INLINE_PARAMETER.findall(head.split("(", 1)[1])]
+                found += [
+                    Definition(p, path, number, owner) for p in _PY_INLINE_PARAMETER.findall(head.split("(", 1)[1])
+                ]
             stack.append((indent, kind, name, owner))
         elif signature is not None and parameter and indent == signature[0] + 4:
             # A parameter of the project's own function (`mix_stderr: bool = True,`) is its code.
@@ -297,7 +303,9 @@ def python_definitions(path: str, lines: list[tuple[int, str]]) -> list[Definiti
             stack.append((indent, "opener", "", ""))
         elif assignment:
             stripped = code.rstrip()
-            spaced = bool(assignment.group(2) or assignment.group(3)) and bool(assignment.group(4) or assignment.group(3))
+            spaced = bool(assignment.group(2) or assignment.group(3)) and bool(
+                assignment.group(4) or assignment.group(3)
+            )
             continuation = indent > 0 and (stripped.endswith(",") or not spaced)
             if not local and not continuation:
                 found.append(Definition(assignment.group(1), path, number, owner))

@@ -37,8 +37,13 @@ class ScratchDatabase:
     same label is kept again.
     """
 
-    def __init__(self, stdout: OutputWrapper | IO[str] | None = None, *, kept: str | None = None,
-                 fill: Callable[[], object] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        stdout: OutputWrapper | IO[str] | None = None,
+        *,
+        kept: str | None = None,
+        fill: Callable[[], object] | None = None,
+    ) -> None:
         self.stdout = stdout
         self.connection = connections["default"]
         self.original = self.connection.settings_dict["NAME"]
@@ -59,10 +64,16 @@ class ScratchDatabase:
         return self
 
     def _template(self) -> str:
-        migrations = sorted(f"{app}.{name}" for app, name in MigrationLoader(None, ignore_no_migrations=True).disk_migrations)
+        migrations = sorted(
+            f"{app}.{name}" for app, name in MigrationLoader(None, ignore_no_migrations=True).disk_migrations
+        )
         key = hashlib.sha256("\n".join(migrations).encode()).hexdigest()[:12]
-        return self._made_once(f"{TEMPLATE_PREFIX}{key}", TEMPLATE_PREFIX, None,
-                               lambda: call_command("migrate", verbosity=0, interactive=False))  # fmt: skip
+        return self._made_once(
+            f"{TEMPLATE_PREFIX}{key}",
+            TEMPLATE_PREFIX,
+            None,
+            lambda: call_command("migrate", verbosity=0, interactive=False),
+        )
 
     def _kept(self, template: str) -> str:
         name = f"{KEPT_PREFIX}{self.kept}_{template.removeprefix(TEMPLATE_PREFIX)}"

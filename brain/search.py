@@ -203,7 +203,9 @@ def search(
         ranking = rank_notes(query, depth=depth, wing=wing, hall=hall, status=None if with_raw else status)
         fused = [item for item in ranking.fused if item[0] not in hidden]
         if tags:
-            tagged = set(Note.objects.filter(id__in=[i for i, _, _ in fused]).with_tags(tags).values_list("id", flat=True))
+            tagged = set(
+                Note.objects.filter(id__in=[i for i, _, _ in fused]).with_tags(tags).values_list("id", flat=True)
+            )
             fused = [item for item in fused if item[0] in tagged]
         statuses = (NoteStatus.WIKI, NoteStatus.RAW) if with_raw else None
         hits = _hits(fused, tokens, ranking.passages, statuses=statuses, limit=limit)
@@ -314,9 +316,14 @@ def rank_notes(
         try:
             query_vector = embedder.embed_query(query)
             vector_ranking = vectors.rank_scored(
-                query, limit=vector_depth, wing=wing, hall=hall, status=status, embedder=embedder,
+                query,
+                limit=vector_depth,
+                wing=wing,
+                hall=hall,
+                status=status,
+                embedder=embedder,
                 vector=query_vector,
-            )  # fmt: skip
+            )
             checks_bm25 = floor.support is not None or floor.agree is not None
             similarity = {}
             if checks_bm25 and rankings.get("bm25"):
@@ -357,13 +364,18 @@ def rank_notes(
     if unknown:
         # The question asks about a piece of code by name (`add_subparsers`, `yaml.safe_load`) that no note ever
         # mentions: what a note shares with it is the question's other words, not its subject.
-        fused, abstain_reason = [], (
-            f"Nothing relevant: no note mentions {', '.join(f'`{name}`' for name in unknown[:3])}, which the question names."
+        fused, abstain_reason = (
+            [],
+            (
+                f"Nothing relevant: no note mentions {', '.join(f'`{name}`' for name in unknown[:3])}, which the question names."
+            ),
         )
     elif not fused and any(found for found, _ in passed.values()):
-        abstain_reason = "Nothing relevant: no candidate passed the relevance floors (" + floor.describe(
-            embedder.key if use_vectors and embedder else None
-        ) + ")."
+        abstain_reason = (
+            "Nothing relevant: no candidate passed the relevance floors ("
+            + floor.describe(embedder.key if use_vectors and embedder else None)
+            + ")."
+        )
     return Ranking(
         fused=fused,
         passages=passages,
@@ -398,7 +410,11 @@ def unknown_identifiers(query: str, index: bm25.Snapshot) -> list[str]:
 def seen_words(query: str, index: bm25.Snapshot) -> set[str]:
     """The query's own words (lowercased, no stopwords) whose stem some note holds."""
     words = bm25.WORD_RE.findall(query.lower())
-    return {word for word in words if word not in bm25.STOPWORDS and any(index.term_info(t)[1] for t in bm25.word_tokens(word))}
+    return {
+        word
+        for word in words
+        if word not in bm25.STOPWORDS and any(index.term_info(t)[1] for t in bm25.word_tokens(word))
+    }
 
 
 def notes_holding_words(note_ids: set[int], words: set[str]) -> set[int]:
@@ -468,9 +484,14 @@ def hit_rows(ids: list[int]) -> dict[int, tuple]:
 
 
 def _hits(
-    fused: list[tuple[int, float, dict[str, int]]], tokens: list[str], passages: dict[int, str], *, statuses: tuple[str, ...] | None = None,
-    limit: int | None = None, rows: dict[int, tuple] | None = None,
-) -> list[Hit]:  # fmt: skip
+    fused: list[tuple[int, float, dict[str, int]]],
+    tokens: list[str],
+    passages: dict[int, str],
+    *,
+    statuses: tuple[str, ...] | None = None,
+    limit: int | None = None,
+    rows: dict[int, tuple] | None = None,
+) -> list[Hit]:
     """The fused ids as hits (archived ones dropped); `statuses` keeps only those, `limit` stops early.
     `rows`: `hit_rows()` of those ids (and maybe more), fetched already."""
     if rows is None:

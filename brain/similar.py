@@ -65,10 +65,14 @@ def find_similar(note: Note) -> list[Similar]:
     bodies = dict(Note.objects.filter(pk__in=ids).exclude(status=NoteStatus.ARCHIVED).values_list("pk", "body"))
     meanings = _meanings(note, list(bodies), ranking.used_vectors)
     found = [
-        Similar(id=other, words=round(similarity(note.body[:WORD_CHARS], bodies[other][:WORD_CHARS]), 4),
-                meaning=meanings.get(other))
-        for other in ids if other in bodies
-    ]  # fmt: skip
+        Similar(
+            id=other,
+            words=round(similarity(note.body[:WORD_CHARS], bodies[other][:WORD_CHARS]), 4),
+            meaning=meanings.get(other),
+        )
+        for other in ids
+        if other in bodies
+    ]
     # Duplicates first, then by the closer of the two scores: what the reviewer should look at first.
     found.sort(key=lambda item: (not item.duplicate, -max(item.words, item.meaning or 0.0)))
     return found
@@ -86,8 +90,9 @@ def _meanings(note: Note, ids: list[int], model_key: str | None) -> dict[int, fl
     try:
         own = list(
             Embedding.objects.filter(model=model_key, chunk__note=note, content_hash=F("chunk__content_hash"))
-            .order_by("chunk__ordinal").values_list("vector", flat=True)[:NOTE_CHUNKS]
-        )  # fmt: skip
+            .order_by("chunk__ordinal")
+            .values_list("vector", flat=True)[:NOTE_CHUNKS]
+        )
         best: dict[int, float] = {}
         for vector in own:
             for other, score in vectors.similarities(model_key, np.asarray(vector).tolist(), ids).items():
@@ -135,10 +140,15 @@ def with_notes(found: list[Similar]) -> list[dict]:
     """Each item with its note as it is now (title, status, place): statuses move on after the ranking."""
     notes = Note.objects.in_bulk([item.id for item in found])
     return [
-        {"note": notes[item.id], "words": round(item.words * 100), "meaning": None if item.meaning is None
-         else round(item.meaning * 100), "duplicate": item.duplicate}
-        for item in found if item.id in notes and notes[item.id].status != NoteStatus.ARCHIVED
-    ]  # fmt: skip
+        {
+            "note": notes[item.id],
+            "words": round(item.words * 100),
+            "meaning": None if item.meaning is None else round(item.meaning * 100),
+            "duplicate": item.duplicate,
+        }
+        for item in found
+        if item.id in notes and notes[item.id].status != NoteStatus.ARCHIVED
+    ]
 
 
 def wiki_duplicates(found: list[Similar]) -> list[dict]:

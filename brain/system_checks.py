@@ -48,7 +48,13 @@ def check_brain_dir(app_configs: Sequence[AppConfig] | None, **kwargs: Any) -> l
         return []
     path = Path(settings.BRAIN_DIR)
     if path.exists() and not path.is_dir():
-        return [Error(f"BRAIN_DIR={path} exists and is not a folder.", hint="Point BRAIN_DIR at a brain folder.", id="hyperguild.E050")]
+        return [
+            Error(
+                f"BRAIN_DIR={path} exists and is not a folder.",
+                hint="Point BRAIN_DIR at a brain folder.",
+                id="hyperguild.E050",
+            )
+        ]
     existing = path if path.exists() else path.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         return [

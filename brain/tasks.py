@@ -119,7 +119,9 @@ def sync_note_embeddings(*note_ids: int) -> dict:
         left = max(0.0, EMBED_SLICE_SECONDS - (time.monotonic() - started))
         result["similar"] = refresh_similar_notes(*note_ids, max_seconds=left)
     except Exception as exc:  # noqa: BLE001 — the vectors are stored; the note page ranks it on its next view
-        logger.warning("could not rank the similar notes of %d note(s) from note %s: %s", len(note_ids), note_ids[0], exc)
+        logger.warning(
+            "could not rank the similar notes of %d note(s) from note %s: %s", len(note_ids), note_ids[0], exc
+        )
         result["similar"] = {"error": str(exc)}
     return result
 
@@ -145,8 +147,13 @@ def refresh_similar_notes(*note_ids: int, max_seconds: float | None = EMBED_SLIC
             if rest:
                 queue = settings.EMBED_QUEUE if settings.BRAIN_EMBEDDER != "off" else None
                 with transaction.atomic():
-                    async_task(SIMILAR_TASK, *rest, task_name=f"similar-notes-{rest[0]}-and-{len(rest) - 1}-more",
-                               group="brain-similar", cluster=queue)  # fmt: skip
+                    async_task(
+                        SIMILAR_TASK,
+                        *rest,
+                        task_name=f"similar-notes-{rest[0]}-and-{len(rest) - 1}-more",
+                        group="brain-similar",
+                        cluster=queue,
+                    )
                 result["queued"] = len(rest)
             break
         note = notes.get(note_id)

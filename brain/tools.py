@@ -47,20 +47,40 @@ brain = register_endpoint(
     )
 )
 # What each scope and role allows on this endpoint and the brain's REST routes (hyperguild.permissions; docs/people.md).
-register_right("brain:read", scope="brain:read",
-               description="search and read notes: tools, resources, prompts, completion, POST /query, GET /notes")
-register_right("brain:write", scope="brain:write", permission="brain.add_note", roles=(MEMBER, REVIEWER, CURATOR),
-               description="write new raw notes for review: brain_write, brain_ingest_raw, POST /write, POST /ingest raw")
-register_right("brain:review", scope="brain:write", permission="brain.review_note", roles=(REVIEWER,),
-               description="change the wiki: brain_ingest, brain_edit, brain_archive, brain_undo, brain_verify, "
-               "brain_supersede, POST /ingest into the wiki")  # fmt: skip
+register_right(
+    "brain:read",
+    scope="brain:read",
+    description="search and read notes: tools, resources, prompts, completion, POST /query, GET /notes",
+)
+register_right(
+    "brain:write",
+    scope="brain:write",
+    permission="brain.add_note",
+    roles=(MEMBER, REVIEWER, CURATOR),
+    description="write new raw notes for review: brain_write, brain_ingest_raw, POST /write, POST /ingest raw",
+)
+register_right(
+    "brain:review",
+    scope="brain:write",
+    permission="brain.review_note",
+    roles=(REVIEWER,),
+    description="change the wiki: brain_ingest, brain_edit, brain_archive, brain_undo, brain_verify, "
+    "brain_supersede, POST /ingest into the wiki",
+)
 brain.translate_errors(BrainError)  # BrainInputError, SearchInputError, SlugError… reach the caller as tool errors
 
 WriteAction = Callable[..., Note]
 
 
-def _write_tool(action: WriteAction, write: type[RawNoteInput | WikiNoteInput], *, name: str, title: str,
-                description: str, right: str = "brain:write") -> Callable[[ToolInput, ToolContext], NoteRef]:
+def _write_tool(
+    action: WriteAction,
+    write: type[RawNoteInput | WikiNoteInput],
+    *,
+    name: str,
+    title: str,
+    description: str,
+    right: str = "brain:write",
+) -> Callable[[ToolInput, ToolContext], NoteRef]:
     """Declare a tool that writes one new note with `action`: its input model is `write` (from brain.inputs,
     where REST and the forms take theirs too), it answers the note's reference and needs the brain:write scope."""
 
@@ -69,9 +89,14 @@ def _write_tool(action: WriteAction, write: type[RawNoteInput | WikiNoteInput], 
 
     handler.__name__ = name
     brain.tool(
-        name=name, title=title, description=description, input_model=write, result_model=NoteRef,
-        scope="brain:write", right=right,
-    )(handler)  # fmt: skip
+        name=name,
+        title=title,
+        description=description,
+        input_model=write,
+        result_model=NoteRef,
+        scope="brain:write",
+        right=right,
+    )(handler)
     return handler
 
 

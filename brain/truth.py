@@ -85,7 +85,10 @@ class Verifier:
         check = getattr(self, f"_check_{anchor.kind}")(anchor)
         if check.state in (AnchorState.HOLDS, AnchorState.MOVED):
             path, line = _location_line(check.location)
-            check.evidence = {"held_commit": self.commit, "held_lines": _lines_at(self.repo.read(self.commit, path), line)}
+            check.evidence = {
+                "held_commit": self.commit,
+                "held_lines": _lines_at(self.repo.read(self.commit, path), line),
+            }
             if check.state == AnchorState.MOVED:
                 check.evidence.update(self._moved(anchor, path))
         elif not anchor.location:
@@ -93,9 +96,11 @@ class Verifier:
             # yet. Nothing of it can change, so it is never stale; the writer is told.
             check = Check(AnchorState.UNRESOLVED, path=anchor.hint or (check.path if anchor.kind == "path" else ""))
             check.evidence = {
-                "anchor": anchor.value, "kind": anchor.kind, "state": AnchorState.UNRESOLVED,
+                "anchor": anchor.value,
+                "kind": anchor.kind,
+                "state": AnchorState.UNRESOLVED,
                 "message": f"`{_shown(anchor.value)}` is not in {self.project} at {self.commit[:7]}",
-            }  # fmt: skip
+            }
         else:
             check.evidence = self._evidence(anchor, check)
         return check
@@ -238,7 +243,11 @@ class Verifier:
     # -- evidence ----------------------------------------------------------------------
 
     def _evidence(self, anchor: Anchor, check: Check) -> dict:
-        before = anchor.evidence if anchor.state in (AnchorState.HOLDS, AnchorState.MOVED) else anchor.evidence.get("before", {})
+        before = (
+            anchor.evidence
+            if anchor.state in (AnchorState.HOLDS, AnchorState.MOVED)
+            else anchor.evidence.get("before", {})
+        )
         held_commit = before.get("held_commit") or ""
         old_path, old_line = _location_line(anchor.location) if anchor.location else (check.path, 0)
         old_path = old_path or check.path
@@ -249,7 +258,11 @@ class Verifier:
         hunk = ""
         if old_path and (base or changed_in):
             parent = self.repo.parent(changed_in) if changed_in else ""
-            hunks = self.repo.hunks(parent, changed_in, old_path) if parent else self.repo.hunks(base, self.commit, old_path)
+            hunks = (
+                self.repo.hunks(parent, changed_in, old_path)
+                if parent
+                else self.repo.hunks(base, self.commit, old_path)
+            )
             hunk = _hunk_around(hunks, _removed_line_test(anchor))
         now = self._now(base, old_path, old_line) if base and old_line else ""
         short = changed_in[:7] if changed_in else self.commit[:7]
@@ -259,10 +272,17 @@ class Verifier:
         else:
             message = f"`{shown}` changed in {short}"
         return {
-            "anchor": anchor.value, "kind": anchor.kind, "state": check.state, "path": old_path,
-            "quoted": before.get("held_lines") or anchor.value, "now": now, "changed_in": changed_in, "hunk": hunk,
-            "message": message, "before": before,
-        }  # fmt: skip
+            "anchor": anchor.value,
+            "kind": anchor.kind,
+            "state": check.state,
+            "path": old_path,
+            "quoted": before.get("held_lines") or anchor.value,
+            "now": now,
+            "changed_in": changed_in,
+            "hunk": hunk,
+            "message": message,
+            "before": before,
+        }
 
     def _changed_in(self, anchor: Anchor, base: str, path: str) -> str:
         """The first commit in base..head after which the anchor is no longer in `path`: among the commits that
@@ -297,15 +317,20 @@ class Verifier:
             if len(parts) > 1 and path.endswith(".py"):
                 # `Class.method`: still defined in that file *as the class's* (a method moved out to module level
                 # keeps its def line, and the text alone would say it is still there).
-                return lambda commit: bool(pattern.search(self.repo.read(commit, path) or "")) and any(
-                    d.path == path and _owned_by(d, parts[-2], anchor.hint, index)
-                    for index in (self.repo.definitions(commit),)
-                    for d in index.get(parts[-1], ())
+                return lambda commit: (
+                    bool(pattern.search(self.repo.read(commit, path) or ""))
+                    and any(
+                        d.path == path and _owned_by(d, parts[-2], anchor.hint, index)
+                        for index in (self.repo.definitions(commit),)
+                        for d in index.get(parts[-1], ())
+                    )
                 )
             return lambda commit: bool(pattern.search(self.repo.read(commit, path) or ""))
         if anchor.kind == "quote":
             wanted = _squash(anchor.value)
-            return lambda commit: any(wanted in _squash(line) for line in (self.repo.read(commit, path) or "").splitlines())
+            return lambda commit: any(
+                wanted in _squash(line) for line in (self.repo.read(commit, path) or "").splitlines()
+            )
         word = re.compile(rf"(?<![\w-]){re.escape(_pickaxe_text(anchor))}(?![\w-])")
         return lambda commit: bool(word.search(self.repo.read(commit, path) or ""))
 
@@ -338,7 +363,9 @@ class Verifier:
             return ""
         # Lines about as alike (the same method in two classes): the one nearest where the old line would be now.
         expected = old_line * len(new_lines) / max(1, len(old_lines))
-        where = min((number for ratio, number in scored if ratio >= best - LIKENESS_TIE), key=lambda n: abs(n - expected))
+        where = min(
+            (number for ratio, number in scored if ratio >= best - LIKENESS_TIE), key=lambda n: abs(n - expected)
+        )
         return _lines_at(text, where, CONTEXT_LINES)
 
 
@@ -444,10 +471,15 @@ def verdict(note: Note, anchors: list[Anchor], commit: str) -> NoteVerdict:
         return unverified("its anchors have not been checked yet")
     # What it cites that is not in the code is said on the note, and counts for nothing.
     said = [
-        {"anchor": a.value, "kind": a.kind, "state": AnchorState.UNRESOLVED,
-         "message": a.evidence.get("message") or f"`{_shown(a.value)}` is not in the project's code"}
-        for a in anchors if a.state == AnchorState.UNRESOLVED
-    ]  # fmt: skip
+        {
+            "anchor": a.value,
+            "kind": a.kind,
+            "state": AnchorState.UNRESOLVED,
+            "message": a.evidence.get("message") or f"`{_shown(a.value)}` is not in the project's code",
+        }
+        for a in anchors
+        if a.state == AnchorState.UNRESOLVED
+    ]
     if len(said) == len(anchors):
         nothing = unverified(f"nothing it cites is in the project's code at {commit[:7]}", claims=False)
         return NoteVerdict(nothing.state, nothing.commit, nothing.evidence + said)
@@ -456,17 +488,31 @@ def verdict(note: Note, anchors: list[Anchor], commit: str) -> NoteVerdict:
     if failing:
         # Beside what changed: what moved away from where the note says it is, and in which commit.
         moved = [
-            {"anchor": a.value, "kind": a.kind, "state": AnchorState.MOVED, "path": _location_line(a.location)[0],
-             "changed_in": a.evidence.get("moved_in", ""),
-             "message": f"`{_shown(a.value)}` moved from {a.evidence['moved_from']} to {_location_line(a.location)[0]}"
-                        + (f" in {a.evidence['moved_in'][:7]}" if a.evidence.get("moved_in") else "")}
-            for a in anchors if a.state == AnchorState.MOVED and a.evidence.get("moved_from")
-        ]  # fmt: skip
-        return NoteVerdict(VerificationState.STALE, commit, [
-            {key: a.evidence.get(key, "") for key in ("anchor", "kind", "state", "path", "quoted", "now", "changed_in",
-                                                        "hunk", "message")}
-            for a in failing
-        ] + moved + said)  # fmt: skip
+            {
+                "anchor": a.value,
+                "kind": a.kind,
+                "state": AnchorState.MOVED,
+                "path": _location_line(a.location)[0],
+                "changed_in": a.evidence.get("moved_in", ""),
+                "message": f"`{_shown(a.value)}` moved from {a.evidence['moved_from']} to {_location_line(a.location)[0]}"
+                + (f" in {a.evidence['moved_in'][:7]}" if a.evidence.get("moved_in") else ""),
+            }
+            for a in anchors
+            if a.state == AnchorState.MOVED and a.evidence.get("moved_from")
+        ]
+        return NoteVerdict(
+            VerificationState.STALE,
+            commit,
+            [
+                {
+                    key: a.evidence.get(key, "")
+                    for key in ("anchor", "kind", "state", "path", "quoted", "now", "changed_in", "hunk", "message")
+                }
+                for a in failing
+            ]
+            + moved
+            + said,
+        )
     return NoteVerdict(VerificationState.VERIFIED, commit, said)
 
 
@@ -487,7 +533,9 @@ def describe(state: str, commit: str, evidence: list[dict]) -> str:
     if state == VerificationState.VERIFIED:
         return f"verified at {commit[:7]} (anchors hold)"
     if state == VerificationState.STALE:
-        messages = [item.get("message", "") for item in evidence if item.get("message") and item.get("state") in FAILING]
+        messages = [
+            item.get("message", "") for item in evidence if item.get("message") and item.get("state") in FAILING
+        ]
         return "may be outdated: " + "; ".join(messages[:2]) + ("; …" if len(messages) > 2 else "")
     if evidence and evidence[0].get("claims") is False:
         return ""

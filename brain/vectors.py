@@ -118,7 +118,13 @@ def rank_scored(
     dims = len(vector)
     wanted = limit * CHUNKS_PER_NOTE
     sql = query_sql(embedder.key, dims, wing=bool(wing), hall=bool(hall), status=bool(status))
-    params: dict[str, str | int | None] = {"vector": vector_literal(vector), "limit": wanted, "wing": wing, "hall": hall, "status": status}
+    params: dict[str, str | int | None] = {
+        "vector": vector_literal(vector),
+        "limit": wanted,
+        "wing": wing,
+        "hall": hall,
+        "status": status,
+    }
     with transaction.atomic(using=using), connections[using].cursor() as cursor:
         # ef_search bounds how many rows one HNSW scan can return; iterative scans keep
         # walking the graph when the note filters drop rows (pgvector ≥ 0.8).

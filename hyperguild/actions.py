@@ -65,8 +65,13 @@ def do_ensure_schedules() -> list[str]:
         minutes = max(1, round(seconds / 60))
         Schedule.objects.update_or_create(
             name=name,
-            defaults={"func": func, "schedule_type": Schedule.MINUTES, "minutes": minutes, "repeats": -1,
-                      "cluster": task_queue(func)},  # fmt: skip
+            defaults={
+                "func": func,
+                "schedule_type": Schedule.MINUTES,
+                "minutes": minutes,
+                "repeats": -1,
+                "cluster": task_queue(func),
+            },
         )
         names.append(name)
     return names
@@ -132,8 +137,9 @@ def do_report_mcp_task_progress(task_pk: int, message: str) -> None:
 
 
 @transaction.atomic
-def do_finish_mcp_task(task_pk: int, *, status: str, result: dict | None = None, error: dict | None = None,
-                       message: str = "") -> bool:
+def do_finish_mcp_task(
+    task_pk: int, *, status: str, result: dict | None = None, error: dict | None = None, message: str = ""
+) -> bool:
     """Record the task's end; False if it had already ended (a task's end is written once)."""
     # Conditional UPDATE: a task ends once, whichever replica gets there first.
     return bool(
@@ -180,7 +186,9 @@ class IssuedToken:
     secret: str
 
 
-def do_create_personal_token(user: User, *, name: str, scopes: list[str], expires_days: int | None = None) -> IssuedToken:
+def do_create_personal_token(
+    user: User, *, name: str, scopes: list[str], expires_days: int | None = None
+) -> IssuedToken:
     """Make a personal token for `user`; TokenRequestError, with nothing written, on bad input."""
     name = (name or "").strip()
     if not name or len(name) > 100:
@@ -207,9 +215,14 @@ def do_create_personal_token(user: User, *, name: str, scopes: list[str], expire
     now = timezone.now()
     with transaction.atomic():
         token = PersonalToken.objects.create(
-            user=user, name=name, prefix=prefix, token_hash=digest, scopes=ordered,
-            created_at=now, expires_at=now + timedelta(days=days),
-        )  # fmt: skip
+            user=user,
+            name=name,
+            prefix=prefix,
+            token_hash=digest,
+            scopes=ordered,
+            created_at=now,
+            expires_at=now + timedelta(days=days),
+        )
     return IssuedToken(token, secret)
 
 
@@ -247,15 +260,20 @@ def do_admit_client_registration(address: str | None) -> bool:
     return True
 
 
-def do_record_redeemed_code(code: str, client_id: str, *, access_token_checksum: str, token_family: uuid.UUID | None) -> None:
+def do_record_redeemed_code(
+    code: str, client_id: str, *, access_token_checksum: str, token_family: uuid.UUID | None
+) -> None:
     """Remember that `code` was exchanged, and for which tokens (only the code's SHA-256 is kept)."""
     now = timezone.now()
     with transaction.atomic():
         RedeemedAuthorizationCode.objects.filter(redeemed_at__lt=now - REDEEMED_CODE_KEPT).delete()
         RedeemedAuthorizationCode.objects.create(
-            code_digest=token_digest(code), client_id=client_id, access_token_checksum=access_token_checksum,
-            token_family=token_family, redeemed_at=now,
-        )  # fmt: skip
+            code_digest=token_digest(code),
+            client_id=client_id,
+            access_token_checksum=access_token_checksum,
+            token_family=token_family,
+            redeemed_at=now,
+        )
 
 
 def do_revoke_tokens_of_replayed_code(code: str, client_id: str) -> int:

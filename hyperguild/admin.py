@@ -74,11 +74,31 @@ class McpTaskAdmin(admin.ModelAdmin):
 class PersonalTokenAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """People's tokens: only the prefix and a hash are stored. Revoke with the bulk action."""
 
-    list_display = ("prefix", "name", "user", "scope_list", "created_at", "expires_at", "revoked_at", "last_used_at", "last_used_ip")
+    list_display = (
+        "prefix",
+        "name",
+        "user",
+        "scope_list",
+        "created_at",
+        "expires_at",
+        "revoked_at",
+        "last_used_at",
+        "last_used_ip",
+    )
     list_filter = (("revoked_at", admin.EmptyFieldListFilter), ("user", admin.RelatedOnlyFieldListFilter))
     search_fields = ("prefix", "name", "user__username")
     list_select_related = ("user",)
-    readonly_fields = ("user", "name", "prefix", "scopes", "created_at", "expires_at", "revoked_at", "last_used_at", "last_used_ip")
+    readonly_fields = (
+        "user",
+        "name",
+        "prefix",
+        "scopes",
+        "created_at",
+        "expires_at",
+        "revoked_at",
+        "last_used_at",
+        "last_used_ip",
+    )
     exclude = ("token_hash",)
     actions = ["revoke_tokens"]
 
@@ -109,9 +129,23 @@ class CredentialUseAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 class ModelCallAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Every call to a model, success or failure, with what was sent and what came back (redacted, capped)."""
 
-    list_display = ("created_at", "purpose", "skill", "model", "provider", "outcome", "finish_reason", "latency_ms",
-                    "input_tokens", "output_tokens", "cost_usd", "cost_source", "requested_by", "service",
-                    "session_id")  # fmt: skip
+    list_display = (
+        "created_at",
+        "purpose",
+        "skill",
+        "model",
+        "provider",
+        "outcome",
+        "finish_reason",
+        "latency_ms",
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "cost_source",
+        "requested_by",
+        "service",
+        "session_id",
+    )
     list_filter = ("outcome", "provider", "purpose", "model", "cost_source", "skill")
     search_fields = ("model", "skill", "purpose", "session_id", "project", "error", "service", "requested_by__username")
     list_select_related = ("requested_by",)

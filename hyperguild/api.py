@@ -38,7 +38,6 @@ class Unavailable(APIException):
     default_detail = "A service this endpoint needs is not available."
 
 
-
 def _messages(value: object) -> str:
     if isinstance(value, dict):
         return "; ".join(f"{key}: {_messages(inner)}" for key, inner in value.items())

@@ -23,8 +23,13 @@ class HyperguildConfig(AppConfig):
         from hyperguild.tracing import configure_tracing
 
         # The core's own right (the apps declare theirs with their endpoints): the service's figures.
-        register_right("service:metrics", scope="", permission="hyperguild.view_metrics", roles=(OPERATOR,),
-                       description="see the service's metrics (/metrics)")
+        register_right(
+            "service:metrics",
+            scope="",
+            permission="hyperguild.view_metrics",
+            roles=(OPERATOR,),
+            description="see the service's metrics (/metrics)",
+        )
 
         set_recorder(do_record_model_call, do_mark_model_call)  # the clients record calls through the actions
 

@@ -112,9 +112,8 @@ def known_scopes() -> dict[str, str]:
     # A scope no tool needs (sessions:read: a REST route) is described by its right.
     rights = {right.name: right.description for right in all_rights()}
     return {
-        scope: (f"{', '.join(tools)} on " if tools else f"{rights[scope]}; " if rights.get(scope) else "") + ", ".join(
-            f"/mcp/{e.name}" for e in all_endpoints() if scope in e.scopes
-        )
+        scope: (f"{', '.join(tools)} on " if tools else f"{rights[scope]}; " if rights.get(scope) else "")
+        + ", ".join(f"/mcp/{e.name}" for e in all_endpoints() if scope in e.scopes)
         for scope, tools in described.items()
     }
 
@@ -194,23 +193,30 @@ def authenticate_bearer(
             return Identity(user=None, scopes=_service_scopes(endpoints), via="open")
         paths = ", ".join(f"/mcp/{e.name}" for e in endpoints) or request.path
         raise BearerRefused(
-            401, f"{paths} needs Authorization: Bearer <token> (a personal token, an OAuth token or the server's "
+            401,
+            f"{paths} needs Authorization: Bearer <token> (a personal token, an OAuth token or the server's "
             f"{' / '.join(e.token_setting for e in endpoints if e.token_setting) or 'token'}).",
-            scope=challenge_scope, resource_metadata=metadata,
-        )  # fmt: skip
+            scope=challenge_scope,
+            resource_metadata=metadata,
+        )
     scheme, _, value = header.partition(" ")
     value = value.strip()
     if scheme.lower() != "bearer" or not value:
-        raise BearerRefused(401, "The Authorization header must be 'Bearer <token>'.", error="invalid_request",
-                            resource_metadata=metadata)  # fmt: skip
+        raise BearerRefused(
+            401,
+            "The Authorization header must be 'Bearer <token>'.",
+            error="invalid_request",
+            resource_metadata=metadata,
+        )
 
     identity: Identity | None
     for candidate in endpoints:
         expected = candidate.token()
         # Constant-time comparison: the token must not leak through timing.
         if expected and hmac.compare_digest(value.encode(), expected.encode()):
-            identity = Identity(user=None, scopes=frozenset(candidate.scopes), via="service",
-                                credential=candidate.token_setting or "")  # fmt: skip
+            identity = Identity(
+                user=None, scopes=frozenset(candidate.scopes), via="service", credential=candidate.token_setting or ""
+            )
             break
     else:
         if value.startswith(PERSONAL_TOKEN_PREFIX):
@@ -218,23 +224,33 @@ def authenticate_bearer(
         else:
             identity = _oauth_identity(value, request, endpoints)
         if identity is None:
-            raise BearerRefused(401, "The bearer token is not valid here: unknown, revoked, expired, or issued for "
-                                "another endpoint.", error="invalid_token", scope=challenge_scope,
-                                resource_metadata=metadata)  # fmt: skip
+            raise BearerRefused(
+                401,
+                "The bearer token is not valid here: unknown, revoked, expired, or issued for another endpoint.",
+                error="invalid_token",
+                scope=challenge_scope,
+                resource_metadata=metadata,
+            )
 
     if wanted and not wanted & identity.scopes:
         if wanted & set(identity.extra.get("granted_scopes", ())):
             raise BearerRefused(
-                403, f"This token was granted {', '.join(sorted(wanted & set(identity.extra['granted_scopes'])))}, "
+                403,
+                f"This token was granted {', '.join(sorted(wanted & set(identity.extra['granted_scopes'])))}, "
                 f"but {identity.username}'s role does not allow it now (docs/people.md: roles); {request.path} "
                 f"needs one of: {challenge_scope}.",
-                error="insufficient_scope", scope=challenge_scope, resource_metadata=metadata,
-            )  # fmt: skip
+                error="insufficient_scope",
+                scope=challenge_scope,
+                resource_metadata=metadata,
+            )
         raise BearerRefused(
-            403, f"This token's scopes ({', '.join(sorted(identity.scopes)) or 'none'}) do not reach "
+            403,
+            f"This token's scopes ({', '.join(sorted(identity.scopes)) or 'none'}) do not reach "
             f"{request.path}; it needs one of: {challenge_scope}.",
-            error="insufficient_scope", scope=challenge_scope, resource_metadata=metadata,
-        )  # fmt: skip
+            error="insufficient_scope",
+            scope=challenge_scope,
+            resource_metadata=metadata,
+        )
     if identity.via in ("token", "oauth"):
         _record_use(identity, request)
     return identity
@@ -248,17 +264,17 @@ def _personal_identity(value: str) -> Identity | None:
     token = PersonalToken.objects.usable().select_related("user").filter(token_hash=token_digest(value)).first()
     if token is None or not token.user.is_active:
         return None
-    return Identity(user=token.user, scopes=effective_scopes(token.user, token.scopes), via="token",
-                    credential=f"{token.prefix} ({token.name})",
-                    extra={"token_id": token.pk, "granted_scopes": tuple(token.scopes)})  # fmt: skip
+    return Identity(
+        user=token.user,
+        scopes=effective_scopes(token.user, token.scopes),
+        via="token",
+        credential=f"{token.prefix} ({token.name})",
+        extra={"token_id": token.pk, "granted_scopes": tuple(token.scopes)},
+    )
 
 
 def _oauth_identity(value: str, request: HttpRequest, endpoints: list[Endpoint]) -> Identity | None:
-    token = (
-        AccessToken.objects.select_related("application", "user")
-        .filter(token_checksum=token_digest(value))
-        .first()
-    )
+    token = AccessToken.objects.select_related("application", "user").filter(token_checksum=token_digest(value)).first()
     if token is None or token.is_expired() or token.user is None or not token.user.is_active:
         return None
     # Bound to the resource it was issued for (RFC 8707): a token for /mcp/brain opens nothing else, and a
@@ -267,9 +283,13 @@ def _oauth_identity(value: str, request: HttpRequest, endpoints: list[Endpoint])
         return None
     client = token.application.name if token.application else "OAuth client"
     granted = token.scope.split()
-    return Identity(user=token.user, scopes=effective_scopes(token.user, granted), via="oauth",
-                    credential=f"oauth: {client}",
-                    extra={"access_token_id": token.pk, "granted_scopes": tuple(granted)})  # fmt: skip
+    return Identity(
+        user=token.user,
+        scopes=effective_scopes(token.user, granted),
+        via="oauth",
+        credential=f"oauth: {client}",
+        extra={"access_token_id": token.pk, "granted_scopes": tuple(granted)},
+    )
 
 
 def effective_scopes(user: User, granted: Collection[str]) -> frozenset[str]:
@@ -287,9 +307,14 @@ def _record_use(identity: Identity, request: HttpRequest) -> None:
     address = _client_address(request)
     try:
         CredentialUse.objects.create(
-            user=identity.user, kind=identity.via, credential=identity.credential[:200],
-            method=request.method or "", path=request.path[:300], address=address, at=now,
-        )  # fmt: skip
+            user=identity.user,
+            kind=identity.via,
+            credential=identity.credential[:200],
+            method=request.method or "",
+            path=request.path[:300],
+            address=address,
+            at=now,
+        )
         token_id = identity.extra.get("token_id")
         if token_id:
             # A conditional UPDATE: at most one write a minute per token, whatever the traffic.
@@ -299,4 +324,3 @@ def _record_use(identity: Identity, request: HttpRequest) -> None:
             ).update(last_used_at=now, last_used_ip=address)
     except DatabaseError:
         logger.exception("could not record the use of %s", identity.credential)
-

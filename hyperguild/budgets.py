@@ -119,7 +119,10 @@ Person = User | AnonymousUser | None  # whom a call is for: only a signed-in per
 def limits_for(person: Person) -> list[Limit]:
     limits = []
     usd: float | Decimal | None
-    for period, usd in (("day", settings.HYPERGUILD_BUDGET_DAILY_USD), ("month", settings.HYPERGUILD_BUDGET_MONTHLY_USD)):
+    for period, usd in (
+        ("day", settings.HYPERGUILD_BUDGET_DAILY_USD),
+        ("month", settings.HYPERGUILD_BUDGET_MONTHLY_USD),
+    ):
         if usd:
             limits.append(Limit("the service", period, Decimal(str(usd)), None))
     person_id = getattr(person, "pk", None) if getattr(person, "is_authenticated", False) else None
@@ -152,7 +155,9 @@ def budget_states(people: list[User] | None = None, at: datetime | None = None) 
     """The service's budgets, then each of `people`'s own (every person with a budget when None)."""
     at = at or now()
     if people is None:
-        people = [budget.person for budget in PersonBudget.objects.select_related("person").order_by("person__username")]
+        people = [
+            budget.person for budget in PersonBudget.objects.select_related("person").order_by("person__username")
+        ]
     states = []
     for limit in limits_for(None):
         states.append(BudgetState(limit, *spent_and_held(limit, at), resets_at=period_bounds(limit.period, at)[1]))
@@ -160,8 +165,14 @@ def budget_states(people: list[User] | None = None, at: datetime | None = None) 
         for limit in limits_for(person):
             if limit.person_id is None:
                 continue  # the service's, listed once above
-            states.append(BudgetState(limit, *spent_and_held(limit, at), resets_at=period_bounds(limit.period, at)[1],
-                                      person=person.get_username()))  # fmt: skip
+            states.append(
+                BudgetState(
+                    limit,
+                    *spent_and_held(limit, at),
+                    resets_at=period_bounds(limit.period, at)[1],
+                    person=person.get_username(),
+                )
+            )
     return states
 
 
@@ -170,9 +181,12 @@ def exceeded_message(limit: Limit, used: Decimal, estimate: Decimal, at: datetim
     return (
         f"Budget reached: {limit.describe()} has {format_usd(used, 3)} USD spent or held, and this call may cost "
         f"up to {format_usd(estimate, 3)} USD. It resets at {resets:%Y-%m-%d %H:%M} UTC"
-        + (" (ask an operator to raise your limit in the admin, Person budgets)." if limit.scope == "you"
-           else " (HYPERGUILD_BUDGET_DAILY_USD / HYPERGUILD_BUDGET_MONTHLY_USD raise it).")
-    )  # fmt: skip
+        + (
+            " (ask an operator to raise your limit in the admin, Person budgets)."
+            if limit.scope == "you"
+            else " (HYPERGUILD_BUDGET_DAILY_USD / HYPERGUILD_BUDGET_MONTHLY_USD raise it)."
+        )
+    )
 
 
 def check(estimate: Decimal, person: Person = None, *, count: int = 1) -> list[str]:
@@ -187,14 +201,20 @@ def check(estimate: Decimal, person: Person = None, *, count: int = 1) -> list[s
         if used + needed > limit.usd:
             raise BudgetExceeded(
                 exceeded_message(limit, used, needed, at),
-                data={"budget": limit.describe(), "spent_usd": float(used), "limit_usd": float(limit.usd),
-                      "resets_at": period_bounds(limit.period, at)[1].isoformat()},
-            )  # fmt: skip
+                data={
+                    "budget": limit.describe(),
+                    "spent_usd": float(used),
+                    "limit_usd": float(limit.usd),
+                    "resets_at": period_bounds(limit.period, at)[1].isoformat(),
+                },
+            )
         if used + needed >= limit.usd * WARN_AT or used + 2 * needed > limit.usd:
             warning = f"{limit.describe()} is {(used + needed) / limit.usd:.0%} spent"
             if used + 2 * needed > limit.usd:
-                warning += (f"; the next call like this one (up to {format_usd(needed, 3)} USD) will not fit before it "
-                            f"resets at {period_bounds(limit.period, at)[1]:%Y-%m-%d %H:%M} UTC")  # fmt: skip
+                warning += (
+                    f"; the next call like this one (up to {format_usd(needed, 3)} USD) will not fit before it "
+                    f"resets at {period_bounds(limit.period, at)[1]:%Y-%m-%d %H:%M} UTC"
+                )
             warnings.append(warning)
     return warnings
 

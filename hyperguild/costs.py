@@ -54,7 +54,9 @@ def grouped(calls: QuerySet[ModelCall], field: str) -> list[dict[str, Any]]:
     return list(calls.values(field).annotate(**_figures()).order_by("-cost", "-calls", field))
 
 
-def costs_report(now: datetime | None = None, days: int = COSTS_DAYS, *, only_person: User | None = None) -> dict[str, Any]:
+def costs_report(
+    now: datetime | None = None, days: int = COSTS_DAYS, *, only_person: User | None = None
+) -> dict[str, Any]:
     """The Costs page's tables over the last `days` UTC days (today included).
 
     With `only_person`, every table and total counts that person's calls and the service parts' (calls of no
@@ -71,8 +73,12 @@ def costs_report(now: datetime | None = None, days: int = COSTS_DAYS, *, only_pe
     # A person's calls are theirs whichever endpoint made them; a call with no person is its service part's.
     personal = calls if only_person is None else calls.filter(requested_by=only_person)
     # Typed as plain rows: the stubs cannot see the annotations that **_figures() adds.
-    people: QuerySet[ModelCall, Mapping[str, Any]] = personal.filter(requested_by__isnull=False).values("requested_by__username").annotate(**_figures())
-    services: QuerySet[ModelCall, Mapping[str, Any]] = calls.filter(requested_by__isnull=True).values("service").annotate(**_figures())
+    people: QuerySet[ModelCall, Mapping[str, Any]] = (
+        personal.filter(requested_by__isnull=False).values("requested_by__username").annotate(**_figures())
+    )
+    services: QuerySet[ModelCall, Mapping[str, Any]] = (
+        calls.filter(requested_by__isnull=True).values("service").annotate(**_figures())
+    )
     by_person = sorted([*people, *services], key=lambda row: (-row["cost"], -row["calls"]))
     sessions = personal.exclude(session_id="").values("session_id").annotate(**_figures())
     return {
@@ -121,10 +127,13 @@ def budget_warnings(viewer: User) -> list[str]:
             used = budgets.spent(limit, at)
             if used >= limit.usd * budgets.WARN_AT:
                 what = limit.describe()
-                what = what.replace("your", f"{person.get_username()}'s", 1) if person is not viewer else what[0].upper() + what[1:]
+                what = (
+                    what.replace("your", f"{person.get_username()}'s", 1)
+                    if person is not viewer
+                    else what[0].upper() + what[1:]
+                )
                 resets = budgets.period_bounds(limit.period, at)[1]
                 warnings.append(
-                    f"{what} is {used / limit.usd:.0%} spent ({used:.4f} USD); "
-                    f"it resets at {resets:%Y-%m-%d %H:%M} UTC"
+                    f"{what} is {used / limit.usd:.0%} spent ({used:.4f} USD); it resets at {resets:%Y-%m-%d %H:%M} UTC"
                 )
     return warnings

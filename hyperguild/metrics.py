@@ -53,7 +53,9 @@ logger = logging.getLogger(__name__)
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 
 HTTP_REQUESTS = Counter(
-    "hyperguild_http_requests", "HTTP requests answered, by route pattern, method and status", ["route", "method", "status"]
+    "hyperguild_http_requests",
+    "HTTP requests answered, by route pattern, method and status",
+    ["route", "method", "status"],
 )
 HTTP_LATENCY = Histogram(
     "hyperguild_http_request_duration_seconds",
@@ -265,16 +267,25 @@ def model_call_metrics() -> Iterable[Metric]:
     tokens = GaugeMetricFamily(
         "hyperguild_model_tokens", "Tokens of the model calls recorded", labels=["model", "skill", "direction"]
     )
-    cost = GaugeMetricFamily("hyperguild_model_cost_usd", "Cost in USD of the model calls recorded", labels=["model", "skill"])
+    cost = GaugeMetricFamily(
+        "hyperguild_model_cost_usd", "Cost in USD of the model calls recorded", labels=["model", "skill"]
+    )
     unpriced = GaugeMetricFamily(
-        "hyperguild_model_calls_unpriced", "Model calls whose cost is unknown (usage or price)", labels=["model", "skill"]
+        "hyperguild_model_calls_unpriced",
+        "Model calls whose cost is unknown (usage or price)",
+        labels=["model", "skill"],
     )
     rows = (
         ModelCall.objects.values("model", "skill", "outcome")
-        .annotate(n=Count("id"), i=Sum("input_tokens"), o=Sum("output_tokens"), usd=Sum("cost_usd"),
-                  unknown=Count("id", filter=Q(cost_usd__isnull=True)))
+        .annotate(
+            n=Count("id"),
+            i=Sum("input_tokens"),
+            o=Sum("output_tokens"),
+            usd=Sum("cost_usd"),
+            unknown=Count("id", filter=Q(cost_usd__isnull=True)),
+        )
         .order_by()
-    )  # fmt: skip
+    )
     by_model: dict[tuple[str, str], list] = {}
     for row in rows:
         calls.add_metric([row["model"], row["skill"], row["outcome"]], row["n"])

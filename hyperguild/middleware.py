@@ -104,7 +104,10 @@ class GuardMiddleware:
         except DisallowedHost:
             _log_bad_host(request.META.get("HTTP_HOST", ""))
             return json_error(
-                request, 400, "bad_host", "The Host header is not one this server answers to (HYPERGUILD_ALLOWED_HOSTS)."
+                request,
+                400,
+                "bad_host",
+                "The Host header is not one this server answers to (HYPERGUILD_ALLOWED_HOSTS).",
             )
         problem = text_problem(request.path_info)
         if problem:
@@ -148,7 +151,9 @@ class GuardMiddleware:
 
     def _check_form(self, request: HttpRequest) -> HttpResponse | None:
         """UI forms: a NUL or lone surrogate in any field is refused before a view (or the database) sees it."""
-        if not request.META.get("CONTENT_TYPE", "").startswith(("application/x-www-form-urlencoded", "multipart/form-data")):
+        if not request.META.get("CONTENT_TYPE", "").startswith(
+            ("application/x-www-form-urlencoded", "multipart/form-data")
+        ):
             return None
         try:
             fields = list(request.POST.lists())
@@ -195,7 +200,10 @@ def server_error(request: HttpRequest) -> HttpResponse:
         response["Retry-After"] = retry
     elif is_api_request(request):
         response = json_error(
-            request, 500, "internal", f"Something went wrong on the server; the log has the detail (request id {request_id})."
+            request,
+            500,
+            "internal",
+            f"Something went wrong on the server; the log has the detail (request id {request_id}).",
         )
     else:
         html = loader.render_to_string("500.html", {"request_id": request_id})

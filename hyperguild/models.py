@@ -98,7 +98,9 @@ class PersonalTokenQuerySet(models.QuerySet):
     def usable(self, now: datetime | None = None) -> PersonalTokenQuerySet:
         """Not revoked and not expired: the tokens that still open a door."""
         now = now or timezone.now()
-        return self.filter(revoked_at__isnull=True).filter(models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now))
+        return self.filter(revoked_at__isnull=True).filter(
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
+        )
 
 
 class PersonalToken(models.Model):
@@ -296,7 +298,9 @@ class BudgetReservation(models.Model):
     """
 
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
-    person = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    person = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
     amount_usd = models.DecimalField(max_digits=12, decimal_places=6)
     what = models.CharField(max_length=200)
 

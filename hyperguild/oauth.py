@@ -62,10 +62,14 @@ class EndpointScopes(BaseScopes):
     def get_all_scopes(self) -> dict[str, str]:
         return known_scopes()
 
-    def get_available_scopes(self, application: object = None, request: object = None, *args: Any, **kwargs: Any) -> list[str]:
+    def get_available_scopes(
+        self, application: object = None, request: object = None, *args: Any, **kwargs: Any
+    ) -> list[str]:
         return list(known_scopes())
 
-    def get_default_scopes(self, application: object = None, request: object = None, *args: Any, **kwargs: Any) -> list[str]:
+    def get_default_scopes(
+        self, application: object = None, request: object = None, *args: Any, **kwargs: Any
+    ) -> list[str]:
         # A client that asks for nothing gets the least: the first scope declared (reading, on the first endpoint).
         return list(known_scopes())[:1]
 
@@ -86,8 +90,9 @@ class EndpointResourceMetadataView(OAuthProtectedResourceMetadataView):
             name = path.removeprefix("mcp/") if path.startswith("mcp/") else ""
             self.endpoint = find_endpoint(name) if name and "/" not in name else None
             if self.endpoint is None:
-                return JsonResponse({"error": "not_found", "error_description": f"no protected resource at /{path}"},
-                                    status=404)
+                return JsonResponse(
+                    {"error": "not_found", "error_description": f"no protected resource at /{path}"}, status=404
+                )
         return super().dispatch(request, *args, **kwargs)
 
     def get_resource(self, request: HttpRequest) -> str:
@@ -136,11 +141,13 @@ def canonical_resource(request: HttpRequest, resource: str) -> str:
         raise ResourceRefused(f"The resource {resource!r} is not an http(s) URL; ask for one of: {choices}.")
     # Compared as written, not as parsed: `…/mcp/brain?` has an empty query urlsplit drops (issue 46).
     if "@" in parts.netloc or "?" in resource or "#" in resource:
-        raise ResourceRefused(f"The resource {resource!r} has userinfo, a query or a fragment; ask for one of: "
-                              f"{choices}.")  # fmt: skip
+        raise ResourceRefused(
+            f"The resource {resource!r} has userinfo, a query or a fragment; ask for one of: {choices}."
+        )
     if any(unquote(segment) in (".", "..") for segment in parts.path.split("/")):
-        raise ResourceRefused(f"The resource {resource!r} has a '.' or '..' segment; ask for the endpoint's own URL, "
-                              f"one of: {choices}.")  # fmt: skip
+        raise ResourceRefused(
+            f"The resource {resource!r} has a '.' or '..' segment; ask for the endpoint's own URL, one of: {choices}."
+        )
     wanted = _normalised(resource)
     for url in endpoints:
         if _normalised(url) == wanted:
@@ -148,8 +155,10 @@ def canonical_resource(request: HttpRequest, resource: str) -> str:
     for url in endpoints:
         scheme, host, port, path = _normalised(url)
         if (scheme, host, port) == wanted[:3] and (wanted[3] == "/" or path.startswith(wanted[3] + "/")):
-            raise ResourceRefused(f"The resource {resource!r} would open more than one endpoint; a token is for "
-                                  f"exactly one: ask for one of: {choices}.")  # fmt: skip
+            raise ResourceRefused(
+                f"The resource {resource!r} would open more than one endpoint; a token is for "
+                f"exactly one: ask for one of: {choices}."
+            )
     raise ResourceRefused(f"The resource {resource!r} is not an endpoint of this server; ask for one of: {choices}.")
 
 
@@ -182,7 +191,9 @@ class AuthorizationView(views.AuthorizationView):
         if len(asked) != 1:
             raise _refused_target(
                 "Send exactly one resource parameter: the URL of the one MCP endpoint the token is for "
-                f"(one of: {', '.join(sorted(resource_url(request, e) for e in all_endpoints()))}).", credentials)
+                f"(one of: {', '.join(sorted(resource_url(request, e) for e in all_endpoints()))}).",
+                credentials,
+            )
         try:
             canonical = canonical_resource(request, asked[0])
         except ResourceRefused as exc:
@@ -212,9 +223,14 @@ class AuthorizationView(views.AuthorizationView):
         # The same checks as the stock redirect (the URI's scheme is one the client may use) ...
         checked = super().redirect(redirect_to, application)
         # ... answered as a page that navigates there (see the class docstring).
-        response = render(self.request, "hyperguild/oauth_redirect.html", {
-            "redirect_to": checked.url, "client_name": getattr(application, "name", ""),
-        })  # fmt: skip
+        response = render(
+            self.request,
+            "hyperguild/oauth_redirect.html",
+            {
+                "redirect_to": checked.url,
+                "client_name": getattr(application, "name", ""),
+            },
+        )
         response["Cache-Control"] = "no-store"
         response["Referrer-Policy"] = "no-referrer"
         return response
@@ -291,7 +307,8 @@ def registration_problem(metadata: object) -> tuple[str, str] | None:
         if other:
             return "invalid_client_metadata", (
                 f"grant type(s) {', '.join(map(repr, other))} are not offered: only authorization_code (with PKCE) "
-                "and refresh_token (RFC 9700)")  # fmt: skip
+                "and refresh_token (RFC 9700)"
+            )
     response_types = metadata.get("response_types", ["code"])
     if isinstance(response_types, list) and any(kind != "code" for kind in response_types):
         return "invalid_client_metadata", "only the response type 'code' is offered (RFC 9700: no implicit flow)"
@@ -367,10 +384,13 @@ class RegistrationLaneMiddleware:
         if request.method != "POST" or request.path_info != self.path:
             return self.get_response(request)
         if not registration_lane.try_enter():
-            response = JsonResponse({
-                "error": "temporarily_unavailable",
-                "error_description": "Other clients are registering right now; try again in a second.",
-            }, status=503)  # fmt: skip
+            response = JsonResponse(
+                {
+                    "error": "temporarily_unavailable",
+                    "error_description": "Other clients are registering right now; try again in a second.",
+                },
+                status=503,
+            )
             response["Retry-After"] = "1"
             return response
         try:
@@ -400,12 +420,15 @@ class RegisterClientView(views.DynamicClientRegistrationView):
             refused = True
             _remember_refused(address)
         if refused:
-            response = JsonResponse({
-                "error": "too_many_requests",
-                "error_description": f"This address has registered {settings.HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR} "
-                "clients this hour (HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR); reuse a registered client_id or "
-                "try again later.",
-            }, status=429)  # fmt: skip
+            response = JsonResponse(
+                {
+                    "error": "too_many_requests",
+                    "error_description": f"This address has registered {settings.HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR} "
+                    "clients this hour (HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR); reuse a registered client_id or "
+                    "try again later.",
+                },
+                status=429,
+            )
             response["Retry-After"] = "3600"
             return response
         try:
@@ -489,11 +512,15 @@ class OAuth2Validator(oauth2_validators.OAuth2Validator):
         if request.grant_type == "authorization_code" and request.code:
             refresh = None
             if token.get("refresh_token"):
-                refresh = get_refresh_token_model().objects.filter(
-                    token_checksum=token_digest(token["refresh_token"])
-                ).first()
+                refresh = (
+                    get_refresh_token_model()
+                    .objects.filter(token_checksum=token_digest(token["refresh_token"]))
+                    .first()
+                )
             do_record_redeemed_code(
-                request.code, request.client.client_id, access_token_checksum=token_digest(token["access_token"]),
+                request.code,
+                request.client.client_id,
+                access_token_checksum=token_digest(token["access_token"]),
                 token_family=refresh.token_family if refresh is not None else None,
-            )  # fmt: skip
+            )
         return saved

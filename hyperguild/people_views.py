@@ -50,17 +50,31 @@ class TokenForm(forms.Form):
             (scope, f"{scope} — {what}") for scope, what in known_scopes().items() if scope in allowed
         ]
         lifetimes = [days for days in LIFETIMES if days <= settings.HYPERGUILD_TOKEN_MAX_DAYS]
-        cast(forms.TypedChoiceField, self.fields["expires_days"]).choices = [(str(days), f"{days} days") for days in lifetimes]
+        cast(forms.TypedChoiceField, self.fields["expires_days"]).choices = [
+            (str(days), f"{days} days") for days in lifetimes
+        ]
         self.fields["expires_days"].initial = str(settings.HYPERGUILD_TOKEN_DEFAULT_DAYS)
 
 
-def _page(request: AuthenticatedHttpRequest, form: TokenForm, *, new_secret: str = "", status: int = 200) -> HttpResponse:
+def _page(
+    request: AuthenticatedHttpRequest, form: TokenForm, *, new_secret: str = "", status: int = 200
+) -> HttpResponse:
     tokens = PersonalToken.objects.filter(user=request.user)
     activity = CredentialUse.objects.filter(user=request.user)[:ACTIVITY_ROWS]
-    return render(request, "hyperguild/tokens.html", {
-        "form": form, "tokens": tokens, "activity": activity, "new_secret": new_secret, "now": timezone.now(),
-        "default_days": settings.HYPERGUILD_TOKEN_DEFAULT_DAYS, "spend": own_spend(request.user),
-    }, status=status)  # fmt: skip
+    return render(
+        request,
+        "hyperguild/tokens.html",
+        {
+            "form": form,
+            "tokens": tokens,
+            "activity": activity,
+            "new_secret": new_secret,
+            "now": timezone.now(),
+            "default_days": settings.HYPERGUILD_TOKEN_DEFAULT_DAYS,
+            "spend": own_spend(request.user),
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -74,8 +88,9 @@ def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
         return _page(request, form, status=400)
     data = form.cleaned_data
     try:
-        issued = do_create_personal_token(request.user, name=data["name"], scopes=data["scopes"],
-                                          expires_days=data["expires_days"])  # fmt: skip
+        issued = do_create_personal_token(
+            request.user, name=data["name"], scopes=data["scopes"], expires_days=data["expires_days"]
+        )
     except TokenRequestError as exc:
         form.add_error(None, exc.message)
         return _page(request, form, status=400)

@@ -44,8 +44,9 @@ _RIGHTS: dict[str, Right] = {}
 _LOCK = threading.Lock()
 
 
-def register_right(name: str, *, scope: str, permission: str = EVERY_ACCOUNT, description: str = "",
-                   roles: tuple[str, ...] = ()) -> Right:  # fmt: skip
+def register_right(
+    name: str, *, scope: str, permission: str = EVERY_ACCOUNT, description: str = "", roles: tuple[str, ...] = ()
+) -> Right:
     """Declare a right (idempotent for the same declaration; a different one under a taken name is an error)."""
     right = Right(name=name, scope=scope, permission=permission, description=description, roles=tuple(roles))
     with _LOCK:

@@ -50,4 +50,6 @@ def revoke_permissions(apps: Apps, app_label: str, grants: dict[str, list[str]])
     for role, codenames in grants.items():
         group = Group.objects.filter(name=role).first()
         if group is not None:
-            group.permissions.remove(*Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames))
+            group.permissions.remove(
+                *Permission.objects.filter(content_type__app_label=app_label, codename__in=codenames)
+            )

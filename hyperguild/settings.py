@@ -167,7 +167,9 @@ HYPERGUILD_HTTP_RETRIES = env_int("HYPERGUILD_HTTP_RETRIES", 2, minimum=0, maxim
 # Every outbound call (hyperguild.lib.http): backoff between retries and the per-service circuit breaker.
 HYPERGUILD_HTTP_BACKOFF_SECONDS = 0.2  # fixed (issue 49): internal, no user tunes it; tests override the setting
 HYPERGUILD_HTTP_BACKOFF_MAX_SECONDS = 5.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
-HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS = 10.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
+HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS = (
+    10.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
+)
 HYPERGUILD_BREAKER_FAILURES = env_int("HYPERGUILD_BREAKER_FAILURES", 5, minimum=1, maximum=1000)
 HYPERGUILD_BREAKER_COOLDOWN_SECONDS = 30.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Calls a person waits on (brain_query, /query, brain_answer) get short timeouts and no retry: a
@@ -497,7 +499,9 @@ HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS = env_int("HYPERGUILD_OAUTH_REFRESH_TOKEN_DA
 # Dynamic client registrations (RFC 7591, no credential needed) one address may try per hour.
 HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR = env_int("HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR", 10, minimum=1)
 # Registrations one web process runs at once; one more is answered 503 (Retry-After: 1) instead of queueing.
-HYPERGUILD_OAUTH_REGISTRATION_CONCURRENCY = 1  # fixed (issue 49): internal, no user tunes it; tests override the setting
+HYPERGUILD_OAUTH_REGISTRATION_CONCURRENCY = (
+    1  # fixed (issue 49): internal, no user tunes it; tests override the setting
+)
 # Client ID metadata documents: the server fetches the client's https:// metadata URL (needs outbound HTTPS).
 HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS = env_bool("HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS", False)
 OAUTH2_PROVIDER = {

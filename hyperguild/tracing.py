@@ -101,8 +101,16 @@ def _requests_kept_others_by_ratio(rate: float) -> Any:
     by_ratio = TraceIdRatioBased(rate)
 
     class RequestsKeptOthersByRatio(Sampler):
-        def should_sample(self, parent_context: Any, trace_id: int, name: str, kind: Any = None,
-                          attributes: Any = None, links: Any = None, trace_state: Any = None) -> Any:  # fmt: skip
+        def should_sample(
+            self,
+            parent_context: Any,
+            trace_id: int,
+            name: str,
+            kind: Any = None,
+            attributes: Any = None,
+            links: Any = None,
+            trace_state: Any = None,
+        ) -> Any:
             chosen = ALWAYS_ON if kind == trace.SpanKind.SERVER else by_ratio
             return chosen.should_sample(parent_context, trace_id, name, kind, attributes, links, trace_state)
 
@@ -218,10 +226,14 @@ class RequestSpans:
                 return self.get_response(request)
         token = otel_context.attach(parent if parent is not None else propagate.extract(request.headers))
         try:
-            attributes = {"http.request.method": request.method or "", "url.path": request.path,
-                          "client.address": request.META.get("REMOTE_ADDR", "")}  # fmt: skip
-            with tracer().start_as_current_span(request.method or "HTTP", kind=trace.SpanKind.SERVER,
-                                                attributes=attributes) as server:  # fmt: skip
+            attributes = {
+                "http.request.method": request.method or "",
+                "url.path": request.path,
+                "client.address": request.META.get("REMOTE_ADDR", ""),
+            }
+            with tracer().start_as_current_span(
+                request.method or "HTTP", kind=trace.SpanKind.SERVER, attributes=attributes
+            ) as server:
                 response = self.get_response(request)
                 route = getattr(request.resolver_match, "route", "")
                 if route:

@@ -39,9 +39,7 @@ class UsageReport(ToolResult):
     usage: Usage | None = Field(
         None, description="what the model calls this tool made used and cost (summed over `calls`)"
     )
-    budget_warning: str | None = Field(
-        None, description="a budget that applies to this caller is 80 % spent or more"
-    )
+    budget_warning: str | None = Field(None, description="a budget that applies to this caller is 80 % spent or more")
 
 
 def summed_usage(call_ids: list[int]) -> Usage | None:

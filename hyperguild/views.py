@@ -109,7 +109,10 @@ def worker_report(now: datetime | None = None) -> JSON:
 def well_known_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
     """An OAuth discovery path that describes nothing here: say so in JSON, not an HTML 404."""
     return JsonResponse(
-        {"error": "not_found", "error_description": "no OAuth metadata here; see /.well-known/oauth-protected-resource/mcp/<endpoint>"},
+        {
+            "error": "not_found",
+            "error_description": "no OAuth metadata here; see /.well-known/oauth-protected-resource/mcp/<endpoint>",
+        },
         status=404,
     )
 

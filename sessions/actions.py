@@ -48,8 +48,11 @@ def _session_for_update(
             if not AgentSession.objects.filter(external_id=external_id).exists():
                 AgentSession.objects.get_or_create(
                     external_id=external_id,
-                    defaults={"project": _project(project, project_root, user), "project_root": project_root or "",
-                              "client": client or {}},
+                    defaults={
+                        "project": _project(project, project_root, user),
+                        "project_root": project_root or "",
+                        "client": client or {},
+                    },
                 )
     except IntegrityError:
         pass  # another caller created it a moment ago; the locked read below finds it
@@ -323,9 +326,14 @@ def do_record_retrospective(
 
 
 def do_record_failed_retrospective(
-    session: AgentSession, *, model: str, message: str, model_output: str, model_calls: list[int],
+    session: AgentSession,
+    *,
+    model: str,
+    message: str,
+    model_output: str,
+    model_calls: list[int],
     requested_by: User | None = None,
-) -> RetrospectiveRun:  # fmt: skip
+) -> RetrospectiveRun:
     """Keep a retrospective whose model answer was refused: the reason, the model's text (redacted) and its calls."""
     cleaned, redactions = redact_fields({"model_output": model_output[:100_000], "message": message})
     run = RetrospectiveRun.objects.create(
@@ -374,7 +382,9 @@ def validate_messages(name: str, value: Any) -> list[dict]:
 
 
 @transaction.atomic
-def do_approve_example(example: TrainingExample, *, reviewer: User | None, confirm_flagged: bool = False) -> TrainingExample:
+def do_approve_example(
+    example: TrainingExample, *, reviewer: User | None, confirm_flagged: bool = False
+) -> TrainingExample:
     """candidate → approved. A flagged example (possible secret) is refused unless `confirm_flagged`."""
     example = TrainingExample.objects.select_for_update().get(pk=example.pk)
     if example.flagged and not confirm_flagged:
@@ -510,9 +520,11 @@ def _exchange_sides(example: TrainingExample) -> None:
 def _decision_state(example: TrainingExample) -> dict:
     """What an approve, reject or swap changes besides the texts: kept in its history record for its undo."""
     return {
-        "status": example.status, "reviewer_id": example.reviewer_id,
+        "status": example.status,
+        "reviewer_id": example.reviewer_id,
         "reviewed_at": example.reviewed_at.isoformat() if example.reviewed_at else None,
-        "review_note": example.review_note, "replay_status": example.replay_status,
+        "review_note": example.review_note,
+        "replay_status": example.replay_status,
     }
 
 

@@ -88,8 +88,17 @@ class MergedActivity:
             if moment is None:
                 continue
             label = f"{action} of the {undone}" if action == "undo" and undone else action
-            found.append(Activity(at=moment, who=who, what="example", action=label,
-                                  title=f"{kind.upper()} example #{pk}", url=f"/training/{pk}/", details=reason))
+            found.append(
+                Activity(
+                    at=moment,
+                    who=who,
+                    what="example",
+                    action=label,
+                    title=f"{kind.upper()} example #{pk}",
+                    url=f"/training/{pk}/",
+                    details=reason,
+                )
+            )
         return found
 
     # -- the sequence ---------------------------------------------------------------------------
@@ -111,12 +120,19 @@ class MergedActivity:
 
     def __getitem__(self, index: int | slice) -> Activity | list[Activity]:
         if not isinstance(index, slice):
-            return self[index:index + 1][0]
+            return self[index : index + 1][0]
         stop = index.stop or 0
         notes = [
-            Activity(at=rev.created_at, who=rev.user.get_username() if rev.user else "", what="note",
-                     action=rev.get_action_display(), title=rev.note.title, url=f"/review/{rev.note_id}/",
-                     details=rev.summary, undone=rev.undone_at is not None)
+            Activity(
+                at=rev.created_at,
+                who=rev.user.get_username() if rev.user else "",
+                what="note",
+                action=rev.get_action_display(),
+                title=rev.note.title,
+                url=f"/review/{rev.note_id}/",
+                details=rev.summary,
+                undone=rev.undone_at is not None,
+            )
             for rev in self._revisions()[:stop]
         ]
         merged = sorted([*notes, *self._examples(stop)], key=lambda item: item.at, reverse=True)
@@ -130,8 +146,9 @@ def action_choices() -> list[tuple[str, str]]:
 
 
 def people() -> list[str]:
-    names = set(NoteRevision.objects.filter(user__isnull=False).order_by()
-                .values_list("user__username", flat=True).distinct())
+    names = set(
+        NoteRevision.objects.filter(user__isnull=False).order_by().values_list("user__username", flat=True).distinct()
+    )
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT DISTINCT x.value->>'by' FROM {TrainingExample._meta.db_table} e "  # noqa: S608

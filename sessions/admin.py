@@ -12,7 +12,20 @@ from hyperguild.lib.typed import AuthenticatedHttpRequest
 from sessions.actions import FlaggedExample, do_approve_example, do_reject_example, do_swap_dpo
 from sessions.models import AgentSession, RetrospectiveRun, SessionEntry, TrainingExample
 
-ENTRY_FIELDS = ("seq", "kind", "skill", "phase", "status", "message", "data", "redactions", "idempotency_key", "source", "occurred_at", "created_at")
+ENTRY_FIELDS = (
+    "seq",
+    "kind",
+    "skill",
+    "phase",
+    "status",
+    "message",
+    "data",
+    "redactions",
+    "idempotency_key",
+    "source",
+    "occurred_at",
+    "created_at",
+)
 
 
 class SessionEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -30,7 +43,17 @@ class AgentSessionAdmin(admin.ModelAdmin):
     search_fields = ("external_id", "project__name", "project_root")
     list_select_related = ("project", "started_by")
     list_filter = ("project",)
-    readonly_fields = ("external_id", "project", "project_root", "client", "started_by", "last_seq", "file_layout", "created_at", "updated_at")
+    readonly_fields = (
+        "external_id",
+        "project",
+        "project_root",
+        "client",
+        "started_by",
+        "last_seq",
+        "file_layout",
+        "created_at",
+        "updated_at",
+    )
     inlines = [SessionEntryInline]
 
     def view_on_site(self, obj: AgentSession) -> str:
@@ -60,8 +83,18 @@ class RetrospectiveRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ("method", "status")
     search_fields = ("session__external_id", "requested_by__username")
     list_select_related = ("session", "requested_by")
-    readonly_fields = ("session", "method", "model", "status", "requested_by", "message", "learnings", "notes_written",
-                       "redactions", "created_at")  # fmt: skip
+    readonly_fields = (
+        "session",
+        "method",
+        "model",
+        "status",
+        "requested_by",
+        "message",
+        "learnings",
+        "notes_written",
+        "redactions",
+        "created_at",
+    )
 
 
 @admin.register(TrainingExample)
@@ -71,10 +104,26 @@ class TrainingExampleAdmin(admin.ModelAdmin):
     search_fields = ("source_key", "skill", "review_note")
     list_select_related = ("reviewer",)
     readonly_fields = (
-        "kind", "skill", "prompt", "completion", "chosen", "rejected", "provenance", "status", "reviewer",
-        "reviewed_at", "review_note", "edits", "flagged", "flags", "replay_status", "replay", "source_key",
-        "created_at", "updated_at",
-    )  # fmt: skip
+        "kind",
+        "skill",
+        "prompt",
+        "completion",
+        "chosen",
+        "rejected",
+        "provenance",
+        "status",
+        "reviewer",
+        "reviewed_at",
+        "review_note",
+        "edits",
+        "flagged",
+        "flags",
+        "replay_status",
+        "replay",
+        "source_key",
+        "created_at",
+        "updated_at",
+    )
     actions = ["approve", "reject", "swap"]
 
     def view_on_site(self, obj: TrainingExample) -> str:
@@ -94,9 +143,13 @@ class TrainingExampleAdmin(admin.ModelAdmin):
                 flagged.append(f"#{example.pk}")
         self.message_user(request, f"Approved {done} example(s).", messages.SUCCESS)
         if flagged:
-            self.message_user(request, (
-                f"Not approved, flagged for a possible secret: {', '.join(flagged)}. Check each on its curation page."
-            ), messages.WARNING)
+            self.message_user(
+                request,
+                (
+                    f"Not approved, flagged for a possible secret: {', '.join(flagged)}. Check each on its curation page."
+                ),
+                messages.WARNING,
+            )
 
     @admin.action(description="Reject selected examples")
     def reject(self, request: AuthenticatedHttpRequest, queryset: QuerySet[TrainingExample]) -> None:

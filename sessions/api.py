@@ -94,13 +94,18 @@ class ClaudeHookView(BrainTokenView):
         # cross-site "simple" request (text/plain, a form) is refused before anything is read or written.
         origin = request.META.get("HTTP_ORIGIN", "")
         if not origin_allowed(origin):
-            raise PermissionDenied(f"Origin {origin} is not allowed; add it to HYPERGUILD_ALLOWED_ORIGINS if it should be.")
+            raise PermissionDenied(
+                f"Origin {origin} is not allowed; add it to HYPERGUILD_ALLOWED_ORIGINS if it should be."
+            )
         media_type = request.META.get("CONTENT_TYPE", "").split(";")[0].strip().lower()
         if media_type != "application/json":
-            raise UnsupportedMediaType(media_type or "none", detail=(
-                f"The hook route takes Content-Type: application/json only (got {media_type or 'none'!r}); "
-                "post the hook's JSON as the plugin's hook script does."
-            ))  # fmt: skip
+            raise UnsupportedMediaType(
+                media_type or "none",
+                detail=(
+                    f"The hook route takes Content-Type: application/json only (got {media_type or 'none'!r}); "
+                    "post the hook's JSON as the plugin's hook script does."
+                ),
+            )
         super().initial(request, *args, **kwargs)
 
     def post(self, request: Request, event: str) -> Response:
@@ -109,7 +114,9 @@ class ClaudeHookView(BrainTokenView):
         except InputRejected as exc:
             raise HookRefused(exc.message) from None
         identity = request.user
-        return Response(handle_hook(event, payload, user=identity.user, may_read_brain=may(identity, "brain:read")).answer)
+        return Response(
+            handle_hook(event, payload, user=identity.user, may_read_brain=may(identity, "brain:read")).answer
+        )
 
 
 class ClaudeHookSpoolView(ClaudeHookView):
@@ -127,11 +134,14 @@ class ClaudeHookSpoolView(ClaudeHookView):
         user = request.user.user
         wait = batch_budget.take(person_key(user), batch.items)
         if wait:
-            raise Throttled(wait, detail=(
-                f"This batch is {batch.items} items and your share of batch work this minute is spent "
-                f"(HYPERGUILD_BATCH_ITEMS_PER_MINUTE = {settings.HYPERGUILD_BATCH_ITEMS_PER_MINUTE}); "
-                "nothing was written. Send it again after Retry-After seconds."
-            ))  # fmt: skip
+            raise Throttled(
+                wait,
+                detail=(
+                    f"This batch is {batch.items} items and your share of batch work this minute is spent "
+                    f"(HYPERGUILD_BATCH_ITEMS_PER_MINUTE = {settings.HYPERGUILD_BATCH_ITEMS_PER_MINUTE}); "
+                    "nothing was written. Send it again after Retry-After seconds."
+                ),
+            )
         return Response(asdict(replay_spool(batch, user=user)))
 
 

@@ -28,10 +28,16 @@ def export_training_data_if_any(folder: Path) -> dict | None:
 
 
 FOLDER_SECTIONS = (
-    FolderSection("sessions", "sessions", import_dir=import_sessions_dir, export_dir=export_sessions_if_any,
-                  mirror_dir=mirror_session_logs),
-    FolderSection("training-data", "training_data", export_dir=export_training_data_if_any,
-                  mirror_dir=mirror_training_data),
+    FolderSection(
+        "sessions",
+        "sessions",
+        import_dir=import_sessions_dir,
+        export_dir=export_sessions_if_any,
+        mirror_dir=mirror_session_logs,
+    ),
+    FolderSection(
+        "training-data", "training_data", export_dir=export_training_data_if_any, mirror_dir=mirror_training_data
+    ),
 )
 
 
@@ -60,7 +66,5 @@ def provenance_entries(session_id: str, seqs: list[int]) -> list[SessionEntry]:
 
 def home_counts() -> dict[str, object]:
     """Training candidates waiting for curation, by kind (the home page's `candidate_counts`)."""
-    rows = (
-        TrainingExample.objects.filter(status="candidate").order_by().values("kind").annotate(n=Count("id"))
-    )
+    rows = TrainingExample.objects.filter(status="candidate").order_by().values("kind").annotate(n=Count("id"))
     return {"candidate_counts": {row["kind"]: row["n"] for row in rows}}

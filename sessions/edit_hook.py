@@ -61,17 +61,26 @@ def handle_edit_hook(payload: Any, *, user: User | None = None, may_log: bool = 
         "hookSpecificOutput": {"hookEventName": "PostToolUse", "additionalContext": advice(edit.path, touched)}
     }
     if may_log:
-        outcome.logged = do_log_checked_entry(session_id, {
-            "kind": ANCHORS_ENTRY,
-            "status": "touched",
-            "message": f"edited {_shown(edit.path, cwd)}: touches note(s) " + ", ".join(n.slug for n in touched),
-            "data": {"file": _shown(edit.path, cwd), "paths": path_suffixes(edit.path), "edit": edit.evidence(),
-                     "notes": outcome.notes},
-            "idempotency_key": _key(payload),
-            "project": project_label(cwd),
-            "project_root": cwd[:1000],
-            "client": CLIENT,
-        }, source="rest", user=user)  # fmt: skip
+        outcome.logged = do_log_checked_entry(
+            session_id,
+            {
+                "kind": ANCHORS_ENTRY,
+                "status": "touched",
+                "message": f"edited {_shown(edit.path, cwd)}: touches note(s) " + ", ".join(n.slug for n in touched),
+                "data": {
+                    "file": _shown(edit.path, cwd),
+                    "paths": path_suffixes(edit.path),
+                    "edit": edit.evidence(),
+                    "notes": outcome.notes,
+                },
+                "idempotency_key": _key(payload),
+                "project": project_label(cwd),
+                "project_root": cwd[:1000],
+                "client": CLIENT,
+            },
+            source="rest",
+            user=user,
+        )
     return outcome
 
 

@@ -58,7 +58,9 @@ from supervisor.models import RoutingEntry, SkillRun
 
 # One answer shape per example, asked for once (in the system line): a model trained on a prompt that asks for
 # two shapes at once learns both. A change is a one-line summary and a diff; anything else is the worker's report.
-SYSTEM_PROMPT = "You are the hyperguild {skill} worker. Do the task and answer with the JSON report the supervisor asks for."
+SYSTEM_PROMPT = (
+    "You are the hyperguild {skill} worker. Do the task and answer with the JSON report the supervisor asks for."
+)
 CHANGE_SYSTEM_PROMPT = (
     "You are the hyperguild {skill} worker. Do the task and answer with a one-line summary, then the change as a "
     "unified diff in a ```diff block."
@@ -208,15 +210,21 @@ def _sft_answer(run: SkillRun, stores: dict[str, ContentStore]) -> tuple[list[Me
         return prompt, _change_answer(run.worker_report, change.get("diff") or ""), extra
     if run.skill == "review" and isinstance(run.result, dict):
         answer = {k: run.result.get(k) for k in ("verdict", "summary", "findings")}
-        check = {"check": "grounding", "grounded_findings": len(answer["findings"] or []),
-                 "dropped_findings": run.result.get("dropped_findings", 0)}
+        check = {
+            "check": "grounding",
+            "grounded_findings": len(answer["findings"] or []),
+            "dropped_findings": run.result.get("dropped_findings", 0),
+        }
         return prompt_messages(run), _answer(answer), {"check": check}
     return prompt_messages(run), _answer(run.worker_report), {}
 
 
 def _change_facts(change: JSON) -> JSON:
     return {
-        "files": [{"path": f["path"], "status": f["status"], "binary": f.get("binary", False)} for f in change.get("files") or []],
+        "files": [
+            {"path": f["path"], "status": f["status"], "binary": f.get("binary", False)}
+            for f in change.get("files") or []
+        ],
         "truncated": bool(change.get("truncated")),
     }
 
@@ -359,15 +367,21 @@ def _within_run_pairs(run: SkillRun, stores: dict[str, ContentStore]) -> list[St
         chosen_diff = diff_between(base, target, store, cap=settings.SUPERVISOR_DIFF_CAP)
         if chosen_diff is not None:
             changed = _changed_paths(base, target) | {f["path"] for f in worst["change"].get("files") or []}
-            return [_store(
-                key,
-                kind="dpo",
-                skill=run.skill,
-                prompt=prompt_messages(run, _prompt_files(run, base, store, changed), change=True),
-                chosen=_change_answer(chosen["report"], chosen_diff),
-                rejected=_change_answer(worst["report"], worst["change"].get("diff") or ""),
-                provenance={**common, "session_id": run.session_id, "pre_state": _pre_state(run, base_attempt, base)},
-            )]
+            return [
+                _store(
+                    key,
+                    kind="dpo",
+                    skill=run.skill,
+                    prompt=prompt_messages(run, _prompt_files(run, base, store, changed), change=True),
+                    chosen=_change_answer(chosen["report"], chosen_diff),
+                    rejected=_change_answer(worst["report"], worst["change"].get("diff") or ""),
+                    provenance={
+                        **common,
+                        "session_id": run.session_id,
+                        "pre_state": _pre_state(run, base_attempt, base),
+                    },
+                )
+            ]
     return [_store_dpo(key, run, chosen=chosen["report"], rejected=worst["report"], **common)]
 
 
@@ -385,7 +399,9 @@ def _routing_prompt(request: Any) -> list[Message] | None:
 
 def extract_from_routing(session_id: str | None) -> list[Stored]:
     """Fail-open retries whose first model answered but failed the check while the retry passed."""
-    retries = RoutingEntry.objects.filter(attempt_of__isnull=False, status=RoutingEntry.Status.PASS, attempt_of__status=RoutingEntry.Status.FAIL)
+    retries = RoutingEntry.objects.filter(
+        attempt_of__isnull=False, status=RoutingEntry.Status.PASS, attempt_of__status=RoutingEntry.Status.FAIL
+    )
     if session_id:
         retries = retries.filter(session_id=session_id)
     stored: list[Stored] = []
@@ -409,7 +425,10 @@ def extract_from_routing(session_id: str | None) -> list[Stored]:
                     "models": [failed.model, retry.model],
                     # the model whose answer each side is (the entries record the model really asked)
                     "answered_by": {"chosen": retry.model, "rejected": failed.model},
-                    "verification": {"rejected": {"status": failed.status, "error": failed.error}, "chosen": {"status": retry.status}},
+                    "verification": {
+                        "rejected": {"status": failed.status, "error": failed.error},
+                        "chosen": {"status": retry.status},
+                    },
                 },
             )
         )
@@ -474,23 +493,27 @@ def _apply_examples(run: SkillRun, stores: dict[str, ContentStore], patches: _Ap
             patches.applied.setdefault(_ApplyPatches.key(run, entry), []).append((run, entry, before))
             diff = entry["change"].get("diff") or ""
             changed = {f["path"] for f in entry["change"].get("files") or []}
-            stored.append(_store(
-                f"sft:apply:{run.pk}:{entry['attempt']}",
-                kind="sft",
-                skill="apply",
-                prompt=_apply_prompt(run, entry, before, store, changed),
-                completion=_apply_answer(entry, diff),
-                provenance={
-                    "origin": "apply",
-                    "session_id": run.session_id,
-                    "runs": [r for r in ((run.change or {}).get("source_run_id"), run.pk) if r],
-                    "models": [],
-                    "finding": {k: entry.get(k) for k in ("file", "line", "title", "kind", "fingerprint", "commit")},
-                    "verification": {**_verification(run, entry), "gates": entry.get("gates") or []},
-                    "pre_state": _pre_state(run, entry["attempt"] - 1, before),
-                    "change": _change_facts(entry["change"]),
-                },
-            ))
+            stored.append(
+                _store(
+                    f"sft:apply:{run.pk}:{entry['attempt']}",
+                    kind="sft",
+                    skill="apply",
+                    prompt=_apply_prompt(run, entry, before, store, changed),
+                    completion=_apply_answer(entry, diff),
+                    provenance={
+                        "origin": "apply",
+                        "session_id": run.session_id,
+                        "runs": [r for r in ((run.change or {}).get("source_run_id"), run.pk) if r],
+                        "models": [],
+                        "finding": {
+                            k: entry.get(k) for k in ("file", "line", "title", "kind", "fingerprint", "commit")
+                        },
+                        "verification": {**_verification(run, entry), "gates": entry.get("gates") or []},
+                        "pre_state": _pre_state(run, entry["attempt"] - 1, before),
+                        "change": _change_facts(entry["change"]),
+                    },
+                )
+            )
         elif entry.get("gate") == "tests" and isinstance(entry.get("attempted_change"), dict):
             patches.refused.setdefault(_ApplyPatches.key(run, entry), []).append((run, entry, before))
     return stored
@@ -511,22 +534,27 @@ def _apply_pairs(patches: _ApplyPatches, stores: dict[str, ContentStore]) -> lis
                 if any(bad_before.get(path) != before.get(path) for path in changed):
                     continue
                 store = _store_for(run, stores)
-                stored.append(_store(
-                    f"dpo:apply:{bad_run.pk}:{bad['attempt']}:{run.pk}:{good['attempt']}",
-                    kind="dpo",
-                    skill="apply",
-                    prompt=_apply_prompt(run, good, before, store, changed),
-                    chosen=_apply_answer(good, good["change"].get("diff") or ""),
-                    rejected=_apply_answer(bad, bad["attempted_change"].get("diff") or ""),
-                    provenance={
-                        "origin": "apply",
-                        "session_id": run.session_id,
-                        "runs": sorted({bad_run.pk, run.pk}),
-                        "models": [],
-                        "finding": {k: good.get(k) for k in ("file", "line", "title", "kind", "fingerprint")},
-                        "verification": {"rejected": _verification(bad_run, bad), "chosen": _verification(run, good)},
-                        "pre_state": _pre_state(run, good["attempt"] - 1, before),
-                    },
-                ))
+                stored.append(
+                    _store(
+                        f"dpo:apply:{bad_run.pk}:{bad['attempt']}:{run.pk}:{good['attempt']}",
+                        kind="dpo",
+                        skill="apply",
+                        prompt=_apply_prompt(run, good, before, store, changed),
+                        chosen=_apply_answer(good, good["change"].get("diff") or ""),
+                        rejected=_apply_answer(bad, bad["attempted_change"].get("diff") or ""),
+                        provenance={
+                            "origin": "apply",
+                            "session_id": run.session_id,
+                            "runs": sorted({bad_run.pk, run.pk}),
+                            "models": [],
+                            "finding": {k: good.get(k) for k in ("file", "line", "title", "kind", "fingerprint")},
+                            "verification": {
+                                "rejected": _verification(bad_run, bad),
+                                "chosen": _verification(run, good),
+                            },
+                            "pre_state": _pre_state(run, good["attempt"] - 1, before),
+                        },
+                    )
+                )
                 break  # one pair per refused patch
     return stored

@@ -141,7 +141,12 @@ def import_session_file(path: Path) -> dict:
                     "occurred_at": _time(obj),
                 }
             batch.append(
-                {"idempotency_key": f"import:{digest}:{seen[digest]}", "source": EntrySource.IMPORT, "raw_line": line, **fields}
+                {
+                    "idempotency_key": f"import:{digest}:{seen[digest]}",
+                    "source": EntrySource.IMPORT,
+                    "raw_line": line,
+                    **fields,
+                }
             )
         created, already = do_append_entries(session_id, batch)
         counts["created"] += created

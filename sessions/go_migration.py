@@ -96,12 +96,17 @@ def _absolute(value: str, base: Path) -> str:
 
 
 def migrate_from_go(
-    directory: Path, *, env_file: Path | None = None, models_file: Path | None = None,
+    directory: Path,
+    *,
+    env_file: Path | None = None,
+    models_file: Path | None = None,
     progress: ProgressWrapper | None = None,
 ) -> GoMigrationReport:
     directory = Path(directory)
     if not directory.is_dir():
-        raise GoMigrationError(f"{directory} is not a folder: give the Go brain folder (the one holding wiki/ and raw/)")
+        raise GoMigrationError(
+            f"{directory} is not a folder: give the Go brain folder (the one holding wiki/ and raw/)"
+        )
     go_env = parse_env_file(env_file) if env_file else {}
     if models_file is None:
         for candidate in ([env_file.parent / "models.yaml"] if env_file else []) + [directory / "models.yaml"]:
@@ -123,7 +128,10 @@ def migrate_from_go(
 
 
 def _import_brain(
-    directory: Path, go_env: dict[str, str], env_file: Path | None, report: GoMigrationReport,
+    directory: Path,
+    go_env: dict[str, str],
+    env_file: Path | None,
+    report: GoMigrationReport,
     progress: ProgressWrapper | None,
 ) -> None:
     try:
@@ -136,7 +144,9 @@ def _import_brain(
     )
     report.changes += summary.descriptions
     descriptions = AreaDescription.objects.count()
-    report.took.append(f"wing/hall descriptions from _index.md: {descriptions} ({summary.descriptions} added or changed)")
+    report.took.append(
+        f"wing/hall descriptions from _index.md: {descriptions} ({summary.descriptions} added or changed)"
+    )
     for name, message in summary.errors:
         report.cannot_use.append(f"{name}: {message}")
     for line in summary.ambiguous_links:
@@ -151,7 +161,9 @@ def _import_brain(
             if folder.is_dir():
                 _took_sessions(folder, import_sessions_dir(folder), report)
             else:
-                report.cannot_use.append(f"SUPERVISOR_SESSIONS_DIR={go_sessions}: {folder} is not a folder, no sessions read")
+                report.cannot_use.append(
+                    f"SUPERVISOR_SESSIONS_DIR={go_sessions}: {folder} is not a folder, no sessions read"
+                )
     training = directory / "training-data"
     if training.is_dir():
         files = sorted(p.name for p in training.iterdir() if p.is_file())
@@ -185,7 +197,9 @@ def _map_environment(go_env: dict[str, str], base: Path, directory: Path, report
                 report.cannot_use.append(f"{name}: {target} is also set in the .env and wins")
                 continue
             if target in given:
-                report.cannot_use.append(f"{name}: {target} already comes from another Go name (one port and URL serve every endpoint here)")
+                report.cannot_use.append(
+                    f"{name}: {target} already comes from another Go name (one port and URL serve every endpoint here)"
+                )
                 continue
             if target in PATH_VARIABLES:
                 value = _absolute(value, base)
@@ -235,7 +249,9 @@ def _map_models(models_file: Path | None, go_env: dict, report: GoMigrationRepor
     known = set(SKILLS) | {TDD_KEY}
     for name in raw_skills:
         if name == TDD_KEY:
-            report.mapped.append(f"models.yaml tdd: {raw_skills[name]} → tdd_red, tdd_green, tdd_refactor (a phase key wins)")
+            report.mapped.append(
+                f"models.yaml tdd: {raw_skills[name]} → tdd_red, tdd_green, tdd_refactor (a phase key wins)"
+            )
         elif name not in known:
             report.cannot_use.append(f"models.yaml skills.{name}: no such skill here ({', '.join(sorted(SKILLS))})")
     usable = {name: model for name, model in table["skills"].items() if name in known}

@@ -52,7 +52,15 @@ from sessions.models import AgentSession, SessionEntry
 
 logger = logging.getLogger(__name__)
 
-HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop", "SessionEnd")
+HOOK_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PreCompact",
+    "Stop",
+    "SessionEnd",
+)
 CLIENT = {"name": "claude-code", "via": "hyperguild plugin hooks"}
 
 MAX_PROMPT_CHARS = MAX_MESSAGE_CHARS  # a prompt is logged as one entry's message
@@ -106,7 +114,12 @@ def idempotency_key(event: str, payload: dict) -> str:
 
 
 def handle_hook(
-    event: str, payload: Any, *, user: User | None = None, may_read_brain: bool = True, occurred_at: datetime | None = None
+    event: str,
+    payload: Any,
+    *,
+    user: User | None = None,
+    may_read_brain: bool = True,
+    occurred_at: datetime | None = None,
 ) -> HookOutcome:
     """Log what the hook says and answer it; HookRefused (nothing written) for input it cannot use.
 
@@ -210,7 +223,11 @@ def replay_spool(body: Any, *, user: User | None = None) -> SpoolReplay:
             times = [at for at, of in timed if of == session_id] or [at for at, _ in timed]
             try:
                 logged = do_log_checked_entry(
-                    session_id, gap_fields(count, drop_key), source="rest", user=user, occurred_at=min(times, default=None)
+                    session_id,
+                    gap_fields(count, drop_key),
+                    source="rest",
+                    user=user,
+                    occurred_at=min(times, default=None),
                 )
             except (EntryRefused, SessionNotYours) as exc:
                 replay.refused_gaps.append({"session": session_id, "error": exc.message})
@@ -337,7 +354,13 @@ def tool_fields(payload: dict, cwd: str, *, failed: bool) -> dict | None:
         shown = os.path.relpath(path, cwd) if path.startswith(cwd.rstrip("/") + "/") else path
         verb = "wrote" if tool == "Write" else "edited"
         message = f"{verb} {shown}" if not failed else f"could not change {shown}: {error_text(payload)}"
-        return {"kind": "file", "skill": tool, "status": status, "message": message, "data": {"tool": tool, "file": shown}}
+        return {
+            "kind": "file",
+            "skill": tool,
+            "status": status,
+            "message": message,
+            "data": {"tool": tool, "file": shown},
+        }
     if tool != "Bash":
         return None
     command = tool_input.get("command")
@@ -455,6 +478,10 @@ def queue_retrospective(session_id: str, *, final: bool) -> bool:
 
     # On behalf of the session's owner (the person whose hooks caused it): the task runs as them and charges them.
     owner_id = AgentSession.objects.filter(external_id=session_id).values_list("started_by_id", flat=True).first()
-    async_task("sessions.tasks.retrospective", session_id, requested_by_id=owner_id,
-               task_name=f"retrospective-{session_id}"[:100])  # fmt: skip
+    async_task(
+        "sessions.tasks.retrospective",
+        session_id,
+        requested_by_id=owner_id,
+        task_name=f"retrospective-{session_id}"[:100],
+    )
     return True

@@ -92,7 +92,11 @@ SPOOL_BATCH_SCHEMA = {
                 "properties": {
                     "hyperguild_spool": {"const": 1, "description": "The spool line's format version."},
                     "event": {"type": "string", "maxLength": 64},
-                    "at": {"type": "string", "maxLength": 64, "description": "When the hook ran (ISO 8601, with zone)."},
+                    "at": {
+                        "type": "string",
+                        "maxLength": 64,
+                        "description": "When the hook ran (ISO 8601, with zone).",
+                    },
                     "session": {"type": "string", "maxLength": 200},
                     "input": {"type": "object", "description": "The hook's JSON input, as Claude Code gave it."},
                 },
@@ -133,7 +137,10 @@ def time_in_range(
     if abs(offset) > MAX_UTC_OFFSET:
         hours, minutes = divmod(abs(offset) // timedelta(minutes=1), 60)
         sign = "-" if offset < timedelta(0) else "+"
-        return None, f"{where}: the offset {sign}{hours:02d}:{minutes:02d} is beyond ±14:00; no zone is that far from UTC."
+        return (
+            None,
+            f"{where}: the offset {sign}{hours:02d}:{minutes:02d} is beyond ±14:00; no zone is that far from UTC.",
+        )
     try:
         utc = at.astimezone(UTC)
     except OverflowError:

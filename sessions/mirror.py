@@ -33,8 +33,14 @@ def mirror_session_logs(default_folder: Path) -> dict:
     folder = sessions_folder(default_folder)
     folder.mkdir(parents=True, exist_ok=True)
     imported = import_sessions_dir(folder)
-    summary = {"imported_entries": imported["entries_created"], "appended": 0, "created": 0, "unchanged": 0,
-               "conflicts": [], "errors": imported["errors"]}
+    summary = {
+        "imported_entries": imported["entries_created"],
+        "appended": 0,
+        "created": 0,
+        "unchanged": 0,
+        "conflicts": [],
+        "errors": imported["errors"],
+    }
     for session in AgentSession.objects.filter(last_seq__gt=0).order_by("external_id").iterator():
         target = folder / f"{session.external_id}{SESSION_FILE_SUFFIX}"
         current = target.read_bytes() if target.is_file() else None
@@ -50,7 +56,7 @@ def mirror_session_logs(default_folder: Path) -> dict:
             summary["created"] += 1
         elif data.startswith(current):
             with target.open("ab") as handle:  # append-only: what is on disk stays byte for byte
-                handle.write(data[len(current):])
+                handle.write(data[len(current) :])
             summary["appended"] += 1
         else:
             summary["conflicts"].append(

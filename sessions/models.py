@@ -192,7 +192,9 @@ class TrainingExample(models.Model):
     # Why it is flagged, e.g. [{"field": "prompt", "pattern": "aws_access_key", "count": 1}]
     flags = models.JSONField(default=list, blank=True)
     # Replay (`trainer_verify`): pending until checked; invalid examples are left out of exports by default.
-    replay_status = models.CharField(max_length=12, choices=ReplayStatus.choices, default=ReplayStatus.PENDING, db_index=True)
+    replay_status = models.CharField(
+        max_length=12, choices=ReplayStatus.choices, default=ReplayStatus.PENDING, db_index=True
+    )
     # {checked_at, reason, sides: {completion|chosen|rejected: {applied, exit_code, outcome, output, ok, why}}}
     replay = models.JSONField(default=dict, blank=True)
     # What the example was extracted from, so extraction is idempotent.

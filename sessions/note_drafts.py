@@ -49,10 +49,15 @@ def touches(session: AgentSession) -> dict[str, Touch]:
             touch = found.setdefault(
                 note["slug"], Touch(note["slug"], note.get("title", ""), entry.seq, entry.created_at)
             )
-            touch.edits.append({
-                "file": data.get("file", ""), "removed": edit.get("removed", ""), "added": edit.get("added", ""),
-                "anchors": note.get("anchors") or [], "seq": entry.seq,
-            })  # fmt: skip
+            touch.edits.append(
+                {
+                    "file": data.get("file", ""),
+                    "removed": edit.get("removed", ""),
+                    "added": edit.get("added", ""),
+                    "anchors": note.get("anchors") or [],
+                    "seq": entry.seq,
+                }
+            )
     return found
 
 
@@ -118,20 +123,27 @@ def draft_successors(session: AgentSession, *, author: User | None = None) -> li
             item.update(outcome="updated")  # the note was edited, superseded or given a successor: nothing to draft
         else:
             provenance = {
-                "session_id": session_id, "entries": [edit["seq"] for edit in touch.edits], "method": "rules",
-                "retrospective_key": item["key"], SUPERSEDES_KEY: slug,
+                "session_id": session_id,
+                "entries": [edit["seq"] for edit in touch.edits],
+                "method": "rules",
+                "retrospective_key": item["key"],
+                SUPERSEDES_KEY: slug,
                 "files": sorted({edit["file"] for edit in touch.edits}),
-            }  # fmt: skip
+            }
             if note.project is not None:
                 provenance["project"] = note.project.name
             frontmatter = {SUPERSEDES_KEY: slug, "tags": ["retrospective", "supersedes"], "session": session_id}
             if note.project is not None:
                 frontmatter["project"] = note.project.name
             draft = do_write_raw_note(
-                title=f"{note.title} (after session {session_id[:8]})"[:200], body=draft_body(note, touch, session_id),
-                frontmatter=frontmatter, source="retrospective", provenance=provenance, session_id=session_id,
+                title=f"{note.title} (after session {session_id[:8]})"[:200],
+                body=draft_body(note, touch, session_id),
+                frontmatter=frontmatter,
+                source="retrospective",
+                provenance=provenance,
+                session_id=session_id,
                 user=author,
-            )  # fmt: skip
+            )
             item.update(outcome="written", note_slug=draft.slug)
         reported.append(item)
     return reported

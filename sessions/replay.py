@@ -143,13 +143,17 @@ def rebuild(folder: Path, hashes: dict[str, str], store: ContentStore) -> None:
     for path, digest in sorted(hashes.items()):
         text = store.text(path, digest)
         if text is None:
-            raise ReplayError(f"pre-state: the content of {path} ({digest[:10]}) is not recorded and the project has changed it since")
+            raise ReplayError(
+                f"pre-state: the content of {path} ({digest[:10]}) is not recorded and the project has changed it since"
+            )
         target = folder / path
         target.parent.mkdir(parents=True, exist_ok=True)
         if text is BINARY:
             source = store.root / path if store.root else None
             if source is None or not source.is_file() or hashlib.sha1(source.read_bytes()).hexdigest() != digest:
-                raise ReplayError(f"pre-state: {path} is binary and not recorded; the project no longer has that version")
+                raise ReplayError(
+                    f"pre-state: {path} is binary and not recorded; the project no longer has that version"
+                )
             target.write_bytes(source.read_bytes())
         else:
             target.write_text(text, encoding="utf-8")
@@ -180,13 +184,24 @@ def _try(hashes: dict, store: ContentStore, diff: str | None, test_cmd: str, exp
         verifies, why = False, "the test command timed out"
     elif expect == "fail":
         verifies = not run.passed and not run.no_tests
-        why = f"the tests fail as red requires (exit code {run.exit_code})" if verifies else (
-            "the tests pass, but red needs a failing test" if run.passed else "the test runner collected no tests")
+        why = (
+            f"the tests fail as red requires (exit code {run.exit_code})"
+            if verifies
+            else (
+                "the tests pass, but red needs a failing test" if run.passed else "the test runner collected no tests"
+            )
+        )
     else:
         verifies = run.passed
         why = "the tests pass (exit code 0)" if verifies else f"the tests fail (exit code {run.exit_code})"
-    return {"applied": True, "exit_code": run.exit_code, "outcome": run.outcome, "verifies": verifies, "why": why,
-            "output": run.output[-OUTPUT_TAIL_CHARS:]}
+    return {
+        "applied": True,
+        "exit_code": run.exit_code,
+        "outcome": run.outcome,
+        "verifies": verifies,
+        "why": why,
+        "output": run.output[-OUTPUT_TAIL_CHARS:],
+    }
 
 
 def replay_example(example: TrainingExample) -> dict:
@@ -194,8 +209,12 @@ def replay_example(example: TrainingExample) -> dict:
     checked_at = timezone.now().isoformat()
     pre = (example.provenance or {}).get("pre_state")
     if not isinstance(pre, dict) or "run" not in pre:
-        return {"status": TrainingExample.ReplayStatus.NOT_APPLICABLE, "reason": "no recorded change to replay",
-                "sides": {}, "checked_at": checked_at}
+        return {
+            "status": TrainingExample.ReplayStatus.NOT_APPLICABLE,
+            "reason": "no recorded change to replay",
+            "sides": {},
+            "checked_at": checked_at,
+        }
     try:
         run = SkillRun.objects.get(pk=pre["run"])
         hashes = state_hashes(run, pre.get("after_attempt", 0))
@@ -219,13 +238,27 @@ def replay_example(example: TrainingExample) -> dict:
             if not chosen["verifies"]:
                 reason = f"chosen does not verify: {chosen['why']}"
             elif not rejected_ok:
-                reason = ("rejected verifies too, so the pair teaches nothing" if rejected["verifies"]
-                          else f"rejected: {rejected['why']}")
+                reason = (
+                    "rejected verifies too, so the pair teaches nothing"
+                    if rejected["verifies"]
+                    else f"rejected: {rejected['why']}"
+                )
             else:
                 reason = f"chosen verifies ({chosen['why']}); rejected does not ({rejected['why']})"
     except (ReplayError, SkillRun.DoesNotExist) as exc:
         message = str(exc) if isinstance(exc, ReplayError) else f"run #{pre['run']} no longer exists"
-        return {"status": TrainingExample.ReplayStatus.INVALID, "reason": message, "sides": {}, "checked_at": checked_at}
+        return {
+            "status": TrainingExample.ReplayStatus.INVALID,
+            "reason": message,
+            "sides": {},
+            "checked_at": checked_at,
+        }
     status = TrainingExample.ReplayStatus.VALID if ok else TrainingExample.ReplayStatus.INVALID
-    return {"status": status, "reason": reason, "sides": sides, "checked_at": checked_at, "test_cmd": test_cmd,
-            "expect": expect}
+    return {
+        "status": status,
+        "reason": reason,
+        "sides": sides,
+        "checked_at": checked_at,
+        "test_cmd": test_cmd,
+        "expect": expect,
+    }

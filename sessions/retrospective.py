@@ -102,7 +102,7 @@ LLM_ANSWER_SCHEMA = {
 
 SYSTEM_PROMPT = (
     "You review the log of a software engineering session and extract what the team should remember. "
-    "Return JSON: {\"learnings\": [{\"title\", \"body\", \"kind\", \"evidence\"}]}. kind is one of "
+    'Return JSON: {"learnings": [{"title", "body", "kind", "evidence"}]}. kind is one of '
     "decision (a choice made and why), correction (a mistake and what fixed it), surprise (something that "
     "behaved unexpectedly), pattern (a reusable way of working). evidence lists the seq numbers of the "
     "entries that support it. Only learnings a teammate would want in the wiki; none is a valid answer."
@@ -166,7 +166,11 @@ def rules_learnings(entries: list[SessionEntry], runs: list[SkillRun]) -> list[L
             open_failures[skill] = entry
         elif status in PASS_STATUSES and skill in open_failures:
             failed = open_failures.pop(skill)
-            between = [e for e in entries if failed.seq < e.seq < entry.seq and e.message and e.kind.lower() not in MARKED_KINDS]
+            between = [
+                e
+                for e in entries
+                if failed.seq < e.seq < entry.seq and e.message and e.kind.lower() not in MARKED_KINDS
+            ]
             steps = "\n".join(f"- {_entry_line(e)}" for e in between) or "- (nothing logged in between)"
             claim = f"{skill} failed with {failed.message or failed.status} and then passed"
             learnings.append(
@@ -318,7 +322,11 @@ def similar_note(learning: Learning, *, exclude_session: str) -> tuple[Note, flo
         return None, None
     for hit in response.hits:
         note = Note.objects.filter(pk=hit.note_id).first()
-        if note is None or (note.provenance or {}).get("session_id") == exclude_session and note.source == "retrospective":
+        if (
+            note is None
+            or (note.provenance or {}).get("session_id") == exclude_session
+            and note.source == "retrospective"
+        ):
             continue
         if is_near_duplicate(learning, note.title, note.body):
             return note, hit.score
@@ -381,10 +389,13 @@ def _look_back(session: AgentSession, llm_model: str | None, requested_by: User 
         except MalformedAnswer as exc:
             # The failed run is kept, with the model's own text, so it can be read and replayed.
             do_record_failed_retrospective(
-                session, model=model, message=f"The model's answer was malformed ({exc}); nothing was written.",
-                model_output=exc.text, model_calls=[exc.call_id] if exc.call_id is not None else [],
+                session,
+                model=model,
+                message=f"The model's answer was malformed ({exc}); nothing was written.",
+                model_output=exc.text,
+                model_calls=[exc.call_id] if exc.call_id is not None else [],
                 requested_by=requested_by,
-            )  # fmt: skip
+            )
             return _result(
                 status=Verdict.ERROR,
                 model_used=model,
@@ -443,7 +454,11 @@ def _look_back(session: AgentSession, llm_model: str | None, requested_by: User 
                 note = do_write_raw_note(
                     title=note_text["title"],
                     body=note_text["body"],
-                    frontmatter={"kind": learning.kind, "tags": ["retrospective", learning.kind], "session": session_id},
+                    frontmatter={
+                        "kind": learning.kind,
+                        "tags": ["retrospective", learning.kind],
+                        "session": session_id,
+                    },
                     source="retrospective",
                     provenance=provenance,
                     session_id=session_id,
@@ -462,8 +477,14 @@ def _look_back(session: AgentSession, llm_model: str | None, requested_by: User 
     if written:
         reported_clean, retro_redactions = redact_fields({"learnings": reported})
         do_record_retrospective(
-            session, method=method, model=model, learnings=reported_clean["learnings"], notes_written=written,
-            message=notice.strip(), redactions=retro_redactions, requested_by=requested_by,
+            session,
+            method=method,
+            model=model,
+            learnings=reported_clean["learnings"],
+            notes_written=written,
+            message=notice.strip(),
+            redactions=retro_redactions,
+            requested_by=requested_by,
         )
     summary = (
         f"{len(learnings)} learning(s) by {method}: {learned} written to raw, {len(merges)} merge suggestion(s), "

@@ -68,11 +68,19 @@ def routed_session_skill(
             except SessionNotFound:
                 raise  # the caller's mistake, not the model's: out of route() before anything is logged
             except DomainError as exc:  # a refusal from the code the model's answer went through
-                return Attempt(RoutingEntry.Status.ERROR, error=exc.message, latency_ms=_ms(began),
-                               **_model_exchange(recorded.recorded)[0])  # fmt: skip
+                return Attempt(
+                    RoutingEntry.Status.ERROR,
+                    error=exc.message,
+                    latency_ms=_ms(began),
+                    **_model_exchange(recorded.recorded)[0],
+                )
             except Exception as exc:  # the sessions logic broke: this attempt errs, the call still ends cleanly
-                return Attempt(RoutingEntry.Status.ERROR, error=f"{exc.__class__.__name__}: {exc}", latency_ms=_ms(began),
-                               **_model_exchange(recorded.recorded)[0])  # fmt: skip
+                return Attempt(
+                    RoutingEntry.Status.ERROR,
+                    error=f"{exc.__class__.__name__}: {exc}",
+                    latency_ms=_ms(began),
+                    **_model_exchange(recorded.recorded)[0],
+                )
         exchange, outage = _model_exchange(recorded.recorded)
         problem = judge(outcome)
         status = RoutingEntry.Status.FAIL if problem else RoutingEntry.Status.PASS

@@ -33,11 +33,16 @@ for _endpoint in ("brain", "supervisor", "routing"):
 _skills.SESSION_CHECKS.append(check_session_named)
 
 # Logging and reading back one's own sessions is every account's; a session is its owner's (sessions.actions).
-register_right("sessions:write", scope="sessions:write",
-               description="log your own sessions: session_log, POST /sessions/<id>/entries, the hook route")
-register_right("sessions:read", scope="sessions:read",
-               description="read your own sessions' entries (staff: every session): GET /sessions/<id>/entries")
-
+register_right(
+    "sessions:write",
+    scope="sessions:write",
+    description="log your own sessions: session_log, POST /sessions/<id>/entries, the hook route",
+)
+register_right(
+    "sessions:read",
+    scope="sessions:read",
+    description="read your own sessions' entries (staff: every session): GET /sessions/<id>/entries",
+)
 
 
 class SessionLogResult(ToolResult):
@@ -70,7 +75,6 @@ def session_log(params: SessionLogInput, ctx: ToolContext) -> SessionLogResult:
     fields = params.model_dump(exclude_none=True, exclude={"session_id"})
     logged = do_log_checked_entry(params.session_id, fields, source="mcp", user=ctx.actor)
     return SessionLogResult.model_validate(logged)
-
 
 
 # --- retrospective and trainer on /mcp/supervisor (schemas from supervisor/skills.py) -----------

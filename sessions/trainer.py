@@ -42,7 +42,9 @@ def _summary(example: TrainingExample, created: bool) -> dict:
     }
 
 
-def run_trainer(session_id: str | None = None, *, llm_model: str | None = None, requested_by: User | None = None) -> dict:
+def run_trainer(
+    session_id: str | None = None, *, llm_model: str | None = None, requested_by: User | None = None
+) -> dict:
     """Extract candidates from `session_id` (or every session). Safe to run again: nothing is stored twice.
 
     `llm_model` is accepted for symmetry with the other skills; extraction needs no model. `requested_by`:

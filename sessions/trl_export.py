@@ -115,7 +115,11 @@ def export_examples(
     if not out.exists() or out.read_bytes() != data:
         out.write_bytes(data)
     return {
-        "path": str(out), "kind": kind, "status": status, "written": written, "invalid": invalid,
+        "path": str(out),
+        "kind": kind,
+        "status": status,
+        "written": written,
+        "invalid": invalid,
         "left_out_not_replaying": left_out,
     }
 
@@ -139,7 +143,7 @@ def prompt_text(example: TrainingExample) -> str:
 
 def _shingles(text: str) -> tuple[str, frozenset]:
     words = _WORD.findall(text.lower())
-    grams = frozenset(" ".join(words[i:i + 3]) for i in range(max(1, len(words) - 2)))
+    grams = frozenset(" ".join(words[i : i + 3]) for i in range(max(1, len(words) - 2)))
     return " ".join(words), grams
 
 
@@ -256,8 +260,13 @@ def export_dataset(
 def dataset_card(examples: list[TrainingExample], summary: dict, *, status: str, license: str) -> str:
     """A Hugging Face dataset card: YAML header (licence, configs with their splits) and what the data holds."""
     configs = [
-        {"config_name": kind, "data_files": [{"split": "train", "path": f"{kind}/train.jsonl"},
-                                             {"split": "eval", "path": f"{kind}/eval.jsonl"}]}
+        {
+            "config_name": kind,
+            "data_files": [
+                {"split": "train", "path": f"{kind}/train.jsonl"},
+                {"split": "eval", "path": f"{kind}/eval.jsonl"},
+            ],
+        }
         for kind in summary["kinds"]
     ]
     header = yaml.safe_dump({"license": license, "configs": configs, "tags": ["hyperguild", "trl"]}, sort_keys=False)
@@ -279,7 +288,9 @@ def dataset_card(examples: list[TrainingExample], summary: dict, *, status: str,
 
     def table(title: str, rows: Iterable[Iterable[object]], columns: tuple[str, ...]) -> str:
         lines = [f"### {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-        lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows] or ["| " + " | ".join("-" for _ in columns) + " |"]
+        lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows] or [
+            "| " + " | ".join("-" for _ in columns) + " |"
+        ]
         return "\n".join(lines) + "\n"
 
     splits = [(kind, s["train"], s["eval"], s["left_out_not_replaying"]) for kind, s in summary["kinds"].items()]
@@ -288,8 +299,8 @@ def dataset_card(examples: list[TrainingExample], summary: dict, *, status: str,
         "",
         f"Exported {timezone.now().isoformat(timespec='seconds')} from hyperguild: {status} examples, in the "
         "conversational shapes TRL's SFTTrainer (`messages`) and DPOTrainer (`prompt`, `chosen`, `rejected`) read. "
-        "Load one config with `datasets.load_dataset(\"json\", data_files={\"train\": \"sft/train.jsonl\", "
-        "\"eval\": \"sft/eval.jsonl\"})`.",
+        'Load one config with `datasets.load_dataset("json", data_files={"train": "sft/train.jsonl", '
+        '"eval": "sft/eval.jsonl"})`.',
         "",
         f"Licence: **{license}**",
         "",

@@ -55,8 +55,11 @@ def session_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     sessions = (
         AgentSession.objects.select_related("started_by")
         # When the session happened, not when its entries arrived: a spool delivered late keeps its own times.
-        .annotate(n_entries=Count("entries"), started=Min(Coalesce("entries__occurred_at", "entries__created_at")),
-                  last_at=Max(Coalesce("entries__occurred_at", "entries__created_at")))
+        .annotate(
+            n_entries=Count("entries"),
+            started=Min(Coalesce("entries__occurred_at", "entries__created_at")),
+            last_at=Max(Coalesce("entries__occurred_at", "entries__created_at")),
+        )
         .order_by("-updated_at", "-id")
     )
     if not request.user.is_staff:
@@ -69,8 +72,9 @@ def session_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     if mine:
         sessions = sessions.filter(started_by=request.user)
     page, querystring = paginate(request, sessions)
-    return render(request, "sessions/session_list.html",
-                  {"page_obj": page, "querystring": querystring, "q": query, "mine": mine})
+    return render(
+        request, "sessions/session_list.html", {"page_obj": page, "querystring": querystring, "q": query, "mine": mine}
+    )
 
 
 @login_required
@@ -82,18 +86,29 @@ def session_detail(request: AuthenticatedHttpRequest, external_id: str) -> HttpR
     truncated = len(entries) > TIMELINE_LIMIT
     entries = entries[:TIMELINE_LIMIT]
     runs = list(SkillRun.objects.in_session(external_id).order_by("created_at"))
-    notes = list(Note.objects.filter(session_id=external_id).only(
-        "id", "slug", "title", "status", "wing", "hall", "created_at"
-    ).order_by("created_at"))
+    notes = list(
+        Note.objects.filter(session_id=external_id)
+        .only("id", "slug", "title", "status", "wing", "hall", "created_at")
+        .order_by("created_at")
+    )
     # One timeline, in time order: what the session logged, what the supervisor ran, what the brain kept.
     timeline: list[tuple[datetime, str, object]] = [(e.occurred_at or e.created_at, "entry", e) for e in entries]
     timeline += [(run.created_at, "run", run) for run in runs]
     timeline += [(note.created_at, "note", note) for note in notes]
     timeline.sort(key=lambda item: (item[0] or timezone.now(), item[1]))
-    return render(request, "sessions/session_detail.html", {
-        "session": session, "timeline": timeline, "truncated": truncated, "n_entries": len(entries),
-        "runs": runs, "notes": notes, "cost": spend_of(ModelCall.objects.filter(session_id=external_id)),
-    })
+    return render(
+        request,
+        "sessions/session_detail.html",
+        {
+            "session": session,
+            "timeline": timeline,
+            "truncated": truncated,
+            "n_entries": len(entries),
+            "runs": runs,
+            "notes": notes,
+            "cost": spend_of(ModelCall.objects.filter(session_id=external_id)),
+        },
+    )
 
 
 # --- training data ------------------------------------------------------------------------
@@ -103,7 +118,9 @@ class TrainingFilterForm(forms.Form):
     kind = forms.ChoiceField(required=False, choices=[("", "any kind"), *TrainingExample.Kind.choices])
     status = forms.ChoiceField(required=False, choices=[("", "any status"), *TrainingExample.Status.choices])
     skill = forms.CharField(required=False, max_length=100)
-    flagged = forms.ChoiceField(required=False, choices=[("", "flagged or not"), ("1", "flagged"), ("0", "not flagged")])
+    flagged = forms.ChoiceField(
+        required=False, choices=[("", "flagged or not"), ("1", "flagged"), ("0", "not flagged")]
+    )
 
 
 class RejectExampleForm(forms.Form):
@@ -132,38 +149,57 @@ def training_list(request: HttpRequest) -> HttpResponse:
         for row in TrainingExample.objects.order_by().values("kind", "status").annotate(n=Count("id"))
     }
     count_table = [
-        {"kind": kind, "label": label, "cells": [
-            {"status": status, "n": counts.get((kind, status), 0)} for status in TrainingExample.Status.values
-        ]}
+        {
+            "kind": kind,
+            "label": label,
+            "cells": [
+                {"status": status, "n": counts.get((kind, status), 0)} for status in TrainingExample.Status.values
+            ],
+        }
         for kind, label in TrainingExample.Kind.choices
     ]
-    return render(request, "sessions/training_list.html", {
-        "form": form, "page_obj": page, "querystring": querystring, "count_table": count_table,
-        "statuses": TrainingExample.Status.values,
-        "approved_sft": counts.get(("sft", "approved"), 0), "approved_dpo": counts.get(("dpo", "approved"), 0),
-    })
+    return render(
+        request,
+        "sessions/training_list.html",
+        {
+            "form": form,
+            "page_obj": page,
+            "querystring": querystring,
+            "count_table": count_table,
+            "statuses": TrainingExample.Status.values,
+            "approved_sft": counts.get(("sft", "approved"), 0),
+            "approved_dpo": counts.get(("dpo", "approved"), 0),
+        },
+    )
 
 
 def _candidates_around(example: TrainingExample) -> tuple[TrainingExample | None, TrainingExample | None]:
     """The candidates of the same kind just newer (`k`) and just older (`j`, and where approve/reject go)."""
     candidates = TrainingExample.objects.candidates().filter(kind=example.kind).exclude(pk=example.pk).only("id")
-    newer = candidates.filter(
-        Q(created_at__gt=example.created_at) | Q(created_at=example.created_at, id__gt=example.id)
-    ).order_by("created_at", "id").first()
-    older = candidates.filter(
-        Q(created_at__lt=example.created_at) | Q(created_at=example.created_at, id__lt=example.id)
-    ).order_by("-created_at", "-id").first()
+    newer = (
+        candidates.filter(Q(created_at__gt=example.created_at) | Q(created_at=example.created_at, id__gt=example.id))
+        .order_by("created_at", "id")
+        .first()
+    )
+    older = (
+        candidates.filter(Q(created_at__lt=example.created_at) | Q(created_at=example.created_at, id__lt=example.id))
+        .order_by("-created_at", "-id")
+        .first()
+    )
     return newer, older
 
 
 def _conversation_text(conversation: list) -> str:
     return "\n\n".join(
-        f"[{message.get('role')}]\n{message.get('content')}" for message in conversation or [] if isinstance(message, dict)
+        f"[{message.get('role')}]\n{message.get('content')}"
+        for message in conversation or []
+        if isinstance(message, dict)
     )
 
 
-def _example_page(request: HttpRequest, example: TrainingExample, *, errors: list[str] | None = None,
-                  status: int = 200) -> HttpResponse:
+def _example_page(
+    request: HttpRequest, example: TrainingExample, *, errors: list[str] | None = None, status: int = 200
+) -> HttpResponse:
     provenance = example.provenance or {}
     run_ids = [run for run in provenance.get("runs") or [] if isinstance(run, int)]
     runs = list(SkillRun.objects.filter(pk__in=run_ids[:50]).order_by("created_at")) if run_ids else []
@@ -171,30 +207,37 @@ def _example_page(request: HttpRequest, example: TrainingExample, *, errors: lis
     verification = provenance.get("verification")
     sides = verification if isinstance(verification, dict) and {"chosen", "rejected"} <= set(verification) else {}
     pair_diff = ""
-    teaches_a_change = any(diff_block(_conversation_text(getattr(example, name))) is not None
-                           for name in ("completion", "chosen", "rejected"))
+    teaches_a_change = any(
+        diff_block(_conversation_text(getattr(example, name))) is not None
+        for name in ("completion", "chosen", "rejected")
+    )
     if example.kind == TrainingExample.Kind.DPO and not teaches_a_change:
         # One diff on the page: a change's own (coloured, per side) when the answers carry one, else this.
         pair_diff = html_diff(_conversation_text(example.rejected), _conversation_text(example.chosen))
-    return render(request, "sessions/training_detail.html", {
-        "example": example,
-        "verification": verification,
-        "chosen_evidence": sides.get("chosen"),
-        "rejected_evidence": sides.get("rejected"),
-        "verification_json": json.dumps(provenance.get("verification"), indent=2, ensure_ascii=False, default=str),
-        "provenance_json": json.dumps(provenance, indent=2, ensure_ascii=False, default=str),
-        "provenance_rows": provenance_rows(provenance),
-        "teaches_a_change": teaches_a_change,
-        # A short prompt is shown; a long one (files before the change) folds, so the answers stay in view.
-        "prompt_open": len(_conversation_text(example.prompt)) <= PROMPT_SHOWN_CHARS,
-        "runs": runs,
-        "session_id": provenance.get("session_id") or "",
-        "next_example": next_example,
-        "previous_example": previous_example,
-        "pair_diff": pair_diff,
-        "editable_fields": [(name, getattr(example, name)) for name in MESSAGE_FIELDS_BY_KIND[example.kind]],
-        "errors": errors or [],
-    }, status=status)
+    return render(
+        request,
+        "sessions/training_detail.html",
+        {
+            "example": example,
+            "verification": verification,
+            "chosen_evidence": sides.get("chosen"),
+            "rejected_evidence": sides.get("rejected"),
+            "verification_json": json.dumps(provenance.get("verification"), indent=2, ensure_ascii=False, default=str),
+            "provenance_json": json.dumps(provenance, indent=2, ensure_ascii=False, default=str),
+            "provenance_rows": provenance_rows(provenance),
+            "teaches_a_change": teaches_a_change,
+            # A short prompt is shown; a long one (files before the change) folds, so the answers stay in view.
+            "prompt_open": len(_conversation_text(example.prompt)) <= PROMPT_SHOWN_CHARS,
+            "runs": runs,
+            "session_id": provenance.get("session_id") or "",
+            "next_example": next_example,
+            "previous_example": previous_example,
+            "pair_diff": pair_diff,
+            "editable_fields": [(name, getattr(example, name)) for name in MESSAGE_FIELDS_BY_KIND[example.kind]],
+            "errors": errors or [],
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -205,6 +248,7 @@ def training_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def provenance_rows(provenance: JSON) -> list[dict[str, Any]]:
     """Provenance as a table a reader can scan: one row a key, text as text (newlines kept), a mapping as
     its own rows, anything deeper as indented JSON."""
+
     def cell(value: Any) -> dict[str, str]:
         if value is None or isinstance(value, (str, int, float, bool)):
             return {"text": "—" if value in (None, "") else str(value)}
@@ -231,10 +275,18 @@ def replay_example_now(request: HttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
 
     # Queued on behalf of the curator who asked (the replay names them).
-    async_task(REPLAY_TASK, example.pk, requested_by_id=request.user.pk, task_name=f"replay-example-{example.pk}",
-               group="training-replay")  # fmt: skip
-    messages.success(request, f"Queued a replay of example #{example.pk}: the worker replays it on its recorded "
-                              "pre-state, and this page shows the result (reload in a minute).")
+    async_task(
+        REPLAY_TASK,
+        example.pk,
+        requested_by_id=request.user.pk,
+        task_name=f"replay-example-{example.pk}",
+        group="training-replay",
+    )
+    messages.success(
+        request,
+        f"Queued a replay of example #{example.pk}: the worker replays it on its recorded "
+        "pre-state, and this page shows the result (reload in a minute).",
+    )
     return redirect("sessions-training-detail", pk=example.pk)
 
 
@@ -274,9 +326,14 @@ def reject_example(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 def swap_example(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     example = get_object_or_404(TrainingExample, pk=pk)
     if request.POST.get("confirm") != "1":
-        return _example_page(request, example, status=400, errors=[
-            "Nothing was swapped: confirm that the rejected answer is the better one (the swap asks before it acts)."
-        ])
+        return _example_page(
+            request,
+            example,
+            status=400,
+            errors=[
+                "Nothing was swapped: confirm that the rejected answer is the better one (the swap asks before it acts)."
+            ],
+        )
     try:
         example = actions.do_swap_dpo(example, reviewer=request.user)
     except actions.InvalidExampleEdit as exc:
@@ -300,8 +357,11 @@ def undo_example(request: AuthenticatedHttpRequest, pk: int, step: int) -> HttpR
     except actions.InvalidExampleEdit as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Undid the {example.edits[-1]['undone']} of {example.kind.upper()} example "
-                                  f"#{example.pk}: it is {example.status} again.")
+        messages.success(
+            request,
+            f"Undid the {example.edits[-1]['undone']} of {example.kind.upper()} example "
+            f"#{example.pk}: it is {example.status} again.",
+        )
     return redirect("sessions-training-detail", pk=example.pk)
 
 
@@ -364,6 +424,14 @@ def activity(request: HttpRequest) -> HttpResponse:
     data = form.cleaned_data if form.is_valid() else {}
     merged = MergedActivity(person=data.get("person") or "", action=data.get("action") or "")
     page, querystring = paginate(request, merged, per_page=50)
-    return render(request, "sessions/activity.html", {
-        "form": form, "page_obj": page, "querystring": querystring, "people": people(), "service": SERVICE,
-    })
+    return render(
+        request,
+        "sessions/activity.html",
+        {
+            "form": form,
+            "page_obj": page,
+            "querystring": querystring,
+            "people": people(),
+            "service": SERVICE,
+        },
+    )

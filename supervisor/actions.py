@@ -57,7 +57,11 @@ def do_claim_skill_run(run_id: int, *, host: str = "", pid: int | None = None) -
     # status=queued and runs the worker; the other returns without touching it.
     now = timezone.now()
     claimed = SkillRun.objects.filter(pk=run_id, status=SkillRun.Status.QUEUED, cancel_requested=False).update(
-        status=SkillRun.Status.RUNNING, started_at=now, progress="starting", worker_host=host[:255], worker_pid=pid,
+        status=SkillRun.Status.RUNNING,
+        started_at=now,
+        progress="starting",
+        worker_host=host[:255],
+        worker_pid=pid,
         heartbeat_at=now,
     )
     if claimed != 1:
@@ -90,8 +94,14 @@ def do_end_orphaned_run(run_id: int, *, status: str, message: str) -> SkillRun |
         status = SkillRun.Status.CANCELLED
     run.status = status
     run.message = message
-    run.result = build_result(run.skill, run_id=run.pk, status=SkillRun.Status.ERROR if status == SkillRun.Status.CANCELLED else status,
-                              message=message, model_used=run.model, attempts=run.attempts)
+    run.result = build_result(
+        run.skill,
+        run_id=run.pk,
+        status=SkillRun.Status.ERROR if status == SkillRun.Status.CANCELLED else status,
+        message=message,
+        model_used=run.model,
+        attempts=run.attempts,
+    )
     run.progress = "finished"
     run.worker_slot = None
     run.worker_pgid = None
@@ -119,7 +129,11 @@ def do_request_cancel(run_id: int) -> None:
 
 @transaction.atomic
 def do_finish_skill_run(
-    run_id: int, result: dict, *, attempt_log: list | None = None, change: dict | None = None,
+    run_id: int,
+    result: dict,
+    *,
+    attempt_log: list | None = None,
+    change: dict | None = None,
     model_calls: list[int] | None = None,
 ) -> SkillRun:
     """Record the final result; a run someone cancelled stays cancelled. Secrets are redacted (and counted) first."""
@@ -142,10 +156,21 @@ def do_finish_skill_run(
     run.stderr = cap(last.get("stderr") or "") if last else ""
     run.attempt_log = attempt_log or []
     run.change = change
-    stored, run.redactions = redact_fields({
-        name: getattr(run, name)
-        for name in ("result", "message", "runner_output", "worker_report", "stdout", "stderr", "attempt_log", "change")
-    })
+    stored, run.redactions = redact_fields(
+        {
+            name: getattr(run, name)
+            for name in (
+                "result",
+                "message",
+                "runner_output",
+                "worker_report",
+                "stdout",
+                "stderr",
+                "attempt_log",
+                "change",
+            )
+        }
+    )
     for name, value in stored.items():
         setattr(run, name, value)
     run.progress = "finished"
@@ -187,9 +212,13 @@ def do_log_routing_entry(
 ) -> RoutingEntry:
     """Record one attempt (one INSERT, so concurrent calls cannot lose or merge entries)."""
     usage = attempt.usage or {}
-    bodies, redactions = redact_fields({
-        "request": _capped(attempt.request), "response": _capped(attempt.response or ""), "error": attempt.error[:5000]
-    })
+    bodies, redactions = redact_fields(
+        {
+            "request": _capped(attempt.request),
+            "response": _capped(attempt.response or ""),
+            "error": attempt.error[:5000],
+        }
+    )
     with transaction.atomic():
         entry = RoutingEntry.objects.create(
             requested_by=requested_by if getattr(requested_by, "pk", None) else None,
@@ -231,7 +260,9 @@ def _locked_pathway(key: PathwayKey) -> Pathway:
 
 
 @transaction.atomic
-def do_record_pathway_outcome(key: PathwayKey, outcomes: list[tuple[str, bool]], entries: list[RoutingEntry]) -> Pathway:
+def do_record_pathway_outcome(
+    key: PathwayKey, outcomes: list[tuple[str, bool]], entries: list[RoutingEntry]
+) -> Pathway:
     """Count one routed call on its pathway ((model, passed) per attempt, in order) and link its entries."""
     pathway = _locked_pathway(key)
     pathway.record(

@@ -19,13 +19,41 @@ if TYPE_CHECKING:
 class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
     """Read-only log of skill runs: what the worker claimed and what the supervisor found."""
 
-    list_display = ("id", "skill", "endpoint", "status", "verified", "attempts", "model", "duration_ms", "session_id", "requested_by", "redacted", "created_at")
+    list_display = (
+        "id",
+        "skill",
+        "endpoint",
+        "status",
+        "verified",
+        "attempts",
+        "model",
+        "duration_ms",
+        "session_id",
+        "requested_by",
+        "redacted",
+        "created_at",
+    )
     list_filter = ("status", "verified", "skill", "endpoint", "model")
     search_fields = ("id", "project_root", "session_id", "message", "skill")
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
     fieldsets = (
-        (None, {"fields": ("skill", "tool", "endpoint", "status", "verified", "message", "progress", "session_id", "redacted")}),
+        (
+            None,
+            {
+                "fields": (
+                    "skill",
+                    "tool",
+                    "endpoint",
+                    "status",
+                    "verified",
+                    "message",
+                    "progress",
+                    "session_id",
+                    "redacted",
+                )
+            },
+        ),
         ("Apply", {"fields": ("apply_branch", "apply_gates")}),
         ("Change", {"fields": ("change_files", "change_tests", "change_diff", "change")}),
         ("Call", {"fields": ("project_root", "arguments", "model", "route", "cancel_requested")}),
@@ -37,7 +65,12 @@ class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> list[str]:
         return [field.name for field in self.model._meta.fields] + [
-            "redacted", "change_files", "change_tests", "change_diff", "apply_branch", "apply_gates"
+            "redacted",
+            "change_files",
+            "change_tests",
+            "change_diff",
+            "apply_branch",
+            "apply_gates",
         ]
 
     @admin.display(description="secrets redacted")
@@ -51,8 +84,13 @@ class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
             return "—"
         if not result.get("branch"):
             return "none: nothing was applied"
-        return format_html("<code>{}</code> from <code>{}</code> ({} applied, {} refused)", result["branch"],
-                           str(result.get("base_commit") or "")[:12], result.get("applied", 0), result.get("refused", 0))
+        return format_html(
+            "<code>{}</code> from <code>{}</code> ({} applied, {} refused)",
+            result["branch"],
+            str(result.get("base_commit") or "")[:12],
+            result.get("applied", 0),
+            result.get("refused", 0),
+        )
 
     @admin.display(description="findings: outcome and gates")
     def apply_gates(self, obj: SkillRun) -> str:
@@ -60,10 +98,14 @@ class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
         if not findings:
             return "—"
         return format_html_join(
-            "\n", "<div>#{} <code>{}:{}</code> {}: <b>{}</b> {} <span style='color:#667085'>[{}]</span></div>",
+            "\n",
+            "<div>#{} <code>{}:{}</code> {}: <b>{}</b> {} <span style='color:#667085'>[{}]</span></div>",
             (
                 (
-                    f.get("index"), f.get("file"), f.get("line"), f.get("title"),
+                    f.get("index"),
+                    f.get("file"),
+                    f.get("line"),
+                    f.get("title"),
                     "applied" if f.get("outcome") == "applied" else f"refused ({f.get('gate')})",
                     str(f.get("commit") or "")[:12] or f.get("reason", ""),
                     ", ".join(f"{g['gate']} {'ok' if g['passed'] else 'FAILED'}" for g in f.get("gates") or []),
@@ -101,7 +143,21 @@ class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
 class RoutingEntryAdmin(LogAdminMixin, admin.ModelAdmin):
     """Read-only log of routing decisions: which model, why, and how the call ended."""
 
-    list_display = ("id", "skill", "model", "reason", "pass_rate_seen", "samples_seen", "status", "is_final", "latency_ms", "pathway", "session_id", "requested_by", "created_at")
+    list_display = (
+        "id",
+        "skill",
+        "model",
+        "reason",
+        "pass_rate_seen",
+        "samples_seen",
+        "status",
+        "is_final",
+        "latency_ms",
+        "pathway",
+        "session_id",
+        "requested_by",
+        "created_at",
+    )
     list_filter = ("skill", "model", "reason", "status", "is_final")
     search_fields = ("skill", "model", "session_id", "error", "pathway__key")
     list_select_related = ("attempt_of", "pathway")
@@ -119,14 +175,25 @@ class DecidedCount(TypedDict):
 class PathwayAdmin(LogAdminMixin, admin.ModelAdmin):
     """Read-only routing memory: which model worked where, its probation, promotion or retirement."""
 
-    list_display = ("key", "state", "recommended_model", "replays", "successes", "success_rate", "decided", "updated_at")
+    list_display = (
+        "key",
+        "state",
+        "recommended_model",
+        "replays",
+        "successes",
+        "success_rate",
+        "decided",
+        "updated_at",
+    )
     list_filter = ("state", "skill", "signal", "recommended_model")
     search_fields = ("key", "area", "recommended_model")
     ordering = ("-updated_at",)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Pathway]:
-        return super().get_queryset(request).annotate(
-            decided_count=Count("entries", filter=Q(entries__reason=RoutingEntry.Reason.PATHWAY))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(decided_count=Count("entries", filter=Q(entries__reason=RoutingEntry.Reason.PATHWAY)))
         )
 
     @admin.display(description="calls decided", ordering="decided_count")
@@ -137,4 +204,3 @@ class PathwayAdmin(LogAdminMixin, admin.ModelAdmin):
     def success_rate(self, obj: Pathway) -> str:
         rate = obj.success_rate
         return "—" if rate is None else f"{rate:.0%}"
-

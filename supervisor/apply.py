@@ -74,7 +74,12 @@ if TYPE_CHECKING:
     from supervisor.runners import RunContext
 
 GATE_CONFIDENCE, GATE_SIZE, GATE_APPLY, GATE_TESTS, GATE_WARNINGS, GATE_RATIONALE = (
-    "confidence", "size", "apply", "tests", "warnings", "rationale"
+    "confidence",
+    "size",
+    "apply",
+    "tests",
+    "warnings",
+    "rationale",
 )
 # The run's time ran out before this finding could be tried.
 GATE_TIME = "time"
@@ -88,8 +93,12 @@ OUTPUT_EXCERPT_CHARS = 1500
 LINKED_DIRS = (".venv", "venv", "node_modules")
 # Every git call (hardened by hyperguild.lib.git: no hooks of the project run), and no signing prompt.
 GIT_CONFIG = (
-    "-c", "commit.gpgsign=false",
-    "-c", "user.name=hyperguild", "-c", "user.email=hyperguild@localhost",
+    "-c",
+    "commit.gpgsign=false",
+    "-c",
+    "user.name=hyperguild",
+    "-c",
+    "user.email=hyperguild@localhost",
 )
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _DIFF_LINE_STARTS = ("--- ", "+++ ", "@@", " ", "+", "-", "\\")
@@ -227,8 +236,9 @@ def changed_old_lines(diff_u0: str) -> dict[str, list[tuple[int, int]]]:
     return changed
 
 
-def rationale_problem(finding: dict, work_root: Path, diff_u0: str, shift: int,
-                      patched: Set[str] = frozenset()) -> str | None:
+def rationale_problem(
+    finding: dict, work_root: Path, diff_u0: str, shift: int, patched: Set[str] = frozenset()
+) -> str | None:
     """Why the change is not the change the finding argues for (None: it is).
 
     `patched` are the paths the patch itself names (relative to the project): a file it creates is
@@ -338,8 +348,11 @@ def _finished_run_folder(folder: Path, base: Path) -> bool:
     if folder.parent != base:
         return False
     run_id = folder.name.removeprefix("run-")
-    return (folder.name.startswith("run-") and run_id.isdigit()
-            and SkillRun.objects.filter(pk=int(run_id)).exclude(status__in=SkillRun.UNFINISHED).exists())
+    return (
+        folder.name.startswith("run-")
+        and run_id.isdigit()
+        and SkillRun.objects.filter(pk=int(run_id)).exclude(status__in=SkillRun.UNFINISHED).exists()
+    )
 
 
 def remove_stale_worktrees(root: Path) -> None:
@@ -348,8 +361,11 @@ def remove_stale_worktrees(root: Path) -> None:
     Only apply's own (DATA_DIR/apply/run-<id> of a finished run) are touched; the owner's worktrees are not.
     """
     base = (Path(settings.DATA_DIR) / "apply").resolve()
-    stale = {folder.resolve() for folder in base.iterdir() if _finished_run_folder(folder.resolve(), base)} \
-        if base.is_dir() else set()
+    stale = (
+        {folder.resolve() for folder in base.iterdir() if _finished_run_folder(folder.resolve(), base)}
+        if base.is_dir()
+        else set()
+    )
     # Registered in `root`'s repository but with the folder gone (removed by hand, or a crash mid-removal).
     stale |= {folder for folder in _registered_worktrees(root) if _finished_run_folder(folder, base)}
     for folder in sorted(stale):
@@ -357,8 +373,10 @@ def remove_stale_worktrees(root: Path) -> None:
 
 
 def _entry(index: int, finding: dict) -> dict:
-    shown = {key: finding.get(key) for key in ("file", "line", "title", "kind", "severity", "confidence", "quote",
-                                               "rationale")}
+    shown = {
+        key: finding.get(key)
+        for key in ("file", "line", "title", "kind", "severity", "confidence", "quote", "rationale")
+    }
     return {
         "attempt": index,
         "index": index,
@@ -375,8 +393,21 @@ def _entry(index: int, finding: dict) -> dict:
 
 def _public(entry: dict) -> dict:
     """An entry as the result shows it (the attempt log keeps the diffs and test output in full)."""
-    keys = ("index", "file", "line", "title", "kind", "confidence", "fingerprint", "outcome", "commit", "gate", "reason",
-            "output", "gates")
+    keys = (
+        "index",
+        "file",
+        "line",
+        "title",
+        "kind",
+        "confidence",
+        "fingerprint",
+        "outcome",
+        "commit",
+        "gate",
+        "reason",
+        "output",
+        "gates",
+    )
     return {key: entry.get(key) for key in keys}
 
 
@@ -409,8 +440,13 @@ def run_apply(ctx: RunContext) -> dict:
     remove_stale_worktrees(root)
     entries: list[dict] = []
     findings = list((source.result or {}).get("findings") or [])
-    fields = {"branch": None, "base_commit": commit, "source_run_id": source.pk, "test_cmd": test_cmd,
-              "lint_cmd": lint_cmd}
+    fields = {
+        "branch": None,
+        "base_commit": commit,
+        "source_run_id": source.pk,
+        "test_cmd": test_cmd,
+        "lint_cmd": lint_cmd,
+    }
     worktree = _Worktree(root, branch, commit, Path(settings.DATA_DIR) / "apply" / f"run-{ctx.run.pk}")
     applied_any = False
     with tempfile.TemporaryDirectory(prefix="hyperguild-apply-") as scratch:
@@ -426,7 +462,9 @@ def run_apply(ctx: RunContext) -> dict:
             if lint_cmd:
                 lint_run = run_command(work, lint_cmd, ctx.cancel_check)
                 if lint_run.outcome == ProcessOutcome.CANCELLED:
-                    return ctx.result(status=Verdict.CANCELLED, message="cancelled while the baseline lint ran", **fields)
+                    return ctx.result(
+                        status=Verdict.CANCELLED, message="cancelled while the baseline lint ran", **fields
+                    )
                 lint_before = lint_count(lint_run)
             worktree.revert()
             last_tests = baseline
@@ -435,18 +473,34 @@ def run_apply(ctx: RunContext) -> dict:
                 entry = _entry(index, finding)
                 entries.append(entry)
                 if not baseline.passed:
-                    _gate(entry, GATE_TESTS, False,
-                          f"the tests fail before any patch (`{test_cmd}` exit code {baseline.exit_code}), so no "
-                          "patch can be verified")
+                    _gate(
+                        entry,
+                        GATE_TESTS,
+                        False,
+                        f"the tests fail before any patch (`{test_cmd}` exit code {baseline.exit_code}), so no "
+                        "patch can be verified",
+                    )
                     entry["output"] = _tail(baseline.output)
                     continue
                 if time.monotonic() >= deadline:
                     _gate(entry, GATE_TIME, False, "the run's time budget ran out before this finding was tried")
                     continue
                 ctx.progress(f"finding {index} of {len(findings)}: gates")
-                stopped = _try_finding(ctx, entry, finding, worktree, recorder, source, Path(scratch),
-                                       test_cmd=test_cmd, lint_cmd=lint_cmd, lint_before=lint_before,
-                                       min_confidence=min_confidence, max_lines=max_lines, shifts=shifts)
+                stopped = _try_finding(
+                    ctx,
+                    entry,
+                    finding,
+                    worktree,
+                    recorder,
+                    source,
+                    Path(scratch),
+                    test_cmd=test_cmd,
+                    lint_cmd=lint_cmd,
+                    lint_before=lint_before,
+                    min_confidence=min_confidence,
+                    max_lines=max_lines,
+                    shifts=shifts,
+                )
                 if stopped is not None:
                     return ctx.result(status=Verdict.CANCELLED, message=stopped, **fields)
                 if entry["outcome"] == APPLIED:
@@ -467,12 +521,16 @@ def run_apply(ctx: RunContext) -> dict:
             ctx.attempt_log[:] = entries
             worktree.close(keep_branch=applied_any)
     dropped = list((source.result or {}).get("dropped_findings") or [])
-    listed = [_public(entry) for entry in entries] + [_dropped_by_review(len(entries) + n, d) for n, d in enumerate(dropped, 1)]
+    listed = [_public(entry) for entry in entries] + [
+        _dropped_by_review(len(entries) + n, d) for n, d in enumerate(dropped, 1)
+    ]
     applied = [entry for entry in entries if entry["outcome"] == APPLIED]
     refused = len(listed) - len(applied)
     if applied:
-        message = (f"{len(applied)} of {len(listed)} finding(s) applied as commits on {branch} (from {commit[:12]}); "
-                   f"{refused} refused. The branch is left for you to merge.")
+        message = (
+            f"{len(applied)} of {len(listed)} finding(s) applied as commits on {branch} (from {commit[:12]}); "
+            f"{refused} refused. The branch is left for you to merge."
+        )
     elif not baseline.passed:
         message = f"nothing applied: the tests fail on {commit[:12]} before any patch (exit code {baseline.exit_code})"
     else:
@@ -495,16 +553,38 @@ def _dropped_by_review(index: int, dropped: dict) -> dict:
     gate = gate if gate in APPLY_GATE_NAMES else "quote"  # a review's own gates are all named; never an unknown one
     reason = f"dropped by the review ({gate}): {dropped.get('reason', '')}"
     return {
-        "index": index, "file": dropped.get("file"), "line": dropped.get("line"), "title": dropped.get("title"),
-        "kind": dropped.get("kind"), "confidence": dropped.get("confidence"), "fingerprint": "",
-        "outcome": REFUSED, "commit": None, "gate": gate, "reason": reason, "output": "",
+        "index": index,
+        "file": dropped.get("file"),
+        "line": dropped.get("line"),
+        "title": dropped.get("title"),
+        "kind": dropped.get("kind"),
+        "confidence": dropped.get("confidence"),
+        "fingerprint": "",
+        "outcome": REFUSED,
+        "commit": None,
+        "gate": gate,
+        "reason": reason,
+        "output": "",
         "gates": [{"gate": gate, "passed": False, "detail": reason}],
     }
 
 
-def _try_finding(ctx: RunContext, entry: dict, finding: dict, worktree: _Worktree, recorder: ChangeRecorder, source: SkillRun,
-                 scratch: Path, *, test_cmd: str, lint_cmd: str | None, lint_before: int | None,
-                 min_confidence: float, max_lines: int, shifts: dict[str, int]) -> str | None:
+def _try_finding(
+    ctx: RunContext,
+    entry: dict,
+    finding: dict,
+    worktree: _Worktree,
+    recorder: ChangeRecorder,
+    source: SkillRun,
+    scratch: Path,
+    *,
+    test_cmd: str,
+    lint_cmd: str | None,
+    lint_before: int | None,
+    min_confidence: float,
+    max_lines: int,
+    shifts: dict[str, int],
+) -> str | None:
     """Run one finding through the gates, committing or reverting it; a message if the run was cancelled."""
     confidence = finding.get("confidence")
     ok = isinstance(confidence, int | float) and not isinstance(confidence, bool) and confidence >= min_confidence
@@ -531,16 +611,23 @@ def _try_finding(ctx: RunContext, entry: dict, finding: dict, worktree: _Worktre
     # --recount: models miscount hunk lengths; --unidiff-zero: a hunk without trailing context is not pinned to
     # the end of the file (its context and removed lines must still match exactly).
     code, output = _git(worktree.folder, "apply", "--recount", "--unidiff-zero", "--whitespace=nowarn", str(patch_file))
-    if not _gate(entry, GATE_APPLY, code == 0, "git apply took the patch" if code == 0 else
-                 f"the patch does not apply to {entry['file']} at {worktree.branch}"):
+    if not _gate(
+        entry,
+        GATE_APPLY,
+        code == 0,
+        "git apply took the patch"
+        if code == 0
+        else f"the patch does not apply to {entry['file']} at {worktree.branch}",
+    ):
         entry["output"] = _tail(output)
         worktree.revert()
         return None
     # The rationale needs no run of the project's code: it comes before `tests`, so a refused patch never executes.
     code, diff_u0 = _git(work, "diff", "-U0", "--no-color", "--relative", "HEAD", "--", ".")
     patched = {path.removeprefix(worktree.prefix) for path in diff_paths(diff)}
-    problem = rationale_problem(finding, work, diff_u0 if code == 0 else "", shifts.get(str(finding["file"]), 0),
-                                patched)
+    problem = rationale_problem(
+        finding, work, diff_u0 if code == 0 else "", shifts.get(str(finding["file"]), 0), patched
+    )
     if not _gate(entry, GATE_RATIONALE, problem is None, problem or "the patch changes the cited lines"):
         entry["output"] = _tail(diff_u0)
         worktree.revert()
@@ -550,9 +637,15 @@ def _try_finding(ctx: RunContext, entry: dict, finding: dict, worktree: _Worktre
     if tests.outcome == ProcessOutcome.CANCELLED:
         worktree.revert()
         return "cancelled while the tests ran"
-    passed = _gate(entry, GATE_TESTS, tests.passed, "the tests pass (exit code 0)" if tests.passed else
-                   f"the tests fail with the patch (`{test_cmd}` exit code {tests.exit_code}"
-                   f"{', timed out' if tests.outcome == ProcessOutcome.TIMEOUT else ''})")
+    passed = _gate(
+        entry,
+        GATE_TESTS,
+        tests.passed,
+        "the tests pass (exit code 0)"
+        if tests.passed
+        else f"the tests fail with the patch (`{test_cmd}` exit code {tests.exit_code}"
+        f"{', timed out' if tests.outcome == ProcessOutcome.TIMEOUT else ''})",
+    )
     entry.update(runner_output=tests.output, test_exit_code=tests.exit_code, verified=tests.passed)
     if not passed:
         entry["output"] = _tail(tests.output)
@@ -568,8 +661,12 @@ def _try_finding(ctx: RunContext, entry: dict, finding: dict, worktree: _Worktre
             worktree.revert()
             return "cancelled while the lint command ran"
         after = lint_count(lint_run)
-        if not _gate(entry, GATE_WARNINGS, after <= (lint_before or 0),
-                     f"`{lint_cmd}` finds {after} after the patch, {lint_before} before"):
+        if not _gate(
+            entry,
+            GATE_WARNINGS,
+            after <= (lint_before or 0),
+            f"`{lint_cmd}` finds {after} after the patch, {lint_before} before",
+        ):
             entry["output"] = _tail(lint_run.output)
             worktree.revert()
             return None
@@ -578,8 +675,14 @@ def _try_finding(ctx: RunContext, entry: dict, finding: dict, worktree: _Worktre
     paths = [item["path"] for item in part["files"]]
     _git_ok(work, "add", "-A", "--", *(paths or ["."]))
     _git_ok(work, "commit", "--quiet", "--no-verify", "-m", _commit_message(entry, source, ctx.run.pk))
-    entry.update(outcome=APPLIED, gate=None, reason="every gate passed", commit=_git_ok(work, "rev-parse", "HEAD"),
-                 change=part, _tests=tests)
+    entry.update(
+        outcome=APPLIED,
+        gate=None,
+        reason="every gate passed",
+        commit=_git_ok(work, "rev-parse", "HEAD"),
+        change=part,
+        _tests=tests,
+    )
     added = sum(1 for line in part["diff"].splitlines() if line.startswith("+") and not line.startswith("+++"))
     removed = sum(1 for line in part["diff"].splitlines() if line.startswith("-") and not line.startswith("---"))
     shifts[str(finding["file"])] = shifts.get(str(finding["file"]), 0) + added - removed

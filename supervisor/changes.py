@@ -58,13 +58,15 @@ class ChangeRecorder:
         for path in paths:
             old, new = self._blob(before, path), self._blob(after, path)
             status = "added" if old is None else "deleted" if new is None else "modified"
-            files.append({
-                "path": path,
-                "status": status,
-                "before": before.hashes.get(path),
-                "after": after.hashes.get(path),
-                "binary": old is BINARY or new is BINARY,
-            })
+            files.append(
+                {
+                    "path": path,
+                    "status": status,
+                    "before": before.hashes.get(path),
+                    "after": after.hashes.get(path),
+                    "binary": old is BINARY or new is BINARY,
+                }
+            )
             parts.append(file_diff(path, old, new))
         diff, truncated = join_diffs(parts, cap=settings.SUPERVISOR_DIFF_CAP)
         return files, diff, truncated

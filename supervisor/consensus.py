@@ -76,9 +76,7 @@ def agree(root: Path, reviews: list[ReviewAnswer]) -> Consensus:
         for finding in review.grounding.kept:
             span = _span(root, finding, cache)
             kind = finding_kind(finding)
-            group = next(
-                (g for g in groups if g.file == finding["file"] and g.kind == kind and g.overlaps(span)), None
-            )
+            group = next((g for g in groups if g.file == finding["file"] and g.kind == kind and g.overlaps(span)), None)
             if group is None:
                 group = _Group(finding["file"], kind)
                 groups.append(group)
@@ -95,15 +93,17 @@ def agree(root: Path, reviews: list[ReviewAnswer]) -> Consensus:
             continue
         only = agreed[0]
         for number, finding, _span_lines in group.members:
-            dropped.append({
-                **finding,
-                "gate": GATE_CONSENSUS,
-                "review": number,
-                "reason": (
-                    f"only review {only} ({models.get(only, '')}) reported it; a consensus of {len(reviews)} keeps a "
-                    f"finding when at least {AGREEMENT} reviews agree on file, overlapping lines and kind"
-                ),
-            })
+            dropped.append(
+                {
+                    **finding,
+                    "gate": GATE_CONSENSUS,
+                    "review": number,
+                    "reason": (
+                        f"only review {only} ({models.get(only, '')}) reported it; a consensus of {len(reviews)} keeps a "
+                        f"finding when at least {AGREEMENT} reviews agree on file, overlapping lines and kind"
+                    ),
+                }
+            )
     return Consensus(Grounding(kept=kept, dropped=dropped), _verdict(reviews, kept), _summary(reviews))
 
 

@@ -68,12 +68,44 @@ PARSE_LIMIT = 16 * 1024 * 1024
 # tokens, BRAIN_EMBED_API_KEY, LLM keys…). SUPERVISOR_WORKER_ENV_ALLOW adds
 # names (NAME* for a prefix). Documented in docs/supervisor.md, "Worker environment".
 ENV_ALLOW = (
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ",
-    "TMPDIR", "TEMP", "TMP", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME",
-    "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
-    "GOPATH", "GOROOT", "GOCACHE", "GOMODCACHE", "GOFLAGS", "CARGO_HOME", "RUSTUP_HOME",
-    "JAVA_HOME", "NVM_DIR", "PYENV_ROOT", "VIRTUAL_ENV",
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "TEMP",
+    "TMP",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "GOPATH",
+    "GOROOT",
+    "GOCACHE",
+    "GOMODCACHE",
+    "GOFLAGS",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "JAVA_HOME",
+    "NVM_DIR",
+    "PYENV_ROOT",
+    "VIRTUAL_ENV",
 )
 # Only the `claude` worker (never a test command) also gets its own credentials and settings.
 WORKER_ENV_ALLOW = ("ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_*")
@@ -90,6 +122,7 @@ def register_worker_env(provider: WorkerEnvProvider) -> None:
     """Add `provider()`'s variables to every worker's environment (not to test commands)."""
     if provider not in _WORKER_ENV_PROVIDERS:
         _WORKER_ENV_PROVIDERS.append(provider)
+
 
 # The SkillRun the current thread works for (set by supervisor.tasks.run_skill): slots and
 # process groups are recorded on it, so the reaper can find them if this process dies.
@@ -365,7 +398,9 @@ def run_process(
     if on_start is not None:
         on_start(process.pid)
     if input_text is not None:
-        threading.Thread(target=_feed, args=(process.stdin, input_text), daemon=True, name=f"stdin-{process.pid}").start()
+        threading.Thread(
+            target=_feed, args=(process.stdin, input_text), daemon=True, name=f"stdin-{process.pid}"
+        ).start()
     assert process.stdout is not None  # stdout=PIPE
     drains = [_Drain(process.stdout, f"stdout-{process.pid}")]
     if not merge_stderr:
@@ -421,17 +456,35 @@ def _feed(pipe: IO[bytes], text: str) -> None:
 # retrying it burns the attempts and hides the cause, so the run ends at once
 # (status "unavailable" here, `error` on the skill result) with the CLI's words.
 _INFRASTRUCTURE = (
-    ("not logged in", re.compile(r"not logged in|please run /login|invalid api key|authentication_error|"
-                                 r"oauth token (has )?expired|credit balance is too low", re.I)),
-    ("rate-limited", re.compile(r"rate.?limit|usage limit|too many requests|\b429\b|overloaded_error|"
-                                r"\b529\b|limit reached", re.I)),
-    ("cannot reach its API", re.compile(r"ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|connection error|"
-                                        r"unable to connect|network (error|is unreachable)|getaddrinfo", re.I)),
+    (
+        "not logged in",
+        re.compile(
+            r"not logged in|please run /login|invalid api key|authentication_error|"
+            r"oauth token (has )?expired|credit balance is too low",
+            re.I,
+        ),
+    ),
+    (
+        "rate-limited",
+        re.compile(
+            r"rate.?limit|usage limit|too many requests|\b429\b|overloaded_error|"
+            r"\b529\b|limit reached",
+            re.I,
+        ),
+    ),
+    (
+        "cannot reach its API",
+        re.compile(
+            r"ECONNREFUSED|ENOTFOUND|ETIMEDOUT|EAI_AGAIN|connection error|"
+            r"unable to connect|network (error|is unreachable)|getaddrinfo",
+            re.I,
+        ),
+    ),
 )
 
 
 def infrastructure_problem(text: str) -> str | None:
-    """"not logged in" / "rate-limited" / "cannot reach its API" when the CLI's output says so, else None."""
+    """ "not logged in" / "rate-limited" / "cannot reach its API" when the CLI's output says so, else None."""
     for label, pattern in _INFRASTRUCTURE:
         if pattern.search(text or ""):
             return label
@@ -455,7 +508,9 @@ def parse_envelope(stdout: str) -> dict | None:
         else:
             return None
     if isinstance(value, list):  # stream-style output: the last "result" event
-        value = next((item for item in reversed(value) if isinstance(item, dict) and item.get("type") == "result"), None)
+        value = next(
+            (item for item in reversed(value) if isinstance(item, dict) and item.get("type") == "result"), None
+        )
     return value if isinstance(value, dict) else None
 
 
@@ -527,9 +582,7 @@ def _judge_answer(result: WorkerResult, process: ProcessResult, schema: dict) ->
         return
     if process.outcome == ProcessOutcome.IDLE:
         result.status = WorkerStatus.TIMEOUT
-        result.message = (
-            f"the worker printed nothing for SUPERVISOR_IDLE_TIMEOUT ({settings.SUPERVISOR_IDLE_TIMEOUT} s) and was killed"
-        )
+        result.message = f"the worker printed nothing for SUPERVISOR_IDLE_TIMEOUT ({settings.SUPERVISOR_IDLE_TIMEOUT} s) and was killed"
         return
     if process.outcome == ProcessOutcome.CANCELLED:
         result.status, result.message = WorkerStatus.CANCELLED, "the call was cancelled; the worker was killed"
@@ -539,13 +592,23 @@ def _judge_answer(result: WorkerResult, process: ProcessResult, schema: dict) ->
     result.envelope = envelope = parse_envelope(stdout)
     if envelope is None:
         problem = infrastructure_problem(stdout + "\n" + stderr) if code != 0 else None
-        _failed(result, problem, code, said=stderr or stdout,
-                otherwise=f"the worker exited with code {code} without printing the JSON result")
+        _failed(
+            result,
+            problem,
+            code,
+            said=stderr or stdout,
+            otherwise=f"the worker exited with code {code} without printing the JSON result",
+        )
         return
     if envelope.get("is_error") or code != 0:
         detail = str(envelope.get("result") or envelope.get("subtype") or "")
-        _failed(result, infrastructure_problem(f"{detail}\n{stderr}"), code, said=detail or stderr,
-                otherwise=f"the worker reported an error (exit code {code}): {excerpt(detail, 500)}")
+        _failed(
+            result,
+            infrastructure_problem(f"{detail}\n{stderr}"),
+            code,
+            said=detail or stderr,
+            otherwise=f"the worker reported an error (exit code {code}): {excerpt(detail, 500)}",
+        )
         return
     structured = envelope.get("structured_output")
     try:
@@ -558,7 +621,9 @@ def _judge_answer(result: WorkerResult, process: ProcessResult, schema: dict) ->
             result.message = f"the worker's answer {exc.problem}"
 
 
-def _failed(result: WorkerResult, infrastructure: str | None, exit_code: int | None, *, said: str, otherwise: str) -> None:
+def _failed(
+    result: WorkerResult, infrastructure: str | None, exit_code: int | None, *, said: str, otherwise: str
+) -> None:
     """Unavailable, quoting what the CLI `said`, when it could not work at all (`infrastructure`); else an error."""
     if infrastructure is None:
         result.status, result.message = WorkerStatus.ERROR, otherwise

@@ -51,9 +51,44 @@ _SPACE = re.compile(r"\s+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Words that say nothing about which code a bug is in (keywords of the usual languages).
 _NOT_IDENTIFIERS = set(keyword.kwlist) | {
-    "self", "cls", "def", "func", "function", "return", "var", "let", "const", "int", "str", "string", "bool",
-    "true", "false", "null", "nil", "none", "this", "new", "public", "private", "static", "void", "fn", "if",
-    "else", "for", "while", "import", "from", "package", "err", "error", "len", "range", "print", "append",
+    "self",
+    "cls",
+    "def",
+    "func",
+    "function",
+    "return",
+    "var",
+    "let",
+    "const",
+    "int",
+    "str",
+    "string",
+    "bool",
+    "true",
+    "false",
+    "null",
+    "nil",
+    "none",
+    "this",
+    "new",
+    "public",
+    "private",
+    "static",
+    "void",
+    "fn",
+    "if",
+    "else",
+    "for",
+    "while",
+    "import",
+    "from",
+    "package",
+    "err",
+    "error",
+    "len",
+    "range",
+    "print",
+    "append",
 }
 
 
@@ -156,11 +191,11 @@ def _check(root: Path, finding: dict, cache: dict, min_confidence: float) -> dic
     if not isinstance(quote, str) or not quote.strip():
         raise _Dropped(GATE_QUOTE, "no quote: a finding must quote the code it is about")
     if len(_SPACE.sub("", quote)) < QUOTE_MIN_CHARS:
-        raise _Dropped(GATE_QUOTE, f"the quote {quote!r} is too short to ground anything (< {QUOTE_MIN_CHARS} characters)")
-    if not quote_found(lines, line, quote):
         raise _Dropped(
-            GATE_QUOTE, f"the quoted code is not in {file_text} within {QUOTE_WINDOW} lines of line {line}"
+            GATE_QUOTE, f"the quote {quote!r} is too short to ground anything (< {QUOTE_MIN_CHARS} characters)"
         )
+    if not quote_found(lines, line, quote):
+        raise _Dropped(GATE_QUOTE, f"the quoted code is not in {file_text} within {QUOTE_WINDOW} lines of line {line}")
     if not str(finding.get("rationale") or "").strip():
         raise _Dropped(GATE_RATIONALE, "no rationale: a finding must say why it is a problem")
     confidence = finding.get("confidence")
@@ -195,11 +230,7 @@ def patch_size(suggestion: str) -> int:
     diff = suggested_diff(suggestion)
     if diff is None:
         return len([line for line in str(suggestion or "").splitlines() if line.strip()])
-    return sum(
-        1
-        for line in diff.splitlines()
-        if line[:1] in ("+", "-") and not _DIFF_FILE_HEADER.match(line)
-    )
+    return sum(1 for line in diff.splitlines() if line[:1] in ("+", "-") and not _DIFF_FILE_HEADER.match(line))
 
 
 def finding_kind(finding: dict) -> str:
@@ -273,9 +304,7 @@ def fingerprint(finding: dict) -> str:
 def review_verified(grounding: Grounding, verdict: str) -> tuple[bool, str]:
     """(verified, why) for a review: it must not rest on dropped findings alone."""
     if grounding.all_dropped:
-        return False, (
-            f"not verified: all {len(grounding.dropped)} finding(s) were dropped ({grounding.reasons()})"
-        )
+        return False, (f"not verified: all {len(grounding.dropped)} finding(s) were dropped ({grounding.reasons()})")
     if verdict == "request_changes" and not grounding.kept:
         return False, "not verified: the verdict asks for changes but no grounded finding says which"
     message = f"{len(grounding.kept)} grounded finding(s)"

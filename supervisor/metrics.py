@@ -14,7 +14,9 @@ def skill_run_metrics() -> Iterable[Metric]:
     # A gauge read from the records (not a counter kept in memory): every web process answers the same
     # figure, and the figure survives restarts. Prometheus' increase() works on it all the same.
     runs = GaugeMetricFamily(
-        "hyperguild_skill_runs", "Skill runs recorded, by skill, endpoint and status", labels=["skill", "endpoint", "status"]
+        "hyperguild_skill_runs",
+        "Skill runs recorded, by skill, endpoint and status",
+        labels=["skill", "endpoint", "status"],
     )
     for row in SkillRun.objects.values("skill", "endpoint", "status").annotate(n=Count("id")).order_by():
         runs.add_metric([row["skill"], row["endpoint"], row["status"]], row["n"])

@@ -92,7 +92,9 @@ class SkillRun(models.Model):
     # process group of what it runs now (claude or a test command), the worker slot it holds.
     worker_host = models.CharField(max_length=255, blank=True, default="")
     worker_pid = models.IntegerField(null=True, blank=True)
-    worker_pgid = models.IntegerField(null=True, blank=True, help_text="process group of the running claude / test command")
+    worker_pgid = models.IntegerField(
+        null=True, blank=True, help_text="process group of the running claude / test command"
+    )
     worker_slot = models.PositiveSmallIntegerField(null=True, blank=True, help_text="SUPERVISOR_MAX_WORKERS slot held")
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -174,7 +176,10 @@ class RoutingEntryQuerySet(models.QuerySet):
             .order_by("skill")
         }
         retries = dict(
-            self.filter(reason=RoutingEntry.Reason.FAIL_OPEN).values_list("skill").annotate(n=Count("id")).order_by("skill")
+            self.filter(reason=RoutingEntry.Reason.FAIL_OPEN)
+            .values_list("skill")
+            .annotate(n=Count("id"))
+            .order_by("skill")
         )
         outages = dict(self.outages().values_list("skill").annotate(n=Count("id")).order_by("skill"))
         counted: dict[str, dict] = {}
@@ -196,10 +201,18 @@ class RoutingEntryQuerySet(models.QuerySet):
                 "outages": outages.get(name, 0),
             }
         for name, count in outages.items():  # a skill that only ever met outages still shows them
-            figures.setdefault(name, {
-                "calls": 0, "pass_rate": None, "router_pass_rate": None, "calls_by_model": {}, "fast_share": None,
-                "fail_open_retries": retries.get(name, 0), "outages": count,
-            })  # fmt: skip
+            figures.setdefault(
+                name,
+                {
+                    "calls": 0,
+                    "pass_rate": None,
+                    "router_pass_rate": None,
+                    "calls_by_model": {},
+                    "fast_share": None,
+                    "fail_open_retries": retries.get(name, 0),
+                    "outages": count,
+                },
+            )
         return figures
 
     def per_model_figures(self) -> dict[str, dict]:
@@ -228,9 +241,12 @@ class RoutingEntryQuerySet(models.QuerySet):
     def router_pass_rate_buckets(self, trunc: type[TruncBase]) -> list[dict]:
         """{skill, bucket, passed, total} per skill and time bucket (`trunc`: TruncHour/TruncDay), on router choices."""
         return list(
-            self.router_choices().annotate(bucket=trunc("created_at")).values("skill", "bucket").order_by()
+            self.router_choices()
+            .annotate(bucket=trunc("created_at"))
+            .values("skill", "bucket")
+            .order_by()
             .annotate(passed=Count("id", filter=Q(status=RoutingEntry.Status.PASS)), total=Count("id"))
-        )  # fmt: skip
+        )
 
     def figures(self, fast_model: str) -> dict:
         """Every routing figure for the entries in this queryset (see the definitions above)."""

@@ -18,6 +18,9 @@ def run_note_check(root: Path, command: str) -> CheckResult:
     began = time.monotonic()
     run = run_command(root, command)
     return CheckResult(
-        passed=run.passed, exit_code=run.exit_code, outcome=str(run.outcome), output=run.output,
+        passed=run.passed,
+        exit_code=run.exit_code,
+        outcome=str(run.outcome),
+        output=run.output,
         seconds=time.monotonic() - began,
-    )  # fmt: skip
+    )

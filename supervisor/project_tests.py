@@ -26,7 +26,17 @@ from supervisor import executor
 from supervisor.executor import ProcessOutcome
 
 # Directories whose content never counts as "the worker wrote something".
-_IGNORED_DIRS = {".git", "__pycache__", ".pytest_cache", "node_modules", ".venv", "venv", "target", "_build", ".mypy_cache"}
+_IGNORED_DIRS = {
+    ".git",
+    "__pycache__",
+    ".pytest_cache",
+    "node_modules",
+    ".venv",
+    "venv",
+    "target",
+    "_build",
+    ".mypy_cache",
+}
 _SNAPSHOT_LIMIT = 20000
 
 # Red and refactor start from a passing suite: otherwise a red run could be "verified"

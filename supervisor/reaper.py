@@ -125,7 +125,8 @@ def reap_run(run: SkillRun) -> SkillRun | None:
     if why is None:
         return None
     return stop_run(
-        run, status=SkillRun.Status.ERROR,
+        run,
+        status=SkillRun.Status.ERROR,
         message=f"the run was abandoned: {why}; its worker process group was killed",
     )
 

@@ -260,7 +260,9 @@ def route(
         if pathway is not None and decision.reason != RoutingEntry.Reason.OVERRIDE:
             # An outage says nothing about the model either.
             outcomes = [
-                (entry.model, result.passed) for entry, result in zip(entries, attempts, strict=True) if not result.outage
+                (entry.model, result.passed)
+                for entry, result in zip(entries, attempts, strict=True)
+                if not result.outage
             ]
             do_record_pathway_outcome(pathway, outcomes, entries)
 
@@ -325,10 +327,16 @@ def llm_attempt(
         started = time.monotonic()
         result: ChatResult | None
         try:
-            data, result = client.chat_json(messages, model=model, schema=schema, max_tokens=max_tokens, purpose=purpose)
+            data, result = client.chat_json(
+                messages, model=model, schema=schema, max_tokens=max_tokens, purpose=purpose
+            )
         except LLMBadResponse as exc:
             result = getattr(exc, "result", None)
-            what = "the answer was cut at the token limit" if isinstance(exc, LLMTruncated) else "the answer failed validation"
+            what = (
+                "the answer was cut at the token limit"
+                if isinstance(exc, LLMTruncated)
+                else "the answer failed validation"
+            )
             return Attempt(
                 RoutingEntry.Status.FAIL,
                 error=f"{what}: {exc}",
@@ -341,15 +349,22 @@ def llm_attempt(
         except LLMUnavailable as exc:
             # Unreachable, timed out, 5xx: the model never got its chance; not counted in its pass rate.
             return Attempt(
-                RoutingEntry.Status.OUTAGE, error=str(exc), latency_ms=_ms_since(started), request=messages,
+                RoutingEntry.Status.OUTAGE,
+                error=str(exc),
+                latency_ms=_ms_since(started),
+                request=messages,
                 model_calls=_call_ids(exc),
-            )  # fmt: skip
+            )
         except LLMError as exc:
             # Unknown model, bad key: for the router this model failed the call.
             return Attempt(
-                RoutingEntry.Status.FAIL, error=str(exc), latency_ms=_ms_since(started), request=messages,
-                model_calls=_call_ids(exc), rejected=isinstance(exc, LLMRejected),
-            )  # fmt: skip
+                RoutingEntry.Status.FAIL,
+                error=str(exc),
+                latency_ms=_ms_since(started),
+                request=messages,
+                model_calls=_call_ids(exc),
+                rejected=isinstance(exc, LLMRejected),
+            )
         problem = check(data) if check else None
         if problem and result.call_id is not None:
             mark_model_call(result.call_id, ModelCall.Outcome.BAD_OUTPUT, f"the answer failed a check: {problem}")

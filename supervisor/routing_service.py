@@ -227,8 +227,13 @@ def multi_attempt(
             texts.append(one.response)
             if not one.passed:
                 return Attempt(
-                    one.status, error=f"part {number} of {len(calls)}: {one.error}", latency_ms=latency,
-                    usage=usage or None, request=request, response="\n\n".join(texts), model_calls=call_ids,
+                    one.status,
+                    error=f"part {number} of {len(calls)}: {one.error}",
+                    latency_ms=latency,
+                    usage=usage or None,
+                    request=request,
+                    response="\n\n".join(texts),
+                    model_calls=call_ids,
                     rejected=one.rejected,
                 )
             answers.append(one.data)
@@ -267,13 +272,14 @@ def seen_here_before(skill_area: PathwayKey) -> str:
     ]
     for item in items:
         where = f"{item.get('file')}:{item.get('line')}" if item.get("file") else "?"
-        lines.append(f"- {item['fingerprint']} ({item.get('count', 1)}x; last: \"{item.get('title', '')}\" at {where})")
+        lines.append(f'- {item["fingerprint"]} ({item.get("count", 1)}x; last: "{item.get("title", "")}" at {where})')
     return "\n".join(lines)
 
 
 def remember_fingerprints(key: PathwayKey, findings: list[ResultFinding]) -> None:
     found = [
-        {"fingerprint": fingerprint(_plain(f)), "title": f.title[:200], "file": f.file, "line": f.line} for f in findings
+        {"fingerprint": fingerprint(_plain(f)), "title": f.title[:200], "file": f.file, "line": f.line}
+        for f in findings
     ]
     do_add_pathway_fingerprints(key, found)
 
@@ -372,12 +378,16 @@ def review_calls(
         progress(f"tree-split: summarising {len(parts)} parts of {name}")
         summaries = tree_split.summarise_parts(client, name, parts)
         for index in range(len(parts)):
-            body = preface + diff_block + [
-                f"{name} is long: it is reviewed in {len(parts)} parts. Review only the real code of this part; "
-                "the scratchpad tells you what the other parts hold, so do not report something as missing "
-                "when the scratchpad says it is elsewhere.",
-                tree_split.part_block(name, parts, summaries, index),
-            ]
+            body = (
+                preface
+                + diff_block
+                + [
+                    f"{name} is long: it is reviewed in {len(parts)} parts. Review only the real code of this part; "
+                    "the scratchpad tells you what the other parts hold, so do not report something as missing "
+                    "when the scratchpad says it is elsewhere.",
+                    tree_split.part_block(name, parts, summaries, index),
+                ]
+            )
             calls.append([system, {"role": "user", "content": "\n\n".join(body)}])
             diff_block = []
     return calls
@@ -419,50 +429,64 @@ def review(params: ReviewInput, progress: Progress, cancelled: Cancelled, reques
         preface.append(f"Focus: {params.focus}")
     calls = review_calls(client, params, files, diff, preface, lambda text: progress(0, 1, text))
     attempt = multi_attempt(
-        client, calls, skills.worker_schema("review"), review_check(root), merge_reviews,
-        max_tokens=settings.LLM_MAX_TOKENS_REVIEW, purpose="review",
-    )  # fmt: skip
+        client,
+        calls,
+        skills.worker_schema("review"),
+        review_check(root),
+        merge_reviews,
+        max_tokens=settings.LLM_MAX_TOKENS_REVIEW,
+        purpose="review",
+    )
     if (params.consensus or 1) > 1:
         return _consensus_review(params, progress, cancelled, root, attempt, pathway, started, requested_by)
     progress(0, 1, "asking the routed model")
     try:
         routed = route(
-            "review", attempt, override=params.model, session_id=params.session_id or "",
-            cancelled=cancelled, pathway=pathway, requested_by=requested_by,
+            "review",
+            attempt,
+            override=params.model,
+            session_id=params.session_id or "",
+            cancelled=cancelled,
+            pathway=pathway,
+            requested_by=requested_by,
         )
     except RoutingFailed as exc:
         answer = _grounded_answer(exc)
         # The models answered, but nothing they said is grounded: a review, verified false.
-        return _review_result(skills.build_result(
-            "review",
-            status=Verdict.FAIL,
-            verified=False,
-            model_used=exc.entries[-1].model,
-            attempts=len(exc.entries),
-            duration_ms=int((time.monotonic() - started) * 1000),
-            findings=answer.findings,
-            verdict=answer.verdict,
-            dropped_findings=answer.dropped_findings,
-            summary=answer.summary,
-            reviewed_commit=head_commit(root),
-            message="not verified: no model gave a grounded review. "
-            + " Then ".join(f"{entry.model} ({entry.reason}): {entry.error}" for entry in exc.entries),
-        ))
+        return _review_result(
+            skills.build_result(
+                "review",
+                status=Verdict.FAIL,
+                verified=False,
+                model_used=exc.entries[-1].model,
+                attempts=len(exc.entries),
+                duration_ms=int((time.monotonic() - started) * 1000),
+                findings=answer.findings,
+                verdict=answer.verdict,
+                dropped_findings=answer.dropped_findings,
+                summary=answer.summary,
+                reviewed_commit=head_commit(root),
+                message="not verified: no model gave a grounded review. "
+                + " Then ".join(f"{entry.model} ({entry.reason}): {entry.error}" for entry in exc.entries),
+            )
+        )
     review = GroundedReview.model_validate(routed.data)
     remember_fingerprints(pathway, review.findings)
     split = f" Tree-split into {len(calls)} calls." if len(calls) > 1 else ""
-    return _review_result(routed_result(
-        "review",
-        routed,
-        started,
-        verified=True,
-        findings=review.findings,
-        verdict=review.verdict,
-        dropped_findings=review.dropped_findings,
-        summary=review.summary,
-        reviewed_commit=head_commit(root),
-        message=f"{len(review.findings)} grounded findings, {len(review.dropped_findings)} dropped.{split}",
-    ))
+    return _review_result(
+        routed_result(
+            "review",
+            routed,
+            started,
+            verified=True,
+            findings=review.findings,
+            verdict=review.verdict,
+            dropped_findings=review.dropped_findings,
+            summary=review.summary,
+            reviewed_commit=head_commit(root),
+            message=f"{len(review.findings)} grounded findings, {len(review.dropped_findings)} dropped.{split}",
+        )
+    )
 
 
 def _review_result(result: SkillResult | dict[str, Any]) -> ReviewResult:
@@ -481,8 +505,14 @@ def _grounded_answer(exc: RoutingFailed) -> GroundedReview:
 
 
 def _consensus_review(
-    params: ReviewInput, progress: Progress, cancelled: Cancelled, root: Path, attempt: Callable[[str], Attempt],
-    pathway: PathwayKey, started: float, requested_by: Any = None,
+    params: ReviewInput,
+    progress: Progress,
+    cancelled: Cancelled,
+    root: Path,
+    attempt: Callable[[str], Attempt],
+    pathway: PathwayKey,
+    started: float,
+    requested_by: Any = None,
 ) -> ReviewResult:
     """`consensus` independent routed reviews (each a routed call with its entries and pathway count), then agreement.
 
@@ -497,8 +527,13 @@ def _consensus_review(
         progress(number - 1, count, f"review {number} of {count}: asking the routed model")
         try:
             routed = route(
-                "review", attempt, override=override, session_id=params.session_id or "",
-                cancelled=cancelled, pathway=pathway, requested_by=requested_by,
+                "review",
+                attempt,
+                override=override,
+                session_id=params.session_id or "",
+                cancelled=cancelled,
+                pathway=pathway,
+                requested_by=requested_by,
             )
             answer = GroundedReview.model_validate(routed.data)
             model, used = routed.entry.model, routed.attempts
@@ -515,20 +550,22 @@ def _consensus_review(
     verified, why = review_verified(outcome.grounding, outcome.verdict)
     agreed = [ResultFinding.model_validate(finding) for finding in outcome.grounding.kept]
     remember_fingerprints(pathway, agreed)
-    return _review_result(skills.build_result(
-        "review",
-        status=Verdict.PASS if verified else Verdict.FAIL,
-        verified=verified,
-        model_used=", ".join(dict.fromkeys(models)),
-        attempts=attempts,
-        duration_ms=int((time.monotonic() - started) * 1000),
-        findings=agreed,
-        verdict=outcome.verdict,
-        dropped_findings=outcome.grounding.dropped,
-        summary=outcome.summary,
-        reviewed_commit=head_commit(root),
-        message=f"consensus of {count} routed reviews ({', '.join(models)}): {why}",
-    ))
+    return _review_result(
+        skills.build_result(
+            "review",
+            status=Verdict.PASS if verified else Verdict.FAIL,
+            verified=verified,
+            model_used=", ".join(dict.fromkeys(models)),
+            attempts=attempts,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            findings=agreed,
+            verdict=outcome.verdict,
+            dropped_findings=outcome.grounding.dropped,
+            summary=outcome.summary,
+            reviewed_commit=head_commit(root),
+            message=f"consensus of {count} routed reviews ({', '.join(models)}): {why}",
+        )
+    )
 
 
 def _table_lists_consensus() -> bool:
@@ -650,13 +687,22 @@ def debug(
         },
     ]
     attempt = llm_attempt(
-        client, messages, skills.worker_schema("debug"), debug_check(root), max_tokens=settings.LLM_MAX_TOKENS_DEBUG,
+        client,
+        messages,
+        skills.worker_schema("debug"),
+        debug_check(root),
+        max_tokens=settings.LLM_MAX_TOKENS_DEBUG,
         purpose="debug",
-    )  # fmt: skip
+    )
     progress(1, 2, "asking the routed model")
     routed = route(
-        "debug", attempt, override=params.model, session_id=params.session_id or "",
-        cancelled=cancelled, pathway=pathway, requested_by=requested_by,
+        "debug",
+        attempt,
+        override=params.model,
+        session_id=params.session_id or "",
+        cancelled=cancelled,
+        pathway=pathway,
+        requested_by=requested_by,
     )
     diagnosis = GroundedDiagnosis.model_validate(routed.data)
     remember_fingerprints(pathway, diagnosis.findings)

@@ -25,8 +25,13 @@ routing = register_endpoint(
         instructions="Skills answered by a fast or a thinking model, chosen by each skill's observed pass rate.",
     )
 )
-register_right("routing:run", scope="routing:run", permission="supervisor.run_skill", roles=(OPERATOR,),
-               description="run the routed skills on /mcp/routing and read GET /routing/stats")
+register_right(
+    "routing:run",
+    scope="routing:run",
+    permission="supervisor.run_skill",
+    roles=(OPERATOR,),
+    description="run the routed skills on /mcp/routing and read GET /routing/stats",
+)
 routing.translate_errors(SupervisorError)  # RootRefused, RoutingFailed, GatewayMissing reach the caller as tool errors
 
 # A tool that asks the model the router picks: it reaches outside (open world) and may take minutes.

@@ -101,9 +101,13 @@ class RunContext:
         return worker
 
     def _spawn(
-        self, prompt: str, model: str, cwd: Path, waiting: Callable[[float], None],
+        self,
+        prompt: str,
+        model: str,
+        cwd: Path,
+        waiting: Callable[[float], None],
         gateway_env: dict[str, str | None],
-    ) -> executor.WorkerResult:  # fmt: skip
+    ) -> executor.WorkerResult:
         return executor.run_worker(
             prompt=prompt,
             schema=worker_schema(self.skill),
@@ -152,16 +156,20 @@ def record_worker_call(worker: executor.WorkerResult, *, model: str, prompt: str
         return  # it never started (no free slot, no binary, cancelled first): no call was made
     usage = ((worker.envelope or {}).get("usage") or {}) if isinstance(worker.envelope, dict) else {}
     record_model_call(
-        provider=ModelCall.Provider.CLAUDE, endpoint=" ".join(worker.argv[:2]) or settings.CLAUDE_BINARY,
-        model=model or "", purpose=purpose, request={"argv": worker.argv, "prompt": prompt},
+        provider=ModelCall.Provider.CLAUDE,
+        endpoint=" ".join(worker.argv[:2]) or settings.CLAUDE_BINARY,
+        model=model or "",
+        purpose=purpose,
+        request={"argv": worker.argv, "prompt": prompt},
         response=worker.stdout + (f"\n[stderr]\n{worker.stderr}" if worker.stderr else ""),
-        outcome=_WORKER_OUTCOMES.get(worker.status, ModelCall.Outcome.BAD_OUTPUT), error=worker.message,
-        latency_ms=worker.duration_ms, finish_reason=str((worker.envelope or {}).get("subtype") or "")
-        if isinstance(worker.envelope, dict) else "",
+        outcome=_WORKER_OUTCOMES.get(worker.status, ModelCall.Outcome.BAD_OUTPUT),
+        error=worker.message,
+        latency_ms=worker.duration_ms,
+        finish_reason=str((worker.envelope or {}).get("subtype") or "") if isinstance(worker.envelope, dict) else "",
         input_tokens=usage.get("input_tokens") if isinstance(usage.get("input_tokens"), int) else None,
         output_tokens=usage.get("output_tokens") if isinstance(usage.get("output_tokens"), int) else None,
         reported_cost_usd=_reported_cost(worker.envelope),
-    )  # fmt: skip
+    )
 
 
 def _reported_cost(envelope: object) -> float | None:
@@ -170,7 +178,9 @@ def _reported_cost(envelope: object) -> float | None:
     return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0 else None
 
 
-def run_worker_skill(run: SkillRun, progress: ReportProgress, cancel_check: Callable[[], bool]) -> tuple[dict, RunContext]:
+def run_worker_skill(
+    run: SkillRun, progress: ReportProgress, cancel_check: Callable[[], bool]
+) -> tuple[dict, RunContext]:
     ctx = RunContext(run, progress, cancel_check)
     try:
         runner = RUNNERS.get(ctx.spec.runner or "")  # a skill without a runner has none
@@ -278,8 +288,16 @@ def run_tdd(ctx: RunContext) -> dict:
                 record_change()
                 return ctx.result(status=Verdict.CANCELLED, message="cancelled while the tests ran", attempts=attempt)
             verified, why = judge_tdd_attempt(expect, last_run, changed, attempt)
-            ctx.log(attempt, worker, verified=verified, reason=why, test_exit_code=last_run.exit_code,
-                    runner_output=last_run.output, files_changed=changed, change=part)
+            ctx.log(
+                attempt,
+                worker,
+                verified=verified,
+                reason=why,
+                test_exit_code=last_run.exit_code,
+                runner_output=last_run.output,
+                files_changed=changed,
+                change=part,
+            )
             if verified:
                 record_change()
                 return ctx.result(
@@ -393,14 +411,17 @@ def _consensus_review(ctx: RunContext, root: Path, task: str, count: int, review
         ctx.log(number, worker, model=model)
         stopped = _worker_stopped(ctx, worker, number)
         if stopped is None and worker.status != WorkerStatus.OK:
-            stopped = ctx.result(status=Verdict.ERROR, message=f"review {number} of {count} ({model}): {worker.message}",
-                                 attempts=number)
+            stopped = ctx.result(
+                status=Verdict.ERROR, message=f"review {number} of {count} ({model}): {worker.message}", attempts=number
+            )
         if stopped is not None:
             return stopped
         report = worker.report or {}
         grounding = ground_findings(root, report.get("findings", []))
         ctx.attempt_log[-1].update(kept_findings=len(grounding.kept), dropped_findings=len(grounding.dropped))
-        reviews.append(ReviewAnswer(number, model, grounding, report.get("verdict", "comment"), report.get("summary", "")))
+        reviews.append(
+            ReviewAnswer(number, model, grounding, report.get("verdict", "comment"), report.get("summary", ""))
+        )
     outcome = agree(root, reviews)
     verified, message = review_verified(outcome.grounding, outcome.verdict)
     result = ctx.result(
@@ -437,8 +458,15 @@ def run_debug(ctx: RunContext) -> dict:
     rerun = run_command(root, args["failing_cmd"], ctx.cancel_check)
     passes = rerun.passed
     ctx.change = recorder.record(test_cmd=args["failing_cmd"], before=None, after=rerun)
-    ctx.log(1, worker, verified=passes, test_exit_code=rerun.exit_code, runner_output=rerun.output, files_changed=changed,
-            change=part)
+    ctx.log(
+        1,
+        worker,
+        verified=passes,
+        test_exit_code=rerun.exit_code,
+        runner_output=rerun.output,
+        files_changed=changed,
+        change=part,
+    )
     if worker.status != WorkerStatus.OK:
         status, message = Verdict.ERROR, worker.message
     elif passes:
@@ -469,8 +497,10 @@ def run_spec(ctx: RunContext) -> dict:
         return stopped
     report = worker.report or {}
     criteria = report.get("acceptance_criteria", [])
-    body = report["spec"].rstrip() + "\n\n## Acceptance criteria\n\n" + "\n".join(
-        f"{number}. {text}" for number, text in enumerate(criteria, 1)
+    body = (
+        report["spec"].rstrip()
+        + "\n\n## Acceptance criteria\n\n"
+        + "\n".join(f"{number}. {text}" for number, text in enumerate(criteria, 1))
     )
     note_id, note_message = _write_spec_note(report["title"], body, ctx)
     return ctx.result(
@@ -495,9 +525,13 @@ def _write_spec_note(title: str, body: str, ctx: RunContext) -> tuple[int | None
         return None, f" (not saved to the brain: {author.get_username()}'s role cannot write raw notes)"
     try:
         note = do_write_raw_note(
-            title=text["title"], body=text["body"], source="spec", provenance=provenance,
-            session_id=ctx.run.session_id or "", user=author,
-        )  # fmt: skip
+            title=text["title"],
+            body=text["body"],
+            source="spec",
+            provenance=provenance,
+            session_id=ctx.run.session_id or "",
+            user=author,
+        )
     except Exception as exc:  # noqa: BLE001 - the spec itself is still returned
         return None, f" (writing the raw note failed: {exc})"
     return note.pk, " and saved to the brain as a raw note"

@@ -58,7 +58,9 @@ def check_command_right(arguments: dict, identity: Identity | None) -> None:
     given = [name for name in COMMAND_ARGUMENTS if arguments.get(name)]
     if not given or identity is None:
         return
-    refusal = permission_refusal(identity, "supervisor:commands", what=f"a command in the arguments ({', '.join(given)})")
+    refusal = permission_refusal(
+        identity, "supervisor:commands", what=f"a command in the arguments ({', '.join(given)})"
+    )
     if refusal:
         raise ArgumentRefused(refusal)
 

@@ -63,6 +63,7 @@ STATUSES = [verdict.value for verdict in Verdict if verdict is not Verdict.CANCE
 
 # --- the parts the models are made of --------------------------------------------------------
 
+
 def _null() -> None:
     return None
 
@@ -79,10 +80,11 @@ def nullable(description: str | None = None) -> Any:
 ProjectRoot = Annotated[
     str,
     Field(
-        min_length=1, max_length=1000,
+        min_length=1,
+        max_length=1000,
         description="absolute path of the project; must lie under SUPERVISOR_ALLOWED_ROOTS",
     ),
-]  # fmt: skip
+]
 ModelName = Annotated[str, Field(min_length=1, max_length=200, description="model override (else the model table)")]
 SessionId = Annotated[
     str, Field(min_length=1, max_length=200, description="your session id, to link the run to the session log")
@@ -90,10 +92,11 @@ SessionId = Annotated[
 TestCmd = Annotated[
     str,
     Field(
-        min_length=1, max_length=2000,
+        min_length=1,
+        max_length=2000,
         description="shell command that runs the tests (default: detected from go.mod, package.json, pyproject.toml, …)",
     ),
-]  # fmt: skip
+]
 RelPath = Annotated[str, Field(min_length=1, max_length=1000)]
 Count = Annotated[int, Field(ge=0)]
 Confidence = Annotated[float, Field(ge=0, le=1)]
@@ -542,7 +545,13 @@ def _add(spec: SkillSpec) -> None:
 
 
 def _tdd_skill(
-    *, name: str, title: str, description: str, input_model: type[SkillInput], phase: str, expect_tests: str,
+    *,
+    name: str,
+    title: str,
+    description: str,
+    input_model: type[SkillInput],
+    phase: str,
+    expect_tests: str,
     result_model: type[SkillResult] = TddResult,
 ) -> SkillSpec:
     """A TDD phase: a worker that edits the project, reports a `TddReport`, and is judged by the tdd runner."""
@@ -558,7 +567,7 @@ def _tdd_skill(
         allowed_tools="Read,Write,Edit,Glob,Grep,Bash",
         phase=phase,
         expect_tests=expect_tests,
-    )  # fmt: skip
+    )
 
 
 _add(

@@ -35,7 +35,7 @@ def single_model_notice() -> str:
         return ""
     return (
         f"HYPERGUILD_FAST_MODEL and HYPERGUILD_THINKING_MODEL are both {settings.HYPERGUILD_FAST_MODEL!r}: routing "
-        "sends every call to that one model (reason \"single model\"), with no fail-open retry."
+        'sends every call to that one model (reason "single model"), with no fail-open retry.'
     )
 
 

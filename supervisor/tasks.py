@@ -71,15 +71,20 @@ def run_skill(run_id: int) -> str:
     try:
         try:
             with model_call_context(
-                requested_by=run.requested_by, service="supervisor worker", skill=run.skill, session_id=run.session_id,
+                requested_by=run.requested_by,
+                service="supervisor worker",
+                skill=run.skill,
+                session_id=run.session_id,
                 project=run.project_root,
-            ) as calls:  # fmt: skip
+            ) as calls:
                 result, ctx = run_worker_skill(run, progress, cancel_requested)
             log, change = ctx.attempt_log, ctx.change
         except Exception as exc:
             logger.exception("skill run %s failed", run_id)
             result, log, change = (
-                build_result(run.skill, run_id=run_id, message=f"internal error: {type(exc).__name__}: {exc}"), [], None
+                build_result(run.skill, run_id=run_id, message=f"internal error: {type(exc).__name__}: {exc}"),
+                [],
+                None,
             )
         result["duration_ms"] = int((time.monotonic() - started) * 1000)
         finished = do_finish_skill_run(run_id, result, attempt_log=log, change=change, model_calls=calls.recorded)

@@ -36,8 +36,13 @@ def probe() -> dict:
     anthropic = reachable(settings.SUPERVISOR_TIER_ANTHROPIC_URL)
     litellm = reachable(settings.SUPERVISOR_TIER_LITELLM_URL)
     tier = 1 if anthropic else 2 if litellm else 3
-    return {"tier": tier, "label": LABELS[tier], "anthropic_reachable": anthropic, "litellm_reachable": litellm,
-            "checked_at": time.time()}
+    return {
+        "tier": tier,
+        "label": LABELS[tier],
+        "anthropic_reachable": anthropic,
+        "litellm_reachable": litellm,
+        "checked_at": time.time(),
+    }
 
 
 def current_tier(refresh: bool = False) -> tuple[dict, bool]:

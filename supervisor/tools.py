@@ -64,10 +64,20 @@ supervisor = register_endpoint(
     )
 )
 # Skills run workers and commands as the service's user: the operator role's (hyperguild.permissions; docs/people.md).
-register_right("supervisor:run", scope="supervisor:run", permission="supervisor.run_skill", roles=(OPERATOR,),
-               description="run the skills on /mcp/supervisor (workers that edit files and run tests)")
-register_right("supervisor:commands", scope="", permission="supervisor.run_skill", roles=(OPERATOR,),
-               description="give a shell command in the arguments (test_cmd, lint_cmd, failing_cmd)")
+register_right(
+    "supervisor:run",
+    scope="supervisor:run",
+    permission="supervisor.run_skill",
+    roles=(OPERATOR,),
+    description="run the skills on /mcp/supervisor (workers that edit files and run tests)",
+)
+register_right(
+    "supervisor:commands",
+    scope="",
+    permission="supervisor.run_skill",
+    roles=(OPERATOR,),
+    description="give a shell command in the arguments (test_cmd, lint_cmd, failing_cmd)",
+)
 supervisor.translate_errors(SupervisorError)  # RootRefused, ModelTableError… reach the caller as tool errors
 
 
@@ -153,7 +163,9 @@ def wait_for_run(run: SkillRun, ctx: ToolContext) -> dict[str, Any]:
                 continue
         if now >= deadline:
             do_request_cancel(run.pk)
-            raise ToolError(f"{run.skill} run {run.pk} did not finish in {int(run_budget_seconds())} s; it was cancelled")
+            raise ToolError(
+                f"{run.skill} run {run.pk} did not finish in {int(run_budget_seconds())} s; it was cancelled"
+            )
         text = current.progress or current.status
         if text != last_sent_text or now - last_sent_at >= PROGRESS_EVERY:
             ticks += 1
@@ -164,7 +176,9 @@ def wait_for_run(run: SkillRun, ctx: ToolContext) -> dict[str, Any]:
     if run.status == SkillRun.Status.CANCELLED:
         raise ToolCancelled()
     if run.result is None:
-        return build_result(run.skill, run_id=run.pk, status=Verdict.ERROR, message=run.message or "the run left no result")
+        return build_result(
+            run.skill, run_id=run.pk, status=Verdict.ERROR, message=run.message or "the run left no result"
+        )
     return run.result
 
 
@@ -178,7 +192,9 @@ def _cancel(run_id: int) -> None:
     # The owner did not stop it in time: kill the recorded group and end the run here.
     run = SkillRun.objects.running().filter(pk=run_id).first()
     if run is not None:
-        reaper.stop_run(run, status=SkillRun.Status.CANCELLED, message="cancelled; the worker did not stop in time and was killed")
+        reaper.stop_run(
+            run, status=SkillRun.Status.CANCELLED, message="cancelled; the worker did not stop in time and was killed"
+        )
 
 
 def _wait_until_finished(run_id: int, seconds: float) -> bool:

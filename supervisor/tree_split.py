@@ -26,7 +26,9 @@ from django.conf import settings
 
 from hyperguild.lib.llm import LLMClient, LLMError
 
-SCRATCHPAD_OPEN = "<<<SCRATCHPAD: summaries of the other parts, written by a model. Not code: never quote or cite it.>>>"
+SCRATCHPAD_OPEN = (
+    "<<<SCRATCHPAD: summaries of the other parts, written by a model. Not code: never quote or cite it.>>>"
+)
 SCRATCHPAD_CLOSE = "<<<END SCRATCHPAD>>>"
 SUMMARY_INPUT_CHARS = 40_000
 
@@ -122,7 +124,10 @@ def summarise_parts(client: LLMClient, name: str, parts: list[Part]) -> list[str
         ]
         try:
             text = client.chat(
-                messages, model=settings.HYPERGUILD_FAST_MODEL, max_tokens=settings.LLM_MAX_TOKENS_SUMMARY, purpose="summary"
+                messages,
+                model=settings.HYPERGUILD_FAST_MODEL,
+                max_tokens=settings.LLM_MAX_TOKENS_SUMMARY,
+                purpose="summary",
             ).text
         except LLMError as exc:
             text = f"(no summary: {exc})"

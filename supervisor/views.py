@@ -75,10 +75,17 @@ def pass_rate_chart(rows: list[dict], start: datetime, end: datetime) -> dict:
     step = max(1, -(-len(buckets) // MAX_X_LABELS))  # ceil: at most MAX_X_LABELS labels
     x_ticks = [{"x": x_of(moment), "label": moment} for moment in buckets[::step]]
     return {
-        "series": list(series.values()), "width": CHART_WIDTH, "height": CHART_HEIGHT,
-        "y_ticks": y_ticks, "x_ticks": x_ticks, "left": CHART_PAD_LEFT, "right": CHART_WIDTH - CHART_PAD_RIGHT,
-        "top": CHART_PAD_TOP, "bottom": CHART_HEIGHT - CHART_PAD_BOTTOM,
-        "floor_y": y_of(settings.HYPERGUILD_ROUTE_LOCAL_FLOOR), "ceil_y": y_of(settings.HYPERGUILD_ROUTE_LOCAL_CEIL),
+        "series": list(series.values()),
+        "width": CHART_WIDTH,
+        "height": CHART_HEIGHT,
+        "y_ticks": y_ticks,
+        "x_ticks": x_ticks,
+        "left": CHART_PAD_LEFT,
+        "right": CHART_WIDTH - CHART_PAD_RIGHT,
+        "top": CHART_PAD_TOP,
+        "bottom": CHART_HEIGHT - CHART_PAD_BOTTOM,
+        "floor_y": y_of(settings.HYPERGUILD_ROUTE_LOCAL_FLOOR),
+        "ceil_y": y_of(settings.HYPERGUILD_ROUTE_LOCAL_CEIL),
     }
 
 
@@ -100,7 +107,10 @@ def routing_dashboard(request: HttpRequest) -> HttpResponse:
     rows = window.router_pass_rate_buckets(trunc)
     if rows:
         start = min(row["bucket"] for row in rows)
-        end = max(max(row["bucket"] for row in rows), start + (timedelta(hours=1) if trunc is TruncHour else timedelta(days=1)))
+        end = max(
+            max(row["bucket"] for row in rows),
+            start + (timedelta(hours=1) if trunc is TruncHour else timedelta(days=1)),
+        )
 
     figures = window.figures(settings.HYPERGUILD_FAST_MODEL)
     per_skill = [{"skill": name, **row} for name, row in sorted(figures["skills"].items())]
@@ -110,17 +120,31 @@ def routing_dashboard(request: HttpRequest) -> HttpResponse:
     ]
     latest = list(window.select_related("attempt_of").order_by("-created_at", "-id")[:LATEST_DECISIONS])
     pathways = list(
-        Pathway.objects.annotate(decided=Count("entries", filter=Q(entries__reason=RoutingEntry.Reason.PATHWAY)))
-        .order_by("-updated_at")[:PATHWAYS_SHOWN]
+        Pathway.objects.annotate(
+            decided=Count("entries", filter=Q(entries__reason=RoutingEntry.Reason.PATHWAY))
+        ).order_by("-updated_at")[:PATHWAYS_SHOWN]
     )
-    return render(request, "supervisor/routing.html", {
-        "days": days, "window_choices": WINDOW_CHOICES, "hourly": trunc is TruncHour,
-        "chart": pass_rate_chart(rows, start, end), "per_skill": per_skill, "per_model": per_model,
-        "figures": figures,
-        "fast_model": settings.HYPERGUILD_FAST_MODEL, "thinking_model": settings.HYPERGUILD_THINKING_MODEL,
-        "latest": latest, "pathways": pathways, "probation": settings.HYPERGUILD_PATHWAY_PROBATION,
-        "min_success": settings.HYPERGUILD_PATHWAY_MIN_SUCCESS, "floor": settings.HYPERGUILD_ROUTE_LOCAL_FLOOR, "ceil": settings.HYPERGUILD_ROUTE_LOCAL_CEIL,
-    })
+    return render(
+        request,
+        "supervisor/routing.html",
+        {
+            "days": days,
+            "window_choices": WINDOW_CHOICES,
+            "hourly": trunc is TruncHour,
+            "chart": pass_rate_chart(rows, start, end),
+            "per_skill": per_skill,
+            "per_model": per_model,
+            "figures": figures,
+            "fast_model": settings.HYPERGUILD_FAST_MODEL,
+            "thinking_model": settings.HYPERGUILD_THINKING_MODEL,
+            "latest": latest,
+            "pathways": pathways,
+            "probation": settings.HYPERGUILD_PATHWAY_PROBATION,
+            "min_success": settings.HYPERGUILD_PATHWAY_MIN_SUCCESS,
+            "floor": settings.HYPERGUILD_ROUTE_LOCAL_FLOOR,
+            "ceil": settings.HYPERGUILD_ROUTE_LOCAL_CEIL,
+        },
+    )
 
 
 @login_required
@@ -134,10 +158,15 @@ def routing_stats_json(request: HttpRequest) -> JsonResponse:
         return JsonResponse({"error": "window must be between 0.01 and 8784 hours"}, status=400)
     now = timezone.now()
     since = now - timedelta(hours=hours)
-    return JsonResponse({
-        "window_hours": hours, "since": since.isoformat(), "until": now.isoformat(),
-        **routing_stats(since), "settings": routing_settings(),
-    })
+    return JsonResponse(
+        {
+            "window_hours": hours,
+            "since": since.isoformat(),
+            "until": now.isoformat(),
+            **routing_stats(since),
+            "settings": routing_settings(),
+        }
+    )
 
 
 @login_required
@@ -147,6 +176,13 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     result = run.result if isinstance(run.result, dict) else {}
     source_id = result.get("source_run_id")
     source = SkillRun.objects.filter(pk=source_id).only("pk", "skill").first() if isinstance(source_id, int) else None
-    return render(request, "supervisor/run_detail.html", {
-        "run": run, "result": result, "source": source, "cost": spend_of(run.model_calls.all()),
-    })  # fmt: skip
+    return render(
+        request,
+        "supervisor/run_detail.html",
+        {
+            "run": run,
+            "result": result,
+            "source": source,
+            "cost": spend_of(run.model_calls.all()),
+        },
+    )

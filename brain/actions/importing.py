@@ -75,17 +75,31 @@ def _clean_note_file(
         raise BrainInputError(f"a file can only hold a raw or wiki note, not {status}.")
     wing, hall = _clean_place(wing, hall, wing_required=False)
     return NoteFileFields(
-        slug=clean_slug, title=redacted.title, body=redacted.body, frontmatter=redacted.frontmatter, status=status,
-        wing=wing, hall=hall, flags=redacted.flags + slug_flags,
-    )  # fmt: skip
+        slug=clean_slug,
+        title=redacted.title,
+        body=redacted.body,
+        frontmatter=redacted.frontmatter,
+        status=status,
+        wing=wing,
+        hall=hall,
+        flags=redacted.flags + slug_flags,
+    )
 
 
 def _new_note_from_file(fields: NoteFileFields, *, path: str, source: str) -> Note:
     note = Note(
-        slug=fields.slug, title=fields.title, body=fields.body, frontmatter=fields.frontmatter, status=fields.status,
-        wing=fields.wing, hall=fields.hall, path=path, source=source, provenance={"source": source, "path": path},
+        slug=fields.slug,
+        title=fields.title,
+        body=fields.body,
+        frontmatter=fields.frontmatter,
+        status=fields.status,
+        wing=fields.wing,
+        hall=fields.hall,
+        path=path,
+        source=source,
+        provenance={"source": source, "path": path},
         redactions=fields.flags,
-    )  # fmt: skip
+    )
     note.content_hash = note.compute_hash()
     return note
 
@@ -110,8 +124,9 @@ def do_import_note_file(
     rejected or archived note with the same content stays as it is, unless
     `restore` (the mirror: the file is back on disk) brings it back.
     """
-    fields = _clean_note_file(slug=slug, title=title, body=body, frontmatter=frontmatter, status=status, wing=wing,
-                              hall=hall)  # fmt: skip
+    fields = _clean_note_file(
+        slug=slug, title=title, body=body, frontmatter=frontmatter, status=status, wing=wing, hall=hall
+    )
     slug, title, body, frontmatter = fields.slug, fields.title, fields.body, fields.frontmatter
     wing, hall, flags = fields.wing, fields.hall, fields.flags
     with transaction.atomic():
@@ -160,8 +175,9 @@ def do_import_new_note_files(files: Iterable[dict], *, source: str = "import") -
     notes: list[Note] = []
     for item in files:
         try:
-            fields = _clean_note_file(**{key: item[key] for key in ("slug", "title", "body", "frontmatter", "status",
-                                                                   "wing", "hall")})  # fmt: skip
+            fields = _clean_note_file(
+                **{key: item[key] for key in ("slug", "title", "body", "frontmatter", "status", "wing", "hall")}
+            )
         except BrainInputError as exc:
             results.append(exc)
             continue
@@ -209,9 +225,11 @@ def _anchor_new_notes(notes: list[Note]) -> None:
     if unlinked:
         verdict = truth.unverified(truth.no_repository_reason(None))
         Note.objects.filter(pk__in=unlinked).update(
-            verification_state=verdict.state, verified_commit=verdict.commit, verification_evidence=verdict.evidence,
+            verification_state=verdict.state,
+            verified_commit=verdict.commit,
+            verification_evidence=verdict.evidence,
             verified_at=timezone.now(),
-        )  # fmt: skip
+        )
 
 
 def _link_new_notes(notes: list[Note]) -> None:
@@ -222,10 +240,13 @@ def _link_new_notes(notes: list[Note]) -> None:
     candidates = link_candidates(slug for found in targets.values() for slug, _ in found)
     links = []
     for note in notes:
-        resolved = resolve_with(candidates, [slug for slug, _ in targets[note.id]], wing=note.wing, hall=note.hall,
-                                exclude_id=note.id)  # fmt: skip
-        links += [NoteLink(source=note, target_slug=slug, target_id=resolved[slug].target_id, kind=kind)
-                  for slug, kind in targets[note.id]]  # fmt: skip
+        resolved = resolve_with(
+            candidates, [slug for slug, _ in targets[note.id]], wing=note.wing, hall=note.hall, exclude_id=note.id
+        )
+        links += [
+            NoteLink(source=note, target_slug=slug, target_id=resolved[slug].target_id, kind=kind)
+            for slug, kind in targets[note.id]
+        ]
     NoteLink.objects.bulk_create(links, batch_size=1000)
     new_ids = [note.id for note in notes]
     answered = sorted({suffix for note in notes for suffix in suffixes(note.slug)})
@@ -241,8 +262,9 @@ def _link_new_notes(notes: list[Note]) -> None:
     candidates = link_candidates(link.target_slug for link in affected)
     moved = []
     for link in affected:
-        answer = resolve_with(candidates, [link.target_slug], wing=link.source.wing, hall=link.source.hall,
-                              exclude_id=link.source_id)[link.target_slug]  # fmt: skip
+        answer = resolve_with(
+            candidates, [link.target_slug], wing=link.source.wing, hall=link.source.hall, exclude_id=link.source_id
+        )[link.target_slug]
         if answer.target_id != link.target_id:
             link.target_id = answer.target_id
             moved.append(link)
@@ -256,9 +278,14 @@ def do_record_mirror_file(path: str, *, note: Note, disk_hash: str, mtime_ns: in
     """Remember that `path` holds `note` as it is now (its content hash), with the file's hash and stat."""
     state, _ = MirrorFile.objects.update_or_create(
         path=path,
-        defaults={"note": note, "disk_hash": disk_hash, "note_hash": note.content_hash,
-                  "mtime_ns": mtime_ns, "size": size},
-    )  # fmt: skip
+        defaults={
+            "note": note,
+            "disk_hash": disk_hash,
+            "note_hash": note.content_hash,
+            "mtime_ns": mtime_ns,
+            "size": size,
+        },
+    )
     return state
 
 
@@ -295,9 +322,14 @@ def do_import_area_description(
         description = AreaDescription.objects.select_for_update().filter(wing=wing, hall=hall).first()
         if description is None:
             description = AreaDescription.objects.create(
-                wing=wing, hall=hall, title=title, body=body, frontmatter=frontmatter, path=path,
+                wing=wing,
+                hall=hall,
+                title=title,
+                body=body,
+                frontmatter=frontmatter,
+                path=path,
                 content_hash=content_hash,
-            )  # fmt: skip
+            )
             return description, "added"
         if description.content_hash == content_hash and description.path == path:
             return description, "unchanged"

@@ -50,9 +50,11 @@ def do_rechunk_note(note_id: int, *, using: str = "default") -> int:
         deleted = 0
         for chunk in wanted:
             fields = {
-                "heading_path": chunk.heading_path, "text": chunk.text,
-                "content_hash": chunk.content_hash, "source_hash": note.text_md5,
-            }  # fmt: skip
+                "heading_path": chunk.heading_path,
+                "text": chunk.text,
+                "content_hash": chunk.content_hash,
+                "source_hash": note.text_md5,
+            }
             row = existing.pop(chunk.ordinal, None)
             if row is None:
                 NoteChunk.objects.using(using).create(note_id=note_id, ordinal=chunk.ordinal, **fields)
@@ -105,9 +107,12 @@ def do_store_similar_notes(note: Note, found: Iterable[Any]) -> SimilarNotes:
     items = [item.as_dict() for item in found]
     row, _ = SimilarNotes.objects.update_or_create(
         note_id=note.pk,
-        defaults={"content_hash": note.content_hash, "items": items,
-                  "duplicate_ids": [item["id"] for item in items if item["duplicate"]]},
-    )  # fmt: skip
+        defaults={
+            "content_hash": note.content_hash,
+            "items": items,
+            "duplicate_ids": [item["id"] for item in items if item["duplicate"]],
+        },
+    )
     return row
 
 

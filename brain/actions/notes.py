@@ -373,24 +373,45 @@ def _save_with_revision(
     note.version = version_before + 1
     note.save()
     return NoteRevision.objects.create(
-        note=note, group=group or uuid.uuid4(), action=action, user=user if getattr(user, "pk", None) else None,
-        before=before, after=note.snapshot(), version_before=version_before, version_after=note.version,
+        note=note,
+        group=group or uuid.uuid4(),
+        action=action,
+        user=user if getattr(user, "pk", None) else None,
+        before=before,
+        after=note.snapshot(),
+        version_before=version_before,
+        version_after=note.version,
         summary=summary[:500],
-    )  # fmt: skip
+    )
 
 
 # -- actions ---------------------------------------------------------------------
 
 
 def do_write_raw_note(
-    *, title: str, body: str, frontmatter: dict | None = None, slug: str | None = None, source: str = "mcp",
-    provenance: dict | None = None, session_id: str = "", user: User | None = None, anchors: list[str] | None = None,
-) -> Note:  # fmt: skip
+    *,
+    title: str,
+    body: str,
+    frontmatter: dict | None = None,
+    slug: str | None = None,
+    source: str = "mcp",
+    provenance: dict | None = None,
+    session_id: str = "",
+    user: User | None = None,
+    anchors: list[str] | None = None,
+) -> Note:
     """A new note in raw, waiting for review (`anchors`: explicit ones, kept in frontmatter `anchors:`)."""
     return _create_note(
-        title=title, body=body, frontmatter=_with_anchors(frontmatter, anchors), slug=slug, status=NoteStatus.RAW,
-        source=source, provenance=provenance, session_id=session_id, user=user,
-    )  # fmt: skip
+        title=title,
+        body=body,
+        frontmatter=_with_anchors(frontmatter, anchors),
+        slug=slug,
+        status=NoteStatus.RAW,
+        source=source,
+        provenance=provenance,
+        session_id=session_id,
+        user=user,
+    )
 
 
 def _with_anchors(frontmatter: Any, anchors: Any) -> Any:
@@ -414,20 +435,47 @@ def do_ingest_raw_note(*, provenance: dict | None = None, **note: Any) -> Note:
 
 
 def do_ingest_note(
-    *, title: str, body: str, wing: str, hall: str = "", frontmatter: dict | None = None, slug: str | None = None,
-    source: str = "mcp", provenance: dict | None = None, user: User | None = None, anchors: list[str] | None = None,
-) -> Note:  # fmt: skip
+    *,
+    title: str,
+    body: str,
+    wing: str,
+    hall: str = "",
+    frontmatter: dict | None = None,
+    slug: str | None = None,
+    source: str = "mcp",
+    provenance: dict | None = None,
+    user: User | None = None,
+    anchors: list[str] | None = None,
+) -> Note:
     """A document straight into the wiki under wing/hall (for trusted sources)."""
     return _create_note(
-        title=title, body=body, frontmatter=_with_anchors(frontmatter, anchors), slug=slug, status=NoteStatus.WIKI,
-        wing=wing, hall=hall, source=source, provenance={"method": "ingest", **(_check_provenance(provenance) or {})}, user=user,
-    )  # fmt: skip
+        title=title,
+        body=body,
+        frontmatter=_with_anchors(frontmatter, anchors),
+        slug=slug,
+        status=NoteStatus.WIKI,
+        wing=wing,
+        hall=hall,
+        source=source,
+        provenance={"method": "ingest", **(_check_provenance(provenance) or {})},
+        user=user,
+    )
 
 
 def _create_note(
-    *, title: Any, body: Any, frontmatter: Any, slug: Any, status: str, source: str, provenance: Any,
-    wing: Any = "", hall: Any = "", session_id: str = "", user: User | None = None,
-) -> Note:  # fmt: skip
+    *,
+    title: Any,
+    body: Any,
+    frontmatter: Any,
+    slug: Any,
+    status: str,
+    source: str,
+    provenance: Any,
+    wing: Any = "",
+    hall: Any = "",
+    session_id: str = "",
+    user: User | None = None,
+) -> Note:
     """Validate, redact and insert a new note under a free slug (the write and ingest actions' one path)."""
     title, body = _clean_title(title), _clean_body(body)
     frontmatter, slug = _clean_frontmatter(frontmatter), _clean_slug(slug)
@@ -442,10 +490,18 @@ def _create_note(
     assert redacted.title is not None and redacted.body is not None  # given, so returned
     slug, slug_flags = _redact_slug(slug)
     note = Note(
-        title=redacted.title, body=redacted.body, frontmatter=redacted.frontmatter, status=status, wing=wing,
-        hall=hall, source=source, provenance=provenance, session_id=session_id or "",
-        created_by=user if getattr(user, "pk", None) else None, redactions=redacted.flags + slug_flags,
-    )  # fmt: skip
+        title=redacted.title,
+        body=redacted.body,
+        frontmatter=redacted.frontmatter,
+        status=status,
+        wing=wing,
+        hall=hall,
+        source=source,
+        provenance=provenance,
+        session_id=session_id or "",
+        created_by=user if getattr(user, "pk", None) else None,
+        redactions=redacted.flags + slug_flags,
+    )
     note.content_hash = note.compute_hash()
     with transaction.atomic():
         _insert_with_unique_slug(note, slug or slugify_title(note.title), explicit=slug is not None)

@@ -42,9 +42,14 @@ if TYPE_CHECKING:
 
 
 def do_edit_note(
-    note: Note, *, title: str | None = None, body: str | None = None, frontmatter: Any = None, user: User | None = None,
+    note: Note,
+    *,
+    title: str | None = None,
+    body: str | None = None,
+    frontmatter: Any = None,
+    user: User | None = None,
     expected_version: int | None = None,
-) -> Note:  # fmt: skip
+) -> Note:
     """Change a note's title, body and/or frontmatter (None leaves a field as it is).
 
     With `expected_version` (what the editing form saw) a note that changed
@@ -86,10 +91,18 @@ def do_edit_note(
 
 
 def do_promote_note(
-    note: Note, *, reviewer: User | None, wing: str, hall: str = "", title: str | None = None, slug: str | None = None,
-    body: str | None = None, expected_version: int | None = None, group: uuid.UUID | None = None,
+    note: Note,
+    *,
+    reviewer: User | None,
+    wing: str,
+    hall: str = "",
+    title: str | None = None,
+    slug: str | None = None,
+    body: str | None = None,
+    expected_version: int | None = None,
+    group: uuid.UUID | None = None,
     slug_from_title: bool = False,
-) -> Note:  # fmt: skip
+) -> Note:
     """raw → wiki under wing/hall; records the reviewer and when.
 
     `group` puts the revision in an existing group (a bulk action: one undo for all its notes).
@@ -121,9 +134,14 @@ def do_promote_note(
 
         def save() -> None:
             _save_with_revision(
-                note, before=before, version_before=version_before, action=NoteRevision.Action.PROMOTE,
-                user=reviewer, group=group, summary=f"promoted to {note.path}",
-            )  # fmt: skip
+                note,
+                before=before,
+                version_before=version_before,
+                action=NoteRevision.Action.PROMOTE,
+                user=reviewer,
+                group=group,
+                summary=f"promoted to {note.path}",
+            )
 
         # Bulk promotes race each other for the slug of one title: the unique index decides, not a SELECT.
         _save_maybe_reslugged(note, new_slug, save, renumber=slug_from_title)
@@ -146,9 +164,14 @@ def do_reject_note(
         before, version_before = note.snapshot(), note.version
         note.reject(reviewer=reviewer, reason=reason.strip())
         _save_with_revision(
-            note, before=before, version_before=version_before, action=NoteRevision.Action.REJECT, user=reviewer,
-            group=group, summary=reason.strip(),
-        )  # fmt: skip
+            note,
+            before=before,
+            version_before=version_before,
+            action=NoteRevision.Action.REJECT,
+            user=reviewer,
+            group=group,
+            summary=reason.strip(),
+        )
         _after_write(note, links_changed=False)
         if settle:
             _confirm_what_it_names(note, reviewer=reviewer)
@@ -171,9 +194,13 @@ def do_archive_note(
         note.archive(reason=reason)
         note.provenance = {**note.provenance, "archived_by": _who(user) or "service"}
         _save_with_revision(
-            note, before=before, version_before=version_before, action=NoteRevision.Action.ARCHIVE, user=user,
+            note,
+            before=before,
+            version_before=version_before,
+            action=NoteRevision.Action.ARCHIVE,
+            user=user,
             summary=reason,
-        )  # fmt: skip
+        )
         _after_write(note, links_changed=False)
         _settle_drafts(note, reviewer=user, reason=f"settled: {note.slug} was archived")
         return note
@@ -202,8 +229,13 @@ def _check_merge_target(into: Note) -> None:
 
 @notes_changed_in_bulk()  # both notes' background work in one task
 def do_merge_note(
-    note: Note, *, into: Note, reviewer: User | None, body: str, expected_version: int | None = None,
-) -> Note:  # fmt: skip
+    note: Note,
+    *,
+    into: Note,
+    reviewer: User | None,
+    body: str,
+    expected_version: int | None = None,
+) -> Note:
     """Merge a raw note into an existing note: `into` gets `body`, the raw note is archived.
 
     `expected_version` is the target's version the merge preview was made
@@ -238,24 +270,40 @@ def do_merge_note(
         ]
         into.provenance = {**into.provenance, "merged_from": merged_from}
         _save_with_revision(
-            into, before=before, version_before=version_before, action=NoteRevision.Action.MERGE, user=reviewer,
-            group=group, summary=f"merged {note.slug} into it",
-        )  # fmt: skip
+            into,
+            before=before,
+            version_before=version_before,
+            action=NoteRevision.Action.MERGE,
+            user=reviewer,
+            group=group,
+            summary=f"merged {note.slug} into it",
+        )
         _after_write(into)
         before, version_before = note.snapshot(), note.version
         note.archive(reason=f"merged into {into.slug}")
         note.reviewed_by, note.reviewed_at = reviewer, timezone.now()
         _save_with_revision(
-            note, before=before, version_before=version_before, action=NoteRevision.Action.MERGED, user=reviewer,
-            group=group, summary=f"merged into {into.slug}",
-        )  # fmt: skip
+            note,
+            before=before,
+            version_before=version_before,
+            action=NoteRevision.Action.MERGED,
+            user=reviewer,
+            group=group,
+            summary=f"merged into {into.slug}",
+        )
         _after_write(note, links_changed=False)
         return into
 
 
 def do_refile_note(
-    note: Note, *, user: User | None, wing: str, hall: str = "", slug: str | None = None, expected_version: int | None = None,
-) -> Note:  # fmt: skip
+    note: Note,
+    *,
+    user: User | None,
+    wing: str,
+    hall: str = "",
+    slug: str | None = None,
+    expected_version: int | None = None,
+) -> Note:
     """Move a wiki note to another wing/hall and/or slug (its file moves with it)."""
     wing, hall = _clean_place(wing, hall, wing_required=True)
     new_slug, slug_flags = _redact_slug(_clean_slug(slug))
@@ -271,9 +319,13 @@ def do_refile_note(
 
         def save() -> None:
             _save_with_revision(
-                note, before=before, version_before=version_before, action=NoteRevision.Action.REFILE, user=user,
+                note,
+                before=before,
+                version_before=version_before,
+                action=NoteRevision.Action.REFILE,
+                user=user,
                 summary=f"re-filed to {note.path}",
-            )  # fmt: skip
+            )
 
         _save_maybe_reslugged(note, new_slug, save, renumber=False)
         _after_write(note)
@@ -281,9 +333,16 @@ def do_refile_note(
 
 
 def _back_to_raw(
-    note: Note, *, user: User | None, reason: str, expected_version: int | None, allowed: tuple[str, ...], verb: str, action: str,
+    note: Note,
+    *,
+    user: User | None,
+    reason: str,
+    expected_version: int | None,
+    allowed: tuple[str, ...],
+    verb: str,
+    action: str,
     summary: str,
-) -> Note:  # fmt: skip
+) -> Note:
     """The note back in the review queue (raw, out of any wing, raw/ on disk); one revision, undoable."""
     with transaction.atomic():
         note = _locked(note, allowed=allowed, verb=verb, expected_version=expected_version)
@@ -295,9 +354,13 @@ def _back_to_raw(
             note.reviewed_by, note.reviewed_at = None, None  # a demoted wiki note keeps who reviewed it
         note.review_note = reason.strip() if isinstance(reason, str) else ""
         _save_with_revision(
-            note, before=before, version_before=version_before, action=action, user=user,
+            note,
+            before=before,
+            version_before=version_before,
+            action=action,
+            user=user,
             summary=note.review_note or summary.format(status=before["status"]),
-        )  # fmt: skip
+        )
         _after_write(note)
         return note
 
@@ -305,18 +368,29 @@ def _back_to_raw(
 def do_demote_note(note: Note, *, user: User | None, reason: str = "", expected_version: int | None = None) -> Note:
     """wiki → raw: the note goes back to the review queue (out of wiki search, back to raw/ on disk)."""
     return _back_to_raw(
-        note, user=user, reason=reason, expected_version=expected_version, allowed=(NoteStatus.WIKI,),
-        verb="demoted", action=NoteRevision.Action.DEMOTE, summary="demoted to raw",
-    )  # fmt: skip
+        note,
+        user=user,
+        reason=reason,
+        expected_version=expected_version,
+        allowed=(NoteStatus.WIKI,),
+        verb="demoted",
+        action=NoteRevision.Action.DEMOTE,
+        summary="demoted to raw",
+    )
 
 
 def do_reopen_note(note: Note, *, user: User | None, reason: str = "", expected_version: int | None = None) -> Note:
     """rejected or archived → raw: the note is back in the review queue (an undoable revision like any other)."""
     return _back_to_raw(
-        note, user=user, reason=reason, expected_version=expected_version,
-        allowed=(NoteStatus.REJECTED, NoteStatus.ARCHIVED), verb="reopened", action=NoteRevision.Action.REOPEN,
+        note,
+        user=user,
+        reason=reason,
+        expected_version=expected_version,
+        allowed=(NoteStatus.REJECTED, NoteStatus.ARCHIVED),
+        verb="reopened",
+        action=NoteRevision.Action.REOPEN,
         summary="reopened from {status}",
-    )  # fmt: skip
+    )
 
 
 @notes_changed_in_bulk()  # a bulk action's undo: every note's background work in one task per batch
@@ -361,9 +435,14 @@ def do_undo_revision(group: uuid.UUID | str, *, user: User | None) -> list[Note]
             before, version_before = note.snapshot(), note.version
             note.restore(rev.before)
             undo = _save_with_revision(
-                note, before=before, version_before=version_before, action=NoteRevision.Action.UNDO, user=user,
-                group=undo_group, summary=f"undid {rev.get_action_display()}",
-            )  # fmt: skip
+                note,
+                before=before,
+                version_before=version_before,
+                action=NoteRevision.Action.UNDO,
+                user=user,
+                group=undo_group,
+                summary=f"undid {rev.get_action_display()}",
+            )
             undo.undoes = group
             undo.save(update_fields=["undoes"])
             _after_write(note)
@@ -393,13 +472,20 @@ def do_confirm_note(note: Note, *, user: User | None, expected_version: int | No
                 waived[anchor.key] = {"commit": commit, "by": _who(user) or "service", "at": timezone.now().isoformat()}
         failed = note_checks.failed_run(note)
         if failed is not None:  # its check failed there: waived for that commit, like an anchor
-            waived[note_checks.waiver_key(failed)] = {"commit": failed.commit, "by": _who(user) or "service",
-                                                      "at": timezone.now().isoformat()}  # fmt: skip
+            waived[note_checks.waiver_key(failed)] = {
+                "commit": failed.commit,
+                "by": _who(user) or "service",
+                "at": timezone.now().isoformat(),
+            }
         note.waived_anchors = waived
         _save_with_revision(
-            note, before=before, version_before=version_before, action=NoteRevision.Action.STILL_TRUE, user=user,
+            note,
+            before=before,
+            version_before=version_before,
+            action=NoteRevision.Action.STILL_TRUE,
+            user=user,
             summary=f"still true at {commit[:7]}",
-        )  # fmt: skip
+        )
         _store_verdict(note, truth.verdict(note, anchors, commit))
         _settle_drafts(note, reviewer=user, reason=f"settled: {note.slug} is still true at {commit[:7]}")
         return note
@@ -439,12 +525,18 @@ def do_supersede_note(
         old.superseded_by_person = user if getattr(user, "pk", None) else None
         old.superseded_reason = reason
         _save_with_revision(
-            old, before=before, version_before=version_before, action=NoteRevision.Action.SUPERSEDE, user=user,
-            group=group, summary=f"superseded by {new.slug}: {reason}",
-        )  # fmt: skip
+            old,
+            before=before,
+            version_before=version_before,
+            action=NoteRevision.Action.SUPERSEDE,
+            user=user,
+            group=group,
+            summary=f"superseded by {new.slug}: {reason}",
+        )
         _after_write(old, links_changed=False)
-        _settle_drafts(old, reviewer=user, reason=f"settled: {old.slug} is superseded by {new.slug}", keep=new,
-                       group=group)  # fmt: skip
+        _settle_drafts(
+            old, reviewer=user, reason=f"settled: {old.slug} is superseded by {new.slug}", keep=new, group=group
+        )
         return old
 
 
@@ -480,8 +572,9 @@ def _named_old(draft: Note) -> Note | None:
     return Note.objects.filter(slug=slug, status=NoteStatus.WIKI, superseded_by__isnull=True).first()
 
 
-def _settle_drafts(old: Note, *, reviewer: User | None, reason: str, keep: Note | None = None,
-                   group: uuid.UUID | None = None) -> None:  # fmt: skip
+def _settle_drafts(
+    old: Note, *, reviewer: User | None, reason: str, keep: Note | None = None, group: uuid.UUID | None = None
+) -> None:
     """The note's re-check was decided (still true, edited, superseded, archived): its drafts are rejected."""
     drafts = successor_drafts(old)
     if keep is not None:
@@ -494,8 +587,9 @@ def _supersede_what_it_names(promoted: Note, *, reviewer: User | None, group: uu
     """A promoted draft takes the place of the wiki note it names (its re-check, and its other drafts, settled)."""
     old = _named_old(promoted)
     if old is not None:
-        do_supersede_note(old, promoted, reason=f"replaced by {promoted.slug}, promoted from review", user=reviewer,
-                          group=group)  # fmt: skip
+        do_supersede_note(
+            old, promoted, reason=f"replaced by {promoted.slug}, promoted from review", user=reviewer, group=group
+        )
 
 
 def _confirm_what_it_names(rejected: Note, *, reviewer: User | None) -> None:

@@ -78,10 +78,18 @@ def _anchor_rows_of(notes: list[Note], existing_rows: dict[int, list[Anchor]]) -
         existing = {anchor.key: anchor for anchor in existing_rows.get(note.pk, [])}
         gone += [anchor.pk for key, anchor in existing.items() if key not in wanted]
         made = [
-            Anchor(note=note, key=key, kind=found.kind, value=found.value, hint=found.hint, explicit=found.explicit,
-                   path=found.hint or (found.value if found.kind == "path" else ""))
-            for key, found in wanted.items() if key not in existing
-        ]  # fmt: skip
+            Anchor(
+                note=note,
+                key=key,
+                kind=found.kind,
+                value=found.value,
+                hint=found.hint,
+                explicit=found.explicit,
+                path=found.hint or (found.value if found.kind == "path" else ""),
+            )
+            for key, found in wanted.items()
+            if key not in existing
+        ]
         new += made
         rows[note.pk] = [anchor for key, anchor in existing.items() if key in wanted] + made
     if gone:
@@ -131,9 +139,17 @@ def _store_checks(verifier: truth.Verifier, anchors: list[Anchor]) -> None:
         else:
             anchor.path = check.path or anchor.path  # the location where it last held stays, for the evidence
     _update_rows(
-        Anchor, anchors, {"state": "text", "commit": "text", "checked_at": "timestamptz", "evidence": "jsonb",
-                          "location": "text", "path": "text"},
-    )  # fmt: skip
+        Anchor,
+        anchors,
+        {
+            "state": "text",
+            "commit": "text",
+            "checked_at": "timestamptz",
+            "evidence": "jsonb",
+            "location": "text",
+            "path": "text",
+        },
+    )
 
 
 UPDATE_BATCH = 1000
@@ -184,9 +200,11 @@ def _store_verdict(note: Note, verdict: truth.NoteVerdict | None = None) -> None
     note.verification_state, note.verified_commit = verdict.state, verdict.commit
     note.verification_evidence, note.verified_at = verdict.evidence, timezone.now()
     Note.objects.filter(pk=note.pk).update(
-        verification_state=verdict.state, verified_commit=verdict.commit, verification_evidence=verdict.evidence,
+        verification_state=verdict.state,
+        verified_commit=verdict.commit,
+        verification_evidence=verdict.evidence,
         verified_at=note.verified_at,
-    )  # fmt: skip
+    )
 
 
 def do_verify_note(note: Note) -> Note:
@@ -222,12 +240,18 @@ class RecheckOutcome:
 
     def as_dict(self) -> dict:
         return {
-            "project": self.project, "old": self.old, "new": self.new, "changed_files": self.changed_files,
-            "notes_rechecked": self.notes_rechecked, "anchors_rechecked": self.anchors_rechecked,
-            "stale": list(self.stale or []), "error": self.error, "checks": list(self.checks),
+            "project": self.project,
+            "old": self.old,
+            "new": self.new,
+            "changed_files": self.changed_files,
+            "notes_rechecked": self.notes_rechecked,
+            "anchors_rechecked": self.anchors_rechecked,
+            "stale": list(self.stale or []),
+            "error": self.error,
+            "checks": list(self.checks),
             "already_synced_at": self.already_synced_at.isoformat() if self.already_synced_at else None,
             "stale_now": list(self.stale_now),
-        }  # fmt: skip
+        }
 
 
 def do_sync_project(project: Project) -> RecheckOutcome:
@@ -254,8 +278,9 @@ def do_sync_project(project: Project) -> RecheckOutcome:
     for note in Note.objects.filter(pk__in=outcome.checks_due).select_related("project"):
         run = do_run_note_check(note, head)
         if run is not None:
-            outcome.checks.append({"slug": note.slug, "passed": run.passed, "seconds": round(run.seconds, 3),
-                                   "commit": run.commit})  # fmt: skip
+            outcome.checks.append(
+                {"slug": note.slug, "passed": run.passed, "seconds": round(run.seconds, 3), "commit": run.commit}
+            )
             if not run.passed and note.slug not in outcome.stale:
                 outcome.stale = sorted([*outcome.stale, note.slug])
     return outcome
@@ -309,12 +334,19 @@ def do_recheck_project(project: Project, head: str) -> RecheckOutcome:
             if verdict.state == VerificationState.STALE:
                 outcome.stale.append(note.slug)
         _update_rows(
-            Note, rechecked, {"verification_state": "text", "verified_commit": "text",
-                              "verification_evidence": "jsonb", "verified_at": "timestamptz"},
-        )  # fmt: skip
+            Note,
+            rechecked,
+            {
+                "verification_state": "text",
+                "verified_commit": "text",
+                "verification_evidence": "jsonb",
+                "verified_at": "timestamptz",
+            },
+        )
         # Notes none of whose files changed still hold at the new head.
         Note.objects.filter(project=project, verification_state=VerificationState.VERIFIED).exclude(
-            pk__in=[note.pk for note in rechecked]).update(verified_commit=head)  # fmt: skip
+            pk__in=[note.pk for note in rechecked]
+        ).update(verified_commit=head)
         Project.objects.filter(pk=project.pk).update(last_synced_commit=head, synced_at=timezone.now(), sync_error="")
         project.last_synced_commit, project.sync_error = head, ""
         outcome.stale.sort()
@@ -357,10 +389,17 @@ def do_run_note_check(note: Note, commit: str) -> NoteCheckRun | None:
         except RepositoryUnreadable:
             return None
         run, _ = NoteCheckRun.objects.get_or_create(
-            note=note, commit=commit, command=command,
-            defaults={"passed": result.passed, "exit_code": result.exit_code, "outcome": result.outcome,
-                      "output": result.output, "seconds": result.seconds},
-        )  # fmt: skip
+            note=note,
+            commit=commit,
+            command=command,
+            defaults={
+                "passed": result.passed,
+                "exit_code": result.exit_code,
+                "outcome": result.outcome,
+                "output": result.output,
+                "seconds": result.seconds,
+            },
+        )
     with transaction.atomic():
         note = _locked(note)
         head = note.project.last_synced_commit if note.project is not None else ""

@@ -73,8 +73,9 @@ class LiveIndex:
             self._apply_changes(version)
 
     def _apply_changes(self, target: int) -> None:
-        rows = list(NoteChange.objects.filter(version__gt=self.version).order_by("version")
-                    .values_list("version", "note_id"))  # fmt: skip
+        rows = list(
+            NoteChange.objects.filter(version__gt=self.version).order_by("version").values_list("version", "note_id")
+        )
         expected = self.version + 1
         latest: dict[int, int] = {}
         for version, note_id in rows:
@@ -92,8 +93,10 @@ class LiveIndex:
         docs: dict[int, DocTerms] = {}
         ids = list(latest)
         for start in range(0, len(ids), FETCH_BATCH):
-            for row in Note.objects.searchable().filter(id__in=ids[start : start + FETCH_BATCH]).values_list(
-                "id", "title", "body", "status", "wing", "hall"
+            for row in (
+                Note.objects.searchable()
+                .filter(id__in=ids[start : start + FETCH_BATCH])
+                .values_list("id", "title", "body", "status", "wing", "hall")
             ):
                 docs[row[0]] = doc_terms(*row)
         for note_id, version in latest.items():
@@ -121,8 +124,12 @@ class LiveIndex:
         ids, fingerprints, codes = array("q"), array("Q"), array("i")
         code_of: dict[str, int] = {}
         fingerprint = MD5(Concat("title", Value("\n"), "body", output_field=TextField()))
-        rows = (Note.objects.searchable().annotate(fingerprint=fingerprint)
-                .values_list("id", "fingerprint", "status", "wing", "hall").iterator(chunk_size=FETCH_BATCH))  # fmt: skip
+        rows = (
+            Note.objects.searchable()
+            .annotate(fingerprint=fingerprint)
+            .values_list("id", "fingerprint", "status", "wing", "hall")
+            .iterator(chunk_size=FETCH_BATCH)
+        )
         for note_id, digest, status, wing, hall in rows:
             ids.append(note_id)
             fingerprints.append(int(digest[:16], 16))
@@ -146,13 +153,16 @@ class LiveIndex:
         changed = note_ids[differs].tolist()
         removed = base.note_ids[~in_base].tolist()
         if len(changed) + len(removed) > settings.BRAIN_BM25_DIFF_MAX_NOTES:
-            logger.info("BM25 base %d behind the database by %d notes: built again", base.version,
-                        len(changed) + len(removed))  # fmt: skip
+            logger.info(
+                "BM25 base %d behind the database by %d notes: built again", base.version, len(changed) + len(removed)
+            )
             return False
         docs: dict[int, DocTerms] = {}
         for start in range(0, len(changed), FETCH_BATCH):
-            for row in Note.objects.searchable().filter(id__in=changed[start : start + FETCH_BATCH]).values_list(
-                "id", "title", "body", "status", "wing", "hall"
+            for row in (
+                Note.objects.searchable()
+                .filter(id__in=changed[start : start + FETCH_BATCH])
+                .values_list("id", "title", "body", "status", "wing", "hall")
             ):
                 docs[row[0]] = doc_terms(*row)
         self.changed = {note_id: version for note_id in changed + removed}
@@ -160,8 +170,13 @@ class LiveIndex:
         self.middle, self.middle_versions = None, {}
         self.version = version
         stats.diff_catch_ups += 1
-        logger.info("BM25 base %d compared with the database at version %d: %d notes differ (%.2f s)",
-                    base.version, version, len(self.changed), time.perf_counter() - started)  # fmt: skip
+        logger.info(
+            "BM25 base %d compared with the database at version %d: %d notes differ (%.2f s)",
+            base.version,
+            version,
+            len(self.changed),
+            time.perf_counter() - started,
+        )
         self._publish()
         return True
 
@@ -200,9 +215,12 @@ class LiveIndex:
 
         def rows() -> Iterator[tuple[int, str, str, str, str, str]]:
             for start in range(0, len(ids), FETCH_BATCH):
-                yield from Note.objects.searchable().filter(id__in=ids[start : start + FETCH_BATCH]).order_by(
-                    "id"
-                ).values_list("id", "title", "body", "status", "wing", "hall")
+                yield from (
+                    Note.objects.searchable()
+                    .filter(id__in=ids[start : start + FETCH_BATCH])
+                    .order_by("id")
+                    .values_list("id", "title", "body", "status", "wing", "hall")
+                )
 
         segment = segment_from_rows(rows(), version)
         stats.full_builds += 1
@@ -234,8 +252,15 @@ class LiveIndex:
             # The middle's copies of notes changed again since, or removed, are tombstoned.
             superseded = [i for i, v in self.middle_versions.items() if self.changed.get(i) != v]
             middle_dead = self.middle.positions(superseded) if superseded else None
-        self.snapshot = Snapshot(version=self.version, corpus_id=self.corpus_id, base=base, dead=dead, delta=delta,
-                                 middle=self.middle, middle_dead=middle_dead)  # fmt: skip
+        self.snapshot = Snapshot(
+            version=self.version,
+            corpus_id=self.corpus_id,
+            base=base,
+            dead=dead,
+            delta=delta,
+            middle=self.middle,
+            middle_dead=middle_dead,
+        )
         stats.refreshes += 1
         if len(self.changed) >= settings.BRAIN_BM25_MERGE_NOTES and self.merging is None:
             self.merging = threading.Thread(target=self._merge_in_background, name="bm25-merge", daemon=True)

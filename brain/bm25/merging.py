@@ -32,8 +32,10 @@ def merge_segments(base: Segment, alive: np.ndarray | None, delta: Segment, vers
                 seg.fingerprints[docs_kept],
             )
         )
-    (ids_a, st_a, wi_a, ha_a, len_a, doc_a, key_a, tf_a, fp_a), (ids_b, st_b, wi_b, ha_b, len_b, doc_b, key_b, tf_b,
-                                                                 fp_b) = parts  # fmt: skip
+    (
+        (ids_a, st_a, wi_a, ha_a, len_a, doc_a, key_a, tf_a, fp_a),
+        (ids_b, st_b, wi_b, ha_b, len_b, doc_b, key_b, tf_b, fp_b),
+    ) = parts
     return build_segment(
         version=version,
         note_ids=np.concatenate([ids_a, ids_b]),

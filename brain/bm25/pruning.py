@@ -174,7 +174,9 @@ def _places(arrays: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
     return ranked[fresh], [positions[bounds[i] : bounds[i + 1]] for i in range(len(arrays))]
 
 
-def _score_whole(seg: Segment, norms: np.ndarray, terms: Terms, alive: np.ndarray | None, codes: Codes, top: TopK) -> int:
+def _score_whole(
+    seg: Segment, norms: np.ndarray, terms: Terms, alive: np.ndarray | None, codes: Codes, top: TopK
+) -> int:
     """Score every posting of `terms` in `seg`, in arrays the size of the postings (not of the segment: allocating
     and clearing per-document arrays on every query costs more than the scoring at 100,000 notes and up)."""
     computed: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # per distinct term (a term has one idf per query)
@@ -268,9 +270,15 @@ def _gather(seg: Segment, term: int, take: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def _maxscore(
-    seg: Segment, norms: np.ndarray, terms: Terms, term_bounds: dict[int, np.ndarray], rest: np.ndarray,
-    alive: np.ndarray | None, codes: Codes, top: TopK,
-) -> int:  # fmt: skip
+    seg: Segment,
+    norms: np.ndarray,
+    terms: Terms,
+    term_bounds: dict[int, np.ndarray],
+    rest: np.ndarray,
+    alive: np.ndarray | None,
+    codes: Codes,
+    top: TopK,
+) -> int:
     """MaxScore over blocks `rest`: the terms whose bounds there sum below θ are non-essential, as a note holding
     only those cannot reach θ. The essential terms' postings give the candidates; a candidate whose essential
     part plus every non-essential bound stays below θ is dropped; the rest look the non-essential terms up
@@ -337,9 +345,15 @@ def _maxscore(
 
 
 def _score_selected(
-    seg: Segment, norms: np.ndarray, terms: Terms, distinct: list[int], take: np.ndarray, alive: np.ndarray | None,
-    codes: Codes, top: TopK,
-) -> int:  # fmt: skip
+    seg: Segment,
+    norms: np.ndarray,
+    terms: Terms,
+    distinct: list[int],
+    take: np.ndarray,
+    alive: np.ndarray | None,
+    codes: Codes,
+    top: TopK,
+) -> int:
     """Score every document of blocks `take` (ascending) exactly, in a local array of len(take) blocks."""
     width = len(take) * BLOCK_DOCS
     scores = np.zeros(width, dtype=np.float64)

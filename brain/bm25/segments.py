@@ -54,10 +54,21 @@ def doc_terms(note_id: int, title: str, body: str, status: str, wing: str, hall:
 
 
 SEGMENT_ARRAYS = (
-    "note_ids", "lengths", "status_codes", "wing_codes", "hall_codes",
-    "keys", "offsets", "post_docs", "post_tfs", "fwd_offsets", "fwd_terms", "block_terms", "block_max",
+    "note_ids",
+    "lengths",
+    "status_codes",
+    "wing_codes",
+    "hall_codes",
+    "keys",
+    "offsets",
+    "post_docs",
+    "post_tfs",
+    "fwd_offsets",
+    "fwd_terms",
+    "block_terms",
+    "block_max",
     "fingerprints",
-)  # fmt: skip
+)
 
 
 @dataclass

@@ -70,8 +70,9 @@ class Snapshot:
         # Per part, document frequencies lost to tombstones, sparse: (term ids, counts).
         self.dead_info: list[tuple[np.ndarray, np.ndarray]] = []
         self.n_docs, self.total_length, self.tombstones = 0, 0, 0
-        for seg, seg_dead in zip(self.parts, (dead, middle_dead if middle_dead is not None else no_dead, no_dead),
-                                 strict=True):  # fmt: skip
+        for seg, seg_dead in zip(
+            self.parts, (dead, middle_dead if middle_dead is not None else no_dead, no_dead), strict=True
+        ):
             alive, dead_terms, dead_length = None, no_dead, 0
             if len(seg_dead):
                 alive = np.ones(len(seg), dtype=bool)
@@ -195,7 +196,9 @@ class Snapshot:
         """
         return self.shares_and_counts(query_tokens, note_ids)[0]
 
-    def shares_and_counts(self, query_tokens: list[str], note_ids: list[int]) -> tuple[dict[int, float], dict[int, int]]:
+    def shares_and_counts(
+        self, query_tokens: list[str], note_ids: list[int]
+    ) -> tuple[dict[int, float], dict[int, int]]:
         """`idf_shares()`, and how many distinct query terms each note contains (the evidence floor's count)."""
         distinct = list(dict.fromkeys(query_tokens))
         if not distinct or self.n_docs == 0 or not note_ids:
@@ -232,7 +235,9 @@ class Snapshot:
                     has_term |= (positions >= 0) & (docs[at] == positions)
             matched[has_term] += weight
             counts[has_term] += 1
-        note_shares = {int(note_id): float(matched[i] / total) if total > 0 else 0.0 for i, note_id in enumerate(note_ids)}
+        note_shares = {
+            int(note_id): float(matched[i] / total) if total > 0 else 0.0 for i, note_id in enumerate(note_ids)
+        }
         return note_shares, {int(note_id): int(counts[i]) for i, note_id in enumerate(note_ids)}
 
     def rank(
@@ -311,7 +316,13 @@ class Snapshot:
         notes, scores and shares.
         """
         ranking, note_shares, _ = self.rank_with_evidence(
-            query_tokens, limit=limit, wing=wing, hall=hall, status=status, shares=shares, scored=scored,
+            query_tokens,
+            limit=limit,
+            wing=wing,
+            hall=hall,
+            status=status,
+            shares=shares,
+            scored=scored,
             exhaustive=exhaustive,
         )
         return ranking, note_shares
@@ -334,8 +345,9 @@ class Snapshot:
         if exhaustive is None:
             exhaustive = scored is not None or not settings.BRAIN_BM25_PRUNING
         if not exhaustive:
-            ranking = pruned_rank(self, query_tokens, limit=limit, filters={"status": status, "wing": wing,
-                                                                            "hall": hall})  # fmt: skip
+            ranking = pruned_rank(
+                self, query_tokens, limit=limit, filters={"status": status, "wing": wing, "hall": hall}
+            )
             if not shares:
                 return ranking, {}, {}
             note_shares, note_counts = self.shares_and_counts(query_tokens, [note_id for note_id, _ in ranking])
@@ -383,5 +395,10 @@ EMPTY_CORPUS = ""
 def build_index(rows: Iterable[tuple], version: int = 0) -> Snapshot:
     """A one-segment snapshot of `rows` — (id, title, body, status, wing, hall) — for tests and benchmarks."""
     base = segment_from_rows((row[:6] for row in rows), version)
-    return Snapshot(version=version, corpus_id=EMPTY_CORPUS, base=base, dead=np.zeros(0, np.int64),
-                    delta=segment_from_docs([], version))  # fmt: skip
+    return Snapshot(
+        version=version,
+        corpus_id=EMPTY_CORPUS,
+        base=base,
+        dead=np.zeros(0, np.int64),
+        delta=segment_from_docs([], version),
+    )

@@ -37,8 +37,13 @@ def save_segment(segment: Segment, directory: Path, corpus_id: str) -> Path:
     tmp.mkdir()
     for name in SEGMENT_ARRAYS:
         np.save(tmp / f"{name}.npy", getattr(segment, name), allow_pickle=False)
-    meta = {"format": SEGMENT_FORMAT, "version": segment.version, "corpus_id": corpus_id,
-            "labels": segment.labels, "total_length": segment.total_length}  # fmt: skip
+    meta = {
+        "format": SEGMENT_FORMAT,
+        "version": segment.version,
+        "corpus_id": corpus_id,
+        "labels": segment.labels,
+        "total_length": segment.total_length,
+    }
     (tmp / "meta.json").write_text(json.dumps(meta))
     os.rename(tmp, final)
     return final
@@ -62,8 +67,9 @@ def load_segment(path: Path) -> Segment:
         name: np.asarray(np.load(path / f"{name}.npy", mmap_mode="r", allow_pickle=False)) for name in SEGMENT_ARRAYS
     }
     stats.loads += 1
-    return Segment(version=meta["version"], labels=meta["labels"], total_length=meta["total_length"], path=path,
-                   **arrays)  # fmt: skip
+    return Segment(
+        version=meta["version"], labels=meta["labels"], total_length=meta["total_length"], path=path, **arrays
+    )
 
 
 def shared_dir(corpus_id: str | None) -> Path | None:

@@ -104,9 +104,11 @@ def archive_note(request: SignedInRequest, pk: int) -> HttpResponse:
     note = get_object_or_404(Note, pk=pk)
     try:
         archived = actions.do_archive_note(
-            note, user=request.user, reason=(request.POST.get("reason") or "").strip(),
+            note,
+            user=request.user,
+            reason=(request.POST.get("reason") or "").strip(),
             expected_version=_posted_version(request),
-        )  # fmt: skip
+        )
     except BrainInputError as exc:
         messages.error(request, str(exc))
         return redirect(_return_path(request, reverse("brain-recheck")))

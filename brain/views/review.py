@@ -98,9 +98,13 @@ def _queue_context(request: SignedInRequest, form: QueueFilterForm) -> dict:
     )
     queue = Note.objects.raw_queue().order_by()
     projects = sorted(
-        {value for pair in queue.values_list("frontmatter__project", "provenance__project").distinct()
-         for value in pair if isinstance(value, str) and value}
-    )  # fmt: skip
+        {
+            value
+            for pair in queue.values_list("frontmatter__project", "provenance__project").distinct()
+            for value in pair
+            if isinstance(value, str) and value
+        }
+    )
     wings, halls = _wings_and_halls()
     filter_params = cast(QueryDict, form.data).copy()  # _queue_form binds a QueryDict
     filter_params.pop("page", None)
@@ -222,9 +226,13 @@ def edit_note(request: SignedInRequest, note: Note, form: EditForm) -> HttpRespo
             frontmatter["check"] = data["check"]
     try:
         edited = actions.do_edit_note(
-            note, title=data["title"], body=body, frontmatter=frontmatter, user=request.user,
+            note,
+            title=data["title"],
+            body=body,
+            frontmatter=frontmatter,
+            user=request.user,
             expected_version=data["version"],
-        )  # fmt: skip
+        )
     except BrainInputError as exc:
         return _refused(request, note, exc, body=body, edit_form=form)
     if edited.version == note.version:
@@ -260,9 +268,11 @@ def _back_to_the_queue(request: SignedInRequest, pk: int, action: Callable[..., 
     form.is_valid()
     try:
         changed = action(
-            note, user=request.user, reason=form.cleaned_data.get("reason") or "",
+            note,
+            user=request.user,
+            reason=form.cleaned_data.get("reason") or "",
             expected_version=form.cleaned_data.get("version"),
-        )  # fmt: skip
+        )
     except BrainInputError as exc:
         messages.error(request, str(exc))
         return redirect("brain-note", pk=note.pk)
@@ -430,8 +440,12 @@ def write_guidelines(request: SignedInRequest) -> HttpResponse:
     note = _guidelines()
     if note is None:
         note = actions.do_ingest_note(
-            title="Reviewing guidelines", body=GUIDELINES_TEXT, wing="guides", slug=GUIDELINES_SLUG,
-            source="review-ui", user=request.user,
-        )  # fmt: skip
+            title="Reviewing guidelines",
+            body=GUIDELINES_TEXT,
+            wing="guides",
+            slug=GUIDELINES_SLUG,
+            source="review-ui",
+            user=request.user,
+        )
         messages.success(request, "Wrote the reviewing guidelines from a starting text: edit them to suit the team.")
     return redirect(f"{reverse('brain-note', args=[note.pk])}#edit-panel")

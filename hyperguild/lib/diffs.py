@@ -171,7 +171,7 @@ def _parse(diff: str) -> list[dict[str, Any]]:
 
 
 def _strip_prefix(path: str, prefix: str) -> str:
-    return path[len(prefix):] if path.startswith(prefix) else path
+    return path[len(prefix) :] if path.startswith(prefix) else path
 
 
 def _patched(path: str, original: str, hunks: list[tuple[int, int, list[str]]]) -> str:
@@ -189,7 +189,9 @@ def _patched(path: str, original: str, hunks: list[tuple[int, int, list[str]]]) 
             if tag in " -":
                 if position >= len(old) or old[position] != text:
                     found = old[position].rstrip("\n") if position < len(old) else "end of file"
-                    raise PatchFailed(f"{path}, line {position + 1}: expected {text.rstrip(chr(10))!r}, found {found!r}")
+                    raise PatchFailed(
+                        f"{path}, line {position + 1}: expected {text.rstrip(chr(10))!r}, found {found!r}"
+                    )
                 position += 1
                 if tag == " ":
                     out.append(text)
@@ -236,9 +238,7 @@ MAX_DIFF_LINES = 2000  # a diff longer than this is cut, and says so
 def diff_lines(before: str, after: str, *, context: int = CONTEXT_LINES) -> list[tuple[str, str]]:
     """(kind, text) pairs: kind is "del", "ins", "same" or "hunk" (an `@@` line)."""
     lines = []
-    for line in difflib.unified_diff(
-        (before or "").splitlines(), (after or "").splitlines(), lineterm="", n=context
-    ):
+    for line in difflib.unified_diff((before or "").splitlines(), (after or "").splitlines(), lineterm="", n=context):
         if line.startswith(("---", "+++")):
             continue
         if line.startswith("@@"):

@@ -105,7 +105,9 @@ def text_problem(value: str) -> str | None:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        return "contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which is not valid text; remove it"
+        return (
+            "contains a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape), which is not valid text; remove it"
+        )
     return None
 
 

@@ -190,7 +190,9 @@ class LLMClient:
         with self._budget(model, messages, limit, purpose):
             return self._chat(payload, model, limit, purpose)
 
-    def _budget(self, model: str, messages: list[dict[str, Any]], limit: int, purpose: str) -> AbstractContextManager[object]:
+    def _budget(
+        self, model: str, messages: list[dict[str, Any]], limit: int, purpose: str
+    ) -> AbstractContextManager[object]:
         if not self.record:
             return contextlib.nullcontext()
         # Imported here: a lib module loads no models when imported (the budgets read ModelCall rows).
@@ -204,9 +206,16 @@ class LLMClient:
             if not self.record:
                 return None
             return record_model_call(
-                provider="openai", endpoint=safe_url(self.completions_url), model=model, purpose=purpose,
-                request=payload, max_tokens=limit, outcome=outcome, latency_ms=_ms_since(started), **values,
-            ).pk  # fmt: skip
+                provider="openai",
+                endpoint=safe_url(self.completions_url),
+                model=model,
+                purpose=purpose,
+                request=payload,
+                max_tokens=limit,
+                outcome=outcome,
+                latency_ms=_ms_since(started),
+                **values,
+            ).pk
 
         started = time.monotonic()
         try:
@@ -226,9 +235,7 @@ class LLMClient:
         try:
             result = self._result(response, model, started)
         except LLMBadResponse as exc:
-            exc.call_id = record(
-                "bad_output", response=response.text, error=str(exc), status_code=response.status_code
-            )
+            exc.call_id = record("bad_output", response=response.text, error=str(exc), status_code=response.status_code)
             raise
         usage = result.usage or {}
         result.call_id = record(
@@ -353,9 +360,14 @@ def gateway_status(*, fresh: bool = False) -> dict[str, Any]:
     fast, thinking = settings.HYPERGUILD_FAST_MODEL, settings.HYPERGUILD_THINKING_MODEL
     models = {"answer": settings.BRAIN_ANSWER_MODEL or None, "fast": fast, "thinking": thinking}
     if not settings.LITELLM_BASE_URL:
-        return {"configured": False, "url": None, "models": models, "reachable": None,
-                "note": "LITELLM_BASE_URL is empty: brain_answer is extractive, the retrospective uses rules, "
-                        "/mcp/routing refuses its calls"}  # fmt: skip
+        return {
+            "configured": False,
+            "url": None,
+            "models": models,
+            "reachable": None,
+            "note": "LITELLM_BASE_URL is empty: brain_answer is extractive, the retrospective uses rules, "
+            "/mcp/routing refuses its calls",
+        }
     base = settings.LITELLM_BASE_URL.rstrip("/")
     url = f"{base}/models" if base.endswith("/v1") else f"{base}/v1/models"
     now = time.monotonic()

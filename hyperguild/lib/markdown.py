@@ -147,7 +147,9 @@ def parse_frontmatter_text(text: str) -> dict[str, Any]:
     try:
         data = yaml.load(text, Loader=FrontmatterLoader)  # noqa: S506 - SafeLoader subclass
     except RecursionError:
-        raise FrontmatterError(f"frontmatter nests too deeply (the limit is {FRONTMATTER_MAX_DEPTH} levels); flatten it") from None
+        raise FrontmatterError(
+            f"frontmatter nests too deeply (the limit is {FRONTMATTER_MAX_DEPTH} levels); flatten it"
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
@@ -246,10 +248,43 @@ def title_from_file_name(path: str) -> str:
 # -- rendering -----------------------------------------------------------------
 
 ALLOWED_TAGS = {
-    "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "div", "dl", "dt", "em", "h1", "h2", "h3",
-    "h4", "h5", "h6", "hr", "i", "img", "li", "ol", "p", "pre", "span", "strong", "sub", "sup", "table",
-    "tbody", "td", "th", "thead", "tr", "ul",
-}  # fmt: skip
+    "a",
+    "abbr",
+    "b",
+    "blockquote",
+    "br",
+    "code",
+    "dd",
+    "del",
+    "div",
+    "dl",
+    "dt",
+    "em",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "hr",
+    "i",
+    "img",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "span",
+    "strong",
+    "sub",
+    "sup",
+    "table",
+    "tbody",
+    "td",
+    "th",
+    "thead",
+    "tr",
+    "ul",
+}
 ALLOWED_ATTRIBUTES = {
     "a": {"href", "title", "class"},
     "img": {"src", "alt", "title"},

@@ -61,5 +61,7 @@ def _first_object(text: str | None) -> dict[str, Any]:
             not_an_object = value
     if not_an_object is not None:
         raise ModelJSONError(f"is JSON but a {type(not_an_object).__name__}, not an object")
-    detail = f" ({first_error.msg} at position {first_error.pos})" if isinstance(first_error, json.JSONDecodeError) else ""
+    detail = (
+        f" ({first_error.msg} at position {first_error.pos})" if isinstance(first_error, json.JSONDecodeError) else ""
+    )
     raise ModelJSONError(f"is not JSON{detail}")

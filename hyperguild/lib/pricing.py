@@ -65,7 +65,9 @@ def _parse(path: Path) -> dict[str, Price]:
         try:
             price = Price(Decimal(str(entry["input"])), Decimal(str(entry["output"])))
         except ArithmeticError:
-            raise ImproperlyConfigured(f"HYPERGUILD_MODEL_PRICES_FILE {path}: {model!r} prices must be numbers") from None
+            raise ImproperlyConfigured(
+                f"HYPERGUILD_MODEL_PRICES_FILE {path}: {model!r} prices must be numbers"
+            ) from None
         if price.input_per_million < 0 or price.output_per_million < 0:
             raise ImproperlyConfigured(f"HYPERGUILD_MODEL_PRICES_FILE {path}: {model!r} has a negative price")
         prices[str(model)] = price

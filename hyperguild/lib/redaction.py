@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -145,8 +145,14 @@ class Detector:
 
     __slots__ = ("name", "pattern", "group", "valid", "needles")
 
-    def __init__(self, name: str, pattern: re.Pattern[str], group: int | str = 0,
-                 valid: Callable[[str], bool] | None = None, needles: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        name: str,
+        pattern: re.Pattern[str],
+        group: int | str = 0,
+        valid: Callable[[str], bool] | None = None,
+        needles: tuple[str, ...] = (),
+    ) -> None:
         self.name, self.pattern, self.group, self.valid, self.needles = name, pattern, group, valid, needles
 
     def may_match(self, lowered: str) -> bool:
@@ -170,12 +176,18 @@ def _detector(name: str, regex: str, needles: tuple[str, ...] = ()) -> Detector:
 def _compiled(extra_file: str) -> tuple[Detector, ...]:
     detectors = [
         _detector(*OWN_TOKEN_PATTERN, NEEDLES["hyperguild_token"]),
-        Detector(WHOLE_JWT_PATTERN[0], re.compile(WHOLE_JWT_PATTERN[1]), 0, JwtTokenDetector.is_formally_valid,
-                 NEEDLES["jwt"]),
+        Detector(
+            WHOLE_JWT_PATTERN[0],
+            re.compile(WHOLE_JWT_PATTERN[1]),
+            0,
+            JwtTokenDetector.is_formally_valid,
+            NEEDLES["jwt"],
+        ),
     ]
     for plugin, name, group, needles in DETECT_SECRETS_PLUGINS:
-        detectors += [Detector(name, pattern, group, PLUGIN_VALIDATORS.get(plugin), needles)
-                      for pattern in plugin.denylist]  # type: ignore[attr-defined]  # each plugin class sets a tuple over the abstract property  # fmt: skip
+        # each plugin class sets a tuple of patterns over the abstract property `denylist`
+        patterns: Iterable[re.Pattern[str]] = plugin.denylist  # type: ignore[assignment]
+        detectors += [Detector(name, pattern, group, PLUGIN_VALIDATORS.get(plugin), needles) for pattern in patterns]
     detectors += [_detector(name, regex, NEEDLES.get(name, ())) for name, regex in DEFAULT_SECRET_PATTERNS]
     if extra_file:
         detectors += [_detector(name, regex) for name, regex in load_pattern_file(extra_file)]

@@ -92,7 +92,9 @@ def _ollama_counts(body: str) -> tuple[int, int] | None:
         data = json.loads(body)
     except ValueError:
         return None
-    counts: tuple[Any, Any] = (data.get("prompt_eval_count"), data.get("eval_count")) if isinstance(data, dict) else (None, None)
+    counts: tuple[Any, Any] = (
+        (data.get("prompt_eval_count"), data.get("eval_count")) if isinstance(data, dict) else (None, None)
+    )
     if all(isinstance(count, int) and not isinstance(count, bool) for count in counts):
         return counts[0], counts[1]
     return None
@@ -146,7 +148,11 @@ class RerankerClient:
         self.instruction = instruction
         # A pool as large as the requests in flight; shared with every client of this server.
         self._http = ServiceClient(
-            f"reranker (model {model!r})", self.base_url, timeout=timeout, retries=retries, max_connections=self.concurrency
+            f"reranker (model {model!r})",
+            self.base_url,
+            timeout=timeout,
+            retries=retries,
+            max_connections=self.concurrency,
         )
 
     @property
@@ -209,16 +215,21 @@ class RerankerClient:
         truncated = any(item.done_reason == "length" and item.score == 0 for item in judgements)
         outcome = failures[0].error.outcome if failures else ("truncated" if truncated else "ok")
         record_model_call(
-            provider="ollama", endpoint=safe_url(self.generate_url), model=self.model, purpose="rerank",
+            provider="ollama",
+            endpoint=safe_url(self.generate_url),
+            model=self.model,
+            purpose="rerank",
             request=[item.payload for item in outcomes] if len(outcomes) > 1 else outcomes[0].payload,
-            max_tokens=NUM_PREDICT, latency_ms=max(item.latency_ms for item in outcomes), outcome=outcome,
+            max_tokens=NUM_PREDICT,
+            latency_ms=max(item.latency_ms for item in outcomes),
+            outcome=outcome,
             response="\n".join(item.body if isinstance(item, Judgement) else item.error.response for item in outcomes),
             error="; ".join(str(item.error) for item in failures),
             status_code=failures[0].status if failures else 200,
             finish_reason=",".join(sorted({item.done_reason for item in judgements if item.done_reason})),
             input_tokens=sum(count[0] for count in counts if count is not None) if known else None,
             output_tokens=sum(count[1] for count in counts if count is not None) if known else None,
-        )  # fmt: skip
+        )
 
     def _judgement(self, response: httpx.Response) -> Judgement:
         try:

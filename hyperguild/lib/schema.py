@@ -1,7 +1,7 @@
 """JSON Schema violations in one wording, for MCP arguments, REST bodies, model answers and exports.
 
-    problems = schema_problems(schema_or_validator, data)   # [] when valid, else ordered by path
-    format_schema_errors(problems)                          # "'limit': 0 is less than the minimum of 1; ..."
+problems = schema_problems(schema_or_validator, data)   # [] when valid, else ordered by path
+format_schema_errors(problems)                          # "'limit': 0 is less than the minimum of 1; ..."
 """
 
 from __future__ import annotations
@@ -32,11 +32,10 @@ def error_message(error: ValidationError) -> str:
 
 
 def format_schema_error(error: ValidationError) -> str:
-    """"'where': what", or just "what" for a violation at the top level (a missing or unknown key)."""
+    """ "'where': what", or just "what" for a violation at the top level (a missing or unknown key)."""
     path = error_path(error)
     return f"'{path}': {error_message(error)}" if path else error_message(error)
 
 
 def format_schema_errors(errors: Iterable[ValidationError], *, separator: str = "; ") -> str:
     return separator.join(format_schema_error(error) for error in errors)
-

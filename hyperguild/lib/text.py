@@ -14,6 +14,7 @@ def without_bidi_controls(text: str) -> str:
     """`text` with every bidi control character removed."""
     return BIDI_CONTROLS_RE.sub("", text)
 
+
 # How much of a response body (or any other text) goes into an error message.
 EXCERPT_CHARS = 300
 

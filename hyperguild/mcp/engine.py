@@ -292,7 +292,11 @@ class Dispatcher:
         except Exception as exc:  # resources/*, paging: a JSON-RPC error, never an HTML 500
             incident = uuid.uuid4().hex[:16]
             logger.exception(
-                "%s on /mcp/%s raised (request id %s, revision %s)", method, self.endpoint.name, incident, revision.version
+                "%s on /mcp/%s raised (request id %s, revision %s)",
+                method,
+                self.endpoint.name,
+                incident,
+                revision.version,
             )
             record.status = "internal_error"
             what = "could not reach the database" if isinstance(exc, OperationalError | InterfaceError) else "failed"
@@ -301,7 +305,9 @@ class Dispatcher:
             )
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
-    def _route_modern(self, method: str, params: dict, ctx: ToolContext, record: CallRecord, revision: Revision) -> dict:
+    def _route_modern(
+        self, method: str, params: dict, ctx: ToolContext, record: CallRecord, revision: Revision
+    ) -> dict:
         """A 2026-07-28 request: the same methods as the handshake era, in the 2026 envelope.
 
         Every method `_route` serves is served here too (minus those 2026-07-28
@@ -342,9 +348,10 @@ class Dispatcher:
         # Every endpoint speaks the extension; only its long_running tools ever answer with a task.
         capabilities.extensions = {**(capabilities.extensions or {}), TASKS_EXTENSION: {}}
         result = types.DiscoverResult(
-            supported_versions=list(SUPPORTED_VERSIONS), capabilities=capabilities,
+            supported_versions=list(SUPPORTED_VERSIONS),
+            capabilities=capabilities,
             instructions=self.endpoint.instructions or None,
-        )  # fmt: skip
+        )
         return wire(result)  # `_modern_envelope` adds resultType, ttlMs and cacheScope
 
     def _route(self, method: str, params: dict, ctx: ToolContext, record: CallRecord) -> dict:
@@ -375,7 +382,9 @@ class Dispatcher:
                 self._require(ctx, self.endpoint.read_right, method)
                 return self._resources_read(params)
             if method == "resources/templates/list":
-                templates = [types.ResourceTemplate.model_validate(t) for t in self.endpoint.resources.resource_templates()]
+                templates = [
+                    types.ResourceTemplate.model_validate(t) for t in self.endpoint.resources.resource_templates()
+                ]
                 return wire(types.ListResourceTemplatesResult(resource_templates=templates))
         raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
@@ -537,9 +546,12 @@ class Dispatcher:
             ctx.check_cancelled()
             # Every model call the tool makes is recorded as made by this caller, for this tool.
             with model_call_context(
-                requested_by=ctx.actor, service=f"mcp/{self.endpoint.name}", skill=name,
-                session_id=str(arguments.get("session_id") or "")[:200], project=str(arguments.get("project_root") or ""),
-            ) as calls:  # fmt: skip
+                requested_by=ctx.actor,
+                service=f"mcp/{self.endpoint.name}",
+                skill=name,
+                session_id=str(arguments.get("session_id") or "")[:200],
+                project=str(arguments.get("project_root") or ""),
+            ) as calls:
                 structured = tool.call(arguments, ctx)
             if tool.reports_usage:
                 structured = add_usage(structured, calls.recorded, ctx.actor)
@@ -556,7 +568,11 @@ class Dispatcher:
             # The message never carries the exception text (SQL, paths); the log has it under this id.
             incident = uuid.uuid4().hex[:16]
             logger.exception(
-                "tool %s on /mcp/%s raised (request id %s, revision %s)", name, self.endpoint.name, incident, record.revision
+                "tool %s on /mcp/%s raised (request id %s, revision %s)",
+                name,
+                self.endpoint.name,
+                incident,
+                record.revision,
             )
             record.status = "internal_error"
             if isinstance(exc, OperationalError | InterfaceError):
@@ -578,7 +594,9 @@ class Dispatcher:
                 format_schema_errors(output_problems),
             )
             record.status = "invalid_output"
-            return tool_error_result(f"{name} produced a result that does not match its outputSchema; see the server log")
+            return tool_error_result(
+                f"{name} produced a result that does not match its outputSchema; see the server log"
+            )
         # The success result stays a dict: types.CallToolResult re-serialises structuredContent (the whole
         # result) on dump, about 50 µs for a 10-hit brain_query against under 1 µs here (bench/RESULTS.md).
         # Compact: this text is what lands in the model's context, and indentation only costs tokens.
@@ -601,7 +619,6 @@ class Dispatcher:
 def tool_error_result(message: str, data: dict | None = None) -> dict:
     text = message if not data else f"{message}\n{json.dumps(data, ensure_ascii=False)}"
     return wire(types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True))
-
 
 
 # --- the door from the transport -------------------------------------------------
@@ -728,9 +745,13 @@ class Call:
         revision = self.revision
         try:
             ctx = ToolContext(
-                endpoint=self.endpoint.name, request_id=self.request_id, progress_token=self.progress_token, emit=emit,
-                caller=self.caller.key, identity=self.caller.identity,
-            )  # fmt: skip
+                endpoint=self.endpoint.name,
+                request_id=self.request_id,
+                progress_token=self.progress_token,
+                emit=emit,
+                caller=self.caller.key,
+                identity=self.caller.identity,
+            )
             ctx.cancelled = self.cancelled  # one flag, so a `cancel` before the handler started still stops it
             with mcp_span(self.endpoint.name, self.message, person_id=self.caller.person_id, revision=revision.version):
                 response = Dispatcher(self.endpoint, self.caller.owner).handle(self.message, ctx, self.record, revision)
@@ -738,7 +759,9 @@ class Call:
             incident = uuid.uuid4().hex[:16]
             logger.exception("MCP dispatch failed (request id %s, revision %s)", incident, self.record.revision)
             response = error_response(
-                self.request_id, INTERNAL_ERROR, f"Internal error; the server log has the detail (request id {incident})"
+                self.request_id,
+                INTERNAL_ERROR,
+                f"Internal error; the server log has the detail (request id {incident})",
             )
         status = http_status_for(response["error"]["code"]) if revision.modern and "error" in response else 200
         opens_session = self.message["method"] == "initialize" and not revision.modern

@@ -121,8 +121,9 @@ class Tasks:
     def _run(self, task: McpTask, params: dict, ctx: ToolContext, record: CallRecord, revision: Revision) -> None:
         started = time.monotonic()
         finished = threading.Event()
-        threading.Thread(target=_keep_alive, args=(task.pk, finished), name=f"{threading.current_thread().name}-alive",
-                         daemon=True).start()
+        threading.Thread(
+            target=_keep_alive, args=(task.pk, finished), name=f"{threading.current_thread().name}-alive", daemon=True
+        ).start()
         try:
             try:
                 result = self.dispatcher._tools_call(params, ctx, record)
@@ -130,16 +131,27 @@ class Tasks:
                 if ctx.is_cancelled() or record.status == "cancelled":
                     do_finish_mcp_task(task.pk, status=McpTask.CANCELLED, message="cancelled by the client")
                 else:
-                    do_finish_mcp_task(task.pk, status=McpTask.COMPLETED, result=result,
-                                       message="failed" if result.get("isError") else "done")
+                    do_finish_mcp_task(
+                        task.pk,
+                        status=McpTask.COMPLETED,
+                        result=result,
+                        message="failed" if result.get("isError") else "done",
+                    )
             except Exception:  # the task must end whatever happens
                 incident = uuid.uuid4().hex[:16]
                 logger.exception(
                     "task %s (%s on /mcp/%s, revision %s) raised (request id %s)",
-                    task.task_id, record.tool, self.endpoint.name, revision.version, incident,
+                    task.task_id,
+                    record.tool,
+                    self.endpoint.name,
+                    revision.version,
+                    incident,
                 )
                 record.status = "internal_error"
-                error = {"code": -32603, "message": f"the task failed; the server log has the detail (request id {incident})"}
+                error = {
+                    "code": -32603,
+                    "message": f"the task failed; the server log has the detail (request id {incident})",
+                }
                 do_finish_mcp_task(task.pk, status=McpTask.FAILED, error=error, message="internal error")
         finally:
             finished.set()

@@ -127,6 +127,7 @@ ResultT = TypeVar("ResultT", bound=BaseModel)
 # What Tool keeps: a handler of its input model returning its result model (the decorator checks the pairing).
 Handler = Callable[[Any, ToolContext], Any]
 
+
 @dataclass(frozen=True)
 class Tool:
     name: str
@@ -328,14 +329,28 @@ class Endpoint:
         if tool.name in self.tools and self.tools[tool.name].handler is not tool.handler:
             raise ValueError(f"endpoint {self.name}: tool {tool.name} is registered twice")
         if tool.scope and self.scopes and tool.scope not in self.scopes:
-            raise ValueError(f"endpoint {self.name}: tool {tool.name} needs scope {tool.scope}, not one of {self.scopes}")
+            raise ValueError(
+                f"endpoint {self.name}: tool {tool.name} needs scope {tool.scope}, not one of {self.scopes}"
+            )
         self.tools[tool.name] = tool
         return tool
 
     def tool(
-        self, *, name: str, title: str, description: str, input_model: type[InputT], result_model: type[ResultT],
-        read_only: bool = False, destructive: bool = False, idempotent: bool = False, open_world: bool = False,
-        long_running: bool = False, scope: str = "", right: str = "", reports_usage: bool = False,
+        self,
+        *,
+        name: str,
+        title: str,
+        description: str,
+        input_model: type[InputT],
+        result_model: type[ResultT],
+        read_only: bool = False,
+        destructive: bool = False,
+        idempotent: bool = False,
+        open_world: bool = False,
+        long_running: bool = False,
+        scope: str = "",
+        right: str = "",
+        reports_usage: bool = False,
     ) -> Callable[[Callable[[InputT, ToolContext], ResultT]], Callable[[InputT, ToolContext], ResultT]]:
         """Declare a tool: `@endpoint.tool(name=..., title=..., description=..., input_model=..., result_model=...)`.
 
@@ -344,17 +359,31 @@ class Endpoint:
         scope = scope or (self.scopes[0] if self.scopes else "")
 
         def register(handler: Callable[[InputT, ToolContext], ResultT]) -> Callable[[InputT, ToolContext], ResultT]:
-            self.add(Tool(
-                name=name, title=title, description=description, handler=handler, input_model=input_model,
-                result_model=result_model, read_only=read_only, destructive=destructive, idempotent=idempotent,
-                open_world=open_world, long_running=long_running, scope=scope, right=right,
-                reports_usage=reports_usage,
-            ))  # fmt: skip
+            self.add(
+                Tool(
+                    name=name,
+                    title=title,
+                    description=description,
+                    handler=handler,
+                    input_model=input_model,
+                    result_model=result_model,
+                    read_only=read_only,
+                    destructive=destructive,
+                    idempotent=idempotent,
+                    open_world=open_world,
+                    long_running=long_running,
+                    scope=scope,
+                    right=right,
+                    reports_usage=reports_usage,
+                )
+            )
             return handler
 
         return register
 
-    def prompt(self, *, arguments: tuple[PromptArgument, ...] = (), **spec: Any) -> Callable[[PromptHandler], PromptHandler]:
+    def prompt(
+        self, *, arguments: tuple[PromptArgument, ...] = (), **spec: Any
+    ) -> Callable[[PromptHandler], PromptHandler]:
         """Declare a prompt: `@endpoint.prompt(name=..., title=..., description=..., arguments=(...))`."""
 
         def register(handler: PromptHandler) -> PromptHandler:

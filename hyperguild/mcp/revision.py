@@ -49,7 +49,15 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 # Methods of the handshake era that 2026-07-28 removed: a modern request for one is "method not found".
 LEGACY_ONLY_METHODS = frozenset(
-    {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe", "tasks/result", "tasks/list"}
+    {
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tasks/result",
+        "tasks/list",
+    }
 )
 TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 # ...and the methods only the modern era has.
@@ -69,9 +77,10 @@ class Revision:
         return self.version in MODERN_VERSIONS
 
     def has_extension(self, name: str) -> bool:
-        extensions = self.client_capabilities.get("extensions") if isinstance(self.client_capabilities, Mapping) else None
+        extensions = (
+            self.client_capabilities.get("extensions") if isinstance(self.client_capabilities, Mapping) else None
+        )
         return isinstance(extensions, Mapping) and isinstance(extensions.get(name), Mapping)
-
 
 
 def legacy(message: Mapping[str, Any], header_version: str | None) -> Revision:
@@ -106,7 +115,10 @@ def unsupported(requested: Any) -> Rejection:
     return Rejection(
         UNSUPPORTED_PROTOCOL_VERSION,
         "Unsupported protocol version",
-        {"supported": list(SUPPORTED_VERSIONS), "requested": requested if isinstance(requested, str) else str(requested)},
+        {
+            "supported": list(SUPPORTED_VERSIONS),
+            "requested": requested if isinstance(requested, str) else str(requested),
+        },
     )
 
 
@@ -116,7 +128,9 @@ def _meta(message: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return meta if isinstance(meta, Mapping) else None
 
 
-def decide(message: Mapping[str, Any], headers: Mapping[str, str], raw_headers: Iterable[tuple[str, str]] = ()) -> Revision | Rejection:
+def decide(
+    message: Mapping[str, Any], headers: Mapping[str, str], raw_headers: Iterable[tuple[str, str]] = ()
+) -> Revision | Rejection:
     """The revision of one JSON-RPC request, or why it is refused.
 
     A request is modern when its `MCP-Protocol-Version` header names anything

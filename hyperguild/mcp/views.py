@@ -53,10 +53,27 @@ logger = logging.getLogger("hyperguild.mcp")
 SSE_KEEPALIVE_SECONDS = 15.0
 # The methods a metric may name (any other method a client sends is counted as "other").
 KNOWN_METHODS = frozenset(
-    {"initialize", "ping", "tools/list", "tools/call", "prompts/list", "prompts/get", "completion/complete",
-     "resources/list", "resources/read", "resources/templates/list", "server/discover", "tasks/get", "tasks/update",
-     "tasks/cancel", "tasks/list", "notifications/initialized", "notifications/cancelled", "response"}
-)  # fmt: skip
+    {
+        "initialize",
+        "ping",
+        "tools/list",
+        "tools/call",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "resources/list",
+        "resources/read",
+        "resources/templates/list",
+        "server/discover",
+        "tasks/get",
+        "tasks/update",
+        "tasks/cancel",
+        "tasks/list",
+        "notifications/initialized",
+        "notifications/cancelled",
+        "response",
+    }
+)
 
 
 class InsufficientScope(exceptions.PermissionDenied):
@@ -181,7 +198,9 @@ class McpView(APIView):
         self.started = time.monotonic()
         self.mcp_endpoint = find_endpoint(kwargs.get("endpoint", ""))
         if self.mcp_endpoint is None:
-            return JsonResponse(error_body("not_found", f"No MCP endpoint called {kwargs.get('endpoint')!r}."), status=404)
+            return JsonResponse(
+                error_body("not_found", f"No MCP endpoint called {kwargs.get('endpoint')!r}."), status=404
+            )
         return super().dispatch(request, *args, **kwargs)
 
     def get_authenticators(self) -> list[BaseAuthentication]:
@@ -227,9 +246,13 @@ class McpView(APIView):
 
         authorization = request.META.get("HTTP_AUTHORIZATION", "")
         caller = Caller(
-            identity=request.user, key=client_key(request), owner=owner_digest(authorization),
-            person_id=person_id(request), headers=request_headers(request), raw_headers=raw_request_headers(request),
-        )  # fmt: skip
+            identity=request.user,
+            key=client_key(request),
+            owner=owner_digest(authorization),
+            person_id=person_id(request),
+            headers=request_headers(request),
+            raw_headers=raw_request_headers(request),
+        )
         outcome = receive(self.endpoint, body, caller)
         if isinstance(outcome, Answer):
             return self._send(outcome)
@@ -358,5 +381,7 @@ class McpView(APIView):
         # Labels only from names the server knows: a client's made-up method or tool must not add series.
         method = record.method if record.method in KNOWN_METHODS else ("other" if record.method else "")
         tool = record.tool if known_endpoint is not None and record.tool in known_endpoint.tools else ""
-        observe_mcp(endpoint if known_endpoint is not None else "unknown", method, tool, record.status, duration_ms / 1000)
+        observe_mcp(
+            endpoint if known_endpoint is not None else "unknown", method, tool, record.status, duration_ms / 1000
+        )
         return duration_ms

@@ -25,7 +25,9 @@ def diff_of(messages: object) -> str | None:
     """The ```diff block of an example side's assistant messages, or None."""
     if not isinstance(messages, list):
         return None
-    return diff_block("\n".join(m.get("content", "") for m in messages if isinstance(m, dict) and m.get("role") == "assistant"))
+    return diff_block(
+        "\n".join(m.get("content", "") for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
+    )
 
 
 @register.filter
@@ -77,10 +79,17 @@ def example_preview(example: TrainingExample) -> str:
     """What tells one example from the next in a list: the task's first own line, and the answer's first line."""
     prompt = example.prompt if isinstance(example.prompt, list) else []
     user = next((m.get("content", "") for m in reversed(prompt) if isinstance(m, dict) and m.get("role") == "user"), "")
-    task = next((line.strip() for line in str(user).splitlines()
-                 if line.strip() and not line.startswith(_SAME_IN_EVERY_PROMPT)), "")
+    task = next(
+        (
+            line.strip()
+            for line in str(user).splitlines()
+            if line.strip() and not line.startswith(_SAME_IN_EVERY_PROMPT)
+        ),
+        "",
+    )
     answer_side = example.completion if example.kind == "sft" else example.chosen
-    answer = next((m.get("content", "") for m in answer_side or [] if isinstance(m, dict)
-                   and m.get("role") == "assistant"), "")
+    answer = next(
+        (m.get("content", "") for m in answer_side or [] if isinstance(m, dict) and m.get("role") == "assistant"), ""
+    )
     first = next((line.strip() for line in without_diff(answer).splitlines() if line.strip()), "")
     return f"{task} → {first}" if task and first else task or first

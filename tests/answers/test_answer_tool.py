@@ -80,7 +80,10 @@ def test_only_the_note_the_reranker_keeps_reaches_the_llm(brain, brain_url, rera
                 "excerpt": answer["sources"][0]["excerpt"],
                 # issue 38: every source says whether it still holds against its project's code
                 "verification": {
-                    "state": "unverified", "commit": None, "evidence": [], "unresolved": [],
+                    "state": "unverified",
+                    "commit": None,
+                    "evidence": [],
+                    "unresolved": [],
                     # issue 45: a note that claims nothing about code is shown with no label; the reason stays
                     "label": "",
                     "reason": "unverified: the note belongs to no project, so there is no code to check it against",
@@ -94,8 +97,14 @@ def test_only_the_note_the_reranker_keeps_reaches_the_llm(brain, brain_url, rera
         "unreviewed": [],
         "unreviewed_hint": None,
         # One record for the reranker's pass, one for the answer; neither fake reports usage (issue 39).
-        "usage": {"input_tokens": None, "output_tokens": None, "cost_usd": None, "cost_reason": "usage unknown",
-                  "model": f"{RERANKER_MODEL}, {ANSWER_MODEL}", "calls": 2},
+        "usage": {
+            "input_tokens": None,
+            "output_tokens": None,
+            "cost_usd": None,
+            "cost_reason": "usage unknown",
+            "model": f"{RERANKER_MODEL}, {ANSWER_MODEL}",
+            "calls": 2,
+        },
     }
     assert "LiteLLM" in answer["sources"][0]["excerpt"]
 
@@ -317,5 +326,12 @@ def test_the_tool_is_listed_read_only_and_open_world(brain_url, transactional_db
         "description": "most sources to use (an LLM gets at most 5)",
     }
     assert set(tool["outputSchema"]["required"]) == {
-        "answer", "sources", "model", "reranked", "synthesized", "unreviewed_matches", "unreviewed", "unreviewed_hint",
-    }  # fmt: skip
+        "answer",
+        "sources",
+        "model",
+        "reranked",
+        "synthesized",
+        "unreviewed_matches",
+        "unreviewed",
+        "unreviewed_hint",
+    }

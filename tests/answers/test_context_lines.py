@@ -47,15 +47,21 @@ def test_recent_files_choose_the_passage_too():
 @pytest.mark.django_db
 def test_every_seed_expands_through_the_link_graph_not_only_the_top_three():
     seeds = [
-        {"slug": f"ledgerly-{i}", "title": f"Ledgerly part {i}", "wing": "concepts",
-         "body": "Ledgerly ledgerly ledgerly. " * (4 - i if i < 4 else 1) + f"Detail {i}."}
+        {
+            "slug": f"ledgerly-{i}",
+            "title": f"Ledgerly part {i}",
+            "wing": "concepts",
+            "body": "Ledgerly ledgerly ledgerly. " * (4 - i if i < 4 else 1) + f"Detail {i}.",
+        }
         for i in range(5)
-    ]  # fmt: skip
+    ]
     seeds[-1]["body"] += " " + "Long words about other matters entirely. " * 20 + "See [[rounding-rules]]."
     never_names = {
-        "slug": "rounding-rules", "title": "Rounding rules", "wing": "concepts",
+        "slug": "rounding-rules",
+        "title": "Rounding rules",
+        "wing": "concepts",
         "body": "Round half to even on every invoice line.",
-    }  # fmt: skip
+    }
     ingest([*seeds, never_names])
     ranked = [hit.slug for hit in search("ledgerly", limit=10).hits]
     assert ranked.index("ledgerly-4") >= 3  # the seed that links is not among the top three
@@ -69,12 +75,22 @@ def test_every_seed_expands_through_the_link_graph_not_only_the_top_three():
 
 @pytest.mark.django_db
 def test_a_project_name_of_several_words_must_appear_as_a_name():
-    ingest([
-        {"slug": "triage", "title": "Triage", "wing": "concepts",
-         "body": "Close unrelated issues quickly; the app team owns the rest."},
-        {"slug": "nightly", "title": "Nightly jobs", "wing": "concepts",
-         "body": "The Unrelated App exports its ledger nightly."},
-    ])  # fmt: skip
+    ingest(
+        [
+            {
+                "slug": "triage",
+                "title": "Triage",
+                "wing": "concepts",
+                "body": "Close unrelated issues quickly; the app team owns the rest.",
+            },
+            {
+                "slug": "nightly",
+                "title": "Nightly jobs",
+                "wing": "concepts",
+                "body": "The Unrelated App exports its ledger nightly.",
+            },
+        ]
+    )
     assert {hit.slug for hit in search("unrelated-app").hits} == {"triage", "nightly"}  # both match the words
 
     found = context("/home/someone/src/unrelated-app")
@@ -84,8 +100,16 @@ def test_a_project_name_of_several_words_must_appear_as_a_name():
 
 @pytest.mark.django_db
 def test_a_name_no_note_holds_gets_no_entries_even_if_its_words_are_common():
-    ingest([{"slug": "triage", "title": "Triage", "wing": "concepts",
-             "body": "Close unrelated issues quickly; the app team owns the rest."}])  # fmt: skip
+    ingest(
+        [
+            {
+                "slug": "triage",
+                "title": "Triage",
+                "wing": "concepts",
+                "body": "Close unrelated issues quickly; the app team owns the rest.",
+            }
+        ]
+    )
 
     assert context("/home/someone/src/unrelated-app")["entries"] == []
 

@@ -55,7 +55,10 @@ def test_brain_context_returns_relevant_entries_and_a_two_hop_neighbour(brain_ur
         "excerpt": "The LiteLLM model list on the LAN box drifted from the repo copy; a model alias vanished and "
         "every call failed with an unknown model error.…",
         "verification": {  # issue 38: every entry says whether it still holds (no project here: unverified)
-            "state": "unverified", "commit": None, "evidence": [], "unresolved": [],
+            "state": "unverified",
+            "commit": None,
+            "evidence": [],
+            "unresolved": [],
             "label": "",  # issue 45: a note that claims nothing about code carries no label
             "reason": "unverified: the note belongs to no project, so there is no code to check it against",
         },

@@ -93,12 +93,22 @@ def test_the_extractive_answer_quotes_the_command_not_the_notes_opening():
 
 @pytest.mark.django_db
 def test_the_sources_are_the_notes_whose_passages_answer_best_first():
-    ingest([
-        {"slug": "deploy", "title": "Deploying", "wing": "concepts",
-         "body": "Deploy with make run. Deploy behind a proxy. Deploy often.\n\nBackups are nightly."},
-        {"slug": "rollback", "title": "Rolling back", "wing": "concepts",
-         "body": "To roll back a deploy, redeploy the previous image with make rollback."},
-    ])  # fmt: skip
+    ingest(
+        [
+            {
+                "slug": "deploy",
+                "title": "Deploying",
+                "wing": "concepts",
+                "body": "Deploy with make run. Deploy behind a proxy. Deploy often.\n\nBackups are nightly.",
+            },
+            {
+                "slug": "rollback",
+                "title": "Rolling back",
+                "wing": "concepts",
+                "body": "To roll back a deploy, redeploy the previous image with make rollback.",
+            },
+        ]
+    )
 
     result = answer("how do I roll back a deploy?")
 

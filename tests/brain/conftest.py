@@ -26,20 +26,29 @@ def corpus(brain_server):
 
     notes = {
         "asyncio": do_ingest_note(
-            title="Asyncio event loop", body="The asyncio event loop runs coroutines. See [[gil]].",
-            wing="concepts", hall="python",
+            title="Asyncio event loop",
+            body="The asyncio event loop runs coroutines. See [[gil]].",
+            wing="concepts",
+            hall="python",
         ),
         "gil": do_ingest_note(
-            title="The GIL", body="The global interpreter lock serialises Python bytecode.", wing="concepts",
-            hall="python", slug="gil",
+            title="The GIL",
+            body="The global interpreter lock serialises Python bytecode.",
+            wing="concepts",
+            hall="python",
+            slug="gil",
         ),
         "vacuum": do_ingest_note(
-            title="PostgreSQL vacuum", body="Vacuum reclaims dead tuples in PostgreSQL tables.", wing="concepts",
+            title="PostgreSQL vacuum",
+            body="Vacuum reclaims dead tuples in PostgreSQL tables.",
+            wing="concepts",
             hall="databases",
         ),
         "paper": do_ingest_note(
-            title="Paper on event loops", body="A survey of event loop designs across runtimes.", wing="sources",
+            title="Paper on event loops",
+            body="A survey of event loop designs across runtimes.",
+            wing="sources",
         ),
         "raw": do_write_raw_note(title="Raw idea about event loops", body="Maybe pin the event loop policy."),
-    }  # fmt: skip
+    }
     return notes

@@ -27,7 +27,9 @@ def reviewer():
 
 
 def test_writing_a_raw_note_stores_it_with_a_slug_hash_path_and_provenance():
-    note = do_write_raw_note(title="Async IO in Python", body="Use asyncio.", session_id="s-1", frontmatter={"tags": ["py"]})
+    note = do_write_raw_note(
+        title="Async IO in Python", body="Use asyncio.", session_id="s-1", frontmatter={"tags": ["py"]}
+    )
     assert note.status == NoteStatus.RAW
     assert note.slug == "async-io-in-python"
     assert note.path == "raw/async-io-in-python.md"
@@ -91,7 +93,10 @@ def test_an_explicit_slug_that_is_taken_is_refused():
     assert Note.objects.count() == 1
 
 
-@pytest.mark.parametrize(("wing", "hall", "message"), [("", "", "wing is required"), ("Bad Wing", "", "wing"), ("ok", "no/slash", "hall"), ("", "h", "wing is required")])
+@pytest.mark.parametrize(
+    ("wing", "hall", "message"),
+    [("", "", "wing is required"), ("Bad Wing", "", "wing"), ("ok", "no/slash", "hall"), ("", "h", "wing is required")],
+)
 def test_ingest_needs_a_valid_wing_and_hall(wing, hall, message):
     with pytest.raises(BrainInputError, match=message):
         do_ingest_note(title="t", body="b", wing=wing, hall=hall)
@@ -133,7 +138,12 @@ def test_editing_the_body_rebuilds_the_links():
 def test_promote_moves_a_raw_note_into_the_wiki_and_records_the_reviewer(reviewer):
     note = do_write_raw_note(title="Idea", body="x")
     promoted = do_promote_note(note, reviewer=reviewer, wing="concepts", hall="python", title="Better idea")
-    assert (promoted.status, promoted.wing, promoted.hall, promoted.title) == ("wiki", "concepts", "python", "Better idea")
+    assert (promoted.status, promoted.wing, promoted.hall, promoted.title) == (
+        "wiki",
+        "concepts",
+        "python",
+        "Better idea",
+    )
     assert promoted.reviewed_by == reviewer and promoted.reviewed_at is not None
     assert promoted.path == "wiki/concepts/python/idea.md"
 

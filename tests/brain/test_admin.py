@@ -57,6 +57,8 @@ def test_non_staff_cannot_reach_the_note_admin(client, django_user_model):
     user = django_user_model.objects.create_user("plain", password="pw")
     client.force_login(user)
     note = do_write_raw_note(title="Safe", body="x")
-    response = client.post(reverse("admin:brain_note_changelist"), {"action": "archive_notes", "_selected_action": [note.pk]})
+    response = client.post(
+        reverse("admin:brain_note_changelist"), {"action": "archive_notes", "_selected_action": [note.pk]}
+    )
     assert response.status_code == 302 and "/login/" in response["Location"]
     assert Note.objects.get(pk=note.pk).status == NoteStatus.RAW

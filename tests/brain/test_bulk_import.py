@@ -52,8 +52,9 @@ def test_every_link_of_a_batched_import_resolves_as_a_fresh_resolution_says(tmp_
     assert summary.added == Note.objects.count() > 40 and not summary.errors
     for note in Note.objects.all():
         links = list(note.links_out.all())
-        resolved = resolve_targets([link.target_slug for link in links], wing=note.wing, hall=note.hall,
-                                   exclude_id=note.id)  # fmt: skip
+        resolved = resolve_targets(
+            [link.target_slug for link in links], wing=note.wing, hall=note.hall, exclude_id=note.id
+        )
         assert {link.target_slug: link.target_id for link in links} == {
             target: answer.target_id for target, answer in resolved.items()
         }, note.slug
@@ -78,7 +79,10 @@ def test_a_batched_import_stores_the_same_notes_and_links_as_one_file_at_a_time(
     monkeypatch.setattr(folder, "_import_new", one_by_one)
     single = import_folder(tmp_path)
     assert single.added == batched.added
-    assert set(Note.objects.values_list("slug", "title", "body", "status", "wing", "hall", "path", "content_hash")) == notes
+    assert (
+        set(Note.objects.values_list("slug", "title", "body", "status", "wing", "hall", "path", "content_hash"))
+        == notes
+    )
     assert stored_links() == links
     assert sorted(single.ambiguous_links) == sorted(batched.ambiguous_links)
 
@@ -115,10 +119,18 @@ def test_the_corpus_version_moves_once_per_batch_of_new_files(tmp_path, monkeypa
 def test_a_batch_with_a_slug_another_writer_took_writes_nothing(tmp_path):
     do_ingest_note(title="Taken", body="Written through the service meanwhile.", wing="concepts", slug="taken")
     files = [
-        {"slug": slug, "title": slug, "body": "From a file.", "frontmatter": {}, "status": "raw", "wing": "", "hall": "",
-         "path": f"raw/{slug}.md"}
+        {
+            "slug": slug,
+            "title": slug,
+            "body": "From a file.",
+            "frontmatter": {},
+            "status": "raw",
+            "wing": "",
+            "hall": "",
+            "path": f"raw/{slug}.md",
+        }
         for slug in ("fresh", "taken")
-    ]  # fmt: skip
+    ]
     with pytest.raises(SlugsTakenMeanwhile):
         do_import_new_note_files(files)
     assert not Note.objects.filter(slug="fresh").exists()
@@ -134,8 +146,14 @@ def test_an_import_meeting_a_slug_taken_meanwhile_imports_those_files_one_by_one
 
 
 def test_a_batch_stores_what_the_single_file_action_stores(tmp_path):
-    arguments = {"title": "Same", "body": "Key sk-ant-api03-" + "x" * 40 + " in a file.", "frontmatter": {"tags": ["a"]},
-                 "status": "wiki", "wing": "concepts", "hall": "python"}  # fmt: skip
+    arguments = {
+        "title": "Same",
+        "body": "Key sk-ant-api03-" + "x" * 40 + " in a file.",
+        "frontmatter": {"tags": ["a"]},
+        "status": "wiki",
+        "wing": "concepts",
+        "hall": "python",
+    }
     [batched] = do_import_new_note_files([{**arguments, "slug": "batched", "path": "wiki/concepts/python/batched.md"}])
     single, outcome = do_import_note_file(**arguments, slug="single", path="wiki/concepts/python/single.md")
     assert outcome == "added"

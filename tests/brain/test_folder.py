@@ -92,7 +92,9 @@ def test_imported_notes_get_their_place_title_and_links_from_the_folder(tmp_path
     assert Note.objects.get(slug="note-5").title == "Heading 5"  # empty frontmatter: the heading
     unicode_name = Note.objects.get(slug="unicode-file-name")
     assert unicode_name.title == "Ünïcode file"
-    assert NoteLink.objects.filter(source__slug="note-3", target_slug="note-4", kind="related", target__isnull=False).exists()
+    assert NoteLink.objects.filter(
+        source__slug="note-3", target_slug="note-4", kind="related", target__isnull=False
+    ).exists()
     assert NoteLink.objects.filter(target_slug="missing-0", target__isnull=True).exists()
 
 
@@ -228,7 +230,9 @@ def test_importing_a_missing_directory_is_a_command_error(tmp_path):
     from django.core.management.base import CommandError
 
     with pytest.raises(CommandError, match="not a directory"):
-        call_command("brain_import", str(tmp_path / "nope"), "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
+        call_command(
+            "brain_import", str(tmp_path / "nope"), "--no-progress", stdout=io.StringIO(), stderr=io.StringIO()
+        )
 
 
 def test_archive_missing_archives_imported_notes_whose_file_is_gone(tmp_path):

@@ -79,8 +79,9 @@ def test_no_brain_module_restates_the_title_or_the_place_limit():
         f"{path.relative_to(BRAIN)}: {line.strip()}"
         for path in sorted([*BRAIN.glob("*.py"), *BRAIN.glob("actions/*.py"), *BRAIN.glob("views/*.py")])
         if path.name not in {"limits.py"}
-        for line in path.read_text().splitlines() if restated.search(line)
-    ]  # fmt: skip
+        for line in path.read_text().splitlines()
+        if restated.search(line)
+    ]
     # The review queue's `kind` filter is a search box, not a write.
     assert found == ["views/forms.py: kind = forms.CharField(required=False, max_length=100)"]
 
@@ -115,12 +116,16 @@ def test_the_view_no_longer_numbers_slugs():
 def test_the_search_limits_are_one_number_for_brain_query_and_post_query():
     schema = find_endpoint("brain").tools["brain_query"].input_schema["properties"]
     assert (schema["query"]["maxLength"], schema["limit"]["maximum"], schema["tags"]["maxItems"]) == (
-        MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT, MAX_TAGS,
-    )  # fmt: skip
+        MAX_QUERY_LENGTH,
+        MAX_SEARCH_LIMIT,
+        MAX_TAGS,
+    )
     assert not QuerySerializer(data={"query": "q" * (MAX_QUERY_LENGTH + 1)}).is_valid()
     assert not QuerySerializer(data={"query": "q", "limit": MAX_SEARCH_LIMIT + 1}).is_valid()
     assert not QuerySerializer(data={"query": "q", "tags": ["t"] * (MAX_TAGS + 1)}).is_valid()
-    assert QuerySerializer(data={"query": "q" * MAX_QUERY_LENGTH, "limit": MAX_SEARCH_LIMIT, "tags": ["t"] * MAX_TAGS}).is_valid()
+    assert QuerySerializer(
+        data={"query": "q" * MAX_QUERY_LENGTH, "limit": MAX_SEARCH_LIMIT, "tags": ["t"] * MAX_TAGS}
+    ).is_valid()
 
 
 @pytest.mark.parametrize(
@@ -136,15 +141,20 @@ def test_the_arguments_of_a_write_are_the_given_fields_only():
     given = {"title": "t", "body": "b", "wing": "concepts", "raw": True}
     assert inputs.action_arguments(inputs.given(inputs.RawNoteInput, given)) == {"title": "t", "body": "b"}
     assert inputs.action_arguments(inputs.given(inputs.WikiNoteInput, given)) == {
-        "title": "t", "body": "b", "wing": "concepts",
-    }  # fmt: skip
+        "title": "t",
+        "body": "b",
+        "wing": "concepts",
+    }
 
 
 def test_a_rest_body_keeps_its_text_verbatim_and_trims_one_line_fields():
     serializer = NoteInputSerializer(data={"title": "  A title  ", "body": "  indented\n", "slug": " s "})
     assert serializer.is_valid(), serializer.errors
     assert dict(serializer.validated_data) == {"title": "A title", "body": "  indented\n", "slug": " s "}
-    blank_title, blank_query = NoteInputSerializer(data={"title": "   ", "body": "b"}), QuerySerializer(data={"query": " "})
+    blank_title, blank_query = (
+        NoteInputSerializer(data={"title": "   ", "body": "b"}),
+        QuerySerializer(data={"query": " "}),
+    )
     assert not blank_title.is_valid() and "title" in blank_title.errors
     assert not blank_query.is_valid() and "query" in blank_query.errors
 

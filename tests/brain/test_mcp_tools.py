@@ -17,7 +17,10 @@ from tests.conftest import call_tool, mcp_post, rpc
 pytestmark = pytest.mark.django_db(transaction=True)
 
 EXPECTED_TOOLS = {
-    "brain_query": ({"query", "limit", "wing", "hall", "status", "include_raw", "tags", "include_superseded"}, ["query"]),
+    "brain_query": (
+        {"query", "limit", "wing", "hall", "status", "include_raw", "tags", "include_superseded"},
+        ["query"],
+    ),
     "brain_get": ({"slug"}, ["slug"]),
     "brain_write": ({"title", "body", "frontmatter", "slug", "session_id", "anchors"}, ["title", "body"]),
     "brain_ingest": ({"title", "body", "wing", "hall", "frontmatter", "slug", "anchors"}, ["title", "body", "wing"]),
@@ -54,11 +57,17 @@ def test_the_tool_contract_is_pinned(brain_server):
     for name in ("brain_write", "brain_ingest", "brain_ingest_raw"):
         annotations = tools[name]["annotations"]
         assert (annotations["readOnlyHint"], annotations["idempotentHint"], annotations["destructiveHint"]) == (
-            False, False, False,
-        )  # fmt: skip
+            False,
+            False,
+            False,
+        )
     assert tools["brain_query"]["inputSchema"]["properties"]["status"]["enum"] == [
-        "raw", "wiki", "rejected", "archived", "any",
-    ]  # fmt: skip
+        "raw",
+        "wiki",
+        "rejected",
+        "archived",
+        "any",
+    ]
 
 
 def test_brain_query_through_the_official_client_finds_notes_and_filters(corpus, brain_server):
@@ -66,7 +75,9 @@ def test_brain_query_through_the_official_client_finds_notes_and_filters(corpus,
 
     async def scenario(client):
         plain = await client.call_tool("brain_query", {"query": "event loop"})
-        python_only = await client.call_tool("brain_query", {"query": "event loop", "wing": "concepts", "hall": "python"})
+        python_only = await client.call_tool(
+            "brain_query", {"query": "event loop", "wing": "concepts", "hall": "python"}
+        )
         raw_only = await client.call_tool("brain_query", {"query": "event loop", "status": "raw"})
         anything = await client.call_tool("brain_query", {"query": "event loop", "status": "any", "limit": 50})
         vacuum = await client.call_tool("brain_query", {"query": "dead tuples vacuum", "limit": 1})
@@ -80,7 +91,12 @@ def test_brain_query_through_the_official_client_finds_notes_and_filters(corpus,
     assert [hit["slug"] for hit in raw_only.structured_content["hits"]] == ["raw-idea-about-event-loops"]
     assert {hit["slug"] for hit in anything.structured_content["hits"]} == set(slugs) | {"raw-idea-about-event-loops"}
     top = vacuum.structured_content["hits"][0]
-    assert (top["slug"], top["wing"], top["hall"], top["status"]) == ("postgresql-vacuum", "concepts", "databases", "wiki")
+    assert (top["slug"], top["wing"], top["hall"], top["status"]) == (
+        "postgresql-vacuum",
+        "concepts",
+        "databases",
+        "wiki",
+    )
     assert "dead tuples" in top["excerpt"] and top["rankers"] == {"bm25": 1}
     assert vacuum.structured_content["degraded"] is False
 
@@ -120,15 +136,24 @@ def test_brain_query_refuses_bad_input(brain_server, arguments, message):
 def test_brain_write_puts_a_note_into_raw_with_frontmatter_and_session(brain_server):
     _, url = brain_server
     result = call_tool(
-        url, "brain_write",
-        {"title": "Retry flaky DB tests", "body": "Use [[pytest-rerun]].", "frontmatter": {"tags": ["tests"]}, "session_id": "sess-9"},
+        url,
+        "brain_write",
+        {
+            "title": "Retry flaky DB tests",
+            "body": "Use [[pytest-rerun]].",
+            "frontmatter": {"tags": ["tests"]},
+            "session_id": "sess-9",
+        },
         AUTH,
-    )  # fmt: skip
+    )
     assert result["isError"] is False
     ref = result["structuredContent"]
     assert (ref["slug"], ref["status"], ref["path"], ref["uri"]) == (
-        "retry-flaky-db-tests", "raw", "raw/retry-flaky-db-tests.md", "brain://note/retry-flaky-db-tests",
-    )  # fmt: skip
+        "retry-flaky-db-tests",
+        "raw",
+        "raw/retry-flaky-db-tests.md",
+        "brain://note/retry-flaky-db-tests",
+    )
     note = Note.objects.get(slug="retry-flaky-db-tests")
     assert (note.frontmatter, note.session_id, note.source) == ({"tags": ["tests"]}, "sess-9", "mcp")
     assert NoteLink.objects.filter(source=note, target_slug="pytest-rerun", target__isnull=True).exists()
@@ -160,7 +185,9 @@ def test_bad_writes_get_a_clear_error_and_write_nothing(brain_server, settings, 
 
 def test_brain_ingest_goes_into_the_wiki_and_brain_ingest_raw_into_raw(brain_server):
     _, url = brain_server
-    wiki = call_tool(url, "brain_ingest", {"title": "RFC 9110", "body": "HTTP semantics", "wing": "sources", "hall": "rfcs"}, AUTH)
+    wiki = call_tool(
+        url, "brain_ingest", {"title": "RFC 9110", "body": "HTTP semantics", "wing": "sources", "hall": "rfcs"}, AUTH
+    )
     raw = call_tool(url, "brain_ingest_raw", {"title": "RFC 9111", "body": "HTTP caching"}, AUTH)
     assert wiki["structuredContent"]["path"] == "wiki/sources/rfcs/rfc-9110.md"
     assert raw["structuredContent"]["status"] == "raw"
@@ -171,13 +198,36 @@ def test_brain_get_returns_the_whole_note_with_links_in_and_out(corpus, brain_se
     call_tool(url, "brain_write", {"title": "Pending", "body": "links to [[not-yet]]"}, AUTH)
     got = call_tool(url, "brain_get", {"slug": "gil"}, AUTH)["structuredContent"]
     assert got["title"] == "The GIL" and got["wing"] == "concepts"
-    assert got["links_in"] == [{"source_slug": "asyncio-event-loop", "source_title": "Asyncio event loop", "kind": "wikilink", "resolved": True}]
+    assert got["links_in"] == [
+        {
+            "source_slug": "asyncio-event-loop",
+            "source_title": "Asyncio event loop",
+            "kind": "wikilink",
+            "resolved": True,
+        }
+    ]
     outgoing = call_tool(url, "brain_get", {"slug": "asyncio-event-loop"}, AUTH)["structuredContent"]["links_out"]
-    assert outgoing == [{"target_slug": "gil", "kind": "wikilink", "resolved": True, "target_title": "The GIL",
-                         "resolved_slug": "gil", "ambiguous": []}]
+    assert outgoing == [
+        {
+            "target_slug": "gil",
+            "kind": "wikilink",
+            "resolved": True,
+            "target_title": "The GIL",
+            "resolved_slug": "gil",
+            "ambiguous": [],
+        }
+    ]
     pending = call_tool(url, "brain_get", {"slug": "pending"}, AUTH)["structuredContent"]["links_out"]
-    assert pending == [{"target_slug": "not-yet", "kind": "wikilink", "resolved": False, "target_title": None,
-                        "resolved_slug": None, "ambiguous": []}]
+    assert pending == [
+        {
+            "target_slug": "not-yet",
+            "kind": "wikilink",
+            "resolved": False,
+            "target_title": None,
+            "resolved_slug": None,
+            "ambiguous": [],
+        }
+    ]
     missing = call_tool(url, "brain_get", {"slug": "nope"}, AUTH)
     assert missing["isError"] is True and "brain_query" in missing["content"][0]["text"]
 
@@ -191,7 +241,9 @@ def test_sixteen_concurrent_writes_with_the_same_title_all_get_distinct_slugs(br
     def write(i: int) -> None:
         try:
             start.wait()
-            results.append(call_tool(url, "brain_write", {"title": "Same title", "body": f"body {i}"}, AUTH, request_id=i))
+            results.append(
+                call_tool(url, "brain_write", {"title": "Same title", "body": f"body {i}"}, AUTH, request_id=i)
+            )
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -216,14 +268,19 @@ def test_wiki_notes_are_resources_listed_in_pages_and_read_as_markdown(corpus, b
         first = mcp_post(url, rpc("resources/list", {"cursor": first["nextCursor"]}), AUTH).json()["result"]
         uris += [item["uri"] for item in first["resources"]]
     assert uris == [
-        "brain://note/asyncio-event-loop", "brain://note/gil", "brain://note/paper-on-event-loops",
+        "brain://note/asyncio-event-loop",
+        "brain://note/gil",
+        "brain://note/paper-on-event-loops",
         "brain://note/postgresql-vacuum",
     ]  # fmt: skip  (raw notes are not resources)
     read = mcp_post(url, rpc("resources/read", {"uri": "brain://note/gil"}), AUTH).json()["result"]
     assert read["contents"] == [
-        {"uri": "brain://note/gil", "mimeType": "text/markdown",
-         "text": "---\ntitle: The GIL\n---\nThe global interpreter lock serialises Python bytecode."}
-    ]  # fmt: skip
+        {
+            "uri": "brain://note/gil",
+            "mimeType": "text/markdown",
+            "text": "---\ntitle: The GIL\n---\nThe global interpreter lock serialises Python bytecode.",
+        }
+    ]
     missing = mcp_post(url, rpc("resources/read", {"uri": "brain://note/raw-idea-about-event-loops"}), AUTH).json()
     assert missing["error"]["code"] == -32002
     templates = mcp_post(url, rpc("resources/templates/list"), AUTH).json()["result"]["resourceTemplates"]
@@ -251,7 +308,14 @@ def test_resources_list_paginates(brain_server):
 
 def test_the_brain_endpoint_refuses_calls_without_the_token(brain_server):
     _, url = brain_server
-    assert mcp_post(url, rpc("tools/call", {"name": "brain_write", "arguments": {"title": "t", "body": "b"}})).status_code == 401
-    wrong = mcp_post(url, rpc("tools/call", {"name": "brain_write", "arguments": {"title": "t", "body": "b"}}), {"Authorization": "Bearer nope"})
+    assert (
+        mcp_post(url, rpc("tools/call", {"name": "brain_write", "arguments": {"title": "t", "body": "b"}})).status_code
+        == 401
+    )
+    wrong = mcp_post(
+        url,
+        rpc("tools/call", {"name": "brain_write", "arguments": {"title": "t", "body": "b"}}),
+        {"Authorization": "Bearer nope"},
+    )
     assert wrong.status_code == 401
     assert Note.objects.count() == 0

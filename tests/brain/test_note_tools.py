@@ -34,8 +34,11 @@ def test_an_edit_with_the_seen_version_is_one_revision_and_can_be_undone(brain_s
     written = tool(url, "brain_write", {"title": "Pool sizing", "body": "Use 10 connections."})
     seen = tool(url, "brain_get", {"slug": written["slug"]})
     assert seen["version"] == 1
-    edited = tool(url, "brain_edit", {"slug": written["slug"], "version": 1, "body": "Use 20 connections.",
-                                      "frontmatter": {"tags": ["db"]}})  # fmt: skip
+    edited = tool(
+        url,
+        "brain_edit",
+        {"slug": written["slug"], "version": 1, "body": "Use 20 connections.", "frontmatter": {"tags": ["db"]}},
+    )
     assert edited["version"] == 2 and edited["change"]
     note = Note.objects.get(slug=written["slug"])
     assert note.body == "Use 20 connections." and note.frontmatter == {"tags": ["db"]}
@@ -116,10 +119,15 @@ def test_brain_query_filters_by_tags_too(brain_server):
     _, url = brain_server
     from brain.actions import do_ingest_note
 
-    do_ingest_note(title="Pool reaper", body="The pool reaper closes idle connections.", wing="concepts",
-                   frontmatter={"tags": ["db", "ops"]})  # fmt: skip
-    do_ingest_note(title="Reaper tuning", body="Tune the pool reaper interval.", wing="concepts",
-                   frontmatter={"tags": "ops"})  # fmt: skip
+    do_ingest_note(
+        title="Pool reaper",
+        body="The pool reaper closes idle connections.",
+        wing="concepts",
+        frontmatter={"tags": ["db", "ops"]},
+    )
+    do_ingest_note(
+        title="Reaper tuning", body="Tune the pool reaper interval.", wing="concepts", frontmatter={"tags": "ops"}
+    )
     do_ingest_note(title="Reaper myths", body="The pool reaper is not a garbage collector.", wing="concepts")
     assert tool(url, "brain_query", {"query": "pool reaper"})["count"] == 3
     ops = tool(url, "brain_query", {"query": "pool reaper", "tags": ["ops"]})

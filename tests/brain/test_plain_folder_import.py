@@ -140,9 +140,13 @@ def test_a_plain_folders_titles_come_from_the_top_level_heading_outside_code(tmp
     (root / "advanced" / "timeouts.md").write_text(
         "Intro.\n\n```python\n# a comment, not a heading\n```\n\n## Setting a default\n\nText.\n", encoding="utf-8"
     )
-    (root / "front.md").write_text("---\ntitle: From the front matter\n---\n\n## A section\n\nText.\n", encoding="utf-8")
+    (root / "front.md").write_text(
+        "---\ntitle: From the front matter\n---\n\n## A section\n\nText.\n", encoding="utf-8"
+    )
     (root / "both.md").write_text("---\ntitle: Nav label\n---\n\n# The page itself\n\nText.\n", encoding="utf-8")
-    (root / "tilde.md").write_text("~~~\n# inside tildes\n~~~\n\nSetext title\n============\n\nText.\n", encoding="utf-8")
+    (root / "tilde.md").write_text(
+        "~~~\n# inside tildes\n~~~\n\nSetext title\n============\n\nText.\n", encoding="utf-8"
+    )
 
     run_import(str(root))
 

@@ -59,8 +59,10 @@ def write_brain(root: Path, count: int) -> None:
         rel = f"raw/idea-{i}.md" if i % 3 == 0 else f"wiki/{('concepts', 'sources')[i % 2]}/topic/note-{i}.md"
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(f"---\ntitle: Note {i}\n---\nText about subject {i % 17} and [[note-{(i * 7) % count}]].\n",
-                        encoding="utf-8")
+        path.write_text(
+            f"---\ntitle: Note {i}\n---\nText about subject {i % 17} and [[note-{(i * 7) % count}]].\n",
+            encoding="utf-8",
+        )
 
 
 def queued() -> list[dict]:
@@ -169,19 +171,24 @@ def test_bulk_promote_from_the_review_queue_queues_one_task(settings):
     client.force_login(reviewer)
     notes = [do_write_raw_note(title=f"Queue note {i}", body=f"Reviewed in bulk {i}.") for i in range(12)]
     OrmQ.objects.all().delete()
-    response = client.post(reverse("brain-review-bulk"),
-                           {"action": "promote", "notes": [n.pk for n in notes[:8]], "wing": "bulk"})
+    response = client.post(
+        reverse("brain-review-bulk"), {"action": "promote", "notes": [n.pk for n in notes[:8]], "wing": "bulk"}
+    )
     assert response.status_code == 302
     assert Note.objects.filter(status=NoteStatus.WIKI).count() == 8
     assert len(queued()) == 1 and queued_ids() == sorted(n.pk for n in notes[:8])
     OrmQ.objects.all().delete()
-    client.post(reverse("brain-review-bulk"), {"action": "reject", "notes": [n.pk for n in notes[8:]], "reason": "noise"})
+    client.post(
+        reverse("brain-review-bulk"), {"action": "reject", "notes": [n.pk for n in notes[8:]], "reason": "noise"}
+    )
     assert len(queued()) == 1 and queued_ids() == sorted(n.pk for n in notes[8:])
 
 
 def test_the_similar_notes_task_ranks_every_raw_note_it_is_given(settings):
     settings.BRAIN_EMBEDDER = "off"
-    raw = [do_write_raw_note(title=f"Event loop idea {i}", body="Pin the event loop policy in tests.") for i in range(3)]
+    raw = [
+        do_write_raw_note(title=f"Event loop idea {i}", body="Pin the event loop policy in tests.") for i in range(3)
+    ]
     result = refresh_similar_notes(*[n.pk for n in raw], 999_999)
     assert result["ranked"] == 3 and result["skipped"] == 1
     assert set(SimilarNotes.objects.values_list("note_id", flat=True)) == {n.pk for n in raw}

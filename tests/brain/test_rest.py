@@ -50,7 +50,9 @@ def test_post_query_refuses_bad_input_with_a_json_error(brain_server, payload, f
 
 def test_post_write_creates_a_raw_note(brain_server):
     base, _ = brain_server
-    response = post(base, "/write", {"title": "From REST", "body": "hi [[there]]", "frontmatter": {"k": "v"}, "session_id": "s1"})
+    response = post(
+        base, "/write", {"title": "From REST", "body": "hi [[there]]", "frontmatter": {"k": "v"}, "session_id": "s1"}
+    )
     assert response.status_code == 201, response.text
     assert response.json()["slug"] == "from-rest" and response.json()["status"] == "raw"
     note = Note.objects.get(slug="from-rest")

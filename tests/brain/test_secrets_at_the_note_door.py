@@ -51,9 +51,14 @@ def test_brain_write_of_the_four_kinds_stores_none_flags_the_note_and_the_review
     assert note.title == "Deploy creds [REDACTED:aws_access_key]"
     assert note.frontmatter == {"token": "[REDACTED:github_token]", "keys": ["[REDACTED:openai_key]"]}
     assert {(flag["field"], flag["pattern"]) for flag in note.redactions} == {
-        ("title", "aws_access_key"), ("body", "aws_access_key"), ("body", "openai_key"), ("body", "github_token"),
-        ("body", "private_key"), ("frontmatter", "github_token"), ("frontmatter", "openai_key"),
-    }  # fmt: skip
+        ("title", "aws_access_key"),
+        ("body", "aws_access_key"),
+        ("body", "openai_key"),
+        ("body", "github_token"),
+        ("body", "private_key"),
+        ("frontmatter", "github_token"),
+        ("frontmatter", "openai_key"),
+    }
     assert note.secret_removed
 
     out = io.StringIO()
@@ -85,7 +90,9 @@ def test_edits_and_promotions_go_through_the_same_door(db):
     assert not note.secret_removed
     note = do_edit_note(note, body=f"now with {GITHUB}", user=reviewer)
     assert "[REDACTED:github_token]" in note.body and note.secret_removed
-    note = do_promote_note(note, reviewer=reviewer, wing="concepts", title=f"Promoted {OPENAI}", slug=f"key-{AWS.lower()}")
+    note = do_promote_note(
+        note, reviewer=reviewer, wing="concepts", title=f"Promoted {OPENAI}", slug=f"key-{AWS.lower()}"
+    )
     assert_no_secret(stored_text(note))
     assert {flag["field"] for flag in note.redactions} == {"body", "title", "slug"}
 
@@ -96,12 +103,19 @@ def test_mcp_and_rest_writers_are_redacted_and_told_what_was_removed(brain_serve
     result = call_tool(mcp_url, "brain_write", {"title": f"creds {AWS}", "body": BODY}, AUTH)
     assert not result.get("isError"), result
     written = result["structuredContent"]
-    assert {flag["pattern"] for flag in written["redactions"]} == {"aws_access_key", "openai_key", "github_token", "private_key"}
+    assert {flag["pattern"] for flag in written["redactions"]} == {
+        "aws_access_key",
+        "openai_key",
+        "github_token",
+        "private_key",
+    }
     assert_no_secret(str(result))
     ingest = call_tool(mcp_url, "brain_ingest", {"title": "wiki creds", "body": BODY, "wing": "ops"}, AUTH)
     assert ingest["structuredContent"]["redactions"]
-    for path, payload in (("/write", {"title": "rest creds", "body": BODY}),
-                          ("/ingest", {"title": "rest wiki", "body": BODY, "wing": "ops"})):  # fmt: skip
+    for path, payload in (
+        ("/write", {"title": "rest creds", "body": BODY}),
+        ("/ingest", {"title": "rest wiki", "body": BODY, "wing": "ops"}),
+    ):
         response = httpx.post(f"{base}{path}", json=payload, headers=AUTH, timeout=30)
         assert response.status_code == 201, response.text
         assert response.json()["redactions"]

@@ -72,9 +72,7 @@ def test_the_edit_form_strips_bidi_controls_from_the_title(db):
     client = Client()
     client.force_login(user)
     note = do_write_raw_note(title="Quarterly report", body="text")
-    response = client.post(
-        f"/review/{note.pk}/edit/", {"title": RLO_TITLE, "body": "text", "version": note.version}
-    )
+    response = client.post(f"/review/{note.pk}/edit/", {"title": RLO_TITLE, "body": "text", "version": note.version})
     assert response.status_code == 302, response.content[:500]
     note.refresh_from_db()
     assert note.title == "invoicegpj.exe"

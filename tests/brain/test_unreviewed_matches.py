@@ -30,7 +30,9 @@ def tool(url: str, name: str, arguments: dict) -> dict:
 
 def test_a_just_written_raw_note_is_named_by_the_next_brain_query(brain_server):
     _, url = brain_server
-    written = tool(url, "brain_write", {"title": "Flaky fixture teardown", "body": "The teardown races the pool reaper."})
+    written = tool(
+        url, "brain_write", {"title": "Flaky fixture teardown", "body": "The teardown races the pool reaper."}
+    )
     answer = tool(url, "brain_query", {"query": "teardown races"})
     assert answer["abstained"] is True and answer["hits"] == []
     assert answer["unreviewed_matches"] == 1
@@ -52,7 +54,10 @@ def test_include_raw_ranks_raw_and_wiki_notes_together_with_their_status_and_nev
     assert [hit["status"] for hit in default["hits"]] == ["wiki"]
     assert default["unreviewed_matches"] == 1
     both = tool(url, "brain_query", {"query": "pool reaper", "include_raw": True})
-    assert sorted((hit["slug"], hit["status"]) for hit in both["hits"]) == [("pool-reaper", "wiki"), ("reaper-races", "raw")]
+    assert sorted((hit["slug"], hit["status"]) for hit in both["hits"]) == [
+        ("pool-reaper", "wiki"),
+        ("reaper-races", "raw"),
+    ]
     assert both["unreviewed_matches"] == 0 and both["unreviewed_hint"] is None
 
 
@@ -69,8 +74,11 @@ def test_brain_context_lists_the_projects_own_raw_notes_apart(brain_server):
     _, url = brain_server
     do_ingest_note(title="Zephyrdb architecture", body="zephyrdb stores events in segments.", wing="concepts")
     do_log_entry("sess-zephyr-1", kind="note", message="started", project_root=PROJECT_ROOT)
-    own = tool(url, "brain_write", {"title": "Segment compaction stalls", "body": "Compaction stalls under load.",
-                                    "session_id": "sess-zephyr-1"})  # fmt: skip
+    own = tool(
+        url,
+        "brain_write",
+        {"title": "Segment compaction stalls", "body": "Compaction stalls under load.", "session_id": "sess-zephyr-1"},
+    )
     do_write_raw_note(title="Unrelated raw idea", body="Pasta water should be salty.", session_id="sess-other")
     context = tool(url, "brain_context", {"project_root": PROJECT_ROOT})
     assert [entry["slug"] for entry in context["entries"]] == ["zephyrdb-architecture"]
@@ -83,7 +91,9 @@ def test_rest_query_and_the_search_page_say_so_too(brain_server):
     do_write_raw_note(title="Flaky fixture teardown", body="The teardown races the pool reaper.")
     response = httpx.post(f"{base}/query", json={"query": "teardown races"}, headers=AUTH, timeout=30)
     assert response.json()["unreviewed_matches"] == 1
-    with_raw = httpx.post(f"{base}/query", json={"query": "teardown races", "include_raw": True}, headers=AUTH, timeout=30)
+    with_raw = httpx.post(
+        f"{base}/query", json={"query": "teardown races", "include_raw": True}, headers=AUTH, timeout=30
+    )
     assert [hit["status"] for hit in with_raw.json()["hits"]] == ["raw"]
     user = get_user_model().objects.create_user("reader", password="pw-reader-123")
     client = Client()
@@ -112,7 +122,9 @@ def test_a_wiki_search_goes_over_the_postings_once_for_its_hits_and_its_raw_coun
 
     for number in range(6):
         do_ingest_note(
-            title=f"Reaper wiki {number}", body=f"The pool reaper closes idle connections, case {number}.", wing="concepts"
+            title=f"Reaper wiki {number}",
+            body=f"The pool reaper closes idle connections, case {number}.",
+            wing="concepts",
         )
         do_write_raw_note(title=f"Reaper raw {number}", body=f"The pool reaper races the teardown, case {number}.")
     passes = []
@@ -141,8 +153,12 @@ def test_a_wiki_search_goes_over_the_postings_once_for_its_hits_and_its_raw_coun
 def test_a_tagged_wiki_search_counts_and_names_only_the_raw_notes_with_those_tags(fresh_index):
     from brain.search import search
 
-    do_ingest_note(title="Reaper wiki", body="The pool reaper closes idle connections.", wing="concepts",
-                   frontmatter={"tags": ["pool"]})  # fmt: skip
+    do_ingest_note(
+        title="Reaper wiki",
+        body="The pool reaper closes idle connections.",
+        wing="concepts",
+        frontmatter={"tags": ["pool"]},
+    )
     tagged = do_write_raw_note(title="Reaper tagged", body="The pool reaper races.", frontmatter={"tags": ["pool"]})
     do_write_raw_note(title="Reaper untagged", body="The pool reaper races again.")
     found = search("pool reaper", tags=["pool"])
@@ -163,13 +179,17 @@ def test_a_search_of_an_empty_brain_abstains_without_a_numeric_warning(fresh_ind
     assert found.hits == [] and found.abstained and found.unreviewed_matches == 0
 
 
-def test_with_pruning_a_wiki_search_scores_no_whole_pass_and_counts_the_same_raw_notes(monkeypatch, fresh_index, settings):
+def test_with_pruning_a_wiki_search_scores_no_whole_pass_and_counts_the_same_raw_notes(
+    monkeypatch, fresh_index, settings
+):
     from brain import bm25
     from brain.search import search
 
     for number in range(6):
         do_ingest_note(
-            title=f"Reaper wiki {number}", body=f"The pool reaper closes idle connections, case {number}.", wing="concepts"
+            title=f"Reaper wiki {number}",
+            body=f"The pool reaper closes idle connections, case {number}.",
+            wing="concepts",
         )
         do_write_raw_note(title=f"Reaper raw {number}", body=f"The pool reaper races the teardown, case {number}.")
     settings.BRAIN_BM25_PRUNING = False

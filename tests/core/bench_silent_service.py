@@ -23,7 +23,10 @@ def main() -> None:
 
     server = SilentServer()
     embedder = OllamaEmbedder(
-        server.url, "nomic-embed-text", timeout=settings.BRAIN_EMBED_TIMEOUT, query_timeout=settings.BRAIN_QUERY_EMBED_TIMEOUT
+        server.url,
+        "nomic-embed-text",
+        timeout=settings.BRAIN_EMBED_TIMEOUT,
+        query_timeout=settings.BRAIN_QUERY_EMBED_TIMEOUT,
     )
     total = 0.0
     for number in range(1, 9):

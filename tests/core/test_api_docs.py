@@ -84,7 +84,9 @@ def test_every_page_under_docs_and_the_figures_are_reached_from_the_readme():
     assert not pages - linked, f"not linked from README.md: {sorted(pages - linked)}"
 
 
-@pytest.mark.parametrize("page", ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")), "bench/RESULTS.md"])
+@pytest.mark.parametrize(
+    "page", ["README.md", *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")), "bench/RESULTS.md"]
+)
 def test_every_relative_link_points_at_a_file(page):
     source = ROOT / page
     broken = []

@@ -41,9 +41,14 @@ def test_search_scale_prints_the_index_build_and_search_latency_and_drops_its_sc
     out = io.StringIO()
     call_command(search_scale.Command(), "--notes", "60", stdout=out, stderr=io.StringIO())
     printed = out.getvalue()
-    for line in ("60 notes generated and stored in", "BM25 base segment build:", "for 60 notes",
-                 "brain_query (search(), server side, limit 10) over 60 notes: p50", "BM25 refresh after one edit:",
-                 "search_scale done; scratch database dropped."):  # fmt: skip
+    for line in (
+        "60 notes generated and stored in",
+        "BM25 base segment build:",
+        "for 60 notes",
+        "brain_query (search(), server side, limit 10) over 60 notes: p50",
+        "BM25 refresh after one edit:",
+        "search_scale done; scratch database dropped.",
+    ):
         assert line in printed, printed
     assert not Note.objects.exists()  # the notes were in the scratch database
     assert not scratch_database_exists()
@@ -74,9 +79,15 @@ def test_the_review_benchmark_times_each_page_and_rolls_back_everything_it_wrote
     out = io.StringIO()
     call_command(review.Command(), "--notes", "30", "--bulk", "10", "--repeat", "1", stdout=out)
     printed = out.getvalue()
-    for line in ("created 30 raw notes", "queue, newest first, 25 a page", "note page opened from a filter",
-                 "raw note page, long body (ranking stored)", "bulk reject, select all 10 matching",
-                 "undo of the bulk reject", "everything the benchmark wrote was rolled back"):  # fmt: skip
+    for line in (
+        "created 30 raw notes",
+        "queue, newest first, 25 a page",
+        "note page opened from a filter",
+        "raw note page, long body (ranking stored)",
+        "bulk reject, select all 10 matching",
+        "undo of the bulk reject",
+        "everything the benchmark wrote was rolled back",
+    ):
         assert line in printed, printed
     assert "HTTP 302, 10 rejected" in printed, printed  # the bulk action redirects back to the queue
     assert not Note.objects.exists() and not NoteRevision.objects.exists()
@@ -101,8 +112,12 @@ def test_the_spool_flood_benchmark_refuses_bad_counts_before_it_creates_anything
 def test_a_bench_script_sets_up_django_itself_and_runs_from_the_command_line(invocation, child_env, db):
     completed = subprocess.run(
         [sys.executable, *invocation, "--skills", "review:1.0/1.0", "--calls", "20", "--no-progress"],
-        cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "thinking calls saved" in completed.stdout
     assert "nothing was kept in the database" in completed.stdout
@@ -111,11 +126,21 @@ def test_a_bench_script_sets_up_django_itself_and_runs_from_the_command_line(inv
 
 def test_a_bench_scripts_errors_name_the_script_and_exit_with_status_1(child_env):
     completed = subprocess.run(
-        [sys.executable, "bench/routing_sim.py", "--calls", "5"], cwd=ROOT, env=child_env, capture_output=True,
-        text=True, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "bench/routing_sim.py", "--calls", "5"],
+        cwd=ROOT,
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert completed.returncode == 1
     assert "CommandError: give --skills (or --areas)" in completed.stderr
-    usage = subprocess.run([sys.executable, "bench/routing_sim.py", "--help"], cwd=ROOT, env=child_env,
-                           capture_output=True, text=True, timeout=120).stdout  # fmt: skip
+    usage = subprocess.run(
+        [sys.executable, "bench/routing_sim.py", "--help"],
+        cwd=ROOT,
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    ).stdout
     assert usage.startswith("usage: bench/routing_sim.py ")

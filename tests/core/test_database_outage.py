@@ -58,7 +58,10 @@ def test_rest_answers_503_json_with_retry_after_and_no_socket_path(database_down
     response = client.get("/notes/some-note", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
     assert response.status_code == 503 and response["Content-Type"].startswith("application/json")
     # The log keeps the detail under the request id the client got.
-    assert any(DEAD_SOCKET_DIR in record.getMessage() and response["X-Request-Id"] in record.getMessage() for record in caplog.records)
+    assert any(
+        DEAD_SOCKET_DIR in record.getMessage() and response["X-Request-Id"] in record.getMessage()
+        for record in caplog.records
+    )
 
 
 def test_the_ui_answers_a_friendly_503_page(database_down, django_user_model):
@@ -77,7 +80,12 @@ def test_the_ui_answers_a_friendly_503_page(database_down, django_user_model):
 def test_mcp_answers_a_clean_tool_error(database_down):
     client = Client(raise_request_exception=False)
     database_down()
-    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "brain_get", "arguments": {"slug": "x"}}}
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "brain_get", "arguments": {"slug": "x"}},
+    }
     response = client.post(
         "/mcp/brain", json.dumps(message), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {TOKEN}"
     )

@@ -9,7 +9,12 @@ import pytest
 from hyperguild.lib.diffs import BINARY, PatchFailed, apply_diff, diff_block, fenced, file_diff, join_diffs
 
 BEFORE = {"keep.py": "a = 1\n", "change.py": "one\ntwo\nthree\n", "gone.py": "bye\n", "tail.txt": "no newline"}
-AFTER = {"keep.py": "a = 1\n", "change.py": "one\n2\nthree\nfour\n", "new/added.py": "hello\n", "tail.txt": "no newline!"}
+AFTER = {
+    "keep.py": "a = 1\n",
+    "change.py": "one\n2\nthree\nfour\n",
+    "new/added.py": "hello\n",
+    "tail.txt": "no newline!",
+}
 
 
 def write(root, files):

@@ -37,8 +37,13 @@ class EmbeddingServe(ScratchServe):
         env = super().env()
         # The default worker settings (2 workers in the default queue), as `make run` has them.
         env.pop("HYPERGUILD_Q_WORKERS", None)
-        env.update(BRAIN_EMBEDDER="ollama", BRAIN_EMBED_URL=self.embed_url, BRAIN_EMBED_MODEL="fake-embed",
-                   BRAIN_DIR="", HYPERGUILD_WORKER_HEARTBEAT_SECONDS="60")  # fmt: skip
+        env.update(
+            BRAIN_EMBEDDER="ollama",
+            BRAIN_EMBED_URL=self.embed_url,
+            BRAIN_EMBED_MODEL="fake-embed",
+            BRAIN_DIR="",
+            HYPERGUILD_WORKER_HEARTBEAT_SECONDS="60",
+        )
         return env
 
     def health(self) -> tuple[int, dict]:
@@ -65,8 +70,14 @@ def embedding_serve():
                 f"# Note {number}\n\nThe pool reaper and topic {number % 37}, number {number}.\n", encoding="utf-8"
             )
         for command in (["migrate", "-v0"], ["brain_import", str(base / "import"), "--no-progress"]):
-            done = subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=scratch.env(),
-                                  capture_output=True, text=True, timeout=600)  # fmt: skip
+            done = subprocess.run(
+                [sys.executable, "manage.py", *command],
+                cwd=ROOT,
+                env=scratch.env(),
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
         yield scratch, embedder
     finally:
@@ -110,7 +121,9 @@ def test_health_stays_200_while_the_worker_embeds_and_a_restart_resumes_the_back
     serve.start()
     wait_for(lambda: backlog_left(serve.health()[1]) == 0, 180, "the backlog to drain after the restart")
     status, body = serve.health()
-    print(f"backlog {left_at_stop} at the stop, drained {time.monotonic() - restarted:.0f} s after the restart; "
-          f"/health {status}: {body['embeddings']['backlog']}")
+    print(
+        f"backlog {left_at_stop} at the stop, drained {time.monotonic() - restarted:.0f} s after the restart; "
+        f"/health {status}: {body['embeddings']['backlog']}"
+    )
     assert left_at_stop > 0
     assert status == 200 and body["embeddings"]["active"]["complete"] is True

@@ -34,17 +34,18 @@ def domain_errors_defined_in(app: str) -> dict[str, type]:
 
 @pytest.mark.parametrize("app", sorted(APP_BASES))
 def test_every_domain_error_of_an_app_is_defined_in_its_errors_module(app):
-    misplaced = sorted(
-        name for name in domain_errors_defined_in(app) if not name.startswith(f"{app}.errors.")
-    )
+    misplaced = sorted(name for name in domain_errors_defined_in(app) if not name.startswith(f"{app}.errors."))
     assert not misplaced, f"move these to {app}/errors.py: {misplaced}"
 
 
 @pytest.mark.parametrize("app", sorted(APP_BASES))
 def test_every_error_in_an_apps_errors_module_is_under_the_apps_base(app):
     errors = importlib.import_module(f"{app}.errors")
-    classes = [obj for _, obj in inspect.getmembers(errors, inspect.isclass)
-               if obj.__module__ == errors.__name__ and issubclass(obj, Exception)]  # fmt: skip
+    classes = [
+        obj
+        for _, obj in inspect.getmembers(errors, inspect.isclass)
+        if obj.__module__ == errors.__name__ and issubclass(obj, Exception)
+    ]
     assert classes, f"{app}/errors.py defines no error"
     strays = [cls.__name__ for cls in classes if not issubclass(cls, APP_BASES[app])]
     assert not strays, f"not under {APP_BASES[app].__name__}: {strays}"

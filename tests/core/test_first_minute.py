@@ -22,8 +22,12 @@ def serve_until_ready(env: dict, port: int, *extra: str) -> str:
     """Everything `manage.py serve` prints up to its banner's last line, plus two more seconds; then Ctrl-C."""
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(port), "--web-workers", "1", *extra],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines: list[str] = []
     try:
         lines = lines_until_banner(process)
@@ -39,13 +43,21 @@ def serve_until_ready(env: dict, port: int, *extra: str) -> str:
 def test_serve_shows_each_step_warns_loudly_about_open_endpoints_and_logs_no_503(child_env):
     output = serve_until_ready(child_env, free_port())
     # The test database is migrated: serve says so and runs no `migrate` (tests/core/test_serve.py counts the plan).
-    for step in ("database ready; no migration to apply", "starting 1 web process", "starting the task worker",
-                 "waiting for the web server"):  # fmt: skip
+    for step in (
+        "database ready; no migration to apply",
+        "starting 1 web process",
+        "starting the task worker",
+        "waiting for the web server",
+    ):
         assert step in output, output
     assert "WARNING: NO TOKEN" in output, output
-    warning = output[output.index("WARNING: NO TOKEN"):]
-    for name in ("/mcp/brain (BRAIN_MCP_TOKEN is empty)", "/mcp/supervisor (SUPERVISOR_MCP_TOKEN is empty)",
-                 "/mcp/routing (ROUTING_MCP_TOKEN is empty)", "that is shell access"):  # fmt: skip
+    warning = output[output.index("WARNING: NO TOKEN") :]
+    for name in (
+        "/mcp/brain (BRAIN_MCP_TOKEN is empty)",
+        "/mcp/supervisor (SUPERVISOR_MCP_TOKEN is empty)",
+        "/mcp/routing (ROUTING_MCP_TOKEN is empty)",
+        "that is shell access",
+    ):
         assert name in warning, warning
     assert ".env" not in output
 
@@ -72,5 +84,7 @@ def test_make_run_announces_each_set_up_step_and_lets_pip_show_its_progress():
     pip_line = next(line for line in dry_run.splitlines() if "pip install" in line)
     assert "--quiet" not in pip_line and " -q " not in pip_line
     assert [line.split("]")[0] for line in dry_run.splitlines() if line.startswith('echo "==> [')] == [
-        'echo "==> [1/3', 'echo "==> [2/3', 'echo "==> [3/3',
-    ]  # fmt: skip
+        'echo "==> [1/3',
+        'echo "==> [2/3',
+        'echo "==> [3/3',
+    ]

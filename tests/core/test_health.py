@@ -46,7 +46,9 @@ def test_health_only_answers_get(client):
 
 def _stale_heartbeat(settings) -> None:
     do_record_worker_heartbeat()
-    WorkerHeartbeat.objects.update(beat_at=timezone.now() - timedelta(seconds=settings.HYPERGUILD_WORKER_STALE_SECONDS + 30))
+    WorkerHeartbeat.objects.update(
+        beat_at=timezone.now() - timedelta(seconds=settings.HYPERGUILD_WORKER_STALE_SECONDS + 30)
+    )
 
 
 def test_a_busy_worker_is_reported_busy_with_the_tasks_ahead_not_stopped(client, settings):
@@ -56,7 +58,9 @@ def test_a_busy_worker_is_reported_busy_with_the_tasks_ahead_not_stopped(client,
 
     _stale_heartbeat(settings)
     now = timezone.now()
-    OrmQ.objects.create(key=Conf.CLUSTER_NAME, payload="taken", lock=now - timedelta(seconds=40) + timedelta(seconds=Conf.RETRY))
+    OrmQ.objects.create(
+        key=Conf.CLUSTER_NAME, payload="taken", lock=now - timedelta(seconds=40) + timedelta(seconds=Conf.RETRY)
+    )
     for _ in range(2):
         OrmQ.objects.create(key=Conf.CLUSTER_NAME, payload="waiting", lock=now - timedelta(seconds=5))
     OrmQ.objects.create(key="embed", payload="another queue's", lock=now)  # not this worker's
@@ -83,6 +87,13 @@ def test_health_shows_each_budget_with_spent_held_and_reset(client, settings):
     heartbeat()
     settings.HYPERGUILD_BUDGET_DAILY_USD = 0.002
     [budget] = client.get("/health").json()["budgets"]
-    assert budget == {**budget, "scope": "service", "period": "day", "limit_usd": "0.002", "spent_usd": "0.00",
-                      "held_usd": "0.00", "person": None}  # fmt: skip
+    assert budget == {
+        **budget,
+        "scope": "service",
+        "period": "day",
+        "limit_usd": "0.002",
+        "spent_usd": "0.00",
+        "held_usd": "0.00",
+        "person": None,
+    }
     assert "resets_at" in budget

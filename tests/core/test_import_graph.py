@@ -29,12 +29,15 @@ APP_PACKAGES = ("hyperguild", "brain", "supervisor", "sessions")
 
 
 # Comment text that is a directive to a tool, not a reason.
-TOOL_DIRECTIVE = re.compile(r"\b(?:noqa(?::\s*[A-Z]+\d+(?:\s*,\s*[A-Z]+\d+)*)?|type:\s*ignore(?:\[[\w,-]+\])?|fmt:\s*\w+)")
+TOOL_DIRECTIVE = re.compile(
+    r"\b(?:noqa(?::\s*[A-Z]+\d+(?:\s*,\s*[A-Z]+\d+)*)?|type:\s*ignore(?:\[[\w,-]+\])?|fmt:\s*\w+)"
+)
 
 
 def import_graph(*packages: str) -> grimp.ImportGraph:
-    return grimp.build_graph(*packages, include_external_packages=False, exclude_type_checking_imports=True,
-                             cache_dir=None)
+    return grimp.build_graph(
+        *packages, include_external_packages=False, exclude_type_checking_imports=True, cache_dir=None
+    )
 
 
 def import_cycles(graph: grimp.ImportGraph) -> list[str]:
@@ -67,11 +70,15 @@ def unexplained_function_imports(source: str, name: str) -> list[str]:
     tree = ast.parse(source)
     reasons = comment_reasons(source)
     lines = source.splitlines()
-    inner = sorted({
-        node.lineno
-        for function in ast.walk(tree) if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
-        for node in ast.walk(function) if isinstance(node, ast.Import | ast.ImportFrom)
-    })
+    inner = sorted(
+        {
+            node.lineno
+            for function in ast.walk(tree)
+            if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+            for node in ast.walk(function)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+        }
+    )
     all_imports = {node.lineno: node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)}
     explained: set[int] = set()
     for line in inner:
@@ -85,8 +92,10 @@ def unexplained_function_imports(source: str, name: str) -> list[str]:
             explained.add(line)
         elif stripped_above.startswith("#") and above in reasons:
             explained.add(line)
-        elif any(previous in range(other.lineno, (other.end_lineno or other.lineno) + 1) and other.lineno in explained
-                 for other in all_imports.values()):
+        elif any(
+            previous in range(other.lineno, (other.end_lineno or other.lineno) + 1) and other.lineno in explained
+            for other in all_imports.values()
+        ):
             explained.add(line)  # the next import of a block whose first import says why
     return [f"{name}:{line}: {lines[line - 1].strip()}" for line in inner if line not in explained]
 
@@ -103,7 +112,8 @@ def app_sources() -> list[Path]:
 def test_the_apps_import_each_other_without_a_cycle() -> None:
     cycles = import_cycles(import_graph(*APP_PACKAGES))
     assert not cycles, "import cycles (move the code to where it belongs; a late import does not count):\n" + "\n".join(
-        cycles)
+        cycles
+    )
 
 
 def test_every_import_inside_a_function_says_why() -> None:
@@ -113,7 +123,8 @@ def test_every_import_inside_a_function_says_why() -> None:
         for offender in unexplained_function_imports(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
     ]
     assert not offenders, "move these imports to the top of the module, or say why they must stay:\n" + "\n".join(
-        offenders)
+        offenders
+    )
 
 
 def write_package(root: Path, name: str, modules: dict[str, str]) -> None:
@@ -124,22 +135,31 @@ def write_package(root: Path, name: str, modules: dict[str, str]) -> None:
         (package / f"{module}.py").write_text(source)
 
 
-def test_the_check_finds_a_cycle_through_an_import_inside_a_function(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    write_package(tmp_path, "circle_pkg", {
-        "low": "def f():\n    from circle_pkg import high  # late\n    return high\n",
-        "high": "from circle_pkg import low\n",
-        "free": "from circle_pkg import low\n",
-    })
+def test_the_check_finds_a_cycle_through_an_import_inside_a_function(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_package(
+        tmp_path,
+        "circle_pkg",
+        {
+            "low": "def f():\n    from circle_pkg import high  # late\n    return high\n",
+            "high": "from circle_pkg import low\n",
+            "free": "from circle_pkg import low\n",
+        },
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert import_cycles(import_graph("circle_pkg")) == ["circle_pkg.high -> circle_pkg.low -> circle_pkg.high"]
 
 
 def test_the_check_ignores_an_import_only_for_type_checking(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    write_package(tmp_path, "typed_pkg", {
-        "low": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from typed_pkg.high import High\n",
-        "high": "from typed_pkg import low\nclass High: ...\n",
-    })
+    write_package(
+        tmp_path,
+        "typed_pkg",
+        {
+            "low": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from typed_pkg.high import High\n",
+            "high": "from typed_pkg import low\nclass High: ...\n",
+        },
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert import_cycles(import_graph("typed_pkg")) == []
 
@@ -163,7 +183,9 @@ def test_an_import_inside_a_function_needs_a_reason_not_a_tool_directive() -> No
         "    import zlib\n"
     )
     assert unexplained_function_imports(source, "m.py") == [
-        "m.py:3: import json", "m.py:4: import csv  # noqa: F401", "m.py:15: import zlib",
+        "m.py:3: import json",
+        "m.py:4: import csv  # noqa: F401",
+        "m.py:15: import zlib",
     ]
 
 

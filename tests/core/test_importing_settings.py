@@ -53,8 +53,14 @@ def import_in_a_subreaper(code: str, env: dict[str, str]) -> dict[str, Any]:
 
 def clean_environment(data_dir: Path) -> dict[str, str]:
     """This process's environment without anything that names a database or a key, on an empty data folder."""
-    unset = {"DATABASE_URL", "BRAIN_PG_DSN", "HYPERGUILD_EMBEDDED_DB_URL", "HYPERGUILD_SECRET_KEY",
-             "HYPERGUILD_WEB_PROCESS", "DJANGO_SETTINGS_MODULE"}  # fmt: skip
+    unset = {
+        "DATABASE_URL",
+        "BRAIN_PG_DSN",
+        "HYPERGUILD_EMBEDDED_DB_URL",
+        "HYPERGUILD_SECRET_KEY",
+        "HYPERGUILD_WEB_PROCESS",
+        "DJANGO_SETTINGS_MODULE",
+    }
     env = {name: value for name, value in os.environ.items() if name not in unset}
     env["HYPERGUILD_DATA_DIR"] = str(data_dir)
     return env
@@ -81,7 +87,9 @@ def empty_data_dir(tmp_path: Path) -> Path:
     return data_dir
 
 
-def test_importing_the_settings_without_a_database_url_starts_no_process_and_writes_no_file(empty_data_dir: Path) -> None:
+def test_importing_the_settings_without_a_database_url_starts_no_process_and_writes_no_file(
+    empty_data_dir: Path,
+) -> None:
     code = (
         "import json, hyperguild.settings as s; "
         "print(json.dumps({'host': s.DATABASES['default']['HOST'], 'key': bool(s.SECRET_KEY)}))"
@@ -132,5 +140,7 @@ def test_an_entry_point_starts_the_embedded_database_and_makes_the_key_once(empt
         assert (empty_data_dir / "pg" / "postmaster.pid").exists()
     finally:
         stop_what_was_left(result, empty_data_dir)
-        assert not any(psutil.pid_exists(left["pid"]) and psutil.Process(left["pid"]).status() != "zombie"
-                       for left in result.get("left", []))  # fmt: skip
+        assert not any(
+            psutil.pid_exists(left["pid"]) and psutil.Process(left["pid"]).status() != "zombie"
+            for left in result.get("left", [])
+        )

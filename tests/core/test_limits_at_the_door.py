@@ -40,12 +40,19 @@ def client(settings) -> Client:
 def mcp(client: Client, message, endpoint: str = "brain"):
     body = message if isinstance(message, bytes) else json.dumps(message).encode()
     return client.post(
-        f"/mcp/{endpoint}", body, content_type="application/json", HTTP_ACCEPT="application/json, text/event-stream", **AUTH
+        f"/mcp/{endpoint}",
+        body,
+        content_type="application/json",
+        HTTP_ACCEPT="application/json, text/event-stream",
+        **AUTH,
     )
 
 
 def call(client: Client, tool: str, arguments: dict, request_id=1) -> dict:
-    response = mcp(client, {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+    response = mcp(
+        client,
+        {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}},
+    )
     assert response.status_code in (200, 400), response.content
     return response.json()
 
@@ -128,7 +135,9 @@ def test_a_lone_surrogate_in_get_notes_slug_over_http_is_a_400_not_a_500(asgi_se
     ],
 )
 def test_nul_and_lone_surrogates_in_tool_arguments_get_a_clear_error_and_write_nothing(client, tool, arguments, field):
-    raw = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+    raw = json.dumps(
+        {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+    )
     response = mcp(client, raw.encode())
     body = response.json()
     assert body["error"]["code"] == -32602, body
@@ -139,8 +148,10 @@ def test_nul_and_lone_surrogates_in_tool_arguments_get_a_clear_error_and_write_n
 
 
 def test_nan_in_session_log_data_is_refused_before_any_sql(client):
-    raw = b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"session_log",' \
+    raw = (
+        b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"session_log",'
         b'"arguments":{"session_id":"s-1","kind":"note","data":{"x":NaN}}}}'
+    )
     response = mcp(client, raw)
     assert response.status_code == 400
     body = strict_json(response.content)
@@ -201,10 +212,17 @@ def test_deep_frontmatter_is_refused_by_brain_write_and_rest_write(client):
     result = call(client, "brain_write", {"title": "Deep", "body": "b", "frontmatter": nested(20)})["result"]
     assert result["isError"] is True
     assert "frontmatter nests 20 levels deep, over the limit of 16" in result["content"][0]["text"]
-    response = client.post("/write", {"title": "Deep", "body": "b", "frontmatter": nested(20)}, content_type="application/json", **AUTH)
+    response = client.post(
+        "/write", {"title": "Deep", "body": "b", "frontmatter": nested(20)}, content_type="application/json", **AUTH
+    )
     assert response.status_code == 400 and "over the limit of 16" in rest_error(response)["message"]
     big = {"k": "x" * 70_000}
-    response = client.post("/ingest", {"title": "Big", "body": "b", "wing": "concepts", "frontmatter": big}, content_type="application/json", **AUTH)
+    response = client.post(
+        "/ingest",
+        {"title": "Big", "body": "b", "wing": "concepts", "frontmatter": big},
+        content_type="application/json",
+        **AUTH,
+    )
     assert response.status_code == 400 and "frontmatter is" in rest_error(response)["message"]
     assert Note.objects.count() == 0
 
@@ -242,7 +260,9 @@ def test_resources_read_of_a_note_with_too_deep_frontmatter_is_a_json_rpc_error(
 
     note = do_ingest_note(title="Deep wiki", body="b", wing="concepts")
     Note.objects.filter(pk=note.pk).update(frontmatter=nested(700))
-    body = mcp(client, {"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": f"brain://note/{note.slug}"}}).json()
+    body = mcp(
+        client, {"jsonrpc": "2.0", "id": 5, "method": "resources/read", "params": {"uri": f"brain://note/{note.slug}"}}
+    ).json()
     assert body["error"]["code"] == -32603 and "request id" in body["error"]["message"]
 
 
@@ -268,7 +288,9 @@ def test_a_bad_host_is_400_json_without_a_traceback_or_a_log_flood(asgi_server, 
         response = httpx.post(f"{asgi_server}/query", json={"query": "x"}, headers={"Host": "evil.example"}, timeout=10)
         assert response.status_code == 400
         assert rest_error(response)["code"] == "bad_host"
-    host_records = [record for record in caplog.records if "evil.example" in record.getMessage() or "Host" in record.getMessage()]
+    host_records = [
+        record for record in caplog.records if "evil.example" in record.getMessage() or "Host" in record.getMessage()
+    ]
     assert len(host_records) <= 1, [record.getMessage() for record in host_records]
     assert not any(record.exc_info for record in caplog.records)
 

@@ -23,8 +23,10 @@ def samples(text: str) -> dict[tuple[str, tuple], float]:
 
 
 def mcp_calls(text: str, tool: str, outcome: str = "ok") -> float:
-    key = ("hyperguild_mcp_calls_total",
-           (("endpoint", "brain"), ("method", "tools/call"), ("outcome", outcome), ("tool", tool)))  # fmt: skip
+    key = (
+        "hyperguild_mcp_calls_total",
+        (("endpoint", "brain"), ("method", "tools/call"), ("outcome", outcome), ("tool", tool)),
+    )
     return samples(text).get(key, 0.0)
 
 
@@ -53,10 +55,16 @@ def test_metrics_count_each_mcp_call_by_endpoint_tool_and_outcome(brain):
     assert after.status_code == 200
     assert after.headers["content-type"].startswith("text/plain; version=0.0.4")
     assert mcp_calls(after.text, "brain_query") - mcp_calls(before, "brain_query") == 3
-    assert mcp_calls(after.text, "brain_query", "invalid_arguments") - mcp_calls(before, "brain_query", "invalid_arguments") == 1
+    assert (
+        mcp_calls(after.text, "brain_query", "invalid_arguments")
+        - mcp_calls(before, "brain_query", "invalid_arguments")
+        == 1
+    )
     found = samples(after.text)
-    latency = ("hyperguild_mcp_call_duration_seconds_count",
-               (("endpoint", "brain"), ("method", "tools/call"), ("tool", "brain_query")))  # fmt: skip
+    latency = (
+        "hyperguild_mcp_call_duration_seconds_count",
+        (("endpoint", "brain"), ("method", "tools/call"), ("tool", "brain_query")),
+    )
     assert found[latency] >= 4
 
 
@@ -70,11 +78,21 @@ def test_metrics_name_a_route_pattern_never_a_raw_path(brain):
 
 def test_a_made_up_tool_or_method_adds_no_series(brain):
     call_tool(f"{brain}/mcp/brain", "brain_query", {"query": "x"}, headers=AUTH)
-    httpx.post(f"{brain}/mcp/brain", headers={**AUTH, "Content-Type": "application/json"},
-               json={"jsonrpc": "2.0", "id": 1, "method": "made/up-method-xyz"})  # fmt: skip
-    httpx.post(f"{brain}/mcp/brain", headers={**AUTH, "Content-Type": "application/json"},
-               json={"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                     "params": {"name": "no_such_tool_xyz", "arguments": {}}})  # fmt: skip
+    httpx.post(
+        f"{brain}/mcp/brain",
+        headers={**AUTH, "Content-Type": "application/json"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "made/up-method-xyz"},
+    )
+    httpx.post(
+        f"{brain}/mcp/brain",
+        headers={**AUTH, "Content-Type": "application/json"},
+        json={
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "no_such_tool_xyz", "arguments": {}},
+        },
+    )
     text = httpx.get(f"{brain}/metrics").text
     assert "made/up-method-xyz" not in text and "no_such_tool_xyz" not in text
     assert 'method="other"' in text
@@ -150,8 +168,16 @@ def test_the_cost_on_metrics_is_the_sum_of_the_model_call_records(brain):
     from hyperguild.models import ModelCall
 
     for cost in ("0.0123", "0.0400", None):
-        baker.make(ModelCall, model="fast", skill="review", provider="openai", outcome="ok", input_tokens=10,
-                   output_tokens=5, cost_usd=Decimal(cost) if cost else None)  # fmt: skip
+        baker.make(
+            ModelCall,
+            model="fast",
+            skill="review",
+            provider="openai",
+            outcome="ok",
+            input_tokens=10,
+            output_tokens=5,
+            cost_usd=Decimal(cost) if cost else None,
+        )
     found = samples(httpx.get(f"{brain}/metrics").text)
     assert found[("hyperguild_model_cost_usd", (("model", "fast"), ("skill", "review")))] == pytest.approx(0.0523)
     assert found[("hyperguild_model_calls", (("model", "fast"), ("outcome", "ok"), ("skill", "review")))] == 3
@@ -171,8 +197,22 @@ def test_an_operator_signed_in_reads_metrics_from_anywhere_and_a_reader_does_not
     assert client.get("/metrics", REMOTE_ADDR="203.0.113.9").status_code == 200
 
 
-UNUSUAL_METHODS = ("PROPFIND", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", "SEARCH", "PURGE", "REPORT", "NOTIFY",
-                   "SUBSCRIBE", "LINK", "UNLINK", "MKCALENDAR")
+UNUSUAL_METHODS = (
+    "PROPFIND",
+    "MKCOL",
+    "COPY",
+    "MOVE",
+    "LOCK",
+    "UNLOCK",
+    "SEARCH",
+    "PURGE",
+    "REPORT",
+    "NOTIFY",
+    "SUBSCRIBE",
+    "LINK",
+    "UNLINK",
+    "MKCALENDAR",
+)
 
 
 def test_a_made_up_http_method_counts_as_other_and_adds_no_series(brain):
@@ -182,8 +222,13 @@ def test_a_made_up_http_method_counts_as_other_and_adds_no_series(brain):
         httpx.request(method, f"{brain}/health/live")
     text = httpx.get(f"{brain}/metrics").text
     assert not [method for method in UNUSUAL_METHODS if f'"{method}"' in text]
-    methods = {dict(labels).get("method") for (name, labels) in samples(text) if name == "hyperguild_http_requests_total"}
+    methods = {
+        dict(labels).get("method") for (name, labels) in samples(text) if name == "hyperguild_http_requests_total"
+    }
     assert methods <= {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"} and "other" in methods
-    other = [value for (name, labels), value in samples(text).items()
-             if name == "hyperguild_http_requests_total" and dict(labels)["method"] == "other"]  # fmt: skip
+    other = [
+        value
+        for (name, labels), value in samples(text).items()
+        if name == "hyperguild_http_requests_total" and dict(labels)["method"] == "other"
+    ]
     assert sum(other) >= len(UNUSUAL_METHODS)

@@ -52,7 +52,9 @@ def app_sources() -> list[Path]:
 
 
 def offenders_in(lines: list[str], name: str) -> list[str]:
-    return [f"{name}:{number}: {line.strip()}" for number, line in enumerate(lines, start=1) if PRIVATE_DJANGO.search(line)]
+    return [
+        f"{name}:{number}: {line.strip()}" for number, line in enumerate(lines, start=1) if PRIVATE_DJANGO.search(line)
+    ]
 
 
 def is_private(name: str) -> bool:
@@ -163,8 +165,13 @@ def test_app_code_touches_no_private_attribute_of_any_library_and_changes_none()
 
 def test_the_grep_sees_app_code_and_not_the_tests_or_the_venv() -> None:
     names = {str(path.relative_to(ROOT)) for path in app_sources()}
-    assert {"brain/management/commands/brain_export.py", "sessions/management/commands/migrate_from_go.py",
-            "hyperguild/lib/db_pool.py", "hyperguild/lib/embedded_db.py", "manage.py"} <= names  # fmt: skip
+    assert {
+        "brain/management/commands/brain_export.py",
+        "sessions/management/commands/migrate_from_go.py",
+        "hyperguild/lib/db_pool.py",
+        "hyperguild/lib/embedded_db.py",
+        "manage.py",
+    } <= names
     assert not any(name.startswith(("tests/", ".venv/")) for name in names)
 
 
@@ -178,8 +185,12 @@ def test_the_pattern_catches_each_kind_of_private_access() -> None:
         "authenticate_bearer(request._request, scope)",
     ]
     fine = [
-        "self.stderr.write(text, ending='')", "Note._meta.get_field('slug')", "self._lock", "note.links_out",
-        "self._post(body)", "self._files(start, end)",
+        "self.stderr.write(text, ending='')",
+        "Note._meta.get_field('slug')",
+        "self._lock",
+        "note.links_out",
+        "self._post(body)",
+        "self._files(start, end)",
     ]
     assert len(offenders_in(caught, "x.py")) == len(caught)
     assert offenders_in(fine, "x.py") == []
@@ -210,27 +221,37 @@ def test_the_library_check_catches_what_the_code_did_before_issue_40() -> None:
         "AttemptWithBackoff.DELAY_BACKOFF (sets a library's attribute for the whole process)",
     ]
     lock = library_offences(ast.parse(OLD_EMBEDDED_DB), "embedded_db.py", defined)
-    assert [offence.split(": ", 1)[1] for offence in lock] == ["PostgresServer._lock (a private attribute of a library)"]
+    assert [offence.split(": ", 1)[1] for offence in lock] == [
+        "PostgresServer._lock (a private attribute of a library)"
+    ]
 
 
 def test_the_library_check_catches_private_imports_and_foreign_private_names_and_lets_public_use_pass() -> None:
     defined = names_our_code_defines(list(parsed_sources().values())) | {"_mine"}
-    caught = library_offences(ast.parse(
-        "import psycopg_pool._acompat\n"
-        "from psycopg_pool import _acompat\n"
-        "from psycopg import pq\n"
-        "pq._private_thing\n"
-        "setattr(pq, 'PGconn', None)\n"
-        "conn.pgconn._never_ours_anywhere\n"
-    ), "x.py", defined)  # fmt: skip
+    caught = library_offences(
+        ast.parse(
+            "import psycopg_pool._acompat\n"
+            "from psycopg_pool import _acompat\n"
+            "from psycopg import pq\n"
+            "pq._private_thing\n"
+            "setattr(pq, 'PGconn', None)\n"
+            "conn.pgconn._never_ours_anywhere\n"
+        ),
+        "x.py",
+        defined,
+    )
     assert len(caught) == 5, caught
-    fine = library_offences(ast.parse(
-        "from django.conf import settings\n"
-        "from psycopg_pool import ConnectionPool\n"
-        "settings.DEBUG = True\n"  # an instance's public attribute: Django's override_settings rules apply
-        "Note._meta.get_field('slug')\n"
-        "instance._state.adding\n"
-        "self._mine = 1\n"
-        "ConnectionPool.check_connection\n"
-    ), "x.py", defined)  # fmt: skip
+    fine = library_offences(
+        ast.parse(
+            "from django.conf import settings\n"
+            "from psycopg_pool import ConnectionPool\n"
+            "settings.DEBUG = True\n"  # an instance's public attribute: Django's override_settings rules apply
+            "Note._meta.get_field('slug')\n"
+            "instance._state.adding\n"
+            "self._mine = 1\n"
+            "ConnectionPool.check_connection\n"
+        ),
+        "x.py",
+        defined,
+    )
     assert fine == []

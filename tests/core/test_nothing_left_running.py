@@ -41,8 +41,14 @@ def env_for(data_dir: Path) -> dict[str, str]:
 
 
 def manage(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env_for(data_dir), capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env_for(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_a_one_off_command_stops_the_database_it_started(data_dir):
@@ -70,8 +76,12 @@ def test_a_one_off_command_leaves_a_database_that_was_running_alone(data_dir):
 def test_a_test_session_stops_the_database_it_started(data_dir):
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:cacheprovider", "tests/core/test_health.py"],
-        cwd=ROOT, env=env_for(data_dir), capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env_for(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert (data_dir / "pg" / "PG_VERSION").exists()
     assert not embedded_database_running(data_dir)

@@ -40,7 +40,10 @@ def test_one_token_for_all_is_named_and_never_printed(settings):
 def test_different_endpoint_tokens_are_pointed_out(settings):
     settings.BRAIN_MCP_TOKEN, settings.SUPERVISOR_MCP_TOKEN, settings.ROUTING_MCP_TOKEN = "a-secret", "b-secret", ""
     output = run()
-    assert "differ here, so none of them opens every endpoint and the hooks (the hooks use BRAIN_MCP_TOKEN's): give them one value" in output
+    assert (
+        "differ here, so none of them opens every endpoint and the hooks (the hooks use BRAIN_MCP_TOKEN's): give them one value"
+        in output
+    )
     assert "a-secret" not in output and "b-secret" not in output
 
 
@@ -53,16 +56,24 @@ def test_the_default_url_follows_the_public_url(settings):
 def test_it_shows_where_the_spool_is_and_how_to_flush_or_clear_it(settings, tmp_path):
     output = run(url="http://10.0.0.5:8000/")
     assert "~/.hyperguild/spool/http___10.0.0.5_8000.jsonl" in output
-    manifest = json.loads((settings.BASE_DIR / "claude-plugin" / "hyperguild" / ".claude-plugin" / "plugin.json").read_text())
+    manifest = json.loads(
+        (settings.BASE_DIR / "claude-plugin" / "hyperguild" / ".claude-plugin" / "plugin.json").read_text()
+    )
     script = f"~/.claude/plugins/cache/hyperguild/hyperguild/{manifest['version']}/hooks/hyperguild-hook"
     for command in ("status", "flush", "clear"):
         assert f"    sh {script} {command}" in output
 
     # The file named is the one the hook script keeps for that URL.
     hook = settings.BASE_DIR / "claude-plugin" / "hyperguild" / "hooks" / "hyperguild-hook"
-    status = subprocess.run(["sh", str(hook), "status"], capture_output=True, text=True, timeout=30,
-                            env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HYPERGUILD_URL": "http://10.0.0.5:8000/"})  # fmt: skip
+    status = subprocess.run(
+        ["sh", str(hook), "status"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HYPERGUILD_URL": "http://10.0.0.5:8000/"},
+    )
     assert f"{tmp_path}/.hyperguild/spool/http___10.0.0.5_8000.jsonl" in status.stdout
+
 
 @pytest.mark.django_db
 def test_it_asks_only_for_the_scopes_the_persons_role_allows(settings):

@@ -62,8 +62,11 @@ def attempt_gaps(database: HangingUpDatabase, **options: Any) -> list[float]:
     """Seconds between the connection attempts of a one-connection pool on `database`, watched WATCH_SECONDS."""
     pool: ConnectionPool[Any] = ConnectionPool(
         f"host=127.0.0.1 port={database.port} user=x dbname=x sslmode=disable gssencmode=disable connect_timeout=2",
-        min_size=1, max_size=1, open=False, **options,
-    )  # fmt: skip
+        min_size=1,
+        max_size=1,
+        open=False,
+        **options,
+    )
     pool.open(wait=False)
     time.sleep(WATCH_SECONDS)
     pool.close(timeout=1)

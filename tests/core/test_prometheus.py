@@ -38,7 +38,10 @@ def two_web_processes(transactional_db):
     metrics_dir = scratch / "metrics"
     metrics_dir.mkdir()
     try:
-        with granian_on_test_database(scratch / "data", workers=2, PROMETHEUS_MULTIPROC_DIR=str(metrics_dir)) as (base, port):
+        with granian_on_test_database(scratch / "data", workers=2, PROMETHEUS_MULTIPROC_DIR=str(metrics_dir)) as (
+            base,
+            port,
+        ):
             yield base, port, metrics_dir, scratch
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -55,10 +58,16 @@ def prometheus(two_web_processes):
         f"    static_configs:\n      - targets: ['127.0.0.1:{port}']\n"
     )
     process = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={scratch / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{prom_port}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
+        [
+            PROMETHEUS,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={scratch / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{prom_port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     prom = f"http://127.0.0.1:{prom_port}"
 
     def ready() -> bool:
@@ -88,7 +97,10 @@ def test_prometheus_counts_exactly_the_mcp_calls_made_across_two_web_processes(t
 
     for request_id in range(CALLS):
         # A new connection each time: the kernel spreads them over both processes' accept queues.
-        assert call_tool(f"{base}/mcp/brain", "brain_query", {"query": "vacuum"}, request_id=request_id)["isError"] is False
+        assert (
+            call_tool(f"{base}/mcp/brain", "brain_query", {"query": "vacuum"}, request_id=request_id)["isError"]
+            is False
+        )
 
     seen = wait_for(lambda: prometheus_value(prometheus, query) == CALLS, 30, f"Prometheus to see {CALLS} calls")
     assert seen
@@ -98,7 +110,7 @@ def test_prometheus_counts_exactly_the_mcp_calls_made_across_two_web_processes(t
     pids = {path.name.rsplit("_", 1)[-1] for path in metrics_dir.glob("counter_*.db")}
     assert len(pids) == 2, sorted(path.name for path in metrics_dir.iterdir())
     assert prometheus_value(prometheus, 'sum(hyperguild_http_requests_total{route="mcp/<slug:endpoint>"})') >= CALLS
-    assert prometheus_value(prometheus, "hyperguild_metric_source_up{source=\"queue\"}") == 1.0
+    assert prometheus_value(prometheus, 'hyperguild_metric_source_up{source="queue"}') == 1.0
 
 
 def test_prometheus_reads_the_same_model_cost_total_as_the_records(two_web_processes, prometheus):

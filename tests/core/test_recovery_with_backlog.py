@@ -39,8 +39,13 @@ class BacklogServe(ScratchServe):
 
     def env(self) -> dict[str, str]:
         env = super().env()
-        env.update(BRAIN_EMBEDDER="ollama", BRAIN_EMBED_URL=self.embed_url, BRAIN_EMBED_MODEL="fake-embed",
-                   BRAIN_DIR="", HYPERGUILD_WEB_WORKERS="2")  # fmt: skip
+        env.update(
+            BRAIN_EMBEDDER="ollama",
+            BRAIN_EMBED_URL=self.embed_url,
+            BRAIN_EMBED_MODEL="fake-embed",
+            BRAIN_DIR="",
+            HYPERGUILD_WEB_WORKERS="2",
+        )
         return env
 
 
@@ -65,9 +70,13 @@ def backlog_serve():
         started = time.monotonic()
         for command in (["migrate", "-v0"], ["brain_import", str(base / "import"), "--no-progress"]):
             done = subprocess.run(
-                [sys.executable, "manage.py", *command], cwd=ROOT, env=scratch.env(), capture_output=True, text=True,
+                [sys.executable, "manage.py", *command],
+                cwd=ROOT,
+                env=scratch.env(),
+                capture_output=True,
+                text=True,
                 timeout=600,
-            )  # fmt: skip
+            )
             assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
         print(f"\nimported {NOTES} notes in {time.monotonic() - started:.1f} s")
         scratch.start()
@@ -91,8 +100,11 @@ def timed(call) -> tuple[float, object]:
 
 
 def search_works(url: str) -> bool:
-    response = mcp_post(f"{url}/mcp/brain", rpc("tools/call", {"name": "brain_query", "arguments": {
-        "query": "pool reaper", "include_raw": True}}), timeout=60)  # fmt: skip
+    response = mcp_post(
+        f"{url}/mcp/brain",
+        rpc("tools/call", {"name": "brain_query", "arguments": {"query": "pool reaper", "include_raw": True}}),
+        timeout=60,
+    )
     result = tool_answer(response).get("result", {})
     return response.status_code == 200 and not result.get("isError", True) and result["structuredContent"]["count"] > 0
 
@@ -102,8 +114,10 @@ def test_health_answers_promptly_and_requests_recover_soon_after_a_kill_with_a_b
     serve = backlog_serve
     health = httpx.get(f"{serve.url}/health", timeout=60).json()
     backlog = health.get("embeddings", {}).get("active") or {}
-    print(f"backlog before the kill: {backlog.get('pending_chunks')} chunks pending, "
-          f"{backlog.get('notes_waiting')} notes waiting")  # fmt: skip
+    print(
+        f"backlog before the kill: {backlog.get('pending_chunks')} chunks pending, "
+        f"{backlog.get('notes_waiting')} notes waiting"
+    )
     assert (backlog.get("pending_chunks") or 0) + (backlog.get("notes_waiting") or 0) > NOTES // 2
     assert search_works(serve.url)
 
@@ -152,12 +166,18 @@ def test_health_answers_promptly_and_requests_recover_soon_after_a_kill_with_a_b
 
     db_back = back.get("at", float("nan")) - killed_at
     slowest = max(health_calls, key=lambda call: call[1])
-    print(f"database back {db_back:.1f} s after kill -9; search answered again "
-          f"{search_ok_at if search_ok_at is None else round(search_ok_at, 1)} s after the kill, "
-          f"{len(search_calls)} search calls, slowest {max(search_calls, default=0):.1f} s")
-    print(f"/health: {len(health_calls)} calls during the recovery, slowest {slowest[1]:.1f} s "
-          f"(at {slowest[0]:.1f} s, {slowest[2]}); statuses {sorted({str(call[2]) for call in health_calls})}")
-    print(f"/health reported the database ok again {health_db_ok_at if health_db_ok_at is None else round(health_db_ok_at, 1)} s after the kill")
+    print(
+        f"database back {db_back:.1f} s after kill -9; search answered again "
+        f"{search_ok_at if search_ok_at is None else round(search_ok_at, 1)} s after the kill, "
+        f"{len(search_calls)} search calls, slowest {max(search_calls, default=0):.1f} s"
+    )
+    print(
+        f"/health: {len(health_calls)} calls during the recovery, slowest {slowest[1]:.1f} s "
+        f"(at {slowest[0]:.1f} s, {slowest[2]}); statuses {sorted({str(call[2]) for call in health_calls})}"
+    )
+    print(
+        f"/health reported the database ok again {health_db_ok_at if health_db_ok_at is None else round(health_db_ok_at, 1)} s after the kill"
+    )
     assert "at" in back, "the database did not come back"
     assert health_db_ok_at is not None and health_db_ok_at - db_back < RECOVERY_BOUND_SECONDS
     assert slowest[1] < HEALTH_BOUND_SECONDS, health_calls

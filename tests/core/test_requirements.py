@@ -111,8 +111,11 @@ def dry_run(target: str) -> list[str]:
     """The commands `make TARGET` would run, as if every requirements file had just changed."""
     completed = subprocess.run(
         ["make", "-n", "-W", "requirements.txt", "-W", "requirements-dev.txt", target],
-        cwd=ROOT, capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert completed.returncode == 0, completed.stderr
     return completed.stdout.splitlines()
 
@@ -125,6 +128,8 @@ def test_make_run_installs_the_runtime_requirements_only():
 def test_make_test_installs_the_dev_requirements_and_runs_ruff_lint_imports_and_mypy_before_pytest():
     commands = dry_run("test")
     assert any(line.endswith("pip install --disable-pip-version-check -r requirements-dev.txt") for line in commands)
-    steps = [next(i for i, line in enumerate(commands) if line.startswith(f".venv/bin/{tool}"))
-             for tool in ("ruff check", "lint-imports", "mypy", "python -m pytest")]  # fmt: skip
+    steps = [
+        next(i for i, line in enumerate(commands) if line.startswith(f".venv/bin/{tool}"))
+        for tool in ("ruff check", "lint-imports", "mypy", "python -m pytest")
+    ]
     assert steps == sorted(steps), commands

@@ -29,8 +29,6 @@ def test_a_wrong_token_is_401_and_writes_nothing(client, settings, method, path,
     from sessions.models import SessionEntry
 
     settings.BRAIN_MCP_TOKEN = settings.ROUTING_MCP_TOKEN = "s3cret"
-    response = getattr(client, method)(
-        path, body, content_type="application/json", HTTP_AUTHORIZATION="Bearer wrong"
-    )
+    response = getattr(client, method)(path, body, content_type="application/json", HTTP_AUTHORIZATION="Bearer wrong")
     assert response.status_code == 401
     assert SessionEntry.objects.count() == 0

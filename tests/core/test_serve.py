@@ -25,7 +25,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_serve_refuses_a_public_address_without_tokens(child_env):
     completed = subprocess.run(
         [sys.executable, "manage.py", "serve", "--host", "0.0.0.0", "--port", str(free_port())],
-        cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=child_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert completed.returncode != 0
     assert "Refusing to listen on 0.0.0.0" in completed.stderr
@@ -39,8 +43,12 @@ def test_serve_refuses_a_port_another_program_listens_on(child_env):
         port = other.getsockname()[1]
         completed = subprocess.run(
             [sys.executable, "manage.py", "serve", "--port", str(port)],
-            cwd=ROOT, env=child_env, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=child_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert completed.returncode != 0
     assert f"Port {port} on 127.0.0.1 is already in use" in completed.stderr
     assert f"HYPERGUILD_PORT={port + 1} make run" in completed.stderr  # what `make run` can take (issue 28)
@@ -56,8 +64,13 @@ def test_a_public_bind_address_without_tokens_fails_the_system_check(child_env):
 
 
 def test_a_public_bind_address_with_tokens_passes_the_system_check(child_env):
-    env = {**child_env, "HYPERGUILD_HOST": "0.0.0.0", "BRAIN_MCP_TOKEN": "a", "SUPERVISOR_MCP_TOKEN": "b",
-           "ROUTING_MCP_TOKEN": "c"}
+    env = {
+        **child_env,
+        "HYPERGUILD_HOST": "0.0.0.0",
+        "BRAIN_MCP_TOKEN": "a",
+        "SUPERVISOR_MCP_TOKEN": "b",
+        "ROUTING_MCP_TOKEN": "c",
+    }
     completed = subprocess.run(
         [sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
@@ -66,11 +79,19 @@ def test_a_public_bind_address_with_tokens_passes_the_system_check(child_env):
 
 def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ctrl_c(child_env):
     port = free_port()
-    env = {**child_env, "BRAIN_MCP_TOKEN": "tok-brain", "HYPERGUILD_ADMIN_PASSWORD": "pw-from-env-123",
-           "HYPERGUILD_WEB_WORKERS": "2"}  # fmt: skip
+    env = {
+        **child_env,
+        "BRAIN_MCP_TOKEN": "tok-brain",
+        "HYPERGUILD_ADMIN_PASSWORD": "pw-from-env-123",
+        "HYPERGUILD_WEB_WORKERS": "2",
+    }
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(port)],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     lines: list[str] = []
     try:
@@ -162,8 +183,14 @@ def test_a_failed_system_check_stops_the_web_processes_that_were_loading_and_non
     # the web processes were started to load beside the checks.
     port = free_port()
     env = {**child_env, "HYPERGUILD_HOST": "0.0.0.0"}
-    process = subprocess.Popen([sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)],
-                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     started: set[int] = set()
     answered = False
     while process.poll() is None:
@@ -182,7 +209,9 @@ def test_a_failed_system_check_stops_the_web_processes_that_were_loading_and_non
     assert started, "the web processes were not started before the checks"
     assert not answered
     time.sleep(0.5)
-    assert not [pid for pid in started if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert not [
+        pid for pid in started if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    ]
 
 
 def test_a_web_process_started_by_serve_answers_only_once_serve_opens_the_gate(tmp_path, monkeypatch):

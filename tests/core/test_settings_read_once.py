@@ -33,7 +33,9 @@ def test_app_code_never_reads_a_setting_with_a_fallback():
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
         if "getattr(settings" in line
     ]
-    assert not offenders, "define the setting in hyperguild/settings.py and read settings.NAME:\n" + "\n".join(offenders)
+    assert not offenders, "define the setting in hyperguild/settings.py and read settings.NAME:\n" + "\n".join(
+        offenders
+    )
 
 
 def test_the_grep_sees_app_code():

@@ -30,9 +30,12 @@ ROOT = Path(__file__).resolve().parents[2]
 def traced_server(transactional_db):
     scratch = Path(tempfile.mkdtemp(prefix="tracing-", dir=settings.DATA_DIR))
     try:
-        with FakeCollector() as collector, granian_on_test_database(
-            scratch, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="100"
-        ) as (base, _):
+        with (
+            FakeCollector() as collector,
+            granian_on_test_database(
+                scratch, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="100"
+            ) as (base, _),
+        ):
             yield base, collector
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -72,8 +75,11 @@ def test_a_brain_query_is_one_trace_under_the_callers_traceparent(traced_server)
     assert roots, [(s.name, s.parent_span_id) for s in spans]
     search = next(s for s in spans if s.name == "brain.search")
     assert "mcp tools/call brain_query" in ancestors(search, by_id)
-    database = [s for s in spans if s.attributes.get("db.system") == "postgresql"
-                or s.attributes.get("db.system.name") == "postgresql"]  # fmt: skip
+    database = [
+        s
+        for s in spans
+        if s.attributes.get("db.system") == "postgresql" or s.attributes.get("db.system.name") == "postgresql"
+    ]
     assert any("brain.search" in ancestors(s, by_id) for s in database), [s.name for s in database]
     assert all(s.trace_id == trace_id for s in spans)
 
@@ -82,8 +88,9 @@ def test_a_traceparent_in_the_requests_meta_continues_the_callers_trace(traced_s
     base, collector = traced_server
     trace_id, caller_span = secrets.token_hex(16), secrets.token_hex(8)
     message = rpc("tools/list", {"_meta": {"traceparent": f"00-{trace_id}-{caller_span}-01"}})
-    response = httpx.post(f"{base}/mcp/brain", json=message,
-                          headers={"Accept": "application/json, text/event-stream"}, timeout=30)  # fmt: skip
+    response = httpx.post(
+        f"{base}/mcp/brain", json=message, headers={"Accept": "application/json, text/event-stream"}, timeout=30
+    )
     assert response.status_code == 200
 
     def received():
@@ -96,17 +103,28 @@ def test_a_traceparent_in_the_requests_meta_continues_the_callers_trace(traced_s
 def test_sampled_at_zero_only_a_callers_sampled_trace_is_exported(transactional_db):
     scratch = Path(tempfile.mkdtemp(prefix="tracing-", dir=settings.DATA_DIR))
     try:
-        with FakeCollector() as collector, granian_on_test_database(
-            scratch, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="100", HYPERGUILD_TRACE_SAMPLE="0"
-        ) as (base, _):
+        with (
+            FakeCollector() as collector,
+            granian_on_test_database(
+                scratch,
+                OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+                OTEL_BSP_SCHEDULE_DELAY="100",
+                HYPERGUILD_TRACE_SAMPLE="0",
+            ) as (base, _),
+        ):
             for _ in range(3):  # no traceparent: a new trace, which a sample of 0 never records
                 assert call_tool(f"{base}/mcp/brain", "brain_query", {"query": "vacuum"})["isError"] is False
             trace_id = secrets.token_hex(16)
             headers = {"traceparent": f"00-{trace_id}-{secrets.token_hex(8)}-01"}  # the caller sampled it
-            assert call_tool(f"{base}/mcp/brain", "brain_query", {"query": "vacuum"}, headers=headers)["isError"] is False
+            assert (
+                call_tool(f"{base}/mcp/brain", "brain_query", {"query": "vacuum"}, headers=headers)["isError"] is False
+            )
 
-            wait_for(lambda: any(s.name == "mcp tools/call brain_query" for s in collector.spans(trace_id)), 30,
-                     "the caller's sampled trace")  # fmt: skip
+            wait_for(
+                lambda: any(s.name == "mcp tools/call brain_query" for s in collector.spans(trace_id)),
+                30,
+                "the caller's sampled trace",
+            )
             # Spans leave in the order they end, so the three earlier calls' would have come first.
             assert {s.trace_id for s in collector.spans()} == {trace_id}
     finally:
@@ -115,8 +133,9 @@ def test_sampled_at_zero_only_a_callers_sampled_trace_is_exported(transactional_
 
 def _inside(sampled: bool):
     flags = trace.TraceFlags(trace.TraceFlags.SAMPLED if sampled else trace.TraceFlags.DEFAULT)
-    context = trace.SpanContext(int(secrets.token_hex(16), 16), int(secrets.token_hex(8), 16), is_remote=True,
-                                trace_flags=flags)  # fmt: skip
+    context = trace.SpanContext(
+        int(secrets.token_hex(16), 16), int(secrets.token_hex(8), 16), is_remote=True, trace_flags=flags
+    )
     return trace.use_span(trace.NonRecordingSpan(context))
 
 
@@ -128,8 +147,14 @@ def test_a_request_left_unsampled_makes_no_span_of_its_own_but_a_callers_sampled
             assert current is trace.INVALID_SPAN
             with span("brain.search") as inner:
                 assert inner is trace.INVALID_SPAN
-        meta = rpc("tools/call", {"name": "brain_query", "arguments": {}, "_meta": {
-            "traceparent": f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"}})  # fmt: skip
+        meta = rpc(
+            "tools/call",
+            {
+                "name": "brain_query",
+                "arguments": {},
+                "_meta": {"traceparent": f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"},
+            },
+        )
         with mcp_span("brain", meta, person_id=1, revision="2025-03-26"):
             assert not in_unsampled_trace()
 
@@ -143,8 +168,14 @@ def test_in_a_trace_the_sampler_dropped_no_span_is_made_and_the_instrumentations
             with span("brain.search") as inner:
                 assert inner is dropped
     # A sampled caller (here in `_meta`) is continued in full, even under a dropped request span.
-    meta = rpc("tools/call", {"name": "brain_query", "arguments": {}, "_meta": {
-        "traceparent": f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"}})  # fmt: skip
+    meta = rpc(
+        "tools/call",
+        {
+            "name": "brain_query",
+            "arguments": {},
+            "_meta": {"traceparent": f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"},
+        },
+    )
     with _inside(sampled=False), mcp_span("brain", meta, person_id=1, revision="2025-03-26"):
         assert not in_unsampled_trace() and is_instrumentation_enabled()
     with _inside(sampled=True):

@@ -40,8 +40,7 @@ def rpc(url: str, method: str, params: dict | None = None, request_id: int = 1, 
     message = {"jsonrpc": "2.0", "method": method, **({"params": params} if params else {})}
     if not method.startswith("notifications/"):
         message["id"] = request_id
-    response = httpx.post(url, json=message, headers={"Accept": "application/json, text/event-stream"},
-                          timeout=timeout)  # fmt: skip
+    response = httpx.post(url, json=message, headers={"Accept": "application/json, text/event-stream"}, timeout=timeout)
     if method.startswith("notifications/"):
         assert response.status_code == 202
         return {}
@@ -75,33 +74,56 @@ def cluster():
         DATABASE_URL=database_url,
         HYPERGUILD_DATA_DIR=str(scratch / "data"),
         BRAIN_EMBEDDER="off",
-        BRAIN_MCP_TOKEN="", SUPERVISOR_MCP_TOKEN="", ROUTING_MCP_TOKEN="",
+        BRAIN_MCP_TOKEN="",
+        SUPERVISOR_MCP_TOKEN="",
+        ROUTING_MCP_TOKEN="",
         CLAUDE_BINARY=str(FAKE_CLAUDE),
         FAKE_CLAUDE_STATE=str(fake.state),
         FAKE_CLAUDE_SCRIPT=str(fake.script_path),
         SUPERVISOR_WORKER_ENV_ALLOW="FAKE_CLAUDE_*",  # the worker environment is an allow-list
         SUPERVISOR_ALLOWED_ROOTS=str(allowed),
-        SUPERVISOR_TIMEOUT="30", SUPERVISOR_IDLE_TIMEOUT="30", SUPERVISOR_QUEUE_WAIT="20",
+        SUPERVISOR_TIMEOUT="30",
+        SUPERVISOR_IDLE_TIMEOUT="30",
+        SUPERVISOR_QUEUE_WAIT="20",
         LITELLM_BASE_URL="http://127.0.0.1:9/litellm",
         HYPERGUILD_Q_WORKERS="1",
         HYPERGUILD_LOG_LEVEL="WARNING",
-    )  # fmt: skip
-    setup = subprocess.run([sys.executable, "manage.py", "setup", "--no-admin"], cwd=ROOT, env=env,
-                           capture_output=True, text=True, timeout=400)  # fmt: skip
+    )
+    setup = subprocess.run(
+        [sys.executable, "manage.py", "setup", "--no-admin"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
     assert setup.returncode == 0, setup.stderr
     processes: list[subprocess.Popen] = []
     webs = []
     for _ in range(2):
         port = free_port()
-        processes.append(subprocess.Popen(
-            web_command("granian", "127.0.0.1", port, workers=1),
-            cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        ))  # fmt: skip
+        processes.append(
+            subprocess.Popen(
+                web_command("granian", "127.0.0.1", port, workers=1),
+                cwd=ROOT,
+                env=env,
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
         webs.append(f"http://127.0.0.1:{port}")
     for _ in range(2):
-        processes.append(subprocess.Popen([sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env,
-                                          start_new_session=True, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.DEVNULL))  # fmt: skip
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, "manage.py", "qcluster"],
+                cwd=ROOT,
+                env=env,
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
     try:
         for web in webs:
             deadline = time.monotonic() + 60
@@ -113,8 +135,7 @@ def cluster():
                     pass
                 assert time.monotonic() < deadline, f"{web} did not start"
                 time.sleep(0.2)
-        yield {"a": webs[0], "b": webs[1], "db": database_url, "fake": fake, "allowed": allowed,
-               "processes": processes}  # fmt: skip
+        yield {"a": webs[0], "b": webs[1], "db": database_url, "fake": fake, "allowed": allowed, "processes": processes}
     finally:
         for process in processes:
             if process.poll() is None:
@@ -157,8 +178,17 @@ def test_a_note_written_on_one_replica_is_found_on_the_other(cluster):
 
 
 def test_a_skill_run_called_on_one_replica_runs_in_a_cluster_and_its_answer_is_read_on_the_other(cluster):
-    cluster["fake"].script([{"report": {"title": "Zqspec title", "spec": "Sum two numbers.",
-                                        "acceptance_criteria": ["adds", "zqspecword holds"]}}])  # fmt: skip
+    cluster["fake"].script(
+        [
+            {
+                "report": {
+                    "title": "Zqspec title",
+                    "spec": "Sum two numbers.",
+                    "acceptance_criteria": ["adds", "zqspecword holds"],
+                }
+            }
+        ]
+    )
     result = call(f"{cluster['a']}/mcp/supervisor", "spec", {"text": "we need add(a, b)"}, timeout=90)
     assert result["isError"] is False, result
     answer = result["structuredContent"]
@@ -182,8 +212,9 @@ def test_a_cancellation_sent_to_the_other_replica_stops_the_run(cluster):
     outcome: dict = {}
 
     def long_call() -> None:
-        outcome["result"] = call(f"{cluster['a']}/mcp/supervisor", "spec", {"text": "never finishes"},
-                                 request_id=4242, timeout=90)  # fmt: skip
+        outcome["result"] = call(
+            f"{cluster['a']}/mcp/supervisor", "spec", {"text": "never finishes"}, request_id=4242, timeout=90
+        )
 
     caller = threading.Thread(target=long_call)
     caller.start()

@@ -25,7 +25,9 @@ SHOW_POOL = (
 
 def environment(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in {"HYPERGUILD_DB_POOL", "HYPERGUILD_WEB_PROCESS"}}
-    env.update(DATABASE_URL=UNREACHABLE, HYPERGUILD_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="hyperguild.settings")
+    env.update(
+        DATABASE_URL=UNREACHABLE, HYPERGUILD_DATA_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="hyperguild.settings"
+    )
     env.update(extra)
     return env
 
@@ -38,22 +40,38 @@ def last_json(completed: subprocess.CompletedProcess[str]) -> dict[str, object]:
 
 def test_a_web_process_pools_and_leaves_no_marker_for_the_processes_it_starts(tmp_path: Path) -> None:
     for module in ("hyperguild.wsgi", "hyperguild.asgi"):
-        completed = subprocess.run([sys.executable, "-c", f"import {module}; {SHOW_POOL}"], cwd=ROOT,
-                                   env=environment(tmp_path), capture_output=True, text=True, timeout=120)  # fmt: skip
+        completed = subprocess.run(
+            [sys.executable, "-c", f"import {module}; {SHOW_POOL}"],
+            cwd=ROOT,
+            env=environment(tmp_path),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert last_json(completed) == {"pool": 8, "marker_left": None}, module
 
 
 def test_a_web_process_pools_as_many_connections_as_the_operator_says(tmp_path: Path) -> None:
-    completed = subprocess.run([sys.executable, "-c", f"import hyperguild.wsgi; {SHOW_POOL}"], cwd=ROOT,
-                               env=environment(tmp_path, HYPERGUILD_DB_POOL="3"), capture_output=True, text=True,
-                               timeout=120)  # fmt: skip
+    completed = subprocess.run(
+        [sys.executable, "-c", f"import hyperguild.wsgi; {SHOW_POOL}"],
+        cwd=ROOT,
+        env=environment(tmp_path, HYPERGUILD_DB_POOL="3"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert last_json(completed)["pool"] == 3
 
 
 def test_commands_and_the_worker_cluster_connect_directly_even_with_a_pool_size_set(tmp_path: Path) -> None:
-    completed = subprocess.run([sys.executable, "manage.py", "shell", "-c", SHOW_POOL], cwd=ROOT,
-                               env=environment(tmp_path, HYPERGUILD_DB_POOL="8"), capture_output=True, text=True,
-                               timeout=120)  # fmt: skip
+    completed = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", SHOW_POOL],
+        cwd=ROOT,
+        env=environment(tmp_path, HYPERGUILD_DB_POOL="8"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert last_json(completed) == {"pool": None, "marker_left": None}
 
 

@@ -66,8 +66,15 @@ def open_page(chromium, base: str, width: int, path: str):
 
 
 def spend(person, usd: str, **fields) -> ModelCall:
-    values = {"model": "gpt-4o-mini", "skill": "brain_answer", "project": "/srv/a-rather-long-project-name",
-              "provider": "openai", "outcome": "ok", "input_tokens": 123456, "output_tokens": 7890} | fields  # fmt: skip
+    values = {
+        "model": "gpt-4o-mini",
+        "skill": "brain_answer",
+        "project": "/srv/a-rather-long-project-name",
+        "provider": "openai",
+        "outcome": "ok",
+        "input_tokens": 123456,
+        "output_tokens": 7890,
+    } | fields
     return baker.make(ModelCall, requested_by=person, cost_usd=Decimal(usd), created_at=timezone.now(), **values)
 
 
@@ -98,9 +105,13 @@ def test_costs_shows_the_service_and_a_personal_budget_and_breaks_no_word(live_u
 
 def test_search_scores_break_no_word(live_ui, chromium, operator):
     for number in range(3):  # long titles and excerpts squeeze the score column, as in the screenshot
-        do_ingest_note(title=f"Uploads to object storage with retries, backoff and multipart parts, part {number}",
-                       body="Uploads go to S3 with retries and exponential backoff between the attempts. " * 8,
-                       wing="concepts", hall="storage-and-uploads", slug=f"uploads-{number}")  # fmt: skip
+        do_ingest_note(
+            title=f"Uploads to object storage with retries, backoff and multipart parts, part {number}",
+            body="Uploads go to S3 with retries and exponential backoff between the attempts. " * 8,
+            wing="concepts",
+            hall="storage-and-uploads",
+            slug=f"uploads-{number}",
+        )
     for name, width in WIDTHS.items():
         context, page = open_page(chromium, live_ui, width, "/search/?q=uploads")
         try:

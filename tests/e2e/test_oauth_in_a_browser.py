@@ -85,7 +85,9 @@ def test_a_person_completes_claude_codes_oauth_flow_in_chromium_without_a_csp_vi
     # What DevTools' console shows, CSP reports included (a blocked form redirect is logged there, not to
     # the page's console API), and each page's own securitypolicyviolation events, said on its console.
     devtools = browser_page.context.new_cdp_session(browser_page)
-    devtools.on("Log.entryAdded", lambda event: console.append(f"log {event['entry']['level']}: {event['entry']['text']}"))
+    devtools.on(
+        "Log.entryAdded", lambda event: console.append(f"log {event['entry']['level']}: {event['entry']['text']}")
+    )
     devtools.send("Log.enable")
     browser_page.add_init_script(
         "document.addEventListener('securitypolicyviolation', e => console.error("
@@ -94,11 +96,17 @@ def test_a_person_completes_claude_codes_oauth_flow_in_chromium_without_a_csp_vi
     resource = f"{live}/mcp/brain"
     with Callback() as callback:
         # 1. Dynamic registration of a public client with a loopback redirect, as Claude Code sends it.
-        registered = httpx.post(f"{live}/oauth/register/", json={
-            "client_name": "Claude Code (hyperguild)", "redirect_uris": [callback.uri],
-            "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"],
-            "token_endpoint_auth_method": "none",
-        }, timeout=30)  # fmt: skip
+        registered = httpx.post(
+            f"{live}/oauth/register/",
+            json={
+                "client_name": "Claude Code (hyperguild)",
+                "redirect_uris": [callback.uri],
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"],
+                "token_endpoint_auth_method": "none",
+            },
+            timeout=30,
+        )
         assert registered.status_code == 201, registered.text
         client_id = registered.json()["client_id"]
         assert "client_secret" not in registered.json()
@@ -107,11 +115,21 @@ def test_a_person_completes_claude_codes_oauth_flow_in_chromium_without_a_csp_vi
         verifier = secrets.token_urlsafe(48)
         challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
         state = secrets.token_urlsafe(16)
-        browser_page.goto(f"{live}/oauth/authorize/?" + urlencode({
-            "response_type": "code", "client_id": client_id, "redirect_uri": callback.uri, "state": state,
-            "code_challenge": challenge, "code_challenge_method": "S256", "resource": resource,
-            "scope": "brain:read brain:write sessions:write",
-        }))  # fmt: skip
+        browser_page.goto(
+            f"{live}/oauth/authorize/?"
+            + urlencode(
+                {
+                    "response_type": "code",
+                    "client_id": client_id,
+                    "redirect_uri": callback.uri,
+                    "state": state,
+                    "code_challenge": challenge,
+                    "code_challenge_method": "S256",
+                    "resource": resource,
+                    "scope": "brain:read brain:write sessions:write",
+                }
+            )
+        )
 
         # 3. Sign in on hyperguild's page, then the consent page.
         browser_page.wait_for_selector("#login-form")
@@ -133,10 +151,18 @@ def test_a_person_completes_claude_codes_oauth_flow_in_chromium_without_a_csp_vi
     assert not any("Content Security Policy" in line for line in console), console
 
     # 5. Code → token, with the verifier; the token lists tools on its one endpoint, and only there.
-    token = httpx.post(f"{live}/oauth/token/", data={
-        "grant_type": "authorization_code", "code": callback.query["code"], "redirect_uri": callback.uri,
-        "client_id": client_id, "code_verifier": verifier, "resource": resource,
-    }, timeout=30)  # fmt: skip
+    token = httpx.post(
+        f"{live}/oauth/token/",
+        data={
+            "grant_type": "authorization_code",
+            "code": callback.query["code"],
+            "redirect_uri": callback.uri,
+            "client_id": client_id,
+            "code_verifier": verifier,
+            "resource": resource,
+        },
+        timeout=30,
+    )
     assert token.status_code == 200, token.text
     headers = {"Authorization": f"Bearer {token.json()['access_token']}"}
     listed = mcp_post(resource, rpc("tools/list"), headers=headers)

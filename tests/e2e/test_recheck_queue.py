@@ -33,13 +33,20 @@ def stale_notes(live_ui, code_root):  # noqa: F811 - code_root is the fixture im
     write_notes()
     new = Ledgerly(repo=repo, first=git(repo, "rev-parse", "HEAD")).change()
     call_command("project_sync", "ledgerly", stdout=io.StringIO())
-    do_ingest_note(title="Monthly reports", body="Reports replace the CSV export; use `invoice_total`.", wing="concepts",
-                   slug="reports", frontmatter={"project": "ledgerly"})  # fmt: skip
+    do_ingest_note(
+        title="Monthly reports",
+        body="Reports replace the CSV export; use `invoice_total`.",
+        wing="concepts",
+        slug="reports",
+        frontmatter={"project": "ledgerly"},
+    )
     make_person("rita", "reviewer", password=PASSWORD)
     return new
 
 
-def test_a_reviewer_re_checks_a_stale_note_keeps_one_supersedes_another_and_undoes_both(live_ui, browser_page, stale_notes):
+def test_a_reviewer_re_checks_a_stale_note_keeps_one_supersedes_another_and_undoes_both(
+    live_ui, browser_page, stale_notes
+):
     page, new = browser_page, stale_notes
     sign_in(page, live_ui, "rita", "/review/recheck/")
     assert page.locator("#recheck-count").inner_text() == "3"
@@ -91,7 +98,11 @@ def test_someone_without_the_reviewer_role_sees_the_queue_but_cannot_decide(live
     # The POST itself is refused (CSRF aside: a signed-in client without the role gets 403).
     cookies = {c["name"]: c["value"] for c in browser_page.context.cookies()}
     note = Note.objects.get(slug="spawn")
-    answer = httpx.post(f"{live_ui}/review/{note.pk}/still-true/", cookies=cookies,
-                        headers={"X-CSRFToken": cookies.get("csrftoken", ""), "Referer": live_ui}, timeout=30)
+    answer = httpx.post(
+        f"{live_ui}/review/{note.pk}/still-true/",
+        cookies=cookies,
+        headers={"X-CSRFToken": cookies.get("csrftoken", ""), "Referer": live_ui},
+        timeout=30,
+    )
     assert answer.status_code == 403
     assert Note.objects.get(slug="spawn").verification_state == "stale"

@@ -88,7 +88,10 @@ def test_two_reviewers_merging_into_the_same_note_lose_nothing(live_ui, reviewer
     assert Note.objects.get(pk=sizes.pk).status == NoteStatus.RAW  # not archived as "merged" yet
 
     # Bob brings alice's section into his text and saves again: both sections are kept.
-    bob.fill("#id_body", "Uploads go to S3.\n\n## Upload retries\n\nRetry three times.\n\n## Upload sizes\n\nAt most 5 GB per file.\n")
+    bob.fill(
+        "#id_body",
+        "Uploads go to S3.\n\n## Upload retries\n\nRetry three times.\n\n## Upload sizes\n\nAt most 5 GB per file.\n",
+    )
     bob.click("#merge-save-form button[type=submit]")
     bob.wait_for_url(f"{base}/review/**")
     target.refresh_from_db()
@@ -167,16 +170,31 @@ def test_the_note_page_has_its_actions_in_view_and_shows_the_history(live_ui, re
 def test_a_flagged_example_is_not_approved_by_one_keystroke_and_k_goes_back(live_ui, reviewers, browser):
     base = live_ui
     older, _ = do_store_training_example(
-        source_key="e2e:dpo:old", kind="dpo", skill="review", prompt=[{"role": "user", "content": "older"}],
-        chosen=[{"role": "assistant", "content": "a"}], rejected=[{"role": "assistant", "content": "b"}], provenance={},
+        source_key="e2e:dpo:old",
+        kind="dpo",
+        skill="review",
+        prompt=[{"role": "user", "content": "older"}],
+        chosen=[{"role": "assistant", "content": "a"}],
+        rejected=[{"role": "assistant", "content": "b"}],
+        provenance={},
     )
     flagged, _ = do_store_training_example(
-        source_key="e2e:dpo:flagged", kind="dpo", skill="tdd_green",
-        prompt=[{"role": "user", "content": "Parse the config:\n{\n  \"retries\": 3,\n  \"token\": \"[REDACTED:openai_key]\"\n}"}],
-        chosen=[{"role": "assistant", "content": "def load(path):\n    with open(path) as f:\n        return json.load(f)"}],
+        source_key="e2e:dpo:flagged",
+        kind="dpo",
+        skill="tdd_green",
+        prompt=[
+            {"role": "user", "content": 'Parse the config:\n{\n  "retries": 3,\n  "token": "[REDACTED:openai_key]"\n}'}
+        ],
+        chosen=[
+            {"role": "assistant", "content": "def load(path):\n    with open(path) as f:\n        return json.load(f)"}
+        ],
         rejected=[{"role": "assistant", "content": "def load(path):\n    return eval(open(path).read())"}],
-        provenance={"verification": {"chosen": {"verified": True, "status": "pass", "runner_output_tail": "4 passed"},
-                                     "rejected": {"verified": False, "status": "fail", "runner_output_tail": "1 failed"}}},
+        provenance={
+            "verification": {
+                "chosen": {"verified": True, "status": "pass", "runner_output_tail": "4 passed"},
+                "rejected": {"verified": False, "status": "fail", "runner_output_tail": "1 failed"},
+            }
+        },
         flags=[{"field": "prompt", "pattern": "openai_key", "count": 1}],
     )
     page = _page(browser, "alice", base, f"/training/{flagged.pk}/")

@@ -44,22 +44,38 @@ def phone(live_ui, chromium):
 
 
 def _a_day_of_data():
-    wiki = do_ingest_note(title="Uploads to object storage with a rather long title that wraps",
-                          body="Uploads go to S3.\n\n" + "A long line without breaks " * 40, wing="concepts",
-                          hall="storage", slug="uploads")
-    raw = [do_write_raw_note(title=f"Raw learning {n} about retries and backoff", body=f"Retry {n} times.\n" * 30,
-                             source="retrospective", session_id="session-with-a-long-identifier-0123456789")
-           for n in range(3)]
+    wiki = do_ingest_note(
+        title="Uploads to object storage with a rather long title that wraps",
+        body="Uploads go to S3.\n\n" + "A long line without breaks " * 40,
+        wing="concepts",
+        hall="storage",
+        slug="uploads",
+    )
+    raw = [
+        do_write_raw_note(
+            title=f"Raw learning {n} about retries and backoff",
+            body=f"Retry {n} times.\n" * 30,
+            source="retrospective",
+            session_id="session-with-a-long-identifier-0123456789",
+        )
+        for n in range(3)
+    ]
     do_log_entry("session-with-a-long-identifier-0123456789", kind="note", message="hello " * 80)
     sft, _ = do_store_training_example(
-        source_key="e2e:sft:1", kind="sft", skill="tdd_red",
+        source_key="e2e:sft:1",
+        kind="sft",
+        skill="tdd_red",
         prompt=[{"role": "user", "content": "Write a failing test " * 30}],
         completion=[{"role": "assistant", "content": "def test_x():\n    assert False  " + "x" * 300}],
         provenance={"session_id": "s-1", "verification": {"verified": True}},
     )
     dpo, _ = do_store_training_example(
-        source_key="e2e:dpo:1", kind="dpo", skill="review", prompt=[{"role": "user", "content": "Review this."}],
-        chosen=[{"role": "assistant", "content": "good " * 100}], rejected=[{"role": "assistant", "content": "bad " * 100}],
+        source_key="e2e:dpo:1",
+        kind="dpo",
+        skill="review",
+        prompt=[{"role": "user", "content": "Review this."}],
+        chosen=[{"role": "assistant", "content": "good " * 100}],
+        rejected=[{"role": "assistant", "content": "bad " * 100}],
         provenance={"session_id": "s-1"},
     )
     return wiki, raw, sft, dpo
@@ -69,12 +85,23 @@ def test_every_page_fits_a_phone_and_the_nav_reaches_every_section(live_ui, phon
     base = live_ui
     wiki, raw, sft, dpo = _a_day_of_data()
     pages = {
-        "home": "/", "queue": "/review/", "raw-note": f"/review/{raw[0].pk}/", "wiki-note": f"/review/{wiki.pk}/",
-        "merge": f"/review/{raw[0].pk}/merge/preview/?into=uploads", "search": "/search/?q=uploads",
-        "training": "/training/", "sft": f"/training/{sft.pk}/", "dpo": f"/training/{dpo.pk}/",
-        "routing": "/routing/", "sessions": "/sessions/", "activity": "/activity/", "costs": "/costs/",
+        "home": "/",
+        "queue": "/review/",
+        "raw-note": f"/review/{raw[0].pk}/",
+        "wiki-note": f"/review/{wiki.pk}/",
+        "merge": f"/review/{raw[0].pk}/merge/preview/?into=uploads",
+        "search": "/search/?q=uploads",
+        "training": "/training/",
+        "sft": f"/training/{sft.pk}/",
+        "dpo": f"/training/{dpo.pk}/",
+        "routing": "/routing/",
+        "sessions": "/sessions/",
+        "activity": "/activity/",
+        "costs": "/costs/",
         "session": "/sessions/session-with-a-long-identifier-0123456789/",
-        "admin": "/admin/", "admin-notes": "/admin/brain/note/", "admin-note": f"/admin/brain/note/{wiki.pk}/change/",
+        "admin": "/admin/",
+        "admin-notes": "/admin/brain/note/",
+        "admin-note": f"/admin/brain/note/{wiki.pk}/change/",
     }
     too_wide = {}
     for name, path in pages.items():
@@ -92,8 +119,11 @@ def test_every_page_fits_a_phone_and_the_nav_reaches_every_section(live_ui, phon
     if toggle.is_visible():
         toggle.tap()
     for label in NAV:
-        link = phone.locator(".topbar").get_by_role("link", name=label, exact=True).or_(
-            phone.locator(".topbar").get_by_role("button", name=label, exact=True))
+        link = (
+            phone.locator(".topbar")
+            .get_by_role("link", name=label, exact=True)
+            .or_(phone.locator(".topbar").get_by_role("button", name=label, exact=True))
+        )
         box = link.first.bounding_box()
         assert box is not None and link.first.is_visible(), label
         assert box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"], (label, box)
@@ -137,11 +167,19 @@ def test_the_dpo_page_shows_chosen_and_rejected_side_by_side_above_the_fold(live
     long_prompt = "Skill: tdd_green\ntask: add\n\nFiles before the change:\n" + "def f():\n    return 1\n" * 300
     diff = "```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-    return a - b\n+    return a + b\n```"
     example, _ = do_store_training_example(
-        source_key="e2e:fold", kind="dpo", skill="tdd_green", prompt=[{"role": "user", "content": long_prompt}],
+        source_key="e2e:fold",
+        kind="dpo",
+        skill="tdd_green",
+        prompt=[{"role": "user", "content": long_prompt}],
         chosen=[{"role": "assistant", "content": f"sum\n\n{diff}"}],
         rejected=[{"role": "assistant", "content": "difference\n\n" + diff.replace("a + b", "b - a")}],
-        provenance={"session_id": "s-1", "verification": {"chosen": {"verified": True, "status": "pass"},
-                                                         "rejected": {"verified": False, "status": "fail"}}},
+        provenance={
+            "session_id": "s-1",
+            "verification": {
+                "chosen": {"verified": True, "status": "pass"},
+                "rejected": {"verified": False, "status": "fail"},
+            },
+        },
     )
     context = chromium.new_context(viewport={"width": 1280, "height": 800})
     page = context.new_page()

@@ -43,10 +43,16 @@ def _some_routing_history() -> None:
             for i in range(20):
                 fast = rate >= 0.9 or i % 3 == 0
                 baker.make(
-                    RoutingEntry, skill=skill, created_at=now - timedelta(days=3 - day, minutes=i),
+                    RoutingEntry,
+                    skill=skill,
+                    created_at=now - timedelta(days=3 - day, minutes=i),
                     model=settings.HYPERGUILD_FAST_MODEL if fast else settings.HYPERGUILD_THINKING_MODEL,
-                    reason="floor" if fast else "sample band", status="pass" if i < rate * 20 else "fail",
-                    pass_rate_seen=rate, samples_seen=40, latency_ms=300 if fast else 2400, session_id="sess-e2e",
+                    reason="floor" if fast else "sample band",
+                    status="pass" if i < rate * 20 else "fail",
+                    pass_rate_seen=rate,
+                    samples_seen=40,
+                    latency_ms=300 if fast else 2400,
+                    session_id="sess-e2e",
                 )
 
 
@@ -63,8 +69,12 @@ def test_a_reviewer_promotes_into_a_new_wing_rejects_and_the_note_is_found_by_br
     do_ingest_note(title="Retries with backoff", body="Exponential backoff for HTTP retries.", wing="concepts")
     to_reject = do_write_raw_note(title="Vague thought", body="Something about uploads, maybe.", source="mcp")
     to_promote = do_write_raw_note(
-        title="Zigzag retries for flaky uploads", body="Retry uploads with **zigzag** jitter; it fixed the flake.",
-        source="retrospective", session_id="sess-e2e", provenance={"entries": [1]}, frontmatter={"kind": "fix"},
+        title="Zigzag retries for flaky uploads",
+        body="Retry uploads with **zigzag** jitter; it fixed the flake.",
+        source="retrospective",
+        session_id="sess-e2e",
+        provenance={"entries": [1]},
+        frontmatter={"kind": "fix"},
     )
 
     log_in(page, base, "alice", next_url="/review/")
@@ -88,11 +98,19 @@ def test_a_reviewer_promotes_into_a_new_wing_rejects_and_the_note_is_found_by_br
 
     promoted = Note.objects.get(pk=to_promote.pk)
     assert (promoted.status, promoted.wing, promoted.hall, promoted.title) == (
-        NoteStatus.WIKI, "reliability", "uploads", "Zigzag jitter for flaky uploads")
+        NoteStatus.WIKI,
+        "reliability",
+        "uploads",
+        "Zigzag jitter for flaky uploads",
+    )
     assert promoted.reviewed_by == reviewer and promoted.reviewed_at is not None
 
-    result = call_tool(f"{base}/mcp/brain", "brain_query", {"query": "zigzag jitter uploads", "wing": "reliability"},
-                       headers={"Authorization": f"Bearer {BRAIN_TOKEN}"})
+    result = call_tool(
+        f"{base}/mcp/brain",
+        "brain_query",
+        {"query": "zigzag jitter uploads", "wing": "reliability"},
+        headers={"Authorization": f"Bearer {BRAIN_TOKEN}"},
+    )
     assert not result.get("isError"), result
     assert [hit["slug"] for hit in result["structuredContent"]["hits"]][:1] == [promoted.slug]
 
@@ -102,7 +120,11 @@ def test_a_reviewer_promotes_into_a_new_wing_rejects_and_the_note_is_found_by_br
     page.click("#reject-form button[type=submit]")
     page.wait_for_url(f"{base}/review/")
     rejected = Note.objects.get(pk=to_reject.pk)
-    assert (rejected.status, rejected.review_note, rejected.reviewed_by) == ("rejected", "too vague to act on", reviewer)
+    assert (rejected.status, rejected.review_note, rejected.reviewed_by) == (
+        "rejected",
+        "too vague to act on",
+        reviewer,
+    )
     assert "Nothing waiting" in page.locator("tbody").inner_text()
 
     page.goto(f"{base}/search/?q=zigzag+uploads")
@@ -125,13 +147,19 @@ def test_a_reviewer_approves_a_dpo_pair_and_downloads_the_export(live_ui, review
     page, base = browser_page, live_ui
     prompt = [{"role": "user", "content": "Fix the off-by-one in paginate()."}]
     example, _ = do_store_training_example(
-        source_key="e2e:dpo:1", kind="dpo", skill="tdd_green", prompt=prompt,
+        source_key="e2e:dpo:1",
+        kind="dpo",
+        skill="tdd_green",
+        prompt=prompt,
         chosen=[{"role": "assistant", "content": "Use range(start, stop + 1)."}],
         rejected=[{"role": "assistant", "content": "Delete the failing test."}],
-        provenance={"session_id": "sess-e2e", "verification": {
-            "chosen": {"verified": True, "status": "pass", "runner_output_tail": "3 passed"},
-            "rejected": {"verified": False, "status": "fail", "runner_output_tail": "1 failed"},
-        }},
+        provenance={
+            "session_id": "sess-e2e",
+            "verification": {
+                "chosen": {"verified": True, "status": "pass", "runner_output_tail": "3 passed"},
+                "rejected": {"verified": False, "status": "fail", "runner_output_tail": "1 failed"},
+            },
+        },
     )
     log_in(page, base, "alice", next_url="/training/")
     page.click(f"a[href='/training/{example.pk}/']")
@@ -149,11 +177,13 @@ def test_a_reviewer_approves_a_dpo_pair_and_downloads_the_export(live_ui, review
     target = tmp_path / "dpo.jsonl"
     download_info.value.save_as(target)
     records = [json.loads(line) for line in target.read_text().splitlines()]
-    assert records == [{
-        "prompt": prompt,
-        "chosen": [{"role": "assistant", "content": "Use range(start, stop + 1)."}],
-        "rejected": [{"role": "assistant", "content": "Delete the failing test."}],
-    }]
+    assert records == [
+        {
+            "prompt": prompt,
+            "chosen": [{"role": "assistant", "content": "Use range(start, stop + 1)."}],
+            "rejected": [{"role": "assistant", "content": "Delete the failing test."}],
+        }
+    ]
 
 
 def test_a_note_with_scripts_and_javascript_links_is_shown_inert(live_ui, reviewer, browser_page):

@@ -55,15 +55,26 @@ class FakeAnthropic(FakeHTTPServer):
             return anthropic_error(401, "authentication_error", "invalid x-api-key")
         model = body.get("model")
         if self.models is not None and model not in self.models:
-            return anthropic_error(400, "invalid_request_error",
-                                   f"Invalid model name passed in model={model}. Call `/v1/models` to view available models")  # fmt: skip
+            return anthropic_error(
+                400,
+                "invalid_request_error",
+                f"Invalid model name passed in model={model}. Call `/v1/models` to view available models",
+            )
         if not isinstance(body.get("messages"), list) or not body.get("max_tokens"):
             return anthropic_error(400, "invalid_request_error", "messages and max_tokens are required")
-        return Response(200, {
-            "id": f"msg_fake_{count}", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": self.answer(body)}], "stop_reason": "end_turn", "stop_sequence": None,
-            "usage": {"input_tokens": 100, "output_tokens": 20},
-        })  # fmt: skip
+        return Response(
+            200,
+            {
+                "id": f"msg_fake_{count}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [{"type": "text", "text": self.answer(body)}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 100, "output_tokens": 20},
+            },
+        )
 
     def messages(self) -> list[Recorded]:
         return [request for request in self.requests if request.path == "/v1/messages"]

@@ -82,9 +82,13 @@ def start_qcluster(settings, allowed_root, **environment: str) -> subprocess.Pop
     )
     env.update(environment)
     return subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"], cwd=ROOT, env=env, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 @contextmanager
@@ -100,12 +104,23 @@ def granian_on_test_database(scratch: Path, *, workers: int = 1, **environment: 
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "HYPERGUILD_DB_POOL"}
     env.update(
-        DATABASE_URL=test_database_url(), HYPERGUILD_DATA_DIR=str(scratch), BRAIN_EMBEDDER="off",
-        BRAIN_MCP_TOKEN="", SUPERVISOR_MCP_TOKEN="", ROUTING_MCP_TOKEN="", HYPERGUILD_LOG_LEVEL="WARNING",
+        DATABASE_URL=test_database_url(),
+        HYPERGUILD_DATA_DIR=str(scratch),
+        BRAIN_EMBEDDER="off",
+        BRAIN_MCP_TOKEN="",
+        SUPERVISOR_MCP_TOKEN="",
+        ROUTING_MCP_TOKEN="",
+        HYPERGUILD_LOG_LEVEL="WARNING",
         **environment,
-    )  # fmt: skip
-    web = subprocess.Popen(web_command("granian", "127.0.0.1", port, workers=workers), cwd=ROOT,
-                           env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    )
+    web = subprocess.Popen(
+        web_command("granian", "127.0.0.1", port, workers=workers),
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
 
     def answers() -> bool:

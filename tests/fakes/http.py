@@ -71,8 +71,14 @@ class FakeHTTPServer:
 
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
-                request = Request(self.command, self.path, dict(self.headers), self.rfile.read(length),
-                                  self.client_address[1], time.monotonic())  # fmt: skip
+                request = Request(
+                    self.command,
+                    self.path,
+                    dict(self.headers),
+                    self.rfile.read(length),
+                    self.client_address[1],
+                    time.monotonic(),
+                )
                 response = fake.handle(request)
                 payload = response.raw if response.raw is not None else json.dumps(response.body).encode()
                 try:

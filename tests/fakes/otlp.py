@@ -1,8 +1,8 @@
 """A fake OpenTelemetry collector: OTLP/HTTP on 127.0.0.1, decoding each export's protobuf.
 
-    with FakeCollector() as collector:   # OTEL_EXPORTER_OTLP_ENDPOINT=collector.url
-        ...
-        collector.spans()                # every span received so far, as `ReceivedSpan`s
+with FakeCollector() as collector:   # OTEL_EXPORTER_OTLP_ENDPOINT=collector.url
+    ...
+    collector.spans()                # every span received so far, as `ReceivedSpan`s
 """
 
 from __future__ import annotations
@@ -49,10 +49,12 @@ class FakeCollector(FakeHTTPServer):
         export.ParseFromString(raw)
         spans = [
             ReceivedSpan(
-                name=span.name, trace_id=span.trace_id.hex(), span_id=span.span_id.hex(),
+                name=span.name,
+                trace_id=span.trace_id.hex(),
+                span_id=span.span_id.hex(),
                 parent_span_id=span.parent_span_id.hex(),
                 attributes={attribute.key: _value(attribute.value) for attribute in span.attributes},
-            )  # fmt: skip
+            )
             for resource_spans in export.resource_spans
             for scope_spans in resource_spans.scope_spans
             for span in scope_spans.spans

@@ -53,13 +53,17 @@ def recorded_exchanges(path: Path = GEMMA_EXCHANGES) -> tuple[Exchange, ...]:
     for index, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
         if line.strip():
             data = json.loads(line)
-            exchanges.append(Exchange(index, data["secs"], data["path"], data["status"], data["request"], data["response"]))
+            exchanges.append(
+                Exchange(index, data["secs"], data["path"], data["status"], data["request"], data["response"])
+            )
     return tuple(exchanges)
 
 
 def replay(exchange: Exchange) -> Reply:
     """The fake's answer: the recorded status and body, byte for byte."""
-    return Reply(status=exchange.status, raw=exchange.response.encode("utf-8"), headers={"Content-Type": "application/json"})
+    return Reply(
+        status=exchange.status, raw=exchange.response.encode("utf-8"), headers={"Content-Type": "application/json"}
+    )
 
 
 def answers() -> list[Exchange]:
@@ -67,7 +71,11 @@ def answers() -> list[Exchange]:
 
 
 def retrospectives(model: str) -> list[Exchange]:
-    return [e for e in recorded_exchanges() if e.system_prompt.startswith("You review the log") and e.request["model"] == model]
+    return [
+        e
+        for e in recorded_exchanges()
+        if e.system_prompt.startswith("You review the log") and e.request["model"] == model
+    ]
 
 
 def reviews() -> list[Exchange]:

@@ -30,7 +30,12 @@ class FakeReranker(FakeHTTPServer):
     protocol_version = "HTTP/1.1"
 
     def __init__(
-        self, judge: Callable[[str], str], *, delay: float = 0.0, status: int = 200, counts: tuple[int, int] | None = None
+        self,
+        judge: Callable[[str], str],
+        *,
+        delay: float = 0.0,
+        status: int = 200,
+        counts: tuple[int, int] | None = None,
     ):
         """`counts`: the prompt_eval_count and eval_count every answer reports (Ollama's usage); None: none."""
         super().__init__()
@@ -55,9 +60,12 @@ class FakeReranker(FakeHTTPServer):
             if self.status != 200:
                 return Response(self.status, {"error": "model runner has unexpectedly stopped"})
             answer = {
-                "model": body.get("model"), "created_at": "2026-01-01T00:00:00Z",
-                "response": self.judge(body["prompt"]), "done": True, "done_reason": "stop",
-            }  # fmt: skip
+                "model": body.get("model"),
+                "created_at": "2026-01-01T00:00:00Z",
+                "response": self.judge(body["prompt"]),
+                "done": True,
+                "done_reason": "stop",
+            }
             if self.counts is not None:
                 answer["prompt_eval_count"], answer["eval_count"] = self.counts
             return Response(200, answer)

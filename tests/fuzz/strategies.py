@@ -109,7 +109,12 @@ def from_schema(schema: Any, depth: int = 0) -> st.SearchStrategy:
         return st.sampled_from(schema["enum"])
     for key in ("anyOf", "oneOf"):
         if key in schema:
-            return st.one_of([from_schema({**{k: v for k, v in schema.items() if k != key}, **option}, depth + 1) for option in schema[key]])
+            return st.one_of(
+                [
+                    from_schema({**{k: v for k, v in schema.items() if k != key}, **option}, depth + 1)
+                    for option in schema[key]
+                ]
+            )
     kind = schema.get("type")
     if isinstance(kind, list):
         return st.one_of([from_schema({**schema, "type": one}, depth + 1) for one in kind])

@@ -172,7 +172,12 @@ def test_every_mcp_tool_answers_json_below_500_for_any_arguments(fuzz_client, en
     @hsettings(max_examples=EXAMPLES_PER_TOOL, **FUZZ)
     @given(arguments=tool_arguments(schema), request_id=st.one_of(st.integers(0, 5), st.text(max_size=8)))
     def run(arguments, request_id):
-        message = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+        message = {
+            "jsonrpc": "2.0",
+            "id": request_id,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments},
+        }
         body = encode(message)
         check(post(fuzz_client, f"/mcp/{endpoint}", body), f"mcp/{endpoint}", body)
 
@@ -194,21 +199,52 @@ RAW_BODIES = st.one_of(
     st.binary(max_size=200),
     st.sampled_from(
         [
-            b"", b"{", b"[]", b"null", b"[" * 5000, b'{"id": NaN}', b'{"jsonrpc":"2.0","id":Infinity,"method":"ping"}',
-            b'{"jsonrpc":"2.0","id":1,"method":"ping"}' * 2, b"\xff\xfe", b'"\\ud800"',
+            b"",
+            b"{",
+            b"[]",
+            b"null",
+            b"[" * 5000,
+            b'{"id": NaN}',
+            b'{"jsonrpc":"2.0","id":Infinity,"method":"ping"}',
+            b'{"jsonrpc":"2.0","id":1,"method":"ping"}' * 2,
+            b"\xff\xfe",
+            b'"\\ud800"',
         ]
     ),
     st.builds(
-        lambda method, params, request_id: encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}),
-        st.sampled_from(
-            ["initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/read",
-             "resources/templates/list", "notifications/cancelled", "server/discover", "x" * 300, ""]
+        lambda method, params, request_id: encode(
+            {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         ),
-        st.one_of(ANY_JSON, st.fixed_dictionaries({}, optional={"cursor": hostile_values(), "uri": hostile_values(),
-                                                                  "requestId": hostile_values(), "name": st.sampled_from(HOSTILE_STRINGS)})),
+        st.sampled_from(
+            [
+                "initialize",
+                "ping",
+                "tools/list",
+                "tools/call",
+                "resources/list",
+                "resources/read",
+                "resources/templates/list",
+                "notifications/cancelled",
+                "server/discover",
+                "x" * 300,
+                "",
+            ]
+        ),
+        st.one_of(
+            ANY_JSON,
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "cursor": hostile_values(),
+                    "uri": hostile_values(),
+                    "requestId": hostile_values(),
+                    "name": st.sampled_from(HOSTILE_STRINGS),
+                },
+            ),
+        ),
         st.one_of(st.none(), st.integers(-(2**70), 2**70), st.text(max_size=10), ANY_JSON),
     ),
-)  # fmt: skip
+)
 
 
 def test_raw_json_rpc_messages_and_bytes_answer_json_below_500(fuzz_client):

@@ -53,11 +53,15 @@ def test_bare_name_links_resolve_to_the_most_specific_note_and_ambiguity_is_repo
     assert target_of("entities/databases/pgvector", "pgvector") == "entities/pgvector"
     assert target_of("pg-talk", "entities/pgvector") == "entities/pgvector"  # a qualified link names one note
     assert target_of("pg-talk", "pgvector") == "pgvector"  # ambiguous from another wing: the bare slug wins
-    talk_links = {link.target_slug: link.model_dump() for link in note_detail(Note.objects.get(slug="pg-talk")).links_out}
+    talk_links = {
+        link.target_slug: link.model_dump() for link in note_detail(Note.objects.get(slug="pg-talk")).links_out
+    }
     assert talk_links["pgvector"]["ambiguous"] == ["entities/databases/pgvector", "entities/pgvector", "pgvector"]
     assert talk_links["entities/pgvector"]["ambiguous"] == []
-    assert any(line.startswith("wiki/sources/pg-talk.md: [[pgvector]] is ambiguous: resolved to pgvector")
-               for line in summary.ambiguous_links)
+    assert any(
+        line.startswith("wiki/sources/pg-talk.md: [[pgvector]] is ambiguous: resolved to pgvector")
+        for line in summary.ambiguous_links
+    )
 
 
 def test_a_link_moves_to_a_more_specific_note_when_one_appears(tmp_path):
@@ -79,7 +83,10 @@ def test_a_wiki_note_keeps_the_bare_slug_over_a_raw_note_of_the_same_name(tmp_pa
 
     import_folder(tmp_path)
 
-    assert dict(Note.objects.values_list("path", "slug")) == {"wiki/concepts/idea.md": "idea", "raw/idea.md": "raw/idea"}
+    assert dict(Note.objects.values_list("path", "slug")) == {
+        "wiki/concepts/idea.md": "idea",
+        "raw/idea.md": "raw/idea",
+    }
 
 
 def test_a_moved_file_keeps_its_note(tmp_path):
@@ -108,8 +115,12 @@ def test_index_files_are_wing_and_hall_descriptions_not_notes_and_export_back(tm
     assert summary.errors == [] and summary.added == 1 and summary.descriptions == 4
     assert list(Note.objects.values_list("slug", flat=True)) == ["gil"]
     places = {(d.wing, d.hall): d.title for d in AreaDescription.objects.all()}
-    assert places == {("", ""): "Team wiki", ("concepts", ""): "Concepts", ("concepts", "python"): "Python",
-                      ("entities", ""): "Entities"}
+    assert places == {
+        ("", ""): "Team wiki",
+        ("concepts", ""): "Concepts",
+        ("concepts", "python"): "Python",
+        ("entities", ""): "Entities",
+    }
     assert import_folder(tmp_path).changes == 0
 
     out = tmp_path.parent / "exported"

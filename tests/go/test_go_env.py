@@ -30,8 +30,15 @@ SHOW = (
 
 def go_free_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """The test process's environment without any of the names these tests are about."""
-    drop = {"DATABASE_URL", "BRAIN_DIR", "BRAIN_SESSIONS_DIR", "HYPERGUILD_PORT", "HYPERGUILD_PUBLIC_URL", "BRAIN_EMBEDDER",
-            "BRAIN_EMBED_URL"} | {alias for aliases in GO_ALIASES.values() for alias in aliases}
+    drop = {
+        "DATABASE_URL",
+        "BRAIN_DIR",
+        "BRAIN_SESSIONS_DIR",
+        "HYPERGUILD_PORT",
+        "HYPERGUILD_PUBLIC_URL",
+        "BRAIN_EMBEDDER",
+        "BRAIN_EMBED_URL",
+    } | {alias for aliases in GO_ALIASES.values() for alias in aliases}
     env = {k: v for k, v in os.environ.items() if k not in drop}
     env["HYPERGUILD_DATA_DIR"] = str(tmp_path / "var")
     env.update(extra)
@@ -39,14 +46,20 @@ def go_free_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_go_names_are_read_as_ours_with_one_start_up_line_each(tmp_path):
     env = go_free_env(
-        tmp_path, BRAIN_PG_DSN=GO_DSN, BRAIN_EMBED_URL="http://127.0.0.1:11434", INGEST_BRAIN_DIR="/srv/brain",
-        SUPERVISOR_SESSIONS_DIR="/srv/brain/sessions", INGEST_PORT="8081", INGEST_BASE_URL="http://brain.lan:8081",
+        tmp_path,
+        BRAIN_PG_DSN=GO_DSN,
+        BRAIN_EMBED_URL="http://127.0.0.1:11434",
+        INGEST_BRAIN_DIR="/srv/brain",
+        SUPERVISOR_SESSIONS_DIR="/srv/brain/sessions",
+        INGEST_PORT="8081",
+        INGEST_BASE_URL="http://brain.lan:8081",
     )
 
     completed = manage(env, "shell", "-c", SHOW)
@@ -59,16 +72,26 @@ def test_go_names_are_read_as_ours_with_one_start_up_line_each(tmp_path):
     assert values["BRAIN_EMBEDDER"] == "ollama"  # the Go rule: DSN + embed URL = hybrid
     lines = [line for line in completed.stderr.splitlines() if "Go hyperguild name" in line]
     assert len(lines) == 5, completed.stderr
-    assert any("INGEST_BRAIN_DIR (Go hyperguild name) is read as BRAIN_DIR: set BRAIN_DIR=/srv/brain instead." in line
-               for line in lines)
+    assert any(
+        "INGEST_BRAIN_DIR (Go hyperguild name) is read as BRAIN_DIR: set BRAIN_DIR=/srv/brain instead." in line
+        for line in lines
+    )
     assert any("BRAIN_PG_DSN (Go hyperguild name) is read as DATABASE_URL" in line for line in lines)
     assert "secret-pw" not in completed.stderr  # a password is never printed
 
 
 def test_ours_win_when_both_names_are_set_and_a_second_go_port_is_reported(tmp_path):
-    env = go_free_env(tmp_path, BRAIN_DIR="/ours", INGEST_BRAIN_DIR="/theirs", HYPERGUILD_PUBLIC_URL="http://ours",
-                      BRAIN_URL="http://theirs", INGEST_PORT="8081", ROUTING_PORT="8082", BRAIN_EMBEDDER="off",
-                      DATABASE_URL=GO_DSN)
+    env = go_free_env(
+        tmp_path,
+        BRAIN_DIR="/ours",
+        INGEST_BRAIN_DIR="/theirs",
+        HYPERGUILD_PUBLIC_URL="http://ours",
+        BRAIN_URL="http://theirs",
+        INGEST_PORT="8081",
+        ROUTING_PORT="8082",
+        BRAIN_EMBEDDER="off",
+        DATABASE_URL=GO_DSN,
+    )
 
     completed = manage(env, "shell", "-c", SHOW)
 
@@ -78,8 +101,14 @@ def test_ours_win_when_both_names_are_set_and_a_second_go_port_is_reported(tmp_p
     assert values["HYPERGUILD_PORT"] == 8081  # two Go ports, one service: the first Go name set
     assert "INGEST_BRAIN_DIR (Go hyperguild name) is ignored: BRAIN_DIR is set and wins." in completed.stderr
     assert "BRAIN_URL (Go hyperguild name) is ignored: HYPERGUILD_PUBLIC_URL is set and wins." in completed.stderr
-    assert "ROUTING_PORT (Go hyperguild name) is ignored: HYPERGUILD_PORT already comes from another Go name" in completed.stderr
-    assert "INGEST_PORT (Go hyperguild name) is read as HYPERGUILD_PORT: set HYPERGUILD_PORT=8081 instead." in completed.stderr
+    assert (
+        "ROUTING_PORT (Go hyperguild name) is ignored: HYPERGUILD_PORT already comes from another Go name"
+        in completed.stderr
+    )
+    assert (
+        "INGEST_PORT (Go hyperguild name) is read as HYPERGUILD_PORT: set HYPERGUILD_PORT=8081 instead."
+        in completed.stderr
+    )
 
 
 def test_no_go_name_means_no_notice(monkeypatch):
@@ -100,7 +129,10 @@ def test_no_go_name_means_no_notice(monkeypatch):
         ({"BRAIN_PG_DSN": GO_DSN, "BRAIN_EMBED_URL": "http://127.0.0.1:11434"}, ("ollama", None)),
         ({"DATABASE_URL": GO_DSN, "BRAIN_EMBED_URL": "http://127.0.0.1:11434"}, ("ollama", None)),
         ({"BRAIN_PG_DSN": GO_DSN}, (None, "BRAIN_PG_DSN is set without BRAIN_EMBED_URL")),
-        ({"BRAIN_EMBED_URL": "http://127.0.0.1:11434"}, (None, "BRAIN_EMBED_URL=http://127.0.0.1:11434 is set without BRAIN_PG_DSN")),
+        (
+            {"BRAIN_EMBED_URL": "http://127.0.0.1:11434"},
+            (None, "BRAIN_EMBED_URL=http://127.0.0.1:11434 is set without BRAIN_PG_DSN"),
+        ),
         ({"BRAIN_PG_DSN": GO_DSN, "BRAIN_EMBEDDER": "local"}, (None, None)),  # an explicit choice of ours wins
         ({"BRAIN_EMBED_URL": "http://x", "BRAIN_EMBEDDER": "ollama"}, (None, None)),
         ({"DATABASE_URL": GO_DSN}, (None, None)),
@@ -131,8 +163,13 @@ def test_check_explains_a_half_configured_go_setup(tmp_path):
 
 
 def test_check_passes_a_complete_go_setup(tmp_path):
-    env = go_free_env(tmp_path, BRAIN_PG_DSN=GO_DSN, BRAIN_EMBED_URL="http://127.0.0.1:11434", INGEST_BRAIN_DIR=str(tmp_path),
-                      SUPERVISOR_SESSIONS_DIR=str(tmp_path / "sessions"))
+    env = go_free_env(
+        tmp_path,
+        BRAIN_PG_DSN=GO_DSN,
+        BRAIN_EMBED_URL="http://127.0.0.1:11434",
+        INGEST_BRAIN_DIR=str(tmp_path),
+        SUPERVISOR_SESSIONS_DIR=str(tmp_path / "sessions"),
+    )
 
     completed = manage(env, "check")
 
@@ -147,4 +184,6 @@ def test_the_alias_reader_prefers_ours(monkeypatch):
     assert env_module.env_str("BRAIN_DIR") == "/go"
     monkeypatch.setenv("BRAIN_DIR", "/ours")
     assert env_module.env_str("BRAIN_DIR") == "/ours"
-    assert env_module.alias_notices() == ["INGEST_BRAIN_DIR (Go hyperguild name) is ignored: BRAIN_DIR is set and wins."]
+    assert env_module.alias_notices() == [
+        "INGEST_BRAIN_DIR (Go hyperguild name) is ignored: BRAIN_DIR is set and wins."
+    ]

@@ -44,12 +44,13 @@ def migrate(brain: Path, env_file: Path | None = None, *extra: str) -> str:
 
 def state() -> dict:
     return {
-        "notes": sorted(Note.objects.values_list("slug", "status", "wing", "hall", "path", "content_hash", "updated_at")),
+        "notes": sorted(
+            Note.objects.values_list("slug", "status", "wing", "hall", "path", "content_hash", "updated_at")
+        ),
         "links": sorted(NoteLink.objects.values_list("source__slug", "target_slug", "target__slug")),
         "descriptions": sorted(AreaDescription.objects.values_list("wing", "hall", "content_hash", "updated_at")),
         "entries": sorted(SessionEntry.objects.values_list("session__external_id", "seq", "raw_line")),
     }
-
 
 
 def test_a_go_deployment_imports_without_error_or_collision_and_reports_what_it_did(go_deployment):
@@ -59,8 +60,11 @@ def test_a_go_deployment_imports_without_error_or_collision_and_reports_what_it_
 
     notes = {note.path: note for note in Note.objects.all()}
     assert set(notes) == {
-        "wiki/concepts/pgvector.md", "wiki/entities/pgvector.md", "wiki/concepts/patterns/retry-budget.md",
-        "wiki/sources/circuit-breaker.md", "raw/2026-01-05-flaky-embedder.md",
+        "wiki/concepts/pgvector.md",
+        "wiki/entities/pgvector.md",
+        "wiki/concepts/patterns/retry-budget.md",
+        "wiki/sources/circuit-breaker.md",
+        "raw/2026-01-05-flaky-embedder.md",
     }  # both pgvector notes, and no _index.md note
     assert notes["wiki/concepts/pgvector.md"].slug == "pgvector"
     assert notes["wiki/entities/pgvector.md"].slug == "entities/pgvector"
@@ -88,15 +92,26 @@ def test_a_go_deployment_imports_without_error_or_collision_and_reports_what_it_
     assert "LITELLM_BASE_URL (same name here)" in took and "(default sonnet, 4 skill entries used)" in took
     assert "ollama/qwen3-coder-30b-tuned: provider/name models run the Claude Code worker" in mapped
     assert "ollama/llama3" not in mapped  # only the Go-only `summarize` skill named it
-    for mapping in ("BRAIN_PG_DSN → DATABASE_URL", "INGEST_BRAIN_DIR → BRAIN_DIR", "INGEST_PORT → HYPERGUILD_PORT",
-                    "INGEST_BASE_URL → HYPERGUILD_PUBLIC_URL", "SUPERVISOR_SESSIONS_DIR → BRAIN_SESSIONS_DIR",
-                    "BRAIN_EMBEDDER=ollama", "tdd: ollama/qwen3-coder-30b-tuned → tdd_red, tdd_green, tdd_refactor",
-                    "Go layout (CLAUDE.md, tdd.md)"):
+    for mapping in (
+        "BRAIN_PG_DSN → DATABASE_URL",
+        "INGEST_BRAIN_DIR → BRAIN_DIR",
+        "INGEST_PORT → HYPERGUILD_PORT",
+        "INGEST_BASE_URL → HYPERGUILD_PUBLIC_URL",
+        "SUPERVISOR_SESSIONS_DIR → BRAIN_SESSIONS_DIR",
+        "BRAIN_EMBEDDER=ollama",
+        "tdd: ollama/qwen3-coder-30b-tuned → tdd_red, tdd_green, tdd_refactor",
+        "Go layout (CLAUDE.md, tdd.md)",
+    ):
         assert mapping in mapped, mapping
     assert "wiki/" not in cannot_use and "collision" not in output and "already taken" not in output
-    for refusal in ("GO_LOG_FORMAT: not read by this service", "ROUTING_PORT: HYPERGUILD_PORT already comes",
-                    "BRAIN_URL: HYPERGUILD_PUBLIC_URL already comes", "skills.summarize: no such skill",
-                    "training-data/ (sft.jsonl): not imported", "HYPERGUILD_FAST_MODEL and HYPERGUILD_THINKING_MODEL"):
+    for refusal in (
+        "GO_LOG_FORMAT: not read by this service",
+        "ROUTING_PORT: HYPERGUILD_PORT already comes",
+        "BRAIN_URL: HYPERGUILD_PUBLIC_URL already comes",
+        "skills.summarize: no such skill",
+        "training-data/ (sft.jsonl): not imported",
+        "HYPERGUILD_FAST_MODEL and HYPERGUILD_THINKING_MODEL",
+    ):
         assert refusal in cannot_use, refusal
     env_lines = [line.strip() for line in lines.splitlines() if "=" in line and not line.startswith("Migrated")]
     assert f"BRAIN_DIR={brain.resolve()}" in env_lines
@@ -119,7 +134,11 @@ def test_running_it_again_changes_nothing(go_deployment):
 
     assert state() == before
     assert "0 change(s)" in second and "0 change(s)" not in first
-    assert "added 0, updated 0, unchanged 5" in second and "(0 added or changed)" in second and "0 new entries, 2 already here" in second
+    assert (
+        "added 0, updated 0, unchanged 5" in second
+        and "(0 added or changed)" in second
+        and "0 new entries, 2 already here" in second
+    )
     assert first.split("Put these lines")[1].splitlines()[1:-1] == second.split("Put these lines")[1].splitlines()[1:-1]
 
 

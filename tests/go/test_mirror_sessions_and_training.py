@@ -25,10 +25,16 @@ def brain_dir(tmp_path, settings):
     return tmp_path / "brain"
 
 
-def test_a_session_log_call_is_in_its_jsonl_file_after_one_mirror_round(transactional_db, asgi_server, brain_dir, settings):
+def test_a_session_log_call_is_in_its_jsonl_file_after_one_mirror_round(
+    transactional_db, asgi_server, brain_dir, settings
+):
     settings.BRAIN_MCP_TOKEN = TOKEN
-    result = call_tool(f"{asgi_server}/mcp/brain", "session_log",
-                       {"session_id": "mirror-s1", "kind": "decision", "message": "use pgvector"}, AUTH)
+    result = call_tool(
+        f"{asgi_server}/mcp/brain",
+        "session_log",
+        {"session_id": "mirror-s1", "kind": "decision", "message": "use pgvector"},
+        AUTH,
+    )
     assert not result.get("isError"), result
 
     summary = sync_brain_dir()
@@ -53,7 +59,7 @@ def test_session_files_are_appended_to_never_rewritten(brain_dir):
 
     data = (sessions / "go-s1.jsonl").read_bytes()
     assert data.startswith(original)  # the Go line, byte for byte (its odd spacing too)
-    added = data[len(original):].decode().splitlines()
+    added = data[len(original) :].decode().splitlines()
     assert len(added) == 1 and json.loads(added[0])["message"] == "logged here"
     assert sync_brain_dir()["sessions"]["appended"] == 0
 
@@ -94,11 +100,13 @@ def test_sessions_go_to_brain_sessions_dir_when_set(brain_dir, settings, tmp_pat
 def test_an_approved_example_is_in_training_data_after_one_mirror_round(brain_dir, django_user_model):
     reviewer = django_user_model.objects.create_user("rev", is_staff=True)
     example, _ = do_store_training_example(
-        source_key="mirror-test-1", kind="sft", skill="tdd_green",
+        source_key="mirror-test-1",
+        kind="sft",
+        skill="tdd_green",
         prompt=[{"role": "system", "content": "Make the test pass."}, {"role": "user", "content": "add(a, b)"}],
         completion=[{"role": "assistant", "content": "def add(a, b):\n    return a + b"}],
         provenance={"run_id": 1},
-    )  # fmt: skip
+    )
     sync_brain_dir()
     assert not (brain_dir / "training-data" / "sft.jsonl").exists()  # candidates are not training data yet
 
@@ -106,7 +114,13 @@ def test_an_approved_example_is_in_training_data_after_one_mirror_round(brain_di
     summary = sync_brain_dir()
 
     records = [json.loads(line) for line in (brain_dir / "training-data" / "sft.jsonl").read_text().splitlines()]
-    assert records == [{"messages": [{"role": "system", "content": "Make the test pass."},
-                                     {"role": "user", "content": "add(a, b)"},
-                                     {"role": "assistant", "content": "def add(a, b):\n    return a + b"}]}]
+    assert records == [
+        {
+            "messages": [
+                {"role": "system", "content": "Make the test pass."},
+                {"role": "user", "content": "add(a, b)"},
+                {"role": "assistant", "content": "def add(a, b):\n    return a + b"},
+            ]
+        }
+    ]
     assert summary["training_data"]["sft"]["written"] == 1

@@ -82,8 +82,7 @@ def test_a_tool_that_waits_outside_the_service_holds_no_place(selftest_endpoint)
         return Answered(answered=True)
 
     slow = [
-        in_background(lambda: call_tool(url, "ask_a_model", {}))
-        for _ in range(settings.HYPERGUILD_WEB_CONCURRENCY + 2)
+        in_background(lambda: call_tool(url, "ask_a_model", {})) for _ in range(settings.HYPERGUILD_WEB_CONCURRENCY + 2)
     ]
     try:
         for _ in slow:

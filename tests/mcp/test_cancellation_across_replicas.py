@@ -23,7 +23,9 @@ def start_waiting_call(url: str, request_id) -> tuple[threading.Thread, dict]:
     outcome: dict = {}
 
     def call() -> None:
-        message = rpc("tools/call", {"name": "wait_for_cancel", "arguments": {}, "_meta": {"progressToken": 1}}, request_id)
+        message = rpc(
+            "tools/call", {"name": "wait_for_cancel", "arguments": {}, "_meta": {"progressToken": 1}}, request_id
+        )
         outcome["response"] = mcp_post(url, message, SESSION)
 
     caller = threading.Thread(target=call)

@@ -19,7 +19,11 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def cancel(url: str, request_id, session: str):
-    message = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id, "reason": "esc"}}
+    message = {
+        "jsonrpc": "2.0",
+        "method": "notifications/cancelled",
+        "params": {"requestId": request_id, "reason": "esc"},
+    }
     return mcp_post(url, message, {"Mcp-Session-Id": session})
 
 

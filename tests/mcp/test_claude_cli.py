@@ -48,15 +48,18 @@ class RecordingProxy:
                     message = json.loads(body) if body else None
                 except ValueError:
                     message = None
-                proxy.seen.append({
-                    "verb": self.command,
-                    "path": self.path,
-                    "headers": {k.lower(): v for k, v in self.headers.items() if k.lower().startswith("mcp-")},
-                    "message": message,
-                })
+                proxy.seen.append(
+                    {
+                        "verb": self.command,
+                        "path": self.path,
+                        "headers": {k.lower(): v for k, v in self.headers.items() if k.lower().startswith("mcp-")},
+                        "message": message,
+                    }
+                )
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
-                answer = httpx.request(self.command, proxy.upstream + self.path, content=body, headers=headers,
-                                       timeout=60)
+                answer = httpx.request(
+                    self.command, proxy.upstream + self.path, content=body, headers=headers, timeout=60
+                )
                 self.send_response(answer.status_code)
                 for key, value in answer.headers.items():
                     if key.lower() not in HOP_BY_HOP and key.lower() != "content-encoding":
@@ -84,7 +87,8 @@ class RecordingProxy:
         return [
             {**item["message"], "headers": item["headers"]}
             for item in self.seen
-            if item["path"].rstrip("/") == f"/mcp/{endpoint}" and isinstance(item["message"], dict)
+            if item["path"].rstrip("/") == f"/mcp/{endpoint}"
+            and isinstance(item["message"], dict)
             and "method" in item["message"]
         ]
 
@@ -114,8 +118,9 @@ def cli_home(tmp_path, asgi_server, settings):
 def test_claude_code_speaks_2026_after_server_discover_and_lists_three_connected(cli_home, asgi_server):
     with RecordingProxy(asgi_server) as proxy:
         for name in ENDPOINTS:
-            added = claude(cli_home, "mcp", "add", "--transport", "http", "--scope", "user", name,
-                           f"{proxy.url}/mcp/{name}")
+            added = claude(
+                cli_home, "mcp", "add", "--transport", "http", "--scope", "user", name, f"{proxy.url}/mcp/{name}"
+            )
             assert added.returncode == 0, added.stdout + added.stderr
         listed = claude(cli_home, "mcp", "list")
 

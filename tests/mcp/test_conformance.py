@@ -49,62 +49,112 @@ MRTR_TASKS = "needs a task that asks the client for input (confirm_delete, multi
 
 # Whole scenarios that exercise only the suite's fixtures.
 NOT_APPLICABLE = {
-    **{name: FIXTURE_TOOLS for name in (
-        "tools-call-simple-text", "tools-call-image", "tools-call-audio", "tools-call-embedded-resource",
-        "tools-call-mixed-content", "tools-call-error", "tools-call-with-progress", "tools-call-sampling",
-        "tools-call-elicitation", "elicitation-sep1034-defaults", "elicitation-sep1330-enums", "json-schema-2020-12",
-    )},
+    **{
+        name: FIXTURE_TOOLS
+        for name in (
+            "tools-call-simple-text",
+            "tools-call-image",
+            "tools-call-audio",
+            "tools-call-embedded-resource",
+            "tools-call-mixed-content",
+            "tools-call-error",
+            "tools-call-with-progress",
+            "tools-call-sampling",
+            "tools-call-elicitation",
+            "elicitation-sep1034-defaults",
+            "elicitation-sep1330-enums",
+            "json-schema-2020-12",
+        )
+    },
     "tools-call-with-logging": "needs logging/setLevel and the fixture tool test_tool_with_logging; hyperguild "
-                               "declares no logging capability (2026-07-28 deprecates it)",
+    "declares no logging capability (2026-07-28 deprecates it)",
     "logging-set-level": "hyperguild declares no logging capability (2026-07-28 deprecates logging)",
     "resources-subscribe": "hyperguild declares resources.subscribe = false (2026-07-28 removes the method)",
     "resources-unsubscribe": "hyperguild declares resources.subscribe = false (2026-07-28 removes the method)",
-    **{name: FIXTURE_RESOURCES for name in ("resources-read-text", "resources-read-binary", "resources-templates-read")},
-    **{name: FIXTURE_PROMPTS for name in (
-        "prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image",
-    )},
+    **{
+        name: FIXTURE_RESOURCES for name in ("resources-read-text", "resources-read-binary", "resources-templates-read")
+    },
+    **{
+        name: FIXTURE_PROMPTS
+        for name in (
+            "prompts-get-simple",
+            "prompts-get-with-args",
+            "prompts-get-embedded-resource",
+            "prompts-get-with-image",
+        )
+    },
     "completion-complete": "completes an argument of the suite's fixture prompt test_prompt_with_arguments; "
-                           "test_prompts.py completes hyperguild's own prompt arguments",
+    "test_prompts.py completes hyperguild's own prompt arguments",
     "http-custom-header-server-validation": "needs a tool whose inputSchema has x-mcp-header annotations; "
-                                            "hyperguild's tools mirror no argument into headers",
-    **{name: MRTR_FIXTURES for name in (
-        "input-required-result-basic-elicitation", "input-required-result-basic-sampling",
-        "input-required-result-basic-list-roots", "input-required-result-request-state",
-        "input-required-result-multiple-input-requests", "input-required-result-multi-round",
-        "input-required-result-missing-input-response", "input-required-result-non-tool-request",
-        "input-required-result-result-type", "input-required-result-unsupported-methods",
-        "input-required-result-tampered-state", "input-required-result-capability-check",
-        "input-required-result-ignore-extra-params", "input-required-result-validate-input",
-    )},
-    **{name: TASK_FIXTURES for name in (
-        "tasks-lifecycle", "tasks-wire-fields", "tasks-request-state-removal", "tasks-status-notifications",
-    )},
+    "hyperguild's tools mirror no argument into headers",
+    **{
+        name: MRTR_FIXTURES
+        for name in (
+            "input-required-result-basic-elicitation",
+            "input-required-result-basic-sampling",
+            "input-required-result-basic-list-roots",
+            "input-required-result-request-state",
+            "input-required-result-multiple-input-requests",
+            "input-required-result-multi-round",
+            "input-required-result-missing-input-response",
+            "input-required-result-non-tool-request",
+            "input-required-result-result-type",
+            "input-required-result-unsupported-methods",
+            "input-required-result-tampered-state",
+            "input-required-result-capability-check",
+            "input-required-result-ignore-extra-params",
+            "input-required-result-validate-input",
+        )
+    },
+    **{
+        name: TASK_FIXTURES
+        for name in (
+            "tasks-lifecycle",
+            "tasks-wire-fields",
+            "tasks-request-state-removal",
+            "tasks-status-notifications",
+        )
+    },
     "tasks-mrtr-input": MRTR_TASKS,
     "tasks-mrtr-composition": MRTR_TASKS,
     "tasks-required-task-error": "needs a tool that can only run as a task; every hyperguild skill also runs "
-                                 "blocking for clients without the extension",
+    "blocking for clients without the extension",
 }
 
 # Single checks of otherwise scored scenarios that need a fixture (the tasks ones run, with their
 # fixtures, in test_the_tasks_extension_scenarios_pass).
 NOT_APPLICABLE_CHECKS = {
-    ("server-stateless", "sep-2575-server-rejects-undeclared-capability"): "needs the fixture tool test_missing_capability",
+    (
+        "server-stateless",
+        "sep-2575-server-rejects-undeclared-capability",
+    ): "needs the fixture tool test_missing_capability",
     ("server-stateless", "sep-2575-missing-capability-http-400"): "needs the fixture tool test_missing_capability",
-    ("server-stateless", "sep-2575-http-server-no-independent-requests-on-stream"):
-        "needs the fixture tool test_streaming_elicitation",
+    (
+        "server-stateless",
+        "sep-2575-http-server-no-independent-requests-on-stream",
+    ): "needs the fixture tool test_streaming_elicitation",
     ("server-stateless", "sep-2575-server-no-log-without-loglevel"): "needs the fixture tool test_logging_tool",
-    ("tasks-capability-negotiation", "sep-2663-server-rejects-undeclared-client"): "needs the fixture tool slow_compute",
+    (
+        "tasks-capability-negotiation",
+        "sep-2663-server-rejects-undeclared-client",
+    ): "needs the fixture tool slow_compute",
     ("tasks-capability-negotiation", "tasks-per-request-meta-opt-in"): "needs the fixture tool slow_compute",
     ("tasks-dispatch-and-envelope", "tasks-server-directed-creation-no-hint"): "needs the fixture tool failing_job",
     ("tasks-dispatch-and-envelope", "sep-2663-legacy-task-param-ignored"): "needs the fixture tool greet",
     ("tasks-dispatch-and-envelope", "tasks-immediate-result-shortcut"): "needs the fixture tool slow_compute",
     ("tasks-dispatch-and-envelope", "tasks-result-type-complete-on-non-task-responses"): "needs the fixture tool greet",
-    ("tasks-dispatch-and-envelope", "sep-2663-durable-create-strong-consistency"): "needs the fixture tool slow_compute",
+    (
+        "tasks-dispatch-and-envelope",
+        "sep-2663-durable-create-strong-consistency",
+    ): "needs the fixture tool slow_compute",
     ("tasks-request-headers", "tasks-headers-tolerate-mcp-method-on-tools-call"): "needs the fixture tool greet",
     ("tasks-request-headers", "sep-2663-routing-headers-accepted-on-tasks-get"): "needs the fixture tool slow_compute",
-    ("tasks-request-headers", "sep-2663-server-rejects-mismatched-mcp-name-on-tasks-get"):
-        "needs a task of the fixture tool slow_compute (test_tasks.py checks the mismatch on a real task id)",
+    (
+        "tasks-request-headers",
+        "sep-2663-server-rejects-mismatched-mcp-name-on-tasks-get",
+    ): "needs a task of the fixture tool slow_compute (test_tasks.py checks the mismatch on a real task id)",
 }
+
 
 @pytest.mark.parametrize("revision", list(SUITES))
 def test_every_protocol_scenario_of_the_official_suite_passes(asgi_server, revision, tmp_path):
@@ -151,17 +201,22 @@ def _checks_by_scenario(folder: Path) -> dict[str, list[dict]]:
 # --- the Tasks extension's scenarios, on the fixtures they ask for ------------------------------
 
 TASK_SCENARIOS = [
-    "tasks-capability-negotiation", "tasks-lifecycle", "tasks-wire-fields", "tasks-request-state-removal",
-    "tasks-request-headers", "tasks-dispatch-and-envelope", "tasks-status-notifications",
+    "tasks-capability-negotiation",
+    "tasks-lifecycle",
+    "tasks-wire-fields",
+    "tasks-request-state-removal",
+    "tasks-request-headers",
+    "tasks-dispatch-and-envelope",
+    "tasks-status-notifications",
 ]
 # Checks of those scenarios that ask for what hyperguild's engine deliberately does not do.
 TASK_CHECKS_NOT_APPLICABLE = {
     "sep-2663-tasks-get-status-failed": "the engine answers every tool failure as an isError result (DESIGN: tool "
-                                        "failures are results), so no tool can end its task with a protocol error",
+    "failures are results), so no tool can end its task with a protocol error",
     "tasks-headers-tolerate-mcp-method-on-tools-call": "compares the text to the bare 'Hello, sep-2243!'; the engine's "
-                                                       "text copy of a result is its structuredContent as JSON",
+    "text copy of a result is its structuredContent as JSON",
     "tasks-result-type-complete-on-non-task-responses": "needs the fixture confirm_delete, which parks for an "
-                                                        "elicitation; no hyperguild task asks the client for input",
+    "elicitation; no hyperguild task asks the client for input",
 }
 
 
@@ -185,21 +240,41 @@ def task_fixtures_url(asgi_server):
 
     endpoint = Endpoint("taskfixtures", title="conformance task fixtures", token_setting="BRAIN_MCP_TOKEN")
 
-    @endpoint.tool(name="greet", title="Greet", description="Sync: Hello, {name}!", input_model=OpenArguments,
-                   result_model=OpenResult, read_only=True)
+    @endpoint.tool(
+        name="greet",
+        title="Greet",
+        description="Sync: Hello, {name}!",
+        input_model=OpenArguments,
+        result_model=OpenResult,
+        read_only=True,
+    )
     def greet(arguments: OpenArguments, ctx: ToolContext) -> OpenResult:
         return OpenResult.model_validate({"text": f"Hello, {arguments.name}!"})
 
-    @endpoint.tool(name="slow_compute", title="Slow compute", description="Sleeps `seconds`, cancellable.",
-                   input_model=OpenArguments, result_model=OpenResult, read_only=True, long_running=True)
+    @endpoint.tool(
+        name="slow_compute",
+        title="Slow compute",
+        description="Sleeps `seconds`, cancellable.",
+        input_model=OpenArguments,
+        result_model=OpenResult,
+        read_only=True,
+        long_running=True,
+    )
     def slow_compute(arguments: OpenArguments, ctx: ToolContext) -> OpenResult:
         seconds = float(arguments.seconds)
         if ctx.cancelled.wait(seconds):
             ctx.check_cancelled()
         return OpenResult.model_validate({"computed": seconds, "label": arguments.label})
 
-    @endpoint.tool(name="failing_job", title="Failing job", description="Fails after about a second.",
-                   input_model=OpenArguments, result_model=OpenResult, read_only=True, long_running=True)
+    @endpoint.tool(
+        name="failing_job",
+        title="Failing job",
+        description="Fails after about a second.",
+        input_model=OpenArguments,
+        result_model=OpenResult,
+        read_only=True,
+        long_running=True,
+    )
     def failing_job(arguments: OpenArguments, ctx: ToolContext) -> OpenResult:
         ctx.cancelled.wait(1)
         raise ToolError("failing_job failed, as it always does")
@@ -210,7 +285,9 @@ def task_fixtures_url(asgi_server):
     from hyperguild.mcp.cancellation import RUNNING
 
     deadline = time.monotonic() + 10
-    while (left := [ctx for name, _, ctx in RUNNING.snapshot() if name == "taskfixtures"]) and time.monotonic() < deadline:
+    while (
+        left := [ctx for name, _, ctx in RUNNING.snapshot() if name == "taskfixtures"]
+    ) and time.monotonic() < deadline:
         for ctx in left:
             ctx.cancelled.set()
         time.sleep(0.1)
@@ -222,14 +299,26 @@ def task_fixtures_url(asgi_server):
 def test_the_tasks_extension_scenarios_pass(task_fixtures_url, scenario, tmp_path):
     suite, _ = SUITES["2026-07-28"]
     completed = subprocess.run(
-        [str(NODE), str(suite), "server", "--url", task_fixtures_url, "--scenario", scenario,
-         "--output-dir", str(tmp_path)],
+        [
+            str(NODE),
+            str(suite),
+            "server",
+            "--url",
+            task_fixtures_url,
+            "--scenario",
+            scenario,
+            "--output-dir",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
     )
     checks = [check for found in _checks_by_scenario(tmp_path).values() for check in found]
     assert checks or scenario == "tasks-status-notifications", completed.stdout + completed.stderr
-    failed = [c for c in checks if c.get("status") not in ("SUCCESS", "INFO", "SKIPPED")
-              and c.get("id") not in TASK_CHECKS_NOT_APPLICABLE]
+    failed = [
+        c
+        for c in checks
+        if c.get("status") not in ("SUCCESS", "INFO", "SKIPPED") and c.get("id") not in TASK_CHECKS_NOT_APPLICABLE
+    ]
     assert not failed, json.dumps(failed, indent=1)[:6000]

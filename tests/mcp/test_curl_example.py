@@ -27,8 +27,13 @@ def test_the_documented_curl_call_answers_a_search(asgi_server, transactional_db
     bm25.reset()
     do_ingest_note(title="Vacuum", body="Run VACUUM ANALYZE after a bulk load.", wing="concepts", slug="vacuum")
     command = documented_command().replace("http://127.0.0.1:8000", asgi_server)
-    done = subprocess.run(["sh", "-c", command], env={"BRAIN_MCP_TOKEN": TOKEN, "PATH": "/usr/bin:/bin"},
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        ["sh", "-c", command],
+        env={"BRAIN_MCP_TOKEN": TOKEN, "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)["result"]
     assert result["isError"] is False and result["structuredContent"]["count"] >= 1, result

@@ -28,13 +28,25 @@ def shelf_url(asgi_server, settings):
     endpoint = Endpoint("shelf", title="domain errors", token_setting="BRAIN_MCP_TOKEN")
     endpoint.translate_errors(ShelfError)
 
-    @endpoint.tool(name="declared", title="Declared", description="Raises a declared domain error.",
-                   input_model=NoArguments, result_model=ToolResult, read_only=True)  # fmt: skip
+    @endpoint.tool(
+        name="declared",
+        title="Declared",
+        description="Raises a declared domain error.",
+        input_model=NoArguments,
+        result_model=ToolResult,
+        read_only=True,
+    )
     def declared(arguments: NoArguments, ctx: ToolContext) -> ToolResult:
         raise BookMissing("no book 'dune' on this shelf; list the shelf first", data={"shelf": 3})
 
-    @endpoint.tool(name="undeclared", title="Undeclared", description="Raises a domain error nobody declared.",
-                   input_model=NoArguments, result_model=ToolResult, read_only=True)  # fmt: skip
+    @endpoint.tool(
+        name="undeclared",
+        title="Undeclared",
+        description="Raises a domain error nobody declared.",
+        input_model=NoArguments,
+        result_model=ToolResult,
+        read_only=True,
+    )
     def undeclared(arguments: NoArguments, ctx: ToolContext) -> ToolResult:
         raise OtherError("this one was not declared")
 

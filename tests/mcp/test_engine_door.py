@@ -50,7 +50,9 @@ def test_a_notification_is_answered_with_nothing_to_send(selftest_endpoint):
         (b'{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo\\u0000"}}', 200, -32602, 7),
     ],
 )
-def test_a_body_that_is_not_one_clean_request_is_refused_before_dispatch(selftest_endpoint, raw, status, code, answered_id):
+def test_a_body_that_is_not_one_clean_request_is_refused_before_dispatch(
+    selftest_endpoint, raw, status, code, answered_id
+):
     endpoint, _, _ = selftest_endpoint
     answer = receive(endpoint, raw, Caller())
     assert isinstance(answer, Answer) and answer.status == status
@@ -60,8 +62,14 @@ def test_a_body_that_is_not_one_clean_request_is_refused_before_dispatch(selftes
 
 def test_a_handshake_initialize_opens_a_session_and_a_modern_request_does_not(selftest_endpoint):
     endpoint, _, _ = selftest_endpoint
-    initialize = receive(endpoint, body("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                                      "clientInfo": {"name": "t", "version": "1"}}), Caller())  # fmt: skip
+    initialize = receive(
+        endpoint,
+        body(
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+        ),
+        Caller(),
+    )
     assert isinstance(initialize, Call)
     answer = initialize.run()
     assert answer.opens_session and answer.message is not None

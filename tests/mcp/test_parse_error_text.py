@@ -22,7 +22,11 @@ def test_an_integer_id_of_five_thousand_digits_is_a_parse_error_in_our_own_words
 
 
 def test_a_long_number_inside_the_arguments_is_refused_the_same_way(asgi_server):
-    body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "brain_query", "arguments": {"limit": -' + b"1" * 4500 + b"}}}"
+    body = (
+        b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "brain_query", "arguments": {"limit": -'
+        + b"1" * 4500
+        + b"}}}"
+    )
     response = mcp_post(f"{asgi_server}/mcp/brain", body)
     assert response.json()["error"]["code"] == -32700
     assert not any(word in response.json()["error"]["message"] for word in PYTHON_WORDS)
@@ -38,7 +42,9 @@ def test_rest_bodies_get_the_same_words(asgi_server):
     import httpx
 
     body = b'{"query": "x", "limit": ' + b"7" * 5000 + b"}"
-    response = httpx.post(f"{asgi_server}/query", content=body, headers={"Content-Type": "application/json"}, timeout=30)
+    response = httpx.post(
+        f"{asgi_server}/query", content=body, headers={"Content-Type": "application/json"}, timeout=30
+    )
     assert response.status_code == 400, response.text
     assert "integer of 5000 digits" in response.text
     assert not any(word in response.text for word in PYTHON_WORDS), response.text

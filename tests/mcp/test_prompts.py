@@ -76,21 +76,29 @@ def test_prompts_list_pins_each_endpoints_prompts_and_their_arguments(asgi_serve
 
 
 def test_recall_searches_the_brain_and_asks_for_a_cited_summary(asgi_server, ledgerly):
-    result = answer(f"{asgi_server}/mcp/brain", "prompts/get", {"name": "recall", "arguments": {"topic": "ledgerly rounding"}})
+    result = answer(
+        f"{asgi_server}/mcp/brain", "prompts/get", {"name": "recall", "arguments": {"topic": "ledgerly rounding"}}
+    )
     text = text_of(result["result"])
     assert result["result"]["messages"][0]["role"] == "user"
     assert "ledgerly-currency-rounding" in text and "brain_get" in text
     assert "pasta-water" not in text
 
-    nothing = answer(f"{asgi_server}/mcp/brain", "prompts/get", {"name": "recall", "arguments": {"topic": "zebra husbandry"}})
+    nothing = answer(
+        f"{asgi_server}/mcp/brain", "prompts/get", {"name": "recall", "arguments": {"topic": "zebra husbandry"}}
+    )
     assert "nothing relevant" in text_of(nothing["result"])
 
 
 def test_context_ranks_the_projects_notes_and_abstains_for_an_unknown_project(asgi_server, ledgerly):
     url = f"{asgi_server}/mcp/brain"
-    known = text_of(answer(url, "prompts/get", {"name": "context", "arguments": {"project_root": "/src/ledgerly"}})["result"])
+    known = text_of(
+        answer(url, "prompts/get", {"name": "context", "arguments": {"project_root": "/src/ledgerly"}})["result"]
+    )
     assert "ledgerly-architecture" in known and "pasta-water" not in known
-    unknown = text_of(answer(url, "prompts/get", {"name": "context", "arguments": {"project_root": "/src/zebra"}})["result"])
+    unknown = text_of(
+        answer(url, "prompts/get", {"name": "context", "arguments": {"project_root": "/src/zebra"}})["result"]
+    )
     assert "knows nothing about project 'zebra'" in unknown
     ask = text_of(answer(url, "prompts/get", {"name": "context"})["result"])
     assert "brain_context" in ask
@@ -124,9 +132,17 @@ def test_completion_offers_wiki_titles_for_recall_and_refuses_unknown_references
         "total": 2,
         "hasMore": False,
     }
-    none = answer(url, "completion/complete", {"ref": {"type": "ref/prompt", "name": "remember"}, "argument": {"name": "what", "value": "x"}})
+    none = answer(
+        url,
+        "completion/complete",
+        {"ref": {"type": "ref/prompt", "name": "remember"}, "argument": {"name": "what", "value": "x"}},
+    )
     assert none["result"]["completion"]["values"] == []
-    bad = answer(url, "completion/complete", {"ref": {"type": "ref/prompt", "name": "recall"}, "argument": {"name": "colour", "value": ""}})
+    bad = answer(
+        url,
+        "completion/complete",
+        {"ref": {"type": "ref/prompt", "name": "recall"}, "argument": {"name": "colour", "value": ""}},
+    )
     assert bad["error"]["code"] == -32602
     assert answer(url, "completion/complete", {"ref": ref})["error"]["code"] == -32602
 
@@ -137,12 +153,16 @@ def test_the_official_client_lists_and_gets_prompts_on_brain_and_supervisor(asgi
         async with Client(f"{asgi_server}/mcp/brain", mode=mode) as brain:
             names = [prompt.name for prompt in (await brain.list_prompts()).prompts]
             recalled = await brain.get_prompt("recall", {"topic": "ledgerly"})
-            completed = await brain.complete(PromptReference(type="ref/prompt", name="recall"), {"name": "topic", "value": "Salt"})
+            completed = await brain.complete(
+                PromptReference(type="ref/prompt", name="recall"), {"name": "topic", "value": "Salt"}
+            )
             with pytest.raises(MCPError):
                 await brain.get_prompt("recall", {})
         async with Client(f"{asgi_server}/mcp/supervisor", mode=mode) as supervisor:
             tdd_names = [prompt.name for prompt in (await supervisor.list_prompts()).prompts]
-            tdd = await supervisor.get_prompt("tdd", {"spec": "invoices round per line", "project_root": "/src/ledgerly"})
+            tdd = await supervisor.get_prompt(
+                "tdd", {"spec": "invoices round per line", "project_root": "/src/ledgerly"}
+            )
         return names, recalled, completed, tdd_names, tdd
 
     names, recalled, completed, tdd_names, tdd = anyio.run(scenario)

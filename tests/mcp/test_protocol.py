@@ -147,7 +147,10 @@ def test_a_wrong_token_is_401_with_www_authenticate(asgi_server, settings):
         # The realm, the error and where the protected-resource metadata is (MCP authorization, RFC 9728).
         challenge = response.headers["www-authenticate"]
         assert challenge.startswith('Bearer realm="hyperguild-brain", error="'), challenge
-        assert 'resource_metadata="http://127.0.0.1:' in challenge and "/.well-known/oauth-protected-resource/mcp/brain" in challenge
+        assert (
+            'resource_metadata="http://127.0.0.1:' in challenge
+            and "/.well-known/oauth-protected-resource/mcp/brain" in challenge
+        )
 
 
 def test_the_right_token_opens_only_its_own_endpoint(asgi_server, settings):

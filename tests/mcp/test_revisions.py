@@ -37,8 +37,15 @@ def modern_headers(method: str, name: str | None = None, version: str = MODERN) 
     return headers
 
 
-def modern_post(url: str, method: str, params: dict | None = None, *, name: str | None = None, headers: dict | None = None,
-                version: str = MODERN):
+def modern_post(
+    url: str,
+    method: str,
+    params: dict | None = None,
+    *,
+    name: str | None = None,
+    headers: dict | None = None,
+    version: str = MODERN,
+):
     body = {**(params or {}), "_meta": envelope(version=version)}
     return mcp_post(url, rpc(method, body), {**modern_headers(method, name, version), **(headers or {})})
 
@@ -181,8 +188,13 @@ def test_every_log_line_names_the_revision(asgi_server, caplog):
 
 def test_a_routing_header_sent_twice_is_a_header_mismatch(asgi_server):
     body = json.dumps(rpc("tools/list", {"_meta": envelope()})).encode()
-    headers = [("Accept", "application/json, text/event-stream"), ("Content-Type", "application/json"),
-               ("MCP-Protocol-Version", MODERN), ("Mcp-Method", "tools/list"), ("Mcp-Method", "tools/list")]
+    headers = [
+        ("Accept", "application/json, text/event-stream"),
+        ("Content-Type", "application/json"),
+        ("MCP-Protocol-Version", MODERN),
+        ("Mcp-Method", "tools/list"),
+        ("Mcp-Method", "tools/list"),
+    ]
     response = httpx.post(f"{asgi_server}/mcp/brain", content=body, headers=headers)
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32020
@@ -207,7 +219,10 @@ def test_a_2026_call_with_a_progress_token_streams_progress_then_the_2026_result
         "2026-07-28",
         {"io.modelcontextprotocol/protocolVersion": 2026, "io.modelcontextprotocol/clientCapabilities": {}},
         {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": []},
-        {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {"extensions": 7}},
+        {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": 7},
+        },
         {"io.modelcontextprotocol/protocolVersion": None, "io.modelcontextprotocol/clientCapabilities": None},
     ],
 )

@@ -91,13 +91,20 @@ def test_another_callers_task_cannot_be_read_or_cancelled(selftest_endpoint, set
     _, state, url = selftest_endpoint
     settings.BRAIN_MCP_TOKEN = "team-token"  # the selftest endpoint uses the brain token
     mine = {"Authorization": "Bearer team-token"}
-    handle = post(url, "tools/call", {"name": "wait_for_cancel", "arguments": {}}, capabilities=TASKS,
-                  name="wait_for_cancel", headers=mine).json()["result"]
+    handle = post(
+        url,
+        "tools/call",
+        {"name": "wait_for_cancel", "arguments": {}},
+        capabilities=TASKS,
+        name="wait_for_cancel",
+        headers=mine,
+    ).json()["result"]
     assert state.started.wait(10)
     settings.BRAIN_MCP_TOKEN = "rotated-token"  # another credential, as a second person would hold
     theirs = {"Authorization": "Bearer rotated-token"}
-    response = post(url, "tasks/cancel", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"],
-                    headers=theirs)
+    response = post(
+        url, "tasks/cancel", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"], headers=theirs
+    )
     assert response.json()["error"]["code"] == -32602
     assert not state.cancel_seen.wait(2.5)
     settings.BRAIN_MCP_TOKEN = "team-token"
@@ -107,8 +114,9 @@ def test_another_callers_task_cannot_be_read_or_cancelled(selftest_endpoint, set
 
 def test_tasks_cancel_stops_the_call_and_the_task_ends_cancelled(selftest_endpoint):
     _, state, url = selftest_endpoint
-    handle = post(url, "tools/call", {"name": "wait_for_cancel", "arguments": {}}, capabilities=TASKS,
-                  name="wait_for_cancel").json()["result"]
+    handle = post(
+        url, "tools/call", {"name": "wait_for_cancel", "arguments": {}}, capabilities=TASKS, name="wait_for_cancel"
+    ).json()["result"]
     assert state.started.wait(10)
     response = post(url, "tasks/cancel", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"])
     assert response.status_code == 200
@@ -134,8 +142,9 @@ def test_expired_tasks_are_unknown_and_purged(selftest_endpoint):
     from hyperguild.actions import do_purge_expired_mcp_tasks
 
     _, _, url = selftest_endpoint
-    handle = post(url, "tools/call", {"name": "progress", "arguments": {"steps": 1}}, capabilities=TASKS,
-                  name="progress").json()["result"]
+    handle = post(
+        url, "tools/call", {"name": "progress", "arguments": {"steps": 1}}, capabilities=TASKS, name="progress"
+    ).json()["result"]
     poll(url, handle["taskId"])
     McpTask.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
     response = post(url, "tasks/get", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"])
@@ -154,8 +163,9 @@ def test_a_task_whose_replica_stopped_is_answered_failed(selftest_endpoint):
 
     _, _, url = selftest_endpoint
     # What a replica leaves behind when it dies mid-task: a working row nobody keeps alive.
-    task = do_create_mcp_task(endpoint="selftest", owner=owner_digest(""), tool="wait_for_cancel",
-                              ttl=timedelta(hours=1))
+    task = do_create_mcp_task(
+        endpoint="selftest", owner=owner_digest(""), tool="wait_for_cancel", ttl=timedelta(hours=1)
+    )
     McpTask.objects.filter(pk=task.pk).update(alive_at=timezone.now() - timedelta(seconds=61))
     answer = post(url, "tasks/get", {"taskId": task.task_id}, capabilities=TASKS, name=task.task_id).json()["result"]
     assert answer["status"] == "failed"
@@ -167,8 +177,9 @@ def test_a_running_task_stays_alive_while_its_tool_works(selftest_endpoint, monk
 
     monkeypatch.setattr(mcp_tasks, "ALIVE_EVERY", 0.2)
     _, state, url = selftest_endpoint
-    handle = post(url, "tools/call", {"name": "wait_for_cancel", "arguments": {}}, capabilities=TASKS,
-                  name="wait_for_cancel").json()["result"]
+    handle = post(
+        url, "tools/call", {"name": "wait_for_cancel", "arguments": {}}, capabilities=TASKS, name="wait_for_cancel"
+    ).json()["result"]
     assert state.started.wait(10)
     first = McpTask.objects.get().alive_at
     time.sleep(1.0)

@@ -104,29 +104,53 @@ def test_a_tool_registered_without_input_and_result_models_is_refused():
         _register(name="ping", title="Ping", description="d", input_model=dict, result_model=PingResult)
     endpoint = Endpoint("contracts-check", title="contract checks")
     with pytest.raises(TypeError, match="unexpected keyword argument 'input_schema'"):
-        endpoint.tool(name="ping", title="Ping", description="d", input_schema=dict_schema,  # type: ignore[call-arg]  # the refused spelling
-                      output_schema=dict_schema)(lambda arguments, ctx: {})  # fmt: skip
+        endpoint.tool(
+            name="ping",
+            title="Ping",
+            description="d",
+            input_schema=dict_schema,  # type: ignore[call-arg]  # the refused spelling
+            output_schema=dict_schema,
+        )(lambda arguments, ctx: {})
     assert endpoint.tools == {}
 
 
 def test_a_tool_that_reports_usage_needs_the_usage_fields_in_its_result_model():
     with pytest.raises(ToolContractError, match="must subclass hyperguild.usage.UsageReport"):
-        _register(name="ping", title="Ping", description="d", input_model=PingInput, result_model=PingResult,
-                  reports_usage=True)  # fmt: skip
+        _register(
+            name="ping",
+            title="Ping",
+            description="d",
+            input_model=PingInput,
+            result_model=PingResult,
+            reports_usage=True,
+        )
 
     class PingUsage(PingResult, UsageReport):
         pass
 
-    tool = Tool(name="ping", title="Ping", description="d", handler=_ping, input_model=PingInput,
-                result_model=PingUsage, reports_usage=True)  # fmt: skip
+    tool = Tool(
+        name="ping",
+        title="Ping",
+        description="d",
+        handler=_ping,
+        input_model=PingInput,
+        result_model=PingUsage,
+        reports_usage=True,
+    )
     assert {"usage", "budget_warning"} <= set(tool.output_schema["properties"])
-    assert tool.output_schema["properties"]["usage"]["required"] == ["input_tokens", "output_tokens", "cost_usd",
-                                                                     "model", "calls"]  # fmt: skip
+    assert tool.output_schema["properties"]["usage"]["required"] == [
+        "input_tokens",
+        "output_tokens",
+        "cost_usd",
+        "model",
+        "calls",
+    ]
 
 
 def test_the_schemas_are_generated_from_the_models():
-    tool = Tool(name="ping", title="Ping", description="d", handler=_ping, input_model=PingInput,
-                result_model=PingResult)  # fmt: skip
+    tool = Tool(
+        name="ping", title="Ping", description="d", handler=_ping, input_model=PingInput, result_model=PingResult
+    )
     assert tool.input_schema == {
         "type": "object",
         "additionalProperties": False,
@@ -151,14 +175,18 @@ class OpenInput(ToolInput):
 
 
 def test_an_open_input_writes_no_additional_properties_and_a_model_may_pin_an_empty_required():
-    assert input_schema(OpenInput) == {"type": "object", "properties": {"label": {"type": "string", "default": ""}},
-                                       "required": []}  # fmt: skip
+    assert input_schema(OpenInput) == {
+        "type": "object",
+        "properties": {"label": {"type": "string", "default": ""}},
+        "required": [],
+    }
     assert input_schema(NoArguments) == {"type": "object", "additionalProperties": False, "properties": {}}
 
 
 def test_a_call_parses_the_arguments_into_the_model_and_dumps_the_result_model():
-    tool = Tool(name="ping", title="Ping", description="d", handler=_ping, input_model=PingInput,
-                result_model=PingResult)  # fmt: skip
+    tool = Tool(
+        name="ping", title="Ping", description="d", handler=_ping, input_model=PingInput, result_model=PingResult
+    )
     ctx = ToolContext(endpoint="contracts-check")
     assert tool.call({"word": "ab", "times": 2}, ctx) == {"echo": "abab", "note": None}
     assert tool.call({"word": "ab", "hall": "h"}, ctx) == {"echo": "ab", "note": "h"}
@@ -176,15 +204,27 @@ class RangeInput(ToolInput):
 
 
 def test_a_rule_of_the_input_model_beyond_its_schema_is_a_tool_error_in_words():
-    tool = Tool(name="span", title="Span", description="d", input_model=RangeInput, result_model=PingResult,
-                handler=lambda arguments, ctx: PingResult(echo="never", note=None))  # fmt: skip
+    tool = Tool(
+        name="span",
+        title="Span",
+        description="d",
+        input_model=RangeInput,
+        result_model=PingResult,
+        handler=lambda arguments, ctx: PingResult(echo="never", note=None),
+    )
     with pytest.raises(ToolError, match="Invalid arguments for span: Value error, low must not be above high"):
         tool.call({"low": 3, "high": 1}, ToolContext(endpoint="contracts-check"))
 
 
 def test_a_handler_that_returns_something_else_than_its_result_model_fails_loudly():
-    tool = Tool(name="ping", title="Ping", description="d", handler=lambda arguments, ctx: {"echo": "x"},
-                input_model=PingInput, result_model=PingResult)  # fmt: skip
+    tool = Tool(
+        name="ping",
+        title="Ping",
+        description="d",
+        handler=lambda arguments, ctx: {"echo": "x"},
+        input_model=PingInput,
+        result_model=PingResult,
+    )
     with pytest.raises(ToolContractError, match="returned dict, not its result_model PingResult"):
         tool.call({"word": "ab"}, ToolContext(endpoint="contracts-check"))
 

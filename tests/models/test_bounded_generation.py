@@ -25,10 +25,17 @@ from tests.routing.conftest import GOOD_REVIEW
 pytestmark = pytest.mark.django_db
 
 LIMITS = {"ANSWER": 111, "RETROSPECTIVE": 222, "REVIEW": 333, "DEBUG": 444, "SUMMARY": 55}
-LEARNINGS = {"learnings": [{"title": "Pin the port", "body": "Tests flaked until pinned.", "kind": "correction",
-                            "evidence": [1, 2]}]}  # fmt: skip
-DIAGNOSIS = {"hypotheses": [{"hypothesis": "add subtracts", "evidence": "4 != 0"}], "root_cause": "add subtracts",
-             "fix": "return a + b", "findings": GOOD_REVIEW["findings"]}  # fmt: skip
+LEARNINGS = {
+    "learnings": [
+        {"title": "Pin the port", "body": "Tests flaked until pinned.", "kind": "correction", "evidence": [1, 2]}
+    ]
+}
+DIAGNOSIS = {
+    "hypotheses": [{"hypothesis": "add subtracts", "evidence": "4 != 0"}],
+    "root_cause": "add subtracts",
+    "fix": "return a + b",
+    "findings": GOOD_REVIEW["findings"],
+}
 
 
 def scripted(request: dict) -> Reply:
@@ -64,8 +71,13 @@ def sent_limits(gateway) -> list[int | None]:
 
 
 def test_brain_answer_sends_the_answer_limit_and_the_reranker_its_num_predict(gateway, settings):
-    do_ingest_note(title="Promoting a raw note", wing="guides", slug="promoting", source="test",
-                   body="A reviewer promotes a raw note from the review queue: open /review and press Promote.")  # fmt: skip
+    do_ingest_note(
+        title="Promoting a raw note",
+        wing="guides",
+        slug="promoting",
+        source="test",
+        body="A reviewer promotes a raw note from the review queue: open /review and press Promote.",
+    )
     with FakeReranker(lambda prompt: "yes") as ollama:
         settings.BRAIN_RERANKER_URL = ollama.url
         result = answer("How do I promote a raw note?")
@@ -103,7 +115,9 @@ def test_a_routed_review_of_a_long_file_sends_the_review_limit_and_its_summaries
 
     routing_service.review(ReviewInput(project_root=str(tmp_path), paths=["app.py"]), lambda *a: None, lambda: False)
 
-    by_kind = {(r.body["messages"][0]["content"].startswith("Summarise"), r.body["max_tokens"]) for r in gateway.requests}
+    by_kind = {
+        (r.body["messages"][0]["content"].startswith("Summarise"), r.body["max_tokens"]) for r in gateway.requests
+    }
     assert by_kind == {(True, LIMITS["SUMMARY"]), (False, LIMITS["REVIEW"])}
 
 
@@ -113,7 +127,9 @@ def test_a_routed_debug_sends_the_debug_limit(gateway, settings, tmp_path):
     command = f"{sys.executable} -c \"import app; assert app.add(2, 2) == 4, 'app.py:2'\""
 
     routing_service.debug(
-        DebugInput(project_root=str(tmp_path), symptom="add is wrong", failing_cmd=command), lambda *a: None, lambda: False
+        DebugInput(project_root=str(tmp_path), symptom="add is wrong", failing_cmd=command),
+        lambda *a: None,
+        lambda: False,
     )
 
     assert sent_limits(gateway) == [LIMITS["DEBUG"]]

@@ -28,7 +28,13 @@ def test_a_successful_call_is_kept_with_its_request_raw_response_tokens_and_who_
         result = get_llm_client().chat([{"role": "user", "content": "hi"}], model="fast", purpose="answer")
         assert recorded_calls() == [result.call_id]
     call = ModelCall.objects.get(pk=result.call_id)
-    assert (call.outcome, call.provider, call.model, call.purpose, call.skill) == ("ok", "openai", "fast", "answer", "brain_answer")
+    assert (call.outcome, call.provider, call.model, call.purpose, call.skill) == (
+        "ok",
+        "openai",
+        "fast",
+        "answer",
+        "brain_answer",
+    )
     assert (call.requested_by, call.session_id, call.project) == (person, "s-1", "/repo")
     assert call.request["messages"] == [{"role": "user", "content": "hi"}]
     assert call.request["max_tokens"] == call.max_tokens == 600
@@ -111,7 +117,9 @@ def test_the_admin_lists_model_calls_and_nobody_can_add_or_change_one(gateway, a
     assert admin_client.get("/admin/hyperguild/modelcall/add/").status_code == 403
     admin_client.post(f"/admin/hyperguild/modelcall/{result.call_id}/change/", {"model": "changed"})
     assert ModelCall.objects.get(pk=result.call_id).model == "fast"
-    assert admin_client.post(f"/admin/hyperguild/modelcall/{result.call_id}/delete/", {"post": "yes"}).status_code == 403
+    assert (
+        admin_client.post(f"/admin/hyperguild/modelcall/{result.call_id}/delete/", {"post": "yes"}).status_code == 403
+    )
 
 
 def test_a_nested_context_sees_only_its_own_calls_and_the_outer_one_sees_all(gateway):

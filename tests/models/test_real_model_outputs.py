@@ -45,11 +45,21 @@ def real_model_settings(settings, gateway):
 
 
 def promotion_notes() -> None:
-    do_ingest_note(title="Promoting a raw note", wing="guides", slug="promoting-raw-notes", source="test",
-                   body="A reviewer promotes a raw note into the wiki from the review queue: open /review, pick the "
-                        "note, choose its wing and hall, press Promote.")  # fmt: skip
-    do_ingest_note(title="Personal tokens", wing="guides", slug="personal-tokens", source="test",
-                   body="A personal token lasts 90 days before it expires, unless made with --expires-days.")  # fmt: skip
+    do_ingest_note(
+        title="Promoting a raw note",
+        wing="guides",
+        slug="promoting-raw-notes",
+        source="test",
+        body="A reviewer promotes a raw note into the wiki from the review queue: open /review, pick the "
+        "note, choose its wing and hall, press Promote.",
+    )
+    do_ingest_note(
+        title="Personal tokens",
+        wing="guides",
+        slug="personal-tokens",
+        source="test",
+        body="A personal token lasts 90 days before it expires, unless made with --expires-days.",
+    )
 
 
 # --- 1. brain_answer: cut off, uncited, degenerate ------------------------------------------
@@ -143,7 +153,9 @@ def test_a_routed_review_answered_with_empty_objects_keeps_request_and_response_
     gateway.on(FAST, lambda request: replay(fast_reply)).on(THINKING, lambda request: replay(thinking_reply))
 
     with pytest.raises(RoutingFailed) as caught:
-        routing_service.review(ReviewInput(project_root=str(tmp_path), paths=["app.py"]), lambda *a: None, lambda: False)
+        routing_service.review(
+            ReviewInput(project_root=str(tmp_path), paths=["app.py"]), lambda *a: None, lambda: False
+        )
 
     message = str(caught.value)
     assert "findings" in message and "Check the gateway" not in message
@@ -164,7 +176,9 @@ def test_a_gateway_that_refuses_connections_is_an_outage_never_counted_in_a_pass
     settings.LITELLM_BASE_URL = f"http://127.0.0.1:{free_port()}"  # nothing listens: connection refused
 
     with pytest.raises(RoutingFailed) as caught:
-        routing_service.review(ReviewInput(project_root=str(tmp_path), paths=["app.py"]), lambda *a: None, lambda: False)
+        routing_service.review(
+            ReviewInput(project_root=str(tmp_path), paths=["app.py"]), lambda *a: None, lambda: False
+        )
 
     assert "outage" in str(caught.value) and "Check the gateway (LITELLM_BASE_URL) knows" not in str(caught.value)
     calls = RoutingEntry.objects.exclude(session_id="seed")

@@ -48,14 +48,19 @@ def fresh_data_dir():
 
 def test_a_start_that_fails_a_system_check_leaves_no_process_behind(child_env, fresh_data_dir):
     env = {k: v for k, v in child_env.items() if k != "DATABASE_URL"}
-    env.update(HYPERGUILD_DATA_DIR=str(fresh_data_dir), HYPERGUILD_ROUTE_LOCAL_CEIL="0.95",
-               HYPERGUILD_ROUTE_LOCAL_FLOOR="0.9")  # fmt: skip
+    env.update(
+        HYPERGUILD_DATA_DIR=str(fresh_data_dir), HYPERGUILD_ROUTE_LOCAL_CEIL="0.95", HYPERGUILD_ROUTE_LOCAL_FLOOR="0.9"
+    )
     assert processes_using(fresh_data_dir) == []
 
     completed = subprocess.run(
         [sys.executable, "manage.py", "serve", "--port", str(free_port())],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
-    )  # fmt: skip
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
     assert completed.returncode != 0 and "hyperguild.E010" in completed.stderr, completed.stderr
     assert (fresh_data_dir / "pg" / "PG_VERSION").exists()  # the start did bring up its own PostgreSQL…
@@ -76,13 +81,22 @@ def test_one_model_for_both_routing_roles_passes_the_checks_and_says_so(child_en
 def test_serve_with_one_local_model_starts_names_the_gateway_and_keeps_the_log_quiet(child_env):
     port = free_port()
     with FakeOpenAI(default=lambda request: Reply.text("ok")) as gateway:
-        env = {**child_env, "LITELLM_BASE_URL": gateway.url, "HYPERGUILD_FAST_MODEL": "gemma3-270m",
-               "HYPERGUILD_THINKING_MODEL": "gemma3-270m", "BRAIN_ANSWER_MODEL": "gemma3-270m",
-               "HYPERGUILD_WEB_WORKERS": "1"}  # fmt: skip
+        env = {
+            **child_env,
+            "LITELLM_BASE_URL": gateway.url,
+            "HYPERGUILD_FAST_MODEL": "gemma3-270m",
+            "HYPERGUILD_THINKING_MODEL": "gemma3-270m",
+            "BRAIN_ANSWER_MODEL": "gemma3-270m",
+            "HYPERGUILD_WEB_WORKERS": "1",
+        }
         process = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--port", str(port), "--no-worker"],
-            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )  # fmt: skip
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         try:
             output = "".join(lines_until_banner(process))
             assert f"model gateway: {gateway.url} (reachable)" in output, output

@@ -18,10 +18,16 @@ AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 
 
 def test_each_worker_run_is_a_model_call_linked_from_its_skill_run(fake_claude, python_project):  # noqa: F811
-    fake_claude.script([{
-        "write": {"tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"},
-        "report": {"status": "done", "file_path": "tests/test_add.py", "summary": f"key {AWS_KEY}"},
-    }])  # fmt: skip
+    fake_claude.script(
+        [
+            {
+                "write": {
+                    "tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+                },
+                "report": {"status": "done", "file_path": "tests/test_add.py", "summary": f"key {AWS_KEY}"},
+            }
+        ]
+    )
     run = start_skill_run("tdd_red", {"project_root": str(python_project), "spec": "add", "session_id": "s-worker"})
     run_skill(run.pk)
     run.refresh_from_db()

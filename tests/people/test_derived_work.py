@@ -57,8 +57,12 @@ def a_session_with_a_decision(base: str, headers: dict) -> str:
     """A session whose owner logged a decision (session_log on /mcp/brain) and ended it (the SessionEnd hook)."""
     session_id = str(uuid.uuid4())
     hook(base, "SessionStart", session_id, headers, source="startup")
-    logged = call_tool(f"{base}/mcp/brain", "session_log", {"session_id": session_id, "kind": "decision",
-                                                             "message": DECISION}, headers=headers)  # fmt: skip
+    logged = call_tool(
+        f"{base}/mcp/brain",
+        "session_log",
+        {"session_id": session_id, "kind": "decision", "message": DECISION},
+        headers=headers,
+    )
     assert logged["isError"] is False, logged
     hook(base, "SessionEnd", session_id, headers, reason="other")
     return session_id
@@ -92,15 +96,27 @@ def test_an_operators_retrospective_on_someone_elses_session_is_refused_on_both_
             text = refused["content"][0]["text"]
             assert f"No session {session_id!r} of yours" in text and "curl" not in text, (endpoint, skill, text)
     # A worker skill tagged with her session would join its runs to her retrospective: refused before it is recorded.
-    tagged = call_tool(f"{live}/mcp/routing", "debug", {"project_root": "/nowhere", "symptom": "x", "failing_cmd": "true",
-                                                         "session_id": session_id}, headers=otto)  # fmt: skip
+    tagged = call_tool(
+        f"{live}/mcp/routing",
+        "debug",
+        {"project_root": "/nowhere", "symptom": "x", "failing_cmd": "true", "session_id": session_id},
+        headers=otto,
+    )
     assert tagged["isError"] is True and "of yours" in tagged["content"][0]["text"], tagged
     assert not Note.objects.exists() and not RetrospectiveRun.objects.exists()
     assert not SkillRun.objects.exists() and not RoutingEntry.objects.exists() and not ModelCall.objects.exists()
 
     # Staff reach every session (and alice's learning is written as hers, not staff's).
-    gateway.on("answer-model", lambda request: Reply.json({"learnings": [
-        {"title": "Run the install script first", "body": DECISION, "kind": "decision", "evidence": [2]}]}))  # fmt: skip
+    gateway.on(
+        "answer-model",
+        lambda request: Reply.json(
+            {
+                "learnings": [
+                    {"title": "Run the install script first", "body": DECISION, "kind": "decision", "evidence": [2]}
+                ]
+            }
+        ),
+    )
     allowed = call_tool(f"{live}/mcp/supervisor", "retrospective", {"session_id": session_id}, headers=staff)
     assert allowed["isError"] is False, allowed
     note = Note.objects.get()
@@ -143,8 +159,9 @@ def test_a_readers_session_with_decisions_yields_no_raw_note_by_any_path(live):
     assert "rita's role cannot write raw notes" in queued["message"]
     by_staff = call_tool(f"{live}/mcp/supervisor", "retrospective", {"session_id": session_id}, headers=staff)
     assert by_staff["isError"] is False and by_staff["structuredContent"]["written"] == [], by_staff
-    by_service = call_tool(f"{live}/mcp/supervisor", "retrospective", {"session_id": session_id},
-                           headers=bearer("sup-env"))  # fmt: skip
+    by_service = call_tool(
+        f"{live}/mcp/supervisor", "retrospective", {"session_id": session_id}, headers=bearer("sup-env")
+    )
     assert by_service["isError"] is False and by_service["structuredContent"]["written"] == [], by_service
     assert not Note.objects.exists()
 
@@ -168,8 +185,13 @@ def test_a_members_retrospective_writes_raw_notes_that_name_them(live):
 
 
 def spool_line(event: str, session_id: str, **fields) -> dict:
-    hook_input = {"session_id": session_id, "transcript_path": "/tmp/t.jsonl", "cwd": CWD, "hook_event_name": event,
-                  **fields}  # fmt: skip
+    hook_input = {
+        "session_id": session_id,
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": CWD,
+        "hook_event_name": event,
+        **fields,
+    }
     at = datetime.now(UTC).isoformat().replace("+00:00", "Z")
     return {"hyperguild_spool": 1, "event": event, "at": at, "session": session_id, "input": hook_input}
 
@@ -179,27 +201,40 @@ def test_hook_queued_model_calls_are_charged_to_the_owner_and_stop_at_their_budg
     prices.write_text(PRICES)
     settings.HYPERGUILD_MODEL_PRICES_FILE = str(prices)
     # Each answer costs 0.10 USD (100,000 tokens in at 1 USD/M): one spends alice's 0.05 USD a day.
-    gateway.on("answer-model", lambda request: Reply.json({"learnings": []},
-                                                          usage={"prompt_tokens": 100_000, "completion_tokens": 10}))
+    gateway.on(
+        "answer-model",
+        lambda request: Reply.json({"learnings": []}, usage={"prompt_tokens": 100_000, "completion_tokens": 10}),
+    )
     alice, bob = person("alice", "member"), person("bob", "member")
     PersonBudget.objects.create(person_id=make_person_id("alice"), daily_usd=Decimal("0.05"))
 
     # One spool request of alice's covering three sessions, then one session of bob's by the hook route.
     hers = [str(uuid.uuid4()) for _ in range(3)]
-    batch = [line for sid in hers for line in (spool_line("UserPromptSubmit", sid, prompt=f"work on {sid}", prompt_id="p1"),
-                                                spool_line("SessionEnd", sid, reason="other"))]  # fmt: skip
+    batch = [
+        line
+        for sid in hers
+        for line in (
+            spool_line("UserPromptSubmit", sid, prompt=f"work on {sid}", prompt_id="p1"),
+            spool_line("SessionEnd", sid, reason="other"),
+        )
+    ]
     sent = httpx.post(f"{live}/api/hooks/spool", json={"entries": batch}, headers=alice, timeout=30)
     assert sent.status_code == 200 and sent.json()["retrospectives_queued"] == 3, sent.text
     his = str(uuid.uuid4())
     hook(live, "UserPromptSubmit", his, bob, prompt="work", prompt_id="p1")
     hook(live, "SessionEnd", his, bob, reason="other")
     assert [task.task["kwargs"]["requested_by_id"] for task in OrmQ.objects.order_by("id")] == [
-        make_person_id("alice")] * 3 + [make_person_id("bob")]  # fmt: skip
+        make_person_id("alice")
+    ] * 3 + [make_person_id("bob")]
 
     results = run_queued()
     calls = list(ModelCall.objects.order_by("id"))
-    assert [call.requested_by.username for call in calls] == ["alice", "bob"], [(c.requested_by, c.cost_usd) for c in calls]
-    assert all(call.session_id and call.skill == "retrospective" and call.cost_usd == Decimal("0.10001") for call in calls)
+    assert [call.requested_by.username for call in calls] == ["alice", "bob"], [
+        (c.requested_by, c.cost_usd) for c in calls
+    ]
+    assert all(
+        call.session_id and call.skill == "retrospective" and call.cost_usd == Decimal("0.10001") for call in calls
+    )
     assert results[0]["method"] == "llm" and results[3]["method"] == "llm"
     for refused in results[1:3]:
         assert "Budget reached: your daily budget of 0.05 USD" in refused["skipped"], refused

@@ -25,7 +25,9 @@ def test_a_read_only_token_cannot_edit_archive_or_undo_and_a_writer_is_named(liv
     note.refresh_from_db()
     assert note.body == "Ledgerly rounds per invoice line." and note.status == "raw"
 
-    edited = call_tool(url, "brain_edit", {"slug": note.slug, "version": note.version, "body": "Per line."}, headers=writer)
+    edited = call_tool(
+        url, "brain_edit", {"slug": note.slug, "version": note.version, "body": "Per line."}, headers=writer
+    )
     assert edited["isError"] is False, edited
     revision = NoteRevision.objects.filter(note=note).order_by("-pk").first()
     assert Note.objects.get(pk=note.pk).body == "Per line."

@@ -76,13 +76,20 @@ class Browser:
     def authorize(self, url: str) -> None:
         with httpx.Client(base_url=self.base, follow_redirects=False, timeout=30) as browser:
             to_login = browser.get(url)
-            assert to_login.status_code == 302 and to_login.headers["location"].startswith("/login/?next="), to_login.text
+            assert to_login.status_code == 302 and to_login.headers["location"].startswith("/login/?next="), (
+                to_login.text
+            )
             login_page = browser.get(to_login.headers["location"])
             fields = dict(HIDDEN.findall(login_page.text))
-            signed_in = browser.post("/login/", data={
-                "csrfmiddlewaretoken": fields["csrfmiddlewaretoken"], "next": html.unescape(fields["next"]),
-                "username": self.username, "password": PASSWORD,
-            })  # fmt: skip
+            signed_in = browser.post(
+                "/login/",
+                data={
+                    "csrfmiddlewaretoken": fields["csrfmiddlewaretoken"],
+                    "next": html.unescape(fields["next"]),
+                    "username": self.username,
+                    "password": PASSWORD,
+                },
+            )
             assert signed_in.status_code == 302, signed_in.text[:500]
             consent = browser.get(signed_in.headers["location"])
             assert consent.status_code == 200, consent.text[:500]
@@ -108,9 +115,12 @@ def oauth_provider(url: str, browser: Browser, storage: MemoryStorage) -> OAuthC
     return OAuthClientProvider(
         server_url=url,
         client_metadata=OAuthClientMetadata(
-            client_name="pytest MCP client", redirect_uris=[REDIRECT_URI], token_endpoint_auth_method="none",
-            grant_types=["authorization_code", "refresh_token"], response_types=["code"],
-        ),  # fmt: skip
+            client_name="pytest MCP client",
+            redirect_uris=[REDIRECT_URI],
+            token_endpoint_auth_method="none",
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+        ),
         storage=storage,
         redirect_handler=browser.redirect_handler,
         callback_handler=browser.callback_handler,
@@ -128,7 +138,9 @@ def test_the_mcp_client_signs_a_person_in_and_then_lists_tools_and_queries(live)
             async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
                 listed = await client.list_tools()
                 found = await client.call_tool("brain_query", {"query": "advisory locks"})
-                written = await client.call_tool("brain_write", {"title": "Signed in through OAuth", "body": "It works."})
+                written = await client.call_tool(
+                    "brain_write", {"title": "Signed in through OAuth", "body": "It works."}
+                )
                 return [tool.name for tool in listed.tools], found, written
 
     names, found, written = anyio.run(scenario)
@@ -137,7 +149,7 @@ def test_the_mcp_client_signs_a_person_in_and_then_lists_tools_and_queries(live)
     assert [hit["slug"] for hit in found.structured_content["hits"]] == ["advisory-locks"]
     # The consent page named the client, the person, the scopes and the resource.
     assert "pytest MCP client" in browser.consent_page and "olga" in browser.consent_page
-    assert "brain:read" in browser.consent_page and f"<code id=\"consent-resource\">{url}</code>" in browser.consent_page
+    assert "brain:read" in browser.consent_page and f'<code id="consent-resource">{url}</code>' in browser.consent_page
     assert f'<code id="consent-redirect">{REDIRECT_URI}</code>' in browser.consent_page
 
     # What it writes names the person who consented.
@@ -159,10 +171,16 @@ def test_the_mcp_client_signs_a_person_in_and_then_lists_tools_and_queries(live)
     assert mcp_post(url, rpc("tools/list"), headers=bearer(token)).status_code == 200
 
     # An hour later the client refreshes: the new token keeps the binding and the scopes, the old one is gone.
-    refreshed = httpx.post(f"{live}/oauth/token/", data={
-        "grant_type": "refresh_token", "refresh_token": storage.tokens.refresh_token,
-        "client_id": storage.client_info.client_id, "resource": url,
-    }, timeout=30)  # fmt: skip
+    refreshed = httpx.post(
+        f"{live}/oauth/token/",
+        data={
+            "grant_type": "refresh_token",
+            "refresh_token": storage.tokens.refresh_token,
+            "client_id": storage.client_info.client_id,
+            "resource": url,
+        },
+        timeout=30,
+    )
     assert refreshed.status_code == 200, refreshed.text
     fresh = refreshed.json()["access_token"]
     assert mcp_post(url, rpc("tools/list"), headers=bearer(fresh)).status_code == 200
@@ -176,16 +194,29 @@ def test_an_oauth_token_holds_only_its_scopes_and_must_be_bound_to_an_endpoint(l
     from django.utils import timezone
 
     olga = make_person("olga", password=PASSWORD)
-    app = Application.objects.create(name="cli", client_type="public", authorization_grant_type="authorization-code",
-                                     redirect_uris=REDIRECT_URI)  # fmt: skip
+    app = Application.objects.create(
+        name="cli", client_type="public", authorization_grant_type="authorization-code", redirect_uris=REDIRECT_URI
+    )
     brain = f"{live}/mcp/brain"
-    AccessToken.objects.create(user=olga, application=app, token="hooks-only", scope="sessions:write",
-                               resource=[brain], expires=timezone.now() + timedelta(hours=1))  # fmt: skip
-    AccessToken.objects.create(user=olga, application=app, token="bound-to-nothing", scope="brain:read",
-                               expires=timezone.now() + timedelta(hours=1))  # fmt: skip
+    AccessToken.objects.create(
+        user=olga,
+        application=app,
+        token="hooks-only",
+        scope="sessions:write",
+        resource=[brain],
+        expires=timezone.now() + timedelta(hours=1),
+    )
+    AccessToken.objects.create(
+        user=olga,
+        application=app,
+        token="bound-to-nothing",
+        scope="brain:read",
+        expires=timezone.now() + timedelta(hours=1),
+    )
     assert mcp_post(brain, rpc("tools/list"), headers=bearer("hooks-only")).status_code == 200
-    query = mcp_post(brain, rpc("tools/call", {"name": "brain_query", "arguments": {"query": "x"}}),
-                     headers=bearer("hooks-only")).json()["result"]  # fmt: skip
+    query = mcp_post(
+        brain, rpc("tools/call", {"name": "brain_query", "arguments": {"query": "x"}}), headers=bearer("hooks-only")
+    ).json()["result"]
     assert query["isError"] is True and "needs the brain:read scope" in query["content"][0]["text"]
     refused = httpx.post(f"{live}/query", json={"query": "x"}, headers=bearer("hooks-only"), timeout=30)
     assert refused.status_code == 403
@@ -224,7 +255,9 @@ def test_discovery_documents_describe_each_endpoint(live):
     assert asm["code_challenge_methods_supported"] == ["S256"]
     assert asm["response_types_supported"] == ["code"]
     assert "none" in asm["token_endpoint_auth_methods_supported"]
-    assert {"brain:read", "brain:write", "sessions:write", "supervisor:run", "routing:run"} <= set(asm["scopes_supported"])
+    assert {"brain:read", "brain:write", "sessions:write", "supervisor:run", "routing:run"} <= set(
+        asm["scopes_supported"]
+    )
     no_token = mcp_post(f"{live}/mcp/brain", rpc("tools/list"))
     assert no_token.status_code == 401
     challenge = no_token.headers["WWW-Authenticate"]
@@ -249,18 +282,31 @@ def test_a_bad_client_registration_is_refused_and_registers_nothing(live, metada
 
 def test_an_authorization_without_pkce_is_refused(live):
     make_person("olga", password=PASSWORD)
-    registered = httpx.post(f"{live}/oauth/register/", json={
-        "client_name": "no pkce", "redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "none",
-        "grant_types": ["authorization_code"], "response_types": ["code"],
-    }, timeout=30)  # fmt: skip
+    registered = httpx.post(
+        f"{live}/oauth/register/",
+        json={
+            "client_name": "no pkce",
+            "redirect_uris": [REDIRECT_URI],
+            "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code"],
+            "response_types": ["code"],
+        },
+        timeout=30,
+    )
     assert registered.status_code == 201, registered.text
     client_id = registered.json()["client_id"]
     with httpx.Client(base_url=live, follow_redirects=False, timeout=30) as browser:
         browser.cookies.update(_signed_in_cookies(live, "olga"))
-        answer = browser.get("/oauth/authorize/", params={
-            "response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT_URI, "state": "s",
-            "scope": "brain:read",
-        })  # fmt: skip
+        answer = browser.get(
+            "/oauth/authorize/",
+            params={
+                "response_type": "code",
+                "client_id": client_id,
+                "redirect_uri": REDIRECT_URI,
+                "state": "s",
+                "scope": "brain:read",
+            },
+        )
     location = back_to_client(answer)
     assert location.startswith(REDIRECT_URI), location
     assert "error=invalid_request" in location and "Code+challenge+required" in location, location
@@ -271,8 +317,15 @@ def _signed_in_cookies(base: str, username: str) -> httpx.Cookies:
     with httpx.Client(base_url=base, follow_redirects=False, timeout=30) as browser:
         page = browser.get("/login/")
         fields = dict(HIDDEN.findall(page.text))
-        done = browser.post("/login/", data={"csrfmiddlewaretoken": fields["csrfmiddlewaretoken"], "next": "/",
-                                             "username": username, "password": PASSWORD})  # fmt: skip
+        done = browser.post(
+            "/login/",
+            data={
+                "csrfmiddlewaretoken": fields["csrfmiddlewaretoken"],
+                "next": "/",
+                "username": username,
+                "password": PASSWORD,
+            },
+        )
         assert done.status_code == 302
         return browser.cookies
 

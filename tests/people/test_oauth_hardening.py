@@ -25,8 +25,14 @@ from tests.people.test_oauth_flow import HIDDEN, PASSWORD, REDIRECT_URI, _signed
 
 
 def register(live: str, **metadata) -> httpx.Response:
-    body = {"client_name": "cli", "redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "none",
-            "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"], **metadata}
+    body = {
+        "client_name": "cli",
+        "redirect_uris": [REDIRECT_URI],
+        "token_endpoint_auth_method": "none",
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        **metadata,
+    }
     return httpx.post(f"{live}/oauth/register/", json=body, timeout=30)
 
 
@@ -40,10 +46,19 @@ def authorize(live: str, client_id: str, resource: str, challenge: str, *, tampe
     """Sign olga in, read the consent page, allow; the parameters the client's callback receives."""
     with httpx.Client(base_url=live, follow_redirects=False, timeout=30) as browser:
         browser.cookies.update(_signed_in_cookies(live, "olga"))
-        page = browser.get("/oauth/authorize/", params={
-            "response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT_URI, "state": "st-1",
-            "scope": "brain:read", "code_challenge": challenge, "code_challenge_method": "S256", "resource": resource,
-        })  # fmt: skip
+        page = browser.get(
+            "/oauth/authorize/",
+            params={
+                "response_type": "code",
+                "client_id": client_id,
+                "redirect_uri": REDIRECT_URI,
+                "state": "st-1",
+                "scope": "brain:read",
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "resource": resource,
+            },
+        )
         if 'id="oauth-continue-link"' in page.text:  # refused before the consent page: straight back to the client
             location = back_to_client(page)
         else:
@@ -58,30 +73,40 @@ def authorize(live: str, client_id: str, resource: str, challenge: str, *, tampe
 
 
 def exchange(live: str, client_id: str, code: str, verifier: str) -> httpx.Response:
-    return httpx.post(f"{live}/oauth/token/", data={
-        "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI, "client_id": client_id,
-        "code_verifier": verifier,
-    }, timeout=30)  # fmt: skip
+    return httpx.post(
+        f"{live}/oauth/token/",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": REDIRECT_URI,
+            "client_id": client_id,
+            "code_verifier": verifier,
+        },
+        timeout=30,
+    )
 
 
 # --- finding 3: a token for one endpoint cannot be widened -----------------------------------------------
 
 
-@pytest.mark.parametrize("asked, why", [
-    ("{live}/", "would open more than one endpoint"),
-    ("{live}", "would open more than one endpoint"),
-    ("{live}/mcp", "would open more than one endpoint"),
-    ("{live}/mcp/", "would open more than one endpoint"),
-    ("{live}/mcp/brain/../supervisor", "has a '.' or '..' segment"),
-    ("{live}/mcp/brain/%2e%2e/supervisor", "has a '.' or '..' segment"),
-    ("{live}/mcp/brainstorm", "is not an endpoint of this server"),
-    ("{live}/mcp/brain?x=1", "has userinfo, a query or a fragment"),
-    ("{live}/mcp/brain?", "has userinfo, a query or a fragment"),  # issue 46: an empty query was accepted
-    ("{live}/mcp/brain/?", "has userinfo, a query or a fragment"),
-    ("{live}/mcp/brain#", "has userinfo, a query or a fragment"),
-    ("http://@{host}/mcp/brain", "has userinfo, a query or a fragment"),
-    ("http://evil.example/mcp/brain", "is not an endpoint of this server"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "asked, why",
+    [
+        ("{live}/", "would open more than one endpoint"),
+        ("{live}", "would open more than one endpoint"),
+        ("{live}/mcp", "would open more than one endpoint"),
+        ("{live}/mcp/", "would open more than one endpoint"),
+        ("{live}/mcp/brain/../supervisor", "has a '.' or '..' segment"),
+        ("{live}/mcp/brain/%2e%2e/supervisor", "has a '.' or '..' segment"),
+        ("{live}/mcp/brainstorm", "is not an endpoint of this server"),
+        ("{live}/mcp/brain?x=1", "has userinfo, a query or a fragment"),
+        ("{live}/mcp/brain?", "has userinfo, a query or a fragment"),  # issue 46: an empty query was accepted
+        ("{live}/mcp/brain/?", "has userinfo, a query or a fragment"),
+        ("{live}/mcp/brain#", "has userinfo, a query or a fragment"),
+        ("http://@{host}/mcp/brain", "has userinfo, a query or a fragment"),
+        ("http://evil.example/mcp/brain", "is not an endpoint of this server"),
+    ],
+)
 def test_a_resource_that_is_not_exactly_one_endpoint_is_refused_with_a_clear_error(live, asked, why):
     make_person("olga", "reader", password=PASSWORD)
     client_id = register(live).json()["client_id"]
@@ -96,10 +121,18 @@ def test_a_resource_without_a_resource_parameter_is_refused(live):
     client_id = register(live).json()["client_id"]
     with httpx.Client(base_url=live, follow_redirects=False, timeout=30) as browser:
         browser.cookies.update(_signed_in_cookies(live, "olga"))
-        page = browser.get("/oauth/authorize/", params={
-            "response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT_URI, "state": "s",
-            "scope": "brain:read", "code_challenge": pkce()[1], "code_challenge_method": "S256",
-        })  # fmt: skip
+        page = browser.get(
+            "/oauth/authorize/",
+            params={
+                "response_type": "code",
+                "client_id": client_id,
+                "redirect_uri": REDIRECT_URI,
+                "state": "s",
+                "scope": "brain:read",
+                "code_challenge": pkce()[1],
+                "code_challenge_method": "S256",
+            },
+        )
     back = parse_qs(urlsplit(back_to_client(page)).query)
     assert back["error"] == ["invalid_target"] and "exactly one resource" in back["error_description"][0]
 
@@ -131,11 +164,18 @@ def test_a_token_bound_to_the_origin_root_opens_no_endpoint(live):
     from django.utils import timezone
 
     olga = make_person("olga", "reader", password=PASSWORD)
-    app = Application.objects.create(name="old", client_type="public", authorization_grant_type="authorization-code",
-                                     redirect_uris=REDIRECT_URI)  # fmt: skip
+    app = Application.objects.create(
+        name="old", client_type="public", authorization_grant_type="authorization-code", redirect_uris=REDIRECT_URI
+    )
     for name, resource in (("root-token", f"{live}/"), ("mcp-token", f"{live}/mcp")):
-        AccessToken.objects.create(user=olga, application=app, token=name, scope="brain:read brain:write",
-                                   resource=[resource], expires=timezone.now() + timedelta(hours=1))  # fmt: skip
+        AccessToken.objects.create(
+            user=olga,
+            application=app,
+            token=name,
+            scope="brain:read brain:write",
+            resource=[resource],
+            expires=timezone.now() + timedelta(hours=1),
+        )
         for endpoint in ("brain", "supervisor", "routing"):
             assert mcp_post(f"{live}/mcp/{endpoint}", rpc("tools/list"), headers=bearer(name)).status_code == 401
         assert httpx.get(f"{live}/routing/stats", headers=bearer(name), timeout=30).status_code in (401, 403)
@@ -144,17 +184,24 @@ def test_a_token_bound_to_the_origin_root_opens_no_endpoint(live):
 # --- finding 11: registration, replayed codes, one issuer ------------------------------------------------
 
 
-@pytest.mark.parametrize("metadata, error, why", [
-    ({"redirect_uris": ["http://evil.example/cb"]}, "invalid_redirect_uri", "plain http to a host that is not loopback"),
-    ({"redirect_uris": ["http://127.0.0.1@evil.example/cb"]}, "invalid_redirect_uri", "has userinfo"),
-    ({"redirect_uris": ["https://user:pw@client.example/cb"]}, "invalid_redirect_uri", "has userinfo"),
-    ({"redirect_uris": ["com.example.app:/cb"]}, "invalid_redirect_uri", "https, or http to a loopback"),
-    ({"grant_types": ["password"]}, "invalid_client_metadata", "'password' are not offered"),
-    ({"grant_types": ["client_credentials"]}, "invalid_client_metadata", "'client_credentials' are not offered"),
-    ({"grant_types": ["implicit"], "response_types": ["token"]}, "invalid_client_metadata", "'implicit' are not"),
-    ({"grant_types": ["authorization_code", "password"]}, "invalid_client_metadata", "'password' are not offered"),
-    ({"response_types": ["token"]}, "invalid_client_metadata", "only the response type 'code'"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "metadata, error, why",
+    [
+        (
+            {"redirect_uris": ["http://evil.example/cb"]},
+            "invalid_redirect_uri",
+            "plain http to a host that is not loopback",
+        ),
+        ({"redirect_uris": ["http://127.0.0.1@evil.example/cb"]}, "invalid_redirect_uri", "has userinfo"),
+        ({"redirect_uris": ["https://user:pw@client.example/cb"]}, "invalid_redirect_uri", "has userinfo"),
+        ({"redirect_uris": ["com.example.app:/cb"]}, "invalid_redirect_uri", "https, or http to a loopback"),
+        ({"grant_types": ["password"]}, "invalid_client_metadata", "'password' are not offered"),
+        ({"grant_types": ["client_credentials"]}, "invalid_client_metadata", "'client_credentials' are not offered"),
+        ({"grant_types": ["implicit"], "response_types": ["token"]}, "invalid_client_metadata", "'implicit' are not"),
+        ({"grant_types": ["authorization_code", "password"]}, "invalid_client_metadata", "'password' are not offered"),
+        ({"response_types": ["token"]}, "invalid_client_metadata", "only the response type 'code'"),
+    ],
+)
 def test_a_registration_outside_rfc_8252_and_9700_is_refused_and_registers_nothing(live, metadata, error, why):
     response = register(live, **metadata)
     assert response.status_code == 400, response.text
@@ -162,8 +209,10 @@ def test_a_registration_outside_rfc_8252_and_9700_is_refused_and_registers_nothi
     assert Application.objects.count() == 0
 
 
-@pytest.mark.parametrize("uri", ["http://127.0.0.1:53682/callback", "http://[::1]:8080/cb", "http://localhost:1/cb",
-                                 "https://client.example/cb"])  # fmt: skip
+@pytest.mark.parametrize(
+    "uri",
+    ["http://127.0.0.1:53682/callback", "http://[::1]:8080/cb", "http://localhost:1/cb", "https://client.example/cb"],
+)
 def test_https_and_loopback_redirects_are_registered(live, uri):
     assert register(live, redirect_uris=[uri]).status_code == 201
 
@@ -183,10 +232,18 @@ def test_a_confidential_client_gets_a_cheaply_hashed_secret_that_still_authentic
     assert stored != secret and identify_hasher(stored).algorithm == "pbkdf2_sha256_client_secret"
 
     def token_error(client_secret: str) -> str:
-        return httpx.post(f"{live}/oauth/token/", data={
-            "grant_type": "authorization_code", "code": "no-such-code", "redirect_uri": REDIRECT_URI,
-            "client_id": client_id, "client_secret": client_secret, "code_verifier": "v" * 43,
-        }, timeout=30).json()["error"]  # fmt: skip
+        return httpx.post(
+            f"{live}/oauth/token/",
+            data={
+                "grant_type": "authorization_code",
+                "code": "no-such-code",
+                "redirect_uri": REDIRECT_URI,
+                "client_id": client_id,
+                "client_secret": client_secret,
+                "code_verifier": "v" * 43,
+            },
+            timeout=30,
+        ).json()["error"]
 
     assert token_error(secret) == "invalid_grant"  # the client authenticated; only the code is wrong
     wrong = secret[:-1] + ("y" if secret.endswith("x") else "x")  # never the secret itself (1 in 64 ends in "x")
@@ -243,8 +300,11 @@ def test_a_replayed_code_revokes_every_token_issued_from_it(live):
     token, refresh = first.json()["access_token"], first.json()["refresh_token"]
     assert mcp_post(f"{live}/mcp/brain", rpc("tools/list"), headers=bearer(token)).status_code == 200
     # The refresh token was used once too: its successor is issued from the same code.
-    rotated = httpx.post(f"{live}/oauth/token/", data={"grant_type": "refresh_token", "refresh_token": refresh,
-                                                       "client_id": client_id}, timeout=30)  # fmt: skip
+    rotated = httpx.post(
+        f"{live}/oauth/token/",
+        data={"grant_type": "refresh_token", "refresh_token": refresh, "client_id": client_id},
+        timeout=30,
+    )
     assert rotated.status_code == 200, rotated.text
     newer = rotated.json()["access_token"]
 
@@ -253,8 +313,11 @@ def test_a_replayed_code_revokes_every_token_issued_from_it(live):
     assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
     for issued in (token, newer):
         assert mcp_post(f"{live}/mcp/brain", rpc("tools/list"), headers=bearer(issued)).status_code == 401
-    again = httpx.post(f"{live}/oauth/token/", data={"grant_type": "refresh_token", "client_id": client_id,
-                                                     "refresh_token": rotated.json()["refresh_token"]}, timeout=30)  # fmt: skip
+    again = httpx.post(
+        f"{live}/oauth/token/",
+        data={"grant_type": "refresh_token", "client_id": client_id, "refresh_token": rotated.json()["refresh_token"]},
+        timeout=30,
+    )
     assert again.status_code == 400
     assert not AccessToken.objects.filter(user__isnull=False).exists()
     assert not RefreshToken.objects.filter(revoked__isnull=True).exists()
@@ -291,11 +354,19 @@ def test_a_consent_form_edited_to_another_redirect_shows_the_error_and_sends_nob
     client_id = register(live).json()["client_id"]
     with httpx.Client(base_url=live, follow_redirects=False, timeout=30) as browser:
         browser.cookies.update(_signed_in_cookies(live, "olga"))
-        page = browser.get("/oauth/authorize/", params={
-            "response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT_URI, "state": "s",
-            "scope": "brain:read", "code_challenge": pkce()[1], "code_challenge_method": "S256",
-            "resource": f"{live}/mcp/brain",
-        })  # fmt: skip
+        page = browser.get(
+            "/oauth/authorize/",
+            params={
+                "response_type": "code",
+                "client_id": client_id,
+                "redirect_uri": REDIRECT_URI,
+                "state": "s",
+                "scope": "brain:read",
+                "code_challenge": pkce()[1],
+                "code_challenge_method": "S256",
+                "resource": f"{live}/mcp/brain",
+            },
+        )
         form = {name: html.unescape(value) for name, value in HIDDEN.findall(page.text)}
         form.update(allow="Authorize", resource=f"{live}/", redirect_uri="https://evil.example/cb")
         answer = browser.post("/oauth/authorize/", data=form)
@@ -309,17 +380,33 @@ def test_the_token_endpoint_takes_the_bound_resource_in_another_spelling_and_ref
     client_id = register(live).json()["client_id"]
     verifier, challenge = pkce()
     code = authorize(live, client_id, f"{live}/mcp/brain", challenge)["code"]
-    wider = httpx.post(f"{live}/oauth/token/", data={
-        "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI, "client_id": client_id,
-        "code_verifier": verifier, "resource": f"{live}/",
-    }, timeout=30)  # fmt: skip
+    wider = httpx.post(
+        f"{live}/oauth/token/",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": REDIRECT_URI,
+            "client_id": client_id,
+            "code_verifier": verifier,
+            "resource": f"{live}/",
+        },
+        timeout=30,
+    )
     assert wider.status_code == 400 and wider.json()["error"] == "invalid_target"
     verifier, challenge = pkce()
     code = authorize(live, client_id, f"{live}/mcp/brain", challenge)["code"]
-    slashed = httpx.post(f"{live}/oauth/token/", data={
-        "grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI, "client_id": client_id,
-        "code_verifier": verifier, "resource": f"{live}/mcp/brain/",
-    }, timeout=30)  # fmt: skip
+    slashed = httpx.post(
+        f"{live}/oauth/token/",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": REDIRECT_URI,
+            "client_id": client_id,
+            "code_verifier": verifier,
+            "resource": f"{live}/mcp/brain/",
+        },
+        timeout=30,
+    )
     assert slashed.status_code == 200, slashed.text
     assert AccessToken.objects.get(user__isnull=False).resource == [f"{live}/mcp/brain"]
 
@@ -327,21 +414,34 @@ def test_the_token_endpoint_takes_the_bound_resource_in_another_spelling_and_ref
 # --- issue 46, finding 9: RFC 7592 management applies the registration rules ------------------------------
 
 
-@pytest.mark.parametrize("metadata, error", [
-    ({"redirect_uris": ["http://evil.example/cb"]}, "invalid_redirect_uri"),
-    ({"redirect_uris": ["http://127.0.0.1@evil.example/cb"]}, "invalid_redirect_uri"),
-    ({"grant_types": ["password"]}, "invalid_client_metadata"),
-    ({"grant_types": ["client_credentials"]}, "invalid_client_metadata"),
-    ({"grant_types": ["implicit"]}, "invalid_client_metadata"),
-    ({"grant_types": ["urn:ietf:params:oauth:grant-type:device_code"]}, "invalid_client_metadata"),
-    ({"response_types": ["token"]}, "invalid_client_metadata"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "metadata, error",
+    [
+        ({"redirect_uris": ["http://evil.example/cb"]}, "invalid_redirect_uri"),
+        ({"redirect_uris": ["http://127.0.0.1@evil.example/cb"]}, "invalid_redirect_uri"),
+        ({"grant_types": ["password"]}, "invalid_client_metadata"),
+        ({"grant_types": ["client_credentials"]}, "invalid_client_metadata"),
+        ({"grant_types": ["implicit"]}, "invalid_client_metadata"),
+        ({"grant_types": ["urn:ietf:params:oauth:grant-type:device_code"]}, "invalid_client_metadata"),
+        ({"response_types": ["token"]}, "invalid_client_metadata"),
+    ],
+)
 def test_updating_a_registration_applies_the_registration_rules_and_changes_nothing(live, metadata, error):
     registered = register(live).json()
-    body = {"client_name": "cli", "redirect_uris": [REDIRECT_URI], "token_endpoint_auth_method": "none",
-            "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"], **metadata}  # fmt: skip
-    answer = httpx.put(registered["registration_client_uri"], json=body, timeout=30,
-                       headers=bearer(registered["registration_access_token"]))  # fmt: skip
+    body = {
+        "client_name": "cli",
+        "redirect_uris": [REDIRECT_URI],
+        "token_endpoint_auth_method": "none",
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        **metadata,
+    }
+    answer = httpx.put(
+        registered["registration_client_uri"],
+        json=body,
+        timeout=30,
+        headers=bearer(registered["registration_access_token"]),
+    )
     assert answer.status_code == 400, answer.text
     assert answer.json()["error"] == error
     application = Application.objects.get(client_id=registered["client_id"])
@@ -350,10 +450,19 @@ def test_updating_a_registration_applies_the_registration_rules_and_changes_noth
 
 def test_updating_a_registration_within_the_rules_still_works_and_needs_its_token(live):
     registered = register(live).json()
-    body = {"client_name": "renamed", "redirect_uris": ["https://client.example/cb"], "token_endpoint_auth_method": "none",
-            "grant_types": ["authorization_code", "refresh_token"], "response_types": ["code"]}  # fmt: skip
+    body = {
+        "client_name": "renamed",
+        "redirect_uris": ["https://client.example/cb"],
+        "token_endpoint_auth_method": "none",
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+    }
     assert httpx.put(registered["registration_client_uri"], json=body, timeout=30).status_code == 401
-    answer = httpx.put(registered["registration_client_uri"], json=body, timeout=30,
-                       headers=bearer(registered["registration_access_token"]))  # fmt: skip
+    answer = httpx.put(
+        registered["registration_client_uri"],
+        json=body,
+        timeout=30,
+        headers=bearer(registered["registration_access_token"]),
+    )
     assert answer.status_code == 200, answer.text
     assert Application.objects.get(client_id=registered["client_id"]).redirect_uris == "https://client.example/cb"

@@ -70,8 +70,9 @@ def people(live) -> dict[str, Person]:
 
 @pytest.fixture
 def wiki_note(live) -> Note:
-    return do_ingest_note(title="Ledgerly rounds per line", body="Ledgerly rounds currency per invoice line.",
-                          wing="concepts")  # fmt: skip
+    return do_ingest_note(
+        title="Ledgerly rounds per line", body="Ledgerly rounds currency per invoice line.", wing="concepts"
+    )
 
 
 @pytest.fixture
@@ -114,17 +115,36 @@ def test_the_tokens_page_offers_each_role_only_what_it_allows(people):
     assert people["member"].scopes == ["brain:read", "brain:write", "sessions:write", "sessions:read"]
     assert people["reviewer"].scopes == ["brain:read", "brain:write", "sessions:write", "sessions:read"]
     assert people["curator"].scopes == ["brain:read", "brain:write", "sessions:write", "sessions:read"]
-    assert people["operator"].scopes == ["brain:read", "sessions:write", "sessions:read", "supervisor:run", "routing:run"]
-    assert set(people["staff"].scopes) == {"brain:read", "brain:write", "sessions:write", "sessions:read",
-                                           "supervisor:run", "routing:run"}  # fmt: skip
+    assert people["operator"].scopes == [
+        "brain:read",
+        "sessions:write",
+        "sessions:read",
+        "supervisor:run",
+        "routing:run",
+    ]
+    assert set(people["staff"].scopes) == {
+        "brain:read",
+        "brain:write",
+        "sessions:write",
+        "sessions:read",
+        "supervisor:run",
+        "routing:run",
+    }
 
 
 def signed_in(live: str, username: str) -> httpx.Client:
     """A browser (cookies, CSRF) signed in through the login form of the live server."""
     browser = httpx.Client(base_url=live, timeout=30)
     page = browser.get("/login/")
-    signed = browser.post("/login/", data={"username": username, "password": PASSWORD, "next": "/review/",
-                                           "csrfmiddlewaretoken": browser.cookies["csrftoken"]})  # fmt: skip
+    signed = browser.post(
+        "/login/",
+        data={
+            "username": username,
+            "password": PASSWORD,
+            "next": "/review/",
+            "csrfmiddlewaretoken": browser.cookies["csrftoken"],
+        },
+    )
     assert page.status_code == 200 and signed.status_code == 302, (username, signed.text[:300])
     return browser
 
@@ -137,9 +157,16 @@ def test_the_tokens_page_shows_and_accepts_only_the_scopes_of_the_role(live, peo
             assert offered == who.scopes, (role, offered)
             if role in OPERATORS:
                 continue
-            made = browser.post("/tokens/", data={"name": "sneaky", "scopes": ["brain:read", "supervisor:run"],
-                                                  "expires_days": "30", "csrfmiddlewaretoken": browser.cookies["csrftoken"]},
-                                headers={"Referer": f"{live}/tokens/"})  # fmt: skip
+            made = browser.post(
+                "/tokens/",
+                data={
+                    "name": "sneaky",
+                    "scopes": ["brain:read", "supervisor:run"],
+                    "expires_days": "30",
+                    "csrfmiddlewaretoken": browser.cookies["csrftoken"],
+                },
+                headers={"Referer": f"{live}/tokens/"},
+            )
             assert made.status_code == 400 and "not one of the available choices" in made.text, role
     assert not PersonalToken.objects.filter(name="sneaky").exists()
 
@@ -155,10 +182,16 @@ def test_the_browser_door_edit_is_a_reviewers_and_staffs(live, people, wiki_note
     for role, who in people.items():
         with closing(signed_in(live, who.username)) as browser:
             note = Note.objects.get(pk=wiki_note.pk)
-            edited = browser.post(f"/review/{note.pk}/edit/", data={
-                "title": note.title, "body": f"Edited by {role}.", "version": note.version,
-                "csrfmiddlewaretoken": browser.cookies["csrftoken"],
-            }, headers={"Referer": f"{live}/review/{note.pk}/"})  # fmt: skip
+            edited = browser.post(
+                f"/review/{note.pk}/edit/",
+                data={
+                    "title": note.title,
+                    "body": f"Edited by {role}.",
+                    "version": note.version,
+                    "csrfmiddlewaretoken": browser.cookies["csrftoken"],
+                },
+                headers={"Referer": f"{live}/review/{note.pk}/"},
+            )
         allowed = edited.status_code in (200, 302)
         assert allowed == (role in REVIEWERS), (role, edited.status_code)
         assert (f"Edited by {role}." in Note.objects.get(pk=wiki_note.pk).body) == (role in REVIEWERS), role
@@ -171,8 +204,11 @@ def test_the_browser_door_curation_is_a_curators_and_staffs(live, people):
     for role, who in people.items():
         example = make_example("sft")
         with closing(signed_in(live, who.username)) as browser:
-            approved = browser.post(f"/training/{example.pk}/approve/", headers={"Referer": f"{live}/training/"},
-                                    data={"csrfmiddlewaretoken": browser.cookies["csrftoken"]})  # fmt: skip
+            approved = browser.post(
+                f"/training/{example.pk}/approve/",
+                headers={"Referer": f"{live}/training/"},
+                data={"csrfmiddlewaretoken": browser.cookies["csrftoken"]},
+            )
         example.refresh_from_db()
         assert (approved.status_code == 302) == (role in CURATORS), (role, approved.status_code)
         assert (example.status == TrainingExample.Status.APPROVED) == (role in CURATORS), role
@@ -182,10 +218,16 @@ def test_the_mcp_tool_door_brain_edit_is_a_reviewers_and_brain_write_a_writers(l
     url = f"{live}/mcp/brain"
     for role, who in people.items():
         note = Note.objects.get(pk=wiki_note.pk)
-        edited = call_tool(url, "brain_edit", {"slug": note.slug, "version": note.version, "body": f"{INJECTION} ({role})"},
-                           headers=who.headers)  # fmt: skip
+        edited = call_tool(
+            url,
+            "brain_edit",
+            {"slug": note.slug, "version": note.version, "body": f"{INJECTION} ({role})"},
+            headers=who.headers,
+        )
         assert edited["isError"] is (role not in REVIEWERS), (role, edited)
-        written = call_tool(url, "brain_write", {"title": f"Raw from {role}", "body": "Something learnt."}, headers=who.headers)
+        written = call_tool(
+            url, "brain_write", {"title": f"Raw from {role}", "body": "Something learnt."}, headers=who.headers
+        )
         assert written["isError"] is (role not in WRITERS), (role, written)
         found = call_tool(url, "brain_query", {"query": "ledgerly rounds"}, headers=who.headers)
         assert found["isError"] is False, (role, found)  # every account reads
@@ -203,13 +245,25 @@ def test_the_supervisor_and_routing_doors_are_an_operators_and_staffs(live, peop
         assert (stats.status_code == 200) == (role in OPERATORS), (role, stats.status_code)
         if role not in OPERATORS:
             # The no-role account's tdd_red with a test_cmd (finding 1) runs nothing.
-            call = rpc("tools/call", {"name": "tdd_red", "arguments": {
-                "project_root": str(python_project), "spec": "add", "test_cmd": "id; exit 1"}})  # fmt: skip
+            call = rpc(
+                "tools/call",
+                {
+                    "name": "tdd_red",
+                    "arguments": {"project_root": str(python_project), "spec": "add", "test_cmd": "id; exit 1"},
+                },
+            )
             assert mcp_post(f"{live}/mcp/supervisor", call, headers=who.headers).status_code == 403, role
     # Finding 1 as found: the no-role account's token with supervisor:run (made when the Tokens page offered it).
-    nobody = legacy_token(get_user_model().objects.get(username=people["none"].username), ["supervisor:run", "routing:run"])
-    call = rpc("tools/call", {"name": "tdd_red", "arguments": {
-        "project_root": str(python_project), "spec": "add", "test_cmd": "id; exit 1"}})  # fmt: skip
+    nobody = legacy_token(
+        get_user_model().objects.get(username=people["none"].username), ["supervisor:run", "routing:run"]
+    )
+    call = rpc(
+        "tools/call",
+        {
+            "name": "tdd_red",
+            "arguments": {"project_root": str(python_project), "spec": "add", "test_cmd": "id; exit 1"},
+        },
+    )
     refused = mcp_post(f"{live}/mcp/supervisor", call, headers=nobody)
     assert refused.status_code == 403 and "role does not allow it now" in refused.json()["error"]["message"]
     assert SkillRun.objects.count() == 0
@@ -217,12 +271,17 @@ def test_the_supervisor_and_routing_doors_are_an_operators_and_staffs(live, peop
 
 def test_the_rest_door_ingest_into_the_wiki_is_a_reviewers_and_write_a_writers(live, people):
     for role, who in people.items():
-        wiki = httpx.post(f"{live}/ingest", json={"title": f"Wiki from {role}", "body": INJECTION, "wing": "concepts"},
-                          headers=who.headers, timeout=30)  # fmt: skip
+        wiki = httpx.post(
+            f"{live}/ingest",
+            json={"title": f"Wiki from {role}", "body": INJECTION, "wing": "concepts"},
+            headers=who.headers,
+            timeout=30,
+        )
         assert (wiki.status_code == 201) == (role in REVIEWERS), (role, wiki.text)
         assert wiki.status_code in (201, 403), (role, wiki.status_code)
-        raw = httpx.post(f"{live}/write", json={"title": f"Raw via REST from {role}", "body": "b"}, headers=who.headers,
-                         timeout=30)  # fmt: skip
+        raw = httpx.post(
+            f"{live}/write", json={"title": f"Raw via REST from {role}", "body": "b"}, headers=who.headers, timeout=30
+        )
         assert (raw.status_code == 201) == (role in WRITERS), (role, raw.text)
         read = httpx.post(f"{live}/query", json={"query": "ledgerly"}, headers=who.headers, timeout=30)
         assert read.status_code == 200, role
@@ -237,10 +296,16 @@ def test_the_hook_resource_prompt_and_completion_doors_are_every_accounts_with_t
         assert "ledgerly-rounds-per-line" in started.json()["hookSpecificOutput"]["additionalContext"], role
         resource = rpc_result(url, "resources/read", {"uri": f"brain://note/{wiki_note.slug}"}, who.headers)
         assert "Ledgerly rounds currency" in resource["result"]["contents"][0]["text"], role
-        prompt = rpc_result(url, "prompts/get", {"name": "recall", "arguments": {"topic": "ledgerly rounds"}}, who.headers)
+        prompt = rpc_result(
+            url, "prompts/get", {"name": "recall", "arguments": {"topic": "ledgerly rounds"}}, who.headers
+        )
         assert "ledgerly-rounds-per-line" in prompt["result"]["messages"][0]["content"]["text"], role
-        completion = rpc_result(url, "completion/complete", {"ref": {"type": "ref/prompt", "name": "recall"},
-                                                              "argument": {"name": "topic", "value": "Ledg"}}, who.headers)
+        completion = rpc_result(
+            url,
+            "completion/complete",
+            {"ref": {"type": "ref/prompt", "name": "recall"}, "argument": {"name": "topic", "value": "Ledg"}},
+            who.headers,
+        )
         assert completion["result"]["completion"]["values"] == ["Ledgerly rounds per line"], role
 
 
@@ -252,20 +317,37 @@ def test_the_retrospective_of_your_own_session_writes_raw_notes_for_the_roles_th
     from sessions import tasks
 
     # Sentences with no words in common, so no learning is a near-duplicate of another's note (a merge suggestion).
-    decisions = dict(zip(ROLES, ("Ledgers close nightly", "Invoices round per line", "Refunds need approval",
-                                 "Exports stream gzip", "Taxes come from Avalara", "Webhooks retry thrice",
-                                 "Migrations run before deploys"), strict=True))  # fmt: skip
+    decisions = dict(
+        zip(
+            ROLES,
+            (
+                "Ledgers close nightly",
+                "Invoices round per line",
+                "Refunds need approval",
+                "Exports stream gzip",
+                "Taxes come from Avalara",
+                "Webhooks retry thrice",
+                "Migrations run before deploys",
+            ),
+            strict=True,
+        )
+    )
     sessions = {}
     for role, who in people.items():
         session_id = sessions[role] = str(uuid.uuid4())
-        logged = call_tool(f"{live}/mcp/brain", "session_log", {"session_id": session_id, "kind": "decision",
-                                                                 "message": decisions[role]},
-                           headers=who.headers)  # fmt: skip
+        logged = call_tool(
+            f"{live}/mcp/brain",
+            "session_log",
+            {"session_id": session_id, "kind": "decision", "message": decisions[role]},
+            headers=who.headers,
+        )
         assert logged["isError"] is False, (role, logged)
         assert hook(live, "SessionEnd", session_id, who.headers, reason="other").status_code == 200
     for queued in OrmQ.objects.order_by("id"):
         tasks.retrospective(*queued.task["args"], **queued.task["kwargs"])  # what the worker runs
-    authors = dict(Note.objects.filter(source="retrospective").values_list("provenance__session_id", "created_by__username"))
+    authors = dict(
+        Note.objects.filter(source="retrospective").values_list("provenance__session_id", "created_by__username")
+    )
     assert authors == {sessions[role]: people[role].username for role in WRITERS}, authors
 
 
@@ -281,7 +363,10 @@ def test_a_sessions_write_only_token_reads_nothing_through_resources_prompts_or_
         ("resources/list", {}),
         ("prompts/get", {"name": "recall", "arguments": {"topic": "ledgerly rounds"}}),
         ("prompts/get", {"name": "context", "arguments": {"project_root": CWD}}),
-        ("completion/complete", {"ref": {"type": "ref/prompt", "name": "recall"}, "argument": {"name": "topic", "value": "L"}}),
+        (
+            "completion/complete",
+            {"ref": {"type": "ref/prompt", "name": "recall"}, "argument": {"name": "topic", "value": "L"}},
+        ),
     ]
     for method, params in asks:
         answer = rpc_result(url, method, params, headers)
@@ -302,12 +387,18 @@ def test_a_token_made_by_a_reviewer_loses_brain_write_when_the_role_goes(live, w
     token = do_create_personal_token(rob, name="laptop", scopes=["brain:read", "brain:write"]).secret
     rob.groups.remove(Group.objects.get(name="reviewer"))
     url = f"{live}/mcp/brain"
-    edited = call_tool(url, "brain_edit", {"slug": wiki_note.slug, "version": wiki_note.version, "body": INJECTION},
-                       headers=bearer(token))  # fmt: skip
+    edited = call_tool(
+        url,
+        "brain_edit",
+        {"slug": wiki_note.slug, "version": wiki_note.version, "body": INJECTION},
+        headers=bearer(token),
+    )
     assert edited["isError"] is True and "role" in edited["content"][0]["text"], edited
-    for tool, arguments in (("brain_archive", {"slug": wiki_note.slug, "version": wiki_note.version}),
-                            ("brain_ingest", {"title": "Injected", "body": INJECTION, "wing": "concepts"}),
-                            ("brain_write", {"title": "Raw", "body": "b"})):  # fmt: skip
+    for tool, arguments in (
+        ("brain_archive", {"slug": wiki_note.slug, "version": wiki_note.version}),
+        ("brain_ingest", {"title": "Injected", "body": INJECTION, "wing": "concepts"}),
+        ("brain_write", {"title": "Raw", "body": "b"}),
+    ):
         assert call_tool(url, tool, arguments, headers=bearer(token))["isError"] is True, tool
     wiki_note.refresh_from_db()
     assert wiki_note.body == "Ledgerly rounds currency per invoice line." and wiki_note.status == "wiki"
@@ -318,27 +409,54 @@ def test_an_operators_token_runs_no_command_once_the_role_goes(live, python_proj
     otto = make_person("otto", "operator")
     token = do_create_personal_token(otto, name="laptop", scopes=["supervisor:run", "routing:run"]).secret
     otto.groups.clear()
-    call = rpc("tools/call", {"name": "tdd_red", "arguments": {
-        "project_root": str(python_project), "spec": "add", "test_cmd": "id; exit 1"}})  # fmt: skip
+    call = rpc(
+        "tools/call",
+        {
+            "name": "tdd_red",
+            "arguments": {"project_root": str(python_project), "spec": "add", "test_cmd": "id; exit 1"},
+        },
+    )
     refused = mcp_post(f"{live}/mcp/supervisor", call, headers=bearer(token))
     assert refused.status_code == 403 and "role does not allow it now" in refused.json()["error"]["message"]
-    debug = rpc("tools/call", {"name": "debug", "arguments": {
-        "project_root": str(python_project), "symptom": "x", "failing_cmd": "id; exit 1"}})  # fmt: skip
+    debug = rpc(
+        "tools/call",
+        {
+            "name": "debug",
+            "arguments": {"project_root": str(python_project), "symptom": "x", "failing_cmd": "id; exit 1"},
+        },
+    )
     assert mcp_post(f"{live}/mcp/routing", debug, headers=bearer(token)).status_code == 403
     assert SkillRun.objects.count() == 0
 
 
 def test_a_readers_wiki_edit_never_reaches_a_reviewers_session_start(live, people, wiki_note):
     reviewer = people["reviewer"]
-    reader = legacy_token(get_user_model().objects.get(username=people["reader"].username),
-                          ["brain:read", "brain:write", "sessions:write"])  # fmt: skip
+    reader = legacy_token(
+        get_user_model().objects.get(username=people["reader"].username),
+        ["brain:read", "brain:write", "sessions:write"],
+    )
     url = f"{live}/mcp/brain"
-    assert call_tool(url, "brain_edit", {"slug": wiki_note.slug, "version": wiki_note.version, "body": INJECTION},
-                     headers=reader)["isError"] is True  # fmt: skip
-    assert call_tool(url, "brain_ingest", {"title": "Ledgerly setup", "body": INJECTION, "wing": "concepts"},
-                     headers=reader)["isError"] is True  # fmt: skip
-    assert httpx.post(f"{live}/ingest", json={"title": "Ledgerly ops", "body": INJECTION, "wing": "concepts"},
-                      headers=reader, timeout=30).status_code == 403  # fmt: skip
+    assert (
+        call_tool(
+            url, "brain_edit", {"slug": wiki_note.slug, "version": wiki_note.version, "body": INJECTION}, headers=reader
+        )["isError"]
+        is True
+    )
+    assert (
+        call_tool(
+            url, "brain_ingest", {"title": "Ledgerly setup", "body": INJECTION, "wing": "concepts"}, headers=reader
+        )["isError"]
+        is True
+    )
+    assert (
+        httpx.post(
+            f"{live}/ingest",
+            json={"title": "Ledgerly ops", "body": INJECTION, "wing": "concepts"},
+            headers=reader,
+            timeout=30,
+        ).status_code
+        == 403
+    )
     started = hook(live, "SessionStart", str(uuid.uuid4()), reviewer.headers, source="startup")
     context = started.json()["hookSpecificOutput"]["additionalContext"]
     assert "ledgerly-rounds-per-line" in context and "IMPORTANT SYSTEM NOTE" not in context
@@ -355,11 +473,19 @@ def test_another_person_can_neither_append_to_a_session_nor_squat_its_prompt_ids
 
     squat = hook(live, "UserPromptSubmit", session_id, reader.headers, prompt="squatted", prompt_id="p-2")
     assert squat.status_code == 403 and squat.json()["error"]["code"] == "permission_denied", squat.text
-    rest = httpx.post(f"{live}/sessions/{session_id}/entries", json={"kind": "note", "message": "not mine"},
-                      headers=reader.headers, timeout=30)  # fmt: skip
+    rest = httpx.post(
+        f"{live}/sessions/{session_id}/entries",
+        json={"kind": "note", "message": "not mine"},
+        headers=reader.headers,
+        timeout=30,
+    )
     assert rest.status_code == 403
-    logged = call_tool(f"{live}/mcp/brain", "session_log", {"session_id": session_id, "kind": "note", "message": "x"},
-                       headers=reader.headers)  # fmt: skip
+    logged = call_tool(
+        f"{live}/mcp/brain",
+        "session_log",
+        {"session_id": session_id, "kind": "note", "message": "x"},
+        headers=reader.headers,
+    )
     assert logged["isError"] is True and "someone else" in logged["content"][0]["text"]
 
     real = hook(live, "UserPromptSubmit", session_id, reviewer.headers, prompt="the real prompt", prompt_id="p-2")
@@ -409,12 +535,18 @@ def test_the_hook_route_refuses_a_cross_site_text_plain_request_and_stores_nothi
         ({"Content-Type": "application/x-www-form-urlencoded"}, 415),
     ):
         for event in ("UserPromptSubmit", "SessionStart"):
-            answer = httpx.post(f"{live}/api/hooks/{event}", content=body, headers={**who.headers, **headers}, timeout=30)
+            answer = httpx.post(
+                f"{live}/api/hooks/{event}", content=body, headers={**who.headers, **headers}, timeout=30
+            )
             assert answer.status_code == status, (headers, event, answer.text)
             assert "additionalContext" not in answer.text
     assert not SessionEntry.objects.filter(session__external_id=session_id).exists()
-    same_site = httpx.post(f"{live}/api/hooks/UserPromptSubmit", content=body, timeout=30,
-                           headers={**who.headers, "Content-Type": "application/json; charset=utf-8"})  # fmt: skip
+    same_site = httpx.post(
+        f"{live}/api/hooks/UserPromptSubmit",
+        content=body,
+        timeout=30,
+        headers={**who.headers, "Content-Type": "application/json; charset=utf-8"},
+    )
     assert same_site.status_code == 200, same_site.text
     assert SessionEntry.objects.filter(session__external_id=session_id).count() == 1
 

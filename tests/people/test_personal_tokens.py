@@ -153,8 +153,12 @@ def test_the_environment_tokens_remain_a_service_identity(live):
     result = call_tool(f"{live}/mcp/brain", "brain_write", NOTE, headers=bearer(SERVICE_TOKENS["BRAIN_MCP_TOKEN"]))
     assert result["isError"] is False
     assert Note.objects.get().created_by is None
-    detail = call_tool(f"{live}/mcp/brain", "brain_get", {"slug": result["structuredContent"]["slug"]},
-                       headers=bearer(SERVICE_TOKENS["BRAIN_MCP_TOKEN"]))  # fmt: skip
+    detail = call_tool(
+        f"{live}/mcp/brain",
+        "brain_get",
+        {"slug": result["structuredContent"]["slug"]},
+        headers=bearer(SERVICE_TOKENS["BRAIN_MCP_TOKEN"]),
+    )
     assert detail["structuredContent"]["author"] is None
     assert CredentialUse.objects.count() == 0  # the service names no person: nothing to audit
 
@@ -194,19 +198,31 @@ def test_session_logs_name_the_person_and_need_sessions_write(live):
     hugo = make_person("hugo")
     hooks = token_for("hugo", "brain:read", "sessions:write")
     reader = token_for("hugo", "brain:read")
-    logged = call_tool(f"{live}/mcp/brain", "session_log", {"session_id": "s-hugo", "kind": "decision", "message": "pin it"},
-                       headers=bearer(hooks))  # fmt: skip
+    logged = call_tool(
+        f"{live}/mcp/brain",
+        "session_log",
+        {"session_id": "s-hugo", "kind": "decision", "message": "pin it"},
+        headers=bearer(hooks),
+    )
     assert logged["isError"] is False, logged
-    rest = httpx.post(f"{live}/sessions/s-hugo/entries", json={"kind": "note", "message": "via REST"},
-                      headers=bearer(hooks), timeout=30)  # fmt: skip
+    rest = httpx.post(
+        f"{live}/sessions/s-hugo/entries",
+        json={"kind": "note", "message": "via REST"},
+        headers=bearer(hooks),
+        timeout=30,
+    )
     assert rest.status_code == 201, rest.text
     session = AgentSession.objects.get(external_id="s-hugo")
     assert session.started_by == hugo
     assert list(SessionEntry.objects.order_by("seq").values_list("logged_by", flat=True)) == ["hugo", "hugo"]
 
-    refused = call_tool(f"{live}/mcp/brain", "session_log", {"session_id": "s-hugo", "kind": "note"}, headers=bearer(reader))
+    refused = call_tool(
+        f"{live}/mcp/brain", "session_log", {"session_id": "s-hugo", "kind": "note"}, headers=bearer(reader)
+    )
     assert refused["isError"] is True and "sessions:write" in refused["content"][0]["text"]
-    refused_rest = httpx.post(f"{live}/sessions/s-hugo/entries", json={"kind": "note"}, headers=bearer(reader), timeout=30)
+    refused_rest = httpx.post(
+        f"{live}/sessions/s-hugo/entries", json={"kind": "note"}, headers=bearer(reader), timeout=30
+    )
     assert refused_rest.status_code == 403
     assert SessionEntry.objects.count() == 2
     # Reading the log back needs sessions:read (issue 35), and it is the owner's.
@@ -227,9 +243,17 @@ def test_old_audit_rows_are_purged_by_the_heartbeat(db, settings):
 
     settings.HYPERGUILD_AUDIT_KEEP_DAYS = 30
     alice = make_person("alice")
-    old = CredentialUse.objects.create(user=alice, kind="token", credential="hgp_x", method="POST", path="/mcp/brain",
-                                       at=timezone.now() - timedelta(days=31))  # fmt: skip
-    recent = CredentialUse.objects.create(user=alice, kind="token", credential="hgp_x", method="POST", path="/mcp/brain")
+    old = CredentialUse.objects.create(
+        user=alice,
+        kind="token",
+        credential="hgp_x",
+        method="POST",
+        path="/mcp/brain",
+        at=timezone.now() - timedelta(days=31),
+    )
+    recent = CredentialUse.objects.create(
+        user=alice, kind="token", credential="hgp_x", method="POST", path="/mcp/brain"
+    )
     heartbeat()
     assert list(CredentialUse.objects.values_list("pk", flat=True)) == [recent.pk]
     assert not CredentialUse.objects.filter(pk=old.pk).exists()

@@ -23,10 +23,15 @@ def signed_in(username: str) -> Client:
     browser = Client(enforce_csrf_checks=True)
     page = browser.get(reverse("hyperguild-login"))
     assert page.status_code == 200 and 'id="login-form"' in page.content.decode()
-    response = browser.post(reverse("hyperguild-login"), {
-        "username": username, "password": PASSWORD, "next": "/review/",
-        "csrfmiddlewaretoken": page.cookies["csrftoken"].value,
-    })  # fmt: skip
+    response = browser.post(
+        reverse("hyperguild-login"),
+        {
+            "username": username,
+            "password": PASSWORD,
+            "next": "/review/",
+            "csrfmiddlewaretoken": page.cookies["csrftoken"].value,
+        },
+    )
     assert response.status_code == 302 and response["Location"] == "/review/", response.content[:500]
     return browser
 
@@ -39,7 +44,10 @@ def csrf_post(browser: Client, url: str, data: dict):
 def test_a_reader_signs_in_reads_and_searches_and_gets_403_on_promote(settings):
     settings.BRAIN_EMBEDDER = "off"
     make_person("rita", "reader", password=PASSWORD)
-    note, wiki = make_raw_note(title="Raw about vacuum"), make_wiki_note(title="Vacuum reclaims tuples", body="Vacuum reclaims dead tuples.")
+    note, wiki = (
+        make_raw_note(title="Raw about vacuum"),
+        make_wiki_note(title="Vacuum reclaims tuples", body="Vacuum reclaims dead tuples."),
+    )
     browser = signed_in("rita")
     assert browser.get("/review/").status_code == 200
     assert "Raw about vacuum" in browser.get(reverse("brain-note", args=[note.pk])).content.decode()
@@ -47,8 +55,11 @@ def test_a_reader_signs_in_reads_and_searches_and_gets_403_on_promote(settings):
     assert "Vacuum reclaims tuples" in found
     assert 'id="roles">reader<' in browser.get("/review/").content.decode()
 
-    promote = csrf_post(browser, reverse("brain-promote", args=[note.pk]),
-                        {"wing": "concepts", "hall": "", "title": "T", "slug": "t", "body": "B", "version": note.version})
+    promote = csrf_post(
+        browser,
+        reverse("brain-promote", args=[note.pk]),
+        {"wing": "concepts", "hall": "", "title": "T", "slug": "t", "body": "B", "version": note.version},
+    )
     assert promote.status_code == 403
     assert "brain.review_note" in promote.content.decode()
     note.refresh_from_db()
@@ -64,10 +75,18 @@ def test_a_reviewer_promotes_and_the_revision_names_them():
     reviewer = make_person("rob", "reviewer", password=PASSWORD)
     note = make_raw_note(title="Use advisory locks")
     browser = signed_in("rob")
-    response = csrf_post(browser, reverse("brain-promote", args=[note.pk]), {
-        "wing": "concepts", "hall": "", "title": "Use advisory locks", "slug": "advisory-locks",
-        "body": note.body, "version": note.version,
-    })  # fmt: skip
+    response = csrf_post(
+        browser,
+        reverse("brain-promote", args=[note.pk]),
+        {
+            "wing": "concepts",
+            "hall": "",
+            "title": "Use advisory locks",
+            "slug": "advisory-locks",
+            "body": note.body,
+            "version": note.version,
+        },
+    )
     assert response.status_code == 302, response.content[:500]
     note.refresh_from_db()
     assert note.status == NoteStatus.WIKI and note.reviewed_by == reviewer
@@ -106,15 +125,18 @@ def test_the_tokens_page_makes_shows_once_and_revokes_a_token(asgi_server, setti
     settings.BRAIN_EMBEDDER = "off"
     make_person("tess", "reader", password=PASSWORD)
     browser = signed_in("tess")
-    made = csrf_post(browser, reverse("hyperguild-tokens"),
-                     {"name": "laptop", "scopes": ["brain:read"], "expires_days": "30"})
+    made = csrf_post(
+        browser, reverse("hyperguild-tokens"), {"name": "laptop", "scopes": ["brain:read"], "expires_days": "30"}
+    )
     assert made.status_code == 201
     page = made.content.decode()
     secret = page.split('<code id="new-token-value">')[1].split("</code>")[0]
     assert secret.startswith("hgp_")
     assert secret not in browser.get(reverse("hyperguild-tokens")).content.decode()  # shown once
 
-    assert call_tool(f"{asgi_server}/mcp/brain", "brain_query", {"query": "x"}, headers=bearer(secret))["isError"] is False
+    assert (
+        call_tool(f"{asgi_server}/mcp/brain", "brain_query", {"query": "x"}, headers=bearer(secret))["isError"] is False
+    )
     listing = browser.get(reverse("hyperguild-tokens")).content.decode()
     assert "laptop" in listing and "POST /mcp/brain" in listing  # the person's own recent activity
 

@@ -80,7 +80,9 @@ class InstalledPlugin:
         return self.hooks[event][0]["hooks"][0]["command"]
 
     def hook_env(self, url: str, token: str = "", **extra: str) -> dict[str, str]:
-        return offline_env(self.home, CLAUDE_PLUGIN_ROOT=str(self.root), HYPERGUILD_URL=url, HYPERGUILD_TOKEN=token, **extra)
+        return offline_env(
+            self.home, CLAUDE_PLUGIN_ROOT=str(self.root), HYPERGUILD_URL=url, HYPERGUILD_TOKEN=token, **extra
+        )
 
     def run_hook(self, event: str, payload: dict, *, url: str, token: str = "", timeout: float = 10, **extra: str):
         """Run the installed hook command for `event` as Claude Code does: a shell, the JSON on stdin."""

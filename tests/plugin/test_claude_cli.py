@@ -33,8 +33,16 @@ AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
 OPENAI_KEY = "sk-proj-abcdefghijklmnopqrstuvwxyz012345"
 
 LEDGERLY_NOTES = [
-    ("ledgerly-architecture", "Ledgerly architecture", "Ledgerly is the billing service; ledgerly keeps every invoice as an append-only event."),
-    ("ledgerly-currency-rounding", "Ledgerly rounds per line", "Ledgerly rounds currency per invoice line, never on the total, to match the tax office."),
+    (
+        "ledgerly-architecture",
+        "Ledgerly architecture",
+        "Ledgerly is the billing service; ledgerly keeps every invoice as an append-only event.",
+    ),
+    (
+        "ledgerly-currency-rounding",
+        "Ledgerly rounds per line",
+        "Ledgerly rounds currency per invoice line, never on the total, to match the tax office.",
+    ),
     ("pasta-water", "Salting pasta water", "Salt the pasta water generously; it should taste like the sea."),
 ]
 
@@ -83,7 +91,15 @@ def test_the_pinned_cli_validates_the_marketplace_and_the_plugin(tmp_path):
     assert plugin.returncode == 0, output
     assert "Validation passed" in output
     assert "ignored at runtime" not in output  # every hook is one the CLI runs
-    for event in ("SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop", "SessionEnd"):
+    for event in (
+        "SessionStart",
+        "UserPromptSubmit",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PreCompact",
+        "Stop",
+        "SessionEnd",
+    ):
         assert f"hooks: {event}" in output, output
     assert "mcpServers: brain http" in output
     assert "skills: hyperguild:hyperguild-loop" in output
@@ -97,8 +113,14 @@ def test_the_pinned_cli_validates_the_marketplace_and_the_plugin(tmp_path):
 
 def test_marketplace_add_and_install_leave_the_plugin_in_a_fresh_home(plugin):
     assert set(plugin.hooks) == {
-        "SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "PreCompact", "Stop", "SessionEnd"
-    }  # fmt: skip
+        "SessionStart",
+        "UserPromptSubmit",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PreCompact",
+        "Stop",
+        "SessionEnd",
+    }
     mcp = json.loads((plugin.root / ".mcp.json").read_text())["mcpServers"]
     assert sorted(mcp) == ["brain"]  # every role's; the operator's endpoints come with hyperguild-operator
     installed = json.loads((plugin.home / ".claude" / "plugins" / "installed_plugins.json").read_text())["plugins"]
@@ -113,7 +135,8 @@ def test_marketplace_add_and_install_leave_the_plugin_in_a_fresh_home(plugin):
         assert "TOKEN" not in plugin.command(event) and "Bearer" not in plugin.command(event)
     # Tool-use capture never holds Claude Code up; the hooks whose answer or order matters run in line.
     assert {event for event, groups in plugin.hooks.items() if groups[0]["hooks"][0].get("async")} == {
-        "PostToolUse", "PostToolUseFailure"
+        "PostToolUse",
+        "PostToolUseFailure",
     }
 
 
@@ -144,15 +167,20 @@ def test_a_headless_run_leaves_its_session_in_the_service(asgi_server, plugin_ho
 
 def test_a_headless_run_while_the_service_is_down_arrives_with_the_next_run(service, plugin_home, tmp_path):
     folder = project(tmp_path, "ledgerly")
-    offline = claude(["-p", "Fix the rounding of invoice lines", "--output-format", "json"], plugin_home, cwd=folder,
-                     HYPERGUILD_URL=service.url)  # fmt: skip
+    offline = claude(
+        ["-p", "Fix the rounding of invoice lines", "--output-format", "json"],
+        plugin_home,
+        cwd=folder,
+        HYPERGUILD_URL=service.url,
+    )
     assert offline.returncode == 1, offline.stdout + offline.stderr  # not logged in: no model turn
     first = json.loads(offline.stdout)["session_id"]
     assert not AgentSession.objects.filter(external_id=first).exists()
 
     service.start()
-    online = claude(["-p", "And now the totals", "--output-format", "json"], plugin_home, cwd=folder,
-                    HYPERGUILD_URL=service.url)  # fmt: skip
+    online = claude(
+        ["-p", "And now the totals", "--output-format", "json"], plugin_home, cwd=folder, HYPERGUILD_URL=service.url
+    )
     second = json.loads(online.stdout)["session_id"]
     logged = entries_soon(first, 3)  # the spool goes in the background: the second run does not wait for it
     assert [entry.kind for entry in logged] == ["start", "prompt", "end"]
@@ -167,29 +195,52 @@ def test_post_tool_use_and_stop_through_the_installed_hook_command(asgi_server, 
     session_id = str(uuid.uuid4())
     secret_content = "def rounding():\n    return 'the whole file, never stored'\n"
     wrote = hook_payload(
-        "PostToolUse", session_id, folder, tool_name="Write", tool_use_id="toolu_write_1",
+        "PostToolUse",
+        session_id,
+        folder,
+        tool_name="Write",
+        tool_use_id="toolu_write_1",
         tool_input={"file_path": str(folder / "ledgerly" / "rounding.py"), "content": secret_content},
         tool_response={"filePath": str(folder / "ledgerly" / "rounding.py"), "success": True},
-    )  # fmt: skip
+    )
     failed = hook_payload(
-        "PostToolUseFailure", session_id, folder, tool_name="Bash", tool_use_id="toolu_test_1",
+        "PostToolUseFailure",
+        session_id,
+        folder,
+        tool_name="Bash",
+        tool_use_id="toolu_test_1",
         tool_input={"command": "pytest tests/test_rounding.py -q", "description": "Run the tests"},
         error="Command exited with non-zero status code 1\nE   assert 10.01 == 10.0\n1 failed in 0.02s",
         is_interrupt=False,
-    )  # fmt: skip
+    )
     passed = hook_payload(
-        "PostToolUse", session_id, folder, tool_name="Bash", tool_use_id="toolu_test_2",
+        "PostToolUse",
+        session_id,
+        folder,
+        tool_name="Bash",
+        tool_use_id="toolu_test_2",
         tool_input={"command": "pytest tests/test_rounding.py -q"},
         tool_response={"stdout": "1 passed in 0.01s", "stderr": "", "interrupted": False, "isImage": False},
-    )  # fmt: skip
+    )
     listing = hook_payload(
-        "PostToolUse", session_id, folder, tool_name="Bash", tool_use_id="toolu_ls",
-        tool_input={"command": "ls -la"}, tool_response={"stdout": "total 0", "stderr": "", "interrupted": False},
-    )  # fmt: skip
+        "PostToolUse",
+        session_id,
+        folder,
+        tool_name="Bash",
+        tool_use_id="toolu_ls",
+        tool_input={"command": "ls -la"},
+        tool_response={"stdout": "total 0", "stderr": "", "interrupted": False},
+    )
     stop = hook_payload("Stop", session_id, folder, stop_hook_active=False)
 
-    for event, payload in (("PostToolUse", wrote), ("PostToolUseFailure", failed), ("PostToolUse", passed),
-                           ("PostToolUse", listing), ("Stop", stop), ("PostToolUse", wrote)):  # fmt: skip
+    for event, payload in (
+        ("PostToolUse", wrote),
+        ("PostToolUseFailure", failed),
+        ("PostToolUse", passed),
+        ("PostToolUse", listing),
+        ("Stop", stop),
+        ("PostToolUse", wrote),
+    ):
         ran = plugin.run_hook(event, payload, url=asgi_server)
         assert ran.returncode == 0, ran.stderr
         assert ran.stdout == ""  # capture hooks tell Claude nothing
@@ -210,8 +261,9 @@ def test_session_start_names_the_wiki_notes_of_a_project_the_brain_knows(asgi_se
         do_ingest_note(title=title, body=body, wing="concepts", slug=slug)
     known = project(tmp_path, "ledgerly")
 
-    ran = plugin.run_hook("SessionStart", hook_payload("SessionStart", str(uuid.uuid4()), known, source="startup"),
-                          url=asgi_server)  # fmt: skip
+    ran = plugin.run_hook(
+        "SessionStart", hook_payload("SessionStart", str(uuid.uuid4()), known, source="startup"), url=asgi_server
+    )
     assert ran.returncode == 0, ran.stderr
     output = json.loads(ran.stdout)
     context = output["hookSpecificOutput"]["additionalContext"]
@@ -223,8 +275,9 @@ def test_session_start_names_the_wiki_notes_of_a_project_the_brain_knows(asgi_se
 
     unrelated = project(tmp_path, "zebra-garden")
     session_id = str(uuid.uuid4())
-    ran = plugin.run_hook("SessionStart", hook_payload("SessionStart", session_id, unrelated, source="startup"),
-                          url=asgi_server)  # fmt: skip
+    ran = plugin.run_hook(
+        "SessionStart", hook_payload("SessionStart", session_id, unrelated, source="startup"), url=asgi_server
+    )
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout) == {}  # no context at all
     assert [e.kind for e in entries(session_id)] == ["start"]  # but the session is logged
@@ -236,8 +289,12 @@ def test_with_the_service_stopped_the_hook_exits_0_at_once(plugin, tmp_path):
     spool = tmp_path / "spool"
     for event in plugin.hooks:
         began = time.monotonic()
-        ran = plugin.run_hook(event, hook_payload(event, str(uuid.uuid4()), folder, source="startup"), url=url,
-                              HYPERGUILD_SPOOL_DIR=str(spool))  # fmt: skip
+        ran = plugin.run_hook(
+            event,
+            hook_payload(event, str(uuid.uuid4()), folder, source="startup"),
+            url=url,
+            HYPERGUILD_SPOOL_DIR=str(spool),
+        )
         elapsed = time.monotonic() - began
         assert ran.returncode == 0, ran.stderr
         assert elapsed < 2, elapsed
@@ -280,11 +337,18 @@ def test_a_hanging_service_gets_two_seconds_and_the_token_is_on_no_command_line(
     token = "hg-token-" + uuid.uuid4().hex
     payload = json.dumps(hook_payload("SessionStart", str(uuid.uuid4()), folder, source="startup"))
     try:
-        env = offline_env(plugin.home, CLAUDE_PLUGIN_ROOT=str(plugin.root), HYPERGUILD_URL=server.url,
-                          HYPERGUILD_TOKEN=token)  # fmt: skip
+        env = offline_env(
+            plugin.home, CLAUDE_PLUGIN_ROOT=str(plugin.root), HYPERGUILD_URL=server.url, HYPERGUILD_TOKEN=token
+        )
         began = time.monotonic()
-        process = subprocess.Popen(["sh", "-c", plugin.command("SessionStart")], stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)  # fmt: skip
+        process = subprocess.Popen(
+            ["sh", "-c", plugin.command("SessionStart")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
         process.stdin.write(payload)
         process.stdin.close()
         command_lines = []
@@ -329,7 +393,11 @@ def test_a_wrong_token_gets_one_short_message_and_writes_nothing(asgi_server, pl
 def test_claude_mcp_list_shows_the_three_endpoints_connected(asgi_server, plugin_home, tmp_path):
     listed = claude(["mcp", "list"], plugin_home, cwd=project(tmp_path, "elsewhere"), HYPERGUILD_URL=asgi_server)
     assert listed.returncode == 0, listed.stdout + listed.stderr
-    for plugin, name in (("hyperguild", "brain"), ("hyperguild-operator", "supervisor"), ("hyperguild-operator", "routing")):
+    for plugin, name in (
+        ("hyperguild", "brain"),
+        ("hyperguild-operator", "supervisor"),
+        ("hyperguild-operator", "routing"),
+    ):
         line = next(line for line in listed.stdout.splitlines() if line.startswith(f"plugin:{plugin}:{name}:"))
         assert f"{asgi_server}/mcp/{name}" in line and "Connected" in line, listed.stdout
 
@@ -337,12 +405,13 @@ def test_claude_mcp_list_shows_the_three_endpoints_connected(asgi_server, plugin
 def test_the_endpoints_get_hyperguild_token_from_the_environment(asgi_server, plugin_home, settings, tmp_path):
     settings.BRAIN_MCP_TOKEN = settings.SUPERVISOR_MCP_TOKEN = settings.ROUTING_MCP_TOKEN = "one-token-for-all-42"
     folder = project(tmp_path, "elsewhere")
-    right = claude(["mcp", "list"], plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server,
-                   HYPERGUILD_TOKEN="one-token-for-all-42")  # fmt: skip
-    assert right.returncode == 0, right.stdout + right.stderr
-    assert sum(line.startswith("plugin:hyperguild") and "Connected" in line for line in right.stdout.splitlines()) == 3, (
-        right.stdout
+    right = claude(
+        ["mcp", "list"], plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server, HYPERGUILD_TOKEN="one-token-for-all-42"
     )
+    assert right.returncode == 0, right.stdout + right.stderr
+    assert (
+        sum(line.startswith("plugin:hyperguild") and "Connected" in line for line in right.stdout.splitlines()) == 3
+    ), right.stdout
     wrong = claude(["mcp", "list"], plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server, HYPERGUILD_TOKEN="wrong")
     assert not any(line.startswith("plugin:hyperguild") and "Connected" in line for line in wrong.stdout.splitlines())
 
@@ -359,21 +428,33 @@ def test_the_mcp_prompts_are_slash_commands_that_the_cli_expands(asgi_server, pl
         do_ingest_note(title=title, body=body, wing="concepts", slug=slug)
     folder = project(tmp_path, "ledgerly")
 
-    recall = claude(["-p", "/mcp__plugin_hyperguild_brain__recall ledgerly rounding", "--output-format", "json"],
-                    plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server)  # fmt: skip
+    recall = claude(
+        ["-p", "/mcp__plugin_hyperguild_brain__recall ledgerly rounding", "--output-format", "json"],
+        plugin_home,
+        cwd=folder,
+        HYPERGUILD_URL=asgi_server,
+    )
     session_id = json.loads(recall.stdout)["session_id"]
     expanded = transcript(plugin_home, session_id)
     assert "ledgerly-currency-rounding" in expanded and "cite each claim" in expanded  # what prompts/get answered
 
-    tdd = claude(["-p", "/mcp__plugin_hyperguild-operator_supervisor__tdd invoices round per line", "--output-format", "json"],
-                 plugin_home, cwd=folder, HYPERGUILD_URL=asgi_server)  # fmt: skip
+    tdd = claude(
+        ["-p", "/mcp__plugin_hyperguild-operator_supervisor__tdd invoices round per line", "--output-format", "json"],
+        plugin_home,
+        cwd=folder,
+        HYPERGUILD_URL=asgi_server,
+    )
     expanded = transcript(plugin_home, json.loads(tdd.stdout)["session_id"])
     assert "invoices round per line" in expanded and "tdd_red" in expanded
 
 
 def test_the_loop_skill_is_found_by_the_cli(asgi_server, plugin_home, tmp_path):
-    ran = claude(["-p", "/hyperguild:hyperguild-loop", "--output-format", "json"], plugin_home,
-                 cwd=project(tmp_path, "ledgerly"), HYPERGUILD_URL=asgi_server)  # fmt: skip
+    ran = claude(
+        ["-p", "/hyperguild:hyperguild-loop", "--output-format", "json"],
+        plugin_home,
+        cwd=project(tmp_path, "ledgerly"),
+        HYPERGUILD_URL=asgi_server,
+    )
     expanded = transcript(plugin_home, json.loads(ran.stdout)["session_id"])
     assert "# The hyperguild loop" in expanded and "review queue" in expanded
 
@@ -385,7 +466,9 @@ def installed_as_plugin_setup_says(home: Path, base: str, username: str) -> list
     from hyperguild.management.commands.plugin_setup import setup_lines
 
     person = get_user_model().objects.get(username=username)
-    commands = [shlex.split(line.strip()) for line in setup_lines(base, person) if line.strip().startswith("claude plugin ")]
+    commands = [
+        shlex.split(line.strip()) for line in setup_lines(base, person) if line.strip().startswith("claude plugin ")
+    ]
     assert commands, "plugin_setup printed no plugin lines"
     for command in commands:
         ran = claude(command[1:], home)
@@ -393,8 +476,10 @@ def installed_as_plugin_setup_says(home: Path, base: str, username: str) -> list
     return [" ".join(command) for command in commands]
 
 
-@pytest.mark.parametrize(("role", "endpoints"), [("reader", ["brain"]), ("member", ["brain"]),
-                                                  ("operator", ["brain", "routing", "supervisor"])])  # fmt: skip
+@pytest.mark.parametrize(
+    ("role", "endpoints"),
+    [("reader", ["brain"]), ("member", ["brain"]), ("operator", ["brain", "routing", "supervisor"])],
+)
 def test_with_a_persons_plugin_setup_the_cli_lists_every_registered_endpoint_as_connected(
     asgi_server, settings, tmp_path, role, endpoints
 ):
@@ -410,8 +495,9 @@ def test_with_a_persons_plugin_setup_the_cli_lists_every_registered_endpoint_as_
     home.mkdir()
     installed_as_plugin_setup_says(home, asgi_server, person.username)
 
-    listed = claude(["mcp", "list"], home, cwd=project(tmp_path, "elsewhere"), HYPERGUILD_URL=asgi_server,
-                    HYPERGUILD_TOKEN=token)  # fmt: skip
+    listed = claude(
+        ["mcp", "list"], home, cwd=project(tmp_path, "elsewhere"), HYPERGUILD_URL=asgi_server, HYPERGUILD_TOKEN=token
+    )
     assert listed.returncode == 0, listed.stdout + listed.stderr
     ours = [line for line in listed.stdout.splitlines() if line.startswith("plugin:hyperguild")]
     assert sorted(line.split(":")[2] for line in ours) == endpoints, listed.stdout

@@ -63,16 +63,22 @@ def billing(tmp_path, settings) -> Path:
     settings.HYPERGUILD_REPO_MIRRORS_DIR = str(tmp_path / "mirrors")
     repo = make_billing(root)
     do_add_project(name="billing", repo=str(repo))
-    do_ingest_note(title="Invoice retries", body=NOTE_BODY, wing="concepts", slug="billing-retry",
-                   frontmatter={"project": "billing"})  # fmt: skip
+    do_ingest_note(
+        title="Invoice retries",
+        body=NOTE_BODY,
+        wing="concepts",
+        slug="billing-retry",
+        frontmatter={"project": "billing"},
+    )
     assert Note.objects.get(slug="billing-retry").verification_state == "verified"
     return repo
 
 
 def edit_hooks(plugin: InstalledPlugin, tool: str) -> list[dict]:
     """The PostToolUse hooks Claude Code runs after `tool`: every group whose matcher matches it."""
-    return [hook for group in plugin.hooks["PostToolUse"] if re.fullmatch(group["matcher"], tool)
-            for hook in group["hooks"]]  # fmt: skip
+    return [
+        hook for group in plugin.hooks["PostToolUse"] if re.fullmatch(group["matcher"], tool) for hook in group["hooks"]
+    ]
 
 
 def run_post_tool_use(
@@ -81,8 +87,14 @@ def run_post_tool_use(
     ran = []
     for hook in edit_hooks(plugin, payload["tool_name"]):
         began = time.monotonic()
-        done = subprocess.run(["sh", "-c", hook["command"]], input=json.dumps(payload), env=plugin.hook_env(url, "", **extra),
-                              capture_output=True, text=True, timeout=30)  # fmt: skip
+        done = subprocess.run(
+            ["sh", "-c", hook["command"]],
+            input=json.dumps(payload),
+            env=plugin.hook_env(url, "", **extra),
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         ran.append((hook, done, time.monotonic() - began))
     return ran
 
@@ -90,10 +102,20 @@ def run_post_tool_use(
 def edit(session_id: str, repo: Path, old: str, new: str, tool_use_id: str) -> dict:
     path = str(repo / "billing" / "retry.py")
     return hook_payload(
-        "PostToolUse", session_id, repo, tool_name="Edit", tool_use_id=tool_use_id,
+        "PostToolUse",
+        session_id,
+        repo,
+        tool_name="Edit",
+        tool_use_id=tool_use_id,
         tool_input={"file_path": path, "old_string": old, "new_string": new, "replace_all": False},
-        tool_response={"filePath": path, "oldString": old, "newString": new, "replaceAll": False, "userModified": False},
-    )  # fmt: skip
+        tool_response={
+            "filePath": path,
+            "oldString": old,
+            "newString": new,
+            "replaceAll": False,
+            "userModified": False,
+        },
+    )
 
 
 def answer_of(ran: list[tuple[dict, subprocess.CompletedProcess, float]]) -> list[dict]:
@@ -141,18 +163,34 @@ def test_a_write_that_drops_the_setting_names_the_note_and_a_multi_edit_that_kee
 ):
     session_id = str(uuid.uuid4())
     path = str(billing / "billing" / "retry.py")
-    write = hook_payload("PostToolUse", session_id, billing, tool_name="Write", tool_use_id="toolu_write",
-                         tool_input={"file_path": path, "content": RETRY.replace("MAX_ATTEMPTS", "RETRIES")},
-                         tool_response={"type": "update", "filePath": path})  # fmt: skip
+    write = hook_payload(
+        "PostToolUse",
+        session_id,
+        billing,
+        tool_name="Write",
+        tool_use_id="toolu_write",
+        tool_input={"file_path": path, "content": RETRY.replace("MAX_ATTEMPTS", "RETRIES")},
+        tool_response={"type": "update", "filePath": path},
+    )
     answers = answer_of(run_post_tool_use(plugin, write, asgi_server))
     assert len(answers) == 1
     context = answers[0]["hookSpecificOutput"]["additionalContext"]
     assert "setting `MAX_ATTEMPTS` removed" in context and "billing-retry" in context
 
-    keeps = hook_payload("PostToolUse", session_id, billing, tool_name="MultiEdit", tool_use_id="toolu_multi",
-                         tool_input={"file_path": path, "edits": [
-                             {"old_string": "MAX_ATTEMPTS = 3", "new_string": "MAX_ATTEMPTS = 3  # the provider's limit"},
-                             {"old_string": "return False", "new_string": "return None"}]})  # fmt: skip
+    keeps = hook_payload(
+        "PostToolUse",
+        session_id,
+        billing,
+        tool_name="MultiEdit",
+        tool_use_id="toolu_multi",
+        tool_input={
+            "file_path": path,
+            "edits": [
+                {"old_string": "MAX_ATTEMPTS = 3", "new_string": "MAX_ATTEMPTS = 3  # the provider's limit"},
+                {"old_string": "return False", "new_string": "return None"},
+            ],
+        },
+    )
     assert answer_of(run_post_tool_use(plugin, keeps, asgi_server)) == []
 
 
@@ -177,12 +215,17 @@ def test_a_caller_that_may_not_read_the_brain_is_refused(asgi_server, billing, s
     payload = edit(str(uuid.uuid4()), billing, "def send_invoice(invoice):", "def x(invoice):", "toolu_refused")
     refused = httpx.post(f"{asgi_server}/api/hooks/anchors", json=payload, timeout=30)
     assert refused.status_code == 401
-    wrong = httpx.post(f"{asgi_server}/api/hooks/anchors", json=payload, timeout=30,
-                       headers={"Authorization": "Bearer wrong"})  # fmt: skip
+    wrong = httpx.post(
+        f"{asgi_server}/api/hooks/anchors", json=payload, timeout=30, headers={"Authorization": "Bearer wrong"}
+    )
     assert wrong.status_code == 401
     assert not SessionEntry.objects.filter(kind="anchors").exists()
-    bad = httpx.post(f"{asgi_server}/api/hooks/anchors", json={"session_id": "x"}, timeout=30,
-                     headers={"Authorization": "Bearer the-right-token"})  # fmt: skip
+    bad = httpx.post(
+        f"{asgi_server}/api/hooks/anchors",
+        json={"session_id": "x"},
+        timeout=30,
+        headers={"Authorization": "Bearer the-right-token"},
+    )
     assert bad.status_code == 400
 
 
@@ -297,15 +340,21 @@ def test_reading_the_brain_is_all_the_edit_hook_needs_and_without_it_the_answer_
 
     make_person("rick", "reader")
     rename = edit(str(uuid.uuid4()), billing, "def send_invoice(invoice):", "def deliver_invoice(invoice):", "toolu_r")
-    read_only = httpx.post(f"{asgi_server}/api/hooks/anchors", json=rename, headers=bearer(token_for("rick", "brain:read")),
-                           timeout=30)  # fmt: skip
+    read_only = httpx.post(
+        f"{asgi_server}/api/hooks/anchors", json=rename, headers=bearer(token_for("rick", "brain:read")), timeout=30
+    )
     assert read_only.status_code == 200, read_only.text
     assert "billing-retry" in read_only.json()["hookSpecificOutput"]["additionalContext"]
     assert not SessionEntry.objects.filter(kind="anchors").exists()  # logging the touch needs sessions:write
 
-    no_brain = httpx.post(f"{asgi_server}/api/hooks/anchors", json=rename, headers=bearer(token_for("rick", "sessions:write")),
-                          timeout=30)  # fmt: skip
+    no_brain = httpx.post(
+        f"{asgi_server}/api/hooks/anchors", json=rename, headers=bearer(token_for("rick", "sessions:write")), timeout=30
+    )
     assert no_brain.status_code == 403
-    both = httpx.post(f"{asgi_server}/api/hooks/anchors", json=rename, timeout=30,
-                      headers=bearer(token_for("rick", "brain:read", "sessions:write")))  # fmt: skip
+    both = httpx.post(
+        f"{asgi_server}/api/hooks/anchors",
+        json=rename,
+        timeout=30,
+        headers=bearer(token_for("rick", "brain:read", "sessions:write")),
+    )
     assert both.status_code == 200 and SessionEntry.objects.filter(kind="anchors").count() == 1

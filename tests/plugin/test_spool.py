@@ -47,14 +47,33 @@ def five_hooks(session_id: str, folder: Path) -> list[tuple[str, dict]]:
     return [
         ("SessionStart", hook_payload("SessionStart", session_id, folder, source="startup", model="claude-sonnet-4-5")),
         ("UserPromptSubmit", hook_payload("UserPromptSubmit", session_id, folder, prompt="Fix the rounding")),
-        ("PostToolUseFailure", hook_payload(
-            "PostToolUseFailure", session_id, folder, tool_name="Bash", tool_use_id="toolu_fail", is_interrupt=False,
-            tool_input={"command": TEST}, error="Command exited with non-zero status code 1\nE   assert 10.01 == 10.0")),
-        ("PostToolUse", hook_payload(
-            "PostToolUse", session_id, folder, tool_name="Bash", tool_use_id="toolu_pass", tool_input={"command": TEST},
-            tool_response={"stdout": "1 passed in 0.01s", "stderr": "", "interrupted": False})),
+        (
+            "PostToolUseFailure",
+            hook_payload(
+                "PostToolUseFailure",
+                session_id,
+                folder,
+                tool_name="Bash",
+                tool_use_id="toolu_fail",
+                is_interrupt=False,
+                tool_input={"command": TEST},
+                error="Command exited with non-zero status code 1\nE   assert 10.01 == 10.0",
+            ),
+        ),
+        (
+            "PostToolUse",
+            hook_payload(
+                "PostToolUse",
+                session_id,
+                folder,
+                tool_name="Bash",
+                tool_use_id="toolu_pass",
+                tool_input={"command": TEST},
+                tool_response={"stdout": "1 passed in 0.01s", "stderr": "", "interrupted": False},
+            ),
+        ),
         ("Stop", hook_payload("Stop", session_id, folder, stop_hook_active=False)),
-    ]  # fmt: skip
+    ]
 
 
 def timeout_of(plugin: InstalledPlugin, event: str) -> float:
@@ -87,15 +106,24 @@ def spooled(spool: Path) -> list[dict]:
 def by_hand(plugin: InstalledPlugin, command: str, url: str, **extra: str) -> subprocess.CompletedProcess:
     """`sh hyperguild-hook flush|clear|status`, as docs/plugin.md says to run it."""
     script = plugin.root / "hooks" / "hyperguild-hook"
-    return subprocess.run(["sh", str(script), command], env=plugin.hook_env(url, TOKEN, **extra), capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    return subprocess.run(
+        ["sh", str(script), command],
+        env=plugin.hook_env(url, TOKEN, **extra),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
-def spool_a_session_offline(plugin: InstalledPlugin, service: ServiceAt, folder: Path, **extra: str) -> tuple[str, list[dict]]:
+def spool_a_session_offline(
+    plugin: InstalledPlugin, service: ServiceAt, folder: Path, **extra: str
+) -> tuple[str, list[dict]]:
     session_id = str(uuid.uuid4())
     for event, payload in five_hooks(session_id, folder):
         run_in_time(plugin, event, payload, service.url, **extra)
-    spool = spool_file(plugin.home, service.url, Path(extra["HYPERGUILD_SPOOL_DIR"] or plugin.home / ".hyperguild" / "spool"))
+    spool = spool_file(
+        plugin.home, service.url, Path(extra["HYPERGUILD_SPOOL_DIR"] or plugin.home / ".hyperguild" / "spool")
+    )
     settle(spool)
     return session_id, spooled(spool)
 
@@ -106,7 +134,13 @@ def test_with_the_service_stopped_a_sessions_hooks_wait_in_a_private_spool_witho
     session_id, lines = spool_a_session_offline(plugin, service, folder, HYPERGUILD_SPOOL_DIR="")  # the default place
 
     spool = spool_file(plugin.home, service.url)
-    assert [line["event"] for line in lines] == ["SessionStart", "UserPromptSubmit", "PostToolUseFailure", "PostToolUse", "Stop"]
+    assert [line["event"] for line in lines] == [
+        "SessionStart",
+        "UserPromptSubmit",
+        "PostToolUseFailure",
+        "PostToolUse",
+        "Stop",
+    ]
     hook_ids = [line["input"].pop("hyperguild_hook_id") for line in lines]  # the script's id for each run
     assert len(set(hook_ids)) == 5
     assert [line["input"] for line in lines] == [payload for _, payload in five_hooks(session_id, folder)]
@@ -133,20 +167,34 @@ def test_the_next_hook_that_reaches_the_service_sends_the_spool_once_and_says_so
     told = []
     for _ in range(3):  # the start that sends it says so if the sending ends in its second; else the next start does
         other = str(uuid.uuid4())
-        ran = run_in_time(plugin, "SessionStart", hook_payload("SessionStart", other, folder, source="startup"),
-                          service.url, HYPERGUILD_SPOOL_DIR=str(spool_dir))  # fmt: skip
+        ran = run_in_time(
+            plugin,
+            "SessionStart",
+            hook_payload("SessionStart", other, folder, source="startup"),
+            service.url,
+            HYPERGUILD_SPOOL_DIR=str(spool_dir),
+        )
         told.append(json.loads(ran.stdout).get("systemMessage", ""))
         settle(spool)
         assert [e.kind for e in entries(other)] == ["start"]
     # Said once: by the start whose sender finished in time, else by the next (more than 5 when a start of
     # this test itself was too slow for its 2 s on a loaded machine and went through the spool too).
     assert "hyperguild: 5 entries from earlier sessions sent" in told[0] or re.search(
-        r"hyperguild: ([5-9]|1[0-9]) entries from earlier sessions sent", told[1]), told
+        r"hyperguild: ([5-9]|1[0-9]) entries from earlier sessions sent", told[1]
+    ), told
     assert told[-1] == ""
 
     logged = entries(first)
-    assert [(e.kind, e.status) for e in logged] == [("start", ""), ("prompt", ""), ("test", "fail"), ("test", "pass"), ("stop", "")]
-    assert [e.occurred_at for e in logged] == [datetime.fromisoformat(line["at"].replace("Z", "+00:00")) for line in lines]
+    assert [(e.kind, e.status) for e in logged] == [
+        ("start", ""),
+        ("prompt", ""),
+        ("test", "fail"),
+        ("test", "pass"),
+        ("stop", ""),
+    ]
+    assert [e.occurred_at for e in logged] == [
+        datetime.fromisoformat(line["at"].replace("Z", "+00:00")) for line in lines
+    ]
     assert any(tuple(task.task["args"]) == (first,) for task in OrmQ.objects.all())  # the spooled Stop queued it
     assert spooled(spool) == [] and not Path(f"{spool}.sending").exists()
     assert "0 entries waiting" in by_hand(plugin, "status", service.url, HYPERGUILD_SPOOL_DIR=str(spool_dir)).stdout
@@ -162,15 +210,31 @@ def test_two_hooks_and_a_flush_by_hand_at_once_send_each_entry_once(plugin, serv
     service.start()
     others = [str(uuid.uuid4()) for _ in range(2)]
     runs = [
-        subprocess.Popen(["sh", "-c", plugin.command(event)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=plugin.hook_env(service.url, TOKEN, **extra), text=True)
+        subprocess.Popen(
+            ["sh", "-c", plugin.command(event)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=plugin.hook_env(service.url, TOKEN, **extra),
+            text=True,
+        )
         for event in ("SessionStart", "UserPromptSubmit")
-    ]  # fmt: skip
+    ]
     script = str(plugin.root / "hooks" / "hyperguild-hook")
-    runs.append(subprocess.Popen(["sh", script, "flush"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, env=plugin.hook_env(service.url, TOKEN, **extra), text=True))  # fmt: skip
-    inputs = [hook_payload("SessionStart", others[0], folder, source="startup"),
-              hook_payload("UserPromptSubmit", others[1], folder, prompt="and now?")]  # fmt: skip
+    runs.append(
+        subprocess.Popen(
+            ["sh", script, "flush"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=plugin.hook_env(service.url, TOKEN, **extra),
+            text=True,
+        )
+    )
+    inputs = [
+        hook_payload("SessionStart", others[0], folder, source="startup"),
+        hook_payload("UserPromptSubmit", others[1], folder, prompt="and now?"),
+    ]
     for run, payload in zip(runs[:2], inputs, strict=True):
         run.stdin.write(json.dumps(payload))
         run.stdin.close()
@@ -193,12 +257,27 @@ def test_hooks_running_at_once_each_leave_one_whole_line(plugin, service, tmp_pa
     session_id = str(uuid.uuid4())
     # Large inputs (a Write carries the file): far more than one write() of a pipe's atomic size.
     payloads = [
-        hook_payload("PostToolUse", session_id, folder, tool_name="Write", tool_use_id=f"toolu_{index}",
-                     tool_input={"file_path": str(folder / f"f{index}.py"), "content": f"# {index}\n" + "x = 1\n" * 20000})
+        hook_payload(
+            "PostToolUse",
+            session_id,
+            folder,
+            tool_name="Write",
+            tool_use_id=f"toolu_{index}",
+            tool_input={"file_path": str(folder / f"f{index}.py"), "content": f"# {index}\n" + "x = 1\n" * 20000},
+        )
         for index in range(16)
-    ]  # fmt: skip
-    runs = [subprocess.Popen(["sh", "-c", plugin.command("PostToolUse")], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, env=env, text=True) for _ in payloads]  # fmt: skip
+    ]
+    runs = [
+        subprocess.Popen(
+            ["sh", "-c", plugin.command("PostToolUse")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        for _ in payloads
+    ]
     for run, payload in zip(runs, payloads, strict=True):
         run.stdin.write(json.dumps(payload))
         run.stdin.close()
@@ -218,8 +297,13 @@ def test_a_spool_past_its_cap_drops_the_oldest_and_the_service_logs_how_many(plu
     session_id = str(uuid.uuid4())
     for index in range(12):
         prompt = f"prompt {index:02d} " + "words " * 80
-        run_in_time(plugin, "UserPromptSubmit", hook_payload("UserPromptSubmit", session_id, folder, prompt=prompt,
-                                                             prompt_id=f"p{index}"), service.url, **extra)  # fmt: skip
+        run_in_time(
+            plugin,
+            "UserPromptSubmit",
+            hook_payload("UserPromptSubmit", session_id, folder, prompt=prompt, prompt_id=f"p{index}"),
+            service.url,
+            **extra,
+        )
     spool = spool_file(plugin.home, service.url, spool_dir)
     settle(spool)
     kept = [line["input"]["prompt_id"] for line in spooled(spool)]
@@ -230,16 +314,22 @@ def test_a_spool_past_its_cap_drops_the_oldest_and_the_service_logs_how_many(plu
 
     service.start()
     # A start sends the spool before its own event (a prompt would queue behind it, and could push one more out).
-    run_in_time(plugin, "SessionStart", hook_payload("SessionStart", str(uuid.uuid4()), folder, source="startup"),
-                service.url, **extra)  # fmt: skip
+    run_in_time(
+        plugin,
+        "SessionStart",
+        hook_payload("SessionStart", str(uuid.uuid4()), folder, source="startup"),
+        service.url,
+        **extra,
+    )
     settle(spool)
     logged = entries(session_id)
     assert [e.kind for e in logged] == ["gap"] + ["prompt"] * len(kept)
     assert logged[0].data == {"dropped": dropped, "by": "the plugin's offline spool"}
     assert [e.message.split()[1] for e in logged[1:]] == [pid[1:].zfill(2) for pid in kept]
     # Visible to anyone reading the session back, and told once.
-    read = httpx.get(f"{service.url}/sessions/{session_id}/entries", headers={"Authorization": f"Bearer {TOKEN}"},
-                     timeout=30).json()["entries"]
+    read = httpx.get(
+        f"{service.url}/sessions/{session_id}/entries", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30
+    ).json()["entries"]
     assert read[0]["kind"] == "gap" and f"{dropped} hook entries" in read[0]["message"]
     assert spooled(spool) == [] and "0 dropped (" in by_hand(plugin, "status", service.url, **extra).stdout
 
@@ -292,9 +382,17 @@ def test_a_hanging_service_with_a_spool_still_gets_the_start_done_within_its_tim
     server = SilentServer()
     try:
         earlier, now = str(uuid.uuid4()), str(uuid.uuid4())
-        run_in_time(plugin, "UserPromptSubmit", hook_payload("UserPromptSubmit", earlier, folder, prompt="hi"), server.url, **extra)
+        run_in_time(
+            plugin,
+            "UserPromptSubmit",
+            hook_payload("UserPromptSubmit", earlier, folder, prompt="hi"),
+            server.url,
+            **extra,
+        )
         # A sender for the waiting entry hangs on the service; the start waits a second for it, then its own 2 s.
-        ran = run_in_time(plugin, "SessionStart", hook_payload("SessionStart", now, folder, source="startup"), server.url, **extra)
+        ran = run_in_time(
+            plugin, "SessionStart", hook_payload("SessionStart", now, folder, source="startup"), server.url, **extra
+        )
         message = json.loads(ran.stdout)["systemMessage"]
         # It took the connection and kept quiet: slow, not unreachable (issue 47).
         assert "is up but slow" in message and "entries waiting to be sent (service slow)" in message
@@ -327,8 +425,24 @@ def test_a_line_the_service_can_never_take_is_dropped_counted_and_does_not_hold_
 
 
 # What docs/plugin.md says the hook script needs, and nothing else on PATH.
-DOCUMENTED_TOOLS = ("sh", "curl", "awk", "sed", "tr", "head", "tail", "wc", "mkdir", "mv", "rm", "cat", "chmod",
-                    "nohup", "date", "sleep")  # fmt: skip
+DOCUMENTED_TOOLS = (
+    "sh",
+    "curl",
+    "awk",
+    "sed",
+    "tr",
+    "head",
+    "tail",
+    "wc",
+    "mkdir",
+    "mv",
+    "rm",
+    "cat",
+    "chmod",
+    "nohup",
+    "date",
+    "sleep",
+)
 
 
 def test_the_hook_needs_only_the_tools_its_docs_name(plugin, service, tmp_path):
@@ -364,11 +478,21 @@ def test_a_service_that_takes_hooks_but_not_the_spool_keeps_it_and_the_start_say
     with FakeHTTPServer(handle) as fake:
         spool = spool_file(plugin.home, fake.url, tmp_path / "spool")
         spool.parent.mkdir(mode=0o700)
-        earlier = {"hyperguild_spool": 1, "event": "Stop", "at": "2026-03-02T09:04:00Z", "session": "s-earlier",
-                   "input": hook_payload("Stop", "s-earlier", folder)}  # fmt: skip
+        earlier = {
+            "hyperguild_spool": 1,
+            "event": "Stop",
+            "at": "2026-03-02T09:04:00Z",
+            "session": "s-earlier",
+            "input": hook_payload("Stop", "s-earlier", folder),
+        }
         spool.write_text(json.dumps(earlier) + "\n")
-        ran = run_in_time(plugin, "SessionStart", hook_payload("SessionStart", str(uuid.uuid4()), folder, source="startup"),
-                          fake.url, **extra)  # fmt: skip
+        ran = run_in_time(
+            plugin,
+            "SessionStart",
+            hook_payload("SessionStart", str(uuid.uuid4()), folder, source="startup"),
+            fake.url,
+            **extra,
+        )
         settle(spool)
     message = json.loads(ran.stdout)["systemMessage"]
     assert message == "hyperguild: 1 entry from earlier sessions still waiting to be sent (hyperguild-hook status)."
@@ -376,7 +500,9 @@ def test_a_service_that_takes_hooks_but_not_the_spool_keeps_it_and_the_start_say
     assert sorted(paths) == ["/api/hooks/SessionStart", "/api/hooks/spool"]  # its own event went straight in
 
 
-def test_an_entry_the_service_refuses_by_index_is_dropped_and_counted_and_later_hooks_go_straight_in(plugin, service, tmp_path):
+def test_an_entry_the_service_refuses_by_index_is_dropped_and_counted_and_later_hooks_go_straight_in(
+    plugin, service, tmp_path
+):
     # Issue 46, finding 5: one line naming another person's session made the whole batch a 403; the plugin
     # kept it and retried forever, and every later hook queued behind it.
     from tests.people.conftest import make_person, token_for
@@ -386,9 +512,12 @@ def test_an_entry_the_service_refuses_by_index_is_dropped_and_counted_and_later_
     folder = project(tmp_path, "ledgerly")
     alices = str(uuid.uuid4())
     service.start()
-    started = httpx.post(f"{service.url}/api/hooks/SessionStart", timeout=30,
-                         json=hook_payload("SessionStart", alices, folder, source="startup"),
-                         headers={"Authorization": f"Bearer {token_for('alice', 'sessions:write')}"})  # fmt: skip
+    started = httpx.post(
+        f"{service.url}/api/hooks/SessionStart",
+        timeout=30,
+        json=hook_payload("SessionStart", alices, folder, source="startup"),
+        headers={"Authorization": f"Bearer {token_for('alice', 'sessions:write')}"},
+    )
     assert started.status_code == 200, started.text
     bobs_token = token_for("bob", "sessions:write")
     extra = {"HYPERGUILD_SPOOL_DIR": str(tmp_path / "spool")}
@@ -396,11 +525,14 @@ def test_an_entry_the_service_refuses_by_index_is_dropped_and_counted_and_later_
     spool.parent.mkdir(mode=0o700)
     bobs = str(uuid.uuid4())
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    lines = [{"hyperguild_spool": 1, "event": event, "at": now, "session": session_id, "input": payload}
-             for session_id, (event, payload) in [
-                 (bobs, five_hooks(bobs, folder)[0]),
-                 (alices, ("UserPromptSubmit", hook_payload("UserPromptSubmit", alices, folder, prompt="not yours"))),
-                 (bobs, five_hooks(bobs, folder)[1])]]  # fmt: skip
+    lines = [
+        {"hyperguild_spool": 1, "event": event, "at": now, "session": session_id, "input": payload}
+        for session_id, (event, payload) in [
+            (bobs, five_hooks(bobs, folder)[0]),
+            (alices, ("UserPromptSubmit", hook_payload("UserPromptSubmit", alices, folder, prompt="not yours"))),
+            (bobs, five_hooks(bobs, folder)[1]),
+        ]
+    ]
     spool.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
     script = plugin.root / "hooks" / "hyperguild-hook"
@@ -414,7 +546,9 @@ def test_an_entry_the_service_refuses_by_index_is_dropped_and_counted_and_later_
     status = subprocess.run(["sh", str(script), "status"], env=env, capture_output=True, text=True, timeout=60)
     assert "1 entry refused by the service and dropped" in status.stdout
     # Nothing waits: bob's next hook goes straight to the service.
-    ran = plugin.run_hook("Stop", hook_payload("Stop", bobs, folder), url=service.url, token=bobs_token, timeout=30, **extra)
+    ran = plugin.run_hook(
+        "Stop", hook_payload("Stop", bobs, folder), url=service.url, token=bobs_token, timeout=30, **extra
+    )
     assert ran.returncode == 0 and spooled(spool) == []
     assert [e.kind for e in entries(bobs)] == ["start", "prompt", "stop"]
 

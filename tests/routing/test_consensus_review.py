@@ -18,8 +18,16 @@ def review_answer(*findings: dict) -> dict:
 
 def bug(title: str, line: int, quote: str, **extra) -> dict:
     return {
-        "file": "app.py", "line": line, "severity": "major", "kind": "logic", "title": title,
-        "rationale": f"{title}: wrong result", "suggestion": "fix it", "confidence": 0.9, "quote": quote, **extra,
+        "file": "app.py",
+        "line": line,
+        "severity": "major",
+        "kind": "logic",
+        "title": title,
+        "rationale": f"{title}: wrong result",
+        "suggestion": "fix it",
+        "confidence": 0.9,
+        "quote": quote,
+        **extra,
     }
 
 
@@ -33,7 +41,8 @@ def test_consensus_of_three_keeps_the_bug_two_reviews_agree_on_and_drops_the_lon
     )
 
     result = call_tool(
-        f"{asgi_server}/mcp/routing", "review",
+        f"{asgi_server}/mcp/routing",
+        "review",
         {"project_root": str(project), "paths": ["app.py"], "consensus": 3, "session_id": "s-consensus"},
         headers=AUTH,
     )
@@ -57,8 +66,10 @@ def test_consensus_of_three_keeps_the_bug_two_reviews_agree_on_and_drops_the_lon
 
 def test_consensus_accepts_only_two_or_three(gateway, project, asgi_server):
     result = call_tool(
-        f"{asgi_server}/mcp/routing", "review",
-        {"project_root": str(project), "paths": ["app.py"], "consensus": 5}, headers=AUTH,
+        f"{asgi_server}/mcp/routing",
+        "review",
+        {"project_root": str(project), "paths": ["app.py"], "consensus": 5},
+        headers=AUTH,
     )
 
     assert result["isError"] is True and "consensus" in result["content"][0]["text"]

@@ -36,7 +36,10 @@ def test_the_dashboard_and_routing_stats_agree_on_every_figure_for_the_same_wind
     assert stats["fast_share"] == round(4 / 7, 4)  # a fast failure rescued by the thinking model is a thinking call
     assert stats["skills"]["review"]["router_pass_rate"] == 0.75  # 3 of 4 first choices; the override is left out
     assert stats["models"][THINKING] == {
-        "attempts": 3, "passes": 2, "mean_latency_ms": round((900 + 700 + 1500) / 3, 1), "outages": 0
+        "attempts": 3,
+        "passes": 2,
+        "mean_latency_ms": round((900 + 700 + 1500) / 3, 1),
+        "outages": 0,
     }
 
     html = page.content.decode()

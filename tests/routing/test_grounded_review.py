@@ -81,7 +81,7 @@ def big_module() -> str:
             f"        total += value * {n}\n"
             f"    return total\n"
         )
-    blocks.append("def add_totals(a, b):\n    \"\"\"The sum of two totals.\"\"\"\n    return a - b\n")
+    blocks.append('def add_totals(a, b):\n    """The sum of two totals."""\n    return a - b\n')
     return "\n\n".join(blocks)
 
 
@@ -102,11 +102,15 @@ def scripted_reviewer(seen: dict):
         for line in user.splitlines():
             match = NUMBERED.match(line)
             if match and match.group(2).strip() == "return a - b":
-                return Reply.json({
-                    "findings": [{**REAL, "file": "big.py", "line": int(match.group(1)), "title": "add_totals subtracts"}],
-                    "verdict": "request_changes",
-                    "summary": "add_totals subtracts",
-                })
+                return Reply.json(
+                    {
+                        "findings": [
+                            {**REAL, "file": "big.py", "line": int(match.group(1)), "title": "add_totals subtracts"}
+                        ],
+                        "verdict": "request_changes",
+                        "summary": "add_totals subtracts",
+                    }
+                )
         return Reply.json({"findings": [], "verdict": "approve", "summary": "nothing wrong here"})
 
     return answer
@@ -139,12 +143,20 @@ def test_a_200_kb_file_whose_only_bug_is_in_its_last_function_gets_a_grounded_fi
 def test_a_quote_copied_from_the_scratchpad_is_not_grounded(gateway, project, asgi_server):
     seed_history("review", 0.95)
     (project / "big.py").write_text(big_module())
-    gateway.on(FAST, lambda request: (
-        Reply.text("helpers that sum scaled values")
-        if request["messages"][0]["content"].startswith("Summarise")
-        else Reply.json({"findings": [{**REAL, "file": "big.py", "line": 3, "quote": "helpers that sum scaled values"}],
-                         "verdict": "comment", "summary": "s"})
-    ))
+    gateway.on(
+        FAST,
+        lambda request: (
+            Reply.text("helpers that sum scaled values")
+            if request["messages"][0]["content"].startswith("Summarise")
+            else Reply.json(
+                {
+                    "findings": [{**REAL, "file": "big.py", "line": 3, "quote": "helpers that sum scaled values"}],
+                    "verdict": "comment",
+                    "summary": "s",
+                }
+            )
+        ),
+    )
     gateway.on(THINKING, lambda request: Reply.json({"findings": [], "verdict": "approve", "summary": "fine"}))
 
     content = review(asgi_server, project, "s-pad", paths=("big.py",))["structuredContent"]
@@ -158,24 +170,32 @@ def test_routed_debug_grounds_its_findings_and_shows_the_cited_part_of_a_long_fi
     text = big_module()
     (project / "big.py").write_text(text)
     bug_line = text.splitlines().index("    return a - b") + 1
-    (project / "test_big.py").write_text("from big import add_totals\n\n\ndef test_add():\n    assert add_totals(2, 2) == 4\n")
+    (project / "test_big.py").write_text(
+        "from big import add_totals\n\n\ndef test_add():\n    assert add_totals(2, 2) == 4\n"
+    )
     requests: list[str] = []
 
     def answer(request: dict) -> Reply:
         if request["messages"][0]["content"].startswith("Summarise"):
             return Reply.text("summary")
         requests.append(request["messages"][-1]["content"])
-        return Reply.json({
-            "hypotheses": [{"hypothesis": "add_totals subtracts", "evidence": "4 != 0"}],
-            "root_cause": "add_totals subtracts", "fix": "return a + b",
-            "findings": [{**REAL, "file": "big.py", "line": bug_line, "title": "subtracts"},
-                         {**REAL, "file": "big.py", "line": 1, "title": "invented", "quote": "import os"}],
-        })
+        return Reply.json(
+            {
+                "hypotheses": [{"hypothesis": "add_totals subtracts", "evidence": "4 != 0"}],
+                "root_cause": "add_totals subtracts",
+                "fix": "return a + b",
+                "findings": [
+                    {**REAL, "file": "big.py", "line": bug_line, "title": "subtracts"},
+                    {**REAL, "file": "big.py", "line": 1, "title": "invented", "quote": "import os"},
+                ],
+            }
+        )
 
     gateway.default = answer
     command = f"{sys.executable} -c \"import big; assert big.add_totals(2, 2) == 4, 'big.py:{bug_line}'\""
     result = call_tool(
-        f"{asgi_server}/mcp/routing", "debug",
+        f"{asgi_server}/mcp/routing",
+        "debug",
         {"project_root": str(project), "symptom": "add_totals is wrong", "failing_cmd": command},
         headers=AUTH,
     )

@@ -30,7 +30,9 @@ def call(outcomes: dict[str, bool], *, rng: float = 0.1, key: PathwayKey = KEY) 
     """One routed call whose attempt on each model passes or fails as `outcomes` says; its entries."""
 
     def attempt(model: str) -> Attempt:
-        return Attempt(RoutingEntry.Status.PASS if outcomes[model] else RoutingEntry.Status.FAIL, data={}, error="scripted")
+        return Attempt(
+            RoutingEntry.Status.PASS if outcomes[model] else RoutingEntry.Status.FAIL, data={}, error="scripted"
+        )
 
     before = set(RoutingEntry.objects.values_list("id", flat=True))
     try:
@@ -113,13 +115,17 @@ def test_routed_reviews_promote_the_files_pathway_and_carry_its_bug_fingerprints
 
     for index in range(4):
         result = call_tool(
-            f"{asgi_server}/mcp/routing", "review",
+            f"{asgi_server}/mcp/routing",
+            "review",
             {"project_root": str(project), "paths": ["app.py"], "session_id": f"p-{index}"},
-            headers=AUTH, request_id=index,
+            headers=AUTH,
+            request_id=index,
         )
         assert result["structuredContent"]["status"] == "pass", result
 
-    reasons = list(RoutingEntry.objects.filter(session_id__startswith="p-").order_by("id").values_list("reason", flat=True))
+    reasons = list(
+        RoutingEntry.objects.filter(session_id__startswith="p-").order_by("id").values_list("reason", flat=True)
+    )
     assert reasons == ["floor", "floor", "floor", "pathway"]
     pathway = Pathway.objects.get(key="review|app.py|paths")
     assert pathway.state == "promoted" and pathway.entries.count() == 4

@@ -31,7 +31,9 @@ def test_a_routed_review_stores_request_and_response_redacted_and_flagged(gatewa
     entry = RoutingEntry.objects.get(session_id="s-secret")
     stored = json.dumps(entry.request) + entry.response
     assert AWS_KEY not in stored and SK_TOKEN not in stored and "MIIEowIBAAKCAQEA" not in stored
-    assert "[REDACTED:aws_access_key]" in json.dumps(entry.request) and "[REDACTED:private_key]" in json.dumps(entry.request)
+    assert "[REDACTED:aws_access_key]" in json.dumps(entry.request) and "[REDACTED:private_key]" in json.dumps(
+        entry.request
+    )
     assert "[REDACTED:openai_key]" in entry.response
     flagged = {(flag["field"], flag["pattern"]) for flag in entry.redactions}
     assert {("request", "aws_access_key"), ("request", "private_key"), ("response", "openai_key")} <= flagged

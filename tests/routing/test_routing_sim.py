@@ -90,8 +90,17 @@ def test_it_refuses_a_bad_workload_and_writes_nothing(arguments, message):
 def test_the_areas_workload_prints_savings_and_quality_with_and_without_pathway_memory():
     out = StringIO()
     call_command(
-        Command(), "--areas", "review:src/good:1.0/1.0,review:legacy/bad:0.0/1.0", "--calls", "120",
-        "--min-samples", "5", "--window", "20", "--no-progress", stdout=out,
+        Command(),
+        "--areas",
+        "review:src/good:1.0/1.0,review:legacy/bad:0.0/1.0",
+        "--calls",
+        "120",
+        "--min-samples",
+        "5",
+        "--window",
+        "20",
+        "--no-progress",
+        stdout=out,
     )
     text = out.getvalue()
     assert "pass rate only" in text and "+ pathway memory" in text
@@ -101,8 +110,9 @@ def test_the_areas_workload_prints_savings_and_quality_with_and_without_pathway_
 
 
 def test_pathway_memory_sends_the_good_area_to_the_fast_model_and_the_bad_one_to_the_thinking_model():
-    report = simulate_areas(parse_areas("review:src/good:1.0/1.0,review:legacy/bad:0.0/1.0"), calls=120, seed=2,
-                            min_samples=5, window=20)
+    report = simulate_areas(
+        parse_areas("review:src/good:1.0/1.0,review:legacy/bad:0.0/1.0"), calls=120, seed=2, min_samples=5, window=20
+    )
 
     without, memory = report.without, report.with_memory
     assert memory.thinking_saved > without.thinking_saved

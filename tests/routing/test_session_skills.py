@@ -46,8 +46,14 @@ def test_a_routed_retrospective_fails_open_when_the_fast_model_cites_entries_tha
     assert "do not exist" in first.error
     assert (second.reason, second.status, second.is_final) == ("fail-open retry", "pass", True)
     # Both models' calls are in its usage; the fake reported no token counts, so the cost is unknown, not 0.
-    assert content["usage"] == {"input_tokens": None, "output_tokens": None, "cost_usd": None,
-                                "cost_reason": "usage unknown", "model": f"{FAST}, {THINKING}", "calls": 2}  # fmt: skip
+    assert content["usage"] == {
+        "input_tokens": None,
+        "output_tokens": None,
+        "cost_usd": None,
+        "cost_reason": "usage unknown",
+        "model": f"{FAST}, {THINKING}",
+        "calls": 2,
+    }
     # Each entry links its own model call (not the earlier attempt's), with what was sent and the model's text.
     assert first.model_calls.get().model == FAST and second.model_calls.get().model == THINKING
     assert '"evidence": [99]' in first.response and first.request[0]["role"] == "system"

@@ -242,8 +242,9 @@ def test_review_of_a_git_range_sends_the_diff(gateway, project, asgi_server):
 
 @pytest.mark.django_db(transaction=True)
 def test_review_refuses_a_git_range_that_git_would_read_as_an_option(gateway, project, asgi_server):
-    result = call_tool(f"{asgi_server}/mcp/routing", "review", {"project_root": str(project), "git_range": "--ext-diff"},
-                       headers=AUTH)
+    result = call_tool(
+        f"{asgi_server}/mcp/routing", "review", {"project_root": str(project), "git_range": "--ext-diff"}, headers=AUTH
+    )
 
     assert result["isError"] is True and "starts with '-'" in result["content"][0]["text"]
     assert gateway.requests == [] and RoutingEntry.objects.count() == 0
@@ -253,8 +254,9 @@ def test_review_refuses_a_git_range_that_git_would_read_as_an_option(gateway, pr
 def test_review_of_a_git_range_git_cannot_read_is_a_tool_error_and_nothing_is_asked(gateway, project, asgi_server):
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
 
-    result = call_tool(f"{asgi_server}/mcp/routing", "review", {"project_root": str(project), "git_range": "nope..HEAD"},
-                       headers=AUTH)
+    result = call_tool(
+        f"{asgi_server}/mcp/routing", "review", {"project_root": str(project), "git_range": "nope..HEAD"}, headers=AUTH
+    )
 
     assert result["isError"] is True and "git diff nope..HEAD failed" in result["content"][0]["text"]
     assert gateway.requests == [] and RoutingEntry.objects.count() == 0

@@ -135,9 +135,17 @@ def test_brain_embed_takes_no_progress_and_draws_no_bar(ollama_settings):
 
 
 @pytest.mark.parametrize(
-    "command", ["brain_embed", "brain_import", "brain_export", "brain_eval", "sessions_import", "sessions_export",
-                "migrate_from_go"],
-)  # fmt: skip
+    "command",
+    [
+        "brain_embed",
+        "brain_import",
+        "brain_export",
+        "brain_eval",
+        "sessions_import",
+        "sessions_export",
+        "migrate_from_go",
+    ],
+)
 def test_every_long_command_takes_no_progress(command):
     from django.core.management import get_commands, load_command_class
 

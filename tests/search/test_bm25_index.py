@@ -80,8 +80,13 @@ def test_hits_carry_the_note_fields_score_excerpt_and_bm25_rank(settings):
     response = search("rollback previous image")
     [hit] = response.hits
     assert (hit.note_id, hit.slug, hit.title, hit.wing, hall := hit.hall, hit.status) == (
-        note.id, note.slug, "Deploys", "eng", "ops", "wiki"
-    )  # fmt: skip
+        note.id,
+        note.slug,
+        "Deploys",
+        "eng",
+        "ops",
+        "wiki",
+    )
     assert hall == "ops" and hit.path == note.path
     assert hit.score > 0 and hit.rankers == {"bm25": 1}
     assert "previous image tag" in hit.excerpt and "Intro paragraph" not in hit.excerpt
@@ -147,8 +152,13 @@ def test_terms_no_note_uses_any_more_do_not_change_the_scores():
     obsolete = (9999, "obsolete words", "zzzonly qqqonly", "wiki", "eng", "ops")
     with_obsolete = bm25.build_index([obsolete] + rows, 1)
     # The obsolete note tombstoned: its terms stay in the base segment's vocabulary with no live document.
-    tombstoned = bm25.Snapshot(version=2, corpus_id="", base=with_obsolete.base,
-                               dead=with_obsolete.base.positions([9999]), delta=bm25.segment_from_docs([], 2))
+    tombstoned = bm25.Snapshot(
+        version=2,
+        corpus_id="",
+        base=with_obsolete.base,
+        dead=with_obsolete.base.positions([9999]),
+        delta=bm25.segment_from_docs([], 2),
+    )
     fresh = bm25.build_index(rows, 3)
     for text in ("postgres vacuum term7", "zzzonly", "the a postgres"):
         query = bm25.tokenize(text)

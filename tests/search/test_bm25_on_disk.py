@@ -167,6 +167,7 @@ def test_a_restarted_process_maps_the_base_while_another_process_holds_the_lock_
     answered: list = []
     # Another process merging holds the machine's BM25 lock for as long as the merge takes.
     with file_lock(shared_dir(corpus_id)):
+
         def start() -> None:
             try:
                 answered.append(hits("autovacuum horizon"))

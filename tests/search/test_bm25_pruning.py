@@ -66,7 +66,9 @@ def snapshot() -> bm25.Snapshot:
 def test_the_generated_base_is_large_enough_for_block_bounds(snapshot):
     assert snapshot.base.blocks >= 10 and len(snapshot.base) > 4 * BLOCK_DOCS
     # More blocks than the seed batches score before MaxScore takes the rest.
-    seeded = sum(min(pruning.FIRST_BATCH_BLOCKS << batch, pruning.MAX_BATCH_BLOCKS) for batch in range(pruning.SEED_BATCHES))
+    seeded = sum(
+        min(pruning.FIRST_BATCH_BLOCKS << batch, pruning.MAX_BATCH_BLOCKS) for batch in range(pruning.SEED_BATCHES)
+    )
     assert snapshot.base.blocks > seeded + 8
     assert len(snapshot.base.block_terms) >= 20  # terms with LONG_POSTINGS postings or more carry stored bounds
     assert np.diff(snapshot.base.offsets)[snapshot.base.block_terms].min() >= LONG_POSTINGS
@@ -87,8 +89,17 @@ def test_pruned_and_exhaustive_top_10_agree_on_1000_random_queries_and_pruning_s
     ties_at_the_cut = 0
     for _ in range(1000):
         tokens = query(rng)
-        filters = rng.choice([{}, {}, {"status": "wiki"}, {"status": "raw"}, {"wing": rng.choice(WINGS)},
-                              {"wing": "eng", "hall": "db", "status": "wiki"}, {"hall": "nohall"}])  # fmt: skip
+        filters = rng.choice(
+            [
+                {},
+                {},
+                {"status": "wiki"},
+                {"status": "raw"},
+                {"wing": rng.choice(WINGS)},
+                {"wing": "eng", "hall": "db", "status": "wiki"},
+                {"hall": "nohall"},
+            ]
+        )
         exhaustive = snapshot.rank(tokens, limit=10, exhaustive=True, **filters)
         pruned = snapshot.rank(tokens, limit=10, exhaustive=False, **filters)
         assert pruned == exhaustive, (tokens, filters)  # the same notes, order and scores, to the last bit

@@ -42,9 +42,7 @@ def text(rng: random.Random, low: int, high: int) -> str:
 
 
 def live_rows() -> list[tuple]:
-    return list(
-        Note.objects.searchable().order_by("id").values_list("id", "title", "body", "status", "wing", "hall")
-    )
+    return list(Note.objects.searchable().order_by("id").values_list("id", "title", "body", "status", "wing", "hall"))
 
 
 def assert_same_as_full_rebuild(rng: random.Random, queries: int = 12) -> None:
@@ -55,8 +53,9 @@ def assert_same_as_full_rebuild(rng: random.Random, queries: int = 12) -> None:
     assert live.avgdl == pytest.approx(full.avgdl, rel=1e-12)
     for _ in range(queries):
         query = bm25.tokenize(text(rng, 1, 4))
-        filters = rng.choice([{}, {"status": "wiki"}, {"status": "raw"}, {"wing": rng.choice(WINGS)},
-                              {"wing": "eng", "hall": "db"}])  # fmt: skip
+        filters = rng.choice(
+            [{}, {"status": "wiki"}, {"status": "raw"}, {"wing": rng.choice(WINGS)}, {"wing": "eng", "hall": "db"}]
+        )
         ours = live.rank(query, limit=len(rows) or 1, **filters)
         theirs = full.rank(query, limit=len(rows) or 1, **filters)
         assert [note_id for note_id, _ in ours] == [note_id for note_id, _ in theirs]
@@ -67,8 +66,9 @@ def assert_same_as_full_rebuild(rng: random.Random, queries: int = 12) -> None:
         assert live.idf_shares(with_unseen, some) == pytest.approx(full.idf_shares(with_unseen, some), abs=1e-12)
         # The shares search() uses come from the ranking pass itself: the same figures.
         ranked, shares = live.rank_with_shares(with_unseen + query[:1], limit=30, **filters)
-        assert [note_id for note_id, _ in ranked] == [note_id for note_id, _ in full.rank(with_unseen + query[:1],
-                                                                                            limit=30, **filters)]  # fmt: skip
+        assert [note_id for note_id, _ in ranked] == [
+            note_id for note_id, _ in full.rank(with_unseen + query[:1], limit=30, **filters)
+        ]
         assert set(shares) == {note_id for note_id, _ in ranked}
         expected = full.idf_shares(with_unseen, list(shares))  # a repeated term counts once in a share
         assert shares == pytest.approx(expected, abs=1e-12)
@@ -103,8 +103,13 @@ def small_merges(settings, tmp_path):
 def test_results_equal_a_full_rebuild_and_rank_bm25_after_1000_random_writes_and_removals(small_merges):
     rng = random.Random(14)
     for i in range(60):
-        do_ingest_note(title=text(rng, 1, 4), body=text(rng, 5, 60), wing=rng.choice(WINGS), hall=rng.choice(HALLS),
-                       slug=f"seed-{i}")  # fmt: skip
+        do_ingest_note(
+            title=text(rng, 1, 4),
+            body=text(rng, 5, 60),
+            wing=rng.choice(WINGS),
+            hall=rng.choice(HALLS),
+            slug=f"seed-{i}",
+        )
     search("postgres")  # the first base segment
     builds, merges, middles = bm25.stats.full_builds, bm25.stats.merges, bm25.stats.middle_builds
     kinds = []
@@ -114,8 +119,13 @@ def test_results_equal_a_full_rebuild_and_rank_bm25_after_1000_random_writes_and
         raws = [note_id for note_id, status in live if status == NoteStatus.RAW]
         kind = rng.choices(["ingest", "raw", "edit", "archive", "promote", "reject"], [3, 2, 4, 2, 1, 1])[0]
         if kind == "ingest" or not notes:
-            do_ingest_note(title=text(rng, 1, 4), body=text(rng, 5, 60), wing=rng.choice(WINGS),
-                           hall=rng.choice(HALLS), slug=f"n-{step}")  # fmt: skip
+            do_ingest_note(
+                title=text(rng, 1, 4),
+                body=text(rng, 5, 60),
+                wing=rng.choice(WINGS),
+                hall=rng.choice(HALLS),
+                slug=f"n-{step}",
+            )
         elif kind == "raw":
             do_write_raw_note(title=text(rng, 1, 4), body=text(rng, 5, 60), slug=f"r-{step}")
         elif kind == "edit":
@@ -212,8 +222,9 @@ def test_a_bulk_load_logged_as_everything_is_picked_up_by_a_full_build(settings)
     do_ingest_note(title="One", body="autovacuum", wing="eng")
     search("autovacuum")
     builds = bm25.stats.full_builds
-    Note.objects.bulk_create([Note(slug=f"bulk-{i}", title="Bulk", body="autovacuum bulk", status="wiki")
-                              for i in range(3)])  # fmt: skip
+    Note.objects.bulk_create(
+        [Note(slug=f"bulk-{i}", title="Bulk", body="autovacuum bulk", status="wiki") for i in range(3)]
+    )
     bump_brain_version()  # no note ids: "everything may have changed"
     assert len(search("autovacuum").hits) == 4
     assert bm25.stats.full_builds == builds + 1
@@ -285,8 +296,11 @@ def test_words_are_stemmed_right_when_many_request_threads_tokenise_at_once():
     import snowballstemmer
 
     rng = random.Random(3)
-    words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 12)))
-             + rng.choice(["ing", "ed", "ies", "ation", "ly", "s", "ness", ""]) for _ in range(12_000)]  # fmt: skip
+    words = [
+        "".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(3, 12)))
+        + rng.choice(["ing", "ed", "ies", "ation", "ly", "s", "ness", ""])
+        for _ in range(12_000)
+    ]
     reference = snowballstemmer.stemmer("english")
     expected = [reference.stemWord(word) for word in words]
     stem = bm25._stem.__wrapped__  # the stemmer itself, not the cache in front of it

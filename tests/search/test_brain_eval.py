@@ -58,9 +58,18 @@ def test_brain_eval_prints_each_rankers_figures_in_a_scratch_database(
     mine = do_ingest_note(title="My own note", body="tides and honey", wing="me")
     out = io.StringIO()
     call_command(
-        "brain_eval", "--dataset", str(tiny_beir), "--rankers", "bm25,dense,hybrid", "--embedder", "ollama",
-        "--cache-dir", str(tmp_path / "cache"), stdout=out, stderr=io.StringIO(),
-    )  # fmt: skip
+        "brain_eval",
+        "--dataset",
+        str(tiny_beir),
+        "--rankers",
+        "bm25,dense,hybrid",
+        "--embedder",
+        "ollama",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     printed = out.getvalue()
     for ranker in ("bm25", "dense", "hybrid"):
         for floors in ("on", "off"):
@@ -75,9 +84,18 @@ def test_brain_eval_prints_each_rankers_figures_in_a_scratch_database(
     # A second run reads the document vectors from the cache.
     again = io.StringIO()
     call_command(
-        "brain_eval", "--dataset", str(tiny_beir), "--rankers", "dense", "--embedder", "ollama",
-        "--cache-dir", str(tmp_path / "cache"), stdout=again, stderr=io.StringIO(),
-    )  # fmt: skip
+        "brain_eval",
+        "--dataset",
+        str(tiny_beir),
+        "--rankers",
+        "dense",
+        "--embedder",
+        "ollama",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        stdout=again,
+        stderr=io.StringIO(),
+    )
     assert "all 4 chunks from the cache" in again.getvalue()
 
 
@@ -92,15 +110,28 @@ def test_brain_eval_refuses_a_folder_that_is_not_beir(tmp_path, db):
         call_command("brain_eval", "--dataset", str(tmp_path), stdout=io.StringIO())
 
 
-def test_brain_eval_counts_negative_queries_answered_with_no_hits(tiny_beir, tmp_path, transactional_db, ollama_settings):
+def test_brain_eval_counts_negative_queries_answered_with_no_hits(
+    tiny_beir, tmp_path, transactional_db, ollama_settings
+):
     negatives = tmp_path / "negatives.txt"
-    negatives.write_text("# off-topic and nonsense\nqwxzv plorbtang\n{\"text\": \"zzkrv fnord\"}\n\n")
+    negatives.write_text('# off-topic and nonsense\nqwxzv plorbtang\n{"text": "zzkrv fnord"}\n\n')
     out = io.StringIO()
     call_command(
-        "brain_eval", "--dataset", str(tiny_beir), "--rankers", "bm25,dense", "--embedder", "ollama",
-        "--negatives", str(negatives), "--no-latency", "--cache-dir", str(tmp_path / "cache"),
-        stdout=out, stderr=io.StringIO(),
-    )  # fmt: skip
+        "brain_eval",
+        "--dataset",
+        str(tiny_beir),
+        "--rankers",
+        "bm25,dense",
+        "--embedder",
+        "ollama",
+        "--negatives",
+        str(negatives),
+        "--no-latency",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     printed = out.getvalue()
     assert "negatives with no hits |" in printed
     # BM25 finds none of the nonsense words; the vector side without a floor always returns its nearest.

@@ -26,24 +26,40 @@ DOCS_BRAIN = Path(__file__).resolve().parents[1] / "fixtures" / "docs-brain"
 
 # (question, phrases of the passage that answers it: any one of them)
 IN_DOMAIN = [
-    ("What happens when two reviewers promote notes with the same title?",
-     ["another reviewer promotes at the same moment", "safe under concurrent writes"]),
-    ("How does the supervisor check a tdd_red run?",
-     ["runs the tests itself: they must **fail**", "runs your test command to check that it fails"]),
+    (
+        "What happens when two reviewers promote notes with the same title?",
+        ["another reviewer promotes at the same moment", "safe under concurrent writes"],
+    ),
+    (
+        "How does the supervisor check a tdd_red run?",
+        ["runs the tests itself: they must **fail**", "runs your test command to check that it fails"],
+    ),
     ("Which BM25 parameters does search use?", ["k1 0.9, b 0.4"]),
-    ("How do I run hyperguild against my own PostgreSQL?",
-     ["set `DATABASE_URL` to use your own", "`DATABASE_URL=postgres://…` to a PostgreSQL"]),
+    (
+        "How do I run hyperguild against my own PostgreSQL?",
+        ["set `DATABASE_URL` to use your own", "`DATABASE_URL=postgres://…` to a PostgreSQL"],
+    ),
     ("How do I install the Claude Code plugin?", ["claude plugin install hyperguild@hyperguild"]),
-    ("What do the routing floor and ceiling mean?",
-     ["at or above `HYPERGUILD_ROUTE_LOCAL_FLOOR` → `HYPERGUILD_FAST_MODEL`"]),
-    ("How do I see who promoted a note?",
-     ["writes a `NoteRevision`: who, when, the action", "username of the person who last reviewed it"]),
+    (
+        "What do the routing floor and ceiling mean?",
+        ["at or above `HYPERGUILD_ROUTE_LOCAL_FLOOR` → `HYPERGUILD_FAST_MODEL`"],
+    ),
+    (
+        "How do I see who promoted a note?",
+        ["writes a `NoteRevision`: who, when, the action", "username of the person who last reviewed it"],
+    ),
     ("What does brain_context return?", ["At session start: the wiki notes"]),
-    ("What happens to a secret written into a note?",
-     ["a secret becomes `[REDACTED:<pattern>]`", "one redaction pass at the door",
-      "are replaced by [REDACTED:<kind>]", "When the mirror imports a file with a secret, it writes the redacted note"]),
+    (
+        "What happens to a secret written into a note?",
+        [
+            "a secret becomes `[REDACTED:<pattern>]`",
+            "one redaction pass at the door",
+            "are replaced by [REDACTED:<kind>]",
+            "When the mirror imports a file with a secret, it writes the redacted note",
+        ],
+    ),
     ("How do I replay a training example?", ["**Replay now** queues `trainer_verify`", "`manage.py trainer_verify"]),
-]  # fmt: skip
+]
 OFF_DOMAIN = [
     "How do I center a div in CSS?",
     "Who won the 1998 football World Cup?",
@@ -125,7 +141,9 @@ def test_the_projects_own_context_lines_quote_passages_not_headings_or_comments(
     lines = [line for line in text.splitlines() if line.startswith("- ")]
     assert lines
     for line in lines:
-        quoted = re.split(r"\) (?:\[[^\]]*\])?: |\): ", line, maxsplit=1)[1]  # after "- Title (slug) [state]: " (no state: issue 45)
+        quoted = re.split(r"\) (?:\[[^\]]*\])?: |\): ", line, maxsplit=1)[
+            1
+        ]  # after "- Title (slug) [state]: " (no state: issue 45)
         assert not quoted.startswith("#") and "<!--" not in line, line
     # The notes are found by what they say, not only the title (search finds the project in them all).
     assert search("hyperguild").hits

@@ -117,9 +117,12 @@ def test_get_embedder_follows_the_settings(settings, embed_server):
 
 @pytest.mark.parametrize(
     ("kind", "url", "model", "variable"),
-    [("openai", "", "m", "BRAIN_EMBED_URL"), ("openai", "http://127.0.0.1:1", "", "BRAIN_EMBED_MODEL"),
-     ("ollama", "", "", "BRAIN_EMBED_URL")],
-)  # fmt: skip
+    [
+        ("openai", "", "m", "BRAIN_EMBED_URL"),
+        ("openai", "http://127.0.0.1:1", "", "BRAIN_EMBED_MODEL"),
+        ("ollama", "", "", "BRAIN_EMBED_URL"),
+    ],
+)
 def test_a_half_configured_embedder_stops_start_up_naming_the_variable(settings, kind, url, model, variable):
     settings.BRAIN_EMBEDDER, settings.BRAIN_EMBED_URL, settings.BRAIN_EMBED_MODEL = kind, url, model
     with pytest.raises(SystemCheckError, match=variable):

@@ -47,7 +47,9 @@ def test_a_failing_embedder_queues_no_next_slice(ollama_settings, embed_server):
 
 
 def test_the_similar_notes_ranking_past_its_time_queues_the_rest(ollama_settings):
-    raw = [do_write_raw_note(title=f"Event loop idea {n}", body="Pin the event loop policy in tests.") for n in range(3)]
+    raw = [
+        do_write_raw_note(title=f"Event loop idea {n}", body="Pin the event loop policy in tests.") for n in range(3)
+    ]
     OrmQ.objects.all().delete()
     result = refresh_similar_notes(*[note.pk for note in raw], max_seconds=0)
     assert (result["ranked"], result["queued"]) == (0, 3)

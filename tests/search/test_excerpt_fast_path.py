@@ -29,9 +29,21 @@ def reference_excerpt(body: str, tokens: list[str], *, fallback: str | None = No
 
 WORDS = ["vacuum", "Planner", "running", "the", "ﬁle", "東京", "indexes", "caches", "deploy", "rollback", "x"]
 # The stemmer's irregular forms and case: the prefilter on first letters must never skip a match.
-WORDS += ["dying", "Die", "lying", "skies", "Sky", "Yes", "yearly", "UGLY", "news", "idly", "_x1", "9lives", "Lying"] + [
-    f"w{i}" for i in range(60)
-]
+WORDS += [
+    "dying",
+    "Die",
+    "lying",
+    "skies",
+    "Sky",
+    "Yes",
+    "yearly",
+    "UGLY",
+    "news",
+    "idly",
+    "_x1",
+    "9lives",
+    "Lying",
+] + [f"w{i}" for i in range(60)]
 
 
 def test_the_fast_path_picks_the_same_excerpt_on_random_notes():

@@ -28,8 +28,14 @@ def test_rrf_sums_reciprocal_ranks_and_records_each_rankers_rank():
 def test_a_tie_in_fusion_goes_to_the_note_bm25_ranks_first():
     """Issue 45: with vectors on, the note BM25 alone ranked first lost its place on a tie (BM25 1st and vectors
     2nd against BM25 2nd and vectors 1st), broken by note id. BM25's exact words win the tie."""
-    assert [note_id for note_id, _, _ in fuse({"bm25": [7, 3], "vector": [3, 7]}, {"bm25": 1.0, "vector": 1.0})] == [7, 3]
-    assert [note_id for note_id, _, _ in fuse({"bm25": [3, 7], "vector": [7, 3]}, {"bm25": 1.0, "vector": 1.0})] == [3, 7]
+    assert [note_id for note_id, _, _ in fuse({"bm25": [7, 3], "vector": [3, 7]}, {"bm25": 1.0, "vector": 1.0})] == [
+        7,
+        3,
+    ]
+    assert [note_id for note_id, _, _ in fuse({"bm25": [3, 7], "vector": [7, 3]}, {"bm25": 1.0, "vector": 1.0})] == [
+        3,
+        7,
+    ]
 
 
 def test_hybrid_returns_vector_only_hits_as_full_results_with_their_rankers(ollama_settings):

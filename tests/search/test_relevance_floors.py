@@ -26,9 +26,12 @@ from tests.fakes.openai import FakeOpenAI, Reply
 
 RAW_TOKEN = "zebra3fa8b2c1"
 LITELLM_NOTES = [
-    ("litellm-config-drift", "LiteLLM config drift",
-     "The LiteLLM model list on the LAN box drifted from the repo copy; a model alias vanished and every call "
-     "failed with an unknown model error. Check the LiteLLM config into git."),
+    (
+        "litellm-config-drift",
+        "LiteLLM config drift",
+        "The LiteLLM model list on the LAN box drifted from the repo copy; a model alias vanished and every call "
+        "failed with an unknown model error. Check the LiteLLM config into git.",
+    ),
     ("litellm-keys", "LiteLLM virtual keys", "Each team gets its own LiteLLM virtual key with a monthly budget."),
     ("litellm-fallbacks", "LiteLLM fallbacks", "LiteLLM retries a failed call on the fallback model list."),
     ("litellm-logging", "LiteLLM request logging", "LiteLLM logs every request to PostgreSQL for spend tracking."),

@@ -18,9 +18,12 @@ def add_chunk(note, text: str, ordinal: int = 0) -> NoteChunk:
 def embed(chunk: NoteChunk, model: str, dims: int) -> Embedding:
     vectors.ensure_index(model, dims)
     return Embedding.objects.create(
-        chunk=chunk, model=model, dimensions=dims, content_hash=chunk.content_hash,
+        chunk=chunk,
+        model=model,
+        dimensions=dims,
+        content_hash=chunk.content_hash,
         vector=bag_of_words_vector(chunk.text, dims),
-    )  # fmt: skip
+    )
 
 
 class FixedEmbedder:
@@ -48,8 +51,10 @@ def test_two_models_of_different_dimensions_coexist_and_each_query_sees_only_its
     assert [note_id for note_id, _ in small] == [bread.id, tide.id]
     assert [note_id for note_id, _ in large] == [tide.id]
     assert sorted(Embedding.objects.values_list("model", "dimensions")) == [
-        ("ollama:small", 8), ("ollama:small", 8), ("openai:large", 16)
-    ]  # fmt: skip
+        ("ollama:small", 8),
+        ("ollama:small", 8),
+        ("openai:large", 16),
+    ]
 
 
 @pytest.mark.django_db
@@ -58,8 +63,13 @@ def test_the_vector_query_walks_the_models_hnsw_index():
     embed(add_chunk(note, "moon gravity"), "ollama:small", 8)
     embed(add_chunk(note, "ocean", 1), "openai:large", 16)
     sql = vectors.query_sql("ollama:small", 8, wing=True, hall=False, status=True)
-    params = {"vector": vectors.vector_literal(bag_of_words_vector("moon", 8)), "limit": 10,
-              "wing": "sci", "hall": None, "status": "wiki"}  # fmt: skip
+    params = {
+        "vector": vectors.vector_literal(bag_of_words_vector("moon", 8)),
+        "limit": 10,
+        "wing": "sci",
+        "hall": None,
+        "status": "wiki",
+    }
     with connection.cursor() as cursor:
         # A handful of rows: left alone the planner rightly prefers to scan and sort them (by
         # sequential scan or, with statistics left by earlier tests, another index). Taking both
@@ -76,8 +86,10 @@ def test_the_vector_query_walks_the_models_hnsw_index():
 @pytest.mark.django_db
 def test_the_default_local_model_index_comes_with_the_migration():
     with connection.cursor() as cursor:
-        cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s",
-                       [vectors.index_name("local:multilingual-e5-small", 384)])  # fmt: skip
+        cursor.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+            [vectors.index_name("local:multilingual-e5-small", 384)],
+        )
         [(definition,)] = cursor.fetchall()
     assert "hnsw" in definition and "vector_cosine_ops" in definition
     assert "(vector)::vector(384)" in definition and "'local:multilingual-e5-small'" in definition

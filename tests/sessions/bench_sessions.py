@@ -24,10 +24,15 @@ THREADS = 8
 def test_session_figures(transactional_db, tmp_path):
     lines = [
         json.dumps(
-            {"ts": f"2025-01-01T00:00:{i % 60:02d}Z", "kind": "skill", "skill": "tdd_green",
-             "status": "pass" if i % 3 else "fail", "message": f"step {i} ✅"},
+            {
+                "ts": f"2025-01-01T00:00:{i % 60:02d}Z",
+                "kind": "skill",
+                "skill": "tdd_green",
+                "status": "pass" if i % 3 else "fail",
+                "message": f"step {i} ✅",
+            },
             ensure_ascii=False,
-        )  # fmt: skip
+        )
         for i in range(LINES)
     ]
     (tmp_path / "in").mkdir()

@@ -46,7 +46,9 @@ def test_training_figures(db, tmp_path, settings):
     apply_s = time.perf_counter() - started
     assert len(part["files"]) == len(written) == FILES // 100
 
-    prompts = [f"Skill: tdd_green\nspec: feature {n // 3} of the billing module, case {n % 3 and 'x'}" for n in range(PROMPTS)]
+    prompts = [
+        f"Skill: tdd_green\nspec: feature {n // 3} of the billing module, case {n % 3 and 'x'}" for n in range(PROMPTS)
+    ]
     started = time.perf_counter()
     groups = near_duplicate_groups(prompts)
     group_s = time.perf_counter() - started

@@ -15,9 +15,13 @@ PROMPT = [{"role": "user", "content": "q"}]
 
 def store(key: str) -> TrainingExample:
     example, _ = do_store_training_example(
-        source_key=key, kind="sft", skill="review", prompt=PROMPT,
-        completion=[{"role": "assistant", "content": "a"}], provenance={"runs": [1]},
-    )  # fmt: skip
+        source_key=key,
+        kind="sft",
+        skill="review",
+        prompt=PROMPT,
+        completion=[{"role": "assistant", "content": "a"}],
+        provenance={"runs": [1]},
+    )
     return example
 
 
@@ -74,10 +78,21 @@ def test_a_bad_secret_pattern_file_stops_start_up(tmp_path, settings):
 def test_the_session_tools_keep_their_names_and_arguments():
     brain, supervisor = get_endpoint("brain").tools, get_endpoint("supervisor").tools
     log = brain["session_log"].input_schema
-    assert sorted(log["properties"]) == sorted([
-        "session_id", "kind", "skill", "phase", "status", "message", "data", "idempotency_key", "project",
-        "project_root", "client",
-    ])  # fmt: skip
+    assert sorted(log["properties"]) == sorted(
+        [
+            "session_id",
+            "kind",
+            "skill",
+            "phase",
+            "status",
+            "message",
+            "data",
+            "idempotency_key",
+            "project",
+            "project_root",
+            "client",
+        ]
+    )
     assert log["required"] == ["session_id", "kind"] and log["additionalProperties"] is False
     assert sorted(brain["session_log"].output_schema["required"]) == ["created", "entry_id", "seq", "session_id"]
     for name in ("retrospective", "trainer"):

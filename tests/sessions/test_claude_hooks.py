@@ -33,8 +33,12 @@ def post(base: str, event: str, body, headers: dict | None = None) -> httpx.Resp
     if isinstance(body, (dict, list)):
         return httpx.post(f"{base}/api/hooks/{event}", json=body, headers=headers or {}, timeout=30)
     # Raw bytes go as the plugin sends every body: JSON (the route takes nothing else, issue 35).
-    return httpx.post(f"{base}/api/hooks/{event}", content=body, timeout=30,
-                      headers={"Content-Type": "application/json", **(headers or {})})  # fmt: skip
+    return httpx.post(
+        f"{base}/api/hooks/{event}",
+        content=body,
+        timeout=30,
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
 
 
 def kinds(session_id: str) -> list[str]:
@@ -45,7 +49,12 @@ def test_a_retried_hook_never_doubles_an_entry(asgi_server):
     session_id = str(uuid.uuid4())
     prompt = payload("UserPromptSubmit", session_id, prompt="fix the rounding", prompt_id="prompt-1")
     start = payload("SessionStart", session_id, source="startup")
-    for body, event in ((start, "SessionStart"), (prompt, "UserPromptSubmit"), (start, "SessionStart"), (prompt, "UserPromptSubmit")):
+    for body, event in (
+        (start, "SessionStart"),
+        (prompt, "UserPromptSubmit"),
+        (start, "SessionStart"),
+        (prompt, "UserPromptSubmit"),
+    ):
         assert post(asgi_server, event, body).status_code == 200
     # The same words under a new prompt_id are a new prompt.
     assert post(asgi_server, "UserPromptSubmit", {**prompt, "prompt_id": "prompt-2"}).status_code == 200
@@ -69,19 +78,51 @@ def test_tool_use_logs_what_matters_and_skips_the_rest(asgi_server):
     uses = [
         ("PostToolUse", {"tool_name": "Read", "tool_input": {"file_path": f"{CWD}/a.py"}, "tool_use_id": "t1"}),
         ("PostToolUse", {"tool_name": "Bash", "tool_input": {"command": "git status"}, "tool_use_id": "t2"}),
-        ("PostToolUse", {"tool_name": "Edit", "tool_input": {"file_path": f"{CWD}/src/a.py", "old_string": "x" * 5000,
-                                                             "new_string": "y" * 5000}, "tool_use_id": "t3"}),
-        ("PostToolUseFailure", {"tool_name": "Bash", "tool_input": {"command": "make build"}, "tool_use_id": "t4",
-                                "error": "x" * 5000 + "the end of the error"}),
-        ("PostToolUseFailure", {"tool_name": "Bash", "tool_input": {"command": "rm nothing-here"}, "tool_use_id": "t5",
-                                "error": "rm: cannot remove 'nothing-here': No such file or directory"}),
-        ("PostToolUse", {"tool_name": "Bash", "tool_input": {"command": "cd web && npm run test -- --watch=false"},
-                         "tool_use_id": "t6", "tool_response": {"stdout": "ok"}}),
-    ]  # fmt: skip
+        (
+            "PostToolUse",
+            {
+                "tool_name": "Edit",
+                "tool_input": {"file_path": f"{CWD}/src/a.py", "old_string": "x" * 5000, "new_string": "y" * 5000},
+                "tool_use_id": "t3",
+            },
+        ),
+        (
+            "PostToolUseFailure",
+            {
+                "tool_name": "Bash",
+                "tool_input": {"command": "make build"},
+                "tool_use_id": "t4",
+                "error": "x" * 5000 + "the end of the error",
+            },
+        ),
+        (
+            "PostToolUseFailure",
+            {
+                "tool_name": "Bash",
+                "tool_input": {"command": "rm nothing-here"},
+                "tool_use_id": "t5",
+                "error": "rm: cannot remove 'nothing-here': No such file or directory",
+            },
+        ),
+        (
+            "PostToolUse",
+            {
+                "tool_name": "Bash",
+                "tool_input": {"command": "cd web && npm run test -- --watch=false"},
+                "tool_use_id": "t6",
+                "tool_response": {"stdout": "ok"},
+            },
+        ),
+    ]
     for event, fields in uses:
         assert post(asgi_server, event, payload(event, session_id, **fields)).status_code == 200
     logged = list(SessionEntry.objects.for_session(session_id))
-    assert [(e.kind, e.status) for e in logged] == [("file", "pass"), ("build", "fail"), ("error", "fail"), ("test", "pass")]
+    assert [(e.kind, e.status) for e in logged] == [
+        ("file", "pass"),
+        ("build", "fail"),
+        ("error", "fail"),
+        ("test", "pass"),
+    ]
     assert logged[0].message == "edited src/a.py" and "xxxxx" not in str(logged[0].data)
     assert logged[1].message.endswith("the end of the error") and len(logged[1].message) < 2000
     assert logged[1].skill == "build: make build"
@@ -103,21 +144,34 @@ def test_stop_and_session_end_queue_the_retrospective_when_there_is_something_ne
     say("2")
     assert post(asgi_server, "Stop", payload("Stop", session_id, stop_hook_active=True)).status_code == 200
     assert OrmQ.objects.count() == 1  # a Stop soon after another waits for the debounce
-    assert post(asgi_server, "SessionEnd", payload("SessionEnd", session_id, reason="prompt_input_exit")).status_code == 200
+    assert (
+        post(asgi_server, "SessionEnd", payload("SessionEnd", session_id, reason="prompt_input_exit")).status_code
+        == 200
+    )
     assert OrmQ.objects.count() == 2  # the end does not wait: prompt 2 is new
     assert kinds(session_id) == ["prompt", "stop", "prompt", "stop", "end"]
     assert SessionEntry.objects.for_session(session_id).last().phase == "prompt_input_exit"
 
     # A Stop then the end with nothing in between: one retrospective, not two.
     quick = str(uuid.uuid4())
-    assert post(asgi_server, "UserPromptSubmit", payload("UserPromptSubmit", quick, prompt="hi", prompt_id="q")).status_code == 200
+    assert (
+        post(
+            asgi_server, "UserPromptSubmit", payload("UserPromptSubmit", quick, prompt="hi", prompt_id="q")
+        ).status_code
+        == 200
+    )
     assert post(asgi_server, "Stop", payload("Stop", quick)).status_code == 200
     assert post(asgi_server, "SessionEnd", payload("SessionEnd", quick, reason="other")).status_code == 200
     assert OrmQ.objects.count() == 3
 
     settings.HYPERGUILD_HOOK_RETROSPECTIVE = False
     other = str(uuid.uuid4())
-    assert post(asgi_server, "UserPromptSubmit", payload("UserPromptSubmit", other, prompt="hi", prompt_id="o")).status_code == 200
+    assert (
+        post(
+            asgi_server, "UserPromptSubmit", payload("UserPromptSubmit", other, prompt="hi", prompt_id="o")
+        ).status_code
+        == 200
+    )
     assert post(asgi_server, "SessionEnd", payload("SessionEnd", other, reason="other")).status_code == 200
     assert kinds(other) == ["prompt", "end"] and OrmQ.objects.count() == 3
 
@@ -173,12 +227,25 @@ def test_a_test_that_fails_then_passes_becomes_a_learning_in_the_queued_retrospe
     session_id = str(uuid.uuid4())
     command = {"command": "pytest tests/test_rounding.py"}
     steps = [
-        ("PostToolUseFailure", {"tool_name": "Bash", "tool_input": command, "tool_use_id": "a",
-                                "error": "E   assert round_line(10.005) == 10.01\n1 failed"}),
-        ("PostToolUse", {"tool_name": "Edit", "tool_input": {"file_path": f"{CWD}/ledgerly/rounding.py"}, "tool_use_id": "b"}),
-        ("PostToolUse", {"tool_name": "Bash", "tool_input": command, "tool_use_id": "c", "tool_response": {"stdout": "1 passed"}}),
+        (
+            "PostToolUseFailure",
+            {
+                "tool_name": "Bash",
+                "tool_input": command,
+                "tool_use_id": "a",
+                "error": "E   assert round_line(10.005) == 10.01\n1 failed",
+            },
+        ),
+        (
+            "PostToolUse",
+            {"tool_name": "Edit", "tool_input": {"file_path": f"{CWD}/ledgerly/rounding.py"}, "tool_use_id": "b"},
+        ),
+        (
+            "PostToolUse",
+            {"tool_name": "Bash", "tool_input": command, "tool_use_id": "c", "tool_response": {"stdout": "1 passed"}},
+        ),
         ("SessionEnd", {"reason": "other"}),
-    ]  # fmt: skip
+    ]
     for event, fields in steps:
         assert post(asgi_server, event, payload(event, session_id, **fields)).status_code == 200
     assert tuple(OrmQ.objects.get().task["args"]) == (session_id,)
@@ -256,8 +323,12 @@ def test_a_persons_sessions_create_projects_from_their_folders_only_within_the_h
     started = []
     for number in range(5):
         session_id = str(uuid.uuid4())
-        payload = {"session_id": session_id, "cwd": f"/home/mallory/src/folder-{number}", "hook_event_name": "SessionStart",
-                   "source": "startup"}  # fmt: skip
+        payload = {
+            "session_id": session_id,
+            "cwd": f"/home/mallory/src/folder-{number}",
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        }
         answer = httpx.post(f"{asgi_server}/api/hooks/SessionStart", json=payload, headers=headers, timeout=30)
         assert answer.status_code == 200, answer.text
         started.append(session_id)
@@ -267,10 +338,19 @@ def test_a_persons_sessions_create_projects_from_their_folders_only_within_the_h
     assert all(sessions[s].entries.filter(kind="start").exists() for s in started)  # every start is logged all the same
     # A folder of a project that exists still finds it; another person's allowance is their own.
     again = {"session_id": str(uuid.uuid4()), "cwd": "/home/mallory/src/folder-0", "hook_event_name": "SessionStart"}
-    assert httpx.post(f"{asgi_server}/api/hooks/SessionStart", json=again, headers=headers, timeout=30).status_code == 200
+    assert (
+        httpx.post(f"{asgi_server}/api/hooks/SessionStart", json=again, headers=headers, timeout=30).status_code == 200
+    )
     assert AgentSession.objects.get(external_id=again["session_id"]).project.name == "folder-0"
     make_person("ana")
     other = {"session_id": str(uuid.uuid4()), "cwd": "/home/ana/src/ledger", "hook_event_name": "SessionStart"}
-    assert httpx.post(f"{asgi_server}/api/hooks/SessionStart", json=other, timeout=30,
-                      headers=bearer(token_for("ana", "sessions:write"))).status_code == 200  # fmt: skip
+    assert (
+        httpx.post(
+            f"{asgi_server}/api/hooks/SessionStart",
+            json=other,
+            timeout=30,
+            headers=bearer(token_for("ana", "sessions:write")),
+        ).status_code
+        == 200
+    )
     assert Project.objects.filter(name="ledger").exists()

@@ -28,7 +28,13 @@ def quiet_services(settings):
 
 def line(event: str, session_id: str, at: str, **fields) -> dict:
     """One spool line as the plugin's hook script writes it."""
-    hook_input = {"session_id": session_id, "transcript_path": "/tmp/t.jsonl", "cwd": CWD, "hook_event_name": event, **fields}
+    hook_input = {
+        "session_id": session_id,
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": CWD,
+        "hook_event_name": event,
+        **fields,
+    }
     return {"hyperguild_spool": 1, "event": event, "at": at, "session": session_id, "input": hook_input}
 
 
@@ -38,12 +44,26 @@ def a_session_offline(session_id: str) -> list[dict]:
     return [
         line("SessionStart", session_id, "2026-03-02T09:00:00Z", source="startup"),
         line("UserPromptSubmit", session_id, "2026-03-02T09:01:00Z", prompt="fix the rounding", prompt_id="p1"),
-        line("PostToolUseFailure", session_id, "2026-03-02T09:02:00Z", tool_name="Bash", tool_input=command,
-             tool_use_id="t1", error="E   assert 10.01 == 10.0\n1 failed"),
-        line("PostToolUse", session_id, "2026-03-02T09:03:00Z", tool_name="Bash", tool_input=command,
-             tool_use_id="t2", tool_response={"stdout": "1 passed"}),
+        line(
+            "PostToolUseFailure",
+            session_id,
+            "2026-03-02T09:02:00Z",
+            tool_name="Bash",
+            tool_input=command,
+            tool_use_id="t1",
+            error="E   assert 10.01 == 10.0\n1 failed",
+        ),
+        line(
+            "PostToolUse",
+            session_id,
+            "2026-03-02T09:03:00Z",
+            tool_name="Bash",
+            tool_input=command,
+            tool_use_id="t2",
+            tool_response={"stdout": "1 passed"},
+        ),
         line("Stop", session_id, "2026-03-02T09:04:00Z", stop_hook_active=False),
-    ]  # fmt: skip
+    ]
 
 
 def send(base: str, body, headers: dict | None = None) -> httpx.Response:
@@ -63,11 +83,23 @@ def test_spooled_hooks_are_logged_in_order_at_their_original_time_and_queue_the_
     answer = send(asgi_server, {"entries": a_session_offline(session_id)})
     assert answer.status_code == 200, answer.text
     assert answer.json() == {
-        "received": 5, "logged": 5, "already_logged": 0, "not_worth_an_entry": 0, "refused": [], "gaps": {}, "refused_gaps": [],
+        "received": 5,
+        "logged": 5,
+        "already_logged": 0,
+        "not_worth_an_entry": 0,
+        "refused": [],
+        "gaps": {},
+        "refused_gaps": [],
         "retrospectives_queued": 1,
-    }  # fmt: skip
+    }
     entries = logged(session_id)
-    assert [(e.kind, e.status) for e in entries] == [("start", ""), ("prompt", ""), ("test", "fail"), ("test", "pass"), ("stop", "")]
+    assert [(e.kind, e.status) for e in entries] == [
+        ("start", ""),
+        ("prompt", ""),
+        ("test", "fail"),
+        ("test", "pass"),
+        ("stop", ""),
+    ]
     assert [e.occurred_at.isoformat() for e in entries] == [f"2026-03-02T09:0{minute}:00+00:00" for minute in range(5)]
     assert tuple(OrmQ.objects.get().task["args"]) == (session_id,)
     # The read-back shows when each happened, besides when it arrived.
@@ -104,13 +136,20 @@ def test_a_line_the_hook_route_would_refuse_is_reported_and_the_rest_is_logged(a
     answer = send(asgi_server, {"entries": [good[0], bad, other, *good[1:]]}).json()
     assert answer["refused"] == [{"index": 1, "event": "UserPromptSubmit", "error": answer["refused"][0]["error"]}]
     assert "session_id" in answer["refused"][0]["error"]
-    assert (answer["logged"], answer["not_worth_an_entry"]) == (5, 1)  # a Read is not worth a line, as on the hook route
+    assert (answer["logged"], answer["not_worth_an_entry"]) == (
+        5,
+        1,
+    )  # a Read is not worth a line, as on the hook route
     assert len(logged(session_id)) == 5
 
 
 def test_entries_the_spool_dropped_leave_a_gap_entry_with_the_count_once(asgi_server):
     session_id = str(uuid.uuid4())
-    batch = {"entries": a_session_offline(session_id)[3:], "dropped": {session_id: 3, "-unreadable": 2}, "drop_key": "1764140000-4242"}
+    batch = {
+        "entries": a_session_offline(session_id)[3:],
+        "dropped": {session_id: 3, "-unreadable": 2},
+        "drop_key": "1764140000-4242",
+    }
     answer = send(asgi_server, batch).json()
     assert answer["gaps"] == {session_id: 3}
     assert send(asgi_server, batch).json()["gaps"] == {}  # the same report again: logged once
@@ -139,7 +178,10 @@ BAD_BATCHES = [
 @pytest.mark.parametrize("body,message", BAD_BATCHES)
 def test_a_batch_that_is_not_the_spools_shape_is_refused_whole_and_writes_nothing(asgi_server, body, message):
     if isinstance(body, dict) and body.get("entries"):
-        body = {**body, "entries": [*a_session_offline("s1")[:2], *body["entries"]]}  # good lines first: not written either
+        body = {
+            **body,
+            "entries": [*a_session_offline("s1")[:2], *body["entries"]],
+        }  # good lines first: not written either
     answer = send(asgi_server, body)
     assert answer.status_code == 400, answer.text
     assert message in rest_error(answer)["message"]
@@ -196,7 +238,12 @@ def test_a_person_past_their_share_of_batch_work_is_answered_429_with_retry_afte
     assert "HYPERGUILD_BATCH_ITEMS_PER_MINUTE" in rest_error(refused)["message"]
     assert not logged(second)
     make_person("carol")  # another person's share is their own
-    assert send(asgi_server, {"entries": a_session_offline(second)}, bearer(token_for("carol", "sessions:write"))).status_code == 200
+    assert (
+        send(
+            asgi_server, {"entries": a_session_offline(second)}, bearer(token_for("carol", "sessions:write"))
+        ).status_code
+        == 200
+    )
 
 
 def test_a_batch_beyond_the_lane_is_answered_429_at_once_rather_than_queued(asgi_server):
@@ -218,7 +265,12 @@ def test_an_entry_or_a_gap_on_someone_elses_session_is_refused_by_index_and_the_
     make_person("alice")
     make_person("bob")
     alices, bobs = str(uuid.uuid4()), str(uuid.uuid4())
-    assert send(asgi_server, {"entries": a_session_offline(alices)[:1]}, bearer(token_for("alice", "sessions:write"))).json()["logged"] == 1
+    assert (
+        send(
+            asgi_server, {"entries": a_session_offline(alices)[:1]}, bearer(token_for("alice", "sessions:write"))
+        ).json()["logged"]
+        == 1
+    )
     mine = a_session_offline(bobs)
     intruder = line("UserPromptSubmit", alices, "2026-03-02T09:01:30Z", prompt="hello from bob", prompt_id="pb")
     batch = {"entries": [*mine[:2], intruder, *mine[2:]], "dropped": {alices: 2, bobs: 1}, "drop_key": "k-7"}

@@ -39,8 +39,11 @@ def test_every_string_inside_a_nested_value_is_redacted_and_counted():
 
     cleaned, found = redact_value(value)
 
-    assert cleaned == {"prompt": [{"role": "user", "content": "key [REDACTED:aws_access_key]"}], "n": 3,
-                       "note": "[REDACTED:openai_key]"}  # fmt: skip
+    assert cleaned == {
+        "prompt": [{"role": "user", "content": "key [REDACTED:aws_access_key]"}],
+        "n": 3,
+        "note": "[REDACTED:openai_key]",
+    }
     assert found == {"aws_access_key": 1, "openai_key": 1}
 
 

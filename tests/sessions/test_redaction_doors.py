@@ -26,7 +26,8 @@ def patterns(flags: list[dict]) -> set[tuple[str, str]]:
 
 def test_a_session_entry_is_stored_redacted_and_the_timeline_shows_the_count(client):
     do_log_checked_entry(
-        "leaky", {"kind": "note", "message": f"deploy with {AWS_KEY} and {SK_TOKEN}", "data": {"key": PRIVATE_KEY}},
+        "leaky",
+        {"kind": "note", "message": f"deploy with {AWS_KEY} and {SK_TOKEN}", "data": {"key": PRIVATE_KEY}},
         source="rest",
     )
     entry = SessionEntry.objects.get(session__external_id="leaky")
@@ -34,7 +35,11 @@ def test_a_session_entry_is_stored_redacted_and_the_timeline_shows_the_count(cli
     assert not any(secret in stored for secret in SECRETS)
     assert entry.message == "deploy with [REDACTED:aws_access_key] and [REDACTED:openai_key]"
     assert entry.data == {"key": "[REDACTED:private_key]"}
-    assert patterns(entry.redactions) == {("message", "aws_access_key"), ("message", "openai_key"), ("data", "private_key")}
+    assert patterns(entry.redactions) == {
+        ("message", "aws_access_key"),
+        ("message", "openai_key"),
+        ("data", "private_key"),
+    }
 
     client.force_login(get_user_model().objects.create_user("staff", password="x" * 12, is_staff=True))
     page = client.get(reverse("sessions-detail", args=["leaky"])).content.decode()
@@ -43,11 +48,17 @@ def test_a_session_entry_is_stored_redacted_and_the_timeline_shows_the_count(cli
 
 def test_worker_stdout_stderr_and_report_are_stored_redacted_and_flagged(fake_claude, python_project, client):  # noqa: F811
     leak = f"found {AWS_KEY}, {SK_TOKEN} and\n{PRIVATE_KEY}"
-    fake_claude.script([{
-        "write": {"tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"},
-        "stderr": leak,
-        "report": {"status": "done", "file_path": "tests/test_add.py", "summary": leak},
-    }])  # fmt: skip
+    fake_claude.script(
+        [
+            {
+                "write": {
+                    "tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+                },
+                "stderr": leak,
+                "report": {"status": "done", "file_path": "tests/test_add.py", "summary": leak},
+            }
+        ]
+    )
     do_log_checked_entry("leaky-run", {"kind": "start", "message": "adding add"}, source="mcp")
     run = start_skill_run("tdd_red", {"project_root": str(python_project), "spec": "add", "session_id": "leaky-run"})
     run_skill(run.pk)
@@ -58,8 +69,13 @@ def test_worker_stdout_stderr_and_report_are_stored_redacted_and_flagged(fake_cl
         assert not any(secret in field for secret in SECRETS), field
     assert "[REDACTED:aws_access_key]" in run.stderr and "[REDACTED:private_key]" in run.stdout
     flagged = patterns(run.redactions)
-    assert {("stderr", "aws_access_key"), ("stderr", "openai_key"), ("stderr", "private_key"),
-            ("stdout", "private_key"), ("worker_report", "openai_key")} <= flagged  # fmt: skip
+    assert {
+        ("stderr", "aws_access_key"),
+        ("stderr", "openai_key"),
+        ("stderr", "private_key"),
+        ("stdout", "private_key"),
+        ("worker_report", "openai_key"),
+    } <= flagged
 
     client.force_login(get_user_model().objects.create_superuser("admin", password="x" * 12))
     page = client.get(reverse("sessions-detail", args=["leaky-run"])).content.decode()
@@ -68,12 +84,25 @@ def test_worker_stdout_stderr_and_report_are_stored_redacted_and_flagged(fake_cl
     assert admin.status_code == 200 and "aws_access_key" in admin.content.decode()
 
 
-def test_a_note_a_skill_writes_is_stored_redacted_with_its_redactions_in_the_provenance(fake_claude, settings, tmp_path):  # noqa: F811
+def test_a_note_a_skill_writes_is_stored_redacted_with_its_redactions_in_the_provenance(
+    fake_claude,  # noqa: F811 - the fixture imported above
+    settings,
+    tmp_path,
+):
     from brain.models import Note
 
     settings.DATA_DIR = tmp_path
-    fake_claude.script([{"report": {"title": "Deploy", "spec": f"Deploy with {AWS_KEY}.\n{PRIVATE_KEY}",
-                                    "acceptance_criteria": [f"uses {SK_TOKEN}"]}}])  # fmt: skip
+    fake_claude.script(
+        [
+            {
+                "report": {
+                    "title": "Deploy",
+                    "spec": f"Deploy with {AWS_KEY}.\n{PRIVATE_KEY}",
+                    "acceptance_criteria": [f"uses {SK_TOKEN}"],
+                }
+            }
+        ]
+    )
     run = start_skill_run("spec", {"text": "deploy", "project": "hg"})
     run_skill(run.pk)
     run.refresh_from_db()
@@ -81,15 +110,19 @@ def test_a_note_a_skill_writes_is_stored_redacted_with_its_redactions_in_the_pro
     note = Note.objects.get(pk=run.result["note_id"])
     assert not any(secret in note.body for secret in SECRETS)
     assert {(f["field"], f["pattern"]) for f in note.provenance["redactions"]} == {
-        ("body", "aws_access_key"), ("body", "private_key"), ("body", "openai_key")}
+        ("body", "aws_access_key"),
+        ("body", "private_key"),
+        ("body", "openai_key"),
+    }
 
 
 def test_a_session_entry_with_the_kinds_issue_35_found_is_stored_without_them():
     from tests.sessions.test_redaction import MISSED_KINDS
 
     message = " ".join(secret for secret, _, _ in MISSED_KINDS)
-    do_log_checked_entry("leaky-35", {"kind": "note", "message": message, "data": {"env": MISSED_KINDS[2][0]}},
-                         source="rest")  # fmt: skip
+    do_log_checked_entry(
+        "leaky-35", {"kind": "note", "message": message, "data": {"env": MISSED_KINDS[2][0]}}, source="rest"
+    )
     entry = SessionEntry.objects.get(session__external_id="leaky-35")
     stored = entry.message + str(entry.data)
     assert not any(part in stored for _, _, part in MISSED_KINDS), stored

@@ -29,8 +29,14 @@ def bm25_only(settings):
 
 def record_session(session_id: str = SESSION) -> None:
     do_log_entry(session_id, kind="start", project="hyperguild", client={"name": "claude-code"})
-    do_log_entry(session_id, kind="skill", skill="tdd_green", phase="green", status="fail",
-                 message="ImportError: No module named 'unidecode'")  # fmt: skip
+    do_log_entry(
+        session_id,
+        kind="skill",
+        skill="tdd_green",
+        phase="green",
+        status="fail",
+        message="ImportError: No module named 'unidecode'",
+    )
     do_log_entry(session_id, kind="note", message="added unidecode==1.3.8 to requirements.txt")
     do_log_entry(session_id, kind="skill", skill="tdd_green", phase="green", status="pass", message="slug tests green")
     do_log_entry(session_id, kind="decision", message=DECISION)
@@ -93,8 +99,13 @@ def test_failure_to_pass_in_the_sessions_skill_runs_is_found_too():
     from supervisor.models import SkillRun
 
     do_log_entry("runs-only", kind="start")
-    SkillRun.objects.create(skill="tdd_green", status="fail", verified=False, session_id="runs-only",
-                            message="tests still fail: AssertionError in test_slug_unicode")  # fmt: skip
+    SkillRun.objects.create(
+        skill="tdd_green",
+        status="fail",
+        verified=False,
+        session_id="runs-only",
+        message="tests still fail: AssertionError in test_slug_unicode",
+    )
     passed = SkillRun.objects.create(skill="tdd_green", status="pass", verified=True, session_id="runs-only")
     result = run_retrospective("runs-only")
     note = retrospective_notes().get()
@@ -160,7 +171,9 @@ def test_a_malformed_model_answer_is_reported_and_nothing_is_written(gateway, re
     gateway.on("answer-model", lambda request: reply)
     record_session()
     result = run_retrospective(SESSION)
-    assert result["status"] == "error" and "malformed" in result["message"] and "nothing was written" in result["message"]
+    assert (
+        result["status"] == "error" and "malformed" in result["message"] and "nothing was written" in result["message"]
+    )
     assert result["learnings"] == [] and result["count"] == 0
     assert not Note.objects.exists()
     # No note, but a failed run that keeps the model's own text (and its ModelCall) to read and replay.

@@ -63,11 +63,19 @@ def test_imported_entries_keep_every_original_field_and_the_common_ones_are_sear
     assert decision.data["tags"] == ["slug", "i18n"] and "Ærø" in decision.message
     assert (green.skill, green.phase, green.status, green.data["data"]["attempt"]) == ("tdd_green", "green", "pass", 2)
     assert green.occurred_at.isoformat() == "2025-03-02T09:21:30+00:00"
-    assert session.entries.get(seq=6).data == {"ts": "2025-03-02T09:30:00Z", "kind": "end", "status": "ok", "duration_s": 966.5, "extra": None}
+    assert session.entries.get(seq=6).data == {
+        "ts": "2025-03-02T09:30:00Z",
+        "kind": "end",
+        "status": "ok",
+        "duration_s": 966.5,
+        "extra": None,
+    }
     legacy = AgentSession.objects.get(external_id="legacy_no_trailing_newline").entries.order_by("seq")
     assert [e.kind for e in legacy] == ["note", "note", "correction"]
     assert [e.kind for e in AgentSession.objects.get(external_id="crlf-and-garbage").entries.order_by("seq")] == [
-        "note", "unparsed", "unparsed",
+        "note",
+        "unparsed",
+        "unparsed",
     ]
 
 
@@ -127,7 +135,12 @@ def test_an_imported_time_no_read_can_show_is_kept_in_the_line_only_and_the_sess
     ]
     import_sessions_dir(write_folder(tmp_path / "in", {"odd-times.jsonl": "\n".join(lines) + "\n"}))
     entries = list(AgentSession.objects.get(external_id="odd-times").entries.order_by("seq"))
-    assert [e.occurred_at.isoformat() if e.occurred_at else None for e in entries] == [None, None, None, "2025-03-02T09:00:00+00:00"]
+    assert [e.occurred_at.isoformat() if e.occurred_at else None for e in entries] == [
+        None,
+        None,
+        None,
+        "2025-03-02T09:00:00+00:00",
+    ]
     assert [e.raw_line for e in entries] == lines
     read = httpx.get(f"{asgi_server}/sessions/odd-times/entries", timeout=30)
     assert read.status_code == 200 and len(read.json()["entries"]) == 4

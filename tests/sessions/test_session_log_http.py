@@ -24,7 +24,9 @@ def brain_token(settings):
 
 
 def seqs_of(session_id: str) -> list[int]:
-    return list(SessionEntry.objects.filter(session__external_id=session_id).order_by("seq").values_list("seq", flat=True))
+    return list(
+        SessionEntry.objects.filter(session__external_id=session_id).order_by("seq").values_list("seq", flat=True)
+    )
 
 
 def test_32_concurrent_session_log_calls_get_sequence_numbers_1_to_32(transactional_db, asgi_server, brain_token):

@@ -34,14 +34,24 @@ TRL_MESSAGE = {
     "additionalProperties": False,
     "properties": {"role": {"enum": ["system", "user", "assistant"]}, "content": {"type": "string", "minLength": 1}},
 }
-TRL_SFT = Draft202012Validator({
-    "type": "object", "required": ["messages"], "additionalProperties": False,
-    "properties": {"messages": {"type": "array", "minItems": 2, "items": TRL_MESSAGE}},
-})  # fmt: skip
-TRL_DPO = Draft202012Validator({
-    "type": "object", "required": ["prompt", "chosen", "rejected"], "additionalProperties": False,
-    "properties": {k: {"type": "array", "minItems": 1, "items": TRL_MESSAGE} for k in ("prompt", "chosen", "rejected")},
-})  # fmt: skip
+TRL_SFT = Draft202012Validator(
+    {
+        "type": "object",
+        "required": ["messages"],
+        "additionalProperties": False,
+        "properties": {"messages": {"type": "array", "minItems": 2, "items": TRL_MESSAGE}},
+    }
+)
+TRL_DPO = Draft202012Validator(
+    {
+        "type": "object",
+        "required": ["prompt", "chosen", "rejected"],
+        "additionalProperties": False,
+        "properties": {
+            k: {"type": "array", "minItems": 1, "items": TRL_MESSAGE} for k in ("prompt", "chosen", "rejected")
+        },
+    }
+)
 
 
 def fail_then_pass(session_id: str = SESSION) -> tuple[SkillRun, SkillRun]:
@@ -52,18 +62,35 @@ def fail_then_pass(session_id: str = SESSION) -> tuple[SkillRun, SkillRun]:
         "session_id": session_id,
     }
     failed = SkillRun.objects.create(
-        skill="tdd_green", tool="tdd_green", arguments={**arguments, "model": "fast"}, project_root="/srv/app",
-        model="fast", status="fail", verified=False, session_id=session_id, attempts=1,
+        skill="tdd_green",
+        tool="tdd_green",
+        arguments={**arguments, "model": "fast"},
+        project_root="/srv/app",
+        model="fast",
+        status="fail",
+        verified=False,
+        session_id=session_id,
+        attempts=1,
         worker_report={"status": "done", "file_path": "deploy.py", "summary": "left the key in place"},
-        runner_output="FAILED tests/test_deploy.py::test_reads_env", exit_code=1,
+        runner_output="FAILED tests/test_deploy.py::test_reads_env",
+        exit_code=1,
         message="not verified: tests still fail",
-    )  # fmt: skip
+    )
     passed = SkillRun.objects.create(
-        skill="tdd_green", tool="tdd_green", arguments={**arguments, "model": "thinking"}, project_root="/srv/app",
-        model="thinking", status="pass", verified=True, session_id=session_id, attempts=1,
+        skill="tdd_green",
+        tool="tdd_green",
+        arguments={**arguments, "model": "thinking"},
+        project_root="/srv/app",
+        model="thinking",
+        status="pass",
+        verified=True,
+        session_id=session_id,
+        attempts=1,
         worker_report={"status": "done", "file_path": "deploy.py", "summary": "reads AWS_ACCESS_KEY_ID from env"},
-        runner_output="1 passed", exit_code=0, message="tests pass",
-    )  # fmt: skip
+        runner_output="1 passed",
+        exit_code=0,
+        message="tests pass",
+    )
     return failed, passed
 
 
@@ -119,12 +146,16 @@ def test_unverified_or_failing_runs_alone_give_nothing():
 @pytest.mark.django_db
 def test_a_run_whose_first_attempt_was_rejected_gives_a_dpo_pair_from_its_attempts():
     SkillRun.objects.create(
-        skill="tdd_refactor", status="pass", verified=True, session_id="s2", worker_report={"summary": "second"},
+        skill="tdd_refactor",
+        status="pass",
+        verified=True,
+        session_id="s2",
+        worker_report={"summary": "second"},
         attempt_log=[
             {"attempt": 1, "report": {"summary": "first"}, "verified": False, "reason": "tests broke"},
             {"attempt": 2, "report": {"summary": "second"}, "verified": True, "reason": "tests pass"},
         ],
-    )  # fmt: skip
+    )
     run_trainer("s2")
     dpo = TrainingExample.objects.get(kind="dpo")
     assert dpo.provenance["origin"] == "attempts"
@@ -134,11 +165,27 @@ def test_a_run_whose_first_attempt_was_rejected_gives_a_dpo_pair_from_its_attemp
 @pytest.mark.django_db
 def test_a_routed_call_where_one_model_failed_its_check_and_the_other_passed_gives_a_dpo_pair():
     request = {"messages": [{"role": "system", "content": "review"}, {"role": "user", "content": "review diff"}]}
-    fast = RoutingEntry.objects.create(skill="review", model="fast", reason="floor", status="fail", is_final=False,
-                                       request=request, response='{"findings": []}', session_id="r1",
-                                       error="finding quotes no real line")  # fmt: skip
-    RoutingEntry.objects.create(skill="review", model="thinking", reason="fail-open retry", status="pass",
-                                attempt_of=fast, request=request, response='{"findings": [1]}', session_id="r1")  # fmt: skip
+    fast = RoutingEntry.objects.create(
+        skill="review",
+        model="fast",
+        reason="floor",
+        status="fail",
+        is_final=False,
+        request=request,
+        response='{"findings": []}',
+        session_id="r1",
+        error="finding quotes no real line",
+    )
+    RoutingEntry.objects.create(
+        skill="review",
+        model="thinking",
+        reason="fail-open retry",
+        status="pass",
+        attempt_of=fast,
+        request=request,
+        response='{"findings": [1]}',
+        session_id="r1",
+    )
     run_trainer("r1")
     dpo = TrainingExample.objects.get()
     assert dpo.kind == "dpo" and dpo.provenance["origin"] == "routing"
@@ -173,8 +220,12 @@ def test_an_edit_that_breaks_the_message_shape_is_refused_and_changes_nothing(re
     fail_then_pass()
     run_trainer(SESSION)
     sft = TrainingExample.objects.get(kind="sft")
-    for bad in ({"completion": "plain text"}, {"completion": [{"role": "robot", "content": "x"}]}, {"chosen": []},
-                {"status": "approved"}):  # fmt: skip
+    for bad in (
+        {"completion": "plain text"},
+        {"completion": [{"role": "robot", "content": "x"}]},
+        {"chosen": []},
+        {"status": "approved"},
+    ):
         with pytest.raises(InvalidExampleEdit):
             do_edit_example(sft, reviewer=reviewer, **bad)
     sft.refresh_from_db()
@@ -211,8 +262,9 @@ def test_exported_jsonl_validates_against_the_trl_shapes(tmp_path, reviewer):
 
 @pytest.mark.django_db
 def test_a_record_that_does_not_fit_trl_is_left_out_and_the_export_fails_loudly(tmp_path):
-    TrainingExample.objects.create(kind="sft", source_key="broken", status="approved",
-                                   prompt=[{"role": "user", "content": "q"}], completion=[])  # fmt: skip
+    TrainingExample.objects.create(
+        kind="sft", source_key="broken", status="approved", prompt=[{"role": "user", "content": "q"}], completion=[]
+    )
     with pytest.raises(CommandError, match="do not fit TRL"):
         call_command("trainer_export", str(tmp_path / "sft.jsonl"), kind="sft", stdout=StringIO(), stderr=StringIO())
     assert (tmp_path / "sft.jsonl").read_text() == ""

@@ -30,20 +30,28 @@ FAILING_TEST = "from calc import add\n\n\ndef test_add_sums_two_numbers():\n    
 WRONG_IMPL = "def double(x):\n    return 2 * x\n\n\ndef add(a, b):\n    return a - b\n"
 RIGHT_IMPL = "def double(x):\n    return 2 * x\n\n\ndef add(a, b):\n    return a + b\n"
 
+
 def report(summary: str, path: str) -> dict:
     return {"status": "done", "file_path": path, "summary": summary}
+
 
 def run(skill: str, arguments: dict) -> SkillRun:
     return run_skill_inline(skill, {**arguments, "session_id": SESSION})
 
+
 @pytest.fixture
 def red_then_failed_green_then_green(fake_claude, python_project, settings):  # noqa: F811
     """tdd_red writes a test; a first tdd_green writes a wrong add (not verified); a second writes the right one."""
-    fake_claude.script([
-        {"write": {"tests/test_add.py": FAILING_TEST}, "report": report("wrote a failing test for add", "tests/test_add.py")},
-        {"write": {"calc.py": WRONG_IMPL}, "report": report("add subtracts", "calc.py")},
-        {"write": {"calc.py": RIGHT_IMPL}, "report": report("add returns the sum", "calc.py")},
-    ])  # fmt: skip
+    fake_claude.script(
+        [
+            {
+                "write": {"tests/test_add.py": FAILING_TEST},
+                "report": report("wrote a failing test for add", "tests/test_add.py"),
+            },
+            {"write": {"calc.py": WRONG_IMPL}, "report": report("add subtracts", "calc.py")},
+            {"write": {"calc.py": RIGHT_IMPL}, "report": report("add returns the sum", "calc.py")},
+        ]
+    )
     root = str(python_project)
     do_log_entry(SESSION, kind="start", message="add(a, b), test first")
     red = run("tdd_red", {"project_root": root, "spec": "add(a, b) returns the sum", "test_path": "tests/test_add.py"})
@@ -54,10 +62,12 @@ def red_then_failed_green_then_green(fake_claude, python_project, settings):  # 
     assert (red.status, failed.status, passed.status) == ("pass", "fail", "pass")
     return red, failed, passed
 
+
 def verify(*args) -> str:
     out = StringIO()
     call_command("trainer_verify", *args, stdout=out)
     return out.getvalue()
+
 
 def check_recorded_change(red: SkillRun, passed: SkillRun) -> None:
     """A TDD run records pre-state hashes, the bytes before, the diff and the supervisor's test runs before/after."""
@@ -69,10 +79,18 @@ def check_recorded_change(red: SkillRun, passed: SkillRun) -> None:
     assert [(f["path"], f["status"]) for f in change["files"]] == [("calc.py", "modified")]
     assert "-    return a - b\n+    return a + b\n" in change["diff"] and change["truncated"] is False
     assert change["blobs"][change["files"][0]["before"]] == WRONG_IMPL  # the bytes before the worker
-    assert red.change["files"] == [{"path": "tests/test_add.py", "status": "added", "before": None,
-                                    "after": red.change["files"][0]["after"], "binary": False}]
+    assert red.change["files"] == [
+        {
+            "path": "tests/test_add.py",
+            "status": "added",
+            "before": None,
+            "after": red.change["files"][0]["after"],
+            "binary": False,
+        }
+    ]
     assert "new file mode" in red.change["diff"] and "--- /dev/null" in red.change["diff"]
     assert passed.attempt_log[0]["change"]["diff"] == change["diff"]
+
 
 def test_red_green_gives_sft_with_the_diff_and_a_dpo_pair_of_differing_changes_that_replay(
     red_then_failed_green_then_green, tmp_path, client
@@ -118,7 +136,10 @@ def test_red_green_gives_sft_with_the_diff_and_a_dpo_pair_of_differing_changes_t
     assert 'class="grid two pair"' in page and "replay: replays" in page
     assert page.count('<pre class="diff">') == 2 and 'id="pair-diff"' not in page  # one diff a side, once (issue 31)
     assert 'id="replay-form"' in page
-    assert '<span class="d-add">+    return a + b</span>' in page and '<span class="d-add">+    return a - b</span>' in page
+    assert (
+        '<span class="d-add">+    return a + b</span>' in page
+        and '<span class="d-add">+    return a - b</span>' in page
+    )
     assert page.count("does not verify") == 1 and page.count(">verifies<") == 1
     timeline = client.get(reverse("sessions-detail", args=[SESSION])).content.decode()
     assert "change: 1 file(s)" in timeline and '<span class="d-del">-    return a - b</span>' in timeline
@@ -148,17 +169,27 @@ def test_red_green_gives_sft_with_the_diff_and_a_dpo_pair_of_differing_changes_t
     call_command("trainer_export", str(tmp_path / "all.jsonl"), kind="sft", include_invalid=True, stdout=StringIO())
     assert len((tmp_path / "all.jsonl").read_text().splitlines()) == 2
 
+
 def test_the_exported_dataset_loads_with_hf_datasets_and_its_splits_share_no_prompt(tmp_path):
     from datasets import load_dataset
 
     def example(kind: str, skill: str, key: str, text: str, **fields) -> None:
         answer = [{"role": "assistant", "content": f"answer to {key}"}]
-        sides = {"completion": answer} if kind == "sft" else {"chosen": answer, "rejected": [{"role": "assistant", "content": "no"}]}
+        sides = (
+            {"completion": answer}
+            if kind == "sft"
+            else {"chosen": answer, "rejected": [{"role": "assistant", "content": "no"}]}
+        )
         TrainingExample.objects.create(
-            kind=kind, skill=skill, source_key=key, prompt=[{"role": "system", "content": "sys"}, {"role": "user", "content": text}],
+            kind=kind,
+            skill=skill,
+            source_key=key,
+            prompt=[{"role": "system", "content": "sys"}, {"role": "user", "content": text}],
             provenance={"models": ["sonnet"], "runs": [len(key)], "session_id": SESSION, "origin": "skill_run"},
-            status="approved", **sides, **fields,
-        )  # fmt: skip
+            status="approved",
+            **sides,
+            **fields,
+        )
 
     example("sft", "tdd_red", "red", "Skill: tdd_red\nspec: add returns the sum")
     example("dpo", "tdd_green", "pair", "Skill: tdd_green\nspec: add returns the sum")
@@ -168,14 +199,20 @@ def test_the_exported_dataset_loads_with_hf_datasets_and_its_splits_share_no_pro
         text = f"Skill: tdd_green\nspec: make feature {n // 2} work"
         if n % 2:
             text = "  " + text.upper().replace("\n", "  \n ")
-        example("sft", "tdd_green", f"extra-{n}", text,
-                flags=[{"field": "prompt", "pattern": "openai_key", "count": 1}] if n == 0 else [])
+        example(
+            "sft",
+            "tdd_green",
+            f"extra-{n}",
+            text,
+            flags=[{"field": "prompt", "pattern": "openai_key", "count": 1}] if n == 0 else [],
+        )
 
     out = StringIO()
     call_command("trainer_export", str(tmp_path / "ds"), eval_share=0.3, license="apache-2.0", stdout=out)
 
-    sft = load_dataset("json", data_files={"train": str(tmp_path / "ds/sft/train.jsonl"),
-                                           "eval": str(tmp_path / "ds/sft/eval.jsonl")})  # fmt: skip
+    sft = load_dataset(
+        "json", data_files={"train": str(tmp_path / "ds/sft/train.jsonl"), "eval": str(tmp_path / "ds/sft/eval.jsonl")}
+    )
     assert sft["train"].num_rows + sft["eval"].num_rows == 13  # the example that does not replay is left out
     assert sft["train"].num_rows > 0 and sft["eval"].num_rows > 0
     dpo = load_dataset("json", data_files=str(tmp_path / "ds/dpo/train.jsonl"))["train"]
@@ -214,10 +251,12 @@ def test_near_duplicate_prompts_share_a_group_so_they_never_straddle_the_split()
 
 def test_a_rejected_attempt_then_a_verified_one_in_one_run_gives_a_replayable_pair(fake_claude, python_project):  # noqa: F811
     (python_project / "tests" / "test_add.py").write_text(FAILING_TEST)  # red done by hand
-    fake_claude.script([
-        {"write": {"calc.py": WRONG_IMPL}, "report": report("add subtracts", "calc.py")},
-        {"write": {"calc.py": RIGHT_IMPL}, "report": report("add returns the sum", "calc.py")},
-    ])  # fmt: skip
+    fake_claude.script(
+        [
+            {"write": {"calc.py": WRONG_IMPL}, "report": report("add subtracts", "calc.py")},
+            {"write": {"calc.py": RIGHT_IMPL}, "report": report("add returns the sum", "calc.py")},
+        ]
+    )
     green = run("tdd_green", {"project_root": str(python_project), "test_path": "tests/test_add.py"})
     assert green.status == "pass" and [a["verified"] for a in green.attempt_log] == [False, True]
     assert "-    return a - b\n+    return a + b\n" in green.attempt_log[1]["change"]["diff"]
@@ -234,11 +273,27 @@ def test_a_rejected_attempt_then_a_verified_one_in_one_run_gives_a_replayable_pa
 
 def test_a_verified_debug_run_teaches_its_fix_as_a_diff_that_replays(fake_claude, python_project):  # noqa: F811
     (python_project / "calc.py").write_text("def double(x):\n    return x\n")
-    fake_claude.script([{"write": {"calc.py": "def double(x):\n    return 2 * x\n"}, "report": {
-        "hypotheses": [{"hypothesis": "double returns x", "evidence": "assert 2 == 4"}],
-        "root_cause": "double forgot the factor 2", "fix": "multiply by 2", "files_changed": ["calc.py"]}}])  # fmt: skip
-    debug = run("debug", {"project_root": str(python_project), "symptom": "test_double fails",
-                          "failing_cmd": "python -m pytest -q tests/test_double.py"})  # fmt: skip
+    fake_claude.script(
+        [
+            {
+                "write": {"calc.py": "def double(x):\n    return 2 * x\n"},
+                "report": {
+                    "hypotheses": [{"hypothesis": "double returns x", "evidence": "assert 2 == 4"}],
+                    "root_cause": "double forgot the factor 2",
+                    "fix": "multiply by 2",
+                    "files_changed": ["calc.py"],
+                },
+            }
+        ]
+    )
+    debug = run(
+        "debug",
+        {
+            "project_root": str(python_project),
+            "symptom": "test_double fails",
+            "failing_cmd": "python -m pytest -q tests/test_double.py",
+        },
+    )
     assert debug.status == "pass" and debug.change["after"]["exit_code"] == 0
 
     run_trainer(SESSION)

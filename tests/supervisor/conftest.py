@@ -80,9 +80,13 @@ def python_project(allowed_root) -> Path:
     """A small real Python project whose tests run with pytest."""
     project = allowed_root / "calc"
     (project / "tests").mkdir(parents=True)
-    (project / "pyproject.toml").write_text('[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n')
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n'
+    )
     (project / "calc.py").write_text("def double(x):\n    return 2 * x\n")
-    (project / "tests" / "test_double.py").write_text("from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n")
+    (project / "tests" / "test_double.py").write_text(
+        "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n"
+    )
     return project
 
 
@@ -166,4 +170,3 @@ def skill_worker(transactional_db):
     for runner in list(runners):
         runner.join(timeout=20)
     assert not errors, errors
-

@@ -113,14 +113,27 @@ def ask_model(flags: dict) -> dict:
         "system": "You are Claude Code, Anthropic's official CLI for Claude.",
         "messages": [{"role": "user", "content": [{"type": "text", "text": flags["prompt"]}]}],
     }
-    request = urllib.request.Request(f"{base}/v1/messages", data=json.dumps(body).encode(), headers=headers, method="POST")
+    request = urllib.request.Request(
+        f"{base}/v1/messages", data=json.dumps(body).encode(), headers=headers, method="POST"
+    )
     with urllib.request.urlopen(request, timeout=30) as response:
         return json.loads(response.read())
 
 
 def api_error(message: str) -> None:
-    print(json.dumps({"type": "result", "subtype": "success", "is_error": True, "result": f"API Error: {message}",
-                      "duration_ms": 0, "num_turns": 1, "session_id": f"fake-{os.getpid()}"}))
+    print(
+        json.dumps(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": True,
+                "result": f"API Error: {message}",
+                "duration_ms": 0,
+                "num_turns": 1,
+                "session_id": f"fake-{os.getpid()}",
+            }
+        )
+    )
     sys.exit(1)
 
 
@@ -139,12 +152,24 @@ def main() -> None:
         handle.write(str(count + 1))
     step = steps[min(count, len(steps) - 1)]
     with open(os.path.join(state, "calls.jsonl"), "a") as handle:
-        handle.write(json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "pid": os.getpid(), "pgid": os.getpgid(0),
-                                 "litellm": os.environ.get("LITELLM_BASE_URL"), "step": count,
-                                 "anthropic_base_url": os.environ.get("ANTHROPIC_BASE_URL"),
-                                 "anthropic_api_key_set": bool(os.environ.get("ANTHROPIC_API_KEY")),
-                                 "prompt_from": flags["prompt_from"], "prompt": flags["prompt"][:20000],
-                                 "env": sorted(os.environ)}) + "\n")
+        handle.write(
+            json.dumps(
+                {
+                    "argv": sys.argv,
+                    "cwd": os.getcwd(),
+                    "pid": os.getpid(),
+                    "pgid": os.getpgid(0),
+                    "litellm": os.environ.get("LITELLM_BASE_URL"),
+                    "step": count,
+                    "anthropic_base_url": os.environ.get("ANTHROPIC_BASE_URL"),
+                    "anthropic_api_key_set": bool(os.environ.get("ANTHROPIC_API_KEY")),
+                    "prompt_from": flags["prompt_from"],
+                    "prompt": flags["prompt"][:20000],
+                    "env": sorted(os.environ),
+                }
+            )
+            + "\n"
+        )
 
     if os.environ.get("ANTHROPIC_BASE_URL"):
         try:
@@ -179,9 +204,15 @@ def main() -> None:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         pids = []
         for _ in range(step.get("children", 0)):
-            child = subprocess.Popen([sys.executable, "-c", "import signal,time\n"
-                                      + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if step.get("ignore_term") else "")
-                                      + "time.sleep(3600)"])
+            child = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    "import signal,time\n"
+                    + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if step.get("ignore_term") else "")
+                    + "time.sleep(3600)",
+                ]
+            )
             pids.append(child.pid)
         with open(os.path.join(state, "pids"), "w") as handle:
             json.dump([os.getpid(), *pids], handle)

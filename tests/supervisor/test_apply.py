@@ -59,7 +59,10 @@ PYTEST = f"{sys.executable} -m pytest -q -p no:cacheprovider"
 def git(project: Path, *args: str) -> str:
     return subprocess.run(
         ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        cwd=project, check=True, capture_output=True, text=True,
+        cwd=project,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
 
 
@@ -69,7 +72,9 @@ def git_project(allowed_root, settings, tmp_path) -> Path:
     settings.DATA_DIR = tmp_path / "data"
     project = allowed_root / "calc"
     (project / "tests").mkdir(parents=True)
-    (project / "pyproject.toml").write_text('[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n')
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n'
+    )
     (project / "calc.py").write_text(CALC)
     (project / "tests" / "test_calc.py").write_text(TESTS)
     (project / "README.md").write_text("calc\n")
@@ -85,8 +90,15 @@ def git_project(allowed_root, settings, tmp_path) -> Path:
 
 def finding(title: str, line: int, quote: str, diff: str, *, confidence: float = 0.95, kind: str = "bug") -> dict:
     return {
-        "file": "calc.py", "line": line, "severity": "major", "title": title, "kind": kind,
-        "rationale": f"{title}: wrong result", "suggestion": diff, "confidence": confidence, "quote": quote,
+        "file": "calc.py",
+        "line": line,
+        "severity": "major",
+        "title": title,
+        "kind": kind,
+        "rationale": f"{title}: wrong result",
+        "suggestion": diff,
+        "confidence": confidence,
+        "quote": quote,
     }
 
 
@@ -155,12 +167,16 @@ def test_only_the_finding_that_passes_every_gate_is_committed_and_the_owners_tre
     fake_claude, git_project, settings
 ):
     settings.SUPERVISOR_MIN_CONFIDENCE = 0.4  # the review keeps the unsure finding: apply's own gate must refuse it
-    review = review_run(fake_claude, git_project, [
-        finding("add subtracts", 5, "return a - b", FIX_ADD),
-        finding("double is wrong", 1, "def double(x):", BREAK_DOUBLE),
-        finding("mean is fragile", 9, "def mean(values):", BIG_MEAN),
-        finding("describe could be clearer", 17, "if not values:", UNSURE_DESCRIBE, confidence=0.5),
-    ])
+    review = review_run(
+        fake_claude,
+        git_project,
+        [
+            finding("add subtracts", 5, "return a - b", FIX_ADD),
+            finding("double is wrong", 1, "def double(x):", BREAK_DOUBLE),
+            finding("mean is fragile", 9, "def mean(values):", BIG_MEAN),
+            finding("describe could be clearer", 17, "if not values:", UNSURE_DESCRIBE, confidence=0.5),
+        ],
+    )
     head, status = git(git_project, "rev-parse", "HEAD"), git(git_project, "status", "--porcelain")
     assert review.result["reviewed_commit"] == head.strip()
 
@@ -202,10 +218,14 @@ def test_only_the_finding_that_passes_every_gate_is_committed_and_the_owners_tre
 
 
 def test_the_run_page_shows_each_findings_gates_and_the_branch(fake_claude, git_project, client, admin_user):
-    review = review_run(fake_claude, git_project, [
-        finding("add subtracts", 5, "return a - b", FIX_ADD),
-        finding("double is wrong", 1, "def double(x):", BREAK_DOUBLE),
-    ])
+    review = review_run(
+        fake_claude,
+        git_project,
+        [
+            finding("add subtracts", 5, "return a - b", FIX_ADD),
+            finding("double is wrong", 1, "def double(x):", BREAK_DOUBLE),
+        ],
+    )
     run = apply_run(git_project, review)
     assert client.get(f"/runs/{run.pk}/").status_code == 302  # people log in first
 
@@ -235,10 +255,14 @@ def test_a_patch_that_raises_the_lint_count_or_strays_from_its_quote_is_refused(
 -    return f"{len(values)} values"
 +    return f"{len(values)} values"  # reviewed
 """
-    review = review_run(fake_claude, git_project, [
-        finding("add subtracts", 5, "return a - b", adds_todo),
-        finding("double overflows", 2, "return 2 * x", far_away),
-    ])
+    review = review_run(
+        fake_claude,
+        git_project,
+        [
+            finding("add subtracts", 5, "return a - b", adds_todo),
+            finding("double overflows", 2, "return 2 * x", far_away),
+        ],
+    )
 
     run = apply_run(git_project, review, lint_cmd="grep -rn --include=*.py TODO . || true")
 
@@ -284,7 +308,9 @@ def test_a_rationale_reads_the_changed_lines_from_git_and_a_bare_hunk_is_about_t
     assert changed_old_lines(u0) == {"calc.py": [(6, 6), (9, 9)]}
 
 
-def test_an_applied_patch_is_an_sft_example_and_a_refused_one_the_rejected_side_and_both_replay(fake_claude, git_project):
+def test_an_applied_patch_is_an_sft_example_and_a_refused_one_the_rejected_side_and_both_replay(
+    fake_claude, git_project
+):
     from django.core.management import call_command
 
     from sessions.models import TrainingExample
@@ -297,14 +323,20 @@ def test_an_applied_patch_is_an_sft_example_and_a_refused_one_the_rejected_side_
 -    return 2 * x
 +    return x * 2
 """
-    review = review_run(fake_claude, git_project, [
-        finding("double is wrong", 2, "return 2 * x", BREAK_DOUBLE),  # the same finding, twice: a bad patch first
-        finding("double is wrong", 2, "return 2 * x", swap),
-        finding("add subtracts", 5, "return a - b", FIX_ADD),
-    ])
+    review = review_run(
+        fake_claude,
+        git_project,
+        [
+            finding("double is wrong", 2, "return 2 * x", BREAK_DOUBLE),  # the same finding, twice: a bad patch first
+            finding("double is wrong", 2, "return 2 * x", swap),
+            finding("add subtracts", 5, "return a - b", FIX_ADD),
+        ],
+    )
     run = apply_run(git_project, review)
     assert [(f["outcome"], f["gate"]) for f in run.result["findings"]] == [
-        ("refused", "tests"), ("applied", None), ("applied", None),
+        ("refused", "tests"),
+        ("applied", None),
+        ("applied", None),
     ]
 
     run_trainer()
@@ -334,10 +366,14 @@ def test_a_cancelled_apply_kills_the_test_command_and_leaves_no_worktree_or_bran
 
     review = review_run(fake_claude, git_project, [finding("add subtracts", 5, "return a - b", FIX_ADD)])
     marker = git_project.parent / "tests-started"
-    run = start_skill_run("apply", {
-        "project_root": str(git_project), "run_id": review.pk,
-        "test_cmd": f"touch {marker} && sleep 60",
-    })
+    run = start_skill_run(
+        "apply",
+        {
+            "project_root": str(git_project),
+            "run_id": review.pk,
+            "test_cmd": f"touch {marker} && sleep 60",
+        },
+    )
     worker = threading.Thread(target=run_skill, args=(run.pk,))
     started = time.monotonic()
     worker.start()
@@ -359,11 +395,22 @@ def test_review_then_apply_over_mcp(asgi_server, settings, fake_claude, git_proj
 
     settings.SUPERVISOR_MCP_TOKEN = ""
     url = f"{asgi_server}/mcp/supervisor"
-    fake_claude.script([{"report": {"verdict": "request_changes", "summary": "s", "findings": [
-        finding("add subtracts", 5, "return a - b", FIX_ADD)]}}])
+    fake_claude.script(
+        [
+            {
+                "report": {
+                    "verdict": "request_changes",
+                    "summary": "s",
+                    "findings": [finding("add subtracts", 5, "return a - b", FIX_ADD)],
+                }
+            }
+        ]
+    )
     reviewed = call_tool(url, "review", {"project_root": str(git_project), "paths": ["calc.py"]})["structuredContent"]
 
-    answer = call_tool(url, "apply", {"project_root": str(git_project), "run_id": reviewed["run_id"], "test_cmd": PYTEST})
+    answer = call_tool(
+        url, "apply", {"project_root": str(git_project), "run_id": reviewed["run_id"], "test_cmd": PYTEST}
+    )
 
     assert answer.get("isError") is not True, answer
     content = answer["structuredContent"]
@@ -373,19 +420,27 @@ def test_review_then_apply_over_mcp(asgi_server, settings, fake_claude, git_proj
     assert refused["isError"] is True and "already exists" in refused["content"][0]["text"]
 
 
-def test_a_project_inside_a_larger_repository_is_applied_in_its_own_folder(fake_claude, allowed_root, settings, tmp_path):
+def test_a_project_inside_a_larger_repository_is_applied_in_its_own_folder(
+    fake_claude, allowed_root, settings, tmp_path
+):
     settings.DATA_DIR = tmp_path / "data"
     repo = allowed_root / "mono"
     project = repo / "services" / "calc"
     (project / "tests").mkdir(parents=True)
     (repo / "README.md").write_text("mono\n")
-    (project / "pyproject.toml").write_text('[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n')
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n'
+    )
     (project / "calc.py").write_text(CALC)
     (project / "tests" / "test_calc.py").write_text(TESTS)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "mono")
-    prose = "Change the operator:\n\n```diff\ndiff --git a/calc.py b/calc.py\nold mode 100644\nnew mode 120000\n" + FIX_ADD + "```\n"
+    prose = (
+        "Change the operator:\n\n```diff\ndiff --git a/calc.py b/calc.py\nold mode 100644\nnew mode 120000\n"
+        + FIX_ADD
+        + "```\n"
+    )
     review = review_run(fake_claude, project, [finding("add subtracts", 5, "return a - b", prose)])
 
     run = apply_run(project, review)

@@ -20,15 +20,25 @@ def token_for(username: str, *scopes: str) -> dict:
     return {"Authorization": f"Bearer {out.getvalue().strip().splitlines()[-1]}"}
 
 
-def test_a_skill_run_names_the_person_whose_token_started_it(asgi_server, settings, fake_claude, python_project, skill_worker):
+def test_a_skill_run_names_the_person_whose_token_started_it(
+    asgi_server, settings, fake_claude, python_project, skill_worker
+):
     settings.SUPERVISOR_MCP_TOKEN = "supervisor-env"
     sam = make_person("sam", "operator")  # running skills is the operator role's
     test = "def test_add():\n    from calc import add\n    assert add(1, 2) == 3\n"
-    fake_claude.script([{"write": {"tests/test_add.py": test},
-                         "report": {"status": "done", "file_path": "tests/test_add.py", "summary": "ok"}}])  # fmt: skip
+    fake_claude.script(
+        [
+            {
+                "write": {"tests/test_add.py": test},
+                "report": {"status": "done", "file_path": "tests/test_add.py", "summary": "ok"},
+            }
+        ]
+    )
     arguments = {"project_root": str(python_project), "spec": "add", "session_id": "sess-sam"}
 
-    result = call_tool(f"{asgi_server}/mcp/supervisor", "tdd_red", arguments, headers=token_for("sam", "supervisor:run"))
+    result = call_tool(
+        f"{asgi_server}/mcp/supervisor", "tdd_red", arguments, headers=token_for("sam", "supervisor:run")
+    )
 
     assert result["isError"] is False, result
     run = SkillRun.objects.get(pk=result["structuredContent"]["run_id"])

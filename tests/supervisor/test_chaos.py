@@ -57,9 +57,18 @@ class ScratchServe:
         self.seen: dict[int, psutil.Process] = {}  # every process of the tree seen so far
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("DATABASE_URL", "BRAIN_MCP_TOKEN", "SUPERVISOR_MCP_TOKEN",
-                            "ROUTING_MCP_TOKEN", "HYPERGUILD_ALLOW_NO_AUTH")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k
+            not in (
+                "DATABASE_URL",
+                "BRAIN_MCP_TOKEN",
+                "SUPERVISOR_MCP_TOKEN",
+                "ROUTING_MCP_TOKEN",
+                "HYPERGUILD_ALLOW_NO_AUTH",
+            )
+        }
         env.update(
             HYPERGUILD_DATA_DIR=str(self.data_dir),
             HYPERGUILD_ADMIN_PASSWORD="chaos-admin-password",
@@ -81,10 +90,17 @@ class ScratchServe:
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--port", str(self.port)],
-            cwd=ROOT, env=self.env(), stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=ROOT,
+            env=self.env(),
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
-        wait_for(lambda: "Press Ctrl-C" in self.log_path.read_text() or self.process.poll() is not None, 180,
-                 "serve to start")
+        wait_for(
+            lambda: "Press Ctrl-C" in self.log_path.read_text() or self.process.poll() is not None,
+            180,
+            "serve to start",
+        )
         assert self.process.poll() is None, self.log_path.read_text()[-3000:]
         self.remember_tree()
 
@@ -99,8 +115,9 @@ class ScratchServe:
             return None
 
     def connect(self) -> psycopg.Connection:
-        return psycopg.connect(host=str(self.pgdata), dbname="postgres", user="postgres", autocommit=True,
-                               connect_timeout=5)
+        return psycopg.connect(
+            host=str(self.pgdata), dbname="postgres", user="postgres", autocommit=True, connect_timeout=5
+        )
 
     def query(self, sql: str, params: tuple = ()) -> list[tuple]:
         with self.connect() as conn:
@@ -200,15 +217,27 @@ def test_serve_starts_the_embedded_database_again_and_no_call_fails_on_a_dead_po
         wait_for(lambda: restarted in serve.log_path.read_text(), 20, "serve to log that it restarted the database")
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{serve.log_path.read_text()[-3000:]}") from None
-    print(f"embedded PostgreSQL back {seconds:.1f} s after kill -9 of its postmaster, /health ok after "
-          f"{time.monotonic() - started:.1f} s")
+    print(
+        f"embedded PostgreSQL back {seconds:.1f} s after kill -9 of its postmaster, /health ok after "
+        f"{time.monotonic() - started:.1f} s"
+    )
 
     # Each web process keeps HYPERGUILD_DB_POOL connections open; the restart killed them all.
     # Without a check on checkout, each one failed the next call that borrowed it.
     failures = []
     for number in range(40):  # a new connection each time: the calls spread over the web processes
-        response = mcp_post(f"{serve.url}/mcp/brain", rpc("tools/call", {"name": "session_log", "arguments": {
-            "session_id": "after-restart", "kind": "note", "message": f"entry {number}"}}, number), timeout=30)
+        response = mcp_post(
+            f"{serve.url}/mcp/brain",
+            rpc(
+                "tools/call",
+                {
+                    "name": "session_log",
+                    "arguments": {"session_id": "after-restart", "kind": "note", "message": f"entry {number}"},
+                },
+                number,
+            ),
+            timeout=30,
+        )
         result = tool_answer(response).get("result", {})
         if response.status_code != 200 or result.get("isError", True):
             failures.append(result.get("content", [{}])[0].get("text", response.text)[:200])
@@ -229,8 +258,18 @@ def test_chaos_no_acknowledged_write_is_lost_and_no_process_is_orphaned(serve):
             number += 1
             message = f"entry {number}"
             try:
-                response = mcp_post(f"{serve.url}/mcp/brain", rpc("tools/call", {"name": "session_log", "arguments": {
-                    "session_id": session_id, "kind": "note", "message": message}}, number), timeout=10)
+                response = mcp_post(
+                    f"{serve.url}/mcp/brain",
+                    rpc(
+                        "tools/call",
+                        {
+                            "name": "session_log",
+                            "arguments": {"session_id": session_id, "kind": "note", "message": message},
+                        },
+                        number,
+                    ),
+                    timeout=10,
+                )
                 answer = tool_answer(response)
                 if response.status_code == 200 and "result" in answer and not answer["result"].get("isError"):
                     acknowledged.append(message)
@@ -250,26 +289,40 @@ def test_chaos_no_acknowledged_write_is_lost_and_no_process_is_orphaned(serve):
     stop.set()
     thread.join(timeout=15)
 
-    stored = {row[0] for row in serve.query(
-        "SELECT e.message FROM agent_sessions_sessionentry e JOIN agent_sessions_agentsession s ON s.id = e.session_id "
-        "WHERE s.external_id = %s", (session_id,))}
+    stored = {
+        row[0]
+        for row in serve.query(
+            "SELECT e.message FROM agent_sessions_sessionentry e JOIN agent_sessions_agentsession s ON s.id = e.session_id "
+            "WHERE s.external_id = %s",
+            (session_id,),
+        )
+    }
     lost = [message for message in acknowledged if message not in stored]
     assert not lost, f"{len(lost)} acknowledged writes lost: {lost[:10]}"
-    print(f"session_log: {len(acknowledged)} acknowledged ({before_kill} before the kill), {refused} refused "
-          "during the outage, 0 lost")
+    print(
+        f"session_log: {len(acknowledged)} acknowledged ({before_kill} before the kill), {refused} refused "
+        "during the outage, 0 lost"
+    )
 
     # 2. The django-q2 worker dies in the middle of a TDD run (the cluster lived through the outage).
     project = serve.projects / "calc"
     (project / "tests").mkdir(parents=True)
-    (project / "pyproject.toml").write_text('[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n')
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "calc"\nversion = "0"\n\n[tool.pytest.ini_options]\npythonpath = ["."]\n'
+    )
     (project / "calc.py").write_text("def double(x):\n    return 2 * x\n")
-    (project / "tests" / "test_double.py").write_text("from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n")
+    (project / "tests" / "test_double.py").write_text(
+        "from calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n"
+    )
     serve.fake.script([{"hang": True, "children": 2, "write": {"tests/test_add.py": FAILING_TEST}, "report": report()}])
     box: dict = {}
 
     def call() -> None:
-        response = mcp_post(f"{serve.url}/mcp/supervisor", rpc("tools/call", {"name": "tdd_red", "arguments": {
-            "project_root": str(project), "spec": "add(a, b)"}}), timeout=120)
+        response = mcp_post(
+            f"{serve.url}/mcp/supervisor",
+            rpc("tools/call", {"name": "tdd_red", "arguments": {"project_root": str(project), "spec": "add(a, b)"}}),
+            timeout=120,
+        )
         box["answer"] = tool_answer(response)
 
     caller = threading.Thread(target=call, daemon=True)

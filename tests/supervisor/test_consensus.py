@@ -14,8 +14,16 @@ pytestmark = pytest.mark.django_db
 
 def bug(title: str, line: int, quote: str, kind: str = "logic", **extra) -> dict:
     return {
-        "file": "calc.py", "line": line, "severity": "major", "kind": kind, "title": title,
-        "rationale": f"{title}: wrong", "suggestion": "fix it", "confidence": 0.9, "quote": quote, **extra,
+        "file": "calc.py",
+        "line": line,
+        "severity": "major",
+        "kind": kind,
+        "title": title,
+        "rationale": f"{title}: wrong",
+        "suggestion": "fix it",
+        "confidence": 0.9,
+        "quote": quote,
+        **extra,
     }
 
 
@@ -29,11 +37,15 @@ def test_consensus_three_runs_three_reviewers_from_the_model_table_and_keeps_wha
     table = tmp_path / "models.yaml"
     table.write_text("default: sonnet\nskills:\n  review: opus\nconsensus: [opus, sonnet, haiku]\n")
     settings.SUPERVISOR_MODELS_FILE = str(table)
-    fake_claude.script([
-        answer(bug("doubles wrong", 2, "return 2 * x")),
-        answer(bug("double multiplies", 2, "return 2 * x", confidence=0.95), bug("name", 1, "def double(x):", "naming")),
-        answer(bug("signature", 1, "def double(x):", "api")),
-    ])
+    fake_claude.script(
+        [
+            answer(bug("doubles wrong", 2, "return 2 * x")),
+            answer(
+                bug("double multiplies", 2, "return 2 * x", confidence=0.95), bug("name", 1, "def double(x):", "naming")
+            ),
+            answer(bug("signature", 1, "def double(x):", "api")),
+        ]
+    )
 
     run = start_skill_run("review", {"project_root": str(python_project), "paths": ["calc.py"], "consensus": 3})
     run_skill(run.pk)
@@ -45,7 +57,8 @@ def test_consensus_three_runs_three_reviewers_from_the_model_table_and_keeps_wha
     assert (kept["title"], kept["agreed_by"]) == ("double multiplies", [1, 2])
     # Same lines but another kind of bug is no agreement: both lone findings are dropped.
     assert sorted((d["title"], d["gate"], d["review"]) for d in result["dropped_findings"]) == [
-        ("name", "consensus", 2), ("signature", "consensus", 3),
+        ("name", "consensus", 2),
+        ("signature", "consensus", 3),
     ]
     models = [call["argv"][call["argv"].index("--model") + 1] for call in fake_claude.calls()]
     assert models == ["opus", "sonnet", "haiku"]

@@ -47,8 +47,15 @@ def ada(django_user_model):
 def spend(person, usd: str, *, days_ago: int = 0) -> ModelCall:
     from django.utils import timezone
 
-    return baker.make(ModelCall, requested_by=person, model="fast", provider="openai", outcome="ok",
-                      cost_usd=Decimal(usd), created_at=timezone.now() - timedelta(days=days_ago))  # fmt: skip
+    return baker.make(
+        ModelCall,
+        requested_by=person,
+        model="fast",
+        provider="openai",
+        outcome="ok",
+        cost_usd=Decimal(usd),
+        created_at=timezone.now() - timedelta(days=days_ago),
+    )
 
 
 def test_a_call_with_usage_is_priced_from_the_table(gateway, prices, ada):
@@ -97,8 +104,9 @@ def test_a_reranker_answer_without_counts_is_usage_unknown(prices):
 
 
 def test_a_tdd_red_run_keeps_the_cost_the_claude_envelope_reports(fake_claude, python_project, ada):
-    fake_claude.script([{"report": {"status": "done", "file_path": "tests/test_x.py", "summary": "s"},
-                         "total_cost_usd": 0.0123}])  # fmt: skip
+    fake_claude.script(
+        [{"report": {"status": "done", "file_path": "tests/test_x.py", "summary": "s"}, "total_cost_usd": 0.0123}]
+    )
     run_skill_inline("tdd_red", {"project_root": str(python_project), "spec": "double(3) is 6"})
     call = ModelCall.objects.filter(provider="claude").first()
     assert call is not None
@@ -187,8 +195,16 @@ def test_budget_states_show_spent_held_and_reset_apart(ada, settings):
     spend(ada, "0.0012")
     with model_call_context(requested_by=ada), budgets.reserve(Decimal("0.0003"), what="review"):
         service, own = (state.as_dict() for state in budgets.budget_states())
-    assert service == {**service, "scope": "service", "person": None, "period": "day", "limit_usd": "0.002",
-                       "spent_usd": "0.0012", "held_usd": "0.0003", "percent": 75.0}  # fmt: skip
+    assert service == {
+        **service,
+        "scope": "service",
+        "person": None,
+        "period": "day",
+        "limit_usd": "0.002",
+        "spent_usd": "0.0012",
+        "held_usd": "0.0003",
+        "percent": 75.0,
+    }
     assert own == {**own, "scope": "person", "person": "ada", "limit_usd": "0.50", "spent_usd": "0.0012"}
     assert service["resets_at"].endswith("+00:00") and "T00:00:00" in service["resets_at"]
 
@@ -240,7 +256,9 @@ def test_the_hook_queued_retrospective_skips_with_a_reason_when_the_budget_is_sp
 def test_make_runs_banner_names_the_service_budget_with_spent_held_and_reset(ada, settings):
     from hyperguild.management.commands.serve import budget_lines
 
-    assert budget_lines() == ["budgets: no service budget (HYPERGUILD_BUDGET_DAILY_USD, HYPERGUILD_BUDGET_MONTHLY_USD)."]
+    assert budget_lines() == [
+        "budgets: no service budget (HYPERGUILD_BUDGET_DAILY_USD, HYPERGUILD_BUDGET_MONTHLY_USD)."
+    ]
     settings.HYPERGUILD_BUDGET_DAILY_USD = 0.02
     PersonBudget.objects.create(person=ada, daily_usd=Decimal("0.01"))
     spend(ada, "0.009")

@@ -14,12 +14,28 @@ pytestmark = pytest.mark.django_db
 
 def test_debug_reruns_the_failing_command_and_reports_it_passes_now(fake_claude, python_project):
     (python_project / "calc.py").write_text("def double(x):\n    return x\n")
-    fake_claude.script([{"write": {"calc.py": "def double(x):\n    return 2 * x\n"}, "report": {
-        "hypotheses": [{"hypothesis": "double returns x", "evidence": "assert 2 == 4"}],
-        "root_cause": "missing factor", "fix": "multiply by 2", "files_changed": ["calc.py"]}}])
+    fake_claude.script(
+        [
+            {
+                "write": {"calc.py": "def double(x):\n    return 2 * x\n"},
+                "report": {
+                    "hypotheses": [{"hypothesis": "double returns x", "evidence": "assert 2 == 4"}],
+                    "root_cause": "missing factor",
+                    "fix": "multiply by 2",
+                    "files_changed": ["calc.py"],
+                },
+            }
+        ]
+    )
 
-    skill_run = run_skill_inline("debug", {"project_root": str(python_project), "symptom": "test_double fails",
-                                           "failing_cmd": "python -m pytest -q tests/test_double.py"})
+    skill_run = run_skill_inline(
+        "debug",
+        {
+            "project_root": str(python_project),
+            "symptom": "test_double fails",
+            "failing_cmd": "python -m pytest -q tests/test_double.py",
+        },
+    )
 
     result = skill_run.result
     assert result["status"] == "pass" and result["failing_cmd_passes"] is True and result["verified"] is True
@@ -27,7 +43,17 @@ def test_debug_reruns_the_failing_command_and_reports_it_passes_now(fake_claude,
 
 
 def test_spec_returns_the_spec_with_numbered_acceptance_criteria(fake_claude, settings, tmp_path):
-    fake_claude.script([{"report": {"title": "Export", "spec": "Users export notes.", "acceptance_criteria": ["CSV downloads", "UTF-8"]}}])
+    fake_claude.script(
+        [
+            {
+                "report": {
+                    "title": "Export",
+                    "spec": "Users export notes.",
+                    "acceptance_criteria": ["CSV downloads", "UTF-8"],
+                }
+            }
+        ]
+    )
     settings.DATA_DIR = tmp_path
 
     skill_run = run_skill_inline("spec", {"text": "we talked about exporting notes", "project": "hg"})
@@ -37,8 +63,9 @@ def test_spec_returns_the_spec_with_numbered_acceptance_criteria(fake_claude, se
     assert "1. CSV downloads\n2. UTF-8" in result["spec"]
 
 
-def test_a_specs_raw_note_names_who_asked_and_is_written_only_for_a_role_that_writes_raw_notes(fake_claude, settings,
-                                                                                              tmp_path):  # fmt: skip
+def test_a_specs_raw_note_names_who_asked_and_is_written_only_for_a_role_that_writes_raw_notes(
+    fake_claude, settings, tmp_path
+):
     """Issue 46: the spec skill was a side door for raw notes (written with no author, whoever asked)."""
     from brain.models import Note
     from supervisor.tasks import run_skill

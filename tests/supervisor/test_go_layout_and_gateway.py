@@ -98,15 +98,23 @@ def test_a_tdd_run_on_a_provider_model_runs_claude_code_through_the_gateway_and_
     fake_claude, python_project, go_models_file, settings, monkeypatch
 ):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-real-key-must-not-leak")
-    fake_claude.script([{"report": {"status": "done", "file_path": "wrong", "summary": "scripted, not from the model"}}])
+    fake_claude.script(
+        [{"report": {"status": "done", "file_path": "wrong", "summary": "scripted, not from the model"}}]
+    )
     with FakeAnthropic(key=GATEWAY_KEY, models={LOCAL_MODEL}) as gateway:
         settings.LITELLM_BASE_URL = gateway.url
         settings.LITELLM_API_KEY = GATEWAY_KEY
-        gateway.answer = lambda request: json.dumps({
-            "write": {"tests/test_add.py": FAILING_TEST},
-            "report": {"status": "done", "file_path": "tests/test_add.py", "summary": "wrote the failing test",
-                       "test_name": "test_add_sums_two_numbers"},
-        })
+        gateway.answer = lambda request: json.dumps(
+            {
+                "write": {"tests/test_add.py": FAILING_TEST},
+                "report": {
+                    "status": "done",
+                    "file_path": "tests/test_add.py",
+                    "summary": "wrote the failing test",
+                    "test_name": "test_add_sums_two_numbers",
+                },
+            }
+        )
 
         skill_run = run_skill_inline("tdd_red", {"project_root": str(python_project), "spec": "add(a, b) sums"})
 
@@ -127,7 +135,9 @@ def test_a_tdd_run_on_a_provider_model_runs_claude_code_through_the_gateway_and_
     assert GATEWAY_KEY not in json.dumps(skill_run.arguments)
 
 
-def test_a_gateway_that_refuses_the_key_is_a_worker_error_not_a_pass(fake_claude, python_project, go_models_file, settings):
+def test_a_gateway_that_refuses_the_key_is_a_worker_error_not_a_pass(
+    fake_claude, python_project, go_models_file, settings
+):
     with FakeAnthropic(key="the-right-key", models={LOCAL_MODEL}) as gateway:
         settings.LITELLM_BASE_URL = gateway.url
         settings.LITELLM_API_KEY = "a-wrong-key"
@@ -139,8 +149,14 @@ def test_a_gateway_that_refuses_the_key_is_a_worker_error_not_a_pass(fake_claude
 
 
 def test_a_claude_model_keeps_the_worker_off_the_gateway(fake_claude, python_project, settings):
-    fake_claude.script([{"write": {"tests/test_add.py": FAILING_TEST},
-                         "report": {"status": "done", "file_path": "tests/test_add.py", "summary": "ok"}}])
+    fake_claude.script(
+        [
+            {
+                "write": {"tests/test_add.py": FAILING_TEST},
+                "report": {"status": "done", "file_path": "tests/test_add.py", "summary": "ok"},
+            }
+        ]
+    )
 
     skill_run = start_skill_run("tdd_red", {"project_root": str(python_project), "spec": "add", "model": "sonnet"})
     run_skill(skill_run.pk)

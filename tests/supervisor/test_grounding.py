@@ -12,8 +12,14 @@ pytestmark = pytest.mark.django_db
 
 def finding(**values):
     base = {
-        "file": "calc.py", "line": 2, "severity": "minor", "title": "t", "rationale": "r", "suggestion": "s",
-        "confidence": 0.9, "quote": "return 2 * x",
+        "file": "calc.py",
+        "line": 2,
+        "severity": "minor",
+        "title": "t",
+        "rationale": "r",
+        "suggestion": "s",
+        "confidence": 0.9,
+        "quote": "return 2 * x",
     }
     return {**base, **values}
 
@@ -79,8 +85,12 @@ def test_gates_drop_low_confidence_and_missing_rationale_and_refuse_large_patche
 
     grounding = ground_findings(
         python_project,
-        [finding(confidence=0.59, title="unsure"), finding(rationale=" ", title="no why"), finding(suggestion=big),
-         finding(suggestion="return x * 2")],
+        [
+            finding(confidence=0.59, title="unsure"),
+            finding(rationale=" ", title="no why"),
+            finding(suggestion=big),
+            finding(suggestion="return x * 2"),
+        ],
     )
 
     assert [(d["title"], d["gate"]) for d in grounding.dropped] == [("unsure", "confidence"), ("no why", "rationale")]
@@ -98,18 +108,31 @@ def test_a_bug_fingerprint_is_the_kind_and_the_top_three_identifiers_sorted():
 
 
 def test_review_drops_a_finding_that_cites_a_line_or_code_that_does_not_exist(fake_claude, python_project):
-    fake_claude.script([{"report": {"verdict": "request_changes", "summary": "two issues", "findings": [
-        finding(title="real"),
-        finding(line=40, title="invented line"),
-        finding(quote="os.system(user_input)", title="invented code"),
-    ]}}])
+    fake_claude.script(
+        [
+            {
+                "report": {
+                    "verdict": "request_changes",
+                    "summary": "two issues",
+                    "findings": [
+                        finding(title="real"),
+                        finding(line=40, title="invented line"),
+                        finding(quote="os.system(user_input)", title="invented code"),
+                    ],
+                }
+            }
+        ]
+    )
 
     skill_run = run_skill_inline("review", {"project_root": str(python_project), "paths": ["calc.py"]})
 
     result = skill_run.result
     assert result["status"] == "pass" and result["verdict"] == "request_changes" and result["verified"] is True
     assert [f["title"] for f in result["findings"]] == ["real"]
-    assert [(d["title"], d["gate"]) for d in result["dropped_findings"]] == [("invented line", "line"), ("invented code", "quote")]
+    assert [(d["title"], d["gate"]) for d in result["dropped_findings"]] == [
+        ("invented line", "line"),
+        ("invented code", "quote"),
+    ]
     assert "2 dropped" in result["message"]
     argv = fake_claude.calls()[0]["argv"]
     assert argv[argv.index("--model") + 1] == "opus"  # the table's entry for review
@@ -117,9 +140,19 @@ def test_review_drops_a_finding_that_cites_a_line_or_code_that_does_not_exist(fa
 
 
 def test_a_review_whose_findings_were_all_dropped_is_not_verified(fake_claude, python_project):
-    fake_claude.script([{"report": {"verdict": "comment", "summary": "made up", "findings": [
-        finding(quote="os.system(user_input)", title="invented code"),
-    ]}}])
+    fake_claude.script(
+        [
+            {
+                "report": {
+                    "verdict": "comment",
+                    "summary": "made up",
+                    "findings": [
+                        finding(quote="os.system(user_input)", title="invented code"),
+                    ],
+                }
+            }
+        ]
+    )
 
     skill_run = run_skill_inline("review", {"project_root": str(python_project), "paths": ["calc.py"]})
 

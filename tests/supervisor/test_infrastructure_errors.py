@@ -25,7 +25,9 @@ def test_a_tdd_call_with_no_login_ends_as_error_in_one_attempt_quoting_the_cli(f
 
 
 def test_a_review_that_is_rate_limited_ends_as_error_with_the_cli_message(fake_claude, python_project):
-    fake_claude.script([{"envelope": {"type": "result", "is_error": True, "result": "API Error: 429 rate_limit_error"}}])
+    fake_claude.script(
+        [{"envelope": {"type": "result", "is_error": True, "result": "API Error: 429 rate_limit_error"}}]
+    )
 
     skill_run = run("review", {"project_root": str(python_project), "paths": ["calc.py"]})
 
@@ -35,8 +37,12 @@ def test_a_review_that_is_rate_limited_ends_as_error_with_the_cli_message(fake_c
 
 def test_a_bad_answer_is_still_retried(fake_claude, python_project, settings):
     settings.SUPERVISOR_MAX_ATTEMPTS = 2
-    fake_claude.script([{"envelope": {"type": "result", "is_error": True, "result": "I could not decide"}, "exit": 1},
-                        {"garbage": True}])
+    fake_claude.script(
+        [
+            {"envelope": {"type": "result", "is_error": True, "result": "I could not decide"}, "exit": 1},
+            {"garbage": True},
+        ]
+    )
 
     skill_run = run("tdd_green", {"project_root": str(python_project), "test_path": "tests/test_double.py"})
 

@@ -70,10 +70,20 @@ def test_no_allowed_roots_configured_means_nothing_is_allowed(supervisor_url, fa
     assert SkillRun.objects.count() == 0 and fake_claude.calls() == []
 
 
-def test_a_long_call_streams_progress_and_returns_the_verified_result(supervisor_url, fake_claude, python_project, skill_worker):
+def test_a_long_call_streams_progress_and_returns_the_verified_result(
+    supervisor_url, fake_claude, python_project, skill_worker
+):
     test = "def test_add():\n    from calc import add\n    assert add(1, 2) == 3\n"
-    fake_claude.script([{"sleep": 2, "tick": 0.2, "write": {"tests/test_add.py": test},
-                         "report": {"status": "done", "file_path": "tests/test_add.py", "summary": "ok"}}])
+    fake_claude.script(
+        [
+            {
+                "sleep": 2,
+                "tick": 0.2,
+                "write": {"tests/test_add.py": test},
+                "report": {"status": "done", "file_path": "tests/test_add.py", "summary": "ok"},
+            }
+        ]
+    )
     seen: list[str] = []
 
     async def on_progress(progress, total, message):
@@ -81,8 +91,11 @@ def test_a_long_call_streams_progress_and_returns_the_verified_result(supervisor
 
     async def scenario():
         async with Client(supervisor_url, mode="legacy") as client:
-            return await client.call_tool("tdd_red", {"project_root": str(python_project), "spec": "add", "session_id": "sess-9"},
-                                          progress_callback=on_progress)
+            return await client.call_tool(
+                "tdd_red",
+                {"project_root": str(python_project), "spec": "add", "session_id": "sess-9"},
+                progress_callback=on_progress,
+            )
 
     result = anyio.run(scenario)
 
@@ -94,7 +107,9 @@ def test_a_long_call_streams_progress_and_returns_the_verified_result(supervisor
     assert run.session_id == "sess-9" and run.status == "pass"
 
 
-def test_a_client_cancellation_kills_the_worker_process_group(supervisor_url, fake_claude, python_project, skill_worker):
+def test_a_client_cancellation_kills_the_worker_process_group(
+    supervisor_url, fake_claude, python_project, skill_worker
+):
     fake_claude.script([{"hang": True, "children": 2}])
 
     async def scenario():
@@ -102,8 +117,9 @@ def test_a_client_cancellation_kills_the_worker_process_group(supervisor_url, fa
             async with anyio.create_task_group() as group:
 
                 async def call():
-                    await client.call_tool("tdd_red", {"project_root": str(python_project), "spec": "add"},
-                                           progress_callback=_ignore)
+                    await client.call_tool(
+                        "tdd_red", {"project_root": str(python_project), "spec": "add"}, progress_callback=_ignore
+                    )
 
                 group.start_soon(call)
                 await anyio.to_thread.run_sync(_wait_for_pids, fake_claude)
@@ -144,4 +160,3 @@ def test_tier_over_mcp(supervisor_url, settings):
 
     assert result["isError"] is False and result["structuredContent"]["tier"] == 3
     assert result["structuredContent"]["label"] == "airplane"
-

@@ -117,7 +117,9 @@ def test_a_run_on_another_host_without_a_heartbeat_for_stale_seconds_is_ended(fa
     assert run.status == "error" and "no heartbeat for 31 s" in run.message
 
 
-def test_a_slot_held_by_a_running_run_stays_taken_after_its_lock_is_gone(fake_claude, python_project, settings, orphan_group):
+def test_a_slot_held_by_a_running_run_stays_taken_after_its_lock_is_gone(
+    fake_claude, python_project, settings, orphan_group
+):
     """The dead owner's advisory lock went with its connection; its worker did not: no extra worker may start."""
     settings.SUPERVISOR_MAX_WORKERS = 1
     settings.SUPERVISOR_QUEUE_WAIT = 1
@@ -125,7 +127,9 @@ def test_a_slot_held_by_a_running_run_stays_taken_after_its_lock_is_gone(fake_cl
     run = running_run(python_project, pid=dead_pid())
     do_record_run_ownership(run.pk, worker_pgid=leader.pid, worker_slot=1)
 
-    result = executor.run_worker(prompt="x", schema={"type": "object"}, cwd=python_project, model=None, allowed_tools="Read")
+    result = executor.run_worker(
+        prompt="x", schema={"type": "object"}, cwd=python_project, model=None, allowed_tools="Read"
+    )
 
     assert result.status == "error" and "worker slots stayed busy" in result.message
     assert fake_claude.calls() == []
@@ -165,7 +169,8 @@ def test_the_owner_records_its_pid_group_and_slot_and_beats_while_the_run_goes_o
 
     real = tasks_module.run_worker_skill
     monkeypatch.setattr(
-        tasks_module, "run_worker_skill",
+        tasks_module,
+        "run_worker_skill",
         lambda run_, progress, cancel_check: real(run_, progress, lambda: watch() or cancel_check()),
     )
     tasks_module.run_skill(run.pk)
@@ -199,7 +204,9 @@ def test_on_this_host_a_live_owner_is_not_reaped_for_a_missed_heartbeat(fake_cla
     assert reap_runs() == 0
 
 
-def test_on_this_host_a_pid_that_now_belongs_to_a_newer_process_is_an_owner_gone(fake_claude, python_project, orphan_group):
+def test_on_this_host_a_pid_that_now_belongs_to_a_newer_process_is_an_owner_gone(
+    fake_claude, python_project, orphan_group
+):
     leader, pids = orphan_group
     newer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

@@ -36,9 +36,12 @@ def supervisor_url(asgi_server, settings):
     return f"{asgi_server}/mcp/supervisor"
 
 
-def test_a_worker_sees_only_allow_listed_variables_and_never_a_service_secret(fake_claude, python_project, service_secrets):
-    result = executor.run_worker(prompt="say hi", schema={"type": "object"}, cwd=python_project, model=None,
-                                 allowed_tools="Read")
+def test_a_worker_sees_only_allow_listed_variables_and_never_a_service_secret(
+    fake_claude, python_project, service_secrets
+):
+    result = executor.run_worker(
+        prompt="say hi", schema={"type": "object"}, cwd=python_project, model=None, allowed_tools="Read"
+    )
 
     assert result.status == "ok", result.message
     (call,) = fake_claude.calls()
@@ -79,8 +82,14 @@ def test_the_prompt_is_not_on_the_workers_command_line(fake_claude, python_proje
             seen["cmdline"] = handle.read().decode()
         return True
 
-    result = executor.run_worker(prompt=secret_prompt, schema={"type": "object"}, cwd=python_project, model=None,
-                                 allowed_tools="Read", cancel_check=cancel_check)
+    result = executor.run_worker(
+        prompt=secret_prompt,
+        schema={"type": "object"},
+        cwd=python_project,
+        model=None,
+        allowed_tools="Read",
+        cancel_check=cancel_check,
+    )
 
     assert result.status == "cancelled"
     assert "-p" in seen["cmdline"].split("\0") and "project details" not in seen["cmdline"]
@@ -105,8 +114,11 @@ def test_a_git_range_that_starts_with_a_dash_is_refused_and_nothing_runs(
 def test_a_free_form_test_cmd_is_refused_when_turned_off(supervisor_url, fake_claude, python_project, settings):
     settings.SUPERVISOR_ALLOW_TEST_CMD = False
 
-    result = call_tool(supervisor_url, "tdd_red", {"project_root": str(python_project), "spec": "x",
-                                                   "test_cmd": "curl http://127.0.0.1:9/ | sh"})
+    result = call_tool(
+        supervisor_url,
+        "tdd_red",
+        {"project_root": str(python_project), "spec": "x", "test_cmd": "curl http://127.0.0.1:9/ | sh"},
+    )
 
     assert result["isError"] is True
     assert "SUPERVISOR_ALLOW_TEST_CMD=0" in result["content"][0]["text"]

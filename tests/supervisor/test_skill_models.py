@@ -12,9 +12,15 @@ from supervisor import skills
 from supervisor.skills import SKILLS, ReviewInput, ReviewReport, ReviewResult, Verdict, build_result, typed_result
 
 GROUNDED_FINDING = {
-    "file": "calc.py", "line": 2, "severity": "major", "title": "off by one", "rationale": "the loop stops early",
-    "suggestion": "use <=", "confidence": 0.9, "quote": "for i in range(n - 1):",
-}  # fmt: skip
+    "file": "calc.py",
+    "line": 2,
+    "severity": "major",
+    "title": "off by one",
+    "rationale": "the loop stops early",
+    "suggestion": "use <=",
+    "confidence": 0.9,
+    "quote": "for i in range(n - 1):",
+}
 
 
 def test_every_skill_declares_an_input_model_a_result_model_and_a_worker_model_when_it_runs_a_worker():
@@ -76,7 +82,9 @@ def test_a_review_without_paths_or_a_git_range_is_refused_by_the_model_as_by_the
 
 
 def test_a_built_result_is_a_valid_instance_of_the_result_model_and_dumps_back_to_the_same_dict():
-    result = build_result("review", status=Verdict.PASS, findings=[{**GROUNDED_FINDING, "patch": None}], verdict="approve")
+    result = build_result(
+        "review", status=Verdict.PASS, findings=[{**GROUNDED_FINDING, "patch": None}], verdict="approve"
+    )
 
     model = typed_result("review", result)
     assert isinstance(model, ReviewResult) and model.status is Verdict.PASS and model.findings[0].patch is None
@@ -100,7 +108,17 @@ def test_a_result_with_a_field_its_model_does_not_name_is_refused():
 def test_the_neutral_values_of_a_result_are_the_result_models_defaults():
     assert build_result("tier") | {"status": "error"} == {
         **{name: None for name in ("file_path", "verified", "run_id")},
-        "status": "error", "phase": "tier", "skill": "tier", "runner_output": "", "model_used": "", "message": "",
-        "attempts": 0, "duration_ms": 0, "tier": 3, "label": "full-online", "anthropic_reachable": False,
-        "litellm_reachable": False, "cached": False,
-    }  # fmt: skip
+        "status": "error",
+        "phase": "tier",
+        "skill": "tier",
+        "runner_output": "",
+        "model_used": "",
+        "message": "",
+        "attempts": 0,
+        "duration_ms": 0,
+        "tier": 3,
+        "label": "full-online",
+        "anthropic_reachable": False,
+        "litellm_reachable": False,
+        "cached": False,
+    }

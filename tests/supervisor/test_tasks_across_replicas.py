@@ -40,7 +40,11 @@ def replica_b(tmp_path):
     with open(log, "w") as out:
         process = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--no-worker", "--web-workers", "1", "--port", str(port)],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120

@@ -21,9 +21,13 @@ def report(path="tests/test_add.py", summary="wrote the test", **extra):
 
 
 def test_red_is_verified_because_the_supervisors_own_test_run_fails(fake_claude, python_project):
-    fake_claude.script([{"write": {"tests/test_add.py": FAILING_TEST}, "report": report(test_name="test_add_sums_two_numbers")}])
+    fake_claude.script(
+        [{"write": {"tests/test_add.py": FAILING_TEST}, "report": report(test_name="test_add_sums_two_numbers")}]
+    )
 
-    skill_run = run("tdd_red", {"project_root": str(python_project), "spec": "add(a, b) returns the sum", "session_id": "s-1"})
+    skill_run = run(
+        "tdd_red", {"project_root": str(python_project), "spec": "add(a, b) returns the sum", "session_id": "s-1"}
+    )
 
     result = skill_run.result
     assert result["status"] == "pass" and result["verified"] is True
@@ -46,7 +50,9 @@ def test_red_is_verified_because_the_supervisors_own_test_run_fails(fake_claude,
     assert call["litellm"] == "http://127.0.0.1:9/litellm"
 
 
-def test_a_worker_that_writes_a_passing_test_is_not_verified_and_retried_until_it_repeats_itself(fake_claude, python_project):
+def test_a_worker_that_writes_a_passing_test_is_not_verified_and_retried_until_it_repeats_itself(
+    fake_claude, python_project
+):
     fake_claude.script([{"write": {"tests/test_add.py": PASSING_TEST}, "report": report(summary="it fails, trust me")}])
 
     skill_run = run("tdd_red", {"project_root": str(python_project), "spec": "add(a, b) returns the sum"})
@@ -73,10 +79,12 @@ def test_a_worker_that_claims_success_without_writing_anything_uses_every_attemp
 
 
 def test_red_passes_on_a_retry_after_a_first_bad_attempt(fake_claude, python_project):
-    fake_claude.script([
-        {"write": {"tests/test_add.py": PASSING_TEST}, "report": report(summary="first")},
-        {"write": {"tests/test_add.py": FAILING_TEST}, "report": report(summary="second")},
-    ])
+    fake_claude.script(
+        [
+            {"write": {"tests/test_add.py": PASSING_TEST}, "report": report(summary="first")},
+            {"write": {"tests/test_add.py": FAILING_TEST}, "report": report(summary="second")},
+        ]
+    )
 
     result = run("tdd_red", {"project_root": str(python_project), "spec": "add"}).result
 
@@ -87,13 +95,17 @@ def test_green_then_refactor_end_to_end_on_the_same_project(fake_claude, python_
     (python_project / "tests" / "test_add.py").write_text(FAILING_TEST)
 
     fake_claude.script([{"write": {"calc.py": IMPL}, "report": report(path="calc.py", files_changed=["calc.py"])}])
-    green = run("tdd_green", {"project_root": str(python_project), "test_path": "tests/test_add.py", "impl_path": "calc.py"}).result
+    green = run(
+        "tdd_green", {"project_root": str(python_project), "test_path": "tests/test_add.py", "impl_path": "calc.py"}
+    ).result
     assert green["status"] == "pass" and green["verified"] is True and green["file_path"] == "calc.py"
     assert "passed" in green["runner_output"]
 
     (fake_claude.state / "count").unlink()
     fake_claude.script([{"write": {"calc.py": REFACTORED}, "report": report(path="calc.py")}])
-    refactor = run("tdd_refactor", {"project_root": str(python_project), "test_path": "tests/test_add.py", "impl_path": "calc.py"}).result
+    refactor = run(
+        "tdd_refactor", {"project_root": str(python_project), "test_path": "tests/test_add.py", "impl_path": "calc.py"}
+    ).result
     assert refactor["status"] == "pass" and refactor["verified"] is True
     assert (python_project / "calc.py").read_text() == REFACTORED
 
@@ -111,7 +123,10 @@ def test_green_is_not_verified_when_the_tests_still_fail(fake_claude, python_pro
 def test_refactor_that_breaks_behaviour_is_not_verified(fake_claude, python_project):
     fake_claude.script([{"write": {"calc.py": "def double(x):\n    return x\n"}, "report": report(path="calc.py")}])
 
-    result = run("tdd_refactor", {"project_root": str(python_project), "test_path": "tests/test_double.py", "impl_path": "calc.py"}).result
+    result = run(
+        "tdd_refactor",
+        {"project_root": str(python_project), "test_path": "tests/test_double.py", "impl_path": "calc.py"},
+    ).result
 
     assert result["status"] == "fail" and result["verified"] is False
 
@@ -125,7 +140,13 @@ def test_an_explicit_test_cmd_is_used_instead_of_detection(fake_claude, python_p
 
 
 def test_a_worker_answer_that_breaks_the_schema_is_an_attempt_that_failed(fake_claude, python_project):
-    fake_claude.script([{"report": {"file_path": "x"}}, {"garbage": True}, {"in_result": True, "write": {"tests/test_add.py": FAILING_TEST}, "report": report()}])
+    fake_claude.script(
+        [
+            {"report": {"file_path": "x"}},
+            {"garbage": True},
+            {"in_result": True, "write": {"tests/test_add.py": FAILING_TEST}, "report": report()},
+        ]
+    )
 
     skill_run = run("tdd_red", {"project_root": str(python_project), "spec": "add"})
 
@@ -160,7 +181,9 @@ def test_refactor_refuses_a_suite_that_already_fails(fake_claude, python_project
     (python_project / "tests" / "test_add.py").write_text(FAILING_TEST)
     fake_claude.script([{"write": {"calc.py": REFACTORED}, "report": report(path="calc.py")}])
 
-    result = run("tdd_refactor", {"project_root": str(python_project), "test_path": "tests/test_add.py", "impl_path": "calc.py"}).result
+    result = run(
+        "tdd_refactor", {"project_root": str(python_project), "test_path": "tests/test_add.py", "impl_path": "calc.py"}
+    ).result
 
     assert result["status"] == "fail" and result["attempts"] == 0
     assert "refactor starts from a passing suite" in result["message"]

@@ -38,7 +38,14 @@ def test_the_stored_status_values_are_the_ones_the_database_already_holds():
     assert SkillRun.Status.values == ["queued", "running", "pass", "fail", "error", "timeout", "cancelled"]
     assert RoutingEntry.Status.values == ["pass", "fail", "error", "outage"]
     assert RoutingEntry.Reason.values == [
-        "override", "pathway", "floor", "ceil", "sample band", "min samples", "fail-open retry", "single model"
+        "override",
+        "pathway",
+        "floor",
+        "ceil",
+        "sample band",
+        "min samples",
+        "fail-open retry",
+        "single model",
     ]
     assert Pathway.State.values == ["probation", "promoted", "retired"]
 

@@ -47,8 +47,14 @@ def ada(asgi_server, settings, tmp_path):
 
 
 def spend(person, usd: str) -> None:
-    ModelCall.objects.create(requested_by=person, model=FAST, provider="openai", outcome="ok", cost_usd=Decimal(usd),
-                             cost_source="price table")  # fmt: skip
+    ModelCall.objects.create(
+        requested_by=person,
+        model=FAST,
+        provider="openai",
+        outcome="ok",
+        cost_usd=Decimal(usd),
+        cost_source="price table",
+    )
 
 
 def call(server: str, endpoint: str, tool: str, arguments: dict, person) -> dict:
@@ -62,21 +68,31 @@ def test_a_tdd_red_result_carries_the_usage_the_claude_envelope_reported(
     asgi_server, ada, fake_claude, python_project, skill_worker, settings
 ):
     settings.SUPERVISOR_MAX_ATTEMPTS = 1
-    fake_claude.script([{"report": {"status": "done", "file_path": "tests/test_x.py", "summary": "s"},
-                         "total_cost_usd": 0.0123}])  # fmt: skip
+    fake_claude.script(
+        [{"report": {"status": "done", "file_path": "tests/test_x.py", "summary": "s"}, "total_cost_usd": 0.0123}]
+    )
 
-    result = call(asgi_server, "supervisor", "tdd_red", {"project_root": str(python_project), "spec": "double(3) is 6"}, ada)
+    result = call(
+        asgi_server, "supervisor", "tdd_red", {"project_root": str(python_project), "spec": "double(3) is 6"}, ada
+    )
 
     assert result["isError"] is False, result
     usage = result["structuredContent"]["usage"]
-    assert usage == {"input_tokens": 120, "output_tokens": 40, "cost_usd": pytest.approx(0.0123), "model": usage["model"],
-                     "calls": 1}  # fmt: skip
+    assert usage == {
+        "input_tokens": 120,
+        "output_tokens": 40,
+        "cost_usd": pytest.approx(0.0123),
+        "model": usage["model"],
+        "calls": 1,
+    }
     (worker_call,) = ModelCall.objects.filter(provider="claude")
     assert (worker_call.requested_by, usage["model"]) == (ada, worker_call.model)
     assert "budget_warning" not in result["structuredContent"]
 
 
-def test_a_consensus_review_sums_the_usage_of_every_reviewer(asgi_server, ada, fake_claude, python_project, skill_worker):
+def test_a_consensus_review_sums_the_usage_of_every_reviewer(
+    asgi_server, ada, fake_claude, python_project, skill_worker
+):
     review = {"verdict": "approve", "summary": "fine", "findings": []}
     fake_claude.script([{"report": review, "total_cost_usd": 0.01}, {"report": review, "total_cost_usd": 0.02}])
 
@@ -101,9 +117,13 @@ def test_a_routed_review_result_carries_usage_priced_from_the_table(asgi_server,
     usage = result["structuredContent"]["usage"]
     asked = [request.body["model"] for request in gateway.requests]
     price = {FAST: 0.002, THINKING: 0.025}  # 1,000 input and 500 output tokens at the table's prices
-    assert usage == {"input_tokens": 1000 * len(asked), "output_tokens": 500 * len(asked),
-                     "cost_usd": pytest.approx(sum(price[model] for model in asked)),
-                     "model": ", ".join(dict.fromkeys(asked)), "calls": len(asked)}  # fmt: skip
+    assert usage == {
+        "input_tokens": 1000 * len(asked),
+        "output_tokens": 500 * len(asked),
+        "cost_usd": pytest.approx(sum(price[model] for model in asked)),
+        "model": ", ".join(dict.fromkeys(asked)),
+        "calls": len(asked),
+    }
 
 
 def test_a_call_whose_usage_is_unknown_says_so_instead_of_a_zero(asgi_server, ada, gateway, python_project):
@@ -124,7 +144,11 @@ def test_a_model_missing_from_the_price_table_is_price_unknown(asgi_server, ada,
     result = call(asgi_server, "routing", "review", {"project_root": str(python_project), "paths": ["calc.py"]}, ada)
 
     usage = result["structuredContent"]["usage"]
-    assert (usage["cost_usd"], usage["cost_reason"], usage["input_tokens"]) == (None, "price unknown", 1000 * usage["calls"])
+    assert (usage["cost_usd"], usage["cost_reason"], usage["input_tokens"]) == (
+        None,
+        "price unknown",
+        1000 * usage["calls"],
+    )
 
 
 def test_brain_answer_carries_usage_and_a_warning_when_the_budget_is_nearly_spent(asgi_server, ada, gateway, settings):
@@ -138,8 +162,13 @@ def test_brain_answer_carries_usage_and_a_warning_when_the_budget_is_nearly_spen
 
     assert result["isError"] is False, result
     answer = result["structuredContent"]
-    assert answer["usage"] == {"input_tokens": 1000, "output_tokens": 500, "cost_usd": 0.0, "model": ANSWER_MODEL,
-                               "calls": 1}  # fmt: skip
+    assert answer["usage"] == {
+        "input_tokens": 1000,
+        "output_tokens": 500,
+        "cost_usd": 0.0,
+        "model": ANSWER_MODEL,
+        "calls": 1,
+    }
     assert answer["budget_warning"] == "your daily budget of 0.01 USD is 90% spent"
 
 
@@ -169,7 +198,9 @@ def assert_refused_naming_the_budget(result: dict) -> None:
     assert "resets at" in text and "00:00 UTC" in text
 
 
-def test_a_spent_budget_refuses_tdd_red_and_spawns_nothing(asgi_server, spent_today, fake_claude, python_project, skill_worker):
+def test_a_spent_budget_refuses_tdd_red_and_spawns_nothing(
+    asgi_server, spent_today, fake_claude, python_project, skill_worker
+):
     result = call(asgi_server, "supervisor", "tdd_red", {"project_root": str(python_project), "spec": "s"}, spent_today)
 
     assert_refused_naming_the_budget(result)
@@ -181,13 +212,17 @@ def test_a_spent_budget_refuses_a_routed_review_and_calls_no_model(asgi_server, 
     gateway.on(FAST, lambda request: Reply.json(GOOD_REVIEW))
     gateway.on(THINKING, lambda request: Reply.json(GOOD_REVIEW))
 
-    result = call(asgi_server, "routing", "review", {"project_root": str(python_project), "paths": ["calc.py"]}, spent_today)
+    result = call(
+        asgi_server, "routing", "review", {"project_root": str(python_project), "paths": ["calc.py"]}, spent_today
+    )
 
     assert_refused_naming_the_budget(result)
     assert gateway.requests == []
 
 
-def test_a_spent_budget_refuses_brain_answer_instead_of_falling_back_to_passages(asgi_server, spent_today, gateway, settings):
+def test_a_spent_budget_refuses_brain_answer_instead_of_falling_back_to_passages(
+    asgi_server, spent_today, gateway, settings
+):
     settings.BRAIN_ANSWER_MODEL = FAST  # a priced model (one priced at 0 still fits a budget spent to the cent)
     ingest(HYPERGUILD_NOTES)
 

@@ -33,8 +33,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def start_qcluster(settings, allowed_root, **extra: str) -> subprocess.Popen:
-    return start_cluster(settings, allowed_root, SUPERVISOR_TIMEOUT="120", SUPERVISOR_IDLE_TIMEOUT="120",
-                         SUPERVISOR_MAX_WORKERS="1", **extra)  # fmt: skip
+    return start_cluster(
+        settings,
+        allowed_root,
+        SUPERVISOR_TIMEOUT="120",
+        SUPERVISOR_IDLE_TIMEOUT="120",
+        SUPERVISOR_MAX_WORKERS="1",
+        **extra,
+    )
 
 
 def stop_qcluster(process: subprocess.Popen) -> None:

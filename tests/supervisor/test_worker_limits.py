@@ -75,8 +75,14 @@ def test_a_cancel_request_kills_the_worker_group(fake_claude, python_project, tm
             flag["cancel"] = True
         return flag["cancel"]
 
-    result = executor.run_worker(prompt="x", schema={"type": "object"}, cwd=python_project, model=None,
-                                 allowed_tools="Read", cancel_check=cancel_check)
+    result = executor.run_worker(
+        prompt="x",
+        schema={"type": "object"},
+        cwd=python_project,
+        model=None,
+        allowed_tools="Read",
+        cancel_check=cancel_check,
+    )
 
     assert result.status == "cancelled"
     assert not [pid for pid in fake_claude.pids() if process_alive(pid)]
@@ -91,7 +97,9 @@ def test_no_slot_free_within_the_queue_wait_is_a_clear_error(fake_claude, python
     try:
         with other.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_lock(%s, 1)", [executor.SLOT_LOCK_NAMESPACE])
-        result = executor.run_worker(prompt="x", schema={"type": "object"}, cwd=python_project, model=None, allowed_tools="Read")
+        result = executor.run_worker(
+            prompt="x", schema={"type": "object"}, cwd=python_project, model=None, allowed_tools="Read"
+        )
     finally:
         other.close()
 
@@ -102,7 +110,9 @@ def test_no_slot_free_within_the_queue_wait_is_a_clear_error(fake_claude, python
 def test_a_missing_binary_is_an_error_that_says_what_to_set(fake_claude, python_project, settings):
     settings.CLAUDE_BINARY = "/nonexistent/claude"
 
-    result = executor.run_worker(prompt="x", schema={"type": "object"}, cwd=python_project, model=None, allowed_tools="Read")
+    result = executor.run_worker(
+        prompt="x", schema={"type": "object"}, cwd=python_project, model=None, allowed_tools="Read"
+    )
 
     assert result.status == "error" and "CLAUDE_BINARY" in result.message
 

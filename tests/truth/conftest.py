@@ -14,9 +14,14 @@ from django.core.management import call_command
 from tests.people.conftest import live  # noqa: F401 - the live server with every token set
 
 GIT_ENV = {
-    **os.environ, "GIT_AUTHOR_NAME": "Ana", "GIT_AUTHOR_EMAIL": "ana@example.com", "GIT_COMMITTER_NAME": "Ana",
-    "GIT_COMMITTER_EMAIL": "ana@example.com", "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/nonexistent",
-}  # fmt: skip
+    **os.environ,
+    "GIT_AUTHOR_NAME": "Ana",
+    "GIT_AUTHOR_EMAIL": "ana@example.com",
+    "GIT_COMMITTER_NAME": "Ana",
+    "GIT_COMMITTER_EMAIL": "ana@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "HOME": "/nonexistent",
+}
 
 
 def git(repo: Path, *args: str) -> str:
@@ -115,11 +120,15 @@ def write_notes() -> dict:
 
     return {
         key: do_ingest_note(
-            title=title, body=body, wing="concepts", slug=key, frontmatter={"project": "ledgerly"},
+            title=title,
+            body=body,
+            wing="concepts",
+            slug=key,
+            frontmatter={"project": "ledgerly"},
             anchors=EXPLICIT_ANCHORS if key == "explicit" else None,
         )
         for key, (title, body) in NOTES.items()
-    }  # fmt: skip
+    }
 
 
 @pytest.fixture

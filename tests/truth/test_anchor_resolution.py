@@ -49,9 +49,15 @@ SHOP = {"src/shop/__init__.py": "from shop.core import Client\n", "src/shop/core
 # What a teammate writes about this code: the project's own names, and names that are not this repository's code
 # (standard library, third party, builtin, keyword argument, attributes of self, a module attribute, a domain).
 NOT_ANCHORS = {
-    "time.perf_counter", "trio.open_nursery", "ValueError", "ensure_ascii", "self._mounts", "self.is_success",
-    "pkg.__all__", "example.com",
-}  # fmt: skip
+    "time.perf_counter",
+    "trio.open_nursery",
+    "ValueError",
+    "ensure_ascii",
+    "self._mounts",
+    "self.is_success",
+    "pkg.__all__",
+    "example.com",
+}
 REAL = {"src/shop/core.py", "DefaultTimeout", "_cache", "Client.max_redirects", "Response.json", "return Response()"}
 BODY = (
     "The client in `src/shop/core.py` waits `DefaultTimeout` seconds and keeps `_cache`; `Client.max_redirects` caps "
@@ -98,23 +104,29 @@ def test_names_that_are_not_this_repositorys_code_are_not_flagged_when_the_note_
 def test_a_mixed_case_constant_and_a_class_attribute_are_anchors_that_go_stale_when_they_change(code_root):
     repo = shop(code_root)
     note = do_ingest_note(title="The shop client", body=BODY, wing="concepts", frontmatter={"project": "shop"})
-    renamed = commit(repo, "Timeouts in upper case", **{"src__shop__core.py": CORE.replace("DefaultTimeout", "DEFAULT_TIMEOUT")})
+    renamed = commit(
+        repo, "Timeouts in upper case", **{"src__shop__core.py": CORE.replace("DefaultTimeout", "DEFAULT_TIMEOUT")}
+    )
 
     sync()
 
     note.refresh_from_db()
     assert note.verification_state == "stale"
-    assert [(item["anchor"], item["changed_in"]) for item in note.verification_evidence if item.get("state") != "unresolved"] == [
-        ("DefaultTimeout", renamed)
-    ]  # fmt: skip
+    assert [
+        (item["anchor"], item["changed_in"]) for item in note.verification_evidence if item.get("state") != "unresolved"
+    ] == [("DefaultTimeout", renamed)]
     # What never resolved is still said, and never counts as stale.
     assert Anchor.objects.filter(note=note, state="unresolved").count() == len(NOT_ANCHORS)
 
 
 def test_an_anchor_that_was_not_there_when_written_is_unresolved_and_resolves_once_the_code_exists(code_root):
     repo = shop(code_root)
-    note = do_ingest_note(title="Refunds", body="Refunds go through `issue_refund` in the client.", wing="concepts",
-                          frontmatter={"project": "shop"})  # fmt: skip
+    note = do_ingest_note(
+        title="Refunds",
+        body="Refunds go through `issue_refund` in the client.",
+        wing="concepts",
+        frontmatter={"project": "shop"},
+    )
     note.refresh_from_db()
     assert note.anchors.get().state == "unresolved" and note.verification_state == "unverified"
 
@@ -137,40 +149,58 @@ BILLING = (
 def test_the_evidence_names_the_commit_that_removed_the_anchor_not_a_later_one_that_touched_the_file(code_root):
     repo = shop(code_root, {**SHOP, "src/shop/billing.py": BILLING})
     notes = {
-        "send": do_ingest_note(title="Invoices", body="`send_invoice` in `src/shop/billing.py` sends one invoice.",
-                               wing="concepts", frontmatter={"project": "shop"}),
-        "total": do_ingest_note(title="Totals", body="In `src/shop/billing.py`: `return round(order.total * RATE_2)`.",
-                                wing="concepts", frontmatter={"project": "shop"}),
-    }  # fmt: skip
+        "send": do_ingest_note(
+            title="Invoices",
+            body="`send_invoice` in `src/shop/billing.py` sends one invoice.",
+            wing="concepts",
+            frontmatter={"project": "shop"},
+        ),
+        "total": do_ingest_note(
+            title="Totals",
+            body="In `src/shop/billing.py`: `return round(order.total * RATE_2)`.",
+            wing="concepts",
+            frontmatter={"project": "shop"},
+        ),
+    }
     # B rewrites every rate (one hunk of more than 2,000 characters before the function), removes send_invoice, and
     # puts thirty lines above invoice_total and changes its quoted line; C then touches the same file elsewhere.
     rewritten = (
-        LONG_HEAD.replace("# a rate", "# the rate") + "".join(f"EXTRA_{n} = {n}\n" for n in range(30))
+        LONG_HEAD.replace("# a rate", "# the rate")
+        + "".join(f"EXTRA_{n} = {n}\n" for n in range(30))
         + "\n\ndef invoice_total(order):\n    return round(order.total * RATE_3)\n"
-    )  # fmt: skip
+    )
     removed = commit(repo, "drop send_invoice, rate 3", **{"src__shop__billing.py": rewritten})
     later = commit(repo, "a footer", **{"src__shop__billing.py": rewritten + "\n\nFOOTER = 'thanks'\n"})
 
     sync()
 
-    send = {item["anchor"]: item for item in Note.objects.get(pk=notes["send"].pk).verification_evidence}["send_invoice"]
+    send = {item["anchor"]: item for item in Note.objects.get(pk=notes["send"].pk).verification_evidence}[
+        "send_invoice"
+    ]
     assert (send["state"], send["changed_in"]) == ("changed", removed), later
     assert "-def send_invoice(order):" in send["hunk"] and len(send["hunk"]) <= MAX_HUNK_CHARS
     assert send["now"] == ""  # the function is gone: nothing stands in its place
     total = Note.objects.get(pk=notes["total"].pk).verification_evidence[0]
     assert (total["anchor"], total["changed_in"]) == ("return round(order.total * RATE_2)", removed)
     assert "-    return round(order.total * RATE_2)" in total["hunk"]
-    assert "return round(order.total * RATE_3)" in total["now"], total  # the line where it is now, not whatever sits at its old number
+    assert "return round(order.total * RATE_3)" in total["now"], (
+        total
+    )  # the line where it is now, not whatever sits at its old number
     assert "EXTRA_" not in total["now"]
 
 
 def test_notes_that_claim_nothing_about_code_carry_no_unverified_label(code_root, settings):
     settings.BRAIN_ANSWER_MODEL = ""
     repo = shop(code_root)
-    loose = do_ingest_note(title="Review etiquette", body="Be kind in reviews: ask questions, never give orders.",
-                           wing="concepts")  # fmt: skip
-    plain = do_ingest_note(title="Shop release days", body="The shop ships releases on Tuesdays after the review.",
-                           wing="concepts", frontmatter={"project": "shop"})  # fmt: skip
+    loose = do_ingest_note(
+        title="Review etiquette", body="Be kind in reviews: ask questions, never give orders.", wing="concepts"
+    )
+    plain = do_ingest_note(
+        title="Shop release days",
+        body="The shop ships releases on Tuesdays after the review.",
+        wing="concepts",
+        frontmatter={"project": "shop"},
+    )
 
     answered = answer("which day does the shop ship releases")
     assert answered["sources"] and "unverified" not in answered["answer"], answered["answer"]
@@ -241,7 +271,7 @@ def test_import_lines_are_quotes_and_a_code_blocks_definition_cites_its_name():
 
     body = (
         "`echo` imports it (`from ._compat import auto_wrap_for_ansi`).\n\n"
-        "```python\nShellCompleteType = t.TypeVar(\"ShellCompleteType\")\ndef cli():\n    pass\n```\n"
+        '```python\nShellCompleteType = t.TypeVar("ShellCompleteType")\ndef cli():\n    pass\n```\n'
     )
     found = {(anchor.kind, anchor.value) for anchor in extract(body)}
     assert ("quote", "from ._compat import auto_wrap_for_ansi") in found
@@ -271,9 +301,15 @@ VENDORED = {**SHOP, "src/shop/v1/core.py": CORE}  # an old copy kept beside the 
 
 def test_a_line_removed_from_its_file_is_changed_even_when_an_old_copy_elsewhere_still_has_it(code_root):
     repo = shop(code_root, VENDORED)
-    note = do_ingest_note(title="Send", body="In `src/shop/core.py` a send ends with `started = time.perf_counter()`.",
-                          wing="concepts", frontmatter={"project": "shop"})  # fmt: skip
-    removed = commit(repo, "no timing", **{"src__shop__core.py": CORE.replace("        started = time.perf_counter()\n", "")})
+    note = do_ingest_note(
+        title="Send",
+        body="In `src/shop/core.py` a send ends with `started = time.perf_counter()`.",
+        wing="concepts",
+        frontmatter={"project": "shop"},
+    )
+    removed = commit(
+        repo, "no timing", **{"src__shop__core.py": CORE.replace("        started = time.perf_counter()\n", "")}
+    )
 
     sync()
 
@@ -285,10 +321,22 @@ def test_a_line_removed_from_its_file_is_changed_even_when_an_old_copy_elsewhere
 
 def test_a_method_moved_out_of_its_class_is_changed_in_the_commit_that_moved_it(code_root):
     repo = shop(code_root)
-    note = do_ingest_note(title="JSON", body="`Response.json` in `src/shop/core.py` decodes the body.",
-                          wing="concepts", frontmatter={"project": "shop"})  # fmt: skip
-    moved = commit(repo, "json at module level", **{"src__shop__core.py": CORE.replace(
-        "class Response:\n    def json(self):\n        return {}\n", "class Response:\n    pass\n\n\ndef json(response):\n    return {}\n")})
+    note = do_ingest_note(
+        title="JSON",
+        body="`Response.json` in `src/shop/core.py` decodes the body.",
+        wing="concepts",
+        frontmatter={"project": "shop"},
+    )
+    moved = commit(
+        repo,
+        "json at module level",
+        **{
+            "src__shop__core.py": CORE.replace(
+                "class Response:\n    def json(self):\n        return {}\n",
+                "class Response:\n    pass\n\n\ndef json(response):\n    return {}\n",
+            )
+        },
+    )
     later = commit(repo, "a comment", **{"src__shop__core.py": (repo / "src/shop/core.py").read_text() + "# the end\n"})
 
     sync()
@@ -306,8 +354,11 @@ def test_a_stale_notes_evidence_says_what_moved_away_and_in_which_commit(code_ro
     body = "In `src/shop/core.py`, `DefaultTimeout` sets the wait and `Client.send` sends; `retry_backoff` lives there too."
     note = do_ingest_note(title="Waits", body=body, wing="concepts", frontmatter={"project": "shop"})
     git(repo, "mv", "src/shop/retry.py", "src/shop/waits.py")
-    moved = commit(repo, "retry is waits now; DefaultTimeout renamed",
-                   **{"src__shop__core.py": CORE.replace("DefaultTimeout", "DEFAULT_TIMEOUT")})  # fmt: skip
+    moved = commit(
+        repo,
+        "retry is waits now; DefaultTimeout renamed",
+        **{"src__shop__core.py": CORE.replace("DefaultTimeout", "DEFAULT_TIMEOUT")},
+    )
 
     sync()
 

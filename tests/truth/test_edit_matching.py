@@ -54,11 +54,23 @@ def test_a_write_is_judged_on_the_whole_new_file():
 
 
 def test_the_payloads_of_the_four_tools_are_read_and_others_are_not():
-    multi = file_edit({"tool_name": "MultiEdit", "tool_input": {"file_path": "/a/b.py", "edits": [
-        {"old_string": "x = 1", "new_string": "x = 2"}, {"old_string": "y", "new_string": "z"}]}})  # fmt: skip
+    multi = file_edit(
+        {
+            "tool_name": "MultiEdit",
+            "tool_input": {
+                "file_path": "/a/b.py",
+                "edits": [{"old_string": "x = 1", "new_string": "x = 2"}, {"old_string": "y", "new_string": "z"}],
+            },
+        }
+    )
     assert multi is not None and multi.removed == ("x = 1", "y") and multi.added == ("x = 2", "z")
-    written = file_edit({"tool_name": "Write", "tool_input": {"file_path": "/a/b.py", "content": "b = 2\n"},
-                         "tool_response": {"originalFile": "a = 1\n"}})  # fmt: skip
+    written = file_edit(
+        {
+            "tool_name": "Write",
+            "tool_input": {"file_path": "/a/b.py", "content": "b = 2\n"},
+            "tool_response": {"originalFile": "a = 1\n"},
+        }
+    )
     assert written is not None and written.removed == ("a = 1",) and written.content == "b = 2\n"
     notebook = file_edit(
         {"tool_name": "NotebookEdit", "tool_input": {"notebook_path": "/a/n.ipynb", "new_source": "x"}}

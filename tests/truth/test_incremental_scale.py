@@ -20,11 +20,20 @@ def test_a_one_file_commit_re_checks_only_the_notes_anchored_to_that_file(code_r
     project = do_add_project(name="scale", repo=str(repo))
     # Built in bulk (5,000 writes through the action would only slow the test); the first sync extracts and
     # checks their anchors exactly as it does for notes that predate a project.
-    Note.objects.bulk_create([
-        Note(slug=f"n-{k}", title=f"Note {k}", body=f"`mod/file_{k % FILES}.py` defines `func_{k % FILES}`.",
-             status=NoteStatus.WIKI, wing="concepts", project=project)
-        for k in range(NOTES)
-    ], batch_size=1000)  # fmt: skip
+    Note.objects.bulk_create(
+        [
+            Note(
+                slug=f"n-{k}",
+                title=f"Note {k}",
+                body=f"`mod/file_{k % FILES}.py` defines `func_{k % FILES}`.",
+                status=NoteStatus.WIKI,
+                wing="concepts",
+                project=project,
+            )
+            for k in range(NOTES)
+        ],
+        batch_size=1000,
+    )
     project.last_synced_commit = ""
     project.save(update_fields=["last_synced_commit"])
     first = do_sync_project(project)

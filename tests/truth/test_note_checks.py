@@ -43,8 +43,13 @@ def billing(tmp_path, settings) -> Path:
 
 
 def rounding_note(check: str = CHECK) -> Note:
-    return do_ingest_note(title="Rounding", body="`round_amount` in `billing/rounding.py` rounds to cents.",
-                          wing="concepts", slug="billing-rounding", frontmatter={"project": "billing", "check": check})  # fmt: skip
+    return do_ingest_note(
+        title="Rounding",
+        body="`round_amount` in `billing/rounding.py` rounds to cents.",
+        wing="concepts",
+        slug="billing-rounding",
+        frontmatter={"project": "billing", "check": check},
+    )
 
 
 @pytest.mark.django_db
@@ -117,31 +122,60 @@ def test_a_reader_a_member_or_a_curator_cannot_set_a_check_at_any_door_and_a_rev
     make_person("cara", "curator")  # writes raw notes, reviews nothing
     make_person("rick", "reader")
     make_person("mia", "member")  # the ordinary teammate: raw notes for review, no review (issue 46)
-    note = do_ingest_note(title="Rounding", body="`round_amount` rounds to cents.", wing="concepts",
-                          slug="billing-rounding", frontmatter={"project": "billing"})  # fmt: skip
+    note = do_ingest_note(
+        title="Rounding",
+        body="`round_amount` rounds to cents.",
+        wing="concepts",
+        slug="billing-rounding",
+        frontmatter={"project": "billing"},
+    )
     url = f"{live}/mcp/brain"
     # A reader's token cannot even hold brain:write; a curator's can, and still may not give a check.
-    for headers in (bearer(token_for("cara", "brain:read", "brain:write")), bearer(token_for("rick", "brain:read")),
-                    bearer(token_for("mia", "brain:read", "brain:write"))):
-        wrote = call_tool(url, "brain_write", {"title": "Rounding, proven", "body": "Cents.", "frontmatter": {"check": CHECK}},
-                          headers=headers)  # fmt: skip
+    for headers in (
+        bearer(token_for("cara", "brain:read", "brain:write")),
+        bearer(token_for("rick", "brain:read")),
+        bearer(token_for("mia", "brain:read", "brain:write")),
+    ):
+        wrote = call_tool(
+            url,
+            "brain_write",
+            {"title": "Rounding, proven", "body": "Cents.", "frontmatter": {"check": CHECK}},
+            headers=headers,
+        )
         assert wrote["isError"] is True, wrote
-        edited = call_tool(url, "brain_edit", {"slug": note.slug, "version": note.version,
-                                               "frontmatter": {"project": "billing", "check": CHECK}}, headers=headers)  # fmt: skip
+        edited = call_tool(
+            url,
+            "brain_edit",
+            {"slug": note.slug, "version": note.version, "frontmatter": {"project": "billing", "check": CHECK}},
+            headers=headers,
+        )
         assert edited["isError"] is True, edited
-        rest = httpx.post(f"{live}/write", headers=headers, timeout=30,
-                          json={"title": "Rounding, proven", "body": "Cents.", "frontmatter": {"check": CHECK}})  # fmt: skip
+        rest = httpx.post(
+            f"{live}/write",
+            headers=headers,
+            timeout=30,
+            json={"title": "Rounding, proven", "body": "Cents.", "frontmatter": {"check": CHECK}},
+        )
         assert rest.status_code in (403,), rest.text
     cara = bearer(token_for("cara", "brain:read", "brain:write"))
-    wrote = call_tool(url, "brain_write", {"title": "Rounding, proven", "body": "Cents.", "frontmatter": {"check": CHECK}},
-                      headers=cara)  # fmt: skip
+    wrote = call_tool(
+        url,
+        "brain_write",
+        {"title": "Rounding, proven", "body": "Cents.", "frontmatter": {"check": CHECK}},
+        headers=cara,
+    )
     assert "reviewer" in wrote["content"][0]["text"]
-    rest = httpx.post(f"{live}/write", headers=cara, timeout=30,
-                      json={"title": "Rounding, proven", "body": "Cents.", "frontmatter": {"check": CHECK}})  # fmt: skip
+    rest = httpx.post(
+        f"{live}/write",
+        headers=cara,
+        timeout=30,
+        json={"title": "Rounding, proven", "body": "Cents.", "frontmatter": {"check": CHECK}},
+    )
     assert rest.status_code == 403 and rest.json()["error"]["code"] == "forbidden"
     with pytest.raises(CheckRefused):
-        do_write_raw_note(title="Rounding, proven", body="Cents.", frontmatter={"check": CHECK},
-                          user=make_person("mo", "curator"))  # fmt: skip
+        do_write_raw_note(
+            title="Rounding, proven", body="Cents.", frontmatter={"check": CHECK}, user=make_person("mo", "curator")
+        )
 
     form = {"version": note.version, "title": note.title, "body": note.body, "check": CHECK}
     for role in ("curator", "member"):
@@ -164,13 +198,20 @@ def test_sessions_see_proven_above_verified_in_brain_context_session_start_and_s
     from sessions.hooks import context_text
 
     head = git(billing, "rev-parse", "HEAD")[:7]
-    do_ingest_note(title="Billing rounding helper", body="Billing rounds with `round_amount` in `billing/rounding.py`.",
-                   wing="concepts", slug="billing-helper", frontmatter={"project": "billing"})  # fmt: skip
+    do_ingest_note(
+        title="Billing rounding helper",
+        body="Billing rounds with `round_amount` in `billing/rounding.py`.",
+        wing="concepts",
+        slug="billing-helper",
+        frontmatter={"project": "billing"},
+    )
     do_verify_note(rounding_note())
     found = context(str(billing))
     labels = [(entry["slug"], entry["verification"]["label"]) for entry in found["entries"]]
-    assert labels[:2] == [("billing-rounding", f"proven at {head} (check passed)"),
-                          ("billing-helper", f"verified at {head} (anchors hold)")]  # fmt: skip
+    assert labels[:2] == [
+        ("billing-rounding", f"proven at {head} (check passed)"),
+        ("billing-helper", f"verified at {head} (anchors hold)"),
+    ]
     text = context_text(str(billing))  # SessionStart's additionalContext
     assert text.index(f"(billing-rounding) [proven at {head} (check passed)]") < text.index(
         f"(billing-helper) [verified at {head} (anchors hold)]"

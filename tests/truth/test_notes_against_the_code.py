@@ -34,12 +34,19 @@ def test_anchors_are_extracted_by_rules_from_paths_symbols_quotes_commands_and_s
     )
     found = {(anchor.kind, anchor.value) for anchor in extract(body, {"anchors": ["quote: LIMIT = 5", "Foo.bar"]})}
     assert found == {
-        ("path", "supervisor/executor.py"), ("path", "brain/context.py"), ("symbol", "spawn_worker"),
-        ("symbol", "Executor.run"), ("setting", "SUPERVISOR_ALLOWED_ROOTS"),
-        ("command", "manage.py project_sync ledgerly"), ("command", "make test"),
-        ("quote", "subprocess.run(command, timeout=60)"), ("quote", "for line in lines:"),
-        ("quote", "total += line.amount"), ("quote", "LIMIT = 5"), ("symbol", "Foo.bar"),
-    }  # fmt: skip
+        ("path", "supervisor/executor.py"),
+        ("path", "brain/context.py"),
+        ("symbol", "spawn_worker"),
+        ("symbol", "Executor.run"),
+        ("setting", "SUPERVISOR_ALLOWED_ROOTS"),
+        ("command", "manage.py project_sync ledgerly"),
+        ("command", "make test"),
+        ("quote", "subprocess.run(command, timeout=60)"),
+        ("quote", "for line in lines:"),
+        ("quote", "total += line.amount"),
+        ("quote", "LIMIT = 5"),
+        ("symbol", "Foo.bar"),
+    }
     assert extract(body) == extract(body)  # deterministic: the same text, the same anchors, in the same order
 
 
@@ -132,8 +139,12 @@ def test_an_edit_re_extracts_anchors_and_checks_them_at_the_projects_head(ledger
 def test_a_git_url_is_kept_as_a_bare_mirror_and_fetched_on_sync(code_root, tmp_path, settings):
     origin = make_repo(code_root / "upstream")  # a file:// URL inside the allowed roots, mirrored as any git URL
     add_project("ledgerly", f"file://{origin}", "ledgerly")
-    note = do_ingest_note(title="Rounding", body="Round with `round_line` in `ledgerly/rounding.py`.",
-                          wing="concepts", frontmatter={"project": "ledgerly"})
+    note = do_ingest_note(
+        title="Rounding",
+        body="Round with `round_line` in `ledgerly/rounding.py`.",
+        wing="concepts",
+        frontmatter={"project": "ledgerly"},
+    )
     note.refresh_from_db()
     assert note.verification_state == "verified"
     assert (tmp_path / "mirrors" / "ledgerly.git" / "HEAD").exists()
@@ -151,8 +162,12 @@ def test_a_project_without_a_readable_repository_leaves_its_notes_unverified_and
     outside = make_repo(tmp_path / "not-allowed")
     said = add_project("ledgerly", str(outside), "ledgerly")
     assert "cannot be read" in said and "outside SUPERVISOR_ALLOWED_ROOTS" in said
-    note = do_ingest_note(title="Rounding", body="Round with `round_line` in `ledgerly/rounding.py`.",
-                          wing="concepts", frontmatter={"project": "ledgerly"})
+    note = do_ingest_note(
+        title="Rounding",
+        body="Round with `round_line` in `ledgerly/rounding.py`.",
+        wing="concepts",
+        frontmatter={"project": "ledgerly"},
+    )
     note.refresh_from_db()
     assert note.verification_state == "unverified"
     assert "repository cannot be read" in note.verification_evidence[0]["message"]
@@ -202,7 +217,9 @@ def test_a_folder_inside_a_repository_inside_the_roots_reads_that_repository(cod
 
 def test_a_note_with_no_project_or_nothing_cited_is_unverified_and_says_why(ledgerly):
     loose = do_ingest_note(title="Loose", body="Call `round_line` for amounts.", wing="concepts")
-    plain = do_ingest_note(title="Plain", body="Be kind in reviews.", wing="concepts", frontmatter={"project": "ledgerly"})
+    plain = do_ingest_note(
+        title="Plain", body="Be kind in reviews.", wing="concepts", frontmatter={"project": "ledgerly"}
+    )
     loose.refresh_from_db()
     plain.refresh_from_db()
     assert (loose.verification_state, plain.verification_state) == ("unverified", "unverified")
@@ -213,7 +230,11 @@ def test_a_note_with_no_project_or_nothing_cited_is_unverified_and_says_why(ledg
 def test_bad_project_input_is_refused_and_writes_nothing(code_root):
     from django.core.management.base import CommandError
 
-    for args in (["bad name!", "--repo", "/x"], ["ok", "--repo", "relative/path"], ["ok", "--repo", "/x", "--branch", "-x"]):
+    for args in (
+        ["bad name!", "--repo", "/x"],
+        ["ok", "--repo", "relative/path"],
+        ["ok", "--repo", "/x", "--branch", "-x"],
+    ):
         with pytest.raises(CommandError):
             call_command("project", "add", *args, stdout=io.StringIO())
     assert Project.objects.count() == 0 and Anchor.objects.count() == 0

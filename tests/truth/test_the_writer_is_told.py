@@ -24,32 +24,60 @@ def test_the_write_result_names_each_anchor_that_is_not_in_the_projects_code(liv
     mcp = f"{live}/mcp/brain"
     said = f"`send_invoce` is not in ledgerly at {ledgerly.first[:7]}"
 
-    written = call_tool(mcp, "brain_write", {"title": "Sending invoices", "body": BODY,
-                                             "frontmatter": {"project": "ledgerly"}}, headers=token)  # fmt: skip
+    written = call_tool(
+        mcp,
+        "brain_write",
+        {"title": "Sending invoices", "body": BODY, "frontmatter": {"project": "ledgerly"}},
+        headers=token,
+    )
     assert written["isError"] is False, written
     assert written["structuredContent"]["unresolved"] == [said]
-    ingested = call_tool(mcp, "brain_ingest", {"title": "Sending invoices", "body": BODY, "wing": "concepts",
-                                               "frontmatter": {"project": "ledgerly"}}, headers=token)  # fmt: skip
+    ingested = call_tool(
+        mcp,
+        "brain_ingest",
+        {"title": "Sending invoices", "body": BODY, "wing": "concepts", "frontmatter": {"project": "ledgerly"}},
+        headers=token,
+    )
     assert ingested["structuredContent"]["unresolved"] == [said]
     slug = ingested["structuredContent"]["slug"]
 
     got = call_tool(mcp, "brain_get", {"slug": slug}, headers=token)["structuredContent"]
     assert got["verification"]["unresolved"] == [said] and got["verification"]["state"] == "verified"
 
-    edited = call_tool(mcp, "brain_edit", {"slug": slug, "version": got["version"],
-                                           "body": BODY.replace("send_invoce", "send_invoice_now")}, headers=token)  # fmt: skip
+    edited = call_tool(
+        mcp,
+        "brain_edit",
+        {"slug": slug, "version": got["version"], "body": BODY.replace("send_invoce", "send_invoice_now")},
+        headers=token,
+    )
     assert edited["isError"] is False, edited
     assert edited["structuredContent"]["unresolved"] == [said.replace("send_invoce", "send_invoice_now")]
-    fixed = call_tool(mcp, "brain_edit", {"slug": slug, "version": edited["structuredContent"]["version"],
-                                          "body": "Invoice totals come from `invoice_total`."}, headers=token)  # fmt: skip
+    fixed = call_tool(
+        mcp,
+        "brain_edit",
+        {
+            "slug": slug,
+            "version": edited["structuredContent"]["version"],
+            "body": "Invoice totals come from `invoice_total`.",
+        },
+        headers=token,
+    )
     assert fixed["structuredContent"]["unresolved"] == []
 
-    rest = httpx.post(f"{live}/write", json={"title": "Sending invoices", "body": BODY,
-                                              "frontmatter": {"project": "ledgerly"}}, headers=token, timeout=30)  # fmt: skip
+    rest = httpx.post(
+        f"{live}/write",
+        json={"title": "Sending invoices", "body": BODY, "frontmatter": {"project": "ledgerly"}},
+        headers=token,
+        timeout=30,
+    )
     assert rest.status_code == 201, rest.text
     assert rest.json()["unresolved"] == [said]
-    rest = httpx.post(f"{live}/ingest", json={"title": "Sending invoices", "body": BODY, "wing": "concepts",
-                                               "frontmatter": {"project": "ledgerly"}}, headers=token, timeout=30)  # fmt: skip
+    rest = httpx.post(
+        f"{live}/ingest",
+        json={"title": "Sending invoices", "body": BODY, "wing": "concepts", "frontmatter": {"project": "ledgerly"}},
+        headers=token,
+        timeout=30,
+    )
     assert rest.status_code == 201 and rest.json()["unresolved"] == [said], rest.text
     assert Note.objects.get(slug=rest.json()["slug"]).verification_state == "verified"
 

@@ -23,9 +23,10 @@ from tests.truth.conftest import STALE_AFTER_CHANGE, Ledgerly, add_project, git,
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SUCCESSOR_BODY = (
-    "Ledgerly has no CSV export any more. " + "Reports are built from invoice totals, one per month, by the team. " * 6
+    "Ledgerly has no CSV export any more. "
+    + "Reports are built from invoice totals, one per month, by the team. " * 6
     + "Use `invoice_total` for the totals."
-)  # fmt: skip
+)
 
 
 @pytest.fixture
@@ -35,15 +36,25 @@ def project(live, code_root):
     write_notes()
     new = Ledgerly(repo=repo, first=git(repo, "rev-parse", "HEAD")).change()
     call_command("project_sync", "ledgerly", stdout=io.StringIO())
-    successor = do_ingest_note(title="Monthly reports", body=SUCCESSOR_BODY, wing="concepts", slug="reports",
-                               frontmatter={"project": "ledgerly"})  # fmt: skip
+    successor = do_ingest_note(
+        title="Monthly reports",
+        body=SUCCESSOR_BODY,
+        wing="concepts",
+        slug="reports",
+        frontmatter={"project": "ledgerly"},
+    )
     reviewer = make_person("rita", "reviewer")
     return {"repo": repo, "new": new, "successor": successor, "reviewer": reviewer, "base": live}
 
 
 def session_start(base: str, cwd: str, token: str) -> str:
-    body = {"session_id": str(uuid.uuid4()), "transcript_path": "/tmp/t.jsonl", "cwd": cwd,
-            "hook_event_name": "SessionStart", "source": "startup"}  # fmt: skip
+    body = {
+        "session_id": str(uuid.uuid4()),
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": cwd,
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
     answer = httpx.post(f"{base}/api/hooks/SessionStart", json=body, headers=bearer(token), timeout=30)
     assert answer.status_code == 200, answer.text
     return answer.json().get("hookSpecificOutput", {}).get("additionalContext", "")
@@ -68,7 +79,9 @@ def test_session_start_and_brain_context_mark_stale_notes_and_rank_them_below_ve
     verified_at = [i for i, slug in enumerate(slugs) if slug not in STALE_AFTER_CHANGE]
     assert stale_at and verified_at and max(verified_at) < min(stale_at), slugs
 
-    found = call_tool(f"{base}/mcp/brain", "brain_context", {"project_root": str(project["repo"])}, headers=bearer(token))
+    found = call_tool(
+        f"{base}/mcp/brain", "brain_context", {"project_root": str(project["repo"])}, headers=bearer(token)
+    )
     entries = found["structuredContent"]["entries"]
     assert found["structuredContent"]["project"] == "ledgerly"
     states = [entry["verification"]["state"] for entry in entries]
@@ -99,9 +112,13 @@ def test_a_superseded_note_leaves_context_and_search_and_brain_get_names_its_suc
 
     got = call_tool(mcp, "brain_get", {"slug": "export"}, headers=token)["structuredContent"]
     day = Note.objects.get(slug="export").superseded_at.date().isoformat()
-    assert got["superseded"] == f"superseded by reports on {day} by rita: the CSV export was removed; reports replace it"
+    assert (
+        got["superseded"] == f"superseded by reports on {day} by rita: the CSV export was removed; reports replace it"
+    )
     assert got["superseded_by"] == "reports" and got["verification"]["state"] == "stale"
-    assert call_tool(mcp, "brain_get", {"slug": "reports"}, headers=token)["structuredContent"]["supersedes"] == ["export"]
+    assert call_tool(mcp, "brain_get", {"slug": "reports"}, headers=token)["structuredContent"]["supersedes"] == [
+        "export"
+    ]
 
     # Undo restores it: back in search and context.
     do_undo_revision(Note.objects.get(slug="export").revisions.order_by("-id").first().group, user=reviewer)
@@ -135,7 +152,9 @@ def test_brain_verify_and_brain_supersede_are_for_reviewers_and_staff_only(proje
     kinds = {(a["kind"], a["state"]) for a in verified["structuredContent"]["anchors"]}
     assert kinds == {("path", "gone"), ("symbol", "gone")}
 
-    superseded = call_tool(mcp, "brain_supersede", {"slug": "export", "by": "reports", "reason": "gone"}, headers=reviewer)
+    superseded = call_tool(
+        mcp, "brain_supersede", {"slug": "export", "by": "reports", "reason": "gone"}, headers=reviewer
+    )
     assert superseded["isError"] is False, superseded
     assert superseded["structuredContent"]["superseded_by"] == "reports"
     again = call_tool(mcp, "brain_supersede", {"slug": "export", "by": "reports", "reason": "gone"}, headers=reviewer)
@@ -150,11 +169,19 @@ def test_a_stop_hook_in_the_project_queues_a_re_verification(project):
     make_person("sam")
     token = token_for("sam", "brain:read", "sessions:write")
     session_id = str(uuid.uuid4())
-    body = {"session_id": session_id, "transcript_path": "/tmp/t.jsonl", "cwd": str(project["repo"] / "ledgerly"),
-            "hook_event_name": "Stop"}  # fmt: skip
+    body = {
+        "session_id": session_id,
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": str(project["repo"] / "ledgerly"),
+        "hook_event_name": "Stop",
+    }
     OrmQ.objects.all().delete()
-    assert httpx.post(f"{project['base']}/api/hooks/Stop", json=body, headers=bearer(token), timeout=30).status_code == 200
+    assert (
+        httpx.post(f"{project['base']}/api/hooks/Stop", json=body, headers=bearer(token), timeout=30).status_code == 200
+    )
     assert AgentSession.objects.get(external_id=session_id).project.name == "ledgerly"
     tasks = [item.task for item in OrmQ.objects.all()]
     queued = [task for task in tasks if task["func"] == "brain.tasks.verify_project"]
-    assert len(queued) == 1 and tuple(queued[0]["args"]) == (AgentSession.objects.get(external_id=session_id).project_id,)
+    assert len(queued) == 1 and tuple(queued[0]["args"]) == (
+        AgentSession.objects.get(external_id=session_id).project_id,
+    )

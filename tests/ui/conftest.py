@@ -86,8 +86,12 @@ def make_example(kind: str = "sft", **extra):
         },
     }[kind]
     example, _ = do_store_training_example(
-        source_key=f"test:{kind}:{n}", kind=kind, skill=extra.pop("skill", "tdd_red"), prompt=prompt,
+        source_key=f"test:{kind}:{n}",
+        kind=kind,
+        skill=extra.pop("skill", "tdd_red"),
+        prompt=prompt,
         provenance=extra.pop("provenance", {"session_id": "s-1", "verification": {"verified": True}}),
-        **fields, **extra,
+        **fields,
+        **extra,
     )
     return example

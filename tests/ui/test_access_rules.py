@@ -14,8 +14,10 @@ pytestmark = pytest.mark.django_db
 
 def _note_actions(note, target):
     return [
-        (reverse("brain-promote", args=[note.pk]),
-         {"wing": "concepts", "hall": "", "title": "T", "slug": "t-slug", "body": "B"}),
+        (
+            reverse("brain-promote", args=[note.pk]),
+            {"wing": "concepts", "hall": "", "title": "T", "slug": "t-slug", "body": "B"},
+        ),
         (reverse("brain-reject", args=[note.pk]), {"reason": "duplicate"}),
         (reverse("brain-merge", args=[note.pk]), {"into": target.slug, "body": "merged"}),
         (reverse("brain-review-bulk"), {"action": "reject", "notes": [note.pk], "reason": "noise"}),
@@ -34,8 +36,10 @@ def _example_actions(example):
         (reverse("sessions-training-reject", args=[example.pk]), {"reason": "wrong"}),
         (reverse("sessions-training-swap", args=[example.pk]), {"confirm": "1"}),
         (reverse("sessions-training-undo", args=[example.pk, 0]), {}),
-        (reverse("sessions-training-edit", args=[example.pk]),
-         {"prompt-0-role": "user", "prompt-0-content": "changed"}),
+        (
+            reverse("sessions-training-edit", args=[example.pk]),
+            {"prompt-0-role": "user", "prompt-0-content": "changed"},
+        ),
     ]
 
 
@@ -105,10 +109,16 @@ def test_staff_only_pages_refuse_anonymous_and_non_staff(client, reader_client, 
 def test_every_page_needs_a_login(client, targets):
     note, _, example, _ = targets
     pages = [
-        reverse("hyperguild-home"), reverse("brain-review"), reverse("brain-note", args=[note.pk]),
-        reverse("brain-search") + "?q=raw", reverse("sessions-training"),
-        reverse("sessions-training-detail", args=[example.pk]), reverse("supervisor-routing"),
-        reverse("sessions-list"), reverse("sessions-detail", args=["s-1"]), reverse("hyperguild-costs"),
+        reverse("hyperguild-home"),
+        reverse("brain-review"),
+        reverse("brain-note", args=[note.pk]),
+        reverse("brain-search") + "?q=raw",
+        reverse("sessions-training"),
+        reverse("sessions-training-detail", args=[example.pk]),
+        reverse("supervisor-routing"),
+        reverse("sessions-list"),
+        reverse("sessions-detail", args=["s-1"]),
+        reverse("hyperguild-costs"),
     ]
     for url in pages:
         response = client.get(url)

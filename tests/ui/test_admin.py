@@ -61,9 +61,13 @@ def test_logs_are_read_only_in_the_admin(model, admin_client_):
 
 def test_the_note_admin_bulk_reject_goes_through_the_action(admin_client_):
     note = make_raw_note()
-    response = admin_client_.post(reverse("admin:brain_note_changelist"), {
-        "action": "reject_notes", "_selected_action": [note.pk],
-    })
+    response = admin_client_.post(
+        reverse("admin:brain_note_changelist"),
+        {
+            "action": "reject_notes",
+            "_selected_action": [note.pk],
+        },
+    )
     assert response.status_code == 302
     note.refresh_from_db()
     assert note.status == NoteStatus.REJECTED and note.reviewed_by.username == "root"
@@ -71,8 +75,12 @@ def test_the_note_admin_bulk_reject_goes_through_the_action(admin_client_):
 
 def test_the_training_admin_bulk_swap_goes_through_the_action(admin_client_):
     example = make_example("dpo")
-    admin_client_.post(reverse("admin:agent_sessions_trainingexample_changelist"), {
-        "action": "swap", "_selected_action": [example.pk],
-    })
+    admin_client_.post(
+        reverse("admin:agent_sessions_trainingexample_changelist"),
+        {
+            "action": "swap",
+            "_selected_action": [example.pk],
+        },
+    )
     example.refresh_from_db()
     assert example.chosen[0]["content"].startswith("bad answer") and example.edits[-1]["by"] == "root"

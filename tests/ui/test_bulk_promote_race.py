@@ -34,8 +34,9 @@ def signed_in(base: str, username: str, password: str) -> tuple[httpx.Cookies, s
     """A reviewer's session cookies and a CSRF token, as a browser has them after signing in."""
     with httpx.Client(base_url=base, follow_redirects=False, timeout=30) as browser:
         token = HIDDEN.search(browser.get("/login/").text).group(1)
-        done = browser.post("/login/", data={"csrfmiddlewaretoken": token, "next": "/", "username": username,
-                                             "password": password})  # fmt: skip
+        done = browser.post(
+            "/login/", data={"csrfmiddlewaretoken": token, "next": "/", "username": username, "password": password}
+        )
         assert done.status_code == 302, done.text[:500]
         queue = browser.get("/review/")
         assert queue.status_code == 200, queue.status_code
@@ -116,11 +117,22 @@ def test_a_bulk_promote_racing_another_promotion_for_its_slug_takes_the_next_num
 
     held = HeldAction(lambda: do_promote_note(first, reviewer=staff_user, wing="ops", slug_from_title=True))
     held.hold()  # holds `pool-sizing`, not committed yet
-    request, outcome = in_thread(lambda: httpx.post(
-        f"{asgi_server}/review/bulk/", cookies=cookies, timeout=60, headers={"Referer": f"{asgi_server}/review/"},
-        data={"csrfmiddlewaretoken": token, "action": "promote", "notes": [second.pk], "wing": "ops",
-              "slug_from_title": "1", "next_query": ""},
-    ))  # fmt: skip
+    request, outcome = in_thread(
+        lambda: httpx.post(
+            f"{asgi_server}/review/bulk/",
+            cookies=cookies,
+            timeout=60,
+            headers={"Referer": f"{asgi_server}/review/"},
+            data={
+                "csrfmiddlewaretoken": token,
+                "action": "promote",
+                "notes": [second.pk],
+                "wing": "ops",
+                "slug_from_title": "1",
+                "next_query": "",
+            },
+        )
+    )
     release_once_blocked(held, request)
 
     assert "error" not in outcome, outcome.get("error")
@@ -178,10 +190,18 @@ def test_two_reviewers_bulk_promoting_same_titled_notes_at_once_promote_every_no
     def bulk_promote(k: int) -> None:
         cookies, token = browsers[k]
         start.wait(30)
-        answers[k] = httpx.post(f"{asgi_server}/review/bulk/", cookies=cookies, timeout=60, data={
-            "csrfmiddlewaretoken": token, "action": "promote", "notes": [note.pk for note in halves[k]],
-            "wing": "ops", "slug_from_title": "1",
-        })  # fmt: skip
+        answers[k] = httpx.post(
+            f"{asgi_server}/review/bulk/",
+            cookies=cookies,
+            timeout=60,
+            data={
+                "csrfmiddlewaretoken": token,
+                "action": "promote",
+                "notes": [note.pk for note in halves[k]],
+                "wing": "ops",
+                "slug_from_title": "1",
+            },
+        )
 
     threads = [threading.Thread(target=bulk_promote, args=(k,)) for k in range(len(halves))]
     for thread in threads:
@@ -191,6 +211,8 @@ def test_two_reviewers_bulk_promoting_same_titled_notes_at_once_promote_every_no
 
     assert [answer.status_code for answer in answers] == [302, 302], [answer.text[:200] for answer in answers]
     promoted = Note.objects.filter(pk__in=[note.pk for note in notes], status=NoteStatus.WIKI)
-    assert sorted(promoted.values_list("slug", flat=True)) == sorted(["same-title", *(f"same-title-{n}" for n in range(2, 17))])
+    assert sorted(promoted.values_list("slug", flat=True)) == sorted(
+        ["same-title", *(f"same-title-{n}" for n in range(2, 17))]
+    )
     assert NoteRevision.objects.filter(action=NoteRevision.Action.PROMOTE).count() == 16
     assert sorted(promoted.values_list("body", flat=True)) == sorted(note.body for note in notes)

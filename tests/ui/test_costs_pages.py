@@ -19,12 +19,24 @@ pytestmark = pytest.mark.django_db
 
 
 def call(cost: str | None, *, person=None, days_ago: int = 0, **fields) -> ModelCall:
-    values = {"model": "fast", "skill": "review", "project": "/srv/app", "provider": "openai", "outcome": "ok",
-              "input_tokens": 100, "output_tokens": 10} | fields  # fmt: skip
+    values = {
+        "model": "fast",
+        "skill": "review",
+        "project": "/srv/app",
+        "provider": "openai",
+        "outcome": "ok",
+        "input_tokens": 100,
+        "output_tokens": 10,
+    } | fields
     if cost is None:
         values |= {"input_tokens": None, "output_tokens": None, "cost_source": "usage unknown"}
-    return baker.make(ModelCall, requested_by=person, cost_usd=None if cost is None else Decimal(cost),
-                      created_at=timezone.now() - timedelta(days=days_ago), **values)  # fmt: skip
+    return baker.make(
+        ModelCall,
+        requested_by=person,
+        cost_usd=None if cost is None else Decimal(cost),
+        created_at=timezone.now() - timedelta(days=days_ago),
+        **values,
+    )
 
 
 def table(page: str, table_id: str) -> dict[str, list[str]]:
@@ -52,21 +64,30 @@ def test_the_costs_page_sums_per_day_person_skill_model_project_and_top_sessions
 
     assert '<b id="total-cost">0.0155</b>' in page  # 0.0100 + 0.0020 + 0.0030 + 0.0005; not the 31-day-old call
     assert '<b id="total-calls">5</b>' in page and '<b id="total-unknown">1</b>' in page
-    today, yesterday = timezone.now().astimezone(UTC).date(), (timezone.now() - timedelta(days=1)).astimezone(UTC).date()
+    today, yesterday = (
+        timezone.now().astimezone(UTC).date(),
+        (timezone.now() - timedelta(days=1)).astimezone(UTC).date(),
+    )
     # Calls, input tokens, output tokens, cost, cost unknown
     assert table(page, "costs-per-day") == {
-        f"{today:%Y-%m-%d}": ["4", "300", "30", "0.0125", "1"], f"{yesterday:%Y-%m-%d}": ["1", "100", "10", "0.0030", "0"],
+        f"{today:%Y-%m-%d}": ["4", "300", "30", "0.0125", "1"],
+        f"{yesterday:%Y-%m-%d}": ["1", "100", "10", "0.0030", "0"],
     }
     assert table(page, "costs-by-person") == {
-        "reviewer": ["1", "100", "10", "0.0100", "0"], "reader": ["3", "200", "20", "0.0050", "1"],
+        "reviewer": ["1", "100", "10", "0.0100", "0"],
+        "reader": ["3", "200", "20", "0.0050", "1"],
         "supervisor worker (service)": ["1", "100", "10", "0.0005", "0"],
     }
     assert table(page, "costs-by-skill")["review"] == ["3", "200", "20", "0.0050", "1"]
     assert table(page, "costs-by-model") == {
-        "thinking": ["1", "100", "10", "0.0100", "0"], "fast": ["3", "300", "30", "0.0055", "0"],
+        "thinking": ["1", "100", "10", "0.0100", "0"],
+        "fast": ["3", "300", "30", "0.0055", "0"],
         "mystery": ["1", "0", "0", "0.0000", "1"],
     }
-    assert table(page, "costs-by-project") == {"/srv/app": ["4", "300", "30", "0.0150", "1"], "—": ["1", "100", "10", "0.0005", "0"]}
+    assert table(page, "costs-by-project") == {
+        "/srv/app": ["4", "300", "30", "0.0150", "1"],
+        "—": ["1", "100", "10", "0.0005", "0"],
+    }
     assert list(table(page, "costs-top-sessions")) == ["s-big", "s-small"]
     assert reverse("sessions-detail", args=["s-big"]) in page
     assert 'href="/costs/" class="active">Costs</a>' in page
@@ -86,7 +107,9 @@ def test_a_budget_80_percent_spent_is_warned_about_at_the_top(staff_client, staf
     assert page.index("data-budget-warning") < page.index('id="cost-totals"')
 
 
-def test_staff_hear_of_every_persons_budget_and_a_reader_only_of_their_own(staff_client, reader_client, plain_user, spending):
+def test_staff_hear_of_every_persons_budget_and_a_reader_only_of_their_own(
+    staff_client, reader_client, plain_user, spending
+):
     PersonBudget.objects.create(person=plain_user, daily_usd=Decimal("0.01"))
     call("0.0065", person=plain_user)  # 0.0020 + 0.0065 of 0.01 spent today: 85 %
 
@@ -100,7 +123,10 @@ def test_staff_hear_of_every_persons_budget_and_a_reader_only_of_their_own(staff
 def test_a_session_page_and_a_run_page_show_what_they_cost(staff_client, plain_user):
     do_log_entry("s-cost", kind="decision", message="m")
     run = baker.make(SkillRun, skill="tdd_red", status="pass", session_id="s-cost")
-    worker = [call("0.0123", session_id="s-cost", provider="claude"), call("0.0100", session_id="s-cost", provider="claude")]
+    worker = [
+        call("0.0123", session_id="s-cost", provider="claude"),
+        call("0.0100", session_id="s-cost", provider="claude"),
+    ]
     run.model_calls.add(*worker)
     call(None, session_id="s-cost")  # the retrospective's call, of unknown cost
     call("0.9", session_id="another")
@@ -114,7 +140,9 @@ def test_a_session_page_and_a_run_page_show_what_they_cost(staff_client, plain_u
     assert "<b>0.0223 USD</b>" in run_cost and "model calls: 2;" in run_cost and "200 / 20 tokens" in run_cost
 
 
-def test_the_tokens_page_shows_the_persons_own_spend_today_and_this_month(reader_client, plain_user, staff_user, monkeypatch):
+def test_the_tokens_page_shows_the_persons_own_spend_today_and_this_month(
+    reader_client, plain_user, staff_user, monkeypatch
+):
     from hyperguild import budgets
 
     now = datetime(2026, 11, 15, 12, 0, tzinfo=UTC)
@@ -138,15 +166,22 @@ def test_a_reader_sees_only_their_own_spend_by_person_and_their_own_sessions(rea
 
     # Their own row and the service's; the reviewer's 0.0100 and session s-big are not shown to them.
     assert table(page, "costs-by-person") == {
-        "reader": ["3", "200", "20", "0.0050", "1"], "supervisor worker (service)": ["1", "100", "10", "0.0005", "0"],
+        "reader": ["3", "200", "20", "0.0050", "1"],
+        "supervisor worker (service)": ["1", "100", "10", "0.0005", "0"],
     }
     assert list(table(page, "costs-top-sessions")) == ["s-small"]
     assert "s-big" not in page and 'id="costs-own-only"' in page
     # Issue 46: no breakdown shows the others' spend either (the reviewer's 0.0100 on `thinking`, `tdd_red`).
     assert '<b id="total-cost">0.0055</b>' in page
-    assert table(page, "costs-by-model") == {"fast": ["3", "300", "30", "0.0055", "0"], "mystery": ["1", "0", "0", "0.0000", "1"]}
+    assert table(page, "costs-by-model") == {
+        "fast": ["3", "300", "30", "0.0055", "0"],
+        "mystery": ["1", "0", "0", "0.0000", "1"],
+    }
     assert "tdd_red" not in table(page, "costs-by-skill") and "thinking" not in page
-    assert table(page, "costs-by-project") == {"/srv/app": ["3", "200", "20", "0.0050", "1"], "—": ["1", "100", "10", "0.0005", "0"]}
+    assert table(page, "costs-by-project") == {
+        "/srv/app": ["3", "200", "20", "0.0050", "1"],
+        "—": ["1", "100", "10", "0.0005", "0"],
+    }
     assert sum(Decimal(row[3]) for row in table(page, "costs-per-day").values()) == Decimal("0.0055")
 
 
@@ -168,8 +203,15 @@ def test_over_http_a_reader_signed_in_sees_no_one_elses_spend_in_any_breakdown(a
     with httpx.Client(base_url=asgi_server, follow_redirects=False, timeout=30) as browser:
         login = browser.get("/login/")
         fields = dict(HIDDEN.findall(login.text))
-        signed_in = browser.post("/login/", data={"csrfmiddlewaretoken": fields["csrfmiddlewaretoken"], "next": "/",
-                                                  "username": "reader", "password": "pw-reader-123"})  # fmt: skip
+        signed_in = browser.post(
+            "/login/",
+            data={
+                "csrfmiddlewaretoken": fields["csrfmiddlewaretoken"],
+                "next": "/",
+                "username": "reader",
+                "password": "pw-reader-123",
+            },
+        )
         assert signed_in.status_code == 302
         page = browser.get("/costs/").text
     assert '<b id="total-cost">0.0020</b>' in page

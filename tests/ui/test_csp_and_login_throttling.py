@@ -25,7 +25,9 @@ def test_pages_carry_a_csp_that_only_loads_images_from_this_site(django_user_mod
 
 
 def login(client: Client, password: str):
-    return client.post("/admin/login/?next=/admin/", {"username": "staff", "password": password}, REMOTE_ADDR="10.0.0.9")
+    return client.post(
+        "/admin/login/?next=/admin/", {"username": "staff", "password": password}, REMOTE_ADDR="10.0.0.9"
+    )
 
 
 def test_repeated_failed_logins_lock_the_account_out_even_with_the_right_password(django_user_model, settings):

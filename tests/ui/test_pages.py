@@ -54,10 +54,28 @@ def test_the_routing_dashboard_draws_pass_rates_calls_per_model_and_decisions(st
         when = now - timedelta(days=3 - day)
         for status, n in (("pass", passed), ("fail", failed)):
             for _ in range(n):
-                baker.make(RoutingEntry, skill="review", model=settings.HYPERGUILD_FAST_MODEL, reason="floor",
-                           status=status, created_at=when, latency_ms=120, pass_rate_seen=0.93, samples_seen=20)
-    baker.make(RoutingEntry, skill="debug", model=settings.HYPERGUILD_THINKING_MODEL, reason="ceil", status="pass",
-               created_at=now, latency_ms=900, pass_rate_seen=0.4, samples_seen=12)
+                baker.make(
+                    RoutingEntry,
+                    skill="review",
+                    model=settings.HYPERGUILD_FAST_MODEL,
+                    reason="floor",
+                    status=status,
+                    created_at=when,
+                    latency_ms=120,
+                    pass_rate_seen=0.93,
+                    samples_seen=20,
+                )
+    baker.make(
+        RoutingEntry,
+        skill="debug",
+        model=settings.HYPERGUILD_THINKING_MODEL,
+        reason="ceil",
+        status="pass",
+        created_at=now,
+        latency_ms=900,
+        pass_rate_seen=0.4,
+        samples_seen=12,
+    )
     page = staff_client.get(reverse("supervisor-routing")).content.decode()
     assert page.count("<polyline") == 2 and "<svg" in page
     assert "review" in page and "debug" in page and "ceil" in page
@@ -75,10 +93,19 @@ def test_a_session_sent_late_from_the_plugins_spool_shows_its_gap_first_at_its_o
 
     settings.BRAIN_EMBEDDER = "off"
     hook = {"session_id": "sess-late", "cwd": "/home/someone/src/ledgerly", "hook_event_name": "UserPromptSubmit"}
-    replay_spool({
-        "entries": [{"event": "UserPromptSubmit", "at": "2026-03-02T09:01:00Z", "input": {**hook, "prompt": "round per line"}}],
-        "dropped": {"sess-late": 2}, "drop_key": "1764140000-7",
-    })  # fmt: skip
+    replay_spool(
+        {
+            "entries": [
+                {
+                    "event": "UserPromptSubmit",
+                    "at": "2026-03-02T09:01:00Z",
+                    "input": {**hook, "prompt": "round per line"},
+                }
+            ],
+            "dropped": {"sess-late": 2},
+            "drop_key": "1764140000-7",
+        }
+    )
     page = staff_client.get(reverse("sessions-detail", args=["sess-late"])).content.decode()
     assert page.index("2 hook entries of this session never arrived") < page.index("round per line")
     assert "09:01:00" in page  # when it happened, not when it arrived

@@ -72,13 +72,15 @@ def test_a_note_page_shows_sanitised_markdown_frontmatter_provenance_and_similar
     do_log_entry("sess-42", kind="test_run", status="pass", message="pytest passed after adding the db mark")
     make_wiki_note("Pytest fixtures and the database", "Fixtures that touch the database need the db mark.")
     note = make_raw_note(
-        "Pytest database fixtures", "**Fixtures** touching the database need `db`.\n\n<script>window.pwned=1</script>"
+        "Pytest database fixtures",
+        "**Fixtures** touching the database need `db`.\n\n<script>window.pwned=1</script>"
         "\n\n[click](javascript:alert(1))",
-        frontmatter={"kind": "gotcha", "tags": ["pytest"]}, session_id="sess-42",
+        frontmatter={"kind": "gotcha", "tags": ["pytest"]},
+        session_id="sess-42",
         provenance={"entries": [1, 2], "method": "rules"},
     )
     page = staff_client.get(reverse("brain-note", args=[note.pk])).content.decode()
-    article = page[page.index('id="note-body"'):page.index("</article>")]
+    article = page[page.index('id="note-body"') : page.index("</article>")]
     assert "<strong>Fixtures</strong>" in article
     assert "<script" not in article and "window.pwned" not in article and "javascript:" not in article
     assert "<script>window.pwned" not in page  # the editable source is escaped text
@@ -90,22 +92,41 @@ def test_a_note_page_shows_sanitised_markdown_frontmatter_provenance_and_similar
 
 def test_promoting_records_the_reviewer_and_the_note_leaves_the_queue(staff_client, staff_user):
     first, second = make_raw_note("Second in queue"), make_raw_note("First in queue")
-    response = staff_client.post(reverse("brain-promote", args=[second.pk]), {
-        "wing": "patterns", "hall": "testing", "title": "Edited title", "slug": "edited-slug", "body": "Edited body.",
-    })
+    response = staff_client.post(
+        reverse("brain-promote", args=[second.pk]),
+        {
+            "wing": "patterns",
+            "hall": "testing",
+            "title": "Edited title",
+            "slug": "edited-slug",
+            "body": "Edited body.",
+        },
+    )
     assert response.status_code == 302 and response["Location"] == reverse("brain-note", args=[first.pk])
     second.refresh_from_db()
     assert (second.status, second.wing, second.hall, second.title, second.slug, second.body) == (
-        "wiki", "patterns", "testing", "Edited title", "edited-slug", "Edited body.")
+        "wiki",
+        "patterns",
+        "testing",
+        "Edited title",
+        "edited-slug",
+        "Edited body.",
+    )
     assert second.reviewed_by == staff_user and second.reviewed_at is not None
     assert reverse("brain-note", args=[second.pk]) not in staff_client.get(QUEUE).content.decode()
 
 
 def test_promoting_with_a_bad_wing_says_why_and_writes_nothing(staff_client):
     note = make_raw_note("Keep me raw")
-    response = staff_client.post(reverse("brain-promote", args=[note.pk]), {
-        "wing": "../etc", "title": "x", "slug": "x", "body": "y",
-    })
+    response = staff_client.post(
+        reverse("brain-promote", args=[note.pk]),
+        {
+            "wing": "../etc",
+            "title": "x",
+            "slug": "x",
+            "body": "y",
+        },
+    )
     assert response.status_code == 400
     assert "wing" in response.content.decode()
     note.refresh_from_db()
@@ -126,8 +147,9 @@ def test_rejecting_needs_a_reason_and_records_it(staff_client, staff_user):
 def test_acting_on_a_note_that_already_left_the_queue_changes_nothing(staff_client):
     note = make_raw_note()
     staff_client.post(reverse("brain-reject", args=[note.pk]), {"reason": "first"})
-    response = staff_client.post(reverse("brain-promote", args=[note.pk]),
-                                 {"wing": "w", "title": "t", "slug": "s", "body": "b"}, follow=True)
+    response = staff_client.post(
+        reverse("brain-promote", args=[note.pk]), {"wing": "w", "title": "t", "slug": "s", "body": "b"}, follow=True
+    )
     assert "already rejected" in response.content.decode()
     note.refresh_from_db()
     assert note.status == NoteStatus.REJECTED and note.review_note == "first"
@@ -143,8 +165,9 @@ def test_merge_previews_the_combined_text_then_saves_it(staff_client):
     target.refresh_from_db()
     assert target.body == "Existing text about fixtures."  # the preview wrote nothing
 
-    response = staff_client.post(reverse("brain-merge", args=[note.pk]),
-                                 {"into": target.slug, "body": "Existing text.\n\nNew detail, edited."})
+    response = staff_client.post(
+        reverse("brain-merge", args=[note.pk]), {"into": target.slug, "body": "Existing text.\n\nNew detail, edited."}
+    )
     assert response.status_code == 302
     target.refresh_from_db()
     note.refresh_from_db()

@@ -30,13 +30,23 @@ def test_a_merge_saved_over_a_newer_target_is_refused_and_both_texts_are_shown(s
     first, second = make_raw_note(title="Retries", body="Retry 3x."), make_raw_note(title="Sizes", body="Max 5 GB.")
     seen_version = target.version  # both previews were opened now
 
-    ok = staff_client.post(f"/review/{first.pk}/merge/", {
-        "into": target.slug, "body": "Uploads go to S3.\n\n## Retries\n\nRetry 3x.\n", "version": seen_version,
-    })
+    ok = staff_client.post(
+        f"/review/{first.pk}/merge/",
+        {
+            "into": target.slug,
+            "body": "Uploads go to S3.\n\n## Retries\n\nRetry 3x.\n",
+            "version": seen_version,
+        },
+    )
     assert ok.status_code == 302
-    late = staff_client.post(f"/review/{second.pk}/merge/", {
-        "into": target.slug, "body": "Uploads go to S3.\n\n## Sizes\n\nMax 5 GB.\n", "version": seen_version,
-    })
+    late = staff_client.post(
+        f"/review/{second.pk}/merge/",
+        {
+            "into": target.slug,
+            "body": "Uploads go to S3.\n\n## Sizes\n\nMax 5 GB.\n",
+            "version": seen_version,
+        },
+    )
     assert late.status_code == 409
     page = late.content.decode()
     assert "changed while you were merging" in page
@@ -52,10 +62,17 @@ def test_a_merge_saved_over_a_newer_target_is_refused_and_both_texts_are_shown(s
 
 def test_an_edit_over_a_newer_version_is_a_conflict_that_keeps_the_text(staff_client):
     note = make_wiki_note(title="Locks", body="Use advisory locks.")
-    staff_client.post(f"/review/{note.pk}/edit/", {"title": "Locks", "body": "Use pg advisory locks.", "version": note.version})
-    response = staff_client.post(f"/review/{note.pk}/edit/", {
-        "title": "Locks", "body": "Use advisory locks, with a timeout.", "version": note.version,
-    })
+    staff_client.post(
+        f"/review/{note.pk}/edit/", {"title": "Locks", "body": "Use pg advisory locks.", "version": note.version}
+    )
+    response = staff_client.post(
+        f"/review/{note.pk}/edit/",
+        {
+            "title": "Locks",
+            "body": "Use advisory locks, with a timeout.",
+            "version": note.version,
+        },
+    )
     assert response.status_code == 409
     page = response.content.decode()
     assert "Use pg advisory locks." in page and "Use advisory locks, with a timeout." in page
@@ -70,7 +87,10 @@ def test_the_merge_preview_renders_wikilinks_and_diffs_against_the_target(staff_
     page = staff_client.get(f"/review/{raw.pk}/merge/preview/", {"into": target.slug}).content.decode()
     backoff = Note.objects.get(slug="backoff")
     assert f'<a class="wikilink" href="/review/{backoff.pk}/"' in page
-    assert '<a class="wikilink missing"' in page and "[[backoff]]" not in page[page.index('id="merge-preview"'):page.index('id="merge-diff"')]
+    assert (
+        '<a class="wikilink missing"' in page
+        and "[[backoff]]" not in page[page.index('id="merge-preview"') : page.index('id="merge-diff"')]
+    )
     assert '<ins class="diff">See [[backoff]] and [[nowhere-yet]].</ins>' in page
 
     live = staff_client.post(f"/review/{raw.pk}/merge/render/", {"into": target.slug, "body": "Only **this** now."})
@@ -84,7 +104,9 @@ def test_the_merge_preview_renders_wikilinks_and_diffs_against_the_target(staff_
 
 def test_a_bulk_reject_without_a_reason_keeps_the_ticks_and_says_why(staff_client):
     notes = [make_raw_note() for _ in range(3)]
-    response = staff_client.post("/review/bulk/", {"action": "reject", "notes": [notes[0].pk, notes[2].pk], "next_query": ""})
+    response = staff_client.post(
+        "/review/bulk/", {"action": "reject", "notes": [notes[0].pk, notes[2].pk], "next_query": ""}
+    )
     assert response.status_code == 400
     page = response.content.decode()
     assert "Rejecting needs a reason" in page
@@ -114,17 +136,29 @@ def test_select_all_matching_acts_on_every_page_after_the_count_is_confirmed(sta
     # The bulk bar comes before the list, and stays in view.
     assert page.index('id="bulk-bar"') < page.index('<table class="queue"') and "bulk-bar" in page
 
-    wrong = staff_client.post("/review/bulk/", {
-        "action": "reject", "reason": "imported noise", "select_all": "1", "expected_count": "29",
-        "next_query": "source=import",
-    })
+    wrong = staff_client.post(
+        "/review/bulk/",
+        {
+            "action": "reject",
+            "reason": "imported noise",
+            "select_all": "1",
+            "expected_count": "29",
+            "next_query": "source=import",
+        },
+    )
     assert wrong.status_code == 400 and "matches 30 notes, not 29" in wrong.content.decode()
     assert Note.objects.filter(status=NoteStatus.REJECTED).count() == 0
 
-    done = staff_client.post("/review/bulk/", {
-        "action": "reject", "reason": "imported noise", "select_all": "1", "expected_count": "30",
-        "next_query": "source=import",
-    })
+    done = staff_client.post(
+        "/review/bulk/",
+        {
+            "action": "reject",
+            "reason": "imported noise",
+            "select_all": "1",
+            "expected_count": "30",
+            "next_query": "source=import",
+        },
+    )
     assert done.status_code == 302
     assert Note.objects.filter(status=NoteStatus.REJECTED, source="import").count() == 30
     keep.refresh_from_db()
@@ -137,9 +171,16 @@ def test_a_bulk_action_over_its_ceiling_is_refused_and_changes_nothing(staff_cli
 
     monkeypatch.setattr(bulk, "MAX_BULK_NOTES", 3)
     notes = [make_raw_note(source="import") for _ in range(4)]
-    everything = staff_client.post("/review/bulk/", {
-        "action": "reject", "reason": "noise", "select_all": "1", "expected_count": "4", "next_query": "source=import",
-    })  # fmt: skip
+    everything = staff_client.post(
+        "/review/bulk/",
+        {
+            "action": "reject",
+            "reason": "noise",
+            "select_all": "1",
+            "expected_count": "4",
+            "next_query": "source=import",
+        },
+    )
     assert everything.status_code == 400 and "one bulk action takes at most 3" in everything.content.decode()
     ticked = staff_client.post("/review/bulk/", {"action": "reject", "reason": "noise", "notes": [n.pk for n in notes]})
     assert ticked.status_code == 400 and "Tick at most 3 notes" in ticked.content.decode()
@@ -178,15 +219,24 @@ def test_wiki_and_archived_notes_show_no_queue_navigation(staff_client):
 def test_bulk_promote_can_take_titles_from_headings_and_slugs_from_titles(staff_client):
     first = make_raw_note(title="note-238", body="# Retry uploads with jitter\n\nBody.", slug="imported/note-238")
     second = make_raw_note(title="note-239", body="No heading here.", slug="imported/note-239")
-    response = staff_client.post("/review/bulk/", {
-        "action": "promote", "wing": "ops", "notes": [first.pk, second.pk],
-        "title_from_heading": "1", "slug_from_title": "1", "next_query": "",
-    })
+    response = staff_client.post(
+        "/review/bulk/",
+        {
+            "action": "promote",
+            "wing": "ops",
+            "notes": [first.pk, second.pk],
+            "title_from_heading": "1",
+            "slug_from_title": "1",
+            "next_query": "",
+        },
+    )
     assert response.status_code == 302
     first.refresh_from_db()
     second.refresh_from_db()
     assert (first.title, first.slug, first.path) == (
-        "Retry uploads with jitter", "retry-uploads-with-jitter", "wiki/ops/retry-uploads-with-jitter.md"
+        "Retry uploads with jitter",
+        "retry-uploads-with-jitter",
+        "wiki/ops/retry-uploads-with-jitter.md",
     )
     assert (second.title, second.slug) == ("note-239", "note-239")
 
@@ -196,10 +246,15 @@ def test_bulk_promote_can_take_titles_from_headings_and_slugs_from_titles(staff_
 
 def test_wikilinks_render_as_links_and_missing_targets_are_marked(staff_client):
     target = make_wiki_note(title="Backoff", body="Exponential.")
-    note = make_wiki_note(title="Retries", body="See [[backoff|the backoff note]] and [[not-written-yet]], not `[[code]]`.")
+    note = make_wiki_note(
+        title="Retries", body="See [[backoff|the backoff note]] and [[not-written-yet]], not `[[code]]`."
+    )
     page = staff_client.get(f"/review/{note.pk}/").content.decode()
-    body = page[page.index('id="note-body"'):page.index('id="history"')]
-    assert f'<a class="wikilink" href="/review/{target.pk}/" title="backoff" rel="noopener noreferrer nofollow">the backoff note</a>' in body
+    body = page[page.index('id="note-body"') : page.index('id="history"')]
+    assert (
+        f'<a class="wikilink" href="/review/{target.pk}/" title="backoff" rel="noopener noreferrer nofollow">the backoff note</a>'
+        in body
+    )
     assert 'class="wikilink missing"' in body and "[[not-written-yet]]" not in body
     assert "<code>[[code]]</code>" in body
 
@@ -222,11 +277,19 @@ def test_similar_notes_show_a_score_a_diff_and_promoting_a_near_duplicate_needs_
 
     refresh_similar_notes(raw.pk)  # issue 31: ranked in the background after the write, never per view
     page = staff_client.get(f"/review/{raw.pk}/").content.decode()
-    assert re.search(r'<span class="badge failed">likely duplicate</span>\s*<span class="muted"[^>]*>\d+% same words', page)
+    assert re.search(
+        r'<span class="badge failed">likely duplicate</span>\s*<span class="muted"[^>]*>\d+% same words', page
+    )
     assert 'id="duplicate-warning"' in page and f"/review/{wiki.pk}/" in page
     assert f"/merge/preview/?into={wiki.slug}" in page  # the diff is on the merge preview, one click away
 
-    form = {"wing": "ops", "title": "Retry uploads", "slug": "retry-uploads-2", "body": raw.body, "version": raw.version}
+    form = {
+        "wing": "ops",
+        "title": "Retry uploads",
+        "slug": "retry-uploads-2",
+        "body": raw.body,
+        "version": raw.version,
+    }
     refused = staff_client.post(f"/review/{raw.pk}/promote/", form)
     assert refused.status_code == 400 and "promote anyway" in refused.content.decode()
     raw.refresh_from_db()
@@ -261,7 +324,9 @@ def test_the_login_page_carries_hyperguild_branding():
 def test_refile_and_demote_refuse_bad_input_and_non_staff(staff_client, reader_client):
     note = make_wiki_note()
     assert reader_client.post(f"/review/{note.pk}/demote/", {"version": note.version}).status_code == 403
-    bad = staff_client.post(f"/review/{note.pk}/refile/", {"wing": "../etc", "slug": note.slug, "version": note.version})
+    bad = staff_client.post(
+        f"/review/{note.pk}/refile/", {"wing": "../etc", "slug": note.slug, "version": note.version}
+    )
     assert bad.status_code == 400
     note.refresh_from_db()
     assert note.status == NoteStatus.WIKI and not NoteRevision.objects.filter(note=note).exists()

@@ -34,10 +34,17 @@ def _changed(note: Note, action: str) -> list[str]:
 def test_a_note_promoted_unchanged_from_the_browser_keeps_its_body_and_history_shows_no_body_change(staff_client):
     note = make_raw_note(title="Retries", body=MULTILINE)
     # A browser sends a textarea's text with CRLF line endings.
-    response = staff_client.post(f"/review/{note.pk}/promote/", {
-        "wing": "concepts", "hall": "", "title": note.title, "slug": note.slug,
-        "body": MULTILINE.replace("\n", "\r\n"), "version": note.version,
-    })
+    response = staff_client.post(
+        f"/review/{note.pk}/promote/",
+        {
+            "wing": "concepts",
+            "hall": "",
+            "title": note.title,
+            "slug": note.slug,
+            "body": MULTILINE.replace("\n", "\r\n"),
+            "version": note.version,
+        },
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
     note.refresh_from_db()
     assert note.status == NoteStatus.WIKI
@@ -61,11 +68,20 @@ def test_every_writer_stores_text_with_plain_line_endings(staff_user, writer):
     elif writer == "merge":
         note = actions.do_merge_note(make_raw_note(), into=make_wiki_note(), reviewer=staff_user, body=crlf)
     elif writer == "import":
-        note, _ = actions.do_import_note_file(slug="imported", title="T", body=crlf, frontmatter={}, status="raw",
-                                              wing="", hall="", path="raw/imported.md")
+        note, _ = actions.do_import_note_file(
+            slug="imported",
+            title="T",
+            body=crlf,
+            frontmatter={},
+            status="raw",
+            wing="",
+            hall="",
+            path="raw/imported.md",
+        )
     else:
-        note, _ = actions.do_import_area_description(wing="concepts", hall="", title="T", body=crlf, frontmatter={},
-                                                     path="wiki/concepts/_index.md")
+        note, _ = actions.do_import_area_description(
+            wing="concepts", hall="", title="T", body=crlf, frontmatter={}, path="wiki/concepts/_index.md"
+        )
     note.refresh_from_db()
     assert note.body == lf
 
@@ -76,9 +92,14 @@ def test_the_normaliser_drops_a_byte_order_mark_and_composes_characters():
 
 def test_an_edit_that_only_changes_line_endings_changes_nothing(staff_client):
     note = make_wiki_note(body=MULTILINE)
-    response = staff_client.post(f"/review/{note.pk}/edit/", {
-        "title": note.title, "body": MULTILINE.replace("\n", "\r\n"), "version": note.version,
-    })
+    response = staff_client.post(
+        f"/review/{note.pk}/edit/",
+        {
+            "title": note.title,
+            "body": MULTILINE.replace("\n", "\r\n"),
+            "version": note.version,
+        },
+    )
     assert response.status_code == 302
     note.refresh_from_db()
     assert note.version == 1 and not note.revisions.exists()
@@ -129,8 +150,10 @@ def test_the_note_page_offers_merge_only_into_wiki_notes(staff_client, staff_use
 # --- 3. duplicates judged by meaning too, from the same hybrid search ---------------------
 
 FACT = ("Migrations first", "Run migrations before starting the web server, or the app crashes on missing tables.")
-PARAPHRASE = ("Schema before server",
-              "Start the server only after the database schema is up to date; otherwise missing tables make it fail.")
+PARAPHRASE = (
+    "Schema before server",
+    "Start the server only after the database schema is up to date; otherwise missing tables make it fail.",
+)
 
 
 @pytest.fixture
@@ -147,9 +170,7 @@ def _embed_all() -> None:
     assert result.errors == [] and result.pending == 0
 
 
-def test_a_paraphrased_note_is_flagged_as_a_likely_duplicate_in_the_queue_and_on_promote(
-    staff_client, local_embedder
-):
+def test_a_paraphrased_note_is_flagged_as_a_likely_duplicate_in_the_queue_and_on_promote(staff_client, local_embedder):
     from brain.tasks import sync_note_embeddings
     from hyperguild.lib.diffs import similarity
 
@@ -166,21 +187,35 @@ def test_a_paraphrased_note_is_flagged_as_a_likely_duplicate_in_the_queue_and_on
 
     page = staff_client.get(f"/review/{raw.pk}/").content.decode()
     assert 'id="duplicate-warning"' in page
-    assert f'/review/{raw.pk}/merge/preview/?into=migrations-first' in page  # one click to the merge
+    assert f"/review/{raw.pk}/merge/preview/?into=migrations-first" in page  # one click to the merge
 
-    refused = staff_client.post(f"/review/{raw.pk}/promote/", {
-        "wing": "concepts", "title": raw.title, "slug": raw.slug, "body": raw.body, "version": raw.version,
-    })
+    refused = staff_client.post(
+        f"/review/{raw.pk}/promote/",
+        {
+            "wing": "concepts",
+            "title": raw.title,
+            "slug": raw.slug,
+            "body": raw.body,
+            "version": raw.version,
+        },
+    )
     assert refused.status_code == 400
     text = refused.content.decode()
     assert "Migrations first" in text and "same meaning" in text
     assert text.count("Not promoted: merge it into that note") == 1  # said once, not repeated
     raw.refresh_from_db()
     assert raw.status == NoteStatus.RAW
-    confirmed = staff_client.post(f"/review/{raw.pk}/promote/", {
-        "wing": "concepts", "title": raw.title, "slug": raw.slug, "body": raw.body, "version": raw.version,
-        "confirm_duplicate": "1",
-    })
+    confirmed = staff_client.post(
+        f"/review/{raw.pk}/promote/",
+        {
+            "wing": "concepts",
+            "title": raw.title,
+            "slug": raw.slug,
+            "body": raw.body,
+            "version": raw.version,
+            "confirm_duplicate": "1",
+        },
+    )
     assert confirmed.status_code == 302
     assert Note.objects.get(pk=wiki.pk).status == NoteStatus.WIKI
 
@@ -229,8 +264,9 @@ def test_a_rejected_or_archived_note_can_be_reopened_and_the_reopen_undone(staff
     note.refresh_from_db()
     page = staff_client.get(f"/review/{note.pk}/").content.decode()
     assert 'id="reopen-form"' in page
-    response = staff_client.post(f"/review/{note.pk}/reopen/", {"reason": "new evidence", "version": note.version},
-                                 follow=True)
+    response = staff_client.post(
+        f"/review/{note.pk}/reopen/", {"reason": "new evidence", "version": note.version}, follow=True
+    )
     note.refresh_from_db()
     assert (note.status, note.path, note.reviewed_by) == (NoteStatus.RAW, f"raw/{note.slug}.md", None)
     assert note.revisions.order_by("-id").first().action == NoteRevision.Action.REOPEN
@@ -261,9 +297,16 @@ def test_reopening_a_raw_or_wiki_note_is_refused(staff_user):
 def test_undoing_a_bulk_reject_returns_to_the_filtered_queue(staff_client):
     notes = [make_raw_note(source="noisy") for _ in range(3)]
     make_raw_note(source="good")
-    response = staff_client.post("/review/bulk/", {
-        "action": "reject", "reason": "noise", "notes": [n.pk for n in notes], "next_query": "source=noisy",
-    }, follow=True)
+    response = staff_client.post(
+        "/review/bulk/",
+        {
+            "action": "reject",
+            "reason": "noise",
+            "notes": [n.pk for n in notes],
+            "next_query": "source=noisy",
+        },
+        follow=True,
+    )
     page = response.content.decode()
     assert "Rejected 3 notes." in page
     match = re.search(r'action="(/review/undo/[0-9a-f-]+/)"', page)
@@ -278,9 +321,16 @@ def test_undoing_a_bulk_reject_returns_to_the_filtered_queue(staff_client):
 
 def test_a_bulk_promote_says_where_the_notes_went(staff_client):
     notes = [make_raw_note() for _ in range(2)]
-    response = staff_client.post("/review/bulk/", {
-        "action": "promote", "wing": "concepts", "hall": "python", "notes": [n.pk for n in notes],
-    }, follow=True)
+    response = staff_client.post(
+        "/review/bulk/",
+        {
+            "action": "promote",
+            "wing": "concepts",
+            "hall": "python",
+            "notes": [n.pk for n in notes],
+        },
+        follow=True,
+    )
     assert "Promoted 2 notes into the wiki under concepts/python." in response.content.decode()
 
 
@@ -345,15 +395,29 @@ def test_promote_ranks_again_when_a_wiki_note_changed_after_the_stored_ranking(s
     refresh_similar_notes(raw.pk)  # ranked before its twin reached the wiki: nothing to flag
     assert similar.stored(raw) == []
     make_wiki_note(title="Kafka lag", body="Alert when kafka consumer lag grows for five minutes.")
-    refused = staff_client.post(f"/review/{raw.pk}/promote/", {
-        "wing": "ops", "title": raw.title, "slug": raw.slug, "body": raw.body, "version": raw.version,
-    })
+    refused = staff_client.post(
+        f"/review/{raw.pk}/promote/",
+        {
+            "wing": "ops",
+            "title": raw.title,
+            "slug": raw.slug,
+            "body": raw.body,
+            "version": raw.version,
+        },
+    )
     assert refused.status_code == 400 and "Kafka lag" in refused.content.decode()
     # Ranked now and stored: a second try reads it without searching again.
     monkeypatch.setattr(similar, "find_similar", lambda note: pytest.fail("searched again"))
-    again = staff_client.post(f"/review/{raw.pk}/promote/", {
-        "wing": "ops", "title": raw.title, "slug": raw.slug, "body": raw.body, "version": raw.version,
-    })
+    again = staff_client.post(
+        f"/review/{raw.pk}/promote/",
+        {
+            "wing": "ops",
+            "title": raw.title,
+            "slug": raw.slug,
+            "body": raw.body,
+            "version": raw.version,
+        },
+    )
     assert again.status_code == 400
 
 
@@ -377,8 +441,9 @@ def test_staff_write_and_edit_the_guidelines_and_everyone_reads_them(staff_clien
     response = staff_client.post("/review/guidelines/")
     note = Note.objects.get(slug="review-guidelines")
     assert response["Location"] == f"/review/{note.pk}/#edit-panel"
-    staff_client.post(f"/review/{note.pk}/edit/", {"title": note.title, "body": "Reject anything vague.",
-                                                   "version": note.version})
+    staff_client.post(
+        f"/review/{note.pk}/edit/", {"title": note.title, "body": "Reject anything vague.", "version": note.version}
+    )
     assert "Reject anything vague." in reader_client.get("/review/").content.decode()
     raw = make_raw_note()
     assert "Reject anything vague." in staff_client.get(f"/review/{raw.pk}/").content.decode()
@@ -441,7 +506,6 @@ def test_the_queue_filters_and_shows_the_project(staff_client):
     assert "Web note" in only_web and "Api note" not in only_web
 
 
-
 # --- 10. plain language ------------------------------------------------------------------------------
 
 
@@ -457,7 +521,7 @@ def test_a_wiki_note_shows_the_notes_that_link_to_it(staff_client):
     target = make_wiki_note(title="Advisory locks", slug="advisory-locks")
     make_wiki_note(title="Mirror rounds", body="Each round takes [[advisory-locks]] first.")
     page = staff_client.get(f"/review/{target.pk}/").content.decode()
-    backlinks = page[page.index('id="backlinks"'):page.index('id="similar"')]
+    backlinks = page[page.index('id="backlinks"') : page.index('id="similar"')]
     assert "Mirror rounds" in backlinks
 
 
@@ -465,8 +529,8 @@ def test_nothing_relevant_is_said_in_plain_words(staff_client, settings):
     make_wiki_note(title="Kafka lag", body="Alert when kafka consumer lag grows for five minutes.")
     settings.BRAIN_BM25_FLOOR = 0.9  # one shared word is not enough
     page = staff_client.get("/search/", {"q": "kafka tomatoes pruning cordon"}).content.decode()
-    message = page[page.index('id="nothing-relevant"'):]
-    message = message[:message.index("<details")]
+    message = page[page.index('id="nothing-relevant"') :]
+    message = message[: message.index("<details")]
     assert "Nothing relevant" in message and "idf" not in message and "cosine" not in message
 
 
@@ -493,12 +557,21 @@ def _change_dpo():
 
     diff = "```diff\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-    return a - b\n+    return a + b\n```"
     example, _ = do_store_training_example(
-        source_key="test:change-dpo", kind="dpo", skill="tdd_green",
-        prompt=[{"role": "system", "content": "worker"}, {"role": "user", "content": "Skill: tdd_green\nProject root: /p\ntask: add"}],
+        source_key="test:change-dpo",
+        kind="dpo",
+        skill="tdd_green",
+        prompt=[
+            {"role": "system", "content": "worker"},
+            {"role": "user", "content": "Skill: tdd_green\nProject root: /p\ntask: add"},
+        ],
         chosen=[{"role": "assistant", "content": f"add returns the sum\n\n{diff}"}],
         rejected=[{"role": "assistant", "content": f"add returns the difference\n\n{diff.replace('a + b', 'b - a')}"}],
-        provenance={"session_id": "s-1", "pre_state": {"run": 7, "files": 2}, "note": "line one\nline two",
-                    "runs": [7, 8]},
+        provenance={
+            "session_id": "s-1",
+            "pre_state": {"run": 7, "files": 2},
+            "note": "line one\nline two",
+            "runs": [7, 8],
+        },
     )
     return example
 
@@ -509,7 +582,7 @@ def test_the_curation_page_shows_each_diff_once_and_provenance_as_a_table(staff_
     assert page.count('<pre class="diff">') == 2  # one coloured diff a side; not again as text, nor as a pair diff
     assert 'id="pair-diff"' not in page and 'id="change-diff"' not in page
     assert page.index('id="chosen"') < page.index('id="provenance"')  # the answers come before the rest
-    provenance = page[page.index('id="provenance"'):page.index('id="checks"')]
+    provenance = page[page.index('id="provenance"') : page.index('id="checks"')]
     assert '<span class="pre-text">line one\nline two</span>' in provenance  # not "line one\\nline two"
     assert '<td class="sub">run</td><td><span class="pre-text">7</span>' in provenance
     assert '<span class="pre-text">7, 8</span>' in provenance
@@ -563,8 +636,12 @@ def test_the_new_pages_need_a_login_and_the_new_actions_need_staff(client, reade
         response = client.get(path)
         assert response.status_code == 302 and "/login/" in response["Location"], path
         assert reader_client.get(path).status_code == 200, path  # reading needs no staff
-    for path, data in ((f"/review/{rejected.pk}/reopen/", {}), ("/review/guidelines/", {}),
-                       (f"/training/{example.pk}/replay/", {}), (f"/training/{example.pk}/undo/0/", {})):
+    for path, data in (
+        (f"/review/{rejected.pk}/reopen/", {}),
+        ("/review/guidelines/", {}),
+        (f"/training/{example.pk}/replay/", {}),
+        (f"/training/{example.pk}/undo/0/", {}),
+    ):
         assert reader_client.post(path, data).status_code == 403, path
         assert client.post(path, data).status_code == 302, path
     rejected.refresh_from_db()

@@ -51,10 +51,17 @@ def test_undo_of_promote_restores_the_note_row_and_the_files_on_disk(staff_clien
     rows, disk = note_rows(), files_on_disk(brain_dir)
     assert f"raw/{note.slug}.md" in disk
 
-    response = staff_client.post(f"/review/{note.pk}/promote/", {
-        "wing": "ops", "hall": "uploads", "title": "Retries for uploads", "slug": "retries-for-uploads",
-        "body": "Use [[backoff]] with jitter, 3 tries.", "version": note.version,
-    })
+    response = staff_client.post(
+        f"/review/{note.pk}/promote/",
+        {
+            "wing": "ops",
+            "hall": "uploads",
+            "title": "Retries for uploads",
+            "slug": "retries-for-uploads",
+            "body": "Use [[backoff]] with jitter, 3 tries.",
+            "version": note.version,
+        },
+    )
     assert response.status_code == 302
     sync_mirror(brain_dir)
     assert "wiki/ops/uploads/retries-for-uploads.md" in files_on_disk(brain_dir)
@@ -90,10 +97,14 @@ def test_undo_of_merge_restores_both_notes_and_both_files(staff_client, brain_di
     sync_mirror(brain_dir)
     rows, disk = note_rows(), files_on_disk(brain_dir)
 
-    response = staff_client.post(f"/review/{raw.pk}/merge/", {
-        "into": target.slug, "body": "Uploads go to S3.\n\n## Upload retries\n\nRetry three times.\n",
-        "version": target.version,
-    })
+    response = staff_client.post(
+        f"/review/{raw.pk}/merge/",
+        {
+            "into": target.slug,
+            "body": "Uploads go to S3.\n\n## Upload retries\n\nRetry three times.\n",
+            "version": target.version,
+        },
+    )
     assert response.status_code == 302
     target.refresh_from_db()
     assert target.provenance["merged_from"] == [{"slug": raw.slug, "id": raw.pk, "title": raw.title}]
@@ -112,13 +123,22 @@ def test_undo_of_merge_restores_both_notes_and_both_files(staff_client, brain_di
 
 def test_every_action_writes_a_revision_with_who_when_and_before_after(staff_client, staff_user):
     note = make_raw_note(title="A", body="one")
-    staff_client.post(f"/review/{note.pk}/promote/", {
-        "wing": "concepts", "title": "A", "slug": note.slug, "body": "one", "version": note.version,
-    })
+    staff_client.post(
+        f"/review/{note.pk}/promote/",
+        {
+            "wing": "concepts",
+            "title": "A",
+            "slug": note.slug,
+            "body": "one",
+            "version": note.version,
+        },
+    )
     note.refresh_from_db()
     staff_client.post(f"/review/{note.pk}/edit/", {"title": "A", "body": "two", "version": note.version})
     note.refresh_from_db()
-    staff_client.post(f"/review/{note.pk}/refile/", {"wing": "ops", "hall": "", "slug": note.slug, "version": note.version})
+    staff_client.post(
+        f"/review/{note.pk}/refile/", {"wing": "ops", "hall": "", "slug": note.slug, "version": note.version}
+    )
     note.refresh_from_db()
     staff_client.post(f"/review/{note.pk}/demote/", {"reason": "not ready", "version": note.version})
     note.refresh_from_db()
@@ -140,9 +160,16 @@ def test_every_action_writes_a_revision_with_who_when_and_before_after(staff_cli
 
 def test_undo_is_refused_when_the_note_changed_afterwards_and_writes_nothing(staff_client):
     note = make_raw_note(title="B", body="first")
-    staff_client.post(f"/review/{note.pk}/promote/", {
-        "wing": "concepts", "title": "B", "slug": note.slug, "body": "first", "version": note.version,
-    })
+    staff_client.post(
+        f"/review/{note.pk}/promote/",
+        {
+            "wing": "concepts",
+            "title": "B",
+            "slug": note.slug,
+            "body": "first",
+            "version": note.version,
+        },
+    )
     promote = NoteRevision.objects.get(note=note, action="promote")
     note.refresh_from_db()
     staff_client.post(f"/review/{note.pk}/edit/", {"title": "B", "body": "second", "version": note.version})
@@ -175,9 +202,16 @@ def test_one_undo_takes_back_a_whole_bulk_action(staff_client, brain_dir):
     notes = [make_raw_note() for _ in range(3)]
     sync_mirror(brain_dir)
     rows, disk = note_rows(), files_on_disk(brain_dir)
-    response = staff_client.post("/review/bulk/", {
-        "action": "promote", "wing": "ops", "notes": [n.pk for n in notes], "next_query": "",
-    }, follow=True)
+    response = staff_client.post(
+        "/review/bulk/",
+        {
+            "action": "promote",
+            "wing": "ops",
+            "notes": [n.pk for n in notes],
+            "next_query": "",
+        },
+        follow=True,
+    )
     page = response.content.decode()
     group = NoteRevision.objects.get(note=notes[0]).group
     assert NoteRevision.objects.filter(group=group).count() == 3

@@ -47,10 +47,16 @@ def test_an_sft_example_shows_the_conversation(staff_client):
 
 
 def test_a_dpo_pair_shows_chosen_and_rejected_side_by_side_with_the_evidence(staff_client):
-    example = make_example("dpo", provenance={"runs": [], "verification": {
-        "chosen": {"verified": True, "status": "pass", "runner_output_tail": "1 passed"},
-        "rejected": {"verified": False, "status": "fail", "runner_output_tail": "1 failed: AssertionError"},
-    }})
+    example = make_example(
+        "dpo",
+        provenance={
+            "runs": [],
+            "verification": {
+                "chosen": {"verified": True, "status": "pass", "runner_output_tail": "1 passed"},
+                "rejected": {"verified": False, "status": "fail", "runner_output_tail": "1 failed: AssertionError"},
+            },
+        },
+    )
     page = staff_client.get(reverse("sessions-training-detail", args=[example.pk])).content.decode()
     chosen_at, rejected_at = page.index("side chosen"), page.index("side rejected")
     assert chosen_at < page.index("good answer") < rejected_at < page.index("bad answer")
@@ -79,18 +85,27 @@ def test_swapping_an_sft_example_is_refused_and_changes_nothing(staff_client):
 
 def test_editing_keeps_the_history_and_bad_roles_are_refused(staff_client, staff_user):
     example = make_example("sft")
-    response = staff_client.post(reverse("sessions-training-edit", args=[example.pk]), {
-        "prompt-0-role": "user", "prompt-0-content": "Write a failing test.\r\nPlease.",
-        "completion-0-role": "assistant", "completion-0-content": "def test_x(): assert 0",
-    })
+    response = staff_client.post(
+        reverse("sessions-training-edit", args=[example.pk]),
+        {
+            "prompt-0-role": "user",
+            "prompt-0-content": "Write a failing test.\r\nPlease.",
+            "completion-0-role": "assistant",
+            "completion-0-content": "def test_x(): assert 0",
+        },
+    )
     assert response.status_code == 302
     example.refresh_from_db()
     assert example.prompt == [{"role": "user", "content": "Write a failing test.\nPlease."}]
     assert example.edits[-1]["action"] == "edit" and example.edits[-1]["by"] == "reviewer"
 
-    response = staff_client.post(reverse("sessions-training-edit", args=[example.pk]), {
-        "completion-0-role": "wizard", "completion-0-content": "nope",
-    })
+    response = staff_client.post(
+        reverse("sessions-training-edit", args=[example.pk]),
+        {
+            "completion-0-role": "wizard",
+            "completion-0-content": "nope",
+        },
+    )
     assert response.status_code == 400 and "role must be one of" in response.content.decode()
     example.refresh_from_db()
     assert example.completion[0]["role"] == "assistant" and len(example.edits) == 1

@@ -30,17 +30,23 @@ def test_swap_moves_the_verification_evidence_with_the_texts(staff_client):
     assert example.provenance["verification"] == {"chosen": FAIL, "rejected": PASS}
 
     page = staff_client.get(f"/training/{example.pk}/").content.decode()
-    chosen_panel = page[page.index('class="panel side chosen"'):page.index('class="panel side rejected"')]
+    chosen_panel = page[page.index('class="panel side chosen"') : page.index('class="panel side rejected"')]
     assert bad[0]["content"] in chosen_panel and "supervisor's own check: failed" in chosen_panel
     assert "1 failed" in chosen_panel
 
 
 def _flagged_example():
-    completion, found = redact_value([{"role": "assistant", "content": "export AWS_KEY=AKIAABCDEFGHIJKLMNOP\nthen run it"}])
+    completion, found = redact_value(
+        [{"role": "assistant", "content": "export AWS_KEY=AKIAABCDEFGHIJKLMNOP\nthen run it"}]
+    )
     example, _ = do_store_training_example(
-        source_key="test:flagged", kind="sft", skill="tdd_green",
-        prompt=[{"role": "user", "content": "deploy it"}], completion=completion,
-        provenance={"session_id": "s-1"}, flags=[{"field": "completion", "pattern": p, "count": c} for p, c in found.items()],
+        source_key="test:flagged",
+        kind="sft",
+        skill="tdd_green",
+        prompt=[{"role": "user", "content": "deploy it"}],
+        completion=completion,
+        provenance={"session_id": "s-1"},
+        flags=[{"field": "completion", "pattern": p, "count": c} for p, c in found.items()],
     )
     return example
 
@@ -48,10 +54,15 @@ def _flagged_example():
 def test_editing_the_redacted_secret_out_clears_the_flag(staff_client):
     example = _flagged_example()
     assert example.flagged and "[REDACTED:aws_access_key]" in example.completion[0]["content"]
-    response = staff_client.post(f"/training/{example.pk}/edit/", {
-        "prompt-0-role": "user", "prompt-0-content": "deploy it",
-        "completion-0-role": "assistant", "completion-0-content": "export AWS_KEY=$AWS_KEY\nthen run it",
-    })
+    response = staff_client.post(
+        f"/training/{example.pk}/edit/",
+        {
+            "prompt-0-role": "user",
+            "prompt-0-content": "deploy it",
+            "completion-0-role": "assistant",
+            "completion-0-content": "export AWS_KEY=$AWS_KEY\nthen run it",
+        },
+    )
     assert response.status_code == 302
     example.refresh_from_db()
     assert not example.flagged and example.flags == []
@@ -61,10 +72,15 @@ def test_editing_the_redacted_secret_out_clears_the_flag(staff_client):
 def test_an_edit_that_keeps_the_redaction_or_pastes_a_secret_stays_flagged(staff_client):
     example = make_example("sft")
     assert not example.flagged
-    staff_client.post(f"/training/{example.pk}/edit/", {
-        "prompt-0-role": "user", "prompt-0-content": example.prompt[0]["content"],
-        "completion-0-role": "assistant", "completion-0-content": "token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
-    })
+    staff_client.post(
+        f"/training/{example.pk}/edit/",
+        {
+            "prompt-0-role": "user",
+            "prompt-0-content": example.prompt[0]["content"],
+            "completion-0-role": "assistant",
+            "completion-0-content": "token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        },
+    )
     example.refresh_from_db()
     assert example.flagged and example.flags == [{"field": "completion", "pattern": "github_token", "count": 1}]
     assert "ghp_abcdefghijklmnopqrstuvwxyz0123456789" not in example.completion[0]["content"]  # redacted on save
@@ -88,14 +104,17 @@ def test_a_flagged_example_is_not_approved_without_an_explicit_confirmation(staf
 def test_messages_keep_their_whitespace_and_a_pair_shows_its_diff(staff_client):
     code = 'def f():\n    return {\n        "a": 1,\n    }'
     example, _ = do_store_training_example(
-        source_key="test:ws", kind="dpo", skill="review", prompt=[{"role": "user", "content": "fix it"}],
+        source_key="test:ws",
+        kind="dpo",
+        skill="review",
+        prompt=[{"role": "user", "content": "fix it"}],
         chosen=[{"role": "assistant", "content": code}],
         rejected=[{"role": "assistant", "content": "def f():\n    return None"}],
         provenance={},
     )
     page = staff_client.get(f"/training/{example.pk}/").content.decode()
     assert '<pre class="message-text">def f():\n    return {\n        &quot;a&quot;: 1,\n    }</pre>' in page
-    diff = page[page.index('id="pair-diff"'):]
+    diff = page[page.index('id="pair-diff"') :]
     assert '<del class="diff">    return None</del>' in diff
     assert '<ins class="diff">        &quot;a&quot;: 1,</ins>' in diff
 

@@ -69,8 +69,13 @@ class Command(BaseCommand):
         embedder = get_embedder()
         if embedder is None:
             raise CommandError("BRAIN_EMBEDDER is off: set it to local, ollama or openai to embed notes.")
-        bar = tqdm(total=0, unit="chunk", desc=f"embedding ({embedder.key})", file=self.stderr,
-                   disable=None if show_progress else True)  # fmt: skip
+        bar = tqdm(
+            total=0,
+            unit="chunk",
+            desc=f"embedding ({embedder.key})",
+            file=self.stderr,
+            disable=None if show_progress else True,
+        )
 
         def progress(done: int, total: int) -> None:
             bar.total = total

@@ -91,7 +91,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--negatives",
             type=Path,
-            help="queries with no relevant document in the corpus (one a line, or JSONL with \"text\"): "
+            help='queries with no relevant document in the corpus (one a line, or JSONL with "text"): '
             "prints the share answered with no hits",
         )
         parser.add_argument(
@@ -182,9 +182,14 @@ class Command(BaseCommand):
             for floors_on in settings_list:
                 rows.append(
                     self.evaluate_ranker(
-                        ranker, dataset, id_to_doc, embedder, floors_on, options["negative_queries"],
+                        ranker,
+                        dataset,
+                        id_to_doc,
+                        embedder,
+                        floors_on,
+                        options["negative_queries"],
                         timed=floors_on == settings_list[0] and not options["no_latency"],
-                    )  # fmt: skip
+                    )
                 )
         self.print_table(rows, embedder, bool(options["negative_queries"]))
 
@@ -241,13 +246,22 @@ class Command(BaseCommand):
             )
 
     def evaluate_ranker(
-        self, ranker: str, dataset: BeirDataset, id_to_doc: dict[int, str], embedder: CachingEmbedder | None, floors_on: bool, negatives: list[str],
-        *, timed: bool,
-    ) -> dict:  # fmt: skip
+        self,
+        ranker: str,
+        dataset: BeirDataset,
+        id_to_doc: dict[int, str],
+        embedder: CachingEmbedder | None,
+        floors_on: bool,
+        negatives: list[str],
+        *,
+        timed: bool,
+    ) -> dict:
         floor = None if floors_on else floors.NO_FLOORS
         label = f"{ranker} (floors {'on' if floors_on else 'off'})"
         ndcgs, recalls, latencies, empty_judged = [], [], [], 0
-        for query_id, text in tqdm(dataset.queries.items(), desc=label, unit="query", file=self.stderr, disable=self.no_bars):
+        for query_id, text in tqdm(
+            dataset.queries.items(), desc=label, unit="query", file=self.stderr, disable=self.no_bars
+        ):
             ranking = rank_notes(
                 text, depth=RECALL_K, rankers=RANKERS[ranker], embedder=embedder, status=None, floor=floor
             )
@@ -301,12 +315,12 @@ class Command(BaseCommand):
             )
             if with_negatives:
                 line += f" {row['negatives']:.1%} |"
-            line += (
-                f" {row['p50']:.1f} ms | {row['p95']:.1f} ms |" if row["p50"] is not None else " – | – |"
-            )
+            line += f" {row['p50']:.1f} ms | {row['p95']:.1f} ms |" if row["p50"] is not None else " – | – |"
             self.stdout.write(line)
 
-    def calibrate(self, dataset: BeirDataset, corpus: list[dict], embedder: CachingEmbedder, negatives: list[str]) -> None:
+    def calibrate(
+        self, dataset: BeirDataset, corpus: list[dict], embedder: CachingEmbedder, negatives: list[str]
+    ) -> None:
         """Cosine similarity of judged relevant pairs against random pairs, and the floor they suggest."""
         docs = {doc["_id"]: doc for doc in corpus}
         chunk_vectors: dict[str, np.ndarray] = {}
@@ -351,7 +365,9 @@ class Command(BaseCommand):
         self.stdout.write(f"  judged queries, best hit:   {spread(best_judged)}")
         if negatives:
             below = sum(1 for v in best_negative if v < suggested) / len(best_negative)
-            self.stdout.write(f"  negative queries, best hit: {spread(best_negative)}; {below:.0%} below the vector floor")
+            self.stdout.write(
+                f"  negative queries, best hit: {spread(best_negative)}; {below:.0%} below the vector floor"
+            )
         self.stdout.write(
             self.style.SUCCESS(
                 f"  suggested for {embedder.key}:\n"

@@ -24,7 +24,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "directory", type=Path, help="the brain folder (the one holding wiki/ and raw/), or a folder of .md files"
         )
-        parser.add_argument("--wing", default="", help="plain folder: the wing of its notes (default: the folder's name)")
+        parser.add_argument(
+            "--wing", default="", help="plain folder: the wing of its notes (default: the folder's name)"
+        )
         parser.add_argument("--hall", default="", help="plain folder: the hall of its notes (default: none)")
         parser.add_argument(
             "--raw", action="store_true", help="plain folder: import its files as raw notes, for review (no wing)"
@@ -37,9 +39,16 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     def handle(
-        self, *args: Any, directory: Path, archive_missing: bool = False, no_progress: bool = False, wing: str = "",
-        hall: str = "", raw: bool = False, **options: Any,
-    ) -> None:  # fmt: skip
+        self,
+        *args: Any,
+        directory: Path,
+        archive_missing: bool = False,
+        no_progress: bool = False,
+        wing: str = "",
+        hall: str = "",
+        raw: bool = False,
+        **options: Any,
+    ) -> None:
         plain = self.plain_folder(directory, wing=wing, hall=hall, raw=raw)
         summary = self.import_directory(
             directory, archive_missing=archive_missing, show_progress=not no_progress, plain=plain
@@ -50,7 +59,9 @@ class Command(BaseCommand):
     def plain_folder(directory: Path, *, wing: str = "", hall: str = "", raw: bool = False) -> PlainFolder | None:
         """The place asked for on the command line; None when no option asks (a brain folder needs none)."""
         if raw and (wing or hall):
-            raise CommandError("--raw notes wait for review and have no wing or hall yet: give --raw, or --wing/--hall.")
+            raise CommandError(
+                "--raw notes wait for review and have no wing or hall yet: give --raw, or --wing/--hall."
+            )
         if raw:
             return PlainFolder(status=NoteStatus.RAW)
         if hall and not wing:
@@ -60,9 +71,13 @@ class Command(BaseCommand):
         return None
 
     def import_directory(
-        self, directory: Path, *, archive_missing: bool = False, show_progress: bool = True,
+        self,
+        directory: Path,
+        *,
+        archive_missing: bool = False,
+        show_progress: bool = True,
         plain: PlainFolder | None = None,
-    ) -> FolderSummary:  # fmt: skip
+    ) -> FolderSummary:
         def progress(items: Iterable) -> Iterable:
             return progress_bar(self.stderr, items, enabled=show_progress, desc="importing", unit="file")
 
@@ -84,11 +99,13 @@ class Command(BaseCommand):
         for name, message in summary.errors:
             self.stdout.write(self.style.WARNING(f"  {name}: {message}"))
         if summary.ignored:
-            self.stdout.write(self.style.WARNING(
-                f"{len(summary.ignored)} .md file(s) outside wiki/ and raw/ were not imported (a brain folder's "
-                f"notes live under wiki/<wing>/<hall>/ or raw/): {', '.join(summary.ignored[:5])}"
-                + (" …" if len(summary.ignored) > 5 else "")
-            ))  # fmt: skip
+            self.stdout.write(
+                self.style.WARNING(
+                    f"{len(summary.ignored)} .md file(s) outside wiki/ and raw/ were not imported (a brain folder's "
+                    f"notes live under wiki/<wing>/<hall>/ or raw/): {', '.join(summary.ignored[:5])}"
+                    + (" …" if len(summary.ignored) > 5 else "")
+                )
+            )
         if summary.descriptions:
             self.stdout.write(f"wing/hall descriptions (_index.md) added or changed: {summary.descriptions}")
         for line in summary.ambiguous_links:

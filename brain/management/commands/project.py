@@ -29,8 +29,13 @@ class Command(BaseCommand):
         add.add_argument("name")
         add.add_argument("--repo", required=True, help="a local path under SUPERVISOR_ALLOWED_ROOTS, or a git URL")
         add.add_argument("--branch", default="main", help="the branch that is the team's truth (default main)")
-        add.add_argument("--folder", action="append", default=[], dest="folders",
-                         help="a folder name or absolute path that means this project (repeatable)")
+        add.add_argument(
+            "--folder",
+            action="append",
+            default=[],
+            dest="folders",
+            help="a folder name or absolute path that means this project (repeatable)",
+        )
         sub.add_parser("list", help="every project with its head and state")
 
     def handle(self, *args: Any, verb: str, **options: Any) -> None:
@@ -45,15 +50,19 @@ class Command(BaseCommand):
         except BrainInputError as exc:
             raise CommandError(str(exc)) from None
         if project.sync_error:
-            self.stdout.write(self.style.WARNING(
-                f"project {project.name} added, but its repository cannot be read: {project.sync_error}. "
-                "Its notes stay unverified until it can."
-            ))  # fmt: skip
+            self.stdout.write(
+                self.style.WARNING(
+                    f"project {project.name} added, but its repository cannot be read: {project.sync_error}. "
+                    "Its notes stay unverified until it can."
+                )
+            )
         else:
-            self.stdout.write(self.style.SUCCESS(
-                f"project {project.name}: {project.repo} ({project.branch}) at {project.last_synced_commit[:7]}, "
-                f"{project.notes.count()} notes"
-            ))  # fmt: skip
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"project {project.name}: {project.repo} ({project.branch}) at {project.last_synced_commit[:7]}, "
+                    f"{project.notes.count()} notes"
+                )
+            )
         return project
 
     def list(self) -> None:

@@ -18,7 +18,9 @@ from brain.models import Project
 
 
 class Command(BaseCommand):
-    help = "Sync one project (or all) with its repository's branch head and re-verify the notes anchored to changed files."
+    help = (
+        "Sync one project (or all) with its repository's branch head and re-verify the notes anchored to changed files."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", nargs="?", help="the project (default: every project with a repository)")
@@ -39,8 +41,11 @@ class Command(BaseCommand):
             outcome = do_sync_project(project)
             outcomes.append(outcome)
             if outcome.error:
-                self.stdout.write(self.style.WARNING(f"{project.name}: repository cannot be read ({outcome.error}); "
-                                                     "its notes are unverified"))
+                self.stdout.write(
+                    self.style.WARNING(
+                        f"{project.name}: repository cannot be read ({outcome.error}); its notes are unverified"
+                    )
+                )
                 continue
             if outcome.already_synced_at is not None:
                 ago = (timezone.now() - outcome.already_synced_at).total_seconds()

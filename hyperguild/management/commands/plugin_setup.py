@@ -136,14 +136,19 @@ def plugin_token_advice(endpoints: list[Endpoint], user: User | None = None) -> 
     who = user.get_username() if user is not None else "USERNAME"
     more = [scope for scope in PLUGIN_SCOPES if scope not in scopes]
     personal = (
-        "HYPERGUILD_TOKEN: " + ("the" if user is not None else "your") + f" personal token with the scopes {' '.join(scopes)}"
+        "HYPERGUILD_TOKEN: "
+        + ("the" if user is not None else "your")
+        + f" personal token with the scopes {' '.join(scopes)}"
         + (f" (the scopes {who}'s role allows)" if user is not None else "")
         + f" (make it on the Tokens page, /tokens/, or with `manage.py token create {who} "
-        + " ".join(f"--scope {scope}" for scope in scopes) + "`)"
+        + " ".join(f"--scope {scope}" for scope in scopes)
+        + "`)"
     )
     if more and user is None:
-        personal += (f"; add {' '.join(more)} if your role allows them (writing notes: member, reviewer or curator; "
-                     "skills: operator)")  # fmt: skip
+        personal += (
+            f"; add {' '.join(more)} if your role allows them (writing notes: member, reviewer or curator; "
+            "skills: operator)"
+        )
     tokens = {endpoint.token_setting: endpoint.token() for endpoint in endpoints if endpoint.token_setting}
     set_tokens = {name: value for name, value in tokens.items() if value}
     if not set_tokens:
@@ -162,16 +167,20 @@ def setup_lines(base: str, user: User | None = None) -> list[str]:
     """What a user on another machine needs, as lines to print (no secret among them); `user`: for that person,
     only the plugins and endpoints their role can use."""
     endpoints = usable_endpoints(user)
-    lines = ["Claude Code plugins (hyperguild: the brain, hooks that log each session and bring the project's notes "
-             "in, the loop skill; hyperguild-operator: the supervisor and routing endpoints):"]  # fmt: skip
+    lines = [
+        "Claude Code plugins (hyperguild: the brain, hooks that log each session and bring the project's notes "
+        "in, the loop skill; hyperguild-operator: the supervisor and routing endpoints):"
+    ]
     lines += [f"    {line}" for line in plugin_install_lines(user=user)]
     url_line = f"    export HYPERGUILD_URL={shlex.quote(base)}"
     if base.rstrip("/") == DEFAULT_URL:
         url_line += "   # the default; needed only for another address"
     lines += [url_line, f"    {plugin_token_advice(all_endpoints(), user)}"]
     lines += spool_lines(base)
-    lines.append("Or only the endpoints, for every project of this user (--scope user; without it `claude mcp add` "
-                 "adds a server to the current folder only):")  # fmt: skip
+    lines.append(
+        "Or only the endpoints, for every project of this user (--scope user; without it `claude mcp add` "
+        "adds a server to the current folder only):"
+    )
     for endpoint in endpoints:
         url = f"{base}/mcp/{endpoint.name}"
         lines.append(f"    {claude_mcp_add_line(endpoint.name, url, endpoint.token_setting, endpoint.token())}")
@@ -189,10 +198,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--url",
-            default=settings.HYPERGUILD_PUBLIC_URL or f"http://{local_host(settings.HYPERGUILD_HOST)}:{settings.HYPERGUILD_PORT}",
+            default=settings.HYPERGUILD_PUBLIC_URL
+            or f"http://{local_host(settings.HYPERGUILD_HOST)}:{settings.HYPERGUILD_PORT}",
             help="the server's address as Claude Code reaches it (default: HYPERGUILD_PUBLIC_URL, else host:port)",
         )
-        parser.add_argument("--user", default="", help="the person the token is for: ask only for the scopes their role allows")
+        parser.add_argument(
+            "--user", default="", help="the person the token is for: ask only for the scopes their role allows"
+        )
 
     def handle(self, *args: Any, url: str, user: str = "", **options: Any) -> None:
         person = None

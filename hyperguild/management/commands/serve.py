@@ -82,18 +82,63 @@ def web_command(server: str, host: str, port: int, workers: int) -> list[str]:
     if server == "granian":
         # Django's WSGI handler on granian's processes, HYPERGUILD_WEB_THREADS threads each (bench/RESULTS.md,
         # "Stock and custom web serving", has the figures that made it the default).
-        return [sys.executable, "-m", "granian", "--interface", "wsgi", "hyperguild.wsgi:application",
-                "--host", host, "--port", str(port), "--workers", str(workers), "--blocking-threads", threads,
-                "--respawn-failed-workers", "--respawn-interval", "1", "--workers-kill-timeout", "5"]  # fmt: skip
+        return [
+            sys.executable,
+            "-m",
+            "granian",
+            "--interface",
+            "wsgi",
+            "hyperguild.wsgi:application",
+            "--host",
+            host,
+            "--port",
+            str(port),
+            "--workers",
+            str(workers),
+            "--blocking-threads",
+            threads,
+            "--respawn-failed-workers",
+            "--respawn-interval",
+            "1",
+            "--workers-kill-timeout",
+            "5",
+        ]
     if server == "gunicorn":
         bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        return [sys.executable, "-m", "gunicorn", "hyperguild.wsgi:application", "--bind", bind,
-                "--workers", str(workers), "--worker-class", "gthread", "--threads", threads,
-                "--graceful-timeout", "5"]  # fmt: skip
+        return [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "hyperguild.wsgi:application",
+            "--bind",
+            bind,
+            "--workers",
+            str(workers),
+            "--worker-class",
+            "gthread",
+            "--threads",
+            threads,
+            "--graceful-timeout",
+            "5",
+        ]
     # uvicorn: Django's ASGI handler.
-    return [sys.executable, "-m", "uvicorn", "hyperguild.asgi:application", "--host", host, "--port", str(port),
-            "--workers", str(workers), "--no-access-log", "--lifespan", "off",
-            "--timeout-graceful-shutdown", "5"]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "hyperguild.asgi:application",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--workers",
+        str(workers),
+        "--no-access-log",
+        "--lifespan",
+        "off",
+        "--timeout-graceful-shutdown",
+        "5",
+    ]
 
 
 def metrics_dir(port: int) -> Path:
@@ -118,7 +163,9 @@ def gateway_lines() -> list[str]:
         f"fast: {models['fast']}, thinking: {models['thinking']}."
     ]
     if status.get("single_model"):
-        lines.append(f"  one model, {models['fast']}, serves both routing roles: routing always uses it, no fail-open retry.")
+        lines.append(
+            f"  one model, {models['fast']}, serves both routing roles: routing always uses it, no fail-open retry."
+        )
     return lines
 
 
@@ -172,9 +219,11 @@ class Command(BaseCommand):
             help="web server (default: HYPERGUILD_SERVER = %(default)s)",
         )
         parser.add_argument(
-            "--web-workers", type=int, default=settings.HYPERGUILD_WEB_WORKERS,
+            "--web-workers",
+            type=int,
+            default=settings.HYPERGUILD_WEB_WORKERS,
             help="web server processes (default: HYPERGUILD_WEB_WORKERS = %(default)s)",
-        )  # fmt: skip
+        )
 
     def execute(self, *args: Any, **options: Any) -> str | None:
         """Run `handle` (which runs the system checks while the web processes load); a start that fails stops the
@@ -229,8 +278,12 @@ class Command(BaseCommand):
         child_env[SERVE_PID] = str(os.getpid())
 
         def start_web() -> subprocess.Popen:
-            web = subprocess.Popen(web_command(server, host, port, max(1, web_workers)), cwd=settings.BASE_DIR,
-                                   env=child_env, start_new_session=True)  # fmt: skip
+            web = subprocess.Popen(
+                web_command(server, host, port, max(1, web_workers)),
+                cwd=settings.BASE_DIR,
+                env=child_env,
+                start_new_session=True,
+            )
             web_started[web.pid] = time.monotonic()
             return web
 
@@ -287,13 +340,18 @@ class Command(BaseCommand):
 
         # The cluster connects without a pool (only web processes pool; see settings' _database): django-q2
         # forks its workers, and a pool opened before the fork would share its sockets between them.
-        worker_env = {name: value for name, value in child_env.items() if name not in (WEB_PROCESS, SERVE_GATE, SERVE_PID)}
+        worker_env = {
+            name: value for name, value in child_env.items() if name not in (WEB_PROCESS, SERVE_GATE, SERVE_PID)
+        }
 
         def start_worker(queue: str = "") -> subprocess.Popen:
             # Q_CLUSTER_NAME picks django-q2's ALT_CLUSTERS entry: the embedding cluster, or the default one.
             env = {**worker_env, "Q_CLUSTER_NAME": queue} if queue else worker_env
             process = subprocess.Popen(
-                [sys.executable, "manage.py", "qcluster"], cwd=settings.BASE_DIR, env=env, start_new_session=True,
+                [sys.executable, "manage.py", "qcluster"],
+                cwd=settings.BASE_DIR,
+                env=env,
+                start_new_session=True,
             )
             worker_queues[process.pid] = queue
             return process
@@ -397,7 +455,8 @@ class Command(BaseCommand):
         lines = [
             "",
             f"WARNING: NO TOKEN: {names}.",
-            "  Every program on this machine can call " + ("it" if len(open_endpoints) == 1 else "them")
+            "  Every program on this machine can call "
+            + ("it" if len(open_endpoints) == 1 else "them")
             + " without a password.",
         ]
         if any(e.name == "supervisor" for e in open_endpoints):
@@ -432,13 +491,19 @@ class Command(BaseCommand):
         endpoints = all_endpoints()
         with_token = [e for e in endpoints if e.token_setting and e.token()]
         if with_token:
-            self.stdout.write("  Tokens are not printed: " + ", ".join(
-                f"{e.token_setting} ({masked(e.token())})" for e in with_token
-            ) + ".")
-            self.stdout.write("  Each line reads its token from the shell variable of the same name: export it, "
-                              "with the value this server was started with, before pasting.")
-        self.stdout.write(f"  People sign in at {base}/login/ and make their own tokens at {base}/tokens/; "
-                          "without a header, Claude Code signs in through the browser (docs/people.md).")
+            self.stdout.write(
+                "  Tokens are not printed: "
+                + ", ".join(f"{e.token_setting} ({masked(e.token())})" for e in with_token)
+                + "."
+            )
+            self.stdout.write(
+                "  Each line reads its token from the shell variable of the same name: export it, "
+                "with the value this server was started with, before pasting."
+            )
+        self.stdout.write(
+            f"  People sign in at {base}/login/ and make their own tokens at {base}/tokens/; "
+            "without a header, Claude Code signs in through the browser (docs/people.md)."
+        )
         for line in gateway_lines():
             self.stdout.write(f"  {line}")
         for line in budget_lines():

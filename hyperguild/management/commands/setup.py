@@ -28,7 +28,9 @@ class Command(BaseCommand):
         names = do_ensure_schedules()
         self.stdout.write(f"schedules installed: {', '.join(names)}")
         if not no_admin:
-            user, generated = do_ensure_admin_account(settings.HYPERGUILD_ADMIN_USER, settings.HYPERGUILD_ADMIN_PASSWORD)
+            user, generated = do_ensure_admin_account(
+                settings.HYPERGUILD_ADMIN_USER, settings.HYPERGUILD_ADMIN_PASSWORD
+            )
             if user is not None:
                 shown = f" with password {generated} (shown once)" if generated else ""
                 self.stdout.write(f"created admin account {user.username!r}{shown}")

@@ -30,10 +30,19 @@ class Command(BaseCommand):
         actions = parser.add_subparsers(dest="action", required=True)
         create = actions.add_parser("create", help="make a token for USERNAME and print it (once)")
         create.add_argument("username")
-        create.add_argument("--scope", action="append", default=[], dest="scopes",
-                            help=f"repeat for several; known: {', '.join(known_scopes()) or 'none registered'}")
-        create.add_argument("--expires-days", type=int, default=None,
-                            help=f"lifetime in days (default {settings.HYPERGUILD_TOKEN_DEFAULT_DAYS})")
+        create.add_argument(
+            "--scope",
+            action="append",
+            default=[],
+            dest="scopes",
+            help=f"repeat for several; known: {', '.join(known_scopes()) or 'none registered'}",
+        )
+        create.add_argument(
+            "--expires-days",
+            type=int,
+            default=None,
+            help=f"lifetime in days (default {settings.HYPERGUILD_TOKEN_DEFAULT_DAYS})",
+        )
         create.add_argument("--name", default="cli", help="what the token is for, shown in lists (default: cli)")
         listing = actions.add_parser("list", help="list tokens (of USERNAME, or everyone's)")
         listing.add_argument("username", nargs="?")
@@ -50,10 +59,12 @@ class Command(BaseCommand):
         except TokenRequestError as exc:
             raise CommandError(exc.message) from None
         token = issued.token
-        self.stdout.write(self.style.SUCCESS(
-            f"Token {token.prefix} ({token.name}) for {user.get_username()}: {' '.join(token.scopes)}, "
-            f"expires {token.expires_at:%Y-%m-%d %H:%M} UTC. It is shown once, here:"
-        ))  # fmt: skip
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Token {token.prefix} ({token.name}) for {user.get_username()}: {' '.join(token.scopes)}, "
+                f"expires {token.expires_at:%Y-%m-%d %H:%M} UTC. It is shown once, here:"
+            )
+        )
         self.stdout.write(issued.secret)
         return issued.secret
 
@@ -63,7 +74,9 @@ class Command(BaseCommand):
             tokens = tokens.filter(user=self._user(username))
         now = timezone.now()
         for token in tokens:
-            used = f"{token.last_used_at:%Y-%m-%d %H:%M} from {token.last_used_ip}" if token.last_used_at else "never used"
+            used = (
+                f"{token.last_used_at:%Y-%m-%d %H:%M} from {token.last_used_ip}" if token.last_used_at else "never used"
+            )
             expires = f"{token.expires_at:%Y-%m-%d}" if token.expires_at else "never"
             self.stdout.write(
                 f"{token.id}\t{token.prefix}\t{token.user.get_username()}\t{token.name}\t{' '.join(token.scopes)}\t"
@@ -72,14 +85,20 @@ class Command(BaseCommand):
         self.stdout.write(self.style.SUCCESS(f"{tokens.count()} token(s)"))
 
     def handle_revoke(self, *, token: str, **_: Any) -> None:
-        match = PersonalToken.objects.filter(pk=int(token)) if token.isdigit() else PersonalToken.objects.filter(prefix=token)
+        match = (
+            PersonalToken.objects.filter(pk=int(token))
+            if token.isdigit()
+            else PersonalToken.objects.filter(prefix=token)
+        )
         found = list(match[:2])
         if not found:
             raise CommandError(f"No token {token!r}; `manage.py token list` shows prefixes and ids.")
         if len(found) > 1:
             raise CommandError(f"Several tokens start with {token!r}; revoke by id (`manage.py token list`).")
         revoked = do_revoke_personal_token(found[0])
-        self.stdout.write(self.style.SUCCESS(f"Revoked {revoked.prefix} ({revoked.name}) of {revoked.user.get_username()}."))
+        self.stdout.write(
+            self.style.SUCCESS(f"Revoked {revoked.prefix} ({revoked.name}) of {revoked.user.get_username()}.")
+        )
 
     def _user(self, username: str) -> User:
         user = get_user_model().objects.filter(username=username).first()

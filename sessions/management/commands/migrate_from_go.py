@@ -20,19 +20,35 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("directory", type=Path, help="the Go brain folder (INGEST_BRAIN_DIR: wiki/, raw/, sessions/)")
+        parser.add_argument(
+            "directory", type=Path, help="the Go brain folder (INGEST_BRAIN_DIR: wiki/, raw/, sessions/)"
+        )
         parser.add_argument("--env", type=Path, dest="env_file", help="the Go service's .env file")
-        parser.add_argument("--models", type=Path, dest="models_file",
-                            help="the Go models.yaml (default: next to --env, else in DIR)")
+        parser.add_argument(
+            "--models", type=Path, dest="models_file", help="the Go models.yaml (default: next to --env, else in DIR)"
+        )
         parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    def handle(self, *args: Any, directory: Path, env_file: Path | None = None, models_file: Path | None = None,
-               no_progress: bool = False, **options: Any) -> None:
+    def handle(
+        self,
+        *args: Any,
+        directory: Path,
+        env_file: Path | None = None,
+        models_file: Path | None = None,
+        no_progress: bool = False,
+        **options: Any,
+    ) -> None:
         report = self.migrate(directory, env_file=env_file, models_file=models_file, show_progress=not no_progress)
         self.print_report(report)
 
-    def migrate(self, directory: Path, *, env_file: Path | None = None, models_file: Path | None = None,
-                show_progress: bool = True) -> GoMigrationReport:
+    def migrate(
+        self,
+        directory: Path,
+        *,
+        env_file: Path | None = None,
+        models_file: Path | None = None,
+        show_progress: bool = True,
+    ) -> GoMigrationReport:
         def progress(items: Iterable[Any]) -> Iterable[Any]:
             return progress_bar(self.stderr, items, enabled=show_progress, desc="importing", unit="file")
 

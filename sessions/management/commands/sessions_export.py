@@ -21,7 +21,9 @@ class Command(BaseCommand):
         parser.add_argument("--session", action="append", dest="sessions", help="Only this session id (repeatable).")
 
     def handle(self, *args: Any, directory: Path, sessions: list[str] | None = None, **options: Any) -> None:
-        summary = self.export_dir(directory, sessions, show_progress=options["verbosity"] > 0 and not options.get("no_progress"))
+        summary = self.export_dir(
+            directory, sessions, show_progress=options["verbosity"] > 0 and not options.get("no_progress")
+        )
         self.stdout.write(
             self.style.SUCCESS(
                 f"Exported {summary['files']} session(s) to {directory}: {summary['written']} written, "
