@@ -213,10 +213,29 @@ def pytest_configure(config) -> None:
     ]
 
 
-# The files that take minutes by design (a real `serve` watched past one 60 s heartbeat, then restarted mid-backlog):
-# collected first, so pytest-xdist's whole-file scheduling starts them at once instead of last on a worker.
-LONG_FILES = ("tests/core/test_embedding_backlog_health.py",)
+# The files that take longest (a real `serve` watched past one 60 s heartbeat, then restarted mid-backlog; scratch
+# servers killed and restarted; browsers), longest first: collected before the rest, so pytest-xdist's whole-file
+# scheduling starts them early and the run does not end waiting on one of them while the other workers are idle
+# (the longest job first keeps the tail short). Figures: `make test PYTEST_ARGS=--durations=0`, summed per file.
+LONG_FILES = (
+    "tests/core/test_embedding_backlog_health.py",  # about 3 minutes
+    "tests/supervisor/test_chaos.py",
+    "tests/core/test_recovery_with_backlog.py",
+    "tests/core/test_two_replicas.py",
+    "tests/core/test_bench_load.py",
+    "tests/fuzz/test_fuzz_doors.py",
+    "tests/core/test_prometheus.py",
+    "tests/supervisor/test_tasks_across_replicas.py",
+    "tests/sessions/test_training_change.py",
+    "tests/core/test_first_minute.py",
+    "tests/e2e/test_review_on_a_phone_by_touch_and_undo.py",
+)
+
+
+def _long_rank(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    return LONG_FILES.index(path) if path in LONG_FILES else len(LONG_FILES)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: not item.nodeid.startswith(LONG_FILES))  # stable: the rest keep their order
+    items.sort(key=_long_rank)  # stable: the rest keep their order

@@ -22,6 +22,7 @@ import pytest
 
 from tests.fakes.embed import FakeEmbedServer
 from tests.fakes.helpers import wait_for
+from tests.fakes.pg_template import copy_migrated_data_dir
 from tests.supervisor.test_chaos import ROOT, ScratchServe, _kill_stray_postmaster
 
 NOTES = 500
@@ -69,7 +70,8 @@ def embedding_serve():
             (base / "import" / "raw" / f"note-{number}.md").write_text(
                 f"# Note {number}\n\nThe pool reaper and topic {number % 37}, number {number}.\n", encoding="utf-8"
             )
-        for command in (["migrate", "-v0"], ["brain_import", str(base / "import"), "--no-progress"]):
+        copy_migrated_data_dir(scratch.data_dir)  # migrated once per machine (tests/fakes/pg_template.py)
+        for command in (["brain_import", str(base / "import"), "--no-progress"],):
             done = subprocess.run(
                 [sys.executable, "manage.py", *command],
                 cwd=ROOT,

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from hyperguild.lib.embedded_db import embedded_database_running, stop_embedded_database
+from tests.fakes.pg_template import copy_migrated_data_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,9 +53,11 @@ def manage(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def test_a_one_off_command_stops_the_database_it_started(data_dir):
-    done = manage(data_dir, "migrate", "-v0")
+    copy_migrated_data_dir(data_dir)  # a stopped, migrated server: the command has to start it
+    assert not embedded_database_running(data_dir)
+    done = manage(data_dir, "showmigrations", "brain")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert (data_dir / "pg" / "PG_VERSION").exists()  # it did start one (and made it)
+    assert "[X] 0001_initial" in done.stdout  # it did start the server and read it
     assert not embedded_database_running(data_dir)
 
     failed = manage(data_dir, "project_sync", "nobody")  # a command that fails stops it too
@@ -63,9 +66,9 @@ def test_a_one_off_command_stops_the_database_it_started(data_dir):
 
 
 def test_a_one_off_command_leaves_a_database_that_was_running_alone(data_dir):
-    assert manage(data_dir, "migrate", "-v0").returncode == 0
     from hyperguild.lib.embedded_db import ensure_database, started_by_this_process
 
+    copy_migrated_data_dir(data_dir)
     ensure_database(data_dir)  # "the server is up": someone else started it
     assert started_by_this_process(data_dir)
     done = manage(data_dir, "check")

