@@ -231,9 +231,9 @@ def hybrid_figures(
     dataset_dir: Path, corpus_sample: int | None, negatives: Path | None, cache_dir: Path
 ) -> dict[tuple[str, str], float]:
     """brain_eval itself with wordllama: {(ranker, floors on/off): nDCG@10}; its own lines go to stdout."""
-    from hyperguild.boot import setup_django
+    from bench.script import setup_django
 
-    setup_django()
+    setup_django()  # nothing when Django is ready (a test calls this in process)
     from django.conf import settings
     from django.core.management import call_command
 
