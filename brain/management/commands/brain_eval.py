@@ -51,7 +51,7 @@ from brain.indexing import bump_brain_version
 from brain.models import Note, NoteStatus
 from brain.scratch import ScratchDatabase
 from brain.search import rank_notes, search
-from hyperguild.lib.embedders import get_embedder
+from hyperguild.lib.embedders import BaseEmbedder, get_embedder
 
 RANKERS = {"bm25": ("bm25",), "dense": ("vector",), "hybrid": ("bm25", "vector")}
 NDCG_K = 10
@@ -162,7 +162,7 @@ class Command(BaseCommand):
 
         embedder = None
         if needs_vectors:
-            inner = get_embedder()
+            inner = self.make_embedder()
             assert inner is not None  # handle() refused vector rankers with BRAIN_EMBEDDER=off
             embedder = CachingEmbedder(inner, options["cache_dir"])
             self.embed_corpus(embedder)
@@ -192,6 +192,11 @@ class Command(BaseCommand):
                     )
                 )
         self.print_table(rows, embedder, bool(options["negative_queries"]))
+
+    def make_embedder(self) -> BaseEmbedder | None:
+        """The embedder the settings describe; bench/embedders.py measures an embedder the product does not offer
+        (one whose package is a bench requirement only) by overriding this."""
+        return get_embedder()
 
     def import_documents(self, corpus: list[dict]) -> dict[str, str]:
         """Scratch notes straight through the ORM: no user data, no mirror, no per-note tasks."""
@@ -320,8 +325,9 @@ class Command(BaseCommand):
 
     def calibrate(
         self, dataset: BeirDataset, corpus: list[dict], embedder: CachingEmbedder, negatives: list[str]
-    ) -> None:
-        """Cosine similarity of judged relevant pairs against random pairs, and the floor they suggest."""
+    ) -> tuple[float, float, float]:
+        """Cosine similarity of judged relevant pairs against random pairs; returns the floors they suggest
+        (vector, agree, support), which the rankers that run next do not use unless set (brain.floors.current)."""
         docs = {doc["_id"]: doc for doc in corpus}
         chunk_vectors: dict[str, np.ndarray] = {}
         for doc_id, doc in docs.items():
@@ -381,6 +387,7 @@ class Command(BaseCommand):
                 f"BRAIN_VECTOR_SUPPORT_FLOOR={support:.2f}, or add the model to brain.floors.VECTOR_FLOORS."
             )
         )
+        return suggested, agree, support
 
     @staticmethod
     def vector_plan(embedder: CachingEmbedder, query: str) -> str:
