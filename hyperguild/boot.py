@@ -26,7 +26,7 @@ from pathlib import Path
 
 import django
 
-from hyperguild.lib.embedded_db import ensure_database, started_by_this_process, stop_embedded_database
+from hyperguild.lib.embedded_db import ensure_database, release_database
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 SECRET_KEY_FILE = "secret_key"
@@ -87,9 +87,7 @@ def release_process() -> bool:
     nothing running. A server that was running before is left alone, and `serve` stops the one it owns itself
     (this finds nothing left to stop). True if it stopped one."""
     data_dir = configured_data_dir()
-    if not started_by_this_process(data_dir):
-        return False
-    return stop_embedded_database(data_dir)
+    return release_database(data_dir)
 
 
 def setup_django() -> None:

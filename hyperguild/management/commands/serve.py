@@ -44,6 +44,7 @@ from hyperguild.contributions import serve_start_hooks
 from hyperguild.lib.embedded_db import (
     embedded_database_url,
     ensure_embedded_database,
+    release_database,
     started_by_this_process,
     stop_embedded_database,
 )
@@ -422,7 +423,8 @@ class Command(BaseCommand):
                     os.killpg(child.pid, signal.SIGKILL)
             gate.unlink(missing_ok=True)
             if not db_was_running and supervise_db:
-                stop_embedded_database(settings.DATA_DIR)
+                # Stopped unless a one-off command still uses it (then the last of them stops it).
+                release_database(settings.DATA_DIR)
             self.stdout.write(self.style.SUCCESS("stopped"))
 
     def supervise_database(self) -> bool:
