@@ -90,20 +90,23 @@ BRAIN_MCP_TOKEN = env_str("BRAIN_MCP_TOKEN")
 SUPERVISOR_MCP_TOKEN = env_str("SUPERVISOR_MCP_TOKEN")
 ROUTING_MCP_TOKEN = env_str("ROUTING_MCP_TOKEN")
 HYPERGUILD_MCP_MAX_BODY = env_int("HYPERGUILD_MCP_MAX_BODY", 1024 * 1024, minimum=1024)
-# Claude Code refuses tool output above 25,000 tokens; ~3 characters a token
-# keeps a safe margin for code and non-English text.
-HYPERGUILD_MCP_MAX_OUTPUT_CHARS = env_int("HYPERGUILD_MCP_MAX_OUTPUT_CHARS", 75_000, minimum=1_000)
+# Tool results are cut to this many characters: Claude Code refuses tool output above 25,000 tokens, and ~3 characters
+# a token keeps a safe margin for code and non-English text. Fixed (issue 49): it follows the client, not the site.
+HYPERGUILD_MCP_MAX_OUTPUT_CHARS = 75_000
 HYPERGUILD_MCP_PAGE_SIZE = 50  # fixed (issue 49): internal, no user tunes it; tests override the setting
-# Tool results checked against their outputSchema: always | sample (first 20 per tool and process, then 1 in 50) | off
-HYPERGUILD_MCP_CHECK_OUTPUT = env_choice("HYPERGUILD_MCP_CHECK_OUTPUT", "sample", {"always", "sample", "off"})
+# Tool results checked against their outputSchema: always | sample (first 20 per tool and process, then 1 in 50) | off.
+# Fixed to sample (issue 49): a check of our own output, not a choice a user makes; tests override the setting.
+HYPERGUILD_MCP_CHECK_OUTPUT = "sample"
 
 # --- Admin account created by `make run` ---------------------------------
 HYPERGUILD_ADMIN_USER = env_str("HYPERGUILD_ADMIN_USER", "admin")
 HYPERGUILD_ADMIN_PASSWORD = env_str("HYPERGUILD_ADMIN_PASSWORD")
 
 # --- Worker ----------------------------------------------------------------
-HYPERGUILD_WORKER_HEARTBEAT_SECONDS = env_int("HYPERGUILD_WORKER_HEARTBEAT_SECONDS", 30, minimum=5)
-HYPERGUILD_WORKER_STALE_SECONDS = env_int("HYPERGUILD_WORKER_STALE_SECONDS", 180, minimum=10)
+# Fixed (issue 49): how often the worker records a heartbeat (django-q2 rounds it up to whole minutes), and the age
+# of the last one from which /health calls the worker stopped (three missed beats, the queue's own wait included).
+HYPERGUILD_WORKER_HEARTBEAT_SECONDS = 30
+HYPERGUILD_WORKER_STALE_SECONDS = 180
 
 # --- Brain -----------------------------------------------------------------
 BRAIN_DIR = env_str("BRAIN_DIR", "")
@@ -194,8 +197,6 @@ BRAIN_ANSWER_TIMEOUT = env_float("BRAIN_ANSWER_TIMEOUT", 60.0, minimum=0.1)
 
 # --- Limits at the door and error answers (hyperguild.middleware, hyperguild.lib.limits) ---
 HYPERGUILD_REST_MAX_BODY = env_int("HYPERGUILD_REST_MAX_BODY", 2_621_440, minimum=1024)
-HYPERGUILD_JSON_MAX_DEPTH = env_int("HYPERGUILD_JSON_MAX_DEPTH", 64, minimum=4, maximum=500)
-HYPERGUILD_RETRY_AFTER_SECONDS = env_int("HYPERGUILD_RETRY_AFTER_SECONDS", 5, minimum=1)
 # Django's own cap sits above ours so our 413 answers first.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(HYPERGUILD_REST_MAX_BODY, HYPERGUILD_MCP_MAX_BODY) + 1024
 # Login throttling (django-axes): this many failed logins for a username from one address lock it out.
@@ -366,6 +367,11 @@ TEMPLATES = [
 ]
 
 
+# Seconds a request waits for a pooled database connection before it is answered 503 with Retry-After
+# (fixed, issue 49: past a few seconds the pool is exhausted, not slow; a longer wait only holds the thread).
+DB_POOL_TIMEOUT_SECONDS = 10.0
+
+
 def _database() -> dict[str, Any]:
     # HYPERGUILD_EMBEDDED_DB_URL is set by `serve` for its own children (web and worker processes): they
     # use the embedded server serve supervises and never start it themselves, so after a crash of the
@@ -377,7 +383,7 @@ def _database() -> dict[str, Any]:
     # directly: commands, and the django-q2 cluster, which forks its workers — a pool opened before the
     # fork would share sockets (and the advisory locks taken on them) between processes.
     pool = env_int("HYPERGUILD_DB_POOL", 8, minimum=0, maximum=500) if env_bool("HYPERGUILD_WEB_PROCESS", False) else 0
-    pool_timeout = env_float("HYPERGUILD_DB_POOL_TIMEOUT", 10.0, minimum=0.5, maximum=300.0)
+    pool_timeout = DB_POOL_TIMEOUT_SECONDS
     # Health checks on: without a pool Django tests a reused connection; with one, the pool tests each
     # connection it lends (an empty query), so after a database restart no call fails on a connection
     # that died with the old server (tests/supervisor/test_chaos.py).
@@ -444,9 +450,10 @@ Q_CLUSTER = {
     "name": "hyperguild",
     "orm": "default",
     "workers": env_int("HYPERGUILD_Q_WORKERS", 2, minimum=1),
-    # timeout must stay below retry, or a slow task runs twice.
-    "timeout": env_int("HYPERGUILD_Q_TIMEOUT", SUPERVISOR_TIMEOUT + 120, minimum=10),
-    "retry": env_int("HYPERGUILD_Q_RETRY", SUPERVISOR_TIMEOUT + 300, minimum=20),
+    # Derived from SUPERVISOR_TIMEOUT (issue 49: they always moved together): a task outlives the longest skill run
+    # by two minutes before django-q2 kills it, and timeout stays below retry, or a slow task runs twice.
+    "timeout": SUPERVISOR_TIMEOUT + 120,
+    "retry": SUPERVISOR_TIMEOUT + 300,
     "max_attempts": 1,
     "catch_up": False,
     "poll": 0.5,
