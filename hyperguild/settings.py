@@ -115,26 +115,21 @@ BRAIN_SESSIONS_DIR = env_str("BRAIN_SESSIONS_DIR", "")
 BRAIN_SYNC_INTERVAL = env_int("BRAIN_SYNC_INTERVAL", 300, minimum=10)
 # Bare mirrors of projects whose repository is a git URL (brain.projects); local repositories are read in place.
 HYPERGUILD_REPO_MIRRORS_DIR = env_str("HYPERGUILD_REPO_MIRRORS_DIR", "") or str(DATA_DIR / "repos")
-# Seconds between checks of every project's branch head (notes re-verified when it moved, brain.truth).
-BRAIN_VERIFY_INTERVAL = env_int("BRAIN_VERIFY_INTERVAL", 300, minimum=10)
 BRAIN_MAX_NOTE_BYTES = env_int("BRAIN_MAX_NOTE_BYTES", 256 * 1024, minimum=1024)
 # The Go rule: BRAIN_PG_DSN + BRAIN_EMBED_URL (and no BRAIN_EMBEDDER) means hybrid
 # search on that Ollama; one without the other is reported by `manage.py check`.
 _GO_EMBEDDER, GO_HYBRID_PROBLEM = go_hybrid_rule()
-# Review UI: a raw note this similar (0..1, word diff ratio) to a wiki note needs a confirmation to promote.
-BRAIN_DUPLICATE_THRESHOLD = env_float("BRAIN_DUPLICATE_THRESHOLD", 0.8, minimum=0.0, maximum=1.0)
-# ... or this close in meaning (cosine of the two notes' embeddings, embedder on): paraphrases share few words.
-BRAIN_DUPLICATE_MEANING_THRESHOLD = env_float("BRAIN_DUPLICATE_MEANING_THRESHOLD", 0.91, minimum=0.0, maximum=1.0)
 BRAIN_EMBEDDER = env_choice("BRAIN_EMBEDDER", _GO_EMBEDDER or "local", {"ollama", "openai", "local", "off"})
 BRAIN_EMBED_URL = env_str("BRAIN_EMBED_URL")
 BRAIN_EMBED_MODEL = env_str("BRAIN_EMBED_MODEL")
 BRAIN_EMBED_API_KEY = env_str("BRAIN_EMBED_API_KEY")
-BRAIN_EMBED_SYNC_INTERVAL = env_int("BRAIN_EMBED_SYNC_INTERVAL", 300, minimum=10)
 # The django-q2 queue (an ALT_CLUSTERS entry of Q_CLUSTER) that embedding tasks go to.
 EMBED_QUEUE = "embed"
 # Seconds one task of that cluster may run (a slice takes about 20 s); a killed one is taken again 60 s later.
-BRAIN_EMBED_TASK_TIMEOUT = env_int("BRAIN_EMBED_TASK_TIMEOUT", 300, minimum=30)
-BRAIN_EMBED_TIMEOUT = env_float("BRAIN_EMBED_TIMEOUT", 30.0, minimum=0.1)
+# Fixed (issue 49), as are the timeouts below: internal bounds of sub-steps, no user tunes them; tests override them.
+BRAIN_EMBED_TASK_TIMEOUT = 300
+# Seconds per embedding request while indexing (a batch of chunks; one retry).
+BRAIN_EMBED_TIMEOUT = 30.0
 # Relevance floors (brain/floors.py): empty vector floor = the active model's calibrated one.
 BRAIN_VECTOR_FLOOR = env_optional_float("BRAIN_VECTOR_FLOOR", minimum=-1.0, maximum=1.0)
 BRAIN_VECTOR_AGREE_FLOOR = env_optional_float("BRAIN_VECTOR_AGREE_FLOOR", minimum=-1.0, maximum=1.0)
@@ -143,19 +138,22 @@ BRAIN_BM25_FLOOR = env_float("BRAIN_BM25_FLOOR", 0.25, minimum=0.0, maximum=1.0)
 BRAIN_BM25_ALONE_FLOOR = env_float("BRAIN_BM25_ALONE_FLOOR", 0.40, minimum=0.0, maximum=1.0)
 BRAIN_RERANKER_URL = env_str("BRAIN_RERANKER_URL")
 BRAIN_RERANKER_MODEL = env_str("BRAIN_RERANKER_MODEL", "dengcao/Qwen3-Reranker-0.6B:F16")
-BRAIN_RERANKER_CONCURRENCY = env_int("BRAIN_RERANKER_CONCURRENCY", 4, minimum=1, maximum=64)
+# Reranker requests in flight at most (fixed, issue 49).
+BRAIN_RERANKER_CONCURRENCY = 4
 BRAIN_ANSWER_MODEL = env_str("BRAIN_ANSWER_MODEL")
 # BM25 segments (brain/bm25/): how often a process re-reads the corpus version (its own writes
-# are seen at once), how many changed notes trigger a background merge, and where large bases are
-# shared between processes as memory-mapped files ("" keeps them in memory, one per process).
-BRAIN_BM25_CHECK_SECONDS = env_float("BRAIN_BM25_CHECK_SECONDS", 0.25, minimum=0.0)
+# are seen at once; this bounds how stale another replica's search can be), how many changed notes trigger a
+# background merge, and where large bases are shared between processes as memory-mapped files ("" keeps them in
+# memory, one per process). All but the folder fixed (issue 49).
+BRAIN_BM25_CHECK_SECONDS = 0.25
 BRAIN_BM25_MERGE_NOTES = 1000  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Notes changed since the middle segment was built that a refresh re-indexes before it rebuilds the middle.
 BRAIN_BM25_FRESH_NOTES = 64  # fixed (issue 49): internal, no user tunes it; tests override the setting
 BRAIN_BM25_DIR = env_str("BRAIN_BM25_DIR", str(DATA_DIR / "bm25"))
 BRAIN_BM25_SHARE_MIN_NOTES = 5000  # fixed (issue 49): internal, no user tunes it; tests override the setting
-# Each web process maps its BM25 base and catches up as it starts, on a thread, not at its first query.
-BRAIN_BM25_WARM_AT_START = env_bool("BRAIN_BM25_WARM_AT_START", True)
+# Each web process maps its BM25 base and catches up as it starts, on a thread, not at its first query
+# (fixed; a test turns it off to see a cold start).
+BRAIN_BM25_WARM_AT_START = True
 # Top-k with dynamic pruning (block-max bounds, brain/bm25/pruning.py): the same hits and scores as scoring
 # every posting, far fewer postings scored. Off: every posting of every query term (for side-by-side benchmarks).
 BRAIN_BM25_PRUNING = env_bool("BRAIN_BM25_PRUNING", True)
@@ -165,33 +163,34 @@ BRAIN_BM25_DIFF_MAX_NOTES = 50_000  # fixed (issue 49): internal, no user tunes 
 # --- LLM gateway (OpenAI-compatible, e.g. LiteLLM) ---------------------------
 LITELLM_BASE_URL = env_str("LITELLM_BASE_URL")
 LITELLM_API_KEY = env_str("LITELLM_API_KEY")
+# Seconds per call to the LLM gateway, and the cap of the reranker's own timeout; the one HTTP timeout users set.
 HYPERGUILD_HTTP_TIMEOUT = env_float("HYPERGUILD_HTTP_TIMEOUT", 60.0, minimum=0.1)
-HYPERGUILD_HTTP_RETRIES = env_int("HYPERGUILD_HTTP_RETRIES", 2, minimum=0, maximum=10)
+# Retries on 408/425/429/5xx/transport errors (fixed, issue 49: a policy of the client, tests override it).
+HYPERGUILD_HTTP_RETRIES = 2
 # Every outbound call (hyperguild.lib.http): backoff between retries and the per-service circuit breaker.
 HYPERGUILD_HTTP_BACKOFF_SECONDS = 0.2  # fixed (issue 49): internal, no user tunes it; tests override the setting
 HYPERGUILD_HTTP_BACKOFF_MAX_SECONDS = 5.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
 HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS = (
     10.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
 )
-HYPERGUILD_BREAKER_FAILURES = env_int("HYPERGUILD_BREAKER_FAILURES", 5, minimum=1, maximum=1000)
+# Failed calls in a row that open a service's circuit breaker (fixed, issue 49).
+HYPERGUILD_BREAKER_FAILURES = 5
 HYPERGUILD_BREAKER_COOLDOWN_SECONDS = 30.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Calls a person waits on (brain_query, /query, brain_answer) get short timeouts and no retry: a
 # service that accepts connections and never answers costs at most this, and its breaker opens.
-BRAIN_QUERY_EMBED_TIMEOUT = env_float("BRAIN_QUERY_EMBED_TIMEOUT", 2.0, minimum=0.1)
-BRAIN_RERANKER_TIMEOUT = env_float("BRAIN_RERANKER_TIMEOUT", 10.0, minimum=0.1)
-BRAIN_RERANKER_RETRIES = env_int("BRAIN_RERANKER_RETRIES", 0, minimum=0, maximum=10)
-LITELLM_TIMEOUT = env_float("LITELLM_TIMEOUT", 60.0, minimum=0.1)
-LITELLM_RETRIES = env_int("LITELLM_RETRIES", 1, minimum=0, maximum=10)
-# Bounded generation: the most tokens a model may write, per purpose (max_tokens on the OpenAI
-# wire, options.num_predict on Ollama's). A call cut at its limit is recorded as truncated.
+# Fixed (issue 49): the query embedding's and the reranker's own bounds, each capped by HYPERGUILD_HTTP_TIMEOUT.
+BRAIN_QUERY_EMBED_TIMEOUT = 2.0
+BRAIN_RERANKER_TIMEOUT = 10.0
+BRAIN_RERANKER_RETRIES = 0
+# The LLM gateway's own timeout is HYPERGUILD_HTTP_TIMEOUT (issue 49: the two always moved together), with one retry
+# after the first attempt (fixed); tests override both settings.
+LITELLM_TIMEOUT = HYPERGUILD_HTTP_TIMEOUT
+LITELLM_RETRIES = 1
+# Bounded generation: the most tokens a model may write for brain_answer (max_tokens on the OpenAI wire,
+# options.num_predict on Ollama's); a call cut at its limit is recorded as truncated. The other purposes' limits
+# are constants (hyperguild.lib.llm.MAX_TOKENS); this one stays a variable, since a small machine lowers it with
+# BRAIN_ANSWER_TIMEOUT (bench/RESULTS.md, real model paths).
 LLM_MAX_TOKENS_ANSWER = env_int("LLM_MAX_TOKENS_ANSWER", 600, minimum=16)
-LLM_MAX_TOKENS_RETROSPECTIVE = env_int("LLM_MAX_TOKENS_RETROSPECTIVE", 1500, minimum=16)
-LLM_MAX_TOKENS_REVIEW = env_int("LLM_MAX_TOKENS_REVIEW", 2500, minimum=16)
-LLM_MAX_TOKENS_DEBUG = env_int("LLM_MAX_TOKENS_DEBUG", 2500, minimum=16)
-LLM_MAX_TOKENS_TRAINER = env_int("LLM_MAX_TOKENS_TRAINER", 1500, minimum=16)
-LLM_MAX_TOKENS_SPEC = env_int("LLM_MAX_TOKENS_SPEC", 2500, minimum=16)
-LLM_MAX_TOKENS_SUMMARY = env_int("LLM_MAX_TOKENS_SUMMARY", 300, minimum=16)
-LLM_MAX_TOKENS_DEFAULT = env_int("LLM_MAX_TOKENS_DEFAULT", 1000, minimum=16)
 # brain_answer: a person waits on it, so its own (shorter) timeout, never above LITELLM_TIMEOUT.
 BRAIN_ANSWER_TIMEOUT = env_float("BRAIN_ANSWER_TIMEOUT", 60.0, minimum=0.1)
 
