@@ -214,29 +214,31 @@ SUPERVISOR_QUEUE_WAIT = env_int("SUPERVISOR_QUEUE_WAIT", 300, minimum=0)
 SUPERVISOR_MAX_ATTEMPTS = env_int("SUPERVISOR_MAX_ATTEMPTS", 3, minimum=1, maximum=10)
 SUPERVISOR_TEST_TIMEOUT = env_int("SUPERVISOR_TEST_TIMEOUT", 300, minimum=1)
 SUPERVISOR_OUTPUT_CAP = 64 * 1024  # fixed (issue 49): internal, no user tunes it; tests override the setting
-# Characters of a TDD/debug run's unified diff kept on the run (cut with a marker past it).
-SUPERVISOR_DIFF_CAP = env_int("SUPERVISOR_DIFF_CAP", 200_000, minimum=1024)
+# Characters of a TDD/debug run's unified diff kept on the run (cut with a marker past it; fixed, issue 49).
+SUPERVISOR_DIFF_CAP = 200_000
 SUPERVISOR_PERMISSION_MODE = env_str("SUPERVISOR_PERMISSION_MODE", "acceptEdits")
 SUPERVISOR_MAX_TURNS = env_int("SUPERVISOR_MAX_TURNS", 30, minimum=1)
 SUPERVISOR_CONFIG_DIR = env_str("SUPERVISOR_CONFIG_DIR", str(BASE_DIR / "supervisor" / "disciplines"))
 SUPERVISOR_MODELS_FILE = env_str("SUPERVISOR_MODELS_FILE", str(BASE_DIR / "supervisor" / "models.yaml"))
 SUPERVISOR_ALLOWED_ROOTS = env_list("SUPERVISOR_ALLOWED_ROOTS", [], separator=":")
 SUPERVISOR_TIER_ANTHROPIC_URL = env_str("SUPERVISOR_TIER_ANTHROPIC_URL", "https://api.anthropic.com")
-SUPERVISOR_TIER_LITELLM_URL = env_str("SUPERVISOR_TIER_LITELLM_URL", LITELLM_BASE_URL)
-SUPERVISOR_TIER_CACHE_SECONDS = env_int("SUPERVISOR_TIER_CACHE_SECONDS", 60, minimum=0)
+# Tier 2 (LAN) is the LLM gateway answering (issue 49: the probed URL always was LITELLM_BASE_URL); tests override it.
+SUPERVISOR_TIER_LITELLM_URL = LITELLM_BASE_URL
 SUPERVISOR_TIER_PROBE_TIMEOUT = 3.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Gates on review/debug findings (docs/supervisor.md, "Grounded findings and gates").
 SUPERVISOR_MIN_CONFIDENCE = env_float("SUPERVISOR_MIN_CONFIDENCE", 0.6, minimum=0.0, maximum=1.0)
 SUPERVISOR_MAX_PATCH_LINES = env_int("SUPERVISOR_MAX_PATCH_LINES", 6, minimum=0)
 # `apply` commits a finding's patch only at or above this confidence (docs/apply.md).
 SUPERVISOR_APPLY_MIN_CONFIDENCE = env_float("SUPERVISOR_APPLY_MIN_CONFIDENCE", 0.9, minimum=0.0, maximum=1.0)
-# Routed review/debug: files longer than this are tree-split (docs/supervisor.md, "Tree-split for long files").
-SUPERVISOR_TREE_SPLIT_CHARS = env_int("SUPERVISOR_TREE_SPLIT_CHARS", 60_000, minimum=1000)
+# Routed review/debug: files longer than this are tree-split (docs/supervisor.md, "Tree-split for long files");
+# fixed (issue 49), tests override it.
+SUPERVISOR_TREE_SPLIT_CHARS = 60_000
 # Run ownership: the worker process beats every HEARTBEAT seconds; a run whose owner is gone
-# (dead pid on this host, or no beat for STALE seconds) is killed and ended by the reaper.
-SUPERVISOR_HEARTBEAT_SECONDS = env_float("SUPERVISOR_HEARTBEAT_SECONDS", 5.0, minimum=0.5, maximum=60.0)
-SUPERVISOR_STALE_SECONDS = env_float("SUPERVISOR_STALE_SECONDS", 30.0, minimum=2.0, maximum=600.0)
-SUPERVISOR_REAPER_SECONDS = env_int("SUPERVISOR_REAPER_SECONDS", 60, minimum=60, maximum=3600)
+# (dead pid on this host, or no beat for STALE seconds) is killed and ended by the reaper, which runs every
+# REAPER seconds (django-q2 schedules count whole minutes). Fixed (issue 49): internal liveness; tests override them.
+SUPERVISOR_HEARTBEAT_SECONDS = 5.0
+SUPERVISOR_STALE_SECONDS = 30.0
+SUPERVISOR_REAPER_SECONDS = 60
 # Free-form `test_cmd` (a shell command) on the TDD skills; off: detected test runners only.
 SUPERVISOR_ALLOW_TEST_CMD = env_bool("SUPERVISOR_ALLOW_TEST_CMD", True)
 # Extra environment variables a worker and a test command may see (names; NAME* for a prefix).
@@ -245,14 +247,18 @@ SUPERVISOR_WORKER_ENV_ALLOW = env_list("SUPERVISOR_WORKER_ENV_ALLOW", [])
 # --- Routing (Mode 2) ------------------------------------------------------
 HYPERGUILD_FAST_MODEL = env_str("HYPERGUILD_FAST_MODEL", "fast")
 HYPERGUILD_THINKING_MODEL = env_str("HYPERGUILD_THINKING_MODEL", "thinking")
-HYPERGUILD_ROUTE_WINDOW = env_int("HYPERGUILD_ROUTE_WINDOW", 50, minimum=1)
-HYPERGUILD_PASS_RATE_TTL_SECONDS = env_int("HYPERGUILD_PASS_RATE_TTL_SECONDS", 60, minimum=0)
 HYPERGUILD_ROUTE_LOCAL_FLOOR = env_float("HYPERGUILD_ROUTE_LOCAL_FLOOR", 0.90)
 HYPERGUILD_ROUTE_LOCAL_CEIL = env_float("HYPERGUILD_ROUTE_LOCAL_CEIL", 0.70)
-HYPERGUILD_ROUTE_MIN_SAMPLES = env_int("HYPERGUILD_ROUTE_MIN_SAMPLES", 10, minimum=0)
-# Pathway memory (docs/supervisor.md, "Pathway memory"): replays before a pathway decides, and the success rate it must keep.
-HYPERGUILD_PATHWAY_PROBATION = env_int("HYPERGUILD_PATHWAY_PROBATION", 3, minimum=1)
-HYPERGUILD_PATHWAY_MIN_SUCCESS = env_float("HYPERGUILD_PATHWAY_MIN_SUCCESS", 0.80, minimum=0.0, maximum=1.0)
+# The statistics behind those thresholds, fixed (issue 49; chosen with bench/routing_sim.py, tests override them):
+# recent routed runs per skill that make its pass rate, how long a process caches a rate, and the runs below which a
+# skill is sampled at even odds whatever its rate.
+HYPERGUILD_ROUTE_WINDOW = 50
+HYPERGUILD_PASS_RATE_TTL_SECONDS = 60
+HYPERGUILD_ROUTE_MIN_SAMPLES = 10
+# Pathway memory (docs/supervisor.md, "Pathway memory"): replays before a pathway decides, and the success rate it
+# must keep (fixed, issue 49).
+HYPERGUILD_PATHWAY_PROBATION = 3
+HYPERGUILD_PATHWAY_MIN_SUCCESS = 0.80
 
 # --- Claude Code plugin hooks (docs/plugin.md) ------------------------------
 # Stop and SessionEnd hooks queue the session's retrospective; 0 leaves it to the agent or a person.
