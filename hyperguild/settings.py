@@ -1,6 +1,8 @@
 """hyperguild settings: read only from the environment.
 
-Every variable is listed with its default in `.env.example`. Cross-setting
+Every variable is listed with its default in `.env.example` (tests/core/test_env_example.py checks both ways,
+defaults included). Knobs no operator changes are plain values here, marked "fixed (issue 49)", or constants in
+the module that uses them; tests override the settings. Cross-setting
 rules (a half-configured embedder, contradictory routing thresholds, a public
 bind without tokens) are Django system checks in `hyperguild/checks.py` and in
 each app's `system_checks.py`.
