@@ -240,8 +240,8 @@ def _largest_leaf(root: Any) -> tuple[Any, Any, Any]:
 class OutputChecks:
     """Which tool results are checked against the tool's outputSchema before they are sent.
 
-    The check costs about a millisecond of CPU for a 10-hit brain_query, more than ranking it. With
-    HYPERGUILD_MCP_CHECK_OUTPUT=sample (the default) a process checks the first OUTPUT_CHECK_FIRST
+    The check costs about a millisecond of CPU for a 10-hit brain_query, more than ranking it. With the
+    setting HYPERGUILD_MCP_CHECK_OUTPUT at "sample" (fixed so; tests set the others) a process checks the first OUTPUT_CHECK_FIRST
     results of each tool and then one in OUTPUT_CHECK_EVERY: a tool whose output drifts from its
     schema is still reported (an error result and a log line) without every call paying for it.
     `always` checks every result, `off` none; the contract tests pin the schemas either way.
