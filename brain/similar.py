@@ -9,8 +9,7 @@ Each candidate gets two scores:
   which finds paraphrases that share few words. `None` when the embedder is off or a note has no
   vector yet.
 
-A candidate is a likely duplicate from `BRAIN_DUPLICATE_THRESHOLD` (words) or
-`BRAIN_DUPLICATE_MEANING_THRESHOLD` (meaning). The result is stored per note (`SimilarNotes`,
+A candidate is a likely duplicate from `DUPLICATE_WORDS` (words) or `DUPLICATE_MEANING` (meaning). The result is stored per note (`SimilarNotes`,
 written by `brain.actions.do_store_similar_notes`) for the note's current text: pages read it,
 they never search and diff every candidate on each view.
 """
@@ -21,7 +20,6 @@ import logging
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from django.conf import settings
 from django.db.models import F
 
 from brain import vectors
@@ -36,6 +34,9 @@ SIMILAR_NOTES = 6
 QUERY_CHARS = 500  # how much of the body the search query takes (the vector side embeds it)
 WORD_CHARS = 5000  # how much of two bodies the word score compares
 NOTE_CHUNKS = 4  # the note's first chunks whose vectors are compared with each candidate's
+# A raw note this similar to a wiki note is a likely duplicate: promoting it asks to confirm (the review UI).
+DUPLICATE_WORDS = 0.8  # share of words in common (0-1)
+DUPLICATE_MEANING = 0.91  # cosine of the closest chunk vectors: paraphrases share few words
 
 
 @dataclass(frozen=True)
@@ -46,9 +47,7 @@ class Similar:
 
     @property
     def duplicate(self) -> bool:
-        return self.words >= settings.BRAIN_DUPLICATE_THRESHOLD or (
-            self.meaning is not None and self.meaning >= settings.BRAIN_DUPLICATE_MEANING_THRESHOLD
-        )
+        return self.words >= DUPLICATE_WORDS or (self.meaning is not None and self.meaning >= DUPLICATE_MEANING)
 
     def as_dict(self) -> dict:
         return {**asdict(self), "duplicate": self.duplicate}

@@ -33,20 +33,24 @@ VERIFY_SCHEDULE = "brain-verify-projects"
 EMBED_TASK = "brain.tasks.sync_embeddings"
 # One embedding task embeds for about this long, then queues the next slice: a backlog never holds the embedding
 # cluster for longer than a slice, a slice killed with its cluster loses at most this much work, and the cluster's
-# timeout (BRAIN_EMBED_TASK_TIMEOUT) stays far above it.
+# timeout (BRAIN_EMBED_TASK_TIMEOUT in settings, 300 s) stays far above it.
 EMBED_SLICE_SECONDS = 20.0
+# Seconds between checks of every project's branch head (notes re-verified when it moved, brain.truth).
+VERIFY_INTERVAL = 300
+# Seconds between embedding syncs: each write queues its own embedding, so this only catches up on what was missed.
+EMBED_SYNC_INTERVAL = 300
 
 
 def schedules() -> list[tuple[str, str, int]]:
     """Periodic schedules installed by `do_ensure_schedules()`: the mirror runs only with BRAIN_DIR set."""
     wanted: list[tuple[str, str, int]] = [
         (INDEX_PRUNE_SCHEDULE, "brain.tasks.prune_note_changes", 3600),
-        (VERIFY_SCHEDULE, "brain.tasks.verify_projects", settings.BRAIN_VERIFY_INTERVAL),
+        (VERIFY_SCHEDULE, "brain.tasks.verify_projects", VERIFY_INTERVAL),
     ]
     if settings.BRAIN_DIR:
         wanted.append((MIRROR_SCHEDULE, "brain.tasks.sync_brain_dir", settings.BRAIN_SYNC_INTERVAL))
     if settings.BRAIN_EMBEDDER != "off":
-        wanted.append((EMBED_SCHEDULE, EMBED_TASK, settings.BRAIN_EMBED_SYNC_INTERVAL))
+        wanted.append((EMBED_SCHEDULE, EMBED_TASK, EMBED_SYNC_INTERVAL))
     return wanted
 
 

@@ -8,7 +8,7 @@ answered as `X-Request-Id`) and refuses, before any view runs:
 - a NUL or a lone surrogate in the URL path, a query parameter or a UI form field: 400;
 - on the JSON API (`/mcp/*` and every DRF view) a body over the limit: 413 JSON
   (HYPERGUILD_MCP_MAX_BODY on /mcp/*, HYPERGUILD_REST_MAX_BODY elsewhere);
-- on REST JSON bodies: nesting deeper than HYPERGUILD_JSON_MAX_DEPTH, NaN/Infinity,
+- on REST JSON bodies: nesting deeper than JSON_MAX_DEPTH (hyperguild.lib.limits), NaN/Infinity,
   NUL or lone surrogates anywhere: 400 JSON with the one error shape. (/mcp/* runs the
   same checks in its view, to answer JSON-RPC errors.)
 
@@ -37,7 +37,7 @@ from rest_framework.views import APIView
 
 from hyperguild.errors import error_body
 from hyperguild.lib import admission
-from hyperguild.lib.limits import InputRejected, loads_limited, text_problem
+from hyperguild.lib.limits import JSON_MAX_DEPTH, InputRejected, loads_limited, text_problem
 
 logger = logging.getLogger("hyperguild.http")
 
@@ -45,6 +45,9 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 BAD_HOST_LOG_EVERY_SECONDS = 60.0
 # The database errors that mean "not reachable now", not "this request is wrong".
 OUTAGE_ERRORS = (OperationalError, InterfaceError)
+# Retry-After (seconds) of the 503 answered while the database is unreachable: long enough for a restart of the
+# embedded server (serve starts it again within seconds), short enough that a client does not give up.
+OUTAGE_RETRY_AFTER_SECONDS = 5
 
 _bad_hosts = {"count": 0, "logged_at": 0.0}
 _bad_hosts_lock = threading.Lock()
@@ -144,7 +147,7 @@ class GuardMiddleware:
         if "json" not in content_type:
             return None  # DRF answers 415 for what it cannot parse
         try:
-            loads_limited(body, settings.HYPERGUILD_JSON_MAX_DEPTH)
+            loads_limited(body, JSON_MAX_DEPTH)
         except InputRejected as exc:
             return json_error(request, 400, "invalid", exc.message)
         return None
@@ -190,7 +193,7 @@ def server_error(request: HttpRequest) -> HttpResponse:
         "request %s %s %s failed: %s: %s", request_id, request.method, request.path_info[:200], type(exc).__name__, exc
     )
     if outage:
-        retry = str(settings.HYPERGUILD_RETRY_AFTER_SECONDS)
+        retry = str(OUTAGE_RETRY_AFTER_SECONDS)
         message = f"The database is not reachable right now; try again in {retry} s (request id {request_id})."
         if is_api_request(request):
             response = json_error(request, 503, "unavailable", message)

@@ -1,6 +1,8 @@
 """hyperguild settings: read only from the environment.
 
-Every variable is listed with its default in `.env.example`. Cross-setting
+Every variable is listed with its default in `.env.example` (tests/core/test_env_example.py checks both ways,
+defaults included). Knobs no operator changes are plain values here, marked "fixed (issue 49)", or constants in
+the module that uses them; tests override the settings. Cross-setting
 rules (a half-configured embedder, contradictory routing thresholds, a public
 bind without tokens) are Django system checks in `hyperguild/checks.py` and in
 each app's `system_checks.py`.
@@ -90,20 +92,23 @@ BRAIN_MCP_TOKEN = env_str("BRAIN_MCP_TOKEN")
 SUPERVISOR_MCP_TOKEN = env_str("SUPERVISOR_MCP_TOKEN")
 ROUTING_MCP_TOKEN = env_str("ROUTING_MCP_TOKEN")
 HYPERGUILD_MCP_MAX_BODY = env_int("HYPERGUILD_MCP_MAX_BODY", 1024 * 1024, minimum=1024)
-# Claude Code refuses tool output above 25,000 tokens; ~3 characters a token
-# keeps a safe margin for code and non-English text.
-HYPERGUILD_MCP_MAX_OUTPUT_CHARS = env_int("HYPERGUILD_MCP_MAX_OUTPUT_CHARS", 75_000, minimum=1_000)
+# Tool results are cut to this many characters: Claude Code refuses tool output above 25,000 tokens, and ~3 characters
+# a token keeps a safe margin for code and non-English text. Fixed (issue 49): it follows the client, not the site.
+HYPERGUILD_MCP_MAX_OUTPUT_CHARS = 75_000
 HYPERGUILD_MCP_PAGE_SIZE = 50  # fixed (issue 49): internal, no user tunes it; tests override the setting
-# Tool results checked against their outputSchema: always | sample (first 20 per tool and process, then 1 in 50) | off
-HYPERGUILD_MCP_CHECK_OUTPUT = env_choice("HYPERGUILD_MCP_CHECK_OUTPUT", "sample", {"always", "sample", "off"})
+# Tool results checked against their outputSchema: always | sample (first 20 per tool and process, then 1 in 50) | off.
+# Fixed to sample (issue 49): a check of our own output, not a choice a user makes; tests override the setting.
+HYPERGUILD_MCP_CHECK_OUTPUT = "sample"
 
 # --- Admin account created by `make run` ---------------------------------
 HYPERGUILD_ADMIN_USER = env_str("HYPERGUILD_ADMIN_USER", "admin")
 HYPERGUILD_ADMIN_PASSWORD = env_str("HYPERGUILD_ADMIN_PASSWORD")
 
 # --- Worker ----------------------------------------------------------------
-HYPERGUILD_WORKER_HEARTBEAT_SECONDS = env_int("HYPERGUILD_WORKER_HEARTBEAT_SECONDS", 30, minimum=5)
-HYPERGUILD_WORKER_STALE_SECONDS = env_int("HYPERGUILD_WORKER_STALE_SECONDS", 180, minimum=10)
+# Fixed (issue 49): how often the worker records a heartbeat (django-q2 rounds it up to whole minutes), and the age
+# of the last one from which /health calls the worker stopped (three missed beats, the queue's own wait included).
+HYPERGUILD_WORKER_HEARTBEAT_SECONDS = 30
+HYPERGUILD_WORKER_STALE_SECONDS = 180
 
 # --- Brain -----------------------------------------------------------------
 BRAIN_DIR = env_str("BRAIN_DIR", "")
@@ -112,26 +117,21 @@ BRAIN_SESSIONS_DIR = env_str("BRAIN_SESSIONS_DIR", "")
 BRAIN_SYNC_INTERVAL = env_int("BRAIN_SYNC_INTERVAL", 300, minimum=10)
 # Bare mirrors of projects whose repository is a git URL (brain.projects); local repositories are read in place.
 HYPERGUILD_REPO_MIRRORS_DIR = env_str("HYPERGUILD_REPO_MIRRORS_DIR", "") or str(DATA_DIR / "repos")
-# Seconds between checks of every project's branch head (notes re-verified when it moved, brain.truth).
-BRAIN_VERIFY_INTERVAL = env_int("BRAIN_VERIFY_INTERVAL", 300, minimum=10)
 BRAIN_MAX_NOTE_BYTES = env_int("BRAIN_MAX_NOTE_BYTES", 256 * 1024, minimum=1024)
 # The Go rule: BRAIN_PG_DSN + BRAIN_EMBED_URL (and no BRAIN_EMBEDDER) means hybrid
 # search on that Ollama; one without the other is reported by `manage.py check`.
 _GO_EMBEDDER, GO_HYBRID_PROBLEM = go_hybrid_rule()
-# Review UI: a raw note this similar (0..1, word diff ratio) to a wiki note needs a confirmation to promote.
-BRAIN_DUPLICATE_THRESHOLD = env_float("BRAIN_DUPLICATE_THRESHOLD", 0.8, minimum=0.0, maximum=1.0)
-# ... or this close in meaning (cosine of the two notes' embeddings, embedder on): paraphrases share few words.
-BRAIN_DUPLICATE_MEANING_THRESHOLD = env_float("BRAIN_DUPLICATE_MEANING_THRESHOLD", 0.91, minimum=0.0, maximum=1.0)
 BRAIN_EMBEDDER = env_choice("BRAIN_EMBEDDER", _GO_EMBEDDER or "local", {"ollama", "openai", "local", "off"})
 BRAIN_EMBED_URL = env_str("BRAIN_EMBED_URL")
 BRAIN_EMBED_MODEL = env_str("BRAIN_EMBED_MODEL")
 BRAIN_EMBED_API_KEY = env_str("BRAIN_EMBED_API_KEY")
-BRAIN_EMBED_SYNC_INTERVAL = env_int("BRAIN_EMBED_SYNC_INTERVAL", 300, minimum=10)
 # The django-q2 queue (an ALT_CLUSTERS entry of Q_CLUSTER) that embedding tasks go to.
 EMBED_QUEUE = "embed"
 # Seconds one task of that cluster may run (a slice takes about 20 s); a killed one is taken again 60 s later.
-BRAIN_EMBED_TASK_TIMEOUT = env_int("BRAIN_EMBED_TASK_TIMEOUT", 300, minimum=30)
-BRAIN_EMBED_TIMEOUT = env_float("BRAIN_EMBED_TIMEOUT", 30.0, minimum=0.1)
+# Fixed (issue 49), as are the timeouts below: internal bounds of sub-steps, no user tunes them; tests override them.
+BRAIN_EMBED_TASK_TIMEOUT = 300
+# Seconds per embedding request while indexing (a batch of chunks; one retry).
+BRAIN_EMBED_TIMEOUT = 30.0
 # Relevance floors (brain/floors.py): empty vector floor = the active model's calibrated one.
 BRAIN_VECTOR_FLOOR = env_optional_float("BRAIN_VECTOR_FLOOR", minimum=-1.0, maximum=1.0)
 BRAIN_VECTOR_AGREE_FLOOR = env_optional_float("BRAIN_VECTOR_AGREE_FLOOR", minimum=-1.0, maximum=1.0)
@@ -140,19 +140,22 @@ BRAIN_BM25_FLOOR = env_float("BRAIN_BM25_FLOOR", 0.25, minimum=0.0, maximum=1.0)
 BRAIN_BM25_ALONE_FLOOR = env_float("BRAIN_BM25_ALONE_FLOOR", 0.40, minimum=0.0, maximum=1.0)
 BRAIN_RERANKER_URL = env_str("BRAIN_RERANKER_URL")
 BRAIN_RERANKER_MODEL = env_str("BRAIN_RERANKER_MODEL", "dengcao/Qwen3-Reranker-0.6B:F16")
-BRAIN_RERANKER_CONCURRENCY = env_int("BRAIN_RERANKER_CONCURRENCY", 4, minimum=1, maximum=64)
+# Reranker requests in flight at most (fixed, issue 49).
+BRAIN_RERANKER_CONCURRENCY = 4
 BRAIN_ANSWER_MODEL = env_str("BRAIN_ANSWER_MODEL")
 # BM25 segments (brain/bm25/): how often a process re-reads the corpus version (its own writes
-# are seen at once), how many changed notes trigger a background merge, and where large bases are
-# shared between processes as memory-mapped files ("" keeps them in memory, one per process).
-BRAIN_BM25_CHECK_SECONDS = env_float("BRAIN_BM25_CHECK_SECONDS", 0.25, minimum=0.0)
+# are seen at once; this bounds how stale another replica's search can be), how many changed notes trigger a
+# background merge, and where large bases are shared between processes as memory-mapped files ("" keeps them in
+# memory, one per process). All but the folder fixed (issue 49).
+BRAIN_BM25_CHECK_SECONDS = 0.25
 BRAIN_BM25_MERGE_NOTES = 1000  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Notes changed since the middle segment was built that a refresh re-indexes before it rebuilds the middle.
 BRAIN_BM25_FRESH_NOTES = 64  # fixed (issue 49): internal, no user tunes it; tests override the setting
 BRAIN_BM25_DIR = env_str("BRAIN_BM25_DIR", str(DATA_DIR / "bm25"))
 BRAIN_BM25_SHARE_MIN_NOTES = 5000  # fixed (issue 49): internal, no user tunes it; tests override the setting
-# Each web process maps its BM25 base and catches up as it starts, on a thread, not at its first query.
-BRAIN_BM25_WARM_AT_START = env_bool("BRAIN_BM25_WARM_AT_START", True)
+# Each web process maps its BM25 base and catches up as it starts, on a thread, not at its first query
+# (fixed; a test turns it off to see a cold start).
+BRAIN_BM25_WARM_AT_START = True
 # Top-k with dynamic pruning (block-max bounds, brain/bm25/pruning.py): the same hits and scores as scoring
 # every posting, far fewer postings scored. Off: every posting of every query term (for side-by-side benchmarks).
 BRAIN_BM25_PRUNING = env_bool("BRAIN_BM25_PRUNING", True)
@@ -162,40 +165,39 @@ BRAIN_BM25_DIFF_MAX_NOTES = 50_000  # fixed (issue 49): internal, no user tunes 
 # --- LLM gateway (OpenAI-compatible, e.g. LiteLLM) ---------------------------
 LITELLM_BASE_URL = env_str("LITELLM_BASE_URL")
 LITELLM_API_KEY = env_str("LITELLM_API_KEY")
+# Seconds per call to the LLM gateway, and the cap of the reranker's own timeout; the one HTTP timeout users set.
 HYPERGUILD_HTTP_TIMEOUT = env_float("HYPERGUILD_HTTP_TIMEOUT", 60.0, minimum=0.1)
-HYPERGUILD_HTTP_RETRIES = env_int("HYPERGUILD_HTTP_RETRIES", 2, minimum=0, maximum=10)
+# Retries on 408/425/429/5xx/transport errors (fixed, issue 49: a policy of the client, tests override it).
+HYPERGUILD_HTTP_RETRIES = 2
 # Every outbound call (hyperguild.lib.http): backoff between retries and the per-service circuit breaker.
 HYPERGUILD_HTTP_BACKOFF_SECONDS = 0.2  # fixed (issue 49): internal, no user tunes it; tests override the setting
 HYPERGUILD_HTTP_BACKOFF_MAX_SECONDS = 5.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
 HYPERGUILD_HTTP_RETRY_AFTER_MAX_SECONDS = (
     10.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
 )
-HYPERGUILD_BREAKER_FAILURES = env_int("HYPERGUILD_BREAKER_FAILURES", 5, minimum=1, maximum=1000)
+# Failed calls in a row that open a service's circuit breaker (fixed, issue 49).
+HYPERGUILD_BREAKER_FAILURES = 5
 HYPERGUILD_BREAKER_COOLDOWN_SECONDS = 30.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Calls a person waits on (brain_query, /query, brain_answer) get short timeouts and no retry: a
 # service that accepts connections and never answers costs at most this, and its breaker opens.
-BRAIN_QUERY_EMBED_TIMEOUT = env_float("BRAIN_QUERY_EMBED_TIMEOUT", 2.0, minimum=0.1)
-BRAIN_RERANKER_TIMEOUT = env_float("BRAIN_RERANKER_TIMEOUT", 10.0, minimum=0.1)
-BRAIN_RERANKER_RETRIES = env_int("BRAIN_RERANKER_RETRIES", 0, minimum=0, maximum=10)
-LITELLM_TIMEOUT = env_float("LITELLM_TIMEOUT", 60.0, minimum=0.1)
-LITELLM_RETRIES = env_int("LITELLM_RETRIES", 1, minimum=0, maximum=10)
-# Bounded generation: the most tokens a model may write, per purpose (max_tokens on the OpenAI
-# wire, options.num_predict on Ollama's). A call cut at its limit is recorded as truncated.
+# Fixed (issue 49): the query embedding's and the reranker's own bounds, each capped by HYPERGUILD_HTTP_TIMEOUT.
+BRAIN_QUERY_EMBED_TIMEOUT = 2.0
+BRAIN_RERANKER_TIMEOUT = 10.0
+BRAIN_RERANKER_RETRIES = 0
+# The LLM gateway's own timeout is HYPERGUILD_HTTP_TIMEOUT (issue 49: the two always moved together), with one retry
+# after the first attempt (fixed); tests override both settings.
+LITELLM_TIMEOUT = HYPERGUILD_HTTP_TIMEOUT
+LITELLM_RETRIES = 1
+# Bounded generation: the most tokens a model may write for brain_answer (max_tokens on the OpenAI wire,
+# options.num_predict on Ollama's); a call cut at its limit is recorded as truncated. The other purposes' limits
+# are constants (hyperguild.lib.llm.MAX_TOKENS); this one stays a variable, since a small machine lowers it with
+# BRAIN_ANSWER_TIMEOUT (bench/RESULTS.md, real model paths).
 LLM_MAX_TOKENS_ANSWER = env_int("LLM_MAX_TOKENS_ANSWER", 600, minimum=16)
-LLM_MAX_TOKENS_RETROSPECTIVE = env_int("LLM_MAX_TOKENS_RETROSPECTIVE", 1500, minimum=16)
-LLM_MAX_TOKENS_REVIEW = env_int("LLM_MAX_TOKENS_REVIEW", 2500, minimum=16)
-LLM_MAX_TOKENS_DEBUG = env_int("LLM_MAX_TOKENS_DEBUG", 2500, minimum=16)
-LLM_MAX_TOKENS_TRAINER = env_int("LLM_MAX_TOKENS_TRAINER", 1500, minimum=16)
-LLM_MAX_TOKENS_SPEC = env_int("LLM_MAX_TOKENS_SPEC", 2500, minimum=16)
-LLM_MAX_TOKENS_SUMMARY = env_int("LLM_MAX_TOKENS_SUMMARY", 300, minimum=16)
-LLM_MAX_TOKENS_DEFAULT = env_int("LLM_MAX_TOKENS_DEFAULT", 1000, minimum=16)
 # brain_answer: a person waits on it, so its own (shorter) timeout, never above LITELLM_TIMEOUT.
 BRAIN_ANSWER_TIMEOUT = env_float("BRAIN_ANSWER_TIMEOUT", 60.0, minimum=0.1)
 
 # --- Limits at the door and error answers (hyperguild.middleware, hyperguild.lib.limits) ---
 HYPERGUILD_REST_MAX_BODY = env_int("HYPERGUILD_REST_MAX_BODY", 2_621_440, minimum=1024)
-HYPERGUILD_JSON_MAX_DEPTH = env_int("HYPERGUILD_JSON_MAX_DEPTH", 64, minimum=4, maximum=500)
-HYPERGUILD_RETRY_AFTER_SECONDS = env_int("HYPERGUILD_RETRY_AFTER_SECONDS", 5, minimum=1)
 # Django's own cap sits above ours so our 413 answers first.
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(HYPERGUILD_REST_MAX_BODY, HYPERGUILD_MCP_MAX_BODY) + 1024
 # Login throttling (django-axes): this many failed logins for a username from one address lock it out.
@@ -214,29 +216,31 @@ SUPERVISOR_QUEUE_WAIT = env_int("SUPERVISOR_QUEUE_WAIT", 300, minimum=0)
 SUPERVISOR_MAX_ATTEMPTS = env_int("SUPERVISOR_MAX_ATTEMPTS", 3, minimum=1, maximum=10)
 SUPERVISOR_TEST_TIMEOUT = env_int("SUPERVISOR_TEST_TIMEOUT", 300, minimum=1)
 SUPERVISOR_OUTPUT_CAP = 64 * 1024  # fixed (issue 49): internal, no user tunes it; tests override the setting
-# Characters of a TDD/debug run's unified diff kept on the run (cut with a marker past it).
-SUPERVISOR_DIFF_CAP = env_int("SUPERVISOR_DIFF_CAP", 200_000, minimum=1024)
+# Characters of a TDD/debug run's unified diff kept on the run (cut with a marker past it; fixed, issue 49).
+SUPERVISOR_DIFF_CAP = 200_000
 SUPERVISOR_PERMISSION_MODE = env_str("SUPERVISOR_PERMISSION_MODE", "acceptEdits")
 SUPERVISOR_MAX_TURNS = env_int("SUPERVISOR_MAX_TURNS", 30, minimum=1)
 SUPERVISOR_CONFIG_DIR = env_str("SUPERVISOR_CONFIG_DIR", str(BASE_DIR / "supervisor" / "disciplines"))
 SUPERVISOR_MODELS_FILE = env_str("SUPERVISOR_MODELS_FILE", str(BASE_DIR / "supervisor" / "models.yaml"))
 SUPERVISOR_ALLOWED_ROOTS = env_list("SUPERVISOR_ALLOWED_ROOTS", [], separator=":")
 SUPERVISOR_TIER_ANTHROPIC_URL = env_str("SUPERVISOR_TIER_ANTHROPIC_URL", "https://api.anthropic.com")
-SUPERVISOR_TIER_LITELLM_URL = env_str("SUPERVISOR_TIER_LITELLM_URL", LITELLM_BASE_URL)
-SUPERVISOR_TIER_CACHE_SECONDS = env_int("SUPERVISOR_TIER_CACHE_SECONDS", 60, minimum=0)
+# Tier 2 (LAN) is the LLM gateway answering (issue 49: the probed URL always was LITELLM_BASE_URL); tests override it.
+SUPERVISOR_TIER_LITELLM_URL = LITELLM_BASE_URL
 SUPERVISOR_TIER_PROBE_TIMEOUT = 3.0  # fixed (issue 49): internal, no user tunes it; tests override the setting
 # Gates on review/debug findings (docs/supervisor.md, "Grounded findings and gates").
 SUPERVISOR_MIN_CONFIDENCE = env_float("SUPERVISOR_MIN_CONFIDENCE", 0.6, minimum=0.0, maximum=1.0)
 SUPERVISOR_MAX_PATCH_LINES = env_int("SUPERVISOR_MAX_PATCH_LINES", 6, minimum=0)
 # `apply` commits a finding's patch only at or above this confidence (docs/apply.md).
 SUPERVISOR_APPLY_MIN_CONFIDENCE = env_float("SUPERVISOR_APPLY_MIN_CONFIDENCE", 0.9, minimum=0.0, maximum=1.0)
-# Routed review/debug: files longer than this are tree-split (docs/supervisor.md, "Tree-split for long files").
-SUPERVISOR_TREE_SPLIT_CHARS = env_int("SUPERVISOR_TREE_SPLIT_CHARS", 60_000, minimum=1000)
+# Routed review/debug: files longer than this are tree-split (docs/supervisor.md, "Tree-split for long files");
+# fixed (issue 49), tests override it.
+SUPERVISOR_TREE_SPLIT_CHARS = 60_000
 # Run ownership: the worker process beats every HEARTBEAT seconds; a run whose owner is gone
-# (dead pid on this host, or no beat for STALE seconds) is killed and ended by the reaper.
-SUPERVISOR_HEARTBEAT_SECONDS = env_float("SUPERVISOR_HEARTBEAT_SECONDS", 5.0, minimum=0.5, maximum=60.0)
-SUPERVISOR_STALE_SECONDS = env_float("SUPERVISOR_STALE_SECONDS", 30.0, minimum=2.0, maximum=600.0)
-SUPERVISOR_REAPER_SECONDS = env_int("SUPERVISOR_REAPER_SECONDS", 60, minimum=60, maximum=3600)
+# (dead pid on this host, or no beat for STALE seconds) is killed and ended by the reaper, which runs every
+# REAPER seconds (django-q2 schedules count whole minutes). Fixed (issue 49): internal liveness; tests override them.
+SUPERVISOR_HEARTBEAT_SECONDS = 5.0
+SUPERVISOR_STALE_SECONDS = 30.0
+SUPERVISOR_REAPER_SECONDS = 60
 # Free-form `test_cmd` (a shell command) on the TDD skills; off: detected test runners only.
 SUPERVISOR_ALLOW_TEST_CMD = env_bool("SUPERVISOR_ALLOW_TEST_CMD", True)
 # Extra environment variables a worker and a test command may see (names; NAME* for a prefix).
@@ -245,14 +249,18 @@ SUPERVISOR_WORKER_ENV_ALLOW = env_list("SUPERVISOR_WORKER_ENV_ALLOW", [])
 # --- Routing (Mode 2) ------------------------------------------------------
 HYPERGUILD_FAST_MODEL = env_str("HYPERGUILD_FAST_MODEL", "fast")
 HYPERGUILD_THINKING_MODEL = env_str("HYPERGUILD_THINKING_MODEL", "thinking")
-HYPERGUILD_ROUTE_WINDOW = env_int("HYPERGUILD_ROUTE_WINDOW", 50, minimum=1)
-HYPERGUILD_PASS_RATE_TTL_SECONDS = env_int("HYPERGUILD_PASS_RATE_TTL_SECONDS", 60, minimum=0)
 HYPERGUILD_ROUTE_LOCAL_FLOOR = env_float("HYPERGUILD_ROUTE_LOCAL_FLOOR", 0.90)
 HYPERGUILD_ROUTE_LOCAL_CEIL = env_float("HYPERGUILD_ROUTE_LOCAL_CEIL", 0.70)
-HYPERGUILD_ROUTE_MIN_SAMPLES = env_int("HYPERGUILD_ROUTE_MIN_SAMPLES", 10, minimum=0)
-# Pathway memory (docs/supervisor.md, "Pathway memory"): replays before a pathway decides, and the success rate it must keep.
-HYPERGUILD_PATHWAY_PROBATION = env_int("HYPERGUILD_PATHWAY_PROBATION", 3, minimum=1)
-HYPERGUILD_PATHWAY_MIN_SUCCESS = env_float("HYPERGUILD_PATHWAY_MIN_SUCCESS", 0.80, minimum=0.0, maximum=1.0)
+# The statistics behind those thresholds, fixed (issue 49; chosen with bench/routing_sim.py, tests override them):
+# recent routed runs per skill that make its pass rate, how long a process caches a rate, and the runs below which a
+# skill is sampled at even odds whatever its rate.
+HYPERGUILD_ROUTE_WINDOW = 50
+HYPERGUILD_PASS_RATE_TTL_SECONDS = 60
+HYPERGUILD_ROUTE_MIN_SAMPLES = 10
+# Pathway memory (docs/supervisor.md, "Pathway memory"): replays before a pathway decides, and the success rate it
+# must keep (fixed, issue 49).
+HYPERGUILD_PATHWAY_PROBATION = 3
+HYPERGUILD_PATHWAY_MIN_SUCCESS = 0.80
 
 # --- Claude Code plugin hooks (docs/plugin.md) ------------------------------
 # Stop and SessionEnd hooks queue the session's retrospective; 0 leaves it to the agent or a person.
@@ -366,6 +374,11 @@ TEMPLATES = [
 ]
 
 
+# Seconds a request waits for a pooled database connection before it is answered 503 with Retry-After
+# (fixed, issue 49: past a few seconds the pool is exhausted, not slow; a longer wait only holds the thread).
+DB_POOL_TIMEOUT_SECONDS = 10.0
+
+
 def _database() -> dict[str, Any]:
     # HYPERGUILD_EMBEDDED_DB_URL is set by `serve` for its own children (web and worker processes): they
     # use the embedded server serve supervises and never start it themselves, so after a crash of the
@@ -377,7 +390,7 @@ def _database() -> dict[str, Any]:
     # directly: commands, and the django-q2 cluster, which forks its workers — a pool opened before the
     # fork would share sockets (and the advisory locks taken on them) between processes.
     pool = env_int("HYPERGUILD_DB_POOL", 8, minimum=0, maximum=500) if env_bool("HYPERGUILD_WEB_PROCESS", False) else 0
-    pool_timeout = env_float("HYPERGUILD_DB_POOL_TIMEOUT", 10.0, minimum=0.5, maximum=300.0)
+    pool_timeout = DB_POOL_TIMEOUT_SECONDS
     # Health checks on: without a pool Django tests a reused connection; with one, the pool tests each
     # connection it lends (an empty query), so after a database restart no call fails on a connection
     # that died with the old server (tests/supervisor/test_chaos.py).
@@ -444,9 +457,10 @@ Q_CLUSTER = {
     "name": "hyperguild",
     "orm": "default",
     "workers": env_int("HYPERGUILD_Q_WORKERS", 2, minimum=1),
-    # timeout must stay below retry, or a slow task runs twice.
-    "timeout": env_int("HYPERGUILD_Q_TIMEOUT", SUPERVISOR_TIMEOUT + 120, minimum=10),
-    "retry": env_int("HYPERGUILD_Q_RETRY", SUPERVISOR_TIMEOUT + 300, minimum=20),
+    # Derived from SUPERVISOR_TIMEOUT (issue 49: they always moved together): a task outlives the longest skill run
+    # by two minutes before django-q2 kills it, and timeout stays below retry, or a slow task runs twice.
+    "timeout": SUPERVISOR_TIMEOUT + 120,
+    "retry": SUPERVISOR_TIMEOUT + 300,
     "max_attempts": 1,
     "catch_up": False,
     "poll": 0.5,

@@ -34,7 +34,7 @@ from typing import Any
 from django.conf import settings
 
 from hyperguild.lib.git import RepositoryUnreadable, git
-from hyperguild.lib.llm import LLMClient, get_llm_client
+from hyperguild.lib.llm import LLMClient, generation_limit, get_llm_client
 from supervisor import executor, skills, tree_split
 from supervisor.actions import do_add_pathway_fingerprints
 from supervisor.apply import head_commit
@@ -434,7 +434,7 @@ def review(params: ReviewInput, progress: Progress, cancelled: Cancelled, reques
         skills.worker_schema("review"),
         review_check(root),
         merge_reviews,
-        max_tokens=settings.LLM_MAX_TOKENS_REVIEW,
+        max_tokens=generation_limit("review"),
         purpose="review",
     )
     if (params.consensus or 1) > 1:
@@ -691,7 +691,7 @@ def debug(
         messages,
         skills.worker_schema("debug"),
         debug_check(root),
-        max_tokens=settings.LLM_MAX_TOKENS_DEBUG,
+        max_tokens=generation_limit("debug"),
         purpose="debug",
     )
     progress(1, 2, "asking the routed model")

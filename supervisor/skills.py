@@ -691,7 +691,7 @@ _add(
         title="Connectivity tier",
         description=(
             "1 full-online (the Anthropic API answers), 2 lan-only (only LiteLLM answers), 3 airplane (neither). "
-            "Cached for SUPERVISOR_TIER_CACHE_SECONDS."
+            "Cached for 60 s; refresh probes again."
         ),
         input_model=TierInput,
         result_model=TierResult,

@@ -1,8 +1,8 @@
 """Connectivity tier: 1 full-online, 2 lan-only, 3 airplane.
 
-Probes `SUPERVISOR_TIER_ANTHROPIC_URL` and `SUPERVISOR_TIER_LITELLM_URL`;
-any HTTP answer (even 401/404) means the service is reachable. The result is
-cached for `SUPERVISOR_TIER_CACHE_SECONDS`. Probes go through hyperguild.lib.http:
+Probes `SUPERVISOR_TIER_ANTHROPIC_URL` and the LLM gateway (`SUPERVISOR_TIER_LITELLM_URL`,
+which is `LITELLM_BASE_URL`); any HTTP answer (even 401/404) means the service is reachable. The result is
+cached for `CACHE_SECONDS`. Probes go through hyperguild.lib.http:
 a URL that failed HYPERGUILD_BREAKER_FAILURES probes in a row counts as
 unreachable without a call until its breaker's cool-down ends.
 """
@@ -17,6 +17,8 @@ from django.core.cache import cache
 from hyperguild.lib.http import ServiceClient, ServiceError
 
 CACHE_KEY = "supervisor:tier"
+# How long a probe result is reused (fixed, issue 49): connectivity changes rarely, and `tier refresh` probes now.
+CACHE_SECONDS = 60
 LABELS = {1: "full-online", 2: "lan-only", 3: "airplane"}
 
 
@@ -47,12 +49,10 @@ def probe() -> dict:
 
 def current_tier(refresh: bool = False) -> tuple[dict, bool]:
     """(probe result, whether it came from the cache)."""
-    ttl = settings.SUPERVISOR_TIER_CACHE_SECONDS
-    if not refresh and ttl > 0:
+    if not refresh:
         cached = cache.get(CACHE_KEY)
         if cached is not None:
             return cached, True
     result = probe()
-    if ttl > 0:
-        cache.set(CACHE_KEY, result, ttl)
+    cache.set(CACHE_KEY, result, CACHE_SECONDS)
     return result, False

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from hyperguild.lib.llm import LLMClient, LLMError
+from hyperguild.lib.llm import LLMClient, LLMError, generation_limit
 
 SCRATCHPAD_OPEN = (
     "<<<SCRATCHPAD: summaries of the other parts, written by a model. Not code: never quote or cite it.>>>"
@@ -126,7 +126,7 @@ def summarise_parts(client: LLMClient, name: str, parts: list[Part]) -> list[str
             text = client.chat(
                 messages,
                 model=settings.HYPERGUILD_FAST_MODEL,
-                max_tokens=settings.LLM_MAX_TOKENS_SUMMARY,
+                max_tokens=generation_limit("summary"),
                 purpose="summary",
             ).text
         except LLMError as exc:

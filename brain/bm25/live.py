@@ -345,7 +345,7 @@ def warm_in_background() -> threading.Thread | None:
     of making it (the last step of a restart; bench/RESULTS.md, "Restart"). Queries stay exactly as fresh as
     without it: the warm-up leaves `checked_at` alone, so the first query still reads the corpus version
     (`current_index`); one that arrives during the warm-up waits for the lock and then applies whatever is newer.
-    Off with BRAIN_BM25_WARM_AT_START=false."""
+    Off when the setting BRAIN_BM25_WARM_AT_START is False (fixed on; a test turns it off)."""
     if not settings.BRAIN_BM25_WARM_AT_START:
         return None
 

@@ -79,18 +79,24 @@ class LLMTruncated(LLMBadResponse):
     """The model was cut at the token limit (`finish_reason: length`): its JSON answer is incomplete."""
 
 
+# The most tokens a model may write, per purpose (fixed, issue 49: sized to what each answer needs; brain_answer's is
+# the setting LLM_MAX_TOKENS_ANSWER). "summary" is a tree-split summary of a long file; any other purpose: DEFAULT.
+MAX_TOKENS = {
+    "retrospective": 1500,
+    "review": 2500,
+    "debug": 2500,
+    "trainer": 1500,
+    "spec": 2500,
+    "summary": 300,
+}
+MAX_TOKENS_DEFAULT = 1000
+
+
 def generation_limit(purpose: str) -> int:
-    """The most tokens a model may write for `purpose` (settings LLM_MAX_TOKENS_*; any other: _DEFAULT)."""
-    limits = {
-        "answer": settings.LLM_MAX_TOKENS_ANSWER,
-        "retrospective": settings.LLM_MAX_TOKENS_RETROSPECTIVE,
-        "review": settings.LLM_MAX_TOKENS_REVIEW,
-        "debug": settings.LLM_MAX_TOKENS_DEBUG,
-        "trainer": settings.LLM_MAX_TOKENS_TRAINER,
-        "spec": settings.LLM_MAX_TOKENS_SPEC,
-        "summary": settings.LLM_MAX_TOKENS_SUMMARY,
-    }
-    return limits.get(purpose, settings.LLM_MAX_TOKENS_DEFAULT)
+    """The most tokens a model may write for `purpose` (MAX_TOKENS; "answer": LLM_MAX_TOKENS_ANSWER)."""
+    if purpose == "answer":
+        return settings.LLM_MAX_TOKENS_ANSWER
+    return MAX_TOKENS.get(purpose, MAX_TOKENS_DEFAULT)
 
 
 @dataclass

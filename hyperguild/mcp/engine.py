@@ -40,7 +40,7 @@ from pydantic import BaseModel
 
 from hyperguild.actions import do_record_mcp_cancellation
 from hyperguild.lib import admission
-from hyperguild.lib.limits import InputRejected, hostile_value_problem, loads_limited
+from hyperguild.lib.limits import JSON_MAX_DEPTH, InputRejected, hostile_value_problem, loads_limited
 from hyperguild.lib.model_calls import model_call_context
 from hyperguild.lib.schema import format_schema_errors, schema_problems
 from hyperguild.mcp.cancellation import RUNNING, request_id_key
@@ -240,8 +240,8 @@ def _largest_leaf(root: Any) -> tuple[Any, Any, Any]:
 class OutputChecks:
     """Which tool results are checked against the tool's outputSchema before they are sent.
 
-    The check costs about a millisecond of CPU for a 10-hit brain_query, more than ranking it. With
-    HYPERGUILD_MCP_CHECK_OUTPUT=sample (the default) a process checks the first OUTPUT_CHECK_FIRST
+    The check costs about a millisecond of CPU for a 10-hit brain_query, more than ranking it. With the
+    setting HYPERGUILD_MCP_CHECK_OUTPUT at "sample" (fixed so; tests set the others) a process checks the first OUTPUT_CHECK_FIRST
     results of each tool and then one in OUTPUT_CHECK_EVERY: a tool whose output drifts from its
     schema is still reported (an error result and a log line) without every call paying for it.
     `always` checks every result, `off` none; the contract tests pin the schemas either way.
@@ -666,7 +666,7 @@ def receive(endpoint: Endpoint, body: bytes, caller: Caller) -> Answer | Call:
     record = CallRecord()
     try:
         # Depth-limited, and NaN/Infinity refused: `"id": NaN` is a parse error, never echoed back.
-        message = parse_message(body, settings.HYPERGUILD_JSON_MAX_DEPTH)
+        message = parse_message(body, JSON_MAX_DEPTH)
     except InputRejected as exc:
         record.status = "parse_error"
         return refused(None, PARSE_ERROR, f"Parse error: {exc.message}", 400, record)

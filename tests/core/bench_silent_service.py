@@ -3,7 +3,7 @@
     .venv/bin/python -m tests.core.bench_silent_service
 
 Prints the wait and the connections of each query embedding against a silent server on 127.0.0.1
-(BRAIN_QUERY_EMBED_TIMEOUT=2 s, HYPERGUILD_BREAKER_FAILURES=5 by default); asserts nothing.
+(the fixed settings BRAIN_QUERY_EMBED_TIMEOUT, 2 s, and HYPERGUILD_BREAKER_FAILURES, 5); asserts nothing.
 """
 
 from __future__ import annotations

@@ -43,7 +43,6 @@ class EmbeddingServe(ScratchServe):
             BRAIN_EMBED_URL=self.embed_url,
             BRAIN_EMBED_MODEL="fake-embed",
             BRAIN_DIR="",
-            HYPERGUILD_WORKER_HEARTBEAT_SECONDS="60",
         )
         return env
 

@@ -1,5 +1,6 @@
 """Every generation request the service sends carries its limit: `max_tokens` on the OpenAI wire,
-`options.num_predict` on Ollama's, per purpose from settings (LLM_MAX_TOKENS_*). Each caller is run
+`options.num_predict` on Ollama's, per purpose (the setting LLM_MAX_TOKENS_ANSWER for brain_answer, the constants
+hyperguild.lib.llm.MAX_TOKENS for the others). Each caller is run
 against the fakes and the bodies they received are read."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from django.core.cache import cache
 from brain import bm25
 from brain.actions import do_ingest_note
 from brain.answers import answer
+from hyperguild.lib import llm
 from hyperguild.models import ModelCall
 from sessions.actions import do_log_entry
 from sessions.retrospective import run_retrospective
@@ -52,9 +54,11 @@ def scripted(request: dict) -> Reply:
 
 
 @pytest.fixture(autouse=True)
-def limits(settings, gateway):
+def limits(settings, gateway, monkeypatch):
+    settings.LLM_MAX_TOKENS_ANSWER = LIMITS["ANSWER"]
     for purpose, limit in LIMITS.items():
-        setattr(settings, f"LLM_MAX_TOKENS_{purpose}", limit)
+        if purpose != "ANSWER":
+            monkeypatch.setitem(llm.MAX_TOKENS, purpose.lower(), limit)
     settings.BRAIN_EMBEDDER = "off"
     settings.BRAIN_RERANKER_URL = ""
     settings.BRAIN_ANSWER_MODEL = "fast"

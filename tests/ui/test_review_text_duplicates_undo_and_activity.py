@@ -159,7 +159,6 @@ PARAPHRASE = (
 @pytest.fixture
 def local_embedder(settings):
     settings.BRAIN_EMBEDDER = "local"
-    settings.BRAIN_DUPLICATE_MEANING_THRESHOLD = 0.91
 
 
 def _embed_all() -> None:
