@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import httpx
 import psutil
 import pytest
 
+from hyperguild.models import McpTask
 from supervisor.models import SkillRun
 from tests.conftest import free_port, test_database_url
 from tests.mcp.test_tasks import TASKS, post
@@ -106,6 +108,8 @@ def test_a_tdd_red_task_started_on_a_is_polled_to_completion_on_b(
     while True:
         task = get(url_b, handle["taskId"])
         seen.add(task["status"])
+        # One job model (issue 49): replica A (this process) runs no thread for the task; the worker runs the run.
+        assert not [thread.name for thread in threading.enumerate() if thread.name.startswith("mcp-task-")]
         if task["status"] != "working" or time.monotonic() > deadline:
             break
         time.sleep(0.3)
@@ -120,6 +124,8 @@ def test_a_tdd_red_task_started_on_a_is_polled_to_completion_on_b(
     assert structured.pop("usage")["calls"] == run.model_calls.count() == 1
     assert run.status == "pass" and run.result == structured
     assert seen >= {"working", "completed"}
+    assert run.task_id == handle["taskId"]  # the run is the task: no second record tracks it
+    assert not McpTask.objects.exists()
     assert process_b.poll() is None
 
 
