@@ -157,3 +157,33 @@ def test_a_tdd_red_task_cancelled_from_b_loses_its_worker_group_within_5_seconds
     assert task["status"] == "cancelled"
     run = SkillRun.objects.get()
     assert run.cancel_requested is True and run.status == "cancelled"
+
+
+def test_a_skill_task_the_blocking_call_would_refuse_is_answered_at_once_and_records_nothing(replica_a, allowed_root):
+    call = {"name": "tdd_red", "arguments": {"project_root": "/etc", "spec": "add(a, b) returns the sum"}}
+    blocking = post(replica_a, "tools/call", call, name="tdd_red").json()["result"]
+    assert blocking["isError"] is True
+    response = post(replica_a, "tools/call", call, capabilities=TASKS, name="tdd_red")
+    assert response.status_code == 200, response.text
+    answer = response.json()["result"]
+    assert answer["resultType"] == "complete" and "taskId" not in answer
+    assert answer["content"] == blocking["content"] and answer["isError"] is True  # the same words on the wire
+    assert not SkillRun.objects.exists() and not McpTask.objects.exists()
+
+
+def test_a_skill_task_whose_worker_process_died_is_ended_by_the_reaper_when_read(replica_a):
+    from hyperguild.mcp.mcp_tasks import new_task_id, owner_digest
+    from supervisor import reaper
+    from supervisor.actions import do_claim_skill_run, do_create_skill_run
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    task_id = new_task_id()
+    run = do_create_skill_run(skill="spec", arguments={"text": "x"}, task_id=task_id, task_owner=owner_digest(""))
+    # What a worker killed mid-run leaves: a running run owned by a pid that no longer lives.
+    do_claim_skill_run(run.pk, host=reaper.HOST, pid=gone.pid)
+    task = get(replica_a, task_id)
+    assert task["status"] == "completed", task
+    answer = task["result"]["structuredContent"]
+    assert answer["status"] == "error" and "abandoned" in answer["message"] and answer["run_id"] == run.pk
+    assert SkillRun.objects.get(pk=run.pk).status == "error"
