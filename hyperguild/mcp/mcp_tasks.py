@@ -253,7 +253,7 @@ class Tasks:
         if task is None or task.expires_at.timestamp() < time.time():
             raise TaskError(-32602, f"Unknown or expired task: {task_id[:64]}")
         if not task.is_finished and task.alive_at.timestamp() < time.time() - ALIVE_TIMEOUT.total_seconds():
-            # The replica that ran it stopped (its skill run is ended by the supervisor's reaper).
+            # The replica that ran it stopped: a tool run in the web process dies with its replica.
             error = {"code": -32603, "message": f"the server process running this task ({task.host}) stopped"}
             do_finish_mcp_task(task.pk, status=McpTask.FAILED, error=error, message="the server running it stopped")
             task.refresh_from_db()
