@@ -68,7 +68,8 @@ class SkillRunJobs:
     def _state(self, run: SkillRun) -> JobState:
         assert run.task_id is not None
         result = None
-        if run.status == SkillRun.Status.CANCELLED:
+        if run.is_finished and (run.cancel_requested or run.status == SkillRun.Status.CANCELLED):
+            # As a blocking call that was cancelled answers: cancelled, even if the run got to its verdict first.
             status, message = CANCELLED, "cancelled by the client"
         elif run.is_finished:
             status, message = COMPLETED, "done"
