@@ -5,7 +5,9 @@ enqueues `supervisor.tasks.run_skill` on django-q2 and waits for the row to
 finish, streaming the run's progress to the client at least every
 `PROGRESS_EVERY` seconds. If the client cancels, the handler sets
 `cancel_requested` on the run; the executor (in the worker process) polls it
-and kills the worker's process group.
+and kills the worker's process group. Started as an MCP task, the same call is
+recorded and queued the same way but nothing waits: the run is the task
+(`supervisor.jobs`).
 
 `retrospective` and `trainer` are registered by the sessions app.
 """
