@@ -61,6 +61,8 @@ class McpTask(models.Model):
     tool in a thread and writes its progress and final result here. The
     handle is unguessable and bound to the caller's credentials (a digest,
     never the token), so one caller cannot read or cancel another's task.
+    A tool that runs as its app's job (`Endpoint.jobs`: the supervisor's
+    worker skills) has no row here: the job's own record is its task.
     """
 
     WORKING = "working"

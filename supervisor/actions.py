@@ -32,8 +32,13 @@ def do_create_skill_run(
     route: str = "",
     status: str = SkillRun.Status.QUEUED,
     requested_by: User | None = None,
+    task_id: str | None = None,
+    task_owner: str = "",
 ) -> SkillRun:
+    """A queued run; `task_id` and `task_owner` when it was started as an MCP task (the run is that task)."""
     return SkillRun.objects.create(
+        task_id=task_id,
+        task_owner=task_owner,
         skill=skill,
         tool=tool or skill,
         endpoint=endpoint,

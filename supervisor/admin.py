@@ -34,7 +34,7 @@ class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
         "created_at",
     )
     list_filter = ("status", "verified", "skill", "endpoint", "model")
-    search_fields = ("id", "project_root", "session_id", "message", "skill")
+    search_fields = ("id", "project_root", "session_id", "message", "skill", "task_id")
     date_hierarchy = "created_at"
     ordering = ("-created_at",)
     fieldsets = (
@@ -56,7 +56,7 @@ class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
         ),
         ("Apply", {"fields": ("apply_branch", "apply_gates")}),
         ("Change", {"fields": ("change_files", "change_tests", "change_diff", "change")}),
-        ("Call", {"fields": ("project_root", "arguments", "model", "route", "cancel_requested")}),
+        ("Call", {"fields": ("project_root", "arguments", "model", "route", "task_id", "cancel_requested")}),
         ("Verification", {"fields": ("runner_output", "exit_code", "attempts", "attempt_log")}),
         ("Worker", {"fields": ("worker_report", "stdout", "stderr", "result")}),
         ("Timing", {"fields": ("created_at", "started_at", "finished_at", "duration_ms")}),

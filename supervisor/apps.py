@@ -12,6 +12,7 @@ class SupervisorConfig(AppConfig):
         from supervisor import tools  # noqa: F401, I001
         from supervisor import routing_tools, system_checks  # noqa: F401
         from supervisor import mcp_prompts  # noqa: F401, I001
+        from supervisor.jobs import SkillRunJobs
         from hyperguild.contributions import register_schedules
         from hyperguild.metrics import register_metric_source
         from supervisor.metrics import skill_run_metrics
@@ -21,5 +22,6 @@ class SupervisorConfig(AppConfig):
         from supervisor.note_checks import run_note_check
 
         register_schedules(schedules)  # the reaper of abandoned runs
+        tools.supervisor.jobs = SkillRunJobs("supervisor")  # a worker skill started as an MCP task is its SkillRun
         register_check_runner(run_note_check)  # notes' `check:` commands run as test commands do
         register_metric_source("skill_runs", skill_run_metrics)

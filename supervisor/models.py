@@ -88,6 +88,10 @@ class SkillRun(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     cancel_requested = models.BooleanField(default=False)
+    # A run started as an MCP task (hyperguild.mcp.mcp_tasks): the run is the task. Its unguessable handle, and a
+    # digest of the caller's Authorization header, without which the handle finds nothing (supervisor.jobs).
+    task_id = models.CharField(max_length=64, null=True, blank=True, unique=True)
+    task_owner = models.CharField(max_length=64, blank=True, default="")
     # Who owns a running run (see supervisor/reaper.py): the process that claimed it, the
     # process group of what it runs now (claude or a test command), the worker slot it holds.
     worker_host = models.CharField(max_length=255, blank=True, default="")

@@ -5,7 +5,9 @@ enqueues `supervisor.tasks.run_skill` on django-q2 and waits for the row to
 finish, streaming the run's progress to the client at least every
 `PROGRESS_EVERY` seconds. If the client cancels, the handler sets
 `cancel_requested` on the run; the executor (in the worker process) polls it
-and kills the worker's process group.
+and kills the worker's process group. Started as an MCP task, the same call is
+recorded and queued the same way but nothing waits: the run is the task
+(`supervisor.jobs`).
 
 `retrospective` and `trainer` are registered by the sessions app.
 """
@@ -108,11 +110,18 @@ def _check_paths(skill: str, arguments: dict[str, Any]) -> str:
 
 
 def start_skill_run(
-    skill: str, arguments: dict[str, Any], *, endpoint: str = "supervisor", requested_by: Any = None
+    skill: str,
+    arguments: dict[str, Any],
+    *,
+    endpoint: str = "supervisor",
+    requested_by: Any = None,
+    task_id: str | None = None,
+    task_owner: str = "",
 ) -> SkillRun:
     """Check `arguments` (a skill's arguments as JSON, as the run keeps them), record the run and queue it.
 
-    `requested_by`: the person behind the call (a User), or None for the service identity."""
+    `requested_by`: the person behind the call (a User), or None for the service identity. `task_id` and
+    `task_owner`: the MCP task handle the run answers to (supervisor.jobs), when it was started as a task."""
     root = _check_paths(skill, arguments)
     if SKILLS[skill].worker_model is None:
         model = ""  # no worker, no model (apply)
@@ -135,13 +144,18 @@ def start_skill_run(
         endpoint=endpoint,
         session_id=arguments.get("session_id", ""),
         requested_by=requested_by,
+        task_id=task_id,
+        task_owner=task_owner,
     )
     transaction.on_commit(lambda: enqueue_run(run.pk))
     return run
 
 
-def wait_for_run(run: SkillRun, ctx: ToolContext) -> dict[str, Any]:
-    """Block until the run is finished, relaying progress and cancellation."""
+def wait_for_run(run: SkillRun, ctx: ToolContext) -> SkillRun:
+    """Block until the run is finished, relaying progress and cancellation: the finished run.
+
+    Only a blocking call waits here, in its own request; a call started as an MCP task does not wait at all
+    (supervisor.jobs: the client polls `tasks/get`, which reads the run)."""
     deadline = time.monotonic() + run_budget_seconds()
     last_sent_text = None
     last_sent_at = 0.0
@@ -175,11 +189,22 @@ def wait_for_run(run: SkillRun, ctx: ToolContext) -> dict[str, Any]:
     run.refresh_from_db()
     if run.status == SkillRun.Status.CANCELLED:
         raise ToolCancelled()
+    return run
+
+
+def run_outcome(run: SkillRun) -> SkillResult:
+    """What a finished run's tool call answers: its result, with what its worker's model calls used."""
     if run.result is None:
-        return build_result(
+        values = build_result(
             run.skill, run_id=run.pk, status=Verdict.ERROR, message=run.message or "the run left no result"
         )
-    return run.result
+    else:
+        values = run.result
+    result = typed_result(run.skill, values)
+    if isinstance(result, UsageReport):
+        # The worker's calls were recorded by the process that ran it, and linked to the run.
+        result.usage = summed_usage(list(run.model_calls.values_list("pk", flat=True)))
+    return result
 
 
 def _cancel(run_id: int) -> None:
@@ -206,23 +231,30 @@ def _wait_until_finished(run_id: int, seconds: float) -> bool:
     return False
 
 
+def start_worker_skill(
+    skill: str, params: SkillInput, ctx: ToolContext, *, task_id: str | None = None, task_owner: str = ""
+) -> SkillRun:
+    """A worker skill's call, checked and queued as a run: what its tool does first, blocking or as a task."""
+    # The run keeps its arguments as JSON, as they were given (an argument not given stays out).
+    arguments = params.model_dump(mode="json", exclude_none=True)
+    check_command_right(arguments, ctx.identity)
+    check_session(arguments.get("session_id"), ctx.actor)  # its run would join another person's session
+    return start_skill_run(skill, arguments, requested_by=ctx.actor, task_id=task_id, task_owner=task_owner)
+
+
+WORKER_SKILLS: set[str] = set()  # the tools that run as a SkillRun (a job, when started as an MCP task)
+
+
 def _worker_tool(
     skill: str, *, read_only: bool = False, destructive: bool = False
 ) -> Callable[[SkillInput, ToolContext], SkillResult]:
     spec = SKILLS[skill]
+    WORKER_SKILLS.add(skill)
 
     def handler(params: SkillInput, ctx: ToolContext) -> SkillResult:
-        # The run keeps its arguments as JSON, as they were given (an argument not given stays out).
-        arguments = params.model_dump(mode="json", exclude_none=True)
-        check_command_right(arguments, ctx.identity)
-        check_session(arguments.get("session_id"), ctx.actor)  # its run would join another person's session
         try:
-            run = start_skill_run(skill, arguments, requested_by=ctx.actor)
-            result = typed_result(skill, wait_for_run(run, ctx))
-            if isinstance(result, UsageReport):
-                # The worker's calls were recorded by the process that ran it, and linked to the run.
-                result.usage = summed_usage(list(run.model_calls.values_list("pk", flat=True)))
-            return result
+            run = start_worker_skill(skill, params, ctx)
+            return run_outcome(wait_for_run(run, ctx))
         finally:
             # The engine may run this in a thread of its own that ends with the
             # call; its connection would otherwise stay open until GC.

@@ -45,7 +45,7 @@ from hyperguild.lib.model_calls import model_call_context
 from hyperguild.lib.schema import format_schema_errors, schema_problems
 from hyperguild.mcp.cancellation import RUNNING, request_id_key
 from hyperguild.mcp.mcp_tasks import TaskError, Tasks
-from hyperguild.mcp.registry import Endpoint, Prompt, ToolCancelled, ToolContext, ToolError
+from hyperguild.mcp.registry import Endpoint, Prompt, Tool, ToolCancelled, ToolContext, ToolError
 from hyperguild.mcp.revision import (
     CACHE_POLICIES,
     LATEST_LEGACY_VERSION,
@@ -514,7 +514,11 @@ class Dispatcher:
             raise RpcError(-32002, f"Resource not found: {uri}", {"uri": uri})
         return wire(types.ReadResourceResult.model_validate({"contents": contents}))
 
-    def _tools_call(self, params: dict, ctx: ToolContext, record: CallRecord) -> dict:
+    def _tools_call(
+        self, params: dict, ctx: ToolContext, record: CallRecord, job: Callable[[Tool, BaseModel], dict] | None = None
+    ) -> dict:
+        """Run the tool and answer its result; with `job`, check the call at the door as always, then answer
+        what `job` returns for the parsed arguments instead (a task handle: `mcp_tasks.Tasks.start`)."""
         name = params.get("name")
         if not isinstance(name, str) or not name:
             raise RpcError(INVALID_PARAMS, "tools/call needs params.name (the tool's name)")
@@ -552,6 +556,8 @@ class Dispatcher:
                 session_id=str(arguments.get("session_id") or "")[:200],
                 project=str(arguments.get("project_root") or ""),
             ) as calls:
+                if job is not None:
+                    return job(tool, tool.parse(arguments))
                 structured = tool.call(arguments, ctx)
             if tool.reports_usage:
                 structured = add_usage(structured, calls.recorded, ctx.actor)
@@ -584,7 +590,11 @@ class Dispatcher:
             )
         finally:
             RUNNING.remove(ctx)
+        return self.tool_result(tool, structured, record)
 
+    def tool_result(self, tool: Tool, structured: dict[str, Any], record: CallRecord) -> dict:
+        """The `tools/call` result of a tool's structured result: checked against its outputSchema, within budget."""
+        name = tool.name
         output_problems = schema_problems(tool.output_validator, structured) if OUTPUT_CHECKS.due(tool.name) else []
         if output_problems:
             logger.error(

@@ -2,21 +2,31 @@
 
 A `tools/call` of a tool declared `long_running` from a client whose request
 declares the extension answers at once with a task handle (`resultType:
-"task"`); the tool runs in a thread of the replica that accepted the call,
-exactly as the blocking call would run it, and its progress and final result
-go to the task's row (`hyperguild.models.McpTask`). Any replica answers
-`tasks/get` from that row. `tasks/cancel` on any replica marks the row and
-records a cancellation the way `notifications/cancelled` does, so the
-running replica's cancellation watcher (`hyperguild.mcp.cancellation`) sets
-the call's cancel flag and the tool stops its worker as on any cancelled
-call (the supervisor kills the worker's process group).
+"task"`). Where the call then runs depends on the tool:
 
-The running replica marks the row alive every `ALIVE_EVERY` seconds; a task
-with no sign of life for `ALIVE_TIMEOUT` is answered `failed` (that replica
-stopped). A task lives `TASK_TTL` from its creation (`ttlMs` in every answer); after
-that `tasks/get` says it is unknown and the heartbeat task deletes it. The
-handle is bound to the caller's Authorization header (a digest of it), so a
-handle alone does not let another caller read or cancel the task.
+- **A job** (the endpoint's `JobStore` `runs` it: the supervisor's worker
+  skills). The call is checked at the door as a blocking call is, then handed
+  to the app, which records it under the task id and queues it (a `SkillRun`
+  run by a django-q2 worker, with that run's heartbeat and reaper). The job's
+  record *is* the task: the engine keeps no row and runs no thread for it, and
+  `tasks/get` / `tasks/cancel` on any replica read and mark that record, so a
+  task outlives the replica that accepted it.
+- **Any other long tool** (the retrospective, the routed skills…) runs in a
+  thread of the replica that accepted the call, exactly as the blocking call
+  would run it, and its progress and final result go to the task's row
+  (`hyperguild.models.McpTask`). Any replica answers `tasks/get` from that row.
+  `tasks/cancel` on any replica marks the row and records a cancellation the
+  way `notifications/cancelled` does, so the running replica's cancellation
+  watcher (`hyperguild.mcp.cancellation`) sets the call's cancel flag. The
+  running replica marks the row alive every `ALIVE_EVERY` seconds; a task with
+  no sign of life for `ALIVE_TIMEOUT` is answered `failed` (that replica
+  stopped: such a task dies with it).
+
+A task lives `TASK_TTL` from its creation (`ttlMs` in every answer); after
+that `tasks/get` says it is unknown (and the heartbeat task deletes its row,
+if it has one). The handle is bound to the caller's Authorization header (a
+digest of it), so a handle alone does not let another caller read or cancel
+the task.
 
 Without the extension nothing changes: the call blocks (and streams progress)
 as before, on both revisions.
@@ -26,10 +36,11 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import secrets
 import threading
 import time
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections
@@ -42,9 +53,10 @@ from hyperguild.actions import (
     do_request_mcp_task_cancel,
 )
 from hyperguild.mcp.cancellation import request_id_key
-from hyperguild.mcp.registry import ToolContext
+from hyperguild.mcp.registry import JobState, JobStore, Tool, ToolContext
 from hyperguild.mcp.revision import MISSING_REQUIRED_CLIENT_CAPABILITY, TASKS_EXTENSION, Revision
 from hyperguild.models import McpTask
+from hyperguild.usage import add_usage
 
 # The engine's Dispatcher and CallRecord (typed loosely: the engine imports this module, not the other way round).
 Dispatcher = Any
@@ -94,6 +106,9 @@ class Tasks:
     # -- tools/call -> CreateTaskResult -------------------------------------------------
 
     def start(self, params: dict, ctx: ToolContext, record: CallRecord, revision: Revision) -> dict:
+        jobs = self.endpoint.jobs
+        if jobs is not None and jobs.runs(params["name"]):
+            return self._start_job(jobs, params, ctx, record)
         record.tool = params["name"]
         task = do_create_mcp_task(endpoint=self.endpoint.name, owner=self.owner, tool=params["name"], ttl=TASK_TTL)
         record.extra["task"] = task.task_id
@@ -117,6 +132,20 @@ class Tasks:
         )
         thread.start()
         return {"resultType": "task", **describe(task)}
+
+    def _start_job(self, jobs: JobStore, params: dict, ctx: ToolContext, record: CallRecord) -> dict:
+        """Hand the call to its app's jobs once it passed the door: a handle, or the refusal a blocking call gets."""
+        task_id = new_task_id()
+
+        def start(tool: Tool, arguments: Any) -> dict:
+            state = jobs.start(tool.name, arguments, ctx, task_id=task_id, owner=self.owner)
+            return {"resultType": "task", **self._describe_job(state, record)}
+
+        result = self.dispatcher._tools_call(params, ctx, record, job=start)
+        if result.get("resultType") == "task":
+            record.extra["task"] = task_id
+            record.status = "task"
+        return result
 
     def _run(self, task: McpTask, params: dict, ctx: ToolContext, record: CallRecord, revision: Revision) -> None:
         started = time.monotonic()
@@ -179,6 +208,15 @@ class Tasks:
             )
         if method not in ("tasks/get", "tasks/update", "tasks/cancel"):
             raise TaskError(-32601, f"Method not found: {method}")
+        job = self._find_job(params)
+        if job is not None:
+            record.extra["task"] = job.task_id
+            if method == "tasks/get":
+                return self._describe_job(job, record)
+            if method == "tasks/cancel" and job.status == McpTask.WORKING:
+                assert self.endpoint.jobs is not None
+                self.endpoint.jobs.cancel(job.task_id, self.owner)
+            return {}
         task = self._find(params)
         record.extra["task"] = task.task_id
         if method == "tasks/get":
@@ -189,33 +227,69 @@ class Tasks:
             return {}
         return {}  # tasks/update: these tasks never ask for input, so every response is one to ignore
 
+    def _find_job(self, params: dict) -> JobState | None:
+        """The job whose record is this task, if the endpoint runs jobs and one has the id (and is not expired)."""
+        jobs, task_id = self.endpoint.jobs, task_id_of(params)
+        job = jobs.find(task_id[:64], self.owner) if jobs is not None else None
+        if job is not None and job.created_at.timestamp() + TASK_TTL.total_seconds() < time.time():
+            raise TaskError(-32602, f"Unknown or expired task: {task_id[:64]}")
+        return job
+
+    def _describe_job(self, job: JobState, record: CallRecord) -> dict:
+        """The `Task` of a job, with the `tools/call` result the blocking call would have answered once it has one."""
+        data = describe_fields(job.task_id, job.status, job.created_at, job.updated_at, job.message)
+        tool = self.endpoint.tools.get(job.tool)
+        if job.status == McpTask.COMPLETED and job.result is not None and tool is not None:
+            structured = tool.structured(job.result)
+            if tool.reports_usage:
+                structured = add_usage(structured, [], job.requested_by)  # the run's usage is in its result
+            result = self.dispatcher.tool_result(tool, structured, record)
+            data["result"] = self.dispatcher._modern_envelope("tools/call", result)
+        return data
+
     def _find(self, params: dict) -> McpTask:
-        task_id = params.get("taskId")
-        if not isinstance(task_id, str) or not task_id:
-            raise TaskError(-32602, "params.taskId (a string) is required")
+        task_id = task_id_of(params)
         task = McpTask.objects.filter(task_id=task_id[:64], endpoint=self.endpoint.name, owner=self.owner).first()
         if task is None or task.expires_at.timestamp() < time.time():
             raise TaskError(-32602, f"Unknown or expired task: {task_id[:64]}")
         if not task.is_finished and task.alive_at.timestamp() < time.time() - ALIVE_TIMEOUT.total_seconds():
-            # The replica that ran it stopped (its skill run is ended by the supervisor's reaper).
+            # The replica that ran it stopped: a tool run in the web process dies with its replica.
             error = {"code": -32603, "message": f"the server process running this task ({task.host}) stopped"}
             do_finish_mcp_task(task.pk, status=McpTask.FAILED, error=error, message="the server running it stopped")
             task.refresh_from_db()
         return task
 
 
-def describe(task: McpTask) -> dict:
-    """The `Task` (with its result or error once it has one) as tasks/get answers it."""
+def new_task_id() -> str:
+    """An unguessable task handle (a job's record keeps it, as an McpTask row does)."""
+    return secrets.token_urlsafe(24)
+
+
+def task_id_of(params: dict) -> str:
+    task_id = params.get("taskId")
+    if not isinstance(task_id, str) or not task_id:
+        raise TaskError(-32602, "params.taskId (a string) is required")
+    return task_id
+
+
+def describe_fields(task_id: str, status: str, created: datetime, updated: datetime, message: str) -> dict:
+    """The fields every `Task` answer carries."""
     data: dict[str, Any] = {
-        "taskId": task.task_id,
-        "status": task.status,
-        "createdAt": task.created_at.isoformat().replace("+00:00", "Z"),
-        "lastUpdatedAt": task.updated_at.isoformat().replace("+00:00", "Z"),
+        "taskId": task_id,
+        "status": status,
+        "createdAt": created.isoformat().replace("+00:00", "Z"),
+        "lastUpdatedAt": updated.isoformat().replace("+00:00", "Z"),
         "ttlMs": int(TASK_TTL.total_seconds() * 1000),
         "pollIntervalMs": POLL_INTERVAL_MS,
     }
-    if task.status_message:
-        data["statusMessage"] = task.status_message
+    if message:
+        data["statusMessage"] = message
+    return data
+
+
+def describe(task: McpTask) -> dict:
+    """The `Task` (with its result or error once it has one) as tasks/get answers it."""
+    data = describe_fields(task.task_id, task.status, task.created_at, task.updated_at, task.status_message)
     if task.status == McpTask.COMPLETED and task.result is not None:
         data["result"] = task.result
     if task.status == McpTask.FAILED and task.error is not None:

@@ -44,6 +44,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from django.conf import settings
@@ -187,16 +188,23 @@ class Tool:
         assert self.input_model is not None and self.result_model is not None
         return self.input_model, self.result_model
 
-    def call(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        """Run the tool on `arguments` (already checked against its inputSchema by the engine): parse them into
-        the input model, run the handler and dump its result model as the structured result (a JSON object)."""
-        input_model, result_model = self.models
+    def parse(self, arguments: dict[str, Any]) -> BaseModel:
+        """`arguments` (already checked against the inputSchema by the engine) as the tool's input model."""
+        input_model, _ = self.models
         try:
-            parsed = input_model.model_validate(arguments)
+            return input_model.model_validate(arguments)
         except ValidationError as exc:
             # A rule of the model beyond what the inputSchema says (a validator): the caller's to fix.
             raise ToolError(f"Invalid arguments for {self.name}: {contract_problems(exc)}") from None
-        result = self.handler(parsed, ctx)
+
+    def call(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        """Run the tool on `arguments` (already checked against its inputSchema by the engine): parse them into
+        the input model, run the handler and dump its result model as the structured result (a JSON object)."""
+        return self.structured(self.handler(self.parse(arguments), ctx))
+
+    def structured(self, result: Any) -> dict[str, Any]:
+        """The handler's (or a job's) result model as the structured result (a JSON object)."""
+        _, result_model = self.models
         if not isinstance(result, result_model):
             raise ToolContractError(
                 f"tool {self.name} returned {type(result).__name__}, not its result_model {result_model.__name__}"
@@ -293,6 +301,44 @@ class ResourceProvider(Protocol):
         """`{uriTemplate, name, description?, mimeType?}` items."""
 
 
+@dataclass(frozen=True)
+class JobState:
+    """A long tool call that runs as its app's job (a supervisor SkillRun), as `tasks/get` reports it.
+
+    The job's own record is the task: the engine keeps no row and runs no thread for it
+    (`hyperguild.mcp.mcp_tasks`), so any replica answers for it, whichever one started it."""
+
+    task_id: str
+    tool: str
+    status: str  # a task status: "working", "completed" or "cancelled"
+    message: str
+    created_at: datetime
+    updated_at: datetime
+    result: BaseModel | None = None  # the tool's result model, once completed
+    requested_by: Any = None  # the person behind the call (a User), or None: whose budget the result warns about
+
+
+class JobStore(Protocol):
+    """An app's long tools that run as jobs of its own (its worker, its record, its heartbeat and reaper).
+
+    The app sets it on its endpoint (`endpoint.jobs = ...`, from AppConfig.ready via its tools.py); a
+    task-augmented `tools/call` of a tool it `runs` is handed to `start` after the engine's checks at the door,
+    and `tasks/get` / `tasks/cancel` ask `find` / `cancel`. A call is found only with the caller's `owner`
+    (a digest of its credentials), as an unknown one would be."""
+
+    def runs(self, tool: str) -> bool:
+        """Whether `tool` runs as a job when the client can poll a task."""
+
+    def start(self, tool: str, arguments: BaseModel, ctx: ToolContext, *, task_id: str, owner: str) -> JobState:
+        """Record the job under `task_id` and queue it; raises the tool's errors as its handler would."""
+
+    def find(self, task_id: str, owner: str) -> JobState | None:
+        """The job's state now, or None if there is no such job of this owner."""
+
+    def cancel(self, task_id: str, owner: str) -> None:
+        """Ask the job to stop (nothing if it has ended)."""
+
+
 class Endpoint:
     """One MCP endpoint (`/mcp/<name>`) and what it serves."""
 
@@ -318,6 +364,8 @@ class Endpoint:
         # Domain exceptions the engine answers as `isError` results (message and data kept),
         # declared by the apps' tools.py with `translate_errors`.
         self.domain_errors: tuple[type[Exception], ...] = ()
+        # The app's jobs (JobStore) for long tools that run outside the web process; None: every task runs here.
+        self.jobs: JobStore | None = None
 
     def translate_errors(self, *error_types: type[Exception]) -> None:
         """Answer these domain errors (and their subclasses) as tool errors, as if the handler raised ToolError."""

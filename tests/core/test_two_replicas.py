@@ -28,6 +28,7 @@ from django.conf import settings
 from hyperguild.management.commands.serve import web_command
 from tests.conftest import free_port
 from tests.fakes.pg_template import copy_migrated_data_dir
+from tests.mcp.test_tasks import TASKS, post
 from tests.supervisor.conftest import FAKE_CLAUDE, FakeClaude, process_alive, stop_process_group
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -140,7 +141,15 @@ def cluster():
                     pass
                 assert time.monotonic() < deadline, f"{web} did not start"
                 time.sleep(0.2)
-        yield {"a": webs[0], "b": webs[1], "db": database_url, "fake": fake, "allowed": allowed, "processes": processes}
+        yield {
+            "a": webs[0],
+            "b": webs[1],
+            "db": database_url,
+            "fake": fake,
+            "allowed": allowed,
+            "processes": processes,
+            "env": env,
+        }
     finally:
         for process in processes:
             if process.poll() is None:
@@ -238,3 +247,78 @@ def test_a_cancellation_sent_to_the_other_replica_stops_the_run(cluster):
     while any(process_alive(pid) for pid in cluster["fake"].pids()) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not any(process_alive(pid) for pid in cluster["fake"].pids())
+
+
+def start_web_replica(cluster) -> tuple[subprocess.Popen, str]:
+    """One more web replica on the cluster's database, as the fixture starts them (granian, one worker)."""
+    port = free_port()
+    process = subprocess.Popen(
+        web_command("granian", "127.0.0.1", port, workers=1),
+        cwd=ROOT,
+        env=cluster["env"],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/health/live", timeout=2).status_code == 200:
+                return process, url
+        except httpx.HTTPError:
+            pass
+        assert process.poll() is None and time.monotonic() < deadline, f"{url} did not start"
+        time.sleep(0.2)
+
+
+def task_get(url: str, task_id: str) -> dict:
+    response = post(url, "tasks/get", {"taskId": task_id}, capabilities=TASKS, name=task_id)
+    assert response.status_code == 200, response.text
+    return response.json()["result"]
+
+
+def test_a_skill_task_outlives_the_replica_that_started_it(cluster):
+    """One job model (issue 49): a skill started as an MCP task on replica A is its SkillRun, run by a worker
+    cluster; A is killed (SIGKILL, its whole process group) while the run works, and replica B answers
+    `tasks/get`, working and then completed, with the run's result. No replica kept a task row (and none runs a thread for it:
+    tests/supervisor/test_tasks_across_replicas.py)."""
+    calls_before = len(cluster["fake"].calls())
+    report = {"title": "Zqkilled title", "spec": "Sum two numbers.", "acceptance_criteria": ["adds", "zqkilled"]}
+    cluster["fake"].script([{"sleep": 6, "tick": 0.5, "report": report}])
+    replica_a, url_a = start_web_replica(cluster)
+    try:
+        call = {"name": "spec", "arguments": {"text": "we need add(a, b), slowly"}}
+        response = post(f"{url_a}/mcp/supervisor", "tools/call", call, capabilities=TASKS, name="spec")
+        assert response.status_code == 200, response.text
+        handle = response.json()["result"]
+        assert handle["resultType"] == "task" and handle["status"] == "working", handle
+        deadline = time.monotonic() + 40
+        while len(cluster["fake"].calls()) == calls_before:  # the worker (the fake claude) runs in a cluster
+            assert time.monotonic() < deadline, "the run never started in a worker cluster"
+            time.sleep(0.2)
+    finally:
+        os.killpg(replica_a.pid, signal.SIGKILL)  # kill -9: nothing of A gets to finish or clean up
+        replica_a.wait(timeout=10)
+
+    url_b = f"{cluster['b']}/mcp/supervisor"
+    statuses = []
+    deadline = time.monotonic() + 60
+    while (task := task_get(url_b, handle["taskId"]))["status"] == "working":
+        statuses.append(task["status"])
+        assert time.monotonic() < deadline, task
+        time.sleep(0.3)
+    statuses.append(task["status"])
+    assert statuses[0] == "working" and statuses[-1] == "completed", statuses
+    result = task["result"]
+    assert result["resultType"] == "complete" and result["isError"] is False, result
+    answer = result["structuredContent"]
+    assert answer["status"] == "pass" and answer["note_id"]
+    # The task's record is the run's: the handle names the run, its stored result is the answer, and no
+    # other record (the engine's task table) tracked the call.
+    [(task_id, status, stored)] = sql(
+        cluster, "SELECT task_id, status, result FROM supervisor_skillrun WHERE id = %s", answer["run_id"]
+    )
+    assert task_id == handle["taskId"] and status == "pass"
+    assert {key: value for key, value in answer.items() if key != "usage"} == stored
+    assert sql(cluster, "SELECT count(*) FROM hyperguild_mcptask") == [(0,)]

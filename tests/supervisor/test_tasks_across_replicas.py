@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import httpx
 import psutil
 import pytest
 
+from hyperguild.models import McpTask
 from supervisor.models import SkillRun
 from tests.conftest import free_port, test_database_url
 from tests.mcp.test_tasks import TASKS, post
@@ -106,6 +108,8 @@ def test_a_tdd_red_task_started_on_a_is_polled_to_completion_on_b(
     while True:
         task = get(url_b, handle["taskId"])
         seen.add(task["status"])
+        # One job model (issue 49): replica A (this process) runs no thread for the task; the worker runs the run.
+        assert not [thread.name for thread in threading.enumerate() if thread.name.startswith("mcp-task-")]
         if task["status"] != "working" or time.monotonic() > deadline:
             break
         time.sleep(0.3)
@@ -120,6 +124,8 @@ def test_a_tdd_red_task_started_on_a_is_polled_to_completion_on_b(
     assert structured.pop("usage")["calls"] == run.model_calls.count() == 1
     assert run.status == "pass" and run.result == structured
     assert seen >= {"working", "completed"}
+    assert run.task_id == handle["taskId"]  # the run is the task: no second record tracks it
+    assert not McpTask.objects.exists()
     assert process_b.poll() is None
 
 
@@ -151,3 +157,33 @@ def test_a_tdd_red_task_cancelled_from_b_loses_its_worker_group_within_5_seconds
     assert task["status"] == "cancelled"
     run = SkillRun.objects.get()
     assert run.cancel_requested is True and run.status == "cancelled"
+
+
+def test_a_skill_task_the_blocking_call_would_refuse_is_answered_at_once_and_records_nothing(replica_a, allowed_root):
+    call = {"name": "tdd_red", "arguments": {"project_root": "/etc", "spec": "add(a, b) returns the sum"}}
+    blocking = post(replica_a, "tools/call", call, name="tdd_red").json()["result"]
+    assert blocking["isError"] is True
+    response = post(replica_a, "tools/call", call, capabilities=TASKS, name="tdd_red")
+    assert response.status_code == 200, response.text
+    answer = response.json()["result"]
+    assert answer["resultType"] == "complete" and "taskId" not in answer
+    assert answer["content"] == blocking["content"] and answer["isError"] is True  # the same words on the wire
+    assert not SkillRun.objects.exists() and not McpTask.objects.exists()
+
+
+def test_a_skill_task_whose_worker_process_died_is_ended_by_the_reaper_when_read(replica_a):
+    from hyperguild.mcp.mcp_tasks import new_task_id, owner_digest
+    from supervisor import reaper
+    from supervisor.actions import do_claim_skill_run, do_create_skill_run
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    task_id = new_task_id()
+    run = do_create_skill_run(skill="spec", arguments={"text": "x"}, task_id=task_id, task_owner=owner_digest(""))
+    # What a worker killed mid-run leaves: a running run owned by a pid that no longer lives.
+    do_claim_skill_run(run.pk, host=reaper.HOST, pid=gone.pid)
+    task = get(replica_a, task_id)
+    assert task["status"] == "completed", task
+    answer = task["result"]["structuredContent"]
+    assert answer["status"] == "error" and "abandoned" in answer["message"] and answer["run_id"] == run.pk
+    assert SkillRun.objects.get(pk=run.pk).status == "error"
