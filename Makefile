@@ -63,7 +63,9 @@ run: $(RUN_STAMP)
 	$(BIN)/python manage.py serve
 
 # The suite runs on every core (pytest-xdist): each worker has its own test database (pytest-django adds
-# _gw0, _gw1… to its name) and runs whole files (--dist loadfile), so a module's servers start once.
+# _gw0, _gw1… to its name) and runs whole files (--dist loadfile), so a module's servers start once; in the order
+# they are collected (--no-loadscope-reorder: xdist would otherwise start the files with the most tests first, and
+# the one-test files that take minutes last), which puts the longest files first (tests/conftest.py, LONG_FILES).
 # TEST_WORKERS=1 runs it in one process; PYTEST_ARGS adds pytest options (e.g. a folder or -k).
 # Three workers on two cores: the suite waits on servers, subprocesses and databases more than it computes
 # (load average 1.7 with two workers on 2 cores during a whole run).
@@ -71,7 +73,7 @@ TEST_WORKERS ?= 3
 
 # `lint` first: ruff fails in seconds, before the npm and Debian set-up and the suite.
 test: lint $(CONFORMANCE) $(CLAUDE_CLI) chromium prometheus
-	$(BIN)/python -m pytest $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) $(PYTEST_ARGS)
 
 # ruff first (seconds: the rules, then the layout `ruff format` writes), then the layers, then mypy on the four
 # apps (its files and options: pyproject.toml). `make format` rewrites the layout.

@@ -215,8 +215,9 @@ def pytest_configure(config) -> None:
 
 # The files that take longest (a real `serve` watched past one 60 s heartbeat, then restarted mid-backlog; scratch
 # servers killed and restarted; browsers), longest first: collected before the rest, so pytest-xdist's whole-file
-# scheduling starts them early and the run does not end waiting on one of them while the other workers are idle
-# (the longest job first keeps the tail short). Figures: `make test PYTEST_ARGS=--durations=0`, summed per file.
+# scheduling (in collection order: `--no-loadscope-reorder` in the Makefile) starts them early, and the run does not
+# end waiting on one of them while the other workers are idle (the longest job first keeps the tail short).
+# Figures: `make test PYTEST_ARGS=--durations=0`, summed per file.
 LONG_FILES = (
     "tests/core/test_embedding_backlog_health.py",  # about 3 minutes
     "tests/supervisor/test_chaos.py",
