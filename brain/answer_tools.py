@@ -11,7 +11,7 @@ from brain.context import context
 from brain.limits import MAX_QUERY_LENGTH, MAX_SEARCH_LIMIT
 from brain.presenters import Unreviewed, UnreviewedHint, UnreviewedMatches, UnreviewedNote, VerificationField
 from brain.tools import brain
-from hyperguild.mcp.contracts import ToolInput, ToolResult
+from hyperguild.mcp.contracts import CallProject, ToolInput, ToolResult
 from hyperguild.mcp.registry import ToolContext
 from hyperguild.usage import UsageReport
 
@@ -68,7 +68,7 @@ MAX_RECENT_FILES = 100
 
 
 class ContextInput(ToolInput):
-    project_root: str = Field(
+    project_root: Annotated[str, CallProject()] = Field(
         min_length=1,
         max_length=MAX_PATH_LENGTH,
         description="absolute path of the project; its last folder name is the project name",

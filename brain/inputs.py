@@ -35,7 +35,7 @@ from brain.limits import (
     MAX_TITLE_LENGTH,
 )
 from brain.models import NoteStatus
-from hyperguild.mcp.contracts import ToolInput
+from hyperguild.mcp.contracts import CallSession, ToolInput
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,9 @@ Segment = Annotated[str, Constraints(max_length=MAX_PLACE_LENGTH, description="l
 Wing = Annotated[Segment, Constraints(min_length=1, description="first folder under wiki/, e.g. 'concepts'")]
 Hall = Annotated[Segment, Constraints(description="second folder under wiki/, optional")]
 SessionId = Annotated[
-    str, Constraints(max_length=MAX_SESSION_ID_LENGTH, description="the Claude Code session this note came from")
+    str,
+    CallSession(),
+    Constraints(max_length=MAX_SESSION_ID_LENGTH, description="the Claude Code session this note came from"),
 ]
 Tag = Annotated[str, Constraints(min_length=1, max_length=MAX_TAG_LENGTH)]
 Tags = Annotated[

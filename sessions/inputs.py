@@ -8,12 +8,12 @@ against its schema (with jsonschema), whichever door it came through; the MCP to
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field
 
 from hyperguild.mcp import contracts
-from hyperguild.mcp.contracts import ToolInput
+from hyperguild.mcp.contracts import CallProject, CallSession, ToolInput
 
 # A session id becomes a file name on export (`sessions/<id>.jsonl`): keep it path-safe.
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,199}$"
@@ -46,7 +46,7 @@ class EntryFields(ToolInput):
         description="Repeat it on a retry: the first entry is returned and nothing new is written.",
     )
     project: str | None = Field(None, max_length=200)
-    project_root: str | None = Field(None, max_length=1000)
+    project_root: Annotated[str | None, CallProject()] = Field(None, max_length=1000)
     client: dict[str, Any] | None = Field(None, max_length=20, description="Client metadata (name, version, ...).")
 
 
@@ -60,7 +60,7 @@ class SessionLogInput(EntryFields):
 
     model_config = ConfigDict(json_schema_extra=_session_id_first)
 
-    session_id: str = Field(
+    session_id: Annotated[str, CallSession()] = Field(
         pattern=SESSION_ID_PATTERN,
         description="The session's id (letters, digits, '_', '.', '-'; at most 200 characters).",
     )

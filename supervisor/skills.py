@@ -40,7 +40,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from hyperguild.mcp import contracts
-from hyperguild.mcp.contracts import ToolInput, ToolResult
+from hyperguild.mcp.contracts import CallProject, CallSession, ToolInput, ToolResult
 from hyperguild.usage import UsageReport
 
 
@@ -79,6 +79,7 @@ def nullable(description: str | None = None) -> Any:
 
 ProjectRoot = Annotated[
     str,
+    CallProject(),
     Field(
         min_length=1,
         max_length=1000,
@@ -87,7 +88,9 @@ ProjectRoot = Annotated[
 ]
 ModelName = Annotated[str, Field(min_length=1, max_length=200, description="model override (else the model table)")]
 SessionId = Annotated[
-    str, Field(min_length=1, max_length=200, description="your session id, to link the run to the session log")
+    str,
+    CallSession(),
+    Field(min_length=1, max_length=200, description="your session id, to link the run to the session log"),
 ]
 TestCmd = Annotated[
     str,

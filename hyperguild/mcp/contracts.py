@@ -27,7 +27,8 @@ shape is written), so a JSON Schema is never restated by hand. The rules of that
 from __future__ import annotations
 
 import inspect
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Annotated, Any, cast, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.fields import FieldInfo
@@ -39,6 +40,39 @@ class ToolInput(BaseModel):
     """A tool's arguments. Closed: an argument the model does not name is refused."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class CallSession:
+    """Marks the argument that names the Claude Code session a call belongs to (`Annotated[str, CallSession()]`):
+    the engine records the call's model calls under it. The engine reads no argument by its name."""
+
+
+@dataclass(frozen=True)
+class CallProject:
+    """Marks the argument that names the project a call works on (`Annotated[str, CallProject()]`): the engine
+    records the call's model calls under it."""
+
+
+def _carries(annotation: Any, marker: type) -> bool:
+    """Whether a field's annotation holds `marker` in an `Annotated[...]`, also inside `X | None`."""
+    if get_origin(annotation) is Annotated:
+        if any(isinstance(item, marker) for item in annotation.__metadata__):
+            return True
+        return _carries(get_args(annotation)[0], marker)
+    return any(_carries(argument, marker) for argument in get_args(annotation))
+
+
+def declared_field(model: type[BaseModel], marker: type) -> str:
+    """The name of the one argument of `model` marked with `marker` (CallSession, CallProject), or ""."""
+    names = [
+        name
+        for name, info in model.model_fields.items()
+        if any(isinstance(item, marker) for item in info.metadata) or _carries(info.annotation, marker)
+    ]
+    if len(names) > 1:
+        raise TypeError(f"{model.__name__} marks {len(names)} arguments as its {marker.__name__}: {names}")
+    return names[0] if names else ""
 
 
 class NoArguments(ToolInput):

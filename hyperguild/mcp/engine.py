@@ -553,8 +553,8 @@ class Dispatcher:
                 requested_by=ctx.actor,
                 service=f"mcp/{self.endpoint.name}",
                 skill=name,
-                session_id=str(arguments.get("session_id") or "")[:200],
-                project=str(arguments.get("project_root") or ""),
+                session_id=str(arguments.get(tool.session_field) or "")[:200] if tool.session_field else "",
+                project=str(arguments.get(tool.project_field) or "") if tool.project_field else "",
             ) as calls:
                 if job is not None:
                     return job(tool, tool.parse(arguments))

@@ -51,7 +51,7 @@ from django.conf import settings
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ValidationError
 
-from hyperguild.mcp.contracts import input_schema, output_schema
+from hyperguild.mcp.contracts import CallProject, CallSession, declared_field, input_schema, output_schema
 from hyperguild.mcp.errors import ToolCancelled, ToolError
 from hyperguild.permissions import permission_refusal
 
@@ -157,6 +157,10 @@ class Tool:
     output_schema: dict[str, Any] = field(init=False, compare=False)
     input_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
     output_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
+    # The arguments the input model marks as the call's session and project (contracts.CallSession, CallProject);
+    # "" when it has none. The engine learns them here, never by an argument's name.
+    session_field: str = field(init=False, compare=False)
+    project_field: str = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.input_model is None and self.result_model is None:
@@ -181,6 +185,8 @@ class Tool:
         object.__setattr__(self, "output_schema", output_schema(self.result_model))
         object.__setattr__(self, "input_validator", Draft202012Validator(self.input_schema))
         object.__setattr__(self, "output_validator", Draft202012Validator(self.output_schema))
+        object.__setattr__(self, "session_field", declared_field(self.input_model, CallSession))
+        object.__setattr__(self, "project_field", declared_field(self.input_model, CallProject))
 
     @property
     def models(self) -> tuple[type[BaseModel], type[BaseModel]]:
