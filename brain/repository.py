@@ -142,6 +142,11 @@ class Repository:
         often that text occurs in it (`git log -S`)."""
         return list(_commits_touching(self.git_dir, old, new, path, pickaxe))
 
+    def file_history(self, old: str, new: str, path: str) -> list[tuple[str, str, tuple[Hunk, ...]]]:
+        """(commit, its parent, the line ranges its diff changed) of each commit in old..new that changed `path`,
+        merges left out (their branch's own commits are listed), oldest first: one `git log -p`."""
+        return list(_file_history(self.git_dir, old, new, path))
+
     def parent(self, commit: str) -> str:
         """The commit's first parent ('' for a root commit)."""
         return _parent(self.git_dir, commit)
@@ -328,6 +333,41 @@ def _commits_touching(git_dir: str, old: str, new: str, path: str, pickaxe: str)
     chosen = [f"-S{pickaxe}"] if pickaxe else []
     out = run_git(git_dir, "log", "--format=%H", "--reverse", *chosen, f"{old}..{new}", "--", path, check=False)
     return tuple(out.split())
+
+
+# A hunk of a diff: (old start, old count, new start, new count), as its @@ line says.
+Hunk = tuple[int, int, int, int]
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+@functools.lru_cache(maxsize=256)
+def _file_history(git_dir: str, old: str, new: str, path: str) -> tuple[tuple[str, str, tuple[Hunk, ...]], ...]:
+    out = run_git(
+        git_dir,
+        "log",
+        "--reverse",
+        "--no-merges",
+        "--format=commit %H %P",
+        "-p",
+        "--unified=0",
+        "--no-color",
+        "--no-renames",
+        f"{old}..{new}",
+        "--",
+        path,
+        check=False,
+    )
+    history: list[tuple[str, str, list[Hunk]]] = []
+    for line in out.splitlines():
+        if line.startswith("commit ") and re.match(r"^commit [0-9a-f]{40}( [0-9a-f]{40})?$", line):
+            ids = line.split()[1:]
+            history.append((ids[0], ids[1] if len(ids) > 1 else "", []))
+            continue
+        header = _HUNK_HEADER.match(line)
+        if header and history:
+            old_start, old_count, new_start, new_count = header.groups()
+            history[-1][2].append((int(old_start), int(old_count or 1), int(new_start), int(new_count or 1)))
+    return tuple((commit, parent, tuple(hunks)) for commit, parent, hunks in history)
 
 
 @functools.lru_cache(maxsize=1024)

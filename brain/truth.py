@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from brain.models import Anchor, AnchorState, Note, Project, VerificationState
-from brain.repository import DOC_FILES, Definition, Repository
+from brain.repository import DOC_FILES, Block, Definition, Hunk, Repository
 
 CONTEXT_LINES = 2  # lines of code shown around where an anchor was, as "what the code says now"
 MAX_HUNK_CHARS = 2000
@@ -36,7 +36,7 @@ FAILING = (AnchorState.CHANGED, AnchorState.GONE)
 # In a stale note's evidence: an anchor that still holds but whose definition changed since the note's commit
 # ("changed, still present"). Never a reason to flag a note: only shown beside the anchor that failed.
 ALTERED = "altered"
-# Commits that touched an altered anchor's file, read one by one (oldest first) to find those that changed it.
+# Commits that changed an altered anchor's file (the newest this many), each compared with its parent.
 MAX_ALTERED_COMMITS = 200
 _DEFINITION_WORDS = r"(?:export\s+)?(?:pub\s+)?(?:async\s+)?(?:def|class|func|function|fn|struct|interface|type|module|const|let|var|static)\s+(?:mut\s+)?(?:\([^)]*\)\s*)?"
 
@@ -174,13 +174,25 @@ class Verifier:
         then, now = self.repo.block(since, path, name, owner), self.repo.block(self.commit, path, name, owner)
         if then is None or now is None or then.shape == now.shape:
             return None
+        # Each commit that changed the file, compared with its parent: kept when the definition differs (not a
+        # change of layout or comments alone). Merges are left out: their branch's own commits are compared. A commit
+        # whose diff lies away from the definition's lines is not read; the lines are shifted past it.
         commits: list[str] = []
-        before = then
-        for commit in self.repo.commits_touching(since, self.commit, path)[:MAX_ALTERED_COMMITS]:
-            block = self.repo.block(commit, path, name, owner)
-            if (block.shape if block else None) != (before.shape if before else None):
+        blocks: dict[str, Block | None] = {}
+
+        def block_at(commit: str) -> Block | None:
+            if commit not in blocks:
+                blocks[commit] = self.repo.block(commit, path, name, owner)
+            return blocks[commit]
+
+        for commit, parent, hunks in self.repo.file_history(since, self.commit, path)[-MAX_ALTERED_COMMITS:]:
+            was = block_at(parent) if parent else None
+            if was is not None and hunks and not any(_near(was, hunk) for hunk in hunks):
+                blocks[commit] = _shifted(was, hunks)
+                continue
+            block = block_at(commit)
+            if (block.shape if block else None) != (was.shape if was else None):
                 commits.append(commit)
-            before = block
         if not commits:
             return None
         changed_in = next((c for c in commits if c in failed_in), commits[0])
@@ -506,6 +518,23 @@ def _pickaxe_text(anchor: Anchor) -> str:
     if anchor.kind in ("quote", "setting"):
         return anchor.value.strip()
     return ""
+
+
+# Lines after a definition's last one whose history is read too (a tail of its body that a commit cut).
+SPAN_MARGIN = 3
+
+
+def _near(block: Block, hunk: Hunk) -> bool:
+    """Whether a hunk (old start, old count, …) changes the definition's lines, or lines just beside them."""
+    first = hunk[0] if hunk[1] else hunk[0] + 1  # an insertion comes after its line
+    last = hunk[0] + max(hunk[1], 1) - 1
+    return first <= block.end + SPAN_MARGIN and last >= block.start - 1
+
+
+def _shifted(block: Block, hunks: tuple[Hunk, ...]) -> Block:
+    """The definition after a commit whose hunks all lie away from it: the same, its lines moved by those above."""
+    delta = sum(new_count - old_count for old_start, old_count, _, new_count in hunks if old_start < block.start)
+    return Block(block.start + delta, block.end + delta, block.shape)
 
 
 def _lines_of(text: str | None, start: int, end: int) -> str:
