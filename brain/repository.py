@@ -179,9 +179,7 @@ class Block:
 
 @functools.lru_cache(maxsize=4096)
 def _block(git_dir: str, commit: str, path: str, name: str, owner: str) -> Block | None:
-    if path not in _files(git_dir, commit):
-        return None
-    text = _read(git_dir, commit, path)
+    text = _read(git_dir, commit, path)  # None when the file is not there (no listing of the whole tree)
     if text is None:
         return None
     if path.endswith((".py", ".pyi")):
