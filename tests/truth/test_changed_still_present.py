@@ -155,3 +155,41 @@ def test_a_re_export_is_a_definition_of_the_package(code_root):
     written.refresh_from_db()
     evidence = {item["anchor"]: item for item in written.verification_evidence}
     assert (evidence["typer.clear"]["state"], evidence["typer.clear"]["changed_in"]) == ("changed", removed)
+
+
+def test_still_true_settles_what_changed_before_it(code_root):
+    from brain.actions import do_confirm_note
+
+    billing = BILLING + "\n\ndef _round_cents(amount):\n    return round(amount, 2)\n"
+    repo = make_repo(code_root, {"src/shop/billing.py": billing})
+    add_project("shop", str(repo))
+    written = note(
+        "Billing",
+        "In `src/shop/billing.py`: `send_invoice`, `invoice_total`, `apply_discount` and `_round_cents`.",
+    )
+    text_b = billing.replace("sum(order.lines)", "sum(line.amount for line in order.lines)").replace(
+        "def send_invoice(order):\n    return order.total\n\n\n", ""
+    )
+    b = commit(repo, "send_invoice goes; totals from the amounts", text_b)
+    call_command("project_sync", "shop", stdout=io.StringIO())
+    written.refresh_from_db()
+    assert {item["anchor"]: item["changed_in"] for item in written.verification_evidence} == {
+        "send_invoice": b,
+        "invoice_total": b,
+    }
+
+    # A reviewer says the note still holds at B: what changed before B is settled, counted from B on.
+    assert do_confirm_note(written, user=None).verification_state == "verified"
+    text_c = text_b.replace("order.total * (100 - percent) / 100", "order.total - percent").replace(
+        "\n\ndef _round_cents(amount):\n    return round(amount, 2)\n", ""
+    )
+    c = commit(repo, "no _round_cents; the discount is an amount", text_c)
+    call_command("project_sync", "shop", stdout=io.StringIO())
+
+    written.refresh_from_db()
+    evidence = {item["anchor"]: item for item in written.verification_evidence}
+    assert written.verification_state == "stale"
+    assert (evidence["_round_cents"]["state"], evidence["_round_cents"]["changed_in"]) == ("changed", c)
+    assert (evidence["apply_discount"]["state"], evidence["apply_discount"]["commits"]) == (ALTERED, [c])
+    assert "invoice_total" not in evidence  # changed in B, before the reviewer confirmed the note
+    assert "send_invoice" not in evidence  # waived by "still true"
