@@ -302,11 +302,18 @@ class Verifier:
         return self._missing(preferred)
 
     def _held_base(self, anchor: Anchor) -> str:
-        """The commit the anchor last held at (before this check), if it held before; else ''."""
-        if anchor.state in (AnchorState.HOLDS, AnchorState.MOVED) and anchor.location:
+        """The commit the anchor last held at (before this check), if it held before; else ''. For an anchor that
+        failed at an earlier check, the commit it last held at before that (so a copy elsewhere that was there all
+        along is still not where it went, however many syncs later)."""
+        if not anchor.location:
+            return ""
+        if anchor.state in (AnchorState.HOLDS, AnchorState.MOVED):
             held = (anchor.evidence or {}).get("held_commit") or self.old or ""
-            return held if held != self.commit else ""
-        return ""
+        elif anchor.state in FAILING:
+            held = ((anchor.evidence or {}).get("before") or {}).get("held_commit") or ""
+        else:
+            return ""
+        return held if held != self.commit else ""
 
     def _check_setting(self, anchor: Anchor) -> Check:
         preferred = self._preferred(anchor)

@@ -193,3 +193,25 @@ def test_still_true_settles_what_changed_before_it(code_root):
     assert (evidence["apply_discount"]["state"], evidence["apply_discount"]["commits"]) == (ALTERED, [c])
     assert "invoice_total" not in evidence  # changed in B, before the reviewer confirmed the note
     assert "send_invoice" not in evidence  # waived by "still true"
+
+
+def test_a_setting_is_anchored_where_it_is_assigned_and_an_old_mention_is_never_where_it_went(code_root):
+    files = {
+        "CHANGELOG.md": "# Changes\n\n- `DEFAULT_CIPHERS` lists the suites we allow.\n",
+        "src/shop/config.py": 'DEFAULT_CIPHERS = "ECDHE+AESGCM"\nVERIFY = True\n',
+    }
+    repo = make_repo(code_root, files)
+    add_project("shop", str(repo))
+    written = note("Ciphers", "We pin our own suites: `DEFAULT_CIPHERS`.")
+    assert Note.objects.get(pk=written.pk).anchors.get(value="DEFAULT_CIPHERS").location == "src/shop/config.py:1"
+
+    (repo / "src/shop/config.py").write_text("VERIFY = True\n")
+    removed = commit_all(repo, "the interpreter's ciphers")
+    call_command("project_sync", "shop", stdout=io.StringIO())
+    (repo / "src/shop/config.py").write_text("VERIFY = False\n")
+    commit_all(repo, "no verification")
+    call_command("project_sync", "shop", stdout=io.StringIO())  # a second sync re-checks the failed anchor
+
+    written.refresh_from_db()
+    item = {item["anchor"]: item for item in written.verification_evidence}["DEFAULT_CIPHERS"]
+    assert (written.verification_state, item["state"], item["changed_in"]) == ("stale", "changed", removed)
