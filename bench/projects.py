@@ -222,7 +222,10 @@ class NoteFigures:
 
 def same_anchor(a: str, b: str) -> bool:
     def norm(text: str) -> str:
-        return " ".join(text.strip().strip("`").removesuffix("()").split())
+        text = " ".join(text.strip().strip("`").removesuffix("()").split())
+        # A quoted string line: the anchor is the line as written (`"The 'proxies' argument…"`), the ground truth
+        # may leave out its quotes.
+        return text[1:-1] if len(text) > 1 and text[0] == text[-1] and text[0] in "\"'" else text
 
     return norm(a) == norm(b)
 

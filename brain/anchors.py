@@ -2,7 +2,7 @@
 
 - **path**: `supervisor/executor.py` (in backticks, or bare in the text when it has a folder and an extension);
 - **symbol**: `Class.method`, `function_name`, `_cache`, `spawn_worker()` (a backtick span that is one identifier
-  with an underscore, a dot or call parentheses, or a CamelCase name; `Response.json` — a capitalised name, a dot
+  with an underscore, a dot or call parentheses, or a CamelCase name, `SSLConfig` too; `Response.json` — a capitalised name, a dot
   and no folder — is a class's method, not a file);
 - **quote**: a backtick span that reads as code (`timeout=GIT_TIMEOUT_SECONDS`, `from .utils import echo`), and
   each line of a fenced code block in a programming language (blocks marked text, console, shell or output are
@@ -110,6 +110,7 @@ def classify(text: str) -> str | None:
             or "_" in name.strip("_")
             or (name.startswith("_") and name.strip("_"))
             or re.match(r"^[A-Z][a-z0-9]+[A-Z]\w*$", name)
+            or re.match(r"^[A-Z]{2,}[a-z]{2,}\w*$", name)  # an acronym and a word: `SSLConfig`, `HTTPTransport`
         ):
             return "symbol"
         return None

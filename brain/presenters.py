@@ -39,7 +39,9 @@ class Verification(ToolResult):
     )
     reason: str | None = Field(description="why the note is unverified (null otherwise)")
     evidence: list[dict[str, Any]] = Field(
-        description="for a stale note: each anchor that no longer holds, the commit that changed it"
+        description="for a stale note: each anchor that no longer holds, the commit that changed it; then each anchor "
+        "that still holds but whose definition changed since the note's commit (state 'altered': changed, still present) "
+        "and each that moved, with the commit"
     )
     unresolved: list[str] = Field(default_factory=list, description=UNRESOLVED_DESCRIPTION)
 

@@ -8,9 +8,11 @@ deadline; a failure raises `RepositoryUnreadable` with git's own words.
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import functools
 import re
+import textwrap
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -42,6 +44,7 @@ PYTHON_PATTERNS = (
     r"^[[:space:]]{0,8}(if|elif|else|try|except|finally|with|for|while|match|case|async)([[:space:]]|:|\()",
     r"^[[:space:]]{0,8}[A-Za-z_][A-Za-z0-9_]*[[:space:]]*(:[^=]*)?=[^=]",
     r"^[[:space:]]{4,12}[*]{0,2}[A-Za-z_][A-Za-z0-9_]*[[:space:]]*(:[^=]*)?(=.*)?,[[:space:]]*$",
+    r"^[[:space:]]*(from[[:space:]]+[^[:space:]]+[[:space:]]+)?import[[:space:]].*[[:space:]]as[[:space:]]",
 )
 PYTHON_FILES = ("*.py", "*.pyi")
 # Prose, not code: a `def` in an example of the docs defines nothing in the project.
@@ -50,6 +53,9 @@ _PY_DEF = re.compile(r"^\s*(?:async\s+)?(def|class)\s+([A-Za-z_]\w*)")
 _PY_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)(\s*)(:[^=]*)?=(\s*)(?!=)")
 _PY_PARAMETER = re.compile(r"^\s*\*{0,2}([A-Za-z_]\w*)\s*(?::[^=]*)?(?:=.*)?,\s*$")
 _PY_INLINE_PARAMETER = re.compile(r"(?:^|,)\s*\*{0,2}(?!self\b|cls\b)([A-Za-z_]\w*)\s*(?=[:=,)])")
+# A re-export, the typing convention for a name a module offers as its own: `from click.termui import clear as clear`.
+_PY_IMPORT = re.compile(r"^\s*(?:from\s+\S+\s+)?import\s+(.*)$")
+_PY_REEXPORT = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s+as\s+\1(?!\w)")
 _PY_OPENER = re.compile(r"^\s*(?:if|elif|else|try|except|finally|with|for|while|match|case|async)\b")
 
 
@@ -109,6 +115,18 @@ class Repository:
                 found.append((path, int(number)))
         return found
 
+    def grep_fixed_lines(self, commit: str, text: str) -> list[tuple[str, int, str]]:
+        """(path, line, the line's text) of every line holding `text` at `commit`."""
+        out = run_git(self.git_dir, "grep", "-n", "-I", "-F", "--no-color", "-e", text, commit, check=False)
+        found = []
+        prefix = f"{commit}:"
+        for line in out.splitlines():
+            path, _, rest = line.removeprefix(prefix).partition(":")
+            number, _, code = rest.partition(":")
+            if number.isdigit():
+                found.append((path, int(number), code))
+        return found
+
     def changed_files(self, old: str, new: str) -> list[str]:
         """Paths that differ between two commits (both sides of a rename)."""
         out = run_git(self.git_dir, "diff", "--name-only", "--no-renames", old, new)
@@ -124,6 +142,11 @@ class Repository:
         often that text occurs in it (`git log -S`)."""
         return list(_commits_touching(self.git_dir, old, new, path, pickaxe))
 
+    def file_history(self, old: str, new: str, path: str) -> list[tuple[str, str, tuple[Hunk, ...]]]:
+        """(commit, its parent, the line ranges its diff changed) of each commit in old..new that changed `path`,
+        merges left out (their branch's own commits are listed), oldest first: one `git log -p`."""
+        return list(_file_history(self.git_dir, old, new, path))
+
     def parent(self, commit: str) -> str:
         """The commit's first parent ('' for a root commit)."""
         return _parent(self.git_dir, commit)
@@ -132,6 +155,175 @@ class Repository:
         """The diff of `path` between two commits, one string per hunk (with its @@ header)."""
         return list(_hunks(self.git_dir, old, new, path))
 
+    def block(self, commit: str, path: str, name: str, owner: str = "") -> Block | None:
+        """Where `name` (of class `owner`, if given) is defined in `path` at `commit`, and its shape; None when it
+        is not defined there (see `definition_block`)."""
+        return _block(self.git_dir, commit, path, name, owner)
+
+
+# -- one definition's text, to tell whether a commit changed it ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    """A definition in one version of a file: its lines (decorators included) and its **shape**, what is compared
+    to tell whether a commit changed it — for Python its syntax tree (docstrings included; comments and layout not;
+    a string annotation read as the expression it names), a class without its methods' bodies (its header, class-level
+    statements and its methods' names: `Class.method` is its own definition); elsewhere its lines with whitespace
+    squashed, blank and comment lines dropped."""
+
+    start: int
+    end: int
+    shape: str
+
+
+@functools.lru_cache(maxsize=4096)
+def _block(git_dir: str, commit: str, path: str, name: str, owner: str) -> Block | None:
+    text = _read(git_dir, commit, path)  # None when the file is not there (no listing of the whole tree)
+    if text is None:
+        return None
+    if path.endswith((".py", ".pyi")):
+        return _python_block(path, text, name, owner)
+    return _text_block(text, name)
+
+
+def definition_block(text: str, path: str, name: str, owner: str = "") -> Block | None:
+    """The definition of `name` in a file's `text`: for Python, in class `owner` when the file has that class, else at
+    module level, else in any class (a method cited without its class); elsewhere the first line defining it."""
+    if path.endswith((".py", ".pyi")):
+        return _python_block(path, text, name, owner)
+    return _text_block(text, name)
+
+
+_PYTHON_LINES = tuple(re.compile(pattern.replace("[[:space:]]", r"\s")) for pattern in PYTHON_PATTERNS)
+
+
+@functools.lru_cache(maxsize=256)
+def _python_index(path: str, text: str) -> dict[str, tuple[Definition, ...]]:
+    """name → its definitions in one Python file, found as the symbol index finds them (`python_definitions`)."""
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if any(p.search(line) for p in _PYTHON_LINES)]
+    index: dict[str, list[Definition]] = {}
+    for definition in python_definitions(path, lines):
+        index.setdefault(definition.name, []).append(definition)
+    return {name: tuple(items) for name, items in index.items()}
+
+
+def _python_block(path: str, text: str, name: str, owner: str) -> Block | None:
+    index = _python_index(path, text)
+    found = index.get(name, ())
+    chosen = (
+        next((d for d in found if owner and d.owner == owner), None)
+        or next((d for d in found if not d.owner), None)
+        or next(iter(found), None)
+    )
+    if chosen is None:
+        return None
+    lines = text.splitlines()
+    first, last = _python_span(lines, chosen.line)
+    return Block(first, last, _python_shape("\n".join(lines[first - 1 : last])))
+
+
+_OPENS_CLOSER = re.compile(r"^\s*[)\]}]")
+
+
+def _python_span(lines: list[str], line: int) -> tuple[int, int]:
+    """The lines of the definition at `line`: its decorators, and every line after it indented deeper (or closing
+    its brackets at its own depth: the `) -> None:` of a long signature, the `}` of a dict)."""
+    code = lines[line - 1]
+    indent = len(code) - len(code.lstrip())
+    first = line
+    while (
+        first > 1
+        and lines[first - 2].strip().startswith("@")
+        and len(lines[first - 2]) - len(lines[first - 2].lstrip()) == indent
+    ):
+        first -= 1
+    last = line
+    for number in range(line + 1, len(lines) + 1):
+        current = lines[number - 1]
+        if not current.strip():
+            continue
+        depth = len(current) - len(current.lstrip())
+        if depth > indent or (depth == indent and _OPENS_CLOSER.match(current)):
+            last = number
+            continue
+        break
+    return first, last
+
+
+@functools.lru_cache(maxsize=4096)
+def _python_shape(snippet: str) -> str:
+    """What is compared of a Python definition (its syntax tree; its text squashed when it does not parse)."""
+    try:
+        tree = ast.parse(textwrap.dedent(snippet))
+    except (SyntaxError, ValueError):
+        return _squashed(snippet.splitlines())
+    return "\n".join(_shape(node) for node in tree.body)
+
+
+def _squashed(lines: list[str]) -> str:
+    return "\n".join(" ".join(item.split()) for item in lines if item.strip() and not _COMMENT_LINE.match(item))
+
+
+class _Shape(ast.NodeTransformer):
+    """A definition's tree as compared: string annotations read as what they name (`"Request"` → `Request`)."""
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        for field_name in ("annotation", "returns"):
+            value = getattr(node, field_name, None)
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                try:
+                    setattr(node, field_name, ast.parse(value.value, mode="eval").body)
+                except SyntaxError:
+                    pass
+        return super().generic_visit(node)
+
+
+def _shape(node: ast.stmt) -> str:
+    node = _Shape().visit(node)
+    if isinstance(node, ast.ClassDef):
+        parts = [ast.dump(item) for item in (*node.decorator_list, *node.bases, *node.keywords)]
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                parts.append(f"def {item.name}")
+            else:
+                parts.append(ast.dump(item))
+        return "\n".join(parts)
+    return ast.dump(node)
+
+
+_COMMENT_LINE = re.compile(r"^\s*(?:#|//|/\*|\*|--)")
+_CLOSER = re.compile(r"^\s*(?:[}\])]+[;,]?|end)\s*$")
+
+
+def _text_block(text: str, name: str) -> Block | None:
+    """Outside Python: the line defining `name` and the lines indented under it (and the brace or `end` closing
+    them)."""
+    word = re.escape(name)
+    defines = re.compile(
+        rf"^\s*(?:export\s+)?(?:pub\s+)?(?:async\s+)?(?:def|class|func|function|fn|struct|interface|type|module|const|let|var|static)"
+        rf"\s+(?:mut\s+)?(?:\([^)]*\)\s*)?{word}(?!\w)|^\s{{0,8}}{word}\s*(?::[^=\n]*)?=(?!=)"
+    )
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if not defines.search(line):
+            continue
+        indent = len(line) - len(line.lstrip())
+        end = index
+        for later in range(index + 1, len(lines)):
+            current = lines[later]
+            if not current.strip():
+                continue
+            depth = len(current) - len(current.lstrip())
+            if depth > indent:
+                end = later
+                continue
+            if depth == indent and _CLOSER.match(current):
+                end = later
+            break
+        return Block(index + 1, end + 1, _squashed(lines[index : end + 1]))
+    return None
+
 
 # Commit ids never change what they name: the evidence of many anchors of one file and one change reads it once.
 @functools.lru_cache(maxsize=1024)
@@ -139,6 +331,41 @@ def _commits_touching(git_dir: str, old: str, new: str, path: str, pickaxe: str)
     chosen = [f"-S{pickaxe}"] if pickaxe else []
     out = run_git(git_dir, "log", "--format=%H", "--reverse", *chosen, f"{old}..{new}", "--", path, check=False)
     return tuple(out.split())
+
+
+# A hunk of a diff: (old start, old count, new start, new count), as its @@ line says.
+Hunk = tuple[int, int, int, int]
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+@functools.lru_cache(maxsize=256)
+def _file_history(git_dir: str, old: str, new: str, path: str) -> tuple[tuple[str, str, tuple[Hunk, ...]], ...]:
+    out = run_git(
+        git_dir,
+        "log",
+        "--reverse",
+        "--no-merges",
+        "--format=commit %H %P",
+        "-p",
+        "--unified=0",
+        "--no-color",
+        "--no-renames",
+        f"{old}..{new}",
+        "--",
+        path,
+        check=False,
+    )
+    history: list[tuple[str, str, list[Hunk]]] = []
+    for line in out.splitlines():
+        if line.startswith("commit ") and re.match(r"^commit [0-9a-f]{40}( [0-9a-f]{40})?$", line):
+            ids = line.split()[1:]
+            history.append((ids[0], ids[1] if len(ids) > 1 else "", []))
+            continue
+        header = _HUNK_HEADER.match(line)
+        if header and history:
+            old_start, old_count, new_start, new_count = header.groups()
+            history[-1][2].append((int(old_start), int(old_count or 1), int(new_start), int(new_count or 1)))
+    return tuple((commit, parent, tuple(hunks)) for commit, parent, hunks in history)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -267,7 +494,8 @@ def python_definitions(path: str, lines: list[tuple[int, str]]) -> list[Definiti
     Each line's block is the nearest line before it with less indentation: a def or class is always a
     definition (its owner the class it is in); an assignment is one at module level or in a class body
     (through `if`/`try`… blocks), not in a function, and not the continuation of a statement above it
-    (an indented line ending in `,` or written `name=value` is a keyword argument). A def's parameters are
+    (an indented line ending in `,` or written `name=value` is a keyword argument); a re-export (`from m import a
+    as a`) defines `a` where it is written. A def's parameters are
     definitions too (the project's own API: `CliRunner(mix_stderr=…)`), on its line or one a line below it.
     """
     found: list[Definition] = []
@@ -299,6 +527,11 @@ def python_definitions(path: str, lines: list[tuple[int, str]]) -> list[Definiti
             # A parameter of the project's own function (`mix_stderr: bool = True,`) is its code.
             if parameter.group(1) not in ("self", "cls"):
                 found.append(Definition(parameter.group(1), path, number, signature[3]))
+        elif _PY_IMPORT.match(code):
+            if not local:
+                imported = _PY_IMPORT.match(code)
+                names = _PY_REEXPORT.findall(imported.group(1).split("#", 1)[0]) if imported else []
+                found += [Definition(name, path, number, owner) for name in names]
         elif not assignment and _PY_OPENER.match(code):
             stack.append((indent, "opener", "", ""))
         elif assignment:

@@ -16,12 +16,13 @@ This module computes; `brain.actions` stores (do_verify_note, do_sync_project, d
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from brain.models import Anchor, AnchorState, Note, Project, VerificationState
-from brain.repository import Definition, Repository
+from brain.repository import DOC_FILES, Block, Definition, Hunk, Repository
 
 CONTEXT_LINES = 2  # lines of code shown around where an anchor was, as "what the code says now"
 MAX_HUNK_CHARS = 2000
@@ -32,6 +33,11 @@ MAX_PICKAXE_COMMITS = 50
 MIN_LIKENESS = 0.6
 LIKENESS_TIE = 0.1  # lines this much less alike than the most alike one still compete on where they are
 FAILING = (AnchorState.CHANGED, AnchorState.GONE)
+# In a stale note's evidence: an anchor that still holds but whose definition changed since the note's commit
+# ("changed, still present"). Never a reason to flag a note: only shown beside the anchor that failed.
+ALTERED = "altered"
+# Commits that changed an altered anchor's file (the newest this many), each compared with its parent.
+MAX_ALTERED_COMMITS = 200
 _DEFINITION_WORDS = r"(?:export\s+)?(?:pub\s+)?(?:async\s+)?(?:def|class|func|function|fn|struct|interface|type|module|const|let|var|static)\s+(?:mut\s+)?(?:\([^)]*\)\s*)?"
 
 
@@ -67,16 +73,24 @@ def _shown(value: str) -> str:
 def _definition_of(name: str) -> re.Pattern:
     """A line defining `name`: a def/class/func… or an assignment of it (brain.repository's rules, on one file)."""
     word = re.escape(name)
-    return re.compile(rf"^\s*{_DEFINITION_WORDS}{word}(?!\w)|^\s{{0,8}}{word}\s*(?::[^=\n]*)?=(?!=)", re.M)
+    return re.compile(
+        rf"^\s*{_DEFINITION_WORDS}{word}(?!\w)|^\s{{0,8}}{word}\s*(?::[^=\n]*)?=(?!=)"
+        rf"|^\s*(?:from\s+\S+\s+)?import\s[^\n#]*?(?<![\w.]){word}\s+as\s+{word}(?!\w)",
+        re.M,
+    )
 
 
 class Verifier:
     """Checks anchors at one commit of one repository (`old`: the commit they were last checked at, if known;
-    `project`: its name, as the writer is told what is not in it)."""
+    `project`: its name, as the writer is told what is not in it; `confirmed`: a person just said the note holds at
+    `commit`, so what changed before it is settled and its anchors' changes are counted from there)."""
 
-    def __init__(self, repo: Repository, commit: str, old: str | None = None, project: str = ""):
+    def __init__(
+        self, repo: Repository, commit: str, old: str | None = None, project: str = "", confirmed: bool = False
+    ):
         self.repo, self.commit, self.old = repo, commit, old
         self.project = project or "the repository"
+        self.confirmed = confirmed
         self.files = repo.files(commit)
 
     # -- one anchor ------------------------------------------------------------------
@@ -88,6 +102,7 @@ class Verifier:
             check.evidence = {
                 "held_commit": self.commit,
                 "held_lines": _lines_at(self.repo.read(self.commit, path), line),
+                "since": self._since(anchor),
             }
             if check.state == AnchorState.MOVED:
                 check.evidence.update(self._moved(anchor, path))
@@ -104,6 +119,98 @@ class Verifier:
         else:
             check.evidence = self._evidence(anchor, check)
         return check
+
+    def _since(self, anchor: Anchor) -> str:
+        """The commit the anchor's changes are counted from: where it was first found (the note's commit, as near as
+        the brain knows it) or a person last confirmed the note, carried from check to check while it holds."""
+        if self.confirmed or not anchor.location:
+            return self.commit
+        before = (
+            anchor.evidence
+            if anchor.state in (AnchorState.HOLDS, AnchorState.MOVED)
+            else (anchor.evidence or {}).get("before", {})
+        )
+        return (before or {}).get("since") or (before or {}).get("held_commit") or self.commit
+
+    # -- what changed under an anchor that still holds ("changed, still present") ---------------------------------
+
+    def explain(self, note: Note, anchors: list[Anchor]) -> list[Anchor]:
+        """For a note that is stale here: for each of its other anchors that still holds, the commits in since..head
+        that changed its definition (kept in its evidence as `altered`, shown beside the anchor that failed). Returns
+        the anchors whose evidence changed (to be stored). A note that is not stale is left as it is: a definition
+        whose body changed is never a reason to flag a note."""
+        waived = note.waived_anchors or {}
+        failing = [a for a in anchors if a.state in FAILING and a.key not in waived]
+        if not failing:
+            return []
+        failed_in = [a.evidence.get("changed_in", "") for a in failing if a.evidence.get("changed_in")]
+        touched = []
+        for anchor in anchors:
+            if anchor.state != AnchorState.HOLDS or anchor.kind not in ("symbol", "setting"):
+                continue
+            altered = self._altered(anchor, failed_in)
+            if altered != (anchor.evidence or {}).get(ALTERED):
+                anchor.evidence = {**(anchor.evidence or {}), ALTERED: altered}
+                if not altered:
+                    del anchor.evidence[ALTERED]
+                touched.append(anchor)
+        return touched
+
+    def _altered(self, anchor: Anchor, failed_in: list[str]) -> dict | None:
+        """{since, commits, changed_in, then, now, hunk} when the anchor's definition at the head is not what it was
+        at `since`; else None. `commits`: every commit in since..head that changed it, oldest first; `changed_in`:
+        of those, the first that also changed an anchor that failed (the commit that made the note false), else the
+        first."""
+        evidence = anchor.evidence or {}
+        since = evidence.get("since") or ""
+        path = _location_line(anchor.location)[0] if anchor.location else ""
+        if not since or since == self.commit or not path:
+            return None
+        known = evidence.get(ALTERED)
+        if known and known.get("through") == self.commit and known.get("since") == since:
+            return known
+        parts = anchor.value.split(".")
+        name, owner = parts[-1], parts[-2] if len(parts) > 1 and anchor.kind == "symbol" else ""
+        then, now = self.repo.block(since, path, name, owner), self.repo.block(self.commit, path, name, owner)
+        if then is None or now is None or then.shape == now.shape:
+            return None
+        # Each commit that changed the file, compared with its parent: kept when the definition differs (not a
+        # change of layout or comments alone). Merges are left out: their branch's own commits are compared. A commit
+        # whose diff lies away from the definition's lines is not read; the lines are shifted past it.
+        commits: list[str] = []
+        blocks: dict[str, Block | None] = {}
+
+        def block_at(commit: str) -> Block | None:
+            if commit not in blocks:
+                blocks[commit] = self.repo.block(commit, path, name, owner)
+            return blocks[commit]
+
+        for commit, parent, hunks in self.repo.file_history(since, self.commit, path)[-MAX_ALTERED_COMMITS:]:
+            was = block_at(parent) if parent else None
+            if was is not None and hunks and not any(_near(was, hunk) for hunk in hunks):
+                blocks[commit] = _shifted(was, hunks)
+                continue
+            block = block_at(commit)
+            if (block.shape if block else None) != (was.shape if was else None):
+                commits.append(commit)
+        if not commits:
+            return None
+        changed_in = next((c for c in commits if c in failed_in), commits[0])
+        parent = self.repo.parent(changed_in)
+        hunk = ""
+        if parent:
+            was = self.repo.block(parent, path, name, owner)
+            hunk = _hunk_within(self.repo.hunks(parent, changed_in, path), was.start, was.end) if was else ""
+        return {
+            "since": since,
+            "through": self.commit,
+            "path": path,
+            "commits": commits,
+            "changed_in": changed_in,
+            "then": _lines_of(self.repo.read(since, path), then.start, then.end),
+            "now": _lines_of(self.repo.read(self.commit, path), now.start, now.end),
+            "hunk": hunk,
+        }
 
     def _moved(self, anchor: Anchor, path: str) -> dict:
         """Where a moved anchor was, and the commit that took it from there (shown beside a stale note's evidence)."""
@@ -195,11 +302,18 @@ class Verifier:
         return self._missing(preferred)
 
     def _held_base(self, anchor: Anchor) -> str:
-        """The commit the anchor last held at (before this check), if it held before; else ''."""
-        if anchor.state in (AnchorState.HOLDS, AnchorState.MOVED) and anchor.location:
+        """The commit the anchor last held at (before this check), if it held before; else ''. For an anchor that
+        failed at an earlier check, the commit it last held at before that (so a copy elsewhere that was there all
+        along is still not where it went, however many syncs later)."""
+        if not anchor.location:
+            return ""
+        if anchor.state in (AnchorState.HOLDS, AnchorState.MOVED):
             held = (anchor.evidence or {}).get("held_commit") or self.old or ""
-            return held if held != self.commit else ""
-        return ""
+        elif anchor.state in FAILING:
+            held = ((anchor.evidence or {}).get("before") or {}).get("held_commit") or ""
+        else:
+            return ""
+        return held if held != self.commit else ""
 
     def _check_setting(self, anchor: Anchor) -> Check:
         preferred = self._preferred(anchor)
@@ -209,11 +323,23 @@ class Verifier:
             for number, line in enumerate(content.splitlines(), start=1):
                 if word.search(line):
                     return Check(AnchorState.HOLDS, path=path, location=f"{path}:{number}")
-        hits = [(p, n) for p, n in self.repo.grep_fixed(self.commit, anchor.value)]
-        # Where it is defined says most: a settings file, then any assignment, then the first mention.
-        hits.sort(key=lambda hit: ("settings" not in hit[0], hit[0].startswith(("tests/", "test/")), hit))
-        if hits:
-            path, number = hits[0]
+        defines = _definition_of(anchor.value)
+        # Where it is defined says most: a settings file, then any assignment, then code before docs and tests, then
+        # the first mention.
+        hits = sorted(
+            self.repo.grep_fixed_lines(self.commit, anchor.value),
+            key=lambda hit: (
+                "settings" not in hit[0],
+                not defines.search(hit[2]),
+                _is_doc(hit[0]),
+                hit[0].startswith(("tests/", "test/")),
+                hit[:2],
+            ),
+        )
+        base = self._held_base(anchor)
+        for path, number, _ in hits:
+            if base and preferred and path not in preferred and word.search(self.repo.read(base, path) or ""):
+                continue  # a mention that was there all along (a changelog, a test): not where it went
             return self._found(path, number, preferred)
         return self._missing(preferred)
 
@@ -369,6 +495,10 @@ class Verifier:
         return _lines_at(text, where, CONTEXT_LINES)
 
 
+def _is_doc(path: str) -> bool:
+    return any(fnmatch.fnmatch(path.rsplit("/", 1)[-1], pattern) for pattern in DOC_FILES)
+
+
 def _owned_by(definition: Definition, owner: str, hint: str, definitions: dict[str, tuple[Definition, ...]]) -> bool:
     """Whether `owner.name` can mean this definition of `name`: no owner; `self`/`cls` and a class of the file the
     note names; the class it is defined in; a module or package it is in (`core.echo`, `click.echo`); or, where the
@@ -394,6 +524,46 @@ def _pickaxe_text(anchor: Anchor) -> str:
         return words[-1] if len(words) > 1 else ""
     if anchor.kind in ("quote", "setting"):
         return anchor.value.strip()
+    return ""
+
+
+# Lines after a definition's last one whose history is read too (a tail of its body that a commit cut).
+SPAN_MARGIN = 3
+
+
+def _near(block: Block, hunk: Hunk) -> bool:
+    """Whether a hunk (old start, old count, …) changes the definition's lines, or lines just beside them."""
+    first = hunk[0] if hunk[1] else hunk[0] + 1  # an insertion comes after its line
+    last = hunk[0] + max(hunk[1], 1) - 1
+    return first <= block.end + SPAN_MARGIN and last >= block.start - 1
+
+
+def _shifted(block: Block, hunks: tuple[Hunk, ...]) -> Block:
+    """The definition after a commit whose hunks all lie away from it: the same, its lines moved by those above."""
+    delta = sum(new_count - old_count for old_start, old_count, _, new_count in hunks if old_start < block.start)
+    return Block(block.start + delta, block.end + delta, block.shape)
+
+
+def _lines_of(text: str | None, start: int, end: int) -> str:
+    if text is None:
+        return ""
+    return "\n".join(text.splitlines()[start - 1 : end])[:MAX_LINES_CHARS]
+
+
+def _hunk_within(hunks: list[str], start: int, end: int) -> str:
+    """The hunk that changes lines start..end of the old file, cut to MAX_HUNK_CHARS around its first change there."""
+    header = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+")
+    for hunk in hunks:
+        lines = hunk.splitlines()
+        match = header.match(lines[0]) if lines else None
+        if not match:
+            continue
+        old = int(match.group(1))
+        for index, line in enumerate(lines[1:], start=1):
+            if line.startswith(("-", "+")) and start <= old <= end + 1:
+                return _cut_around(lines, index)
+            if not line.startswith("+"):
+                old += 1
     return ""
 
 
@@ -486,7 +656,11 @@ def verdict(note: Note, anchors: list[Anchor], commit: str) -> NoteVerdict:
     waived = note.waived_anchors or {}
     failing = [a for a in anchors if a.state in FAILING and a.key not in waived]
     if failing:
-        # Beside what changed: what moved away from where the note says it is, and in which commit.
+        # Beside what changed: what still holds but whose definition changed since the note's commit, and what moved
+        # away from where the note says it is, each with the commit that did it.
+        altered = [
+            _altered_item(a) for a in anchors if a.state == AnchorState.HOLDS and (a.evidence or {}).get(ALTERED)
+        ]
         moved = [
             {
                 "anchor": a.value,
@@ -510,10 +684,33 @@ def verdict(note: Note, anchors: list[Anchor], commit: str) -> NoteVerdict:
                 }
                 for a in failing
             ]
+            + altered
             + moved
             + said,
         )
     return NoteVerdict(VerificationState.VERIFIED, commit, said)
+
+
+def _altered_item(anchor: Anchor) -> dict:
+    """A stale note's evidence for an anchor that still holds but whose definition changed: "changed, still present"."""
+    altered = anchor.evidence[ALTERED]
+    commits = altered.get("commits", [])
+    others = [c[:7] for c in commits if c != altered["changed_in"]]
+    also = f" (also changed in {', '.join(others[:5])}{', …' if len(others) > 5 else ''})" if others else ""
+    return {
+        "anchor": anchor.value,
+        "kind": anchor.kind,
+        "state": ALTERED,
+        "path": altered.get("path", ""),
+        "quoted": altered.get("then", ""),
+        "now": altered.get("now", ""),
+        "changed_in": altered["changed_in"],
+        "commits": commits,
+        "since": altered.get("since", ""),
+        "hunk": altered.get("hunk", ""),
+        "message": f"`{_shown(anchor.value)}` changed, still present: its definition changed in "
+        f"{altered['changed_in'][:7]}{also} since {altered.get('since', '')[:7]}",
+    }
 
 
 def no_repository_reason(project: Project | None, problem: str = "") -> str:

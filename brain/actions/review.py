@@ -464,7 +464,10 @@ def do_confirm_note(note: Note, *, user: User | None, expected_version: int | No
         if repo is None:
             raise BrainInputError(f"“{note.title}” cannot be re-anchored: {reason}.")
         anchors = list(note.anchors.all())
-        _store_checks(truth.Verifier(repo, commit, project=note.project.name if note.project else ""), anchors)
+        # Confirmed at this commit: what changed under its anchors before it is settled (counted from here on).
+        _store_checks(
+            truth.Verifier(repo, commit, project=note.project.name if note.project else "", confirmed=True), anchors
+        )
         before, version_before = note.snapshot(), note.version
         waived = dict(note.waived_anchors or {})
         for anchor in anchors:

@@ -122,6 +122,7 @@ def _check_note(note: Note, anchors: list[Anchor], *, only_unchecked: bool) -> N
     try:
         verifier = truth.Verifier(repo, commit, project=note.project.name if note.project else "")
         _store_checks(verifier, due)
+        _store_explained(verifier.explain(note, anchors))
     except RepositoryUnreadable as exc:
         _store_verdict(note, truth.unverified(truth.no_repository_reason(note.project, str(exc))))
         return
@@ -150,6 +151,11 @@ def _store_checks(verifier: truth.Verifier, anchors: list[Anchor]) -> None:
             "path": "text",
         },
     )
+
+
+def _store_explained(anchors: list[Anchor]) -> None:
+    """Store what `Verifier.explain` found under the anchors of a stale note that still hold."""
+    _update_rows(Anchor, anchors, {"evidence": "jsonb"})
 
 
 UPDATE_BATCH = 1000
@@ -325,7 +331,9 @@ def do_recheck_project(project: Project, head: str) -> RecheckOutcome:
         rechecked = [note for note in notes if by_note.get(note.pk)] if old else notes
         outcome.notes_rechecked = len({anchor.note_id for anchor in due})
         now = timezone.now()
+        explained: list[Anchor] = []
         for note in rechecked:
+            explained += verifier.explain(note, by_note.get(note.pk, []))
             verdict = note_checks.with_check(note, truth.verdict(note, by_note.get(note.pk, []), head))
             if note_checks.check_command(note) and note.status == NoteStatus.WIKI:
                 outcome.checks_due.append(note.pk)
@@ -333,6 +341,7 @@ def do_recheck_project(project: Project, head: str) -> RecheckOutcome:
             note.verification_evidence, note.verified_at = verdict.evidence, now
             if verdict.state == VerificationState.STALE:
                 outcome.stale.append(note.slug)
+        _store_explained(explained)
         _update_rows(
             Note,
             rechecked,
