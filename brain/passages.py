@@ -113,8 +113,17 @@ LEAD_IN_CHARS = 200
 SHORT_LEAD_IN = 60
 
 HTML_COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+# A line that includes code from a file, as documentation generators write it: `{* docs_src/app/main.py hl[9] *}`
+# (FastAPI's and Typer's docs), `--8<-- "snippets/main.py"` (pymdownx snippets). It stands where a code block would.
+INCLUDE_RE = re.compile(r"^\s*(?:\{\*.*\*\}|-{2}8<-{2}\s+\S.*)\s*$")
+# A line of layout only: an admonition's opening or closing marker (`/// tip`, `/// note | Details`, `///`,
+# `!!! warning "Title"`), a content tab's (`=== "pip"`), or HTML tags with no words between them (`<div class="termy">`, `</div>`). It bounds
+# blocks like a blank line and is never a passage, so the prose above `<div class="termy">` still leads into
+# the console session under it.
+ADMONITION_RE = re.compile(r"^\s*(?:/{3}(?:\s.*)?|!{3}\s*\w.*|\?{3}\+?\s*\w.*|={3}\+?\s+\".*\")$")
 HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 FENCE_RE = re.compile(r"^\s*(```|~~~)")
+FENCE_OPEN_RE = re.compile(r"^\s*(`{3,}|~{3,})")
 FENCE_LINE_RE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 LIST_ITEM_RE = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 TABLE_RULE_RE = re.compile(r"^\|?\s*:?-{3,}")
@@ -181,8 +190,83 @@ def without_html_comments(text: str) -> str:
     return HTML_COMMENT_RE.sub("", text)
 
 
+# MyST's directives are written as fences (```` ```{note} ````): the ones that hold prose (admonitions, version
+# notes) are unwrapped, their fence lines layout and their text passages like any other; the ones that only
+# lay out the site (a table of contents) are dropped; the rest (`{code-block}`, `{eval-rst}`…) stay code.
+DIRECTIVE_FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})\{([\w-]+)\}")
+PROSE_DIRECTIVES = frozenset(
+    {
+        "note",
+        "warning",
+        "tip",
+        "important",
+        "caution",
+        "danger",
+        "attention",
+        "hint",
+        "seealso",
+        "admonition",
+        "versionadded",
+        "versionchanged",
+        "deprecated",
+        "error",
+        "todo",
+    }
+)
+LAYOUT_DIRECTIVES = frozenset({"contents", "toctree"})
+DIRECTIVE_OPTION_RE = re.compile(r"^\s*:[\w-]+:")
+
+
+def _closes(line: str, fence: str) -> bool:
+    stripped = line.strip()
+    return len(stripped) >= len(fence) and set(stripped) == {fence[0]}
+
+
+def _unwrap_directives(lines: list[str]) -> list[str]:
+    """`lines` with MyST's prose directives unwrapped and its layout directives dropped (DIRECTIVE_FENCE_RE)."""
+    out: list[str] = []
+    blocks: list[tuple[str, str]] = []  # (the opening fence, "prose" | "drop" | "code") of each open block
+    for line in lines:
+        kind = blocks[-1][1] if blocks else ""
+        if blocks and _closes(line, blocks[-1][0]):
+            blocks.pop()
+            if kind == "code":
+                out.append(line)
+            continue
+        if kind == "drop":
+            continue
+        if kind == "code":  # nothing opens inside code
+            out.append(line)
+            continue
+        directive = DIRECTIVE_FENCE_RE.match(line)
+        fence = FENCE_OPEN_RE.match(line)
+        if directive:
+            name = directive.group(2).lower()
+            opened = "prose" if name in PROSE_DIRECTIVES else "drop" if name in LAYOUT_DIRECTIVES else "code"
+            blocks.append((directive.group(1), opened))
+            if opened == "code":
+                out.append(line)
+        elif fence:
+            blocks.append((fence.group(1), "code"))
+            out.append(line)
+        elif kind == "prose" and DIRECTIVE_OPTION_RE.match(line) and (not out or not out[-1].strip()):
+            continue  # `:class: tip` right after the opening line
+        else:
+            out.append(line)
+    return out
+
+
+def _layout_only(line: str) -> bool:
+    """Whether a line outside code is layout, not words (ADMONITION_RE, or HTML tags and nothing else)."""
+    stripped = line.strip()
+    if ADMONITION_RE.match(stripped):
+        return True
+    return stripped.startswith("<") and not bm25.without_markup(stripped).strip()
+
+
 def _blocks(lines: list[str]) -> list[tuple[str, list[str]]]:
-    """(kind, lines) of one section: "code", "table", "list" or "text", split at blank lines (not inside code)."""
+    """(kind, lines) of one section: "code", "table", "list" or "text", split at blank lines (not inside code);
+    a line of layout (`_layout_only`) splits like a blank line, and an include line (INCLUDE_RE) is a code block."""
     blocks: list[tuple[str, list[str]]] = []
     current: list[str] = []
     in_fence = False
@@ -210,8 +294,12 @@ def _blocks(lines: list[str]) -> list[tuple[str, list[str]]]:
             if not in_fence:
                 flush()
             continue
-        if not in_fence and not line.strip():
+        if not in_fence and (not line.strip() or _layout_only(line)):
             flush()
+            continue
+        if not in_fence and INCLUDE_RE.match(line):
+            flush()
+            blocks.append(("code", [line]))
             continue
         current.append(line)
     flush()
@@ -254,7 +342,7 @@ def split_passages(title: str, body: str) -> list[Passage]:
     headings: list[tuple[int, str]] = []
     current: list[str] = []
     in_fence = False
-    for line in without_html_comments(body).splitlines():
+    for line in _unwrap_directives(without_html_comments(body).splitlines()):
         if FENCE_RE.match(line):
             in_fence = not in_fence
         match = None if in_fence else HEADING_RE.match(line)
@@ -385,7 +473,9 @@ def score_passages(question: str, candidates: Iterable[tuple[Source, Passage]]) 
 
 
 def has_code(passage: Passage) -> bool:
-    return FENCE_LINE_RE.search(passage.text) is not None
+    return FENCE_LINE_RE.search(passage.text) is not None or any(
+        INCLUDE_RE.match(line) for line in passage.text.splitlines()
+    )
 
 
 def quoted_passages(ranked: list[ScoredPassage[Source]], passages: list[Passage], *, second: bool) -> list[Passage]:
