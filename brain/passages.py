@@ -490,9 +490,13 @@ def quoted_passages(ranked: list[ScoredPassage[Source]], passages: list[Passage]
         if following is not None and has_code(following) and following.context == best.passage.context:
             chosen.append(following)
     if second:
+        near = [item for item in ranked[1:] if item.score >= SECOND_PASSAGE_SHARE * best.score]
+        # A passage with code in it (a lead-in and its block) before prose that scores a little better: the
+        # answer to "how do I …" is the example.
+        near.sort(key=lambda item: not has_code(item.passage))
         extra = 0
-        for item in ranked[1:]:
-            if item.score < SECOND_PASSAGE_SHARE * best.score or extra == MORE_PASSAGES:
+        for item in near:
+            if extra == MORE_PASSAGES:
                 break
             if item.passage not in chosen:
                 chosen.append(item.passage)

@@ -14,7 +14,7 @@ import pytest
 from brain import bm25
 from brain.actions import do_ingest_note
 from brain.answers import answer
-from brain.passages import has_code, split_passages
+from brain.passages import MORE_PASSAGES, ScoredPassage, has_code, quoted_passages, split_passages
 
 
 def texts(body: str) -> list[str]:
@@ -183,3 +183,32 @@ def test_the_answer_quotes_the_lead_in_of_an_included_example(docs_brain):
     first = result["answer"].split("\n\n[")[0]
     assert "use the `envvar` parameter for `Argument()`:" in first, first
     assert "{* docs_src/arguments/envvar/tutorial001.py hl[9] *}" in first
+
+
+LOCALS_PAGE = """# Errors
+
+Being able to see the values of local variables is helpful to debug problems.
+
+Local variables can hold secrets, which is why errors can leave their values out.
+
+Printing the values of local variables makes the output longer.
+
+To show them, set `show_locals=True` when creating the app:
+
+{* docs_src/errors/tutorial002.py hl[3] *}
+"""
+
+
+def test_the_example_is_quoted_before_prose_that_scores_a_little_better():
+    """Issue 45: the answer quoted three paragraphs about local variables and left out the line that shows how."""
+    passages = split_passages("Errors", LOCALS_PAGE)
+    prose = [p for p in passages if not has_code(p)]
+    [code] = [p for p in passages if has_code(p)]
+    ranked = [
+        ScoredPassage(prose[0], 10.0, None),
+        ScoredPassage(prose[1], 9.5, None),
+        ScoredPassage(prose[2], 9.3, None),
+        ScoredPassage(code, 7.5, None),  # within SECOND_PASSAGE_SHARE of the best
+    ]
+    quoted = quoted_passages(ranked, passages, second=True)
+    assert code in quoted and prose[0] in quoted and len(quoted) == 1 + MORE_PASSAGES
