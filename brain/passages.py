@@ -478,17 +478,42 @@ def has_code(passage: Passage) -> bool:
     )
 
 
+CONSOLE_FENCE_RE = re.compile(r"^\s*(?:```|~~~)\s*(?:console|shell-session|terminal)\b", re.IGNORECASE | re.MULTILINE)
+
+
+def is_console(passage: Passage) -> bool:
+    """Whether the passage's code is a console session (```` ```console ````): a program run and what it printed."""
+    return CONSOLE_FENCE_RE.search(passage.text) is not None
+
+
 def quoted_passages(ranked: list[ScoredPassage[Source]], passages: list[Passage], *, second: bool) -> list[Passage]:
     """What an extractive answer quotes of one note, in the note's order: its best passage (`ranked`: the note's
     scored passages, best first; `passages`: all of them, in order), the code example right under it when the
-    best passage is prose about it (the docs' "… use `envvar`." then the example), and, with `second`, its next
-    best passages (MORE_PASSAGES at most) that score SECOND_PASSAGE_SHARE of the best."""
+    best passage is prose about it (the docs' "… use `envvar`." then the example), else the one right above it
+    in the same section ("With that, you can use Markdown in the docstring…" explains the example above it); for
+    a console session, the example above it in the section that it runs; and, with `second`, its next best
+    passages (MORE_PASSAGES at most) that score SECOND_PASSAGE_SHARE of the best, those with code first."""
     best = ranked[0]
     chosen = [best.passage]
-    if not has_code(best.passage):
+    if is_console(best.passage) or not has_code(best.passage):
         following = passages[best.passage.order + 1] if best.passage.order + 1 < len(passages) else None
-        if following is not None and has_code(following) and following.context == best.passage.context:
+        if (
+            not has_code(best.passage)
+            and following is not None
+            and has_code(following)
+            and not is_console(following)
+            and following.context == best.passage.context
+        ):
             chosen.append(following)
+        else:
+            # The example above in the same section: the one a console session runs, or the one a paragraph
+            # under it explains ("With that, you can use Markdown in the docstring…").
+            for before in reversed(passages[: best.passage.order]):
+                if before.context != best.passage.context:
+                    break
+                if has_code(before) and not is_console(before):
+                    chosen.append(before)
+                    break
     if second:
         near = [item for item in ranked[1:] if item.score >= SECOND_PASSAGE_SHARE * best.score]
         # A passage with code in it (a lead-in and its block) before prose that scores a little better: the

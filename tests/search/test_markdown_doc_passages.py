@@ -212,3 +212,53 @@ def test_the_example_is_quoted_before_prose_that_scores_a_little_better():
     ]
     quoted = quoted_passages(ranked, passages, second=True)
     assert code in quoted and prose[0] in quoted and len(quoted) == 1 + MORE_PASSAGES
+
+
+MARKDOWN_HELP_PAGE = """# Command help
+
+## Markdown in the help
+
+You can set `rich_markup_mode="markdown"` on the app:
+
+{* docs_src/commands/help/tutorial005.py hl[4] *}
+
+With that, you can use Markdown in the docstring to make a word bold or show a list of items.
+
+Check it:
+
+```console
+$ python main.py create --help
+
+ Create a **new** user with:
+  - a name
+```
+"""
+
+
+def test_prose_that_explains_the_example_above_it_brings_that_example():
+    passages = split_passages("Command help", MARKDOWN_HELP_PAGE)
+    [explained] = [p for p in passages if p.text.startswith("With that, you can use Markdown") and not has_code(p)]
+    quoted = quoted_passages([ScoredPassage(explained, 10.0, None)], passages, second=False)
+    assert [p.text for p in quoted][0].startswith('You can set `rich_markup_mode="markdown"` on the app:')
+    assert quoted[1] == explained
+
+
+def test_a_console_session_brings_the_example_it_runs():
+    passages = split_passages("Command help", MARKDOWN_HELP_PAGE)
+    [console] = [p for p in passages if "```console" in p.text]
+    quoted = quoted_passages([ScoredPassage(console, 10.0, None)], passages, second=False)
+    assert len(quoted) == 2 and 'rich_markup_mode="markdown"' in quoted[0].text and quoted[1] == console
+
+
+@pytest.mark.django_db
+def test_the_answer_about_the_console_output_shows_the_setting_too(settings):
+    settings.BRAIN_EMBEDDER = "off"
+    settings.BRAIN_ANSWER_MODEL = ""
+    settings.BRAIN_RERANKER_URL = ""
+    bm25.reset()
+    do_ingest_note(title="Command help", body=MARKDOWN_HELP_PAGE, wing="library", slug="help", source="test")
+    try:
+        result = answer("How do I make bold words and bullet lists show in the help text?")
+    finally:
+        bm25.reset()
+    assert 'rich_markup_mode="markdown"' in result["answer"], result["answer"]
