@@ -113,8 +113,17 @@ LEAD_IN_CHARS = 200
 SHORT_LEAD_IN = 60
 
 HTML_COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+# A line that includes code from a file, as documentation generators write it: `{* docs_src/app/main.py hl[9] *}`
+# (FastAPI's and Typer's docs), `--8<-- "snippets/main.py"` (pymdownx snippets). It stands where a code block would.
+INCLUDE_RE = re.compile(r"^\s*(?:\{\*.*\*\}|-{2}8<-{2}\s+\S.*)\s*$")
+# A line of layout only: an admonition's opening or closing marker (`/// tip`, `/// note | Details`, `///`,
+# `!!! warning "Title"`), a content tab's (`=== "pip"`), or HTML tags with no words between them (`<div class="termy">`, `</div>`). It bounds
+# blocks like a blank line and is never a passage, so the prose above `<div class="termy">` still leads into
+# the console session under it.
+ADMONITION_RE = re.compile(r"^\s*(?:/{3}(?:\s.*)?|!{3}\s*\w.*|\?{3}\+?\s*\w.*|={3}\+?\s+\".*\")$")
 HEADING_RE = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 FENCE_RE = re.compile(r"^\s*(```|~~~)")
+FENCE_OPEN_RE = re.compile(r"^\s*(`{3,}|~{3,})")
 FENCE_LINE_RE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 LIST_ITEM_RE = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
 TABLE_RULE_RE = re.compile(r"^\|?\s*:?-{3,}")
@@ -181,8 +190,83 @@ def without_html_comments(text: str) -> str:
     return HTML_COMMENT_RE.sub("", text)
 
 
+# MyST's directives are written as fences (```` ```{note} ````): the ones that hold prose (admonitions, version
+# notes) are unwrapped, their fence lines layout and their text passages like any other; the ones that only
+# lay out the site (a table of contents) are dropped; the rest (`{code-block}`, `{eval-rst}`…) stay code.
+DIRECTIVE_FENCE_RE = re.compile(r"^\s*(`{3,}|~{3,})\{([\w-]+)\}")
+PROSE_DIRECTIVES = frozenset(
+    {
+        "note",
+        "warning",
+        "tip",
+        "important",
+        "caution",
+        "danger",
+        "attention",
+        "hint",
+        "seealso",
+        "admonition",
+        "versionadded",
+        "versionchanged",
+        "deprecated",
+        "error",
+        "todo",
+    }
+)
+LAYOUT_DIRECTIVES = frozenset({"contents", "toctree"})
+DIRECTIVE_OPTION_RE = re.compile(r"^\s*:[\w-]+:")
+
+
+def _closes(line: str, fence: str) -> bool:
+    stripped = line.strip()
+    return len(stripped) >= len(fence) and set(stripped) == {fence[0]}
+
+
+def _unwrap_directives(lines: list[str]) -> list[str]:
+    """`lines` with MyST's prose directives unwrapped and its layout directives dropped (DIRECTIVE_FENCE_RE)."""
+    out: list[str] = []
+    blocks: list[tuple[str, str]] = []  # (the opening fence, "prose" | "drop" | "code") of each open block
+    for line in lines:
+        kind = blocks[-1][1] if blocks else ""
+        if blocks and _closes(line, blocks[-1][0]):
+            blocks.pop()
+            if kind == "code":
+                out.append(line)
+            continue
+        if kind == "drop":
+            continue
+        if kind == "code":  # nothing opens inside code
+            out.append(line)
+            continue
+        directive = DIRECTIVE_FENCE_RE.match(line)
+        fence = FENCE_OPEN_RE.match(line)
+        if directive:
+            name = directive.group(2).lower()
+            opened = "prose" if name in PROSE_DIRECTIVES else "drop" if name in LAYOUT_DIRECTIVES else "code"
+            blocks.append((directive.group(1), opened))
+            if opened == "code":
+                out.append(line)
+        elif fence:
+            blocks.append((fence.group(1), "code"))
+            out.append(line)
+        elif kind == "prose" and DIRECTIVE_OPTION_RE.match(line) and (not out or not out[-1].strip()):
+            continue  # `:class: tip` right after the opening line
+        else:
+            out.append(line)
+    return out
+
+
+def _layout_only(line: str) -> bool:
+    """Whether a line outside code is layout, not words (ADMONITION_RE, or HTML tags and nothing else)."""
+    stripped = line.strip()
+    if ADMONITION_RE.match(stripped):
+        return True
+    return stripped.startswith("<") and not bm25.without_markup(stripped).strip()
+
+
 def _blocks(lines: list[str]) -> list[tuple[str, list[str]]]:
-    """(kind, lines) of one section: "code", "table", "list" or "text", split at blank lines (not inside code)."""
+    """(kind, lines) of one section: "code", "table", "list" or "text", split at blank lines (not inside code);
+    a line of layout (`_layout_only`) splits like a blank line, and an include line (INCLUDE_RE) is a code block."""
     blocks: list[tuple[str, list[str]]] = []
     current: list[str] = []
     in_fence = False
@@ -210,8 +294,12 @@ def _blocks(lines: list[str]) -> list[tuple[str, list[str]]]:
             if not in_fence:
                 flush()
             continue
-        if not in_fence and not line.strip():
+        if not in_fence and (not line.strip() or _layout_only(line)):
             flush()
+            continue
+        if not in_fence and INCLUDE_RE.match(line):
+            flush()
+            blocks.append(("code", [line]))
             continue
         current.append(line)
     flush()
@@ -254,7 +342,7 @@ def split_passages(title: str, body: str) -> list[Passage]:
     headings: list[tuple[int, str]] = []
     current: list[str] = []
     in_fence = False
-    for line in without_html_comments(body).splitlines():
+    for line in _unwrap_directives(without_html_comments(body).splitlines()):
         if FENCE_RE.match(line):
             in_fence = not in_fence
         match = None if in_fence else HEADING_RE.match(line)
@@ -385,24 +473,55 @@ def score_passages(question: str, candidates: Iterable[tuple[Source, Passage]]) 
 
 
 def has_code(passage: Passage) -> bool:
-    return FENCE_LINE_RE.search(passage.text) is not None
+    return FENCE_LINE_RE.search(passage.text) is not None or any(
+        INCLUDE_RE.match(line) for line in passage.text.splitlines()
+    )
+
+
+CONSOLE_FENCE_RE = re.compile(r"^\s*(?:```|~~~)\s*(?:console|shell-session|terminal)\b", re.IGNORECASE | re.MULTILINE)
+
+
+def is_console(passage: Passage) -> bool:
+    """Whether the passage's code is a console session (```` ```console ````): a program run and what it printed."""
+    return CONSOLE_FENCE_RE.search(passage.text) is not None
 
 
 def quoted_passages(ranked: list[ScoredPassage[Source]], passages: list[Passage], *, second: bool) -> list[Passage]:
     """What an extractive answer quotes of one note, in the note's order: its best passage (`ranked`: the note's
     scored passages, best first; `passages`: all of them, in order), the code example right under it when the
-    best passage is prose about it (the docs' "… use `envvar`." then the example), and, with `second`, its next
-    best passages (MORE_PASSAGES at most) that score SECOND_PASSAGE_SHARE of the best."""
+    best passage is prose about it (the docs' "… use `envvar`." then the example), else the one right above it
+    in the same section ("With that, you can use Markdown in the docstring…" explains the example above it); for
+    a console session, the example above it in the section that it runs; and, with `second`, its next best
+    passages (MORE_PASSAGES at most) that score SECOND_PASSAGE_SHARE of the best, those with code first."""
     best = ranked[0]
     chosen = [best.passage]
-    if not has_code(best.passage):
+    if is_console(best.passage) or not has_code(best.passage):
         following = passages[best.passage.order + 1] if best.passage.order + 1 < len(passages) else None
-        if following is not None and has_code(following) and following.context == best.passage.context:
+        if (
+            not has_code(best.passage)
+            and following is not None
+            and has_code(following)
+            and not is_console(following)
+            and following.context == best.passage.context
+        ):
             chosen.append(following)
+        else:
+            # The example above in the same section: the one a console session runs, or the one a paragraph
+            # under it explains ("With that, you can use Markdown in the docstring…").
+            for before in reversed(passages[: best.passage.order]):
+                if before.context != best.passage.context:
+                    break
+                if has_code(before) and not is_console(before):
+                    chosen.append(before)
+                    break
     if second:
+        near = [item for item in ranked[1:] if item.score >= SECOND_PASSAGE_SHARE * best.score]
+        # A passage with code in it (a lead-in and its block) before prose that scores a little better: the
+        # answer to "how do I …" is the example.
+        near.sort(key=lambda item: not has_code(item.passage))
         extra = 0
-        for item in ranked[1:]:
-            if item.score < SECOND_PASSAGE_SHARE * best.score or extra == MORE_PASSAGES:
+        for item in near:
+            if extra == MORE_PASSAGES:
                 break
             if item.passage not in chosen:
                 chosen.append(item.passage)
