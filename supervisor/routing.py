@@ -58,6 +58,7 @@ from hyperguild.lib.llm import (
     LLMUnavailable,
 )
 from hyperguild.lib.model_calls import mark_model_call
+from hyperguild.lib.typed import JsonSchema
 from hyperguild.models import ModelCall
 from supervisor.actions import do_log_routing_entry, do_record_pathway_outcome
 from supervisor.errors import RoutingFailed
@@ -311,7 +312,7 @@ def failure_hint(attempts: list[Attempt]) -> str:
 def llm_attempt(
     client: LLMClient,
     messages: list[dict],
-    schema: dict,
+    schema: JsonSchema,
     check: Callable[[dict], str | None] | None = None,
     *,
     max_tokens: int | None = None,

@@ -35,6 +35,7 @@ from django.conf import settings
 
 from hyperguild.lib.git import RepositoryUnreadable, git
 from hyperguild.lib.llm import LLMClient, get_llm_client
+from hyperguild.lib.typed import JsonSchema
 from supervisor import executor, skills, tree_split
 from supervisor.actions import do_add_pathway_fingerprints
 from supervisor.apply import head_commit
@@ -196,7 +197,7 @@ Check = Callable[[dict[str, Any]], str | None]
 def multi_attempt(
     client: LLMClient,
     calls: list[list[dict[str, Any]]],
-    schema: dict[str, Any],
+    schema: JsonSchema,
     check: Check | None,
     merge: Callable[[list[dict[str, Any]]], dict[str, Any]],
     *,

@@ -110,7 +110,7 @@ class RunContext:
     ) -> executor.WorkerResult:
         return executor.run_worker(
             prompt=prompt,
-            schema=worker_schema(self.skill),
+            schema=dict(worker_schema(self.skill)),
             cwd=cwd,
             model=model,
             allowed_tools=self.spec.allowed_tools,

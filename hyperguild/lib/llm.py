@@ -36,6 +36,7 @@ from hyperguild.lib.model_calls import mark_model_call, record_model_call
 from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
 from hyperguild.lib.pricing import estimate
 from hyperguild.lib.text import excerpt
+from hyperguild.lib.typed import JsonSchema
 
 # How much of a non-JSON or malformed answer an LLMBadResponse keeps.
 ERROR_BODY_CHARS = 500
@@ -285,7 +286,7 @@ class LLMClient:
         messages: list[dict[str, Any]],
         *,
         model: str,
-        schema: dict[str, Any],
+        schema: JsonSchema,
         temperature: float | None = None,
         max_tokens: int | None = None,
         purpose: str = "",
