@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -29,6 +30,9 @@ from sessions.inputs import (
 )
 from sessions.models import AgentSession, EntrySource, RetrospectiveRun, SessionEntry, TrainingExample
 from sessions.redaction import redact_fields, redact_value
+
+if TYPE_CHECKING:  # the type only: replay runs tests, importing it here is not needed
+    from sessions.replay import ReplayOutcome
 
 MESSAGE_FIELDS = ("prompt", "completion", "chosen", "rejected")
 EDITABLE_FIELDS = (*MESSAGE_FIELDS, "review_note")
@@ -145,7 +149,7 @@ def check_session_id(session_id: Any) -> str:
     return session_id
 
 
-def check_entry_fields(fields: Any) -> dict:
+def check_entry_fields(fields: Any) -> None:
     """`fields` against ENTRY_FIELDS_SCHEMA, then the size limits; EntryRefused names each bad field."""
     problems = sorted(_ENTRY_FIELDS.iter_errors(fields), key=lambda e: list(e.absolute_path))
     if problems:
@@ -165,11 +169,15 @@ def check_entry_fields(fields: Any) -> dict:
     if client is not None and len(json.dumps(client).encode()) > MAX_CLIENT_BYTES:
         message = f"client metadata is over {MAX_CLIENT_BYTES} bytes; send name and version only."
         raise EntryRefused(message, details={"client": message})
-    return fields
 
 
 def do_log_checked_entry(
-    session_id: str, fields: JSON, *, source: str, user: User | None = None, occurred_at: datetime | None = None
+    session_id: str,
+    fields: Mapping[str, Any],
+    *,
+    source: str,
+    user: User | None = None,
+    occurred_at: datetime | None = None,
 ) -> JSON:
     """Validate an entry from outside (MCP session_log, REST) against the one limit table, then log it.
 
@@ -605,7 +613,9 @@ def do_name_extractor(examples: list[TrainingExample], requested_by: User) -> li
 
 
 @transaction.atomic
-def do_record_replay(example: TrainingExample, outcome: dict, *, requested_by: User | None = None) -> TrainingExample:
+def do_record_replay(
+    example: TrainingExample, outcome: ReplayOutcome, *, requested_by: User | None = None
+) -> TrainingExample:
     """Keep what `trainer_verify` found (valid / invalid / n/a, why, each side's test run) and who asked for it."""
     example = TrainingExample.objects.select_for_update().get(pk=example.pk)
     example.replay_status = outcome["status"]

@@ -32,7 +32,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -294,7 +294,18 @@ def check_spool_batch(body: Any) -> SpoolBatch:
     return SpoolBatch(lines, dropped, drop_key)
 
 
-def gap_fields(count: int, drop_key: str) -> dict:
+class GapEntry(TypedDict):
+    """The fields of the `gap` entry that says how many hook entries the plugin's spool dropped."""
+
+    kind: str
+    status: str
+    message: str
+    data: dict[str, Any]
+    idempotency_key: str
+    client: dict[str, str]
+
+
+def gap_fields(count: int, drop_key: str) -> GapEntry:
     noun = "entry" if count == 1 else "entries"
     return {
         "kind": "gap",

@@ -36,8 +36,8 @@ class Touch:
     edits: list[dict] = field(default_factory=list)
 
 
-def touches(session: AgentSession) -> dict[str, Touch]:
-    """The wiki notes the session's edits touched, with each edit (in order)."""
+def touches(session: AgentSession) -> list[Touch]:
+    """The wiki notes the session's edits touched (in the order first touched), with each edit (in order)."""
     found: dict[str, Touch] = {}
     for entry in SessionEntry.objects.filter(session=session, kind=ANCHORS_ENTRY).order_by("seq"):
         data = entry.data if isinstance(entry.data, dict) else {}
@@ -58,7 +58,7 @@ def touches(session: AgentSession) -> dict[str, Touch]:
                     "seq": entry.seq,
                 }
             )
-    return found
+    return list(found.values())
 
 
 def draft_key(session_id: str, slug: str) -> str:
@@ -113,7 +113,8 @@ def draft_successors(session: AgentSession, *, author: User | None = None) -> li
     """
     session_id = session.external_id
     reported = []
-    for slug, touch in touches(session).items():
+    for touch in touches(session):
+        slug = touch.slug
         item: dict = {"supersedes": slug, "key": draft_key(session_id, slug)}
         note = Note.objects.filter(slug=slug).first()
         existing = Note.objects.filter(provenance__retrospective_key=item["key"]).first()
