@@ -13,7 +13,8 @@ writes the HTTP response; it never looks inside a message.
 
 Results and error objects are the official SDK's models (`mcp.types`: `InitializeResult`, `DiscoverResult`,
 `ListToolsResult`, `ListPromptsResult`, `GetPromptResult`, `CompleteResult`, the resource results,
-`CallToolResult` for tool errors, `ErrorData`), dumped by `wire()`. Where they do not fit, dicts stay, each
+`CallToolResult` for tool errors, `ErrorData`), dumped by `wire()`. Where they do not fit, TypedDicts
+(`hyperguild.mcp.messages`) stay, each
 with its reason: the JSON-RPC envelope (`JSONRPCResponse` would dump the whole result again on the hot path,
 and `exclude_none` would drop the `"id": null` an error about an unknown id must carry), the `tools/call`
 success result (the hot path too: bench/RESULTS.md), the 2026-07-28 envelope fields (written by
@@ -31,7 +32,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Required, TypedDict, cast
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
@@ -45,6 +46,7 @@ from hyperguild.lib.model_calls import model_call_context
 from hyperguild.lib.schema import format_schema_errors, schema_problems
 from hyperguild.mcp.cancellation import RUNNING, request_id_key
 from hyperguild.mcp.mcp_tasks import TaskError, Tasks
+from hyperguild.mcp.messages import ErrorObject, JsonRpcResponse, McpResult
 from hyperguild.mcp.registry import Endpoint, Prompt, ToolCancelled, ToolContext, ToolError
 from hyperguild.mcp.revision import (
     CACHE_POLICIES,
@@ -90,49 +92,6 @@ class RpcError(Exception):
 # Fields of the SDK's result models that only 2026-07-28 carries: `_modern_envelope` writes them (with this
 # server's caching policy) for a modern request, and a handshake-era answer never had them.
 MODERN_RESULT_FIELDS: set[str] = {"result_type", "ttl_ms", "cache_scope"}
-
-
-# An MCP result as it travels (camelCase): the fields of the results this engine answers, each optional
-# (a result has the fields of its method). `_meta` cannot be a class attribute, hence the functional form.
-class McpResult(TypedDict, total=False):
-    _meta: dict[str, Any]
-    resultType: str
-    ttlMs: int
-    cacheScope: str
-    protocolVersion: str
-    supportedVersions: list[str]
-    capabilities: dict[str, Any]
-    serverInfo: dict[str, Any]
-    instructions: str
-    tools: list[dict[str, Any]]
-    prompts: list[dict[str, Any]]
-    resources: list[dict[str, Any]]
-    resourceTemplates: list[dict[str, Any]]
-    contents: list[dict[str, Any]]
-    nextCursor: str
-    description: str
-    messages: list[dict[str, Any]]
-    completion: dict[str, Any]
-    content: list[dict[str, Any]]
-    structuredContent: dict[str, Any]
-    isError: bool
-
-
-class ErrorObject(TypedDict, total=False):
-    """A JSON-RPC error object (`mcp.types.ErrorData` dumped without its None fields)."""
-
-    code: Required[int]
-    message: Required[str]
-    data: Any
-
-
-class JsonRpcResponse(TypedDict, total=False):
-    """The envelope of an answer: `result` or `error`, never both."""
-
-    jsonrpc: Required[str]
-    id: Required[Any]  # the request's id; None (`"id": null`) when it could not be read
-    result: McpResult | dict[str, Any]  # a dict: the Tasks extension answers its own results (mcp_tasks)
-    error: ErrorObject
 
 
 def wire(model: BaseModel) -> McpResult:
