@@ -256,8 +256,8 @@ def _map_models(models_file: Path | None, go_env: Mapping[str, str], report: GoM
             )
         elif name not in known:
             report.cannot_use.append(f"models.yaml skills.{name}: no such skill here ({', '.join(sorted(SKILLS))})")
-    usable = {name: model for name, model in table["skills"].items() if name in known}
-    gateway_models = sorted({model for model in [table["default"], *usable.values()] if is_gateway_model(model)})
+    usable = {name: model for name, model in table.skills.items() if name in known}
+    gateway_models = sorted({model for model in [table.default, *usable.values()] if is_gateway_model(model)})
     if gateway_models:
         report.mapped.append(
             f"{', '.join(gateway_models)}: provider/name models run the Claude Code worker through the LiteLLM gateway "
@@ -268,7 +268,7 @@ def _map_models(models_file: Path | None, go_env: Mapping[str, str], report: GoM
                 "LITELLM_BASE_URL is not set: the provider/name models above need the gateway; add LITELLM_BASE_URL "
                 "(and LITELLM_API_KEY) to the lines below"
             )
-    report.took.append(f"model table {models_file} (default {table['default']}, {len(usable)} skill entries used)")
+    report.took.append(f"model table {models_file} (default {table.default}, {len(usable)} skill entries used)")
     report.add_env("SUPERVISOR_MODELS_FILE", str(models_file.resolve()))
     if not any(name in go_env for name in ("HYPERGUILD_FAST_MODEL", "HYPERGUILD_THINKING_MODEL")):
         report.cannot_use.append(

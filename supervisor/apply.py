@@ -44,7 +44,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Set
+from collections.abc import Mapping, Set
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -218,7 +218,7 @@ def diff_paths(diff: str) -> set[str]:
     return paths
 
 
-def changed_old_lines(diff_u0: str) -> dict[str, list[tuple[int, int]]]:
+def changed_old_lines(diff_u0: str) -> Mapping[str, list[tuple[int, int]]]:
     """{file: [(first, last) old lines changed]} from `git diff -U0`; an insertion after line n is (n, n)."""
     changed: dict[str, list[tuple[int, int]]] = {}
     current = None

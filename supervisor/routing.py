@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from django.conf import settings
 from django.core.cache import cache
@@ -392,7 +392,19 @@ def _ms_since(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
-def routing_settings() -> dict:
+class RoutingSettings(TypedDict):
+    fast_model: str
+    thinking_model: str
+    floor: float
+    ceil: float
+    window: int
+    min_samples: int
+    pass_rate_ttl_seconds: int
+    pathway_probation: int
+    pathway_min_success: float
+
+
+def routing_settings() -> RoutingSettings:
     """What the router works with (for the stats endpoint and the dashboard)."""
     return {
         "fast_model": settings.HYPERGUILD_FAST_MODEL,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +28,7 @@ from hyperguild.models import ModelCall
 from hyperguild.permissions import role_allows
 from supervisor import executor
 from supervisor.apply import head_commit, run_apply
-from supervisor.changes import ChangeRecorder
+from supervisor.changes import ChangeRecorder, RecordedChange
 from supervisor.consensus import ReviewAnswer, agree
 from supervisor.executor import ProcessOutcome, WorkerStatus
 from supervisor.grounding import ground_findings, review_verified
@@ -77,7 +77,7 @@ class RunContext:
         self.attempt_log: list[dict] = []
         self.worker_pids: list[int] = []
         # What the worker changed (TDD, debug): see supervisor.changes; stored on SkillRun.change.
-        self.change: dict | None = None
+        self.change: RecordedChange | None = None
 
     def worker(self, task: str, attempt: int, model: str | None = None) -> executor.WorkerResult:
         """Run the worker once, on `model` (a consensus review's own reviewer) or the run's model."""
@@ -106,7 +106,7 @@ class RunContext:
         model: str,
         cwd: Path,
         waiting: Callable[[float], None],
-        gateway_env: dict[str, str | None],
+        gateway_env: Mapping[str, str | None],
     ) -> executor.WorkerResult:
         return executor.run_worker(
             prompt=prompt,
@@ -117,7 +117,7 @@ class RunContext:
             cancel_check=self.cancel_check,
             on_wait=waiting,
             on_start=self.worker_pids.append,
-            env_overrides=gateway_env,
+            env_overrides=dict(gateway_env),
         )
 
     def log(self, attempt: int, worker: executor.WorkerResult, **verification: Any) -> dict:
