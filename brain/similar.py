@@ -18,7 +18,9 @@ they never search and diff every candidate on each view.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 from django.conf import settings
@@ -38,6 +40,15 @@ WORD_CHARS = 5000  # how much of two bodies the word score compares
 NOTE_CHUNKS = 4  # the note's first chunks whose vectors are compared with each candidate's
 
 
+class SimilarJson(TypedDict):
+    """One ranked note as `SimilarNotes.items` stores it."""
+
+    id: int
+    words: float
+    meaning: float | None
+    duplicate: bool
+
+
 @dataclass(frozen=True)
 class Similar:
     id: int
@@ -50,8 +61,8 @@ class Similar:
             self.meaning is not None and self.meaning >= settings.BRAIN_DUPLICATE_MEANING_THRESHOLD
         )
 
-    def as_dict(self) -> dict:
-        return {**asdict(self), "duplicate": self.duplicate}
+    def as_dict(self) -> SimilarJson:
+        return {"id": self.id, "words": self.words, "meaning": self.meaning, "duplicate": self.duplicate}
 
 
 def find_similar(note: Note) -> list[Similar]:
@@ -156,7 +167,7 @@ def wiki_duplicates(found: list[Similar]) -> list[dict]:
     return [item for item in with_notes(found) if item["duplicate"] and item["note"].status == NoteStatus.WIKI]
 
 
-def duplicate_badges(notes: list[Note]) -> dict[int, list[Note]]:
+def duplicate_badges(notes: list[Note]) -> Mapping[int, list[Note]]:
     """note id → the wiki notes it likely duplicates, for a page of the queue (two queries, whatever its size)."""
     rows = SimilarNotes.objects.filter(note_id__in=[n.pk for n in notes]).values_list(
         "note_id", "content_hash", "duplicate_ids"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from brain.models import Anchor, AnchorState, Note, Project, VerificationState
@@ -369,7 +369,7 @@ class Verifier:
         return _lines_at(text, where, CONTEXT_LINES)
 
 
-def _owned_by(definition: Definition, owner: str, hint: str, definitions: dict[str, tuple[Definition, ...]]) -> bool:
+def _owned_by(definition: Definition, owner: str, hint: str, definitions: Mapping[str, tuple[Definition, ...]]) -> bool:
     """Whether `owner.name` can mean this definition of `name`: no owner; `self`/`cls` and a class of the file the
     note names; the class it is defined in; a module or package it is in (`core.echo`, `click.echo`); or, where the
     language's classes are not read (not Python), a file that defines the owner."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from brain.edits import advice, file_edit, path_suffixes, touched_notes
+from brain.edits import TouchedNoteJson, advice, file_edit, path_suffixes, touched_notes
 from brain.models import Project
 from sessions.actions import check_session_id, do_log_checked_entry
 from sessions.errors import HookRefused
@@ -29,7 +29,7 @@ ANCHORS_ENTRY = "anchors"
 @dataclass
 class EditHookOutcome:
     answer: dict = field(default_factory=dict)
-    notes: list[dict] = field(default_factory=list)
+    notes: list[TouchedNoteJson] = field(default_factory=list)
     logged: dict | None = None
 
 
