@@ -15,8 +15,8 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from brain.actions import do_ingest_note, do_ingest_raw_note, do_write_raw_note
-from brain.inputs import QueryInput, RawNoteInput, WikiNoteInput, action_arguments, given, rest_field, serializer_for
+from brain.actions import do_ingest_note_from, do_write_raw_note_from
+from brain.inputs import QueryInput, RawNoteInput, WikiNoteInput, given, rest_field, serializer_for
 from brain.models import Note
 from brain.presenters import note_detail, note_ref, query_result
 from brain.tools import run_query
@@ -75,7 +75,7 @@ class WriteView(BrainAPIView):
 
     def post(self, request: Request) -> Response:
         arguments = given(RawNoteInput, self.validated(NoteInputSerializer))
-        note = do_write_raw_note(**action_arguments(arguments), source=REST_SOURCE, user=request.user.user)
+        note = do_write_raw_note_from(arguments, source=REST_SOURCE, user=request.user.user)
         return Response(note_ref(note).model_dump(mode="json"), status=status.HTTP_201_CREATED)
 
 
@@ -87,13 +87,11 @@ class IngestView(BrainAPIView):
         # Into raw: any writer; straight into the wiki skips review, so it is a reviewer's (as brain_ingest).
         self.require_right("brain:write" if data["raw"] else "brain:review")
         if data["raw"]:
-            note = do_ingest_raw_note(
-                **action_arguments(given(RawNoteInput, data)), source=REST_SOURCE, user=request.user.user
+            note = do_write_raw_note_from(
+                given(RawNoteInput, data), source=REST_SOURCE, user=request.user.user, ingest=True
             )
         else:
-            note = do_ingest_note(
-                **action_arguments(given(WikiNoteInput, data)), source=REST_SOURCE, user=request.user.user
-            )
+            note = do_ingest_note_from(given(WikiNoteInput, data), source=REST_SOURCE, user=request.user.user)
         return Response(note_ref(note).model_dump(mode="json"), status=status.HTTP_201_CREATED)
 
 
