@@ -8,6 +8,7 @@ GET  /notes/<slug>
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rest_framework import serializers, status
@@ -37,7 +38,7 @@ class BrainAPIView(EndpointTokenAPIView):
 
     token_endpoint = "brain"
 
-    def validated(self, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
+    def validated(self, serializer_class: type[serializers.Serializer]) -> Mapping[str, Any]:
         """The request body checked by `serializer_class` (a 400 naming each bad field otherwise)."""
         serializer = serializer_class(data=self.request.data)
         serializer.is_valid(raise_exception=True)
