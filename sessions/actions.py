@@ -217,7 +217,7 @@ def do_log_entry(
     idempotency_key: str | None = None,
     project: str | None = None,
     project_root: str | None = None,
-    client: dict | None = None,
+    client: dict[str, Any] | None = None,
     source: str = EntrySource.MCP,
     raw_line: str = "",
     occurred_at: datetime | None = None,
@@ -261,7 +261,7 @@ def do_log_entry(
     return entry, True
 
 
-def do_append_entries(session_id: str, entries: list[dict]) -> tuple[int, int]:
+def do_append_entries(session_id: str, entries: list[dict[str, Any]]) -> tuple[int, int]:
     """Append many entries in one go (imports); returns (created, already there).
 
     Each item holds SessionEntry fields and must carry an `idempotency_key`.
@@ -289,15 +289,15 @@ def do_append_entries(session_id: str, entries: list[dict]) -> tuple[int, int]:
     return len(rows), len(entries) - len(rows)
 
 
-def _redacted_entry(item: dict) -> dict:
+def _redacted_entry(item: dict[str, Any]) -> dict[str, Any]:
     """An entry's fields with secrets taken out of message, data and raw_line, and counted in `redactions`."""
-    fields = {name: item[name] for name in ("message", "data", "raw_line") if name in item}
+    fields: dict[str, Any] = {name: item[name] for name in ("message", "data", "raw_line") if name in item}
     cleaned, redactions = redact_fields(fields)
     return {**item, **cleaned, "redactions": redactions}
 
 
 @transaction.atomic
-def do_set_session_file_layout(session_id: str, layout: dict) -> AgentSession:
+def do_set_session_file_layout(session_id: str, layout: dict[str, Any]) -> AgentSession:
     """Remember how an imported file was laid out (newlines), for a byte-exact export."""
     session, _ = AgentSession.objects.get_or_create(external_id=session_id)
     session.file_layout = layout
@@ -311,10 +311,10 @@ def do_record_retrospective(
     *,
     method: str,
     model: str,
-    learnings: list[dict],
+    learnings: list[dict[str, Any]],
     notes_written: list[str],
     message: str = "",
-    redactions: list[dict] | None = None,
+    redactions: list[dict[str, Any]] | None = None,
     requested_by: User | None = None,
 ) -> RetrospectiveRun:
     """Keep, for operators, what a retrospective that wrote notes proposed and wrote (already redacted).
@@ -376,7 +376,7 @@ def _history(
     example.edits = [*(example.edits or []), record]
 
 
-def validate_messages(name: str, value: Any) -> list[dict]:
+def validate_messages(name: str, value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not value:
         raise InvalidExampleEdit(f"{name} must be a non-empty list of {{role, content}} messages.")
     for index, message in enumerate(value):
@@ -408,7 +408,7 @@ def do_approve_example(
     return example
 
 
-def _flag_summary(flags: list[dict]) -> str:
+def _flag_summary(flags: list[dict[str, Any]]) -> str:
     return ", ".join(f"{flag.get('field')}: {flag.get('pattern')}" for flag in flags or []) or "flagged"
 
 
@@ -525,7 +525,7 @@ def _exchange_sides(example: TrainingExample) -> None:
     ]
 
 
-def _decision_state(example: TrainingExample) -> dict:
+def _decision_state(example: TrainingExample) -> dict[str, Any]:
     """What an approve, reject or swap changes besides the texts: kept in its history record for its undo."""
     return {
         "status": example.status,
@@ -578,12 +578,12 @@ def do_store_training_example(
     source_key: str,
     kind: str,
     skill: str,
-    prompt: list[dict],
-    completion: list[dict] | None = None,
-    chosen: list[dict] | None = None,
-    rejected: list[dict] | None = None,
-    provenance: dict,
-    flags: list[dict] | None = None,
+    prompt: list[dict[str, Any]],
+    completion: list[dict[str, Any]] | None = None,
+    chosen: list[dict[str, Any]] | None = None,
+    rejected: list[dict[str, Any]] | None = None,
+    provenance: dict[str, Any],
+    flags: list[dict[str, Any]] | None = None,
 ) -> tuple[TrainingExample, bool]:
     """Store an extracted candidate once; a second extraction of the same source returns the first."""
     example, created = TrainingExample.objects.get_or_create(

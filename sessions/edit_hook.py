@@ -28,9 +28,9 @@ ANCHORS_ENTRY = "anchors"
 
 @dataclass
 class EditHookOutcome:
-    answer: dict = field(default_factory=dict)
+    answer: dict[str, Any] = field(default_factory=dict)
     notes: list[TouchedNoteJson] = field(default_factory=list)
-    logged: dict | None = None
+    logged: dict[str, Any] | None = None
 
 
 def handle_edit_hook(payload: Any, *, user: User | None = None, may_log: bool = False) -> EditHookOutcome:
@@ -89,7 +89,7 @@ def _shown(path: str, cwd: str) -> str:
     return path[len(prefix) :] if path.startswith(prefix) else path
 
 
-def _key(payload: dict) -> str:
+def _key(payload: dict[str, Any]) -> str:
     natural = payload.get("tool_use_id")
     if isinstance(natural, str) and 0 < len(natural) <= 120:
         return f"hook:anchors:{natural}"

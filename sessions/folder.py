@@ -41,7 +41,7 @@ MESSAGE_KEYS = ("message", "msg", "text")
 TIME_KEYS = ("ts", "timestamp", "time", "at")
 
 
-def _text(obj: dict, keys: tuple[str, ...], limit: int | None = None) -> str:
+def _text(obj: dict[str, Any], keys: tuple[str, ...], limit: int | None = None) -> str:
     for key in keys:
         value = obj.get(key)
         if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value) != "":
@@ -50,7 +50,7 @@ def _text(obj: dict, keys: tuple[str, ...], limit: int | None = None) -> str:
     return ""
 
 
-def _time(obj: dict) -> datetime | None:
+def _time(obj: dict[str, Any]) -> datetime | None:
     for key in TIME_KEYS:
         value = obj.get(key)
         if isinstance(value, str):
@@ -68,7 +68,11 @@ def entry_line(entry: SessionEntry) -> str:
     """The line an entry is exported as: its original bytes, or the canonical form."""
     if entry.source == EntrySource.IMPORT:
         return entry.raw_line
-    record: dict = {"ts": (entry.occurred_at or entry.created_at).isoformat(), "seq": entry.seq, "kind": entry.kind}
+    record: dict[str, Any] = {
+        "ts": (entry.occurred_at or entry.created_at).isoformat(),
+        "seq": entry.seq,
+        "kind": entry.kind,
+    }
     for name in ("skill", "phase", "status", "message"):
         if getattr(entry, name):
             record[name] = getattr(entry, name)
@@ -134,7 +138,7 @@ def import_session_file(path: Path) -> FileCounts:
     counts: FileCounts = {"created": 0, "existing": 0, "unparsed": 0}
     seen: Counter[str] = Counter()
     blank_lines: list[int] = []
-    batch: list[dict] = []
+    batch: list[dict[str, Any]] = []
     with transaction.atomic():
         existing = AgentSession.objects.filter(external_id=session_id).first()
         # Lines this service itself exported (canonical form): already here, by seq.

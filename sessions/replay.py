@@ -27,7 +27,7 @@ import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from django.utils import timezone
 
@@ -186,11 +186,11 @@ class ReplayOutcome(TypedDict):
     expect: NotRequired[str]
 
 
-def _side(messages: list[dict]) -> str | None:
+def _side(messages: list[dict[str, Any]]) -> str | None:
     return diff_block("\n".join(m.get("content", "") for m in messages if m.get("role") == "assistant"))
 
 
-def _try(hashes: dict, store: ContentStore, diff: str | None, test_cmd: str, expect: str) -> SideReplay:
+def _try(hashes: dict[str, Any], store: ContentStore, diff: str | None, test_cmd: str, expect: str) -> SideReplay:
     """Rebuild, apply `diff`, run `test_cmd`: {applied, exit_code, outcome, output, verifies, why}."""
     if diff is None:
         return {"applied": False, "verifies": False, "why": "the answer holds no ```diff block to apply"}

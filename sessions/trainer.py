@@ -11,7 +11,7 @@ twice). Approved examples leave through `sessions.trl_export`.
 from __future__ import annotations
 
 import time
-from typing import cast
+from typing import Any, cast
 
 from django.contrib.auth.models import User
 
@@ -24,8 +24,8 @@ from supervisor.skills import TrainerResult, Verdict, build_result, typed_result
 PREVIEW_CHARS = 500
 
 
-def _summary(example: TrainingExample, created: bool) -> dict:
-    def text(messages: list[dict]) -> str:
+def _summary(example: TrainingExample, created: bool) -> dict[str, Any]:
+    def text(messages: list[dict[str, Any]]) -> str:
         return "\n\n".join(m["content"] for m in messages)[:PREVIEW_CHARS]
 
     runs = example.provenance.get("runs") or []

@@ -192,7 +192,7 @@ def prompt_text(example: TrainingExample) -> str:
     return "\n".join(m.get("content", "") for m in example.prompt or [] if m.get("role") != "system")
 
 
-def _shingles(text: str) -> tuple[str, frozenset]:
+def _shingles(text: str) -> tuple[str, frozenset[str]]:
     words = _WORD.findall(text.lower())
     grams = frozenset(" ".join(words[i : i + 3]) for i in range(max(1, len(words) - 2)))
     return " ".join(words), grams
@@ -241,7 +241,9 @@ def near_duplicate_groups(texts: list[str]) -> list[int]:
     return [find(i) for i in range(len(texts))]
 
 
-def split_examples(examples: list[TrainingExample], *, eval_share: float) -> tuple[list, list]:
+def split_examples(
+    examples: list[TrainingExample], *, eval_share: float
+) -> tuple[list[TrainingExample], list[TrainingExample]]:
     """(train, eval): each near-duplicate group goes whole to one split, chosen by a hash of its first prompt."""
     texts = [prompt_text(example) for example in examples]
     groups = near_duplicate_groups(texts)
@@ -323,7 +325,7 @@ def dataset_card(examples: list[TrainingExample], summary: DatasetExport, *, sta
     header = yaml.safe_dump({"license": license, "configs": configs, "tags": ["hyperguild", "trl"]}, sort_keys=False)
     by_kind = Counter(e.kind for e in examples)
     by_skill = Counter((e.kind, e.skill or "-") for e in examples)
-    by_model: Counter = Counter()
+    by_model: Counter[tuple[str, str]] = Counter()
     for example in examples:
         for model in (example.provenance or {}).get("models") or ["(none recorded)"]:
             by_model[(example.kind, model)] += 1
@@ -331,7 +333,7 @@ def dataset_card(examples: list[TrainingExample], summary: DatasetExport, *, sta
     replay = Counter(example.replay_status for example in examples)
     sessions = {(e.provenance or {}).get("session_id") for e in examples} - {None, ""}
     runs = {run for e in examples for run in (e.provenance or {}).get("runs") or []}
-    redactions: Counter = Counter()
+    redactions: Counter[str] = Counter()
     for example in examples:
         for flag in example.flags or []:
             if isinstance(flag, dict) and flag.get("pattern"):
