@@ -68,7 +68,7 @@ from supervisor.models import SkillRun
 from supervisor.project_tests import NO_TEST_COMMAND, TestRun, detect_test_command, run_command
 from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
 from supervisor.shell_reach import check_shell_arguments
-from supervisor.skills import APPLY_GATE_NAMES, SkillFailed, Verdict
+from supervisor.skills import APPLY_GATE_NAMES, SkillFailed, SkillRunResult, Verdict
 
 if TYPE_CHECKING:
     from supervisor.runners import RunContext
@@ -421,7 +421,7 @@ def _commit_message(entry: dict, source: SkillRun, apply_run_id: int) -> str:
     )
 
 
-def run_apply(ctx: RunContext) -> dict:
+def run_apply(ctx: RunContext) -> SkillRunResult:
     root = resolve_project_root(ctx.run.project_root)
     args = ctx.args
     try:
