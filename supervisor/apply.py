@@ -67,8 +67,9 @@ from supervisor.grounding import (
 from supervisor.models import SkillRun
 from supervisor.project_tests import NO_TEST_COMMAND, TestRun, detect_test_command, run_command
 from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
+from supervisor.run_results import SkillRunResult
 from supervisor.shell_reach import check_shell_arguments
-from supervisor.skills import APPLY_GATE_NAMES, SkillFailed, SkillRunResult, Verdict
+from supervisor.skills import APPLY_GATE_NAMES, SkillFailed, Verdict
 
 if TYPE_CHECKING:
     from supervisor.runners import RunContext

@@ -52,8 +52,9 @@ from supervisor.prompts import (
     worker_rejected_feedback,
 )
 from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
+from supervisor.run_results import SkillRunResult
 from supervisor.shell_reach import ArgumentRefused, check_git_range, check_test_cmd
-from supervisor.skills import SKILLS, SkillFailed, SkillRunResult, Verdict, build_result, worker_schema
+from supervisor.skills import SKILLS, SkillFailed, Verdict, build_result, worker_schema
 
 if TYPE_CHECKING:
     from supervisor.models import SkillRun
