@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import logging
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from django.contrib.auth.models import User
 
 from hyperguild import budgets
 from hyperguild.lib.llm import get_llm_client
 from hyperguild.lib.model_calls import model_call_context
-from hyperguild.lib.typed import JSON
 from sessions.actions import do_record_replay
 from sessions.models import AgentSession, TrainingExample
 from sessions.replay import replay_example as replay
@@ -24,13 +23,14 @@ class Skipped(TypedDict):
     skipped: str  # why the task did nothing
 
 
-def retrospective(session_id: str, llm_model: str | None = None, requested_by_id: int | None = None) -> JSON | Skipped:
+def retrospective(session_id: str, llm_model: str | None = None, requested_by_id: int | None = None) -> dict[str, Any]:
     """`async_task("sessions.tasks.retrospective", session_id, requested_by_id=owner_id)`: look back on one session.
 
     Queued by the Stop/SessionEnd hooks, on behalf of the session's owner (the person whose hook caused it,
     `requested_by_id`; None: the service's session): it runs with their rights, its model calls name them and
     are charged to their budget. With a model that a spent budget would refuse, it skips with a logged reason
-    (the next hook tries again) instead of failing in the queue; other people's retrospectives go on.
+    (the next hook tries again) instead of failing in the queue; other people's retrospectives go on. Its result:
+    `run_retrospective`'s (a dict in RetrospectiveResult's shape; the routed skills read it too) or `{"skipped": why}`.
     """
     session = AgentSession.objects.filter(external_id=session_id).select_related("started_by").first()
     if session is None:
