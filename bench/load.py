@@ -870,7 +870,8 @@ class Command(BenchCommand):
             return value
 
         def call_tool(query: str, request_id: int) -> Any:
-            return tool.call({"query": query}, ToolContext(endpoint="brain", request_id=request_id))
+            result = tool.call({"query": query}, ToolContext(endpoint="brain", request_id=request_id))
+            return result.model_dump(mode="json")  # the engine dumps the result model at the wire
 
         def schema_errors(structured: Any) -> list[Any]:
             return list(tool.output_validator.iter_errors(structured))

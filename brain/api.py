@@ -8,6 +8,7 @@ GET  /notes/<slug>
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from rest_framework import serializers, status
@@ -15,8 +16,8 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from brain.actions import do_ingest_note, do_ingest_raw_note, do_write_raw_note
-from brain.inputs import QueryInput, RawNoteInput, WikiNoteInput, action_arguments, given, rest_field, serializer_for
+from brain.actions import do_ingest_note_from, do_write_raw_note_from
+from brain.inputs import QueryInput, RawNoteInput, WikiNoteInput, given, rest_field, serializer_for
 from brain.models import Note
 from brain.presenters import note_detail, note_ref, query_result
 from brain.tools import run_query
@@ -37,7 +38,7 @@ class BrainAPIView(EndpointTokenAPIView):
 
     token_endpoint = "brain"
 
-    def validated(self, serializer_class: type[serializers.Serializer]) -> dict[str, Any]:
+    def validated(self, serializer_class: type[serializers.Serializer]) -> Mapping[str, Any]:
         """The request body checked by `serializer_class` (a 400 naming each bad field otherwise)."""
         serializer = serializer_class(data=self.request.data)
         serializer.is_valid(raise_exception=True)
@@ -75,7 +76,7 @@ class WriteView(BrainAPIView):
 
     def post(self, request: Request) -> Response:
         arguments = given(RawNoteInput, self.validated(NoteInputSerializer))
-        note = do_write_raw_note(**action_arguments(arguments), source=REST_SOURCE, user=request.user.user)
+        note = do_write_raw_note_from(arguments, source=REST_SOURCE, user=request.user.user)
         return Response(note_ref(note).model_dump(mode="json"), status=status.HTTP_201_CREATED)
 
 
@@ -87,13 +88,11 @@ class IngestView(BrainAPIView):
         # Into raw: any writer; straight into the wiki skips review, so it is a reviewer's (as brain_ingest).
         self.require_right("brain:write" if data["raw"] else "brain:review")
         if data["raw"]:
-            note = do_ingest_raw_note(
-                **action_arguments(given(RawNoteInput, data)), source=REST_SOURCE, user=request.user.user
+            note = do_write_raw_note_from(
+                given(RawNoteInput, data), source=REST_SOURCE, user=request.user.user, ingest=True
             )
         else:
-            note = do_ingest_note(
-                **action_arguments(given(WikiNoteInput, data)), source=REST_SOURCE, user=request.user.user
-            )
+            note = do_ingest_note_from(given(WikiNoteInput, data), source=REST_SOURCE, user=request.user.user)
         return Response(note_ref(note).model_dump(mode="json"), status=status.HTTP_201_CREATED)
 
 

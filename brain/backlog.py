@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from datetime import timedelta
+from typing import NotRequired, TypedDict
 
 from django.db.models import Count, Exists, Min, OuterRef, QuerySet
 from django.utils import timezone
@@ -56,7 +57,45 @@ def missing_chunks(embedder: Embedder, notes: QuerySet[Note], using: str = "defa
     )
 
 
-def model_status(embedder: Embedder) -> dict:
+class ModelStatus(TypedDict):
+    """How far the active model's embeddings are (/health, /metrics, the home page)."""
+
+    model: str
+    embedded_chunks: int
+    pending_chunks: int
+    notes_waiting: int
+    chunks_per_second: float | None  # None: too few recent embeddings to tell
+    eta_seconds: int | float | None  # None: unknown (no rate)
+    complete: bool
+
+
+class ModelCount(TypedDict):
+    model: str
+    embedded_chunks: int
+
+
+class EmbeddingStatus(TypedDict):
+    enabled: bool
+    active: ModelStatus | None
+    models: list[ModelCount]
+
+
+class EmbeddingHealth(EmbeddingStatus):
+    """/health's "embeddings" section."""
+
+    backlog: NotRequired[str]  # the active model's backlog in words
+    worker_last_slice_seconds_ago: NotRequired[float | None]
+
+
+class BacklogOnHome(ModelStatus):
+    eta: str  # eta_seconds in words
+
+
+class EmbeddingHomeCounts(TypedDict):
+    embedding_backlog: BacklogOnHome | None  # None: no embedder configured
+
+
+def model_status(embedder: Embedder) -> ModelStatus:
     key = embedder.key
     notes = Note.objects.all()
     live_chunks = NoteChunk.objects.exclude(note__status=NoteStatus.ARCHIVED)
@@ -91,20 +130,20 @@ def model_status(embedder: Embedder) -> dict:
     }
 
 
-def status(embedder: Embedder | None = None) -> dict:
-    """{"enabled", "active": model_status or None, "models": [{"model", "embedded_chunks"}]}."""
+def status(embedder: Embedder | None = None) -> EmbeddingStatus:
+    """Whether an embedder is on, the active model's `model_status`, and every model's count of embeddings."""
     embedder = embedder if embedder is not None else _active_embedder()
-    models = [
+    models: list[ModelCount] = [
         {"model": row["model"], "embedded_chunks": row["n"]}
         for row in Embedding.objects.order_by("model").values("model").annotate(n=Count("id"))
     ]
     return {"enabled": embedder is not None, "active": model_status(embedder) if embedder else None, "models": models}
 
 
-def health_section() -> dict:
+def health_section() -> EmbeddingHealth:
     """/health's "embeddings" section: the backlog of the active model and every model's count, said in words
     ("backlog"), and when the embedding worker (its own django-q2 cluster) last took a slice."""
-    report = status()
+    report: EmbeddingHealth = {**status()}
     active = report["active"]
     if active is not None:
         report["backlog"] = describe_backlog(active)
@@ -113,7 +152,7 @@ def health_section() -> dict:
     return report
 
 
-def describe_backlog(active: dict) -> str:
+def describe_backlog(active: ModelStatus) -> str:
     if active["complete"]:
         return "none: every chunk is embedded"
     rate = active["chunks_per_second"]
@@ -123,13 +162,12 @@ def describe_backlog(active: dict) -> str:
     )
 
 
-def home_counts() -> dict[str, object]:
+def home_counts() -> EmbeddingHomeCounts:
     """The home page's `embedding_backlog` (None when no embedder is configured)."""
-    report = status()
-    active = report["active"]
-    if active is not None:
-        active = {**active, "eta": describe_eta(active["eta_seconds"])}
-    return {"embedding_backlog": active}
+    active = status()["active"]
+    if active is None:
+        return {"embedding_backlog": None}
+    return {"embedding_backlog": {**active, "eta": describe_eta(active["eta_seconds"])}}
 
 
 def is_partial(embedder_key: str) -> bool:

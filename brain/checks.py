@@ -21,7 +21,7 @@ import tarfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from brain.errors import BrainInputError, CheckRefused
 from brain.models import NoteCheckRun, NoteStatus, VerificationState
@@ -120,7 +120,7 @@ def with_check(note: Note, verdict: NoteVerdict) -> NoteVerdict:
         return verdict  # a person said "still true" although the check failed at that commit
     if not run.passed:
         anchors = verdict.evidence if verdict.state == VerificationState.STALE else []
-        return NoteVerdict(VerificationState.STALE, run.commit, [*anchors, failed_evidence(run)])
+        return NoteVerdict(VerificationState.STALE, run.commit, [*anchors, dict(failed_evidence(run))])
     if verdict.state == VerificationState.STALE:
         return verdict
     return NoteVerdict(
@@ -136,7 +136,21 @@ def with_check(note: Note, verdict: NoteVerdict) -> NoteVerdict:
     )
 
 
-def failed_evidence(run: NoteCheckRun) -> dict:
+class FailedCheckEvidence(TypedDict):
+    """A failed check in a note's `verification_evidence`, in the shape of an anchor's evidence."""
+
+    anchor: str  # the command
+    kind: str  # "check"
+    state: str  # "failed"
+    path: str
+    quoted: str
+    now: str  # the tail of what it printed
+    changed_in: str
+    hunk: str
+    message: str
+
+
+def failed_evidence(run: NoteCheckRun) -> FailedCheckEvidence:
     """A failed check as the re-check queue shows evidence: the command beside what it printed."""
     why = "timed out" if run.outcome == "timeout" else f"exit {run.exit_code}"
     shown = run.command if len(run.command) <= 80 else run.command[:77] + "…"

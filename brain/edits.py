@@ -21,7 +21,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from brain.models import EXPORTED_STATUSES, Anchor, Note
 from brain.truth import describe
@@ -32,6 +32,31 @@ MAX_NOTES = 10  # notes named in one answer (the rest are counted)
 MIN_PARTIAL_CHARS = 6  # a removed fragment this long inside a quoted line changes it
 MAX_SHOWN_CHARS = 80
 MAX_EVIDENCE_CHARS = 4000  # of the removed and added text kept for the session's retrospective
+
+
+class EditEvidence(TypedDict):
+    """What an edit changed, as the session's `anchors` entry keeps it (capped)."""
+
+    tool: str
+    removed: str
+    added: str
+
+
+class TouchedAnchorJson(TypedDict):
+    kind: str
+    value: str
+    path: str
+    change: str
+
+
+class TouchedNoteJson(TypedDict):
+    """A note an edit touched, as the hook's answer and the session's entry list it."""
+
+    slug: str
+    title: str
+    status: str
+    state: str
+    anchors: list[TouchedAnchorJson]
 
 
 @dataclass(frozen=True)
@@ -45,7 +70,7 @@ class FileEdit:
     added: tuple[str, ...] = ()
     content: str | None = None
 
-    def evidence(self) -> dict:
+    def evidence(self) -> EditEvidence:
         """What the session changed, kept (capped) in its log for the note drafts of its retrospective."""
         return {
             "tool": self.tool,
@@ -74,7 +99,7 @@ class TouchedNote:
     state: str  # the note's verification label ("verified at 1a2b3c4", …)
     anchors: list[TouchedAnchor] = field(default_factory=list)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> TouchedNoteJson:
         return {
             "slug": self.slug,
             "title": self.title,

@@ -21,6 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from django.db.models import QuerySet
 
@@ -38,6 +39,16 @@ RECHUNK_BATCH = 500  # notes loaded at a time while re-chunking
 MAX_FAILED_BATCHES = 3  # a service that keeps failing is not hammered for the whole corpus
 
 
+class SyncResultJson(TypedDict):
+    """A `SyncResult` as JSON (the django-q2 result of a slice, the embedding API's answer)."""
+
+    added: int
+    deleted: int
+    rechunked: int
+    pending: int
+    errors: list[str]
+
+
 @dataclass
 class SyncResult:
     added: int = 0
@@ -46,7 +57,7 @@ class SyncResult:
     pending: int = 0  # chunks still without an embedding when the sync ended
     errors: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> SyncResultJson:
         return {
             "added": self.added,
             "deleted": self.deleted,

@@ -38,6 +38,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypedDict
 
 import yaml
 from django.db import transaction
@@ -106,6 +107,30 @@ class PlainFolder:
         return f"wiki notes under {place}"
 
 
+class FileError(TypedDict):
+    file: str
+    error: str
+
+
+class FolderSummaryJson(TypedDict):
+    """A `FolderSummary` as JSON: the django-q2 result of a mirror round, and what `brain_import --json` prints."""
+
+    added: int
+    updated: int
+    unchanged: int
+    archived: int
+    written: int
+    removed: int
+    descriptions: int
+    ambiguous_links: list[str]
+    errors: list[FileError]
+    sessions: Any  # the sessions section's own summary (sessions.folder), None when it did not run
+    training_data: Any  # the training-data section's, likewise
+    layout: str
+    placed_as: str | None
+    ignored: list[str]
+
+
 @dataclass
 class FolderSummary:
     added: int = 0
@@ -130,7 +155,7 @@ class FolderSummary:
     def count(self, outcome: str) -> None:
         setattr(self, outcome, getattr(self, outcome) + 1)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> FolderSummaryJson:
         return {
             "added": self.added,
             "updated": self.updated,

@@ -8,6 +8,9 @@ depth-d subgraph costs d + 1 queries whatever the size of the brain.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypedDict
+
 from django.db.models import Q
 
 from brain.models import Note, NoteLink, NoteStatus
@@ -23,7 +26,7 @@ def _statuses(status: str | None) -> list[str]:
     return [status]
 
 
-def neighbour_distances(start_ids: list[int], depth: int, *, status: str | None = NoteStatus.WIKI) -> dict[int, int]:
+def neighbour_distances(start_ids: list[int], depth: int, *, status: str | None = NoteStatus.WIKI) -> Mapping[int, int]:
     """{note id: hops from the nearest start note} for notes within `depth` hops (starts excluded)."""
     depth = max(0, min(depth, MAX_DEPTH))
     statuses = _statuses(status)
@@ -63,7 +66,24 @@ def subgraph(slug: str, depth: int = 1, *, status: str | None = NoteStatus.WIKI)
     return sorted(found, key=lambda item: (item["distance"], item["slug"]))
 
 
-def links_for(note: Note) -> dict[str, list[dict]]:
+class LinkOut(TypedDict):
+    slug: str
+    title: str | None  # None while the target does not exist yet
+    kind: str
+    resolved: bool
+
+
+class LinkIn(TypedDict):
+    slug: str
+    title: str
+    kind: str
+
+
+# `in` is a keyword: the functional form.
+NoteLinks = TypedDict("NoteLinks", {"out": list[LinkOut], "in": list[LinkIn]})
+
+
+def links_for(note: Note) -> NoteLinks:
     """A note's links out (resolved or not) and in, for display by brain_get.
 
     `out`: `[{slug, title, kind, resolved}]` — `title` is None while the
@@ -71,7 +91,7 @@ def links_for(note: Note) -> dict[str, list[dict]]:
     are not archived.
     """
     outgoing = NoteLink.objects.filter(source=note).select_related("target").order_by("target_slug", "kind")
-    out = [
+    out: list[LinkOut] = [
         {
             "slug": link.target_slug,
             "title": link.target.title if link.target else None,
@@ -86,5 +106,7 @@ def links_for(note: Note) -> dict[str, list[dict]]:
         .select_related("source")
         .order_by("source__slug", "kind")
     )
-    into = [{"slug": link.source.slug, "title": link.source.title, "kind": link.kind} for link in incoming]
+    into: list[LinkIn] = [
+        {"slug": link.source.slug, "title": link.source.title, "kind": link.kind} for link in incoming
+    ]
     return {"out": out, "in": into}

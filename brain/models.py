@@ -7,7 +7,7 @@ import json
 import uuid
 from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self, TypedDict
 
 from django.conf import settings
 from django.contrib.postgres.indexes import OpClass
@@ -258,12 +258,13 @@ class Note(models.Model):
             item.get("message", "") for item in self.verification_evidence or [] if item.get("state") == "unresolved"
         ]
 
-    def snapshot(self) -> dict:
+    def snapshot(self) -> NoteSnapshot:
         """The fields a revision records and an undo restores, as JSON."""
         data = {name: getattr(self, name) for name in REVISION_FIELDS}
         data["reviewed_at"] = self.reviewed_at.isoformat() if self.reviewed_at else None
         data["superseded_at"] = self.superseded_at.isoformat() if self.superseded_at else None
-        return json.loads(json.dumps(data, default=str))
+        snapshot: NoteSnapshot = json.loads(json.dumps(data, default=str))  # the REVISION_FIELDS, JSON-typed
+        return snapshot
 
     def restore(self, snapshot: dict) -> None:
         for name in REVISION_FIELDS:
@@ -274,6 +275,31 @@ class Note(models.Model):
         if "superseded_at" in snapshot:
             superseded_at = snapshot["superseded_at"]
             self.superseded_at = datetime.fromisoformat(superseded_at) if superseded_at else None
+
+
+class NoteSnapshot(TypedDict):
+    """A note's REVISION_FIELDS as JSON: `NoteRevision.before` and `after`, what an undo restores."""
+
+    slug: str
+    title: str
+    body: str
+    frontmatter: dict[str, Any]
+    status: str
+    wing: str
+    hall: str
+    path: str
+    content_hash: str
+    provenance: dict[str, Any]
+    source: str
+    session_id: str
+    reviewed_by_id: int | None
+    reviewed_at: str | None  # ISO 8601
+    review_note: str
+    waived_anchors: dict[str, Any]
+    superseded_by_id: int | None
+    superseded_at: str | None  # ISO 8601
+    superseded_by_person_id: int | None
+    superseded_reason: str
 
 
 # What a revision keeps of a note: everything a reviewer's action can change (not ids, timestamps of

@@ -23,7 +23,7 @@ hyperguild allowed. The rule:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from django.db import connection
@@ -124,7 +124,7 @@ def link_candidates(targets: Iterable[str]) -> Candidates:
 
 def resolve_targets(
     targets: Iterable[str], *, wing: str, hall: str, exclude_id: int | None = None
-) -> dict[str, Resolution]:
+) -> Mapping[str, Resolution]:
     """How each link target of a note in (`wing`, `hall`) resolves, in one query."""
     targets = sorted(set(targets))
     if not targets:
@@ -134,9 +134,9 @@ def resolve_targets(
 
 def resolve_with(
     candidates: Candidates, targets: Iterable[str], *, wing: str, hall: str, exclude_id: int | None = None
-) -> dict[str, Resolution]:
+) -> Mapping[str, Resolution]:
     """`resolve_targets` from candidates already read (`link_candidates`): many notes' links, few queries."""
-    resolved = {}
+    resolved: dict[str, Resolution] = {}
     for target in sorted(set(targets)):
         rows = candidates.get(target, [])
         if exclude_id is not None and len(rows) > 1:

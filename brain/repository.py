@@ -15,6 +15,7 @@ import re
 import textwrap
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,7 +98,7 @@ class Repository:
             return None
         return _read(self.git_dir, commit, path)
 
-    def definitions(self, commit: str, since: str | None = None) -> dict[str, tuple[Definition, ...]]:
+    def definitions(self, commit: str, since: str | None = None) -> Mapping[str, tuple[Definition, ...]]:
         """name → where it is defined at `commit` (`git grep` over the whole tree, or over the files changed since
         `since` when its index is at hand; cached)."""
         return _definitions(self.git_dir, commit, since or "")

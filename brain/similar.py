@@ -17,7 +17,9 @@ they never search and diff every candidate on each view.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 from django.db.models import F
@@ -39,6 +41,15 @@ DUPLICATE_WORDS = 0.8  # share of words in common (0-1)
 DUPLICATE_MEANING = 0.91  # cosine of the closest chunk vectors: paraphrases share few words
 
 
+class SimilarJson(TypedDict):
+    """One ranked note as `SimilarNotes.items` stores it."""
+
+    id: int
+    words: float
+    meaning: float | None
+    duplicate: bool
+
+
 @dataclass(frozen=True)
 class Similar:
     id: int
@@ -49,8 +60,8 @@ class Similar:
     def duplicate(self) -> bool:
         return self.words >= DUPLICATE_WORDS or (self.meaning is not None and self.meaning >= DUPLICATE_MEANING)
 
-    def as_dict(self) -> dict:
-        return {**asdict(self), "duplicate": self.duplicate}
+    def as_dict(self) -> SimilarJson:
+        return {"id": self.id, "words": self.words, "meaning": self.meaning, "duplicate": self.duplicate}
 
 
 def find_similar(note: Note) -> list[Similar]:
@@ -155,7 +166,7 @@ def wiki_duplicates(found: list[Similar]) -> list[dict]:
     return [item for item in with_notes(found) if item["duplicate"] and item["note"].status == NoteStatus.WIKI]
 
 
-def duplicate_badges(notes: list[Note]) -> dict[int, list[Note]]:
+def duplicate_badges(notes: list[Note]) -> Mapping[int, list[Note]]:
     """note id → the wiki notes it likely duplicates, for a page of the queue (two queries, whatever its size)."""
     rows = SimilarNotes.objects.filter(note_id__in=[n.pk for n in notes]).values_list(
         "note_id", "content_hash", "duplicate_ids"

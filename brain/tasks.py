@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TypedDict
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -14,9 +16,11 @@ from django_q.tasks import async_task
 
 from brain import similar
 from brain.actions import do_prune_note_changes, do_run_note_check, do_sync_project
+from brain.actions.truth import NoteCheckJson, RecheckOutcomeJson
 from brain.backlog import EMBED_HEARTBEAT
+from brain.embedding_sync import SyncResultJson
 from brain.embedding_sync import sync_embeddings as run_sync
-from brain.folder import sync_mirror
+from brain.folder import FolderSummaryJson, sync_mirror
 from brain.indexing import SIMILAR_TASK
 from brain.models import Note, NoteStatus, Project
 from hyperguild.actions import do_record_worker_heartbeat
@@ -41,6 +45,35 @@ VERIFY_INTERVAL = 300
 EMBED_SYNC_INTERVAL = 300
 
 
+# What each task returns: its django-q2 result (stored as JSON-shaped data, shown in the admin).
+
+
+class Skipped(TypedDict):
+    skipped: str  # why the task did nothing
+
+
+class SimilarRanking(TypedDict):
+    ranked: int
+    skipped: int
+    failed: int
+    similar: int
+    duplicates: int
+    queued: int  # raw notes left for a task of their own (the slice's time ran out)
+
+
+class SimilarFailed(TypedDict):
+    error: str
+
+
+class EmbeddingSlice(SyncResultJson, total=False):
+    next_slice_queued: bool  # chunks were left: whether this slice queued the next one
+    similar: SimilarRanking | SimilarFailed  # `sync_note_embeddings` only
+
+
+class Pruned(TypedDict):
+    deleted: int
+
+
 def schedules() -> list[tuple[str, str, int]]:
     """Periodic schedules installed by `do_ensure_schedules()`: the mirror runs only with BRAIN_DIR set."""
     wanted: list[tuple[str, str, int]] = [
@@ -54,7 +87,7 @@ def schedules() -> list[tuple[str, str, int]]:
     return wanted
 
 
-def sync_brain_dir() -> dict:
+def sync_brain_dir() -> FolderSummaryJson | Skipped:
     """One round of the two-way BRAIN_DIR mirror; returns its summary (kept in the django-q2 result)."""
     if not settings.BRAIN_DIR:
         return {"skipped": "BRAIN_DIR is not set"}
@@ -91,7 +124,7 @@ def resume_embedding_backlog() -> None:
         queue_embedding_slice()
 
 
-def sync_embeddings(max_seconds: float | None = EMBED_SLICE_SECONDS) -> dict:
+def sync_embeddings(max_seconds: float | None = EMBED_SLICE_SECONDS) -> EmbeddingSlice | Skipped:
     """One slice of the embedding backlog: chunk new and changed notes, embed for about `max_seconds`, drop
     embeddings of removed chunks; queue the next slice while chunks are left and this one made progress (an
     embedder that keeps failing waits for the schedule instead of being called in a loop)."""
@@ -100,13 +133,13 @@ def sync_embeddings(max_seconds: float | None = EMBED_SLICE_SECONDS) -> dict:
     if embedder is None:
         return {"skipped": "BRAIN_EMBEDDER is off"}
     result = run_sync(embedder, max_seconds=max_seconds)
-    summary = result.as_dict()
+    summary: EmbeddingSlice = {**result.as_dict()}
     if result.pending and result.added:
         summary["next_slice_queued"] = queue_embedding_slice()
     return summary
 
 
-def sync_note_embeddings(*note_ids: int) -> dict:
+def sync_note_embeddings(*note_ids: int) -> EmbeddingSlice | Skipped:
     """The same for the notes of one write or one batch of a bulk path, queued by `brain.indexing`; bounded like
     a slice (what is left of these notes, the backlog's next slice takes)."""
     do_record_worker_heartbeat(EMBED_HEARTBEAT)
@@ -115,7 +148,7 @@ def sync_note_embeddings(*note_ids: int) -> dict:
         return {"skipped": "BRAIN_EMBEDDER is off"}
     started = time.monotonic()
     synced = run_sync(embedder, note_ids=note_ids, max_seconds=EMBED_SLICE_SECONDS)
-    result = synced.as_dict()
+    result: EmbeddingSlice = {**synced.as_dict()}
     if synced.pending:
         result["next_slice_queued"] = queue_embedding_slice()
     try:
@@ -130,19 +163,19 @@ def sync_note_embeddings(*note_ids: int) -> dict:
     return result
 
 
-def prune_note_changes() -> dict:
+def prune_note_changes() -> Pruned:
     """Hourly: drop BM25 change-log rows older than a day (`brain.actions.do_prune_note_changes`)."""
     return {"deleted": do_prune_note_changes()}
 
 
-def refresh_similar_notes(*note_ids: int, max_seconds: float | None = EMBED_SLICE_SECONDS) -> dict:
+def refresh_similar_notes(*note_ids: int, max_seconds: float | None = EMBED_SLICE_SECONDS) -> SimilarRanking:
     """Rank the notes most like each raw note of `note_ids` after they changed, so their pages and the
     queue read the result. Notes that are no longer raw (or gone) are skipped.
 
     Bounded like an embedding slice (each ranking is a search, which embeds its query): the notes not reached
     within `max_seconds` are queued as a task of their own, behind whatever else waits in the queue.
     """
-    result = {"ranked": 0, "skipped": 0, "failed": 0, "similar": 0, "duplicates": 0, "queued": 0}
+    result: SimilarRanking = {"ranked": 0, "skipped": 0, "failed": 0, "similar": 0, "duplicates": 0, "queued": 0}
     notes = Note.objects.filter(pk__in=note_ids, status=NoteStatus.RAW).in_bulk()
     deadline = time.monotonic() + max_seconds if max_seconds is not None else None
     for index, note_id in enumerate(note_ids):
@@ -176,16 +209,16 @@ def refresh_similar_notes(*note_ids: int, max_seconds: float | None = EMBED_SLIC
     return result
 
 
-def verify_projects() -> dict:
+def verify_projects() -> Mapping[str, RecheckOutcomeJson]:
     """Every project with a repository: fetch, and when its branch head moved, re-verify the notes anchored
     to the files that changed (brain.actions.do_sync_project). One unreadable project never stops the others."""
-    results = {}
+    results: dict[str, RecheckOutcomeJson] = {}
     for project in Project.objects.exclude(repo=""):
         results[project.name] = do_sync_project(project).as_dict()
     return results
 
 
-def verify_project(project_id: int) -> dict:
+def verify_project(project_id: int) -> RecheckOutcomeJson | Skipped:
     """One project (queued by a session's hook when it may have moved the branch head)."""
     project = Project.objects.filter(pk=project_id).exclude(repo="").first()
     if project is None:
@@ -193,7 +226,7 @@ def verify_project(project_id: int) -> dict:
     return do_sync_project(project).as_dict()
 
 
-def run_note_check(note_id: int) -> dict:
+def run_note_check(note_id: int) -> NoteCheckJson | Skipped:
     """A wiki note's `check:` at its project's synced head (queued when a reviewer gives a note a check)."""
     note = Note.objects.filter(pk=note_id).select_related("project").first()
     if note is None or note.project is None or not note.project.last_synced_commit:

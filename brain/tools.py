@@ -8,14 +8,14 @@ never destructive). Wiki notes are also resources: `brain://note/<slug>`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
-from brain.actions import do_ingest_note, do_ingest_raw_note, do_write_raw_note
+from brain.actions import do_ingest_note_from, do_write_raw_note_from
 from brain.errors import BrainError
 from brain.folder import note_file_text
-from brain.inputs import QueryInput, RawNoteInput, Slug, WikiNoteInput, action_arguments
+from brain.inputs import QueryInput, RawNoteInput, Slug, WikiNoteInput
 from brain.models import Note
 from brain.presenters import (
     NOTE_URI_PREFIX,
@@ -69,23 +69,24 @@ register_right(
 )
 brain.translate_errors(BrainError)  # BrainInputError, SearchInputError, SlugError… reach the caller as tool errors
 
-WriteAction = Callable[..., Note]
+WriteInput = TypeVar("WriteInput", RawNoteInput, WikiNoteInput)
 
 
 def _write_tool(
-    action: WriteAction,
-    write: type[RawNoteInput | WikiNoteInput],
+    action: Callable[[WriteInput, Any], Note],
+    write: type[WriteInput],
     *,
     name: str,
     title: str,
     description: str,
     right: str = "brain:write",
-) -> Callable[[ToolInput, ToolContext], NoteRef]:
-    """Declare a tool that writes one new note with `action`: its input model is `write` (from brain.inputs,
-    where REST and the forms take theirs too), it answers the note's reference and needs the brain:write scope."""
+) -> Callable[[WriteInput, ToolContext], NoteRef]:
+    """Declare a tool that writes one new note with `action(input, user)`: its input model is `write` (from
+    brain.inputs, where REST and the forms take theirs too), it answers the note's reference and needs the
+    brain:write scope."""
 
-    def handler(arguments: ToolInput, ctx: ToolContext) -> NoteRef:
-        return note_ref(action(**action_arguments(arguments), source="mcp", user=ctx.actor))
+    def handler(arguments: WriteInput, ctx: ToolContext) -> NoteRef:
+        return note_ref(action(arguments, ctx.actor))
 
     handler.__name__ = name
     brain.tool(
@@ -158,7 +159,7 @@ def brain_get(arguments: GetInput, ctx: ToolContext) -> NoteDetail:
 
 
 brain_write = _write_tool(
-    do_write_raw_note,
+    lambda note, user: do_write_raw_note_from(note, source="mcp", user=user),
     RawNoteInput,
     name="brain_write",
     title="Write a note into raw",
@@ -170,7 +171,7 @@ brain_write = _write_tool(
     ),
 )
 brain_ingest = _write_tool(
-    do_ingest_note,
+    lambda note, user: do_ingest_note_from(note, source="mcp", user=user),
     WikiNoteInput,
     name="brain_ingest",
     title="Ingest a document into the wiki",
@@ -182,7 +183,7 @@ brain_ingest = _write_tool(
     right="brain:review",
 )
 brain_ingest_raw = _write_tool(
-    do_ingest_raw_note,
+    lambda note, user: do_write_raw_note_from(note, source="mcp", user=user, ingest=True),
     RawNoteInput,
     name="brain_ingest_raw",
     title="Ingest a document into raw",

@@ -18,8 +18,9 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from brain.models import Anchor, AnchorState, Note, Project, VerificationState
 from brain.repository import DOC_FILES, Block, Definition, Hunk, Repository
@@ -499,7 +500,7 @@ def _is_doc(path: str) -> bool:
     return any(fnmatch.fnmatch(path.rsplit("/", 1)[-1], pattern) for pattern in DOC_FILES)
 
 
-def _owned_by(definition: Definition, owner: str, hint: str, definitions: dict[str, tuple[Definition, ...]]) -> bool:
+def _owned_by(definition: Definition, owner: str, hint: str, definitions: Mapping[str, tuple[Definition, ...]]) -> bool:
     """Whether `owner.name` can mean this definition of `name`: no owner; `self`/`cls` and a class of the file the
     note names; the class it is defined in; a module or package it is in (`core.echo`, `click.echo`); or, where the
     language's classes are not read (not Python), a file that defines the owner."""
@@ -748,19 +749,51 @@ def unresolved_messages(evidence: list[dict]) -> list[str]:
     return [item.get("message", "") for item in evidence or [] if item.get("state") == AnchorState.UNRESOLVED]
 
 
-def verification_dict(note: Note) -> dict:
+class AnchorEvidence(TypedDict):
+    anchor: str
+    kind: str
+    state: str
+    path: str
+    changed_in: str
+    message: str
+
+
+class VerificationJson(TypedDict):
+    """What brain_get and every hit show of a note's truth (`brain.presenters.Verification` on the wire)."""
+
+    state: str
+    commit: str | None
+    label: str
+    reason: str | None  # why unverified (None otherwise)
+    evidence: list[AnchorEvidence]  # each anchor that no longer holds
+    unresolved: list[str]
+
+
+def verification_dict(note: Note) -> VerificationJson:
     """What brain_get and every hit show: {state, commit, label, reason, evidence, unresolved}."""
-    return verification_of(note.verification_state, note.verified_commit, note.verification_evidence)
+    return _verification(note.verification_state, note.verified_commit, note.verification_evidence)
 
 
 def verification_of(state: str, commit: str, evidence: list[dict]) -> dict:
+    """`verification_dict` from a search row's columns (a plain dict: a hit keeps it as one)."""
+    return dict(_verification(state, commit, evidence))
+
+
+def _verification(state: str, commit: str, evidence: list[dict]) -> VerificationJson:
     return {
         "state": state,
         "commit": commit or None,
         "label": describe(state, commit, evidence),
         "reason": _reason(evidence) if state == VerificationState.UNVERIFIED else None,
         "evidence": [
-            {key: item.get(key, "") for key in ("anchor", "kind", "state", "path", "changed_in", "message")}
+            {
+                "anchor": item.get("anchor", ""),
+                "kind": item.get("kind", ""),
+                "state": item.get("state", ""),
+                "path": item.get("path", ""),
+                "changed_in": item.get("changed_in", ""),
+                "message": item.get("message", ""),
+            }
             for item in evidence
             if item.get("anchor") and item.get("state") != AnchorState.UNRESOLVED
         ],

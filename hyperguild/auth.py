@@ -20,7 +20,7 @@ import hashlib
 import hmac
 import logging
 import secrets
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -99,7 +99,7 @@ def _quoted(text: str) -> str:
 # --- scopes ------------------------------------------------------------------------
 
 
-def known_scopes() -> dict[str, str]:
+def known_scopes() -> Mapping[str, str]:
     """Every scope an endpoint declares → what it opens (the tools that need it), in declaration order."""
     described: dict[str, list[str]] = {}
     for endpoint in all_endpoints():

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from typing import TypedDict
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
@@ -63,6 +64,19 @@ def format_usd(amount: Decimal | float, significant: int = 2) -> str:
     return f"{whole}.{decimals}"
 
 
+class BudgetJson(TypedDict):
+    """A budget's state as /health and the Costs page show it (amounts as decimal strings)."""
+
+    scope: str  # "person" or "service"
+    person: str | None
+    period: str
+    limit_usd: str
+    spent_usd: str
+    held_usd: str
+    percent: float
+    resets_at: str
+
+
 @dataclass(frozen=True)
 class BudgetState:
     """One budget as the Costs page, the banner and /health show it."""
@@ -85,7 +99,7 @@ class BudgetState:
     def warned(self) -> bool:
         return self.used_usd >= self.limit.usd * WARN_AT
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> BudgetJson:
         return {
             "scope": "person" if self.limit.person_id is not None else "service",
             "person": self.person or None,

@@ -17,9 +17,10 @@ with Django's own `django.core.checks.register`.)
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-HomeCounts = Callable[[], dict[str, object]]
+# Each app's part of the home page's template context (its own TypedDict); the core merges them unread.
+HomeCounts = Callable[[], Mapping[str, object]]
 Schedules = Callable[[], list[tuple[str, str, int]]]
 WebStart = Callable[[], object]
 
@@ -81,7 +82,8 @@ def web_start_hooks() -> list[WebStart]:
         return list(_WEB_START)
 
 
-def home_counts() -> dict[str, object]:
+def home_counts() -> Mapping[str, object]:
+    """The home page's template context: every app's counts, merged."""
     with _LOCK:
         providers = list(_HOME_COUNTS)
     counts: dict[str, object] = {}

@@ -7,11 +7,11 @@ how many calls it leaves out. Days and months are UTC, as the budgets' are (hype
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypedDict
 
 from django.contrib.auth.models import User
 from django.db.models import Count, Q, QuerySet, Sum
@@ -54,9 +54,22 @@ def grouped(calls: QuerySet[ModelCall], field: str) -> list[dict[str, Any]]:
     return list(calls.values(field).annotate(**_figures()).order_by("-cost", "-calls", field))
 
 
+class CostsReport(TypedDict):
+    """The Costs page's tables (its template context); each row is a `values()` row with `_figures()`."""
+
+    since: datetime
+    total: Spend
+    per_day: Sequence[Mapping[str, Any]]
+    by_person: list[Mapping[str, Any]]
+    by_skill: list[dict[str, Any]]
+    by_model: list[dict[str, Any]]
+    by_project: list[dict[str, Any]]
+    top_sessions: list[Mapping[str, Any]]
+
+
 def costs_report(
     now: datetime | None = None, days: int = COSTS_DAYS, *, only_person: User | None = None
-) -> dict[str, Any]:
+) -> CostsReport:
     """The Costs page's tables over the last `days` UTC days (today included).
 
     With `only_person`, every table and total counts that person's calls and the service parts' (calls of no
@@ -97,19 +110,31 @@ def spend_between(person: User, start: datetime, end: datetime) -> Spend:
     return spend_of(ModelCall.objects.filter(requested_by=person, created_at__gte=start, created_at__lt=end))
 
 
-def own_spend(person: User, now: datetime | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class OwnSpend:
+    """A person's own spend this UTC day and month, with their limits (None: no limit)."""
+
+    today: Spend
+    month: Spend
+    daily_usd: Decimal | None
+    monthly_usd: Decimal | None
+    day_resets: datetime
+    month_resets: datetime
+
+
+def own_spend(person: User, now: datetime | None = None) -> OwnSpend:
     """A person's own spend this UTC day and month, with their limits (None: no limit)."""
     now = now or budgets.now()
     budget = PersonBudget.objects.filter(person=person).first()
     day, month = budgets.period_bounds("day", now), budgets.period_bounds("month", now)
-    return {
-        "today": spend_between(person, *day),
-        "month": spend_between(person, *month),
-        "daily_usd": budget.daily_usd if budget else None,
-        "monthly_usd": budget.monthly_usd if budget else None,
-        "day_resets": day[1],
-        "month_resets": month[1],
-    }
+    return OwnSpend(
+        today=spend_between(person, *day),
+        month=spend_between(person, *month),
+        daily_usd=budget.daily_usd if budget else None,
+        monthly_usd=budget.monthly_usd if budget else None,
+        day_resets=day[1],
+        month_resets=month[1],
+    )
 
 
 def budget_warnings(viewer: User) -> list[str]:

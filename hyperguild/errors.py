@@ -10,6 +10,8 @@ result, and the REST views answer the JSON error shape of `hyperguild.api`.
 
 from __future__ import annotations
 
+from typing import Any, TypedDict
+
 
 class DomainError(Exception):
     """A request the service refuses.
@@ -29,6 +31,16 @@ class DomainError(Exception):
         self.data = data
 
 
-def error_body(code: str, message: str, details: dict | None = None) -> dict:
+class ErrorDetail(TypedDict):
+    code: str
+    message: str
+    details: dict[str, Any]  # per-field messages; {} when none
+
+
+class ErrorBody(TypedDict):
+    error: ErrorDetail
+
+
+def error_body(code: str, message: str, details: dict | None = None) -> ErrorBody:
     """The one JSON error shape of every REST endpoint (and of HTTP-level MCP refusals)."""
     return {"error": {"code": code, "message": message, "details": details or {}}}

@@ -13,23 +13,26 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 logger = logging.getLogger(__name__)
 
 _LOCK = threading.Lock()
-_SECTIONS: dict[str, Callable[[], dict]] = {}
+# Each app's section of /health (its own TypedDict, JSON-able); the core reports them unread.
+HealthSection = Callable[[], Mapping[str, object]]
+_SECTIONS: dict[str, HealthSection] = {}
 
 
-def register_health_section(name: str, provider: Callable[[], dict]) -> None:
+def register_health_section(name: str, provider: HealthSection) -> None:
     with _LOCK:
         _SECTIONS[name] = provider
 
 
-def health_sections() -> dict[str, dict]:
+def health_sections() -> Mapping[str, Mapping[str, object]]:
+    """Every registered section by name; one that raised is `{"ok": false, "error": ...}`."""
     with _LOCK:
         providers = dict(_SECTIONS)
-    report = {}
+    report: dict[str, Mapping[str, object]] = {}
     for name, provider in providers.items():
         try:
             report[name] = provider()

@@ -28,7 +28,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -59,7 +59,7 @@ logger = logging.getLogger("hyperguild.oauth")
 class EndpointScopes(BaseScopes):
     """The scopes the apps declare on their endpoints (`Endpoint(scopes=…)`), described by what they open."""
 
-    def get_all_scopes(self) -> dict[str, str]:
+    def get_all_scopes(self) -> Mapping[str, str]:
         return known_scopes()
 
     def get_available_scopes(

@@ -85,8 +85,10 @@ def budget_warning(person: Any) -> str | None:
     return "; ".join(warnings) or None
 
 
-def add_usage(result: dict[str, Any], call_ids: list[int], person: Any) -> dict[str, Any]:
-    """Fill `usage` (unless the handler did) and `budget_warning` into a tool's structured result."""
+def add_usage(result: dict[str, Any], call_ids: list[int], person: Any) -> None:
+    """Fill `usage` (unless the handler did) and `budget_warning` into a tool's structured result, in place.
+
+    On the dumped result, not the model: the two keys go last on the wire (the model would put them first)."""
     if "usage" not in result:
         usage = usage_of(call_ids)
         if usage is not None:
@@ -94,4 +96,3 @@ def add_usage(result: dict[str, Any], call_ids: list[int], person: Any) -> dict[
     warning = budget_warning(person)
     if warning:
         result["budget_warning"] = warning
-    return result

@@ -5,8 +5,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -29,6 +30,9 @@ from sessions.inputs import (
 )
 from sessions.models import AgentSession, EntrySource, RetrospectiveRun, SessionEntry, TrainingExample
 from sessions.redaction import redact_fields, redact_value
+
+if TYPE_CHECKING:  # the type only: replay runs tests, importing it here is not needed
+    from sessions.replay import ReplayOutcome
 
 MESSAGE_FIELDS = ("prompt", "completion", "chosen", "rejected")
 EDITABLE_FIELDS = (*MESSAGE_FIELDS, "review_note")
@@ -145,7 +149,7 @@ def check_session_id(session_id: Any) -> str:
     return session_id
 
 
-def check_entry_fields(fields: Any) -> dict:
+def check_entry_fields(fields: Any) -> None:
     """`fields` against ENTRY_FIELDS_SCHEMA, then the size limits; EntryRefused names each bad field."""
     problems = sorted(_ENTRY_FIELDS.iter_errors(fields), key=lambda e: list(e.absolute_path))
     if problems:
@@ -165,11 +169,15 @@ def check_entry_fields(fields: Any) -> dict:
     if client is not None and len(json.dumps(client).encode()) > MAX_CLIENT_BYTES:
         message = f"client metadata is over {MAX_CLIENT_BYTES} bytes; send name and version only."
         raise EntryRefused(message, details={"client": message})
-    return fields
 
 
 def do_log_checked_entry(
-    session_id: str, fields: JSON, *, source: str, user: User | None = None, occurred_at: datetime | None = None
+    session_id: str,
+    fields: Mapping[str, Any],
+    *,
+    source: str,
+    user: User | None = None,
+    occurred_at: datetime | None = None,
 ) -> JSON:
     """Validate an entry from outside (MCP session_log, REST) against the one limit table, then log it.
 
@@ -209,7 +217,7 @@ def do_log_entry(
     idempotency_key: str | None = None,
     project: str | None = None,
     project_root: str | None = None,
-    client: dict | None = None,
+    client: dict[str, Any] | None = None,
     source: str = EntrySource.MCP,
     raw_line: str = "",
     occurred_at: datetime | None = None,
@@ -253,7 +261,7 @@ def do_log_entry(
     return entry, True
 
 
-def do_append_entries(session_id: str, entries: list[dict]) -> tuple[int, int]:
+def do_append_entries(session_id: str, entries: list[dict[str, Any]]) -> tuple[int, int]:
     """Append many entries in one go (imports); returns (created, already there).
 
     Each item holds SessionEntry fields and must carry an `idempotency_key`.
@@ -281,15 +289,15 @@ def do_append_entries(session_id: str, entries: list[dict]) -> tuple[int, int]:
     return len(rows), len(entries) - len(rows)
 
 
-def _redacted_entry(item: dict) -> dict:
+def _redacted_entry(item: dict[str, Any]) -> dict[str, Any]:
     """An entry's fields with secrets taken out of message, data and raw_line, and counted in `redactions`."""
-    fields = {name: item[name] for name in ("message", "data", "raw_line") if name in item}
+    fields: dict[str, Any] = {name: item[name] for name in ("message", "data", "raw_line") if name in item}
     cleaned, redactions = redact_fields(fields)
     return {**item, **cleaned, "redactions": redactions}
 
 
 @transaction.atomic
-def do_set_session_file_layout(session_id: str, layout: dict) -> AgentSession:
+def do_set_session_file_layout(session_id: str, layout: dict[str, Any]) -> AgentSession:
     """Remember how an imported file was laid out (newlines), for a byte-exact export."""
     session, _ = AgentSession.objects.get_or_create(external_id=session_id)
     session.file_layout = layout
@@ -303,10 +311,10 @@ def do_record_retrospective(
     *,
     method: str,
     model: str,
-    learnings: list[dict],
+    learnings: list[dict[str, Any]],
     notes_written: list[str],
     message: str = "",
-    redactions: list[dict] | None = None,
+    redactions: list[dict[str, Any]] | None = None,
     requested_by: User | None = None,
 ) -> RetrospectiveRun:
     """Keep, for operators, what a retrospective that wrote notes proposed and wrote (already redacted).
@@ -368,7 +376,7 @@ def _history(
     example.edits = [*(example.edits or []), record]
 
 
-def validate_messages(name: str, value: Any) -> list[dict]:
+def validate_messages(name: str, value: Any) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not value:
         raise InvalidExampleEdit(f"{name} must be a non-empty list of {{role, content}} messages.")
     for index, message in enumerate(value):
@@ -400,7 +408,7 @@ def do_approve_example(
     return example
 
 
-def _flag_summary(flags: list[dict]) -> str:
+def _flag_summary(flags: list[dict[str, Any]]) -> str:
     return ", ".join(f"{flag.get('field')}: {flag.get('pattern')}" for flag in flags or []) or "flagged"
 
 
@@ -517,7 +525,7 @@ def _exchange_sides(example: TrainingExample) -> None:
     ]
 
 
-def _decision_state(example: TrainingExample) -> dict:
+def _decision_state(example: TrainingExample) -> dict[str, Any]:
     """What an approve, reject or swap changes besides the texts: kept in its history record for its undo."""
     return {
         "status": example.status,
@@ -570,12 +578,12 @@ def do_store_training_example(
     source_key: str,
     kind: str,
     skill: str,
-    prompt: list[dict],
-    completion: list[dict] | None = None,
-    chosen: list[dict] | None = None,
-    rejected: list[dict] | None = None,
-    provenance: dict,
-    flags: list[dict] | None = None,
+    prompt: list[dict[str, Any]],
+    completion: list[dict[str, Any]] | None = None,
+    chosen: list[dict[str, Any]] | None = None,
+    rejected: list[dict[str, Any]] | None = None,
+    provenance: dict[str, Any],
+    flags: list[dict[str, Any]] | None = None,
 ) -> tuple[TrainingExample, bool]:
     """Store an extracted candidate once; a second extraction of the same source returns the first."""
     example, created = TrainingExample.objects.get_or_create(
@@ -605,7 +613,9 @@ def do_name_extractor(examples: list[TrainingExample], requested_by: User) -> li
 
 
 @transaction.atomic
-def do_record_replay(example: TrainingExample, outcome: dict, *, requested_by: User | None = None) -> TrainingExample:
+def do_record_replay(
+    example: TrainingExample, outcome: ReplayOutcome, *, requested_by: User | None = None
+) -> TrainingExample:
     """Keep what `trainer_verify` found (valid / invalid / n/a, why, each side's test run) and who asked for it."""
     example = TrainingExample.objects.select_for_update().get(pk=example.pk)
     example.replay_status = outcome["status"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import overload
+from typing import Any, overload
 
 from django.db import connection
 from django.db.models import QuerySet
@@ -55,7 +55,7 @@ class MergedActivity:
         return revisions
 
     # -- the examples' side --------------------------------------------------------------------
-    def _example_sql(self, select: str, tail: str = "") -> tuple[str, dict]:
+    def _example_sql(self, select: str, tail: str = "") -> tuple[str, dict[str, Any]]:
         table = TrainingExample._meta.db_table
         where, params = ["true"], {}
         if self.person == SERVICE:

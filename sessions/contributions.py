@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 from django.db.models import Count
 
 from brain.callbacks import FolderSection
-from sessions.folder import export_sessions_dir, import_sessions_dir
+from sessions.folder import SessionsExport, export_sessions_dir, import_sessions_dir
 from sessions.mirror import mirror_session_logs, mirror_training_data
 from sessions.models import AgentSession, SessionEntry, TrainingExample
-from sessions.trl_export import export_training_data_dir
+from sessions.trl_export import TrainingDataExport, export_training_data_dir
 
 
-def export_sessions_if_any(folder: Path) -> dict | None:
+def export_sessions_if_any(folder: Path) -> SessionsExport | None:
     """`sessions/<id>.jsonl` for a brain export, or None when there is no session."""
     if not AgentSession.objects.exists():
         return None
     return export_sessions_dir(folder)
 
 
-def export_training_data_if_any(folder: Path) -> dict | None:
+def export_training_data_if_any(folder: Path) -> TrainingDataExport | None:
     """The approved SFT/DPO examples as TRL JSONL for a brain export, or None when none is approved."""
     if not TrainingExample.objects.filter(status=TrainingExample.Status.APPROVED).exists():
         return None
@@ -64,7 +65,11 @@ def provenance_entries(session_id: str, seqs: list[int]) -> list[SessionEntry]:
     return list(SessionEntry.objects.for_session(session_id).filter(seq__in=seqs))
 
 
-def home_counts() -> dict[str, object]:
+class CandidateCounts(TypedDict):
+    candidate_counts: dict[str, int]  # kind (sft, dpo) -> candidates waiting
+
+
+def home_counts() -> CandidateCounts:
     """Training candidates waiting for curation, by kind (the home page's `candidate_counts`)."""
     rows = TrainingExample.objects.filter(status="candidate").order_by().values("kind").annotate(n=Count("id"))
     return {"candidate_counts": {row["kind"]: row["n"] for row in rows}}

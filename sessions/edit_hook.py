@@ -17,7 +17,7 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from brain.edits import advice, file_edit, path_suffixes, touched_notes
+from brain.edits import TouchedNoteJson, advice, file_edit, path_suffixes, touched_notes
 from brain.models import Project
 from sessions.actions import check_session_id, do_log_checked_entry
 from sessions.errors import HookRefused
@@ -28,9 +28,9 @@ ANCHORS_ENTRY = "anchors"
 
 @dataclass
 class EditHookOutcome:
-    answer: dict = field(default_factory=dict)
-    notes: list[dict] = field(default_factory=list)
-    logged: dict | None = None
+    answer: dict[str, Any] = field(default_factory=dict)
+    notes: list[TouchedNoteJson] = field(default_factory=list)
+    logged: dict[str, Any] | None = None
 
 
 def handle_edit_hook(payload: Any, *, user: User | None = None, may_log: bool = False) -> EditHookOutcome:
@@ -89,7 +89,7 @@ def _shown(path: str, cwd: str) -> str:
     return path[len(prefix) :] if path.startswith(prefix) else path
 
 
-def _key(payload: dict) -> str:
+def _key(payload: dict[str, Any]) -> str:
     natural = payload.get("tool_use_id")
     if isinstance(natural, str) and 0 < len(natural) <= 120:
         return f"hook:anchors:{natural}"

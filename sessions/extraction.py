@@ -233,7 +233,7 @@ def _store(
     source_key: str, *, kind: str, skill: str, prompt: list[Message], provenance: JSON, **answers: list[Message]
 ) -> Stored:
     """Redact every field, flag what was redacted (field, pattern, count), store once per `source_key`."""
-    flags: list[dict] = []
+    flags: list[dict[str, Any]] = []
 
     def clean(name: str, value: Any) -> Any:
         value, found = redact_value(value)

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db import transaction
 from django.utils import timezone
@@ -41,7 +41,7 @@ MESSAGE_KEYS = ("message", "msg", "text")
 TIME_KEYS = ("ts", "timestamp", "time", "at")
 
 
-def _text(obj: dict, keys: tuple[str, ...], limit: int | None = None) -> str:
+def _text(obj: dict[str, Any], keys: tuple[str, ...], limit: int | None = None) -> str:
     for key in keys:
         value = obj.get(key)
         if isinstance(value, str | int | float) and not isinstance(value, bool) and str(value) != "":
@@ -50,7 +50,7 @@ def _text(obj: dict, keys: tuple[str, ...], limit: int | None = None) -> str:
     return ""
 
 
-def _time(obj: dict) -> datetime | None:
+def _time(obj: dict[str, Any]) -> datetime | None:
     for key in TIME_KEYS:
         value = obj.get(key)
         if isinstance(value, str):
@@ -68,7 +68,11 @@ def entry_line(entry: SessionEntry) -> str:
     """The line an entry is exported as: its original bytes, or the canonical form."""
     if entry.source == EntrySource.IMPORT:
         return entry.raw_line
-    record: dict = {"ts": (entry.occurred_at or entry.created_at).isoformat(), "seq": entry.seq, "kind": entry.kind}
+    record: dict[str, Any] = {
+        "ts": (entry.occurred_at or entry.created_at).isoformat(),
+        "seq": entry.seq,
+        "kind": entry.kind,
+    }
     for name in ("skill", "phase", "status", "message"):
         if getattr(entry, name):
             record[name] = getattr(entry, name)
@@ -82,7 +86,35 @@ MAX_IMPORT_LINES = 200_000
 MAX_IMPORT_FILE_BYTES = 256 * 1024 * 1024
 
 
-def import_session_file(path: Path) -> dict:
+class FileCounts(TypedDict):
+    created: int
+    existing: int
+    unparsed: int
+
+
+class FileError(TypedDict):
+    file: str
+    error: str
+
+
+class SessionsImport(TypedDict):
+    """What importing a folder of session files did (printed by sessions_import, kept in a brain import's summary)."""
+
+    files: int
+    entries_created: int
+    entries_existing: int
+    unparsed_lines: int
+    errors: list[FileError]
+
+
+class SessionsExport(TypedDict):
+    files: int
+    written: int
+    unchanged: int
+    entries: int
+
+
+def import_session_file(path: Path) -> FileCounts:
     """Import one `<session_id>.jsonl`; returns counts. A file imports fully or not at all."""
     session_id = path.name[: -len(SESSION_FILE_SUFFIX)]
     if not SESSION_FILE_STEM.match(session_id):
@@ -103,10 +135,10 @@ def import_session_file(path: Path) -> dict:
             f"{path.name}: {len(lines)} lines; one session file imports at most {MAX_IMPORT_LINES} "
             "(one transaction each). Split it into sessions of its own."
         )
-    counts = {"created": 0, "existing": 0, "unparsed": 0}
+    counts: FileCounts = {"created": 0, "existing": 0, "unparsed": 0}
     seen: Counter[str] = Counter()
     blank_lines: list[int] = []
-    batch: list[dict] = []
+    batch: list[dict[str, Any]] = []
     with transaction.atomic():
         existing = AgentSession.objects.filter(external_id=session_id).first()
         # Lines this service itself exported (canonical form): already here, by seq.
@@ -158,12 +190,18 @@ def import_session_file(path: Path) -> dict:
     return counts
 
 
-def import_sessions_dir(path: str | Path, progress: Callable[[str], None] | None = None) -> dict:
+def import_sessions_dir(path: str | Path, progress: Callable[[str], None] | None = None) -> SessionsImport:
     """Import every `*.jsonl` of `path`; returns a summary (files, entries created/existing, errors)."""
     folder = Path(path)
     if not folder.is_dir():
         raise FileNotFoundError(f"{folder} is not a folder of <session_id>.jsonl files.")
-    summary: dict = {"files": 0, "entries_created": 0, "entries_existing": 0, "unparsed_lines": 0, "errors": []}
+    summary: SessionsImport = {
+        "files": 0,
+        "entries_created": 0,
+        "entries_existing": 0,
+        "unparsed_lines": 0,
+        "errors": [],
+    }
     for file in sorted(folder.glob(f"*{SESSION_FILE_SUFFIX}")):
         if progress:
             progress(file.name)
@@ -192,14 +230,14 @@ def session_file_text(session: AgentSession) -> str:
 
 def export_sessions_dir(
     path: str | Path, session_ids: list[str] | None = None, progress: Callable[[str], None] | None = None
-) -> dict:
+) -> SessionsExport:
     """Write `<path>/<session_id>.jsonl` for each session (unchanged files are not rewritten)."""
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
     sessions = AgentSession.objects.order_by("external_id")
     if session_ids is not None:
         sessions = sessions.filter(external_id__in=session_ids)
-    summary = {"files": 0, "written": 0, "unchanged": 0, "entries": 0}
+    summary: SessionsExport = {"files": 0, "written": 0, "unchanged": 0, "entries": 0}
     for session in sessions.iterator():
         if progress:
             progress(session.external_id)

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 from django.conf import settings
@@ -57,7 +59,7 @@ def _quote(value: str) -> str:
     return value if re.fullmatch(r"[A-Za-z0-9_./:@,+=%-]*", value) else shlex.quote(value)
 
 
-def parse_env_file(path: Path) -> dict[str, str]:
+def parse_env_file(path: Path) -> Mapping[str, str]:
     """`KEY=value` lines of a .env (comments, `export`, quotes); later lines win, like a shell."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -129,7 +131,7 @@ def migrate_from_go(
 
 def _import_brain(
     directory: Path,
-    go_env: dict[str, str],
+    go_env: Mapping[str, str],
     env_file: Path | None,
     report: GoMigrationReport,
     progress: ProgressWrapper | None,
@@ -173,7 +175,7 @@ def _import_brain(
         )
 
 
-def _took_sessions(folder: Path, summary: dict, report: GoMigrationReport) -> None:
+def _took_sessions(folder: Path, summary: Mapping[str, Any], report: GoMigrationReport) -> None:
     report.changes += summary.get("entries_created", 0)
     report.took.append(
         f"sessions from {folder}: {summary.get('files', 0)} file(s), {summary.get('entries_created', 0)} new entries, "
@@ -186,7 +188,7 @@ def _took_sessions(folder: Path, summary: dict, report: GoMigrationReport) -> No
 # -- the .env --------------------------------------------------------------------------------
 
 
-def _map_environment(go_env: dict[str, str], base: Path, directory: Path, report: GoMigrationReport) -> None:
+def _map_environment(go_env: Mapping[str, str], base: Path, directory: Path, report: GoMigrationReport) -> None:
     ours = our_variable_names()
     alias_of = {alias: name for name, aliases in GO_ALIASES.items() for alias in aliases}
     given: dict[str, str] = {}
@@ -236,7 +238,7 @@ def _map_environment(go_env: dict[str, str], base: Path, directory: Path, report
 # -- models.yaml -------------------------------------------------------------------------
 
 
-def _map_models(models_file: Path | None, go_env: dict, report: GoMigrationReport) -> None:
+def _map_models(models_file: Path | None, go_env: Mapping[str, str], report: GoMigrationReport) -> None:
     if models_file is None:
         report.cannot_use.append("no models.yaml found (next to the .env or in the folder): the model table stays ours")
         return
@@ -254,8 +256,8 @@ def _map_models(models_file: Path | None, go_env: dict, report: GoMigrationRepor
             )
         elif name not in known:
             report.cannot_use.append(f"models.yaml skills.{name}: no such skill here ({', '.join(sorted(SKILLS))})")
-    usable = {name: model for name, model in table["skills"].items() if name in known}
-    gateway_models = sorted({model for model in [table["default"], *usable.values()] if is_gateway_model(model)})
+    usable = {name: model for name, model in table.skills.items() if name in known}
+    gateway_models = sorted({model for model in [table.default, *usable.values()] if is_gateway_model(model)})
     if gateway_models:
         report.mapped.append(
             f"{', '.join(gateway_models)}: provider/name models run the Claude Code worker through the LiteLLM gateway "
@@ -266,7 +268,7 @@ def _map_models(models_file: Path | None, go_env: dict, report: GoMigrationRepor
                 "LITELLM_BASE_URL is not set: the provider/name models above need the gateway; add LITELLM_BASE_URL "
                 "(and LITELLM_API_KEY) to the lines below"
             )
-    report.took.append(f"model table {models_file} (default {table['default']}, {len(usable)} skill entries used)")
+    report.took.append(f"model table {models_file} (default {table.default}, {len(usable)} skill entries used)")
     report.add_env("SUPERVISOR_MODELS_FILE", str(models_file.resolve()))
     if not any(name in go_env for name in ("HYPERGUILD_FAST_MODEL", "HYPERGUILD_THINKING_MODEL")):
         report.cannot_use.append(

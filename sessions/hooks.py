@@ -32,7 +32,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -90,8 +90,8 @@ BUILD_COMMAND = re.compile(
 class HookOutcome:
     """What a hook did: the JSON for Claude Code, what was logged and whether a retrospective was queued."""
 
-    answer: dict = field(default_factory=dict)
-    logged: dict | None = None
+    answer: dict[str, Any] = field(default_factory=dict)
+    logged: dict[str, Any] | None = None
     queued_retrospective: bool = False
     queued_verification: bool = False
 
@@ -99,7 +99,7 @@ class HookOutcome:
 HOOK_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,100}$")
 
 
-def idempotency_key(event: str, payload: dict) -> str:
+def idempotency_key(event: str, payload: dict[str, Any]) -> str:
     """Claude Code's own id of the prompt or tool use; else the id the plugin's hook script gives each hook it
     runs (`hyperguild_hook_id`: two identical Stops are two entries, a late copy from the spool is none);
     else a hash of the whole input."""
@@ -168,9 +168,9 @@ class SpoolReplay:
     logged: int = 0
     already_logged: int = 0
     not_worth_an_entry: int = 0
-    refused: list[dict] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)
     gaps: dict[str, int] = field(default_factory=dict)
-    refused_gaps: list[dict] = field(default_factory=list)
+    refused_gaps: list[dict[str, Any]] = field(default_factory=list)
     retrospectives_queued: int = 0
 
 
@@ -179,7 +179,7 @@ class SpoolLine:
     """One entry of a spool batch: its hook, input and time, or why its time cannot be taken."""
 
     event: str
-    input: dict
+    input: dict[str, Any]
     at: datetime | None
     problem: str = ""
 
@@ -294,7 +294,18 @@ def check_spool_batch(body: Any) -> SpoolBatch:
     return SpoolBatch(lines, dropped, drop_key)
 
 
-def gap_fields(count: int, drop_key: str) -> dict:
+class GapEntry(TypedDict):
+    """The fields of the `gap` entry that says how many hook entries the plugin's spool dropped."""
+
+    kind: str
+    status: str
+    message: str
+    data: dict[str, Any]
+    idempotency_key: str
+    client: dict[str, str]
+
+
+def gap_fields(count: int, drop_key: str) -> GapEntry:
     noun = "entry" if count == 1 else "entries"
     return {
         "kind": "gap",
@@ -314,7 +325,7 @@ def project_label(cwd: str) -> str:
     return re.split(r"[\\/]+", cwd.rstrip("/\\"))[-1][:200]
 
 
-def entry_fields(event: str, payload: dict, cwd: str) -> dict | None:
+def entry_fields(event: str, payload: dict[str, Any], cwd: str) -> dict[str, Any] | None:
     """The session entry a hook becomes, or None when it is not worth one."""
     if event == "SessionStart":
         source = str(payload.get("source") or "startup")[:64]
@@ -342,7 +353,7 @@ def entry_fields(event: str, payload: dict, cwd: str) -> dict | None:
     return {"kind": "end", "phase": reason, "message": f"Claude Code session ended ({reason})"}
 
 
-def tool_fields(payload: dict, cwd: str, *, failed: bool) -> dict | None:
+def tool_fields(payload: dict[str, Any], cwd: str, *, failed: bool) -> dict[str, Any] | None:
     tool = payload.get("tool_name")
     tool_input = payload.get("tool_input")
     tool_input = tool_input if isinstance(tool_input, dict) else {}
@@ -382,7 +393,7 @@ def tool_fields(payload: dict, cwd: str, *, failed: bool) -> dict | None:
     return fields
 
 
-def error_text(payload: dict) -> str:
+def error_text(payload: dict[str, Any]) -> str:
     error = payload.get("error")
     text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False) if error else "failed"
     # The end of a failure says most (the assertion, the summary line).
@@ -427,7 +438,7 @@ GIT_MOVES_HEAD = re.compile(r"\bgit\s+(?:commit|merge|pull|rebase|cherry-pick|re
 VERIFY_DEBOUNCE_SECONDS = 30
 
 
-def moves_head(payload: dict) -> bool:
+def moves_head(payload: dict[str, Any]) -> bool:
     tool_input = payload.get("tool_input")
     tool_input = tool_input if isinstance(tool_input, dict) else {}
     command = tool_input.get("command")

@@ -67,7 +67,7 @@ class SessionLogInput(EntryFields):
 
 
 # The same as JSON Schema, for the REST body and the hook route (`sessions.actions` validates with jsonschema).
-ENTRY_FIELDS_SCHEMA: dict[str, Any] = contracts.input_schema(EntryFields)
+ENTRY_FIELDS_SCHEMA: contracts.JsonSchema = contracts.input_schema(EntryFields)
 SESSION_ID_SCHEMA: dict[str, Any] = contracts.input_schema(SessionLogInput)["properties"]["session_id"]
 
 # What the plugin's spool sends when the service answers again (`POST /api/hooks/spool`): its oldest

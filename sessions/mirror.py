@@ -15,12 +15,13 @@ is, and the mirror keeps the folder a complete copy every round:
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 from django.conf import settings
 
-from sessions.folder import SESSION_FILE_SUFFIX, import_sessions_dir, session_file_text
+from sessions.folder import SESSION_FILE_SUFFIX, FileError, import_sessions_dir, session_file_text
 from sessions.models import AgentSession, TrainingExample
-from sessions.trl_export import export_training_data_dir
+from sessions.trl_export import TrainingDataExport, export_training_data_dir
 
 
 def sessions_folder(default: Path) -> Path:
@@ -28,12 +29,23 @@ def sessions_folder(default: Path) -> Path:
     return Path(settings.BRAIN_SESSIONS_DIR) if settings.BRAIN_SESSIONS_DIR else default
 
 
-def mirror_session_logs(default_folder: Path) -> dict:
+class SessionLogsMirror(TypedDict):
+    """One mirror round of the session logs (kept in the brain mirror round's summary)."""
+
+    imported_entries: int
+    appended: int
+    created: int
+    unchanged: int
+    conflicts: list[str]  # files left alone: not a prefix of their session's log
+    errors: list[FileError]
+
+
+def mirror_session_logs(default_folder: Path) -> SessionLogsMirror:
     """One mirror round for session logs; returns counts and the files left alone."""
     folder = sessions_folder(default_folder)
     folder.mkdir(parents=True, exist_ok=True)
     imported = import_sessions_dir(folder)
-    summary = {
+    summary: SessionLogsMirror = {
         "imported_entries": imported["entries_created"],
         "appended": 0,
         "created": 0,
@@ -65,7 +77,7 @@ def mirror_session_logs(default_folder: Path) -> dict:
     return summary
 
 
-def mirror_training_data(folder: Path) -> dict | None:
+def mirror_training_data(folder: Path) -> TrainingDataExport | None:
     """The approved examples as `sft.jsonl`/`dpo.jsonl`; None (nothing written) while none is approved."""
     if not TrainingExample.objects.filter(status=TrainingExample.Status.APPROVED).exists() and not folder.is_dir():
         return None

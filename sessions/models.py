@@ -49,7 +49,7 @@ class EntrySource(models.TextChoices):
     INTERNAL = "internal", "internal"
 
 
-class SessionEntryQuerySet(models.QuerySet):
+class SessionEntryQuerySet(models.QuerySet["SessionEntry"]):
     def for_session(self, external_id: str) -> SessionEntryQuerySet:
         return self.filter(session__external_id=external_id).order_by("seq")
 
@@ -142,7 +142,7 @@ class RetrospectiveRun(models.Model):
         return f"retrospective {self.session_id} {self.method} {self.status}"
 
 
-class TrainingExampleQuerySet(models.QuerySet):
+class TrainingExampleQuerySet(models.QuerySet["TrainingExample"]):
     def candidates(self) -> TrainingExampleQuerySet:
         return self.filter(status=TrainingExample.Status.CANDIDATE)
 

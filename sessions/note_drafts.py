@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from django.contrib.auth.models import User
 
@@ -33,16 +34,16 @@ class Touch:
     title: str
     first_seq: int
     first_at: datetime
-    edits: list[dict] = field(default_factory=list)
+    edits: list[dict[str, Any]] = field(default_factory=list)
 
 
-def touches(session: AgentSession) -> dict[str, Touch]:
-    """The wiki notes the session's edits touched, with each edit (in order)."""
+def touches(session: AgentSession) -> list[Touch]:
+    """The wiki notes the session's edits touched (in the order first touched), with each edit (in order)."""
     found: dict[str, Touch] = {}
     for entry in SessionEntry.objects.filter(session=session, kind=ANCHORS_ENTRY).order_by("seq"):
         data = entry.data if isinstance(entry.data, dict) else {}
         given = data.get("edit")
-        edit: dict = given if isinstance(given, dict) else {}
+        edit: dict[str, Any] = given if isinstance(given, dict) else {}
         for note in data.get("notes") or []:
             if not isinstance(note, dict) or note.get("status") != NoteStatus.WIKI or not note.get("slug"):
                 continue
@@ -58,7 +59,7 @@ def touches(session: AgentSession) -> dict[str, Touch]:
                     "seq": entry.seq,
                 }
             )
-    return found
+    return list(found.values())
 
 
 def draft_key(session_id: str, slug: str) -> str:
@@ -106,15 +107,16 @@ def draft_body(note: Note, touch: Touch, session_id: str) -> str:
     return "\n".join(lines)
 
 
-def draft_successors(session: AgentSession, *, author: User | None = None) -> list[dict]:
+def draft_successors(session: AgentSession, *, author: User | None = None) -> list[dict[str, Any]]:
     """Draft a successor for each touched wiki note left as it was; one item per touched note, with its outcome.
 
     The drafts carry the session owner's change, so they name the owner (`author`) as the retrospective's notes do.
     """
     session_id = session.external_id
     reported = []
-    for slug, touch in touches(session).items():
-        item: dict = {"supersedes": slug, "key": draft_key(session_id, slug)}
+    for touch in touches(session):
+        slug = touch.slug
+        item: dict[str, Any] = {"supersedes": slug, "key": draft_key(session_id, slug)}
         note = Note.objects.filter(slug=slug).first()
         existing = Note.objects.filter(provenance__retrospective_key=item["key"]).first()
         if existing is not None:

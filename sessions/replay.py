@@ -27,6 +27,7 @@ import re
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NotRequired, TypedDict
 
 from django.utils import timezone
 
@@ -163,11 +164,33 @@ def rebuild(folder: Path, hashes: dict[str, str], store: ContentStore) -> None:
                 os.symlink(store.root / name, folder / name)
 
 
-def _side(messages: list[dict]) -> str | None:
+class SideReplay(TypedDict):
+    """One side of an example replayed: did its change apply, and did the tests do what the phase needs."""
+
+    applied: bool
+    exit_code: NotRequired[int | None]
+    outcome: NotRequired[str]
+    verifies: bool
+    why: str
+    output: NotRequired[str]  # the tail of the test run's output
+
+
+class ReplayOutcome(TypedDict):
+    """What `replay_example` found: kept on the example (`do_record_replay`: `replay_status` and the JSON `replay`)."""
+
+    status: str  # TrainingExample.ReplayStatus
+    reason: str
+    sides: dict[str, SideReplay]  # "completion" (SFT) or "chosen" and "rejected" (DPO); empty when none ran
+    checked_at: str
+    test_cmd: NotRequired[str]
+    expect: NotRequired[str]
+
+
+def _side(messages: list[dict[str, Any]]) -> str | None:
     return diff_block("\n".join(m.get("content", "") for m in messages if m.get("role") == "assistant"))
 
 
-def _try(hashes: dict, store: ContentStore, diff: str | None, test_cmd: str, expect: str) -> dict:
+def _try(hashes: dict[str, Any], store: ContentStore, diff: str | None, test_cmd: str, expect: str) -> SideReplay:
     """Rebuild, apply `diff`, run `test_cmd`: {applied, exit_code, outcome, output, verifies, why}."""
     if diff is None:
         return {"applied": False, "verifies": False, "why": "the answer holds no ```diff block to apply"}
@@ -204,7 +227,7 @@ def _try(hashes: dict, store: ContentStore, diff: str | None, test_cmd: str, exp
     }
 
 
-def replay_example(example: TrainingExample) -> dict:
+def replay_example(example: TrainingExample) -> ReplayOutcome:
     """{status: valid|invalid|n/a, reason, sides: {...}, checked_at}; it writes nothing (see do_record_replay)."""
     checked_at = timezone.now().isoformat()
     pre = (example.provenance or {}).get("pre_state")
@@ -225,6 +248,7 @@ def replay_example(example: TrainingExample) -> dict:
         if not test_cmd or expect is None:
             raise ReplayError(f"run #{run.pk} ({run.skill}) recorded no test command to replay")
         store = ContentStore(run.project_root, [run])
+        sides: dict[str, SideReplay]
         if example.kind == TrainingExample.Kind.SFT:
             sides = {"completion": _try(hashes, store, _side(example.completion), test_cmd, expect)}
             ok = sides["completion"]["verifies"]

@@ -47,7 +47,7 @@ from brain.search import SearchInputError, search
 from hyperguild.lib.llm import LLMBadResponse, LLMClient, LLMError, get_llm_client
 from hyperguild.lib.model_calls import mark_model_call, model_call_context
 from hyperguild.lib.text import excerpt
-from hyperguild.lib.typed import JSON
+from hyperguild.lib.typed import JSON, JsonSchema
 from hyperguild.permissions import role_allows
 from sessions.actions import do_record_failed_retrospective, do_record_retrospective, session_for
 from sessions.models import AgentSession, SessionEntry
@@ -77,7 +77,7 @@ TITLE_CHARS = 90  # of an entry's message quoted in a learning's title
 PROMPT_MAX_ENTRIES = 400
 MAX_LLM_LEARNINGS = 20
 
-LLM_ANSWER_SCHEMA = {
+LLM_ANSWER_SCHEMA: JsonSchema = {
     "type": "object",
     "additionalProperties": False,
     "required": ["learnings"],

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from typing import Any
 
 from django.contrib.auth.models import User
 
@@ -100,7 +101,7 @@ def routed_session_skill(
     return routed_result(skill, routed, started, **values)
 
 
-def _model_exchange(call_ids: list[int]) -> tuple[dict, bool]:
+def _model_exchange(call_ids: list[int]) -> tuple[dict[str, Any], bool]:
     """(request sent, the model's own text and the call ids, for the Attempt; whether the last call was an outage)."""
     calls = list(ModelCall.objects.filter(pk__in=call_ids).order_by("created_at", "id"))
     if not calls:
@@ -128,7 +129,7 @@ def _ms(began: float) -> int:
     return int((time.monotonic() - began) * 1000)
 
 
-def retrospective_judge(outcome: dict) -> str | None:
+def retrospective_judge(outcome: dict[str, Any]) -> str | None:
     if outcome.get("status") != Verdict.PASS:
         return outcome.get("message") or f"the retrospective ended {outcome.get('status')}"
     if outcome.get("method") != "llm":

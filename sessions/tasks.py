@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any, TypedDict
 
 from django.contrib.auth.models import User
 
@@ -18,13 +19,18 @@ from sessions.trainer import run_trainer
 logger = logging.getLogger(__name__)
 
 
-def retrospective(session_id: str, llm_model: str | None = None, requested_by_id: int | None = None) -> dict:
+class Skipped(TypedDict):
+    skipped: str  # why the task did nothing
+
+
+def retrospective(session_id: str, llm_model: str | None = None, requested_by_id: int | None = None) -> dict[str, Any]:
     """`async_task("sessions.tasks.retrospective", session_id, requested_by_id=owner_id)`: look back on one session.
 
     Queued by the Stop/SessionEnd hooks, on behalf of the session's owner (the person whose hook caused it,
     `requested_by_id`; None: the service's session): it runs with their rights, its model calls name them and
     are charged to their budget. With a model that a spent budget would refuse, it skips with a logged reason
-    (the next hook tries again) instead of failing in the queue; other people's retrospectives go on.
+    (the next hook tries again) instead of failing in the queue; other people's retrospectives go on. Its result:
+    `run_retrospective`'s (a dict in RetrospectiveResult's shape; the routed skills read it too) or `{"skipped": why}`.
     """
     session = AgentSession.objects.filter(external_id=session_id).select_related("started_by").first()
     if session is None:
@@ -49,13 +55,24 @@ def retrospective(session_id: str, llm_model: str | None = None, requested_by_id
             return {"skipped": exc.message}
 
 
-def trainer_extract(session_id: str | None = None) -> dict:
+class Extracted(TypedDict):
+    count: int
+    created: int
+    message: str
+
+
+def trainer_extract(session_id: str | None = None) -> Extracted:
     """`async_task("sessions.tasks.trainer_extract")`: extract training candidates (one session or all)."""
     result = run_trainer(session_id)
-    return {"count": result["count"], "created": result.get("created", 0), "message": result["message"]}
+    return {"count": result.count, "created": result.created or 0, "message": result.message}
 
 
-def replay_example(example_id: int, requested_by_id: int | None = None) -> dict:
+class Replayed(TypedDict):
+    status: str
+    reason: str
+
+
+def replay_example(example_id: int, requested_by_id: int | None = None) -> Replayed | Skipped:
     """`async_task("sessions.tasks.replay_example", pk, requested_by_id=…)`: what `manage.py trainer_verify` does,
     for one example, on behalf of the curator who asked (None: the service, a schedule or the command)."""
     example = TrainingExample.objects.filter(pk=example_id).first()

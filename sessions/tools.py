@@ -121,7 +121,7 @@ def retrospective(params: RetrospectiveInput, ctx: ToolContext) -> Retrospective
 )
 def trainer(params: TrainerInput, ctx: ToolContext) -> TrainerResult:
     check_session_named(params.session_id, ctx.actor)  # another person's session: as if it did not exist
-    return TrainerResult.model_validate(run_trainer(params.session_id, requested_by=ctx.actor))
+    return run_trainer(params.session_id, requested_by=ctx.actor)
 
 
 # --- the routed twins on /mcp/routing (the model is the router's choice) ---------------------
@@ -153,4 +153,4 @@ def routed_retrospective(params: RetrospectiveInput, ctx: ToolContext) -> Retros
 )
 def routed_trainer(params: TrainerInput, ctx: ToolContext) -> TrainerResult:
     check_session_named(params.session_id, ctx.actor)  # another person's session: as if it did not exist
-    return TrainerResult.model_validate(run_trainer(params.session_id, requested_by=ctx.actor))
+    return run_trainer(params.session_id, requested_by=ctx.actor)

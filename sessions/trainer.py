@@ -1,6 +1,6 @@
 """Trainer: one pass over a session's verified work, turned into curated training candidates.
 
-    run_trainer(session_id=None) -> result dict in the `trainer` skill's shape
+    run_trainer(session_id=None) -> TrainerResult (the `trainer` skill's result model)
 
 It extracts SFT/DPO candidates from skill runs and routed retries
 (`sessions.extraction`, secrets redacted by `sessions.redaction`) and
@@ -11,20 +11,21 @@ twice). Approved examples leave through `sessions.trl_export`.
 from __future__ import annotations
 
 import time
+from typing import Any, cast
 
 from django.contrib.auth.models import User
 
 from sessions.actions import do_name_extractor
 from sessions.extraction import extract_from_routing, extract_from_runs, finished_runs
 from sessions.models import TrainingExample
-from supervisor.skills import Verdict, build_result
+from supervisor.skills import TrainerResult, Verdict, build_result, typed_result
 
 # How much of each side of an example the tool's answer shows.
 PREVIEW_CHARS = 500
 
 
-def _summary(example: TrainingExample, created: bool) -> dict:
-    def text(messages: list[dict]) -> str:
+def _summary(example: TrainingExample, created: bool) -> dict[str, Any]:
+    def text(messages: list[dict[str, Any]]) -> str:
         return "\n\n".join(m["content"] for m in messages)[:PREVIEW_CHARS]
 
     runs = example.provenance.get("runs") or []
@@ -44,7 +45,7 @@ def _summary(example: TrainingExample, created: bool) -> dict:
 
 def run_trainer(
     session_id: str | None = None, *, llm_model: str | None = None, requested_by: User | None = None
-) -> dict:
+) -> TrainerResult:
     """Extract candidates from `session_id` (or every session). Safe to run again: nothing is stored twice.
 
     `llm_model` is accepted for symmetry with the other skills; extraction needs no model. `requested_by`:
@@ -64,7 +65,7 @@ def run_trainer(
         f"{len(stored) - len(new)} already extracted, {len(flagged)} flagged for redacted secrets; "
         f"from {len(runs)} skill run(s)."
     )
-    return build_result(
+    values = build_result(
         "trainer",
         status=Verdict.PASS,
         model_used="",
@@ -74,3 +75,4 @@ def run_trainer(
         count=len(examples),
         created=len(new),
     )
+    return cast(TrainerResult, typed_result("trainer", values))

@@ -25,8 +25,9 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any, TypedDict
 
 import yaml
 from django.conf import settings
@@ -62,13 +63,60 @@ TRL_DPO_SCHEMA = {
 TRL_SCHEMAS = {"sft": Draft202012Validator(TRL_SFT_SCHEMA), "dpo": Draft202012Validator(TRL_DPO_SCHEMA)}
 
 
-def trl_record(example: TrainingExample) -> dict:
+class SftRecord(TypedDict):
+    """One line of TRL's conversational SFT format."""
+
+    messages: list[dict[str, Any]]
+
+
+class DpoRecord(TypedDict):
+    """One line of TRL's conversational preference (DPO) format."""
+
+    prompt: list[dict[str, Any]]
+    chosen: list[dict[str, Any]]
+    rejected: list[dict[str, Any]]
+
+
+class InvalidExample(TypedDict):
+    id: int
+    errors: list[str]
+
+
+class ExamplesExport(TypedDict):
+    """What `export_examples` wrote (printed by trainer_export, kept in a brain export's summary)."""
+
+    path: str
+    kind: str
+    status: str
+    written: int
+    invalid: list[InvalidExample]  # left out: they do not fit TRL's shape
+    left_out_not_replaying: int
+
+
+class TrainingDataExport(TypedDict):
+    sft: ExamplesExport
+    dpo: ExamplesExport
+
+
+class KindSplit(TypedDict):
+    train: int
+    eval: int
+    left_out_not_replaying: int
+
+
+class DatasetExport(TypedDict):
+    path: str
+    kinds: dict[str, KindSplit]  # by kind (sft, dpo)
+    invalid: list[InvalidExample]
+
+
+def trl_record(example: TrainingExample) -> SftRecord | DpoRecord:
     if example.kind == TrainingExample.Kind.SFT:
         return {"messages": [*example.prompt, *example.completion]}
     return {"prompt": example.prompt, "chosen": example.chosen, "rejected": example.rejected}
 
 
-def trl_errors(kind: str, record: dict) -> list[str]:
+def trl_errors(kind: str, record: Mapping[str, Any]) -> list[str]:
     """Schema violations, then the conversational rules TRL relies on (who speaks last)."""
     errors = [format_schema_error(e) for e in schema_problems(TRL_SCHEMAS[kind], record)]
     if errors:
@@ -88,7 +136,7 @@ def trl_errors(kind: str, record: dict) -> list[str]:
 
 def export_examples(
     out: Path | str, *, kind: str, status: str = TrainingExample.Status.APPROVED, include_invalid: bool = False
-) -> dict:
+) -> ExamplesExport:
     """Write TRL JSONL for `kind` examples with `status`; a record that fails its schema is left out and reported."""
     if kind not in TRL_SCHEMAS:
         raise ValueError(f"kind must be sft or dpo, not {kind!r}.")
@@ -96,7 +144,7 @@ def export_examples(
         raise ValueError(f"status must be one of {', '.join(TrainingExample.Status.values)}.")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    written, invalid = 0, []
+    written, invalid = 0, list[InvalidExample]()
     lines = []
     examples = TrainingExample.objects.filter(kind=kind, status=status)
     left_out = 0
@@ -124,10 +172,13 @@ def export_examples(
     }
 
 
-def export_training_data_dir(folder: Path | str) -> dict:
+def export_training_data_dir(folder: Path | str) -> TrainingDataExport:
     """`sft.jsonl` and `dpo.jsonl` of approved examples, for brain_export's `training-data/`."""
     folder = Path(folder)
-    return {kind: export_examples(folder / f"{kind}.jsonl", kind=kind) for kind in ("sft", "dpo")}
+    return {
+        "sft": export_examples(folder / "sft.jsonl", kind="sft"),
+        "dpo": export_examples(folder / "dpo.jsonl", kind="dpo"),
+    }
 
 
 # --- datasets: train/eval splits without near-duplicate prompts, and a dataset card ----------------
@@ -141,7 +192,7 @@ def prompt_text(example: TrainingExample) -> str:
     return "\n".join(m.get("content", "") for m in example.prompt or [] if m.get("role") != "system")
 
 
-def _shingles(text: str) -> tuple[str, frozenset]:
+def _shingles(text: str) -> tuple[str, frozenset[str]]:
     words = _WORD.findall(text.lower())
     grams = frozenset(" ".join(words[i : i + 3]) for i in range(max(1, len(words) - 2)))
     return " ".join(words), grams
@@ -190,7 +241,9 @@ def near_duplicate_groups(texts: list[str]) -> list[int]:
     return [find(i) for i in range(len(texts))]
 
 
-def split_examples(examples: list[TrainingExample], *, eval_share: float) -> tuple[list, list]:
+def split_examples(
+    examples: list[TrainingExample], *, eval_share: float
+) -> tuple[list[TrainingExample], list[TrainingExample]]:
     """(train, eval): each near-duplicate group goes whole to one split, chosen by a hash of its first prompt."""
     texts = [prompt_text(example) for example in examples]
     groups = near_duplicate_groups(texts)
@@ -223,7 +276,7 @@ def export_dataset(
     include_invalid: bool = False,
     eval_share: float = 0.1,
     license: str | None = None,
-) -> dict:
+) -> DatasetExport:
     """<kind>/train.jsonl and <kind>/eval.jsonl per kind, plus README.md (the dataset card)."""
     if not 0 <= eval_share < 1:
         raise ValueError("eval_share must be at least 0 and below 1.")
@@ -232,7 +285,7 @@ def export_dataset(
             raise ValueError(f"kind must be sft or dpo, not {kind!r}.")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    summary: dict = {"path": str(folder), "kinds": {}, "invalid": []}
+    summary: DatasetExport = {"path": str(folder), "kinds": {}, "invalid": []}
     exported: list[TrainingExample] = []
     for kind in kinds:
         examples = TrainingExample.objects.filter(kind=kind, status=status).order_by("id")
@@ -257,7 +310,7 @@ def export_dataset(
     return summary
 
 
-def dataset_card(examples: list[TrainingExample], summary: dict, *, status: str, license: str) -> str:
+def dataset_card(examples: list[TrainingExample], summary: DatasetExport, *, status: str, license: str) -> str:
     """A Hugging Face dataset card: YAML header (licence, configs with their splits) and what the data holds."""
     configs = [
         {
@@ -272,7 +325,7 @@ def dataset_card(examples: list[TrainingExample], summary: dict, *, status: str,
     header = yaml.safe_dump({"license": license, "configs": configs, "tags": ["hyperguild", "trl"]}, sort_keys=False)
     by_kind = Counter(e.kind for e in examples)
     by_skill = Counter((e.kind, e.skill or "-") for e in examples)
-    by_model: Counter = Counter()
+    by_model: Counter[tuple[str, str]] = Counter()
     for example in examples:
         for model in (example.provenance or {}).get("models") or ["(none recorded)"]:
             by_model[(example.kind, model)] += 1
@@ -280,7 +333,7 @@ def dataset_card(examples: list[TrainingExample], summary: dict, *, status: str,
     replay = Counter(example.replay_status for example in examples)
     sessions = {(e.provenance or {}).get("session_id") for e in examples} - {None, ""}
     runs = {run for e in examples for run in (e.provenance or {}).get("runs") or []}
-    redactions: Counter = Counter()
+    redactions: Counter[str] = Counter()
     for example in examples:
         for flag in example.flags or []:
             if isinstance(flag, dict) and flag.get("pattern"):

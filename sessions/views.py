@@ -189,7 +189,7 @@ def _candidates_around(example: TrainingExample) -> tuple[TrainingExample | None
     return newer, older
 
 
-def _conversation_text(conversation: list) -> str:
+def _conversation_text(conversation: list[Any]) -> str:
     return "\n\n".join(
         f"[{message.get('role')}]\n{message.get('content')}"
         for message in conversation or []

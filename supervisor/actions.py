@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -138,7 +139,7 @@ def do_finish_skill_run(
     result: dict,
     *,
     attempt_log: list | None = None,
-    change: dict | None = None,
+    change: Mapping[str, Any] | None = None,
     model_calls: list[int] | None = None,
 ) -> SkillRun:
     """Record the final result; a run someone cancelled stays cancelled. Secrets are redacted (and counted) first."""

@@ -44,7 +44,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Set
+from collections.abc import Mapping, Set
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +67,7 @@ from supervisor.grounding import (
 from supervisor.models import SkillRun
 from supervisor.project_tests import NO_TEST_COMMAND, TestRun, detect_test_command, run_command
 from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
+from supervisor.run_results import SkillRunResult
 from supervisor.shell_reach import check_shell_arguments
 from supervisor.skills import APPLY_GATE_NAMES, SkillFailed, Verdict
 
@@ -218,7 +219,7 @@ def diff_paths(diff: str) -> set[str]:
     return paths
 
 
-def changed_old_lines(diff_u0: str) -> dict[str, list[tuple[int, int]]]:
+def changed_old_lines(diff_u0: str) -> Mapping[str, list[tuple[int, int]]]:
     """{file: [(first, last) old lines changed]} from `git diff -U0`; an insertion after line n is (n, n)."""
     changed: dict[str, list[tuple[int, int]]] = {}
     current = None
@@ -421,7 +422,7 @@ def _commit_message(entry: dict, source: SkillRun, apply_run_id: int) -> str:
     )
 
 
-def run_apply(ctx: RunContext) -> dict:
+def run_apply(ctx: RunContext) -> SkillRunResult:
     root = resolve_project_root(ctx.run.project_root)
     args = ctx.args
     try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from django.conf import settings
 
@@ -29,6 +30,46 @@ from supervisor.project_tests import Capture, TestRun, capture
 
 # Characters of one file's text kept in `blobs`.
 BLOB_LIMIT = 256 * 1024
+
+
+class ChangedFile(TypedDict):
+    path: str
+    status: str  # added, deleted or modified
+    before: str | None  # content hash; None: absent
+    after: str | None
+    binary: bool
+
+
+class ChangePart(TypedDict):
+    """What one attempt changed (an `attempt_log` entry's `change`)."""
+
+    files: list[ChangedFile]
+    diff: str
+    truncated: bool
+
+
+class TestRunJson(TypedDict):
+    exit_code: int | None
+    outcome: str
+    output: str
+
+
+class RecordedChange(TypedDict):
+    """What a run changed, kept as `SkillRun.change` (sessions.replay rebuilds the pre-state from it)."""
+
+    test_cmd: str
+    before: TestRunJson | None
+    after: TestRunJson | None
+    pre_state: dict[str, str]  # path -> content hash before the run
+    pre_state_complete: bool
+    blobs: dict[str, str | None]  # content hash -> text (None: binary or not kept)
+    files: list[ChangedFile]
+    diff: str
+    truncated: bool
+    # apply's: where the pre-state's texts are when the owner's files have moved on
+    git_commit: NotRequired[str]
+    git_prefix: NotRequired[str]
+    source_run_id: NotRequired[int]
 
 
 class ChangeRecorder:
@@ -52,9 +93,10 @@ class ChangeRecorder:
         self.blobs[digest] = None if text is BINARY else text
         return text
 
-    def _files(self, before: Capture, after: Capture) -> tuple[list[dict], str, bool]:
+    def _files(self, before: Capture, after: Capture) -> tuple[list[ChangedFile], str, bool]:
         paths = sorted(p for p in set(before.hashes) | set(after.hashes) if before.hashes.get(p) != after.hashes.get(p))
-        files, parts = [], []
+        files: list[ChangedFile] = []
+        parts = []
         for path in paths:
             old, new = self._blob(before, path), self._blob(after, path)
             status = "added" if old is None else "deleted" if new is None else "modified"
@@ -75,14 +117,14 @@ class ChangeRecorder:
         """Before an attempt: the project as it is now (a test run may have written files since)."""
         self.current = capture(self.root)
 
-    def attempt(self) -> dict:
+    def attempt(self) -> ChangePart:
         """The change the last attempt made (from the end of the previous one)."""
         after = capture(self.root)
         files, diff, truncated = self._files(self.current, after)
         self.current = after
         return {"files": files, "diff": diff, "truncated": truncated}
 
-    def record(self, *, test_cmd: str, before: TestRun | None, after: TestRun | None) -> dict:
+    def record(self, *, test_cmd: str, before: TestRun | None, after: TestRun | None) -> RecordedChange:
         files, diff, truncated = self._files(self.start, self.current)
         for path in self.keep:
             self._blob(self.start, path)
@@ -99,7 +141,7 @@ class ChangeRecorder:
         }
 
 
-def _test_run(run: TestRun | None) -> dict | None:
+def _test_run(run: TestRun | None) -> TestRunJson | None:
     if run is None:
         return None
     return {"exit_code": run.exit_code, "outcome": run.outcome, "output": run.output}

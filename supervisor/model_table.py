@@ -22,6 +22,8 @@ whole worker runs on that model and no key ever goes into a prompt.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -34,17 +36,27 @@ TDD_KEY = "tdd"
 NO_GATEWAY_KEY = "no-key"
 TDD_PHASES = ("tdd_red", "tdd_green", "tdd_refactor")
 
-_cache: dict[str, tuple[float, dict]] = {}
+
+@dataclass(frozen=True)
+class ModelTable:
+    """SUPERVISOR_MODELS_FILE read: the default model, a model per skill, the consensus reviewers."""
+
+    default: str
+    skills: Mapping[str, str] = field(default_factory=dict)  # skill -> model (a `tdd` key spread over the phases)
+    consensus: tuple[str, ...] = ()
+
+
+_cache: dict[str, tuple[float, ModelTable]] = {}
 _lock = threading.Lock()
 
 
-def load_table(path: str | Path | None = None) -> dict:
-    """`{"default": str, "skills": {skill: model}}` from the file (cached by mtime)."""
+def load_table(path: str | Path | None = None) -> ModelTable:
+    """The model table from the file (cached by mtime); the fallback model alone without a file."""
     file = Path(path or settings.SUPERVISOR_MODELS_FILE)
     try:
         mtime = file.stat().st_mtime
     except FileNotFoundError:
-        return {"default": FALLBACK_MODEL, "skills": {}, "consensus": []}
+        return ModelTable(FALLBACK_MODEL)
     key = str(file)
     with _lock:
         cached = _cache.get(key)
@@ -67,11 +79,11 @@ def load_table(path: str | Path | None = None) -> dict:
     consensus = raw.get("consensus") or []
     if not isinstance(consensus, list) or not all(isinstance(model, str) and model.strip() for model in consensus):
         raise ModelTableError(f"{file}: 'consensus' must be a list of model names")
-    table = {
-        "default": str(raw.get("default") or FALLBACK_MODEL).strip(),
-        "skills": entries,
-        "consensus": [model.strip() for model in consensus],
-    }
+    table = ModelTable(
+        default=str(raw.get("default") or FALLBACK_MODEL).strip(),
+        skills=entries,
+        consensus=tuple(model.strip() for model in consensus),
+    )
     with _lock:
         _cache[key] = (mtime, table)
     return table
@@ -81,13 +93,13 @@ def resolve_model(skill: str, requested: str | None = None, *, path: str | Path 
     if requested and requested.strip():
         return requested.strip()
     table = load_table(path)
-    return table["skills"].get(skill) or table["default"]
+    return table.skills.get(skill) or table.default
 
 
 def consensus_models(skill: str, count: int, requested: str | None = None) -> list[str]:
     """The `count` reviewers of a consensus call: the table's `consensus` models in order (repeated from the
     start when it lists fewer), else `count` independent samples of the skill's own model."""
-    listed = [] if requested and requested.strip() else load_table().get("consensus", [])
+    listed = () if requested and requested.strip() else load_table().consensus
     if not listed:
         return [resolve_model(skill, requested)] * count
     return [listed[index % len(listed)] for index in range(count)]
@@ -108,7 +120,7 @@ def gateway_problem(model: str | None) -> str | None:
     return None
 
 
-def gateway_environment(model: str | None) -> dict[str, str | None]:
+def gateway_environment(model: str | None) -> Mapping[str, str | None]:
     """Variables that point a Claude Code worker at the LiteLLM gateway for a `provider/name` model.
 
     Claude Code sends its Anthropic messages-format requests to

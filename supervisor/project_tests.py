@@ -16,7 +16,7 @@ import os
 import shlex
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,12 +154,12 @@ def capture(root: Path) -> Capture:
     return Capture(hashes, contents, complete=not stack)
 
 
-def snapshot(root: Path) -> dict[str, str]:
+def snapshot(root: Path) -> Mapping[str, str]:
     """Content hashes of the project's files, to see whether the worker wrote anything."""
     return capture(root).hashes
 
 
-def changed_files(before: dict[str, str], after: dict[str, str]) -> list[str]:
+def changed_files(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
     return sorted(path for path in set(before) | set(after) if before.get(path) != after.get(path))
 
 

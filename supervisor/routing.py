@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from django.conf import settings
 from django.core.cache import cache
@@ -58,6 +58,7 @@ from hyperguild.lib.llm import (
     LLMUnavailable,
 )
 from hyperguild.lib.model_calls import mark_model_call
+from hyperguild.lib.typed import JsonSchema
 from hyperguild.models import ModelCall
 from supervisor.actions import do_log_routing_entry, do_record_pathway_outcome
 from supervisor.errors import RoutingFailed
@@ -311,7 +312,7 @@ def failure_hint(attempts: list[Attempt]) -> str:
 def llm_attempt(
     client: LLMClient,
     messages: list[dict],
-    schema: dict,
+    schema: JsonSchema,
     check: Callable[[dict], str | None] | None = None,
     *,
     max_tokens: int | None = None,
@@ -391,7 +392,19 @@ def _ms_since(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
-def routing_settings() -> dict:
+class RoutingSettings(TypedDict):
+    fast_model: str
+    thinking_model: str
+    floor: float
+    ceil: float
+    window: int
+    min_samples: int
+    pass_rate_ttl_seconds: int
+    pathway_probation: int
+    pathway_min_success: float
+
+
+def routing_settings() -> RoutingSettings:
     """What the router works with (for the stats endpoint and the dashboard)."""
     return {
         "fast_model": settings.HYPERGUILD_FAST_MODEL,

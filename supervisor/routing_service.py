@@ -27,14 +27,15 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 
 from hyperguild.lib.git import RepositoryUnreadable, git
 from hyperguild.lib.llm import LLMClient, generation_limit, get_llm_client
+from hyperguild.lib.typed import JsonSchema
 from supervisor import executor, skills, tree_split
 from supervisor.actions import do_add_pathway_fingerprints
 from supervisor.apply import head_commit
@@ -196,9 +197,9 @@ Check = Callable[[dict[str, Any]], str | None]
 def multi_attempt(
     client: LLMClient,
     calls: list[list[dict[str, Any]]],
-    schema: dict[str, Any],
+    schema: JsonSchema,
     check: Check | None,
-    merge: Callable[[list[dict[str, Any]]], dict[str, Any]],
+    merge: Callable[[list[dict[str, Any]]], Mapping[str, Any]],
     *,
     max_tokens: int | None = None,
     purpose: str = "",
@@ -237,7 +238,7 @@ def multi_attempt(
                     rejected=one.rejected,
                 )
             answers.append(one.data)
-        data = merge(answers)
+        data = dict(merge(answers))
         problem = check(data) if check else None
         return Attempt(
             RoutingEntry.Status.FAIL if problem else RoutingEntry.Status.PASS,
@@ -338,7 +339,15 @@ def review_check(root: Path) -> Check:
     return check
 
 
-def merge_reviews(answers: list[dict]) -> dict:
+class MergedReview(TypedDict):
+    """The review report of a tree-split's parts, in the worker report's shape."""
+
+    findings: list[dict[str, Any]]
+    verdict: str
+    summary: str
+
+
+def merge_reviews(answers: list[dict]) -> MergedReview:
     """One review from the reviews of a tree-split's parts."""
     verdicts = [answer.get("verdict", "comment") for answer in answers]
     verdict = next((v for v in ("request_changes", "comment") if v in verdicts), "approve")
@@ -569,7 +578,7 @@ def _consensus_review(
 
 
 def _table_lists_consensus() -> bool:
-    return bool(load_table().get("consensus"))
+    return bool(load_table().consensus)
 
 
 # --- debug -----------------------------------------------------------------------

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 
@@ -28,7 +28,7 @@ from hyperguild.models import ModelCall
 from hyperguild.permissions import role_allows
 from supervisor import executor
 from supervisor.apply import head_commit, run_apply
-from supervisor.changes import ChangeRecorder
+from supervisor.changes import ChangeRecorder, RecordedChange
 from supervisor.consensus import ReviewAnswer, agree
 from supervisor.executor import ProcessOutcome, WorkerStatus
 from supervisor.grounding import ground_findings, review_verified
@@ -52,6 +52,7 @@ from supervisor.prompts import (
     worker_rejected_feedback,
 )
 from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
+from supervisor.run_results import SkillRunResult
 from supervisor.shell_reach import ArgumentRefused, check_git_range, check_test_cmd
 from supervisor.skills import SKILLS, SkillFailed, Verdict, build_result, worker_schema
 
@@ -77,7 +78,7 @@ class RunContext:
         self.attempt_log: list[dict] = []
         self.worker_pids: list[int] = []
         # What the worker changed (TDD, debug): see supervisor.changes; stored on SkillRun.change.
-        self.change: dict | None = None
+        self.change: RecordedChange | None = None
 
     def worker(self, task: str, attempt: int, model: str | None = None) -> executor.WorkerResult:
         """Run the worker once, on `model` (a consensus review's own reviewer) or the run's model."""
@@ -106,21 +107,22 @@ class RunContext:
         model: str,
         cwd: Path,
         waiting: Callable[[float], None],
-        gateway_env: dict[str, str | None],
+        gateway_env: Mapping[str, str | None],
     ) -> executor.WorkerResult:
         return executor.run_worker(
             prompt=prompt,
-            schema=worker_schema(self.skill),
+            schema=dict(worker_schema(self.skill)),
             cwd=cwd,
             model=model,
             allowed_tools=self.spec.allowed_tools,
             cancel_check=self.cancel_check,
             on_wait=waiting,
             on_start=self.worker_pids.append,
-            env_overrides=gateway_env,
+            env_overrides=dict(gateway_env),
         )
 
-    def log(self, attempt: int, worker: executor.WorkerResult, **verification: Any) -> dict:
+    def log(self, attempt: int, worker: executor.WorkerResult, **verification: Any) -> None:
+        """Add one attempt to the run's attempt log: the worker's answer and what verifying it found."""
         entry = {
             "attempt": attempt,
             "worker_status": worker.status,
@@ -133,10 +135,10 @@ class RunContext:
             **verification,
         }
         self.attempt_log.append(entry)
-        return entry
 
-    def result(self, **values: Any) -> dict:
-        return build_result(self.skill, model_used=self.model, run_id=self.run.pk, **values)
+    def result(self, **values: Any) -> SkillRunResult:
+        """The run's result in its skill's shape (`build_result`), naming the model and the run."""
+        return cast(SkillRunResult, build_result(self.skill, model_used=self.model, run_id=self.run.pk, **values))
 
 
 # How a `claude` worker run ends, as a ModelCall outcome. A worker that could not work at all
@@ -189,10 +191,10 @@ def run_worker_skill(
         result = runner(ctx)
     except (SkillFailed, RootRefused, ArgumentRefused) as exc:
         result = ctx.result(status=Verdict.ERROR, message=str(exc), attempts=len(ctx.attempt_log))
-    return result, ctx
+    return dict(result), ctx
 
 
-def _worker_stopped(ctx: RunContext, worker: executor.WorkerResult, attempt: int) -> dict | None:
+def _worker_stopped(ctx: RunContext, worker: executor.WorkerResult, attempt: int) -> SkillRunResult | None:
     """A final result if the worker was killed (timeout/cancel) or could not work at all, else None.
 
     A worker that is not logged in, rate-limited or offline gave no answer to
@@ -206,7 +208,7 @@ def _worker_stopped(ctx: RunContext, worker: executor.WorkerResult, attempt: int
     return None
 
 
-def _single_answer(ctx: RunContext, task: str) -> tuple[executor.WorkerResult, dict | None]:
+def _single_answer(ctx: RunContext, task: str) -> tuple[executor.WorkerResult, SkillRunResult | None]:
     """Run the worker once and log it: (the worker, a final result if it gave no usable answer, else None)."""
     worker = ctx.worker(task, 1)
     ctx.log(1, worker)
@@ -224,7 +226,7 @@ def _answer_signature(report: dict | None, error: str) -> str:
 # --- TDD phases -----------------------------------------------------------------------
 
 
-def run_tdd(ctx: RunContext) -> dict:
+def run_tdd(ctx: RunContext) -> SkillRunResult:
     root = resolve_project_root(ctx.run.project_root)
     args = ctx.args
     for key in ("test_path", "impl_path"):
@@ -268,7 +270,7 @@ def run_tdd(ctx: RunContext) -> dict:
         if stopped is not None:
             ctx.log(attempt, worker, change=recorder.attempt())
             record_change()
-            stopped.update(test_cmd=test_cmd, worker_report=last_report, files_changed=sorted(all_changed))
+            stopped.update({"test_cmd": test_cmd, "worker_report": last_report, "files_changed": sorted(all_changed)})
             return stopped
         part = recorder.attempt()
         changed = [item["path"] for item in part["files"]]
@@ -326,7 +328,7 @@ def run_tdd(ctx: RunContext) -> dict:
     )
 
 
-def _baseline(ctx: RunContext, root: Path, test_cmd: str) -> tuple[dict | None, TestRun | None]:
+def _baseline(ctx: RunContext, root: Path, test_cmd: str) -> tuple[SkillRunResult | None, TestRun | None]:
     """Run the tests before the worker (recorded as the run's "before"); (a result that stops the call or None, the run).
 
     Red and refactor must start from a passing suite; green's run is only recorded.
@@ -365,7 +367,7 @@ def _report_path(root: Path, report: dict | None) -> str | None:
 # --- review, debug, spec ----------------------------------------------------------------
 
 
-def run_review(ctx: RunContext) -> dict:
+def run_review(ctx: RunContext) -> SkillRunResult:
     root = resolve_project_root(ctx.run.project_root)
     args = ctx.args
     for path in args.get("paths") or []:
@@ -402,7 +404,9 @@ def run_review(ctx: RunContext) -> dict:
     )
 
 
-def _consensus_review(ctx: RunContext, root: Path, task: str, count: int, reviewed_commit: str | None) -> dict:
+def _consensus_review(
+    ctx: RunContext, root: Path, task: str, count: int, reviewed_commit: str | None
+) -> SkillRunResult:
     """`count` independent reviews (attempts 1..count), grounded one by one, then kept where two agree."""
     models = consensus_models("review", count, ctx.args.get("model"))
     reviews = []
@@ -439,7 +443,7 @@ def _consensus_review(ctx: RunContext, root: Path, task: str, count: int, review
     return result
 
 
-def run_debug(ctx: RunContext) -> dict:
+def run_debug(ctx: RunContext) -> SkillRunResult:
     root = resolve_project_root(ctx.run.project_root)
     args = ctx.args
     reviewed_commit = head_commit(root)
@@ -491,7 +495,7 @@ def run_debug(ctx: RunContext) -> dict:
     )
 
 
-def run_spec(ctx: RunContext) -> dict:
+def run_spec(ctx: RunContext) -> SkillRunResult:
     worker, stopped = _single_answer(ctx, spec_task(ctx.args))
     if stopped is not None:
         return stopped
@@ -537,7 +541,7 @@ def _write_spec_note(title: str, body: str, ctx: RunContext) -> tuple[int | None
     return note.pk, " and saved to the brain as a raw note"
 
 
-RUNNERS: dict[str, Callable[[RunContext], dict]] = {
+RUNNERS: dict[str, Callable[[RunContext], SkillRunResult]] = {
     "tdd": run_tdd,
     "review": run_review,
     "debug": run_debug,

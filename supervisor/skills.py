@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal, TypedDict, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
@@ -528,14 +528,14 @@ class SkillSpec:
     expect_tests: str | None = None
     read_only: bool = False
 
-    def input_schema(self) -> dict[str, Any]:
+    def input_schema(self) -> contracts.JsonSchema:
         return contracts.input_schema(self.input_model)
 
-    def result_schema(self) -> dict[str, Any]:
+    def result_schema(self) -> contracts.JsonSchema:
         return contracts.output_schema(self.result_model)
 
     @property
-    def worker_schema(self) -> dict[str, Any] | None:
+    def worker_schema(self) -> contracts.JsonSchema | None:
         """What `claude --json-schema` must return (None: no claude worker)."""
         return None if self.worker_model is None else contracts.input_schema(self.worker_model)
 
@@ -727,15 +727,25 @@ _add(
 WORKER_SKILLS = tuple(name for name, spec in SKILLS.items() if spec.worker_model is not None)
 
 
-def input_schema(skill: str) -> dict[str, Any]:
+def input_schema(skill: str) -> contracts.JsonSchema:
     return SKILLS[skill].input_schema()
 
 
-def result_schema(skill: str) -> dict[str, Any]:
+def result_schema(skill: str) -> contracts.JsonSchema:
     return SKILLS[skill].result_schema()
 
 
-def tool_declaration(skill: str, *, routed: bool = False) -> dict[str, Any]:
+class ToolDeclaration(TypedDict):
+    """The keyword arguments of `Endpoint.tool` a skill fixes (PEP 692's typed `**kwargs`)."""
+
+    name: str
+    title: str
+    # type[Any]: the handler the declaration goes with takes the skill's own input model, a subclass of SkillInput.
+    input_model: type[Any]
+    result_model: type[Any]
+
+
+def tool_declaration(skill: str, *, routed: bool = False) -> ToolDeclaration:
     """The name, title and models of an MCP tool serving `skill` (`routed`: the /mcp/routing twin).
 
     For `endpoint.tool(**tool_declaration("review"), description=..., read_only=...)`.
@@ -745,7 +755,7 @@ def tool_declaration(skill: str, *, routed: bool = False) -> dict[str, Any]:
     return {"name": skill, "title": title, "input_model": spec.input_model, "result_model": spec.result_model}
 
 
-def worker_schema(skill: str) -> dict[str, Any]:
+def worker_schema(skill: str) -> contracts.JsonSchema:
     schema = SKILLS[skill].worker_schema
     if schema is None:
         raise KeyError(f"{skill} has no worker")

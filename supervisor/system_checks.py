@@ -57,7 +57,7 @@ def check_gateway_models(app_configs: Sequence[AppConfig] | None, **kwargs: Any)
         table = load_table()
     except ModelTableError as exc:
         return [Error(str(exc), hint="Fix SUPERVISOR_MODELS_FILE.", id="hyperguild.E071")]
-    entries = {"default": table["default"], **table["skills"]}
+    entries = {"default": table.default, **table.skills}
     gateway = sorted(f"{name}: {model}" for name, model in entries.items() if is_gateway_model(model))
     if not gateway:
         return []

@@ -10,6 +10,7 @@ unreachable without a call until its breaker's cool-down ends.
 from __future__ import annotations
 
 import time
+from typing import TypedDict
 
 from django.conf import settings
 from django.core.cache import cache
@@ -34,7 +35,17 @@ def reachable(url: str) -> bool:
     return True
 
 
-def probe() -> dict:
+class TierProbe(TypedDict):
+    """What the probe found (cached for SUPERVISOR_TIER_CACHE_SECONDS)."""
+
+    tier: int  # 1 full-online, 2 lan-only, 3 airplane
+    label: str
+    anthropic_reachable: bool
+    litellm_reachable: bool
+    checked_at: float  # time.time() of the probe
+
+
+def probe() -> TierProbe:
     anthropic = reachable(settings.SUPERVISOR_TIER_ANTHROPIC_URL)
     litellm = reachable(settings.SUPERVISOR_TIER_LITELLM_URL)
     tier = 1 if anthropic else 2 if litellm else 3
@@ -47,7 +58,7 @@ def probe() -> dict:
     }
 
 
-def current_tier(refresh: bool = False) -> tuple[dict, bool]:
+def current_tier(refresh: bool = False) -> tuple[TierProbe, bool]:
     """(probe result, whether it came from the cache)."""
     if not refresh:
         cached = cache.get(CACHE_KEY)

@@ -52,7 +52,36 @@ class Series:
         return " ".join(f"{x:.1f},{y:.1f}" for x, y, *_ in self.points)
 
 
-def pass_rate_chart(rows: list[dict], start: datetime, end: datetime) -> dict:
+@dataclass(frozen=True)
+class YTick:
+    y: float
+    label: str  # "50%"
+
+
+@dataclass(frozen=True)
+class XTick:
+    x: float
+    label: datetime  # the bucket
+
+
+@dataclass(frozen=True)
+class PassRateChart:
+    """The routing page's chart: one polyline per skill, the axes' ticks and the floor and ceiling lines."""
+
+    series: list[Series]
+    width: int
+    height: int
+    y_ticks: list[YTick]
+    x_ticks: list[XTick]
+    left: int
+    right: int
+    top: int
+    bottom: int
+    floor_y: float
+    ceil_y: float
+
+
+def pass_rate_chart(rows: list[dict], start: datetime, end: datetime) -> PassRateChart:
     """rows: {skill, bucket, passed, total} → series with SVG coordinates, plus the axes."""
     inner_w = CHART_WIDTH - CHART_PAD_LEFT - CHART_PAD_RIGHT
     inner_h = CHART_HEIGHT - CHART_PAD_TOP - CHART_PAD_BOTTOM
@@ -70,23 +99,23 @@ def pass_rate_chart(rows: list[dict], start: datetime, end: datetime) -> dict:
             series[row["skill"]] = Series(row["skill"], PALETTE[len(series) % len(PALETTE)])
         rate = row["passed"] / row["total"] if row["total"] else 0.0
         series[row["skill"]].points.append((x_of(row["bucket"]), y_of(rate), row["bucket"], rate, row["total"]))
-    y_ticks = [{"y": y_of(v), "label": f"{int(v * 100)}%"} for v in (0.0, 0.25, 0.5, 0.75, 1.0)]
+    y_ticks = [YTick(y_of(v), f"{int(v * 100)}%") for v in (0.0, 0.25, 0.5, 0.75, 1.0)]
     buckets = sorted({row["bucket"] for row in rows})
     step = max(1, -(-len(buckets) // MAX_X_LABELS))  # ceil: at most MAX_X_LABELS labels
-    x_ticks = [{"x": x_of(moment), "label": moment} for moment in buckets[::step]]
-    return {
-        "series": list(series.values()),
-        "width": CHART_WIDTH,
-        "height": CHART_HEIGHT,
-        "y_ticks": y_ticks,
-        "x_ticks": x_ticks,
-        "left": CHART_PAD_LEFT,
-        "right": CHART_WIDTH - CHART_PAD_RIGHT,
-        "top": CHART_PAD_TOP,
-        "bottom": CHART_HEIGHT - CHART_PAD_BOTTOM,
-        "floor_y": y_of(settings.HYPERGUILD_ROUTE_LOCAL_FLOOR),
-        "ceil_y": y_of(settings.HYPERGUILD_ROUTE_LOCAL_CEIL),
-    }
+    x_ticks = [XTick(x_of(moment), moment) for moment in buckets[::step]]
+    return PassRateChart(
+        series=list(series.values()),
+        width=CHART_WIDTH,
+        height=CHART_HEIGHT,
+        y_ticks=y_ticks,
+        x_ticks=x_ticks,
+        left=CHART_PAD_LEFT,
+        right=CHART_WIDTH - CHART_PAD_RIGHT,
+        top=CHART_PAD_TOP,
+        bottom=CHART_HEIGHT - CHART_PAD_BOTTOM,
+        floor_y=y_of(settings.HYPERGUILD_ROUTE_LOCAL_FLOOR),
+        ceil_y=y_of(settings.HYPERGUILD_ROUTE_LOCAL_CEIL),
+    )
 
 
 @login_required

@@ -52,7 +52,8 @@ def sdk_server(name: str) -> Server[Any]:
         if problems:
             return tool_error(f"Invalid arguments for {tool_name}: {format_schema_errors(problems)}")
         try:
-            structured = tool.call(arguments, ToolContext(endpoint=endpoint.name, request_id=request_id))
+            result = tool.call(arguments, ToolContext(endpoint=endpoint.name, request_id=request_id))
+            structured = result.model_dump(mode="json")
         except ToolError as exc:
             return tool_error(exc.message)
         except endpoint.domain_errors as exc:
@@ -62,13 +63,13 @@ def sdk_server(name: str) -> Server[Any]:
 
     async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         tools = get_endpoint(name).tools.values()
-        return types.ListToolsResult(tools=[types.Tool.model_validate(tool.describe()) for tool in tools])
+        return types.ListToolsResult(tools=[tool.describe() for tool in tools])
 
     async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         return await sync_to_async(call)(params.name, dict(params.arguments or {}), ctx.request_id)
 
     async def on_list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
-        prompts = [types.Prompt.model_validate(prompt.describe()) for prompt in get_endpoint(name).prompts.values()]
+        prompts = [prompt.describe() for prompt in get_endpoint(name).prompts.values()]
         return types.ListPromptsResult(prompts=prompts)
 
     def prompt_messages(prompt_name: str, arguments: dict[str, str]) -> types.GetPromptResult:

@@ -19,11 +19,13 @@ from brain import checks as note_checks
 from brain.actions.truth import _queue_check_if_new, _refresh_anchors, _store_verdict
 from brain.errors import BrainInputError
 from brain.indexing import bump_brain_version, note_changed
+from brain.inputs import RawNoteInput, WikiNoteInput
 from brain.limits import MAX_TITLE_LENGTH
 from brain.models import (
     Note,
     NoteLink,
     NoteRevision,
+    NoteSnapshot,
     NoteStatus,
 )
 from brain.placement import resolve_targets, suffixes
@@ -362,7 +364,7 @@ def _check_provenance(provenance: Any) -> dict | None:
 def _save_with_revision(
     note: Note,
     *,
-    before: dict,
+    before: NoteSnapshot,
     version_before: int,
     action: str,
     user: User | None = None,
@@ -458,6 +460,38 @@ def do_ingest_note(
         hall=hall,
         source=source,
         provenance={"method": "ingest", **(_check_provenance(provenance) or {})},
+        user=user,
+    )
+
+
+def do_write_raw_note_from(note: RawNoteInput, *, source: str, user: User | None, ingest: bool = False) -> Note:
+    """`do_write_raw_note` (or, `ingest`, `do_ingest_raw_note`) with the input the door parsed (MCP, REST).
+
+    A field left out of the input has the action's default: the models' None is "not given"."""
+    return do_write_raw_note(
+        title=note.title,
+        body=note.body,
+        frontmatter=note.frontmatter,
+        slug=note.slug,
+        session_id=note.session_id or "",
+        anchors=note.anchors,
+        source=source,
+        user=user,
+        provenance={"method": "ingest"} if ingest else None,  # as do_ingest_raw_note records an ingest
+    )
+
+
+def do_ingest_note_from(note: WikiNoteInput, *, source: str, user: User | None) -> Note:
+    """`do_ingest_note` with the input the door parsed (MCP brain_ingest, REST /ingest)."""
+    return do_ingest_note(
+        title=note.title,
+        body=note.body,
+        wing=note.wing,
+        hall=note.hall or "",
+        frontmatter=note.frontmatter,
+        slug=note.slug,
+        anchors=note.anchors,
+        source=source,
         user=user,
     )
 

@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from django.db import connection, transaction
 from django.db.models import Q
@@ -225,6 +225,31 @@ def do_verify_note(note: Note) -> Note:
     return note
 
 
+class NoteCheckJson(TypedDict):
+    """One run of a note's `check:` as a sync's outcome and the django-q2 result of `run_note_check` list it."""
+
+    slug: str
+    passed: bool
+    seconds: float
+    commit: str
+
+
+class RecheckOutcomeJson(TypedDict):
+    """A `RecheckOutcome` as JSON (the django-q2 result of a project sync)."""
+
+    project: str
+    old: str
+    new: str
+    changed_files: int
+    notes_rechecked: int
+    anchors_rechecked: int
+    stale: list[str]
+    error: str
+    checks: list[NoteCheckJson]
+    already_synced_at: str | None
+    stale_now: list[str]
+
+
 @dataclass
 class RecheckOutcome:
     """What one sync of a project did (kept as the django-q2 result and printed by project_sync)."""
@@ -238,13 +263,13 @@ class RecheckOutcome:
     stale: list[str] = field(default_factory=list)  # slugs of the re-checked notes that are stale now
     error: str = ""
     checks_due: list[int] = field(default_factory=list)  # re-checked wiki notes that carry a `check:`
-    checks: list[dict] = field(default_factory=list)  # what their checks did: {slug, passed, seconds, commit}
+    checks: list[NoteCheckJson] = field(default_factory=list)  # what their checks did
     # The head was already synced (another sync, e.g. the schedule, got there first): nothing was re-checked, and
     # `stale_now` lists the project's notes that wait for a re-check, so the caller sees the state it found.
     already_synced_at: datetime | None = None
     stale_now: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> RecheckOutcomeJson:
         return {
             "project": self.project,
             "old": self.old,

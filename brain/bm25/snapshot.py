@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TypedDict, Unpack
 
@@ -186,7 +186,7 @@ class Snapshot:
         """The weight `idf_shares` gives a query term no live note uses: that of a term used once."""
         return max(float(np.log(self.n_docs - 1 + 0.5) - np.log(1 + 0.5)), EPSILON)
 
-    def idf_shares(self, query_tokens: list[str], note_ids: list[int]) -> dict[int, float]:
+    def idf_shares(self, query_tokens: list[str], note_ids: list[int]) -> Mapping[int, float]:
         """For each note, the share of the query's idf weight carried by the query terms it contains.
 
         Each distinct query term counts once. A term no live note uses weighs as much as the

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypedDict
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from psycopg_pool import ConnectionPool
@@ -77,7 +78,17 @@ def _check_pool_forever() -> None:
                 continue
 
 
-def pool_options(*, min_size: int, max_size: int, timeout: float) -> dict[str, Any]:
+class PoolOptions(TypedDict):
+    """psycopg_pool.ConnectionPool's keyword arguments, as Django's OPTIONS["pool"] passes them on."""
+
+    min_size: int
+    max_size: int
+    timeout: float
+    reconnect_timeout: float
+    reconnect_failed: Callable[[ConnectionPool[Any]], None]
+
+
+def pool_options(*, min_size: int, max_size: int, timeout: float) -> PoolOptions:
     """OPTIONS["pool"] of a Django database: psycopg_pool's keyword arguments, the reconnection policy above."""
     return {
         "min_size": min_size,

@@ -30,9 +30,9 @@ import email.utils
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -119,6 +119,15 @@ class ServiceBadResponse(ServiceError):
 # --- circuit breaker -------------------------------------------------------------------------
 
 
+class BreakerState(TypedDict):
+    """A breaker as /health shows it."""
+
+    state: str  # closed, open or half-open
+    consecutive_failures: int
+    retry_in_seconds: float
+    last_problem: str  # "" until one failed
+
+
 class CircuitBreaker:
     """closed -> open after `failures` failed calls in a row -> half-open after `cooldown` s -> closed or open."""
 
@@ -169,7 +178,7 @@ class CircuitBreaker:
                 self.state, self.open_until = "open", time.monotonic() + self._cooldown()
             self._probing = False
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> BreakerState:
         with self._lock:
             state = self.state
             retry_in = max(0.0, self.open_until - time.monotonic())
@@ -195,7 +204,7 @@ def breaker_for(key: str) -> CircuitBreaker:
         return breaker
 
 
-def breaker_states() -> dict[str, dict[str, Any]]:
+def breaker_states() -> Mapping[str, BreakerState]:
     """Every service called since start-up: {"<service> <base url>": {state, consecutive_failures, ...}}."""
     with _breakers_lock:
         items = list(_breakers.items())

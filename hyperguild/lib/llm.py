@@ -26,7 +26,7 @@ import contextlib
 import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import httpx
 from django.conf import settings
@@ -36,6 +36,7 @@ from hyperguild.lib.model_calls import mark_model_call, record_model_call
 from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
 from hyperguild.lib.pricing import estimate
 from hyperguild.lib.text import excerpt
+from hyperguild.lib.typed import JsonSchema
 
 # How much of a non-JSON or malformed answer an LLMBadResponse keeps.
 ERROR_BODY_CHARS = 500
@@ -291,7 +292,7 @@ class LLMClient:
         messages: list[dict[str, Any]],
         *,
         model: str,
-        schema: dict[str, Any],
+        schema: JsonSchema,
         temperature: float | None = None,
         max_tokens: int | None = None,
         purpose: str = "",
@@ -357,14 +358,32 @@ GATEWAY_PROBE_TIMEOUT_SECONDS = 2.0
 _probe_cache: dict[str, tuple[float, bool, str]] = {}
 
 
-def gateway_status(*, fresh: bool = False) -> dict[str, Any]:
+class GatewayModels(TypedDict):
+    answer: str | None
+    fast: str
+    thinking: str
+
+
+class GatewayStatus(TypedDict):
+    """The model gateway as /health shows it."""
+
+    configured: bool
+    url: str | None
+    models: GatewayModels
+    reachable: bool | None  # None: no gateway configured
+    note: NotRequired[str]  # why there is none
+    error: NotRequired[str]  # why it did not answer
+    single_model: NotRequired[bool]  # the fast and the thinking model are one
+
+
+def gateway_status(*, fresh: bool = False) -> GatewayStatus:
     """The model gateway as /health and the `serve` banner name it: URL, models, reachable or not.
 
     Reachable means it answered HTTP at all (any status: a 401 or 404 is a gateway that is up); the
     probe is a GET of /v1/models with a short timeout, reused for GATEWAY_PROBE_TTL_SECONDS.
     """
     fast, thinking = settings.HYPERGUILD_FAST_MODEL, settings.HYPERGUILD_THINKING_MODEL
-    models = {"answer": settings.BRAIN_ANSWER_MODEL or None, "fast": fast, "thinking": thinking}
+    models: GatewayModels = {"answer": settings.BRAIN_ANSWER_MODEL or None, "fast": fast, "thinking": thinking}
     if not settings.LITELLM_BASE_URL:
         return {
             "configured": False,
@@ -386,7 +405,7 @@ def gateway_status(*, fresh: bool = False) -> dict[str, Any]:
         except httpx.HTTPError as exc:
             cached = (now, False, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
         _probe_cache[url] = cached
-    report: dict[str, Any] = {"configured": True, "url": safe_url(base), "models": models, "reachable": cached[1]}
+    report: GatewayStatus = {"configured": True, "url": safe_url(base), "models": models, "reachable": cached[1]}
     if not cached[1]:
         report["error"] = cached[2][:300]
     if fast == thinking:

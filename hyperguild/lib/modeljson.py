@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from hyperguild.lib.schema import format_schema_error, schema_problems
@@ -25,7 +26,7 @@ class ModelJSONError(ValueError):
         self.data = data
 
 
-def parse_model_json(answer: str | dict[str, Any] | None, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+def parse_model_json(answer: str | dict[str, Any] | None, schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The JSON object in a model's answer (text, or an already-structured object), valid against `schema`.
 
     Raises ModelJSONError: "is not JSON (...)", "is JSON but a list, not an object",

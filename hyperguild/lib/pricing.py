@@ -14,6 +14,7 @@ when it changes, so prices can be updated without a restart.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -74,8 +75,8 @@ def _parse(path: Path) -> dict[str, Price]:
     return prices
 
 
-def price_table() -> dict[str, Price]:
-    """The table as the file says now ({} without a file)."""
+def price_table() -> Mapping[str, Price]:
+    """The table as the file says now (empty without a file); the cached table itself, hence read-only."""
     name = settings.HYPERGUILD_MODEL_PRICES_FILE
     if not name:
         return {}

@@ -316,11 +316,10 @@ def redact_json_text(text: str) -> tuple[str, dict[str, int]]:
     return redact(text)
 
 
-def add_counts(total: dict[str, int], found: dict[str, int]) -> dict[str, int]:
-    """Add `found` (pattern -> hits) into `total` and return it."""
+def add_counts(total: dict[str, int], found: dict[str, int]) -> None:
+    """Add `found` (pattern -> hits) into `total`."""
     for name, count in found.items():
         total[name] = total.get(name, 0) + count
-    return total
 
 
 def redact_fields(values: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:

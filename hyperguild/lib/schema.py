@@ -6,14 +6,14 @@ format_schema_errors(problems)                          # "'limit': 0 is less th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 
-def schema_problems(schema: dict[str, Any] | Draft202012Validator, data: Any) -> list[ValidationError]:
+def schema_problems(schema: Mapping[str, Any] | Draft202012Validator, data: Any) -> list[ValidationError]:
     """Every violation of `schema` (a schema or a compiled validator) by `data`, ordered by where it is."""
     validator = schema if isinstance(schema, Draft202012Validator) else Draft202012Validator(schema)
     return sorted(validator.iter_errors(data), key=lambda error: [str(part) for part in error.absolute_path])

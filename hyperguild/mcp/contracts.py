@@ -35,6 +35,8 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import PydanticUndefined, core_schema
 
+from hyperguild.lib.typed import JsonSchema
+
 
 class ToolInput(BaseModel):
     """A tool's arguments. Closed: an argument the model does not name is refused."""
@@ -174,11 +176,11 @@ def _inline(value: Any, definitions: dict[str, Any], seen: tuple[str, ...]) -> A
     return {key: _inline(item, definitions, seen) for key, item in value.items()}
 
 
-def input_schema(model: type[BaseModel]) -> dict[str, Any]:
+def input_schema(model: type[BaseModel]) -> JsonSchema:
     """The inputSchema of a tool that takes `model`."""
-    return model.model_json_schema(schema_generator=ToolSchema, mode="validation")
+    return cast(JsonSchema, model.model_json_schema(schema_generator=ToolSchema, mode="validation"))
 
 
-def output_schema(model: type[BaseModel]) -> dict[str, Any]:
+def output_schema(model: type[BaseModel]) -> JsonSchema:
     """The outputSchema of a tool that answers `model`."""
-    return model.model_json_schema(schema_generator=ToolSchema, mode="serialization")
+    return cast(JsonSchema, model.model_json_schema(schema_generator=ToolSchema, mode="serialization"))

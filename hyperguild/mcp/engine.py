@@ -13,7 +13,8 @@ writes the HTTP response; it never looks inside a message.
 
 Results and error objects are the official SDK's models (`mcp.types`: `InitializeResult`, `DiscoverResult`,
 `ListToolsResult`, `ListPromptsResult`, `GetPromptResult`, `CompleteResult`, the resource results,
-`CallToolResult` for tool errors, `ErrorData`), dumped by `wire()`. Where they do not fit, dicts stay, each
+`CallToolResult` for tool errors, `ErrorData`), dumped by `wire()`. Where they do not fit, TypedDicts
+(`hyperguild.mcp.messages`) stay, each
 with its reason: the JSON-RPC envelope (`JSONRPCResponse` would dump the whole result again on the hot path,
 and `exclude_none` would drop the `"id": null` an error about an unknown id must carry), the `tools/call`
 success result (the hot path too: bench/RESULTS.md), the 2026-07-28 envelope fields (written by
@@ -31,7 +32,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
@@ -45,6 +46,7 @@ from hyperguild.lib.model_calls import model_call_context
 from hyperguild.lib.schema import format_schema_errors, schema_problems
 from hyperguild.mcp.cancellation import RUNNING, request_id_key
 from hyperguild.mcp.mcp_tasks import TaskError, Tasks
+from hyperguild.mcp.messages import ErrorObject, JsonRpcResponse, McpResult
 from hyperguild.mcp.registry import Endpoint, Prompt, Tool, ToolCancelled, ToolContext, ToolError
 from hyperguild.mcp.revision import (
     CACHE_POLICIES,
@@ -92,15 +94,16 @@ class RpcError(Exception):
 MODERN_RESULT_FIELDS: set[str] = {"result_type", "ttl_ms", "cache_scope"}
 
 
-def wire(model: BaseModel) -> dict[str, Any]:
+def wire(model: BaseModel) -> McpResult:
     """An `mcp.types` model as it travels: camelCase aliases, `_meta`, and no field left at None."""
-    return model.model_dump(mode="json", by_alias=True, exclude_none=True, exclude=MODERN_RESULT_FIELDS)
+    dumped = model.model_dump(mode="json", by_alias=True, exclude_none=True, exclude=MODERN_RESULT_FIELDS)
+    return cast(McpResult, dumped)
 
 
-def error_response(request_id: Any, code: int, message: str, data: Any = None) -> dict:
-    # The envelope stays a dict: `JSONRPCError` dumped with exclude_none would drop `"id": null` (an unknown id).
+def error_response(request_id: Any, code: int, message: str, data: Any = None) -> JsonRpcResponse:
+    # The envelope is written here: `JSONRPCError` dumped with exclude_none would drop `"id": null` (an unknown id).
     error = types.ErrorData(code=code, message=message, data=data).model_dump(mode="json", exclude_none=True)
-    return {"jsonrpc": "2.0", "id": request_id, "error": error}
+    return {"jsonrpc": "2.0", "id": request_id, "error": cast(ErrorObject, error)}
 
 
 @dataclass
@@ -270,7 +273,9 @@ class Dispatcher:
         self.endpoint = endpoint
         self.tasks = Tasks(self, owner)  # the Tasks extension: 2026-07-28 requests only
 
-    def handle(self, message: dict, ctx: ToolContext, record: CallRecord, revision: Revision | None = None) -> dict:
+    def handle(
+        self, message: dict, ctx: ToolContext, record: CallRecord, revision: Revision | None = None
+    ) -> JsonRpcResponse:
         """Answer one request (already classified as such) in its revision (`revision.decide`)."""
         method = message["method"]
         record.method = method
@@ -278,6 +283,7 @@ class Dispatcher:
         record.revision = revision.version
         params = message.get("params") or {}
         request_id = message["id"]
+        result: McpResult | dict[str, Any]
         try:
             if revision.modern:
                 result = self._route_modern(method, params, ctx, record, revision)
@@ -307,7 +313,7 @@ class Dispatcher:
 
     def _route_modern(
         self, method: str, params: dict, ctx: ToolContext, record: CallRecord, revision: Revision
-    ) -> dict:
+    ) -> dict[str, Any]:
         """A 2026-07-28 request: the same methods as the handshake era, in the 2026 envelope.
 
         Every method `_route` serves is served here too (minus those 2026-07-28
@@ -315,6 +321,7 @@ class Dispatcher:
         """
         if method in LEGACY_ONLY_METHODS:
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method} (not part of MCP {revision.version})")
+        result: McpResult | dict[str, Any]
         if method == "server/discover":
             result = self._discover()
         elif method.startswith("tasks/"):
@@ -325,8 +332,8 @@ class Dispatcher:
             result = self._route(method, params, ctx, record)
         return self._modern_envelope(method, result)
 
-    def _modern_envelope(self, method: str, result: dict) -> dict:
-        result = {"resultType": "complete", **result}
+    def _modern_envelope(self, method: str, answered: Mapping[str, Any]) -> dict[str, Any]:
+        result = {"resultType": "complete", **answered}
         meta = dict(result.get("_meta") or {})
         meta[SERVER_INFO_META_KEY] = self._server_info()
         result["_meta"] = meta
@@ -342,7 +349,7 @@ class Dispatcher:
     def _server_info(self) -> dict:
         return {"name": f"hyperguild-{self.endpoint.name}", "title": self.endpoint.title, "version": settings.VERSION}
 
-    def _discover(self) -> dict:
+    def _discover(self) -> McpResult:
         # The capabilities and instructions `initialize` answers, so a capability added there is announced here too.
         capabilities = self.capabilities()
         # Every endpoint speaks the extension; only its long_running tools ever answer with a task.
@@ -354,7 +361,7 @@ class Dispatcher:
         )
         return wire(result)  # `_modern_envelope` adds resultType, ttlMs and cacheScope
 
-    def _route(self, method: str, params: dict, ctx: ToolContext, record: CallRecord) -> dict:
+    def _route(self, method: str, params: dict, ctx: ToolContext, record: CallRecord) -> McpResult:
         if method in MODERN_ONLY_METHODS:
             # server/discover (the 2026 probe) without the 2026 envelope: -32601 tells
             # clients that probe with a legacy request to use the initialize handshake.
@@ -388,7 +395,7 @@ class Dispatcher:
                 return wire(types.ListResourceTemplatesResult(resource_templates=templates))
         raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
-    def _initialize(self, params: dict) -> dict:
+    def _initialize(self, params: dict) -> McpResult:
         # params are read, not parsed as types.InitializeRequestParams: that model requires capabilities and
         # clientInfo, and `initialize` has always answered a client that leaves them out (and `_discover` calls it with none).
         requested = params.get("protocolVersion")
@@ -414,23 +421,23 @@ class Dispatcher:
     def _page(self, params: dict) -> tuple[int, int]:
         return decode_cursor(params.get("cursor")), settings.HYPERGUILD_MCP_PAGE_SIZE
 
-    def _tools_list(self, params: dict) -> dict:
+    def _tools_list(self, params: dict) -> McpResult:
         offset, size = self._page(params)
         tools = list(self.endpoint.tools.values())
         page = tools[offset : offset + size]
         more = offset + size < len(tools)
         result = types.ListToolsResult(
-            tools=[types.Tool.model_validate(tool.describe()) for tool in page],
+            tools=[tool.describe() for tool in page],
             next_cursor=encode_cursor(offset + size) if more else None,
         )
         return wire(result)
 
-    def _prompts_list(self, params: dict) -> dict:
+    def _prompts_list(self, params: dict) -> McpResult:
         offset, size = self._page(params)
         prompts = list(self.endpoint.prompts.values())
         more = offset + size < len(prompts)
         result = types.ListPromptsResult(
-            prompts=[types.Prompt.model_validate(prompt.describe()) for prompt in prompts[offset : offset + size]],
+            prompts=[prompt.describe() for prompt in prompts[offset : offset + size]],
             next_cursor=encode_cursor(offset + size) if more else None,
         )
         return wire(result)
@@ -451,7 +458,7 @@ class Dispatcher:
         if refusal:
             raise RpcError(FORBIDDEN, refusal, {"right": right})
 
-    def _prompts_get(self, params: dict, record: CallRecord, ctx: ToolContext) -> dict:
+    def _prompts_get(self, params: dict, record: CallRecord, ctx: ToolContext) -> McpResult:
         prompt = self._prompt(params.get("name"))
         record.tool = prompt.name
         self._require(ctx, prompt.right, f"prompts/get {prompt.name}")
@@ -476,7 +483,7 @@ class Dispatcher:
         )
         return wire(result)
 
-    def _complete(self, params: dict, ctx: ToolContext) -> dict:
+    def _complete(self, params: dict, ctx: ToolContext) -> McpResult:
         ref, argument = params.get("ref"), params.get("argument")
         if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
             raise RpcError(INVALID_PARAMS, "completion/complete needs params.ref and params.argument {name, value}")
@@ -493,7 +500,7 @@ class Dispatcher:
         completion = types.Completion(values=values[:100], total=len(values), has_more=len(values) > 100)
         return wire(types.CompleteResult(completion=completion))
 
-    def _resources_list(self, params: dict) -> dict:
+    def _resources_list(self, params: dict) -> McpResult:
         offset, size = self._page(params)
         assert self.endpoint.resources is not None
         items, more = self.endpoint.resources.list_resources(offset, size)
@@ -503,7 +510,7 @@ class Dispatcher:
         )
         return wire(result)
 
-    def _resources_read(self, params: dict) -> dict:
+    def _resources_read(self, params: dict) -> McpResult:
         uri = params.get("uri")
         if not isinstance(uri, str) or not uri:
             raise RpcError(INVALID_PARAMS, "resources/read needs a uri (a string)")
@@ -515,8 +522,12 @@ class Dispatcher:
         return wire(types.ReadResourceResult.model_validate({"contents": contents}))
 
     def _tools_call(
-        self, params: dict, ctx: ToolContext, record: CallRecord, job: Callable[[Tool, BaseModel], dict] | None = None
-    ) -> dict:
+        self,
+        params: dict,
+        ctx: ToolContext,
+        record: CallRecord,
+        job: Callable[[Tool, BaseModel], McpResult] | None = None,
+    ) -> McpResult:
         """Run the tool and answer its result; with `job`, check the call at the door as always, then answer
         what `job` returns for the parsed arguments instead (a task handle: `mcp_tasks.Tasks.start`)."""
         name = params.get("name")
@@ -558,9 +569,9 @@ class Dispatcher:
             ) as calls:
                 if job is not None:
                     return job(tool, tool.parse(arguments))
-                structured = tool.call(arguments, ctx)
+                structured = tool.call(arguments, ctx).model_dump(mode="json")
             if tool.reports_usage:
-                structured = add_usage(structured, calls.recorded, ctx.actor)
+                add_usage(structured, calls.recorded, ctx.actor)
         except ToolCancelled as exc:
             record.status = "cancelled"
             return tool_error_result(exc.message)
@@ -592,7 +603,7 @@ class Dispatcher:
             RUNNING.remove(ctx)
         return self.tool_result(tool, structured, record)
 
-    def tool_result(self, tool: Tool, structured: dict[str, Any], record: CallRecord) -> dict:
+    def tool_result(self, tool: Tool, structured: dict[str, Any], record: CallRecord) -> McpResult:
         """The `tools/call` result of a tool's structured result: checked against its outputSchema, within budget."""
         name = tool.name
         output_problems = schema_problems(tool.output_validator, structured) if OUTPUT_CHECKS.due(tool.name) else []
@@ -615,7 +626,7 @@ class Dispatcher:
         if len(text) > settings.HYPERGUILD_MCP_MAX_OUTPUT_CHARS:
             structured, truncated = fit_to_budget(structured, settings.HYPERGUILD_MCP_MAX_OUTPUT_CHARS)
             text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
-        result: dict[str, Any] = {
+        result: McpResult = {
             "content": [{"type": "text", "text": text}],
             "structuredContent": structured,
             "isError": False,
@@ -626,7 +637,7 @@ class Dispatcher:
         return result
 
 
-def tool_error_result(message: str, data: dict | None = None) -> dict:
+def tool_error_result(message: str, data: dict | None = None) -> McpResult:
     text = message if not data else f"{message}\n{json.dumps(data, ensure_ascii=False)}"
     return wire(types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True))
 
@@ -651,7 +662,7 @@ class Answer:
     """What to send for one message: a JSON-RPC message and the HTTP status the MCP transport gives it,
     or nothing (`message` None: 202 Accepted)."""
 
-    message: dict | None
+    message: JsonRpcResponse | None
     status: int
     record: CallRecord
     # A handshake-era `initialize`: the transport hands out an Mcp-Session-Id if the client has none.

@@ -240,9 +240,9 @@ class Tasks:
         data = describe_fields(job.task_id, job.status, job.created_at, job.updated_at, job.message)
         tool = self.endpoint.tools.get(job.tool)
         if job.status == McpTask.COMPLETED and job.result is not None and tool is not None:
-            structured = tool.structured(job.result)
+            structured = tool.checked(job.result).model_dump(mode="json")
             if tool.reports_usage:
-                structured = add_usage(structured, [], job.requested_by)  # the run's usage is in its result
+                add_usage(structured, [], job.requested_by)  # in place; the run's usage is in its result
             result = self.dispatcher.tool_result(tool, structured, record)
             data["result"] = self.dispatcher._modern_envelope("tools/call", result)
         return data

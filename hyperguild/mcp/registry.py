@@ -49,9 +49,10 @@ from typing import Any, Protocol, TypeVar
 
 from django.conf import settings
 from jsonschema import Draft202012Validator
+from mcp import types
 from pydantic import BaseModel, ValidationError
 
-from hyperguild.mcp.contracts import CallProject, CallSession, declared_field, input_schema, output_schema
+from hyperguild.mcp.contracts import CallProject, CallSession, JsonSchema, declared_field, input_schema, output_schema
 from hyperguild.mcp.errors import ToolCancelled, ToolError
 from hyperguild.permissions import permission_refusal
 
@@ -153,8 +154,8 @@ class Tool:
     reports_usage: bool = False
     # Generated from the models. Whether they are valid JSON Schema is checked by a test
     # (tests/mcp/test_tool_contracts.py), not at import: the metaschema check cost a process seconds at start.
-    input_schema: dict[str, Any] = field(init=False, compare=False)
-    output_schema: dict[str, Any] = field(init=False, compare=False)
+    input_schema: JsonSchema = field(init=False, compare=False)
+    output_schema: JsonSchema = field(init=False, compare=False)
     input_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
     output_validator: Draft202012Validator = field(init=False, repr=False, compare=False)
     # The arguments the input model marks as the call's session and project (contracts.CallSession, CallProject);
@@ -203,19 +204,19 @@ class Tool:
             # A rule of the model beyond what the inputSchema says (a validator): the caller's to fix.
             raise ToolError(f"Invalid arguments for {self.name}: {contract_problems(exc)}") from None
 
-    def call(self, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    def call(self, arguments: dict[str, Any], ctx: ToolContext) -> BaseModel:
         """Run the tool on `arguments` (already checked against its inputSchema by the engine): parse them into
-        the input model, run the handler and dump its result model as the structured result (a JSON object)."""
-        return self.structured(self.handler(self.parse(arguments), ctx))
+        the input model and run the handler; its result model (the engine dumps it as the structured result)."""
+        return self.checked(self.handler(self.parse(arguments), ctx))
 
-    def structured(self, result: Any) -> dict[str, Any]:
-        """The handler's (or a job's) result model as the structured result (a JSON object)."""
+    def checked(self, result: Any) -> BaseModel:
+        """The handler's (or a job's) result, refused unless it is the tool's result model."""
         _, result_model = self.models
         if not isinstance(result, result_model):
             raise ToolContractError(
                 f"tool {self.name} returned {type(result).__name__}, not its result_model {result_model.__name__}"
             )
-        return result.model_dump(mode="json")
+        return result
 
     def scope_refusal(self, ctx: ToolContext) -> str | None:
         """Why the caller may not run this tool (a message it can act on), or None when it may.
@@ -226,21 +227,24 @@ class Tool:
             return None
         return permission_refusal(ctx.identity, right, what=self.name)
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "title": self.title,
-            "description": self.description,
-            "inputSchema": self.input_schema,
-            "outputSchema": self.output_schema,
-            "annotations": {
+    def describe(self) -> types.Tool:
+        """The tool as `tools/list` lists it."""
+        return types.Tool.model_validate(
+            {
+                "name": self.name,
                 "title": self.title,
-                "readOnlyHint": self.read_only,
-                "destructiveHint": self.destructive,
-                "idempotentHint": self.idempotent,
-                "openWorldHint": self.open_world,
-            },
-        }
+                "description": self.description,
+                "inputSchema": self.input_schema,
+                "outputSchema": self.output_schema,
+                "annotations": {
+                    "title": self.title,
+                    "readOnlyHint": self.read_only,
+                    "destructiveHint": self.destructive,
+                    "idempotentHint": self.idempotent,
+                    "openWorldHint": self.open_world,
+                },
+            }
+        )
 
 
 def contract_problems(error: ValidationError) -> str:
@@ -264,8 +268,8 @@ class PromptArgument:
     # Suggestions for `completion/complete`: given what the user typed, the values to offer.
     complete: Completer | None = field(default=None, compare=False)
 
-    def describe(self) -> dict:
-        return {"name": self.name, "description": self.description, "required": self.required}
+    def describe(self) -> types.PromptArgument:
+        return types.PromptArgument(name=self.name, description=self.description, required=self.required)
 
 
 @dataclass(frozen=True)
@@ -285,13 +289,14 @@ class Prompt:
     # The right (hyperguild.permissions) `prompts/get` and `completion/complete` need; empty: the endpoint's first scope.
     right: str = ""
 
-    def describe(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "title": self.title,
-            "description": self.description,
-            "arguments": [argument.describe() for argument in self.arguments],
-        }
+    def describe(self) -> types.Prompt:
+        """The prompt as `prompts/list` lists it."""
+        return types.Prompt(
+            name=self.name,
+            title=self.title,
+            description=self.description,
+            arguments=[argument.describe() for argument in self.arguments],
+        )
 
 
 class ResourceProvider(Protocol):

@@ -20,7 +20,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -160,7 +160,7 @@ def origin_allowed(origin: str) -> bool:
     return False
 
 
-def request_headers(request: Request) -> dict[str, str]:
+def request_headers(request: Request) -> Mapping[str, str]:
     """The HTTP headers of a request, keyed in lower case (`mcp-protocol-version`, …).
 
     Values lose the whitespace around them: RFC 9110 §5.5 excludes it from the field value.
@@ -310,7 +310,7 @@ class McpView(APIView):
                     answer = call.run(emit)
                 finally:
                     connections.close_all()
-                put(("final", answer.message or {}))
+                put(("final", dict(answer.message or {})))
 
             threading.Thread(target=run, name=f"mcp-{view.endpoint.name}-{call.request_id}", daemon=True).start()
 

@@ -106,7 +106,7 @@ def test_a_fail_then_pass_pair_yields_one_sft_and_one_dpo_candidate():
 
     sft = TrainingExample.objects.get(kind="sft")
     dpo = TrainingExample.objects.get(kind="dpo")
-    assert result["count"] == 2 and result["created"] == 2
+    assert result.count == 2 and result.created == 2
     assert sft.status == dpo.status == "candidate"
     assert sft.prompt[0]["role"] == "system" and sft.prompt[-1]["role"] == "user"
     assert "reads AWS_ACCESS_KEY_ID from env" in sft.completion[0]["content"]
@@ -132,7 +132,7 @@ def test_extracting_twice_stores_nothing_new():
     run_trainer(SESSION)
     before = list(TrainingExample.objects.values_list("id", "updated_at"))
     again = run_trainer(SESSION)
-    assert again["created"] == 0 and again["count"] == 2
+    assert again.created == 0 and again.count == 2
     assert list(TrainingExample.objects.values_list("id", "updated_at")) == before
 
 
@@ -140,7 +140,7 @@ def test_extracting_twice_stores_nothing_new():
 def test_unverified_or_failing_runs_alone_give_nothing():
     SkillRun.objects.create(skill="review", status="pass", verified=None, session_id="s", worker_report={"a": 1})
     SkillRun.objects.create(skill="tdd_green", status="fail", verified=False, session_id="s", worker_report={"a": 2})
-    assert run_trainer("s")["count"] == 0 and not TrainingExample.objects.exists()
+    assert run_trainer("s").count == 0 and not TrainingExample.objects.exists()
 
 
 @pytest.mark.django_db

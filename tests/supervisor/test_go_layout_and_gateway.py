@@ -43,7 +43,7 @@ def test_a_tdd_key_applies_to_every_phase_and_a_phase_key_wins(go_models_file):
     assert resolve_model("tdd_refactor") == LOCAL_MODEL
     assert resolve_model("tdd_green") == "sonnet"
     assert resolve_model("review") == "opus"
-    assert "tdd" not in load_table()["skills"]
+    assert "tdd" not in load_table().skills
 
 
 def test_the_go_discipline_layout_is_read(tmp_path, settings):

@@ -25,6 +25,8 @@ from __future__ import annotations
 import random
 import signal
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,21 @@ NEGATIVE_DEPTH = LATENCY_LIMIT * 3
 RANDOM_PAIRS_PER_QUERY = 20
 IMPORT_BATCH = 2000
 EVAL_WING = "eval"
+
+
+@dataclass(frozen=True)
+class RankerFigures:
+    """One ranker's row of the table."""
+
+    ranker: str
+    floors: str  # "on" or "off"
+    ndcg: float
+    recall: float
+    empty_judged: float  # share of judged queries with no hits
+    negatives: float | None  # share of negative queries with no hits (None: none given)
+    p50: float | None  # ms, when timed
+    p95: float | None
+    queries: int
 
 
 class Command(BaseCommand):
@@ -198,8 +215,8 @@ class Command(BaseCommand):
         (one whose package is a bench requirement only) by overriding this."""
         return get_embedder()
 
-    def import_documents(self, corpus: list[dict]) -> dict[str, str]:
-        """Scratch notes straight through the ORM: no user data, no mirror, no per-note tasks."""
+    def import_documents(self, corpus: list[dict]) -> Mapping[str, str]:
+        """Scratch notes straight through the ORM: no user data, no mirror, no per-note tasks; slug -> document id."""
         slug_to_doc: dict[str, str] = {}
         batch = []
         for doc in tqdm(corpus, desc="importing", unit="doc", file=self.stderr, disable=self.no_bars):
@@ -260,7 +277,7 @@ class Command(BaseCommand):
         negatives: list[str],
         *,
         timed: bool,
-    ) -> dict:
+    ) -> RankerFigures:
         floor = None if floors_on else floors.NO_FLOORS
         label = f"{ranker} (floors {'on' if floors_on else 'off'})"
         ndcgs, recalls, latencies, empty_judged = [], [], [], 0
@@ -285,25 +302,25 @@ class Command(BaseCommand):
             )
             answered_nothing += not ranking.fused
         n = len(ndcgs)
-        row = {
-            "ranker": ranker,
-            "floors": "on" if floors_on else "off",
-            "ndcg": sum(ndcgs) / n,
-            "recall": sum(recalls) / n,
-            "empty_judged": empty_judged / n,
-            "negatives": answered_nothing / len(negatives) if negatives else None,
-            "p50": percentile(latencies, 50) if latencies else None,
-            "p95": percentile(latencies, 95) if latencies else None,
-            "queries": n,
-        }
-        negative_text = f"  negatives with no hits {row['negatives']:.1%}" if negatives else ""
+        row = RankerFigures(
+            ranker=ranker,
+            floors="on" if floors_on else "off",
+            ndcg=sum(ndcgs) / n,
+            recall=sum(recalls) / n,
+            empty_judged=empty_judged / n,
+            negatives=answered_nothing / len(negatives) if negatives else None,
+            p50=percentile(latencies, 50) if latencies else None,
+            p95=percentile(latencies, 95) if latencies else None,
+            queries=n,
+        )
+        negative_text = f"  negatives with no hits {row.negatives:.1%}" if row.negatives is not None else ""
         self.stdout.write(
-            f"{label:>22}: nDCG@{NDCG_K} {row['ndcg']:.4f}  Recall@{RECALL_K} {row['recall']:.4f}  "
-            f"judged with no hits {row['empty_judged']:.1%}{negative_text}  ({n} queries)"
+            f"{label:>22}: nDCG@{NDCG_K} {row.ndcg:.4f}  Recall@{RECALL_K} {row.recall:.4f}  "
+            f"judged with no hits {row.empty_judged:.1%}{negative_text}  ({n} queries)"
         )
         return row
 
-    def print_table(self, rows: list[dict], embedder: CachingEmbedder | None, with_negatives: bool) -> None:
+    def print_table(self, rows: list[RankerFigures], embedder: CachingEmbedder | None, with_negatives: bool) -> None:
         key = embedder.key if embedder is not None else None
         current = floors.current(key)
         self.stdout.write("")
@@ -314,13 +331,10 @@ class Command(BaseCommand):
         self.stdout.write(header)
         self.stdout.write("|" + " --- |" * (header.count("|") - 1))
         for row in rows:
-            line = (
-                f"| {row['ranker']} | {row['floors']} | {row['ndcg']:.3f} | {row['recall']:.3f} | "
-                f"{row['empty_judged']:.1%} |"
-            )
+            line = f"| {row.ranker} | {row.floors} | {row.ndcg:.3f} | {row.recall:.3f} | {row.empty_judged:.1%} |"
             if with_negatives:
-                line += f" {row['negatives']:.1%} |"
-            line += f" {row['p50']:.1f} ms | {row['p95']:.1f} ms |" if row["p50"] is not None else " – | – |"
+                line += f" {row.negatives:.1%} |"
+            line += f" {row.p50:.1f} ms | {row.p95:.1f} ms |" if row.p50 is not None else " – | – |"
             self.stdout.write(line)
 
     def calibrate(

@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from hyperguild.lib.typed import JSON
+from hyperguild.lib.typed import JsonSchema
 from hyperguild.mcp.registry import Endpoint, Tool, all_endpoints
 
 API_DOCS_PATH = Path(settings.BASE_DIR) / "docs" / "api.md"
@@ -86,7 +86,7 @@ def annotations(tool: Tool) -> str:
     return ", ".join(name for name, on in flags if on) or "none"
 
 
-def render_fields(schema: JSON, *, arguments: bool) -> list[str]:
+def render_fields(schema: JsonSchema, *, arguments: bool) -> list[str]:
     """A table of the schema's top-level properties: a tool's arguments (with limits) or its result fields."""
     properties = schema.get("properties") or {}
     if not properties:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,7 +48,7 @@ def claude_mcp_add_line(name: str, url: str, token_setting: str | None, token: s
     return line
 
 
-def marketplace_plugins(base_dir: Path | None = None) -> dict[str, list[str]]:
+def marketplace_plugins(base_dir: Path | None = None) -> Mapping[str, list[str]]:
     """The marketplace's plugins, each with the endpoints it registers (its `.mcp.json` servers), in order."""
     folder = (base_dir or Path(settings.BASE_DIR)) / PLUGIN_FOLDER
     marketplace = json.loads((folder / ".claude-plugin" / "marketplace.json").read_text())

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 from tqdm import tqdm
 
-from sessions.folder import export_sessions_dir
+from sessions.folder import SessionsExport, export_sessions_dir
 from sessions.models import AgentSession
 
 
@@ -31,7 +31,9 @@ class Command(BaseCommand):
             )
         )
 
-    def export_dir(self, directory: Path, sessions: list[str] | None = None, *, show_progress: bool = False) -> dict:
+    def export_dir(
+        self, directory: Path, sessions: list[str] | None = None, *, show_progress: bool = False
+    ) -> SessionsExport:
         total = AgentSession.objects.filter(**({"external_id__in": sessions} if sessions else {})).count()
         with tqdm(total=total, unit="session", disable=not show_progress or total < 2, file=self.stderr) as bar:
             return export_sessions_dir(directory, sessions, progress=lambda _name: bar.update(1))

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from sessions.folder import SESSION_FILE_SUFFIX, import_sessions_dir
+from sessions.folder import SESSION_FILE_SUFFIX, SessionsImport, import_sessions_dir
 
 
 class Command(BaseCommand):
@@ -32,7 +32,7 @@ class Command(BaseCommand):
             )
         )
 
-    def import_dir(self, directory: Path, *, show_progress: bool = False) -> dict:
+    def import_dir(self, directory: Path, *, show_progress: bool = False) -> SessionsImport:
         if not directory.is_dir():
             raise CommandError(f"{directory} is not a folder; pass the brain's sessions/ folder.")
         total = len(list(directory.glob(f"*{SESSION_FILE_SUFFIX}")))

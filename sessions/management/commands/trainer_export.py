@@ -12,7 +12,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from sessions.models import TrainingExample
-from sessions.trl_export import export_dataset, export_examples
+from sessions.trl_export import ExamplesExport, InvalidExample, export_dataset, export_examples
 
 
 class Command(BaseCommand):
@@ -56,7 +56,7 @@ class Command(BaseCommand):
             )
             return
         try:
-            summary = export_dataset(
+            dataset = export_dataset(
                 out,
                 kinds=(kind,) if kind else ("sft", "dpo"),
                 status=status,
@@ -66,8 +66,8 @@ class Command(BaseCommand):
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from None
-        self.report_invalid(summary["invalid"], kind or "sft/dpo")
-        for name, counts in summary["kinds"].items():
+        self.report_invalid(dataset["invalid"], kind or "sft/dpo")
+        for name, counts in dataset["kinds"].items():
             self.stdout.write(
                 self.style.SUCCESS(
                     f"{name}: {counts['train']} train, {counts['eval']} eval ({counts['left_out_not_replaying']} left out: "
@@ -76,11 +76,11 @@ class Command(BaseCommand):
             )
         self.stdout.write(f"Dataset card: {out / 'README.md'}")
 
-    def report_invalid(self, invalid: list[dict], kind: str) -> None:
+    def report_invalid(self, invalid: list[InvalidExample], kind: str) -> None:
         for problem in invalid:
             self.stderr.write(self.style.ERROR(f"example {problem['id']} left out: {'; '.join(problem['errors'])}"))
         if invalid:
             raise CommandError(f"{len(invalid)} example(s) do not fit TRL's {kind} shape; fix them in the curation UI.")
 
-    def export(self, out: Path, *, kind: str, status: str, include_invalid: bool = False) -> dict:
+    def export(self, out: Path, *, kind: str, status: str, include_invalid: bool = False) -> ExamplesExport:
         return export_examples(out, kind=kind, status=status, include_invalid=include_invalid)

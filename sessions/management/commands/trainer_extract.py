@@ -7,6 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from sessions.trainer import run_trainer
+from supervisor.skills import TrainerResult
 
 
 class Command(BaseCommand):
@@ -17,10 +18,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, session_id: str | None = None, **options: Any) -> None:
         result = self.extract(session_id)
-        flagged = sum(1 for e in result["examples"] if e["created"] and e["flagged"])
+        # `created` and `flagged` are the trainer's own fields of an example (Example keeps them as extras).
+        flagged = sum(
+            1 for e in result.examples if (e.model_extra or {}).get("created") and (e.model_extra or {}).get("flagged")
+        )
         if flagged:
             self.stderr.write(self.style.WARNING(f"{flagged} new example(s) had secrets redacted and are flagged."))
-        self.stdout.write(self.style.SUCCESS(result["message"]))
+        self.stdout.write(self.style.SUCCESS(result.message))
 
-    def extract(self, session_id: str | None = None) -> dict:
+    def extract(self, session_id: str | None = None) -> TrainerResult:
         return run_trainer(session_id)
