@@ -22,11 +22,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from brain.hunks import hunk_around, hunk_within
 from brain.models import Anchor, AnchorState, Note, Project, VerificationState
 from brain.repository import DOC_FILES, Block, Definition, Hunk, Repository
 
 CONTEXT_LINES = 2  # lines of code shown around where an anchor was, as "what the code says now"
-MAX_HUNK_CHARS = 2000
 MAX_LINES_CHARS = 1000
 # Commits the pickaxe (`git log -S`) proposes as the one that changed an anchor, tried oldest first.
 MAX_PICKAXE_COMMITS = 50
@@ -201,7 +201,7 @@ class Verifier:
         hunk = ""
         if parent:
             was = self.repo.block(parent, path, name, owner)
-            hunk = _hunk_within(self.repo.hunks(parent, changed_in, path), was.start, was.end) if was else ""
+            hunk = hunk_within(self.repo.hunks(parent, changed_in, path), was.start, was.end) if was else ""
         return {
             "since": since,
             "through": self.commit,
@@ -390,7 +390,7 @@ class Verifier:
                 if parent
                 else self.repo.hunks(base, self.commit, old_path)
             )
-            hunk = _hunk_around(hunks, _removed_line_test(anchor))
+            hunk = hunk_around(hunks, _removed_line_test(anchor))
         now = self._now(base, old_path, old_line) if base and old_line else ""
         short = changed_in[:7] if changed_in else self.commit[:7]
         shown = _shown(anchor.value)
@@ -551,23 +551,6 @@ def _lines_of(text: str | None, start: int, end: int) -> str:
     return "\n".join(text.splitlines()[start - 1 : end])[:MAX_LINES_CHARS]
 
 
-def _hunk_within(hunks: list[str], start: int, end: int) -> str:
-    """The hunk that changes lines start..end of the old file, cut to MAX_HUNK_CHARS around its first change there."""
-    header = re.compile(r"^@@ -(\d+)(?:,\d+)? \+\d+")
-    for hunk in hunks:
-        lines = hunk.splitlines()
-        match = header.match(lines[0]) if lines else None
-        if not match:
-            continue
-        old = int(match.group(1))
-        for index, line in enumerate(lines[1:], start=1):
-            if line.startswith(("-", "+")) and start <= old <= end + 1:
-                return _cut_around(lines, index)
-            if not line.startswith("+"):
-                old += 1
-    return ""
-
-
 def _removed_line_test(anchor: Anchor) -> Callable[[str], bool]:
     """line of a diff → whether it removes the anchor (its definition, its quoted line, its name)."""
     if anchor.kind == "symbol":
@@ -577,37 +560,6 @@ def _removed_line_test(anchor: Anchor) -> Callable[[str], bool]:
         return lambda line: False
     wanted = _squash(anchor.value) if anchor.kind == "quote" else _pickaxe_text(anchor)
     return lambda line: line.startswith("-") and bool(wanted) and wanted in _squash(line[1:])
-
-
-def _hunk_around(hunks: list[str], removes: Callable[[str], bool]) -> str:
-    """The hunk that removes the anchor, cut to MAX_HUNK_CHARS around that line (else the first hunk's start)."""
-    for hunk in hunks:
-        lines = hunk.splitlines()
-        at = next((i for i, line in enumerate(lines) if i and removes(line)), None)
-        if at is not None:
-            return _cut_around(lines, at)
-    return _cut_around(hunks[0].splitlines(), 1) if hunks else ""
-
-
-def _cut_around(lines: list[str], at: int) -> str:
-    """The header line and as many lines around lines[at] as MAX_HUNK_CHARS holds, a line before for a line after."""
-    header, body, at = lines[0], lines[1:], at - 1
-    if not body:
-        return header[:MAX_HUNK_CHARS]
-    budget = MAX_HUNK_CHARS - len(header) - 1
-    low = high = at
-    used = len(body[at]) if body else 0
-    if used > budget:
-        return (header + "\n" + body[at])[:MAX_HUNK_CHARS]
-    grew = True
-    while grew:
-        grew = False
-        for step in (high + 1, low - 1) if high - at <= at - low else (low - 1, high + 1):
-            if 0 <= step < len(body) and used + len(body[step]) + 1 <= budget and (step > high or step < low):
-                used += len(body[step]) + 1
-                low, high = min(low, step), max(high, step)
-                grew = True
-    return "\n".join([header, *body[low : high + 1]])
 
 
 # -- a note's state from its anchors ---------------------------------------------------

@@ -13,9 +13,9 @@ from django.core.management import call_command
 
 from brain.actions import do_ingest_note
 from brain.answers import answer
+from brain.hunks import MAX_HUNK_CHARS
 from brain.models import Anchor, Note
 from brain.search import search
-from brain.truth import MAX_HUNK_CHARS
 from sessions.hooks import context_text
 from tests.truth.conftest import add_project, git, make_repo
 
