@@ -275,7 +275,7 @@ def hybrid_figures(
         call_command(command, *options, stdout=sys.stdout, stderr=sys.stderr)
     finally:
         settings.BRAIN_VECTOR_FLOOR, settings.BRAIN_VECTOR_AGREE_FLOOR, settings.BRAIN_VECTOR_SUPPORT_FLOOR = saved
-    return {(row["ranker"], row["floors"]): row["ndcg"] for row in command.rows}
+    return {(row.ranker, row.floors): row.ndcg for row in command.rows}
 
 
 def main() -> None:
