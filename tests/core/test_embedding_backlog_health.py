@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,7 +21,7 @@ import pytest
 from tests.fakes.embed import FakeEmbedServer
 from tests.fakes.helpers import wait_for
 from tests.fakes.pg_template import copy_migrated_data_dir
-from tests.supervisor.test_chaos import ROOT, ScratchServe, _kill_stray_postmaster
+from tests.supervisor.test_chaos import ScratchServe, _kill_stray_postmaster
 
 NOTES = 500
 SLOW_CALL_SECONDS = 8.0  # one embedder call (32 chunks): 16 calls keep the worker busy for about two minutes
@@ -70,16 +68,7 @@ def embedding_serve():
                 f"# Note {number}\n\nThe pool reaper and topic {number % 37}, number {number}.\n", encoding="utf-8"
             )
         copy_migrated_data_dir(scratch.data_dir)  # migrated once per machine (tests/fakes/pg_template.py)
-        for command in (["brain_import", str(base / "import"), "--no-progress"],):
-            done = subprocess.run(
-                [sys.executable, "manage.py", *command],
-                cwd=ROOT,
-                env=scratch.env(),
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        scratch.manage("brain_import", str(base / "import"), "--no-progress")
         yield scratch, embedder
     finally:
         log = scratch.stop()

@@ -12,8 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -26,7 +24,7 @@ from tests.conftest import mcp_post, rpc
 from tests.fakes.embed import FakeEmbedServer
 from tests.fakes.helpers import tool_answer
 from tests.fakes.pg_template import copy_migrated_data_dir
-from tests.supervisor.test_chaos import ROOT, ScratchServe, _kill_stray_postmaster
+from tests.supervisor.test_chaos import ScratchServe, _kill_stray_postmaster
 
 NOTES = 900
 HEALTH_BOUND_SECONDS = 10  # every /health answer during the recovery (was 30: the pool's checkout timeout)
@@ -70,16 +68,7 @@ def backlog_serve():
         make_folder(base / "import")
         started = time.monotonic()
         copy_migrated_data_dir(scratch.data_dir)  # migrated once per machine (tests/fakes/pg_template.py)
-        for command in (["brain_import", str(base / "import"), "--no-progress"],):
-            done = subprocess.run(
-                [sys.executable, "manage.py", *command],
-                cwd=ROOT,
-                env=scratch.env(),
-                capture_output=True,
-                text=True,
-                timeout=600,
-            )
-            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        scratch.manage("brain_import", str(base / "import"), "--no-progress")
         print(f"\nimported {NOTES} notes in {time.monotonic() - started:.1f} s")
         scratch.start()
         yield scratch

@@ -105,6 +105,14 @@ class ScratchServe:
         assert self.process.poll() is None, self.log_path.read_text()[-3000:]
         self.remember_tree()
 
+    def manage(self, *args: str) -> str:
+        """A one-off `manage.py` command on this scratch server's data (it must succeed); its output."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", *args], cwd=ROOT, env=self.env(), capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+        return done.stdout
+
     def remember_tree(self) -> None:
         for child in psutil.Process(self.process.pid).children(recursive=True):
             self.seen.setdefault(child.pid, child)
