@@ -16,7 +16,7 @@ import psutil
 import pytest
 
 from tests.conftest import free_port, mcp_post, rpc
-from tests.fakes.helpers import lines_until_banner
+from tests.fakes.helpers import lines_until_banner, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -127,6 +127,9 @@ def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ct
 
         # A web process that dies is replaced by granian; the other one keeps answering on the port meanwhile.
         webs[0].kill()
+        # Once it is gone (its listening socket closed with it: a connection the kernel had handed to that socket
+        # in the moment of the kill was refused, one run in several), the other keeps answering.
+        wait_for(lambda: exited(webs[0]), 10, "the killed web process to exit")
         assert mcp_post(f"{base}/mcp/routing", rpc("ping")).status_code == 200
         deadline = time.monotonic() + 30
         while not (len(now := web_processes(process.pid)) == 2 and webs[0].pid not in {p.pid for p in now}):
@@ -145,6 +148,14 @@ def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ct
     assert "stopped" in rest
     time.sleep(0.5)
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
+
+
+def exited(process: psutil.Process) -> bool:
+    """Gone, or a zombie its parent has not reaped yet (its sockets are closed either way)."""
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
 
 
 def web_processes(serve_pid: int) -> list[psutil.Process]:

@@ -214,8 +214,11 @@ def main() -> None:
                 ]
             )
             pids.append(child.pid)
-        with open(os.path.join(state, "pids"), "w") as handle:
+        # Written whole, then renamed into place: a test polling the file never reads it half written.
+        partial = os.path.join(state, f"pids.{os.getpid()}.tmp")
+        with open(partial, "w") as handle:
             json.dump([os.getpid(), *pids], handle)
+        os.replace(partial, os.path.join(state, "pids"))
         while True:
             time.sleep(1)
 
