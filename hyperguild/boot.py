@@ -20,6 +20,7 @@ or a bare `import` gets settings that load), and the embedded server's address i
 
 from __future__ import annotations
 
+import atexit
 import os
 import secrets
 from pathlib import Path
@@ -91,6 +92,8 @@ def release_process() -> bool:
 
 
 def setup_django() -> None:
-    """`prepare_process()` and `django.setup()`: for scripts that run Django outside manage.py (bench/)."""
+    """`prepare_process()` and `django.setup()`: for scripts that run Django outside manage.py (bench/). The
+    embedded PostgreSQL the script had to start stops when it exits (`release_process()`, as manage.py does)."""
     prepare_process()
+    atexit.register(release_process)
     django.setup()

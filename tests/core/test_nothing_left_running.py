@@ -132,3 +132,24 @@ def test_two_one_off_commands_at_once_never_stop_the_database_under_each_other(d
     out, err = second.communicate(timeout=120)
     assert second.returncode == 0 and "migrations" in out, err[-3000:]
     assert not embedded_database_running(data_dir)  # the last to leave stopped it
+
+
+def test_a_bench_script_stops_the_database_it_started(data_dir):
+    """bench/ scripts start Django with hyperguild.boot.setup_django(): one that had to start the embedded
+    PostgreSQL left it running after it ended (found after a benchmark run)."""
+    copy_migrated_data_dir(data_dir)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from hyperguild.boot import setup_django\nsetup_django()\n"
+            "from django.db import connection\nconnection.cursor().execute('SELECT 1')\nprint('read')",
+        ],
+        cwd=ROOT,
+        env=env_for(data_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0 and "read" in done.stdout, done.stderr[-3000:]
+    assert not embedded_database_running(data_dir)
