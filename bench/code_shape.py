@@ -5,7 +5,10 @@
 Prints four lines, each `<what>: <figure> (goal <goal>) <met|not met>`:
 
 - public functions in the apps (hyperguild, brain, supervisor, sessions; migrations and tests left out)
-  whose return annotation is `dict` or `dict[...]` (also `Dict`, `typing.Dict`), methods included;
+  whose return annotation is `dict` or `dict[...]` (also `Dict`, `typing.Dict`), methods included, or a
+  module-level alias of one (`JSON = dict[str, Any]`, `Row: TypeAlias = ...`, an alias of an alias), where
+  it is defined or imported from another module of the apps (`from hyperguild.lib.typed import JSON`,
+  `typed.JSON`);
 - modules in the apps over 800 lines;
 - git wrappers: modules of the apps that start the `git` executable themselves: they build an argument list
   starting with "git" (or a name `GIT`) and call `subprocess.*`, a `run_process` or a wrapper named like
@@ -59,7 +62,20 @@ def app_modules(root: Path) -> list[Path]:
     return modules
 
 
-def returns_dict(annotation: ast.expr | None) -> bool:
+@dataclass
+class Names:
+    """What a module's annotations may name: its aliases of dict (defined or imported) and the app modules it
+    imported under a name (`from hyperguild.lib import typed` → typed: hyperguild.lib.typed)."""
+
+    dict_aliases: set[str] = field(default_factory=set)
+    modules: dict[str, str] = field(default_factory=dict)
+
+
+def returns_dict(
+    annotation: ast.expr | None, names: Names | None = None, aliases: dict[str, Names] | None = None
+) -> bool:
+    """Whether `annotation` is dict, dict[...] or an alias of one (`names`: the module's; `aliases`: every
+    app module's, by dotted name, for `module.Alias`)."""
     if annotation is None:
         return False
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):  # a quoted annotation
@@ -70,19 +86,92 @@ def returns_dict(annotation: ast.expr | None) -> bool:
     if isinstance(annotation, ast.Subscript):
         annotation = annotation.value
     if isinstance(annotation, ast.Name):
-        return annotation.id in ("dict", "Dict")
-    return isinstance(annotation, ast.Attribute) and annotation.attr == "Dict"
+        return annotation.id in ("dict", "Dict") or (names is not None and annotation.id in names.dict_aliases)
+    if not isinstance(annotation, ast.Attribute):
+        return False
+    if annotation.attr == "Dict":
+        return True
+    owner = annotation.value
+    if names is None or aliases is None or not isinstance(owner, ast.Name) or owner.id not in names.modules:
+        return False
+    return annotation.attr in aliases.get(names.modules[owner.id], Names()).dict_aliases
 
 
-def dict_returning_public_functions(path: Path, tree: ast.Module, root: Path) -> list[str]:
+def module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imported_from(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    """The dotted module a `from … import` reads, relative imports resolved against `module`."""
+    if not node.level:
+        return node.module or ""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _alias_value(node: ast.stmt) -> tuple[str, ast.expr] | None:
+    """(name, value) of a module-level type alias candidate: `X = …`, `X: TypeAlias = …`, `type X = …`."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id, node.value
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+        kind = node.annotation
+        name = kind.id if isinstance(kind, ast.Name) else kind.attr if isinstance(kind, ast.Attribute) else ""
+        if name == "TypeAlias":
+            return node.target.id, node.value
+    type_alias = getattr(ast, "TypeAlias", None)  # Python 3.12's `type X = …`
+    if type_alias is not None and isinstance(node, type_alias):
+        return node.name.id, node.value  # type: ignore[attr-defined]
+    return None
+
+
+def dict_aliases(trees: dict[Path, ast.Module], root: Path) -> dict[str, Names]:
+    """Each app module's names (by dotted module name): module-level aliases of dict, those imported from
+    another app module, and the app modules it imported; resolved until nothing changes (an alias of an
+    imported alias)."""
+    names = {module_name(path, root): Names() for path in trees}
+    while True:
+        changed = False
+        for path, tree in trees.items():
+            module = module_name(path, root)
+            own = names[module]
+            for node in tree.body:
+                found: set[str] = set()
+                if isinstance(node, ast.ImportFrom):
+                    source = _imported_from(node, module, path.name == "__init__.py")
+                    for imported in node.names:
+                        local = imported.asname or imported.name
+                        if f"{source}.{imported.name}" in names:
+                            own.modules[local] = f"{source}.{imported.name}"
+                        if source in names and imported.name in names[source].dict_aliases:
+                            found.add(local)
+                elif isinstance(node, ast.Import):
+                    for imported in node.names:
+                        if imported.asname and imported.name in names:
+                            own.modules[imported.asname] = imported.name
+                elif (alias := _alias_value(node)) is not None and returns_dict(alias[1], own, names):
+                    found.add(alias[0])
+                if found - own.dict_aliases:
+                    own.dict_aliases |= found
+                    changed = True
+        if not changed:
+            return names
+
+
+def dict_returning_public_functions(
+    path: Path, tree: ast.Module, root: Path, aliases: dict[str, Names] | None = None
+) -> list[str]:
     found = []
+    aliases = aliases if aliases is not None else dict_aliases({path: tree}, root)
+    names = aliases.get(module_name(path, root), Names())
 
     def visit(body: list[ast.stmt], prefix: str) -> None:
         for node in body:
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                 visit(node.body, f"{prefix}{node.name}.")
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if not node.name.startswith("_") and returns_dict(node.returns):
+                if not node.name.startswith("_") and returns_dict(node.returns, names, aliases):
                     found.append(f"{path.relative_to(root)}:{node.lineno} {prefix}{node.name}")
 
     visit(tree.body, "")
@@ -134,10 +223,12 @@ def measure(root: Path = ROOT) -> list[Figure]:
     long_modules = Figure(f"modules over {LONG_MODULE_LINES} lines", 0, at_most=True)
     git = Figure("git wrappers", 1, at_most=False)
     settings = Figure("settings variables in .env.example", 100, at_most=True)
-    for path in app_modules(root):
-        text = path.read_text()
-        tree = ast.parse(text, filename=str(path))
-        dicts.found += dict_returning_public_functions(path, tree, root)
+    texts = {path: path.read_text() for path in app_modules(root)}
+    trees = {path: ast.parse(text, filename=str(path)) for path, text in texts.items()}
+    aliases = dict_aliases(trees, root)
+    for path, text in texts.items():
+        tree = trees[path]
+        dicts.found += dict_returning_public_functions(path, tree, root, aliases)
         lines = text.count("\n")
         if lines > LONG_MODULE_LINES:
             long_modules.found.append(f"{path.relative_to(root)} ({lines} lines)")

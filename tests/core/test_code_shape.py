@@ -65,6 +65,40 @@ def test_each_figure_counts_what_it_names_in_a_small_tree(tmp_path):
             return subprocess.run(command, capture_output=True)
     """,
     )
+    # Aliases of dict count as dict: one defined in the module, one imported from another app module (under its
+    # own name or renamed, or through the module), an alias of an alias, and `TypeAlias` assignments.
+    write(
+        tmp_path,
+        "hyperguild/lib/typed.py",
+        """
+        from typing import Any, TypeAlias
+
+        JSON = dict[str, Any]
+        Row: TypeAlias = "dict[str, int]"
+        Words = list[str]  # not a dict
+
+        def plain_json() -> JSON: ...
+        """,
+    )
+    write(
+        tmp_path,
+        "sessions/extraction.py",
+        """
+        from hyperguild.lib import typed
+        from hyperguild.lib.typed import JSON, Row as Record, Words
+
+        Message = JSON
+        Payload = dict
+
+        def task_arguments() -> JSON: ...
+        def record() -> Record: ...
+        def message() -> Message: ...
+        def payload() -> "Payload": ...
+        def through_module() -> typed.JSON: ...
+        def words() -> Words: ...
+        def _private() -> JSON: ...
+        """,
+    )
     write(
         tmp_path,
         "supervisor/apply.py",
@@ -88,7 +122,18 @@ def test_each_figure_counts_what_it_names_in_a_small_tree(tmp_path):
     write(tmp_path, ".env.example", "# --- Service ---\nA_ONE=1   # one\n# B_TWO=2\nC_THREE=\n")
 
     dicts, long_modules, git, settings = code_shape.measure(tmp_path)
-    assert [item.split(" ", 1)[1] for item in dicts.found] == ["public", "plain", "quoted", "Shape.as_dict"]
+    assert [item.split(" ", 1)[1] for item in dicts.found] == [
+        "plain_json",
+        "public",
+        "plain",
+        "quoted",
+        "Shape.as_dict",
+        "task_arguments",
+        "record",
+        "message",
+        "payload",
+        "through_module",
+    ]
     assert long_modules.found == ["hyperguild/long.py (801 lines)"]
     assert git.found == ["brain/notes.py", "supervisor/apply.py"]
     assert settings.found == ["A_ONE", "C_THREE"]
