@@ -35,13 +35,13 @@ from brain.models import (
     Project,
     SimilarNotes,
 )
-from hyperguild.admin_mixins import ReadOnlyAdminMixin
+from hyperguild.admin_mixins import ModelAdmin, ReadOnlyAdminMixin, TabularInline
 
 if TYPE_CHECKING:
     from brain.types import SignedInRequest  # the admin is behind staff sign-in
 
 
-class LinkOutInline(admin.TabularInline):
+class LinkOutInline(TabularInline[NoteLink, Note]):
     model = NoteLink
     fk_name = "source"
     fields = ("target_slug", "kind", "target")
@@ -53,7 +53,7 @@ class LinkOutInline(admin.TabularInline):
         return False
 
 
-class AnchorInline(admin.TabularInline):
+class AnchorInline(TabularInline[Anchor, Note]):
     model = Anchor
     fields = ("kind", "value", "hint", "explicit", "state", "location", "commit", "checked_at")
     readonly_fields = fields
@@ -65,7 +65,7 @@ class AnchorInline(admin.TabularInline):
 
 
 @admin.register(Anchor)
-class AnchorAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class AnchorAdmin(ReadOnlyAdminMixin, ModelAdmin[Anchor]):
     """Every note's anchors and their last check (written by brain.truth's checks only)."""
 
     list_display = ("note", "kind", "value", "state", "path", "location", "commit", "checked_at")
@@ -75,7 +75,7 @@ class AnchorAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(NoteCheckRun)
-class NoteCheckRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class NoteCheckRunAdmin(ReadOnlyAdminMixin, ModelAdmin[NoteCheckRun]):
     """Every run of a note's `check:` (brain.checks): at which commit, how it ended, what it cost."""
 
     list_display = ("note", "commit", "passed", "exit_code", "outcome", "seconds", "ran_at")
@@ -85,7 +85,7 @@ class NoteCheckRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(Project)
-class ProjectAdmin(admin.ModelAdmin):
+class ProjectAdmin(ModelAdmin[Project]):
     """Projects (docs/truth.md). Add them with `manage.py project add`; here an operator edits folders and syncs."""
 
     list_display = ("name", "repo", "branch", "last_synced_commit", "synced_at", "sync_error")
@@ -106,7 +106,7 @@ class ProjectAdmin(admin.ModelAdmin):
 
 
 @admin.register(Note)
-class NoteAdmin(admin.ModelAdmin):
+class NoteAdmin(ModelAdmin[Note]):
     list_display = (
         "slug",
         "title",
@@ -222,7 +222,7 @@ class NoteAdmin(admin.ModelAdmin):
 
 
 @admin.register(NoteLink)
-class NoteLinkAdmin(admin.ModelAdmin):
+class NoteLinkAdmin(ModelAdmin[NoteLink]):
     list_display = ("source", "target_slug", "kind", "target")
     list_filter = ("kind", ("target", admin.EmptyFieldListFilter))
     search_fields = ("source__slug", "target_slug")
@@ -237,7 +237,7 @@ class NoteLinkAdmin(admin.ModelAdmin):
 
 
 @admin.register(NoteRevision)
-class NoteRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class NoteRevisionAdmin(ReadOnlyAdminMixin, ModelAdmin[NoteRevision]):
     """Every reviewer change, read-only; undo goes through the same action as the UI."""
 
     list_display = ("note", "action", "user", "created_at", "version_before", "version_after", "undone_at")
@@ -275,7 +275,7 @@ class NoteRevisionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(MirrorFile)
-class MirrorFileAdmin(admin.ModelAdmin):
+class MirrorFileAdmin(ModelAdmin[MirrorFile]):
     list_display = ("path", "note", "synced_at")
     search_fields = ("path", "note__slug")
     list_select_related = ("note",)
@@ -292,7 +292,7 @@ class MirrorFileAdmin(admin.ModelAdmin):
 
 
 @admin.register(NoteChunk)
-class NoteChunkAdmin(admin.ModelAdmin):
+class NoteChunkAdmin(ModelAdmin[NoteChunk]):
     list_display = ("note", "ordinal", "heading_path", "content_hash")
     search_fields = ("note__slug", "heading_path", "content_hash")
     list_select_related = ("note",)
@@ -306,7 +306,7 @@ class NoteChunkAdmin(admin.ModelAdmin):
 
 
 @admin.register(Embedding)
-class EmbeddingAdmin(admin.ModelAdmin):
+class EmbeddingAdmin(ModelAdmin[Embedding]):
     list_display = ("chunk", "model", "dimensions", "created_at")
     list_filter = ("model", "dimensions")
     search_fields = ("chunk__note__slug", "model", "content_hash")
@@ -322,13 +322,13 @@ class EmbeddingAdmin(admin.ModelAdmin):
 
 
 @admin.register(BrainVersion)
-class BrainVersionAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class BrainVersionAdmin(ReadOnlyAdminMixin, ModelAdmin[BrainVersion]):
     list_display = ("id", "version", "corpus_id")
     readonly_fields = ("id", "version", "corpus_id")
 
 
 @admin.register(NoteChange)
-class NoteChangeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class NoteChangeAdmin(ReadOnlyAdminMixin, ModelAdmin[NoteChange]):
     """The search index's change log (read-only): which note changed at which corpus version."""
 
     list_display = ("version", "note_id", "created_at")
@@ -338,7 +338,7 @@ class NoteChangeAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(AreaDescription)
-class AreaDescriptionAdmin(admin.ModelAdmin):
+class AreaDescriptionAdmin(ModelAdmin[AreaDescription]):
     """Wing and hall descriptions from `_index.md`: edited on disk (the mirror picks them up), read-only here."""
 
     list_display = ("__str__", "title", "path", "updated_at")
@@ -354,7 +354,7 @@ class AreaDescriptionAdmin(admin.ModelAdmin):
 
 
 @admin.register(SimilarNotes)
-class SimilarNotesAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class SimilarNotesAdmin(ReadOnlyAdminMixin, ModelAdmin[SimilarNotes]):
     """The review pages' stored similar-notes rankings (read-only; `brain.similar` writes them)."""
 
     list_display = ("note", "computed_at")

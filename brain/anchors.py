@@ -24,6 +24,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from hyperguild.lib.typed import JSON
+
 KINDS = ("path", "symbol", "quote", "command", "setting")
 MAX_ANCHORS = 200
 MAX_QUOTE_CHARS = 500
@@ -130,7 +132,7 @@ def _normal_value(kind: str, text: str) -> str:
     return text
 
 
-def extract(body: str, frontmatter: dict | None = None) -> list[FoundAnchor]:
+def extract(body: str, frontmatter: JSON | None = None) -> list[FoundAnchor]:
     """Every anchor of a note, deduplicated, in order: explicit ones first, then the text's."""
     found: list[FoundAnchor] = []
     explicit = (frontmatter or {}).get("anchors")

@@ -18,6 +18,7 @@ A failing reranker or LLM raises AnswerUnavailable naming the service.
 from __future__ import annotations
 
 import re
+from typing import NotRequired, TypedDict
 
 from django.conf import settings
 
@@ -25,8 +26,8 @@ from brain.answer_checks import synthesized_answer_problem
 from brain.errors import AnswerUnavailable
 from brain.models import Note, VerificationState
 from brain.passages import ScoredPassage, best_sentences, quoted_passages, score_passages, split_passages
-from brain.search import search
-from brain.truth import verification_dict
+from brain.search import UnreviewedJson, search
+from brain.truth import VerificationJson, verification_dict
 from hyperguild.lib.llm import LLMError, get_llm_client
 from hyperguild.lib.model_calls import mark_model_call
 from hyperguild.lib.reranker import RerankerError, get_reranker
@@ -119,7 +120,30 @@ def user_prompt(question: str, sources: list[tuple[int, Note]]) -> str:
     return "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
 
 
-def answer(question: str, limit: int = 5) -> dict:
+class SourceJson(TypedDict):
+    n: int  # the number the answer cites, as [n]
+    slug: str
+    title: str
+    path: str
+    excerpt: str
+    verification: VerificationJson
+
+
+class AnswerJson(TypedDict):
+    """What `answer()` returns: `brain.answer_tools.AnswerResult` on the wire."""
+
+    answer: str
+    sources: list[SourceJson]
+    model: str | None
+    reranked: bool
+    synthesized: bool
+    unreviewed_matches: int
+    unreviewed: list[UnreviewedJson]
+    unreviewed_hint: str | None
+    reason: NotRequired[str]  # why nothing answers, or why the model's answer was not used
+
+
+def answer(question: str, limit: int = 5) -> AnswerJson:
     """`{answer, sources: [{n, slug, title, path, excerpt}], model, reranked, synthesized, unreviewed_…}`.
 
     Sources are wiki notes only; raw notes that match are counted and named (`unreviewed_matches`,
@@ -160,7 +184,7 @@ def answer(question: str, limit: int = 5) -> dict:
     else:
         chosen = list(enumerate(candidates[:cap], start=1))
 
-    def sources_of(numbered: list[tuple[int, Note]]) -> list[dict]:
+    def sources_of(numbered: list[tuple[int, Note]]) -> list[SourceJson]:
         return [
             {
                 "n": n,
@@ -174,7 +198,7 @@ def answer(question: str, limit: int = 5) -> dict:
         ]
 
     sources = sources_of(chosen)
-    result = {
+    result: AnswerJson = {
         "answer": "",
         "sources": sources,
         "model": None,
@@ -210,7 +234,9 @@ def answer(question: str, limit: int = 5) -> dict:
             mark_model_call(chat.call_id, "bad_output", problem)
         # The passages choose and number the sources again, as without a model (the one that answers may not rank first).
         rechosen, extract = extractive(question, [note for _, note in chosen], len(chosen))
-        result.update(answer=extract, sources=sources_of(rechosen), reason=f"{problem}; the passages are shown instead")
+        result.update(
+            {"answer": extract, "sources": sources_of(rechosen), "reason": f"{problem}; the passages are shown instead"}
+        )
         return result
-    result.update(answer=chat.text.strip(), model=chat.model, synthesized=True)
+    result.update({"answer": chat.text.strip(), "model": chat.model, "synthesized": True})
     return result

@@ -9,7 +9,7 @@ The sessions app registers these from its AppConfig.ready().
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +32,7 @@ class FolderSection:
 
 
 # (session_id, entry sequence numbers) -> the entries, ordered
-ProvenanceEntries = Callable[[str, list[int]], list]
+ProvenanceEntries = Callable[[str, list[int]], Sequence[object]]
 
 _LOCK = threading.Lock()
 _FOLDER_SECTIONS: dict[str, FolderSection] = {}
@@ -71,7 +71,7 @@ def project_sessions(project_root: str) -> list[str]:
     return lookup(project_root) if lookup is not None else []
 
 
-def provenance_entries(session_id: str, seqs: list[int]) -> list:
+def provenance_entries(session_id: str, seqs: list[int]) -> Sequence[object]:
     """The session entries `seqs` of `session_id`, or [] when no app registered a lookup."""
     with _LOCK:
         lookup = _provenance_entries

@@ -28,6 +28,7 @@ from brain.models import NoteCheckRun, NoteStatus, VerificationState
 from brain.repository import Repository
 from brain.truth import NoteVerdict
 from hyperguild.lib.git import GIT_TIMEOUT_SECONDS, git
+from hyperguild.lib.typed import JSON
 from hyperguild.permissions import role_allows
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ def clean_check(value: Any) -> str:
     return value
 
 
-def refuse_unless_allowed(user: User | None, old: dict | None, new: dict | None) -> None:
+def refuse_unless_allowed(user: User | None, old: JSON | None, new: JSON | None) -> None:
     """CheckRefused when `user` sets or changes a check and is no reviewer (or staff); None is the service itself."""
     before = (old or {}).get(FRONTMATTER_KEY) if isinstance(old, dict) else None
     after = (new or {}).get(FRONTMATTER_KEY) if isinstance(new, dict) else None

@@ -42,7 +42,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TypedDict
 
 from django.db.models import Q
 
@@ -51,8 +53,8 @@ from brain.callbacks import project_sessions
 from brain.errors import ContextInputError
 from brain.models import Note, NoteLink, NoteStatus, Project, VerificationState
 from brain.passages import best_sentences, score_passages, split_passages
-from brain.search import search
-from brain.truth import verification_dict
+from brain.search import UnreviewedJson, search
+from brain.truth import VerificationJson, verification_dict
 
 # How far a session can trust a note's text, most first (docs/truth.md): the order brain_context shows them in.
 TRUST_ORDER: dict[str, int] = {
@@ -157,7 +159,7 @@ def names_the_project(name: str, title: str, body: str) -> bool:
     return bool(pattern.search(title) or pattern.search(body))
 
 
-def neighbour_scores(seeds: dict[int, float], depth: int) -> dict[int, float]:
+def neighbour_scores(seeds: Mapping[int, float], depth: int) -> Mapping[int, float]:
     """{note id: best seed score · GRAPH_DECAY ** hops} for the wiki notes within `depth` hops of any seed
     (a seed only when another seed's neighbourhood scores it higher). One query per hop, however many seeds."""
     best = dict(seeds)
@@ -185,6 +187,31 @@ def neighbour_scores(seeds: dict[int, float], depth: int) -> dict[int, float]:
     return found
 
 
+class ContextEntryJson(TypedDict):
+    slug: str
+    title: str
+    doc_path: str
+    excerpt: str
+    verification: VerificationJson
+
+
+class ProjectRawNoteJson(UnreviewedJson):
+    created_at: str  # ISO 8601
+    excerpt: str
+
+
+class ContextJson(TypedDict):
+    """What `context()` returns: `brain.answer_tools.ContextResult` on the wire."""
+
+    project: str
+    entries: list[ContextEntryJson]
+    degraded: bool
+    reason: str | None
+    unreviewed: list[ProjectRawNoteJson]
+    unreviewed_matches: int
+    unreviewed_hint: str | None
+
+
 @dataclass
 class Candidate:
     note_id: int
@@ -192,7 +219,7 @@ class Candidate:
     order: int
 
 
-def context(project_root: str, recent_files: list[str] | None = None, limit: int = 10) -> dict:
+def context(project_root: str, recent_files: list[str] | None = None, limit: int = 10) -> ContextJson:
     """`{project, entries: [{slug, title, doc_path, excerpt}], degraded, reason, unreviewed, unreviewed_…}`.
 
     `entries` are wiki notes only; `unreviewed` is a separate list of the project's own recent raw notes.
@@ -250,7 +277,7 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
     # Of the notes chosen, the better proven come first: proven, then verified, then unverified (stale last).
     ranked.sort(key=lambda candidate: TRUST_ORDER.get(notes[candidate.note_id].verification_state, 2))
     query = " ".join([name, *wanted])
-    entries = [
+    entries: list[ContextEntryJson] = [
         {
             "slug": notes[candidate.note_id].slug,
             "title": notes[candidate.note_id].title,
@@ -271,7 +298,7 @@ def context(project_root: str, recent_files: list[str] | None = None, limit: int
     }
 
 
-def project_raw_notes(name: str, project_root: str, matching_slugs: list[str]) -> list[dict]:
+def project_raw_notes(name: str, project_root: str, matching_slugs: list[str]) -> list[ProjectRawNoteJson]:
     """The project's own recent raw notes: written in one of its sessions, or naming it (as the entries do)."""
     sessions = project_sessions(project_root)
     candidates = (

@@ -25,6 +25,7 @@ from typing import Any, TypedDict
 
 from brain.models import EXPORTED_STATUSES, Anchor, Note
 from brain.truth import describe
+from hyperguild.lib.typed import JSON
 
 FILE_TOOLS = ("Edit", "MultiEdit", "Write", "NotebookEdit")
 MAX_PATH_PARTS = 12  # suffixes of the edited path tried as repository-relative paths
@@ -113,7 +114,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _patch_lines(response: dict) -> tuple[list[str], list[str]]:
+def _patch_lines(response: JSON) -> tuple[list[str], list[str]]:
     """The lines a tool's `structuredPatch` (Claude Code's answer to Write and Edit) removed and added."""
     removed, added = [], []
     for hunk in response.get("structuredPatch") or []:
@@ -125,12 +126,12 @@ def _patch_lines(response: dict) -> tuple[list[str], list[str]]:
     return removed, added
 
 
-def file_edit(payload: dict) -> FileEdit | None:
+def file_edit(payload: JSON) -> FileEdit | None:
     """The change a PostToolUse input describes, or None when it is not a file tool's (or names no file)."""
     tool = payload.get("tool_name")
     given_input, given_response = payload.get("tool_input"), payload.get("tool_response")
-    tool_input: dict = given_input if isinstance(given_input, dict) else {}
-    response: dict = given_response if isinstance(given_response, dict) else {}
+    tool_input: JSON = given_input if isinstance(given_input, dict) else {}
+    response: JSON = given_response if isinstance(given_response, dict) else {}
     if tool not in FILE_TOOLS:
         return None
     path = _text(tool_input.get("file_path") or tool_input.get("notebook_path"))
@@ -174,7 +175,7 @@ def _squash(text: str) -> str:
     return " ".join(text.split())
 
 
-def _defines(name: str) -> re.Pattern:
+def _defines(name: str) -> re.Pattern[str]:
     word = re.escape(name)
     return re.compile(
         rf"(?:\b(?:def|class|function|func|fn|const|let|var|type|interface|struct|enum|trait|module|macro)\s+{word}\b)"

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 
@@ -25,9 +26,16 @@ from hyperguild.lib.embedders import BaseEmbedder
 HASH_BYTES = 32
 
 
+# One document of a BEIR corpus (corpus.jsonl).
+class BeirDocument(TypedDict):
+    _id: str
+    title: str
+    text: str
+
+
 @dataclass
 class BeirDataset:
-    corpus: list[dict]  # {"_id", "title", "text"}
+    corpus: list[BeirDocument]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]  # query id → {doc id: relevance}
 
@@ -54,7 +62,7 @@ def load_beir(path: Path, split: str = "test") -> BeirDataset:
 SAMPLE_SEED = 42
 
 
-def sampled_corpus(dataset: BeirDataset, size: int | None) -> list[dict]:
+def sampled_corpus(dataset: BeirDataset, size: int | None) -> list[BeirDocument]:
     """The whole corpus (size None), or every judged document plus seeded random others up to `size`.
 
     A sample makes every ranker look better than on the full corpus (fewer
@@ -71,7 +79,7 @@ def _judged(dataset: BeirDataset) -> set[str]:
     return {doc for rels in dataset.qrels.values() for doc in rels}
 
 
-def sample_order(dataset: BeirDataset) -> list[dict]:
+def sample_order(dataset: BeirDataset) -> list[BeirDocument]:
     """Every document: the judged ones first, then the others in a seeded random order.
 
     `--corpus-sample N` takes the first N of this order, and `--embed-only` fills the
@@ -84,7 +92,7 @@ def sample_order(dataset: BeirDataset) -> list[dict]:
     return first + rest
 
 
-def document_chunks(doc: dict) -> list[str]:
+def document_chunks(doc: BeirDocument) -> list[str]:
     """The texts the embedder reads for one dataset document, exactly as brain_eval imports it."""
     title = (doc.get("title") or "").strip()[:MAX_TITLE_LENGTH]
     return [chunk.embed_text for chunk in chunk_note(title, doc.get("text") or "")]

@@ -35,15 +35,16 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict, TypeVar
 
 import yaml
 from django.db import transaction
 
 from brain.actions import (
+    NoteFileArguments,
     SlugsTakenMeanwhile,
     do_archive_note,
     do_forget_mirror_file,
@@ -67,6 +68,7 @@ from hyperguild.lib.markdown import (
     title_from_file_name,
     write_markdown,
 )
+from hyperguild.lib.typed import JSON
 
 logger = logging.getLogger("brain.folder")
 
@@ -76,7 +78,16 @@ INDEX_FILE = "_index.md"
 # New files inserted per transaction by an import (one corpus version, a few queries for their links).
 NEW_FILES_PER_TRANSACTION = 200
 
-ProgressWrapper = Callable[[Iterable], Iterable]
+Item = TypeVar("Item")
+# What import compares a file with, per note: (content_hash, status, wing, hall, path).
+KnownNote = tuple[str, str, str, str, str]
+
+
+class ProgressWrapper(Protocol):
+    """What import and export show their progress through (a command's progress bar): the items, unchanged."""
+
+    def __call__(self, items: Iterable[Item], /) -> Iterable[Item]: ...
+
 
 LAYOUT_HELP = """brain_import reads either a brain folder:
     wiki/<wing>/<hall>/<name>.md   reviewed notes (wing and hall are the first two folders)
@@ -180,13 +191,13 @@ class NoteFile:
     slug: str
     title: str
     body: str
-    frontmatter: dict
+    frontmatter: JSON
     status: str
     wing: str
     hall: str
 
 
-def _no_progress(items: Iterable) -> Iterable:
+def _no_progress(items: Iterable[Item]) -> Iterable[Item]:
     return items
 
 
@@ -474,7 +485,7 @@ def _import_new(new_files: list[NoteFile], summary: FolderSummary, changed: list
             changed.append(result)
 
 
-def _file_arguments(nf: NoteFile) -> dict:
+def _file_arguments(nf: NoteFile) -> NoteFileArguments:
     return {
         "slug": nf.slug,
         "title": nf.title,
@@ -487,7 +498,7 @@ def _file_arguments(nf: NoteFile) -> dict:
     }
 
 
-def _fingerprint(nf: NoteFile) -> tuple[str, str, str, str, str]:
+def _fingerprint(nf: NoteFile) -> KnownNote:
     """(content_hash, status, wing, hall, path) the note would have after importing `nf` unchanged."""
     title = " ".join(nf.title.split())
     frontmatter = {key: value for key, value in nf.frontmatter.items() if key != "title"}
@@ -570,7 +581,7 @@ def import_folder(
     return summary
 
 
-def _known_notes() -> dict[str, tuple]:
+def _known_notes() -> dict[str, KnownNote]:
     """slug → (content_hash, status, wing, hall, path) of every note, read once: an unchanged file costs no
     transaction."""
     return {
@@ -583,7 +594,7 @@ def _import_files(
     root: Path,
     files: dict[str, str],
     summary: FolderSummary,
-    known: dict[str, tuple],
+    known: dict[str, KnownNote],
     progress: ProgressWrapper,
     archive_missing: bool,
     *,

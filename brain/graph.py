@@ -51,7 +51,7 @@ def neighbour_distances(start_ids: list[int], depth: int, *, status: str | None 
     return {note_id: distance for note_id, distance in seen.items() if distance > 0}
 
 
-def subgraph(slug: str, depth: int = 1, *, status: str | None = NoteStatus.WIKI) -> list[dict]:
+def subgraph(slug: str, depth: int = 1, *, status: str | None = NoteStatus.WIKI) -> list[Neighbour]:
     """Notes within `depth` hops of `slug`, either direction: `[{slug, title, distance}]`.
 
     Nearest first, then by slug. The note itself is not listed; an unknown
@@ -62,8 +62,16 @@ def subgraph(slug: str, depth: int = 1, *, status: str | None = NoteStatus.WIKI)
         return []
     distances = neighbour_distances([start], depth, status=status)
     notes = Note.objects.filter(id__in=distances).values("id", "slug", "title")
-    found = [{"slug": note["slug"], "title": note["title"], "distance": distances[note["id"]]} for note in notes]
+    found: list[Neighbour] = [
+        {"slug": note["slug"], "title": note["title"], "distance": distances[note["id"]]} for note in notes
+    ]
     return sorted(found, key=lambda item: (item["distance"], item["slug"]))
+
+
+class Neighbour(TypedDict):
+    slug: str
+    title: str
+    distance: int  # hops from the note
 
 
 class LinkOut(TypedDict):

@@ -7,10 +7,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import TypedDict
+
 from brain.context import context
 from brain.models import Note
 from brain.search import search
 from brain.tools import brain
+from hyperguild.lib.typed import JSON
 from hyperguild.mcp.registry import PromptArgument, ToolError
 
 RECALL_HITS = 8
@@ -18,11 +22,19 @@ MAX_TOPIC_CHARS = 2000  # brain_query's limit on a query
 TITLE_SUGGESTIONS = 20
 
 
-def user_message(text: str) -> list[dict]:
+class NoteLine(TypedDict):
+    """What a prompt lists of a note (a search hit, a brain_context entry)."""
+
+    slug: str
+    title: str
+    excerpt: str
+
+
+def user_message(text: str) -> list[JSON]:
     return [{"role": "user", "content": {"type": "text", "text": text}}]
 
 
-def note_lines(entries: list[dict]) -> str:
+def note_lines(entries: Sequence[NoteLine]) -> str:
     """One line a note: `- Title (slug): excerpt`."""
     lines = []
     for entry in entries:
@@ -46,7 +58,7 @@ def wiki_titles(prefix: str) -> list[str]:
     description="Search the team's wiki for a topic and summarise what it says, citing the notes.",
     arguments=(PromptArgument("topic", "what to recall (words to search for)", required=True, complete=wiki_titles),),
 )
-def recall(arguments: dict) -> list[dict]:
+def recall(arguments: Mapping[str, str]) -> list[JSON]:
     topic = arguments["topic"].strip()
     if len(topic) > MAX_TOPIC_CHARS:
         raise ToolError(f"topic is {len(topic)} characters; give at most {MAX_TOPIC_CHARS} (a few words work best).")
@@ -57,7 +69,7 @@ def recall(arguments: dict) -> list[dict]:
             "Say so plainly; do not guess. If we learn something about it in this session, offer to record it "
             "with brain_write."
         )
-    hits = [{"slug": hit.slug, "title": hit.title, "excerpt": hit.excerpt} for hit in found.hits]
+    hits: list[NoteLine] = [{"slug": hit.slug, "title": hit.title, "excerpt": hit.excerpt} for hit in found.hits]
     return user_message(
         f"Summarise what the team's brain says about “{topic}”. These notes matched, best first:\n\n"
         f"{note_lines(hits)}\n\n"
@@ -72,7 +84,7 @@ def recall(arguments: dict) -> list[dict]:
     description="Write what this conversation established as a new raw note for review (brain_write).",
     arguments=(PromptArgument("what", "what to remember; empty means the conversation's main learning"),),
 )
-def remember(arguments: dict) -> list[dict]:
+def remember(arguments: Mapping[str, str]) -> list[JSON]:
     what = (arguments.get("what") or "").strip() or "the main thing this conversation established"
     return user_message(
         f"Record {what!r} in the hyperguild brain: call brain_write with a short, specific title and a body "
@@ -88,7 +100,7 @@ def remember(arguments: dict) -> list[dict]:
     description="The wiki notes a session on this project should know (the same ranking as brain_context).",
     arguments=(PromptArgument("project_root", "the project's folder; empty means the current working directory"),),
 )
-def project_context(arguments: dict) -> list[dict]:
+def project_context(arguments: Mapping[str, str]) -> list[JSON]:
     root = (arguments.get("project_root") or "").strip()
     if not root:
         return user_message(

@@ -20,6 +20,7 @@ from pgvector.django import VectorField
 from brain.limits import MAX_PLACE_LENGTH, MAX_SESSION_ID_LENGTH, MAX_SLUG_LENGTH, MAX_TITLE_LENGTH
 from brain.projects import project_for_cwd
 from hyperguild.lib.redaction import redaction_summary
+from hyperguild.lib.typed import JSON
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -115,7 +116,7 @@ class NoteQuerySet(models.QuerySet["Note"]):
 EXPORTED_STATUSES = (NoteStatus.RAW, NoteStatus.WIKI)
 
 
-def note_content_hash(title: str, frontmatter: dict, body: str) -> str:
+def note_content_hash(title: str, frontmatter: JSON, body: str) -> str:
     """sha256 over title, frontmatter (key order does not matter) and body."""
     canonical = json.dumps([title, frontmatter or {}, body], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
@@ -266,7 +267,7 @@ class Note(models.Model):
         snapshot: NoteSnapshot = json.loads(json.dumps(data, default=str))  # the REVISION_FIELDS, JSON-typed
         return snapshot
 
-    def restore(self, snapshot: dict) -> None:
+    def restore(self, snapshot: JSON) -> None:
         for name in REVISION_FIELDS:
             if name in snapshot:
                 setattr(self, name, snapshot[name])

@@ -33,7 +33,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -412,7 +412,7 @@ def split_passages(title: str, body: str) -> list[Passage]:
     return passages
 
 
-def term_weights(question: str, pool: list[Passage]) -> dict[str, float]:
+def term_weights(question: str, pool: list[Passage]) -> Mapping[str, float]:
     """Each distinct query term's idf among the passages of `pool` (Lucene's form, never negative), words that
     only phrase a question (QUESTION_WORDS) at QUESTION_WORD_WEIGHT of theirs."""
     terms = list(dict.fromkeys(tokenize(question)))

@@ -69,6 +69,9 @@ def suffixes(slug: str) -> list[str]:
     return ["/".join(parts[index:]) for index in range(len(parts))]
 
 
+LinkCandidate = tuple[int, str, str, str]  # a note a link target may mean: (id, slug, wing, hall)
+
+
 @dataclass(frozen=True)
 class Resolution:
     target_id: int | None
@@ -76,7 +79,7 @@ class Resolution:
     ambiguous: tuple[str, ...] = ()  # the equally specific candidates, when there are several
 
 
-def _specificity(candidate: tuple, source_wing: str, source_hall: str) -> int:
+def _specificity(candidate: LinkCandidate, source_wing: str, source_hall: str) -> int:
     _, _, wing, hall = candidate
     if source_wing and wing == source_wing:
         return 2 if source_hall and hall == source_hall else 1
@@ -86,7 +89,8 @@ def _specificity(candidate: tuple, source_wing: str, source_hall: str) -> int:
 # Link targets per candidate query (two arrays of this many parameters).
 TARGETS_PER_QUERY = 1000
 
-Candidates = dict[str, list[tuple]]  # a target slug → the (id, slug, wing, hall) rows it may mean
+# A target slug → the (id, slug, wing, hall) rows of the notes it may mean.
+Candidates = Mapping[str, list[LinkCandidate]]
 
 # The notes each target may mean, one index lookup per target: its slug equal, or its reversed slug in the
 # range of strings starting with the reversed "/target" (the note_slug_reversed index is text_pattern_ops,
@@ -107,7 +111,7 @@ CROSS JOIN LATERAL (
 def link_candidates(targets: Iterable[str]) -> Candidates:
     """Every note each target may mean (slug equal, or ending in `/target`), in one query per 1,000 targets."""
     wanted = sorted(set(targets))
-    found: Candidates = {}
+    found: dict[str, list[LinkCandidate]] = {}
     sql = _CANDIDATES_SQL.format(table=connection.ops.quote_name(Note._meta.db_table))
     for start in range(0, len(wanted), TARGETS_PER_QUERY):
         part = wanted[start : start + TARGETS_PER_QUERY]
@@ -118,7 +122,7 @@ def link_candidates(targets: Iterable[str]) -> Candidates:
         for row in rows:
             for suffix in suffixes(row[1]):
                 if suffix in asked:
-                    found.setdefault(suffix, []).append(tuple(row))
+                    found.setdefault(suffix, []).append((row[0], row[1], row[2], row[3]))
     return found
 
 

@@ -32,8 +32,9 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db import connection
@@ -41,8 +42,8 @@ from django.db import connection
 from brain import backlog, bm25, floors, vectors
 from brain.errors import SearchInputError
 from brain.limits import MAX_SEARCH_LIMIT
-from brain.models import Note, NoteStatus
-from brain.truth import verification_of
+from brain.models import Note, NoteStatus, VerificationState
+from brain.truth import VerificationJson, verification_of
 from hyperguild.lib.embedders import Embedder, get_embedder
 from hyperguild.tracing import traced
 
@@ -64,6 +65,45 @@ INCLUDE_RAW_FANOUT = 2
 # With tags, candidates without them are dropped after ranking: draw more.
 TAGS_FANOUT = 4
 
+# What `hit_rows()` reads of a note: id, slug, title, path, wing, hall, status, body, verification_state,
+# verified_commit, verification_evidence (JSON, as the driver decodes it) and the successor's slug.
+HitRow = tuple[int, str, str, str, str, str, str, str, str, str, Any, str | None]
+
+
+class UnreviewedJson(TypedDict):
+    slug: str
+    title: str
+    status: str
+
+
+class HitJson(TypedDict):
+    note_id: int
+    slug: str
+    title: str
+    path: str
+    wing: str
+    hall: str
+    status: str
+    score: float
+    excerpt: str
+    rankers: dict[str, int]
+    verification: VerificationJson
+    superseded_by: str | None
+
+
+class SearchResponseJson(TypedDict):
+    """`SearchResponse.as_dict()`: `brain.presenters.QueryResult` on the wire."""
+
+    hits: list[HitJson]
+    count: int
+    abstained: bool
+    partial: bool
+    degraded: bool
+    reason: str | None
+    unreviewed_matches: int
+    unreviewed: list[UnreviewedJson]
+    unreviewed_hint: str | None
+
 
 @dataclass
 class Hit:
@@ -78,10 +118,12 @@ class Hit:
     excerpt: str
     rankers: dict[str, int] = field(default_factory=dict)
     # Its anchors against the project's code (brain.truth.verification_dict) and its successor's slug, if any.
-    verification: dict = field(default_factory=dict)
+    verification: VerificationJson = field(
+        default_factory=lambda: verification_of(VerificationState.UNVERIFIED, "", [])
+    )
     superseded_by: str | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> HitJson:
         return {
             "note_id": self.note_id,
             "slug": self.slug,
@@ -93,7 +135,7 @@ class Hit:
             "score": self.score,
             "excerpt": self.excerpt,
             "rankers": dict(self.rankers),
-            "verification": dict(self.verification),
+            "verification": self.verification.copy(),
             "superseded_by": self.superseded_by,
         }
 
@@ -106,13 +148,13 @@ class SearchResponse:
     abstained: bool = False  # nothing passed the relevance floors: "nothing relevant" is the answer
     partial: bool = False  # the embedding backlog is not empty: vectors do not cover every note yet
     unreviewed_matches: int = 0  # raw notes that match too (counted by a wiki-only search)
-    unreviewed: list[dict] = field(default_factory=list)  # the best of them: [{slug, title, status}]
+    unreviewed: list[UnreviewedJson] = field(default_factory=list)  # the best of them
 
     @property
     def unreviewed_hint(self) -> str | None:
         return unreviewed_hint(self.unreviewed_matches)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> SearchResponseJson:
         return {
             "hits": [hit.as_dict() for hit in self.hits],
             "count": len(self.hits),
@@ -154,7 +196,7 @@ def unreviewed_ids(query: str, tags: list[str] | None = None, bm25_pass: bm25.Qu
     return ids
 
 
-def named_unreviewed(ids: list[int], rows: dict[int, tuple]) -> list[dict]:
+def named_unreviewed(ids: list[int], rows: Mapping[int, HitRow]) -> list[UnreviewedJson]:
     """The best UNREVIEWED_NAMED of `ids` still raw, as {slug, title, status}, from `hit_rows()`' rows."""
     return [
         {"slug": rows[i][1], "title": rows[i][2], "status": rows[i][6]}
@@ -325,7 +367,7 @@ def rank_notes(
                 vector=query_vector,
             )
             checks_bm25 = floor.support is not None or floor.agree is not None
-            similarity = {}
+            similarity: Mapping[int, float] = {}
             if checks_bm25 and rankings.get("bm25"):
                 similarity = vectors.similarities(embedder.key, query_vector, rankings["bm25"])
         except Exception as exc:  # noqa: BLE001 — an outage lowers quality, it never fails the query
@@ -466,7 +508,7 @@ def superseded_ids() -> frozenset[int]:
     return ids
 
 
-def hit_rows(ids: list[int]) -> dict[int, tuple]:
+def hit_rows(ids: list[int]) -> Mapping[int, HitRow]:
     """id → (id, slug, title, path, wing, hall, status, body): only the columns a hit shows
     (no JSON fields to decode, no model instances; this is brain_query's hot path)."""
     if not ids:
@@ -490,7 +532,7 @@ def _hits(
     *,
     statuses: tuple[str, ...] | None = None,
     limit: int | None = None,
-    rows: dict[int, tuple] | None = None,
+    rows: Mapping[int, HitRow] | None = None,
 ) -> list[Hit]:
     """The fused ids as hits (archived ones dropped); `statuses` keeps only those, `limit` stops early.
     `rows`: `hit_rows()` of those ids (and maybe more), fetched already."""

@@ -122,6 +122,15 @@ def stored(note: Note) -> list[Similar] | None:
     return None if row is None else _items(row)
 
 
+class SimilarNote(TypedDict):
+    """A similar note as the review pages show it: percentages, and the note as it is now."""
+
+    note: Note
+    words: int
+    meaning: int | None
+    duplicate: bool
+
+
 def _row(note: Note) -> SimilarNotes | None:
     return SimilarNotes.objects.filter(note_id=note.pk, content_hash=note.content_hash).first()
 
@@ -146,7 +155,7 @@ def current(note: Note) -> list[Similar]:
     return refresh(note)
 
 
-def with_notes(found: list[Similar]) -> list[dict]:
+def with_notes(found: list[Similar]) -> list[SimilarNote]:
     """Each item with its note as it is now (title, status, place): statuses move on after the ranking."""
     notes = Note.objects.in_bulk([item.id for item in found])
     return [
@@ -161,7 +170,7 @@ def with_notes(found: list[Similar]) -> list[dict]:
     ]
 
 
-def wiki_duplicates(found: list[Similar]) -> list[dict]:
+def wiki_duplicates(found: list[Similar]) -> list[SimilarNote]:
     """The likely duplicates that are in the wiki now: the ones promoting would put side by side."""
     return [item for item in with_notes(found) if item["duplicate"] and item["note"].status == NoteStatus.WIKI]
 

@@ -28,6 +28,7 @@ from brain.presenters import (
     query_result,
 )
 from brain.search import SearchResponse, search
+from hyperguild.lib.typed import JSON
 from hyperguild.mcp.contracts import ToolInput
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
 from hyperguild.permissions import register_right
@@ -196,7 +197,7 @@ class WikiNoteResources:
 
     MIME_TYPE = "text/markdown"
 
-    def list_resources(self, offset: int, limit: int) -> tuple[list[dict], bool]:
+    def list_resources(self, offset: int, limit: int) -> tuple[list[JSON], bool]:
         notes = list(Note.objects.wiki().order_by("slug")[offset : offset + limit + 1])
         items = [
             {
@@ -210,7 +211,7 @@ class WikiNoteResources:
         ]
         return items, len(notes) > limit
 
-    def read_resource(self, uri: str) -> list[dict] | None:
+    def read_resource(self, uri: str) -> list[JSON] | None:
         if not uri.startswith(NOTE_URI_PREFIX):
             return None
         note = Note.objects.wiki().filter(slug=uri[len(NOTE_URI_PREFIX) :]).first()
@@ -218,7 +219,7 @@ class WikiNoteResources:
             return None
         return [{"uri": uri, "mimeType": self.MIME_TYPE, "text": note_file_text(note)}]
 
-    def resource_templates(self) -> list[dict]:
+    def resource_templates(self) -> list[JSON]:
         return [
             {
                 "uriTemplate": f"{NOTE_URI_PREFIX}{{slug}}",

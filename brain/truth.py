@@ -25,6 +25,7 @@ from typing import TypedDict
 from brain.hunks import hunk_around, hunk_within
 from brain.models import Anchor, AnchorState, Note, Project, VerificationState
 from brain.repository import DOC_FILES, Block, Definition, Hunk, Repository
+from hyperguild.lib.typed import JSON
 
 CONTEXT_LINES = 2  # lines of code shown around where an anchor was, as "what the code says now"
 MAX_LINES_CHARS = 1000
@@ -47,7 +48,7 @@ class Check:
     state: str
     path: str = ""
     location: str = ""
-    evidence: dict = field(default_factory=dict)
+    evidence: JSON = field(default_factory=dict)
 
 
 def _squash(text: str) -> str:
@@ -71,7 +72,7 @@ def _shown(value: str) -> str:
     return value if len(value) <= 80 else value[:77] + "…"
 
 
-def _definition_of(name: str) -> re.Pattern:
+def _definition_of(name: str) -> re.Pattern[str]:
     """A line defining `name`: a def/class/func… or an assignment of it (brain.repository's rules, on one file)."""
     word = re.escape(name)
     return re.compile(
@@ -157,7 +158,7 @@ class Verifier:
                 touched.append(anchor)
         return touched
 
-    def _altered(self, anchor: Anchor, failed_in: list[str]) -> dict | None:
+    def _altered(self, anchor: Anchor, failed_in: list[str]) -> JSON | None:
         """{since, commits, changed_in, then, now, hunk} when the anchor's definition at the head is not what it was
         at `since`; else None. `commits`: every commit in since..head that changed it, oldest first; `changed_in`:
         of those, the first that also changed an anchor that failed (the commit that made the note false), else the
@@ -213,7 +214,7 @@ class Verifier:
             "hunk": hunk,
         }
 
-    def _moved(self, anchor: Anchor, path: str) -> dict:
+    def _moved(self, anchor: Anchor, path: str) -> JSON:
         """Where a moved anchor was, and the commit that took it from there (shown beside a stale note's evidence)."""
         from_path = _location_line(anchor.location)[0] if anchor.location else anchor.hint
         base = self._held_base(anchor)
@@ -358,7 +359,7 @@ class Verifier:
         script = words[2] if len(words) > 2 else ""
         return self._target_in("package.json", re.compile(rf'"{re.escape(script)}"\s*:'), anchor)
 
-    def _target_in(self, filename: str, pattern: re.Pattern, anchor: Anchor) -> Check:
+    def _target_in(self, filename: str, pattern: re.Pattern[str], anchor: Anchor) -> Check:
         content = self.repo.read(self.commit, filename)
         if content is None:
             return Check(AnchorState.GONE, path=filename)
@@ -369,7 +370,7 @@ class Verifier:
 
     # -- evidence ----------------------------------------------------------------------
 
-    def _evidence(self, anchor: Anchor, check: Check) -> dict:
+    def _evidence(self, anchor: Anchor, check: Check) -> JSON:
         before = (
             anchor.evidence
             if anchor.state in (AnchorState.HOLDS, AnchorState.MOVED)
@@ -569,7 +570,7 @@ def _removed_line_test(anchor: Anchor) -> Callable[[str], bool]:
 class NoteVerdict:
     state: str
     commit: str
-    evidence: list[dict]
+    evidence: list[JSON]
 
 
 NO_PROJECT = "the note belongs to no project, so there is no code to check it against"
@@ -581,7 +582,7 @@ def unverified(reason: str, *, claims: bool | None = None) -> NoteVerdict:
     with no project or nothing in its project's code claims nothing, and is shown with no label (docs/truth.md)."""
     if claims is None:
         claims = reason not in (NO_PROJECT, CITES_NOTHING)
-    item: dict = {"message": f"unverified: {reason}"}
+    item: JSON = {"message": f"unverified: {reason}"}
     if not claims:
         item["claims"] = False
     return NoteVerdict(VerificationState.UNVERIFIED, "", [item])
@@ -644,7 +645,7 @@ def verdict(note: Note, anchors: list[Anchor], commit: str) -> NoteVerdict:
     return NoteVerdict(VerificationState.VERIFIED, commit, said)
 
 
-def _altered_item(anchor: Anchor) -> dict:
+def _altered_item(anchor: Anchor) -> JSON:
     """A stale note's evidence for an anchor that still holds but whose definition changed: "changed, still present"."""
     altered = anchor.evidence[ALTERED]
     commits = altered.get("commits", [])
@@ -674,7 +675,7 @@ def no_repository_reason(project: Project | None, problem: str = "") -> str:
     return f"project {project.name} has not been synced yet (manage.py project_sync {project.name})"
 
 
-def describe(state: str, commit: str, evidence: list[dict]) -> str:
+def describe(state: str, commit: str, evidence: list[JSON]) -> str:
     """One line for a session: "proven at 1a2b3c4 (check passed)", "verified at 1a2b3c4 (anchors hold)",
     "may be outdated: `spawn_worker` changed in 9f8e7d6", why it is unverified, or "" for a note that claims
     nothing about code (no project, nothing in its code)."""
@@ -692,11 +693,11 @@ def describe(state: str, commit: str, evidence: list[dict]) -> str:
     return _reason(evidence)
 
 
-def _reason(evidence: list[dict]) -> str:
+def _reason(evidence: list[JSON]) -> str:
     return next((item.get("message", "") for item in evidence if item.get("message")), "") or "unverified"
 
 
-def unresolved_messages(evidence: list[dict]) -> list[str]:
+def unresolved_messages(evidence: list[JSON]) -> list[str]:
     """What the note cites that is not in its project's code, as said to the writer."""
     return [item.get("message", "") for item in evidence or [] if item.get("state") == AnchorState.UNRESOLVED]
 
@@ -726,12 +727,12 @@ def verification_dict(note: Note) -> VerificationJson:
     return _verification(note.verification_state, note.verified_commit, note.verification_evidence)
 
 
-def verification_of(state: str, commit: str, evidence: list[dict]) -> dict:
-    """`verification_dict` from a search row's columns (a plain dict: a hit keeps it as one)."""
-    return dict(_verification(state, commit, evidence))
+def verification_of(state: str, commit: str, evidence: list[JSON]) -> VerificationJson:
+    """`verification_dict` from a search row's columns."""
+    return _verification(state, commit, evidence)
 
 
-def _verification(state: str, commit: str, evidence: list[dict]) -> VerificationJson:
+def _verification(state: str, commit: str, evidence: list[JSON]) -> VerificationJson:
     return {
         "state": state,
         "commit": commit or None,

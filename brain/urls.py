@@ -1,9 +1,9 @@
-from django.urls import path
+from django.urls import URLPattern, URLResolver, path
 
 from brain import api, embedding_api, views
 
 # REST (DRF, the /mcp/brain bearer token): see brain/api.py.
-urlpatterns: list = [
+urlpatterns: list[URLPattern | URLResolver] = [
     path("query", api.QueryView.as_view(), name="brain-api-query"),
     path("write", api.WriteView.as_view(), name="brain-api-write"),
     path("ingest", api.IngestView.as_view(), name="brain-api-ingest"),

@@ -9,6 +9,7 @@ so the planner can use exactly that model's index.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -143,7 +144,7 @@ def rank_scored(
     return [(note_id, text, similarity) for note_id, (text, similarity) in seen.items()]
 
 
-def similarities(model: str, vector: list[float], note_ids: list[int], using: str = "default") -> dict[int, float]:
+def similarities(model: str, vector: list[float], note_ids: list[int], using: str = "default") -> Mapping[int, float]:
     """Cosine similarity of `vector` with each note's best current chunk of `model`.
 
     Notes with no current embedding of the model are absent from the answer.

@@ -2,8 +2,33 @@
 
 from __future__ import annotations
 
+import types
+from typing import TYPE_CHECKING
+
+from django.contrib import admin
 from django.db import models
 from django.http import HttpRequest
+
+
+class _GenericInStubs:
+    """`ModelAdmin[Note]` at run time. Django's admin classes are generic only in django-stubs; django-stubs-ext's
+    monkeypatch would give them `__class_getitem__` for the whole process (STYLE.md rule 14). Subscripted, this
+    gives a `types.GenericAlias`, which a class statement turns back into Django's class (`__mro_entries__`):
+    the admins' bases at run time are Django's own, and the type checker sees the model each admin shows."""
+
+    def __init__(self, cls: type) -> None:
+        self.cls = cls
+
+    def __getitem__(self, model: object) -> types.GenericAlias:
+        return types.GenericAlias(self.cls, model)
+
+
+if TYPE_CHECKING:
+    from django.contrib.admin import ModelAdmin, StackedInline, TabularInline
+else:
+    ModelAdmin = _GenericInStubs(admin.ModelAdmin)
+    StackedInline = _GenericInStubs(admin.StackedInline)
+    TabularInline = _GenericInStubs(admin.TabularInline)
 
 
 class ReadOnlyAdminMixin:

@@ -11,6 +11,7 @@ rebuild on the next query) and, once committed, tells the search side
 from __future__ import annotations
 
 from brain.actions.importing import (
+    NoteFileArguments,
     NoteFileFields,
     SlugsTakenMeanwhile,
     do_forget_mirror_file,
@@ -80,6 +81,7 @@ __all__ = [
     "MAX_SLUG_ATTEMPTS",
     "NOTE_CHANGE_KEEP_SECONDS",
     "NoteConflict",
+    "NoteFileArguments",
     "NoteFileFields",
     "RecheckOutcome",
     "RedactedFields",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TypedDict
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -38,10 +38,7 @@ from brain.models import (
 )
 from brain.placement import link_candidates, resolve_with, suffixes
 from hyperguild.lib.text import without_bidi_controls
-
-if TYPE_CHECKING:
-    pass
-
+from hyperguild.lib.typed import JSON
 
 # -- import (used by brain.folder) -----------------------------------------------
 
@@ -53,15 +50,15 @@ class NoteFileFields:
     slug: str
     title: str
     body: str
-    frontmatter: dict
+    frontmatter: JSON
     status: str
     wing: str
     hall: str
-    flags: list
+    flags: list[JSON]
 
 
 def _clean_note_file(
-    *, slug: str, title: str, body: str, frontmatter: dict, status: str, wing: str, hall: str
+    *, slug: str, title: str, body: str, frontmatter: JSON, status: str, wing: str, hall: str
 ) -> NoteFileFields:
     title = _clean_title(title)
     body = _clean_body(body, required=False)
@@ -109,7 +106,7 @@ def do_import_note_file(
     slug: str,
     title: str,
     body: str,
-    frontmatter: dict,
+    frontmatter: JSON,
     status: str,
     wing: str,
     hall: str,
@@ -156,11 +153,26 @@ def do_import_note_file(
         return note, "updated"
 
 
+class NoteFileArguments(TypedDict):
+    """do_import_note_file's arguments for one file (brain.folder reads them from the file)."""
+
+    slug: str
+    title: str
+    body: str
+    frontmatter: JSON
+    status: str
+    wing: str
+    hall: str
+    path: str
+
+
 class SlugsTakenMeanwhile(Exception):
     """A bulk insert met a slug another writer took since the caller looked: nothing of the batch was written."""
 
 
-def do_import_new_note_files(files: Iterable[dict], *, source: str = "import") -> list[Note | BrainInputError]:
+def do_import_new_note_files(
+    files: Iterable[NoteFileArguments], *, source: str = "import"
+) -> list[Note | BrainInputError]:
     """Notes for files whose slugs no note holds (a folder import's new files), in one transaction.
 
     Each item of `files` holds do_import_note_file's arguments. What is stored is what
@@ -176,7 +188,13 @@ def do_import_new_note_files(files: Iterable[dict], *, source: str = "import") -
     for item in files:
         try:
             fields = _clean_note_file(
-                **{key: item[key] for key in ("slug", "title", "body", "frontmatter", "status", "wing", "hall")}
+                slug=item["slug"],
+                title=item["title"],
+                body=item["body"],
+                frontmatter=item["frontmatter"],
+                status=item["status"],
+                wing=item["wing"],
+                hall=item["hall"],
             )
         except BrainInputError as exc:
             results.append(exc)
@@ -304,7 +322,7 @@ def do_forget_mirror_file(state: MirrorFile) -> None:
 
 
 def do_import_area_description(
-    *, wing: str, hall: str, title: str, body: str, frontmatter: dict, path: str
+    *, wing: str, hall: str, title: str, body: str, frontmatter: JSON, path: str
 ) -> tuple[AreaDescription, str]:
     """Create or update the description of a wing or hall from its `_index.md`.
 

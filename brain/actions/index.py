@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from django.db import transaction
 from django.utils import timezone
@@ -22,6 +22,11 @@ from brain.models import (
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
+    from django_stubs_ext import WithAnnotations
+
+
+class _SourceHash(TypedDict):
+    text_md5: str  # NOTE_SOURCE_HASH of the note's title and body
 
 
 # -- chunks and embeddings (brain.embedding_sync decides what is due; these write it) -------
@@ -40,8 +45,14 @@ def do_rechunk_note(note_id: int, *, using: str = "default") -> int:
     with transaction.atomic(using=using):
         # The note row lock serialises concurrent syncs of the same note (the write
         # task and the schedule), so ordinals never collide.
-        note = (
-            Note.objects.using(using).select_for_update().annotate(text_md5=NOTE_SOURCE_HASH).filter(pk=note_id).first()
+        # The cast: NoteQuerySet's methods return a plain Note in the stubs, the annotation is lost on the way.
+        note = cast(
+            "WithAnnotations[Note, _SourceHash] | None",
+            Note.objects.using(using)
+            .select_for_update()
+            .annotate(text_md5=NOTE_SOURCE_HASH)
+            .filter(pk=note_id)
+            .first(),
         )
         if note is None or note.status == NoteStatus.ARCHIVED:
             return 0

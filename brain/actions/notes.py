@@ -34,6 +34,7 @@ from hyperguild.lib.limits import hostile_value_problem, text_problem
 from hyperguild.lib.markdown import FrontmatterError, check_frontmatter_limits, extract_wikilinks
 from hyperguild.lib.redaction import redact_fields, secret_spans
 from hyperguild.lib.text import without_bidi_controls
+from hyperguild.lib.typed import JSON
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -93,7 +94,7 @@ def _clean_body(body: Any, *, required: bool = True) -> str:
     return body
 
 
-def _clean_frontmatter(frontmatter: Any) -> dict:
+def _clean_frontmatter(frontmatter: Any) -> JSON:
     if frontmatter is None:
         return {}
     if not isinstance(frontmatter, dict):
@@ -159,12 +160,12 @@ class RedactedFields:
 
     title: str | None
     body: str | None
-    frontmatter: dict | None
-    flags: list[dict]
+    frontmatter: JSON | None
+    flags: list[JSON]
 
 
 def _redact_note_fields(
-    *, title: str | None = None, body: str | None = None, frontmatter: dict | None = None
+    *, title: str | None = None, body: str | None = None, frontmatter: JSON | None = None
 ) -> RedactedFields:
     given = {
         name: value
@@ -180,7 +181,7 @@ def _redact_note_fields(
     )
 
 
-def _redact_slug(slug: str | None) -> tuple[str | None, list[dict]]:
+def _redact_slug(slug: str | None) -> tuple[str | None, list[JSON]]:
     """An explicit slug with a secret in it gets `redacted` in the secret's place.
 
     Slugs are lowercase, so the patterns are also run on the upper-cased slug (an AWS key id is
@@ -202,7 +203,7 @@ def _redact_slug(slug: str | None) -> tuple[str | None, list[dict]]:
 # -- links ------------------------------------------------------------------------
 
 
-def link_targets(body: str, frontmatter: dict) -> list[tuple[str, str]]:
+def link_targets(body: str, frontmatter: JSON) -> list[tuple[str, str]]:
     """(target_slug, kind) pairs of a note, deduplicated, in order."""
     found: list[tuple[str, str]] = []
     kind: str
@@ -352,7 +353,7 @@ def _insert_with_unique_slug(note: Note, base: str, *, explicit: bool) -> None:
     _save_under_free_slug(note, base, note.save, explicit=explicit, taken=taken)
 
 
-def _check_provenance(provenance: Any) -> dict | None:
+def _check_provenance(provenance: Any) -> JSON | None:
     if provenance is not None and not isinstance(provenance, dict):
         raise BrainInputError("provenance must be a mapping (a JSON object).")
     return provenance
@@ -394,10 +395,10 @@ def do_write_raw_note(
     *,
     title: str,
     body: str,
-    frontmatter: dict | None = None,
+    frontmatter: JSON | None = None,
     slug: str | None = None,
     source: str = "mcp",
-    provenance: dict | None = None,
+    provenance: JSON | None = None,
     session_id: str = "",
     user: User | None = None,
     anchors: list[str] | None = None,
@@ -431,7 +432,7 @@ def _with_anchors(frontmatter: Any, anchors: Any) -> Any:
     return frontmatter
 
 
-def do_ingest_raw_note(*, provenance: dict | None = None, **note: Any) -> Note:
+def do_ingest_raw_note(*, provenance: JSON | None = None, **note: Any) -> Note:
     """A document into raw for review: do_write_raw_note's arguments, recorded as an ingest."""
     return do_write_raw_note(provenance={"method": "ingest", **(_check_provenance(provenance) or {})}, **note)
 
@@ -442,10 +443,10 @@ def do_ingest_note(
     body: str,
     wing: str,
     hall: str = "",
-    frontmatter: dict | None = None,
+    frontmatter: JSON | None = None,
     slug: str | None = None,
     source: str = "mcp",
-    provenance: dict | None = None,
+    provenance: JSON | None = None,
     user: User | None = None,
     anchors: list[str] | None = None,
 ) -> Note:

@@ -8,7 +8,7 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db import connection, transaction
 from django.db.models import Q
@@ -31,8 +31,11 @@ from brain.models import (
     VerificationState,
 )
 from brain.repository import Repository, RepositoryUnreadable
+from hyperguild.lib.typed import JSON
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from django.db.models import Model
 
 
@@ -161,7 +164,7 @@ def _store_explained(anchors: list[Anchor]) -> None:
 UPDATE_BATCH = 1000
 
 
-def _update_rows(model: type[Model], rows: list, columns: dict[str, str]) -> None:
+def _update_rows(model: type[Model], rows: Sequence[Model], columns: dict[str, str]) -> None:
     """Write `columns` of many rows in one UPDATE … FROM (VALUES …) per UPDATE_BATCH rows.
 
     Django's bulk_update builds a CASE per column with a branch per row: with thousands of anchors it
@@ -177,7 +180,7 @@ def _update_rows(model: type[Model], rows: list, columns: dict[str, str]) -> Non
     with connection.cursor() as cursor:
         for start in range(0, len(rows), UPDATE_BATCH):
             batch = rows[start : start + UPDATE_BATCH]
-            params: list = []
+            params: list[Any] = []  # the rows' pk and column values, as the driver takes them
             for row in batch:
                 params.append(row.pk)
                 for name, kind in columns.items():
@@ -390,7 +393,7 @@ def do_recheck_project(project: Project, head: str) -> RecheckOutcome:
 # -- notes that carry a check (brain.checks; docs/truth.md) ---------------------------------------------------
 
 
-def _queue_check_if_new(note: Note, frontmatter_before: dict | None) -> None:
+def _queue_check_if_new(note: Note, frontmatter_before: JSON | None) -> None:
     """A wiki note given a check (or a new one) has it run at its project's head by a worker, after the commit."""
     command = note_checks.check_command(note)
     if not command or note.status != NoteStatus.WIKI or note.project_id is None:

@@ -15,6 +15,8 @@ from brain.bm25.counters import stats
 from brain.bm25.okapi import K1, B
 from brain.bm25.text import note_text, term_key, tokenize
 
+NoteRow = tuple[int, str, str, str, str, str]  # (id, title, body, status, wing, hall)
+
 # Block-max bounds for dynamic pruning (`brain.bm25.pruning`): documents are cut into blocks of
 # 2**BLOCK_SHIFT consecutive positions, and each term with at least LONG_POSTINGS postings keeps, per
 # block, the largest term-frequency part of BM25 any of its postings there reaches. Shorter lists are
@@ -288,7 +290,7 @@ def segment_from_docs(docs: Iterable[DocTerms], version: int) -> Segment:
     )
 
 
-def segment_from_rows(rows: Iterable[tuple], version: int) -> Segment:
+def segment_from_rows(rows: Iterable[NoteRow], version: int) -> Segment:
     """`rows`: (id, title, body, status, wing, hall); tokenised into typed arrays, not per-note objects,
     so 1,000,000 notes fit."""
     ids, lengths = array("q"), array("q")

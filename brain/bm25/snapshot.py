@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 from django.conf import settings
@@ -392,7 +392,7 @@ class Snapshot:
 EMPTY_CORPUS = ""
 
 
-def build_index(rows: Iterable[tuple], version: int = 0) -> Snapshot:
+def build_index(rows: Iterable[tuple[Any, ...]], version: int = 0) -> Snapshot:
     """A one-segment snapshot of `rows` — (id, title, body, status, wing, hall) — for tests and benchmarks."""
     base = segment_from_rows((row[:6] for row in rows), version)
     return Snapshot(

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 from urllib.parse import urlencode
 
 from django import forms
@@ -27,6 +27,9 @@ from hyperguild.lib.diffs import html_diff
 
 if TYPE_CHECKING:
     from django.db.models import QuerySet
+    from django.utils.safestring import SafeString
+
+    from brain.types import SignedInRequest  # `_note_form_action`'s views are behind sign-in (role_action)
 
 
 HISTORY_LIMIT = 50
@@ -41,6 +44,29 @@ GUIDELINES_TEXT = """What goes into the wiki, and what does not.
 """
 
 REVIEW = "brain.review_note"  # the reviewer role (hyperguild.roles)
+
+PostedForm = TypeVar("PostedForm", bound=forms.Form)
+
+
+class QueuePosition(TypedDict):
+    at: int  # the note's place in the queue, from 1
+    of: int
+
+
+class HistoryEntry(TypedDict):
+    revision: NoteRevision
+    fields: list[str]  # the changed fields, in a reader's words (FIELD_NAMES)
+    diff: SafeString
+    undoable: bool
+
+
+class Conflict(TypedDict):
+    """What a conflict page shows: the text now saved, the reviewer's text (kept), and their diff."""
+
+    current: str
+    yours: str
+    version: int
+    diff: SafeString
 
 
 # --- helpers ----------------------------------------------------------------------------
@@ -120,7 +146,7 @@ def _neighbours(note: Note, filter_query: str = "") -> tuple[Note | None, Note |
     return previous, following
 
 
-def _position(note: Note, filter_query: str = "") -> dict:
+def _position(note: Note, filter_query: str = "") -> QueuePosition:
     """Where the note is in the queue the reviewer came from: {"at": 3, "of": 40} (two counts, keyset)."""
     form = _queue_form(filter_query)
     queue = _filtered_queue(form)
@@ -133,7 +159,7 @@ def _guidelines() -> Note | None:
     return Note.objects.filter(slug=GUIDELINES_SLUG).exclude(status=NoteStatus.ARCHIVED).first()
 
 
-def _guidelines_context() -> dict:
+def _guidelines_context() -> dict[str, object]:
     note = _guidelines()
     return {"guidelines": note, "guidelines_html": render_note_body(note.body) if note else ""}
 
@@ -157,7 +183,7 @@ def _after_action(note: Note, filter_query: str = "") -> HttpResponse:
     return redirect(_queue_url(filter_query))
 
 
-def _provenance_entries(note: Note) -> list:
+def _provenance_entries(note: Note) -> Sequence[object]:
     """The session entries a note says it came from (provenance `entries`: seq numbers or {seq: …})."""
     session_id = note.session_id or (note.provenance or {}).get("session_id") or ""
     raw = (note.provenance or {}).get("entries") or []
@@ -193,7 +219,7 @@ FIELD_NAMES = {
 }
 
 
-def _history(note: Note) -> list[dict]:
+def _history(note: Note) -> list[HistoryEntry]:
     revisions = list(note.revisions.select_related("user", "undone_by").order_by("-created_at", "-id")[:HISTORY_LIMIT])
     return [
         {
@@ -206,7 +232,7 @@ def _history(note: Note) -> list[dict]:
     ]
 
 
-def _wiki_duplicates(similar_notes: list[dict] | None) -> list[dict]:
+def _wiki_duplicates(similar_notes: list[similar.SimilarNote] | None) -> list[similar.SimilarNote]:
     return [item for item in similar_notes or [] if item["duplicate"] and item["note"].status == NoteStatus.WIKI]
 
 
@@ -218,7 +244,7 @@ def _note_page(
     reject_form: forms.Form | None = None,
     edit_form: forms.Form | None = None,
     refile_form: forms.Form | None = None,
-    conflict: dict | None = None,
+    conflict: Conflict | None = None,
     status: int = 200,
     similar_found: list[similar.Similar] | None = None,
 ) -> HttpResponse:
@@ -296,7 +322,7 @@ class NoteForms(TypedDict, total=False):
     refile_form: forms.Form
 
 
-def _conflict(note: Note, yours: str) -> dict:
+def _conflict(note: Note, yours: str) -> Conflict:
     """What a conflict page shows: the text now saved, the reviewer's text (kept), and their diff."""
     return {"current": note.body, "yours": yours, "version": note.version, "diff": html_diff(note.body, yours)}
 
@@ -309,16 +335,22 @@ def _raw_note_or_leave(request: HttpRequest, pk: int) -> tuple[Note, HttpRespons
     return note, None
 
 
-def _note_form_action(form_class: type[forms.Form], name: str, *, raw_only: bool = False) -> Callable:
+def _note_form_action(
+    form_class: type[PostedForm], name: str, *, raw_only: bool = False
+) -> Callable[
+    [Callable[[SignedInRequest, Note, PostedForm], HttpResponse]], Callable[[SignedInRequest, int], HttpResponse]
+]:
     """Decorate a view that acts on note `pk` with a posted form: it is called as `view(request, note, form)`.
 
     When the form is not valid the note page shows its errors (400) instead, with the form as `name`; a
     `raw_only` action on a note no longer raw goes back to the note and changes nothing.
     """
 
-    def decorate(view: Callable[[HttpRequest, Note, forms.Form], HttpResponse]) -> Callable:
+    def decorate(
+        view: Callable[[SignedInRequest, Note, PostedForm], HttpResponse],
+    ) -> Callable[[SignedInRequest, int], HttpResponse]:
         @wraps(view)
-        def wrapped(request: HttpRequest, pk: int) -> HttpResponse:
+        def wrapped(request: SignedInRequest, pk: int) -> HttpResponse:
             note, leave = _raw_note_or_leave(request, pk) if raw_only else (get_object_or_404(Note, pk=pk), None)
             if leave:
                 return leave

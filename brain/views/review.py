@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 # --- pages ------------------------------------------------------------------------------
 
 
-def _queue_context(request: SignedInRequest, form: QueueFilterForm) -> dict:
+def _queue_context(request: SignedInRequest, form: QueueFilterForm) -> dict[str, object]:
     per = form.cleaned_data.get("per") if form.is_valid() else None
     notes = (
         _filtered_queue(form)
@@ -340,7 +340,7 @@ def _merge_context(
     into_value: str,
     form: forms.Form,
     version: int | str | None = None,
-) -> dict:
+) -> dict[str, object]:
     return {
         "filter_query": _filter_query(request),
         "note": note,

@@ -40,6 +40,7 @@ from brain import bm25, floors, vectors
 from brain.embedding_sync import sync_embeddings
 from brain.evaluation import (
     BeirDataset,
+    BeirDocument,
     CachingEmbedder,
     document_chunks,
     load_beir,
@@ -159,7 +160,7 @@ class Command(BaseCommand):
 
     # -- BEIR dataset ------------------------------------------------------------------
 
-    def run_dataset(self, options: dict, rankers: list[str], needs_vectors: bool) -> None:
+    def run_dataset(self, options: dict[str, Any], rankers: list[str], needs_vectors: bool) -> None:
         dataset = load_beir(options["dataset"], options["split"])
         corpus = sampled_corpus(dataset, options["corpus_sample"])
         if len(corpus) < len(dataset.corpus):
@@ -215,7 +216,7 @@ class Command(BaseCommand):
         (one whose package is a bench requirement only) by overriding this."""
         return get_embedder()
 
-    def import_documents(self, corpus: list[dict]) -> Mapping[str, str]:
+    def import_documents(self, corpus: list[BeirDocument]) -> Mapping[str, str]:
         """Scratch notes straight through the ORM: no user data, no mirror, no per-note tasks; slug -> document id."""
         slug_to_doc: dict[str, str] = {}
         batch = []
@@ -338,7 +339,7 @@ class Command(BaseCommand):
             self.stdout.write(line)
 
     def calibrate(
-        self, dataset: BeirDataset, corpus: list[dict], embedder: CachingEmbedder, negatives: list[str]
+        self, dataset: BeirDataset, corpus: list[BeirDocument], embedder: CachingEmbedder, negatives: list[str]
     ) -> tuple[float, float, float]:
         """Cosine similarity of judged relevant pairs against random pairs; returns the floors they suggest
         (vector, agree, support), which the rankers that run next do not use unless set (brain.floors.current)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from brain.folder import FolderSummary, export_folder
+from brain.folder import FolderSummary, Item, export_folder
 from brain.models import Note
 from hyperguild.lib.progress import progress_bar
 
@@ -30,7 +30,7 @@ class Command(BaseCommand):
     def export_directory(self, directory: Path, *, show_progress: bool = True) -> FolderSummary:
         total = Note.objects.exportable().count()
 
-        def progress(items: Iterable) -> Iterable:
+        def progress(items: Iterable[Item]) -> Iterable[Item]:
             return progress_bar(self.stderr, items, enabled=show_progress, total=total, desc="exporting", unit="note")
 
         return export_folder(directory, progress=progress)

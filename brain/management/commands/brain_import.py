@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from brain.folder import FolderError, FolderSummary, PlainFolder, default_plain_folder, import_folder
+from brain.folder import FolderError, FolderSummary, Item, PlainFolder, default_plain_folder, import_folder
 from brain.models import NoteStatus
 from hyperguild.lib.progress import progress_bar
 
@@ -78,7 +78,7 @@ class Command(BaseCommand):
         show_progress: bool = True,
         plain: PlainFolder | None = None,
     ) -> FolderSummary:
-        def progress(items: Iterable) -> Iterable:
+        def progress(items: Iterable[Item]) -> Iterable[Item]:
             return progress_bar(self.stderr, items, enabled=show_progress, desc="importing", unit="file")
 
         try:
