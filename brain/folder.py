@@ -38,7 +38,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypedDict, TypeVar
+from typing import Any, TypedDict
 
 import yaml
 from django.db import transaction
@@ -68,7 +68,7 @@ from hyperguild.lib.markdown import (
     title_from_file_name,
     write_markdown,
 )
-from hyperguild.lib.typed import JSON
+from hyperguild.lib.progress import Item, ProgressWrapper
 
 logger = logging.getLogger("brain.folder")
 
@@ -78,16 +78,7 @@ INDEX_FILE = "_index.md"
 # New files inserted per transaction by an import (one corpus version, a few queries for their links).
 NEW_FILES_PER_TRANSACTION = 200
 
-Item = TypeVar("Item")
-# What import compares a file with, per note: (content_hash, status, wing, hall, path).
-KnownNote = tuple[str, str, str, str, str]
-
-
-class ProgressWrapper(Protocol):
-    """What import and export show their progress through (a command's progress bar): the items, unchanged."""
-
-    def __call__(self, items: Iterable[Item], /) -> Iterable[Item]: ...
-
+KnownNote = tuple[str, str, str, str, str]  # what import compares a file with: (content_hash, status, wing, hall, path)
 
 LAYOUT_HELP = """brain_import reads either a brain folder:
     wiki/<wing>/<hall>/<name>.md   reviewed notes (wing and hall are the first two folders)
@@ -191,7 +182,7 @@ class NoteFile:
     slug: str
     title: str
     body: str
-    frontmatter: JSON
+    frontmatter: dict[str, Any]  # as read from the file (JSON-like)
     status: str
     wing: str
     hall: str

@@ -172,12 +172,6 @@ def given(model: type[Input], data: Mapping[str, Any]) -> Input:
     return model.model_validate({name: data[name] for name in model.model_fields if name in data})
 
 
-def action_arguments(arguments: BaseModel) -> dict[str, Any]:
-    """The action's keyword arguments from parsed input: the fields that were given, by name (a field left
-    out keeps the action's default). The field names are the action's parameter names."""
-    return arguments.model_dump(exclude_unset=True)
-
-
 # -- REST serializers and form fields, derived from the models ---------------------------------------
 
 

@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth.models import User
 from django.http import HttpRequest
-
-# A JSON object as it arrives or is stored (frontmatter, provenance, a tool's arguments): arbitrary by nature.
-JSONObject = dict[str, Any]
 
 
 class SignedInRequest(HttpRequest):

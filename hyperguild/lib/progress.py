@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from django.core.management.base import OutputWrapper
 from tqdm import tqdm
+
+Item = TypeVar("Item")
+
+
+class ProgressWrapper(Protocol):
+    """What long work shows its progress through (a command's progress bar, or nothing): the items, unchanged."""
+
+    def __call__(self, items: Iterable[Item], /) -> Iterable[Item]: ...
 
 
 def _plain(text: str) -> str:

@@ -137,14 +137,11 @@ def test_each_field_of_a_write_is_a_parameter_of_its_action(write, action):
     assert set(write.model_fields) <= set(inspect.signature(action).parameters)
 
 
-def test_the_arguments_of_a_write_are_the_given_fields_only():
+def test_a_model_takes_the_fields_it_names_from_a_rest_body_and_no_others():
     given = {"title": "t", "body": "b", "wing": "concepts", "raw": True}
-    assert inputs.action_arguments(inputs.given(inputs.RawNoteInput, given)) == {"title": "t", "body": "b"}
-    assert inputs.action_arguments(inputs.given(inputs.WikiNoteInput, given)) == {
-        "title": "t",
-        "body": "b",
-        "wing": "concepts",
-    }
+    raw, wiki = inputs.given(inputs.RawNoteInput, given), inputs.given(inputs.WikiNoteInput, given)
+    assert (raw.model_fields_set, raw.title, raw.body) == ({"title", "body"}, "t", "b")
+    assert (wiki.model_fields_set, wiki.wing) == ({"title", "body", "wing"}, "concepts")
 
 
 def test_a_rest_body_keeps_its_text_verbatim_and_trims_one_line_fields():

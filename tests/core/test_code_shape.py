@@ -99,6 +99,37 @@ def test_each_figure_counts_what_it_names_in_a_small_tree(tmp_path):
         def _private() -> JSON: ...
         """,
     )
+    # An override of a Django/DRF hook whose signature the library fixes is not counted (said by --list); the
+    # same name on a class that does not derive from that base, or another method of the class, is.
+    write(
+        tmp_path,
+        "brain/inputs.py",
+        """
+        from rest_framework import serializers
+
+        def serializer_for(model) -> type[serializers.Serializer]: ...
+        """,
+    )
+    write(
+        tmp_path,
+        "brain/api.py",
+        """
+        from django import forms
+        from brain.inputs import serializer_for
+
+        Made = serializer_for(object)
+
+        class Ingest(Made):
+            def validate(self, attrs: dict) -> dict: ...
+
+        class Bulk(forms.Form):
+            def clean(self) -> dict: ...
+            def summary(self) -> dict: ...
+
+        class Plain:
+            def clean(self) -> dict: ...
+        """,
+    )
     write(
         tmp_path,
         "supervisor/apply.py",
@@ -124,6 +155,8 @@ def test_each_figure_counts_what_it_names_in_a_small_tree(tmp_path):
     dicts, long_modules, git, settings = code_shape.measure(tmp_path)
     assert [item.split(" ", 1)[1] for item in dicts.found] == [
         "plain_json",
+        "Bulk.summary",
+        "Plain.clean",
         "public",
         "plain",
         "quoted",
@@ -133,6 +166,10 @@ def test_each_figure_counts_what_it_names_in_a_small_tree(tmp_path):
         "message",
         "payload",
         "through_module",
+    ]
+    assert dicts.skipped == [
+        "brain/api.py:8 Ingest.validate (overrides a library hook)",
+        "brain/api.py:11 Bulk.clean (overrides a library hook)",
     ]
     assert long_modules.found == ["hyperguild/long.py (801 lines)"]
     assert git.found == ["brain/notes.py", "supervisor/apply.py"]

@@ -8,9 +8,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from brain.folder import FolderSummary, Item, export_folder
+from brain.folder import FolderSummary, export_folder
 from brain.models import Note
-from hyperguild.lib.progress import progress_bar
+from hyperguild.lib.progress import Item, progress_bar
 
 
 class Command(BaseCommand):

@@ -8,9 +8,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from brain.folder import FolderError, FolderSummary, Item, PlainFolder, default_plain_folder, import_folder
+from brain.folder import FolderError, FolderSummary, PlainFolder, default_plain_folder, import_folder
 from brain.models import NoteStatus
-from hyperguild.lib.progress import progress_bar
+from hyperguild.lib.progress import Item, progress_bar
 
 
 class Command(BaseCommand):
