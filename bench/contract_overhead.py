@@ -37,6 +37,7 @@ VERIFICATION = {
     "label": "unverified: no anchors",
     "reason": "no anchors",
     "evidence": [],
+    "unresolved": [],
 }
 RESPONSE = SearchResponse(
     hits=[
