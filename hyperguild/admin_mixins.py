@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Generic, TypeVar
+
 from django.db import models
 from django.http import HttpRequest
 
@@ -19,11 +21,14 @@ class ReadOnlyAdminMixin:
         return False
 
 
-class LogAdminMixin:
+_LoggedModel = TypeVar("_LoggedModel", bound=models.Model)
+
+
+class LogAdminMixin(Generic[_LoggedModel]):
     """Logs the service writes (skill runs, routing decisions): every field shown read-only, nobody adds
     or edits a row, and only a superuser may delete one (to clear out old logs)."""
 
-    model: type[models.Model]  # set by the ModelAdmin this is mixed into
+    model: type[_LoggedModel]  # set by the ModelAdmin this is mixed into
 
     def get_readonly_fields(self, request: HttpRequest, obj: models.Model | None = None) -> list[str]:
         return [field.name for field in self.model._meta.fields]
