@@ -52,6 +52,7 @@ from django.conf import settings
 
 from hyperguild.lib.git import RepositoryUnreadable, git
 from hyperguild.lib.text import excerpt
+from hyperguild.lib.typed import JSON
 from supervisor import executor
 from supervisor.changes import ChangeRecorder
 from supervisor.errors import ApplyRefused
@@ -131,7 +132,7 @@ def head_commit(root: Path) -> str | None:
     return output.strip() if code == 0 and output.strip() else None
 
 
-def _source_run(root: Path, arguments: dict) -> SkillRun:
+def _source_run(root: Path, arguments: Mapping[str, Any]) -> SkillRun:
     run_id: Any = arguments.get("run_id")  # as the caller sent it: the lookup finds no run for a bad one
     source = SkillRun.objects.filter(pk=run_id).first()
     if source is None:
@@ -153,7 +154,7 @@ def _source_run(root: Path, arguments: dict) -> SkillRun:
     return source
 
 
-def check_apply_request(root: Path, arguments: dict) -> SkillRun:
+def check_apply_request(root: Path, arguments: Mapping[str, Any]) -> SkillRun:
     """Refuse a call that cannot work before anything is recorded or run; returns the review run."""
     check_shell_arguments(arguments)
     source = _source_run(root, arguments)
@@ -174,7 +175,7 @@ def check_apply_request(root: Path, arguments: dict) -> SkillRun:
 # --- one finding's gates ----------------------------------------------------------------
 
 
-def _gate(entry: dict, gate: str, passed: bool, detail: str) -> bool:
+def _gate(entry: JSON, gate: str, passed: bool, detail: str) -> bool:
     entry["gates"].append({"gate": gate, "passed": passed, "detail": detail})
     if not passed:
         entry.update(outcome=REFUSED, gate=gate, reason=detail)
@@ -238,7 +239,7 @@ def changed_old_lines(diff_u0: str) -> Mapping[str, list[tuple[int, int]]]:
 
 
 def rationale_problem(
-    finding: dict, work_root: Path, diff_u0: str, shift: int, patched: Set[str] = frozenset()
+    finding: Mapping[str, Any], work_root: Path, diff_u0: str, shift: int, patched: Set[str] = frozenset()
 ) -> str | None:
     """Why the change is not the change the finding argues for (None: it is).
 
@@ -373,7 +374,7 @@ def remove_stale_worktrees(root: Path) -> None:
         remove_own_worktree(root, folder)
 
 
-def _entry(index: int, finding: dict) -> dict:
+def _entry(index: int, finding: Mapping[str, Any]) -> JSON:
     shown = {
         key: finding.get(key)
         for key in ("file", "line", "title", "kind", "severity", "confidence", "quote", "rationale")
@@ -392,7 +393,7 @@ def _entry(index: int, finding: dict) -> dict:
     }
 
 
-def _public(entry: dict) -> dict:
+def _public(entry: JSON) -> JSON:
     """An entry as the result shows it (the attempt log keeps the diffs and test output in full)."""
     keys = (
         "index",
@@ -412,7 +413,7 @@ def _public(entry: dict) -> dict:
     return {key: entry.get(key) for key in keys}
 
 
-def _commit_message(entry: dict, source: SkillRun, apply_run_id: int) -> str:
+def _commit_message(entry: JSON, source: SkillRun, apply_run_id: int) -> str:
     title = " ".join(str(entry.get("title") or "finding").split())[:60]
     return (
         f"hyperguild apply: {title}\n\n"
@@ -439,7 +440,7 @@ def run_apply(ctx: RunContext) -> SkillRunResult:
     branch = branch_name(source.pk)
     deadline = time.monotonic() + executor.run_budget_seconds() - settings.SUPERVISOR_TEST_TIMEOUT * 2 - 30
     remove_stale_worktrees(root)
-    entries: list[dict] = []
+    entries: list[JSON] = []  # one attempt-log entry per finding, stored as the run's JSON
     findings = list((source.result or {}).get("findings") or [])
     fields = {
         "branch": None,
@@ -549,7 +550,7 @@ def run_apply(ctx: RunContext) -> SkillRunResult:
     )
 
 
-def _dropped_by_review(index: int, dropped: dict) -> dict:
+def _dropped_by_review(index: int, dropped: Mapping[str, Any]) -> JSON:
     gate = str(dropped.get("gate") or "")
     gate = gate if gate in APPLY_GATE_NAMES else "quote"  # a review's own gates are all named; never an unknown one
     reason = f"dropped by the review ({gate}): {dropped.get('reason', '')}"
@@ -572,8 +573,8 @@ def _dropped_by_review(index: int, dropped: dict) -> dict:
 
 def _try_finding(
     ctx: RunContext,
-    entry: dict,
-    finding: dict,
+    entry: JSON,
+    finding: Mapping[str, Any],
     worktree: _Worktree,
     recorder: ChangeRecorder,
     source: SkillRun,
