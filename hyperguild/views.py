@@ -50,7 +50,8 @@ def health(request: HttpRequest) -> JsonResponse:
         report["ok"] = False
         return JsonResponse(report, status=503)
 
-    report["worker"] = worker_report().as_json()
+    # Only the worker's fields that say something (no nulls).
+    report["worker"] = {key: value for key, value in asdict(worker_report()).items() if value is not None}
     # Circuit breakers of the outbound services this process has called (closed, open, half-open);
     # an open breaker degrades a feature, it does not make the service unhealthy.
     report["services"] = breaker_states()
@@ -89,10 +90,6 @@ class WorkerHealth:
     busy: WorkerBusy | None = None
     note: str | None = None
     error: str | None = None
-
-    def as_json(self) -> JSON:
-        """The wire shape: only the fields that say something (no nulls)."""
-        return {key: value for key, value in asdict(self).items() if value is not None}
 
 
 def worker_report(now: datetime | None = None) -> WorkerHealth:

@@ -84,12 +84,13 @@ def _as_text(report: Any) -> str:
     return report if isinstance(report, str) else json.dumps(report, ensure_ascii=False, indent=2, sort_keys=True)
 
 
-def task_arguments(run: SkillRun) -> JSON:
+def _task_arguments(run: SkillRun) -> JSON:
+    # The run's stored arguments (each skill has its own): JSON by nature, read here to key and show the task.
     return {k: v for k, v in sorted((run.arguments or {}).items()) if k not in NOT_TASK_ARGUMENTS}
 
 
 def task_key(run: SkillRun) -> str:
-    return json.dumps([run.skill, run.project_root, task_arguments(run)], sort_keys=True, ensure_ascii=False)
+    return json.dumps([run.skill, run.project_root, _task_arguments(run)], sort_keys=True, ensure_ascii=False)
 
 
 def prompt_messages(
@@ -98,7 +99,7 @@ def prompt_messages(
     """System line (asking for a change or for the report, `change`) + the task (default: the run's arguments);
     `files` (path -> text before the change) are shown after it."""
     if task is None:
-        task = "\n".join(f"{k}: {_as_text(v)}" for k, v in task_arguments(run).items())
+        task = "\n".join(f"{k}: {_as_text(v)}" for k, v in _task_arguments(run).items())
     user = f"Skill: {run.skill}\n" + (f"Project root: {run.project_root}\n" if run.project_root else "") + task
     if files:
         shown, budget = [], PROMPT_FILES_CHARS
