@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, cast
 
 from django.conf import settings
@@ -149,7 +150,7 @@ def _test_runs(run: SkillRun) -> JSON:
     }
 
 
-def _pre_state(run: SkillRun, after_attempt: int, hashes: dict[str, str]) -> JSON:
+def _pre_state(run: SkillRun, after_attempt: int, hashes: Mapping[str, str]) -> JSON:
     """What trainer_verify rebuilds: the run and attempt the state was recorded at, and a digest of it."""
     digest = hashlib.sha1(json.dumps(sorted(hashes.items())).encode()).hexdigest()
     return {
@@ -177,7 +178,7 @@ def _has_change(run: SkillRun) -> bool:
     return run.skill in CHANGE_SKILLS and "pre_state" in (run.change or {})
 
 
-def _prompt_files(run: SkillRun, hashes: dict[str, str], store: ContentStore, changed: set[str]) -> dict[str, str]:
+def _prompt_files(run: SkillRun, hashes: Mapping[str, str], store: ContentStore, changed: set[str]) -> dict[str, str]:
     """Texts, at `hashes`, of the files the change touches and of the task's test/impl files."""
     args = run.arguments or {}
     wanted = set(changed) | {args.get(k) for k in ("test_path", "impl_path") if isinstance(args.get(k), str)}
@@ -188,7 +189,7 @@ def _prompt_files(run: SkillRun, hashes: dict[str, str], store: ContentStore, ch
     return files
 
 
-def _recorded_state(run: SkillRun, after_attempt: int | None) -> dict[str, str]:
+def _recorded_state(run: SkillRun, after_attempt: int | None) -> Mapping[str, str]:
     """state_hashes of a run whose pre-state is recorded (every caller checks `pre_state` first)."""
     hashes = state_hashes(run, after_attempt)
     if hashes is None:
@@ -196,7 +197,7 @@ def _recorded_state(run: SkillRun, after_attempt: int | None) -> dict[str, str]:
     return hashes
 
 
-def _changed_paths(before: dict[str, str], after: dict[str, str]) -> set[str]:
+def _changed_paths(before: Mapping[str, str], after: Mapping[str, str]) -> set[str]:
     return {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
 
 
@@ -440,7 +441,7 @@ def extract_from_routing(session_id: str | None) -> list[Stored]:
 
 
 _Finding = tuple[str, Any, Any]  # project root, file, bug fingerprint
-_Patch = tuple[SkillRun, JSON, dict[str, str]]  # the apply run, its attempt entry, the file hashes before
+_Patch = tuple[SkillRun, JSON, Mapping[str, str]]  # the apply run, its attempt entry, the file hashes before
 
 
 class _ApplyPatches:
@@ -473,7 +474,7 @@ def _finding_task(run: SkillRun, entry: JSON) -> str:
 
 
 def _apply_prompt(
-    run: SkillRun, entry: JSON, before: dict[str, str], store: ContentStore, changed: set[str]
+    run: SkillRun, entry: JSON, before: Mapping[str, str], store: ContentStore, changed: set[str]
 ) -> list[Message]:
     return prompt_messages(run, _prompt_files(run, before, store, changed), change=True, task=_finding_task(run, entry))
 
