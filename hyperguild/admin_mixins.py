@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import types
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from django.contrib import admin
 from django.db import models
@@ -44,11 +44,14 @@ class ReadOnlyAdminMixin:
         return False
 
 
-class LogAdminMixin:
+_LoggedModel = TypeVar("_LoggedModel", bound=models.Model)
+
+
+class LogAdminMixin(Generic[_LoggedModel]):
     """Logs the service writes (skill runs, routing decisions): every field shown read-only, nobody adds
     or edits a row, and only a superuser may delete one (to clear out old logs)."""
 
-    model: type[models.Model]  # set by the ModelAdmin this is mixed into
+    model: type[_LoggedModel]  # set by the ModelAdmin this is mixed into
 
     def get_readonly_fields(self, request: HttpRequest, obj: models.Model | None = None) -> list[str]:
         return [field.name for field in self.model._meta.fields]

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 # Each app's part of the home page's template context (its own TypedDict); the core merges them unread.
 HomeCounts = Callable[[], Mapping[str, object]]
 Schedules = Callable[[], list[tuple[str, str, int]]]
 WebStart = Callable[[], object]
+
+_Provider = TypeVar("_Provider", bound=Callable[[], object])
 
 _LOCK = threading.Lock()
 _HOME_COUNTS: list[HomeCounts] = []
@@ -32,7 +35,7 @@ _TASK_QUEUES: dict[str, str] = {}
 _SERVE_START: list[WebStart] = []
 
 
-def _register(registry: list, provider: Callable) -> None:
+def _register(registry: list[_Provider], provider: _Provider) -> None:
     with _LOCK:
         if provider not in registry:  # ready() may run twice (tests); register once
             registry.append(provider)

@@ -10,7 +10,9 @@ result, and the REST views answer the JSON error shape of `hyperguild.api`.
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
+
+from hyperguild.lib.typed import JSON
 
 
 class DomainError(Exception):
@@ -24,7 +26,7 @@ class DomainError(Exception):
     http_status = 400
     code = "invalid"
 
-    def __init__(self, message: str, *, details: dict | None = None, data: dict | None = None):
+    def __init__(self, message: str, *, details: dict[str, str] | None = None, data: JSON | None = None):
         super().__init__(message)
         self.message = message
         self.details = details or {}
@@ -34,13 +36,13 @@ class DomainError(Exception):
 class ErrorDetail(TypedDict):
     code: str
     message: str
-    details: dict[str, Any]  # per-field messages; {} when none
+    details: dict[str, str]  # per-field messages; {} when none
 
 
 class ErrorBody(TypedDict):
     error: ErrorDetail
 
 
-def error_body(code: str, message: str, details: dict | None = None) -> ErrorBody:
+def error_body(code: str, message: str, details: dict[str, str] | None = None) -> ErrorBody:
     """The one JSON error shape of every REST endpoint (and of HTTP-level MCP refusals)."""
     return {"error": {"code": code, "message": message, "details": details or {}}}

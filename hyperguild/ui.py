@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -31,6 +31,8 @@ from hyperguild.permissions import Right, role_allows
 
 PAGE_SIZE = 25
 
+_View = TypeVar("_View", bound=Callable[..., HttpResponse])  # a decorator hands back the view's own signature
+
 
 def may(user: AbstractBaseUser | AnonymousUser, permission: str) -> bool:
     """Staff may do everything in the UI; everyone else needs the permission (through a role).
@@ -47,10 +49,10 @@ def _refuse(permission: str, json: bool) -> HttpResponse:
     raise PermissionDenied(message)
 
 
-def role_action(permission: str, *, json: bool = False) -> Callable[[Callable], Callable]:
+def role_action(permission: str, *, json: bool = False) -> Callable[[_View], _View]:
     """Sign-in (redirect), then the permission (403), then POST only (405)."""
 
-    def decorate(view: Callable) -> Callable:
+    def decorate(view: _View) -> _View:
         @login_required
         @wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -60,15 +62,15 @@ def role_action(permission: str, *, json: bool = False) -> Callable[[Callable], 
                 return HttpResponseNotAllowed(["POST"])
             return view(request, *args, **kwargs)
 
-        return wrapped
+        return cast(_View, wrapped)  # the same view behind the checks
 
     return decorate
 
 
-def role_page(permission: str) -> Callable[[Callable], Callable]:
+def role_page(permission: str) -> Callable[[_View], _View]:
     """A page that only shows what the role can act on (forms, previews, exports): sign-in, then the permission."""
 
-    def decorate(view: Callable) -> Callable:
+    def decorate(view: _View) -> _View:
         @login_required
         @wraps(view)
         def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
@@ -76,12 +78,12 @@ def role_page(permission: str) -> Callable[[Callable], Callable]:
                 return _refuse(permission, False)
             return view(request, *args, **kwargs)
 
-        return wrapped
+        return cast(_View, wrapped)  # the same view behind the checks
 
     return decorate
 
 
-def staff_action(view: Callable) -> Callable:
+def staff_action(view: _View) -> _View:
     """Staff only (what no role grants, e.g. the reviewing guidelines): sign-in, then staff (403), then POST only."""
 
     @login_required
@@ -93,7 +95,7 @@ def staff_action(view: Callable) -> Callable:
             return HttpResponseNotAllowed(["POST"])
         return view(request, *args, **kwargs)
 
-    return wrapped
+    return cast(_View, wrapped)  # the same view behind the checks
 
 
 def paginate(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -49,7 +50,8 @@ def health(request: HttpRequest) -> JsonResponse:
         report["ok"] = False
         return JsonResponse(report, status=503)
 
-    report["worker"] = worker_report()
+    # Only the worker's fields that say something (no nulls).
+    report["worker"] = {key: value for key, value in asdict(worker_report()).items() if value is not None}
     # Circuit breakers of the outbound services this process has called (closed, open, half-open);
     # an open breaker degrades a feature, it does not make the service unhealthy.
     report["services"] = breaker_states()
@@ -67,7 +69,30 @@ def heartbeat_interval_seconds() -> int:
     return max(1, round(settings.HYPERGUILD_WORKER_HEARTBEAT_SECONDS / 60)) * 60
 
 
-def worker_report(now: datetime | None = None) -> JSON:
+@dataclass(frozen=True)
+class WorkerBusy:
+    """Tasks of the default queue: taken (running), ahead of the heartbeat (waiting), the oldest's start."""
+
+    running: int
+    waiting: int
+    oldest_started_seconds: int
+
+
+@dataclass(frozen=True)
+class WorkerHealth:
+    """/health's "worker". `ok` with no `busy` is a fresh heartbeat; with `busy`, an old one behind busy tasks."""
+
+    ok: bool
+    last_beat: str | None = None
+    age_seconds: float | None = None
+    interval_seconds: int | None = None
+    stale_after_seconds: int | None = None
+    busy: WorkerBusy | None = None
+    note: str | None = None
+    error: str | None = None
+
+
+def worker_report(now: datetime | None = None) -> WorkerHealth:
     """/health's "worker": the default cluster's last heartbeat, and when it is old, whether the cluster is busy.
 
     A heartbeat waits in the default queue like any task: older than HYPERGUILD_WORKER_STALE_SECONDS while
@@ -78,15 +103,15 @@ def worker_report(now: datetime | None = None) -> JSON:
     limit = settings.HYPERGUILD_WORKER_STALE_SECONDS
     beat = WorkerHeartbeat.objects.filter(name=HEARTBEAT_NAME).first()
     if beat is None:
-        return {"ok": False, "error": "no worker has reported yet (is the django-q2 cluster running?)"}
+        return WorkerHealth(ok=False, error="no worker has reported yet (is the django-q2 cluster running?)")
     age = beat.age(now).total_seconds()
-    report: JSON = {
-        "ok": age <= limit,
-        "last_beat": beat.beat_at.isoformat(),
-        "age_seconds": round(age, 1),
-        "interval_seconds": heartbeat_interval_seconds(),
-        "stale_after_seconds": limit,
-    }
+    report = WorkerHealth(
+        ok=age <= limit,
+        last_beat=beat.beat_at.isoformat(),
+        age_seconds=round(age, 1),
+        interval_seconds=heartbeat_interval_seconds(),
+        stale_after_seconds=limit,
+    )
     if age <= limit:
         return report
     queue = OrmQ.objects.filter(key=Conf.CLUSTER_NAME)  # this process's cluster: the default one
@@ -96,14 +121,16 @@ def worker_report(now: datetime | None = None) -> JSON:
     oldest = (now - (taken["first"] - timedelta(seconds=retry))).total_seconds() if taken["n"] else None
     if oldest is not None and oldest <= timeout:
         ahead = queue.filter(lock__lte=now).count()
-        report.update(ok=True, busy={"running": taken["n"], "waiting": ahead, "oldest_started_seconds": round(oldest)})
-        report["note"] = (
-            f"worker busy: {ahead} task{'s' if ahead != 1 else ''} ahead, the oldest started {round(oldest)} s ago "
-            f"(last heartbeat {round(age)} s ago)"
+        return replace(
+            report,
+            ok=True,
+            busy=WorkerBusy(running=taken["n"], waiting=ahead, oldest_started_seconds=round(oldest)),
+            note=(
+                f"worker busy: {ahead} task{'s' if ahead != 1 else ''} ahead, the oldest started {round(oldest)} s "
+                f"ago (last heartbeat {round(age)} s ago)"
+            ),
         )
-        return report
-    report["error"] = f"last heartbeat {round(age)} s ago; the worker looks stopped"
-    return report
+    return replace(report, error=f"last heartbeat {round(age)} s ago; the worker looks stopped")
 
 
 def well_known_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:

@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -171,6 +171,15 @@ def check_entry_fields(fields: Any) -> None:
         raise EntryRefused(message, details={"client": message})
 
 
+class LoggedEntry(TypedDict):
+    """The entry an outside door logged (or found: a retried idempotency_key): what session_log and REST answer."""
+
+    session_id: str
+    seq: int
+    created: bool  # False when an idempotency_key matched an earlier entry
+    entry_id: int
+
+
 def do_log_checked_entry(
     session_id: str,
     fields: Mapping[str, Any],
@@ -178,7 +187,7 @@ def do_log_checked_entry(
     source: str,
     user: User | None = None,
     occurred_at: datetime | None = None,
-) -> JSON:
+) -> LoggedEntry:
     """Validate an entry from outside (MCP session_log, REST) against the one limit table, then log it.
 
     Raises EntryRefused, with nothing written, when the id or a field breaks a limit. `occurred_at`
@@ -202,7 +211,7 @@ def do_log_checked_entry(
         occurred_at=occurred_at,
         user=user,
     )
-    return {"session_id": session_id, "seq": entry.seq, "created": created, "entry_id": entry.pk}
+    return LoggedEntry(session_id=session_id, seq=entry.seq, created=created, entry_id=entry.pk)
 
 
 def do_log_entry(

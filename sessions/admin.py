@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
@@ -11,6 +13,21 @@ from hyperguild.admin_mixins import ReadOnlyAdminMixin
 from hyperguild.lib.typed import AuthenticatedHttpRequest
 from sessions.actions import FlaggedExample, do_approve_example, do_reject_example, do_swap_dpo
 from sessions.models import AgentSession, RetrospectiveRun, SessionEntry, TrainingExample
+
+# ModelAdmin and the inlines are generic only in django-stubs: `admin.ModelAdmin[X]` fails at run time without
+# django-stubs-ext's monkeypatch, which changes Django for the whole process (STYLE.md rule 14). The type checker
+# sees the parameters; Django gets the plain classes.
+if TYPE_CHECKING:
+    SessionEntryInlineBase = admin.TabularInline[SessionEntry, AgentSession]
+    AgentSessionAdminBase = admin.ModelAdmin[AgentSession]
+    SessionEntryAdminBase = admin.ModelAdmin[SessionEntry]
+    RetrospectiveRunAdminBase = admin.ModelAdmin[RetrospectiveRun]
+    TrainingExampleAdminBase = admin.ModelAdmin[TrainingExample]
+else:
+    SessionEntryInlineBase = admin.TabularInline
+    AgentSessionAdminBase = SessionEntryAdminBase = RetrospectiveRunAdminBase = TrainingExampleAdminBase = (
+        admin.ModelAdmin
+    )
 
 ENTRY_FIELDS = (
     "seq",
@@ -28,7 +45,7 @@ ENTRY_FIELDS = (
 )
 
 
-class SessionEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
+class SessionEntryInline(ReadOnlyAdminMixin, SessionEntryInlineBase):
     model = SessionEntry
     fields = ENTRY_FIELDS
     readonly_fields = ENTRY_FIELDS
@@ -38,7 +55,7 @@ class SessionEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 
 @admin.register(AgentSession)
-class AgentSessionAdmin(admin.ModelAdmin):
+class AgentSessionAdmin(AgentSessionAdminBase):
     list_display = ("external_id", "project", "started_by", "last_seq", "created_at", "updated_at")
     search_fields = ("external_id", "project__name", "project_root")
     list_select_related = ("project", "started_by")
@@ -64,7 +81,7 @@ class AgentSessionAdmin(admin.ModelAdmin):
 
 
 @admin.register(SessionEntry)
-class SessionEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class SessionEntryAdmin(ReadOnlyAdminMixin, SessionEntryAdminBase):
     list_display = ("session", "seq", "kind", "skill", "phase", "status", "short_message", "logged_by", "created_at")
     list_filter = ("kind", "status", "source", "skill")
     search_fields = ("session__external_id", "message", "idempotency_key")
@@ -78,7 +95,7 @@ class SessionEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(RetrospectiveRun)
-class RetrospectiveRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+class RetrospectiveRunAdmin(ReadOnlyAdminMixin, RetrospectiveRunAdminBase):
     list_display = ("session", "method", "model", "status", "requested_by", "created_at")
     list_filter = ("method", "status")
     search_fields = ("session__external_id", "requested_by__username")
@@ -98,7 +115,7 @@ class RetrospectiveRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(TrainingExample)
-class TrainingExampleAdmin(admin.ModelAdmin):
+class TrainingExampleAdmin(TrainingExampleAdminBase):
     list_display = ("id", "kind", "skill", "status", "flagged", "replay_status", "reviewer", "created_at")
     list_filter = ("kind", "status", "flagged", "replay_status", "skill")
     search_fields = ("source_key", "skill", "review_note")

@@ -19,7 +19,7 @@ from django.contrib.auth.models import User
 
 from brain.edits import TouchedNoteJson, advice, file_edit, path_suffixes, touched_notes
 from brain.models import Project
-from sessions.actions import check_session_id, do_log_checked_entry
+from sessions.actions import LoggedEntry, check_session_id, do_log_checked_entry
 from sessions.errors import HookRefused
 from sessions.hooks import CLIENT, HOOK_ID, project_label
 
@@ -30,7 +30,7 @@ ANCHORS_ENTRY = "anchors"
 class EditHookOutcome:
     answer: dict[str, Any] = field(default_factory=dict)
     notes: list[TouchedNoteJson] = field(default_factory=list)
-    logged: dict[str, Any] | None = None
+    logged: LoggedEntry | None = None
 
 
 def handle_edit_hook(payload: Any, *, user: User | None = None, may_log: bool = False) -> EditHookOutcome:

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, cast
 
 from django.conf import settings
@@ -84,12 +85,13 @@ def _as_text(report: Any) -> str:
     return report if isinstance(report, str) else json.dumps(report, ensure_ascii=False, indent=2, sort_keys=True)
 
 
-def task_arguments(run: SkillRun) -> JSON:
+def _task_arguments(run: SkillRun) -> JSON:
+    # The run's stored arguments (each skill has its own): JSON by nature, read here to key and show the task.
     return {k: v for k, v in sorted((run.arguments or {}).items()) if k not in NOT_TASK_ARGUMENTS}
 
 
 def task_key(run: SkillRun) -> str:
-    return json.dumps([run.skill, run.project_root, task_arguments(run)], sort_keys=True, ensure_ascii=False)
+    return json.dumps([run.skill, run.project_root, _task_arguments(run)], sort_keys=True, ensure_ascii=False)
 
 
 def prompt_messages(
@@ -98,7 +100,7 @@ def prompt_messages(
     """System line (asking for a change or for the report, `change`) + the task (default: the run's arguments);
     `files` (path -> text before the change) are shown after it."""
     if task is None:
-        task = "\n".join(f"{k}: {_as_text(v)}" for k, v in task_arguments(run).items())
+        task = "\n".join(f"{k}: {_as_text(v)}" for k, v in _task_arguments(run).items())
     user = f"Skill: {run.skill}\n" + (f"Project root: {run.project_root}\n" if run.project_root else "") + task
     if files:
         shown, budget = [], PROMPT_FILES_CHARS
@@ -148,7 +150,7 @@ def _test_runs(run: SkillRun) -> JSON:
     }
 
 
-def _pre_state(run: SkillRun, after_attempt: int, hashes: dict[str, str]) -> JSON:
+def _pre_state(run: SkillRun, after_attempt: int, hashes: Mapping[str, str]) -> JSON:
     """What trainer_verify rebuilds: the run and attempt the state was recorded at, and a digest of it."""
     digest = hashlib.sha1(json.dumps(sorted(hashes.items())).encode()).hexdigest()
     return {
@@ -176,7 +178,7 @@ def _has_change(run: SkillRun) -> bool:
     return run.skill in CHANGE_SKILLS and "pre_state" in (run.change or {})
 
 
-def _prompt_files(run: SkillRun, hashes: dict[str, str], store: ContentStore, changed: set[str]) -> dict[str, str]:
+def _prompt_files(run: SkillRun, hashes: Mapping[str, str], store: ContentStore, changed: set[str]) -> dict[str, str]:
     """Texts, at `hashes`, of the files the change touches and of the task's test/impl files."""
     args = run.arguments or {}
     wanted = set(changed) | {args.get(k) for k in ("test_path", "impl_path") if isinstance(args.get(k), str)}
@@ -187,7 +189,7 @@ def _prompt_files(run: SkillRun, hashes: dict[str, str], store: ContentStore, ch
     return files
 
 
-def _recorded_state(run: SkillRun, after_attempt: int | None) -> dict[str, str]:
+def _recorded_state(run: SkillRun, after_attempt: int | None) -> Mapping[str, str]:
     """state_hashes of a run whose pre-state is recorded (every caller checks `pre_state` first)."""
     hashes = state_hashes(run, after_attempt)
     if hashes is None:
@@ -195,7 +197,7 @@ def _recorded_state(run: SkillRun, after_attempt: int | None) -> dict[str, str]:
     return hashes
 
 
-def _changed_paths(before: dict[str, str], after: dict[str, str]) -> set[str]:
+def _changed_paths(before: Mapping[str, str], after: Mapping[str, str]) -> set[str]:
     return {p for p in set(before) | set(after) if before.get(p) != after.get(p)}
 
 
@@ -439,7 +441,7 @@ def extract_from_routing(session_id: str | None) -> list[Stored]:
 
 
 _Finding = tuple[str, Any, Any]  # project root, file, bug fingerprint
-_Patch = tuple[SkillRun, JSON, dict[str, str]]  # the apply run, its attempt entry, the file hashes before
+_Patch = tuple[SkillRun, JSON, Mapping[str, str]]  # the apply run, its attempt entry, the file hashes before
 
 
 class _ApplyPatches:
@@ -472,7 +474,7 @@ def _finding_task(run: SkillRun, entry: JSON) -> str:
 
 
 def _apply_prompt(
-    run: SkillRun, entry: JSON, before: dict[str, str], store: ContentStore, changed: set[str]
+    run: SkillRun, entry: JSON, before: Mapping[str, str], store: ContentStore, changed: set[str]
 ) -> list[Message]:
     return prompt_messages(run, _prompt_files(run, before, store, changed), change=True, task=_finding_task(run, entry))
 

@@ -32,7 +32,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypedDict
+from typing import Any, Required, TypedDict
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -45,7 +45,7 @@ from jsonschema import Draft202012Validator, ValidationError
 
 from brain.context import ContextInputError, context
 from hyperguild.lib.text import excerpt
-from sessions.actions import check_session_id, do_log_checked_entry
+from sessions.actions import LoggedEntry, check_session_id, do_log_checked_entry
 from sessions.errors import EntryRefused, HookRefused, SessionNotYours
 from sessions.inputs import MAX_MESSAGE_CHARS, SESSION_ID_PATTERN, SPOOL_BATCH_SCHEMA, time_in_range
 from sessions.models import AgentSession, SessionEntry
@@ -91,7 +91,7 @@ class HookOutcome:
     """What a hook did: the JSON for Claude Code, what was logged and whether a retrospective was queued."""
 
     answer: dict[str, Any] = field(default_factory=dict)
-    logged: dict[str, Any] | None = None
+    logged: LoggedEntry | None = None
     queued_retrospective: bool = False
     queued_verification: bool = False
 
@@ -141,12 +141,10 @@ def handle_hook(
     fields = entry_fields(event, payload, cwd)
     outcome = HookOutcome()
     if fields is not None:
-        fields.update(
-            idempotency_key=idempotency_key(event, payload),
-            project=project_label(cwd),
-            project_root=cwd[:1000],
-            client=CLIENT,
-        )
+        fields["idempotency_key"] = idempotency_key(event, payload)
+        fields["project"] = project_label(cwd)
+        fields["project_root"] = cwd[:1000]
+        fields["client"] = CLIENT
         outcome.logged = do_log_checked_entry(session_id, fields, source="rest", user=user, occurred_at=occurred_at)
         if event in ("Stop", "SessionEnd") and outcome.logged["created"]:
             outcome.queued_retrospective = queue_retrospective(session_id, final=event == "SessionEnd")
@@ -320,12 +318,27 @@ def gap_fields(count: int, drop_key: str) -> GapEntry:
     }
 
 
+class HookEntry(TypedDict, total=False):
+    """The session entry a hook becomes: the fields of `sessions.inputs.EntryFields` a hook fills in."""
+
+    kind: Required[str]
+    skill: str
+    phase: str
+    status: str
+    message: str
+    data: dict[str, object]
+    idempotency_key: str
+    project: str
+    project_root: str
+    client: dict[str, str]
+
+
 def project_label(cwd: str) -> str:
     """The folder's name, for POSIX and Windows paths alike (`C:\\src\\ledgerly` → `ledgerly`)."""
     return re.split(r"[\\/]+", cwd.rstrip("/\\"))[-1][:200]
 
 
-def entry_fields(event: str, payload: dict[str, Any], cwd: str) -> dict[str, Any] | None:
+def entry_fields(event: str, payload: dict[str, Any], cwd: str) -> HookEntry | None:
     """The session entry a hook becomes, or None when it is not worth one."""
     if event == "SessionStart":
         source = str(payload.get("source") or "startup")[:64]
@@ -334,7 +347,7 @@ def entry_fields(event: str, payload: dict[str, Any], cwd: str) -> dict[str, Any
         prompt = payload.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
             return None
-        fields: dict[str, Any] = {"kind": "prompt", "message": prompt[:MAX_PROMPT_CHARS]}
+        fields: HookEntry = {"kind": "prompt", "message": prompt[:MAX_PROMPT_CHARS]}
         if len(prompt) > MAX_PROMPT_CHARS:
             fields["data"] = {"truncated_from_chars": len(prompt)}
         return fields
@@ -353,7 +366,7 @@ def entry_fields(event: str, payload: dict[str, Any], cwd: str) -> dict[str, Any
     return {"kind": "end", "phase": reason, "message": f"Claude Code session ended ({reason})"}
 
 
-def tool_fields(payload: dict[str, Any], cwd: str, *, failed: bool) -> dict[str, Any] | None:
+def tool_fields(payload: dict[str, Any], cwd: str, *, failed: bool) -> HookEntry | None:
     tool = payload.get("tool_name")
     tool_input = payload.get("tool_input")
     tool_input = tool_input if isinstance(tool_input, dict) else {}
@@ -381,7 +394,7 @@ def tool_fields(payload: dict[str, Any], cwd: str, *, failed: bool) -> dict[str,
     if kind is None and not failed:
         return None  # ls, cat, grep…: not worth a line
     one_line = " ".join(command.split())[:MAX_COMMAND_CHARS]
-    fields: dict[str, Any] = {
+    fields: HookEntry = {
         "kind": kind or "error",
         "status": status,
         "message": one_line if not failed else f"{one_line}\n{error_text(payload)}",

@@ -25,7 +25,7 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
@@ -60,12 +60,12 @@ def _apply_files(hashes: dict[str, str], files: list[JSON] | None) -> None:
             hashes[item["path"]] = item["after"]
 
 
-def state_hashes(run: SkillRun, after_attempt: int | None = None) -> dict[str, str] | None:
+def state_hashes(run: SkillRun, after_attempt: int | None = None) -> Mapping[str, str] | None:
     """The project's file hashes after `after_attempt` attempts of `run` (0: before the worker, None: at the end)."""
     change = run.change or {}
     if "pre_state" not in change:
         return None
-    hashes = dict(change["pre_state"])
+    hashes: dict[str, str] = dict(change["pre_state"])
     if after_attempt is None:
         _apply_files(hashes, change.get("files"))
         return hashes
@@ -127,7 +127,7 @@ class ContentStore:
         return None
 
 
-def diff_between(before: dict[str, str], after: dict[str, str], store: ContentStore, *, cap: int) -> str | None:
+def diff_between(before: Mapping[str, str], after: Mapping[str, str], store: ContentStore, *, cap: int) -> str | None:
     """The unified diff from one recorded state to another, or None when a needed text is not recorded."""
     parts = []
     for path in sorted(p for p in set(before) | set(after) if before.get(p) != after.get(p)):
@@ -139,7 +139,7 @@ def diff_between(before: dict[str, str], after: dict[str, str], store: ContentSt
     return join_diffs(parts, cap=cap)[0]
 
 
-def rebuild(folder: Path, hashes: dict[str, str], store: ContentStore) -> None:
+def rebuild(folder: Path, hashes: Mapping[str, str], store: ContentStore) -> None:
     """Write the state `hashes` into `folder` (empty), linking the project's dependency folders."""
     for path, digest in sorted(hashes.items()):
         text = store.text(path, digest)
@@ -190,7 +190,7 @@ def _side(messages: list[dict[str, Any]]) -> str | None:
     return diff_block("\n".join(m.get("content", "") for m in messages if m.get("role") == "assistant"))
 
 
-def _try(hashes: dict[str, Any], store: ContentStore, diff: str | None, test_cmd: str, expect: str) -> SideReplay:
+def _try(hashes: Mapping[str, str], store: ContentStore, diff: str | None, test_cmd: str, expect: str) -> SideReplay:
     """Rebuild, apply `diff`, run `test_cmd`: {applied, exit_code, outcome, output, verifies, why}."""
     if diff is None:
         return {"applied": False, "verifies": False, "why": "the answer holds no ```diff block to apply"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from hyperguild.lib.redaction import redact_fields
+from hyperguild.lib.typed import JSON
 from supervisor.models import Pathway, RoutingEntry, SkillRun
 from supervisor.output import cap
 from supervisor.skills import build_result
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 def do_create_skill_run(
     *,
     skill: str,
-    arguments: dict,
+    arguments: JSON,
     project_root: str = "",
     model: str = "",
     endpoint: str = "supervisor",
@@ -136,9 +137,9 @@ def do_request_cancel(run_id: int) -> None:
 @transaction.atomic
 def do_finish_skill_run(
     run_id: int,
-    result: dict,
+    result: JSON,
     *,
-    attempt_log: list | None = None,
+    attempt_log: list[JSON] | None = None,
     change: Mapping[str, Any] | None = None,
     model_calls: list[int] | None = None,
 ) -> SkillRun:
@@ -285,7 +286,7 @@ def do_record_pathway_outcome(
 
 
 @transaction.atomic
-def do_add_pathway_fingerprints(key: PathwayKey, found: list[dict]) -> Pathway | None:
+def do_add_pathway_fingerprints(key: PathwayKey, found: Sequence[Mapping[str, Any]]) -> Pathway | None:
     """Keep the bug fingerprints of a call's grounded findings on its pathway."""
     if not found:
         return None

@@ -14,9 +14,18 @@ from supervisor.models import Pathway, RoutingEntry, SkillRun
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
 
+# ModelAdmin is generic only in django-stubs: `admin.ModelAdmin[X]` fails at run time without django-stubs-ext's
+# monkeypatch, which changes Django for the whole process (STYLE.md rule 14). The type checker sees the parameter.
+if TYPE_CHECKING:
+    SkillRunAdminBase = admin.ModelAdmin[SkillRun]
+    RoutingEntryAdminBase = admin.ModelAdmin[RoutingEntry]
+    PathwayAdminBase = admin.ModelAdmin[Pathway]
+else:
+    SkillRunAdminBase = RoutingEntryAdminBase = PathwayAdminBase = admin.ModelAdmin
+
 
 @admin.register(SkillRun)
-class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
+class SkillRunAdmin(LogAdminMixin[SkillRun], SkillRunAdminBase):
     """Read-only log of skill runs: what the worker claimed and what the supervisor found."""
 
     list_display = (
@@ -140,7 +149,7 @@ class SkillRunAdmin(LogAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(RoutingEntry)
-class RoutingEntryAdmin(LogAdminMixin, admin.ModelAdmin):
+class RoutingEntryAdmin(LogAdminMixin[RoutingEntry], RoutingEntryAdminBase):
     """Read-only log of routing decisions: which model, why, and how the call ended."""
 
     list_display = (
@@ -172,7 +181,7 @@ class DecidedCount(TypedDict):
 
 
 @admin.register(Pathway)
-class PathwayAdmin(LogAdminMixin, admin.ModelAdmin):
+class PathwayAdmin(LogAdminMixin[Pathway], PathwayAdminBase):
     """Read-only routing memory: which model worked where, its probation, promotion or retirement."""
 
     list_display = (

@@ -45,15 +45,17 @@ import shutil
 import tempfile
 import time
 from collections.abc import Mapping, Set
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.conf import settings
 
 from hyperguild.lib.git import RepositoryUnreadable, git
 from hyperguild.lib.text import excerpt
+from hyperguild.lib.typed import JSON
 from supervisor import executor
-from supervisor.changes import ChangeRecorder
+from supervisor.changes import ChangePart, ChangeRecorder
 from supervisor.errors import ApplyRefused
 from supervisor.executor import ProcessOutcome
 from supervisor.grounding import (
@@ -131,7 +133,7 @@ def head_commit(root: Path) -> str | None:
     return output.strip() if code == 0 and output.strip() else None
 
 
-def _source_run(root: Path, arguments: dict) -> SkillRun:
+def _source_run(root: Path, arguments: Mapping[str, Any]) -> SkillRun:
     run_id: Any = arguments.get("run_id")  # as the caller sent it: the lookup finds no run for a bad one
     source = SkillRun.objects.filter(pk=run_id).first()
     if source is None:
@@ -153,7 +155,7 @@ def _source_run(root: Path, arguments: dict) -> SkillRun:
     return source
 
 
-def check_apply_request(root: Path, arguments: dict) -> SkillRun:
+def check_apply_request(root: Path, arguments: Mapping[str, Any]) -> SkillRun:
     """Refuse a call that cannot work before anything is recorded or run; returns the review run."""
     check_shell_arguments(arguments)
     source = _source_run(root, arguments)
@@ -174,11 +176,88 @@ def check_apply_request(root: Path, arguments: dict) -> SkillRun:
 # --- one finding's gates ----------------------------------------------------------------
 
 
-def _gate(entry: dict, gate: str, passed: bool, detail: str) -> bool:
-    entry["gates"].append({"gate": gate, "passed": passed, "detail": detail})
-    if not passed:
-        entry.update(outcome=REFUSED, gate=gate, reason=detail)
-    return passed
+class GateCheck(TypedDict):
+    gate: str
+    passed: bool
+    detail: str
+
+
+# The finding's fields an entry repeats (the review's grounded finding, as its result stored it).
+FINDING_FIELDS = ("file", "line", "title", "kind", "severity", "confidence", "quote", "rationale")
+# An entry's fields as the apply result lists them (the attempt log keeps the diffs and test output in full).
+PUBLIC_FIELDS = (
+    "index",
+    "file",
+    "line",
+    "title",
+    "kind",
+    "confidence",
+    "fingerprint",
+    "outcome",
+    "commit",
+    "gate",
+    "reason",
+    "output",
+    "gates",
+)
+
+
+@dataclass
+class ApplyEntry:
+    """One finding's way through the gates: an entry of the run's attempt log (`as_attempt`), and of its result's
+    findings (`as_public`). Refused until every gate passed."""
+
+    index: int
+    finding: JSON  # FINDING_FIELDS of the review's finding, as it stored them
+    fingerprint: str
+    outcome: str = REFUSED
+    gate: str | None = None
+    reason: str = ""
+    output: str = ""
+    commit: str | None = None
+    gates: list[GateCheck] = field(default_factory=list)
+    # Set once the tests ran with the patch.
+    runner_output: str | None = None
+    test_exit_code: int | None = None
+    verified: bool | None = None
+    attempted_change: ChangePart | None = None  # the patch that broke the tests (no state of the branch)
+    change: ChangePart | None = None  # the applied patch
+    # Not stored: what the next finding starts from.
+    tests: TestRun | None = None
+    lint_after: int | None = None
+
+    def check(self, gate: str, passed: bool, detail: str) -> bool:
+        """Record one gate; the first that fails names the refusal."""
+        self.gates.append({"gate": gate, "passed": passed, "detail": detail})
+        if not passed:
+            self.outcome, self.gate, self.reason = REFUSED, gate, detail
+        return passed
+
+    def as_attempt(self) -> JSON:
+        """The attempt-log entry (stored JSON; `sessions.extraction` reads applied and test-refused ones)."""
+        attempt: JSON = {
+            "attempt": self.index,
+            "index": self.index,
+            **self.finding,
+            "fingerprint": self.fingerprint,
+            "outcome": self.outcome,
+            "gate": self.gate,
+            "reason": self.reason,
+            "output": self.output,
+            "commit": self.commit,
+            "gates": self.gates,
+        }
+        if self.verified is not None:
+            attempt.update(runner_output=self.runner_output, test_exit_code=self.test_exit_code, verified=self.verified)
+        if self.attempted_change is not None:
+            attempt["attempted_change"] = self.attempted_change
+        if self.change is not None:
+            attempt["change"] = self.change
+        return attempt
+
+    def as_public(self) -> JSON:
+        attempt = self.as_attempt()
+        return {key: attempt.get(key) for key in PUBLIC_FIELDS}
 
 
 def normalise_diff(diff: str, finding_file: str, prefix: str) -> str:
@@ -238,7 +317,7 @@ def changed_old_lines(diff_u0: str) -> Mapping[str, list[tuple[int, int]]]:
 
 
 def rationale_problem(
-    finding: dict, work_root: Path, diff_u0: str, shift: int, patched: Set[str] = frozenset()
+    finding: Mapping[str, Any], work_root: Path, diff_u0: str, shift: int, patched: Set[str] = frozenset()
 ) -> str | None:
     """Why the change is not the change the finding argues for (None: it is).
 
@@ -373,51 +452,21 @@ def remove_stale_worktrees(root: Path) -> None:
         remove_own_worktree(root, folder)
 
 
-def _entry(index: int, finding: dict) -> dict:
-    shown = {
-        key: finding.get(key)
-        for key in ("file", "line", "title", "kind", "severity", "confidence", "quote", "rationale")
-    }
-    return {
-        "attempt": index,
-        "index": index,
-        **shown,
-        "fingerprint": fingerprint(finding) if finding.get("quote") else "",
-        "outcome": REFUSED,
-        "gate": None,
-        "reason": "",
-        "output": "",
-        "commit": None,
-        "gates": [],
-    }
-
-
-def _public(entry: dict) -> dict:
-    """An entry as the result shows it (the attempt log keeps the diffs and test output in full)."""
-    keys = (
-        "index",
-        "file",
-        "line",
-        "title",
-        "kind",
-        "confidence",
-        "fingerprint",
-        "outcome",
-        "commit",
-        "gate",
-        "reason",
-        "output",
-        "gates",
+def _entry(index: int, finding: Mapping[str, Any]) -> ApplyEntry:
+    return ApplyEntry(
+        index=index,
+        finding={key: finding.get(key) for key in FINDING_FIELDS},
+        fingerprint=fingerprint(finding) if finding.get("quote") else "",
     )
-    return {key: entry.get(key) for key in keys}
 
 
-def _commit_message(entry: dict, source: SkillRun, apply_run_id: int) -> str:
-    title = " ".join(str(entry.get("title") or "finding").split())[:60]
+def _commit_message(entry: ApplyEntry, source: SkillRun, apply_run_id: int) -> str:
+    finding = entry.finding
+    title = " ".join(str(finding.get("title") or "finding").split())[:60]
     return (
         f"hyperguild apply: {title}\n\n"
-        f"Finding {entry['index']} of {source.skill} run {source.pk} ({entry['file']}:{entry['line']}, "
-        f"{finding_kind(entry)}, confidence {entry.get('confidence')}).\n"
+        f"Finding {entry.index} of {source.skill} run {source.pk} ({finding['file']}:{finding['line']}, "
+        f"{finding_kind(finding)}, confidence {finding.get('confidence')}).\n"
         f"Applied by apply run {apply_run_id}: gates confidence, size, apply, rationale, tests and warnings passed.\n"
     )
 
@@ -439,7 +488,7 @@ def run_apply(ctx: RunContext) -> SkillRunResult:
     branch = branch_name(source.pk)
     deadline = time.monotonic() + executor.run_budget_seconds() - settings.SUPERVISOR_TEST_TIMEOUT * 2 - 30
     remove_stale_worktrees(root)
-    entries: list[dict] = []
+    entries: list[ApplyEntry] = []
     findings = list((source.result or {}).get("findings") or [])
     fields = {
         "branch": None,
@@ -474,17 +523,16 @@ def run_apply(ctx: RunContext) -> SkillRunResult:
                 entry = _entry(index, finding)
                 entries.append(entry)
                 if not baseline.passed:
-                    _gate(
-                        entry,
+                    entry.check(
                         GATE_TESTS,
                         False,
                         f"the tests fail before any patch (`{test_cmd}` exit code {baseline.exit_code}), so no "
                         "patch can be verified",
                     )
-                    entry["output"] = _tail(baseline.output)
+                    entry.output = _tail(baseline.output)
                     continue
                 if time.monotonic() >= deadline:
-                    _gate(entry, GATE_TIME, False, "the run's time budget ran out before this finding was tried")
+                    entry.check(GATE_TIME, False, "the run's time budget ran out before this finding was tried")
                     continue
                 ctx.progress(f"finding {index} of {len(findings)}: gates")
                 stopped = _try_finding(
@@ -504,13 +552,11 @@ def run_apply(ctx: RunContext) -> SkillRunResult:
                 )
                 if stopped is not None:
                     return ctx.result(status=Verdict.CANCELLED, message=stopped, **fields)
-                if entry["outcome"] == APPLIED:
+                if entry.outcome == APPLIED:
                     applied_any = True
-                    last_tests = entry.pop("_tests")
+                    last_tests = entry.tests or last_tests
                     if lint_cmd:
-                        lint_before = entry.pop("_lint_after")
-                entry.pop("_tests", None)
-                entry.pop("_lint_after", None)
+                        lint_before = entry.lint_after
             ctx.change = {
                 **recorder.record(test_cmd=test_cmd, before=baseline, after=last_tests),
                 # Where the pre-state's texts are when the owner's files have moved on (sessions.replay reads them).
@@ -519,13 +565,13 @@ def run_apply(ctx: RunContext) -> SkillRunResult:
                 "source_run_id": source.pk,
             }
         finally:
-            ctx.attempt_log[:] = entries
+            ctx.attempt_log[:] = [entry.as_attempt() for entry in entries]
             worktree.close(keep_branch=applied_any)
     dropped = list((source.result or {}).get("dropped_findings") or [])
-    listed = [_public(entry) for entry in entries] + [
+    listed = [entry.as_public() for entry in entries] + [
         _dropped_by_review(len(entries) + n, d) for n, d in enumerate(dropped, 1)
     ]
-    applied = [entry for entry in entries if entry["outcome"] == APPLIED]
+    applied = [entry for entry in entries if entry.outcome == APPLIED]
     refused = len(listed) - len(applied)
     if applied:
         message = (
@@ -549,7 +595,7 @@ def run_apply(ctx: RunContext) -> SkillRunResult:
     )
 
 
-def _dropped_by_review(index: int, dropped: dict) -> dict:
+def _dropped_by_review(index: int, dropped: Mapping[str, Any]) -> JSON:
     gate = str(dropped.get("gate") or "")
     gate = gate if gate in APPLY_GATE_NAMES else "quote"  # a review's own gates are all named; never an unknown one
     reason = f"dropped by the review ({gate}): {dropped.get('reason', '')}"
@@ -572,8 +618,8 @@ def _dropped_by_review(index: int, dropped: dict) -> dict:
 
 def _try_finding(
     ctx: RunContext,
-    entry: dict,
-    finding: dict,
+    entry: ApplyEntry,
+    finding: Mapping[str, Any],
     worktree: _Worktree,
     recorder: ChangeRecorder,
     source: SkillRun,
@@ -589,14 +635,14 @@ def _try_finding(
     """Run one finding through the gates, committing or reverting it; a message if the run was cancelled."""
     confidence = finding.get("confidence")
     ok = isinstance(confidence, int | float) and not isinstance(confidence, bool) and confidence >= min_confidence
-    if not _gate(entry, GATE_CONFIDENCE, ok, f"confidence {confidence} {'>=' if ok else '<'} {min_confidence:g}"):
+    if not entry.check(GATE_CONFIDENCE, ok, f"confidence {confidence} {'>=' if ok else '<'} {min_confidence:g}"):
         return None
     diff = suggested_diff(str(finding.get("suggestion") or ""))
     if diff is None:
-        _gate(entry, GATE_APPLY, False, "the suggestion holds no unified diff, so there is nothing to apply")
+        entry.check(GATE_APPLY, False, "the suggestion holds no unified diff, so there is nothing to apply")
         return None
     size = patch_size(diff)
-    if not _gate(entry, GATE_SIZE, size <= max_lines, f"{size} changed line(s), limit {max_lines}"):
+    if not entry.check(GATE_SIZE, size <= max_lines, f"{size} changed line(s), limit {max_lines}"):
         return None
     work = worktree.work_root
     diff = normalise_diff(diff, str(finding["file"]), worktree.prefix)
@@ -604,23 +650,22 @@ def _try_finding(
         for path in diff_paths(diff):
             resolve_inside(worktree.folder, path)
     except RootRefused as exc:
-        _gate(entry, GATE_APPLY, False, f"the patch names a path outside the project: {exc}")
+        entry.check(GATE_APPLY, False, f"the patch names a path outside the project: {exc}")
         return None
-    patch_file = scratch / f"finding-{entry['index']}.diff"
+    patch_file = scratch / f"finding-{entry.index}.diff"
     patch_file.write_text(diff, encoding="utf-8")
     recorder.begin()
     # --recount: models miscount hunk lengths; --unidiff-zero: a hunk without trailing context is not pinned to
     # the end of the file (its context and removed lines must still match exactly).
     code, output = _git(worktree.folder, "apply", "--recount", "--unidiff-zero", "--whitespace=nowarn", str(patch_file))
-    if not _gate(
-        entry,
+    if not entry.check(
         GATE_APPLY,
         code == 0,
         "git apply took the patch"
         if code == 0
-        else f"the patch does not apply to {entry['file']} at {worktree.branch}",
+        else f"the patch does not apply to {finding['file']} at {worktree.branch}",
     ):
-        entry["output"] = _tail(output)
+        entry.output = _tail(output)
         worktree.revert()
         return None
     # The rationale needs no run of the project's code: it comes before `tests`, so a refused patch never executes.
@@ -629,17 +674,16 @@ def _try_finding(
     problem = rationale_problem(
         finding, work, diff_u0 if code == 0 else "", shifts.get(str(finding["file"]), 0), patched
     )
-    if not _gate(entry, GATE_RATIONALE, problem is None, problem or "the patch changes the cited lines"):
-        entry["output"] = _tail(diff_u0)
+    if not entry.check(GATE_RATIONALE, problem is None, problem or "the patch changes the cited lines"):
+        entry.output = _tail(diff_u0)
         worktree.revert()
         return None
-    ctx.progress(f"finding {entry['index']}: {test_cmd}")
+    ctx.progress(f"finding {entry.index}: {test_cmd}")
     tests = run_command(work, test_cmd, ctx.cancel_check)
     if tests.outcome == ProcessOutcome.CANCELLED:
         worktree.revert()
         return "cancelled while the tests ran"
-    passed = _gate(
-        entry,
+    passed = entry.check(
         GATE_TESTS,
         tests.passed,
         "the tests pass (exit code 0)"
@@ -647,12 +691,12 @@ def _try_finding(
         else f"the tests fail with the patch (`{test_cmd}` exit code {tests.exit_code}"
         f"{', timed out' if tests.outcome == ProcessOutcome.TIMEOUT else ''})",
     )
-    entry.update(runner_output=tests.output, test_exit_code=tests.exit_code, verified=tests.passed)
+    entry.runner_output, entry.test_exit_code, entry.verified = tests.output, tests.exit_code, tests.passed
     if not passed:
-        entry["output"] = _tail(tests.output)
+        entry.output = _tail(tests.output)
         # The patch that broke the tests is kept aside (not as `change`: it is no state of the branch),
         # for a DPO pair when another patch for the same finding is applied.
-        entry["attempted_change"] = recorder.attempt()
+        entry.attempted_change = recorder.attempt()
         worktree.revert()
         recorder.begin()
         return None
@@ -662,28 +706,21 @@ def _try_finding(
             worktree.revert()
             return "cancelled while the lint command ran"
         after = lint_count(lint_run)
-        if not _gate(
-            entry,
+        if not entry.check(
             GATE_WARNINGS,
             after <= (lint_before or 0),
             f"`{lint_cmd}` finds {after} after the patch, {lint_before} before",
         ):
-            entry["output"] = _tail(lint_run.output)
+            entry.output = _tail(lint_run.output)
             worktree.revert()
             return None
-        entry["_lint_after"] = after
+        entry.lint_after = after
     part = recorder.attempt()
     paths = [item["path"] for item in part["files"]]
     _git_ok(work, "add", "-A", "--", *(paths or ["."]))
     _git_ok(work, "commit", "--quiet", "--no-verify", "-m", _commit_message(entry, source, ctx.run.pk))
-    entry.update(
-        outcome=APPLIED,
-        gate=None,
-        reason="every gate passed",
-        commit=_git_ok(work, "rev-parse", "HEAD"),
-        change=part,
-        _tests=tests,
-    )
+    entry.outcome, entry.gate, entry.reason = APPLIED, None, "every gate passed"
+    entry.commit, entry.change, entry.tests = _git_ok(work, "rev-parse", "HEAD"), part, tests
     added = sum(1 for line in part["diff"].splitlines() if line.startswith("+") and not line.startswith("+++"))
     removed = sum(1 for line in part["diff"].splitlines() if line.startswith("-") and not line.startswith("---"))
     shifts[str(finding["file"])] = shifts.get(str(finding["file"]), 0) + added - removed

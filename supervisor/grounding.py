@@ -31,11 +31,14 @@ from __future__ import annotations
 import keyword
 import re
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
+from hyperguild.lib.typed import JSON
 from supervisor.roots import RootRefused, relative_to_root, resolve_inside
 
 # Models are often off by a line or two (a decorator, a blank line); a
@@ -100,8 +103,9 @@ def _normalise(text: str) -> str:
 class Grounding:
     """What survived: `kept` findings (file made relative) and `dropped` ones, each with its reason."""
 
-    kept: list[dict] = field(default_factory=list)
-    dropped: list[dict] = field(default_factory=list)
+    # A finding is a model's JSON object: these gates are what checks its file, line, quote and confidence.
+    kept: list[JSON] = field(default_factory=list)
+    dropped: list[JSON] = field(default_factory=list)
 
     @property
     def all_dropped(self) -> bool:
@@ -173,7 +177,7 @@ def _matches_from(solid: list[tuple[int, str]], position: int, wanted: list[str]
     return True
 
 
-def _check(root: Path, finding: dict, cache: dict, min_confidence: float) -> dict:
+def _check(root: Path, finding: JSON, cache: dict[Path, list[str] | None], min_confidence: float) -> JSON:
     file_text = finding.get("file")
     line = finding.get("line")
     if not isinstance(file_text, str) or not file_text.strip():
@@ -233,35 +237,41 @@ def patch_size(suggestion: str) -> int:
     return sum(1 for line in diff.splitlines() if line[:1] in ("+", "-") and not _DIFF_FILE_HEADER.match(line))
 
 
-def finding_kind(finding: dict) -> str:
+def finding_kind(finding: Mapping[str, Any]) -> str:
     """The class of bug a finding names: its `kind`, else its severity, normalised ("Off By One" -> "off-by-one")."""
     return _normalise(str(finding.get("kind") or finding.get("severity") or "bug")).lower().replace(" ", "-")
 
 
-def patch_gate(finding: dict, max_lines: int) -> dict:
-    """The finding with `patch` (its suggestion, if small enough to be a patch) and `patch_refused`.
+@dataclass(frozen=True)
+class PatchGate:
+    """Whether a finding's suggestion is small enough to be a patch: `patch` if so, else why not (`refused`)."""
+
+    patch: str | None
+    refused: str
+
+
+def patch_gate(suggestion: str, max_lines: int) -> PatchGate:
+    """The gate on a finding's suggestion: a patch when it is at most `max_lines` lines.
 
     A suggestion that is a unified diff is measured by its changed lines (headers and context do not count).
     """
-    suggestion = str(finding.get("suggestion") or "")
     count = patch_size(suggestion)
     if not suggestion.strip():
-        return {**finding, "patch": None, "patch_refused": "no suggestion"}
+        return PatchGate(patch=None, refused="no suggestion")
     if count > max_lines:
-        return {
-            **finding,
-            "patch": None,
-            "patch_refused": (
+        return PatchGate(
+            patch=None,
+            refused=(
                 f"the suggestion is {count} lines, over SUPERVISOR_MAX_PATCH_LINES ({max_lines}): "
                 "kept as a finding, not a patch"
             ),
-        }
-    return {**finding, "patch": suggestion, "patch_refused": ""}
+        )
+    return PatchGate(patch=suggestion, refused="")
 
 
 def ground_findings(
     project_root: str | Path,
-    findings: list,
+    findings: Sequence[object],
     *,
     min_confidence: float | None = None,
     max_patch_lines: int | None = None,
@@ -281,11 +291,13 @@ def ground_findings(
         except _Dropped as exc:
             result.dropped.append({**finding, "gate": exc.gate, "reason": exc.reason})
             continue
-        result.kept.append(patch_gate(kept, patch_lines))
+        gate = patch_gate(str(kept.get("suggestion") or ""), patch_lines)
+        # The finding travels on as JSON (the runners validate it into the result model): the gate's outcome as two keys.
+        result.kept.append({**kept, "patch": gate.patch, "patch_refused": gate.refused})
     return result
 
 
-def fingerprint(finding: dict) -> str:
+def fingerprint(finding: Mapping[str, Any]) -> str:
     """`{kind}:{top-3 identifiers sorted}`: what a grounded finding is about, stable across wording.
 
     `kind` is the finding's own `kind` (e.g. "off-by-one"), else its severity;

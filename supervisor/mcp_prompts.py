@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mcp import types
+
 from hyperguild.mcp.registry import PromptArgument
 from supervisor.tools import supervisor
 
@@ -15,7 +17,7 @@ from supervisor.tools import supervisor
         PromptArgument("project_root", "the project's folder; empty means the current working directory"),
     ),
 )
-def tdd(arguments: dict) -> list[dict]:
+def tdd(arguments: dict[str, str]) -> list[types.PromptMessage]:
     spec = arguments["spec"].strip()
     root = (arguments.get("project_root") or "").strip() or "the current working directory (absolute path)"
     text = (
@@ -30,4 +32,4 @@ def tdd(arguments: dict) -> list[dict]:
         "once with a sharper spec; never claim a step passed that the supervisor did not verify. "
         "End with the files changed and the test command that proves it."
     )
-    return [{"role": "user", "content": {"type": "text", "text": text}}]
+    return [types.PromptMessage(role="user", content=types.TextContent(type="text", text=text))]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -13,7 +16,10 @@ from django.utils import timezone
 from supervisor.skills import Verdict
 
 
-class SkillRunQuerySet(models.QuerySet):
+# Unparameterized for now: with `QuerySet["SkillRun"]` django-stubs checks every lookup, and
+# supervisor/executor.py `_slots_held_by_runs` (another change's file) passes `pk=None` and reads a nullable
+# `values_list` as ints. Parameterize it together with that function.
+class SkillRunQuerySet(models.QuerySet):  # type: ignore[type-arg]
     def for_skill(self, skill: str) -> SkillRunQuerySet:
         return self.filter(skill=skill)
 
@@ -121,7 +127,53 @@ class SkillRun(models.Model):
         return self.status not in self.UNFINISHED
 
 
-class RoutingEntryQuerySet(models.QuerySet):
+@dataclass(frozen=True)
+class SkillFigures:
+    """One skill's routing figures (defined on RoutingEntryQuerySet)."""
+
+    calls: int
+    pass_rate: float | None
+    router_pass_rate: float | None
+    calls_by_model: dict[str, int]
+    fast_share: float | None
+    fail_open_retries: int
+    outages: int
+
+
+@dataclass(frozen=True)
+class ModelFigures:
+    """One model's calls, retries included (defined on RoutingEntryQuerySet)."""
+
+    attempts: int
+    passes: int
+    mean_latency_ms: float | None
+    outages: int
+
+
+@dataclass(frozen=True)
+class RoutingFigures:
+    """Every routing figure for a window: what /routing/stats serves (`asdict`) and the dashboard shows."""
+
+    calls: int
+    calls_by_model: dict[str, int]
+    fast_share: float | None
+    attempts: int
+    outages: int
+    models: dict[str, ModelFigures]
+    skills: dict[str, SkillFigures]
+
+
+@dataclass(frozen=True)
+class PassRateBucket:
+    """Router choices of one skill in one time bucket, and how many passed."""
+
+    skill: str
+    bucket: datetime
+    passed: int
+    total: int
+
+
+class RoutingEntryQuerySet(models.QuerySet["RoutingEntry"]):
     def for_skill(self, skill: str) -> RoutingEntryQuerySet:
         return self.filter(skill=skill)
 
@@ -164,7 +216,7 @@ class RoutingEntryQuerySet(models.QuerySet):
     # outages        attempts that never reached a model (gateway unreachable, timed out, 5xx): shown
     #                apart, never in calls, attempts or any pass rate
 
-    def per_skill_figures(self, fast_model: str) -> dict[str, dict]:
+    def _per_skill_figures(self, fast_model: str) -> dict[str, SkillFigures]:
         finals = (
             self.final()
             .judged()
@@ -179,47 +231,49 @@ class RoutingEntryQuerySet(models.QuerySet):
             .annotate(total=Count("id"), passes=Count("id", filter=Q(status=RoutingEntry.Status.PASS)))
             .order_by("skill")
         }
-        retries = dict(
+        retries: dict[str, int] = dict(
             self.filter(reason=RoutingEntry.Reason.FAIL_OPEN)
             .values_list("skill")
             .annotate(n=Count("id"))
             .order_by("skill")
         )
-        outages = dict(self.outages().values_list("skill").annotate(n=Count("id")).order_by("skill"))
-        counted: dict[str, dict] = {}
+        outages: dict[str, int] = dict(self.outages().values_list("skill").annotate(n=Count("id")).order_by("skill"))
+        calls: dict[str, int] = {}
+        passes: dict[str, int] = {}
+        calls_by_model: dict[str, dict[str, int]] = {}
         for row in finals:
-            skill = counted.setdefault(row["skill"], {"calls": 0, "passes": 0, "calls_by_model": {}})
-            skill["calls"] += row["calls"]
-            skill["passes"] += row["passes"]
-            skill["calls_by_model"][row["model"]] = row["calls"]
+            skill = row["skill"]
+            calls[skill] = calls.get(skill, 0) + row["calls"]
+            passes[skill] = passes.get(skill, 0) + row["passes"]
+            calls_by_model.setdefault(skill, {})[row["model"]] = row["calls"]
         figures = {}
-        for name, skill in counted.items():
+        for name, count in calls.items():
             chosen = choices.get(name)
-            figures[name] = {
-                "calls": skill["calls"],
-                "pass_rate": _share(skill["passes"], skill["calls"]),
-                "router_pass_rate": _share(chosen["passes"], chosen["total"]) if chosen else None,
-                "calls_by_model": skill["calls_by_model"],
-                "fast_share": _share(skill["calls_by_model"].get(fast_model, 0), skill["calls"]),
-                "fail_open_retries": retries.get(name, 0),
-                "outages": outages.get(name, 0),
-            }
+            figures[name] = SkillFigures(
+                calls=count,
+                pass_rate=_share(passes[name], count),
+                router_pass_rate=_share(chosen["passes"], chosen["total"]) if chosen else None,
+                calls_by_model=calls_by_model[name],
+                fast_share=_share(calls_by_model[name].get(fast_model, 0), count),
+                fail_open_retries=retries.get(name, 0),
+                outages=outages.get(name, 0),
+            )
         for name, count in outages.items():  # a skill that only ever met outages still shows them
             figures.setdefault(
                 name,
-                {
-                    "calls": 0,
-                    "pass_rate": None,
-                    "router_pass_rate": None,
-                    "calls_by_model": {},
-                    "fast_share": None,
-                    "fail_open_retries": retries.get(name, 0),
-                    "outages": count,
-                },
+                SkillFigures(
+                    calls=0,
+                    pass_rate=None,
+                    router_pass_rate=None,
+                    calls_by_model={},
+                    fast_share=None,
+                    fail_open_retries=retries.get(name, 0),
+                    outages=count,
+                ),
             )
         return figures
 
-    def per_model_figures(self) -> dict[str, dict]:
+    def _per_model_figures(self) -> dict[str, ModelFigures]:
         """Model calls (retries included) per model, most used first: attempts, passes, mean latency."""
         outage = Q(status=RoutingEntry.Status.OUTAGE)
         rows = (
@@ -233,46 +287,47 @@ class RoutingEntryQuerySet(models.QuerySet):
             .order_by("-attempts", "model")
         )
         return {
-            row["model"]: {
-                "attempts": row["attempts"],
-                "passes": row["passes"],
-                "mean_latency_ms": round(row["latency"], 1) if row["latency"] is not None else None,
-                "outages": row["outages"],
-            }
+            row["model"]: ModelFigures(
+                attempts=row["attempts"],
+                passes=row["passes"],
+                mean_latency_ms=round(row["latency"], 1) if row["latency"] is not None else None,
+                outages=row["outages"],
+            )
             for row in rows
         }
 
-    def router_pass_rate_buckets(self, trunc: type[TruncBase]) -> list[dict]:
-        """{skill, bucket, passed, total} per skill and time bucket (`trunc`: TruncHour/TruncDay), on router choices."""
-        return list(
-            self.router_choices()
+    def router_pass_rate_buckets(self, trunc: type[TruncBase]) -> list[PassRateBucket]:
+        """Passes and calls per skill and time bucket (`trunc`: TruncHour/TruncDay), on router choices."""
+        return [
+            PassRateBucket(skill=row["skill"], bucket=row["bucket"], passed=row["passed"], total=row["total"])
+            for row in self.router_choices()
             .annotate(bucket=trunc("created_at"))
             .values("skill", "bucket")
             .order_by()
             .annotate(passed=Count("id", filter=Q(status=RoutingEntry.Status.PASS)), total=Count("id"))
-        )
+        ]
 
-    def figures(self, fast_model: str) -> dict:
+    def figures(self, fast_model: str) -> RoutingFigures:
         """Every routing figure for the entries in this queryset (see the definitions above)."""
-        skills = self.per_skill_figures(fast_model)
-        models = self.per_model_figures()
+        skills = self._per_skill_figures(fast_model)
+        models = self._per_model_figures()
         calls_by_model: dict[str, int] = {}
         for skill in skills.values():
-            for model, calls in skill["calls_by_model"].items():
+            for model, calls in skill.calls_by_model.items():
                 calls_by_model[model] = calls_by_model.get(model, 0) + calls
         calls = sum(calls_by_model.values())
-        return {
-            "calls": calls,
-            "calls_by_model": dict(sorted(calls_by_model.items())),
-            "fast_share": _share(calls_by_model.get(fast_model, 0), calls),
-            "attempts": sum(model["attempts"] for model in models.values()),
-            "outages": sum(model["outages"] for model in models.values()),
-            "models": models,
-            "skills": skills,
-        }
+        return RoutingFigures(
+            calls=calls,
+            calls_by_model=dict(sorted(calls_by_model.items())),
+            fast_share=_share(calls_by_model.get(fast_model, 0), calls),
+            attempts=sum(model.attempts for model in models.values()),
+            outages=sum(model.outages for model in models.values()),
+            models=models,
+            skills=skills,
+        )
 
 
-class PathwayQuerySet(models.QuerySet):
+class PathwayQuerySet(models.QuerySet["Pathway"]):
     def for_skill(self, skill: str) -> PathwayQuerySet:
         return self.filter(skill=skill)
 
@@ -373,7 +428,7 @@ class Pathway(models.Model):
         else:
             self.state, self.retired_at = self.State.RETIRED, timezone.now()
 
-    def add_fingerprints(self, found: list[dict]) -> None:
+    def add_fingerprints(self, found: Iterable[Mapping[str, Any]]) -> None:
         """Merge {fingerprint, title, file, line} items (counted), newest first, capped (not saved)."""
         now = timezone.now().isoformat()
         known = {item["fingerprint"]: item for item in self.fingerprints}

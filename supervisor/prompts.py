@@ -11,12 +11,17 @@ runs a process or touches the database.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
 from supervisor.discipline_files import GO_TDD, describe_missing, find_discipline
 from supervisor.skills import SKILLS, SkillFailed
+
+# A skill's arguments, as its tool's input model validated them (`model_dump()`): the task texts read them by name.
+SkillArguments = Mapping[str, Any]
 
 # The most of a git diff that goes into a review prompt.
 DIFF_PROMPT_CAP = 60000
@@ -53,7 +58,7 @@ def build_prompt(skill: str, task: str) -> str:
     return "\n\n---\n\n".join(part.strip() for part in parts) + "\n"
 
 
-def tdd_task(skill: str, args: dict, test_cmd: str) -> str:
+def tdd_task(skill: str, args: SkillArguments, test_cmd: str) -> str:
     lines = [f"Phase: {SKILLS[skill].phase}.", f"The supervisor will verify with: `{test_cmd}`."]
     if skill == "tdd_red":
         lines.append(f"Behaviour to specify with one failing test:\n\n{args['spec']}")
@@ -85,7 +90,7 @@ def verification_failed_feedback(why: str, test_cmd: str, output: str) -> str:
     )
 
 
-def review_task(args: dict, diff: str | None) -> str:
+def review_task(args: SkillArguments, diff: str | None) -> str:
     """`diff` is the output of `git diff` for `git_range`, when one was asked for."""
     parts = []
     if args.get("paths"):
@@ -97,14 +102,14 @@ def review_task(args: dict, diff: str | None) -> str:
     return "\n\n".join(parts)
 
 
-def debug_task(args: dict) -> str:
+def debug_task(args: SkillArguments) -> str:
     return (
         f"Symptom:\n\n{args['symptom']}\n\nFailing command (the supervisor re-runs it after you stop):\n\n"
         f"`{args['failing_cmd']}`"
     )
 
 
-def spec_task(args: dict) -> str:
+def spec_task(args: SkillArguments) -> str:
     task = "Turn this into a spec with acceptance criteria"
     if args.get("project"):
         task += f" for the project {args['project']}"

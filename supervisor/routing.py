@@ -58,11 +58,11 @@ from hyperguild.lib.llm import (
     LLMUnavailable,
 )
 from hyperguild.lib.model_calls import mark_model_call
-from hyperguild.lib.typed import JsonSchema
+from hyperguild.lib.typed import JSON, JsonSchema
 from hyperguild.models import ModelCall
 from supervisor.actions import do_log_routing_entry, do_record_pathway_outcome
 from supervisor.errors import RoutingFailed
-from supervisor.models import Pathway, RoutingEntry
+from supervisor.models import Pathway, RoutingEntry, RoutingFigures
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -311,9 +311,9 @@ def failure_hint(attempts: list[Attempt]) -> str:
 
 def llm_attempt(
     client: LLMClient,
-    messages: list[dict],
+    messages: list[JSON],
     schema: JsonSchema,
-    check: Callable[[dict], str | None] | None = None,
+    check: Callable[[JSON], str | None] | None = None,
     *,
     max_tokens: int | None = None,
     purpose: str = "",
@@ -419,6 +419,6 @@ def routing_settings() -> RoutingSettings:
     }
 
 
-def routing_stats(since: datetime) -> dict:
+def routing_stats(since: datetime) -> RoutingFigures:
     """Every routing figure for entries since `since` (defined once, on RoutingEntryQuerySet)."""
     return RoutingEntry.objects.since(since).figures(settings.HYPERGUILD_FAST_MODEL)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import timedelta
 
 from django.utils import timezone
@@ -41,7 +42,7 @@ class RoutingStatsView(EndpointTokenAPIView):
                 "window_hours": hours,
                 "since": since.isoformat(),
                 "until": now.isoformat(),
-                **routing_stats(since),
+                **asdict(routing_stats(since)),
                 "settings": routing_settings(),
             }
         )

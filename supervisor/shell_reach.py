@@ -15,7 +15,8 @@ narrow what reaches a shell, they do not make the token harmless.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -53,7 +54,7 @@ def check_lint_cmd(lint_cmd: str | None) -> None:
 COMMAND_ARGUMENTS = ("test_cmd", "lint_cmd", "failing_cmd")
 
 
-def check_command_right(arguments: dict, identity: Identity | None) -> None:
+def check_command_right(arguments: Mapping[str, Any], identity: Identity | None) -> None:
     """A shell command from the arguments runs as the service's user: only a caller with the right may send one."""
     given = [name for name in COMMAND_ARGUMENTS if arguments.get(name)]
     if not given or identity is None:
@@ -65,7 +66,7 @@ def check_command_right(arguments: dict, identity: Identity | None) -> None:
         raise ArgumentRefused(refusal)
 
 
-def check_shell_arguments(arguments: dict) -> None:
+def check_shell_arguments(arguments: Mapping[str, Any]) -> None:
     check_git_range(arguments.get("git_range"))
     check_test_cmd(arguments.get("test_cmd"))
     check_lint_cmd(arguments.get("lint_cmd"))

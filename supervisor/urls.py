@@ -1,9 +1,9 @@
-from django.urls import path
+from django.urls import URLPattern, URLResolver, path
 
 from supervisor import views
 from supervisor.routing_api import RoutingStatsView
 
-urlpatterns: list = [
+urlpatterns: list[URLPattern | URLResolver] = [
     path("routing/stats", RoutingStatsView.as_view(), name="supervisor-routing-stats"),
 ]
 

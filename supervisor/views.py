@@ -15,7 +15,7 @@ finding's gates in order; for a review, its grounded and dropped findings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -27,7 +27,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from hyperguild.costs import spend_of
-from supervisor.models import Pathway, RoutingEntry, SkillRun
+from supervisor.models import ModelFigures, PassRateBucket, Pathway, RoutingEntry, SkillRun
 from supervisor.routing import routing_settings, routing_stats
 
 WINDOW_CHOICES = (1, 7, 30, 90)
@@ -65,6 +65,15 @@ class XTick:
 
 
 @dataclass(frozen=True)
+class ModelRow:
+    """A row of the dashboard's "Calls per model" table: the model's figures and its share of all attempts."""
+
+    model: str
+    figures: ModelFigures
+    share: float
+
+
+@dataclass(frozen=True)
 class PassRateChart:
     """The routing page's chart: one polyline per skill, the axes' ticks and the floor and ceiling lines."""
 
@@ -81,8 +90,8 @@ class PassRateChart:
     ceil_y: float
 
 
-def pass_rate_chart(rows: list[dict], start: datetime, end: datetime) -> PassRateChart:
-    """rows: {skill, bucket, passed, total} → series with SVG coordinates, plus the axes."""
+def pass_rate_chart(rows: list[PassRateBucket], start: datetime, end: datetime) -> PassRateChart:
+    """Passes per skill and bucket → series with SVG coordinates, plus the axes."""
     inner_w = CHART_WIDTH - CHART_PAD_LEFT - CHART_PAD_RIGHT
     inner_h = CHART_HEIGHT - CHART_PAD_TOP - CHART_PAD_BOTTOM
     span = max((end - start).total_seconds(), 1.0)
@@ -94,13 +103,13 @@ def pass_rate_chart(rows: list[dict], start: datetime, end: datetime) -> PassRat
         return CHART_PAD_TOP + inner_h * (1.0 - rate)
 
     series: dict[str, Series] = {}
-    for row in sorted(rows, key=lambda r: (r["skill"], r["bucket"])):
-        if row["skill"] not in series:
-            series[row["skill"]] = Series(row["skill"], PALETTE[len(series) % len(PALETTE)])
-        rate = row["passed"] / row["total"] if row["total"] else 0.0
-        series[row["skill"]].points.append((x_of(row["bucket"]), y_of(rate), row["bucket"], rate, row["total"]))
+    for row in sorted(rows, key=lambda r: (r.skill, r.bucket)):
+        if row.skill not in series:
+            series[row.skill] = Series(row.skill, PALETTE[len(series) % len(PALETTE)])
+        rate = row.passed / row.total if row.total else 0.0
+        series[row.skill].points.append((x_of(row.bucket), y_of(rate), row.bucket, rate, row.total))
     y_ticks = [YTick(y_of(v), f"{int(v * 100)}%") for v in (0.0, 0.25, 0.5, 0.75, 1.0)]
-    buckets = sorted({row["bucket"] for row in rows})
+    buckets = sorted({row.bucket for row in rows})
     step = max(1, -(-len(buckets) // MAX_X_LABELS))  # ceil: at most MAX_X_LABELS labels
     x_ticks = [XTick(x_of(moment), moment) for moment in buckets[::step]]
     return PassRateChart(
@@ -135,17 +144,17 @@ def routing_dashboard(request: HttpRequest) -> HttpResponse:
     trunc = TruncHour if end - start < HOURLY_BELOW else TruncDay
     rows = window.router_pass_rate_buckets(trunc)
     if rows:
-        start = min(row["bucket"] for row in rows)
+        start = min(row.bucket for row in rows)
         end = max(
-            max(row["bucket"] for row in rows),
+            max(row.bucket for row in rows),
             start + (timedelta(hours=1) if trunc is TruncHour else timedelta(days=1)),
         )
 
     figures = window.figures(settings.HYPERGUILD_FAST_MODEL)
-    per_skill = [{"skill": name, **row} for name, row in sorted(figures["skills"].items())]
+    per_skill = sorted(figures.skills.items())
     per_model = [
-        {"model": name, **row, "share": row["attempts"] / figures["attempts"] if figures["attempts"] else 0.0}
-        for name, row in figures["models"].items()
+        ModelRow(name, row, row.attempts / figures.attempts if figures.attempts else 0.0)
+        for name, row in figures.models.items()
     ]
     latest = list(window.select_related("attempt_of").order_by("-created_at", "-id")[:LATEST_DECISIONS])
     pathways = list(
@@ -192,7 +201,7 @@ def routing_stats_json(request: HttpRequest) -> JsonResponse:
             "window_hours": hours,
             "since": since.isoformat(),
             "until": now.isoformat(),
-            **routing_stats(since),
+            **asdict(routing_stats(since)),
             "settings": routing_settings(),
         }
     )

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import httpx
 from django.conf import settings
@@ -33,7 +33,6 @@ from hyperguild.lib.http import (
     safe_url,
 )
 from hyperguild.lib.model_calls import record_model_call
-from hyperguild.lib.typed import JSON
 
 T = TypeVar("T")
 
@@ -100,13 +99,28 @@ def _ollama_counts(body: str) -> tuple[int, int] | None:
     return None
 
 
+class GenerateOptions(TypedDict):
+    temperature: float
+    num_predict: int
+
+
+class GenerateRequest(TypedDict):
+    """The body of Ollama's POST /api/generate as the reranker sends it (also what a model call records)."""
+
+    model: str
+    prompt: str
+    stream: bool
+    raw: bool
+    options: GenerateOptions
+
+
 @dataclass
 class Judgement:
     score: float
     response: str
     done_reason: str = ""  # Ollama's: "stop", or "length" when cut at num_predict
     body: str = field(default="", repr=False)  # the server's body as received
-    payload: dict[str, Any] | None = field(default=None, repr=False)
+    payload: GenerateRequest | None = field(default=None, repr=False)
     latency_ms: int = 0
 
     @property
@@ -117,7 +131,7 @@ class Judgement:
 @dataclass
 class _Failure:
     error: RerankerError
-    payload: dict[str, Any]
+    payload: GenerateRequest
     latency_ms: int
     status: int | None = None
 
@@ -162,7 +176,7 @@ class RerankerClient:
     def close(self) -> None:
         self._http.close()
 
-    def payload(self, query: str, document: str) -> JSON:
+    def payload(self, query: str, document: str) -> GenerateRequest:
         return {
             "model": self.model,
             "prompt": build_prompt(query, document[:MAX_DOCUMENT_CHARS], self.instruction),

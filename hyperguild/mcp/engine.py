@@ -44,6 +44,7 @@ from hyperguild.lib import admission
 from hyperguild.lib.limits import JSON_MAX_DEPTH, InputRejected, hostile_value_problem, loads_limited
 from hyperguild.lib.model_calls import model_call_context
 from hyperguild.lib.schema import format_schema_errors, schema_problems
+from hyperguild.lib.typed import JSON
 from hyperguild.mcp.cancellation import RUNNING, request_id_key
 from hyperguild.mcp.mcp_tasks import TaskError, Tasks
 from hyperguild.mcp.messages import ErrorObject, JsonRpcResponse, McpResult
@@ -114,7 +115,7 @@ class CallRecord:
     tool: str | None = None
     revision: str | None = None
     status: str = "ok"
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, object] = field(default_factory=dict)  # more fields for the log line
 
 
 def classify(message: Any) -> str:
@@ -274,7 +275,7 @@ class Dispatcher:
         self.tasks = Tasks(self, owner)  # the Tasks extension: 2026-07-28 requests only
 
     def handle(
-        self, message: dict, ctx: ToolContext, record: CallRecord, revision: Revision | None = None
+        self, message: JSON, ctx: ToolContext, record: CallRecord, revision: Revision | None = None
     ) -> JsonRpcResponse:
         """Answer one request (already classified as such) in its revision (`revision.decide`)."""
         method = message["method"]
@@ -312,7 +313,7 @@ class Dispatcher:
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     def _route_modern(
-        self, method: str, params: dict, ctx: ToolContext, record: CallRecord, revision: Revision
+        self, method: str, params: JSON, ctx: ToolContext, record: CallRecord, revision: Revision
     ) -> dict[str, Any]:
         """A 2026-07-28 request: the same methods as the handshake era, in the 2026 envelope.
 
@@ -346,7 +347,7 @@ class Dispatcher:
             result["ttlMs"], result["cacheScope"] = policy.ttl_ms, scope
         return result
 
-    def _server_info(self) -> dict:
+    def _server_info(self) -> JSON:
         return {"name": f"hyperguild-{self.endpoint.name}", "title": self.endpoint.title, "version": settings.VERSION}
 
     def _discover(self) -> McpResult:
@@ -361,7 +362,7 @@ class Dispatcher:
         )
         return wire(result)  # `_modern_envelope` adds resultType, ttlMs and cacheScope
 
-    def _route(self, method: str, params: dict, ctx: ToolContext, record: CallRecord) -> McpResult:
+    def _route(self, method: str, params: JSON, ctx: ToolContext, record: CallRecord) -> McpResult:
         if method in MODERN_ONLY_METHODS:
             # server/discover (the 2026 probe) without the 2026 envelope: -32601 tells
             # clients that probe with a legacy request to use the initialize handshake.
@@ -395,7 +396,7 @@ class Dispatcher:
                 return wire(types.ListResourceTemplatesResult(resource_templates=templates))
         raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
-    def _initialize(self, params: dict) -> McpResult:
+    def _initialize(self, params: JSON) -> McpResult:
         # params are read, not parsed as types.InitializeRequestParams: that model requires capabilities and
         # clientInfo, and `initialize` has always answered a client that leaves them out (and `_discover` calls it with none).
         requested = params.get("protocolVersion")
@@ -418,10 +419,10 @@ class Dispatcher:
             capabilities.completions = types.CompletionsCapability()
         return capabilities
 
-    def _page(self, params: dict) -> tuple[int, int]:
+    def _page(self, params: JSON) -> tuple[int, int]:
         return decode_cursor(params.get("cursor")), settings.HYPERGUILD_MCP_PAGE_SIZE
 
-    def _tools_list(self, params: dict) -> McpResult:
+    def _tools_list(self, params: JSON) -> McpResult:
         offset, size = self._page(params)
         tools = list(self.endpoint.tools.values())
         page = tools[offset : offset + size]
@@ -432,7 +433,7 @@ class Dispatcher:
         )
         return wire(result)
 
-    def _prompts_list(self, params: dict) -> McpResult:
+    def _prompts_list(self, params: JSON) -> McpResult:
         offset, size = self._page(params)
         prompts = list(self.endpoint.prompts.values())
         more = offset + size < len(prompts)
@@ -458,7 +459,7 @@ class Dispatcher:
         if refusal:
             raise RpcError(FORBIDDEN, refusal, {"right": right})
 
-    def _prompts_get(self, params: dict, record: CallRecord, ctx: ToolContext) -> McpResult:
+    def _prompts_get(self, params: JSON, record: CallRecord, ctx: ToolContext) -> McpResult:
         prompt = self._prompt(params.get("name"))
         record.tool = prompt.name
         self._require(ctx, prompt.right, f"prompts/get {prompt.name}")
@@ -483,7 +484,7 @@ class Dispatcher:
         )
         return wire(result)
 
-    def _complete(self, params: dict, ctx: ToolContext) -> McpResult:
+    def _complete(self, params: JSON, ctx: ToolContext) -> McpResult:
         ref, argument = params.get("ref"), params.get("argument")
         if not isinstance(ref, dict) or not isinstance(argument, dict) or not isinstance(argument.get("name"), str):
             raise RpcError(INVALID_PARAMS, "completion/complete needs params.ref and params.argument {name, value}")
@@ -500,7 +501,7 @@ class Dispatcher:
         completion = types.Completion(values=values[:100], total=len(values), has_more=len(values) > 100)
         return wire(types.CompleteResult(completion=completion))
 
-    def _resources_list(self, params: dict) -> McpResult:
+    def _resources_list(self, params: JSON) -> McpResult:
         offset, size = self._page(params)
         assert self.endpoint.resources is not None
         items, more = self.endpoint.resources.list_resources(offset, size)
@@ -510,7 +511,7 @@ class Dispatcher:
         )
         return wire(result)
 
-    def _resources_read(self, params: dict) -> McpResult:
+    def _resources_read(self, params: JSON) -> McpResult:
         uri = params.get("uri")
         if not isinstance(uri, str) or not uri:
             raise RpcError(INVALID_PARAMS, "resources/read needs a uri (a string)")
@@ -523,7 +524,7 @@ class Dispatcher:
 
     def _tools_call(
         self,
-        params: dict,
+        params: JSON,
         ctx: ToolContext,
         record: CallRecord,
         job: Callable[[Tool, BaseModel], McpResult] | None = None,
@@ -637,7 +638,7 @@ class Dispatcher:
         return result
 
 
-def tool_error_result(message: str, data: dict | None = None) -> McpResult:
+def tool_error_result(message: str, data: JSON | None = None) -> McpResult:
     text = message if not data else f"{message}\n{json.dumps(data, ensure_ascii=False)}"
     return wire(types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True))
 
@@ -722,7 +723,7 @@ def receive(endpoint: Endpoint, body: bytes, caller: Caller) -> Answer | Call:
     return Call(endpoint, message, revision, caller, record)
 
 
-def cancel_calls(endpoint: Endpoint, params: dict, caller: Caller, record: CallRecord) -> None:
+def cancel_calls(endpoint: Endpoint, params: JSON, caller: Caller, record: CallRecord) -> None:
     """`notifications/cancelled`: stop the caller's matching calls here, and record it for the other replicas."""
     record.extra["cancelled_calls"] = RUNNING.cancel(endpoint.name, params.get("requestId"), caller.key)
     try:
@@ -737,13 +738,13 @@ def cancel_calls(endpoint: Endpoint, params: dict, caller: Caller, record: CallR
 class Call:
     """A request that passed every check. The transport chooses how its answer travels (`streams`), then `run`s it."""
 
-    def __init__(self, endpoint: Endpoint, message: dict, revision: Revision, caller: Caller, record: CallRecord):
+    def __init__(self, endpoint: Endpoint, message: JSON, revision: Revision, caller: Caller, record: CallRecord):
         self.endpoint = endpoint
         self.message = message
         self.revision = revision
         self.caller = caller
         self.record = record
-        params: dict = message.get("params") or {}
+        params: JSON = message.get("params") or {}
         meta = params.get("_meta")
         self.progress_token: Any = meta.get("progressToken") if isinstance(meta, dict) else None
         # Set by `cancel` (the client went away) at any time, even before `run` started.
@@ -761,7 +762,7 @@ class Call:
     def cancel(self) -> None:
         self.cancelled.set()
 
-    def run(self, emit: Callable[[dict], None] | None = None) -> Answer:
+    def run(self, emit: Callable[[JSON], None] | None = None) -> Answer:
         """Dispatch the request; `emit` receives its progress notifications. Never raises."""
         revision = self.revision
         try:

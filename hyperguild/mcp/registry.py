@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -52,6 +52,7 @@ from jsonschema import Draft202012Validator
 from mcp import types
 from pydantic import BaseModel, ValidationError
 
+from hyperguild.lib.typed import JSON
 from hyperguild.mcp.contracts import CallProject, CallSession, JsonSchema, declared_field, input_schema, output_schema
 from hyperguild.mcp.errors import ToolCancelled, ToolError
 from hyperguild.permissions import permission_refusal
@@ -70,8 +71,8 @@ class ToolContext:
         endpoint: str,
         request_id: Any = None,
         progress_token: Any = None,
-        emit: Callable[[dict], None] | None = None,
-        client: dict | None = None,
+        emit: Callable[[JSON], None] | None = None,
+        client: JSON | None = None,
         caller: str = "",
         identity: Any = None,
     ) -> None:
@@ -256,7 +257,8 @@ def contract_problems(error: ValidationError) -> str:
     return "; ".join(problems)
 
 
-PromptHandler = Callable[[dict], list[dict]]
+# Arguments (strings, the required ones present) in; messages out, as `mcp.types.PromptMessage`s or their JSON.
+PromptHandler = Callable[[dict[str, str]], Sequence[types.PromptMessage | Mapping[str, object]]]
 Completer = Callable[[str], list[str]]
 
 
@@ -302,13 +304,13 @@ class Prompt:
 class ResourceProvider(Protocol):
     """Read-only documents an endpoint exposes as MCP resources."""
 
-    def list_resources(self, offset: int, limit: int) -> tuple[list[dict], bool]:
+    def list_resources(self, offset: int, limit: int) -> tuple[list[JSON], bool]:
         """One page of `{uri, name, title?, description?, mimeType?}` and whether more follow."""
 
-    def read_resource(self, uri: str) -> list[dict] | None:
+    def read_resource(self, uri: str) -> list[JSON] | None:
         """The contents (`{uri, mimeType, text}` items) of `uri`, or None if unknown."""
 
-    def resource_templates(self) -> list[dict]:
+    def resource_templates(self) -> list[JSON]:
         """`{uriTemplate, name, description?, mimeType?}` items."""
 
 

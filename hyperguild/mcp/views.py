@@ -35,10 +35,12 @@ from rest_framework.permissions import BasePermission
 from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
 from hyperguild.auth import BearerRefused, Identity, authenticate_bearer, resource_metadata_url
 from hyperguild.errors import error_body
+from hyperguild.lib.typed import JSON
 from hyperguild.mcp.cancellation import client_key, new_session_id
 from hyperguild.mcp.engine import Answer, Call, Caller, CallRecord, receive, unread
 from hyperguild.mcp.mcp_tasks import owner_digest
@@ -188,10 +190,10 @@ class McpView(APIView):
     """POST one JSON-RPC message; GET and DELETE are 405 (no server-initiated stream)."""
 
     http_method_names = ["get", "post", "delete"]
-    parser_classes: list = []
+    parser_classes: list[type[BaseParser]] = []
     content_negotiation_class = AcceptAnything
     permission_classes = [HasClient]
-    throttle_classes: list = []
+    throttle_classes: list[type[BaseThrottle]] = []
     mcp_endpoint: Endpoint | None = None
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
@@ -298,10 +300,10 @@ class McpView(APIView):
         at once under ASGI, at the next keep-alive under WSGI) cancels the call."""
         view = self
 
-        def start(put: Callable[[tuple[str, dict]], object]) -> None:
+        def start(put: Callable[[tuple[str, JSON]], object]) -> None:
             """Run the call on its own thread; `put((kind, payload))` receives its events and, last, its answer."""
 
-            def emit(payload: dict) -> None:
+            def emit(payload: JSON) -> None:
                 put(("event", payload))
 
             @carry_context  # the handler's thread continues the request's trace
@@ -314,7 +316,7 @@ class McpView(APIView):
 
             threading.Thread(target=run, name=f"mcp-{view.endpoint.name}-{call.request_id}", daemon=True).start()
 
-        def event(payload: dict) -> bytes:
+        def event(payload: JSON) -> bytes:
             return f"event: message\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n".encode()
 
         def finished() -> None:
@@ -324,7 +326,7 @@ class McpView(APIView):
 
         async def async_events() -> AsyncIterator[bytes]:
             loop = asyncio.get_running_loop()
-            events: asyncio.Queue[tuple[str, dict]] = asyncio.Queue()
+            events: asyncio.Queue[tuple[str, JSON]] = asyncio.Queue()
             start(lambda item: loop.call_soon_threadsafe(events.put_nowait, item))
             try:
                 while True:
@@ -340,7 +342,7 @@ class McpView(APIView):
                 finished()
 
         def sync_events() -> Iterator[bytes]:
-            events: queue.SimpleQueue[tuple[str, dict]] = queue.SimpleQueue()
+            events: queue.SimpleQueue[tuple[str, JSON]] = queue.SimpleQueue()
             start(events.put)
             try:
                 while True:

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, cast
 
 from django import template
 
 from hyperguild.lib.diffs import TRUNCATED_MARKER, diff_block
 from hyperguild.lib.redaction import redaction_summary
-from hyperguild.lib.typed import JSON
 from sessions.models import TrainingExample
+
+if TYPE_CHECKING:
+    from sessions.replay import SideReplay
 
 register = template.Library()
 
@@ -54,11 +57,12 @@ def diff_lines(diff: str | None) -> list[tuple[str, str]]:
 
 
 @register.filter
-def replay_side(replay: object, side: str) -> JSON | None:
+def replay_side(replay: object, side: str) -> SideReplay | None:
     """One side's replay result ({applied, verifies, why, exit_code, output}) from an example's `replay`."""
     if not isinstance(replay, dict):
         return None
-    return (replay.get("sides") or {}).get(side)
+    # `replay` is the ReplayOutcome that do_record_replay stored (sessions.replay): its sides are SideReplays.
+    return cast("SideReplay | None", (replay.get("sides") or {}).get(side))
 
 
 _DIFF_FENCE = re.compile(r"```diff\n.*?```", re.S)

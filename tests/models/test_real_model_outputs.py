@@ -185,6 +185,6 @@ def test_a_gateway_that_refuses_connections_is_an_outage_never_counted_in_a_pass
     assert list(calls.order_by("id").values_list("model", "status")) == [(FAST, "outage"), (THINKING, "outage")]
     assert compute_pass_rate("review") == before  # 0.95 of 50, as before the outage
     stats = routing_stats(calls.earliest("created_at").created_at)
-    assert (stats["calls"], stats["attempts"], stats["outages"]) == (0, 0, 2)
-    assert stats["skills"]["review"]["pass_rate"] is None and stats["skills"]["review"]["outages"] == 2
+    assert (stats.calls, stats.attempts, stats.outages) == (0, 0, 2)
+    assert stats.skills["review"].pass_rate is None and stats.skills["review"].outages == 2
     assert set(ModelCall.objects.values_list("outcome", flat=True)) == {"outage"}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import asdict
+
 import httpx
 import pytest
 from django.contrib.auth import get_user_model
@@ -28,7 +31,7 @@ def test_the_dashboard_and_routing_stats_agree_on_every_figure_for_the_same_wind
     page = client.get(reverse("supervisor-routing"), {"days": 7})
     stats = httpx.get(f"{asgi_server}/routing/stats", params={"window": 7 * 24}, headers=AUTH).json()
 
-    shown = page.context["figures"]
+    shown = asdict(page.context["figures"])
     for figure in ("calls", "calls_by_model", "fast_share", "attempts", "outages", "models", "skills"):
         assert shown[figure] == stats[figure], figure
     # The seeded history, as both sides must count it.
@@ -46,3 +49,11 @@ def test_the_dashboard_and_routing_stats_agree_on_every_figure_for_the_same_wind
     assert f"<b>{stats['calls']}</b><span>routed calls" in html
     assert f"<b>{round(stats['fast_share'] * 100)}%</b><span>went to the fast model" in html
     assert f"<b>{stats['attempts']}</b><span>model calls" in html
+    # The tables: the per-skill row and the per-model row read the same figures.
+    review = stats["skills"]["review"]
+    assert f'<tr><td>review</td><td class="num">{review["calls"]}</td>' in html
+    thinking = stats["models"][THINKING]
+    row = re.search(rf"<td>{re.escape(THINKING)} <span class=\"badge\">thinking</span></td>(.*?)</tr>", html, re.S)
+    assert row is not None
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row.group(1))
+    assert cells == [str(thinking["attempts"]), str(thinking["passes"]), "1033 ms", str(thinking["outages"])]

@@ -7,6 +7,7 @@ arguments (type, required, limits, default) and result fields.
 """
 
 # No `from __future__ import annotations`: this module has a function called `annotations`.
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ LIMIT_WORDING = (
 )
 
 
-def schema_type(schema: dict) -> str:
+def schema_type(schema: Mapping[str, Any]) -> str:
     """A short type name for a JSON Schema: `string`, `integer or null`, `array of string`, …"""
     if "anyOf" in schema:
         return " or ".join(schema_type(option) for option in schema["anyOf"])
@@ -57,7 +58,7 @@ def schema_type(schema: dict) -> str:
     return kind
 
 
-def schema_limits(schema: dict) -> str:
+def schema_limits(schema: Mapping[str, Any]) -> str:
     parts = [wording.format(schema[key]) for key, wording in LIMIT_WORDING if key in schema]
     if "enum" in schema:
         parts.append("one of " + ", ".join(f"`{value}`" for value in schema["enum"]))

@@ -278,7 +278,7 @@ class Command(BaseCommand):
         child_env[SERVE_GATE] = str(gate)
         child_env[SERVE_PID] = str(os.getpid())
 
-        def start_web() -> subprocess.Popen:
+        def start_web() -> subprocess.Popen[bytes]:
             web = subprocess.Popen(
                 web_command(server, host, port, max(1, web_workers)),
                 cwd=settings.BASE_DIR,
@@ -288,7 +288,7 @@ class Command(BaseCommand):
             web_started[web.pid] = time.monotonic()
             return web
 
-        def start_web_processes() -> subprocess.Popen:
+        def start_web_processes() -> subprocess.Popen[bytes]:
             processes = max(1, web_workers)
             self._step(f"starting {processes} web process{'es' if processes > 1 else ''} ({server}) on {host}:{port}…")
             if server == "granian" and (note := granian_thread_note(settings.HYPERGUILD_WEB_THREADS)):
@@ -337,7 +337,7 @@ class Command(BaseCommand):
         gate.touch()
         if web is None:
             web = start_web_processes()
-        children: list[subprocess.Popen] = [web]
+        children: list[subprocess.Popen[bytes]] = [web]
 
         # The cluster connects without a pool (only web processes pool; see settings' _database): django-q2
         # forks its workers, and a pool opened before the fork would share its sockets between them.
@@ -345,7 +345,7 @@ class Command(BaseCommand):
             name: value for name, value in child_env.items() if name not in (WEB_PROCESS, SERVE_GATE, SERVE_PID)
         }
 
-        def start_worker(queue: str = "") -> subprocess.Popen:
+        def start_worker(queue: str = "") -> subprocess.Popen[bytes]:
             # Q_CLUSTER_NAME picks django-q2's ALT_CLUSTERS entry: the embedding cluster, or the default one.
             env = {**worker_env, "Q_CLUSTER_NAME": queue} if queue else worker_env
             process = subprocess.Popen(
@@ -472,7 +472,7 @@ class Command(BaseCommand):
             self.stdout.write(self.style.ERROR(line) if line.startswith("WARNING") else self.style.WARNING(line))
         self.stdout.flush()
 
-    def _wait_ready(self, base: str, server: subprocess.Popen) -> bool:
+    def _wait_ready(self, base: str, server: subprocess.Popen[bytes]) -> bool:
         # /health/live, not /health: /health answers 503 until the worker's first heartbeat, and every
         # 503 is an ERROR line in the log, which would greet each start.
         for _ in range(100):
