@@ -28,7 +28,7 @@ from brain.models import NoteCheckRun, NoteStatus, VerificationState
 from brain.repository import Repository
 from brain.truth import NoteVerdict
 from hyperguild.lib.git import GIT_TIMEOUT_SECONDS, git
-from hyperguild.permissions import role_allows
+from people.permissions import role_allows
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -6,7 +6,7 @@ import pytest
 
 from hyperguild.lib.llm import LLMBadResponse, LLMRejected, LLMTruncated, LLMUnavailable, get_llm_client
 from hyperguild.lib.model_calls import model_call_context, recorded_calls
-from hyperguild.models import ModelCall
+from ledger.models import ModelCall
 from tests.conftest import free_port
 from tests.fakes.openai import Reply
 

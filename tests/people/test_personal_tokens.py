@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from brain.models import Note
-from hyperguild.models import CredentialUse, PersonalToken
+from people.models import CredentialUse, PersonalToken
 from tests.conftest import call_tool, mcp_post, rest_error, rpc
 from tests.people.conftest import SERVICE_TOKENS, bearer, make_person, token_for
 
