@@ -112,13 +112,13 @@ def test_a_huge_response_is_capped(gateway):
 def test_the_admin_lists_model_calls_and_nobody_can_add_or_change_one(gateway, admin_client):
     gateway.queue(Reply.text("hi"))
     result = get_llm_client().chat([{"role": "user", "content": "go"}], model="fast", purpose="answer")
-    assert admin_client.get("/admin/hyperguild/modelcall/").status_code == 200
-    assert admin_client.get(f"/admin/hyperguild/modelcall/{result.call_id}/change/").status_code == 200
-    assert admin_client.get("/admin/hyperguild/modelcall/add/").status_code == 403
-    admin_client.post(f"/admin/hyperguild/modelcall/{result.call_id}/change/", {"model": "changed"})
+    assert admin_client.get("/admin/ledger/modelcall/").status_code == 200
+    assert admin_client.get(f"/admin/ledger/modelcall/{result.call_id}/change/").status_code == 200
+    assert admin_client.get("/admin/ledger/modelcall/add/").status_code == 403
+    admin_client.post(f"/admin/ledger/modelcall/{result.call_id}/change/", {"model": "changed"})
     assert ModelCall.objects.get(pk=result.call_id).model == "fast"
     assert (
-        admin_client.post(f"/admin/hyperguild/modelcall/{result.call_id}/delete/", {"post": "yes"}).status_code == 403
+        admin_client.post(f"/admin/ledger/modelcall/{result.call_id}/delete/", {"post": "yes"}).status_code == 403
     )
 
 
