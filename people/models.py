@@ -89,7 +89,7 @@ class ClientRegistrationAttempt(models.Model):
 
     Registration needs no credential (an MCP client registers before anyone signs in), so each address
     may try HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR times an hour; rows older than that are deleted as
-    new ones come (hyperguild.actions.do_admit_client_registration).
+    new ones come (people.actions.do_admit_client_registration).
     """
 
     address = models.GenericIPAddressField(null=True, blank=True)

@@ -89,7 +89,12 @@ def test_tokens_model_calls_budgets_and_grants_survive_the_move_to_the_new_apps(
 
     assert PersonalToken._meta.app_label == "people" and ModelCall._meta.app_label == "ledger"
     moved = PersonalToken.objects.get(pk=token.pk)
-    assert (moved.user.username, moved.name, moved.prefix, moved.scopes) == ("ana", "laptop", "hgp_12345678", ["brain:read"])
+    assert (moved.user.username, moved.name, moved.prefix, moved.scopes) == (
+        "ana",
+        "laptop",
+        "hgp_12345678",
+        ["brain:read"],
+    )
     assert moved.state() == "active"
     assert CredentialUse.objects.get(user__username="ana").path == "/mcp/brain"
     moved_call = ModelCall.objects.get(pk=call.pk)

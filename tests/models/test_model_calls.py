@@ -117,9 +117,7 @@ def test_the_admin_lists_model_calls_and_nobody_can_add_or_change_one(gateway, a
     assert admin_client.get("/admin/ledger/modelcall/add/").status_code == 403
     admin_client.post(f"/admin/ledger/modelcall/{result.call_id}/change/", {"model": "changed"})
     assert ModelCall.objects.get(pk=result.call_id).model == "fast"
-    assert (
-        admin_client.post(f"/admin/ledger/modelcall/{result.call_id}/delete/", {"post": "yes"}).status_code == 403
-    )
+    assert admin_client.post(f"/admin/ledger/modelcall/{result.call_id}/delete/", {"post": "yes"}).status_code == 403
 
 
 def test_a_nested_context_sees_only_its_own_calls_and_the_outer_one_sees_all(gateway):
