@@ -75,7 +75,7 @@ TEST_WORKERS ?= 3
 test: lint $(CONFORMANCE) $(CLAUDE_CLI) chromium prometheus
 	$(BIN)/python -m pytest $(if $(filter 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder) $(PYTEST_ARGS)
 
-# ruff first (seconds: the rules, then the layout `ruff format` writes), then the layers, then mypy on the four
+# ruff first (seconds: the rules, then the layout `ruff format` writes), then the layers, then mypy on the
 # apps (its files and options: pyproject.toml). `make format` rewrites the layout.
 format: $(DEV_STAMP)
 	$(BIN)/ruff format .

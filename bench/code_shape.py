@@ -4,7 +4,8 @@
 
 Prints four lines, each `<what>: <figure> (goal <goal>) <met|not met>`:
 
-- public functions in the apps (hyperguild, brain, supervisor, sessions; migrations and tests left out)
+- public functions in the apps (hyperguild, people, ledger, observability, brain, supervisor, sessions; migrations and
+  tests left out)
   whose return annotation is `dict` or `dict[...]` (also `Dict`, `typing.Dict`), methods included, or a
   module-level alias of one (`JSON = dict[str, Any]`, `Row: TypeAlias = ...`, an alias of an alias), where
   it is defined or imported from another module of the apps (`from hyperguild.lib.typed import JSON`,
@@ -30,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-APPS = ("hyperguild", "brain", "supervisor", "sessions")
+APPS = ("hyperguild", "brain", "supervisor", "sessions", "people", "ledger", "observability")
 LONG_MODULE_LINES = 800
 SUBPROCESS_CALLS = {"run", "Popen", "check_output", "check_call", "call"}
 GIT_WRAPPER_NAME = re.compile(r"^_?(run_git|git|run|run_process)$")

@@ -33,7 +33,7 @@ from django.test import Client, override_settings
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import suppress_instrumentation
 
-import hyperguild.tracing as tracing
+import observability.tracing as tracing
 from bench.tracing_cpu_probe import WORDS, query  # the same notes' words and the same call
 from brain.actions import do_ingest_note
 

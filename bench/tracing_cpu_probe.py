@@ -18,7 +18,7 @@ import pytest
 from django.test import Client
 
 from brain.actions import do_ingest_note
-from hyperguild.tracing import flush_traces
+from observability.tracing import flush_traces
 
 WORDS = (
     "vacuum index planner replica lock queue cache shard backup migration tuple page "

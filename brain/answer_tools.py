@@ -13,7 +13,7 @@ from brain.presenters import Unreviewed, UnreviewedHint, UnreviewedMatches, Unre
 from brain.tools import brain
 from hyperguild.mcp.contracts import CallProject, ToolInput, ToolResult
 from hyperguild.mcp.registry import ToolContext
-from hyperguild.usage import UsageReport
+from ledger.usage import UsageReport
 
 
 class AnswerInput(ToolInput):

@@ -21,8 +21,8 @@ class BrainConfig(AppConfig):
             register_task_queue,
             register_web_start,
         )
-        from hyperguild.health import register_health_section
-        from hyperguild.metrics import register_metric_source
+        from observability.health import register_health_section
+        from observability.metrics import register_metric_source
 
         register_home_counts(home_counts)
         register_home_counts(backlog.home_counts)

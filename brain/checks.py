@@ -29,7 +29,7 @@ from brain.repository import Repository
 from brain.truth import NoteVerdict
 from hyperguild.lib.git import GIT_TIMEOUT_SECONDS, git
 from hyperguild.lib.typed import JSON
-from hyperguild.permissions import role_allows
+from people.permissions import role_allows
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User

@@ -1,4 +1,4 @@
-"""The brain's figures for GET /metrics (hyperguild.metrics): the embedding backlog and the BM25 index."""
+"""The brain's figures for GET /metrics (observability.metrics): the embedding backlog and the BM25 index."""
 
 from __future__ import annotations
 

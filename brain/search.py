@@ -45,7 +45,7 @@ from brain.limits import MAX_SEARCH_LIMIT
 from brain.models import Note, NoteStatus, VerificationState
 from brain.truth import VerificationJson, verification_of
 from hyperguild.lib.embedders import Embedder, get_embedder
-from hyperguild.tracing import traced
+from observability.tracing import traced
 
 logger = logging.getLogger(__name__)
 

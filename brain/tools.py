@@ -31,8 +31,8 @@ from brain.search import SearchResponse, search
 from hyperguild.lib.typed import JSON
 from hyperguild.mcp.contracts import ToolInput
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint
-from hyperguild.permissions import register_right
-from hyperguild.roles import CURATOR, MEMBER, REVIEWER
+from people.permissions import register_right
+from people.roles import CURATOR, MEMBER, REVIEWER
 
 brain = register_endpoint(
     Endpoint(
@@ -47,7 +47,7 @@ brain = register_endpoint(
         ),
     )
 )
-# What each scope and role allows on this endpoint and the brain's REST routes (hyperguild.permissions; docs/people.md).
+# What each scope and role allows on this endpoint and the brain's REST routes (people.permissions; docs/people.md).
 register_right(
     "brain:read",
     scope="brain:read",

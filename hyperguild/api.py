@@ -27,7 +27,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from hyperguild.errors import DomainError, error_body
 from hyperguild.mcp.registry import get_endpoint
 from hyperguild.mcp.views import BearerTokenAuthentication, HasClient, InsufficientScope, challenge_for
-from hyperguild.permissions import permission_refusal
+from hyperguild.providers import permission_refusal
 
 
 class Unavailable(APIException):
@@ -97,7 +97,7 @@ class EndpointTokenAPIView(APIView):
         return response
 
     def require_right(self, right: str) -> None:
-        """The one permission check (hyperguild.permissions) for a right finer than the view's scope: 403 if refused."""
+        """The one permission check (people.permissions) for a right finer than the view's scope: 403 if refused."""
         refusal = permission_refusal(self.request.user, right)
         if refusal:
             raise PermissionDenied(refusal)

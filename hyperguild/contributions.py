@@ -12,6 +12,7 @@ with Django's own `django.core.checks.register`.)
         register_web_start(start)           # () -> None, in each web process once it is built
         register_task_queue("<app>.tasks.f", "embed")  # its schedule runs on that django-q2 cluster
         register_serve_start(resume)        # () -> None, in `serve` once the database is ready (queue leftover work)
+        register_serve_banner(lines)        # () -> ["budget: …"], lines `serve` prints under its banner
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import TypeVar
 HomeCounts = Callable[[], Mapping[str, object]]
 Schedules = Callable[[], list[tuple[str, str, int]]]
 WebStart = Callable[[], object]
+BannerLines = Callable[[], list[str]]
 
 _Provider = TypeVar("_Provider", bound=Callable[[], object])
 
@@ -33,6 +35,7 @@ _SCHEDULES: list[Schedules] = []
 _WEB_START: list[WebStart] = []
 _TASK_QUEUES: dict[str, str] = {}
 _SERVE_START: list[WebStart] = []
+_SERVE_BANNER: list[BannerLines] = []
 
 
 def _register(registry: list[_Provider], provider: _Provider) -> None:
@@ -73,6 +76,17 @@ def register_serve_start(hook: WebStart) -> None:
     """`hook()` runs in `serve` after its migrations and schedules, before the workers start: work left by the
     last stop is queued again here, so it resumes without a command run by hand."""
     _register(_SERVE_START, hook)
+
+
+def register_serve_banner(provider: BannerLines) -> None:
+    """`provider()` returns lines `serve` prints under its start-up banner (the ledger's budgets)."""
+    _register(_SERVE_BANNER, provider)
+
+
+def serve_banner_lines() -> list[str]:
+    with _LOCK:
+        providers = list(_SERVE_BANNER)
+    return [line for provider in providers for line in provider()]
 
 
 def serve_start_hooks() -> list[WebStart]:

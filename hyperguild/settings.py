@@ -312,16 +312,20 @@ INSTALLED_APPS = [
     "axes",
     "oauth2_provider",
     "hyperguild.apps.HyperguildConfig",
+    # Below the product apps, above the core (docs/architecture.md): what a call cost, who calls, how it went.
+    "ledger.apps.LedgerConfig",
+    "people.apps.PeopleConfig",
+    "observability.apps.ObservabilityConfig",
     "brain.apps.BrainConfig",
     "supervisor.apps.SupervisorConfig",
     "sessions.apps.AgentSessionsConfig",
 ]
 
 MIDDLEWARE = [
-    "hyperguild.tracing.RequestSpans",  # first: a request's server span covers all of it (a no-op with tracing off)
-    "hyperguild.metrics.MetricsMiddleware",  # first: counts every answer, the admission gate's 503s too
-    # OAuth registrations (open to anyone) never queue ahead of people's work (hyperguild/oauth.py).
-    "hyperguild.oauth.RegistrationLaneMiddleware",
+    "observability.tracing.RequestSpans",  # first: a request's server span covers all of it (a no-op with tracing off)
+    "observability.metrics.MetricsMiddleware",  # first: counts every answer, the admission gate's 503s too
+    # OAuth registrations (open to anyone) never queue ahead of people's work (people/oauth.py).
+    "people.oauth.RegistrationLaneMiddleware",
     # Batch doors (the plugin's spool, bulk review) run one at a time per process, never holding every place.
     "hyperguild.lib.batches.BatchLaneMiddleware",
     "hyperguild.middleware.AdmissionMiddleware",  # off with HYPERGUILD_WEB_CONCURRENCY=0
@@ -490,6 +494,9 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         "hyperguild": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "people": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "ledger": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "observability": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
         "brain": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
         "supervisor": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
         "sessions": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
@@ -507,7 +514,7 @@ HYPERGUILD_TOKEN_DEFAULT_DAYS = env_int("HYPERGUILD_TOKEN_DEFAULT_DAYS", 90, min
 HYPERGUILD_TOKEN_MAX_DAYS = env_int("HYPERGUILD_TOKEN_MAX_DAYS", 366, minimum=1)
 # How long the audit of token and OAuth use (CredentialUse) is kept.
 HYPERGUILD_AUDIT_KEEP_DAYS = env_int("HYPERGUILD_AUDIT_KEEP_DAYS", 90, minimum=1)
-# django-oauth-toolkit as the authorization server of the MCP endpoints (hyperguild/oauth.py).
+# django-oauth-toolkit as the authorization server of the MCP endpoints (people/oauth.py).
 HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS = env_int("HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS", 3600, minimum=60)
 HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS = env_int("HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS", 30, minimum=1)
 # Dynamic client registrations (RFC 7591, no credential needed) one address may try per hour.
@@ -519,14 +526,14 @@ HYPERGUILD_OAUTH_REGISTRATION_CONCURRENCY = (
 # Client ID metadata documents: the server fetches the client's https:// metadata URL (needs outbound HTTPS).
 HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS = env_bool("HYPERGUILD_OAUTH_CLIENT_METADATA_DOCUMENTS", False)
 OAUTH2_PROVIDER = {
-    "SCOPES_BACKEND_CLASS": "hyperguild.oauth.EndpointScopes",
+    "SCOPES_BACKEND_CLASS": "people.oauth.EndpointScopes",
     # Client secrets are long and random: hashed cheaply (hyperguild/lib/hashers.py), not like passwords.
     "CLIENT_SECRET_HASHER": "pbkdf2_sha256_client_secret",
     # Remembers redeemed codes: a replayed one revokes every token issued from it (RFC 6749 §4.1.2).
-    "OAUTH2_VALIDATOR_CLASS": "hyperguild.oauth.OAuth2Validator",
+    "OAUTH2_VALIDATOR_CLASS": "people.oauth.OAuth2Validator",
     # A token opens the one endpoint it names, never a URL that merely starts with it.
-    "RESOURCE_SERVER_TOKEN_RESOURCE_VALIDATOR": "hyperguild.oauth.resource_is_exactly",
-    "SCOPES": {"_": "replaced by the endpoints' scopes (hyperguild.oauth.EndpointScopes)"},
+    "RESOURCE_SERVER_TOKEN_RESOURCE_VALIDATOR": "people.oauth.resource_is_exactly",
+    "SCOPES": {"_": "replaced by the endpoints' scopes (people.oauth.EndpointScopes)"},
     "PKCE_REQUIRED": True,
     "ACCESS_TOKEN_EXPIRE_SECONDS": HYPERGUILD_OAUTH_ACCESS_TOKEN_SECONDS,
     "REFRESH_TOKEN_EXPIRE_SECONDS": HYPERGUILD_OAUTH_REFRESH_TOKEN_DAYS * 86400,

@@ -1,7 +1,7 @@
 """What every browser page shares: access rules, pagination, the home page.
 
 Reading needs a signed-in person (`LOGIN_URL` is hyperguild's own sign-in page);
-changing anything needs the role's permission (hyperguild.roles: `reviewer`
+changing anything needs the role's permission (people.roles: `reviewer`
 holds brain.review_note, `curator` agent_sessions.curate_trainingexample; staff
 may do everything), a POST and a CSRF token. The CSRF check is Django's
 middleware; `role_action` adds the rest, in the order a person meets them: not
@@ -16,18 +16,14 @@ from functools import wraps
 from typing import Any, TypeVar, cast
 
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import render
 
-from hyperguild.budgets import budget_states
 from hyperguild.contributions import home_counts
-from hyperguild.costs import COSTS_DAYS, budget_warnings, costs_report
 from hyperguild.errors import error_body
-from hyperguild.lib.typed import AuthenticatedHttpRequest
-from hyperguild.permissions import Right, role_allows
 
 PAGE_SIZE = 25
 
@@ -35,11 +31,15 @@ _View = TypeVar("_View", bound=Callable[..., HttpResponse])  # a decorator hands
 
 
 def may(user: AbstractBaseUser | AnonymousUser, permission: str) -> bool:
-    """Staff may do everything in the UI; everyone else needs the permission (through a role).
+    """Staff may do everything in the UI; everyone else, active, needs the permission (through a role).
 
-    The same rule as every other door's (hyperguild.permissions.role_allows): a browser holds no token scopes,
+    The same rule as every other door's (people.permissions.role_allows): a browser holds no token scopes,
     so only the role counts."""
-    return role_allows(user, Right(name=permission, scope="", permission=permission))
+    if not getattr(user, "is_active", False):
+        return False
+    if getattr(user, "is_staff", False):
+        return True
+    return isinstance(user, PermissionsMixin | AnonymousUser) and user.has_perm(permission)
 
 
 def _refuse(permission: str, json: bool) -> HttpResponse:
@@ -115,22 +115,3 @@ def paginate(
 def home(request: HttpRequest) -> HttpResponse:
     """Where a reviewer starts: what is waiting (counts registered by the apps) and where to go."""
     return render(request, "hyperguild/home.html", home_counts())
-
-
-@login_required
-def costs(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """What model calls cost over the last 30 UTC days: per day, person, skill, model, project; top sessions."""
-    # Other people's spend is for operators (and staff), who hold the permission that reads /metrics.
-    everyone = may(request.user, "hyperguild.view_metrics")
-    return render(
-        request,
-        "hyperguild/costs.html",
-        {
-            **costs_report(only_person=None if everyone else request.user),
-            "days": COSTS_DAYS,
-            "warnings": budget_warnings(request.user),
-            "everyone": everyone,
-            # The service's budgets and the viewer's own; an operator sees every person's too.
-            "budgets": budget_states(None if everyone else [request.user]),
-        },
-    )

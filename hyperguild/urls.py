@@ -1,29 +1,20 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
-from django.urls import include, path, re_path
+from django.urls import include, path
 
-from hyperguild import metrics, people_views, ui, views
+from hyperguild import ui, views
 from hyperguild.mcp.views import McpView
 
 mcp_view = McpView.as_view()
 
+# The apps' pages are included by name (a string, not an import): the core imports no app (docs/architecture.md).
 urlpatterns = [
-    path("health", views.health, name="health"),
-    path("health/live", views.live, name="health-live"),
-    path("metrics", metrics.metrics_view, name="metrics"),
+    path("", include("observability.urls")),  # /health, /health/live, /metrics
     path("favicon.ico", views.favicon, name="favicon"),
     # /mcp/x and /mcp/x/ both answer: MCP clients POST and must not be redirected.
     path("mcp/<slug:endpoint>", mcp_view, name="mcp"),
     path("mcp/<slug:endpoint>/", mcp_view, name="mcp-slash"),
-    # OAuth 2.1 for the MCP endpoints (hyperguild.oauth): metadata at the root, the flow under /oauth/.
-    path("", include("hyperguild.oauth_urls")),
-    re_path(r"^\.well-known/oauth-(?P<rest>.*)$", views.well_known_not_found, name="well-known-oauth"),
-    re_path(r"^mcp/[\w-]+/?\.well-known/oauth-(?P<rest>.*)$", views.well_known_not_found),
-    path("login/", people_views.LoginView.as_view(), name="hyperguild-login"),
-    path("logout/", auth_views.LogoutView.as_view(next_page="hyperguild-login"), name="hyperguild-logout"),
-    path("tokens/", people_views.tokens, name="hyperguild-tokens"),
-    path("costs/", ui.costs, name="hyperguild-costs"),
-    path("tokens/<int:pk>/revoke/", people_views.revoke_token, name="hyperguild-token-revoke"),
+    path("", include("people.urls")),  # OAuth, sign-in, tokens
+    path("", include("ledger.urls")),  # /costs/
     path("admin/", admin.site.urls),
     path("", include("brain.urls")),
     path("", include("supervisor.urls")),

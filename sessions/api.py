@@ -17,7 +17,7 @@ from hyperguild.api import EndpointTokenAPIView
 from hyperguild.lib.batches import batch_budget, person_key
 from hyperguild.lib.limits import InputRejected, loads_limited
 from hyperguild.mcp.views import origin_allowed
-from hyperguild.permissions import may
+from people.permissions import may
 from sessions.actions import check_session_id, do_log_checked_entry, may_read_session
 from sessions.edit_hook import handle_edit_hook
 from sessions.hooks import HookRefused, check_spool_batch, handle_hook, replay_spool

@@ -127,9 +127,9 @@ class RetrospectiveRun(models.Model):
     redactions = models.JSONField(default=list, blank=True)
     # The model's own text when its answer was refused (malformed), so it can be read and replayed.
     model_output = models.TextField(blank=True, default="")
-    model_calls = models.ManyToManyField("hyperguild.ModelCall", blank=True, related_name="+")
+    model_calls = models.ManyToManyField("ledger.ModelCall", blank=True, related_name="+")
     # The person whose request caused it: who called the skill, or the session's owner for one a hook queued
-    # (None: the service identity). Its model calls are charged to them (hyperguild.budgets).
+    # (None: the service identity). Its model calls are charged to them (ledger.budgets).
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -48,7 +48,7 @@ from hyperguild.lib.llm import LLMBadResponse, LLMClient, LLMError, get_llm_clie
 from hyperguild.lib.model_calls import mark_model_call, model_call_context
 from hyperguild.lib.text import excerpt
 from hyperguild.lib.typed import JSON, JsonSchema
-from hyperguild.permissions import role_allows
+from people.permissions import role_allows
 from sessions.actions import do_record_failed_retrospective, do_record_retrospective, session_for
 from sessions.models import AgentSession, SessionEntry
 from sessions.note_drafts import draft_successors

@@ -18,7 +18,7 @@ from django.contrib.auth.models import User
 from hyperguild.errors import DomainError
 from hyperguild.lib.model_calls import model_call_context
 from hyperguild.lib.typed import JSON
-from hyperguild.models import ModelCall
+from ledger.models import ModelCall
 from sessions.actions import session_for
 from sessions.errors import SessionNotFound
 from sessions.retrospective import run_retrospective

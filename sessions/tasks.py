@@ -7,9 +7,9 @@ from typing import Any, TypedDict
 
 from django.contrib.auth.models import User
 
-from hyperguild import budgets
 from hyperguild.lib.llm import get_llm_client
 from hyperguild.lib.model_calls import model_call_context
+from ledger import budgets
 from sessions.actions import do_record_replay
 from sessions.models import AgentSession, TrainingExample
 from sessions.replay import replay_example as replay

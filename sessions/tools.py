@@ -13,7 +13,7 @@ from pydantic import Field
 
 from hyperguild.mcp.contracts import ToolResult
 from hyperguild.mcp.registry import ToolContext, get_endpoint
-from hyperguild.permissions import register_right
+from people.permissions import register_right
 from sessions.actions import check_session_named, do_log_checked_entry
 from sessions.errors import SessionsError
 from sessions.inputs import SessionLogInput

@@ -26,11 +26,11 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from brain.models import Note
-from hyperguild.costs import spend_of
 from hyperguild.lib.diffs import diff_block, html_diff
 from hyperguild.lib.typed import JSON, AuthenticatedHttpRequest
-from hyperguild.models import ModelCall
 from hyperguild.ui import paginate, role_action, role_page
+from ledger.costs import spend_of
+from ledger.models import ModelCall
 from sessions import actions
 from sessions.actions import may_read_session
 from sessions.activity import SERVICE, MergedActivity, action_choices, people
@@ -44,7 +44,7 @@ MESSAGE_FIELDS_BY_KIND: dict[str, tuple[str, ...]] = {
     TrainingExample.Kind.DPO: ("prompt", "chosen", "rejected"),
 }
 
-CURATE = "agent_sessions.curate_trainingexample"  # the curator role (hyperguild.roles)
+CURATE = "agent_sessions.curate_trainingexample"  # the curator role (people.roles)
 
 
 # --- sessions -----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ class SupervisorConfig(AppConfig):
         from supervisor import mcp_prompts  # noqa: F401, I001
         from supervisor.jobs import SkillRunJobs
         from hyperguild.contributions import register_schedules
-        from hyperguild.metrics import register_metric_source
+        from observability.metrics import register_metric_source
         from supervisor.metrics import skill_run_metrics
         from supervisor.tasks import schedules
 

@@ -1,4 +1,4 @@
-"""The supervisor's figures for GET /metrics (hyperguild.metrics): skill runs by skill, endpoint and status."""
+"""The supervisor's figures for GET /metrics (observability.metrics): skill runs by skill, endpoint and status."""
 
 from __future__ import annotations
 

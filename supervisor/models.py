@@ -88,7 +88,7 @@ class SkillRun(models.Model):
     progress = models.CharField(max_length=200, blank=True, default="", help_text="what the run is doing now")
     session_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
     # Every model call the run made (each `claude` worker attempt), with what was sent and the raw answer.
-    model_calls = models.ManyToManyField("hyperguild.ModelCall", blank=True, related_name="+")
+    model_calls = models.ManyToManyField("ledger.ModelCall", blank=True, related_name="+")
     # The person whose token made the call (None: the service identity or the simulator).
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -116,7 +116,7 @@ class SkillRun(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["skill", "-created_at"])]
-        # Running skills (/mcp/supervisor, /mcp/routing) and free-form commands: the operator role (hyperguild.roles).
+        # Running skills (/mcp/supervisor, /mcp/routing) and free-form commands: the operator role (people.roles).
         permissions = [("run_skill", "Can run skills and the commands they take (test_cmd, failing_cmd)")]
 
     def __str__(self) -> str:
@@ -503,9 +503,9 @@ class RoutingEntry(models.Model):
     response = models.TextField(blank=True, default="", help_text="the model's answer (capped)")
     session_id = models.CharField(max_length=200, blank=True, default="", db_index=True)
     # The model calls this attempt made (one, or one per part of a tree-split), with their raw bodies.
-    model_calls = models.ManyToManyField("hyperguild.ModelCall", blank=True, related_name="+")
+    model_calls = models.ManyToManyField("ledger.ModelCall", blank=True, related_name="+")
     # The model calls this attempt made (one, or one per part of a tree-split), with their raw bodies.
-    model_calls = models.ManyToManyField("hyperguild.ModelCall", blank=True, related_name="+")
+    model_calls = models.ManyToManyField("ledger.ModelCall", blank=True, related_name="+")
     # The person whose token made the call (None: the service identity or the simulator).
     requested_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -59,7 +59,7 @@ from hyperguild.lib.llm import (
 )
 from hyperguild.lib.model_calls import mark_model_call
 from hyperguild.lib.typed import JSON, JsonSchema
-from hyperguild.models import ModelCall
+from ledger.models import ModelCall
 from supervisor.actions import do_log_routing_entry, do_record_pathway_outcome
 from supervisor.errors import RoutingFailed
 from supervisor.models import Pathway, RoutingEntry, RoutingFigures

@@ -670,7 +670,7 @@ def debug(
 ) -> DebugResult:
     """A routed diagnosis of `symptom` from `failing_cmd`'s output and the files it names; it edits nothing.
 
-    `failing_cmd` runs as the service's user: only a caller (`identity`, a hyperguild.auth.Identity) with the
+    `failing_cmd` runs as the service's user: only a caller (`identity`, a people.auth.Identity) with the
     right may send one; a session it names must be the caller's (skills.check_session)."""
     check_command_right(params.model_dump(exclude_none=True), identity)
     skills.check_session(params.session_id, requested_by)

@@ -10,8 +10,8 @@ from __future__ import annotations
 from functools import partial
 
 from hyperguild.mcp.registry import Endpoint, ToolContext, register_endpoint
-from hyperguild.permissions import register_right
-from hyperguild.roles import OPERATOR
+from people.permissions import register_right
+from people.roles import OPERATOR
 from supervisor import routing_service, skills
 from supervisor.errors import SupervisorError
 from supervisor.skills import DebugInput, DebugResult, ReviewInput, ReviewResult

@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, cast
 from django.conf import settings
 
 from brain.actions import do_write_raw_note
-from hyperguild import budgets
 from hyperguild.lib.model_calls import record_model_call
 from hyperguild.lib.redaction import redact_fields
-from hyperguild.models import ModelCall
-from hyperguild.permissions import role_allows
+from ledger import budgets
+from ledger.models import ModelCall
+from people.permissions import role_allows
 from supervisor import executor
 from supervisor.apply import head_commit, run_apply
 from supervisor.changes import ChangeRecorder, RecordedChange

@@ -9,7 +9,7 @@ narrow what reaches a shell, they do not make the token harmless.
   SUPERVISOR_ALLOW_TEST_CMD is off: the test command is then always the one
   detected from the project's build files;
 - a command from the arguments (`test_cmd`, `lint_cmd`, `failing_cmd`) needs the
-  `supervisor:commands` right (hyperguild.permissions: the operator role or staff),
+  `supervisor:commands` right (people.permissions: the operator role or staff),
   whatever scope the token holds.
 """
 
@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
-from hyperguild.permissions import permission_refusal
+from people.permissions import permission_refusal
 from supervisor.errors import ArgumentRefused
 
 if TYPE_CHECKING:
-    from hyperguild.auth import Identity
+    from people.auth import Identity
 
 
 def check_git_range(git_range: str | None) -> None:

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validat
 
 from hyperguild.mcp import contracts
 from hyperguild.mcp.contracts import CallProject, CallSession, ToolInput, ToolResult
-from hyperguild.usage import UsageReport
+from ledger.usage import UsageReport
 
 
 class Verdict(StrEnum):

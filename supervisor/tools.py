@@ -21,11 +21,11 @@ from typing import Any
 from django.db import connection, transaction
 from django_q.tasks import async_task
 
-from hyperguild import budgets
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError, register_endpoint
-from hyperguild.permissions import register_right
-from hyperguild.roles import OPERATOR
-from hyperguild.usage import UsageReport, summed_usage
+from ledger import budgets
+from ledger.usage import UsageReport, summed_usage
+from people.permissions import register_right
+from people.roles import OPERATOR
 from supervisor import executor, reaper
 from supervisor.actions import do_create_skill_run, do_request_cancel
 from supervisor.apply import check_apply_request
@@ -65,7 +65,7 @@ supervisor = register_endpoint(
         ),
     )
 )
-# Skills run workers and commands as the service's user: the operator role's (hyperguild.permissions; docs/people.md).
+# Skills run workers and commands as the service's user: the operator role's (people.permissions; docs/people.md).
 register_right(
     "supervisor:run",
     scope="supervisor:run",

@@ -26,7 +26,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
-from hyperguild.costs import spend_of
+from ledger.costs import spend_of
 from supervisor.models import ModelFigures, PassRateBucket, Pathway, RoutingEntry, SkillRun
 from supervisor.routing import routing_settings, routing_stats
 

@@ -21,7 +21,7 @@ from brain.bm25.snapshot import Snapshot
 from brain.bm25.storage import file_lock, forget_old_bases, load_segment, newest_on_disk, save_segment, shared_dir
 from brain.models import BrainVersion, Note, NoteChange
 from hyperguild.lib.processes import give_back_freed_memory
-from hyperguild.metrics import BM25_REFRESH
+from observability.metrics import BM25_REFRESH
 
 logger = logging.getLogger(__name__)
 

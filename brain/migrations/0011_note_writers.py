@@ -2,7 +2,7 @@
 
 from django.db import migrations
 
-from hyperguild.roles import grant_permissions, revoke_permissions
+from hyperguild.lib.grants import grant_permissions, revoke_permissions
 
 GRANTS = {"reviewer": ["add_note"], "curator": ["add_note"], "operator": ["view_note"]}
 

@@ -43,7 +43,7 @@ GUIDELINES_TEXT = """What goes into the wiki, and what does not.
 - Keep titles short and specific; put each note in the wing (and hall) where someone would look for it.
 """
 
-REVIEW = "brain.review_note"  # the reviewer role (hyperguild.roles)
+REVIEW = "brain.review_note"  # the reviewer role (people.roles)
 
 PostedForm = TypeVar("PostedForm", bound=forms.Form)
 

@@ -32,9 +32,8 @@ import httpx
 from django.conf import settings
 
 from hyperguild.lib.http import ServiceClient, ServiceRejected, ServiceUnavailable, configured_client, safe_url
-from hyperguild.lib.model_calls import mark_model_call, record_model_call
+from hyperguild.lib.model_calls import mark_model_call, record_model_call, reserve_budget
 from hyperguild.lib.modeljson import ModelJSONError, parse_model_json
-from hyperguild.lib.pricing import estimate
 from hyperguild.lib.text import excerpt
 from hyperguild.lib.typed import JsonSchema
 
@@ -193,7 +192,7 @@ class LLMClient:
             payload["temperature"] = temperature
         payload["max_tokens"] = limit
 
-        # A budget (hyperguild.budgets) holds this call's estimate until its record is written.
+        # A budget (ledger.budgets) holds this call's estimate until its record is written.
         with self._budget(model, messages, limit, purpose):
             return self._chat(payload, model, limit, purpose)
 
@@ -202,11 +201,8 @@ class LLMClient:
     ) -> AbstractContextManager[object]:
         if not self.record:
             return contextlib.nullcontext()
-        # Imported here: a lib module loads no models when imported (the budgets read ModelCall rows).
-        from hyperguild import budgets
-
         chars = sum(len(str(message.get("content") or "")) for message in messages)
-        return budgets.reserve(estimate(model, chars, limit), what=f"{purpose or 'chat'} on {model}")
+        return reserve_budget(model=model, prompt_chars=chars, max_tokens=limit, what=f"{purpose or 'chat'} on {model}")
 
     def _chat(self, payload: dict[str, Any], model: str, limit: int, purpose: str) -> ChatResult:
         def record(outcome: str, **values: Any) -> int | None:

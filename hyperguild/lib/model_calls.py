@@ -1,4 +1,4 @@
-"""Recording every model call (hyperguild.models.ModelCall), from the one client of each protocol.
+"""Recording every model call, from the one client of each protocol: the seam between the clients and the ledger.
 
     with model_call_context(skill="review", session_id=sid, project=root, requested_by=user):
         client.chat(messages, model="fast", purpose="review")    # the client records the call
@@ -10,6 +10,10 @@ The clients (hyperguild.lib.llm, hyperguild.lib.reranker, the supervisor's claud
 project comes from the innermost `model_call_context` (the core names no product concept: these
 are plain strings the apps pass in). Outside any context a call is still recorded, with the
 purpose its client was given.
+
+The core's clients call this module; the ledger app stores the records (ledger.models.ModelCall), prices
+them (ledger.pricing) and holds budgets (ledger.budgets), and hands its actions down through `set_recorder`
+at start-up (`LedgerConfig.ready()`), so the core imports no app (issue 49).
 """
 
 from __future__ import annotations
@@ -17,17 +21,14 @@ from __future__ import annotations
 import contextvars
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from hyperguild.lib.pricing import cost_of
 from hyperguild.lib.redaction import redact_fields, redact_json_text
 
-if TYPE_CHECKING:
-    from hyperguild.models import ModelCall
-
-# What a record keeps of the request and of the raw response, in characters (hyperguild.models.ModelCall.BODY_CAP).
+# What a record keeps of the request and of the raw response, in characters (ledger.models.BODY_CAP).
+BODY_CAP = 100_000
 TRUNCATION_MARK = "\n…[cut: {dropped} more characters]"
 
 
@@ -47,31 +48,54 @@ class CallContext:
 _current: contextvars.ContextVar[CallContext | None] = contextvars.ContextVar("model_call_context", default=None)
 
 
+class StoredCall(Protocol):
+    """What the store returns: a record with its id (ledger.models.ModelCall)."""
+
+    @property
+    def pk(self) -> Any: ...
+
+
 class StoreCall(Protocol):
-    def __call__(self, **values: Any) -> ModelCall: ...
+    def __call__(self, **values: Any) -> StoredCall: ...
 
 
 class MarkCall(Protocol):
     def __call__(self, call_id: int, *, outcome: str, error: str) -> None: ...
 
 
-# The actions that write a call (`hyperguild.actions.do_record_model_call`, `do_mark_model_call`), handed
-# down at start-up by `HyperguildConfig.ready()`: the actions sit above this module (they reach the MCP
-# registry, whose tools report usage and budgets, and the budgets read this module's context).
+class ReserveBudget(Protocol):
+    """Hold what a call about to be made may cost until its record is written (ledger.budgets.reserve)."""
+
+    def __call__(
+        self, *, model: str, prompt_chars: int, max_tokens: int, what: str
+    ) -> AbstractContextManager[object]: ...
+
+
+# The ledger's actions that write a call (`ledger.actions.do_record_model_call`, `do_mark_model_call`) and its
+# budget gate, handed down at start-up by `LedgerConfig.ready()`: the ledger sits above the core (issue 49).
 _store: StoreCall | None = None
 _mark: MarkCall | None = None
+_reserve: ReserveBudget | None = None
 
 
-def set_recorder(store: StoreCall, mark: MarkCall) -> None:
-    """Name the actions that store a model call and mark one (called once, by `HyperguildConfig.ready()`)."""
-    global _store, _mark
-    _store, _mark = store, mark
+def set_recorder(store: StoreCall, mark: MarkCall, reserve: ReserveBudget) -> None:
+    """Name the actions that store a model call and mark one, and the budget gate (once, by `LedgerConfig.ready()`)."""
+    global _store, _mark, _reserve
+    _store, _mark, _reserve = store, mark, reserve
 
 
-def _recorder() -> tuple[StoreCall, MarkCall]:
-    if _store is None or _mark is None:
-        raise RuntimeError("no model-call recorder: HyperguildConfig.ready() sets it, so set Django up first")
-    return _store, _mark
+def _recorder() -> tuple[StoreCall, MarkCall, ReserveBudget]:
+    if _store is None or _mark is None or _reserve is None:
+        raise RuntimeError(
+            "no model-call recorder: LedgerConfig.ready() sets it (the ledger app), so set Django up first"
+        )
+    return _store, _mark, _reserve
+
+
+def reserve_budget(*, model: str, prompt_chars: int, max_tokens: int, what: str) -> AbstractContextManager[object]:
+    """Hold a call's estimated cost against the budgets until its record is written; refuses over budget."""
+    _, _, reserve = _recorder()
+    return reserve(model=model, prompt_chars=prompt_chars, max_tokens=max_tokens, what=what)
 
 
 @contextmanager
@@ -134,13 +158,12 @@ def record_model_call(
     input_tokens: int | None = None,
     output_tokens: int | None = None,
     reported_cost_usd: float | None = None,
-) -> ModelCall:
-    """Redact, cap and store one call; returns the ModelCall. Who/skill/session/project: the current context."""
-    from hyperguild.models import ModelCall  # here: a lib module loads no models when imported
+) -> StoredCall:
+    """Redact, cap and store one call; returns its record. Who/skill/session/project: the current context.
 
-    store, _ = _recorder()
+    The ledger prices it (from `reported_cost_usd`, else its price table)."""
+    store, _, _ = _recorder()
     context = current_context()
-    cost_usd, cost_source = cost_of(model, input_tokens, output_tokens, reported_cost_usd)
     # The raw response is JSON text: its escapes (`\"`, `\u200b`) are decoded before the patterns look.
     cleaned, redactions = redact_fields({"request": request})
     cleaned["response"], found = redact_json_text(response or "")
@@ -160,17 +183,16 @@ def record_model_call(
         endpoint=endpoint[:500],
         model=model[:200],
         max_tokens=max_tokens,
-        request=_cap(cleaned["request"], ModelCall.BODY_CAP),
-        response=_cap(cleaned["response"], ModelCall.BODY_CAP),
+        request=_cap(cleaned["request"], BODY_CAP),
+        response=_cap(cleaned["response"], BODY_CAP),
         outcome=outcome,
-        error=_cap(cleaned["error"], ModelCall.BODY_CAP),
+        error=_cap(cleaned["error"], BODY_CAP),
         status_code=status_code,
         finish_reason=(finish_reason or "")[:40],
         latency_ms=max(0, int(latency_ms)),
         input_tokens=input_tokens,
         output_tokens=output_tokens,
-        cost_usd=cost_usd,
-        cost_source=cost_source,
+        reported_cost_usd=reported_cost_usd,
         redactions=redactions,
     )
     for recorded in (context.recorded, *context.outer):
@@ -182,6 +204,6 @@ def mark_model_call(call_id: int | None, outcome: str, error: str) -> None:
     """A caller judged a recorded answer (bad JSON, failed check, degenerate): say so on the record."""
     if call_id is None:
         return
-    _, mark = _recorder()
+    _, mark, _ = _recorder()
     cleaned, _ = redact_fields({"error": error})
     mark(call_id, outcome=outcome, error=cleaned["error"][:10_000])

@@ -5,7 +5,7 @@
 
 The detectors, in order (the first to match a stretch of text names it):
 
-1. hyperguild's own personal tokens (`hgp_…`, hyperguild.auth.PERSONAL_TOKEN_PREFIX) and whole JWTs;
+1. hyperguild's own personal tokens (`hgp_…`, people.auth.PERSONAL_TOKEN_PREFIX) and whole JWTs;
 2. the regex plugins of `detect-secrets` (Yelp's maintained detector, pinned in requirements.txt)
    listed in DETECT_SECRETS_PLUGINS: AWS, Stripe, JWTs (only formally valid ones), URLs with a
    password (`postgres://user:pass@…`), GitHub, GitLab, Slack, OpenAI, SendGrid, PyPI, npm, …;
@@ -51,7 +51,7 @@ from detect_secrets.plugins.twilio import TwilioKeyDetector
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-# hyperguild's personal tokens: `hgp_` + 51 characters (hyperguild.auth.new_personal_token). The 12-character
+# hyperguild's personal tokens: `hgp_` + 51 characters (people.auth.new_personal_token). The 12-character
 # prefix the Tokens page shows to name a token ("hgp_3f9a2c1b") is not a secret and is left alone.
 OWN_TOKEN_PATTERN = ("hyperguild_token", r"\bhgp_[A-Za-z0-9_-]{20,}")
 # A whole JWT, signature included (detect-secrets' own regex stops after the payload), checked by its plugin.

@@ -63,9 +63,7 @@ from hyperguild.mcp.revision import (
     http_status_for,
     legacy,
 )
-from hyperguild.permissions import permission_refusal
-from hyperguild.tracing import mcp_span
-from hyperguild.usage import add_usage
+from hyperguild.providers import add_usage, mcp_span, permission_refusal
 
 logger = logging.getLogger("hyperguild.mcp")
 
@@ -78,7 +76,7 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 RESOURCE_NOT_FOUND = -32002  # 2025-11-25 and earlier; 2026-07-28 says -32602
-FORBIDDEN = -32003  # server-defined: the caller's credential or role does not allow this (hyperguild.permissions)
+FORBIDDEN = -32003  # server-defined: the caller's credential or role does not allow this (people.permissions)
 SERVER_INFO_META_KEY = "io.modelcontextprotocol/serverInfo"
 
 
@@ -452,7 +450,7 @@ class Dispatcher:
 
     @staticmethod
     def _require(ctx: ToolContext, right: str, what: str) -> None:
-        """The one permission check (hyperguild.permissions) for a door that is not a tool: RpcError if refused."""
+        """The one permission check (people.permissions) for a door that is not a tool: RpcError if refused."""
         if not right or ctx.identity is None:
             return
         refusal = permission_refusal(ctx.identity, right, what=what)
@@ -650,7 +648,7 @@ def tool_error_result(message: str, data: JSON | None = None) -> McpResult:
 class Caller:
     """What the transport knows about who sent a message and how; the engine reads nothing else of the request."""
 
-    identity: Any = None  # hyperguild.auth.Identity: what the bearer token or OAuth grant proved
+    identity: Any = None  # hyperguild.providers.Identity: what the bearer token or OAuth grant proved
     key: str = ""  # cancellation.client_key: cancellations match calls on it and the request id
     owner: str = ""  # tasks.owner_digest of the Authorization header: who may see the tasks it starts
     person_id: int | None = None  # the signed-in person, for traces

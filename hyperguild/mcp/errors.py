@@ -1,6 +1,6 @@
 """The errors a tool call answers as an `isError: true` result.
 
-Below the registry and everything the registry imports, so that domain code (e.g. hyperguild.budgets)
+Below the registry and everything the registry imports, so that domain code (e.g. ledger.budgets)
 can raise a ToolError without importing the MCP registry. `hyperguild.mcp.registry` re-exports both.
 """
 

@@ -56,7 +56,7 @@ from hyperguild.mcp.cancellation import request_id_key
 from hyperguild.mcp.registry import JobState, JobStore, Tool, ToolContext
 from hyperguild.mcp.revision import MISSING_REQUIRED_CLIENT_CAPABILITY, TASKS_EXTENSION, Revision
 from hyperguild.models import McpTask
-from hyperguild.usage import add_usage
+from hyperguild.providers import add_usage
 
 # The engine's Dispatcher and CallRecord (typed loosely: the engine imports this module, not the other way round).
 Dispatcher = Any

@@ -55,7 +55,7 @@ from pydantic import BaseModel, ValidationError
 from hyperguild.lib.typed import JSON
 from hyperguild.mcp.contracts import CallProject, CallSession, JsonSchema, declared_field, input_schema, output_schema
 from hyperguild.mcp.errors import ToolCancelled, ToolError
-from hyperguild.permissions import permission_refusal
+from hyperguild.providers import permission_refusal
 
 
 class ToolContractError(TypeError):
@@ -77,7 +77,7 @@ class ToolContext:
         identity: Any = None,
     ) -> None:
         self.endpoint = endpoint
-        # Who the bearer token belongs to (hyperguild.auth.Identity); None outside an HTTP call.
+        # Who the bearer token belongs to (hyperguild.providers.Identity); None outside an HTTP call.
         self.identity = identity
         # Who sent the call (hyperguild.mcp.cancellation.client_key): cancellations match on it and the id.
         self.caller = caller
@@ -149,9 +149,9 @@ class Tool:
     long_running: bool = False
     # The token scope a caller needs (e.g. "brain:write"); empty: the endpoint's first scope (Endpoint.add).
     scope: str = ""
-    # The right (hyperguild.permissions) a caller needs, scope and role: empty means the right named as `scope`.
+    # The right (people.permissions) a caller needs, scope and role: empty means the right named as `scope`.
     right: str = ""
-    # It asks a model: its result carries `usage` and `budget_warning` (its result_model subclasses hyperguild.usage.UsageReport).
+    # It asks a model: its result carries `usage` and `budget_warning` (its result_model subclasses ledger.usage.UsageReport).
     reports_usage: bool = False
     # Generated from the models. Whether they are valid JSON Schema is checked by a test
     # (tests/mcp/test_tool_contracts.py), not at import: the metaschema check cost a process seconds at start.
@@ -181,7 +181,7 @@ class Tool:
         if self.reports_usage and not {"usage", "budget_warning"} <= set(self.result_model.model_fields):
             raise ToolContractError(
                 f"tool {self.name} reports usage: its result_model {self.result_model.__name__} must subclass "
-                "hyperguild.usage.UsageReport (the `usage` and `budget_warning` fields)"
+                "ledger.usage.UsageReport (the `usage` and `budget_warning` fields)"
             )
         object.__setattr__(self, "input_schema", input_schema(self.input_model))
         object.__setattr__(self, "output_schema", output_schema(self.result_model))
@@ -222,7 +222,7 @@ class Tool:
     def scope_refusal(self, ctx: ToolContext) -> str | None:
         """Why the caller may not run this tool (a message it can act on), or None when it may.
 
-        The one permission check (hyperguild.permissions): the credential's scope and its person's role now."""
+        The one permission check (people.permissions): the credential's scope and its person's role now."""
         right = self.right or self.scope
         if not right or ctx.identity is None:
             return None
@@ -288,7 +288,7 @@ class Prompt:
     description: str
     handler: PromptHandler
     arguments: tuple[PromptArgument, ...] = ()
-    # The right (hyperguild.permissions) `prompts/get` and `completion/complete` need; empty: the endpoint's first scope.
+    # The right (people.permissions) `prompts/get` and `completion/complete` need; empty: the endpoint's first scope.
     right: str = ""
 
     def describe(self) -> types.Prompt:

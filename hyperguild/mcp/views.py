@@ -38,15 +38,20 @@ from rest_framework.response import Response
 from rest_framework.throttling import BaseThrottle
 from rest_framework.views import APIView
 
-from hyperguild.auth import BearerRefused, Identity, authenticate_bearer, resource_metadata_url
 from hyperguild.errors import error_body
 from hyperguild.lib.typed import JSON
 from hyperguild.mcp.cancellation import client_key, new_session_id
 from hyperguild.mcp.engine import Answer, Call, Caller, CallRecord, receive, unread
 from hyperguild.mcp.mcp_tasks import owner_digest
 from hyperguild.mcp.registry import Endpoint, find_endpoint
-from hyperguild.metrics import observe_mcp
-from hyperguild.tracing import carry_context
+from hyperguild.providers import (
+    BearerRefused,
+    Identity,
+    authenticate_bearer,
+    carry_context,
+    observe_mcp,
+    resource_metadata_url,
+)
 
 logger = logging.getLogger("hyperguild.mcp")
 
@@ -83,7 +88,7 @@ class InsufficientScope(exceptions.PermissionDenied):
 
 
 class BearerTokenAuthentication(BaseAuthentication):
-    """DRF's face of `hyperguild.auth.authenticate_bearer`: request.user becomes the caller's Identity."""
+    """DRF's face of `people.auth.authenticate_bearer`: request.user becomes the caller's Identity."""
 
     def __init__(self, endpoint: Endpoint, scope: str | tuple[str, ...] | None = None):
         self.endpoint = endpoint

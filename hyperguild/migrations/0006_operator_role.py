@@ -5,7 +5,7 @@ The supervisor's migration gives it `supervisor.run_skill` (running skills and t
 
 from django.db import migrations
 
-from hyperguild.roles import grant_permissions, revoke_permissions
+from hyperguild.lib.grants import grant_permissions, revoke_permissions
 
 GRANTS = {"operator": ["view_metrics"]}
 

@@ -2,7 +2,7 @@
 
 from django.db import migrations
 
-from hyperguild.roles import grant_permissions, revoke_permissions
+from hyperguild.lib.grants import grant_permissions, revoke_permissions
 
 GRANTS = {role: ['view_agentsession', 'view_sessionentry', 'view_trainingexample'] for role in ('reader', 'reviewer', 'curator')} | {'curator': ['view_agentsession', 'view_sessionentry', 'view_trainingexample', 'curate_trainingexample']}
 

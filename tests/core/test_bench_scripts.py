@@ -20,7 +20,7 @@ from brain.models import Note, NoteRevision
 from supervisor.models import RoutingEntry
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ("hyperguild", "brain", "supervisor", "sessions")
+PRODUCT = ("hyperguild", "brain", "supervisor", "sessions", "people", "ledger", "observability")
 MOVED = ("bench_load", "bench_registration", "review_bench", "routing_sim")
 
 

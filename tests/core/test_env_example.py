@@ -17,7 +17,7 @@ from hyperguild.lib.env import GO_ALIASES
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_EXAMPLE = ROOT / ".env.example"
-APPS = ("hyperguild", "brain", "supervisor", "sessions")
+APPS = ("hyperguild", "brain", "supervisor", "sessions", "people", "ledger", "observability")
 READERS = {"env_str", "env_int", "env_float", "env_bool", "env_list", "env_choice", "env_optional_float", "_env"}
 # Read but not settings of ours, so not listed: hand-offs from `serve` to the processes it starts, and variables of
 # the software we run under (Django, django-q2, the OpenTelemetry SDK, the XDG runtime folder).

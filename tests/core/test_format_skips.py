@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-FOLDERS = ("hyperguild", "brain", "supervisor", "sessions", "tests", "bench")
+FOLDERS = ("hyperguild", "brain", "supervisor", "sessions", "people", "ledger", "observability", "tests", "bench")
 BARE_SKIP = re.compile(r"#\s*fmt:\s*(skip|off)\s*$")
 
 

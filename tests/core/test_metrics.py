@@ -165,7 +165,7 @@ def test_with_metrics_off_requests_pass_through_the_middleware_uncounted(db, set
 def test_the_cost_on_metrics_is_the_sum_of_the_model_call_records(brain):
     from decimal import Decimal
 
-    from hyperguild.models import ModelCall
+    from ledger.models import ModelCall
 
     for cost in ("0.0123", "0.0400", None):
         baker.make(

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-APP_PACKAGES = ("hyperguild", "brain", "supervisor", "sessions")
+APP_PACKAGES = ("hyperguild", "brain", "supervisor", "sessions", "people", "ledger", "observability")
 OUR_PACKAGES = {*APP_PACKAGES, "tests", "bench", "manage"}
 
 PRIVATE_DJANGO = re.compile(

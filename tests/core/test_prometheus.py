@@ -119,7 +119,7 @@ def test_prometheus_reads_the_same_model_cost_total_as_the_records(two_web_proce
     from django.db.models import Sum
     from model_bakery import baker
 
-    from hyperguild.models import ModelCall
+    from ledger.models import ModelCall
 
     for cost, model in (("0.0123", "fast"), ("0.2500", "thinking"), ("0.0007", "fast")):
         baker.make(ModelCall, model=model, skill="review", provider="openai", outcome="ok", cost_usd=Decimal(cost))

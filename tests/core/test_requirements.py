@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PRODUCT = ("hyperguild", "brain", "supervisor", "sessions")
+PRODUCT = ("hyperguild", "brain", "supervisor", "sessions", "people", "ledger", "observability")
 # Packages only the tests and the tooling use: none of them belongs in what `make run` installs.
 TOOLING = re.compile(
     r"^(pytest(-.+)?|model-bakery|hypothesis|rank-bm25|datasets|playwright|ruff|import-linter|grimp|mypy"

@@ -11,7 +11,7 @@ from pathlib import Path
 from brain import bm25
 
 ROOT = Path(__file__).resolve().parents[2]
-APP_PACKAGES = ("hyperguild", "brain", "supervisor", "sessions")
+APP_PACKAGES = ("hyperguild", "brain", "supervisor", "sessions", "people", "ledger", "observability")
 # Files another branch is rewriting (the MCP engine); their reads move to `settings.NAME` there.
 NOT_YET = {"hyperguild/mcp/registry.py"}
 

@@ -18,7 +18,7 @@ from django.http import HttpResponse
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import is_instrumentation_enabled, suppress_instrumentation
 
-from hyperguild.tracing import in_unsampled_trace, mcp_span, span
+from observability.tracing import in_unsampled_trace, mcp_span, span
 from tests.conftest import call_tool, rpc
 from tests.fakes.helpers import granian_on_test_database, wait_for
 from tests.fakes.otlp import FakeCollector
@@ -184,7 +184,7 @@ def test_in_a_trace_the_sampler_dropped_no_span_is_made_and_the_instrumentations
 
 
 def test_a_request_without_traceparent_is_kept_at_the_sample_rate_and_run_unsampled_otherwise(monkeypatch, rf):
-    import hyperguild.tracing as tracing
+    import observability.tracing as tracing
 
     seen = []
 

@@ -21,7 +21,7 @@ from model_bakery import baker
 
 from brain.actions import do_ingest_note
 from brain.models import Note, Project, VerificationState
-from hyperguild.models import BudgetReservation, ModelCall, PersonBudget
+from ledger.models import BudgetReservation, ModelCall, PersonBudget
 from sessions.actions import do_log_entry
 from tests.e2e.conftest import PASSWORD, log_in, shot
 

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ("hyperguild", "brain", "supervisor", "sessions")
+APPS = ("hyperguild", "brain", "supervisor", "sessions", "people", "ledger", "observability")
 
 
 def _key() -> str:

@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from hyperguild.actions import do_create_personal_token
 from hyperguild.models import McpCancellation
+from people.actions import do_create_personal_token
 from tests.conftest import mcp_post, parse_sse, rpc
 from tests.mcp.test_revisions import envelope, modern_headers
 from tests.people.conftest import make_person

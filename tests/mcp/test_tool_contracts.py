@@ -27,7 +27,7 @@ from hyperguild.mcp.registry import (
     all_endpoints,
     find_endpoint,
 )
-from hyperguild.usage import UsageReport
+from ledger.usage import UsageReport
 from tests.conftest import mcp_post, rpc
 
 FIXTURE = Path(__file__).parent / "fixtures" / "tool_contracts.json"
@@ -115,7 +115,7 @@ def test_a_tool_registered_without_input_and_result_models_is_refused():
 
 
 def test_a_tool_that_reports_usage_needs_the_usage_fields_in_its_result_model():
-    with pytest.raises(ToolContractError, match="must subclass hyperguild.usage.UsageReport"):
+    with pytest.raises(ToolContractError, match="must subclass ledger.usage.UsageReport"):
         _register(
             name="ping",
             title="Ping",

@@ -14,7 +14,7 @@ from brain import bm25
 from brain.actions import do_ingest_note
 from brain.answers import answer
 from hyperguild.lib import llm
-from hyperguild.models import ModelCall
+from ledger.models import ModelCall
 from sessions.actions import do_log_entry
 from sessions.retrospective import run_retrospective
 from sessions.routed_skills import routed_retrospective_result

@@ -6,7 +6,7 @@ import pytest
 
 from hyperguild.lib.llm import LLMBadResponse, LLMRejected, LLMTruncated, LLMUnavailable, get_llm_client
 from hyperguild.lib.model_calls import model_call_context, recorded_calls
-from hyperguild.models import ModelCall
+from ledger.models import ModelCall
 from tests.conftest import free_port
 from tests.fakes.openai import Reply
 
@@ -112,14 +112,12 @@ def test_a_huge_response_is_capped(gateway):
 def test_the_admin_lists_model_calls_and_nobody_can_add_or_change_one(gateway, admin_client):
     gateway.queue(Reply.text("hi"))
     result = get_llm_client().chat([{"role": "user", "content": "go"}], model="fast", purpose="answer")
-    assert admin_client.get("/admin/hyperguild/modelcall/").status_code == 200
-    assert admin_client.get(f"/admin/hyperguild/modelcall/{result.call_id}/change/").status_code == 200
-    assert admin_client.get("/admin/hyperguild/modelcall/add/").status_code == 403
-    admin_client.post(f"/admin/hyperguild/modelcall/{result.call_id}/change/", {"model": "changed"})
+    assert admin_client.get("/admin/ledger/modelcall/").status_code == 200
+    assert admin_client.get(f"/admin/ledger/modelcall/{result.call_id}/change/").status_code == 200
+    assert admin_client.get("/admin/ledger/modelcall/add/").status_code == 403
+    admin_client.post(f"/admin/ledger/modelcall/{result.call_id}/change/", {"model": "changed"})
     assert ModelCall.objects.get(pk=result.call_id).model == "fast"
-    assert (
-        admin_client.post(f"/admin/hyperguild/modelcall/{result.call_id}/delete/", {"post": "yes"}).status_code == 403
-    )
+    assert admin_client.post(f"/admin/ledger/modelcall/{result.call_id}/delete/", {"post": "yes"}).status_code == 403
 
 
 def test_a_nested_context_sees_only_its_own_calls_and_the_outer_one_sees_all(gateway):

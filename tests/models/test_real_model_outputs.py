@@ -10,7 +10,7 @@ from brain import bm25
 from brain.actions import do_ingest_note
 from brain.answer_checks import synthesized_answer_problem
 from brain.answers import answer
-from hyperguild.models import ModelCall
+from ledger.models import ModelCall
 from sessions.actions import do_log_entry
 from sessions.models import RetrospectiveRun
 from sessions.retrospective import run_retrospective

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from hyperguild.lib.reranker import RerankerError, get_reranker
-from hyperguild.models import ModelCall
+from ledger.models import ModelCall
 from supervisor.tasks import run_skill
 from supervisor.tools import start_skill_run
 from tests.conftest import free_port

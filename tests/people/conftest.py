@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 
-from hyperguild.roles import grant_permissions
+from hyperguild.lib.grants import grant_permissions
 
 SERVICE_TOKENS = {"BRAIN_MCP_TOKEN": "brain-env", "SUPERVISOR_MCP_TOKEN": "sup-env", "ROUTING_MCP_TOKEN": "route-env"}
 

@@ -17,10 +17,10 @@ import pytest
 from django_q.models import OrmQ
 
 from brain.models import Note
-from hyperguild.actions import do_create_personal_token
-from hyperguild.auth import known_scopes
-from hyperguild.models import ModelCall, PersonBudget
-from hyperguild.permissions import role_scopes
+from ledger.models import ModelCall, PersonBudget
+from people.actions import do_create_personal_token
+from people.auth import known_scopes
+from people.permissions import role_scopes
 from sessions import tasks
 from sessions.models import RetrospectiveRun
 from supervisor.models import RoutingEntry, SkillRun

@@ -25,7 +25,7 @@ from oauth2_provider.models import AccessToken, Application
 
 from brain.actions import do_ingest_note
 from brain.models import Note
-from hyperguild.models import CredentialUse
+from people.models import CredentialUse
 from tests.conftest import mcp_post, rpc
 from tests.people.conftest import bearer, make_person
 

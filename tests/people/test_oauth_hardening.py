@@ -18,7 +18,7 @@ import pytest
 from django.contrib.auth.hashers import identify_hasher
 from oauth2_provider.models import AccessToken, Application, Grant, RefreshToken
 
-from hyperguild.models import ClientRegistrationAttempt, RedeemedAuthorizationCode
+from people.models import ClientRegistrationAttempt, RedeemedAuthorizationCode
 from tests.conftest import mcp_post, rpc
 from tests.people.conftest import bearer, make_person
 from tests.people.test_oauth_flow import HIDDEN, PASSWORD, REDIRECT_URI, _signed_in_cookies, back_to_client
@@ -260,7 +260,7 @@ def _register_from(live: str, source: str) -> int:
 
 @pytest.fixture
 def refusals_forgotten():
-    from hyperguild.oauth import forget_refused_addresses
+    from people.oauth import forget_refused_addresses
 
     forget_refused_addresses()
     yield
@@ -283,7 +283,7 @@ def test_registrations_are_rate_limited_per_address(live, settings, refusals_for
     # rows are gone and the memory cleared), it registers again.
     assert _register_from(live, "127.0.0.1") == 429
     assert ClientRegistrationAttempt.objects.filter(address="127.0.0.1").count() == 2
-    from hyperguild.oauth import forget_refused_addresses
+    from people.oauth import forget_refused_addresses
 
     ClientRegistrationAttempt.objects.all().delete()
     forget_refused_addresses()
@@ -336,7 +336,7 @@ def test_one_issuer_everywhere(live):
 
 
 def test_a_registration_beyond_the_lane_is_answered_503_at_once_rather_than_queued(live):
-    from hyperguild.oauth import registration_lane
+    from people.oauth import registration_lane
 
     assert registration_lane.try_enter()  # another client's registration, running in this process
     try:

@@ -21,10 +21,10 @@ from django.core.management import CommandError
 
 from brain.actions import do_ingest_note
 from brain.models import Note
-from hyperguild.actions import do_create_personal_token
-from hyperguild.auth import known_scopes, new_personal_token
-from hyperguild.models import PersonalToken
-from hyperguild.permissions import role_scopes
+from people.actions import do_create_personal_token
+from people.auth import known_scopes, new_personal_token
+from people.models import PersonalToken
+from people.permissions import role_scopes
 from sessions.models import SessionEntry
 from supervisor.models import SkillRun
 from tests.conftest import call_tool, mcp_post, rpc
@@ -554,7 +554,7 @@ def test_the_hook_route_refuses_a_cross_site_text_plain_request_and_stores_nothi
 def test_the_matrix_in_docs_names_every_right():
     from django.conf import settings
 
-    from hyperguild.permissions import all_rights
+    from people.permissions import all_rights
 
     text = (settings.BASE_DIR / "docs" / "people.md").read_text()
     for right in all_rights():
@@ -565,7 +565,7 @@ def test_the_matrix_in_docs_names_every_right():
 
 @pytest.mark.django_db
 def test_a_scope_no_app_declared_a_right_for_is_staffs_only():
-    from hyperguild.permissions import permission_refusal, role_allows
+    from people.permissions import permission_refusal, role_allows
 
     reviewer, staff = make_person("rob", "reviewer"), make_person("sue", is_staff=True)
     assert not role_allows(reviewer, "metrics:scrape") and role_allows(staff, "metrics:scrape")

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from brain.models import Note
-from hyperguild.models import CredentialUse, PersonalToken
+from people.models import CredentialUse, PersonalToken
 from tests.conftest import call_tool, mcp_post, rest_error, rpc
 from tests.people.conftest import SERVICE_TOKENS, bearer, make_person, token_for
 
@@ -238,8 +238,12 @@ def test_session_logs_name_the_person_and_need_sessions_write(live):
     assert "s-hugo" not in browser.get(reverse("sessions-list"), {"mine": "1"}).content.decode()
 
 
-def test_old_audit_rows_are_purged_by_the_heartbeat(db, settings):
-    from hyperguild.tasks import heartbeat
+def test_old_audit_rows_are_purged_by_the_people_apps_schedule(db, settings):
+    """Once by the worker's heartbeat, now by a schedule of the people app's own (issue 49: the core calls no app)."""
+    from hyperguild.actions import do_ensure_schedules
+    from people.tasks import PURGE_NAME, purge_credential_uses
+
+    assert PURGE_NAME in do_ensure_schedules()
 
     settings.HYPERGUILD_AUDIT_KEEP_DAYS = 30
     alice = make_person("alice")
@@ -254,6 +258,6 @@ def test_old_audit_rows_are_purged_by_the_heartbeat(db, settings):
     recent = CredentialUse.objects.create(
         user=alice, kind="token", credential="hgp_x", method="POST", path="/mcp/brain"
     )
-    heartbeat()
+    assert purge_credential_uses() == 1
     assert list(CredentialUse.objects.values_list("pk", flat=True)) == [recent.pk]
     assert not CredentialUse.objects.filter(pk=old.pk).exists()

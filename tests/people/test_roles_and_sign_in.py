@@ -7,7 +7,7 @@ from django.test import Client
 from django.urls import reverse
 
 from brain.models import Note, NoteRevision, NoteStatus
-from hyperguild.models import PersonalToken
+from people.models import PersonalToken
 from sessions.models import TrainingExample
 from tests.conftest import call_tool
 from tests.people.conftest import bearer, make_person

@@ -484,8 +484,8 @@ def test_with_a_persons_plugin_setup_the_cli_lists_every_registered_endpoint_as_
     asgi_server, settings, tmp_path, role, endpoints
 ):
     """Issue 46: the plugin registers only the endpoints the person's role can use, so none shows as failed."""
-    from hyperguild.actions import do_create_personal_token
     from hyperguild.management.commands.plugin_setup import plugin_scopes
+    from people.actions import do_create_personal_token
     from tests.people.conftest import make_person
 
     settings.BRAIN_MCP_TOKEN = settings.SUPERVISOR_MCP_TOKEN = settings.ROUTING_MCP_TOKEN = "nobody-has-this-42"

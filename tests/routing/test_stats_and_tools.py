@@ -12,7 +12,7 @@ import pytest
 
 from hyperguild.mcp.contracts import output_schema
 from hyperguild.mcp.registry import get_endpoint
-from hyperguild.usage import UsageReport
+from ledger.usage import UsageReport
 from supervisor import skills
 from supervisor.models import RoutingEntry
 from supervisor.system_checks import routing_problems

@@ -14,12 +14,12 @@ from decimal import Decimal
 import pytest
 from model_bakery import baker
 
-from hyperguild import budgets
-from hyperguild.budgets import BudgetExceeded
 from hyperguild.lib.llm import get_llm_client
 from hyperguild.lib.model_calls import model_call_context
 from hyperguild.lib.reranker import RerankerClient
-from hyperguild.models import BudgetReservation, ModelCall, PersonBudget
+from ledger import budgets
+from ledger.budgets import BudgetExceeded
+from ledger.models import BudgetReservation, ModelCall, PersonBudget
 from supervisor.models import SkillRun
 from tests.fakes.helpers import run_skill_inline
 from tests.fakes.openai import Reply
@@ -254,7 +254,7 @@ def test_the_hook_queued_retrospective_skips_with_a_reason_when_the_budget_is_sp
 
 
 def test_make_runs_banner_names_the_service_budget_with_spent_held_and_reset(ada, settings):
-    from hyperguild.management.commands.serve import budget_lines
+    from ledger.budgets import banner_lines as budget_lines
 
     assert budget_lines() == [
         "budgets: no service budget (HYPERGUILD_BUDGET_DAILY_USD, HYPERGUILD_BUDGET_MONTHLY_USD)."

@@ -12,7 +12,7 @@ import pytest
 from django.core.cache import cache
 
 from brain import bm25
-from hyperguild.models import ModelCall, PersonBudget
+from ledger.models import ModelCall, PersonBudget
 from supervisor.models import SkillRun
 from tests.answers.conftest import HYPERGUILD_NOTES, ingest
 from tests.conftest import call_tool

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 from model_bakery import baker
 
-from hyperguild.models import ModelCall, PersonBudget
+from ledger.models import ModelCall, PersonBudget
 from sessions.actions import do_log_entry
 from supervisor.models import SkillRun
 
@@ -143,7 +143,7 @@ def test_a_session_page_and_a_run_page_show_what_they_cost(staff_client, plain_u
 def test_the_tokens_page_shows_the_persons_own_spend_today_and_this_month(
     reader_client, plain_user, staff_user, monkeypatch
 ):
-    from hyperguild import budgets
+    from ledger import budgets
 
     now = datetime(2026, 11, 15, 12, 0, tzinfo=UTC)
     monkeypatch.setattr(budgets, "now", lambda: now)

@@ -26,7 +26,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from hyperguild.mcp.registry import Endpoint, all_endpoints
-from hyperguild.permissions import role_scopes
+from hyperguild.providers import permission_refusal
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import AnonymousUser, User
@@ -123,7 +123,7 @@ def _any_account() -> AnonymousUser:
 
 
 def plugin_scopes(user: User | AnonymousUser | None = None) -> list[str]:
-    """The plugin's scopes a person's role allows now (hyperguild.permissions); without a person, those every account may hold."""
+    """The plugin's scopes a person's role allows now (people.permissions); without a person, those every account may hold."""
     # Without a person: every active account's; a person with a role adds theirs (docs/people.md).
     return role_scopes(user if user is not None else _any_account(), list(PLUGIN_SCOPES))
 
@@ -186,6 +186,11 @@ def setup_lines(base: str, user: User | None = None) -> list[str]:
         url = f"{base}/mcp/{endpoint.name}"
         lines.append(f"    {claude_mcp_add_line(endpoint.name, url, endpoint.token_setting, endpoint.token())}")
     return lines
+
+
+def role_scopes(user: User | AnonymousUser | None, scopes: list[str]) -> list[str]:
+    """Of `scopes`, those the person's role allows now (the people app's check: a browser's rule, role only)."""
+    return [scope for scope in scopes if permission_refusal(user, scope) is None]
 
 
 def local_host(host: str) -> str:

@@ -38,9 +38,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django_q.tasks import async_task
 
 from hyperguild.actions import do_ensure_admin_account, do_ensure_schedules
-from hyperguild.budgets import budget_states, format_usd
 from hyperguild.checks import public_bind_problem
-from hyperguild.contributions import serve_start_hooks
+from hyperguild.contributions import serve_banner_lines, serve_start_hooks
 from hyperguild.lib.embedded_db import (
     embedded_database_url,
     ensure_embedded_database,
@@ -170,25 +169,6 @@ def gateway_lines() -> list[str]:
     return lines
 
 
-def budget_lines() -> list[str]:
-    """What the banner says about budgets: the service's with spent, held and reset; how many people have one."""
-    states = budget_states()
-    service = [state for state in states if not state.person]
-    if not service:
-        lines = ["budgets: no service budget (HYPERGUILD_BUDGET_DAILY_USD, HYPERGUILD_BUDGET_MONTHLY_USD)."]
-    else:
-        lines = [
-            f"budget: {state.limit.describe()}: {format_usd(state.spent_usd, 3)} USD spent, "
-            f"{format_usd(state.held_usd, 3)} held ({state.fraction:.0%}); resets {state.resets_at:%Y-%m-%d %H:%M} UTC."
-            for state in service
-        ]
-    people = {state.person for state in states if state.person}
-    if people:
-        reached = {state.person for state in states if state.person and state.warned}
-        lines.append(f"personal budgets: {len(people)} people, {len(reached)} of them 80 % spent or more (/costs/).")
-    return lines
-
-
 def granian_thread_note(threads: int) -> str:
     """granian warns when a WSGI worker may run more threads than 2 × cores + 1; say why that is intended."""
     cores = os.cpu_count() or 1
@@ -267,7 +247,7 @@ class Command(BaseCommand):
             # below (which logs the restart and resets this process's connections).
             child_env["HYPERGUILD_EMBEDDED_DB_URL"] = embedded_database_url(settings.DATA_DIR)
         # Several web processes answer /metrics: each keeps its counters in files here, a scrape adds them up
-        # (hyperguild.metrics). Emptied at each start, so the counters start at 0 with the service.
+        # (observability.metrics). Emptied at each start, so the counters start at 0 with the service.
         child_env["PROMETHEUS_MULTIPROC_DIR"] = str(metrics_dir(port))
         # The web processes load the application (seconds of imports each) and then wait at this gate, which
         # opens once the checks, the migrations, the admin account and the schedules below are done: they load
@@ -508,6 +488,6 @@ class Command(BaseCommand):
         )
         for line in gateway_lines():
             self.stdout.write(f"  {line}")
-        for line in budget_lines():
+        for line in serve_banner_lines():
             self.stdout.write(f"  {line}")
         self.stdout.write("Press Ctrl-C to stop.")

@@ -2,7 +2,7 @@
 
 Every figure is a sum over ModelCall records. A call whose cost is unknown (its usage or its model's price)
 is counted apart as `unknown`, never as 0: `cost` is the sum of the known costs only, and a page shows
-how many calls it leaves out. Days and months are UTC, as the budgets' are (hyperguild.budgets).
+how many calls it leaves out. Days and months are UTC, as the budgets' are (ledger.budgets).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from django.contrib.auth.models import User
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncDay
 
-from hyperguild import budgets
-from hyperguild.models import ModelCall, PersonBudget
+from ledger import budgets
+from ledger.models import ModelCall, PersonBudget
 
 COSTS_DAYS = 30  # the Costs page's window, in UTC days
 TOP_SESSIONS = 10

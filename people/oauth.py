@@ -18,7 +18,7 @@ URL (canonical_resource); redirect URIs other than https or http to a loopback a
 HYPERGUILD_OAUTH_REGISTRATIONS_PER_HOUR registrations an hour from one address; a code used twice (and
 then every token issued from it).
 
-Resource servers check the token in `hyperguild.auth.authenticate_bearer`, like every other token.
+Resource servers check the token in `people.auth.authenticate_bearer`, like every other token.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ from oauth2_provider.settings import oauth2_settings
 from oauth2_provider.views import OAuthProtectedResourceMetadataView
 from oauthlib.oauth2.rfc6749.errors import CustomOAuth2Error
 
-from hyperguild.actions import do_admit_client_registration, do_record_redeemed_code, do_revoke_tokens_of_replayed_code
-from hyperguild.auth import known_scopes, public_url, resource_url, token_digest
 from hyperguild.mcp.registry import Endpoint, all_endpoints, find_endpoint
+from people.actions import do_admit_client_registration, do_record_redeemed_code, do_revoke_tokens_of_replayed_code
+from people.auth import known_scopes, public_url, resource_url, token_digest
 
 if TYPE_CHECKING:
     from oauthlib.common import Request as OAuthlibRequest
@@ -167,7 +167,7 @@ def resource_is_exactly(request_uri: str, audiences: list[str]) -> bool:
     return request_uri in audiences
 
 
-def _refused_target(message: str, credentials: dict) -> OAuthToolkitError:
+def _refused_target(message: str, credentials: dict[str, Any]) -> OAuthToolkitError:
     """invalid_target, sent back to the client; shown on the page instead when there is no redirect URI to trust."""
     error = CustomOAuth2Error(error="invalid_target", description=message, state=credentials.get("state"))
     if not credentials.get("redirect_uri"):

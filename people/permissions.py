@@ -2,7 +2,7 @@
 
 A **right** is one thing a caller may do (read the brain, review notes, run skills…). Each right
 names the token **scope** a credential must hold for it and the Django **permission** a person's
-role must hold (through a group made by a migration, `hyperguild.roles`), checked at every
+role must hold (through a group made by a migration, `people.roles`), checked at every
 request, so a person who loses a role loses the power of every token and OAuth grant they made
 at once. Staff hold every right; superusers hold every permission. The service identity (an
 endpoint's environment token, or an endpoint left open) holds every right of the scopes it has.
@@ -12,7 +12,7 @@ asks the same function:
 
     permission_refusal(who, "brain:review")   # None: allowed; else the reason, a sentence to act on
 
-`who` is an `hyperguild.auth.Identity` (MCP, REST, the hook route) or a User (a browser session,
+`who` is an `people.auth.Identity` (MCP, REST, the hook route) or a User (a browser session,
 which holds no scopes: only the role counts). A tool names its right (`Tool.right`); a prompt,
 a completion or a resource read needs its endpoint's first scope's right; a REST view its
 `token_scope`. The core names no app: the table is filled by the apps.
@@ -141,6 +141,6 @@ def scope_right(scope: str) -> Right:
 
 
 def role_scopes(user: Any, scopes: list[str] | tuple[str, ...]) -> list[str]:
-    """Of `scopes` (every scope the endpoints declare: `hyperguild.auth.known_scopes()`), those the person's
+    """Of `scopes` (every scope the endpoints declare: `people.auth.known_scopes()`), those the person's
     role allows now, in order."""
     return [scope for scope in scopes if role_allows(user, scope_right(scope))]

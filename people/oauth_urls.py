@@ -6,7 +6,7 @@ The metadata documents sit at the origin's root (RFC 8414, RFC 9728); the endpoi
 from django.urls import path, re_path
 from oauth2_provider import views
 
-from hyperguild.oauth import (
+from people.oauth import (
     AuthorizationView,
     EndpointResourceMetadataView,
     ManageClientView,

@@ -18,9 +18,9 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from hyperguild.actions import TokenRequestError, do_create_personal_token, do_revoke_personal_token
-from hyperguild.auth import known_scopes
-from hyperguild.models import PersonalToken
+from people.actions import TokenRequestError, do_create_personal_token, do_revoke_personal_token
+from people.auth import known_scopes
+from people.models import PersonalToken
 
 
 class Command(BaseCommand):

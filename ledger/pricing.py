@@ -28,7 +28,7 @@ USD_PLACES = Decimal("0.000001")
 
 
 class CostSource:
-    """How a record's cost_usd was found (hyperguild.models.ModelCall.cost_source)."""
+    """How a record's cost_usd was found (ledger.models.ModelCall.cost_source)."""
 
     REPORTED = "reported"  # the response said what it cost (the claude CLI's total_cost_usd)
     PRICE_TABLE = "price table"

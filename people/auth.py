@@ -21,9 +21,8 @@ import hmac
 import logging
 import secrets
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import DatabaseError
@@ -33,8 +32,9 @@ from django.utils import timezone
 from oauth2_provider.models import AccessToken
 
 from hyperguild.mcp.registry import Endpoint, all_endpoints
-from hyperguild.models import CredentialUse, PersonalToken
-from hyperguild.permissions import all_rights, role_scopes
+from hyperguild.providers import BearerRefused, Identity
+from people.models import CredentialUse, PersonalToken
+from people.permissions import all_rights, role_scopes
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -46,54 +46,6 @@ PERSONAL_TOKEN_PREFIX = "hgp_"
 SHOWN_PREFIX_LENGTH = len(PERSONAL_TOKEN_PREFIX) + 8
 # last_used_at is written at most this often per token: a busy hook must not turn every call into an UPDATE.
 LAST_USED_RESOLUTION = timedelta(seconds=60)
-
-
-@dataclass(frozen=True)
-class Identity:
-    """The caller behind a request: a person (user) or the service, and the scopes it holds."""
-
-    user: Any  # a User, or None for the service identity
-    scopes: frozenset[str]
-    via: str  # "token", "oauth", "service" (environment token) or "open" (no token configured)
-    credential: str = ""  # "hgp_3f9a2c1b (laptop)", the OAuth client's name, or the token setting
-    extra: dict = field(default_factory=dict, compare=False)
-
-    is_authenticated = True  # DRF reads request.user.is_authenticated
-
-    @property
-    def username(self) -> str:
-        return self.user.get_username() if self.user is not None else "service"
-
-    def allows(self, scope: str) -> bool:
-        return scope in self.scopes
-
-
-class BearerRefused(Exception):
-    """A request the bearer check turns away: 401 (no or bad token) or 403 (a scope it lacks)."""
-
-    def __init__(self, status: int, message: str, *, error: str = "", scope: str = "", resource_metadata: str = ""):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.error = error
-        self.scope = scope
-        self.resource_metadata = resource_metadata
-
-    def challenge(self, realm: str = "") -> str:
-        """The `WWW-Authenticate` value (RFC 6750 §3, RFC 9728 §5.1)."""
-        params = [f'realm="{realm}"'] if realm else []
-        if self.error:
-            params.append(f'error="{self.error}"')
-            params.append(f'error_description="{_quoted(self.message)}"')
-        if self.scope:
-            params.append(f'scope="{self.scope}"')
-        if self.resource_metadata:
-            params.append(f'resource_metadata="{self.resource_metadata}"')
-        return "Bearer " + ", ".join(params) if params else "Bearer"
-
-
-def _quoted(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', "'").replace("\r", " ").replace("\n", " ")
 
 
 # --- scopes ------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from django.db.models import Sum
 
 from hyperguild.lib.model_calls import current_context
 from hyperguild.mcp.errors import ToolError
-from hyperguild.models import BudgetReservation, ModelCall, PersonBudget
+from ledger.models import BudgetReservation, ModelCall, PersonBudget
 
 WARN_AT = Decimal("0.8")  # a budget this much spent is warned about
 RESERVATION_TTL = timedelta(hours=1)  # a reservation older than this was left by a crashed process
@@ -266,3 +266,22 @@ def would_exceed(person: Person = None, estimate: Decimal | None = None) -> str 
     except BudgetExceeded as exc:
         return exc.message
     return None
+
+
+def banner_lines() -> list[str]:
+    """What the banner says about budgets: the service's with spent, held and reset; how many people have one."""
+    states = budget_states()
+    service = [state for state in states if not state.person]
+    if not service:
+        lines = ["budgets: no service budget (HYPERGUILD_BUDGET_DAILY_USD, HYPERGUILD_BUDGET_MONTHLY_USD)."]
+    else:
+        lines = [
+            f"budget: {state.limit.describe()}: {format_usd(state.spent_usd, 3)} USD spent, "
+            f"{format_usd(state.held_usd, 3)} held ({state.fraction:.0%}); resets {state.resets_at:%Y-%m-%d %H:%M} UTC."
+            for state in service
+        ]
+    people = {state.person for state in states if state.person}
+    if people:
+        reached = {state.person for state in states if state.person and state.warned}
+        lines.append(f"personal budgets: {len(people)} people, {len(reached)} of them 80 % spent or more (/costs/).")
+    return lines

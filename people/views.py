@@ -1,8 +1,8 @@
-"""Sign-in and the Tokens page: a person makes, names, lists and revokes their own tokens.
+"""Sign-in, the Tokens page and the OAuth discovery paths that describe nothing: a person makes, names, lists and revokes their own tokens.
 
 A new token is shown once, on the page that made it; only its hash is kept.
 The page also lists the person's recent activity: each request made with one of
-their tokens or an OAuth grant (hyperguild.models.CredentialUse).
+their tokens or an OAuth grant (people.models.CredentialUse).
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.http import HttpResponse, HttpResponseNotAllowed
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 
-from hyperguild.actions import TokenRequestError, do_create_personal_token, do_revoke_personal_token
-from hyperguild.auth import known_scopes
-from hyperguild.costs import own_spend
 from hyperguild.lib.typed import AuthenticatedHttpRequest
-from hyperguild.models import CredentialUse, PersonalToken
-from hyperguild.permissions import role_scopes
+from ledger.costs import own_spend
+from people.actions import TokenRequestError, do_create_personal_token, do_revoke_personal_token
+from people.auth import known_scopes
+from people.models import CredentialUse, PersonalToken
+from people.permissions import role_scopes
 
 ACTIVITY_ROWS = 50
 LIFETIMES = (7, 30, 90, 180, 365)
@@ -44,7 +44,7 @@ class TokenForm(forms.Form):
 
     def __init__(self, *args: Any, user: User | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        # Only the scopes the person's role allows now (hyperguild.permissions): a token can hold no more.
+        # Only the scopes the person's role allows now (people.permissions): a token can hold no more.
         allowed = set(role_scopes(user, list(known_scopes())))
         cast(forms.MultipleChoiceField, self.fields["scopes"]).choices = [
             (scope, f"{scope} — {what}") for scope, what in known_scopes().items() if scope in allowed
@@ -107,3 +107,14 @@ def revoke_token(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     do_revoke_personal_token(token)
     messages.success(request, f"Revoked {token.prefix} ({token.name}); it opens nothing any more.")
     return redirect("hyperguild-tokens")
+
+
+def well_known_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """An OAuth discovery path that describes nothing here: say so in JSON, not an HTML 404."""
+    return JsonResponse(
+        {
+            "error": "not_found",
+            "error_description": "no OAuth metadata here; see /.well-known/oauth-protected-resource/mcp/<endpoint>",
+        },
+        status=404,
+    )

@@ -13,10 +13,10 @@ from typing import Any
 
 from pydantic import Field
 
-from hyperguild import budgets
-from hyperguild.lib.pricing import CostSource
 from hyperguild.mcp.contracts import ToolResult
-from hyperguild.models import ModelCall
+from ledger import budgets
+from ledger.models import ModelCall
+from ledger.pricing import CostSource
 
 
 class Usage(ToolResult):

@@ -1,6 +1,6 @@
 """OpenTelemetry traces, exported over OTLP/HTTP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
 
-`configure_tracing()` runs once per process from `HyperguildConfig.ready()`. With no endpoint it
+`configure_tracing()` runs once per process from `ObservabilityConfig.ready()`. With no endpoint it
 does nothing: every `span()` below is then the API's no-op span, which costs a function call.
 With one, it installs the SDK's tracer provider (batching exporter, so a request never waits on
 the collector) and the stock instrumentations of psycopg (a span per query) and httpx (a span per

@@ -44,8 +44,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
-from hyperguild.models import ModelCall
-from hyperguild.permissions import may
+from ledger.models import ModelCall
+from people.permissions import may
 
 logger = logging.getLogger(__name__)
 
@@ -286,7 +286,7 @@ def model_call_metrics() -> Iterable[Metric]:
         )
         .order_by()
     )
-    by_model: dict[tuple[str, str], list] = {}
+    by_model: dict[tuple[str, str], list[float]] = {}
     for row in rows:
         calls.add_metric([row["model"], row["skill"], row["outcome"]], row["n"])
         totals = by_model.setdefault((row["model"], row["skill"]), [0, 0, 0.0, 0])
