@@ -32,8 +32,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
-from django.conf import settings
-
 from hyperguild.lib.llm import LLMClient, generation_limit, get_llm_client
 from hyperguild.lib.typed import JsonSchema
 from supervisor import skill_steps, skills, tree_split
@@ -44,6 +42,7 @@ from supervisor.grounding import Grounding, fingerprint
 from supervisor.model_table import consensus_models, load_table
 from supervisor.models import Pathway, RoutingEntry
 from supervisor.project_tests import TestRun, run_command
+from supervisor.prompts import read_discipline
 from supervisor.roots import RootRefused, relative_to_root, resolve_inside
 from supervisor.routing import Attempt, PathwayKey, Routed, RoutingFailed, llm_attempt, route
 from supervisor.run_results import SkillRunResult
@@ -53,6 +52,7 @@ from supervisor.skills import (
     DebugResult,
     ReviewInput,
     ReviewResult,
+    SkillFailed,
     SkillResult,
     Verdict,
 )
@@ -87,17 +87,17 @@ _FALLBACK_DISCIPLINE = {
 
 
 def discipline(skill: str) -> str:
-    """The skill's discipline file from SUPERVISOR_CONFIG_DIR (the supervisor's own), else a short built-in one.
+    """The skill's discipline file, read as the `claude` worker's is (`prompts.read_discipline`), else a short
+    built-in one: a routed call does not fail for a missing file.
 
     `rules.md` is left out: it tells a `claude` worker how to behave in a
     repository, and the routed model only reads and answers.
     """
     name = skills.SKILLS[skill].discipline
     if name:
-        path = Path(settings.SUPERVISOR_CONFIG_DIR) / name
         try:
-            return path.read_text(encoding="utf-8")
-        except OSError:
+            return read_discipline(name)
+        except SkillFailed:
             pass
     return _FALLBACK_DISCIPLINE.get(skill, "")
 
