@@ -333,11 +333,10 @@ class RoutedBackend:
             )
         except RoutingFailed as exc:
             answer = exc.answer
-            # The models answered, but nothing they said is grounded: a review, verified false. Without an
+            # The models answered, but nothing they said is grounded: a review, verified false. Without a checked
             # answer to show (gateway error, not JSON), or for a diagnosis, the error names both models.
-            if not (isinstance(ask, skill_steps.ReviewAsk) and isinstance(answer, dict)):
-                raise
-            if not isinstance(answer.get("dropped_findings"), list):
+            checked = isinstance(answer, dict) and isinstance(answer.get("dropped_findings"), list)
+            if not (checked and isinstance(ask, skill_steps.ReviewAsk)):
                 raise
             return skill_steps.Answer(
                 model=exc.entries[-1].model,
