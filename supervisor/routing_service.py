@@ -361,9 +361,6 @@ class RoutedBackend:
             return [*consensus_models("review", count, override)]
         return [override] * count
 
-    def note_attempt(self, **values: Any) -> None:
-        """Each attempt is already a RoutingEntry, written by `route`."""
-
     def remember(self, findings: list[dict[str, Any]]) -> None:
         """The fingerprints of grounded findings, kept on the pathway for the next call in this area."""
         found = [

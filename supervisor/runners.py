@@ -413,19 +413,19 @@ class WorkerBackend:
                 ctx.change = self.recorder.record(test_cmd=ask.failing_cmd, before=None, after=None)
             raise skill_steps.Stopped(stopped)
         report = worker.report or {}
+        grounding = check(ask.root, report).grounding
+        if isinstance(ask, skill_steps.ReviewAsk):
+            ctx.attempt_log[-1].update(kept_findings=len(grounding.kept), dropped_findings=len(grounding.dropped))
         return skill_steps.Answer(
             model=model or ctx.model,
             report=report,
-            grounding=check(ask.root, report).grounding,
+            grounding=grounding,
             failed=worker.message if worker.status != WorkerStatus.OK else "",
             files_changed=self.changed,
         )
 
     def consensus_models(self, count: int, override: str | None) -> list[str | None]:
         return [*consensus_models("review", count, override)]
-
-    def note_attempt(self, **values: Any) -> None:
-        self.ctx.attempt_log[-1].update(values)
 
     def remember(self, findings: list[dict[str, Any]]) -> None:
         """The worker's findings are kept with its run (SkillRun.result); no pathway learns from them."""
@@ -436,7 +436,12 @@ class WorkerBackend:
         rerun = run_command(self.root, command, self.ctx.cancel_check)
         if self.recorder is not None:
             self.ctx.change = self.recorder.record(test_cmd=command, before=None, after=rerun)
-        self.note_attempt(files_changed=self.changed)
+        self.ctx.attempt_log[-1].update(
+            verified=rerun.passed,
+            test_exit_code=rerun.exit_code,
+            runner_output=rerun.output,
+            files_changed=self.changed,
+        )
         return rerun
 
     def result(self, skill: str, /, **values: Any) -> SkillRunResult:

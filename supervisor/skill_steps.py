@@ -209,16 +209,12 @@ class Backend(Protocol):
         """The model of each of `count` independent reviews (None: the backend's choice)."""
         ...
 
-    def note_attempt(self, **values: Any) -> None:
-        """Add what judging the last answer found to the record of the attempt."""
-        ...
-
     def remember(self, findings: list[dict[str, Any]]) -> None:
         """Keep the grounded findings of a verified answer (the routed model: its pathway's fingerprints)."""
         ...
 
     def verify(self, command: str) -> TestRun:
-        """Run `command` in the project after the backend edited it (edits_files only)."""
+        """Run `command` in the project after the backend edited it: the check of its answer (edits_files only)."""
         ...
 
     def result(self, skill: str, /, **values: Any) -> SkillRunResult:
@@ -244,7 +240,6 @@ def review(backend: Backend, ask: ReviewAsk) -> SkillRunResult:
     if answer.failed:
         return backend.result("review", status=Verdict.ERROR, message=answer.failed, attempts=answer.attempts)
     grounding = answer.grounding
-    backend.note_attempt(kept_findings=len(grounding.kept), dropped_findings=len(grounding.dropped))
     verdict = answer.report.get("verdict", "comment")
     verified, why = review_verified(grounding, verdict)
     verified = verified and not answer.refused
@@ -275,7 +270,6 @@ def consensus_review(backend: Backend, ask: ReviewAsk) -> SkillRunResult:
             message = f"review {number} of {count} ({answer.model}): {answer.failed}"
             return backend.result("review", status=Verdict.ERROR, message=message, attempts=number)
         grounding = answer.grounding
-        backend.note_attempt(kept_findings=len(grounding.kept), dropped_findings=len(grounding.dropped))
         attempts += answer.attempts
         verdict, summary = answer.report.get("verdict", "comment"), answer.report.get("summary", "")
         reviews.append(ReviewAnswer(number, answer.model, grounding, verdict, summary))
@@ -343,7 +337,6 @@ def debug(backend: Backend, ask: DebugAsk, before: TestRun | None = None) -> Ski
         )
     rerun = backend.verify(ask.failing_cmd)
     passes = rerun.passed
-    backend.note_attempt(verified=passes, test_exit_code=rerun.exit_code, runner_output=rerun.output)
     if answer.failed:
         status, message = Verdict.ERROR, answer.failed
     elif passes:
