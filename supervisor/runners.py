@@ -376,6 +376,7 @@ class WorkerBackend:
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
+        # A skill whose worker may edit (debug: Edit among its tools) is verified by what it changed, not by its word.
         self.edits_files = "Edit" in ctx.spec.allowed_tools.split(",")
         self.recorder: ChangeRecorder | None = None
         self.root: Path | None = None
@@ -414,7 +415,7 @@ class WorkerBackend:
             raise skill_steps.Stopped(stopped)
         report = worker.report or {}
         grounding = check(ask.root, report).grounding
-        if isinstance(ask, skill_steps.ReviewAsk):
+        if isinstance(ask, skill_steps.ReviewAsk) and worker.status == WorkerStatus.OK:
             ctx.attempt_log[-1].update(kept_findings=len(grounding.kept), dropped_findings=len(grounding.dropped))
         return skill_steps.Answer(
             model=model or ctx.model,
