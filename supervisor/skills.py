@@ -767,8 +767,9 @@ def build_result(skill: str, *, status: Verdict | str = Verdict.ERROR, **values:
     """A result in the shared shape with every field present: `values`, and the model's neutral values for the rest.
 
     The result as it is stored (`SkillRun.result`) and passed between the
-    runners: a dict in the shape of the skill's `result_model`, built only
-    here; `typed_result` makes the tool's result of it. The optional fields
+    runners and the skill steps: a `SkillRunResult` in the shape of the
+    skill's `result_model`, built only here; `typed_result` makes the tool's
+    result of it (`model_dump` is left to the wire). The optional fields
     (default None: `usage`, `budget_warning`) stay out until set. A status
     that is not a `Verdict` raises ValueError rather than reaching a caller.
     """
@@ -779,7 +780,7 @@ def build_result(skill: str, *, status: Verdict | str = Verdict.ERROR, **values:
         if field.default is not None
     }
     result.update(status=Verdict(status), phase=spec.phase, skill=skill, **values)
-    # The keys are the result model's fields (SkillRunResult names every skill's), filled from the model itself.
+    # The keys are the result model's fields, filled from the model itself (SkillRunResult names the worker skills').
     return cast(SkillRunResult, result)
 
 
