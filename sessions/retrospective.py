@@ -341,7 +341,7 @@ def _session_runs(session_id: str) -> list[SkillRun]:
 
 
 def _result(**values: Any) -> JSON:
-    return build_result("retrospective", **values)
+    return dict(build_result("retrospective", **values))
 
 
 def notes_author(session: AgentSession) -> tuple[User | None, str]:

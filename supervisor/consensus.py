@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from supervisor.grounding import Grounding, finding_kind, quote_span
 
@@ -47,7 +48,7 @@ class Consensus:
 class _Group:
     file: str
     kind: str
-    members: list[tuple[int, dict, tuple[int, int]]] = field(default_factory=list)  # (review, finding, span)
+    members: list[tuple[int, dict[str, Any], tuple[int, int]]] = field(default_factory=list)  # (review, finding, span)
 
     @property
     def reviews(self) -> list[int]:
@@ -57,7 +58,7 @@ class _Group:
         return any(first <= span[1] and span[0] <= last for _, _, (first, last) in self.members)
 
 
-def _span(root: Path, finding: dict, cache: dict[str, list[str]]) -> tuple[int, int]:
+def _span(root: Path, finding: dict[str, Any], cache: dict[str, list[str]]) -> tuple[int, int]:
     """The lines the finding's quote occupies (the cited line alone when the file cannot be read)."""
     name = finding["file"]
     if name not in cache:
@@ -107,12 +108,12 @@ def agree(root: Path, reviews: list[ReviewAnswer]) -> Consensus:
     return Consensus(Grounding(kept=kept, dropped=dropped), _verdict(reviews, kept), _summary(reviews))
 
 
-def _confidence(finding: dict) -> float:
+def _confidence(finding: dict[str, Any]) -> float:
     value = finding.get("confidence")
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
-def _verdict(reviews: list[ReviewAnswer], kept: list[dict]) -> str:
+def _verdict(reviews: list[ReviewAnswer], kept: list[dict[str, Any]]) -> str:
     """request_changes when an agreed finding stands; else the reviews' most common verdict (comment on a tie)."""
     if kept:
         return "request_changes"

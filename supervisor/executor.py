@@ -38,12 +38,12 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from django.conf import settings
 from django.db import connection
@@ -171,8 +171,8 @@ class WorkerResult:
     exit_code: int | None = None
     stdout: str = ""
     stderr: str = ""
-    envelope: dict | None = None
-    report: dict | None = None
+    envelope: dict[str, Any] | None = None
+    report: dict[str, Any] | None = None
     message: str = ""
     duration_ms: int = 0
     pid: int | None = None
@@ -190,8 +190,9 @@ def _matches(name: str, patterns: Iterable[str]) -> bool:
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
 
 
-def child_environment(*, worker: bool = False) -> dict[str, str]:
-    """The environment for a test command, or (`worker=True`) for a `claude` worker."""
+def child_environment(*, worker: bool = False) -> Mapping[str, str]:
+    """The environment for a test command, or (`worker=True`) for a `claude` worker: a fresh mapping, read-only
+    to the caller (a caller that adds to it copies it first)."""
     allowed = (*ENV_ALLOW, *settings.SUPERVISOR_WORKER_ENV_ALLOW, *(WORKER_ENV_ALLOW if worker else ()))
     never = (*_ENV_NEVER, *token_settings())
     env = {key: value for key, value in os.environ.items() if _matches(key, allowed) and not _matches(key, never)}
@@ -214,7 +215,7 @@ def _litellm_env() -> dict[str, str]:
 register_worker_env(_litellm_env)
 
 
-def build_argv(*, schema: dict, allowed_tools: str, model: str | None) -> list[str]:
+def build_argv(*, schema: Mapping[str, Any], allowed_tools: str, model: str | None) -> list[str]:
     """`claude -p` in print mode; the prompt is written to its stdin, not put in argv."""
     argv = [
         settings.CLAUDE_BINARY,
@@ -306,7 +307,7 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def kill_group(process: subprocess.Popen, grace: float = KILL_GRACE) -> None:
+def kill_group(process: subprocess.Popen[Any], grace: float = KILL_GRACE) -> None:
     """SIGTERM the whole group, SIGKILL whatever is still there after `grace` seconds."""
     pgid = process.pid  # start_new_session: the leader's pid is the group id
     try:
@@ -366,7 +367,7 @@ def run_process(
     on_start: Callable[[int], None] | None = None,
     merge_stderr: bool = False,
     input_text: str | None = None,
-    env: dict[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
     env_overrides: dict[str, str | None] | None = None,
 ) -> ProcessResult:
     """Run to completion or until stopped (see `ProcessOutcome`).
@@ -377,7 +378,7 @@ def run_process(
     stdin is empty); `env` defaults to a test command's environment, and
     `env_overrides` sets variables on top of it (None removes one).
     """
-    env = child_environment() if env is None else dict(env)
+    env = dict(child_environment() if env is None else env)
     for key, value in (env_overrides or {}).items():
         if value is None:
             env.pop(key, None)
@@ -491,7 +492,7 @@ def infrastructure_problem(text: str) -> str | None:
     return None
 
 
-def parse_envelope(stdout: str) -> dict | None:
+def parse_envelope(stdout: str) -> dict[str, Any] | None:
     text = stdout.strip()
     if not text:
         return None
@@ -517,7 +518,7 @@ def parse_envelope(stdout: str) -> dict | None:
 def run_worker(
     *,
     prompt: str,
-    schema: dict,
+    schema: Mapping[str, Any],
     cwd: Path,
     model: str | None,
     allowed_tools: str,
@@ -574,7 +575,7 @@ def run_worker(
     return result
 
 
-def _judge_answer(result: WorkerResult, process: ProcessResult, schema: dict) -> None:
+def _judge_answer(result: WorkerResult, process: ProcessResult, schema: Mapping[str, Any]) -> None:
     """Set the result's status, message, envelope and report from how the process ended and what it printed."""
     if process.outcome == ProcessOutcome.TIMEOUT:
         result.status = WorkerStatus.TIMEOUT

@@ -8,13 +8,14 @@ with `progress(done, total, text)` to tell the caller how far it got and
 `cancelled()` to ask whether the caller went away. Refusals are
 `SupervisorError`s (the endpoint answers them as tool errors).
 
-`review` and `debug` have the same arguments and results as their
-/mcp/supervisor twins (both take their schemas from `supervisor.skills`), but
-instead of spawning Claude Code they ask the model the router picks for a
-JSON answer. The project is read here (files, `git diff`) and `debug` runs
-`failing_cmd` here, through the executor's process runner (own process group,
-deadline, allow-listed environment). The answer passes only if it validates against the skill's
-worker schema and survives the skill's checks (a review's findings must be
+`review` and `debug` are the skill steps of `supervisor.skill_steps`, the
+same the /mcp/supervisor twins run; here their backend is the routed model
+(`RoutedBackend`) instead of Claude Code. It is shown the project (the
+files, `git diff`, tree-split when long) rather than reading it, and only
+answers: `debug` runs `failing_cmd` here first (as the supervisor's tests
+run: own process group, deadline, allow-listed environment) and shows the
+model its output. An answer passes only if it validates against the skill's
+worker schema and survives the skill's check (a review's findings must be
 grounded in the files); otherwise the call fails open onto the thinking
 model (see `supervisor.routing`).
 
@@ -31,39 +32,27 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
-from django.conf import settings
-
-from hyperguild.lib.git import RepositoryUnreadable, git
 from hyperguild.lib.llm import LLMClient, generation_limit, get_llm_client
 from hyperguild.lib.typed import JsonSchema
-from supervisor import executor, skills, tree_split
+from supervisor import skill_steps, skills, tree_split
 from supervisor.actions import do_add_pathway_fingerprints
-from supervisor.apply import head_commit
-from supervisor.consensus import ReviewAnswer, agree
-from supervisor.errors import GatewayMissing, ProjectCommandFailed
+from supervisor.errors import GatewayMissing
 from supervisor.executor import ProcessOutcome
-from supervisor.grounding import (
-    GATE_FILE,
-    GATE_LINE,
-    GATE_QUOTE,
-    Grounding,
-    fingerprint,
-    ground_findings,
-    review_verified,
-)
+from supervisor.grounding import Grounding, fingerprint
 from supervisor.model_table import consensus_models, load_table
 from supervisor.models import Pathway, RoutingEntry
-from supervisor.roots import RootRefused, relative_to_root, resolve_inside, resolve_project_root
+from supervisor.project_tests import TestRun, run_command
+from supervisor.prompts import read_discipline
+from supervisor.roots import RootRefused, relative_to_root, resolve_inside
 from supervisor.routing import Attempt, PathwayKey, Routed, RoutingFailed, llm_attempt, route
-from supervisor.shell_reach import check_command_right, check_git_range
+from supervisor.run_results import SkillRunResult
+from supervisor.shell_reach import check_command_right
 from supervisor.skills import (
     DebugInput,
     DebugResult,
-    GroundedDiagnosis,
-    GroundedReview,
-    ResultFinding,
     ReviewInput,
     ReviewResult,
+    SkillFailed,
     SkillResult,
     Verdict,
 )
@@ -81,9 +70,7 @@ MAX_PROMPT_FILE_CHARS = 200_000
 # Fingerprints shown to the next review of an area ("seen here before").
 SEEN_BEFORE_LIMIT = 10
 MAX_DEBUG_FILES = 5
-# A review whose findings are mostly invented (not grounded) is a failed answer.
-MAX_UNGROUNDED_SHARE = 0.5
-COMMAND_TIMEOUT_SECONDS = 60
+# What the model is shown of a diff or of failing_cmd's output: the last part.
 COMMAND_OUTPUT_CHARS = 8_000
 
 _FALLBACK_DISCIPLINE = {
@@ -100,17 +87,17 @@ _FALLBACK_DISCIPLINE = {
 
 
 def discipline(skill: str) -> str:
-    """The skill's discipline file from SUPERVISOR_CONFIG_DIR (the supervisor's own), else a short built-in one.
+    """The skill's discipline file, read as the `claude` worker's is (`prompts.read_discipline`), else a short
+    built-in one: a routed call does not fail for a missing file.
 
     `rules.md` is left out: it tells a `claude` worker how to behave in a
     repository, and the routed model only reads and answers.
     """
     name = skills.SKILLS[skill].discipline
     if name:
-        path = Path(settings.SUPERVISOR_CONFIG_DIR) / name
         try:
-            return path.read_text(encoding="utf-8")
-        except OSError:
+            return read_discipline(name)
+        except SkillFailed:
             pass
     return _FALLBACK_DISCIPLINE.get(skill, "")
 
@@ -161,37 +148,10 @@ def _files_block(files: list[tuple[str, str]]) -> str:
     return "\n".join(parts)
 
 
-def _run(command: list[str] | str, cwd: Path, *, shell: bool = False) -> tuple[int | None, str]:
-    """Run a command through the executor's process runner; (exit code or None on timeout, capped output)."""
-    argv = ["/bin/sh", "-c", command] if shell and isinstance(command, str) else command
-    assert isinstance(argv, list), "a command without shell=True is an argument list"
-    ran = executor.run_process(argv, cwd=cwd, timeout=COMMAND_TIMEOUT_SECONDS, merge_stderr=True)
-    output = ran.stdout[-COMMAND_OUTPUT_CHARS:]
-    if ran.outcome == ProcessOutcome.TIMEOUT:
-        return None, output + f"\n[killed after {COMMAND_TIMEOUT_SECONDS}s]"
-    return ran.exit_code, output
-
-
-def _git_diff(root: Path, option: str, git_range: str) -> str:
-    """`git diff <option> <range>` in the project (through hyperguild.lib.git), capped like a command's output."""
-    try:
-        ran = git(
-            root,
-            *("diff", option, "--end-of-options", git_range, "--"),
-            check=False,
-            timeout=COMMAND_TIMEOUT_SECONDS,
-            env=executor.child_environment(),
-        )
-    except RepositoryUnreadable as exc:
-        raise ProjectCommandFailed(f"git diff {git_range} failed in {root}: {exc}") from None
-    if not ran.ok:
-        output = (ran.stdout + ran.stderr)[-COMMAND_OUTPUT_CHARS:]
-        raise ProjectCommandFailed(f"git diff {git_range} failed in {root}: {output.strip()[:500]}")
-    return ran.stdout[-COMMAND_OUTPUT_CHARS:]
-
-
 # check(answer): None when the answer passes, else why not (it may normalise the answer in place).
 Check = Callable[[dict[str, Any]], str | None]
+# merge(answers): one answer of the answers to a tree-split's parts.
+Merge = Callable[[list[dict[str, Any]]], Mapping[str, Any]]
 
 
 def multi_attempt(
@@ -199,7 +159,7 @@ def multi_attempt(
     calls: list[list[dict[str, Any]]],
     schema: JsonSchema,
     check: Check | None,
-    merge: Callable[[list[dict[str, Any]]], Mapping[str, Any]],
+    merge: Merge,
     *,
     max_tokens: int | None = None,
     purpose: str = "",
@@ -256,7 +216,7 @@ def multi_attempt(
 
 def seen_here_before(skill_area: PathwayKey) -> str:
     """The bug fingerprints grounded findings left in this area (any skill), as a prompt block; "" if none."""
-    found: dict[str, dict] = {}
+    found: dict[str, dict[str, Any]] = {}
     for fingerprints in Pathway.objects.filter(area=skill_area.area).values_list("fingerprints", flat=True):
         for item in fingerprints:
             known = found.get(item["fingerprint"])
@@ -277,66 +237,156 @@ def seen_here_before(skill_area: PathwayKey) -> str:
     return "\n".join(lines)
 
 
-def remember_fingerprints(key: PathwayKey, findings: list[ResultFinding]) -> None:
-    found = [
-        {"fingerprint": fingerprint(_plain(f)), "title": f.title[:200], "file": f.file, "line": f.line}
-        for f in findings
-    ]
-    do_add_pathway_fingerprints(key, found)
-
-
-def _plain(finding: ResultFinding) -> dict[str, Any]:
-    """A finding as the grounding module reads it (a dict: the named fields and the others it carried)."""
-    return finding.model_dump(mode="json")
-
-
 def routed_result(skill: str, routed: Routed, started: float, **values: Any) -> SkillResult:
     """The skill's result for an answer that passed: the routed model's, after how many attempts."""
+    return skills.typed_result(
+        skill,
+        skills.build_result(
+            skill,
+            status=Verdict.PASS,
+            model_used=routed.model,
+            attempts=routed.attempts,
+            duration_ms=int((time.monotonic() - started) * 1000),
+            message=values.pop("message", "") + answered_by(routed),
+            **values,
+        ),
+    )
+
+
+def answered_by(routed: Routed) -> str:
+    """How a routed result's message ends: the model that answered and why the router chose it."""
     entry = routed.entry
     how = (
         entry.reason
         if entry.reason != RoutingEntry.Reason.FAIL_OPEN
         else f"fail-open retry after {routed.entries[0].model} failed"
     )
-    return skills.typed_result(
-        skill,
-        skills.build_result(
-            skill,
-            status=Verdict.PASS,
-            model_used=entry.model,
+    return f" Answered by {entry.model} ({how})."
+
+
+class RoutedBackend:
+    """The routed model as the backend of a skill step (`supervisor.skill_steps.Backend`).
+
+    Each ask is one routed call (`route`: the fast or the thinking model, failing open onto the thinking
+    model when the skill's check refuses the answer), asking with `calls`: the message lists of one
+    attempt (several: the parts of a tree-split, answers merged by `merge`). The model edits nothing."""
+
+    edits_files = False
+    reviews = "routed reviews"
+
+    def __init__(
+        self,
+        skill: str,
+        client: LLMClient,
+        calls: list[list[dict[str, Any]]],
+        *,
+        pathway: PathwayKey,
+        progress: Progress,
+        cancelled: Cancelled,
+        session_id: str | None,
+        requested_by: Any,
+        merge: Merge = lambda answers: answers[0],
+        step: tuple[float, float] = (0, 1),
+    ) -> None:
+        self.skill, self.client, self.calls, self.merge = skill, client, calls, merge
+        self.pathway, self.progress, self.cancelled = pathway, progress, cancelled
+        self.session_id, self.requested_by, self.step = session_id or "", requested_by, step
+        self.started = time.monotonic()
+
+    def ask(
+        self,
+        ask: skill_steps.SkillAsk,
+        check: skill_steps.Check,
+        *,
+        number: int = 1,
+        of: int = 1,
+        model: str | None = None,
+    ) -> skill_steps.Answer:
+        if of > 1:
+            self.progress(number - 1, of, f"review {number} of {of}: asking the routed model")
+        else:
+            self.progress(*self.step, "asking the routed model")
+
+        def grounded(answer: dict[str, Any]) -> str | None:
+            checked = check(ask.root, answer)
+            answer["findings"], answer["dropped_findings"] = checked.grounding.kept, checked.grounding.dropped
+            return checked.problem
+
+        attempt = multi_attempt(
+            self.client,
+            self.calls,
+            skills.worker_schema(self.skill),
+            grounded,
+            self.merge,
+            max_tokens=generation_limit(self.skill),
+            purpose=self.skill,
+        )
+        try:
+            routed = route(
+                self.skill,
+                attempt,
+                override=model,
+                session_id=self.session_id,
+                cancelled=self.cancelled,
+                pathway=self.pathway,
+                requested_by=self.requested_by,
+            )
+        except RoutingFailed as exc:
+            answer = exc.answer
+            # The models answered, but nothing they said is grounded: a review, verified false. Without a checked
+            # answer to show (gateway error, not JSON), or for a diagnosis, the error names both models.
+            checked = isinstance(answer, dict) and isinstance(answer.get("dropped_findings"), list)
+            if not (checked and isinstance(ask, skill_steps.ReviewAsk)):
+                raise
+            return skill_steps.Answer(
+                model=exc.entries[-1].model,
+                report=answer,
+                grounding=_grounding(answer),
+                attempts=len(exc.entries),
+                refused="not verified: no model gave a grounded review. "
+                + " Then ".join(f"{entry.model} ({entry.reason}): {entry.error}" for entry in exc.entries),
+            )
+        split = f" Tree-split into {len(self.calls)} calls." if len(self.calls) > 1 else ""
+        return skill_steps.Answer(
+            model=routed.model,
+            report=routed.data,
+            grounding=_grounding(routed.data),
             attempts=routed.attempts,
-            duration_ms=int((time.monotonic() - started) * 1000),
-            message=values.pop("message", "") + f" Answered by {entry.model} ({how}).",
-            **values,
-        ),
-    )
+            note=split + answered_by(routed),
+        )
+
+    def consensus_models(self, count: int, override: str | None) -> list[str | None]:
+        """The model table's `consensus` models when it lists them (as overrides), else the router's choice each time."""
+        if load_table().consensus:
+            return [*consensus_models("review", count, override)]
+        return [override] * count
+
+    def remember(self, findings: list[dict[str, Any]]) -> None:
+        """The fingerprints of grounded findings, kept on the pathway for the next call in this area."""
+        found = [
+            {
+                "fingerprint": fingerprint(f),
+                "title": str(f.get("title", ""))[:200],
+                "file": f["file"],
+                "line": f["line"],
+            }
+            for f in findings
+        ]
+        do_add_pathway_fingerprints(self.pathway, found)
+
+    def verify(self, command: str) -> TestRun:
+        raise NotImplementedError("the routed model edits nothing: there is no fix of its to verify")
+
+    def result(self, skill: str, /, **values: Any) -> SkillRunResult:
+        return skills.build_result(skill, duration_ms=int((time.monotonic() - self.started) * 1000), **values)
+
+
+def _grounding(answer: Mapping[str, Any]) -> Grounding:
+    """The grounding the check left in a routed answer (`findings` kept, `dropped_findings`)."""
+    return Grounding(kept=list(answer.get("findings") or []), dropped=list(answer.get("dropped_findings") or []))
 
 
 # --- review ----------------------------------------------------------------------
-
-
-_UNGROUNDED_GATES = (GATE_FILE, GATE_LINE, GATE_QUOTE)
-
-
-def review_check(root: Path) -> Check:
-    """Ground and gate the findings in place; fail the answer if it rests on dropped findings alone or mostly invents."""
-
-    def check(data: dict) -> str | None:
-        findings = data.get("findings", [])
-        grounding = ground_findings(root, findings)
-        data["findings"], data["dropped_findings"] = grounding.kept, grounding.dropped
-        verified, why = review_verified(grounding, data.get("verdict", "comment"))
-        if not verified:
-            return f"the answer is not grounded: {why}"
-        invented = [d for d in grounding.dropped if d["gate"] in _UNGROUNDED_GATES]
-        if findings and len(invented) / len(findings) > MAX_UNGROUNDED_SHARE:
-            return (
-                f"{len(invented)} of {len(findings)} findings are not grounded in the files "
-                f"(wrong file, line or quote): {grounding.reasons()}"
-            )
-        return None
-
-    return check
 
 
 class MergedReview(TypedDict):
@@ -347,7 +397,7 @@ class MergedReview(TypedDict):
     summary: str
 
 
-def merge_reviews(answers: list[dict]) -> MergedReview:
+def merge_reviews(answers: list[dict[str, Any]]) -> MergedReview:
     """One review from the reviews of a tree-split's parts."""
     verdicts = [answer.get("verdict", "comment") for answer in answers]
     verdict = next((v for v in ("request_changes", "comment") if v in verdicts), "approve")
@@ -402,24 +452,18 @@ def review_calls(
     return calls
 
 
-def _review_files(root: Path, params: ReviewInput) -> tuple[list[tuple[str, str]], str]:
-    files: list[tuple[str, str]] = []
-    diff = ""
-    for relative in params.paths or []:
-        files.append(read_project_file(root, relative))
-    git_range = params.git_range
-    if git_range:
-        check_git_range(git_range)
-        diff = _git_diff(root, "--no-color", git_range)
-        names = _git_diff(root, "--name-only", git_range)
+def _review_files(ask: skill_steps.ReviewAsk) -> list[tuple[str, str]]:
+    """The files the model is shown: the paths asked for, then the files the range changes."""
+    files = [read_project_file(ask.root, relative) for relative in ask.paths]
+    if ask.git_range:
         known = {name for name, _ in files}
-        for name in names.splitlines():
+        for name in skill_steps.git_diff(ask.root, "--name-only", ask.git_range).splitlines():
             if name and name not in known:
                 try:
-                    files.append(read_project_file(root, name))
+                    files.append(read_project_file(ask.root, name))
                 except RootRefused:
                     continue  # deleted or binary in the working tree: the diff still shows it
-    return files, diff
+    return files
 
 
 def review(params: ReviewInput, progress: Progress, cancelled: Cancelled, requested_by: Any = None) -> ReviewResult:
@@ -428,157 +472,34 @@ def review(params: ReviewInput, progress: Progress, cancelled: Cancelled, reques
     `requested_by`: the person behind the call (a User), or None for the service identity; a session it names
     must be theirs (skills.check_session)."""
     skills.check_session(params.session_id, requested_by)
-    started = time.monotonic()
-    root = resolve_project_root(params.project_root)
-    files, diff = _review_files(root, params)
+    ask = skill_steps.review_ask(
+        params.project_root,
+        paths=params.paths,
+        git_range=params.git_range,
+        focus=params.focus,
+        consensus=params.consensus,
+        model=params.model,
+    )
+    files = _review_files(ask)
     client = routing_client()
     pathway = review_pathway(params, files)
     preface = [block for block in (seen_here_before(pathway),) if block]
     if params.focus:
         preface.append(f"Focus: {params.focus}")
+    diff = (ask.diff or "")[-COMMAND_OUTPUT_CHARS:]
     calls = review_calls(client, params, files, diff, preface, lambda text: progress(0, 1, text))
-    attempt = multi_attempt(
+    backend = RoutedBackend(
+        "review",
         client,
         calls,
-        skills.worker_schema("review"),
-        review_check(root),
-        merge_reviews,
-        max_tokens=generation_limit("review"),
-        purpose="review",
+        merge=merge_reviews,
+        pathway=pathway,
+        progress=progress,
+        cancelled=cancelled,
+        session_id=params.session_id,
+        requested_by=requested_by,
     )
-    if (params.consensus or 1) > 1:
-        return _consensus_review(params, progress, cancelled, root, attempt, pathway, started, requested_by)
-    progress(0, 1, "asking the routed model")
-    try:
-        routed = route(
-            "review",
-            attempt,
-            override=params.model,
-            session_id=params.session_id or "",
-            cancelled=cancelled,
-            pathway=pathway,
-            requested_by=requested_by,
-        )
-    except RoutingFailed as exc:
-        answer = _grounded_answer(exc)
-        # The models answered, but nothing they said is grounded: a review, verified false.
-        return _review_result(
-            skills.build_result(
-                "review",
-                status=Verdict.FAIL,
-                verified=False,
-                model_used=exc.entries[-1].model,
-                attempts=len(exc.entries),
-                duration_ms=int((time.monotonic() - started) * 1000),
-                findings=answer.findings,
-                verdict=answer.verdict,
-                dropped_findings=answer.dropped_findings,
-                summary=answer.summary,
-                reviewed_commit=head_commit(root),
-                message="not verified: no model gave a grounded review. "
-                + " Then ".join(f"{entry.model} ({entry.reason}): {entry.error}" for entry in exc.entries),
-            )
-        )
-    review = GroundedReview.model_validate(routed.data)
-    remember_fingerprints(pathway, review.findings)
-    split = f" Tree-split into {len(calls)} calls." if len(calls) > 1 else ""
-    return _review_result(
-        routed_result(
-            "review",
-            routed,
-            started,
-            verified=True,
-            findings=review.findings,
-            verdict=review.verdict,
-            dropped_findings=review.dropped_findings,
-            summary=review.summary,
-            reviewed_commit=head_commit(root),
-            message=f"{len(review.findings)} grounded findings, {len(review.dropped_findings)} dropped.{split}",
-        )
-    )
-
-
-def _review_result(result: SkillResult | dict[str, Any]) -> ReviewResult:
-    """A review's result as its model (from `build_result`'s dict or `routed_result`)."""
-    typed = result if isinstance(result, SkillResult) else skills.typed_result("review", result)
-    assert isinstance(typed, ReviewResult)
-    return typed
-
-
-def _grounded_answer(exc: RoutingFailed) -> GroundedReview:
-    """The last answer of a failed routed review, if it was grounded at all; else the error goes to the caller."""
-    answer = exc.answer
-    if not (isinstance(answer, dict) and isinstance(answer.get("dropped_findings"), list)):
-        raise exc  # no answer to show (gateway error, not JSON): a tool error naming both models
-    return GroundedReview.model_validate(answer)
-
-
-def _consensus_review(
-    params: ReviewInput,
-    progress: Progress,
-    cancelled: Cancelled,
-    root: Path,
-    attempt: Callable[[str], Attempt],
-    pathway: PathwayKey,
-    started: float,
-    requested_by: Any = None,
-) -> ReviewResult:
-    """`consensus` independent routed reviews (each a routed call with its entries and pathway count), then agreement.
-
-    The reviewers are the model table's `consensus` models when it lists them (as overrides), else the router
-    chooses for each review as for any call.
-    """
-    count = params.consensus or 1
-    listed = consensus_models("review", count, params.model) if _table_lists_consensus() else []
-    overrides: list[str | None] = [*listed] or [params.model] * count
-    reviews, attempts, models = [], 0, []
-    for number, override in enumerate(overrides, start=1):
-        progress(number - 1, count, f"review {number} of {count}: asking the routed model")
-        try:
-            routed = route(
-                "review",
-                attempt,
-                override=override,
-                session_id=params.session_id or "",
-                cancelled=cancelled,
-                pathway=pathway,
-                requested_by=requested_by,
-            )
-            answer = GroundedReview.model_validate(routed.data)
-            model, used = routed.entry.model, routed.attempts
-        except RoutingFailed as exc:
-            answer, model, used = _grounded_answer(exc), exc.entries[-1].model, len(exc.entries)
-        attempts += used
-        models.append(model)
-        grounding = Grounding(
-            kept=[_plain(finding) for finding in answer.findings],
-            dropped=[dropped.model_dump(mode="json") for dropped in answer.dropped_findings],
-        )
-        reviews.append(ReviewAnswer(number, model, grounding, answer.verdict, answer.summary))
-    outcome = agree(root, reviews)
-    verified, why = review_verified(outcome.grounding, outcome.verdict)
-    agreed = [ResultFinding.model_validate(finding) for finding in outcome.grounding.kept]
-    remember_fingerprints(pathway, agreed)
-    return _review_result(
-        skills.build_result(
-            "review",
-            status=Verdict.PASS if verified else Verdict.FAIL,
-            verified=verified,
-            model_used=", ".join(dict.fromkeys(models)),
-            attempts=attempts,
-            duration_ms=int((time.monotonic() - started) * 1000),
-            findings=agreed,
-            verdict=outcome.verdict,
-            dropped_findings=outcome.grounding.dropped,
-            summary=outcome.summary,
-            reviewed_commit=head_commit(root),
-            message=f"consensus of {count} routed reviews ({', '.join(models)}): {why}",
-        )
-    )
-
-
-def _table_lists_consensus() -> bool:
-    return bool(load_table().consensus)
+    return ReviewResult.model_validate(skill_steps.review(backend, ask))
 
 
 # --- debug -----------------------------------------------------------------------
@@ -597,27 +518,6 @@ def files_named_in(root: Path, text: str) -> list[tuple[str, str]]:
         except (RootRefused, OSError, ValueError):
             continue
     return found
-
-
-def debug_check(root: Path) -> Check:
-    def check(data: dict) -> str | None:
-        findings = data.get("findings", [])
-        grounding = ground_findings(root, findings)
-        data["findings"], data["dropped_findings"] = grounding.kept, grounding.dropped
-        if grounding.all_dropped:
-            return f"the diagnosis quotes no real code: {grounding.reasons()}"
-        if not data.get("hypotheses"):
-            return "no hypotheses: the diagnosis must show what was considered"
-        if not str(data.get("root_cause", "")).strip() or not str(data.get("fix", "")).strip():
-            return "the root cause or the fix is empty"
-        for name in data.get("files_changed", []):
-            try:
-                resolve_inside(root, name)
-            except RootRefused as exc:
-                return f"the fix touches a file outside the project: {exc}"
-        return None
-
-    return check
 
 
 _SIGNALS = (
@@ -674,13 +574,16 @@ def debug(
     right may send one; a session it names must be the caller's (skills.check_session)."""
     check_command_right(params.model_dump(exclude_none=True), identity)
     skills.check_session(params.session_id, requested_by)
-    started = time.monotonic()
-    root = resolve_project_root(params.project_root)
+    ask = skill_steps.debug_ask(
+        params.project_root, symptom=params.symptom, failing_cmd=params.failing_cmd, model=params.model
+    )
     client = routing_client()
     progress(0, 2, "running failing_cmd")
-    code, output = _run(params.failing_cmd, root, shell=True)
+    before = run_command(ask.root, params.failing_cmd, cancelled)
+    code = before.exit_code if before.outcome == ProcessOutcome.EXITED else None
+    output = before.output[-COMMAND_OUTPUT_CHARS:]
     evidence = f"{params.symptom}\n{output}"
-    files = files_named_in(root, evidence)
+    files = files_named_in(ask.root, evidence)
     exit_text = "timed out" if code is None else f"exit code {code}"
     pathway = PathwayKey.of("debug", files[0][0] if files else ".", debug_signal(code, output))
     seen = seen_here_before(pathway)
@@ -695,42 +598,15 @@ def debug(
             ),
         },
     ]
-    attempt = llm_attempt(
+    backend = RoutedBackend(
+        "debug",
         client,
-        messages,
-        skills.worker_schema("debug"),
-        debug_check(root),
-        max_tokens=generation_limit("debug"),
-        purpose="debug",
-    )
-    progress(1, 2, "asking the routed model")
-    routed = route(
-        "debug",
-        attempt,
-        override=params.model,
-        session_id=params.session_id or "",
-        cancelled=cancelled,
+        [messages],
         pathway=pathway,
+        progress=progress,
+        cancelled=cancelled,
+        session_id=params.session_id,
         requested_by=requested_by,
+        step=(1, 2),
     )
-    diagnosis = GroundedDiagnosis.model_validate(routed.data)
-    remember_fingerprints(pathway, diagnosis.findings)
-    result = routed_result(
-        "debug",
-        routed,
-        started,
-        runner_output=output,
-        verified=None,
-        hypotheses=diagnosis.hypotheses,
-        root_cause=diagnosis.root_cause,
-        fix=diagnosis.fix,
-        files_changed=diagnosis.files_changed,
-        failing_cmd_passes=None if code != 0 else True,
-        worker_report=routed.data,
-        findings=diagnosis.findings,
-        dropped_findings=diagnosis.dropped_findings,
-        reviewed_commit=head_commit(root),
-        message=f"Diagnosis only (failing_cmd {exit_text} before): apply the fix, then re-run failing_cmd.",
-    )
-    assert isinstance(result, DebugResult)
-    return result
+    return DebugResult.model_validate(skill_steps.debug(backend, ask, before))

@@ -5,18 +5,18 @@
 returns the result dict (shared shape + skill fields) and the context whose
 `attempt_log` records every attempt. The skill's spec names its runner
 (`SkillSpec.runner`, a key of `RUNNERS`). A runner never trusts the worker:
-TDD phases are verified by running the tests here, `debug` by re-running
-`failing_cmd`, `review` by grounding each finding; `spec` writes its spec to
-the brain as a raw note.
+TDD phases are verified by running the tests here; `spec` writes its spec to
+the brain as a raw note. `review` (with its consensus) and `debug` are the
+skill steps of `supervisor.skill_steps`, shared with the routed model; here
+the `claude` worker is their backend (`WorkerBackend`).
 """
 
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
@@ -26,12 +26,11 @@ from hyperguild.lib.redaction import redact_fields
 from ledger import budgets
 from ledger.models import ModelCall
 from people.permissions import role_allows
-from supervisor import executor
-from supervisor.apply import head_commit, run_apply
+from supervisor import executor, skill_steps
+from supervisor.apply import run_apply
 from supervisor.changes import ChangeRecorder, RecordedChange
-from supervisor.consensus import ReviewAnswer, agree
+from supervisor.errors import SupervisorError
 from supervisor.executor import ProcessOutcome, WorkerStatus
-from supervisor.grounding import ground_findings, review_verified
 from supervisor.model_table import ModelTableError, consensus_models, gateway_environment, resolve_model
 from supervisor.project_tests import (
     BASELINE_MUST_PASS,
@@ -53,7 +52,7 @@ from supervisor.prompts import (
 )
 from supervisor.roots import RootRefused, resolve_inside, resolve_project_root
 from supervisor.run_results import SkillRunResult
-from supervisor.shell_reach import ArgumentRefused, check_git_range, check_test_cmd
+from supervisor.shell_reach import check_test_cmd
 from supervisor.skills import SKILLS, SkillFailed, Verdict, build_result, worker_schema
 
 if TYPE_CHECKING:
@@ -75,7 +74,7 @@ class RunContext:
         self.spec = SKILLS[run.skill]
         # A skill without a worker (apply) runs no model.
         self.model = resolve_model(run.skill, self.args.get("model")) if self.spec.worker_schema else ""
-        self.attempt_log: list[dict] = []
+        self.attempt_log: list[dict[str, Any]] = []
         self.worker_pids: list[int] = []
         # What the worker changed (TDD, debug): see supervisor.changes; stored on SkillRun.change.
         self.change: RecordedChange | None = None
@@ -138,7 +137,7 @@ class RunContext:
 
     def result(self, **values: Any) -> SkillRunResult:
         """The run's result in its skill's shape (`build_result`), naming the model and the run."""
-        return cast(SkillRunResult, build_result(self.skill, model_used=self.model, run_id=self.run.pk, **values))
+        return build_result(self.skill, **{"model_used": self.model, "run_id": self.run.pk, **values})
 
 
 # How a `claude` worker run ends, as a ModelCall outcome. A worker that could not work at all
@@ -182,14 +181,14 @@ def _reported_cost(envelope: object) -> float | None:
 
 def run_worker_skill(
     run: SkillRun, progress: ReportProgress, cancel_check: Callable[[], bool]
-) -> tuple[dict, RunContext]:
+) -> tuple[dict[str, Any], RunContext]:
     ctx = RunContext(run, progress, cancel_check)
     try:
         runner = RUNNERS.get(ctx.spec.runner or "")  # a skill without a runner has none
         if runner is None:
             raise SkillFailed(f"{run.skill} does not run a worker")
         result = runner(ctx)
-    except (SkillFailed, RootRefused, ArgumentRefused) as exc:
+    except (SkillFailed, SupervisorError) as exc:  # RootRefused, ArgumentRefused, ProjectCommandFailed
         result = ctx.result(status=Verdict.ERROR, message=str(exc), attempts=len(ctx.attempt_log))
     return dict(result), ctx
 
@@ -218,7 +217,7 @@ def _single_answer(ctx: RunContext, task: str) -> tuple[executor.WorkerResult, S
     return worker, stopped
 
 
-def _answer_signature(report: dict | None, error: str) -> str:
+def _answer_signature(report: dict[str, Any] | None, error: str) -> str:
     """What a worker answered, to stop retrying when two attempts in a row answer the same."""
     return json.dumps(report, sort_keys=True) if report is not None else "error:" + error
 
@@ -246,12 +245,12 @@ def run_tdd(ctx: RunContext) -> SkillRunResult:
     max_attempts = settings.SUPERVISOR_MAX_ATTEMPTS
     previous = None
     feedback = ""
-    last_report: dict | None = None
+    last_report: dict[str, Any] | None = None
     last_run: TestRun | None = None
     all_changed: set[str] = set()
     why = ""
 
-    def tdd_fields() -> dict:
+    def tdd_fields() -> dict[str, Any]:
         return {
             "file_path": _report_path(root, last_report),
             "files_changed": sorted(all_changed),
@@ -354,7 +353,7 @@ def _baseline(ctx: RunContext, root: Path, test_cmd: str) -> tuple[SkillRunResul
     ), run
 
 
-def _report_path(root: Path, report: dict | None) -> str | None:
+def _report_path(root: Path, report: dict[str, Any] | None) -> str | None:
     path = (report or {}).get("file_path")
     if not isinstance(path, str) or not path:
         return None
@@ -364,135 +363,111 @@ def _report_path(root: Path, report: dict | None) -> str | None:
         return None
 
 
-# --- review, debug, spec ----------------------------------------------------------------
+# --- review, debug (supervisor.skill_steps), spec -------------------------------------------
+
+
+class WorkerBackend:
+    """The `claude` worker as a backend of the skill steps: Claude Code in the project, which may edit it.
+
+    Each ask is one worker run, one attempt of the run's log; what it changed is recorded
+    (`supervisor.changes`) when the skill edits files."""
+
+    reviews = "reviews"
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        # A skill whose worker may edit (debug: Edit among its tools) is verified by what it changed, not by its word.
+        self.edits_files = "Edit" in ctx.spec.allowed_tools.split(",")
+        self.recorder: ChangeRecorder | None = None
+        self.root: Path | None = None
+        self.changed: list[str] = []
+
+    def ask(
+        self,
+        ask: skill_steps.SkillAsk,
+        check: skill_steps.Check,
+        *,
+        number: int = 1,
+        of: int = 1,
+        model: str | None = None,
+    ) -> skill_steps.Answer:
+        ctx = self.ctx
+        # The worker reads the files itself: it is told what to read, not shown it.
+        if isinstance(ask, skill_steps.ReviewAsk):
+            arguments = {"paths": ask.paths, "git_range": ask.git_range, "focus": ask.focus}
+            task = review_task(arguments, ask.diff)
+        else:
+            task = debug_task({"symptom": ask.symptom, "failing_cmd": ask.failing_cmd})
+        self.root = ask.root
+        if self.edits_files:
+            self.recorder = ChangeRecorder(ask.root)
+        # A consensus review names each reviewer's model; a single answer is the run's model.
+        worker = ctx.worker(task, number, model if of > 1 else None)
+        part = self.recorder.attempt() if self.recorder is not None else None
+        self.changed = [item["path"] for item in part["files"]] if part is not None else []
+        ctx.log(
+            number, worker, **({"model": model} if of > 1 else {}), **({"change": part} if part is not None else {})
+        )
+        stopped = _worker_stopped(ctx, worker, number)
+        if stopped is not None:
+            if self.recorder is not None and isinstance(ask, skill_steps.DebugAsk):
+                ctx.change = self.recorder.record(test_cmd=ask.failing_cmd, before=None, after=None)
+            raise skill_steps.Stopped(stopped)
+        report = worker.report or {}
+        grounding = check(ask.root, report).grounding
+        if isinstance(ask, skill_steps.ReviewAsk) and worker.status == WorkerStatus.OK:
+            ctx.attempt_log[-1].update(kept_findings=len(grounding.kept), dropped_findings=len(grounding.dropped))
+        return skill_steps.Answer(
+            model=model or ctx.model,
+            report=report,
+            grounding=grounding,
+            failed=worker.message if worker.status != WorkerStatus.OK else "",
+            files_changed=self.changed,
+        )
+
+    def consensus_models(self, count: int, override: str | None) -> list[str | None]:
+        return [*consensus_models("review", count, override)]
+
+    def remember(self, findings: list[dict[str, Any]]) -> None:
+        """The worker's findings are kept with its run (SkillRun.result); no pathway learns from them."""
+
+    def verify(self, command: str) -> TestRun:
+        assert self.root is not None, "verify follows an ask"
+        self.ctx.progress(f"attempt 1: verifying ({command})")
+        rerun = run_command(self.root, command, self.ctx.cancel_check)
+        if self.recorder is not None:
+            self.ctx.change = self.recorder.record(test_cmd=command, before=None, after=rerun)
+        self.ctx.attempt_log[-1].update(
+            verified=rerun.passed,
+            test_exit_code=rerun.exit_code,
+            runner_output=rerun.output,
+            files_changed=self.changed,
+        )
+        return rerun
+
+    def result(self, skill: str, /, **values: Any) -> SkillRunResult:
+        return self.ctx.result(**values)
 
 
 def run_review(ctx: RunContext) -> SkillRunResult:
-    root = resolve_project_root(ctx.run.project_root)
     args = ctx.args
-    for path in args.get("paths") or []:
-        resolve_inside(root, path, must_exist=True)
-    diff = None
-    if args.get("git_range"):
-        check_git_range(args["git_range"])
-        git_diff = run_command(root, f"git diff --no-color --end-of-options {shlex.quote(args['git_range'])} --")
-        if git_diff.exit_code != 0:
-            raise SkillFailed(f"git diff {args['git_range']} failed: {git_diff.output[-2000:]}")
-        diff = git_diff.output
-    reviewed_commit = head_commit(root)
-    count = args.get("consensus") or 1
-    if count > 1:
-        return _consensus_review(ctx, root, review_task(args, diff), count, reviewed_commit)
-    worker, stopped = _single_answer(ctx, review_task(args, diff))
-    if stopped is not None:
-        return stopped
-    report = worker.report or {}
-    grounding = ground_findings(root, report.get("findings", []))
-    verdict = report.get("verdict", "comment")
-    verified, message = review_verified(grounding, verdict)
-    ctx.attempt_log[-1].update(kept_findings=len(grounding.kept), dropped_findings=len(grounding.dropped))
-    return ctx.result(
-        status=Verdict.PASS if verified else Verdict.FAIL,
-        verified=verified,
-        message=message,
-        attempts=1,
-        findings=grounding.kept,
-        verdict=verdict,
-        dropped_findings=grounding.dropped,
-        summary=report.get("summary", ""),
-        reviewed_commit=reviewed_commit,
+    ask = skill_steps.review_ask(
+        ctx.run.project_root,
+        paths=args.get("paths"),
+        git_range=args.get("git_range"),
+        focus=args.get("focus"),
+        consensus=args.get("consensus"),
+        model=args.get("model"),
     )
-
-
-def _consensus_review(
-    ctx: RunContext, root: Path, task: str, count: int, reviewed_commit: str | None
-) -> SkillRunResult:
-    """`count` independent reviews (attempts 1..count), grounded one by one, then kept where two agree."""
-    models = consensus_models("review", count, ctx.args.get("model"))
-    reviews = []
-    for number, model in enumerate(models, start=1):
-        worker = ctx.worker(task, number, model)
-        ctx.log(number, worker, model=model)
-        stopped = _worker_stopped(ctx, worker, number)
-        if stopped is None and worker.status != WorkerStatus.OK:
-            stopped = ctx.result(
-                status=Verdict.ERROR, message=f"review {number} of {count} ({model}): {worker.message}", attempts=number
-            )
-        if stopped is not None:
-            return stopped
-        report = worker.report or {}
-        grounding = ground_findings(root, report.get("findings", []))
-        ctx.attempt_log[-1].update(kept_findings=len(grounding.kept), dropped_findings=len(grounding.dropped))
-        reviews.append(
-            ReviewAnswer(number, model, grounding, report.get("verdict", "comment"), report.get("summary", ""))
-        )
-    outcome = agree(root, reviews)
-    verified, message = review_verified(outcome.grounding, outcome.verdict)
-    result = ctx.result(
-        status=Verdict.PASS if verified else Verdict.FAIL,
-        verified=verified,
-        message=f"consensus of {count} reviews ({', '.join(models)}): {message}",
-        attempts=count,
-        findings=outcome.grounding.kept,
-        verdict=outcome.verdict,
-        dropped_findings=outcome.grounding.dropped,
-        summary=outcome.summary,
-        reviewed_commit=reviewed_commit,
-    )
-    result["model_used"] = ", ".join(dict.fromkeys(models))
-    return result
+    return skill_steps.review(WorkerBackend(ctx), ask)
 
 
 def run_debug(ctx: RunContext) -> SkillRunResult:
-    root = resolve_project_root(ctx.run.project_root)
     args = ctx.args
-    reviewed_commit = head_commit(root)
-    recorder = ChangeRecorder(root)
-    worker = ctx.worker(debug_task(args), 1)
-    stopped = _worker_stopped(ctx, worker, 1)
-    if stopped is not None:
-        ctx.log(1, worker, change=recorder.attempt())
-        ctx.change = recorder.record(test_cmd=args["failing_cmd"], before=None, after=None)
-        return stopped
-    part = recorder.attempt()
-    changed = [item["path"] for item in part["files"]]
-    report = worker.report or {}
-    grounding = ground_findings(root, report.get("findings", []))
-    ctx.progress(f"attempt 1: verifying ({args['failing_cmd']})")
-    rerun = run_command(root, args["failing_cmd"], ctx.cancel_check)
-    passes = rerun.passed
-    ctx.change = recorder.record(test_cmd=args["failing_cmd"], before=None, after=rerun)
-    ctx.log(
-        1,
-        worker,
-        verified=passes,
-        test_exit_code=rerun.exit_code,
-        runner_output=rerun.output,
-        files_changed=changed,
-        change=part,
+    ask = skill_steps.debug_ask(
+        ctx.run.project_root, symptom=args["symptom"], failing_cmd=args["failing_cmd"], model=args.get("model")
     )
-    if worker.status != WorkerStatus.OK:
-        status, message = Verdict.ERROR, worker.message
-    elif passes:
-        status, message = Verdict.PASS, "verified: the failing command passes now"
-    else:
-        status, message = Verdict.FAIL, f"the failing command still fails (exit code {rerun.exit_code})"
-    return ctx.result(
-        status=status,
-        verified=passes,
-        message=message,
-        attempts=1,
-        runner_output=rerun.output,
-        hypotheses=report.get("hypotheses", []),
-        root_cause=report.get("root_cause", ""),
-        fix=report.get("fix", ""),
-        files_changed=changed,
-        failing_cmd_passes=passes,
-        worker_report=worker.report,
-        findings=grounding.kept,
-        dropped_findings=grounding.dropped,
-        reviewed_commit=reviewed_commit,
-    )
+    return skill_steps.debug(WorkerBackend(ctx), ask)
 
 
 def run_spec(ctx: RunContext) -> SkillRunResult:

@@ -32,16 +32,17 @@ tools; only their models are defined here:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any, Literal, TypedDict, get_args
+from typing import Annotated, Any, Literal, TypedDict, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 from hyperguild.mcp import contracts
 from hyperguild.mcp.contracts import CallProject, CallSession, ToolInput, ToolResult
 from ledger.usage import UsageReport
+from supervisor.run_results import SkillRunResult
 
 
 class Verdict(StrEnum):
@@ -762,12 +763,13 @@ def worker_schema(skill: str) -> contracts.JsonSchema:
     return schema
 
 
-def build_result(skill: str, *, status: Verdict | str = Verdict.ERROR, **values: Any) -> dict[str, Any]:
+def build_result(skill: str, *, status: Verdict | str = Verdict.ERROR, **values: Any) -> SkillRunResult:
     """A result in the shared shape with every field present: `values`, and the model's neutral values for the rest.
 
     The result as it is stored (`SkillRun.result`) and passed between the
-    runners: a dict in the shape of the skill's `result_model`, built only
-    here; `typed_result` makes the tool's result of it. The optional fields
+    runners and the skill steps: a `SkillRunResult` in the shape of the
+    skill's `result_model`, built only here; `typed_result` makes the tool's
+    result of it (`model_dump` is left to the wire). The optional fields
     (default None: `usage`, `budget_warning`) stay out until set. A status
     that is not a `Verdict` raises ValueError rather than reaching a caller.
     """
@@ -778,9 +780,10 @@ def build_result(skill: str, *, status: Verdict | str = Verdict.ERROR, **values:
         if field.default is not None
     }
     result.update(status=Verdict(status), phase=spec.phase, skill=skill, **values)
-    return result
+    # The keys are the result model's fields, filled from the model itself (SkillRunResult names the worker skills').
+    return cast(SkillRunResult, result)
 
 
-def typed_result(skill: str, result: dict[str, Any]) -> SkillResult:
+def typed_result(skill: str, result: Mapping[str, Any]) -> SkillResult:
     """`result` (from `build_result`, or stored on a run) as the skill's result model: what its tool returns."""
     return SKILLS[skill].result_model.model_validate(result)

@@ -82,7 +82,7 @@ def run_skill(run_id: int) -> str:
         except Exception as exc:
             logger.exception("skill run %s failed", run_id)
             result, log, change = (
-                build_result(run.skill, run_id=run_id, message=f"internal error: {type(exc).__name__}: {exc}"),
+                dict(build_result(run.skill, run_id=run_id, message=f"internal error: {type(exc).__name__}: {exc}")),
                 [],
                 None,
             )
