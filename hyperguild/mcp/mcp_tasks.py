@@ -44,6 +44,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import connections
+from mcp import types
 
 from hyperguild.actions import (
     do_create_mcp_task,
@@ -239,7 +240,9 @@ class Tasks:
         """The `Task` of a job, with the `tools/call` result the blocking call would have answered once it has one."""
         data = describe_fields(job.task_id, job.status, job.created_at, job.updated_at, job.message)
         tool = self.endpoint.tools.get(job.tool)
-        if job.status == McpTask.COMPLETED and job.result is not None and tool is not None:
+        if job.status == McpTask.COMPLETED and job.error is not None:
+            data["result"] = self.dispatcher._modern_envelope("tools/call", error_result(job.error))
+        elif job.status == McpTask.COMPLETED and job.result is not None and tool is not None:
             structured = tool.checked(job.result).model_dump(mode="json")
             if tool.reports_usage:
                 add_usage(structured, [], job.requested_by)  # in place; the run's usage is in its result
@@ -285,6 +288,13 @@ def describe_fields(task_id: str, status: str, created: datetime, updated: datet
     if message:
         data["statusMessage"] = message
     return data
+
+
+def error_result(text: str) -> dict[str, Any]:
+    """The `tools/call` error result with `text`, as the engine answers a tool's error (`engine.tool_error_result`)."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True).model_dump(
+        mode="json", by_alias=True, exclude_none=True, exclude={"result_type", "ttl_ms", "cache_scope"}
+    )
 
 
 def describe(task: McpTask) -> dict:

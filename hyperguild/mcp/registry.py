@@ -326,6 +326,7 @@ class JobState:
     created_at: datetime
     updated_at: datetime
     result: BaseModel | None = None  # the tool's result model, once completed
+    error: str | None = None  # once completed: the text of the error result its blocking call would answer
     requested_by: Any = None  # the person behind the call (a User), or None: whose budget the result warns about
 
 
