@@ -40,8 +40,9 @@ import secrets
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.db import connections
 from mcp import types
@@ -54,6 +55,7 @@ from hyperguild.actions import (
     do_request_mcp_task_cancel,
 )
 from hyperguild.mcp.cancellation import request_id_key
+from hyperguild.mcp.messages import McpResult
 from hyperguild.mcp.registry import JobState, JobStore, Tool, ToolContext
 from hyperguild.mcp.revision import MISSING_REQUIRED_CLIENT_CAPABILITY, TASKS_EXTENSION, Revision
 from hyperguild.models import McpTask
@@ -70,6 +72,7 @@ POLL_INTERVAL_MS = 2000
 PROGRESS_WRITE_EVERY = 1.0  # seconds between progress writes to the task's row
 ALIVE_EVERY = 10.0  # seconds between the running replica's signs of life on the task's row
 ALIVE_TIMEOUT = timedelta(seconds=60)  # no sign of life for this long: the replica running the task is gone
+MODERN_FIELDS = {"result_type", "ttl_ms", "cache_scope"}  # added by the envelope (engine.MODERN_RESULT_FIELDS)
 TASK_CALLER = "task"  # the cancellation scope of task-run calls: the task id alone identifies them
 
 
@@ -86,7 +89,7 @@ def cancel_key(task_id: str) -> str:
 class TaskError(Exception):
     """A tasks/* request the engine answers with a JSON-RPC error."""
 
-    def __init__(self, code: int, message: str, data: Any = None):
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)
         self.code, self.message, self.data = code, message, data
 
@@ -99,14 +102,14 @@ class Tasks:
         self.endpoint = dispatcher.endpoint
         self.owner = owner
 
-    def should_start(self, params: dict, revision: Revision) -> bool:
+    def should_start(self, params: Mapping[str, Any], revision: Revision) -> bool:
         """A task, not a blocking call: the client declared the extension and the tool may take minutes."""
         tool = self.endpoint.tools.get(params.get("name")) if isinstance(params.get("name"), str) else None
         return tool is not None and tool.long_running and revision.has_extension(TASKS_EXTENSION)
 
     # -- tools/call -> CreateTaskResult -------------------------------------------------
 
-    def start(self, params: dict, ctx: ToolContext, record: CallRecord, revision: Revision) -> dict:
+    def start(self, params: Mapping[str, Any], ctx: ToolContext, record: CallRecord, revision: Revision) -> McpResult:
         jobs = self.endpoint.jobs
         if jobs is not None and jobs.runs(params["name"]):
             return self._start_job(jobs, params, ctx, record)
@@ -134,21 +137,23 @@ class Tasks:
         thread.start()
         return {"resultType": "task", **describe(task)}
 
-    def _start_job(self, jobs: JobStore, params: dict, ctx: ToolContext, record: CallRecord) -> dict:
+    def _start_job(self, jobs: JobStore, params: Mapping[str, Any], ctx: ToolContext, record: CallRecord) -> McpResult:
         """Hand the call to its app's jobs once it passed the door: a handle, or the refusal a blocking call gets."""
         task_id = new_task_id()
 
-        def start(tool: Tool, arguments: Any) -> dict:
+        def start(tool: Tool, arguments: Any) -> McpResult:
             state = jobs.start(tool.name, arguments, ctx, task_id=task_id, owner=self.owner)
             return {"resultType": "task", **self._describe_job(state, record)}
 
-        result = self.dispatcher._tools_call(params, ctx, record, job=start)
+        result: McpResult = self.dispatcher._tools_call(params, ctx, record, job=start)
         if result.get("resultType") == "task":
             record.extra["task"] = task_id
             record.status = "task"
         return result
 
-    def _run(self, task: McpTask, params: dict, ctx: ToolContext, record: CallRecord, revision: Revision) -> None:
+    def _run(
+        self, task: McpTask, params: Mapping[str, Any], ctx: ToolContext, record: CallRecord, revision: Revision
+    ) -> None:
         started = time.monotonic()
         finished = threading.Event()
         threading.Thread(
@@ -200,7 +205,9 @@ class Tasks:
 
     # -- tasks/get, tasks/update, tasks/cancel --------------------------------------------
 
-    def handle(self, method: str, params: dict, ctx: ToolContext, record: CallRecord, revision: Revision) -> dict:
+    def handle(
+        self, method: str, params: Mapping[str, Any], ctx: ToolContext, record: CallRecord, revision: Revision
+    ) -> McpResult:
         if not revision.has_extension(TASKS_EXTENSION):
             raise TaskError(
                 MISSING_REQUIRED_CLIENT_CAPABILITY,
@@ -228,7 +235,7 @@ class Tasks:
             return {}
         return {}  # tasks/update: these tasks never ask for input, so every response is one to ignore
 
-    def _find_job(self, params: dict) -> JobState | None:
+    def _find_job(self, params: Mapping[str, Any]) -> JobState | None:
         """The job whose record is this task, if the endpoint runs jobs and one has the id (and is not expired)."""
         jobs, task_id = self.endpoint.jobs, task_id_of(params)
         job = jobs.find(task_id[:64], self.owner) if jobs is not None else None
@@ -236,7 +243,7 @@ class Tasks:
             raise TaskError(-32602, f"Unknown or expired task: {task_id[:64]}")
         return job
 
-    def _describe_job(self, job: JobState, record: CallRecord) -> dict:
+    def _describe_job(self, job: JobState, record: CallRecord) -> McpResult:
         """The `Task` of a job, with the `tools/call` result the blocking call would have answered once it has one."""
         data = describe_fields(job.task_id, job.status, job.created_at, job.updated_at, job.message)
         tool = self.endpoint.tools.get(job.tool)
@@ -250,7 +257,7 @@ class Tasks:
             data["result"] = self.dispatcher._modern_envelope("tools/call", result)
         return data
 
-    def _find(self, params: dict) -> McpTask:
+    def _find(self, params: Mapping[str, Any]) -> McpTask:
         task_id = task_id_of(params)
         task = McpTask.objects.filter(task_id=task_id[:64], endpoint=self.endpoint.name, owner=self.owner).first()
         if task is None or task.expires_at.timestamp() < time.time():
@@ -268,16 +275,16 @@ def new_task_id() -> str:
     return secrets.token_urlsafe(24)
 
 
-def task_id_of(params: dict) -> str:
+def task_id_of(params: Mapping[str, Any]) -> str:
     task_id = params.get("taskId")
     if not isinstance(task_id, str) or not task_id:
         raise TaskError(-32602, "params.taskId (a string) is required")
     return task_id
 
 
-def describe_fields(task_id: str, status: str, created: datetime, updated: datetime, message: str) -> dict:
+def describe_fields(task_id: str, status: str, created: datetime, updated: datetime, message: str) -> McpResult:
     """The fields every `Task` answer carries."""
-    data: dict[str, Any] = {
+    data: McpResult = {
         "taskId": task_id,
         "status": status,
         "createdAt": created.isoformat().replace("+00:00", "Z"),
@@ -290,14 +297,13 @@ def describe_fields(task_id: str, status: str, created: datetime, updated: datet
     return data
 
 
-def error_result(text: str) -> dict[str, Any]:
+def error_result(text: str) -> McpResult:
     """The `tools/call` error result with `text`, as the engine answers a tool's error (`engine.tool_error_result`)."""
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True).model_dump(
-        mode="json", by_alias=True, exclude_none=True, exclude={"result_type", "ttl_ms", "cache_scope"}
-    )
+    result = types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+    return cast(McpResult, result.model_dump(mode="json", by_alias=True, exclude_none=True, exclude=MODERN_FIELDS))
 
 
-def describe(task: McpTask) -> dict:
+def describe(task: McpTask) -> McpResult:
     """The `Task` (with its result or error once it has one) as tasks/get answers it."""
     data = describe_fields(task.task_id, task.status, task.created_at, task.updated_at, task.status_message)
     if task.status == McpTask.COMPLETED and task.result is not None:
@@ -326,7 +332,7 @@ class _ProgressWriter:
         self.task_pk = task_pk
         self.last_write = 0.0
 
-    def emit(self, notification: dict) -> None:
+    def emit(self, notification: Mapping[str, Any]) -> None:
         params = notification.get("params") or {}
         message = params.get("message")
         now = time.monotonic()
