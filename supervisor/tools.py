@@ -1,13 +1,14 @@
 """MCP tools of /mcp/supervisor (registered on import, from AppConfig.ready).
 
 Worker skills do not run in the web process: the handler records a SkillRun,
-enqueues `supervisor.tasks.run_skill` on django-q2 and waits for the row to
-finish, streaming the run's progress to the client at least every
+enqueues `supervisor.tasks.run_skill` on django-q2 and waits for the run to
+finish, listening on the run's notifications (`supervisor.run_events`: no row
+is read in a loop) and streaming its progress to the client at least every
 `PROGRESS_EVERY` seconds. If the client cancels, the handler sets
-`cancel_requested` on the run; the executor (in the worker process) polls it
+`cancel_requested` on the run; the executor (in the worker process) sees it
 and kills the worker's process group. Started as an MCP task, the same call is
 recorded and queued the same way but nothing waits: the run is the task
-(`supervisor.jobs`).
+(`supervisor.jobs`, which also runs every other long tool started as a task).
 
 `retrospective` and `trainer` are registered by the sessions app.
 """

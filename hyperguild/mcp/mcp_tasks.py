@@ -4,16 +4,18 @@ A `tools/call` of a tool declared `long_running` from a client whose request
 declares the extension answers at once with a task handle (`resultType:
 "task"`). Where the call then runs depends on the tool:
 
-- **A job** (the endpoint's `JobStore` `runs` it: the supervisor's worker
-  skills). The call is checked at the door as a blocking call is, then handed
-  to the app, which records it under the task id and queues it (a `SkillRun`
-  run by a django-q2 worker, with that run's heartbeat and reaper). The job's
-  record *is* the task: the engine keeps no row and runs no thread for it, and
-  `tasks/get` / `tasks/cancel` on any replica read and mark that record, so a
-  task outlives the replica that accepted it.
-- **Any other long tool** (the retrospective, the routed skills…) runs in a
-  thread of the replica that accepted the call, exactly as the blocking call
-  would run it, and its progress and final result go to the task's row
+- **A job** (the endpoint's `JobStore` `runs` it: every long tool of
+  /mcp/supervisor and /mcp/routing). The call is checked at the door as a
+  blocking call is, then handed to the app, which records it under the task
+  id and queues it (a `SkillRun` run by a django-q2 worker, with that run's
+  heartbeat and reaper: `supervisor.jobs`). The job's record *is* the task:
+  the engine keeps no row and runs no thread for it, and `tasks/get` /
+  `tasks/cancel` on any replica read and mark that record, so a task outlives
+  the replica that accepted it.
+- **A long tool of an endpoint without a JobStore** (no endpoint of the
+  service: the engine's self-test and conformance fixtures) runs in a thread
+  of the replica that accepted the call, exactly as the blocking call would
+  run it, and its progress and final result go to the task's row
   (`hyperguild.models.McpTask`). Any replica answers `tasks/get` from that row.
   `tasks/cancel` on any replica marks the row and records a cancellation the
   way `notifications/cancelled` does, so the running replica's cancellation
