@@ -59,4 +59,3 @@ def test_a_blocking_call_reads_the_run_a_fixed_few_times_however_long_it_runs(fa
     # Listening, claimed, ended: the count does not grow with the run's length (a 0.25 s poll read it ~16 times).
     assert long_reads <= 4, long_reads
     assert long_reads <= short_reads + 1, (short_reads, long_reads)
-
