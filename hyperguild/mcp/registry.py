@@ -376,7 +376,7 @@ class Endpoint:
         # Domain exceptions the engine answers as `isError` results (message and data kept),
         # declared by the apps' tools.py with `translate_errors`.
         self.domain_errors: tuple[type[Exception], ...] = ()
-        # The app's jobs (JobStore) for long tools that run outside the web process; None: every task runs here.
+        # The app's jobs (JobStore) for long tools that run outside the web process; None: no tasks (they block).
         self.jobs: JobStore | None = None
 
     def translate_errors(self, *error_types: type[Exception]) -> None:
