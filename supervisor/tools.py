@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from django.conf import settings
@@ -228,13 +229,15 @@ def run_outcome(run: SkillRun) -> SkillResult:
     return result
 
 
-def _cancel(run_id: int, listener: RunListener) -> None:
-    """Cancel the run and make sure its process group is gone, even if its owner is dead."""
+def _cancel(run_id: int, listener: RunListener | None = None) -> None:
+    """Cancel the run and make sure its process group is gone, even if its owner is dead (`listener`: the
+    caller's, already listening on the run; else one of its own)."""
     do_request_cancel(run_id)
     if reaper.reap_if_orphaned(run_id) is not None:
         return
-    if _wait_until_finished(run_id, listener, executor.KILL_GRACE * 2 + 5):
-        return
+    with nullcontext(listener) if listener is not None else RunListener(run_id) as heard:
+        if _wait_until_finished(run_id, heard, executor.KILL_GRACE * 2 + 5):
+            return
     # The owner did not stop it in time: kill the recorded group and end the run here.
     run = SkillRun.objects.running().filter(pk=run_id).first()
     if run is not None:
