@@ -31,7 +31,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db import OperationalError, transaction
 from pydantic import BaseModel
@@ -139,6 +139,14 @@ def _last_change(run: SkillRun) -> datetime:
 # --- tool jobs: any long tool's handler, run in the worker --------------------------------------
 
 
+class StoredCaller(TypedDict):
+    """`SkillRun.caller` as the database keeps it."""
+
+    scopes: list[str]
+    via: str
+    credential: str
+
+
 @dataclass(frozen=True)
 class CallerRecord:
     """The credential behind a tool job's call, as the run keeps it (`SkillRun.caller`); the person is the run's."""
@@ -153,7 +161,7 @@ class CallerRecord:
             return None
         return cls(scopes=tuple(sorted(identity.scopes)), via=identity.via, credential=identity.credential)
 
-    def stored(self) -> dict[str, Any]:
+    def stored(self) -> StoredCaller:
         return {"scopes": list(self.scopes), "via": self.via, "credential": self.credential}
 
     @classmethod

@@ -54,6 +54,7 @@ def waited_call(fake_claude, seconds: float) -> tuple[SkillRun, int, list[str]]:
 def test_a_blocking_call_reads_the_run_a_fixed_few_times_however_long_it_runs(fake_claude, skill_worker):
     short, short_reads, short_messages = waited_call(fake_claude, 0.5)
     long, long_reads, _ = waited_call(fake_claude, 4)
+    print(f"\nSkillRun rows read by a blocking call's wait: {short_reads} (0.5 s run), {long_reads} (4 s run)")
     assert short.status == long.status == SkillRun.Status.PASS, (short.message, long.message)
     assert short_messages[0].startswith("spec: queued")  # progress is still relayed
     # Listening, claimed, ended: the count does not grow with the run's length (a 0.25 s poll read it ~16 times).
