@@ -95,57 +95,8 @@ def do_purge_mcp_cancellations() -> int:
     return deleted
 
 
-@transaction.atomic
-def do_create_mcp_task(*, endpoint: str, owner: str, tool: str, ttl: timedelta) -> McpTask:
-    now = timezone.now()
-    return McpTask.objects.create(
-        task_id=secrets.token_urlsafe(24),
-        endpoint=endpoint,
-        owner=owner,
-        tool=tool[:200],
-        created_at=now,
-        updated_at=now,
-        expires_at=now + ttl,
-        alive_at=now,
-        status_message="queued",
-        host=socket.gethostname()[:255],
-        pid=os.getpid(),
-    )
-
-
-@transaction.atomic
-def do_report_mcp_task_progress(task_pk: int, message: str) -> None:
-    """The running task's latest progress line (only while it still works)."""
-    McpTask.objects.filter(pk=task_pk, status=McpTask.WORKING).update(
-        status_message=message[:500], updated_at=timezone.now()
-    )
-
-
-@transaction.atomic
-def do_finish_mcp_task(
-    task_pk: int, *, status: str, result: dict | None = None, error: dict | None = None, message: str = ""
-) -> bool:
-    """Record the task's end; False if it had already ended (a task's end is written once)."""
-    # Conditional UPDATE: a task ends once, whichever replica gets there first.
-    return bool(
-        McpTask.objects.filter(pk=task_pk, status=McpTask.WORKING).update(
-            status=status, result=result, error=error, status_message=message[:500], updated_at=timezone.now()
-        )
-    )
-
-
-@transaction.atomic
-def do_record_mcp_task_alive(task_pk: int) -> None:
-    McpTask.objects.filter(pk=task_pk, status=McpTask.WORKING).update(alive_at=timezone.now())
-
-
-@transaction.atomic
-def do_request_mcp_task_cancel(task: McpTask, cancel_key: str) -> None:
-    """Mark the task for cancellation and leave the record every replica's cancellation watcher reads."""
-    McpTask.objects.filter(pk=task.pk, cancel_requested_at__isnull=True).update(cancel_requested_at=timezone.now())
-    do_record_mcp_cancellation(task.endpoint, cancel_key, "tasks/cancel")
-
-
+# McpTask rows are no longer written (issue 49: a long call is its app's job record, supervisor.jobs); the
+# rows of tasks started before that are purged when they expire, then the model can go.
 @transaction.atomic
 def do_purge_expired_mcp_tasks() -> int:
     deleted, _ = McpTask.objects.filter(expires_at__lt=timezone.now()).delete()

@@ -52,15 +52,12 @@ class McpCancellation(models.Model):
 
 
 class McpTask(models.Model):
-    """A tool call run as a task of the MCP Tasks extension (`hyperguild.mcp.mcp_tasks`).
+    """A tool call that ran as a task in a thread of the replica that accepted it (before issue 49).
 
-    The row is the task: any replica answers `tasks/get` from it and records
-    `tasks/cancel` on it, while the replica that accepted the call runs the
-    tool in a thread and writes its progress and final result here. The
-    handle is unguessable and bound to the caller's credentials (a digest,
-    never the token), so one caller cannot read or cancel another's task.
-    A tool that runs as its app's job (`Endpoint.jobs`: the supervisor's
-    worker skills) has no row here: the job's own record is its task.
+    Retired: no row is written any more. A long call started as a task is now its app's job record (a
+    `SkillRun`, `supervisor.jobs`), which any replica reads, whichever one started it. The table stays until
+    the rows of tasks started before that expire (the heartbeat purges them) and operators can read them in
+    the admin; then a migration drops it.
     """
 
     WORKING = "working"

@@ -54,7 +54,7 @@ from sessions.models import AgentSession, SessionEntry
 from sessions.note_drafts import draft_successors
 from sessions.redaction import redact_fields
 from supervisor.models import SkillRun
-from supervisor.skills import Verdict, build_result
+from supervisor.skills import RetrospectiveResult, Verdict, build_result
 
 logger = logging.getLogger(__name__)
 
@@ -340,8 +340,9 @@ def _session_runs(session_id: str) -> list[SkillRun]:
     return list(SkillRun.objects.in_session(session_id).finished().order_by("created_at", "id"))
 
 
-def _result(**values: Any) -> JSON:
-    return dict(build_result("retrospective", **values))
+def _result(**values: Any) -> RetrospectiveResult:
+    """The retrospective's result model, every field filled (`build_result`'s neutral values for the rest)."""
+    return RetrospectiveResult.model_validate(build_result("retrospective", **values))
 
 
 def notes_author(session: AgentSession) -> tuple[User | None, str]:
@@ -358,7 +359,9 @@ def notes_author(session: AgentSession) -> tuple[User | None, str]:
     return owner, ""
 
 
-def run_retrospective(session_id: str, *, llm_model: str | None = None, requested_by: User | None = None) -> JSON:
+def run_retrospective(
+    session_id: str, *, llm_model: str | None = None, requested_by: User | None = None
+) -> RetrospectiveResult:
     """Look back on one session; write new learnings as raw notes. Safe to run again.
 
     `requested_by`: the person whose request caused it (None: the service identity). Raises
@@ -372,7 +375,9 @@ def run_retrospective(session_id: str, *, llm_model: str | None = None, requeste
         return _look_back(session, llm_model, requested_by, started)
 
 
-def _look_back(session: AgentSession, llm_model: str | None, requested_by: User | None, started: float) -> JSON:
+def _look_back(
+    session: AgentSession, llm_model: str | None, requested_by: User | None, started: float
+) -> RetrospectiveResult:
     session_id = session.external_id
     entries = list(session.entries.order_by("seq"))
     runs = _session_runs(session_id)

@@ -34,7 +34,10 @@ def routed_retrospective_result(params: RetrospectiveInput, requested_by: User |
         "retrospective",
         params.session_id,
         params.model,
-        lambda session_id, model: run_retrospective(session_id, llm_model=model, requested_by=requested_by),
+        # The routing entry keeps the attempt's outcome as it is stored: JSON.
+        lambda session_id, model: run_retrospective(session_id, llm_model=model, requested_by=requested_by).model_dump(
+            mode="json", exclude_unset=True
+        ),
         retrospective_judge,
         "learnings",
         requested_by=requested_by,

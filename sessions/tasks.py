@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from django.contrib.auth.models import User
 
@@ -15,6 +15,7 @@ from sessions.models import AgentSession, TrainingExample
 from sessions.replay import replay_example as replay
 from sessions.retrospective import run_retrospective
 from sessions.trainer import run_trainer
+from supervisor.skills import RetrospectiveResult
 
 logger = logging.getLogger(__name__)
 
@@ -23,14 +24,16 @@ class Skipped(TypedDict):
     skipped: str  # why the task did nothing
 
 
-def retrospective(session_id: str, llm_model: str | None = None, requested_by_id: int | None = None) -> dict[str, Any]:
+def retrospective(
+    session_id: str, llm_model: str | None = None, requested_by_id: int | None = None
+) -> RetrospectiveResult | Skipped:
     """`async_task("sessions.tasks.retrospective", session_id, requested_by_id=owner_id)`: look back on one session.
 
     Queued by the Stop/SessionEnd hooks, on behalf of the session's owner (the person whose hook caused it,
     `requested_by_id`; None: the service's session): it runs with their rights, its model calls name them and
     are charged to their budget. With a model that a spent budget would refuse, it skips with a logged reason
     (the next hook tries again) instead of failing in the queue; other people's retrospectives go on. Its result:
-    `run_retrospective`'s (a dict in RetrospectiveResult's shape; the routed skills read it too) or `{"skipped": why}`.
+    `run_retrospective`'s RetrospectiveResult, or `{"skipped": why}`.
     """
     session = AgentSession.objects.filter(external_id=session_id).select_related("started_by").first()
     if session is None:

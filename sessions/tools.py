@@ -99,9 +99,7 @@ def session_log(params: SessionLogInput, ctx: ToolContext) -> SessionLogResult:
 def retrospective(params: RetrospectiveInput, ctx: ToolContext) -> RetrospectiveResult:
     ctx.report_progress(0, 1, "reading the session")
     # As the caller: their own sessions only (staff: any), as REST's GET /sessions/<id>/entries.
-    result = RetrospectiveResult.model_validate(
-        run_retrospective(params.session_id, llm_model=params.model, requested_by=ctx.actor)
-    )
+    result = run_retrospective(params.session_id, llm_model=params.model, requested_by=ctx.actor)
     ctx.report_progress(1, 1, "done")
     return result
 

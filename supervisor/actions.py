@@ -13,7 +13,8 @@ from hyperguild.lib.redaction import redact_fields
 from hyperguild.lib.typed import JSON
 from supervisor.models import Pathway, RoutingEntry, SkillRun
 from supervisor.output import cap
-from supervisor.skills import build_result
+from supervisor.run_events import RunChange, notify
+from supervisor.skills import SKILLS, build_result
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -36,11 +37,14 @@ def do_create_skill_run(
     requested_by: User | None = None,
     task_id: str | None = None,
     task_owner: str = "",
+    caller: Mapping[str, Any] | None = None,
 ) -> SkillRun:
-    """A queued run; `task_id` and `task_owner` when it was started as an MCP task (the run is that task)."""
+    """A queued run; `task_id` and `task_owner` when it was started as an MCP task (the run is that task);
+    `caller`: the credential's scopes for a tool job's handler (supervisor.jobs)."""
     return SkillRun.objects.create(
         task_id=task_id,
         task_owner=task_owner,
+        caller=dict(caller) if caller is not None else None,
         skill=skill,
         tool=tool or skill,
         endpoint=endpoint,
@@ -73,6 +77,7 @@ def do_claim_skill_run(run_id: int, *, host: str = "", pid: int | None = None) -
     )
     if claimed != 1:
         return None
+    notify(run_id, RunChange(status=SkillRun.Status.RUNNING, progress="starting"))
     return SkillRun.objects.get(pk=run_id)
 
 
@@ -101,13 +106,18 @@ def do_end_orphaned_run(run_id: int, *, status: str, message: str) -> SkillRun |
         status = SkillRun.Status.CANCELLED
     run.status = status
     run.message = message
-    run.result = build_result(
-        run.skill,
-        run_id=run.pk,
-        status=SkillRun.Status.ERROR if status == SkillRun.Status.CANCELLED else status,
-        message=message,
-        model_used=run.model,
-        attempts=run.attempts,
+    # A skill's result in its shape; a tool job of another tool has none, and answers its message as an error.
+    run.result = (
+        build_result(
+            run.skill,
+            run_id=run.pk,
+            status=SkillRun.Status.ERROR if status == SkillRun.Status.CANCELLED else status,
+            message=message,
+            model_used=run.model,
+            attempts=run.attempts,
+        )
+        if run.skill in SKILLS
+        else None
     )
     run.progress = "finished"
     run.worker_slot = None
@@ -116,11 +126,13 @@ def do_end_orphaned_run(run_id: int, *, status: str, message: str) -> SkillRun |
     if run.started_at:
         run.duration_ms = int((run.finished_at - run.started_at).total_seconds() * 1000)
     run.save()
+    notify(run.pk, RunChange(status=run.status, progress=run.progress))  # delivered at commit
     return run
 
 
 def do_set_run_progress(run_id: int, text: str) -> None:
-    SkillRun.objects.filter(pk=run_id).update(progress=text[:200])
+    if SkillRun.objects.filter(pk=run_id).update(progress=text[:200]):
+        notify(run_id, RunChange(progress=text[:200]))
 
 
 def do_request_cancel(run_id: int) -> None:
@@ -129,9 +141,10 @@ def do_request_cancel(run_id: int) -> None:
     A run nobody has claimed yet is cancelled on the spot.
     """
     SkillRun.objects.filter(pk=run_id).update(cancel_requested=True)
-    SkillRun.objects.filter(pk=run_id, status=SkillRun.Status.QUEUED).update(
+    ended = SkillRun.objects.filter(pk=run_id, status=SkillRun.Status.QUEUED).update(
         status=SkillRun.Status.CANCELLED, finished_at=timezone.now(), message="cancelled before it started"
     )
+    notify(run_id, RunChange(status=SkillRun.Status.CANCELLED if ended else "", cancel_requested=True))
 
 
 @transaction.atomic
@@ -187,6 +200,31 @@ def do_finish_skill_run(
     run.save()
     if model_calls:
         run.model_calls.add(*model_calls)
+    notify(run.pk, RunChange(status=run.status, progress=run.progress))  # delivered at commit, with the result
+    return run
+
+
+@transaction.atomic
+def do_finish_tool_job(
+    run_id: int, *, status: str, result: Mapping[str, Any] | None, message: str, model_calls: list[int] | None = None
+) -> SkillRun:
+    """Record how a tool job ended: its structured result (None when it failed: `message` is then the error the
+    caller reads). A run someone cancelled ends cancelled unless it reached its verdict. Secrets are redacted."""
+    run = SkillRun.objects.select_for_update().get(pk=run_id)
+    if run.cancel_requested and status not in (SkillRun.Status.PASS, SkillRun.Status.FAIL):
+        status = SkillRun.Status.CANCELLED
+    stored, run.redactions = redact_fields({"result": dict(result) if result is not None else None, "message": message})
+    run.status = status
+    run.result, run.message = stored["result"], stored["message"]
+    run.model = str((result or {}).get("model_used") or run.model)[:200]
+    run.progress = "finished"
+    run.finished_at = timezone.now()
+    if run.started_at:
+        run.duration_ms = int((run.finished_at - run.started_at).total_seconds() * 1000)
+    run.save()
+    if model_calls:
+        run.model_calls.add(*model_calls)
+    notify(run.pk, RunChange(status=run.status, progress=run.progress))  # delivered at commit, with the result
     return run
 
 

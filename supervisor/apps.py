@@ -22,6 +22,8 @@ class SupervisorConfig(AppConfig):
         from supervisor.note_checks import run_note_check
 
         register_schedules(schedules)  # the reaper of abandoned runs
-        tools.supervisor.jobs = SkillRunJobs("supervisor")  # a worker skill started as an MCP task is its SkillRun
+        # A long tool started as an MCP task is its SkillRun, run by the worker (supervisor.jobs).
+        tools.supervisor.jobs = SkillRunJobs("supervisor")
+        routing_tools.routing.jobs = SkillRunJobs("routing")
         register_check_runner(run_note_check)  # notes' `check:` commands run as test commands do
         register_metric_source("skill_runs", skill_run_metrics)

@@ -98,6 +98,9 @@ class SkillRun(models.Model):
     # digest of the caller's Authorization header, without which the handle finds nothing (supervisor.jobs).
     task_id = models.CharField(max_length=64, null=True, blank=True, unique=True)
     task_owner = models.CharField(max_length=64, blank=True, default="")
+    # The credential behind the call ({"scopes", "via", "credential"}; the person is requested_by), for a tool job
+    # whose handler runs in the worker and checks rights as it would in the request (supervisor.jobs).
+    caller = models.JSONField(null=True, blank=True)
     # Who owns a running run (see supervisor/reaper.py): the process that claimed it, the
     # process group of what it runs now (claude or a test command), the worker slot it holds.
     worker_host = models.CharField(max_length=255, blank=True, default="")

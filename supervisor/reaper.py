@@ -18,7 +18,9 @@ frees its worker slot and returns the result to the waiting caller.
 
 Who reaps: the `supervisor-reaper` django-q2 schedule every
 SUPERVISOR_REAPER_SECONDS (60 s: django-q2 schedules count in minutes), and
-the MCP handler waiting on a run, every `OWNER_CHECK_EVERY` seconds.
+whoever reads a running run: a blocking call waiting on it (when its worker's
+pid is gone, or its heartbeat may be stale: `supervisor.tools.wait_for_run`)
+and `tasks/get` of a run started as an MCP task (`supervisor.jobs`).
 """
 
 from __future__ import annotations

@@ -6,18 +6,29 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 
+import psycopg
 from django.conf import settings
-from django.db import connection
+from django.db import OperationalError, connection
 
 from hyperguild.lib.model_calls import model_call_context
-from supervisor import executor, reaper
-from supervisor.actions import do_beat_skill_run, do_claim_skill_run, do_finish_skill_run, do_set_run_progress
+from supervisor import executor, jobs, reaper
+from supervisor.actions import (
+    do_beat_skill_run,
+    do_claim_skill_run,
+    do_finish_skill_run,
+    do_finish_tool_job,
+    do_set_run_progress,
+)
 from supervisor.models import SkillRun
+from supervisor.run_events import RunListener
 from supervisor.runners import run_worker_skill
 from supervisor.skills import build_result
 
 logger = logging.getLogger("supervisor")
+
+STOP_SLICE = 0.25  # seconds: the longest a run's heartbeat listens before it looks whether its run has ended
 
 
 def schedules() -> list[tuple[str, str, int]]:
@@ -30,21 +41,52 @@ def reap_runs() -> int:
 
 
 class _Heartbeat(threading.Thread):
-    """Beats for the run every SUPERVISOR_HEARTBEAT_SECONDS while this process owns it."""
+    """Beats for the run every SUPERVISOR_HEARTBEAT_SECONDS while this process owns it.
 
-    def __init__(self, run_id: int):
+    Between beats it listens on the run's channel (supervisor.run_events): a cancel notification calls
+    `on_cancel` at once (a tool job's handler watches its context's event, not the row). Without the
+    database's notifications (an outage) it goes on beating on a timer: the beat is what the reaper reads."""
+
+    def __init__(self, run_id: int, on_cancel: Callable[[], None] | None = None):
         super().__init__(daemon=True, name=f"heartbeat-{run_id}")
         self.run_id = run_id
+        self.on_cancel = on_cancel
         self.stopped = threading.Event()
 
     def run(self) -> None:
         try:
-            while not self.stopped.wait(settings.SUPERVISOR_HEARTBEAT_SECONDS):
-                try:
-                    do_beat_skill_run(self.run_id)
-                except Exception:  # noqa: BLE001 - a database blip: beat again next time
-                    connection.close()
+            try:
+                self._listen_and_beat()
+            except (OperationalError, psycopg.Error):  # no notifications: keep beating on a timer
+                logger.warning("run %s: listening for its cancellation failed; beating on a timer", self.run_id)
+                while not self.stopped.wait(settings.SUPERVISOR_HEARTBEAT_SECONDS):
+                    self._beat()
         finally:
+            connection.close()
+
+    def _listen_and_beat(self) -> None:
+        with RunListener(self.run_id) as listener:
+            # A cancellation may have come between the claim and the LISTEN: read the flag once, now.
+            if SkillRun.objects.filter(pk=self.run_id, cancel_requested=True).exists():
+                self._cancelled()
+            next_beat = time.monotonic() + settings.SUPERVISOR_HEARTBEAT_SECONDS
+            while not self.stopped.is_set():
+                # In slices, so that `stop` is heard soon: waiting on the socket reads no row.
+                changes = listener.wait(min(STOP_SLICE, max(0.0, next_beat - time.monotonic())))
+                if any(change.cancel_requested for change in changes):
+                    self._cancelled()
+                if time.monotonic() >= next_beat and not self.stopped.is_set():
+                    self._beat()
+                    next_beat = time.monotonic() + settings.SUPERVISOR_HEARTBEAT_SECONDS
+
+    def _cancelled(self) -> None:
+        if self.on_cancel is not None:
+            self.on_cancel()
+
+    def _beat(self) -> None:
+        try:
+            do_beat_skill_run(self.run_id)
+        except Exception:  # noqa: BLE001 - a database blip: beat again next time
             connection.close()
 
     def stop(self) -> None:
@@ -90,5 +132,23 @@ def run_skill(run_id: int) -> str:
         finished = do_finish_skill_run(run_id, result, attempt_log=log, change=change, model_calls=calls.recorded)
     finally:
         executor.current_run_id.reset(owner)
+        heartbeat.stop()
+    return finished.status
+
+
+def run_tool_job(run_id: int) -> str:
+    """Run one queued tool job (a long tool started as an MCP task: supervisor.jobs) to the end and record it."""
+    run = do_claim_skill_run(run_id, host=reaper.HOST, pid=os.getpid())
+    if run is None:
+        return "not claimed"
+    ctx = jobs.job_context(run)
+    heartbeat = _Heartbeat(run_id, on_cancel=ctx.cancelled.set)
+    heartbeat.start()
+    try:
+        end = jobs.run_tool_job_handler(run, ctx)
+        finished = do_finish_tool_job(
+            run_id, status=end.status, result=end.result, message=end.message, model_calls=end.model_calls
+        )
+    finally:
         heartbeat.stop()
     return finished.status

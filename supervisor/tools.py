@@ -1,13 +1,14 @@
 """MCP tools of /mcp/supervisor (registered on import, from AppConfig.ready).
 
 Worker skills do not run in the web process: the handler records a SkillRun,
-enqueues `supervisor.tasks.run_skill` on django-q2 and waits for the row to
-finish, streaming the run's progress to the client at least every
+enqueues `supervisor.tasks.run_skill` on django-q2 and waits for the run to
+finish, listening on the run's notifications (`supervisor.run_events`: no row
+is read in a loop) and streaming its progress to the client at least every
 `PROGRESS_EVERY` seconds. If the client cancels, the handler sets
-`cancel_requested` on the run; the executor (in the worker process) polls it
+`cancel_requested` on the run; the executor (in the worker process) sees it
 and kills the worker's process group. Started as an MCP task, the same call is
 recorded and queued the same way but nothing waits: the run is the task
-(`supervisor.jobs`).
+(`supervisor.jobs`, which also runs every other long tool started as a task).
 
 `retrospective` and `trainer` are registered by the sessions app.
 """
@@ -16,11 +17,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django_q.tasks import async_task
 
+from hyperguild.lib.processes import pid_alive
 from hyperguild.mcp.registry import Endpoint, ToolCancelled, ToolContext, ToolError, register_endpoint
 from ledger import budgets
 from ledger.usage import UsageReport, summed_usage
@@ -34,6 +38,7 @@ from supervisor.executor import run_budget_seconds
 from supervisor.model_table import ModelTableError, consensus_models, gateway_problem, resolve_model
 from supervisor.models import SkillRun
 from supervisor.roots import resolve_inside, resolve_project_root
+from supervisor.run_events import RunListener
 from supervisor.shell_reach import check_command_right, check_shell_arguments
 from supervisor.skills import (
     SKILLS,
@@ -48,9 +53,9 @@ from supervisor.skills import (
 )
 from supervisor.tier import current_tier
 
-POLL_SECONDS = 0.25
 PROGRESS_EVERY = 10.0  # below the 15 s the clients are promised
 OWNER_CHECK_EVERY = 2.0  # how often a waiting caller checks that the run's worker process lives
+WAKE_EVERY = 1.0  # a waiting call's longest sleep between notifications: how soon it sees the client's cancel
 
 supervisor = register_endpoint(
     Endpoint(
@@ -83,9 +88,10 @@ register_right(
 supervisor.translate_errors(SupervisorError)  # RootRefused, ModelTableError… reach the caller as tool errors
 
 
-def enqueue_run(run_id: int) -> None:
+def enqueue_run(run_id: int, *, task: str = "supervisor.tasks.run_skill") -> None:
+    """Queue the run on django-q2: a worker skill's `run_skill`, or a tool job's `run_tool_job` (supervisor.jobs)."""
     async_task(
-        "supervisor.tasks.run_skill",
+        task,
         run_id,
         task_name=f"skill-run-{run_id}",
         group="supervisor",
@@ -155,37 +161,53 @@ def wait_for_run(run: SkillRun, ctx: ToolContext) -> SkillRun:
     """Block until the run is finished, relaying progress and cancellation: the finished run.
 
     Only a blocking call waits here, in its own request; a call started as an MCP task does not wait at all
-    (supervisor.jobs: the client polls `tasks/get`, which reads the run)."""
+    (supervisor.jobs: the client polls `tasks/get`, which reads the run). The wait reads no row in a loop: it
+    listens on the run's channel (supervisor.run_events), whose notifications carry the run's status and
+    progress as each change commits, and reads the row once it ends. Between notifications it wakes every
+    `WAKE_EVERY` seconds for what no notification announces: the client's cancellation (an in-memory flag),
+    the deadline, the progress the client is owed every `PROGRESS_EVERY` seconds, and, every
+    `OWNER_CHECK_EVERY`, whether the run's worker process lives (no query while it does, on this host)."""
     deadline = time.monotonic() + run_budget_seconds()
-    last_sent_text = None
-    last_sent_at = 0.0
-    ticks = 0
-    next_owner_check = time.monotonic() + OWNER_CHECK_EVERY
     ctx.report_progress(0, None, f"{run.skill}: queued (run {run.pk})")
-    while True:
-        current = SkillRun.objects.only("status", "progress", "attempts").get(pk=run.pk)
-        if current.is_finished:
-            break
-        if ctx.is_cancelled():
-            _cancel(run.pk)
-            raise ToolCancelled()
-        now = time.monotonic()
-        if now >= next_owner_check:
-            # Its worker process may have died (kill -9, OOM): end the run now, not at the deadline.
-            next_owner_check = now + OWNER_CHECK_EVERY
-            if reaper.reap_if_orphaned(run.pk) is not None:
-                continue
-        if now >= deadline:
-            do_request_cancel(run.pk)
-            raise ToolError(
-                f"{run.skill} run {run.pk} did not finish in {int(run_budget_seconds())} s; it was cancelled"
-            )
-        text = current.progress or current.status
-        if text != last_sent_text or now - last_sent_at >= PROGRESS_EVERY:
-            ticks += 1
-            ctx.report_progress(ticks, None, f"{run.skill}: {text}")
-            last_sent_text, last_sent_at = text, now
-        time.sleep(POLL_SECONDS)
+    with RunListener(run.pk) as listener:
+        # LISTEN is in place: what the run is now, and every change after it arrives as a notification.
+        current = SkillRun.objects.only("status", "progress", "worker_host", "worker_pid", "started_at").get(pk=run.pk)
+        status, text = current.status, current.progress or current.status
+        ticks, last_sent_text, last_sent_at = 0, "", 0.0
+        next_owner_check = time.monotonic() + OWNER_CHECK_EVERY
+        while status in SkillRun.UNFINISHED:
+            now = time.monotonic()
+            if ctx.is_cancelled():
+                _cancel(run.pk, listener)
+                raise ToolCancelled()
+            if now >= deadline:
+                do_request_cancel(run.pk)
+                raise ToolError(
+                    f"{run.skill} run {run.pk} did not finish in {int(run_budget_seconds())} s; it was cancelled"
+                )
+            if now >= next_owner_check and status == SkillRun.Status.RUNNING:
+                # Its worker process may have died (kill -9, OOM): end the run now, not at the deadline. On this
+                # host its pid says so without a query; elsewhere only its heartbeat (the row) can, which cannot
+                # go stale faster than SUPERVISOR_STALE_SECONDS.
+                local = current.worker_host == reaper.HOST and current.worker_pid is not None
+                next_owner_check = now + (OWNER_CHECK_EVERY if local else settings.SUPERVISOR_STALE_SECONDS / 2)
+                if not local or not pid_alive(current.worker_pid or 0):
+                    current = SkillRun.objects.get(pk=run.pk)
+                    if current.is_finished or reaper.reap_run(current) is not None:
+                        break
+            if text != last_sent_text or now - last_sent_at >= PROGRESS_EVERY:
+                ticks += 1
+                ctx.report_progress(ticks, None, f"{run.skill}: {text}")
+                last_sent_text, last_sent_at = text, now
+            for change in listener.wait(min(WAKE_EVERY, max(0.0, deadline - now))):
+                if change.status:
+                    status = change.status
+                    if status == SkillRun.Status.RUNNING:  # claimed: learn its owner, once
+                        current = SkillRun.objects.only("status", "worker_host", "worker_pid", "started_at").get(
+                            pk=run.pk
+                        )
+                if change.progress or change.status:
+                    text = change.progress or change.status
     run.refresh_from_db()
     if run.status == SkillRun.Status.CANCELLED:
         raise ToolCancelled()
@@ -207,13 +229,15 @@ def run_outcome(run: SkillRun) -> SkillResult:
     return result
 
 
-def _cancel(run_id: int) -> None:
-    """Cancel the run and make sure its process group is gone, even if its owner is dead."""
+def _cancel(run_id: int, listener: RunListener | None = None) -> None:
+    """Cancel the run and make sure its process group is gone, even if its owner is dead (`listener`: the
+    caller's, already listening on the run; else one of its own)."""
     do_request_cancel(run_id)
     if reaper.reap_if_orphaned(run_id) is not None:
         return
-    if _wait_until_finished(run_id, executor.KILL_GRACE * 2 + 5):
-        return
+    with nullcontext(listener) if listener is not None else RunListener(run_id) as heard:
+        if _wait_until_finished(run_id, heard, executor.KILL_GRACE * 2 + 5):
+            return
     # The owner did not stop it in time: kill the recorded group and end the run here.
     run = SkillRun.objects.running().filter(pk=run_id).first()
     if run is not None:
@@ -222,13 +246,16 @@ def _cancel(run_id: int) -> None:
         )
 
 
-def _wait_until_finished(run_id: int, seconds: float) -> bool:
+def _wait_until_finished(run_id: int, listener: RunListener, seconds: float) -> bool:
+    """Whether the run ends within `seconds`: its end arrives as a notification (one read before, one after)."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if SkillRun.objects.filter(pk=run_id).exclude(status__in=SkillRun.UNFINISHED).exists():
+    if SkillRun.objects.filter(pk=run_id).exclude(status__in=SkillRun.UNFINISHED).exists():
+        return True
+    while (left := deadline - time.monotonic()) > 0:
+        changes = listener.wait(left)
+        if any(change.status and change.status not in SkillRun.UNFINISHED for change in changes):
             return True
-        time.sleep(POLL_SECONDS)
-    return False
+    return SkillRun.objects.filter(pk=run_id).exclude(status__in=SkillRun.UNFINISHED).exists()
 
 
 def start_worker_skill(

@@ -20,7 +20,7 @@ import httpx
 import pytest
 import uvicorn
 
-from tests.fakes.fixtures import fake_openai, gateway  # noqa: F401 - shared fixtures for every folder
+from tests.fakes.fixtures import fake_openai, gateway, skill_worker  # noqa: F401 - shared fixtures for every folder
 
 
 def test_database_url() -> str:

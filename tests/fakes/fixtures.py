@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -24,3 +26,56 @@ def gateway(fake_openai: FakeOpenAI, settings) -> FakeOpenAI:
     settings.HYPERGUILD_HTTP_RETRIES = 0
     settings.HYPERGUILD_HTTP_TIMEOUT = 10.0
     return fake_openai
+
+
+@pytest.fixture
+def skill_worker(transactional_db):
+    """Runs queued SkillRuns (worker skills and tool jobs) in a background thread, like the django-q2 worker does."""
+    # Imported here: this module is loaded as a plugin before pytest-django sets Django up.
+    from django.db import connection
+
+    from supervisor.jobs import is_worker_skill
+    from supervisor.models import SkillRun
+    from supervisor.tasks import run_skill, run_tool_job
+
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def loop() -> None:
+        try:
+            while not stop.is_set():
+                for run_id in SkillRun.objects.filter(status=SkillRun.Status.QUEUED).values_list("pk", flat=True):
+                    # run each in its own thread: several runs may be in flight at once
+                    runner = threading.Thread(target=_one, args=(run_id,), daemon=True, name=f"skill-run-{run_id}")
+                    runners.append(runner)
+                    runner.start()
+                time.sleep(0.1)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    started: set[int] = set()
+    runners: list[threading.Thread] = []
+    lock = threading.Lock()
+
+    def _one(run_id: int) -> None:
+        with lock:
+            if run_id in started:
+                return
+            started.add(run_id)
+        try:
+            # A worker skill's run, or a tool job (a long tool started as an MCP task: supervisor.jobs).
+            run = SkillRun.objects.get(pk=run_id)
+            (run_skill if is_worker_skill(run) else run_tool_job)(run_id)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=loop, daemon=True, name="skill-worker")
+    thread.start()
+    yield
+    stop.set()
+    thread.join(timeout=10)
+    for runner in list(runners):
+        runner.join(timeout=20)
+    assert not errors, errors

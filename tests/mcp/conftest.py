@@ -15,6 +15,9 @@ from pydantic import Field
 
 from hyperguild.mcp.contracts import NoArguments, ToolInput, ToolResult
 from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint, unregister_endpoint
+from supervisor.actions import do_request_cancel
+from supervisor.jobs import SkillRunJobs
+from supervisor.models import SkillRun
 
 
 class SelfTestState:
@@ -50,9 +53,12 @@ class BlobResult(ToolResult):
 
 
 @pytest.fixture
-def selftest_endpoint(asgi_server):
+def selftest_endpoint(asgi_server, skill_worker):
     state = SelfTestState()
     endpoint = Endpoint("selftest", title="engine self-test", token_setting="BRAIN_MCP_TOKEN")
+    # Its long tools started as MCP tasks run as jobs, as the service's do: a SkillRun each, run by the worker
+    # (`skill_worker`, a thread of this process, so the handlers below run here and share `state`).
+    endpoint.jobs = SkillRunJobs("selftest")
 
     @endpoint.tool(
         name="echo",
@@ -123,4 +129,14 @@ def selftest_endpoint(asgi_server):
 
     register_endpoint(endpoint)
     yield endpoint, state, f"{asgi_server}/mcp/selftest"
+    stop_unfinished_runs()  # a task a test left working (wait_for_cancel) ends before the worker stops
     unregister_endpoint("selftest")
+
+
+def stop_unfinished_runs() -> None:
+    """Cancel every run still queued or working, and wait (a little) for them to end."""
+    for run_id in SkillRun.objects.filter(status__in=SkillRun.UNFINISHED).values_list("pk", flat=True):
+        do_request_cancel(run_id)
+    deadline = time.monotonic() + 10
+    while SkillRun.objects.filter(status__in=SkillRun.UNFINISHED).exists() and time.monotonic() < deadline:
+        time.sleep(0.1)

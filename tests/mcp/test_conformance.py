@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -234,11 +233,16 @@ class OpenResult(ToolResult):
 
 
 @pytest.fixture
-def task_fixtures_url(asgi_server):
-    """/mcp/taskfixtures: the tools the suite's tasks scenarios call, on the real engine (the selftest idea)."""
+def task_fixtures_url(asgi_server, skill_worker):
+    """/mcp/taskfixtures: the tools the suite's tasks scenarios call, on the real engine (the selftest idea).
+
+    Its long tools run as jobs, as the service's do (a SkillRun each, run by the `skill_worker` thread)."""
     from hyperguild.mcp.registry import Endpoint, ToolContext, ToolError, register_endpoint, unregister_endpoint
+    from supervisor.jobs import SkillRunJobs
+    from tests.mcp.conftest import stop_unfinished_runs
 
     endpoint = Endpoint("taskfixtures", title="conformance task fixtures", token_setting="BRAIN_MCP_TOKEN")
+    endpoint.jobs = SkillRunJobs("taskfixtures")
 
     @endpoint.tool(
         name="greet",
@@ -282,16 +286,7 @@ def task_fixtures_url(asgi_server):
     register_endpoint(endpoint)
     yield f"{asgi_server}/mcp/taskfixtures"
     # Tasks the suite left running (it never cancels some slow_compute calls) stop with the test.
-    from hyperguild.mcp.cancellation import RUNNING
-
-    deadline = time.monotonic() + 10
-    while (
-        left := [ctx for name, _, ctx in RUNNING.snapshot() if name == "taskfixtures"]
-    ) and time.monotonic() < deadline:
-        for ctx in left:
-            ctx.cancelled.set()
-        time.sleep(0.1)
-    time.sleep(0.3)  # their threads write the cancelled end, then close their connections
+    stop_unfinished_runs()
     unregister_endpoint("taskfixtures")
 
 

@@ -1,16 +1,26 @@
 """The MCP Tasks extension on the engine's self-test endpoint (hyperguild.mcp.mcp_tasks).
 
+The endpoint's long tools run as jobs (supervisor.jobs: a SkillRun each, run
+by the `skill_worker` thread), as the service's endpoints run theirs.
 tests/supervisor/test_tasks_across_replicas.py runs a real tdd_red as a task
 across two server processes.
 """
 
 from __future__ import annotations
 
+import subprocess
+import threading
 import time
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
+from hyperguild.mcp.mcp_tasks import new_task_id, owner_digest
 from hyperguild.models import McpTask
+from supervisor import reaper
+from supervisor.actions import do_create_skill_run
+from supervisor.models import SkillRun
 from tests.conftest import mcp_post, rpc
 from tests.mcp.test_revisions import envelope, modern_headers
 
@@ -59,7 +69,7 @@ def test_a_short_tool_answers_at_once_even_when_the_client_could_poll(selftest_e
     _, _, url = selftest_endpoint
     result = post(url, "tools/call", {"name": "echo", "arguments": {"text": "x"}}, capabilities=TASKS, name="echo")
     assert result.json()["result"]["resultType"] == "complete"
-    assert not McpTask.objects.exists()
+    assert not McpTask.objects.exists() and not SkillRun.objects.exists()
 
 
 def test_an_unknown_tool_is_refused_and_no_task_is_written(selftest_endpoint):
@@ -67,7 +77,7 @@ def test_an_unknown_tool_is_refused_and_no_task_is_written(selftest_endpoint):
     response = post(url, "tools/call", {"name": "nope", "arguments": {}}, capabilities=TASKS, name="nope")
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32602
-    assert not McpTask.objects.exists()
+    assert not McpTask.objects.exists() and not SkillRun.objects.exists()
 
 
 def test_tasks_methods_need_the_extension(selftest_endpoint):
@@ -121,7 +131,7 @@ def test_tasks_cancel_stops_the_call_and_the_task_ends_cancelled(selftest_endpoi
     response = post(url, "tasks/cancel", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"])
     assert response.status_code == 200
     assert response.json()["result"]["resultType"] == "complete"
-    assert state.cancel_seen.wait(10)  # through the cancellation records the watcher reads, as on another replica
+    assert state.cancel_seen.wait(10)  # through the run's notification to its worker, as from another replica
     assert poll(url, handle["taskId"])["status"] == "cancelled"
     again = post(url, "tasks/cancel", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"])
     assert again.status_code == 200  # cancelling an ended task is acknowledged, and changes nothing
@@ -134,55 +144,65 @@ def test_a_mismatched_mcp_name_on_tasks_get_is_a_header_mismatch(selftest_endpoi
     assert response.json()["error"]["code"] == -32020
 
 
-def test_expired_tasks_are_unknown_and_purged(selftest_endpoint):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from hyperguild.actions import do_purge_expired_mcp_tasks
-
+def test_expired_tasks_are_unknown(selftest_endpoint):
     _, _, url = selftest_endpoint
     handle = post(
         url, "tools/call", {"name": "progress", "arguments": {"steps": 1}}, capabilities=TASKS, name="progress"
     ).json()["result"]
-    poll(url, handle["taskId"])
-    McpTask.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert poll(url, handle["taskId"])["status"] == "completed"
+    SkillRun.objects.filter(task_id=handle["taskId"]).update(created_at=timezone.now() - timedelta(hours=24, seconds=1))
     response = post(url, "tasks/get", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"])
     assert response.json()["error"]["code"] == -32602
-    assert do_purge_expired_mcp_tasks() == 1
-    assert not McpTask.objects.exists()
+    assert SkillRun.objects.filter(task_id=handle["taskId"]).exists()  # the run stays in the history
 
 
-def test_a_task_whose_replica_stopped_is_answered_failed(selftest_endpoint):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
-    from hyperguild.actions import do_create_mcp_task
-    from hyperguild.mcp.mcp_tasks import owner_digest
-
-    _, _, url = selftest_endpoint
-    # What a replica leaves behind when it dies mid-task: a working row nobody keeps alive.
-    task = do_create_mcp_task(
-        endpoint="selftest", owner=owner_digest(""), tool="wait_for_cancel", ttl=timedelta(hours=1)
-    )
-    McpTask.objects.filter(pk=task.pk).update(alive_at=timezone.now() - timedelta(seconds=61))
-    answer = post(url, "tasks/get", {"taskId": task.task_id}, capabilities=TASKS, name=task.task_id).json()["result"]
-    assert answer["status"] == "failed"
-    assert answer["error"]["code"] == -32603 and "stopped" in answer["error"]["message"]
-
-
-def test_a_running_task_stays_alive_while_its_tool_works(selftest_endpoint, monkeypatch):
-    from hyperguild.mcp import mcp_tasks
-
-    monkeypatch.setattr(mcp_tasks, "ALIVE_EVERY", 0.2)
+def test_a_task_is_its_run_and_no_thread_of_the_web_process_runs_it(selftest_endpoint):
+    """One job model (issue 49): the task's handle names a SkillRun, run by the worker (a thread named for the
+    run here), with its progress on the run; the engine keeps no task row and starts no thread of its own."""
     _, state, url = selftest_endpoint
     handle = post(
         url, "tools/call", {"name": "wait_for_cancel", "arguments": {}}, capabilities=TASKS, name="wait_for_cancel"
     ).json()["result"]
     assert state.started.wait(10)
-    first = McpTask.objects.get().alive_at
-    time.sleep(1.0)
-    assert McpTask.objects.get().alive_at > first
+    run = SkillRun.objects.get(task_id=handle["taskId"])
+    assert (run.endpoint, run.tool, run.status) == ("selftest", "wait_for_cancel", SkillRun.Status.RUNNING)
+    assert not McpTask.objects.exists()
+    assert not [thread.name for thread in threading.enumerate() if thread.name.startswith("mcp-task-")]
+    deadline = time.monotonic() + 10
+    while (task := poll(url, handle["taskId"], until=("working",)))["statusMessage"] != "wait_for_cancel: waiting":
+        assert time.monotonic() < deadline, task  # the handler's progress line, read from the run
+        time.sleep(0.1)
     post(url, "tasks/cancel", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"])
-    assert state.cancel_seen.wait(10)
+    assert state.cancel_seen.wait(10)  # told through the run's notification, in the worker
+
+
+def test_a_task_whose_worker_died_is_answered_with_the_reapers_end(selftest_endpoint):
+    """The run's worker process is gone (kill -9 of a django-q2 worker): the next tasks/get reaps the run."""
+    _, _, url = selftest_endpoint
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    run = do_create_skill_run(
+        skill="wait_for_cancel",
+        tool="wait_for_cancel",
+        endpoint="selftest",
+        arguments={},
+        task_id=new_task_id(),
+        task_owner=owner_digest(""),
+        status=SkillRun.Status.RUNNING,
+    )
+    SkillRun.objects.filter(pk=run.pk).update(worker_host=reaper.HOST, worker_pid=dead.pid, started_at=timezone.now())
+    answer = poll(url, run.task_id)
+    assert answer["status"] == "completed", answer
+    assert answer["result"]["isError"] is True and "abandoned" in answer["result"]["content"][0]["text"]
+    assert SkillRun.objects.get(pk=run.pk).status == SkillRun.Status.ERROR
+
+
+def test_a_long_tool_of_an_endpoint_without_jobs_answers_as_a_blocking_call(selftest_endpoint):
+    endpoint, _, url = selftest_endpoint
+    endpoint.jobs = None
+    response = post(
+        url, "tools/call", {"name": "progress", "arguments": {"steps": 2}}, capabilities=TASKS, name="progress"
+    )
+    result = response.json()["result"]
+    assert result["resultType"] == "complete" and result["structuredContent"] == {"done": 2}
+    assert not SkillRun.objects.exists() and not McpTask.objects.exists()

@@ -99,7 +99,7 @@ def a_session(session_id: str) -> None:
 
 def test_the_supervisor_retrospective_sends_the_retrospective_limit(gateway):
     a_session("s-bounded")
-    assert run_retrospective("s-bounded")["method"] == "llm"
+    assert run_retrospective("s-bounded").model_dump(mode="json")["method"] == "llm"
     assert sent_limits(gateway) == [LIMITS["RETROSPECTIVE"]]
 
 
@@ -141,5 +141,5 @@ def test_a_routed_debug_sends_the_debug_limit(gateway, settings, tmp_path):
 
 def test_every_recorded_generation_names_its_limit(gateway):
     a_session("s-all")
-    run_retrospective("s-all")
+    run_retrospective("s-all").model_dump(mode="json")
     assert ModelCall.objects.exists() and not ModelCall.objects.filter(max_tokens__isnull=True).exists()

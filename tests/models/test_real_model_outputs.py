@@ -111,7 +111,7 @@ def test_a_real_models_wrong_shape_retrospective_leaves_a_failed_run_with_its_te
     a_session("s-real")
     gateway.queue(replay(exchange))
 
-    result = run_retrospective("s-real", llm_model=FAST)
+    result = run_retrospective("s-real", llm_model=FAST).model_dump(mode="json")
 
     assert result["status"] == "error" and "nothing was written" in result["message"]
     run = RetrospectiveRun.objects.get()

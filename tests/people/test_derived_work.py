@@ -74,7 +74,8 @@ def run_queued() -> list[dict]:
     for queued in OrmQ.objects.order_by("id"):
         task = queued.task
         assert task["func"] == "sessions.tasks.retrospective", task
-        results.append(tasks.retrospective(*task["args"], **task["kwargs"]))
+        outcome = tasks.retrospective(*task["args"], **task["kwargs"])
+        results.append(outcome if isinstance(outcome, dict) else outcome.model_dump(mode="json"))  # a model, or skipped
         queued.delete()
     return results
 

@@ -200,7 +200,7 @@ def a_session(session_id: str) -> None:
 def test_the_retrospective_supervisor_and_routed_keeps_what_the_model_wrote():
     for n in range(2):
         a_session(f"real-{n}")
-        result = run_retrospective(f"real-{n}")
+        result = run_retrospective(f"real-{n}").model_dump(mode="json")
         if result["status"] == "error":  # the model's answer was refused: the run keeps its text
             run = RetrospectiveRun.objects.filter(session__external_id=f"real-{n}").get()
             assert run.status == "malformed" and run.model_calls.exists()

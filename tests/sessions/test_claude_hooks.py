@@ -10,6 +10,7 @@ from django_q.models import OrmQ
 
 from brain.actions import do_ingest_note
 from sessions.models import AgentSession, SessionEntry
+from supervisor.skills import RetrospectiveResult
 from tests.conftest import rest_error
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -251,8 +252,9 @@ def test_a_test_that_fails_then_passes_becomes_a_learning_in_the_queued_retrospe
     assert tuple(OrmQ.objects.get().task["args"]) == (session_id,)
 
     result = retrospective(session_id)  # what the worker runs for the queued task
-    learnings = result["learnings"]
-    assert any("test: pytest tests/test_rounding.py" in learning["title"] for learning in learnings), learnings
+    assert isinstance(result, RetrospectiveResult), result  # not skipped
+    titles = [learning.title for learning in result.learnings]
+    assert any("test: pytest tests/test_rounding.py" in title for title in titles), titles
 
 
 def test_a_windows_folder_is_named_by_its_last_part(asgi_server):

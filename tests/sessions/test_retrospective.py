@@ -50,7 +50,7 @@ def retrospective_notes():
 @pytest.mark.django_db
 def test_rules_write_a_raw_note_per_transition_and_decision_with_provenance():
     record_session()
-    result = run_retrospective(SESSION)
+    result = run_retrospective(SESSION).model_dump(mode="json")
 
     notes = list(retrospective_notes())
     assert result["status"] == "pass" and result["method"] == "rules" and result["count"] == 2
@@ -70,9 +70,9 @@ def test_rules_write_a_raw_note_per_transition_and_decision_with_provenance():
 @pytest.mark.django_db
 def test_a_second_run_on_the_same_session_writes_nothing():
     record_session()
-    run_retrospective(SESSION)
+    run_retrospective(SESSION).model_dump(mode="json")
     before = list(Note.objects.values_list("id", "content_hash"))
-    again = run_retrospective(SESSION)
+    again = run_retrospective(SESSION).model_dump(mode="json")
     assert list(Note.objects.values_list("id", "content_hash")) == before
     assert again["written"] == [] and {item["outcome"] for item in again["learnings"]} == {"exists"}
     assert RetrospectiveRun.objects.count() == 1
@@ -86,7 +86,7 @@ def test_a_learning_an_existing_wiki_note_already_states_becomes_a_merge_suggest
         wing="concepts",
     )
     record_session()
-    result = run_retrospective(SESSION)
+    result = run_retrospective(SESSION).model_dump(mode="json")
 
     decision = next(item for item in result["learnings"] if item["kind"] == "decision")
     assert decision["outcome"] == "merge" and decision["merge_into"]["slug"] == wiki.slug
@@ -107,7 +107,7 @@ def test_failure_to_pass_in_the_sessions_skill_runs_is_found_too():
         message="tests still fail: AssertionError in test_slug_unicode",
     )
     passed = SkillRun.objects.create(skill="tdd_green", status="pass", verified=True, session_id="runs-only")
-    result = run_retrospective("runs-only")
+    result = run_retrospective("runs-only").model_dump(mode="json")
     note = retrospective_notes().get()
     assert result["count"] == 1 and note.provenance["runs"][-1] == passed.pk
     assert "AssertionError" in note.body
@@ -116,7 +116,7 @@ def test_failure_to_pass_in_the_sessions_skill_runs_is_found_too():
 @pytest.mark.django_db
 def test_an_unknown_session_is_an_error_that_writes_nothing():
     with pytest.raises(SessionNotFound):
-        run_retrospective("never-logged")
+        run_retrospective("never-logged").model_dump(mode="json")
     assert not Note.objects.exists()
 
 
@@ -144,7 +144,7 @@ def gateway(gateway, settings):
 def test_with_an_llm_the_model_proposes_the_learnings_and_they_are_written(gateway):
     gateway.on("answer-model", lambda request: Reply.json(LLM_ANSWER))
     record_session()
-    result = run_retrospective(SESSION)
+    result = run_retrospective(SESSION).model_dump(mode="json")
 
     notes = list(retrospective_notes())
     assert result["method"] == "llm" and result["model_used"] == "answer-model" and len(notes) == 2
@@ -154,7 +154,7 @@ def test_with_an_llm_the_model_proposes_the_learnings_and_they_are_written(gatew
     sent = gateway.requests[0].body
     assert sent["response_format"] == {"type": "json_object"}
     assert DECISION in sent["messages"][-1]["content"] and "#2 skill tdd_green" in sent["messages"][-1]["content"]
-    assert run_retrospective(SESSION)["written"] == [] and retrospective_notes().count() == 2
+    assert run_retrospective(SESSION).model_dump(mode="json")["written"] == [] and retrospective_notes().count() == 2
 
 
 @pytest.mark.django_db
@@ -170,7 +170,7 @@ def test_with_an_llm_the_model_proposes_the_learnings_and_they_are_written(gatew
 def test_a_malformed_model_answer_is_reported_and_nothing_is_written(gateway, reply):
     gateway.on("answer-model", lambda request: reply)
     record_session()
-    result = run_retrospective(SESSION)
+    result = run_retrospective(SESSION).model_dump(mode="json")
     assert (
         result["status"] == "error" and "malformed" in result["message"] and "nothing was written" in result["message"]
     )
@@ -186,7 +186,7 @@ def test_a_malformed_model_answer_is_reported_and_nothing_is_written(gateway, re
 @pytest.mark.django_db
 def test_a_model_the_gateway_refuses_falls_back_to_the_rules_and_says_so(gateway):
     record_session()
-    result = run_retrospective(SESSION, llm_model="missing-model")
+    result = run_retrospective(SESSION, llm_model="missing-model").model_dump(mode="json")
     assert result["method"] == "rules" and "used the rules instead" in result["message"]
     assert gateway.models_called() == ["missing-model"] and retrospective_notes().count() == 2
     # No model answered: the result and the record name the rules, not the model that was asked.

@@ -1,7 +1,8 @@
 """Fixtures for the supervisor: a fake `claude`, allowed roots, a real Python project, a worker thread.
 
 Where skill runs execute in tests: a background thread of the test process
-(`skill_worker`) picks up queued SkillRuns and calls the real
+(`skill_worker`, in tests/fakes/fixtures.py: the engine's tests run tool jobs
+with it too) picks up queued SkillRuns and calls the real
 `supervisor.tasks.run_skill`, which runs the real executor and real
 subprocesses (the fake claude, pytest). A `qcluster` subprocess per test
 session was the alternative; the thread was chosen because the tests change
@@ -15,8 +16,6 @@ import json
 import os
 import signal
 import subprocess
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -121,52 +120,3 @@ def process_alive(pid: int) -> bool:
             return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
-
-
-@pytest.fixture
-def skill_worker(transactional_db):
-    """Runs queued SkillRuns in a background thread, like the django-q2 worker does."""
-    from django.db import connection
-
-    from supervisor.models import SkillRun
-    from supervisor.tasks import run_skill
-
-    stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def loop() -> None:
-        try:
-            while not stop.is_set():
-                for run_id in SkillRun.objects.filter(status=SkillRun.Status.QUEUED).values_list("pk", flat=True):
-                    # run each in its own thread: several runs may be in flight at once
-                    runner = threading.Thread(target=_one, args=(run_id,), daemon=True, name=f"skill-run-{run_id}")
-                    runners.append(runner)
-                    runner.start()
-                time.sleep(0.1)
-        except BaseException as exc:  # noqa: BLE001
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    started: set[int] = set()
-    runners: list[threading.Thread] = []
-    lock = threading.Lock()
-
-    def _one(run_id: int) -> None:
-        with lock:
-            if run_id in started:
-                return
-            started.add(run_id)
-        try:
-            run_skill(run_id)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=loop, daemon=True, name="skill-worker")
-    thread.start()
-    yield
-    stop.set()
-    thread.join(timeout=10)
-    for runner in list(runners):
-        runner.join(timeout=20)
-    assert not errors, errors
