@@ -6,7 +6,8 @@ Prints four lines, each `<what>: <figure> (goal <goal>) <met|not met>`:
 
 - public functions in the apps (hyperguild, people, ledger, observability, brain, supervisor, sessions; migrations and
   tests left out)
-  whose return annotation is `dict` or `dict[...]` (also `Dict`, `typing.Dict`), methods included, or a
+  whose return annotation is `dict` or `dict[...]` (also `Dict`, `typing.Dict`, either `| None` or `Optional[...]`),
+  methods included, or a
   module-level alias of one (`JSON = dict[str, Any]`, `Row: TypeAlias = ...`, an alias of an alias), where
   it is defined or imported from another module of the apps (`from hyperguild.lib.typed import JSON`,
   `typed.JSON`). An override of a Django or DRF hook whose signature the library fixes is not counted
@@ -103,8 +104,16 @@ def returns_dict(
             annotation = ast.parse(annotation.value, mode="eval").body
         except SyntaxError:
             return False
+    # `dict[...] | None` and `Optional[dict[...]]` return a dict as much as `dict[...]` does.
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        return returns_dict(annotation.left, names, aliases) or returns_dict(annotation.right, names, aliases)
     if isinstance(annotation, ast.Subscript):
-        annotation = annotation.value
+        outer = annotation.value
+        if (isinstance(outer, ast.Name) and outer.id == "Optional") or (
+            isinstance(outer, ast.Attribute) and outer.attr == "Optional"
+        ):
+            return returns_dict(annotation.slice, names, aliases)
+        annotation = outer
     if isinstance(annotation, ast.Name):
         return annotation.id in ("dict", "Dict") or (names is not None and annotation.id in names.dict_aliases)
     if not isinstance(annotation, ast.Attribute):
