@@ -15,7 +15,7 @@ from django.utils import timezone
 from django_q.models import Schedule
 
 from hyperguild.contributions import schedules, task_queue
-from hyperguild.models import McpCancellation, McpTask, WorkerHeartbeat
+from hyperguild.models import McpCancellation, WorkerHeartbeat
 
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
@@ -92,12 +92,4 @@ def do_record_mcp_cancellation(endpoint: str, request_id_json: str, reason: str 
 @transaction.atomic
 def do_purge_mcp_cancellations() -> int:
     deleted, _ = McpCancellation.objects.filter(created_at__lt=timezone.now() - CANCELLATION_KEEP).delete()
-    return deleted
-
-
-# McpTask rows are no longer written (issue 49: a long call is its app's job record, supervisor.jobs); the
-# rows of tasks started before that are purged when they expire, then the model can go.
-@transaction.atomic
-def do_purge_expired_mcp_tasks() -> int:
-    deleted, _ = McpTask.objects.filter(expires_at__lt=timezone.now()).delete()
     return deleted

@@ -1,4 +1,4 @@
-"""Admin for the service's own records: the worker's heartbeat and the MCP engine's cancellations and tasks."""
+"""Admin for the service's own records: the worker's heartbeat and the MCP engine's cancellations."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ from django.contrib import admin
 from django.db.models import Model
 from django.http import HttpRequest
 
-from hyperguild.models import McpCancellation, McpTask, WorkerHeartbeat
+from hyperguild.models import McpCancellation, WorkerHeartbeat
 
 if TYPE_CHECKING:
     # ModelAdmin is generic only in django-stubs; at run time it takes no type arguments (pyproject.toml).
     WorkerHeartbeatBase = admin.ModelAdmin[WorkerHeartbeat]
     McpCancellationBase = admin.ModelAdmin[McpCancellation]
-    McpTaskBase = admin.ModelAdmin[McpTask]
 else:
-    WorkerHeartbeatBase = McpCancellationBase = McpTaskBase = admin.ModelAdmin
+    WorkerHeartbeatBase = McpCancellationBase = admin.ModelAdmin
 
 
 @admin.register(WorkerHeartbeat)
@@ -42,23 +41,6 @@ class McpCancellationAdmin(McpCancellationBase):
     list_filter = ("endpoint",)
     search_fields = ("request_id", "reason")
     readonly_fields = ("endpoint", "request_id", "reason", "created_at")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-
-@admin.register(McpTask)
-class McpTaskAdmin(McpTaskBase):
-    """Read-only: MCP tasks (long skills run for clients that poll), written by the engine, expired after a day."""
-
-    list_display = ("task_id", "endpoint", "tool", "status", "status_message", "created_at", "updated_at", "host")
-    list_filter = ("endpoint", "status", "tool")
-    search_fields = ("task_id", "tool", "status_message")
-    readonly_fields = [field.name for field in McpTask._meta.fields if field.name != "owner"]
-    exclude = ("owner",)  # a digest of a credential: nothing an operator needs to see
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

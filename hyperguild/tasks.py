@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from hyperguild.actions import do_purge_expired_mcp_tasks, do_purge_mcp_cancellations, do_record_worker_heartbeat
+from hyperguild.actions import do_purge_mcp_cancellations, do_record_worker_heartbeat
 
 
 def heartbeat() -> str:
     """Scheduled every HYPERGUILD_WORKER_HEARTBEAT_SECONDS; proves a worker runs.
 
-    It also purges day-old MCP cancellation records and expired MCP tasks, jobs too small for schedules of their
+    It also purges day-old MCP cancellation records, a job too small for a schedule of its
     own (the people app purges its old audit rows on a schedule of its own, people.tasks).
     """
     beat = do_record_worker_heartbeat()
     do_purge_mcp_cancellations()
-    do_purge_expired_mcp_tasks()
     return beat.beat_at.isoformat()

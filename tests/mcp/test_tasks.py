@@ -17,7 +17,6 @@ import pytest
 from django.utils import timezone
 
 from hyperguild.mcp.mcp_tasks import new_task_id, owner_digest
-from hyperguild.models import McpTask
 from supervisor import reaper
 from supervisor.actions import do_create_skill_run
 from supervisor.models import SkillRun
@@ -69,7 +68,7 @@ def test_a_short_tool_answers_at_once_even_when_the_client_could_poll(selftest_e
     _, _, url = selftest_endpoint
     result = post(url, "tools/call", {"name": "echo", "arguments": {"text": "x"}}, capabilities=TASKS, name="echo")
     assert result.json()["result"]["resultType"] == "complete"
-    assert not McpTask.objects.exists() and not SkillRun.objects.exists()
+    assert not SkillRun.objects.exists()
 
 
 def test_an_unknown_tool_is_refused_and_no_task_is_written(selftest_endpoint):
@@ -77,7 +76,7 @@ def test_an_unknown_tool_is_refused_and_no_task_is_written(selftest_endpoint):
     response = post(url, "tools/call", {"name": "nope", "arguments": {}}, capabilities=TASKS, name="nope")
     assert response.status_code == 400
     assert response.json()["error"]["code"] == -32602
-    assert not McpTask.objects.exists() and not SkillRun.objects.exists()
+    assert not SkillRun.objects.exists()
 
 
 def test_tasks_methods_need_the_extension(selftest_endpoint):
@@ -166,7 +165,6 @@ def test_a_task_is_its_run_and_no_thread_of_the_web_process_runs_it(selftest_end
     assert state.started.wait(10)
     run = SkillRun.objects.get(task_id=handle["taskId"])
     assert (run.endpoint, run.tool, run.status) == ("selftest", "wait_for_cancel", SkillRun.Status.RUNNING)
-    assert not McpTask.objects.exists()
     assert not [thread.name for thread in threading.enumerate() if thread.name.startswith("mcp-task-")]
     deadline = time.monotonic() + 10
     while (task := poll(url, handle["taskId"], until=("working",)))["statusMessage"] != "wait_for_cancel: waiting":
@@ -205,4 +203,4 @@ def test_a_long_tool_of_an_endpoint_without_jobs_answers_as_a_blocking_call(self
     )
     result = response.json()["result"]
     assert result["resultType"] == "complete" and result["structuredContent"] == {"done": 2}
-    assert not SkillRun.objects.exists() and not McpTask.objects.exists()
+    assert not SkillRun.objects.exists()

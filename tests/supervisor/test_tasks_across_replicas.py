@@ -20,7 +20,6 @@ import httpx
 import psutil
 import pytest
 
-from hyperguild.models import McpTask
 from supervisor.models import SkillRun
 from tests.conftest import free_port, test_database_url
 from tests.mcp.test_tasks import TASKS, post
@@ -125,7 +124,6 @@ def test_a_tdd_red_task_started_on_a_is_polled_to_completion_on_b(
     assert run.status == "pass" and run.result == structured
     assert seen >= {"working", "completed"}
     assert run.task_id == handle["taskId"]  # the run is the task: no second record tracks it
-    assert not McpTask.objects.exists()
     assert process_b.poll() is None
 
 
@@ -168,7 +166,7 @@ def test_a_skill_task_the_blocking_call_would_refuse_is_answered_at_once_and_rec
     answer = response.json()["result"]
     assert answer["resultType"] == "complete" and "taskId" not in answer
     assert answer["content"] == blocking["content"] and answer["isError"] is True  # the same words on the wire
-    assert not SkillRun.objects.exists() and not McpTask.objects.exists()
+    assert not SkillRun.objects.exists()
 
 
 def test_a_skill_task_whose_worker_process_died_is_ended_by_the_reaper_when_read(replica_a):
