@@ -1,0 +1,89 @@
+"""BM25 by a note's best section: a long page ranked by the part of it that answers (issue 45).
+
+Documentation sites write long pages of many sections. Over a whole page, BM25 favours the page that holds the
+query's words most often *anywhere*: a migration guide or a changelog that touches every subject once in passing
+outranks the concepts page that answers the question in one section (pydantic's docs: the right page in BM25's
+top 3 for 13 of 25 questions by the whole page, 18 by the best section; bench/RESULTS.md).
+
+`section_scores()` scores each section of each candidate note (`brain.chunking.sections`: a heading and its text,
+headings inside code fences are text) as its own document: title, heading path and text, tokenised as the index
+tokenises a note (`note_text`), with the corpus's idf (the snapshot's, so a word's weight is the same as in the
+whole-page score) and the candidates' mean section length as avgdl. A note's score is its best section's.
+A note without headings is one section: its title and body, as the index sees it.
+
+The sections' term counts are kept per note and content hash (`SECTION_CACHE_NOTES` notes), so a note is split and
+tokenised once, not at every query.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, OrderedDict
+
+from brain.bm25.okapi import K1, B
+from brain.bm25.snapshot import Snapshot
+from brain.bm25.text import note_text, tokenize
+
+SECTION_CACHE_NOTES = 5000  # notes whose sections' term counts stay in memory
+
+# (note id, content hash) → [(term counts, length)] per section
+_cache: OrderedDict[tuple[int, str], list[tuple[Counter[str], int]]] = OrderedDict()
+_lock = threading.Lock()
+
+
+def note_sections(title: str, body: str) -> list[tuple[Counter[str], int]]:
+    """(term counts, length in tokens) of each section of a note: title, heading path and the section's text."""
+    from brain.chunking import sections  # chunking imports nothing of the index; imported here to keep it so
+
+    parts = sections(body) or [("", "")]
+    out = []
+    for heading_path, text in parts:
+        tokens = tokenize(note_text(title, f"{heading_path}\n{text}" if heading_path else text))
+        out.append((Counter(tokens), len(tokens)))
+    return out
+
+
+def cached_sections(note_id: int, content_hash: str) -> list[tuple[Counter[str], int]] | None:
+    key = (note_id, content_hash)
+    with _lock:
+        found = _cache.get(key)
+        if found is not None:
+            _cache.move_to_end(key)
+        return found
+
+
+def remember_sections(note_id: int, content_hash: str, parts: list[tuple[Counter[str], int]]) -> None:
+    with _lock:
+        _cache[(note_id, content_hash)] = parts
+        _cache.move_to_end((note_id, content_hash))
+        while len(_cache) > SECTION_CACHE_NOTES:
+            _cache.popitem(last=False)
+
+
+def forget() -> None:
+    with _lock:
+        _cache.clear()
+
+
+def section_scores(
+    index: Snapshot, query_tokens: list[str], notes: dict[int, list[tuple[Counter[str], int]]]
+) -> dict[int, float]:
+    """Each note's best section's BM25 score for `query_tokens` (rank-bm25's expression, the snapshot's idf)."""
+    lengths = [length for parts in notes.values() for _, length in parts]
+    avgdl = sum(lengths) / len(lengths) if lengths else 0.0
+    if not avgdl:
+        return dict.fromkeys(notes, 0.0)
+    idf = {token: index.term_info(token)[2] for token in set(query_tokens)}
+    best: dict[int, float] = {}
+    for note_id, parts in notes.items():
+        top = 0.0
+        for counts, length in parts:
+            norm = K1 * (1 - B + B * length / avgdl)
+            score = 0.0
+            for token in query_tokens:
+                tf = counts.get(token, 0)
+                if tf:
+                    score += idf[token] * tf * (K1 + 1) / (tf + norm)
+            top = max(top, score)
+        best[note_id] = top
+    return best
