@@ -11,7 +11,7 @@ tokenises a note (`note_text`), with the corpus's idf (the snapshot's, so a word
 whole-page score) and the candidates' mean section length as avgdl. A note's score is its best section's.
 A note without headings is one section: its title and body, as the index sees it.
 
-The sections' term counts are kept per note and content hash (`SECTION_CACHE_NOTES` notes), so a note is split and
+The sections' term counts are kept per note and content hash (up to `SECTION_CACHE_TERMS` entries), so a note is split and
 tokenised once, not at every query.
 """
 
@@ -29,11 +29,14 @@ from brain.bm25.text import note_text, tokenize
 # thing to discount. Measured on click, typer and pydantic (no floors, right page in the top 3): 0.4 gave 19, 23
 # and 17 of 23, 29 and 25; 0.75 gave 19, 24 and 18.
 SECTION_B = 0.75
-SECTION_CACHE_NOTES = 5000  # notes whose sections' term counts stay in memory
+# The cache's bound: distinct (section, term) entries kept, about 100 bytes each (a long page of a hundred sections
+# holds thousands; a SciFact abstract about a hundred).
+SECTION_CACHE_TERMS = 500_000
 
 # (note id, content hash) → [(term counts, length)] per section
 _cache: OrderedDict[tuple[int, str], list[tuple[Counter[str], int]]] = OrderedDict()
 _lock = threading.Lock()
+_cached_terms = 0
 
 
 def note_sections(title: str, body: str) -> list[tuple[Counter[str], int]]:
@@ -57,17 +60,30 @@ def cached_sections(note_id: int, content_hash: str) -> list[tuple[Counter[str],
         return found
 
 
+def _terms(parts: list[tuple[Counter[str], int]]) -> int:
+    return sum(len(counts) for counts, _ in parts)
+
+
 def remember_sections(note_id: int, content_hash: str, parts: list[tuple[Counter[str], int]]) -> None:
+    """Keep a note's sections' term counts, the least recently used dropped past SECTION_CACHE_TERMS."""
+    global _cached_terms
+    key = (note_id, content_hash)
     with _lock:
-        _cache[(note_id, content_hash)] = parts
-        _cache.move_to_end((note_id, content_hash))
-        while len(_cache) > SECTION_CACHE_NOTES:
-            _cache.popitem(last=False)
+        previous = _cache.pop(key, None)
+        if previous is not None:
+            _cached_terms -= _terms(previous)
+        _cache[key] = parts
+        _cached_terms += _terms(parts)
+        while _cached_terms > SECTION_CACHE_TERMS and len(_cache) > 1:
+            _, dropped = _cache.popitem(last=False)
+            _cached_terms -= _terms(dropped)
 
 
 def forget() -> None:
+    global _cached_terms
     with _lock:
         _cache.clear()
+        _cached_terms = 0
 
 
 def section_scores(

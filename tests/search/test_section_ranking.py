@@ -79,3 +79,29 @@ def test_the_page_with_the_answering_section_ranks_first(docs_brain):
 def test_a_page_of_one_section_keeps_its_place(docs_brain):
     # Short notes without headings are one section each: their order is BM25's.
     assert [hit.slug for hit in search("a validation error lists every problem", limit=3).hits][:1] == ["errors"]
+
+
+def test_an_edited_page_is_ranked_by_its_new_sections(docs_brain):
+    from brain.actions import do_edit_note
+    from brain.models import Note
+
+    assert [hit.slug for hit in search(QUESTION, limit=3).hits][:1] == ["fields"]  # its sections are cached now
+    fields = Note.objects.get(slug="fields")
+    answer = FIELDS_PAGE[FIELDS_PAGE.index("## Mutable default values") : FIELDS_PAGE.index("## Strictness")]
+    do_edit_note(fields, body=FIELDS_PAGE.replace(answer, f"## Copies\n\n{FILLER}\n\n"))
+    assert [hit.slug for hit in search(QUESTION, limit=3).hits][:1] == ["migration"]
+
+
+def test_the_section_cache_is_bounded(monkeypatch):
+    from collections import Counter
+
+    from brain.bm25 import sections
+
+    sections.forget()
+    monkeypatch.setattr(sections, "SECTION_CACHE_TERMS", 10)
+    for note_id in range(5):
+        sections.remember_sections(note_id, "h", [(Counter({f"t{i}": 1 for i in range(4)}), 4)])
+    assert sections.cached_sections(0, "h") is None  # the oldest went first
+    assert sections.cached_sections(4, "h") is not None
+    assert sum(len(c) for parts in sections._cache.values() for c, _ in parts) <= 10
+    sections.forget()
