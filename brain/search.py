@@ -41,7 +41,7 @@ from django.conf import settings
 from django.db import connection
 
 from brain import backlog, bm25, floors, vectors
-from brain.bm25 import sections
+from brain.bm25 import sections as bm25_sections
 from brain.errors import SearchInputError
 from brain.limits import MAX_SEARCH_LIMIT
 from brain.models import Note, NoteStatus
@@ -413,7 +413,7 @@ def by_best_section(
     if len(ranking) < 2:
         return ranking
     parts = note_sections([note_id for note_id, _ in ranking])
-    best_sections = sections.section_scores(index, tokens, parts)
+    best_sections = bm25_sections.section_scores(index, tokens, parts)
     top_section = max(best_sections.values(), default=0.0) or 1.0
     top_page = max(score for _, score in ranking) or 1.0
     combined = [
@@ -432,15 +432,15 @@ def note_sections(note_ids: list[int]) -> dict[int, list]:
     missing = []
     for note_id in note_ids:
         content_hash = hashes.get(note_id)
-        cached = sections.cached_sections(note_id, content_hash) if content_hash else None
+        cached = bm25_sections.cached_sections(note_id, content_hash) if content_hash else None
         if cached is None:
             missing.append(note_id)
         else:
             found[note_id] = cached
     for note_id, title, body in Note.objects.filter(id__in=missing).values_list("id", "title", "body"):
-        found[note_id] = sections.note_sections(title, body)
+        found[note_id] = bm25_sections.note_sections(title, body)
         if hashes.get(note_id):
-            sections.remember_sections(note_id, hashes[note_id], found[note_id])
+            bm25_sections.remember_sections(note_id, hashes[note_id], found[note_id])
     return found
 
 
