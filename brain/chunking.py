@@ -37,7 +37,7 @@ def content_hash(text: str) -> str:
 
 def chunk_note(title: str, body: str, *, max_chars: int = MAX_CHUNK_CHARS) -> list[Chunk]:
     pieces: list[tuple[str, str]] = []
-    for heading_path, text in _sections(body):
+    for heading_path, text in sections(body):
         for part in _split(text, max_chars):
             pieces.append((heading_path, part))
     if not pieces:  # an empty body still has a title worth finding
@@ -55,7 +55,7 @@ def embed_text(title: str, heading_path: str, text: str) -> str:
     return f"{header}\n\n{text}".strip()
 
 
-def _sections(body: str) -> list[tuple[str, str]]:
+def sections(body: str) -> list[tuple[str, str]]:
     """(heading path, section text) in order; headings inside code fences are text."""
     stack: list[tuple[int, str]] = []
     sections: list[tuple[str, str]] = []

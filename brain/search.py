@@ -2,7 +2,9 @@
 
     search(query, limit=, wing=, hall=, status=) -> SearchResponse
 
-- BM25 over title + body (`brain.bm25`), top `limit · BM25_FANOUT`.
+- BM25 over title + body (`brain.bm25`), top `limit · BM25_FANOUT` (at least SECTION_POOL
+  candidates), reordered by each note's best section (`brain.bm25.sections`): a long page is
+  ranked by the part of it that answers, its whole page's score breaking ties.
 - With an embedder active: the query embedding against the note chunks of
   the active model (pgvector HNSW, cosine), top `limit · BM25_FANOUT ·
   VECTOR_FANOUT` notes, each note ranked at its best chunk.
@@ -40,6 +42,7 @@ from django.conf import settings
 from django.db import connection
 
 from brain import backlog, bm25, floors, vectors
+from brain.bm25 import sections as bm25_sections
 from brain.errors import SearchInputError
 from brain.limits import MAX_SEARCH_LIMIT
 from brain.models import Note, NoteStatus, VerificationState
@@ -52,6 +55,13 @@ logger = logging.getLogger(__name__)
 RRF_K = 60
 BM25_FANOUT = 3  # BM25 candidates per requested hit, before fusion
 VECTOR_FANOUT = 4  # vector candidates per BM25 candidate (top-4N)
+# BM25's candidates are reordered by their best section (`brain.bm25.sections`): at least this many are drawn, so a
+# page BM25 ranks 20th on the whole of it can still come first by the section that answers.
+SECTION_POOL = 50
+# A candidate's order score: its best section's BM25 over the pool's best, plus this share of its whole page's
+# BM25 over the pool's best (the page as a tie-breaker between sections alike). Measured on click, typer and
+# pydantic (bench/RESULTS.md, issue 45): 0.1–0.5 rank the same.
+SECTION_PAGE_WEIGHT = 0.25
 BM25_WEIGHT = 1.0
 VECTOR_WEIGHT = 1.0
 EXCERPT_CHARS = 280
@@ -304,12 +314,14 @@ def rank_notes(
     embedder: Embedder | None = None,
     floor: floors.Floors | None = None,
     bm25_pass: bm25.QueryScores | None = None,
+    sections: bool = True,
 ) -> Ranking:
     """BM25 top-`depth` and (embedder on) vector top-`depth`·VECTOR_FANOUT, cut at their floors, fused.
 
     `floor` None applies the configured floors (`brain.floors.current`); `floors.NO_FLOORS`
     switches them off (brain_eval compares both). `search()` is this cut to `limit` plus
     the note fields; `brain_eval` calls it with one ranker at a time and a depth of 100.
+    `sections` False keeps BM25's order by whole notes (no reordering by their best section).
     """
     use_vectors = "vector" in rankers and (embedder is not None or vectors.active())
     if use_vectors and embedder is None:
@@ -329,8 +341,9 @@ def rank_notes(
         if not settings.BRAIN_BM25_PRUNING:
             # Exhaustive: one pass over every posting, reused by the raw-note count of a wiki search.
             bm25_pass = index.score(tokens, shares=wants_shares, reuse=bm25_pass)
+        pool = max(depth, SECTION_POOL) if sections else depth
         bm25_ranking, shares, matched = index.rank_with_evidence(
-            tokens, limit=depth, wing=wing, hall=hall, status=status, shares=wants_shares, scored=bm25_pass
+            tokens, limit=pool, wing=wing, hall=hall, status=status, shares=wants_shares, scored=bm25_pass
         )
         if wants_shares and bm25_ranking:
             unseen = sum(1 for token in set(tokens) if index.term_info(token)[1] == 0) if floor.evidence else 0
@@ -346,6 +359,9 @@ def rank_notes(
                 kept = [(note_id, score) for note_id, score in kept if note_id not in lone or note_id in holding]
         else:
             kept = bm25_ranking
+        if sections:
+            kept = by_best_section(index, tokens, kept)
+        bm25_ranking, kept = bm25_ranking[:depth], kept[:depth]
         passed["bm25"] = (len(bm25_ranking), len(kept))
         rankings["bm25"] = [note_id for note_id, _ in kept]
         bm25_scores = dict(kept)
@@ -428,6 +444,46 @@ def rank_notes(
         used_vectors=embedder.key if use_vectors and embedder else None,
         bm25_pass=bm25_pass,
     )
+
+
+def by_best_section(
+    index: bm25.Snapshot, tokens: list[str], ranking: list[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """BM25's (note id, score) best first, reordered by best section (`brain.bm25.sections`): each note's score
+    becomes its best section's share of the best one here plus SECTION_PAGE_WEIGHT × its page's share of the
+    best page score here. Ties keep BM25's order."""
+    if len(ranking) < 2:
+        return ranking
+    parts = note_sections([note_id for note_id, _ in ranking])
+    best_sections = bm25_sections.section_scores(index, tokens, parts)
+    top_section = max(best_sections.values(), default=0.0) or 1.0
+    top_page = max(score for _, score in ranking) or 1.0
+    combined = [
+        (note_id, best_sections.get(note_id, 0.0) / top_section + SECTION_PAGE_WEIGHT * score / top_page)
+        for note_id, score in ranking
+    ]
+    order = sorted(range(len(combined)), key=lambda i: (-combined[i][1], i))
+    return [combined[i] for i in order]
+
+
+def note_sections(note_ids: list[int]) -> dict[int, list]:
+    """Each note's sections' term counts (`brain.bm25.sections.note_sections`), from the cache where its content
+    hash is known there; the others' title and body read in one query."""
+    found: dict[int, list] = {}
+    hashes = dict(Note.objects.filter(id__in=note_ids).values_list("id", "content_hash"))
+    missing = []
+    for note_id in note_ids:
+        content_hash = hashes.get(note_id)
+        cached = bm25_sections.cached_sections(note_id, content_hash) if content_hash else None
+        if cached is None:
+            missing.append(note_id)
+        else:
+            found[note_id] = cached
+    for note_id, title, body in Note.objects.filter(id__in=missing).values_list("id", "title", "body"):
+        found[note_id] = bm25_sections.note_sections(title, body)
+        if hashes.get(note_id):
+            bm25_sections.remember_sections(note_id, hashes[note_id], found[note_id])
+    return found
 
 
 # A code identifier: words joined by `_` or `.` (`add_subparsers`, `yaml.safe_load`, `os.path`). Only these: names

@@ -136,7 +136,7 @@ BRAIN_EMBED_TIMEOUT = 30.0
 BRAIN_VECTOR_FLOOR = env_optional_float("BRAIN_VECTOR_FLOOR", minimum=-1.0, maximum=1.0)
 BRAIN_VECTOR_AGREE_FLOOR = env_optional_float("BRAIN_VECTOR_AGREE_FLOOR", minimum=-1.0, maximum=1.0)
 BRAIN_VECTOR_SUPPORT_FLOOR = env_optional_float("BRAIN_VECTOR_SUPPORT_FLOOR", minimum=-1.0, maximum=1.0)
-BRAIN_BM25_FLOOR = env_float("BRAIN_BM25_FLOOR", 0.25, minimum=0.0, maximum=1.0)
+BRAIN_BM25_FLOOR = env_float("BRAIN_BM25_FLOOR", 0.20, minimum=0.0, maximum=1.0)
 BRAIN_BM25_ALONE_FLOOR = env_float("BRAIN_BM25_ALONE_FLOOR", 0.40, minimum=0.0, maximum=1.0)
 BRAIN_RERANKER_URL = env_str("BRAIN_RERANKER_URL")
 BRAIN_RERANKER_MODEL = env_str("BRAIN_RERANKER_MODEL", "dengcao/Qwen3-Reranker-0.6B:F16")

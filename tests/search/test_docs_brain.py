@@ -84,7 +84,7 @@ def docs_brain(db, settings):
     settings.BRAIN_EMBEDDER = "off"
     settings.BRAIN_ANSWER_MODEL = ""
     settings.BRAIN_RERANKER_URL = ""
-    settings.BRAIN_BM25_FLOOR = 0.25  # the defaults, whatever the environment says
+    settings.BRAIN_BM25_FLOOR = 0.20  # the defaults, whatever the environment says
     settings.BRAIN_BM25_ALONE_FLOOR = 0.40
     bm25.reset()
     out = io.StringIO()

@@ -50,7 +50,7 @@ def small_brain(db, settings):
     settings.BRAIN_EMBEDDER = "off"
     settings.BRAIN_ANSWER_MODEL = ""
     settings.BRAIN_RERANKER_URL = ""
-    settings.BRAIN_BM25_FLOOR = 0.25
+    settings.BRAIN_BM25_FLOOR = 0.20  # the default
     settings.BRAIN_BM25_ALONE_FLOOR = 0.40
     bm25.reset()
     do_ingest_note(title="README", body=README, wing="toolkit", slug="readme", source="test")
