@@ -34,6 +34,7 @@ import json
 import logging
 import re
 import threading
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -466,10 +467,10 @@ def by_best_section(
     return [combined[i] for i in order]
 
 
-def note_sections(note_ids: list[int]) -> dict[int, list]:
+def note_sections(note_ids: list[int]) -> dict[int, list[tuple[Counter[str], int]]]:
     """Each note's sections' term counts (`brain.bm25.sections.note_sections`), from the cache where its content
     hash is known there; the others' title and body read in one query."""
-    found: dict[int, list] = {}
+    found: dict[int, list[tuple[Counter[str], int]]] = {}
     hashes = dict(Note.objects.filter(id__in=note_ids).values_list("id", "content_hash"))
     missing = []
     for note_id in note_ids:
