@@ -115,9 +115,8 @@ SHORT_LEAD_IN = 60
 
 # "e.g.", "i.e.": not the words "e", "g" (a question saying "e.g. into a README" found a page saying "e.g. the list").
 ABBREVIATION_RE = re.compile(r"\b(?:e\.\s?g|i\.\s?e|cf|etc|vs|viz)\.", re.IGNORECASE)
-# "doesn't" is "does not", "model's" is "model": the letters after the apostrophe are not words.
+# "doesn't" is "does not", not "doesn" and "t".
 NEGATION_RE = re.compile(r"\b(?:(ca)|(wo)|(\w+))n['’]t\b", re.IGNORECASE)
-CLITIC_RE = re.compile(r"(?<=\w)['’](?:s|re|ve|ll|d|m)\b", re.IGNORECASE)
 HTML_COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 # A line that includes code from a file, as documentation generators write it: `{* docs_src/app/main.py hl[9] *}`
 # (FastAPI's and Typer's docs), `--8<-- "snippets/main.py"` (pymdownx snippets). It stands where a code block would.
@@ -176,13 +175,13 @@ def _negation(match: re.Match[str]) -> str:
 
 
 def _without_abbreviations(text: str) -> str:
-    return CLITIC_RE.sub(" ", NEGATION_RE.sub(_negation, ABBREVIATION_RE.sub(" ", text)))
+    return NEGATION_RE.sub(_negation, ABBREVIATION_RE.sub(" ", text))
 
 
 def tokenize(text: str) -> list[str]:
     """BM25's tokens (`brain.bm25.tokenize`), with KEPT_STOPWORDS kept, and the parts of code identifiers
     (`test_hello_world`, `CliRunner`) after the identifier itself: a question says "test", "runner". Latin
-    abbreviations and English clitics are not words ("e.g." is not "e" and "g", "model's" holds no "s")."""
+    abbreviations and negations are not words of their own ("e.g." is not "e" and "g", "doesn't" not "doesn", "t")."""
     text = _without_abbreviations(unicodedata.normalize("NFKC", text))
     if bm25.CJK_RE.search(text):
         return bm25.tokenize(text.lower())
