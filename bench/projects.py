@@ -312,9 +312,16 @@ def trace_question(question: str, facts: list[str], wanted: str | None, by_slug:
     """Lines saying, for one question: the right file's rank in search's top 10 (and each ranker's), whether
     search or the passage gate abstained and why, the quoted passage, and where the passages holding the fact
     ranked; for an off-topic question (`wanted` None), what evidence let the answer through."""
-    from brain.answers import CANDIDATES, MIN_PASSAGE_COVERAGE, NOTHING_FOUND, answer, distinctive_coverage
+    from brain.answers import (
+        CANDIDATES,
+        MIN_PASSAGE_COVERAGE,
+        NOTHING_FOUND,
+        answer,
+        brain_document_frequency,
+        distinctive_coverage,
+    )
     from brain.models import Note
-    from brain.passages import score_passages, split_passages, term_weights
+    from brain.passages import brain_weights, coverage, score_passages, split_passages, term_weights
     from brain.search import search
 
     lines = []
@@ -333,11 +340,18 @@ def trace_question(question: str, facts: list[str], wanted: str | None, by_slug:
     scored = score_passages(question, pool)
     weights = term_weights(question, [passage for _, passage in pool])
     best = distinctive_coverage(question, candidates)
+    distinctive = brain_weights(question, *brain_document_frequency())
+    gate_note, gate_passage = max(pool, key=lambda item: coverage(item[1], distinctive))
     result = answer(question)
     gate = "ABSTAINED" if result["answer"] == NOTHING_FOUND else "answered"
     lines.append(
         f"gate {gate}: best passage's distinctive coverage {best:.2f} (floor {MIN_PASSAGE_COVERAGE}) "
         f"{result.get('reason', '')}"
+    )
+    lines.append(
+        f"gate's passage: {by_slug.get(gate_note.slug, gate_note.path)} #{gate_passage.order} holds "
+        f"{[t for t in distinctive if t in gate_passage.token_set]} of "
+        f"{{{', '.join(f'{t}:{w:.1f}' for t, w in distinctive.items())}}} (idf among the brain's notes)"
     )
     if scored:
         top = scored[0]
