@@ -2,6 +2,8 @@
 
     retrieve  search(question) — CANDIDATES, or CANDIDATES_WITH_RERANKER when a
               reranker is configured (it will throw some away)
+    gate      some passage of the candidates must hold MIN_PASSAGE_COVERAGE of the question's words, each
+              weighed by its idf among all the brain's notes (`distinctive_coverage`); else nothing answers
     filter    the reranker's yes/no judgement; kept candidates keep retrieval order
     answer    at most MAX_LLM_SOURCES sources, numbered [1], [2]…, go to the LLM
               (BRAIN_ANSWER_MODEL through LITELLM_BASE_URL) with the instruction
