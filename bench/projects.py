@@ -135,7 +135,7 @@ def note_files(wing: str, files: list[str]) -> dict[str, str]:
     return by_slug
 
 
-def ask(project: dict, by_slug: dict[str, str], embedder: str) -> AnswerFigures:
+def ask(project: dict, by_slug: dict[str, str], embedder: str, trace: bool = False) -> AnswerFigures:
     from brain import bm25
     from brain.answers import NOTHING_FOUND, answer
     from brain.context import context
@@ -162,6 +162,8 @@ def ask(project: dict, by_slug: dict[str, str], embedder: str) -> AnswerFigures:
             figures.missed_fact.append(f"{question} -> {result['answer'][:300]!r}")
         if any(fact in first for fact in facts):
             figures.fact_first += 1
+        if trace:
+            print(f"  ? {question}", *trace_question(question, facts, wanted, by_slug), sep="\n      ")
     for item in project["offtopic"]:
         figures.offtopic += 1
         result = answer(item["q"])
@@ -169,6 +171,8 @@ def ask(project: dict, by_slug: dict[str, str], embedder: str) -> AnswerFigures:
             figures.abstained += 1
         else:
             figures.answered_offtopic.append(f"{item['q']} -> {result['answer'][:200]!r}")
+            if trace:
+                print(f"  ! off-topic {item['q']}", *trace_question(item["q"], [], None, by_slug), sep="\n      ")
     figures.unrelated_context_empty = context(UNRELATED_FOLDER)["entries"] == []
     figures.seconds = time.perf_counter() - started
     return figures
@@ -301,6 +305,79 @@ def check_notes(project: dict, checkout: str, tmp: Path) -> NoteFigures:
     return figures
 
 
+# -- trace (--trace): why each answer came out as it did ------------------------------------------
+
+
+def trace_question(question: str, facts: list[str], wanted: str | None, by_slug: dict[str, str]) -> list[str]:
+    """Lines saying, for one question: the right file's rank in search's top 10 (and each ranker's), whether
+    search or the passage gate abstained and why, the quoted passage, and where the passages holding the fact
+    ranked; for an off-topic question (`wanted` None), what evidence let the answer through."""
+    from brain.answers import (
+        CANDIDATES,
+        MIN_PASSAGE_COVERAGE,
+        NOTHING_FOUND,
+        answer,
+        brain_document_frequency,
+        distinctive_coverage,
+    )
+    from brain.models import Note
+    from brain.passages import brain_weights, coverage, score_passages, split_passages, term_weights
+    from brain.search import search
+
+    lines = []
+    response = search(question, limit=CANDIDATES)
+    ranked_files = [by_slug.get(hit.slug, hit.path) for hit in response.hits]
+    rank = ranked_files.index(wanted) + 1 if wanted in ranked_files else None
+    if wanted is not None:
+        hit = response.hits[rank - 1] if rank else None
+        lines.append(f"file rank {rank or '-'} of {len(ranked_files)} {hit.rankers if hit else ''}")
+    if response.abstained:
+        lines.append(f"search abstained: {response.reason}")
+        return lines
+    notes = Note.objects.in_bulk([hit.note_id for hit in response.hits])
+    candidates = [notes[hit.note_id] for hit in response.hits if hit.note_id in notes]
+    pool = [(note, passage) for note in candidates for passage in split_passages(note.title, note.body)]
+    scored = score_passages(question, pool)
+    weights = term_weights(question, [passage for _, passage in pool])
+    best = distinctive_coverage(question, candidates)
+    distinctive = brain_weights(question, *brain_document_frequency())
+    gate_note, gate_passage = max(pool, key=lambda item: coverage(item[1], distinctive))
+    result = answer(question)
+    gate = "ABSTAINED" if result["answer"] == NOTHING_FOUND else "answered"
+    lines.append(
+        f"gate {gate}: best passage's distinctive coverage {best:.2f} (floor {MIN_PASSAGE_COVERAGE}) "
+        f"{result.get('reason', '')}"
+    )
+    lines.append(
+        f"gate's passage: {by_slug.get(gate_note.slug, gate_note.path)} #{gate_passage.order} holds "
+        f"{[t for t in distinctive if t in gate_passage.token_set]} of "
+        f"{{{', '.join(f'{t}:{w:.1f}' for t, w in distinctive.items())}}} (idf among the brain's notes)"
+    )
+    if scored:
+        top = scored[0]
+        found = [t for t in weights if t in top.passage.token_set]
+        lines.append(
+            f"top passage: {by_slug.get(top.source.slug, top.source.path)} #{top.passage.order} score {top.score:.2f} "
+            f"covered {top.covered:.2f} terms {found} of {{{', '.join(f'{t}:{w:.1f}' for t, w in weights.items())}}}: "
+            f"{' '.join(top.passage.text.split())[:120]!r}"
+        )
+    if wanted is not None:
+        holding = [
+            (position, item)
+            for position, item in enumerate(scored, start=1)
+            if by_slug.get(item.source.slug) == wanted and any(fact in folded(item.passage.text) for fact in facts)
+        ]
+        if not holding:
+            lines.append("fact in no passage of the candidates" if rank else "fact's file not a candidate")
+        for position, item in holding[:2]:
+            found = [t for t in weights if t in item.passage.token_set]
+            lines.append(
+                f"fact passage #{item.passage.order} ranks {position} of {len(scored)}: score {item.score:.2f} "
+                f"covered {item.covered:.2f} terms {found}: {' '.join(item.passage.text.split())[:120]!r}"
+            )
+    return lines
+
+
 # -- report -------------------------------------------------------------------------------------
 
 
@@ -308,7 +385,7 @@ def pct(part: int, whole: int) -> str:
     return f"{part}/{whole} ({100 * part / whole:.0f} %)" if whole else "-"
 
 
-def run(name: str, checkout: str, only: str, embedders: list[str], verbose: bool) -> dict:
+def run(name: str, checkout: str, only: str, embedders: list[str], verbose: bool, trace: bool = False) -> dict:
     from brain.scratch import ScratchDatabase
 
     project = load(name)
@@ -336,7 +413,7 @@ def run(name: str, checkout: str, only: str, embedders: list[str], verbose: bool
                 settings.BRAIN_EMBEDDER = original if embedder == "default" else embedder
                 if embedder != "off":
                     embed_all(out)
-                figures = ask(project, by_slug, settings.BRAIN_EMBEDDER)
+                figures = ask(project, by_slug, settings.BRAIN_EMBEDDER, trace)
                 settings.BRAIN_EMBEDDER = original
                 report["answers"].append(asdict(figures))
                 print(
@@ -388,6 +465,9 @@ def main() -> None:
     parser.add_argument("--embedder", choices=("both", "default", "off"), default="both")
     parser.add_argument("--role", choices=("tune", "holdout"), help="only the projects of this role")
     parser.add_argument("-v", "--verbose", action="store_true", help="list each miss")
+    parser.add_argument(
+        "--trace", action="store_true", help="say why each answer came out as it did (ranks, gate, passages)"
+    )
     parser.add_argument("--json", default="", help="write the figures to this file")
     args = parser.parse_args()
 
@@ -403,7 +483,7 @@ def main() -> None:
             if args.checkout and len(names) == 1
             else str(Path(args.checkouts) / project["mirror"] / "repo")
         )
-        reports.append(run(name, checkout, args.only, embedders, args.verbose))
+        reports.append(run(name, checkout, args.only, embedders, args.verbose, args.trace))
     if args.json:
         Path(args.json).write_text(json.dumps(reports, indent=2))
 

@@ -33,13 +33,14 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from brain import bm25
 
 PASSAGE_K1 = 1.2
+COVERAGE_POWER = 1.0
 # Less length normalisation than BM25's usual 0.75: a table row or a one-line item is short, and a short
 # passage is not more relevant for it.
 PASSAGE_B = 0.3
@@ -112,6 +113,10 @@ LEAD_IN_CHARS = 200
 # sentence before it too.
 SHORT_LEAD_IN = 60
 
+# "e.g.", "i.e.": not the words "e", "g" (a question saying "e.g. into a README" found a page saying "e.g. the list").
+ABBREVIATION_RE = re.compile(r"\b(?:e\.\s?g|i\.\s?e|cf|etc|vs|viz)\.", re.IGNORECASE)
+# "doesn't" is "does not", not "doesn" and "t".
+NEGATION_RE = re.compile(r"\b(?:(ca)|(wo)|(\w+))n['’]t\b", re.IGNORECASE)
 HTML_COMMENT_RE = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 # A line that includes code from a file, as documentation generators write it: `{* docs_src/app/main.py hl[9] *}`
 # (FastAPI's and Typer's docs), `--8<-- "snippets/main.py"` (pymdownx snippets). It stands where a code block would.
@@ -164,10 +169,20 @@ class ScoredPassage(Generic[Source]):
     covered: float = 0.0  # the share of the question's weight it holds, in its text or its context
 
 
+def _negation(match: re.Match[str]) -> str:
+    can, will, other = match.groups()
+    return "can not" if can else "will not" if will else f"{other} not"
+
+
+def _without_abbreviations(text: str) -> str:
+    return NEGATION_RE.sub(_negation, ABBREVIATION_RE.sub(" ", text))
+
+
 def tokenize(text: str) -> list[str]:
     """BM25's tokens (`brain.bm25.tokenize`), with KEPT_STOPWORDS kept, and the parts of code identifiers
-    (`test_hello_world`, `CliRunner`) after the identifier itself: a question says "test", "runner"."""
-    text = unicodedata.normalize("NFKC", text)
+    (`test_hello_world`, `CliRunner`) after the identifier itself: a question says "test", "runner". Latin
+    abbreviations and negations are not words of their own ("e.g." is not "e" and "g", "doesn't" not "doesn", "t")."""
+    text = _without_abbreviations(unicodedata.normalize("NFKC", text))
     if bm25.CJK_RE.search(text):
         return bm25.tokenize(text.lower())
     tokens = []
@@ -425,12 +440,40 @@ def term_weights(question: str, pool: list[Passage]) -> Mapping[str, float]:
     return weights
 
 
+def brain_weights(question: str, document_frequency: Callable[[str], int], documents: int) -> dict[str, float]:
+    """Each distinct query word's idf among the brain's notes (`document_frequency(term)` of `documents`), words
+    that only phrase a question at QUESTION_WORD_WEIGHT of theirs. A term no note holds weighs the most: a question
+    about something the brain has never seen stays mostly uncovered. An identifier counts once, as itself, not
+    again by its parts ("GitHub" is one word, not "github", "git" and "hub"); a kept stopword ("where", "own"),
+    which BM25 does not index, weighs as a word every note holds."""
+    wholes: list[str] = []
+    for word in bm25.WORD_RE.findall(_without_abbreviations(unicodedata.normalize("NFKC", question))):
+        tokens = tokenize(word)
+        if tokens:
+            wholes.append(tokens[0])
+    weights = {}
+    for term in dict.fromkeys(wholes):
+        df = documents if term in KEPT_STOPWORDS else min(document_frequency(term), documents)
+        idf = math.log(1 + (documents - df + 0.5) / (df + 0.5))
+        weights[term] = idf * (QUESTION_WORD_WEIGHT if term in QUESTION_WORDS else 1.0)
+    return weights
+
+
+def coverage(passage: Passage, weights: dict[str, float]) -> float:
+    """The share of `weights` (a question's terms) the passage holds, in its text or its context."""
+    total = sum(weights.values())
+    found = passage.token_set
+    return sum(weight for term, weight in weights.items() if term in found) / total if total else 0.0
+
+
 def asked_kinds(question: str) -> frozenset[str]:
     """The kinds of code thing a question asks for ("Which *class* …", "what *function* …"), as terms."""
     return frozenset(bm25.word_tokens(kind.lower())[0] for kind in ASKED_KIND_RE.findall(question))
 
 
-def score_passages(question: str, candidates: Iterable[tuple[Source, Passage]]) -> list[ScoredPassage[Source]]:
+def score_passages(
+    question: str, candidates: Iterable[tuple[Source, Passage]], weights: Mapping[str, float] | None = None
+) -> list[ScoredPassage[Source]]:
     """`candidates` (source, passage) scored against `question`, best first; ties keep their order.
 
     BM25 over the candidates as documents, each query term found only in a passage's context adding
@@ -441,7 +484,8 @@ def score_passages(question: str, candidates: Iterable[tuple[Source, Passage]]) 
     """
     pool = list(candidates)
     passages = [passage for _, passage in pool]
-    weights = term_weights(question, passages)
+    if weights is None:
+        weights = term_weights(question, passages)
     total = sum(weights.values())
     if not total:
         return [ScoredPassage(passage, 0.0, source) for source, passage in pool]
@@ -466,7 +510,7 @@ def score_passages(question: str, candidates: Iterable[tuple[Source, Passage]]) 
             elif term in passage.context_tokens:
                 score += CONTEXT_WEIGHT * weight
                 covered += weight
-        score *= 1 + covered / total
+        score *= (1 + covered / total) ** COVERAGE_POWER
         scored.append((score, position, ScoredPassage(passage, score, source, covered / total)))
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [item for _, _, item in scored]

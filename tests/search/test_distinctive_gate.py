@@ -1,0 +1,111 @@
+"""The passage gate of brain_answer weighs a question's words by the brain's own vocabulary (issue 45).
+
+A question from another field shares only words most of a project's docs use ("run", "tests", "Python",
+"command"); among the few candidate notes search returns those words look rare, so the candidates' own
+passages made them look like evidence. Weighed by how many of the brain's notes use them, they are not.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from brain import bm25
+from brain.actions import do_ingest_note
+from brain.answers import NOTHING_FOUND, answer
+from brain.passages import brain_weights, score_passages, split_passages, tokenize
+
+# A project's docs: every page talks about commands, tests and Python.
+PAGES = [
+    ("Options", "Run the command with an option. Options are declared in Python and each has a test."),
+    ("Arguments", "Arguments of a command are positional. Run the tests of your Python code after adding one."),
+    ("Prompts", "A command can prompt for a value. The Python function gets it; tests can run it too."),
+    ("Shell completion", "Completion for bash and zsh is generated. Run the command in Python tests to see it."),
+    ("Parameter types", "Types convert a command line string into a Python value; tests run each conversion."),
+    ("Entry points", "Install the package so its console script runs the command. Tests run against Python 3."),
+    ("Exceptions", "A usage error prints the command usage and exits. Run tests to check the Python exit code."),
+    ("Groups", "A group nests commands; its callback runs first. Python tests run groups like commands."),
+    ("Context", "The context carries state from a group to its commands. Tests run it from Python."),
+    ("Environment variables", "An option reads an environment variable. Run the command; Python tests set it."),
+    ("Files", "The file type opens a path lazily for the command. Tests run it with Python temporary files."),
+    ("Progress bars", "A progress bar wraps an iterable in the command. Run it from Python; tests skip the bar."),
+    ("Colours", "Styled text uses colours in the command output. Python tests run without a terminal."),
+]
+# The page that matches: GitHub and the version are each on it once, in passages of their own; its passage about
+# tests says only what every page says.
+RELEASES = """# Releases
+
+Bugs are reported on GitHub.
+
+The version option prints the version.
+
+Run the tests of a command from Python.
+"""
+TESTING = """# Testing
+
+The test runner invokes a command in isolation and captures its output and exit code.
+
+Tests run the command in Python.
+"""
+
+
+@pytest.fixture
+def project_brain(db, settings):
+    settings.BRAIN_EMBEDDER = "off"
+    settings.BRAIN_ANSWER_MODEL = ""
+    settings.BRAIN_RERANKER_URL = ""
+    settings.BRAIN_BM25_FLOOR = 0.25
+    settings.BRAIN_BM25_ALONE_FLOOR = 0.40
+    bm25.reset()
+    for title, body in PAGES:
+        do_ingest_note(title=title, body=body, wing="toolkit", source="test")
+    do_ingest_note(title="Testing", body=TESTING, wing="toolkit", slug="testing", source="test")
+    do_ingest_note(title="Releases", body=RELEASES, wing="toolkit", slug="releases", source="test")
+    yield
+    bm25.reset()
+
+
+def test_a_question_sharing_only_words_every_page_uses_is_not_answered(project_brain):
+    question = "How do I set up a GitHub Actions matrix to run the tests of a command on several Python versions?"
+
+    result = answer(question)
+
+    assert result["answer"] == NOTHING_FOUND, result["answer"]
+    assert "its words weighed by how few notes use them" in result["reason"]
+    # A question about what only the testing page says is still answered from it.
+    answered = answer("How does the test runner capture the output and exit code?")
+    assert "captures its output and exit code" in answered["answer"]
+
+
+def test_words_are_weighed_by_how_many_of_the_brains_notes_use_them():
+    notes = 100
+    frequency = {"python": 90, "matrix": 1}.get
+    weights = brain_weights("Where is the Python matrix?", lambda term: frequency(term, 0), notes)
+    assert weights["matrix"] > 5 * weights["python"]
+    # "where" says what is asked, not about what: BM25 indexes no stopword, so it must not weigh as unseen.
+    assert weights["where"] < weights["python"]
+
+
+def test_latin_abbreviations_and_negations_are_not_words_of_their_own():
+    assert tokenize("Write the docs of my commands, e.g. into a README") == tokenize(
+        "Write the docs of my commands, into a README"
+    )
+    assert tokenize("The keys doesn't change") == tokenize("The keys does not change")
+    # An option's single letter is still a word.
+    assert "v" in tokenize("repeat -v to raise the level")
+
+
+def test_e_g_in_a_question_does_not_pick_a_passage_that_says_e_g():
+    body = """# Docs
+
+The progress bar is generated from the length of the iterable (e.g. the list of users).
+
+## Docs
+
+* `--output <file>`: An output file to write the generated docs to, like README.md.
+"""
+    passages = split_passages("Docs", body)
+    ranked = score_passages(
+        "Can I auto-generate a Markdown reference of all my commands, e.g. into a README?",
+        [(None, passage) for passage in passages],
+    )
+    assert "like README.md" in ranked[0].passage.text
