@@ -125,6 +125,9 @@ def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ct
         children = psutil.Process(process.pid).children(recursive=True)
         assert len(children) >= 4  # granian, its HYPERGUILD_WEB_WORKERS processes, the cluster
 
+        # Both listen before one is killed: the second may still be loading when it shows up as a process, and a
+        # ping after the first one's exit found no listener on the port (connection refused, one run in several).
+        wait_for(lambda: all(listening(web, port) for web in webs), 30, "both web processes to listen on the port")
         # A web process that dies is replaced by granian; the other one keeps answering on the port meanwhile.
         webs[0].kill()
         # Once it is gone (its listening socket closed with it: a connection the kernel had handed to that socket
@@ -156,6 +159,17 @@ def exited(process: psutil.Process) -> bool:
         return process.status() == psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return True
+
+
+def listening(process: psutil.Process, port: int) -> bool:
+    """Whether `process` holds a socket listening on `port` (its own, or one it inherited)."""
+    try:
+        return any(
+            conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port
+            for conn in process.net_connections(kind="tcp")
+        )
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
 
 
 def web_processes(serve_pid: int) -> list[psutil.Process]:
