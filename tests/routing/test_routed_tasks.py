@@ -6,13 +6,16 @@ OpenAI-wire server on 127.0.0.1. tests/core/test_two_replicas.py kills the repli
 
 from __future__ import annotations
 
+import io
 import time
 
 import pytest
+from django.core.management import call_command
 
 from supervisor.models import RoutingEntry, SkillRun
 from tests.fakes.openai import Reply
 from tests.mcp.test_tasks import TASKS, post
+from tests.people.conftest import make_person
 from tests.routing.conftest import AUTH, FAST, GOOD_REVIEW, THINKING, seed_history
 from tests.routing.test_session_skills import LEARNINGS, a_session
 
@@ -113,3 +116,46 @@ def test_a_routed_task_cancelled_while_its_model_thinks_ends_cancelled(gateway, 
     # task reads cancelled, as the blocking call the client cancelled would have answered.
     assert run.cancel_requested is True
     assert finished(url, handle["taskId"])["status"] == "cancelled"
+
+
+def test_a_routed_task_run_by_the_worker_is_billed_to_the_person_whose_token_started_it(
+    gateway, project, asgi_server, skill_worker
+):
+    """Work derived from a request runs as the person who caused it: the worker, not the web request, makes the
+    model call, and both the run and its model call name the person whose token started the task."""
+    rosa = make_person("rosa", "operator")
+    out = io.StringIO()
+    call_command("token", "create", "rosa", "--scope", "routing:run", stdout=out)
+    headers = {"Authorization": f"Bearer {out.getvalue().strip().splitlines()[-1]}"}
+    seed_history("review", 0.95)
+    gateway.on(FAST, lambda request: Reply.json(GOOD_REVIEW, delay=0.3))
+    url = f"{asgi_server}/mcp/routing"
+    arguments = {"project_root": str(project), "paths": ["app.py"], "session_id": "s-rosa-task"}
+
+    response = post(
+        url,
+        "tools/call",
+        {"name": "review", "arguments": arguments},
+        capabilities=TASKS,
+        name="review",
+        headers=headers,
+    )
+    handle = response.json()["result"]
+    assert handle["resultType"] == "task", handle
+    deadline = time.monotonic() + 60
+    while True:
+        got = post(
+            url, "tasks/get", {"taskId": handle["taskId"]}, capabilities=TASKS, name=handle["taskId"], headers=headers
+        )
+        task = got.json()["result"]
+        if task["status"] != "working":
+            break
+        assert time.monotonic() < deadline, task
+        time.sleep(0.1)
+
+    assert task["status"] == "completed" and task["result"]["isError"] is False, task
+    run = SkillRun.objects.get(task_id=handle["taskId"])
+    assert run.requested_by == rosa
+    [call] = run.model_calls.all()
+    assert call.requested_by == rosa
+    assert {entry.requested_by for entry in RoutingEntry.objects.filter(session_id="s-rosa-task")} == {rosa}
