@@ -111,6 +111,10 @@ class AnswerFigures:
     file_top3: int = 0
     fact_in_answer: int = 0
     fact_first: int = 0
+    # With an answer model: the fact in what brain_answer sends it (`brain.answers.source_text`), and in the
+    # first SOURCE_CHARS characters of the same sources (what it was sent before issue 45's fifth stop).
+    fact_model_reads: int = 0
+    fact_model_opening: int = 0
     offtopic: int = 0
     abstained: int = 0
     unrelated_context_empty: bool = False
@@ -133,6 +137,43 @@ def note_files(wing: str, files: list[str]) -> dict[str, str]:
             matches = [name for name in files if name.rsplit("/", 1)[-1].lower().replace("_", "-") == key]
         by_slug[note.slug] = max(matches, key=len) if matches else path
     return by_slug
+
+
+class ReadingRecorder:
+    """Stands in for the answer model (`BRAIN_ANSWER_MODEL`): keeps what brain_answer sends it and cites [1].
+    The bench measures what a model would read, not what one would write."""
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def chat(self, messages: list[dict], **_options: object):
+        from hyperguild.lib.llm import ChatResult
+
+        self.prompts.append(messages[-1]["content"])
+        return ChatResult(text="[1]", model="bench-reader", usage=None, latency_ms=0, raw={}, finish_reason="stop")
+
+
+def model_reads(question: str) -> tuple[str, str]:
+    """(what brain_answer sends an answer model for `question`, the first SOURCE_CHARS characters of the same
+    sources), with a recorder standing in for the model."""
+    import brain.answers as answers
+    from brain.models import Note
+
+    recorder = ReadingRecorder()
+    saved = answers.get_llm_client, settings.BRAIN_ANSWER_MODEL
+    answers.get_llm_client = lambda **_options: recorder  # type: ignore[assignment]
+    settings.BRAIN_ANSWER_MODEL = "bench-reader"
+    try:
+        result = answers.answer(question)
+    finally:
+        answers.get_llm_client, settings.BRAIN_ANSWER_MODEL = saved
+    notes = {note.slug: note for note in Note.objects.filter(slug__in=[s["slug"] for s in result["sources"]])}
+    opening = "\n\n".join(
+        f"{notes[s['slug']].title}\n\n{notes[s['slug']].body[: answers.SOURCE_CHARS]}"
+        for s in result["sources"]
+        if s["slug"] in notes
+    )
+    return (recorder.prompts[0] if recorder.prompts else ""), opening
 
 
 def ask(project: dict, by_slug: dict[str, str], embedder: str, trace: bool = False) -> AnswerFigures:
@@ -162,6 +203,9 @@ def ask(project: dict, by_slug: dict[str, str], embedder: str, trace: bool = Fal
             figures.missed_fact.append(f"{question} -> {result['answer'][:300]!r}")
         if any(fact in first for fact in facts):
             figures.fact_first += 1
+        reads, opening = model_reads(question)
+        figures.fact_model_reads += any(fact in folded(reads) for fact in facts)
+        figures.fact_model_opening += any(fact in folded(opening) for fact in facts)
         if trace:
             print(f"  ? {question}", *trace_question(question, facts, wanted, by_slug), sep="\n      ")
     for item in project["offtopic"]:
@@ -419,7 +463,9 @@ def run(name: str, checkout: str, only: str, embedders: list[str], verbose: bool
                 print(
                     f"  answers, embedder {figures.embedder}: right file in top 3 {pct(figures.file_top3, figures.questions)}; "
                     f"fact in answer {pct(figures.fact_in_answer, figures.questions)} "
-                    f"(in its first passage {pct(figures.fact_first, figures.questions)}); "
+                    f"(in its first passage {pct(figures.fact_first, figures.questions)}; in what an answer model "
+                    f"reads {pct(figures.fact_model_reads, figures.questions)}, was "
+                    f"{pct(figures.fact_model_opening, figures.questions)} from the sources' openings); "
                     f"off-topic abstained {pct(figures.abstained, figures.offtopic)}; "
                     f"unrelated folder's context empty: {figures.unrelated_context_empty}; {figures.seconds:.1f} s",
                     file=out,

@@ -48,7 +48,7 @@ from hyperguild.lib.text import excerpt
 CANDIDATES = 10
 CANDIDATES_WITH_RERANKER = 20
 MAX_LLM_SOURCES = 5
-# How much of each source's body the reranker judges and the LLM reads.
+# How much of each source's body the reranker judges and the LLM reads (`source_text`).
 SOURCE_CHARS = 2000
 # Length of the excerpt returned with each source, and of an extractive passage.
 EXCERPT_CHARS = 200
@@ -78,8 +78,43 @@ SYSTEM_PROMPT = (
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def _source_text(note: Note) -> str:
-    return f"{note.title}\n\n{note.body[:SOURCE_CHARS]}"
+def source_text(note: Note, question: str, chars: int = SOURCE_CHARS) -> str:
+    """What the reranker judges and the model reads of one source: the whole body when it fits in `chars`;
+    else the note's passages that answer the question (`brain.passages`: the best one and the example it
+    leads into or explains first, then the others best first, while they fit), in the note's order, with "…"
+    where text was left out. A long page's answer is often far below its first `chars` characters (a
+    project's reference page); a note none of whose passages matches is read from its opening."""
+    body = note.body.strip()
+    if len(body) <= chars:
+        return body
+    passages = split_passages(note.title, note.body)
+    ranked = [item for item in score_passages(question, [(note, passage) for passage in passages]) if item.score > 0]
+    if not ranked:
+        return body[:chars]
+    chosen: dict[int, str] = {}  # passage order → its text as read
+    room = chars
+    for passage in [*quoted_passages(ranked, passages, second=False), *(item.passage for item in ranked[1:])]:
+        if passage.order in chosen:
+            continue
+        text = passage.text.strip()
+        if len(text) + 4 > room:  # its text, and the "…" that may stand before it
+            if chosen:
+                continue  # a shorter passage further down may still fit
+            text = best_sentences(passage, question, room - 4)
+        chosen[passage.order] = text
+        room -= len(text) + 4
+        if room < 40:
+            break
+    pieces: list[str] = []
+    previous = -1
+    for order in sorted(chosen):
+        if order != previous + 1:
+            pieces.append("…")
+        pieces.append(chosen[order])
+        previous = order
+    if previous != len(passages) - 1:
+        pieces.append("…")
+    return "\n\n".join(pieces)
 
 
 def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[tuple[int, Note]], str]:
@@ -138,7 +173,7 @@ def truth_label(note: Note, before: str = " (", after: str = ")") -> str:
 
 def user_prompt(question: str, sources: list[tuple[int, Note]]) -> str:
     blocks = [
-        f"[{n}] {note.title} ({note.slug}{truth_label(note, '; ', '')})\n{note.body[:SOURCE_CHARS].strip()}"
+        f"[{n}] {note.title} ({note.slug}{truth_label(note, '; ', '')})\n{source_text(note, question)}"
         for n, note in sources
     ]
     return "Sources:\n\n" + "\n\n".join(blocks) + f"\n\nQuestion: {question}"
@@ -193,7 +228,9 @@ def answer(question: str, limit: int = 5) -> AnswerJson:
 
     if reranker is not None and candidates:
         try:
-            candidates = reranker.filter(question, candidates, text=_source_text)
+            candidates = reranker.filter(
+                question, candidates, text=lambda note: f"{note.title}\n\n{source_text(note, question)}"
+            )
         except RerankerError as exc:
             raise AnswerUnavailable(f"The reranker failed, so no answer was attempted: {exc}") from None
 
