@@ -2,7 +2,8 @@
 
     retrieve  search(question) — CANDIDATES, or CANDIDATES_WITH_RERANKER when a
               reranker is configured (it will throw some away)
-    gate      some passage of the candidates must hold MIN_PASSAGE_COVERAGE of the question's words, each
+    gate      a question naming a thing no note mentions ("… in a Dockerfile?", `brain.search.unknown_names`)
+              has no answer; else some passage of the candidates must hold MIN_PASSAGE_COVERAGE of the question's words, each
               weighed by its idf among all the brain's notes (`distinctive_coverage`); else nothing answers
     filter    the reranker's yes/no judgement; kept candidates keep retrieval order
     answer    at most MAX_LLM_SOURCES sources, numbered [1], [2]…, go to the LLM
@@ -38,7 +39,7 @@ from brain.passages import (
     score_passages,
     split_passages,
 )
-from brain.search import UnreviewedJson, search
+from brain.search import UnreviewedJson, search, unknown_names
 from brain.truth import VerificationJson, verification_dict
 from hyperguild.lib.llm import LLMError, get_llm_client
 from hyperguild.lib.model_calls import mark_model_call
@@ -63,6 +64,7 @@ EXTRACT_SHARE = 0.5
 MIN_PASSAGE_COVERAGE = 0.25
 
 NOTHING_FOUND = "The brain has no note that answers this question."
+NO_NAME = "Nothing relevant: no note mentions {names}, which the question names."
 NO_PASSAGE = (
     "Nothing relevant: notes matched some words, but no passage of them holds {share:.0%} of the question, "
     "its words weighed by how few notes use them (the best holds {best:.0%})."
@@ -218,6 +220,12 @@ def answer(question: str, limit: int = 5) -> AnswerJson:
     excerpts = {hit.note_id: excerpt(hit.excerpt, EXCERPT_CHARS) for hit in response.hits if hit.excerpt}
 
     reason = None  # why nothing answers, when search found notes
+    unknown = unknown_names(question, bm25.current_index()) if candidates else []
+    if unknown:
+        # "How do I set an environment variable in a Dockerfile?" against a brain that never says Dockerfile: the
+        # notes matched its other words, not its subject.
+        reason = NO_NAME.format(names=", ".join(f"`{name}`" for name in unknown[:3]))
+        candidates = []
     # Words matched across a page, or words every note uses, are not an answer: some passage must hold enough of
     # the question's distinctive weight.
     if candidates:

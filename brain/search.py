@@ -493,6 +493,13 @@ def note_sections(note_ids: list[int]) -> dict[int, list[tuple[Counter[str], int
 _IDENTIFIER_RE = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?=[\s,;:?!)]|\.?$)")
 
 
+# A name inside a sentence (`unknown_names`): a capitalised word that does not open it ("Celery", "Dockerfile",
+# "PyYAML"), or a camel-case one ("macOS"). All-capital words are left out: an acronym ("OS", "TLS") is often
+# spelled out in a project's docs ("operating system").
+_NAME_RE = re.compile(r"(?<![\w.'’-])(?:[A-Z][a-z0-9]+[A-Za-z0-9]*|[a-z]+[A-Z][A-Za-z0-9]*)(?![\w'’-])")
+_SENTENCE_RE = re.compile(r"(?<=[.?!;:])\s+")
+
+
 def unknown_identifiers(query: str, index: bm25.Snapshot) -> list[str]:
     """The code identifiers the query names (`_IDENTIFIER_RE`, with a `_` or `.` inside) none of whose words any note holds."""
     names = []
@@ -503,6 +510,22 @@ def unknown_identifiers(query: str, index: bm25.Snapshot) -> list[str]:
         tokens = bm25.word_tokens(name)
         if tokens and not any(index.term_info(token)[1] for token in tokens):
             names.append(name)
+    return names
+
+
+def unknown_names(query: str, index: bm25.Snapshot) -> list[str]:
+    """The names inside the query's sentences (`_NAME_RE`: "Celery", "Dockerfile", "PyYAML", "Australia") that no
+    note holds. brain_answer does not answer a question naming a thing the brain never mentions (search still
+    lists what matched its other words: a science claim naming a gene by a variant spelling keeps its hits)."""
+    names: list[str] = []
+    for sentence in _SENTENCE_RE.split(query.strip()):
+        for match in _NAME_RE.finditer(sentence):
+            name = match.group(0)
+            if match.start() == 0 or name in names:
+                continue
+            tokens = bm25.word_tokens(name)
+            if tokens and not any(index.term_info(token)[1] for token in tokens):
+                names.append(name)
     return names
 
 

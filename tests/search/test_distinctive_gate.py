@@ -13,6 +13,7 @@ from brain import bm25
 from brain.actions import do_ingest_note
 from brain.answers import NOTHING_FOUND, answer
 from brain.passages import brain_weights, score_passages, split_passages, tokenize
+from brain.search import search
 
 # A project's docs: every page talks about commands, tests and Python.
 PAGES = [
@@ -65,7 +66,9 @@ def project_brain(db, settings):
 
 
 def test_a_question_sharing_only_words_every_page_uses_is_not_answered(project_brain):
-    question = "How do I set up a GitHub Actions matrix to run the tests of a command on several Python versions?"
+    # (Lower case: "Actions" capitalised is a name no note mentions, which abstains before the passages are
+    # weighed, `test_a_question_naming_a_thing_no_note_mentions_is_not_answered`.)
+    question = "How do I set up a GitHub actions matrix to run the tests of a command on several Python versions?"
 
     result = answer(question)
 
@@ -109,3 +112,30 @@ The progress bar is generated from the length of the iterable (e.g. the list of 
         [(None, passage) for passage in passages],
     )
     assert "like README.md" in ranked[0].passage.text
+
+
+def test_a_question_naming_a_thing_no_note_mentions_is_not_answered(project_brain):
+    """Issue 45: "How do I set an environment variable for all build steps in a Dockerfile?" was answered from click's
+    page on environment variables, and "… safely with PyYAML?" from its page on defaults: the notes matched the
+    question's other words, not what it is about."""
+    for question, name in (
+        ("How do I set an environment variable for all build steps in a Dockerfile?", "Dockerfile"),
+        ("How do I read an option from a file safely with PyYAML?", "PyYAML"),
+        ("Can the command run the tests of a Python package as a Celery task?", "Celery"),
+    ):
+        assert search(question).hits, question  # search lists what matched the other words …
+
+        result = answer(question)
+
+        assert result["answer"] == NOTHING_FOUND and result["sources"] == [], question  # … but nothing answers
+        assert result["reason"] == f"Nothing relevant: no note mentions `{name}`, which the question names."
+
+
+def test_names_the_brain_mentions_an_opening_word_and_acronyms_do_not_stop_an_answer(project_brain):
+    # "GitHub" is on the releases page; "Where" opens the sentence; "OS" is an acronym a page may spell out.
+    answered = answer("Where are bugs reported, on GitHub?")
+    assert "reported on GitHub" in answered["answer"]
+    answered = answer("Which OS gets the test runner's captured output and exit code?")
+    assert "captures its output and exit code" in answered["answer"]
+    answered = answer("Tell me, where does the test runner put the captured output and exit code?")
+    assert "captures its output and exit code" in answered["answer"]
