@@ -213,7 +213,8 @@ def answer(question: str, limit: int = 5) -> AnswerJson:
     `limit` caps the sources; an LLM never gets more than MAX_LLM_SOURCES.
     """
     reranker = get_reranker()
-    response = search(question, limit=CANDIDATES_WITH_RERANKER if reranker else CANDIDATES)
+    # Every BM25 hit stays a candidate whatever its vector similarity: the gates below judge them.
+    response = search(question, limit=CANDIDATES_WITH_RERANKER if reranker else CANDIDATES, vector_veto=False)
     notes_by_id = Note.objects.in_bulk([hit.note_id for hit in response.hits])
     candidates = [notes_by_id[hit.note_id] for hit in response.hits if hit.note_id in notes_by_id]
     # Search's excerpt is centred on the query words; a note's opening is the fallback.

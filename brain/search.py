@@ -36,7 +36,7 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
 from django.conf import settings
@@ -227,8 +227,12 @@ def search(
     include_raw: bool = False,
     tags: list[str] | None = None,
     include_superseded: bool = False,
+    vector_veto: bool = True,
 ) -> SearchResponse:
     """Ranked notes for `query`. `status` None or "any" means every status but archived.
+
+    `vector_veto` False: a BM25 hit is never dropped for a low vector similarity (`rank_notes`); brain_answer's
+    candidates, which its own gates judge.
 
     Superseded notes are left out unless `include_superseded` (they keep their history; brain_get reads them).
 
@@ -253,7 +257,14 @@ def search(
     hidden: frozenset[int] = frozenset() if include_superseded else superseded_ids()
     if with_raw or tags:
         depth = limit * BM25_FANOUT * (INCLUDE_RAW_FANOUT if with_raw else 1) * (TAGS_FANOUT if tags else 1)
-        ranking = rank_notes(query, depth=depth, wing=wing, hall=hall, status=None if with_raw else status)
+        ranking = rank_notes(
+            query,
+            depth=depth,
+            wing=wing,
+            hall=hall,
+            status=None if with_raw else status,
+            vector_veto=vector_veto,
+        )
         fused = [item for item in ranking.fused if item[0] not in hidden]
         if tags:
             tagged = set(
@@ -265,7 +276,9 @@ def search(
         raw_ids = unreviewed_ids(query, tags, ranking.bm25_pass) if status == NoteStatus.WIKI and not with_raw else []
         named = named_unreviewed(raw_ids, hit_rows(raw_ids[:UNREVIEWED_NAMED]))
     else:
-        ranking = rank_notes(query, depth=limit * BM25_FANOUT, wing=wing, hall=hall, status=status)
+        ranking = rank_notes(
+            query, depth=limit * BM25_FANOUT, wing=wing, hall=hall, status=status, vector_veto=vector_veto
+        )
         # A wiki search also counts and names the raw notes it leaves out, from the same pass over the
         # postings and with one query for the rows of both.
         raw_ids = unreviewed_ids(query, tags, ranking.bm25_pass) if status == NoteStatus.WIKI else []
@@ -316,6 +329,7 @@ def rank_notes(
     floor: floors.Floors | None = None,
     bm25_pass: bm25.QueryScores | None = None,
     sections: bool = True,
+    vector_veto: bool = True,
 ) -> Ranking:
     """BM25 top-`depth` and (embedder on) vector top-`depth`·VECTOR_FANOUT, cut at their floors, fused.
 
@@ -323,6 +337,12 @@ def rank_notes(
     switches them off (brain_eval compares both). `search()` is this cut to `limit` plus
     the note fields; `brain_eval` calls it with one ranker at a time and a depth of 100.
     `sections` False keeps BM25's order by whole notes (no reordering by their best section).
+    `vector_veto` False keeps every BM25 hit that passed BM25's own floors whatever its vector similarity (no
+    support or agree floor), and lets the vectors rank it: brain_answer's candidates. Its gates (a name no note
+    mentions, the distinctive passage) decide whether anything answers, and the agree floor, calibrated on
+    SciFact's abstracts, dropped the right page of a project's docs (typer: "pop up the file browser", BM25's
+    first at similarity 0.854 under an agree floor of 0.86 with the brain's shift, holding 36 % of the query where
+    a hit the vectors do not back needs 40 %).
     """
     use_vectors = "vector" in rankers and (embedder is not None or vectors.active())
     if use_vectors and embedder is None:
@@ -330,6 +350,8 @@ def rank_notes(
         use_vectors = embedder is not None
     if floor is None:
         floor = floors.current(embedder.key if use_vectors and embedder else None)
+    if not vector_veto and floor.agree is not None:
+        floor = replace(floor, agree=-1.0, support=None)
 
     rankings: dict[str, list[int]] = {}
     passed: dict[str, tuple[int, int]] = {}

@@ -254,3 +254,22 @@ def test_the_vector_floors_come_from_how_alike_the_brains_own_notes_are(db, sett
     settings.BRAIN_VECTOR_FLOOR = 0.9
     assert floors.current(key).vector == 0.9
     print(f"varied brain: typical {spread.typical:.3f}; one-subject brain: typical {alike.typical:.3f}, +{step:.2f}")
+
+
+@pytest.mark.django_db
+def test_brain_answer_keeps_a_bm25_hit_the_vectors_would_veto(local_brain, settings):
+    """Issue 45: on typer's docs the agree floor (calibrated on SciFact, raised by the brain's shift to 0.86) dropped
+    the page BM25 ranked first ("pop up the file browser": similarity 0.854, so it needed 40 % of the query's
+    weight and held 36 %), and with the embedder on brain_answer answered less than with it off. Search keeps the
+    veto; brain_answer's own gates judge its candidates."""
+    # Every note sits under these: the vectors back no BM25 hit, none holds 99 % of the query, none is near enough
+    # to stand on its vector alone.
+    settings.BRAIN_VECTOR_FLOOR = settings.BRAIN_VECTOR_AGREE_FLOOR = 0.99
+    settings.BRAIN_BM25_ALONE_FLOOR = 0.99
+    question = "What monthly budget does the LiteLLM virtual key of a team carry?"  # "carry": in no note
+    assert search(question).hits == []
+
+    result = answer(question)
+
+    assert result["sources"] and result["sources"][0]["slug"] == "litellm-keys"
+    assert "monthly budget" in result["answer"]
