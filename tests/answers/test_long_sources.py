@@ -85,3 +85,16 @@ def test_a_short_note_is_read_whole_and_a_page_nothing_matches_from_its_opening(
     assert source_text(short, QUESTION) == "One line.\n\nAnother line."
     opening = source_text(long_note, "zebra quagga okapi")
     assert opening == long_note.body.strip()[:SOURCE_CHARS]
+
+
+def test_a_passage_longer_than_the_room_is_cut_around_the_question_and_the_text_stays_bounded(transactional_db):
+    code = "\n".join(f"value_{n} = prompt('Password {n}', hide_input=True)  # line {n}" for n in range(200))
+    body = f"## Intro\n\nSomething else.\n\n## Prompts\n\nTo hide the password use this:\n\n```python\n{code}\n```\n\n## End\n\nBye."
+    note = ingest([{"slug": "huge-example", "title": "Huge example", "wing": "concepts", "body": body}])["huge-example"]
+
+    text = source_text(note, "How do I hide the password input?")
+
+    assert len(body) > 5 * SOURCE_CHARS
+    assert len(text) <= SOURCE_CHARS
+    assert text.startswith("…\n\nTo hide the password use this:")  # the lead-in, then as much of the code as fits
+    assert "hide_input=True" in text and "Something else" not in text
