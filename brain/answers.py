@@ -26,7 +26,7 @@ from typing import NotRequired, TypedDict
 
 from django.conf import settings
 
-from brain import bm25
+from brain import bm25, passage_reader
 from brain.answer_checks import synthesized_answer_problem
 from brain.errors import AnswerUnavailable
 from brain.models import Note, VerificationState
@@ -69,6 +69,11 @@ NO_PASSAGE = (
     "Nothing relevant: notes matched some words, but no passage of them holds {share:.0%} of the question, "
     "its words weighed by how few notes use them (the best holds {best:.0%})."
 )
+NO_PASSAGE_READ = (
+    "Nothing relevant: notes matched some words, but no passage of them holds {share:.0%} of the question, "
+    "its words weighed by how few notes use them (the best holds {best:.0%}), and none says it in other words "
+    "(the closest reads {close:.2f} like it, under {floor:.2f})."
+)
 
 SYSTEM_PROMPT = (
     "You answer questions for a software team using only the numbered sources from the team's "
@@ -90,7 +95,8 @@ def source_text(note: Note, question: str, chars: int = SOURCE_CHARS) -> str:
     if len(body) <= chars:
         return body
     passages = split_passages(note.title, note.body)
-    ranked = [item for item in score_passages(question, [(note, passage) for passage in passages]) if item.score > 0]
+    scored = score_passages(question, [(note, passage) for passage in passages])
+    ranked = [item for item in passage_reader.reread(question, scored) if item.score > 0]
     if not ranked:
         return body[:chars]
     chosen: dict[int, str] = {}  # passage order → its text as read
@@ -131,7 +137,9 @@ def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[
     """
     split = {note.id: split_passages(note.title, note.body) for note in candidates}
     pool = [(note, passage) for note in candidates for passage in split[note.id]]
-    ranked = [item for item in score_passages(question, pool) if item.score > 0]
+    # The words' ranking, read again by the passage reader (`brain.passage_reader`): a passage that says what
+    # is asked in other words moves up.
+    ranked = [item for item in passage_reader.reread(question, score_passages(question, pool)) if item.score > 0]
     by_note: dict[int, list[ScoredPassage[Note]]] = {}
     for item in ranked:
         by_note.setdefault(item.source.id, []).append(item)
@@ -232,8 +240,18 @@ def answer(question: str, limit: int = 5) -> AnswerJson:
     if candidates:
         best = distinctive_coverage(question, candidates)
         if best < MIN_PASSAGE_COVERAGE:
-            reason = NO_PASSAGE.format(share=MIN_PASSAGE_COVERAGE, best=best)
-            candidates = []
+            # A paraphrase holds few of the docs' words: a passage the reader finds close enough still answers.
+            close = passage_reader.closest(
+                question, [passage for note in candidates for passage in split_passages(note.title, note.body)]
+            )
+            if close is None:
+                reason = NO_PASSAGE.format(share=MIN_PASSAGE_COVERAGE, best=best)
+                candidates = []
+            elif close < passage_reader.GATE_SIMILARITY:
+                reason = NO_PASSAGE_READ.format(
+                    share=MIN_PASSAGE_COVERAGE, best=best, close=close, floor=passage_reader.GATE_SIMILARITY
+                )
+                candidates = []
 
     if reranker is not None and candidates:
         try:

