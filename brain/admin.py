@@ -32,6 +32,7 @@ from brain.models import (
     NoteLink,
     NoteRevision,
     NoteStatus,
+    PassageVector,
     Project,
     SimilarNotes,
 )
@@ -313,6 +314,23 @@ class EmbeddingAdmin(ModelAdmin[Embedding]):
     list_select_related = ("chunk", "chunk__note")
     exclude = ("vector",)  # hundreds of floats help nobody on a form
     readonly_fields = ("chunk", "model", "dimensions", "content_hash", "created_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
+        return False
+
+
+@admin.register(PassageVector)
+class PassageVectorAdmin(ModelAdmin[PassageVector]):
+    """What the passage reader has read (brain.passage_reader): a digest and when; the vector is bytes."""
+
+    list_display = ("digest", "created_at")
+    list_filter = ("created_at",)
+    search_fields = ("digest",)
+    exclude = ("vector",)
+    readonly_fields = ("digest", "created_at")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

@@ -4,12 +4,14 @@
               reranker is configured (it will throw some away)
     gate      a question naming a thing no note mentions ("… in a Dockerfile?", `brain.search.unknown_names`)
               has no answer; else some passage of the candidates must hold MIN_PASSAGE_COVERAGE of the question's words, each
-              weighed by its idf among all the brain's notes (`distinctive_coverage`); else nothing answers
+              weighed by its idf among all the brain's notes (`distinctive_coverage`), or read like the question
+              to the passage reader (`brain.passage_reader.closest`, GATE_SIMILARITY); else nothing answers
     filter    the reranker's yes/no judgement; kept candidates keep retrieval order
     answer    at most MAX_LLM_SOURCES sources, numbered [1], [2]…, go to the LLM
               (BRAIN_ANSWER_MODEL through LITELLM_BASE_URL) with the instruction
               to answer only from them and cite them by number; without an LLM
-              the answer is extractive: the best passage of each source
+              the answer is extractive: the best passage of each source (passages ranked by their words and
+              by the passage reader, `brain.passage_reader.reread`)
     accept    the model's answer counts (`synthesized: true`) only if it was not cut
               off, cites sources that exist and is not degenerate
               (brain.answer_checks); otherwise the extractive answer, with `reason`

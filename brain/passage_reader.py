@@ -31,7 +31,7 @@ import numpy as np
 from django.conf import settings
 
 from brain.models import PassageVector
-from brain.passages import Passage, ScoredPassage
+from brain.passages import Passage, ScoredPassage, score_passages
 from hyperguild.lib import minilm
 
 logger = logging.getLogger(__name__)
@@ -44,6 +44,9 @@ READ_FLOOR = 0.2
 # A passage this close to the question answers it whatever words they share (off-topic questions of the five
 # projects: 0.19-0.59, most under 0.45; paraphrased on-topic ones: 0.41-0.75).
 GATE_SIMILARITY = 0.55
+# Only the best READ_POOL passages by their words are read (the rest keep their words' score): what a question costs
+# the first time its candidates are read is bounded (10 candidates of a long reference page hold 400 passages).
+READ_POOL = 128
 CACHE_SIZE = 50_000  # vectors kept in the process (1.5 kB each)
 
 Source = TypeVar("Source")
@@ -119,25 +122,30 @@ def similarities(question: str, passages: Sequence[Passage]) -> np.ndarray | Non
 
 def reread(question: str, ranked: list[ScoredPassage[Source]]) -> list[ScoredPassage[Source]]:
     """`ranked` (the lexical ranking, every candidate passage) scored again with the reader, best first; the
-    lexical order when there is no reader. A passage's new score is its lexical score over the best one's plus
-    READ_WEIGHT × max(0, cosine − READ_FLOOR): ties keep the lexical order."""
+    lexical order when there is no reader. A passage's new score is its lexical score over the best one's plus,
+    for the READ_POOL best by their words, READ_WEIGHT × max(0, cosine − READ_FLOOR): ties keep the lexical order."""
     if not ranked:
         return ranked
-    cosines = similarities(question, [item.passage for item in ranked])
+    read = sorted(range(len(ranked)), key=lambda i: -ranked[i].score)[:READ_POOL]
+    cosines = similarities(question, [ranked[i].passage for i in read])
     if cosines is None:
         return ranked
+    bonus = dict.fromkeys(range(len(ranked)), 0.0)
+    for i, cosine in zip(read, cosines, strict=True):
+        bonus[i] = READ_WEIGHT * max(0.0, float(cosine) - READ_FLOOR)
     top = max(item.score for item in ranked) or 1.0
-    scored = [
-        (item.score / top + READ_WEIGHT * max(0.0, float(cosine) - READ_FLOOR), position, item)
-        for position, (item, cosine) in enumerate(zip(ranked, cosines, strict=True))
-    ]
+    scored = [(item.score / top + bonus[position], position, item) for position, item in enumerate(ranked)]
     scored.sort(key=lambda entry: (-entry[0], entry[1]))
     return [replace(item, score=score) for score, _, item in scored]
 
 
 def closest(question: str, passages: Sequence[Passage]) -> float | None:
-    """The best cosine of the question with any of `passages` (None without an encoder or passages)."""
-    cosines = similarities(question, passages)
+    """The best cosine of the question with any of the READ_POOL passages that match its words best (None without
+    an encoder or passages)."""
+    if not passages or encoder() is None:
+        return None
+    best = [item.passage for item in score_passages(question, [(None, passage) for passage in passages])[:READ_POOL]]
+    cosines = similarities(question, best)
     if cosines is None or not len(cosines):
         return None
     return float(cosines.max())

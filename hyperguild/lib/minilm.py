@@ -57,8 +57,8 @@ class MiniLM:
     """The encoder: loaded once (about 90 MB of float32), then `encode` is thread-safe."""
 
     def __init__(self, archive: Path) -> None:
-        from safetensors.numpy import load as load_safetensors
-        from tokenizers import Tokenizer
+        from safetensors.numpy import load as load_safetensors  # here: loaded by a process that reads passages only
+        from tokenizers import Tokenizer  # here: as safetensors
 
         try:
             with zipfile.ZipFile(archive) as bundle:

@@ -25,6 +25,8 @@ def pins(files: list[Path]) -> tuple[dict[str, list[str]], list[str]]:
             line = raw.split("#", 1)[0].strip()
             if not line or line.startswith(("-r ", "--requirement", "-c ")):
                 continue
+            # requirements-models.txt pins by hash as well (`--hash=sha256:…`, pip's hash-checking mode)
+            line = re.sub(r"\s+--hash=sha256:[0-9a-f]{64}", "", line)
             match = REQUIREMENT.match(line)
             place = f"{path.name}:{number}"
             if not match or not re.fullmatch(r"==\s*[A-Za-z0-9.+!-]+", match["rest"].split(";", 1)[0].strip()):
