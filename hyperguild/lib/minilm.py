@@ -79,6 +79,13 @@ class MiniLM:
             for name, matrix in self.weights.items()
             if name.endswith(".weight") and matrix.ndim == 2 and not name.startswith("embeddings.")
         }
+        self.bias = {name: self.weights[f"{name}.bias"] for name in self.linear}
+        # Query, key and value of a layer in one product.
+        for layer in range(LAYERS):
+            p = f"encoder.layer.{layer}.attention.self"
+            parts = [f"{p}.query", f"{p}.key", f"{p}.value"]
+            self.linear[f"{p}.qkv"] = np.ascontiguousarray(np.concatenate([self.linear[n] for n in parts], axis=1))
+            self.bias[f"{p}.qkv"] = np.concatenate([self.bias[n] for n in parts])
         self.lock = threading.Lock()
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -97,7 +104,8 @@ class MiniLM:
     def _dense(self, x: np.ndarray, name: str) -> np.ndarray:
         batch, tokens, width = x.shape
         out = x.reshape(batch * tokens, width) @ self.linear[name]
-        return out.reshape(batch, tokens, -1) + self.weights[f"{name}.bias"]
+        out += self.bias[name]
+        return out.reshape(batch, tokens, -1)
 
     def _norm(self, x: np.ndarray, name: str) -> np.ndarray:
         mean = x.mean(-1, keepdims=True)
@@ -123,28 +131,39 @@ class MiniLM:
 
         for layer in range(LAYERS):
             p = f"encoder.layer.{layer}"
-            query = heads(self._dense(x, f"{p}.attention.self.query")) * scale
-            key = heads(self._dense(x, f"{p}.attention.self.key"))
-            value = heads(self._dense(x, f"{p}.attention.self.value"))
-            scores = np.matmul(query, key.transpose(0, 1, 3, 2)) + padding
-            scores = np.exp(scores - scores.max(-1, keepdims=True))
+            qkv = self._dense(x, f"{p}.attention.self.qkv")
+            query = heads(qkv[..., :DIMENSIONS]) * scale
+            key = heads(qkv[..., DIMENSIONS : 2 * DIMENSIONS])
+            value = heads(qkv[..., 2 * DIMENSIONS :])
+            scores = np.matmul(query, key.transpose(0, 1, 3, 2))
+            scores += padding
+            scores -= scores.max(-1, keepdims=True)
+            np.exp(scores, out=scores)
             scores /= scores.sum(-1, keepdims=True)
             context = np.matmul(scores, value).transpose(0, 2, 1, 3).reshape(batch, tokens, DIMENSIONS)
             x = self._norm(self._dense(context, f"{p}.attention.output.dense") + x, f"{p}.attention.output.LayerNorm")
-            hidden = self._dense(x, f"{p}.intermediate.dense")
-            # GELU, tanh form (within 1e-3 of the erf form BERT was trained with)
-            hidden = (
-                hidden
-                * np.float32(0.5)
-                * (
-                    np.float32(1.0)
-                    + np.tanh(np.float32(0.7978845608) * (hidden + np.float32(0.044715) * hidden * hidden * hidden))
-                )
+            x = self._norm(
+                self._dense(gelu(self._dense(x, f"{p}.intermediate.dense")), f"{p}.output.dense") + x,
+                f"{p}.output.LayerNorm",
             )
-            x = self._norm(self._dense(hidden, f"{p}.output.dense") + x, f"{p}.output.LayerNorm")
         pooled = (x * mask[:, :, None]).sum(1) / np.maximum(mask.sum(1, keepdims=True), np.float32(1.0))
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, np.float32(1e-12))).astype(np.float32)
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """GELU in its tanh form (within 1e-3 of the erf form BERT was trained with), in place on `x`'s copy: the
+    feed-forward's 1,536 wide activations are most of the time that is not a matrix product."""
+    out = x * x
+    out *= x
+    out *= np.float32(0.044715)
+    out += x
+    out *= np.float32(0.7978845608)
+    np.tanh(out, out=out)
+    out += np.float32(1.0)
+    out *= x
+    out *= np.float32(0.5)
+    return out
 
 
 _encoder: MiniLM | None = None
