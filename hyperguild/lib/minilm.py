@@ -91,13 +91,15 @@ class MiniLM:
     def encode(self, texts: list[str]) -> np.ndarray:
         """One unit-length float32 row per text, in order. Texts are batched by length (less padding)."""
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         with self.lock:
+            # Batches of texts of about the same number of tokens: little padding to compute for nothing.
+            encodings = self.tokenizer.encode_batch(texts)
+            order = sorted(range(len(texts)), key=lambda i: sum(encodings[i].attention_mask))
             for start in range(0, len(order), BATCH):
                 picked = order[start : start + BATCH]
-                encodings = self.tokenizer.encode_batch([texts[i] for i in picked])
-                ids = np.array([e.ids for e in encodings], dtype=np.int64)
-                mask = np.array([e.attention_mask for e in encodings], dtype=np.float32)
+                width = max(sum(encodings[i].attention_mask) for i in picked)
+                ids = np.array([encodings[i].ids[:width] for i in picked], dtype=np.int64)
+                mask = np.array([encodings[i].attention_mask[:width] for i in picked], dtype=np.float32)
                 out[picked] = self._forward(ids, mask)
         return out
 
