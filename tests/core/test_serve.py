@@ -77,6 +77,20 @@ def test_a_public_bind_address_with_tokens_passes_the_system_check(child_env):
     assert completed.returncode == 0, completed.stderr
 
 
+def ping_after_a_crash(url: str) -> int:
+    """A ping's status right after a web process died: a new connection the kernel still handed to the dying
+    process is reset (CI saw it once in several runs under load, after the process had exited); a client that
+    tries again within a second reaches the one that lives. More than three resets is a failure."""
+    for attempt in range(3):
+        try:
+            return mcp_post(url, rpc("ping")).status_code
+        except httpx.TransportError:
+            if attempt == 2:
+                raise
+            time.sleep(0.3)
+    raise AssertionError("unreachable")
+
+
 def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ctrl_c(child_env):
     port = free_port()
     env = {
@@ -133,7 +147,7 @@ def test_serve_starts_the_server_and_the_worker_prints_the_lines_and_stops_on_ct
         # Once it is gone (its listening socket closed with it: a connection the kernel had handed to that socket
         # in the moment of the kill was refused, one run in several), the other keeps answering.
         wait_for(lambda: exited(webs[0]), 10, "the killed web process to exit")
-        assert mcp_post(f"{base}/mcp/routing", rpc("ping")).status_code == 200
+        assert ping_after_a_crash(f"{base}/mcp/routing") == 200
         deadline = time.monotonic() + 30
         while not (len(now := web_processes(process.pid)) == 2 and webs[0].pid not in {p.pid for p in now}):
             assert time.monotonic() < deadline, "the dead web process was not replaced"
