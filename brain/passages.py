@@ -29,6 +29,7 @@ one plus the share of the question the passage covers.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import unicodedata
@@ -352,7 +353,17 @@ def _nearest(headings: list[tuple[int, str]]) -> str:
 
 
 def split_passages(title: str, body: str) -> list[Passage]:
-    """The passages of a note, in order (see the module docstring)."""
+    """The passages of a note, in order (see the module docstring). One answer cuts its candidates up to four
+    times (the gates, the passage reader, the extractive answer, what a model reads): the last SPLIT_CACHE notes
+    cut are kept (passages are frozen)."""
+    return list(_split_passages(title, body))
+
+
+SPLIT_CACHE = 256
+
+
+@functools.lru_cache(maxsize=SPLIT_CACHE)
+def _split_passages(title: str, body: str) -> tuple[Passage, ...]:
     sections: list[tuple[str, str, list[str]]] = []  # (heading path, nearest heading, lines)
     headings: list[tuple[int, str]] = []
     current: list[str] = []
@@ -424,7 +435,7 @@ def split_passages(title: str, body: str) -> list[Passage]:
                 frozenset(tokenize(nearest)),
             )
         )
-    return passages
+    return tuple(passages)
 
 
 def term_weights(question: str, pool: list[Passage]) -> Mapping[str, float]:
@@ -617,6 +628,8 @@ def _cut_code(lead_in: str, code: str, question: str, limit: int) -> str:
     budget = limit - len(lead)
     lines = code.splitlines()
     if len(code) > budget:
+        closing = lines[-1].strip() if len(lines) > 1 and FENCE_RE.match(lines[-1]) else ""
+        budget -= len(closing) + 3  # "…" and the closing fence on their lines
         terms = set(bm25.tokenize(question)) - QUESTION_WORDS
         found = [len(terms & set(bm25.tokenize(line))) for line in lines]
         best = max(range(len(lines)), key=lambda i: (found[i], -i))
@@ -628,7 +641,11 @@ def _cut_code(lead_in: str, code: str, question: str, limit: int) -> str:
                 break
             kept.append(line)
             length += len(line) + 1
-        lines = ([lines[0], "…"] if start > 1 else lines[:start]) + kept
-        if start + len(kept) < len(code.splitlines()):
+        every = lines
+        lines = ([every[0], "…"] if start > 1 else every[:start]) + kept
+        left = every[start + len(kept) :]
+        if left and not (closing and len(left) == 1):
             lines.append("…")
+        if left and closing:
+            lines.append(closing)  # the block cut short still ends as a block: a reader sees code, not prose
     return (lead + "\n\n" if lead else "") + "\n".join(lines)

@@ -98,3 +98,4 @@ def test_a_passage_longer_than_the_room_is_cut_around_the_question_and_the_text_
     assert len(text) <= SOURCE_CHARS
     assert text.startswith("…\n\nTo hide the password use this:")  # the lead-in, then as much of the code as fits
     assert "hide_input=True" in text and "Something else" not in text
+    assert text.endswith("…\n```\n\n…")  # the block cut short still closes its fence, then the rest left out
