@@ -19,19 +19,22 @@ lexical ranking and gate alone.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import timedelta
 from typing import TypeVar
 
 import numpy as np
 from django.conf import settings
+from django.utils import timezone
 
-from brain.models import PassageVector
-from brain.passages import Passage, ScoredPassage, score_passages
+from brain.models import Note, NoteStatus, PassageVector
+from brain.passages import Passage, ScoredPassage, score_passages, split_passages
 from hyperguild.lib import minilm
 
 logger = logging.getLogger(__name__)
@@ -49,6 +52,10 @@ GATE_SIMILARITY = 0.55
 # the first time its candidates are read is bounded (10 candidates of a long reference page hold 400 passages).
 READ_POOL = 128
 CACHE_SIZE = 50_000  # vectors kept in the process (1.5 kB each)
+QUESTION_CACHE = 256
+# A stored vector no note's passage has any more (the note was edited, rejected or archived) is deleted by the daily
+# `brain.tasks.prune_passage_vectors` once it is this old: a question reading it now and then keeps nothing alive.
+PRUNE_AFTER_SECONDS = 24 * 3600
 
 Source = TypeVar("Source")
 
@@ -116,16 +123,29 @@ def vectors(texts: Sequence[str]) -> np.ndarray | None:
     return np.stack([found[key] for key in keys]) if keys else np.zeros((0, minilm.DIMENSIONS), dtype=np.float32)
 
 
+@functools.lru_cache(maxsize=QUESTION_CACHE)
+def question_vector(question: str) -> np.ndarray:
+    """The question's row: one answer reads it up to three times (the gate, the extractive answer, what a model
+    reads), and it is encoded once."""
+    model = minilm.load_encoder()
+    return model.encode([question])[0]
+
+
+def forget() -> None:
+    """Empty the process's caches (passages and questions): the PassageVector table still holds what was read."""
+    with _cache_lock:
+        _cache.clear()
+    question_vector.cache_clear()
+
+
 def similarities(question: str, passages: Sequence[Passage]) -> np.ndarray | None:
     """Cosine of the question with each passage's text (None without an encoder)."""
-    model = encoder()
-    if model is None:
+    if encoder() is None:
         return None
     matrix = vectors([passage.text for passage in passages])
     if matrix is None or not len(matrix):
         return matrix
-    asked = model.encode([question])[0]
-    return matrix @ asked
+    return matrix @ question_vector(question)
 
 
 def reread(question: str, ranked: list[ScoredPassage[Source]]) -> list[ScoredPassage[Source]]:
@@ -157,3 +177,22 @@ def closest(question: str, passages: Sequence[Passage]) -> float | None:
     if cosines is None or not len(cosines):
         return None
     return float(cosines.max())
+
+
+def prune(keep_seconds: int = PRUNE_AFTER_SECONDS) -> int:
+    """Delete the stored vectors older than `keep_seconds` of passages that no wiki or raw note holds now; how
+    many. Every note is cut into its passages once (a brain of 20,000 notes: about a minute, daily)."""
+    live: set[str] = set()
+    notes = Note.objects.filter(status__in=[NoteStatus.WIKI, NoteStatus.RAW]).values_list("title", "body")
+    for title, body in notes.iterator(chunk_size=500):
+        live.update(digest(passage.text) for passage in split_passages(title, body))
+    cutoff = timezone.now() - timedelta(seconds=keep_seconds)
+    old = PassageVector.objects.filter(created_at__lt=cutoff).values_list("digest", flat=True)
+    gone = [key for key in old.iterator(chunk_size=5000) if key not in live]
+    deleted = 0
+    for start in range(0, len(gone), 1000):
+        deleted += PassageVector.objects.filter(digest__in=gone[start : start + 1000]).delete()[0]
+    with _cache_lock:
+        for key in gone:
+            _cache.pop(key, None)
+    return deleted

@@ -14,7 +14,7 @@ from django.utils import timezone
 from django_q.models import OrmQ
 from django_q.tasks import async_task
 
-from brain import similar
+from brain import passage_reader, similar
 from brain.actions import do_prune_note_changes, do_run_note_check, do_sync_project
 from brain.actions.truth import NoteCheckJson, RecheckOutcomeJson
 from brain.backlog import EMBED_HEARTBEAT
@@ -33,6 +33,7 @@ MIRROR_SCHEDULE = "brain-mirror"
 MIRROR_LOCK_KEY = 0x6272_6169_6E00  # "brain\0"
 EMBED_SCHEDULE = "brain-embeddings"
 INDEX_PRUNE_SCHEDULE = "brain-index-prune"
+PASSAGE_VECTOR_PRUNE_SCHEDULE = "brain-passage-vector-prune"
 VERIFY_SCHEDULE = "brain-verify-projects"
 EMBED_TASK = "brain.tasks.sync_embeddings"
 # One embedding task embeds for about this long, then queues the next slice: a backlog never holds the embedding
@@ -78,6 +79,7 @@ def schedules() -> list[tuple[str, str, int]]:
     """Periodic schedules installed by `do_ensure_schedules()`: the mirror runs only with BRAIN_DIR set."""
     wanted: list[tuple[str, str, int]] = [
         (INDEX_PRUNE_SCHEDULE, "brain.tasks.prune_note_changes", 3600),
+        (PASSAGE_VECTOR_PRUNE_SCHEDULE, "brain.tasks.prune_passage_vectors", 24 * 3600),
         (VERIFY_SCHEDULE, "brain.tasks.verify_projects", VERIFY_INTERVAL),
     ]
     if settings.BRAIN_DIR:
@@ -166,6 +168,12 @@ def sync_note_embeddings(*note_ids: int) -> EmbeddingSlice | Skipped:
 def prune_note_changes() -> Pruned:
     """Hourly: drop BM25 change-log rows older than a day (`brain.actions.do_prune_note_changes`)."""
     return {"deleted": do_prune_note_changes()}
+
+
+def prune_passage_vectors() -> Pruned:
+    """Daily: drop the passage reader's stored vectors of passages no note holds any more
+    (`brain.passage_reader.prune`)."""
+    return {"deleted": passage_reader.prune()}
 
 
 def refresh_similar_notes(*note_ids: int, max_seconds: float | None = EMBED_SLICE_SECONDS) -> SimilarRanking:

@@ -109,22 +109,22 @@ def test_a_passage_is_read_once_and_kept(docs_brain, monkeypatch):
         return real(texts)
 
     monkeypatch.setattr(encoder, "encode", counting)
-    passage_reader._cache.clear()
+    passage_reader.forget()
     answer(PARAPHRASE)
     first = len(encoded)
     stored = PassageVector.objects.count()
-    passage_reader._cache.clear()  # another process: only the table holds them
+    passage_reader.forget()  # another process: only the table holds them
     answer(PARAPHRASE)
 
-    assert stored > 0 and first > stored  # the passages, and the question
-    assert len(encoded) - first == first - stored  # the second time only the question is encoded
+    assert stored > 0 and first == stored + 1  # the passages, and the question once (read by three steps)
+    assert encoded[first:] == [PARAPHRASE]  # the second time only the question is encoded
 
 
 def test_a_stored_vector_of_the_wrong_size_is_read_again_and_replaced(docs_brain):
     answer(ECHOED)
     broken = PassageVector.objects.order_by("id").first()
     PassageVector.objects.filter(id=broken.id).update(vector=b"\x00" * 12)
-    passage_reader._cache.clear()
+    passage_reader.forget()
 
     assert answer(ECHOED)["answer"].startswith("[1] Hidden input:")
     assert len(bytes(PassageVector.objects.get(digest=broken.digest).vector)) == minilm.DIMENSIONS * 4
@@ -160,3 +160,33 @@ def test_the_encoder_gives_unit_rows_that_do_not_depend_on_the_batch():
     assert np.allclose(together, alone, atol=1e-5)  # padding in a batch changes nothing
     similar, unrelated = together[0] @ together[1], together[0] @ together[2]
     assert similar > 0.5 > 0.2 > unrelated, (similar, unrelated)
+
+
+def test_the_daily_prune_deletes_old_vectors_of_passages_no_note_holds_and_keeps_the_rest(docs_brain):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from brain.actions import do_edit_note
+    from brain.models import Note
+    from brain.passages import split_passages
+    from brain.tasks import prune_passage_vectors, schedules
+
+    passage_reader.forget()  # what earlier tests read stays in this process, not in this test's table
+    answer(ECHOED)
+    note = Note.objects.get(title="Hidden input")
+    before = {passage_reader.digest(passage.text) for passage in split_passages(note.title, note.body)}
+    assert before <= set(PassageVector.objects.values_list("digest", flat=True))
+    do_edit_note(
+        note, body="A prompt can hide what the user types at the terminal: pass hide_input=True, nothing is echoed."
+    )
+    kept = PassageVector.objects.count()
+
+    assert prune_passage_vectors() == {"deleted": 0}  # read today: kept a day, whatever holds them
+    PassageVector.objects.update(created_at=timezone.now() - timedelta(days=2))
+    assert prune_passage_vectors() == {"deleted": len(before)}  # the edited note's old passages only
+
+    left = set(PassageVector.objects.values_list("digest", flat=True))
+    assert not before & left and len(left) == kept - len(before) > 0
+    assert answer(ECHOED)["answer"].startswith("[1] Hidden input:")  # its new passage is read again
+    assert ("brain-passage-vector-prune", "brain.tasks.prune_passage_vectors", 86400) in schedules()
