@@ -21,6 +21,7 @@ from brain.answers import NOTHING_FOUND, answer
 from brain.context import context
 from brain.search import search
 from sessions.hooks import context_text
+from tests.fakes import passage_vectors
 
 DOCS_BRAIN = Path(__file__).resolve().parents[1] / "fixtures" / "docs-brain"
 
@@ -90,6 +91,7 @@ def docs_brain(db, settings):
     out = io.StringIO()
     call_command("brain_import", str(DOCS_BRAIN), "--no-progress", stdout=out, stderr=io.StringIO())
     assert "18 file(s) imported as wiki notes under wing 'docs-brain'" in out.getvalue()
+    passage_vectors.preload(DOCS_BRAIN)  # what the passage reader read of this copy before (tests/fakes/)
     yield
     bm25.reset()
 

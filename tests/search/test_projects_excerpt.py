@@ -21,6 +21,7 @@ from brain.answers import NOTHING_FOUND, answer
 from brain.context import context
 from brain.models import Note
 from brain.search import search
+from tests.fakes import passage_vectors
 
 ROOT = Path(__file__).resolve().parents[2]
 EXCERPT = ROOT / "tests" / "fixtures" / "click-docs-excerpt"
@@ -46,6 +47,7 @@ def click_brain(db, settings):
         "brain_import", str(EXCERPT / "docs"), "--wing", "click", "--no-progress", stdout=out, stderr=io.StringIO()
     )
     assert Note.objects.filter(wing="click").count() == len(PAGES) == 10
+    passage_vectors.preload(EXCERPT)  # what the passage reader read of these pages before (tests/fakes/)
     yield
     bm25.reset()
 
