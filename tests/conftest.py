@@ -222,11 +222,8 @@ LONG_FILES = (
     "tests/core/test_embedding_backlog_health.py",  # about 3 minutes
     "tests/supervisor/test_chaos.py",
     "tests/core/test_recovery_with_backlog.py",
-    "tests/search/test_docs_brain.py",  # the passage reader reads a copy of docs/ for the first time
-    "tests/search/test_projects_excerpt.py",  # and Click's docs
     "tests/core/test_two_replicas.py",
     "tests/core/test_bench_load.py",
-    "tests/answers/test_passage_reader.py",
     "tests/fuzz/test_fuzz_doors.py",
     "tests/core/test_prometheus.py",
     "tests/supervisor/test_tasks_across_replicas.py",
