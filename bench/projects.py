@@ -364,6 +364,7 @@ def trace_question(question: str, facts: list[str], wanted: str | None, by_slug:
         brain_document_frequency,
         distinctive_coverage,
     )
+    from brain import passage_reader
     from brain.models import Note
     from brain.passages import brain_weights, coverage, score_passages, split_passages, term_weights
     from brain.search import search
@@ -381,15 +382,18 @@ def trace_question(question: str, facts: list[str], wanted: str | None, by_slug:
     notes = Note.objects.in_bulk([hit.note_id for hit in response.hits])
     candidates = [notes[hit.note_id] for hit in response.hits if hit.note_id in notes]
     pool = [(note, passage) for note in candidates for passage in split_passages(note.title, note.body)]
-    scored = score_passages(question, pool)
+    # Ranked as the extractive answer ranks them: by their words, then read again by the passage reader.
+    scored = passage_reader.reread(question, score_passages(question, pool))
     weights = term_weights(question, [passage for _, passage in pool])
     best = distinctive_coverage(question, candidates)
     distinctive = brain_weights(question, *brain_document_frequency())
     gate_note, gate_passage = max(pool, key=lambda item: coverage(item[1], distinctive))
     result = answer(question)
     gate = "ABSTAINED" if result["answer"] == NOTHING_FOUND else "answered"
+    close = passage_reader.closest(question, [passage for _, passage in pool])
     lines.append(
-        f"gate {gate}: best passage's distinctive coverage {best:.2f} (floor {MIN_PASSAGE_COVERAGE}) "
+        f"gate {gate}: best passage's distinctive coverage {best:.3f} (floor {MIN_PASSAGE_COVERAGE}), closest "
+        f"reading {'-' if close is None else f'{close:.3f}'} (floor {passage_reader.GATE_SIMILARITY}) "
         f"{result.get('reason', '')}"
     )
     lines.append(
@@ -401,7 +405,8 @@ def trace_question(question: str, facts: list[str], wanted: str | None, by_slug:
         top = scored[0]
         found = [t for t in weights if t in top.passage.token_set]
         lines.append(
-            f"top passage: {by_slug.get(top.source.slug, top.source.path)} #{top.passage.order} score {top.score:.2f} "
+            f"top passage (words and reader): {by_slug.get(top.source.slug, top.source.path)} #{top.passage.order} "
+            f"score {top.score:.2f} "
             f"covered {top.covered:.2f} terms {found} of {{{', '.join(f'{t}:{w:.1f}' for t, w in weights.items())}}}: "
             f"{' '.join(top.passage.text.split())[:120]!r}"
         )
