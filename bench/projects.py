@@ -356,6 +356,7 @@ def trace_question(question: str, facts: list[str], wanted: str | None, by_slug:
     """Lines saying, for one question: the right file's rank in search's top 10 (and each ranker's), whether
     search or the passage gate abstained and why, the quoted passage, and where the passages holding the fact
     ranked; for an off-topic question (`wanted` None), what evidence let the answer through."""
+    from brain import passage_reader
     from brain.answers import (
         CANDIDATES,
         MIN_PASSAGE_COVERAGE,
@@ -364,7 +365,6 @@ def trace_question(question: str, facts: list[str], wanted: str | None, by_slug:
         brain_document_frequency,
         distinctive_coverage,
     )
-    from brain import passage_reader
     from brain.models import Note
     from brain.passages import brain_weights, coverage, score_passages, split_passages, term_weights
     from brain.search import search
