@@ -33,10 +33,12 @@ from brain.answer_checks import synthesized_answer_problem
 from brain.errors import AnswerUnavailable
 from brain.models import Note, VerificationState
 from brain.passages import (
+    Passage,
     ScoredPassage,
     best_sentences,
     brain_weights,
     coverage,
+    holds,
     quoted_passages,
     score_passages,
     split_passages,
@@ -103,15 +105,17 @@ def source_text(note: Note, question: str, chars: int = SOURCE_CHARS) -> str:
         return body[:chars]
     chosen: dict[int, str] = {}  # passage order → its text as read
     room = chars
+    kept: list[Passage] = []
     for passage in [*quoted_passages(ranked, passages, second=False), *(item.passage for item in ranked[1:])]:
-        if passage.order in chosen:
-            continue
+        if passage.order in chosen or any(holds(other, passage) for other in kept):
+            continue  # read already, or held whole by a passage read already (a lead-in sentence)
         text = passage.text.strip()
         if len(text) + 4 > room:  # its text, and the "…" that may stand before it
             if chosen:
                 continue  # a shorter passage further down may still fit
             text = best_sentences(passage, question, room - 4)
         chosen[passage.order] = text
+        kept.append(passage)
         room -= len(text) + 4
         if room < 40:
             break

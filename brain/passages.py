@@ -581,7 +581,19 @@ def quoted_passages(ranked: list[ScoredPassage[Source]], passages: list[Passage]
             if item.passage not in chosen:
                 chosen.append(item.passage)
                 extra += 1
-    return sorted(chosen, key=lambda passage: passage.order)
+    # A paragraph's last sentence also leads into the example under the line after it (`split_passages`): a passage
+    # another chosen one holds whole is not quoted again.
+    kept = [passage for passage in chosen if not any(holds(other, passage) for other in chosen)]
+    return sorted(kept, key=lambda passage: passage.order)
+
+
+def holds(outer: Passage, inner: Passage) -> bool:
+    """Whether `outer`, another passage, holds all of `inner`'s text (whitespace aside); of two passages with the
+    same text (a page that says it twice), the first holds the second, never both each other."""
+    if outer is inner or outer.order == inner.order:
+        return False
+    within, around = " ".join(inner.text.split()), " ".join(outer.text.split())
+    return within in around and (len(around) > len(within) or outer.order < inner.order)
 
 
 def best_sentences(passage: Passage, question: str, limit: int) -> str:

@@ -262,3 +262,41 @@ def test_the_answer_about_the_console_output_shows_the_setting_too(settings):
     finally:
         bm25.reset()
     assert 'rich_markup_mode="markdown"' in result["answer"], result["answer"]
+
+
+RUNNER_PAGE = """# Testing
+
+And inside of the function, use the `runner` to `invoke` the application.
+
+The first parameter to `runner.invoke()` is a `Typer` app.
+
+The second parameter is a `list` of `str`, with all the text you would pass in the command line:
+
+{* docs_src/testing/app01_py310/test_main.py hl[8,9] *}
+"""
+
+
+def test_a_sentence_that_also_leads_into_the_example_is_quoted_once():
+    # "The first parameter …" is a passage, and it also leads into the example with the line after it (a short
+    # line ending in ":" points back at the paragraph above): quoting both said it twice.
+    passages = split_passages("Testing", RUNNER_PAGE)
+    [alone] = [p for p in passages if p.text == "The first parameter to `runner.invoke()` is a `Typer` app."]
+    [example] = [p for p in passages if "{*" in p.text]
+    assert alone.text in example.text
+    ranked = [ScoredPassage(alone, 10.0, None), ScoredPassage(example, 9.0, None)]
+
+    quoted = quoted_passages(ranked, passages, second=True)
+
+    assert quoted == [example]
+
+
+def test_a_page_that_says_it_twice_is_quoted_once_not_left_out():
+    # httpx's transports page lists the same item twice: each copy held the other, and both were left out.
+    body = "# Transports\n\n* Inspect 500 responses with `raise_app_exceptions=False`.\n\n## Again\n\n" + (
+        "* Inspect 500 responses with `raise_app_exceptions=False`.\n"
+    )
+    first, second = split_passages("Transports", body)
+    assert first.text == second.text
+    ranked = [ScoredPassage(second, 10.0, None), ScoredPassage(first, 10.0, None)]
+
+    assert quoted_passages(ranked, [first, second], second=True) == [first]
