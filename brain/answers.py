@@ -115,7 +115,8 @@ def source_text(note: Note, question: str, chars: int = SOURCE_CHARS) -> str:
                 continue  # a shorter passage further down may still fit
             text = best_sentences(passage, question, room - 4)
         chosen[passage.order] = text
-        kept.append(passage)
+        if text == passage.text.strip():
+            kept.append(passage)  # read whole: what it holds is read too (a cut one may have left it out)
         room -= len(text) + 4
         if room < 40:
             break
