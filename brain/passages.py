@@ -546,7 +546,9 @@ def quoted_passages(ranked: list[ScoredPassage[Source]], passages: list[Passage]
     scored passages, best first; `passages`: all of them, in order), the code example right under it when the
     best passage is prose about it (the docs' "… use `envvar`." then the example), else the one right above it
     in the same section ("With that, you can use Markdown in the docstring…" explains the example above it); for
-    a console session, the example above it in the section that it runs; and, with `second`, its next best
+    a console session, the example above it in the section that it runs; the paragraph after it in the section
+    when the best passage is prose of one sentence (it names the thing, the next one says how); and, with `second`,
+    its next best
     passages (MORE_PASSAGES at most) that score SECOND_PASSAGE_SHARE of the best, those with code first."""
     best = ranked[0]
     chosen = [best.passage]
@@ -569,6 +571,16 @@ def quoted_passages(ranked: list[ScoredPassage[Source]], passages: list[Passage]
                 if has_code(before) and not is_console(before):
                     chosen.append(before)
                     break
+        if (
+            following is not None
+            and not has_code(best.passage)
+            and not has_code(following)
+            and following.context == best.passage.context
+            and len(sentences(best.passage.text)) == 1
+        ):
+            # A paragraph of one sentence names the thing ("You can also customize the formats … with the `formats`
+            # parameter."); the paragraph after it in the section says how ("`formats` receives a list of strings").
+            chosen.append(following)
     if second:
         near = [item for item in ranked[1:] if item.score >= SECOND_PASSAGE_SHARE * best.score]
         # A passage with code in it (a lead-in and its block) before prose that scores a little better: the
@@ -594,6 +606,11 @@ def holds(outer: Passage, inner: Passage) -> bool:
         return False
     within, around = " ".join(inner.text.split()), " ".join(outer.text.split())
     return within in around and (len(around) > len(within) or outer.order < inner.order)
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a prose passage."""
+    return [piece for piece in SENTENCE_RE.split(" ".join(text.split())) if piece]
 
 
 def best_sentences(passage: Passage, question: str, limit: int) -> str:

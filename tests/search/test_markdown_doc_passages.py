@@ -300,3 +300,43 @@ def test_a_page_that_says_it_twice_is_quoted_once_not_left_out():
     ranked = [ScoredPassage(second, 10.0, None), ScoredPassage(first, 10.0, None)]
 
     assert quoted_passages(ranked, [first, second], second=True) == [first]
+
+
+DATETIME_PAGE = """# DateTime
+
+## Custom date format
+
+You can also customize the formats received for the `datetime` with the `formats` parameter.
+
+`formats` receives a list of strings with the date formats that would be passed to `datetime.strptime()`.
+
+For example, you may want to accept a format with:
+
+* first the month
+* then the day
+"""
+
+
+def test_a_paragraph_of_one_sentence_is_quoted_with_the_paragraph_after_it_that_says_how():
+    # typer's datetime page: the answer quoted "You can customize the formats … with the `formats` parameter." and
+    # left out the next paragraph, the one that says what `formats` takes.
+    passages = split_passages("DateTime", DATETIME_PAGE)
+    [names] = [p for p in passages if p.text.startswith("You can also customize")]
+    [says_how] = [p for p in passages if p.text.startswith("`formats` receives")]
+
+    quoted = quoted_passages([ScoredPassage(names, 10.0, None)], passages, second=False)
+
+    assert quoted == [names, says_how]
+
+
+def test_a_longer_paragraph_is_quoted_alone_and_the_next_section_is_not_pulled_in():
+    body = (
+        "# Formats\n\n## One\n\nThe `formats` parameter takes strings. Each is passed to `strptime()`.\n\n"
+        "It is tried in order.\n\n## Two\n\nA single sentence here.\n\n## Three\n\nAnother section.\n"
+    )
+    passages = split_passages("Formats", body)
+    [longer] = [p for p in passages if p.text.startswith("The `formats` parameter")]
+    [single] = [p for p in passages if p.text == "A single sentence here."]
+
+    assert quoted_passages([ScoredPassage(longer, 10.0, None)], passages, second=False) == [longer]
+    assert quoted_passages([ScoredPassage(single, 10.0, None)], passages, second=False) == [single]
