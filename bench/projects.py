@@ -483,7 +483,7 @@ def run(name: str, checkout: str, only: str, embedders: list[str], verbose: bool
                     ):
                         for line in items:
                             print(f"    {label}: {line}", file=out)
-        if only in ("all", "notes"):
+        if only in ("all", "notes") and project["note"]:
             figures_n = check_notes(project, checkout, tmp)
             report["notes"] = {**asdict(figures_n), "precision": figures_n.precision, "recall": figures_n.recall}
             print(

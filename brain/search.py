@@ -39,6 +39,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
+import py3langid
 from django.conf import settings
 from django.db import connection
 
@@ -520,6 +521,11 @@ _IDENTIFIER_RE = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?=[\s,;:
 # spelled out in a project's docs ("operating system").
 _NAME_RE = re.compile(r"(?<![\w.'’-])(?:[A-Z][a-z0-9]+[A-Za-z0-9]*|[a-z]+[A-Z][A-Za-z0-9]*)(?![\w'’-])")
 _SENTENCE_RE = re.compile(r"(?<=[.?!;:])\s+")
+# Languages that capitalise every noun (py3langid's codes): there a capital letter does not make a word a name
+# ("Wie zeige ich einen Fortschritt für eine lange Schleife an?"), only a capital inside it ("PyYAML", "GitHub") or
+# a digit does.
+NOUN_CAPITALISING = frozenset({"de", "lb"})
+_INNER_CAPITAL_RE = re.compile(r".[A-Z]|\d")
 
 
 def unknown_identifiers(query: str, index: bm25.Snapshot) -> list[str]:
@@ -535,16 +541,26 @@ def unknown_identifiers(query: str, index: bm25.Snapshot) -> list[str]:
     return names
 
 
+def capitalises_nouns(text: str) -> bool:
+    """Whether `text` is in a language that capitalises every noun (German, Luxembourgish), by py3langid."""
+    language, _score = py3langid.classify(text)
+    return language in NOUN_CAPITALISING
+
+
 def unknown_names(query: str, index: bm25.Snapshot) -> list[str]:
     """The names inside the query's sentences (`_NAME_RE`: "Celery", "Dockerfile", "PyYAML", "Australia") that no
     note holds. brain_answer does not answer a question naming a thing the brain never mentions (search still
-    lists what matched its other words: a science claim naming a gene by a variant spelling keeps its hits)."""
+    lists what matched its other words: a science claim naming a gene by a variant spelling keeps its hits).
+    In a question in German, only a word with a capital inside it or a digit is a name (`NOUN_CAPITALISING`)."""
     names: list[str] = []
+    nouns_capitalised = capitalises_nouns(query)
     for sentence in _SENTENCE_RE.split(query.strip()):
         for match in _NAME_RE.finditer(sentence):
             name = match.group(0)
             if match.start() == 0 or name in names:
                 continue
+            if nouns_capitalised and not _INNER_CAPITAL_RE.search(name):
+                continue  # a German noun, not a name
             tokens = bm25.word_tokens(name)
             if tokens and not any(index.term_info(token)[1] for token in tokens):
                 names.append(name)
