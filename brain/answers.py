@@ -3,9 +3,12 @@
     retrieve  search(question) — CANDIDATES, or CANDIDATES_WITH_RERANKER when a
               reranker is configured (it will throw some away)
     gate      a question naming a thing no note mentions ("… in a Dockerfile?", `brain.search.unknown_names`)
-              has no answer; else some passage of the candidates must hold MIN_PASSAGE_COVERAGE of the question's words, each
+              has no answer, and only candidates that mention every name it names answer (`mentions`); else some
+              passage of the candidates must hold MIN_PASSAGE_COVERAGE of the question's words, each
               weighed by its idf among all the brain's notes (`distinctive_coverage`), or read like the question
-              to the passage reader (`brain.passage_reader.closest`, GATE_SIMILARITY); else nothing answers
+              to the passage reader (`brain.passage_reader.closest`, GATE_SIMILARITY); and one holding the words
+              still needs a passage reading more like it than unrelated text does (UNRELATED_READING); else
+              nothing answers
     filter    the reranker's yes/no judgement; kept candidates keep retrieval order
     answer    at most MAX_LLM_SOURCES sources, numbered [1], [2]…, go to the LLM
               (BRAIN_ANSWER_MODEL through LITELLM_BASE_URL) with the instruction
@@ -43,7 +46,8 @@ from brain.passages import (
     score_passages,
     split_passages,
 )
-from brain.search import UnreviewedJson, search, unknown_names
+from brain.passages import tokenize as passage_tokenize
+from brain.search import UnreviewedJson, question_names, search, unknown_names
 from brain.truth import VerificationJson, verification_dict
 from hyperguild.lib.llm import LLMError, get_llm_client
 from hyperguild.lib.model_calls import mark_model_call
@@ -69,6 +73,7 @@ MIN_PASSAGE_COVERAGE = 0.25
 
 NOTHING_FOUND = "The brain has no note that answers this question."
 NO_NAME = "Nothing relevant: no note mentions {names}, which the question names."
+NO_NAME_HELD = "Nothing relevant: notes matched its words, but none of them mentions {names}, which the question names."
 NO_PASSAGE = (
     "Nothing relevant: notes matched some words, but no passage of them holds {share:.0%} of the question, "
     "its words weighed by how few notes use them (the best holds {best:.0%})."
@@ -77,6 +82,10 @@ NO_PASSAGE_READ = (
     "Nothing relevant: notes matched some words, but no passage of them holds {share:.0%} of the question, "
     "its words weighed by how few notes use them (the best holds {best:.0%}), and none says it in other words "
     "(the closest reads {close:.2f} like it, under {floor:.2f})."
+)
+NO_PASSAGE_LIKE = (
+    "Nothing relevant: passages hold the question's words, but none reads like it (the closest reads {close:.2f} "
+    "like it, under {floor:.2f}: unrelated text reads so)."
 )
 
 SYSTEM_PROMPT = (
@@ -166,6 +175,12 @@ def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[
     return chosen, "\n\n".join(lines)
 
 
+def mentions(note: Note, names: list[str]) -> bool:
+    """Whether the note holds each of `names` (as a word, by its stem: "Flask" in "flasks")."""
+    held = frozenset().union(*(passage.token_set for passage in split_passages(note.title, note.body)))
+    return all(not (tokens := passage_tokenize(name)) or tokens[0] in held for name in names)
+
+
 def brain_document_frequency() -> tuple[Callable[[str], int], int]:
     """(how many notes hold a term, how many notes there are): the brain's own vocabulary."""
     index = bm25.current_index()
@@ -242,6 +257,15 @@ def answer(question: str, limit: int = 5) -> AnswerJson:
         # notes matched its other words, not its subject.
         reason = NO_NAME.format(names=", ".join(f"`{name}`" for name in unknown[:3]))
         candidates = []
+    names = question_names(question) if candidates else []
+    if names:
+        # In a large brain some note mentions almost any name ("Flask" in a lab's cell-culture flasks, "Django" in
+        # a team's notes): the notes that answer must mention what the question names, not only its other words
+        # ("How do I register a Flask blueprint under a URL prefix?" against Starlette's page on URL routing).
+        holding = [note for note in candidates if mentions(note, names)]
+        if not holding:
+            reason = NO_NAME_HELD.format(names=", ".join(f"`{name}`" for name in names[:3]))
+        candidates = holding
     # Words matched across a page, or words every note uses, are not an answer: some passage must hold enough of
     # the question's distinctive weight.
     if candidates:
@@ -258,6 +282,16 @@ def answer(question: str, limit: int = 5) -> AnswerJson:
                 reason = NO_PASSAGE_READ.format(
                     share=MIN_PASSAGE_COVERAGE, best=best, close=close, floor=passage_reader.GATE_SIMILARITY
                 )
+                candidates = []
+        else:
+            # Words are not enough in a large brain: among 5,000 science abstracts, "How long should I boil an egg
+            # to get a runny yolk?" finds one on egg-yolk particles that holds half the question's weight. A
+            # question no candidate passage reads more like than unrelated text does is not answered.
+            close = passage_reader.closest(
+                question, [passage for note in candidates for passage in split_passages(note.title, note.body)]
+            )
+            if close is not None and close < passage_reader.UNRELATED_READING:
+                reason = NO_PASSAGE_LIKE.format(close=close, floor=passage_reader.UNRELATED_READING)
                 candidates = []
 
     if reranker is not None and candidates:

@@ -48,6 +48,11 @@ READ_FLOOR = 0.2
 # question of the three tuned projects reads 0.11-0.62, of typer's 0.19-0.59, most under 0.45; typer's paraphrased
 # on-topic questions 0.41-0.75).
 GATE_SIMILARITY = 0.55
+# A question whose words a passage holds, but no candidate passage reads more like it than this, is not answered:
+# unrelated text reads 0.0-0.3 like a question. In a brain of five projects' docs beside 5,183 science abstracts,
+# the tuning projects' (click, typer, pydantic) answered questions read at least 0.34 like their closest passage,
+# and 14 of their 21 off-topic questions answered from words alone 0.09-0.32 (bench/RESULTS.md, issue 45).
+UNRELATED_READING = 0.30
 # Only the best READ_POOL passages by their words are read (the rest keep their words' score): what a question costs
 # the first time its candidates are read is bounded (10 candidates of a long reference page hold 400 passages).
 READ_POOL = 128

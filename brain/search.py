@@ -547,11 +547,10 @@ def capitalises_nouns(text: str) -> bool:
     return language in NOUN_CAPITALISING
 
 
-def unknown_names(query: str, index: bm25.Snapshot) -> list[str]:
-    """The names inside the query's sentences (`_NAME_RE`: "Celery", "Dockerfile", "PyYAML", "Australia") that no
-    note holds. brain_answer does not answer a question naming a thing the brain never mentions (search still
-    lists what matched its other words: a science claim naming a gene by a variant spelling keeps its hits).
-    In a question in German, only a word with a capital inside it or a digit is a name (`NOUN_CAPITALISING`)."""
+def question_names(query: str) -> list[str]:
+    """The names inside the query's sentences (`_NAME_RE`: "Celery", "Dockerfile", "PyYAML", "Australia"), each
+    once; not a sentence's first word. In a question in German, only a word with a capital inside it or a digit
+    is a name (`NOUN_CAPITALISING`)."""
     names: list[str] = []
     nouns_capitalised = capitalises_nouns(query)
     for sentence in _SENTENCE_RE.split(query.strip()):
@@ -561,9 +560,19 @@ def unknown_names(query: str, index: bm25.Snapshot) -> list[str]:
                 continue
             if nouns_capitalised and not _INNER_CAPITAL_RE.search(name):
                 continue  # a German noun, not a name
-            tokens = bm25.word_tokens(name)
-            if tokens and not any(index.term_info(token)[1] for token in tokens):
-                names.append(name)
+            names.append(name)
+    return names
+
+
+def unknown_names(query: str, index: bm25.Snapshot) -> list[str]:
+    """The names the query names (`question_names`) that no note holds. brain_answer does not answer a question
+    naming a thing the brain never mentions (search still lists what matched its other words: a science claim
+    naming a gene by a variant spelling keeps its hits)."""
+    names: list[str] = []
+    for name in question_names(query):
+        tokens = bm25.word_tokens(name)
+        if tokens and not any(index.term_info(token)[1] for token in tokens):
+            names.append(name)
     return names
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 
 from brain import bm25
-from brain.actions import do_ingest_note
-from brain.answers import NOTHING_FOUND, answer
+from brain.actions import do_ingest_note, do_write_raw_note
+from brain.answers import NOTHING_FOUND, answer, distinctive_coverage, mentions
+from brain.models import Note
 from brain.passages import brain_weights, score_passages, split_passages, tokenize
 from brain.search import search
 
@@ -139,3 +140,48 @@ def test_names_the_brain_mentions_an_opening_word_and_acronyms_do_not_stop_an_an
     assert "captures its output and exit code" in answered["answer"]
     answered = answer("Tell me, where does the test runner put the captured output and exit code?")
     assert "captures its output and exit code" in answered["answer"]
+
+
+def test_the_notes_that_answer_must_mention_what_the_question_names(project_brain):
+    """Issue 45, a large brain: some note mentions almost any name ("Flask" in a lab's glassware notes), so "no note
+    mentions it" no longer stops "How do I register a Flask blueprint…" from being answered with the pages on
+    groups and commands. The notes that answer must mention the name themselves."""
+    do_write_raw_note(title="Glassware", body="Rinse the flask with distilled water before each titration.")
+    question = "Does a command group in Flask run its callback first?"
+    assert search(question).hits  # the page on groups matches its other words
+
+    result = answer(question)
+
+    assert result["answer"] == NOTHING_FOUND and result["sources"] == []
+    assert result["reason"] == (
+        "Nothing relevant: notes matched its words, but none of them mentions `Flask`, which the question names."
+    )
+    # A question naming what the page says is answered as before.
+    assert "reported on GitHub" in answer("Are bugs of a command group reported on GitHub?")["answer"]
+
+
+def test_a_note_mentions_a_name_by_its_stem():
+    releases = Note(title="Releases", body=RELEASES)
+    assert mentions(releases, ["GitHub"]) and mentions(releases, ["Bugs"])
+    assert not mentions(releases, ["Flask"]) and not mentions(releases, ["GitHub", "Flask"])
+
+
+def test_words_a_passage_holds_are_no_answer_when_nothing_reads_like_the_question(project_brain):
+    """Issue 45, a large brain: among 5,000 science abstracts "How long should I boil an egg to get a runny yolk?"
+    was answered from one on sperm membranes and egg-yolk particles: it holds half the question's weight."""
+    # The brain's other notes (raw, waiting for review) hold the question's other words, as a large brain does.
+    do_write_raw_note(title="Kitchen", body="Boil the water for a long time. A runny sauce needs to get thicker.")
+    do_ingest_note(
+        title="Cryopreservation",
+        body="Sperm membrane integrity after thawing was measured by flow cytometry with egg-yolk particles in the "
+        "extender.",
+        wing="lab",
+        source="test",
+    )
+    question = "How long should I boil an egg to get a runny yolk?"
+    assert distinctive_coverage(question, list(Note.objects.filter(title="Cryopreservation"))) >= 0.25
+
+    result = answer(question)
+
+    assert result["answer"] == NOTHING_FOUND and result["sources"] == []
+    assert result["reason"].startswith("Nothing relevant: passages hold the question's words, but none reads like it")

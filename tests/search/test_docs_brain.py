@@ -120,17 +120,22 @@ def test_the_extractive_answer_holds_the_passage_that_answers(docs_brain):
 
 
 def test_off_domain_questions_abstain(docs_brain):
-    abstained = []
+    abstained, search_abstained = [], []
     for question in OFF_DOMAIN:
         response = search(question)
         result = answer(question)
-        assert response.abstained == (result["answer"] == NOTHING_FOUND)
-        if response.abstained:
-            assert result["sources"] == [] and response.reason.startswith("Nothing relevant")
+        if response.abstained:  # search finding nothing is no answer …
+            assert result["answer"] == NOTHING_FOUND and response.reason.startswith("Nothing relevant")
+            search_abstained.append(question)
+        if result["answer"] == NOTHING_FOUND:  # … and brain_answer has gates of its own (a name, a passage)
+            assert result["sources"] == [] and (result.get("reason") or response.reason).startswith("Nothing relevant")
             abstained.append(question)
-    print(f"docs brain: {len(abstained)}/10 off-domain questions abstain")
+    print(
+        f"docs brain: {len(abstained)}/10 off-domain questions get no answer; search lists nothing for "
+        f"{len(search_abstained)}/10"
+    )
     print("  answered:", [question for question in OFF_DOMAIN if question not in abstained])
-    assert len(abstained) >= REQUIRED
+    assert len(search_abstained) >= REQUIRED and len(abstained) >= len(search_abstained)
 
 
 def test_an_unrelated_folder_gets_no_session_start_context(docs_brain):
