@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from brain import bm25
+from brain.language import stopword_terms
 
 PASSAGE_K1 = 1.2
 COVERAGE_POWER = 1.0
@@ -440,8 +441,10 @@ def _split_passages(title: str, body: str) -> tuple[Passage, ...]:
 
 def term_weights(question: str, pool: list[Passage]) -> Mapping[str, float]:
     """Each distinct query term's idf among the passages of `pool` (Lucene's form, never negative), words that
-    only phrase a question (QUESTION_WORDS) at QUESTION_WORD_WEIGHT of theirs."""
-    terms = list(dict.fromkeys(tokenize(question)))
+    only phrase a question (QUESTION_WORDS) at QUESTION_WORD_WEIGHT of theirs; the function words of a question in
+    another language than English are not terms (`brain.language.stopword_terms`)."""
+    foreign = stopword_terms(question)
+    terms = [term for term in dict.fromkeys(tokenize(question)) if term not in foreign]
     count = len(pool)
     weights = {}
     for term in terms:
@@ -456,11 +459,13 @@ def brain_weights(question: str, document_frequency: Callable[[str], int], docum
     that only phrase a question at QUESTION_WORD_WEIGHT of theirs. A term no note holds weighs the most: a question
     about something the brain has never seen stays mostly uncovered. An identifier counts once, as itself, not
     again by its parts ("GitHub" is one word, not "github", "git" and "hub"); a kept stopword ("where", "own"),
-    which BM25 does not index, weighs as a word every note holds."""
+    which BM25 does not index, weighs as a word every note holds; a question's function words in another language
+    than English are not terms (`brain.language.stopword_terms`)."""
     wholes: list[str] = []
+    foreign = stopword_terms(question)
     for word in bm25.WORD_RE.findall(_without_abbreviations(unicodedata.normalize("NFKC", question))):
         tokens = tokenize(word)
-        if tokens:
+        if tokens and tokens[0] not in foreign:
             wholes.append(tokens[0])
     weights = {}
     for term in dict.fromkeys(wholes):

@@ -39,13 +39,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypedDict
 
-import py3langid
 from django.conf import settings
 from django.db import connection
 
 from brain import backlog, bm25, floors, vectors
 from brain.bm25 import sections as bm25_sections
 from brain.errors import SearchInputError
+from brain.language import capitalises_nouns
 from brain.limits import MAX_SEARCH_LIMIT
 from brain.models import Note, NoteStatus, VerificationState
 from brain.truth import VerificationJson, verification_of
@@ -521,10 +521,7 @@ _IDENTIFIER_RE = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*(?=[\s,;:
 # spelled out in a project's docs ("operating system").
 _NAME_RE = re.compile(r"(?<![\w.'’-])(?:[A-Z][a-z0-9]+[A-Za-z0-9]*|[a-z]+[A-Z][A-Za-z0-9]*)(?![\w'’-])")
 _SENTENCE_RE = re.compile(r"(?<=[.?!;:])\s+")
-# Languages that capitalise every noun (py3langid's codes): there a capital letter does not make a word a name
-# ("Wie zeige ich einen Fortschritt für eine lange Schleife an?"), only a capital inside it ("PyYAML", "GitHub") or
-# a digit does.
-NOUN_CAPITALISING = frozenset({"de", "lb"})
+# In a language that capitalises every noun (`brain.language`), only a capital inside a word or a digit marks a name.
 _INNER_CAPITAL_RE = re.compile(r".[A-Z]|\d")
 
 
@@ -541,16 +538,10 @@ def unknown_identifiers(query: str, index: bm25.Snapshot) -> list[str]:
     return names
 
 
-def capitalises_nouns(text: str) -> bool:
-    """Whether `text` is in a language that capitalises every noun (German, Luxembourgish), by py3langid."""
-    language, _score = py3langid.classify(text)
-    return language in NOUN_CAPITALISING
-
-
 def question_names(query: str) -> list[str]:
     """The names inside the query's sentences (`_NAME_RE`: "Celery", "Dockerfile", "PyYAML", "Australia"), each
     once; not a sentence's first word. In a question in German, only a word with a capital inside it or a digit
-    is a name (`NOUN_CAPITALISING`)."""
+    is a name (`brain.language.NOUN_CAPITALISING`)."""
     names: list[str] = []
     nouns_capitalised = capitalises_nouns(query)
     for sentence in _SENTENCE_RE.split(query.strip()):
