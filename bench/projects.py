@@ -20,7 +20,9 @@ moves to `head` and the project syncs, as the schedule would. Stale-flag precisi
 the ground truth, and for each anchor that really changed, whether the evidence names the commit that
 changed it.
 
-Everything runs in a scratch database (dropped at the end). `--json FILE` writes the figures.
+`--beside DIR` imports a folder of notes, or a BEIR corpus such as SciFact's 5,183 abstracts, into the same brain
+before the questions: the same answers in a large brain. Everything runs in a scratch database (dropped at the
+end). `--json FILE` writes the figures.
 """
 
 from __future__ import annotations
@@ -434,7 +436,26 @@ def pct(part: int, whole: int) -> str:
     return f"{part}/{whole} ({100 * part / whole:.0f} %)" if whole else "-"
 
 
-def run(name: str, checkout: str, only: str, embedders: list[str], verbose: bool, trace: bool = False) -> dict:
+def beside_folder(beside: str, tmp: Path) -> Path:
+    """`--beside`: a folder of notes as it is, or a BEIR corpus (`corpus.jsonl`, or a folder holding one) written
+    out as one markdown file per document."""
+    source = Path(beside)
+    corpus = source / "corpus.jsonl" if source.is_dir() else source
+    if not corpus.is_file():
+        return source
+    folder = tmp / "beside"
+    folder.mkdir()
+    with corpus.open(encoding="utf-8") as lines:
+        for line in lines:
+            document = json.loads(line)
+            title = " ".join(str(document.get("title") or document["_id"]).split())
+            (folder / f"{document['_id']}.md").write_text(f"# {title}\n\n{document['text']}\n", encoding="utf-8")
+    return folder
+
+
+def run(
+    name: str, checkout: str, only: str, embedders: list[str], verbose: bool, trace: bool = False, beside: str = ""
+) -> dict:
     from brain.scratch import ScratchDatabase
 
     project = load(name)
@@ -457,6 +478,14 @@ def run(name: str, checkout: str, only: str, embedders: list[str], verbose: bool
             call_command("brain_import", str(folder), "--no-progress", stdout=quiet, stderr=quiet)
             by_slug = note_files(name, files)
             print(f"  {len(files)} doc files imported", file=out)
+            if beside:
+                # A large brain: the project's docs are a few of its notes (issue 45: abstention holds for a brain of
+                # 20 files as for 20,000).
+                extra = beside_folder(beside, tmp)
+                call_command(
+                    "brain_import", str(extra), "--no-progress", "--wing", "beside", stdout=quiet, stderr=quiet
+                )
+                print(f"  {sum(1 for _ in extra.glob('*.md'))} notes of {beside} imported beside them", file=out)
             report["answers"] = []
             for embedder in embedders:
                 settings.BRAIN_EMBEDDER = original if embedder == "default" else embedder
@@ -519,6 +548,11 @@ def main() -> None:
     parser.add_argument(
         "--trace", action="store_true", help="say why each answer came out as it did (ranks, gate, passages)"
     )
+    parser.add_argument(
+        "--beside",
+        default="",
+        help="also import this folder of notes, or BEIR corpus (e.g. ../shared/datasets/scifact), into the same brain",
+    )
     parser.add_argument("--json", default="", help="write the figures to this file")
     args = parser.parse_args()
 
@@ -534,7 +568,7 @@ def main() -> None:
             if args.checkout and len(names) == 1
             else str(Path(args.checkouts) / project["mirror"] / "repo")
         )
-        reports.append(run(name, checkout, args.only, embedders, args.verbose, args.trace))
+        reports.append(run(name, checkout, args.only, embedders, args.verbose, args.trace, args.beside))
     if args.json:
         Path(args.json).write_text(json.dumps(reports, indent=2))
 

@@ -46,7 +46,14 @@ def _stopword_terms(language: str) -> frozenset[str]:
     return frozenset(term for word in words for term in tokenize(word)[:1])
 
 
+# A language is told from a question, not from a name: a text of fewer words (a project folder's name searched by
+# brain_context, "graphstore pg") keeps all its words.
+MIN_WORDS = 4
+
+
 def stopword_terms(text: str) -> frozenset[str]:
     """The terms of the function words of `text`'s language when it is not English (English ones never become
-    terms), as `brain.passages.tokenize` makes them."""
+    terms), as `brain.passages.tokenize` makes them; none for a text of fewer than MIN_WORDS words."""
+    if len(text.split()) < MIN_WORDS:
+        return frozenset()
     return _stopword_terms(language_of(text))
