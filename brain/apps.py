@@ -9,7 +9,16 @@ class BrainConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the brain endpoint and its tools, then brain_answer, brain_context, the note-changing tools and the prompts.
-        from brain import answer_tools, backlog, mcp_prompts, note_tools, system_checks, tools, truth_tools  # noqa: F401
+        from brain import (  # noqa: F401
+            answer_tools,
+            backlog,
+            mcp_prompts,
+            note_tools,
+            passage_reader,
+            system_checks,
+            tools,
+            truth_tools,
+        )
         from brain.bm25.live import warm_in_background
         from brain.contributions import home_counts
         from brain.metrics import bm25_metrics, embedding_metrics
@@ -30,6 +39,7 @@ class BrainConfig(AppConfig):
         register_task_queue(EMBED_TASK, settings.EMBED_QUEUE)
         register_serve_start(resume_embedding_backlog)
         register_web_start(warm_in_background)
+        register_web_start(passage_reader.warm_in_background)
         register_health_section("embeddings", backlog.health_section)
         register_metric_source("embeddings", embedding_metrics)
         register_metric_source("bm25", bm25_metrics)

@@ -5,7 +5,8 @@ differs in two ways that matter to brain_answer's gates:
 
 - every German noun is capitalised, so a capital letter does not mark a name (`capitalises_nouns`);
 - its function words ("wie", "ich", "eine") are not English stopwords: in a brain of mostly English notes they
-  look rare and made any German question "hold" a German page (`stopword_terms`).
+  look rare and made any German question "hold" a German page (`foreign_language`, `stopwords`; the passages
+  leave them out of a question's terms, `brain.passages.stopword_terms`).
 
 The language is py3langid's guess (its model is in the wheel); the stopword lists are the `stop-words` package's.
 """
@@ -33,27 +34,24 @@ def capitalises_nouns(text: str) -> bool:
     return language_of(text) in NOUN_CAPITALISING
 
 
-@functools.lru_cache(maxsize=64)
-def _stopword_terms(language: str) -> frozenset[str]:
-    from brain.passages import tokenize  # the passages' own terms (stemmed as they stem them)
-
-    if language == "en" or language not in LANGUAGE_MAPPING:
-        return frozenset()
-    try:
-        words = get_stop_words(language)
-    except StopWordError:
-        return frozenset()
-    return frozenset(term for word in words for term in tokenize(word)[:1])
-
-
 # A language is told from a question, not from a name: a text of fewer words (a project folder's name searched by
 # brain_context, "graphstore pg") keeps all its words.
 MIN_WORDS = 4
 
 
-def stopword_terms(text: str) -> frozenset[str]:
-    """The terms of the function words of `text`'s language when it is not English (English ones never become
-    terms), as `brain.passages.tokenize` makes them; none for a text of fewer than MIN_WORDS words."""
+def foreign_language(text: str) -> str | None:
+    """`text`'s language when it is not English and `stop-words` has its function words; None for English, for
+    another language and for a text of fewer than MIN_WORDS words."""
     if len(text.split()) < MIN_WORDS:
+        return None
+    language = language_of(text)
+    return language if language != "en" and language in LANGUAGE_MAPPING else None
+
+
+@functools.lru_cache(maxsize=64)
+def stopwords(language: str) -> frozenset[str]:
+    """The function words of `language` (`stop-words`' list; none when it has no list)."""
+    try:
+        return frozenset(get_stop_words(language))
+    except StopWordError:
         return frozenset()
-    return _stopword_terms(language_of(text))

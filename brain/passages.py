@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from brain import bm25
-from brain.language import stopword_terms
+from brain.language import foreign_language, stopwords
 
 PASSAGE_K1 = 1.2
 COVERAGE_POWER = 1.0
@@ -439,10 +439,22 @@ def _split_passages(title: str, body: str) -> tuple[Passage, ...]:
     return tuple(passages)
 
 
+@functools.lru_cache(maxsize=64)
+def _stopword_terms(language: str) -> frozenset[str]:
+    return frozenset(term for word in stopwords(language) for term in tokenize(word)[:1])
+
+
+def stopword_terms(question: str) -> frozenset[str]:
+    """The terms (as `tokenize` makes them) of the function words of the question's language when it is not English
+    (`brain.language.foreign_language`): "wie", "ich", "eine" are not evidence that a passage answers it."""
+    language = foreign_language(question)
+    return _stopword_terms(language) if language else frozenset()
+
+
 def term_weights(question: str, pool: list[Passage]) -> Mapping[str, float]:
     """Each distinct query term's idf among the passages of `pool` (Lucene's form, never negative), words that
     only phrase a question (QUESTION_WORDS) at QUESTION_WORD_WEIGHT of theirs; the function words of a question in
-    another language than English are not terms (`brain.language.stopword_terms`)."""
+    another language than English are not terms (`stopword_terms`)."""
     foreign = stopword_terms(question)
     terms = [term for term in dict.fromkeys(tokenize(question)) if term not in foreign]
     count = len(pool)
@@ -460,7 +472,7 @@ def brain_weights(question: str, document_frequency: Callable[[str], int], docum
     about something the brain has never seen stays mostly uncovered. An identifier counts once, as itself, not
     again by its parts ("GitHub" is one word, not "github", "git" and "hub"); a kept stopword ("where", "own"),
     which BM25 does not index, weighs as a word every note holds; a question's function words in another language
-    than English are not terms (`brain.language.stopword_terms`)."""
+    than English are not terms (`stopword_terms`)."""
     wholes: list[str] = []
     foreign = stopword_terms(question)
     for word in bm25.WORD_RE.findall(_without_abbreviations(unicodedata.normalize("NFKC", question))):

@@ -14,8 +14,9 @@ import pytest
 from brain import bm25
 from brain.actions import do_ingest_note
 from brain.answers import MIN_PASSAGE_COVERAGE, NOTHING_FOUND, answer, distinctive_coverage
-from brain.language import capitalises_nouns, stopword_terms
+from brain.language import capitalises_nouns
 from brain.models import Note
+from brain.passages import stopword_terms
 from brain.search import unknown_names
 
 NOTES = [
