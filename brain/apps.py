@@ -14,6 +14,7 @@ class BrainConfig(AppConfig):
             backlog,
             mcp_prompts,
             note_tools,
+            passage_reader,
             system_checks,
             tools,
             truth_tools,
@@ -38,6 +39,7 @@ class BrainConfig(AppConfig):
         register_task_queue(EMBED_TASK, settings.EMBED_QUEUE)
         register_serve_start(resume_embedding_backlog)
         register_web_start(warm_in_background)
+        register_web_start(passage_reader.warm_in_background)
         register_health_section("embeddings", backlog.health_section)
         register_metric_source("embeddings", embedding_metrics)
         register_metric_source("bm25", bm25_metrics)

@@ -190,3 +190,23 @@ def test_the_daily_prune_deletes_old_vectors_of_passages_no_note_holds_and_keeps
     assert not before & left and len(left) == kept - len(before) > 0
     assert answer(ECHOED)["answer"].startswith("[1] Hidden input:")  # its new passage is read again
     assert ("brain-passage-vector-prune", "brain.tasks.prune_passage_vectors", 86400) in schedules()
+
+
+def test_a_starting_web_process_loads_the_encoder_and_the_language_model_before_the_first_question(monkeypatch):
+    # The first brain_answer of a process waited about a second for the two models (issue 45, seventh stop).
+    from brain.language import language_of
+    from hyperguild.contributions import web_start_hooks
+    from hyperguild.lib import minilm
+
+    assert passage_reader.warm_in_background in web_start_hooks()
+    monkeypatch.setattr(minilm, "_encoder", None)
+    passage_reader.forget()
+    language_of.cache_clear()
+
+    thread = passage_reader.warm_in_background()
+    assert thread is not None
+    thread.join(timeout=60)
+
+    assert minilm._encoder is not None
+    assert passage_reader.question_vector.cache_info().currsize == 1
+    assert language_of.cache_info().currsize == 1
