@@ -46,7 +46,7 @@ from brain.passages import (
     score_passages,
     split_passages,
 )
-from brain.passages import tokenize as passage_tokenize
+from brain.passages import tokenize as passage_tokenize  # `tokenize` alone would read as BM25's
 from brain.search import UnreviewedJson, question_names, search, unknown_names
 from brain.truth import VerificationJson, verification_dict
 from hyperguild.lib.llm import LLMError, get_llm_client

@@ -87,7 +87,7 @@ def encoder() -> minilm.MiniLM | None:
 def warm_in_background() -> threading.Thread | None:
     """In a starting web process (`hyperguild.contributions.register_web_start`): load the encoder and the question
     language's model (`brain.language`) on a thread, so that the process's first brain_answer does not wait for
-    them (about 0.5 s and 0.4 s on two cores). None when the reader is off."""
+    them (1.05-1.25 s together on two cores, measured in fresh processes). None when the reader is off."""
     if settings.BRAIN_PASSAGE_READER == "off":
         return None
 
