@@ -20,11 +20,38 @@ import pytest
 
 from tests.fakes.embed import FakeEmbedServer
 from tests.fakes.helpers import wait_for
+from tests.fakes.http import Request, Response
 from tests.fakes.pg_template import copy_migrated_data_dir
 from tests.supervisor.test_chaos import ScratchServe, _kill_stray_postmaster
 
 NOTES = 500
 SLOW_CALL_SECONDS = 8.0  # one embedder call (32 chunks): 16 calls keep the worker busy for about two minutes
+BATCH = 32  # chunks per embedder call (brain.embedding_sync.EMBED_BATCH)
+
+
+class BatchPacedEmbedServer(FakeEmbedServer):
+    """Slow in proportion to the texts of a call, as a real model is: `slow_seconds` for a full batch of chunks.
+
+    The backlog's calls keep the embedding worker busy as before; a one-text call (the query of each similar-notes
+    ranking the worker runs after a slice) takes a 32nd of that, not a whole batch's time, so those rankings no
+    longer hold the worker for minutes after the backlog (the drain after the restart, and each stop waiting on
+    a ranking slice until serve kills it).
+    """
+
+    last_call_at = 0.0  # time.monotonic() when the last call arrived
+
+    def handle(self, request: Request) -> Response:
+        self.last_call_at = time.monotonic()
+        body = request.json()
+        texts = body.get("input") if isinstance(body, dict) else None
+        time.sleep(self.slow_seconds * (len(texts) if isinstance(texts, list) else 1) / BATCH)
+        return super().handle(request)  # mode "ok": the answer, with no sleep of its own
+
+    def wait_quiet(self, seconds: float = 1.5, at_most: float = 30) -> None:
+        """Return once no call came for `seconds` (the worker's rankings are done), or after `at_most`."""
+        deadline = time.monotonic() + at_most
+        while time.monotonic() - self.last_call_at < seconds and time.monotonic() < deadline:
+            time.sleep(0.2)
 
 
 class EmbeddingServe(ScratchServe):
@@ -58,8 +85,7 @@ def backlog_left(body: dict) -> int:
 def embedding_serve():
     base = Path(tempfile.mkdtemp(prefix="hg-embed-backlog-"))
     base.chmod(0o755)  # PostgreSQL runs as its own user and must reach its data directory
-    embedder = FakeEmbedServer(dimensions=8, slow_seconds=SLOW_CALL_SECONDS)
-    embedder.mode = "slow"
+    embedder = BatchPacedEmbedServer(dimensions=8, slow_seconds=SLOW_CALL_SECONDS)
     scratch = EmbeddingServe(base, embedder.url)
     try:
         (base / "import" / "raw").mkdir(parents=True)
@@ -71,6 +97,9 @@ def embedding_serve():
         scratch.manage("brain_import", str(base / "import"), "--no-progress")
         yield scratch, embedder
     finally:
+        # The rankings the worker runs after the backlog are done in seconds; a stop in the middle of one waits
+        # 15 s for its slice before serve kills the worker.
+        embedder.wait_quiet()
         log = scratch.stop()
         embedder.stop()
         _kill_stray_postmaster(scratch)
@@ -106,7 +135,7 @@ def test_health_stays_200_while_the_worker_embeds_and_a_restart_resumes_the_back
     # 2. Stopped and started again mid-backlog: it drains, and nobody runs `brain_embed`.
     left_at_stop = backlog_left(serve.health()[1])
     serve.stop()
-    embedder.slow_seconds = 1.0  # quicker from now on: only the resuming is under test
+    embedder.slow_seconds = 0.25  # quicker from now on: only the resuming is under test
     restarted = time.monotonic()
     serve.start()
     wait_for(lambda: backlog_left(serve.health()[1]) == 0, 180, "the backlog to drain after the restart")
