@@ -73,8 +73,10 @@ def backlog_serve():
         scratch.start()
         yield scratch
     finally:
-        log = scratch.stop()
+        # The embedder first: the worker's slice in progress fails at its next call and ends, rather than embed
+        # on to the end of its 20 s slice while serve's Ctrl-C waits for it (up to 15 s, then it kills it).
         embedder.stop()
+        log = scratch.stop()
         _kill_stray_postmaster(scratch)
         if os.environ.get("KEEP_SERVE_LOG"):
             print(log[-5000:])
