@@ -91,13 +91,28 @@ def test_a_test_session_stops_the_database_it_started(data_dir):
     assert not embedded_database_running(data_dir)
 
 
+def wait_for_file_code(path: Path) -> str:
+    """Python for `manage.py shell -c`: wait until `path` exists (what the test or the other command says), at most
+    two minutes, then exit with an error."""
+    return (
+        "import pathlib, sys, time\n"
+        f"signal = pathlib.Path({str(path)!r})\n"
+        "deadline = time.monotonic() + 120\n"
+        "while not signal.exists() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        f"signal.exists() or sys.exit('timed out waiting for {path.name}')\n"
+    )
+
+
 def test_two_one_off_commands_at_once_never_stop_the_database_under_each_other(data_dir):
     """The first command starts the server; a second starts while it runs and outlives it. Before, the first
     stopped the server on its way out and the second lost its database mid-command; now the last to leave
     stops it."""
     copy_migrated_data_dir(data_dir)
+    second_connected = data_dir.parent / "second-connected"  # the first command ends only once the second uses it
+    first_ended = data_dir.parent / "first-ended"  # the second queries again only after the first has ended
     first = subprocess.Popen(
-        [sys.executable, "manage.py", "shell", "-c", "import time; time.sleep(6)"],
+        [sys.executable, "manage.py", "shell", "-c", wait_for_file_code(second_connected)],
         cwd=ROOT,
         env=env_for(data_dir),
         stdout=subprocess.PIPE,
@@ -111,10 +126,11 @@ def test_two_one_off_commands_at_once_never_stop_the_database_under_each_other(d
             "manage.py",
             "shell",
             "-c",
-            "import time\nfrom django.db import connection\n"
+            "import pathlib\nfrom django.db import connection\n"
             "connection.cursor().execute('SELECT 1')\n"
-            "time.sleep(12)\n"  # the first command ends meanwhile
-            "connection.close()\n"
+            f"pathlib.Path({str(second_connected)!r}).touch()\n"
+            + wait_for_file_code(first_ended)  # the first command ends meanwhile
+            + "connection.close()\n"
             "with connection.cursor() as cursor:\n"
             "    cursor.execute('SELECT count(*) FROM django_migrations')\n"
             "    print('migrations', cursor.fetchone()[0])\n",
@@ -129,6 +145,7 @@ def test_two_one_off_commands_at_once_never_stop_the_database_under_each_other(d
     assert first.returncode == 0, first_err[-3000:]
     assert second.poll() is None, "the second command ended before the first: the test proves nothing"
     assert embedded_database_running(data_dir), "the first command stopped the database the second one uses"
+    first_ended.touch()
     out, err = second.communicate(timeout=120)
     assert second.returncode == 0 and "migrations" in out, err[-3000:]
     assert not embedded_database_running(data_dir)  # the last to leave stopped it
