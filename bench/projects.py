@@ -364,11 +364,11 @@ def trace_question(question: str, facts: list[str], wanted: str | None, by_slug:
         MIN_PASSAGE_COVERAGE,
         NOTHING_FOUND,
         answer,
-        brain_document_frequency,
         distinctive_coverage,
+        question_weights,
     )
     from brain.models import Note
-    from brain.passages import brain_weights, coverage, score_passages, split_passages, term_weights
+    from brain.passages import coverage, score_passages, split_passages, term_weights
     from brain.search import search
 
     lines = []
@@ -388,8 +388,9 @@ def trace_question(question: str, facts: list[str], wanted: str | None, by_slug:
     scored = passage_reader.reread(question, score_passages(question, pool))
     weights = term_weights(question, [passage for _, passage in pool])
     best = distinctive_coverage(question, candidates)
-    distinctive = brain_weights(question, *brain_document_frequency())
-    gate_note, gate_passage = max(pool, key=lambda item: coverage(item[1], distinctive))
+    by_wing = {note.wing: question_weights(question, note.wing) for note in candidates}
+    gate_note, gate_passage = max(pool, key=lambda item: coverage(item[1], by_wing[item[0].wing]))
+    distinctive = by_wing[gate_note.wing]
     result = answer(question)
     gate = "ABSTAINED" if result["answer"] == NOTHING_FOUND else "answered"
     close = passage_reader.closest(question, [passage for _, passage in pool])
@@ -401,7 +402,7 @@ def trace_question(question: str, facts: list[str], wanted: str | None, by_slug:
     lines.append(
         f"gate's passage: {by_slug.get(gate_note.slug, gate_note.path)} #{gate_passage.order} holds "
         f"{[t for t in distinctive if t in gate_passage.token_set]} of "
-        f"{{{', '.join(f'{t}:{w:.1f}' for t, w in distinctive.items())}}} (idf among the brain's notes)"
+        f"{{{', '.join(f'{t}:{w:.1f}' for t, w in distinctive.items())}}} (idf among the notes of its wing, or of the brain)"
     )
     if scored:
         top = scored[0]

@@ -5,7 +5,8 @@
     gate      a question naming a thing no note mentions ("… in a Dockerfile?", `brain.search.unknown_names`)
               has no answer, and only candidates that mention every name it names answer (`mentions`); else some
               passage of the candidates must hold MIN_PASSAGE_COVERAGE of the question's words, each
-              weighed by its idf among all the brain's notes (`distinctive_coverage`), or read like the question
+              weighed by its idf among all the brain's notes, or among the notes of the candidate's wing when it
+              holds WING_NOTES (`distinctive_coverage`, `question_weights`), or read like the question
               to the passage reader (`brain.passage_reader.closest`, GATE_SIMILARITY); and one holding the words
               still needs a passage reading more like it than unrelated text does (UNRELATED_READING); else
               nothing answers
@@ -70,6 +71,10 @@ EXTRACT_SHARE = 0.5
 # Python versions" against any project's docs), not a place that answers. Then nothing answers, as when search
 # abstains. Measured on the three tuning projects of bench/projects/ (bench/RESULTS.md, issue 45).
 MIN_PASSAGE_COVERAGE = 0.25
+# A note of a wing of at least this many notes (and not the whole brain) weighs a question's words by their idf
+# among its wing's notes instead of the brain's (`question_weights`): fewer notes say too little about which words
+# are common there. The bench's projects have 23-74 pages of docs each.
+WING_NOTES = 20
 
 NOTHING_FOUND = "The brain has no note that answers this question."
 NO_NAME = "Nothing relevant: no note mentions {names}, which the question names."
@@ -187,14 +192,31 @@ def brain_document_frequency() -> tuple[Callable[[str], int], int]:
     return (lambda term: index.term_info(term)[1]), len(index)
 
 
+def question_weights(question: str, wing: str) -> dict[str, float]:
+    """The question's words weighed for a note of `wing`: by their idf among the wing's notes when it holds at least
+    WING_NOTES of them and is not the whole brain, else among all the brain's notes. A word most of a project's pages
+    use ("certificate" in an HTTP client's docs) is no evidence that one of them answers, however rare it is beside
+    5,000 science abstracts; and a word the abstracts use but no page of the project ("valid", "year") is what the
+    page lacks. So a project's docs answer in a large brain as they do in a brain of their own."""
+    index = bm25.current_index()
+    size = index.wing_size(wing)
+    if WING_NOTES <= size < len(index):
+        return brain_weights(question, lambda term: index.wing_frequency(term, wing), size)
+    return brain_weights(question, *brain_document_frequency())
+
+
 def distinctive_coverage(question: str, candidates: list[Note]) -> float:
-    """The largest share of the question's weight, counted by idf among all the brain's notes, that one passage of
-    the candidates holds (`brain.passages.coverage`)."""
-    weights = brain_weights(question, *brain_document_frequency())
-    return max(
-        (coverage(passage, weights) for note in candidates for passage in split_passages(note.title, note.body)),
-        default=0.0,
-    )
+    """The largest share of the question's weight (`question_weights`: its words' idf among the notes of the
+    candidate's wing, or of the whole brain) that one passage of the candidates holds (`brain.passages.coverage`)."""
+    by_wing: dict[str, dict[str, float]] = {}
+    best = 0.0
+    for note in candidates:
+        if note.wing not in by_wing:
+            by_wing[note.wing] = question_weights(question, note.wing)
+        weights = by_wing[note.wing]
+        for passage in split_passages(note.title, note.body):
+            best = max(best, coverage(passage, weights))
+    return best
 
 
 def truth_label(note: Note, before: str = " (", after: str = ")") -> str:

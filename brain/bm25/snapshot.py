@@ -90,6 +90,7 @@ class Snapshot:
         self._floor: float | None = None
         self._norms: list[np.ndarray] | None = None
         self._terms: dict[str, tuple[tuple[int, ...], int, float]] = {}  # term_info()'s answers
+        self._wings: dict[tuple[str, str], int] = {}  # wing_size() and wing_frequency()'s answers
 
     def __len__(self) -> int:
         return self.n_docs
@@ -181,6 +182,44 @@ class Snapshot:
             if idf < 0:
                 idf = self.idf_floor()
         return ids, df, idf
+
+    def wing_size(self, wing: str) -> int:
+        """How many live notes the wing holds (remembered: a snapshot never changes)."""
+        key = ("", wing)
+        found = self._wings.get(key)
+        if found is None:
+            found = 0
+            for part, seg in enumerate(self.parts):
+                code = seg.code(wing)
+                if code < 0:
+                    continue
+                mask = seg.wing_codes == code
+                alive = self.alives[part]
+                found += int((mask & alive).sum() if alive is not None else mask.sum())
+            self._wings[key] = found
+        return found
+
+    def wing_frequency(self, token: str, wing: str) -> int:
+        """How many live notes of the wing hold the term: its document frequency among the wing's notes."""
+        key = (token, wing)
+        found = self._wings.get(key)
+        if found is None:
+            found = 0
+            ids = self.term_info(token)[0]
+            for part, (seg, term) in enumerate(zip(self.parts, ids, strict=True)):
+                code = seg.code(wing)
+                if term < 0 or code < 0:
+                    continue
+                docs = seg.post_docs[seg.offsets[term] : seg.offsets[term + 1]]
+                mask = seg.wing_codes[docs] == code
+                alive = self.alives[part]
+                if alive is not None:
+                    mask &= alive[docs]
+                found += int(mask.sum())
+            if len(self._wings) >= TERM_CACHE_SIZE:
+                self._wings.clear()
+            self._wings[key] = found
+        return found
 
     def unseen_idf(self) -> float:
         """The weight `idf_shares` gives a query term no live note uses: that of a term used once."""
