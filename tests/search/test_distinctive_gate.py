@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from brain import bm25
+from brain import bm25, passage_reader
 from brain.actions import do_ingest_note, do_write_raw_note
 from brain.answers import NOTHING_FOUND, answer, distinctive_coverage, mentions
 from brain.models import Note
@@ -184,4 +184,42 @@ def test_words_a_passage_holds_are_no_answer_when_nothing_reads_like_the_questio
     result = answer(question)
 
     assert result["answer"] == NOTHING_FOUND and result["sources"] == []
+    assert result["reason"].startswith("Nothing relevant: passages hold the question's words, but none reads like it")
+
+
+def test_the_note_that_holds_the_words_must_be_the_one_that_reads_like_the_question(project_brain):
+    """Issue 45, a large brain: "How do I make zsh share its command history across open terminal windows?" was
+    answered from typer's docs because one science abstract held a third of the question's weight ("make",
+    "command", "window") and, another note, a page of the docs read 0.53 like it. Words and reading must be one
+    note's."""
+    do_ingest_note(
+        title="Stroke cohort",
+        body="Patients with a history of stroke share risk factors across age groups; the open-label follow-up "
+        "lasted two years.",
+        wing="lab",
+        source="test",
+    )
+    # A page of the docs holding the question's words one section at a time.
+    do_ingest_note(
+        title="Shell setup",
+        body="# Shell setup\n\nCompletion scripts for bash and zsh are installed in the shell's startup file.\n\n"
+        "## History\n\nThe history of this project is in the changelog.\n\n"
+        "## Terminals\n\nColours need a terminal that supports them.\n",
+        wing="toolkit",
+        source="test",
+    )
+    question = "How do I make zsh share its command history across open terminal windows?"
+    cohort = list(Note.objects.filter(title="Stroke cohort"))
+    setup = list(Note.objects.filter(title="Shell setup"))
+    assert {note.title for note in cohort + setup} <= {hit.title for hit in search(question, vector_veto=False).hits}
+    assert distinctive_coverage(question, cohort) >= 0.25 > distinctive_coverage(question, setup)
+    pool = [(note.title, passage) for note in cohort + setup for passage in split_passages(note.title, note.body)]
+    readings = passage_reader.closest_by_source(question, pool)
+    assert readings is not None
+    assert readings["Stroke cohort"] < passage_reader.UNRELATED_READING <= readings["Shell setup"], readings
+    assert readings["Shell setup"] < passage_reader.GATE_SIMILARITY, readings
+
+    result = answer(question)
+
+    assert result["answer"] == NOTHING_FOUND and result["sources"] == [], result["answer"]
     assert result["reason"].startswith("Nothing relevant: passages hold the question's words, but none reads like it")
