@@ -365,6 +365,7 @@ def trace_question(question: str, facts: list[str], wanted: str | None, by_slug:
         NOTHING_FOUND,
         answer,
         distinctive_coverage,
+        note_coverages,
         question_weights,
     )
     from brain.models import Note
@@ -398,6 +399,18 @@ def trace_question(question: str, facts: list[str], wanted: str | None, by_slug:
         f"gate {gate}: best passage's distinctive coverage {best:.3f} (floor {MIN_PASSAGE_COVERAGE}), closest "
         f"reading {'-' if close is None else f'{close:.3f}'} (floor {passage_reader.GATE_SIMILARITY}) "
         f"{result.get('reason', '')}"
+    )
+    # Each candidate's own evidence, as passage_gate weighs it: a note answers when it holds 25 % and reads 0.30,
+    # or reads 0.55.
+    held = note_coverages(question, candidates)
+    readings = passage_reader.closest_by_source(question, [(note.id, passage) for note, passage in pool]) or {}
+    lines.append(
+        "candidates (holds / reads): "
+        + ", ".join(
+            f"{by_slug.get(note.slug, note.path)} {held[note.id]:.3f}/"
+            + (f"{readings[note.id]:.2f}" if note.id in readings else "-")
+            for note in candidates
+        )
     )
     lines.append(
         f"gate's passage: {by_slug.get(gate_note.slug, gate_note.path)} #{gate_passage.order} holds "
