@@ -51,8 +51,17 @@ def assert_same_as_full_rebuild(rng: random.Random, queries: int = 12) -> None:
     full = bm25.build_index(rows, version=live.version)
     assert len(live) == len(full) == len(rows)
     assert live.avgdl == pytest.approx(full.avgdl, rel=1e-12)
+    held = {row[0]: set(bm25.tokenize(bm25.note_text(row[1], row[2]))) for row in rows}
     for _ in range(queries):
         query = bm25.tokenize(text(rng, 1, 4))
+        # brain_answer's wing weights (issue 45): each wing's notes, and how many of them hold each term, as the
+        # live notes themselves say, through edits, moves between wings and removals.
+        for wing in [*WINGS, ""]:
+            members = [row[0] for row in rows if row[4] == wing]
+            assert live.wing_size(wing) == full.wing_size(wing) == len(members)
+            for term in dict.fromkeys(query):
+                holding = sum(1 for note_id in members if term in held[note_id])
+                assert live.wing_frequency(term, wing) == full.wing_frequency(term, wing) == holding, (term, wing)
         filters = rng.choice(
             [{}, {"status": "wiki"}, {"status": "raw"}, {"wing": rng.choice(WINGS)}, {"wing": "eng", "hall": "db"}]
         )
