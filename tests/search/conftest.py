@@ -37,3 +37,12 @@ def fresh_search_state():
     bm25.reset()
     vectors.forget_indexes()
     floors.forget_spreads()
+
+
+@pytest.fixture
+def extractive_answers(settings):
+    """brain_answer with no model at all: no embedder, no answer model, no reranker (the answer is the passages)."""
+    settings.BRAIN_EMBEDDER = "off"
+    settings.BRAIN_ANSWER_MODEL = ""
+    settings.BRAIN_RERANKER_URL = ""
+    return settings

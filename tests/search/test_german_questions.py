@@ -37,15 +37,10 @@ NOTES = [
 
 
 @pytest.fixture
-def german_brain(db, settings):
-    settings.BRAIN_EMBEDDER = "off"
-    settings.BRAIN_ANSWER_MODEL = ""
-    settings.BRAIN_RERANKER_URL = ""
-    bm25.reset()
+def german_brain(db, extractive_answers):
     for title, body in NOTES:
         do_ingest_note(title=title, body=body, wing="team", source="test")
     yield
-    bm25.reset()
 
 
 def test_german_questions_are_told_from_english_ones():

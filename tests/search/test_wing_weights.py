@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pytest
 
-from brain import bm25
 from brain.actions import do_ingest_note
 from brain.answers import NOTHING_FOUND, WING_NOTES, answer, distinctive_coverage, question_weights
 from brain.models import Note
@@ -41,11 +40,7 @@ ABSTRACTS = [
 
 
 @pytest.fixture
-def large_brain(db, settings):
-    settings.BRAIN_EMBEDDER = "off"
-    settings.BRAIN_ANSWER_MODEL = ""
-    settings.BRAIN_RERANKER_URL = ""
-    bm25.reset()
+def large_brain(db, extractive_answers):
     for topic in TOPICS:
         do_ingest_note(
             title=topic,
@@ -63,7 +58,6 @@ def large_brain(db, settings):
             source="test",
         )
     yield
-    bm25.reset()
 
 
 def test_a_question_is_weighed_among_the_notes_of_the_wing_that_would_answer_it(large_brain):
