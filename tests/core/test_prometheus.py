@@ -3,6 +3,8 @@
 The server is granian with two worker processes on one socket, as `serve --web-workers 2` runs
 it, with PROMETHEUS_MULTIPROC_DIR set as `serve` sets it. Prometheus scrapes /metrics every
 second; the test asks Prometheus, through its HTTP API, how many MCP calls it saw.
+
+One server and one Prometheus for the module: Prometheus's first scrape waits on its target discovery, once.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from tests.fakes.helpers import granian_on_test_database, wait_for
 ROOT = Path(__file__).resolve().parents[2]
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 CALLS = 12
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def prometheus_value(prom: str, query: str) -> float | None:
@@ -32,8 +35,10 @@ def prometheus_value(prom: str, query: str) -> float | None:
     return float(result[0]["value"][1]) if result else None
 
 
-@pytest.fixture
-def two_web_processes(transactional_db):
+@pytest.fixture(scope="module")
+def two_web_processes(django_db_setup):
+    # The web processes read the test database (emptied after each test) and keep their counters in one folder
+    # for the module: only the first test makes MCP calls, so the count it asserts is of its own calls.
     scratch = Path(tempfile.mkdtemp(prefix="prometheus-", dir=settings.DATA_DIR))
     metrics_dir = scratch / "metrics"
     metrics_dir.mkdir()
@@ -47,7 +52,7 @@ def two_web_processes(transactional_db):
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def prometheus(two_web_processes):
     base, port, _, scratch = two_web_processes
     prom_port = free_port()
@@ -116,13 +121,17 @@ def test_prometheus_counts_exactly_the_mcp_calls_made_across_two_web_processes(t
 def test_prometheus_reads_the_same_model_cost_total_as_the_records(two_web_processes, prometheus):
     from decimal import Decimal
 
+    from django.db import transaction
     from django.db.models import Sum
     from model_bakery import baker
 
     from ledger.models import ModelCall
 
-    for cost, model in (("0.0123", "fast"), ("0.2500", "thinking"), ("0.0007", "fast")):
-        baker.make(ModelCall, model=model, skill="review", provider="openai", outcome="ok", cost_usd=Decimal(cost))
+    # In one transaction: Prometheus already scrapes every second, and a scrape between two of these rows would
+    # read part of the total.
+    with transaction.atomic():
+        for cost, model in (("0.0123", "fast"), ("0.2500", "thinking"), ("0.0007", "fast")):
+            baker.make(ModelCall, model=model, skill="review", provider="openai", outcome="ok", cost_usd=Decimal(cost))
     expected = float(ModelCall.objects.aggregate(total=Sum("cost_usd"))["total"])
     seen = wait_for(lambda: prometheus_value(prometheus, "sum(hyperguild_model_cost_usd)"), 30, "a scrape with costs")
     assert seen == pytest.approx(expected)
