@@ -30,14 +30,16 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def replica_b(tmp_path):
+@pytest.fixture(scope="module")
+def replica_b(django_db_setup, tmp_path_factory):
+    # One for the module: B keeps nothing of its own between tests (every run and task it reads is in the test
+    # database, emptied after each test), and a start of `serve` costs seconds.
     env = dict(os.environ)
     for name in ("BRAIN_MCP_TOKEN", "SUPERVISOR_MCP_TOKEN", "ROUTING_MCP_TOKEN", "HYPERGUILD_ALLOW_NO_AUTH"):
         env.pop(name, None)
     env.update(DATABASE_URL=test_database_url(), BRAIN_EMBEDDER="off")
     port = free_port()
-    log = tmp_path / "replica-b.log"
+    log = tmp_path_factory.mktemp("replica-b") / "replica-b.log"
     with open(log, "w") as out:
         process = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--no-worker", "--web-workers", "1", "--port", str(port)],
