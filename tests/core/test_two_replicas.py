@@ -362,7 +362,15 @@ def test_a_routed_skill_task_outlives_the_replica_that_started_it(cluster):
     (project / "app.py").write_text("def add(a, b):\n    return a - b\n")
     gateway = cluster["gateway"]
     asked_before = len(gateway.requests)
-    gateway.default = lambda request: Reply.json(SLOW_REVIEW, delay=6)  # whichever model the router picks
+    # The model thinks until B has read the task: A dies while the model thinks, and B reads it working, by order
+    # rather than by a delay long enough for both.
+    answer_now = threading.Event()
+
+    def slow_review(request: dict) -> Reply:  # whichever model the router picks
+        answer_now.wait(60)
+        return Reply.json(SLOW_REVIEW)
+
+    gateway.default = slow_review
     replica_a, url_a = start_web_replica(cluster)
     try:
         call = {"name": "review", "arguments": {"project_root": str(project), "paths": ["app.py"]}}
@@ -379,7 +387,10 @@ def test_a_routed_skill_task_outlives_the_replica_that_started_it(cluster):
         replica_a.wait(timeout=10)
 
     url_b = f"{cluster['b']}/mcp/routing"
-    statuses = []
+    try:
+        statuses = [task_get(url_b, handle["taskId"])["status"]]  # the model still thinks
+    finally:
+        answer_now.set()
     deadline = time.monotonic() + 60
     while (task := task_get(url_b, handle["taskId"]))["status"] == "working":
         statuses.append(task["status"])
