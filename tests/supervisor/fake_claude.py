@@ -11,7 +11,7 @@ stdin, then plays one step of a script and prints the CLI's JSON envelope.
 - A step: {"write": {"rel/path": "content"}, "delete": ["rel/path"], "write_bytes": {"rel/path": "hex"},
            "stderr": "text", "report": {...}, "in_result": bool,
            "hang": bool, "children": n, "ignore_term": bool, "sleep": s,
-           "tick": s, "garbage": bool, "is_error": bool, "envelope": {...}, "exit": n}
+           "tick": s, "until": "path", "garbage": bool, "is_error": bool, "envelope": {...}, "exit": n}
 
 `report` becomes `structured_output` (or JSON text in `result` with
 `in_result`).
@@ -25,7 +25,8 @@ The model's answer drives the worker: a JSON object in its text with
 way the CLI does (an `is_error` envelope, exit code 1). Without
 ANTHROPIC_BASE_URL nothing goes over the network. `hang` sleeps forever after spawning `children` sleeping
 children (their pids go to <state>/pids); `sleep` + `tick` prints a dot
-every `tick` seconds for `sleep` seconds (a long but live worker). `envelope`
+every `tick` seconds for `sleep` seconds (a long but live worker), or until the file `until` exists if it
+comes first (a test ends the wait when it has seen what it waits for). `envelope`
 is printed as it is, then the fake exits with `exit` (default 1).
 """
 
@@ -224,7 +225,7 @@ def main() -> None:
 
     if step.get("sleep"):
         end = time.monotonic() + step["sleep"]
-        while time.monotonic() < end:
+        while time.monotonic() < end and not (step.get("until") and os.path.exists(step["until"])):
             time.sleep(step.get("tick", 0.5))
             print(".", file=sys.stderr, flush=True)
 
