@@ -294,7 +294,10 @@ def test_a_skill_task_outlives_the_replica_that_started_it(cluster):
     tests/supervisor/test_tasks_across_replicas.py)."""
     calls_before = len(cluster["fake"].calls())
     report = {"title": "Zqkilled title", "spec": "Sum two numbers.", "acceptance_criteria": ["adds", "zqkilled"]}
-    cluster["fake"].script([{"sleep": 6, "tick": 0.5, "report": report}])
+    # The worker works (a dot every tick) until B has read the task: A dies while the run works, and B reads it
+    # working, by order rather than by a run long enough for both.
+    answer_now = cluster["allowed"].parent / "skill-task-answer-now"
+    cluster["fake"].script([{"sleep": 20, "tick": 0.2, "until": str(answer_now), "report": report}])
     replica_a, url_a = start_web_replica(cluster)
     try:
         call = {"name": "spec", "arguments": {"text": "we need add(a, b), slowly"}}
@@ -311,7 +314,10 @@ def test_a_skill_task_outlives_the_replica_that_started_it(cluster):
         replica_a.wait(timeout=10)
 
     url_b = f"{cluster['b']}/mcp/supervisor"
-    statuses = []
+    try:
+        statuses = [task_get(url_b, handle["taskId"])["status"]]  # the worker still works
+    finally:
+        answer_now.touch()
     deadline = time.monotonic() + 60
     while (task := task_get(url_b, handle["taskId"]))["status"] == "working":
         statuses.append(task["status"])
