@@ -26,8 +26,10 @@ from tests.fakes.otlp import FakeCollector
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def traced_server(transactional_db):
+@pytest.fixture(scope="module")
+def traced_server(django_db_setup):
+    # One server for the module's tests that share it: each reads only the spans of a trace id of its own, and
+    # what it writes through the ORM is in the test database, emptied after each test.
     scratch = Path(tempfile.mkdtemp(prefix="tracing-", dir=settings.DATA_DIR))
     try:
         with (
@@ -49,7 +51,7 @@ def ancestors(span, by_id: dict) -> list[str]:
     return chain
 
 
-def test_a_brain_query_is_one_trace_under_the_callers_traceparent(traced_server):
+def test_a_brain_query_is_one_trace_under_the_callers_traceparent(traced_server, transactional_db):
     from brain.actions import do_ingest_note
 
     base, collector = traced_server
@@ -84,7 +86,7 @@ def test_a_brain_query_is_one_trace_under_the_callers_traceparent(traced_server)
     assert all(s.trace_id == trace_id for s in spans)
 
 
-def test_a_traceparent_in_the_requests_meta_continues_the_callers_trace(traced_server):
+def test_a_traceparent_in_the_requests_meta_continues_the_callers_trace(traced_server, transactional_db):
     base, collector = traced_server
     trace_id, caller_span = secrets.token_hex(16), secrets.token_hex(8)
     message = rpc("tools/list", {"_meta": {"traceparent": f"00-{trace_id}-{caller_span}-01"}})
