@@ -6,6 +6,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from hyperguild.lib.git import RepositoryUnreadable, git, run_git
@@ -47,15 +48,25 @@ def test_a_failure_says_what_git_said_and_unchecked_gives_the_exit_code(repo: Pa
     assert done.exit_code == 1 and not done.ok and done.stdout == ""
 
 
+def gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def test_past_its_deadline_git_and_what_it_started_are_killed(repo: Path, tmp_path: Path) -> None:
     marker = tmp_path / "still-running"
-    slow = ("-c", f"alias.slow=!sleep 3 && touch {marker}")
+    shell = tmp_path / "shell-pid"
+    slow = ("-c", f"alias.slow=!echo $$ > {shell} && sleep 3 && touch {marker}")
     started = time.monotonic()
     with pytest.raises(RepositoryUnreadable, match=r"git slow took longer than 0.5 s"):
         git(repo, "slow", config=slow, timeout=0.5)
     assert time.monotonic() - started < 2.5
-    time.sleep(3.5)
-    assert not marker.exists()  # the shell git started was killed with it (its process group)
+    # The shell git started, which would touch the marker after its sleep, is already dead: it was killed with
+    # git (its process group), so the marker can never come. (No pid: git was killed before it started a shell.)
+    assert not shell.exists() or gone(int(shell.read_text())), "the shell git started outlived the deadline"
+    assert not marker.exists()
 
 
 def test_no_repository_is_a_clear_error(tmp_path: Path) -> None:
