@@ -12,7 +12,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
@@ -33,6 +32,23 @@ def prometheus_value(prom: str, query: str) -> float | None:
     assert answer["status"] == "success", answer
     result = answer["data"]["result"]
     return float(result[0]["value"][1]) if result else None
+
+
+def last_scrape(prom: str) -> float:
+    """When Prometheus last scraped the server (the timestamp of its `up` sample)."""
+    scraped_at = prometheus_value(prom, "timestamp(up)")
+    assert scraped_at is not None
+    return scraped_at
+
+
+def next_scrape(prom: str, after: float) -> float:
+    """Wait for a scrape later than `after`; its time."""
+
+    def later() -> float:
+        scraped_at = last_scrape(prom)
+        return scraped_at if scraped_at > after else 0.0
+
+    return wait_for(later, 30, "a later scrape")
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +125,10 @@ def test_prometheus_counts_exactly_the_mcp_calls_made_across_two_web_processes(t
 
     seen = wait_for(lambda: prometheus_value(prometheus, query) == CALLS, 30, f"Prometheus to see {CALLS} calls")
     assert seen
-    time.sleep(2.5)  # two more scrapes: the figure stays put (nothing counted twice)
+    # Two more scrapes (waited for, not slept for): the figure stays put (nothing counted twice).
+    scraped_at = last_scrape(prometheus)
+    for _ in range(2):
+        scraped_at = next_scrape(prometheus, after=scraped_at)
     assert prometheus_value(prometheus, query) == CALLS
     # Both processes kept their own counters, and the scrape added them up.
     pids = {path.name.rsplit("_", 1)[-1] for path in metrics_dir.glob("counter_*.db")}
