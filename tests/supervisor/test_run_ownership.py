@@ -154,18 +154,22 @@ def test_a_cancelled_call_kills_the_process_group_of_a_run_whose_owner_died(fake
 
 @pytest.mark.django_db(transaction=True)  # the heartbeat thread writes on its own connection
 def test_the_owner_records_its_pid_group_and_slot_and_beats_while_the_run_goes_on(
-    fake_claude, python_project, settings, monkeypatch
+    fake_claude, python_project, settings, monkeypatch, tmp_path
 ):
     import supervisor.tasks as tasks_module
 
     settings.SUPERVISOR_HEARTBEAT_SECONDS = 0.5
-    fake_claude.script([{"sleep": 2.5, "tick": 0.2, "report": {}}])
+    # The worker works until three heartbeats were seen while it holds its slot (at most 5 s), not a fixed 2.5 s.
+    enough = tmp_path / "three-heartbeats-seen"
+    fake_claude.script([{"sleep": 5, "tick": 0.2, "until": str(enough), "report": {}}])
     run = start_skill_run("tdd_red", {"project_root": str(python_project), "spec": "add"})
     seen: list[tuple] = []
     fields = ("worker_pid", "worker_host", "worker_pgid", "worker_slot", "heartbeat_at")
 
     def watch() -> None:  # called with the executor's cancel checks, while a process runs
         seen.append(SkillRun.objects.values_list(*fields).get(pk=run.pk))
+        if len({row[4] for row in seen if row[3] == 1}) >= 3:
+            enough.touch()
 
     real = tasks_module.run_worker_skill
     monkeypatch.setattr(
