@@ -71,14 +71,17 @@ def test_no_allowed_roots_configured_means_nothing_is_allowed(supervisor_url, fa
 
 
 def test_a_long_call_streams_progress_and_returns_the_verified_result(
-    supervisor_url, fake_claude, python_project, skill_worker
+    supervisor_url, fake_claude, python_project, skill_worker, tmp_path
 ):
     test = "def test_add():\n    from calc import add\n    assert add(1, 2) == 3\n"
+    # The worker works until the caller has been told it runs (at most 5 s): the progress comes during the call.
+    worker_seen = tmp_path / "worker-running-seen"
     fake_claude.script(
         [
             {
-                "sleep": 2,
+                "sleep": 5,
                 "tick": 0.2,
+                "until": str(worker_seen),
                 "write": {"tests/test_add.py": test},
                 "report": {"status": "done", "file_path": "tests/test_add.py", "summary": "ok"},
             }
@@ -88,6 +91,8 @@ def test_a_long_call_streams_progress_and_returns_the_verified_result(
 
     async def on_progress(progress, total, message):
         seen.append(message or "")
+        if "attempt 1: worker running" in (message or ""):
+            worker_seen.touch()
 
     async def scenario():
         async with Client(supervisor_url, mode="legacy") as client:
