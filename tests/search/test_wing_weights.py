@@ -16,11 +16,11 @@ from brain.answers import NOTHING_FOUND, WING_NOTES, answer, distinctive_coverag
 from brain.models import Note
 
 # An HTTP client's docs: every page talks about TLS, certificates, clients and requests.
-TOPICS = [
-    "Timeouts", "Proxies", "Redirects", "Cookies", "Authentication", "Streaming", "Retries", "Connection pools",
-    "HTTP/2", "Event hooks", "Transports", "Async clients", "Limits", "Headers", "Query parameters", "Uploads",
-    "Encodings", "Logging", "Environment variables", "Exceptions", "Testing", "Compression",
-]  # fmt: skip
+TOPICS = (
+    "Timeouts, Proxies, Redirects, Cookies, Authentication, Streaming, Retries, Connection pools, HTTP/2, Event hooks, "
+    "Transports, Async clients, Limits, Headers, Query parameters, Uploads, Encodings, Logging, Environment variables, "
+    "Exceptions, Testing, Compression"
+).split(", ")
 SSL_PAGE = """# SSL
 
 When making a request over HTTPS the client verifies the server's TLS certificate against a bundle of trusted
