@@ -35,6 +35,7 @@ from django.conf import settings
 from brain import bm25, passage_reader
 from brain.answer_checks import synthesized_answer_problem
 from brain.errors import AnswerUnavailable
+from brain.language import foreign_language
 from brain.models import Note, VerificationState
 from brain.passages import (
     Passage,
@@ -197,10 +198,16 @@ def question_weights(question: str, wing: str) -> dict[str, float]:
     WING_NOTES of them and is not the whole brain, else among all the brain's notes. A word most of a project's pages
     use ("certificate" in an HTTP client's docs) is no evidence that one of them answers, however rare it is beside
     5,000 science abstracts; and a word the abstracts use but no page of the project ("valid", "year") is what the
-    page lacks. So a project's docs answer in a large brain as they do in a brain of their own."""
+    page lacks. So a project's docs answer in a large brain as they do in a brain of their own.
+
+    A question in another language than English (`brain.language.foreign_language`) is weighed among the wing's notes
+    however few they are: beside English notes every German word is rare, so "Wie ändere ich die Schriftart im
+    Windows-Terminal?" held a German README's "Windows-Terminal" as if it were the question's subject, where in a brain
+    of that README alone "Windows" is one word of four."""
     index = bm25.current_index()
     size = index.wing_size(wing)
-    if WING_NOTES <= size < len(index):
+    least = 1 if foreign_language(question) else WING_NOTES
+    if least <= size < len(index):
         return brain_weights(question, lambda term: index.wing_frequency(term, wing), size)
     return brain_weights(question, *brain_document_frequency())
 

@@ -85,3 +85,56 @@ def test_a_small_wing_and_a_wing_without_notes_are_weighed_among_all_the_notes(l
     assert question_weights(question, "nowhere") == everyone
     assert question_weights(question, "small") == everyone
     assert question_weights(question, "http") != everyone
+
+
+# A German team's README, my own words (bench/projects/rich-de is the real one).
+GERMAN_README = """# Rich
+
+Rich ist eine Python-Bibliothek für farbigen Text und schöne Formatierung im Terminal.
+
+Rich läuft unter Linux, macOS und Windows. Echte Farben und Emoji funktionieren mit dem neuen Windows-Terminal; das
+klassische Terminal kennt nur 16 Farben.
+
+## Tabellen
+
+Rich stellt Tabellen mit Spalten und Unicode-Rahmen im Terminal dar: erstellen Sie eine Tabelle mit `Table()` und
+fügen Sie Spalten mit `add_column` hinzu. Wie ich finde, ist das ein gutes Beispiel für eine einfache Tabelle.
+
+## Projekte mit Rich
+
+- [StarCli](https://github.com/hedythedev/starcli): GitHub-Trends in der Kommandozeile durchsuchen.
+"""
+# English abstracts that use two of the off-topic question's words in their own sense.
+LAB_ABSTRACTS = [
+    "The extracellular matrix of {n} tissue samples was stained; its actions on cell growth were measured.",
+    "Drug actions in {n} patients were followed for a year; a matrix of doses and outcomes was built.",
+]
+
+
+def test_a_german_question_is_weighed_among_its_wing_however_small_beside_english_notes(db, extractive_answers):
+    """Beside 5,183 English abstracts, "Wie richte ich eine Matrix in GitHub Actions ein?" was answered from a German
+    README (bench/projects/rich-de: 6 of 10 German off-topic questions abstained): every German word is rare among
+    English notes, and "matrix" and "actions" are common there, so the README's "GitHub" held a third of the
+    question's weight. In a brain of the README alone it holds a tenth, and the question has no answer; now it has
+    none beside the abstracts either."""
+    do_ingest_note(title="Rich", body=GERMAN_README, wing="rich-de", slug="rich-de", source="test")
+    for number in range(60):
+        do_ingest_note(
+            title=f"Study {number}",
+            body=LAB_ABSTRACTS[number % len(LAB_ABSTRACTS)].format(n=100 + number),
+            wing="lab",
+            source="test",
+        )
+    question = "Wie richte ich eine Matrix in GitHub Actions ein?"
+    readme = list(Note.objects.filter(slug="rich-de"))
+    assert Note.objects.filter(wing="rich-de").count() < WING_NOTES
+
+    result = answer(question)
+    assert result["answer"] == NOTHING_FOUND and "holds 25%" in result["reason"], result
+    assert distinctive_coverage(question, readme) < 0.25
+    weights = question_weights(question, "rich-de")
+    assert weights["github"] < weights["matrix"]  # among the README's notes: the word it holds weighs least
+    # What the README says is still answered from it, and an English question is weighed as before.
+    assert "add_column" in answer("Wie zeige ich eine Tabelle mit Spalten im Terminal an?")["answer"]
+    english = "What openssl req command creates a self-signed certificate valid for one year?"
+    assert question_weights(english, "rich-de") == question_weights(english, "")
