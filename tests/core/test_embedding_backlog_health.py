@@ -76,6 +76,17 @@ class EmbeddingServe(ScratchServe):
         return response.status_code, response.json()
 
 
+DROP_QUEUED_SLICES = """
+from datetime import timedelta
+from django.conf import settings
+from django.utils import timezone
+from django_q.models import OrmQ, Schedule
+from brain.tasks import EMBED_SCHEDULE
+print(OrmQ.objects.filter(key=settings.EMBED_QUEUE).delete()[0])
+Schedule.objects.filter(name=EMBED_SCHEDULE).update(next_run=timezone.now() + timedelta(hours=1))
+"""
+
+
 def backlog_left(body: dict) -> int:
     active = body["embeddings"]["active"]
     return active["pending_chunks"] + active["notes_waiting"]
@@ -135,6 +146,11 @@ def test_health_stays_200_while_the_worker_embeds_and_a_restart_resumes_the_back
     # 2. Stopped and started again mid-backlog: it drains, and nobody runs `brain_embed`.
     left_at_stop = backlog_left(serve.health()[1])
     serve.stop()
+    # Only serve's start may resume the backlog: a slice that ended inside serve's kill window queued the next one,
+    # a killed slice's message comes back once its lock times out, and the schedule runs every 5 minutes. Drop the
+    # first two and put the schedule off, so that a start that forgot to resume leaves the backlog waiting.
+    dropped = serve.manage("shell", "--no-imports", "-c", DROP_QUEUED_SLICES)
+    print(f"\nembedding messages dropped before the restart: {dropped.strip()}")
     embedder.slow_seconds = 0.25  # quicker from now on: only the resuming is under test
     restarted = time.monotonic()
     serve.start()
