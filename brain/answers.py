@@ -174,8 +174,9 @@ def extractive(question: str, candidates: list[Note], limit: int) -> tuple[list[
     lines = []
     for n, items in enumerate(quoted, start=1):
         note = items[0].source
-        # The two best sources also quote their next best passages when those score nearly as well.
-        passages = quoted_passages(items, split[note.id], second=n <= 2)
+        # The two best sources also quote their next best passages when those score nearly as well, and after them
+        # the few that score less but well (FURTHER_SHARE): a list item lower on the page may be the answer.
+        passages = quoted_passages(items, split[note.id], second=n <= 2, further=n <= 2)
         text = "\n\n".join(best_sentences(passage, question, PASSAGE_CHARS) for passage in passages)
         lines.append(f"[{n}] {note.title}{truth_label(note)}: {text}")
     return chosen, "\n\n".join(lines)

@@ -109,6 +109,10 @@ HEADING_WEIGHT = 0.75
 # the best one: a question the best passage only half answers.
 SECOND_PASSAGE_SHARE = 0.6
 MORE_PASSAGES = 2
+# … then up to FURTHER_PASSAGES more, best first, each scoring FURTHER_SHARE of the best one (tuned on click, typer,
+# pydantic and rich-de: 2 more facts of 93, none lost; the two best sources' quotes are about 40 % longer).
+FURTHER_SHARE = 0.4
+FURTHER_PASSAGES = 2
 # A line ending with ":" this short leads into what follows it.
 LEAD_IN_CHARS = 200
 # The last sentence of a longer paragraph leads into the code under it; one shorter than this takes the
@@ -558,15 +562,19 @@ def is_console(passage: Passage) -> bool:
     return CONSOLE_FENCE_RE.search(passage.text) is not None
 
 
-def quoted_passages(ranked: list[ScoredPassage[Source]], passages: list[Passage], *, second: bool) -> list[Passage]:
+def quoted_passages(
+    ranked: list[ScoredPassage[Source]], passages: list[Passage], *, second: bool, further: bool = False
+) -> list[Passage]:
     """What an extractive answer quotes of one note, in the note's order: its best passage (`ranked`: the note's
     scored passages, best first; `passages`: all of them, in order), the code example right under it when the
     best passage is prose about it (the docs' "… use `envvar`." then the example), else the one right above it
     in the same section ("With that, you can use Markdown in the docstring…" explains the example above it); for
     a console session, the example above it in the section that it runs; the paragraph after it in the section
-    when the best passage is prose of one sentence (it names the thing, the next one says how); and, with `second`,
-    its next best
-    passages (MORE_PASSAGES at most) that score SECOND_PASSAGE_SHARE of the best, those with code first."""
+    when the best passage is prose of one sentence (it names the thing, the next one says how); with `second`,
+    its next best passages (MORE_PASSAGES at most) that score SECOND_PASSAGE_SHARE of the best, those with code
+    first; and with `further`, then its next best (FURTHER_PASSAGES at most) that score FURTHER_SHARE of the best.
+    In typer's docs "which variable names does the runner look for?" is answered by the third list item of a page
+    whose best passages are about the runner in general (bench/projects.py)."""
     best = ranked[0]
     chosen = [best.passage]
     if is_console(best.passage) or not has_code(best.passage):
@@ -610,6 +618,14 @@ def quoted_passages(ranked: list[ScoredPassage[Source]], passages: list[Passage]
             if item.passage not in chosen:
                 chosen.append(item.passage)
                 extra += 1
+    if further:
+        added = 0
+        for item in ranked[1:]:
+            if added == FURTHER_PASSAGES or item.score < FURTHER_SHARE * best.score:
+                break
+            if item.passage not in chosen:
+                chosen.append(item.passage)
+                added += 1
     # A paragraph's last sentence also leads into the example under the line after it (`split_passages`): a passage
     # another chosen one holds whole is not quoted again.
     kept = [passage for passage in chosen if not any(holds(other, passage) for other in chosen)]

@@ -340,3 +340,40 @@ def test_a_longer_paragraph_is_quoted_alone_and_the_next_section_is_not_pulled_i
 
     assert quoted_passages([ScoredPassage(longer, 10.0, None)], passages, second=False) == [longer]
     assert quoted_passages([ScoredPassage(single, 10.0, None)], passages, second=False) == [single]
+
+
+TYPER_COMMAND_PAGE = """# The typer command
+
+## Run a script
+
+The `typer` command runs a script that holds an app, without installing it:
+
+```console
+$ typer main.py run --name Camila
+```
+
+## Where it looks for the app
+
+When no `--app` is given, the command looks through the script's module:
+
+* A Typer app in a variable named `app`, `cli` or `main`.
+* The first Typer app found in any other variable.
+* A function in a variable named `main`, `cli` or `app`.
+"""
+
+
+def test_the_best_sources_quote_a_passage_that_scores_less_but_well():
+    """Issue 45 (bench/projects.py, typer): "When running a script through the typer runner without --app, which
+    variable names does it look for first?" was answered by the page's passages about running scripts; the list item
+    naming `app`, `cli` and `main` ranked third on the page at half the best score and was left out."""
+    passages = split_passages("The typer command", TYPER_COMMAND_PAGE)
+    [running, first, other, function] = passages
+    ranked = [
+        ScoredPassage(running, 10.0, None),
+        ScoredPassage(first, 5.0, None),  # FURTHER_SHARE of the best, not SECOND_PASSAGE_SHARE
+        ScoredPassage(function, 4.5, None),
+        ScoredPassage(other, 3.0, None),  # under FURTHER_SHARE
+    ]
+    assert quoted_passages(ranked, passages, second=True) == [running]
+    quoted = quoted_passages(ranked, passages, second=True, further=True)
+    assert quoted == [running, first, function]  # in the page's order
