@@ -395,7 +395,9 @@ def trace_question(question: str, facts: list[str], wanted: str | None, by_slug:
     result = answer(question)
     gate = "ABSTAINED" if result["answer"] == NOTHING_FOUND else "answered"
     if wanted is not None:
-        lines.append(f"fact in the answer: {'yes' if any(fact in folded(result['answer']) for fact in facts) else 'NO'}")
+        lines.append(
+            f"fact in the answer: {'yes' if any(fact in folded(result['answer']) for fact in facts) else 'NO'}"
+        )
     close = passage_reader.closest(question, [passage for _, passage in pool])
     lines.append(
         f"gate {gate}: best passage's distinctive coverage {best:.3f} (floor {MIN_PASSAGE_COVERAGE}), closest "
