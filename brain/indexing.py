@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 SYNC_NOTE_TASK = "brain.tasks.sync_note_embeddings"
 SIMILAR_TASK = "brain.tasks.refresh_similar_notes"
+READ_TASK = "brain.tasks.read_note_passages"
 # Notes per queued task on a bulk path: a task stays well inside the worker's timeout (ranking or
 # embedding a few hundred notes), and a large import hands the workers work while it still runs.
 BULK_BATCH = 200
@@ -106,7 +107,8 @@ def notes_changed_in_bulk() -> Iterator[None]:
 
 
 def queue_background_work(note_ids: Iterable[int]) -> None:
-    """One task for `note_ids` (their embedding sync, or their similar-notes ranking); never raises.
+    """One task for `note_ids` (their embedding sync, or their similar-notes ranking), and one that reads their
+    passages ahead for brain_answer (`brain.tasks.read_note_passages`, unless BRAIN_PASSAGE_READER=off); never raises.
 
     django-q2's ORM broker calls `close_old_connections()` before each enqueue made outside a
     transaction; with CONN_MAX_AGE=0 that closes the connection the write just used, and the next
@@ -129,6 +131,10 @@ def queue_background_work(note_ids: Iterable[int]) -> None:
                 )
             else:
                 async_task(SIMILAR_TASK, *ids, task_name=_task_name("similar-notes", ids), group="brain-similar")
+            if settings.BRAIN_PASSAGE_READER != "off":
+                # In the default cluster: the embedding cluster's one worker stays on the embedding backlog, which
+                # search needs more than brain_answer needs its passages read ahead.
+                async_task(READ_TASK, *ids, task_name=_task_name("read-passages", ids), group="brain-passages")
     except Exception:  # noqa: BLE001 — the schedule catches up; the write stands
         logger.exception("could not enqueue the background work of %d note(s) from note %s", len(ids), ids[0])
 

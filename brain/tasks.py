@@ -21,7 +21,7 @@ from brain.backlog import EMBED_HEARTBEAT
 from brain.embedding_sync import SyncResultJson
 from brain.embedding_sync import sync_embeddings as run_sync
 from brain.folder import FolderSummaryJson, sync_mirror
-from brain.indexing import SIMILAR_TASK
+from brain.indexing import READ_TASK, SIMILAR_TASK
 from brain.models import Note, NoteStatus, Project
 from hyperguild.actions import do_record_worker_heartbeat
 from hyperguild.lib.embedders import get_embedder
@@ -73,6 +73,13 @@ class EmbeddingSlice(SyncResultJson, total=False):
 
 class Pruned(TypedDict):
     deleted: int
+
+
+class PassagesRead(TypedDict):
+    notes: int  # notes whose passages were looked at
+    passages: int
+    read: int  # passages no stored vector held: read now
+    queued: int  # notes left for a task of their own (the slice's time ran out)
 
 
 def schedules() -> list[tuple[str, str, int]]:
@@ -174,6 +181,30 @@ def prune_passage_vectors() -> Pruned:
     """Daily: drop the passage reader's stored vectors of passages no note holds any more
     (`brain.passage_reader.prune`)."""
     return {"deleted": passage_reader.prune()}
+
+
+def read_note_passages(*note_ids: int, max_seconds: float | None = EMBED_SLICE_SECONDS) -> PassagesRead | Skipped:
+    """Read ahead the passages of the wiki notes of `note_ids` (brain_answer's sources) with the passage reader and
+    store their vectors (`brain.passage_reader.read_ahead`), so that the first question over a newly written or
+    imported note does not wait for the encoder (bench/read_ahead.py). Queued by `brain.indexing` with each write's
+    background work, in the default cluster (the embedding cluster's one worker stays on the embedding backlog);
+    bounded like an embedding slice: the notes not reached are queued as a task of their own."""
+    if passage_reader.encoder() is None:
+        return {"skipped": "the passage reader is off"}
+    notes = Note.objects.filter(pk__in=note_ids, status=NoteStatus.WIKI).in_bulk()
+    ordered = [notes[pk] for pk in note_ids if pk in notes]
+    deadline = time.monotonic() + max_seconds if max_seconds is not None else None
+    done, passages, read = passage_reader.read_ahead(ordered, deadline)
+    rest = [note.pk for note in ordered[done:]]
+    if rest:
+        with transaction.atomic():
+            async_task(
+                READ_TASK,
+                *rest,
+                task_name=f"read-passages-{rest[0]}-and-{len(rest) - 1}-more",
+                group="brain-passages",
+            )
+    return {"notes": done, "passages": passages, "read": read, "queued": len(rest)}
 
 
 def refresh_similar_notes(*note_ids: int, max_seconds: float | None = EMBED_SLICE_SECONDS) -> SimilarRanking:

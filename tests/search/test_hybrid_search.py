@@ -95,13 +95,20 @@ def test_with_the_embedder_off_search_is_bm25_and_not_degraded(settings):
 def test_note_changed_queues_the_notes_sync_only_when_an_embedder_is_on(settings):
     settings.BRAIN_EMBEDDER = "off"
     note_changed(41)
-    [queued] = OrmQ.objects.all()  # no embedding work; only the review pages' similar-notes ranking (issue 31)
-    assert queued.task["func"] == "brain.tasks.refresh_similar_notes" and queued.task["args"] == (41,)
-    queued.delete()
+    # No embedding work; only the review pages' similar-notes ranking (issue 31), and its passages read ahead for
+    # brain_answer (issue 45), in the default queue.
+    queued = {row.task["func"]: row for row in OrmQ.objects.all()}
+    assert set(queued) == {"brain.tasks.refresh_similar_notes", "brain.tasks.read_note_passages"}
+    assert all(row.task["args"] == (41,) and row.key == settings.Q_CLUSTER["name"] for row in queued.values())
+    OrmQ.objects.all().delete()
     settings.BRAIN_EMBEDDER = "local"
     note_changed(42)
-    [queued] = OrmQ.objects.all()
-    assert queued.task["func"] == "brain.tasks.sync_note_embeddings" and queued.task["args"] == (42,)
+    queued = {row.task["func"]: row for row in OrmQ.objects.all()}
+    assert set(queued) == {"brain.tasks.sync_note_embeddings", "brain.tasks.read_note_passages"}
+    assert all(row.task["args"] == (42,) for row in queued.values())
+    # The embedding on its own cluster; the passages in the default one, beside the heartbeat and the schedules.
+    assert queued["brain.tasks.sync_note_embeddings"].key == settings.EMBED_QUEUE
+    assert queued["brain.tasks.read_note_passages"].key == settings.Q_CLUSTER["name"]
 
 
 def test_hybrid_with_the_local_model_finds_a_paraphrase_bm25_misses(settings):

@@ -1,0 +1,113 @@
+"""A note's passages are read ahead in the background, so the first question over it does not wait for the encoder.
+
+Issue 45's notes named it as missing: a question over passages nobody had asked about yet paid about 1.3 s on its
+first ask (all-MiniLM-L6-v2 reading the READ_POOL best passages of its candidates). Now each write's background work
+includes a `brain.tasks.read_note_passages` task for the same notes, which stores their passages' vectors
+(PassageVector); brain_answer then finds them stored and encodes only the question.
+
+`transaction=True`: the background work is queued once the write's transaction has committed.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django_q.models import OrmQ
+
+from brain import passage_reader
+from brain.actions import do_ingest_note, do_write_raw_note
+from brain.answers import answer
+from brain.indexing import READ_TASK, notes_changed_in_bulk
+from brain.models import PassageVector
+from brain.tasks import read_note_passages
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# A project's docs, our own words: several passages each.
+PAGES = {
+    "Prompts": "# Prompts\n\nA command can prompt the user for a value when it is not given on the command line.\n\n"
+    "Pass `prompt=True` to the option.\n\n* `hide_input=True` hides what the user types.\n"
+    "* `confirmation_prompt=True` asks for it twice.",
+    "Colours": "# Colours\n\nStyled text uses colours in the command output.\n\nNone are used when the output is "
+    "piped to another program.",
+    "Files": "# Files\n\nThe file type opens a path lazily for the command.\n\n```python\n@click.argument('src', "
+    "type=click.File('rb'))\n```\n\nIt closes the file when the command ends.",
+}
+
+
+@pytest.fixture
+def reader_brain(settings):
+    settings.BRAIN_EMBEDDER = "off"
+    settings.BRAIN_ANSWER_MODEL = ""
+    settings.BRAIN_RERANKER_URL = ""
+    settings.BRAIN_PASSAGE_READER = "minilm"
+    passage_reader.forget()
+    with notes_changed_in_bulk():
+        ids = [do_ingest_note(title=title, body=body, wing="docs", source="test").id for title, body in PAGES.items()]
+    yield ids
+    passage_reader.forget()
+
+
+def queued_reads() -> list[dict]:
+    return [row.task for row in OrmQ.objects.all() if row.task["func"] == READ_TASK]
+
+
+def test_a_write_queues_its_passages_and_the_first_question_encodes_only_itself(reader_brain, monkeypatch):
+    ids = reader_brain
+    [task] = queued_reads()  # one task for the batch, as for its similar-notes ranking
+    assert sorted(task["args"]) == sorted(ids)
+    assert PassageVector.objects.count() == 0
+
+    done = read_note_passages(*task["args"])
+
+    assert done["notes"] == len(PAGES) and done["queued"] == 0
+    assert done["read"] == done["passages"] == PassageVector.objects.count() > len(PAGES)
+    assert read_note_passages(*ids)["read"] == 0  # each passage is read once
+
+    # A web process that never read them (its own cache empty): the question is the only text it encodes.
+    passage_reader.forget()
+    model = passage_reader.encoder()
+    assert model is not None
+    encoded: list[str] = []
+    real_encode = model.encode
+
+    def counting_encode(texts: list[str]):
+        encoded.extend(texts)
+        return real_encode(texts)
+
+    monkeypatch.setattr(model, "encode", counting_encode)
+    question = "How do I hide what the user types at a prompt?"
+    result = answer(question)
+    assert "hide_input" in result["answer"], result
+    assert encoded == [question]
+
+
+def test_what_the_slice_did_not_reach_is_queued_as_a_task_of_its_own(reader_brain):
+    ids = reader_brain
+    OrmQ.objects.all().delete()
+
+    done = read_note_passages(*ids, max_seconds=0)
+
+    assert (done["notes"], done["read"], done["queued"]) == (0, 0, len(ids))
+    [task] = queued_reads()
+    assert list(task["args"]) == ids
+    assert read_note_passages(*task["args"])["notes"] == len(ids)
+
+
+def test_with_the_reader_off_nothing_is_queued_or_read(settings):
+    settings.BRAIN_EMBEDDER = "off"
+    settings.BRAIN_PASSAGE_READER = "off"
+    note = do_ingest_note(title="Colours", body=PAGES["Colours"], wing="docs", source="test")
+
+    assert queued_reads() == []
+    assert read_note_passages(note.id) == {"skipped": "the passage reader is off"}
+    assert PassageVector.objects.count() == 0
+
+
+def test_a_raw_note_is_not_read_ahead(reader_brain):
+    """brain_answer quotes wiki notes only: a raw note's passages are read when a review asks, not ahead."""
+    raw = do_write_raw_note(title="Idea", body=PAGES["Colours"].replace("Colours", "Idea"), source="test")
+
+    done = read_note_passages(raw.id)
+
+    assert (done["notes"], done["read"]) == (0, 0)
+    assert PassageVector.objects.count() == 0
