@@ -40,6 +40,9 @@ EMBED_TASK = "brain.tasks.sync_embeddings"
 # cluster for longer than a slice, a slice killed with its cluster loses at most this much work, and the cluster's
 # timeout (BRAIN_EMBED_TASK_TIMEOUT in settings, 300 s) stays far above it.
 EMBED_SLICE_SECONDS = 20.0
+# One passage-reading task reads for about this long (brain_answer's passages read ahead, in the default cluster beside
+# the heartbeat, the schedules and the skills: an import of 2,000 wiki notes queues 10 of them), then queues the rest.
+READ_SLICE_SECONDS = 5.0
 # Seconds between checks of every project's branch head (notes re-verified when it moved, brain.truth).
 VERIFY_INTERVAL = 300
 # Seconds between embedding syncs: each write queues its own embedding, so this only catches up on what was missed.
@@ -183,12 +186,13 @@ def prune_passage_vectors() -> Pruned:
     return {"deleted": passage_reader.prune()}
 
 
-def read_note_passages(*note_ids: int, max_seconds: float | None = EMBED_SLICE_SECONDS) -> PassagesRead | Skipped:
+def read_note_passages(*note_ids: int, max_seconds: float | None = READ_SLICE_SECONDS) -> PassagesRead | Skipped:
     """Read ahead the passages of the wiki notes of `note_ids` (brain_answer's sources) with the passage reader and
     store their vectors (`brain.passage_reader.read_ahead`), so that the first question over a newly written or
     imported note does not wait for the encoder (bench/read_ahead.py). Queued by `brain.indexing` with each write's
-    background work, in the default cluster (the embedding cluster's one worker stays on the embedding backlog);
-    bounded like an embedding slice: the notes not reached are queued as a task of their own."""
+    background work, in the default cluster (the embedding cluster's one worker stays on the embedding backlog), in
+    slices of READ_SLICE_SECONDS: the notes not reached are queued as a task of their own, behind what was queued
+    meanwhile, so a large import's reading never holds a worker of the default cluster long."""
     if passage_reader.encoder() is None:
         return {"skipped": "the passage reader is off"}
     notes = Note.objects.filter(pk__in=note_ids, status=NoteStatus.WIKI).in_bulk()
