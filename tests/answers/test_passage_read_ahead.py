@@ -111,3 +111,15 @@ def test_a_raw_note_is_not_read_ahead(reader_brain):
 
     assert (done["notes"], done["read"]) == (0, 0)
     assert PassageVector.objects.count() == 0
+
+
+def test_the_queued_task_runs_through_django_q(reader_brain):
+    """The queued message itself, run by django-q2's own machinery (`sync=True`): its function path and arguments
+    reach `read_note_passages`, and the passages are stored."""
+    from django_q.tasks import async_task, result
+
+    [task] = queued_reads()
+    done = async_task(task["func"], *task["args"], sync=True)
+
+    assert result(done)["notes"] == len(PAGES)
+    assert PassageVector.objects.count() > len(PAGES)
