@@ -84,6 +84,10 @@ class ScratchServe:
             SUPERVISOR_TIMEOUT="120",
             SUPERVISOR_IDLE_TIMEOUT="120",
             HYPERGUILD_Q_WORKERS="1",
+            # These servers test serving, the queue and recovery, not answers: no passage reader to load in each web
+            # process, and no passages read ahead by the worker (test_serve and test_first_minute start `serve` as
+            # `make run` does, with it).
+            BRAIN_PASSAGE_READER="off",
         )
         return env
 
