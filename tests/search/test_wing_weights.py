@@ -39,6 +39,17 @@ ABSTRACTS = [
 ]
 
 
+def ingest_abstracts(templates: list[str], count: int = 60) -> None:
+    """`count` science abstracts in the wing "lab", the templates in turn."""
+    for number in range(count):
+        do_ingest_note(
+            title=f"Study {number}",
+            body=templates[number % len(templates)].format(n=100 + number),
+            wing="lab",
+            source="test",
+        )
+
+
 @pytest.fixture
 def large_brain(db, extractive_answers):
     for topic in TOPICS:
@@ -50,13 +61,7 @@ def large_brain(db, extractive_answers):
             source="test",
         )
     do_ingest_note(title="SSL", body=SSL_PAGE, wing="http", slug="ssl", source="test")
-    for number in range(60):
-        do_ingest_note(
-            title=f"Study {number}",
-            body=ABSTRACTS[number % len(ABSTRACTS)].format(n=100 + number),
-            wing="lab",
-            source="test",
-        )
+    ingest_abstracts(ABSTRACTS)
     yield
 
 
@@ -118,13 +123,7 @@ def test_a_german_question_is_weighed_among_its_wing_however_small_beside_englis
     question's weight. In a brain of the README alone it holds a tenth, and the question has no answer; now it has
     none beside the abstracts either."""
     do_ingest_note(title="Rich", body=GERMAN_README, wing="rich-de", slug="rich-de", source="test")
-    for number in range(60):
-        do_ingest_note(
-            title=f"Study {number}",
-            body=LAB_ABSTRACTS[number % len(LAB_ABSTRACTS)].format(n=100 + number),
-            wing="lab",
-            source="test",
-        )
+    ingest_abstracts(LAB_ABSTRACTS)
     question = "Wie richte ich eine Matrix in GitHub Actions ein?"
     readme = list(Note.objects.filter(slug="rich-de"))
     assert Note.objects.filter(wing="rich-de").count() < WING_NOTES
