@@ -86,6 +86,9 @@ def test_importing_200_notes_opens_at_most_5_connections_and_queues_at_most_2_ta
     assert 1 <= len(tasks) <= 2, f"the import queued {len(tasks)} tasks"
     expected = indexing.SYNC_NOTE_TASK if embedder != "off" else indexing.SIMILAR_TASK
     assert {task["func"] for task in tasks} == {expected}
+    # Beside each, one task reads the same notes' passages ahead for brain_answer (issue 45): per batch, not per note.
+    reads = [row.task for row in OrmQ.objects.all() if row.task["func"] == indexing.READ_TASK]
+    assert [sorted(task["args"]) for task in reads] == [sorted(task["args"]) for task in tasks]
 
 
 def test_the_tasks_an_import_queues_name_every_imported_note_once(tmp_path, settings):
