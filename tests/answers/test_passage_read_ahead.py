@@ -10,6 +10,9 @@ includes a `brain.tasks.read_note_passages` task for the same notes, which store
 
 from __future__ import annotations
 
+import itertools
+from types import SimpleNamespace
+
 import pytest
 from django_q.models import OrmQ
 
@@ -17,8 +20,10 @@ from brain import passage_reader
 from brain.actions import do_ingest_note, do_write_raw_note
 from brain.answers import answer
 from brain.indexing import READ_TASK, notes_changed_in_bulk
-from brain.models import PassageVector
+from brain.models import Note, PassageVector
+from brain.passages import split_passages
 from brain.tasks import read_note_passages
+from hyperguild.lib import minilm
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -123,3 +128,19 @@ def test_the_queued_task_runs_through_django_q(reader_brain):
 
     assert result(done)["notes"] == len(PAGES)
     assert PassageVector.objects.count() > len(PAGES)
+
+
+def test_a_long_page_is_read_over_several_slices(reader_brain, monkeypatch):
+    """A slice stops between batches of the encoder, not only between notes: a reference page of a thousand
+    passages never holds a worker for minutes. What one slice stored, the next skips."""
+    ids = reader_brain
+    notes = list(Note.objects.filter(pk__in=ids).order_by("pk"))
+    total = len({p.text for note in notes for p in split_passages(note.title, note.body)})
+    monkeypatch.setattr(minilm, "BATCH", 2)
+    ticks = itertools.count()  # each look at the clock is one second later
+    monkeypatch.setattr(passage_reader, "time", SimpleNamespace(monotonic=lambda: next(ticks)))
+
+    assert passage_reader.read_ahead(notes, deadline=1) == (0, 0, 2)  # one batch, then the deadline had passed
+    assert PassageVector.objects.count() == 2
+    done, passages, read = passage_reader.read_ahead(notes)
+    assert (done, passages, read) == (len(notes), total, total - 2)
