@@ -202,9 +202,9 @@ def question_weights(question: str, wing: str) -> dict[str, float]:
     page lacks. So a project's docs answer in a large brain as they do in a brain of their own.
 
     A question in another language than English (`brain.language.foreign_language`) is weighed among the wing's notes
-    however few they are: beside English notes every German word is rare, so "Wie ändere ich die Schriftart im
-    Windows-Terminal?" held a German README's "Windows-Terminal" as if it were the question's subject, where in a brain
-    of that README alone "Windows" is one word of four."""
+    however few they are: beside English notes every German word is rare, so "Wie richte ich eine Matrix in GitHub
+    Actions ein?" held a German README's "GitHub" as a third of its weight, where in a brain of that README alone it
+    holds a tenth (`tests/search/test_wing_weights.py`)."""
     index = bm25.current_index()
     size = index.wing_size(wing)
     least = 1 if foreign_language(question) else WING_NOTES
