@@ -108,9 +108,10 @@ def digest(text: str) -> str:
     return hashlib.sha256(f"{minilm.MODEL}\n{text}".encode()).hexdigest()
 
 
-def vectors(texts: Sequence[str]) -> np.ndarray | None:
+def vectors(texts: Sequence[str], keep: bool = True) -> np.ndarray | None:
     """One unit-length row per text (None without an encoder): from the process's cache, then PassageVector, and
-    what neither holds is encoded and stored."""
+    what neither holds is encoded and stored. `keep` False: the rows are not kept in the process's cache (the
+    worker reading ahead never asks for them again; only the table matters to the web processes)."""
     model = encoder()
     if model is None:
         return None
@@ -140,12 +141,13 @@ def vectors(texts: Sequence[str]) -> np.ndarray | None:
             found[key] = row
             rows.append(PassageVector(digest=key, vector=row.tobytes()))
         PassageVector.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
-    with _cache_lock:
-        for key in keys:
-            _cache[key] = found[key]
-            _cache.move_to_end(key)
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
+    if keep:
+        with _cache_lock:
+            for key in keys:
+                _cache[key] = found[key]
+                _cache.move_to_end(key)
+            while len(_cache) > CACHE_SIZE:
+                _cache.popitem(last=False)
     return np.stack([found[key] for key in keys]) if keys else np.zeros((0, minilm.DIMENSIONS), dtype=np.float32)
 
 
@@ -234,7 +236,7 @@ def read_ahead(notes: Sequence[Note], deadline: float | None = None) -> tuple[in
             if deadline is not None and time.monotonic() >= deadline:
                 return done, passages, read
             batch = missing[start : start + minilm.BATCH]
-            vectors(batch)
+            vectors(batch, keep=False)
             read += len(batch)
         done += 1
         passages += len(texts)

@@ -144,3 +144,13 @@ def test_a_long_page_is_read_over_several_slices(reader_brain, monkeypatch):
     assert PassageVector.objects.count() == 2
     done, passages, read = passage_reader.read_ahead(notes)
     assert (done, passages, read) == (len(notes), total, total - 2)
+
+
+def test_the_worker_reading_ahead_keeps_no_vector_in_its_own_memory(reader_brain):
+    # The worker never asks for them again: before, it kept up to 50,000 of them (about 75 MB) in its process.
+    passage_reader.forget()
+
+    done = read_note_passages(*reader_brain)
+
+    assert done["read"] == PassageVector.objects.count() > len(PAGES)
+    assert len(passage_reader._cache) == 0
