@@ -219,12 +219,15 @@ def pytest_configure(config) -> None:
 # end waiting on one of them while the other workers are idle (the longest job first keeps the tail short).
 # Figures: `make test PYTEST_ARGS=--durations=0`, summed per file.
 LONG_FILES = (
-    "tests/core/test_embedding_backlog_health.py",  # about 3 minutes
+    "tests/core/test_embedding_backlog_health.py",  # about 2.5 minutes
+    # The other two workers start with files that need no scratch database: the first scratch server of a fresh
+    # checkout makes the migrated template (tests/fakes/pg_template.py), and the others would wait on its lock.
+    "tests/core/test_bench_load.py",
+    "tests/fuzz/test_fuzz_doors.py",
     "tests/supervisor/test_chaos.py",
     "tests/core/test_recovery_with_backlog.py",
     "tests/core/test_two_replicas.py",
-    "tests/core/test_bench_load.py",
-    "tests/fuzz/test_fuzz_doors.py",
+    "tests/core/test_serve.py",
     "tests/core/test_prometheus.py",
     "tests/supervisor/test_tasks_across_replicas.py",
     "tests/sessions/test_training_change.py",
