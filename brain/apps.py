@@ -22,7 +22,7 @@ class BrainConfig(AppConfig):
         from brain.bm25.live import warm_in_background
         from brain.contributions import home_counts
         from brain.metrics import bm25_metrics, embedding_metrics
-        from brain.tasks import EMBED_TASK, resume_embedding_backlog, schedules
+        from brain.tasks import EMBED_TASK, resume_embedding_backlog, resume_passage_reading, schedules
         from hyperguild.contributions import (
             register_home_counts,
             register_schedules,
@@ -38,6 +38,7 @@ class BrainConfig(AppConfig):
         register_schedules(schedules)
         register_task_queue(EMBED_TASK, settings.EMBED_QUEUE)
         register_serve_start(resume_embedding_backlog)
+        register_serve_start(resume_passage_reading)
         register_web_start(warm_in_background)
         register_web_start(passage_reader.warm_in_background)
         register_health_section("embeddings", backlog.health_section)

@@ -228,6 +228,8 @@ def read_ahead(notes: Sequence[Note], deadline: float | None = None) -> tuple[in
         return 0, 0, 0
     done = passages = read = 0
     for note in notes:
+        if deadline is not None and (done or read) and time.monotonic() >= deadline:
+            return done, passages, read  # between notes too: notes already read cost their split and a lookup
         texts = list(dict.fromkeys(passage.text for passage in split_passages(note.title, note.body)))
         keys = {digest(text): text for text in texts}
         stored = set(PassageVector.objects.filter(digest__in=list(keys)).values_list("digest", flat=True))

@@ -43,6 +43,8 @@ EMBED_SLICE_SECONDS = 20.0
 # One passage-reading task reads for about this long (brain_answer's passages read ahead, in the default cluster beside
 # the heartbeat, the schedules and the skills: an import of 2,000 wiki notes queues 10 of them), then queues the rest.
 READ_SLICE_SECONDS = 5.0
+READ_BRAIN_TASK = "brain.tasks.read_brain_passages"
+BRAIN_READ_PAGE = 100  # wiki notes loaded at a time by read_brain_passages
 # Seconds between checks of every project's branch head (notes re-verified when it moved, brain.truth).
 VERIFY_INTERVAL = 300
 # Seconds between embedding syncs: each write queues its own embedding, so this only catches up on what was missed.
@@ -83,6 +85,13 @@ class PassagesRead(TypedDict):
     passages: int
     read: int  # passages no stored vector held: read now
     queued: int  # notes left for a task of their own (the slice's time ran out)
+
+
+class BrainRead(TypedDict):
+    notes: int  # wiki notes whose passages were looked at
+    passages: int
+    read: int  # passages no stored vector held: read now
+    next_after: int | None  # the id the next slice starts after; None when every wiki note was reached
 
 
 def schedules() -> list[tuple[str, str, int]]:
@@ -209,6 +218,49 @@ def read_note_passages(*note_ids: int, max_seconds: float | None = READ_SLICE_SE
                 group="brain-passages",
             )
     return {"notes": done, "passages": passages, "read": read, "queued": len(rest)}
+
+
+def read_brain_passages(after: int = 0, max_seconds: float | None = READ_SLICE_SECONDS) -> BrainRead | Skipped:
+    """Read ahead the passages of every wiki note with an id above `after` that no stored vector holds yet, in id
+    order: the notes written before passages were read ahead with each write (or while the reader was off) are read
+    too, not only when a question first needs them. Queued by `serve` at its start (`resume_passage_reading`); in
+    slices of READ_SLICE_SECONDS in the default cluster, each queueing the next after the last note it finished. A
+    note already read costs its split and one lookup (a brain of 5,000 notes whose passages are all stored: a few
+    seconds)."""
+    if passage_reader.encoder() is None:
+        return {"skipped": "the passage reader is off"}
+    deadline = time.monotonic() + max_seconds if max_seconds is not None else None
+    result: BrainRead = {"notes": 0, "passages": 0, "read": 0, "next_after": None}
+    wiki = Note.objects.filter(status=NoteStatus.WIKI).order_by("pk")
+    while True:
+        page = list(wiki.filter(pk__gt=after)[:BRAIN_READ_PAGE])
+        if not page:
+            return result
+        done, passages, read = passage_reader.read_ahead(page, deadline)
+        result["notes"] += done
+        result["passages"] += passages
+        result["read"] += read
+        if done < len(page):
+            # The slice's time ran out inside this page: the next slice starts at the note it did not finish.
+            after = page[done - 1].pk if done else after
+            with transaction.atomic():
+                async_task(
+                    READ_BRAIN_TASK, after, task_name=f"read-brain-passages-after-{after}", group="brain-passages"
+                )
+            result["next_after"] = after
+            return result
+        after = page[-1].pk
+
+
+def resume_passage_reading() -> None:
+    """At `serve`'s start: read ahead the passages of the wiki notes that have none stored (`read_brain_passages`),
+    unless such a task already waits in the queue."""
+    if passage_reader.encoder() is None:
+        return
+    if any(message.func() == READ_BRAIN_TASK for message in OrmQ.objects.filter(lock__lte=timezone.now())):
+        return
+    with transaction.atomic():
+        async_task(READ_BRAIN_TASK, 0, task_name="read-brain-passages", group="brain-passages")
 
 
 def refresh_similar_notes(*note_ids: int, max_seconds: float | None = EMBED_SLICE_SECONDS) -> SimilarRanking:

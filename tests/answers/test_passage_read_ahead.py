@@ -16,13 +16,15 @@ from types import SimpleNamespace
 import pytest
 from django_q.models import OrmQ
 
-from brain import passage_reader
+from brain import passage_reader, tasks
 from brain.actions import do_ingest_note, do_write_raw_note
 from brain.answers import answer
 from brain.indexing import READ_TASK, notes_changed_in_bulk
 from brain.models import Note, PassageVector
+from brain.passage_reader import digest
 from brain.passages import split_passages
-from brain.tasks import read_note_passages
+from brain.tasks import READ_BRAIN_TASK, read_brain_passages, read_note_passages
+from hyperguild.contributions import serve_start_hooks
 from hyperguild.lib import minilm
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -154,3 +156,52 @@ def test_the_worker_reading_ahead_keeps_no_vector_in_its_own_memory(reader_brain
 
     assert done["read"] == PassageVector.objects.count() > len(PAGES)
     assert len(passage_reader._cache) == 0
+
+
+def wiki_digests() -> set[str]:
+    notes = Note.objects.filter(status="wiki")
+    return {digest(passage.text) for note in notes for passage in split_passages(note.title, note.body)}
+
+
+def test_notes_never_read_ahead_are_read_once_serve_starts(reader_brain):
+    """Notes written before passages were read with each write (or while the reader was off) were read only when a
+    question first needed them. `serve`'s start queues one task that reads every wiki note's passages."""
+    OrmQ.objects.all().delete()  # the writes' own reading tasks never ran
+    raw = do_write_raw_note(
+        title="Idea", body="# Idea\n\nA raw thought about prompts nobody reviewed yet.", source="test"
+    )
+
+    for hook in serve_start_hooks():
+        hook()
+    for hook in serve_start_hooks():  # a second start while the first task waits queues no second one
+        hook()
+
+    [task] = [row.task for row in OrmQ.objects.all() if row.task["func"] == READ_BRAIN_TASK]
+    done = read_brain_passages(*task["args"])
+    assert (done["notes"], done["next_after"]) == (len(PAGES), None)
+    stored = set(PassageVector.objects.values_list("digest", flat=True))
+    assert stored == wiki_digests()
+    assert not {digest(p.text) for p in split_passages(raw.title, raw.body)} & stored
+    assert read_brain_passages()["read"] == 0  # the next start finds them stored
+
+
+def test_reading_the_whole_brain_goes_on_in_slices_each_queueing_the_next(reader_brain, monkeypatch):
+    """A slice stops between notes already read too (each costs its split and a lookup): a brain of thousands of
+    notes read long ago never holds a worker past its slice at each start."""
+    OrmQ.objects.all().delete()
+    notes = list(Note.objects.filter(pk__in=reader_brain).order_by("pk"))
+    passage_reader.read_ahead(notes[:-1])  # all but the last were read with their writes
+    monkeypatch.setattr(tasks, "BRAIN_READ_PAGE", 2)
+    ticks = itertools.count()  # each look at the clock is one second later
+    clock = SimpleNamespace(monotonic=lambda: next(ticks))
+    monkeypatch.setattr(passage_reader, "time", clock)
+    monkeypatch.setattr(tasks, "time", clock)
+
+    first = read_brain_passages(0, max_seconds=2)
+
+    assert 0 < first["notes"] < len(PAGES) and first["next_after"] is not None and first["read"] == 0
+    [task] = [row.task for row in OrmQ.objects.all() if row.task["func"] == READ_BRAIN_TASK]
+    assert list(task["args"]) == [first["next_after"]]
+    rest = read_brain_passages(*task["args"], max_seconds=None)
+    assert first["notes"] + rest["notes"] == len(PAGES) and rest["next_after"] is None
+    assert set(PassageVector.objects.values_list("digest", flat=True)) == wiki_digests()
