@@ -10,6 +10,8 @@ embedder off, no answer model: the answer is extractive); the questions of `benc
 2. **Read ahead**: the stored vectors dropped, then `brain.tasks.read_note_passages` over every note, as the
    background work of the import runs it (timed: notes, passages, seconds); the process cache emptied again (a web
    process that never read them) and the same questions asked.
+3. **A start's walk**: `brain.tasks.read_brain_passages` over the same notes, all read now (what each start of
+   `serve` costs a brain whose passages are stored), timed.
 
 Figures: wall time per `answer()` (p50/p95/max/mean), the read-ahead's time and passages per second, and the size
 of the PassageVector table after it.
@@ -59,7 +61,7 @@ class Command(BenchCommand):
         from brain.answers import answer
         from brain.models import Note, PassageVector
         from brain.scratch import ScratchDatabase
-        from brain.tasks import read_note_passages
+        from brain.tasks import read_brain_passages, read_note_passages
 
         docs = Path(options["docs"])
         if not docs.is_dir():
@@ -111,6 +113,15 @@ class Command(BenchCommand):
             )
             warm = ask_all()
             self.stdout.write(f"read ahead:     {figures(warm)}")
+
+            started = time.perf_counter()
+            walked = read_brain_passages(0, max_seconds=None)
+            spent = time.perf_counter() - started
+            assert "read" in walked and walked["read"] == 0, walked
+            self.stdout.write(
+                f"a start's walk over them, all read: {walked['notes']} notes, {walked['passages']} passages in "
+                f"{spent * 1000:.0f} ms ({walked['notes'] / spent:.0f} notes/s)"
+            )
 
 
 if __name__ == "__main__":
