@@ -254,8 +254,9 @@ def read_brain_passages(after: int = 0, max_seconds: float | None = READ_SLICE_S
 
 def resume_passage_reading() -> None:
     """At `serve`'s start: read ahead the passages of the wiki notes that have none stored (`read_brain_passages`),
-    unless such a task already waits in the queue."""
-    if passage_reader.encoder() is None:
+    unless such a task already waits in the queue. The setting alone decides here: serve's own process never loads
+    the encoder (the task says when its weights are missing)."""
+    if settings.BRAIN_PASSAGE_READER == "off":
         return
     if any(message.func() == READ_BRAIN_TASK for message in OrmQ.objects.filter(lock__lte=timezone.now())):
         return

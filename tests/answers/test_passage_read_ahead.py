@@ -105,8 +105,13 @@ def test_with_the_reader_off_nothing_is_queued_or_read(settings):
     settings.BRAIN_PASSAGE_READER = "off"
     note = do_ingest_note(title="Colours", body=PAGES["Colours"], wing="docs", source="test")
 
+    for hook in serve_start_hooks():
+        hook()
+
     assert queued_reads() == []
+    assert not [row for row in OrmQ.objects.all() if row.task["func"] == READ_BRAIN_TASK]
     assert read_note_passages(note.id) == {"skipped": "the passage reader is off"}
+    assert read_brain_passages() == {"skipped": "the passage reader is off"}
     assert PassageVector.objects.count() == 0
 
 
@@ -163,18 +168,21 @@ def wiki_digests() -> set[str]:
     return {digest(passage.text) for note in notes for passage in split_passages(note.title, note.body)}
 
 
-def test_notes_never_read_ahead_are_read_once_serve_starts(reader_brain):
+def test_notes_never_read_ahead_are_read_once_serve_starts(reader_brain, monkeypatch):
     """Notes written before passages were read with each write (or while the reader was off) were read only when a
-    question first needed them. `serve`'s start queues one task that reads every wiki note's passages."""
+    question first needed them. `serve`'s start queues one task that reads every wiki note's passages, without
+    loading the encoder in serve's own process."""
     OrmQ.objects.all().delete()  # the writes' own reading tasks never ran
     raw = do_write_raw_note(
         title="Idea", body="# Idea\n\nA raw thought about prompts nobody reviewed yet.", source="test"
     )
 
-    for hook in serve_start_hooks():
-        hook()
-    for hook in serve_start_hooks():  # a second start while the first task waits queues no second one
-        hook()
+    with monkeypatch.context() as serve_process:
+        serve_process.setattr(passage_reader, "encoder", lambda: pytest.fail("serve's start loaded the encoder"))
+        for hook in serve_start_hooks():
+            hook()
+        for hook in serve_start_hooks():  # a second start while the first task waits queues no second one
+            hook()
 
     [task] = [row.task for row in OrmQ.objects.all() if row.task["func"] == READ_BRAIN_TASK]
     done = read_brain_passages(*task["args"])
