@@ -646,6 +646,18 @@ def sentences(text: str) -> list[str]:
     return [piece for piece in SENTENCE_RE.split(" ".join(text.split())) if piece]
 
 
+# A Markdown link to another place of the docs (`[*before*](#field-before-validator)`, `[ConfigDict][pydantic.ConfigDict]`)
+# is quoted as its text: its target means nothing in an answer and took a third of a lead-in's room. Links to the web
+# keep their address.
+RELATIVE_LINK_RE = re.compile(r"\[([^\]\n]+)\]\((?![a-z][a-z0-9+.-]*://)[^)\s]*\)")
+REFERENCE_LINK_RE = re.compile(r"\[([^\]\n]+)\]\[[^\]\n]*\]")
+
+
+def link_text(prose: str) -> str:
+    """`prose` with its links to other places of the docs written as their text."""
+    return REFERENCE_LINK_RE.sub(r"\1", RELATIVE_LINK_RE.sub(r"\1", prose))
+
+
 def best_sentences(passage: Passage, question: str, limit: int) -> str:
     """The passage cut to about `limit` characters: from the sentence that matches most of the question on,
     with the sentences before it while there is room. Prose is put on one line; code keeps its lines, and a
@@ -653,9 +665,12 @@ def best_sentences(passage: Passage, question: str, limit: int) -> str:
     text = passage.text.strip()
     fence = FENCE_LINE_RE.search(text)
     if fence:
+        before, code = link_text(text[: fence.start()]), text[fence.start() :]
+        text = before + code
         if len(text) <= limit:
             return text
-        return _cut_code(text[: fence.start()].strip(), text[fence.start() :], question, limit)
+        return _cut_code(before.strip(), code, question, limit)
+    text = link_text(text)
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
@@ -663,9 +678,9 @@ def best_sentences(passage: Passage, question: str, limit: int) -> str:
 
 
 def _cut_prose(text: str, question: str, limit: int) -> str:
-    terms = set(bm25.tokenize(question)) - QUESTION_WORDS
+    terms = set(tokenize(question)) - QUESTION_WORDS
     pieces = [piece for piece in SENTENCE_RE.split(text) if piece.strip()]
-    found = [len(terms & set(bm25.tokenize(piece))) for piece in pieces]
+    found = [len(terms & set(tokenize(piece))) for piece in pieces]
     best = max(range(len(pieces)), key=lambda i: (found[i], -i))
     first, last = best, best
     length = len(pieces[best])
@@ -692,8 +707,8 @@ def _cut_code(lead_in: str, code: str, question: str, limit: int) -> str:
     if len(code) > budget:
         closing = lines[-1].strip() if len(lines) > 1 and FENCE_RE.match(lines[-1]) else ""
         budget -= len(closing) + 3  # "…" and the closing fence on their lines
-        terms = set(bm25.tokenize(question)) - QUESTION_WORDS
-        found = [len(terms & set(bm25.tokenize(line))) for line in lines]
+        terms = set(tokenize(question)) - QUESTION_WORDS
+        found = [len(terms & set(tokenize(line))) for line in lines]
         best = max(range(len(lines)), key=lambda i: (found[i], -i))
         start = best if best <= 1 else best - 2  # the lines just before it set it up
         kept: list[str] = []

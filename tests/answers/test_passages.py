@@ -230,3 +230,49 @@ def test_hello():
 def test_a_second_code_block_right_under_the_first_keeps_the_lead_in():
     code = [text for text in texts("Testing", MODULE_AND_TEST_NOTE) if "```python" in text]
     assert len(code) == 2 and all(text.startswith("The runner invokes a command in isolation") for text in code)
+
+
+def test_a_lead_in_quotes_its_links_to_the_docs_as_their_text_and_keeps_what_it_says():
+    """Issue 45, pydantic: "in which sequence are stacked before, after and wrap hooks run?" is answered by a lead-in
+    whose links to other sections (`[*before*](#before-hooks)`) took a third of its room; cut to a third of the
+    quote, it lost the sentence's end, which is the answer. A link to another place of the docs is quoted as its text;
+    a link to the web keeps its address."""
+    lead_in = (
+        "With the [stacked form](#the-stacked-form), the order in which hooks run is fixed: "
+        "[*before*](#before-hooks) and [*wrap*](#wrap-hooks) hooks run from last to first, and "
+        "[*after*](#after-hooks) hooks then run from first to last ([why](https://example.org/hook-order)):"
+    )
+    code = "\n".join(f"    hook_{i} = AfterHook(step_{i})" for i in range(30))
+    [passage] = split_passages("Hooks", f"{lead_in}\n\n```python\nclass Order(Model):\n{code}\n```\n")
+
+    cut = best_sentences(
+        passage, "When I stack before, after and wrap hooks on one field, in which order do they run?", 600
+    )
+
+    assert "hooks run from last to first, and *after* hooks then run from first to last" in cut
+    assert "(#before-hooks)" not in cut and "*before* and *wrap* hooks" in cut
+    assert "[why](https://example.org/hook-order)" in cut
+
+
+def test_a_code_cut_finds_the_question_in_the_parts_of_an_identifier():
+    """Issue 45, pydantic: "how do I allow such types?" is answered by a decorator's `allow_foreign_types=True`,
+    while the example's printed error further down holds "instance" and "type" as words. The cut counted a
+    question's words with BM25's tokens, where an identifier is one word, and quoted the error; it now counts them as
+    passages are ranked, with an identifier's parts."""
+    lines = ["from shop import Config, checked", "", "class Basket:", "    def __init__(self, items):"]
+    lines += [f"        self.item_{i} = items[{i}]" for i in range(12)]
+    lines += ["", "@checked(config=Config(allow_foreign_types=True))", "def total(a: Basket, b: Basket):"]
+    lines += ["    return a.sum() + b.sum()", "", "try:", "    total(1, 2)", "except CheckError as error:"]
+    lines += ["    print(error)", '    """', "    total: argument 0"]
+    lines += ["      Input should be an instance of Basket [type=instance_of, input_value=1, input_type=int]"] * 4
+    lines += ['    """']
+    body = "The decorator takes a configuration as a model does:\n\n```python\n" + "\n".join(lines) + "\n```\n"
+    [passage] = split_passages("Checked functions", body)
+
+    cut = best_sentences(
+        passage,
+        "My checked function takes instances of a plain class and checking fails; how do I allow such types?",
+        600,
+    )
+
+    assert "@checked(config=Config(allow_foreign_types=True))" in cut
