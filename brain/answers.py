@@ -44,6 +44,7 @@ from brain.passages import (
     brain_weights,
     coverage,
     holds,
+    quotable,
     quoted_passages,
     score_passages,
     split_passages,
@@ -124,13 +125,13 @@ def source_text(note: Note, question: str, chars: int = SOURCE_CHARS) -> str:
     for passage in [*quoted_passages(ranked, passages, second=False), *(item.passage for item in ranked[1:])]:
         if passage.order in chosen or any(holds(other, passage) for other in kept):
             continue  # read already, or held whole by a passage read already (a lead-in sentence)
-        text = passage.text.strip()
+        text = quotable(passage.text.strip())
         if len(text) + 4 > room:  # its text, and the "…" that may stand before it
             if chosen:
                 continue  # a shorter passage further down may still fit
             text = best_sentences(passage, question, room - 4)
         chosen[passage.order] = text
-        if text == passage.text.strip():
+        if text == quotable(passage.text.strip()):
             kept.append(passage)  # read whole: what it holds is read too (a cut one may have left it out)
         room -= len(text) + 4
         if room < 40:

@@ -658,19 +658,22 @@ def link_text(prose: str) -> str:
     return REFERENCE_LINK_RE.sub(r"\1", RELATIVE_LINK_RE.sub(r"\1", prose))
 
 
+def quotable(text: str) -> str:
+    """A passage's text as it is quoted: its prose's links to the docs as their text (`link_text`), its code as is."""
+    fence = FENCE_LINE_RE.search(text)
+    return link_text(text[: fence.start()]) + text[fence.start() :] if fence else link_text(text)
+
+
 def best_sentences(passage: Passage, question: str, limit: int) -> str:
     """The passage cut to about `limit` characters: from the sentence that matches most of the question on,
     with the sentences before it while there is room. Prose is put on one line; code keeps its lines, and a
     lead-in and its code block are cut apart (`_cut_code`) so that the code is never cut off for the prose."""
-    text = passage.text.strip()
+    text = quotable(passage.text.strip())
     fence = FENCE_LINE_RE.search(text)
     if fence:
-        before, code = link_text(text[: fence.start()]), text[fence.start() :]
-        text = before + code
         if len(text) <= limit:
             return text
-        return _cut_code(before.strip(), code, question, limit)
-    text = link_text(text)
+        return _cut_code(text[: fence.start()].strip(), text[fence.start() :], question, limit)
     text = " ".join(text.split())
     if len(text) <= limit:
         return text

@@ -99,3 +99,26 @@ def test_a_passage_longer_than_the_room_is_cut_around_the_question_and_the_text_
     assert text.startswith("…\n\nTo hide the password use this:")  # the lead-in, then as much of the code as fits
     assert "hide_input=True" in text and "Something else" not in text
     assert text.endswith("…\n```\n\n…")  # the block cut short still closes its fence, then the rest left out
+
+
+def test_the_model_reads_links_to_the_docs_as_their_text_and_code_as_is(transactional_db):
+    """A model reads what an extractive answer quotes: a link to another section, `[*before*](#before-hooks)`, as its
+    text (its target means nothing to it and takes its room), a link to the web with its address, code untouched."""
+    filler = "\n\n".join(f"## Part {n}\n\nA paragraph about something else entirely, number {n}." for n in range(60))
+    answer_part = (
+        "## Order\n\nStacked hooks run in a fixed order: [*before*](#before-hooks) and [*wrap*](#wrap-hooks) hooks run "
+        "from last to first ([why](https://example.org/hook-order)), see [`Config`][shop.Config]:\n\n"
+        "```python\nhooks = [h for h in table[0](request)]\n```"
+    )
+    body = f"{filler}\n\n{answer_part}"
+    note = ingest([{"slug": "hooks", "title": "Hooks", "wing": "concepts", "body": body}])["hooks"]
+
+    text = source_text(note, "In which order do stacked before and wrap hooks run?")
+
+    assert len(body) > SOURCE_CHARS
+    assert (
+        "*before* and *wrap* hooks run from last to first ([why](https://example.org/hook-order)), see `Config`:"
+        in text
+    )
+    assert "(#before-hooks)" not in text and "[shop.Config]" not in text
+    assert "hooks = [h for h in table[0](request)]" in text
