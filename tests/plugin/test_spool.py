@@ -90,8 +90,10 @@ def run_in_time(plugin: InstalledPlugin, event: str, payload: dict, url: str, **
     return ran
 
 
-def settle(spool: Path, seconds: float = 20) -> None:
-    """Wait until no hook holds a lock on the spool (a background sender may still be at work)."""
+def settle(spool: Path, seconds: float = 60) -> None:
+    """Wait until no hook holds a lock on the spool (a background sender may still be at work). 60 s: on a fresh
+    clone's busy run, sixteen hooks' senders of large payloads once took just over 20 s; a sender that never lets go
+    still fails here."""
     deadline = time.monotonic() + seconds
     locks = [Path(f"{spool}.lock"), Path(f"{spool}.flush-lock")]
     while any(lock.exists() for lock in locks):
