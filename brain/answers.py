@@ -125,13 +125,14 @@ def source_text(note: Note, question: str, chars: int = SOURCE_CHARS) -> str:
     for passage in [*quoted_passages(ranked, passages, second=False), *(item.passage for item in ranked[1:])]:
         if passage.order in chosen or any(holds(other, passage) for other in kept):
             continue  # read already, or held whole by a passage read already (a lead-in sentence)
-        text = quotable(passage.text.strip())
+        whole = quotable(passage.text.strip())
+        text = whole
         if len(text) + 4 > room:  # its text, and the "…" that may stand before it
             if chosen:
                 continue  # a shorter passage further down may still fit
             text = best_sentences(passage, question, room - 4)
         chosen[passage.order] = text
-        if text == quotable(passage.text.strip()):
+        if text == whole:
             kept.append(passage)  # read whole: what it holds is read too (a cut one may have left it out)
         room -= len(text) + 4
         if room < 40:
